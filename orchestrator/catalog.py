@@ -1,0 +1,125 @@
+"""The GPU VM catalog: one flat row per VM size, plus pure lookups by name or alias.
+
+Facts come from ../shared/docs/azure-notes.md (Microsoft size docs, azhpc-images). Prices are
+list-price estimates (Linux pay-as-you-go) and always labelled as such; peak FLOP/s are dense
+(never sparse) per GPU, for MFU.
+"""
+
+from __future__ import annotations
+
+import difflib
+
+from pydantic import BaseModel, ConfigDict
+
+from orchestrator.errors import NotFoundError
+
+
+class GpuSku(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    short: str
+    aliases: tuple[str, ...]
+    gpu_model: str
+    gpus_per_vm: int
+    gpu_memory_gb: int
+    vcpus: int
+    ram_gib: int
+    ib_links: int
+    ib_gbps_per_link: int
+    nvlink_domain_vms: int
+    cpu_arch: str
+    image: str
+    quota_family: str
+    price_per_hour_usd: float | None
+    peak_tflops_bf16: float | None
+    peak_tflops_fp8: float | None
+    peak_tflops_fp4: float | None = None
+    expected_busbw_gbps: float | None = None
+    notes: str = ""
+
+    @property
+    def ib_total_gbps(self) -> int:
+        return self.ib_links * self.ib_gbps_per_link
+
+    @property
+    def price_per_gpu_hour_usd(self) -> float | None:
+        if self.price_per_hour_usd is None or not self.gpus_per_vm:
+            return None
+        return self.price_per_hour_usd / self.gpus_per_vm
+
+    def peak_tflops(self, precision: str) -> float | None:
+        return {"bf16": self.peak_tflops_bf16, "fp8": self.peak_tflops_fp8,
+                "fp4": self.peak_tflops_fp4}.get(precision.lower())
+
+
+_HPC_IMAGE = "microsoft-dsvm:ubuntu-hpc:2204:latest"
+
+CATALOG: tuple[GpuSku, ...] = (
+    GpuSku(
+        name="Standard_ND96isr_H100_v5", short="ND H100 v5",
+        aliases=("h100", "nd-h100-v5", "ndh100v5", "nd96isr_h100_v5"),
+        gpu_model="H100 SXM 80GB", gpus_per_vm=8, gpu_memory_gb=80, vcpus=96, ram_gib=1900,
+        ib_links=8, ib_gbps_per_link=400, nvlink_domain_vms=1, cpu_arch="x86_64",
+        image=_HPC_IMAGE, quota_family="standardNDSH100v5Family", price_per_hour_usd=98.32,
+        peak_tflops_bf16=989.0, peak_tflops_fp8=1979.0, expected_busbw_gbps=450.0,
+        notes="price: eastus list estimate",
+    ),
+    GpuSku(
+        name="Standard_ND96isr_H200_v5", short="ND H200 v5",
+        aliases=("h200", "nd-h200-v5", "ndh200v5", "nd96isr_h200_v5"),
+        gpu_model="H200 141GB", gpus_per_vm=8, gpu_memory_gb=141, vcpus=96, ram_gib=1850,
+        ib_links=8, ib_gbps_per_link=400, nvlink_domain_vms=1, cpu_arch="x86_64",
+        image=_HPC_IMAGE, quota_family="standardNDISRH200V5Family", price_per_hour_usd=None,
+        peak_tflops_bf16=989.0, peak_tflops_fp8=1979.0, expected_busbw_gbps=450.0,
+        notes="no public list price known: cost shows as unknown",
+    ),
+    GpuSku(
+        name="Standard_ND128isr_NDR_GB200_v6", short="ND GB200 v6",
+        aliases=("gb200", "nd-gb200-v6", "ndgb200v6", "nd128isr_ndr_gb200_v6"),
+        gpu_model="GB200 Blackwell 192GB", gpus_per_vm=4, gpu_memory_gb=192, vcpus=128, ram_gib=900,
+        ib_links=4, ib_gbps_per_link=400, nvlink_domain_vms=18, cpu_arch="arm64",
+        image="arm64 Gen2 ubuntu-hpc (resolved at up time)",
+        quota_family="standardNDISRGB200V6NDRFamily", price_per_hour_usd=108.16,
+        peak_tflops_bf16=2500.0, peak_tflops_fp8=5000.0, peak_tflops_fp4=10000.0,
+        expected_busbw_gbps=680.0,
+        notes="18 VMs = one NVL72 rack (NVLink domain); price: eastus list estimate",
+    ),
+    GpuSku(
+        name="Standard_ND96isr_MI300X_v5", short="ND MI300X v5",
+        aliases=("mi300x", "nd-mi300x-v5", "ndmi300xv5"),
+        gpu_model="AMD MI300X 192GB", gpus_per_vm=8, gpu_memory_gb=192, vcpus=96, ram_gib=1850,
+        ib_links=8, ib_gbps_per_link=400, nvlink_domain_vms=1, cpu_arch="x86_64",
+        image="microsoft-dsvm:ubuntu-hpc:2204-rocm:latest", quota_family="standardNDISv5MI300XFamily",
+        price_per_hour_usd=None, peak_tflops_bf16=1307.0, peak_tflops_fp8=2615.0,
+        notes="not an MLPerf-recipe target yet; no public list price known",
+    ),
+    GpuSku(
+        name="Local_CPU", short="local CPU node",
+        aliases=("local", "cpu"),
+        gpu_model="none (CPU, gloo)", gpus_per_vm=0, gpu_memory_gb=0, vcpus=0, ram_gib=0,
+        ib_links=0, ib_gbps_per_link=0, nvlink_domain_vms=1, cpu_arch="host",
+        image="host", quota_family="", price_per_hour_usd=0.0,
+        peak_tflops_bf16=None, peak_tflops_fp8=None,
+        notes="an emulated Slurm node on this machine (--provider local)",
+    ),
+)
+
+_BY_KEY: dict[str, GpuSku] = {}
+for _row in CATALOG:
+    for _key in (_row.name, _row.short, *_row.aliases):
+        _BY_KEY[_key.lower().replace(" ", "-")] = _row
+
+
+def lookup(name: str) -> GpuSku:
+    """The row for a size name or alias (case-insensitive); NotFoundError with a suggestion."""
+    key = name.strip().lower().replace(" ", "-")
+    if key in _BY_KEY:
+        return _BY_KEY[key]
+    close = difflib.get_close_matches(key, list(_BY_KEY), n=1, cutoff=0.6)
+    hint = f"did you mean '{close[0]}'?" if close else "see `azbench catalog`"
+    raise NotFoundError(f"unknown SKU '{name}'", hint=hint)
+
+
+def gpu_skus() -> list[GpuSku]:
+    return [row for row in CATALOG if row.gpus_per_vm > 0]

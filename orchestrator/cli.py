@@ -1,0 +1,314 @@
+"""The azbench command line: parse flags, call one use case, render a table or --json.
+
+Start-up stays light: only typer is imported here at module level; every command imports what it
+needs when it runs, so `azbench --help` never loads the Azure SDKs, SQLAlchemy or matplotlib.
+One error handler (`main`) maps AzbenchError subclasses to one stderr line and an exit code.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any, Optional
+
+import typer
+
+from orchestrator.errors import EXIT_CODES, AzbenchError
+
+app = typer.Typer(
+    name="azbench",
+    help="Provision Azure GPU clusters (or a local Slurm cluster), run MLPerf Training recipes, "
+         "and report scores, scaling and cost.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    epilog="Exit codes: " + "; ".join(f"{k} {v}" for k, v in EXIT_CODES.items()),
+)
+recipes_app = typer.Typer(help="List and inspect benchmark recipes.", no_args_is_help=True)
+results_app = typer.Typer(help="Stored results: list, show, import MLPerf logs.", no_args_is_help=True)
+app.add_typer(recipes_app, name="recipes")
+app.add_typer(results_app, name="results")
+
+_STATE = {"debug": False}
+JsonOpt = typer.Option(False, "--json", help="Print machine-readable JSON on stdout.")
+
+
+@app.callback()
+def _root(debug: bool = typer.Option(False, "--debug", help="Show tracebacks for errors.")) -> None:
+    _STATE["debug"] = debug or bool(os.environ.get("AZBENCH_DEBUG"))
+
+
+# ---------------------------------------------------------------- output helpers
+
+def _dump(obj: Any) -> Any:
+    if hasattr(obj, "model_dump"):
+        return obj.model_dump(mode="json")
+    if isinstance(obj, (list, tuple)):
+        return [_dump(o) for o in obj]
+    if isinstance(obj, dict):
+        return {k: _dump(v) for k, v in obj.items()}
+    return obj
+
+
+def _print_json(obj: Any) -> None:
+    sys.stdout.write(json.dumps(_dump(obj), indent=2, default=str) + "\n")
+
+
+def _console():
+    from rich.console import Console
+    return Console()
+
+
+def _table(title: str, columns: list[str], rows: list[list[Any]]):
+    from rich.table import Table
+    table = Table(title=title, title_justify="left")
+    for col in columns:
+        table.add_column(col)
+    for row in rows:
+        table.add_row(*["" if v is None else str(v) for v in row])
+    return table
+
+
+def _store():
+    from orchestrator.store import Store
+    return Store.open()
+
+
+# ---------------------------------------------------------------- catalog / init
+
+@app.command()
+def catalog(as_json: bool = JsonOpt) -> None:
+    """The GPU VM sizes azbench knows (prices are list-price estimates)."""
+    from orchestrator.catalog import CATALOG
+    if as_json:
+        return _print_json(list(CATALOG))
+    rows = [[s.short, s.name, ", ".join(s.aliases), f"{s.gpus_per_vm} x {s.gpu_model}",
+             s.vcpus or "-", s.ram_gib or "-",
+             f"{s.ib_links} x {s.ib_gbps_per_link} Gb/s" if s.ib_links else "-",
+             s.nvlink_domain_vms, s.cpu_arch, s.quota_family or "-",
+             f"~${s.price_per_hour_usd:,.2f}" if s.price_per_hour_usd is not None else "unknown",
+             s.peak_tflops_bf16 or "-", s.peak_tflops_fp8 or "-"] for s in CATALOG]
+    _console().print(_table(
+        "GPU VM catalog (price: Linux pay-as-you-go list estimate per VM-hour)",
+        ["size", "name", "aliases", "GPUs/VM", "vCPU", "RAM GiB", "InfiniBand", "NVLink VMs",
+         "arch", "quota family", "price/h", "BF16 TF/GPU", "FP8 TF/GPU"], rows))
+
+
+@app.command()
+def init(path: Path = typer.Argument(Path("cluster.yaml"), help="Where to write the example."),
+         force: bool = typer.Option(False, "--force", help="Overwrite an existing file.")) -> None:
+    """Write a commented example cluster.yaml."""
+    from orchestrator.errors import ConfigError
+    from orchestrator.resources import templates_dir
+    if path.exists() and not force:
+        raise ConfigError(f"{path} exists: pass --force to overwrite it")
+    text = (templates_dir() / "cluster.example.yaml").read_text()
+    path.write_text(text)
+    sys.stdout.write(f"wrote {path}\n")
+
+
+# ---------------------------------------------------------------- up / down / status
+
+def _cluster_spec(file: Optional[Path], **flags: Any):
+    from orchestrator.specs import load_cluster_spec
+    if file is None and flags.get("name") is None:
+        flags["name"] = flags.get("provider") or "local"
+    return load_cluster_spec(file, flags)
+
+
+@app.command()
+def up(
+    file: Optional[Path] = typer.Option(None, "--file", "-f", help="Cluster spec YAML (see azbench init)."),
+    name: Optional[str] = typer.Option(None, "--name", help="Cluster name (default: the provider's name)."),
+    provider: Optional[str] = typer.Option(None, "--provider", help="local | ssh | azure | azureml | fake"),
+    sku: Optional[str] = typer.Option(None, "--sku", help="VM size or alias: h100, h200, gb200, local."),
+    nodes: Optional[int] = typer.Option(None, "--nodes", help="Number of nodes (VMs)."),
+    region: Optional[str] = typer.Option(None, "--region", help="Azure region, e.g. eastus."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Show the plan and cost only: no credentials, no changes."),
+    as_json: bool = JsonOpt,
+) -> None:
+    """Provision a cluster (or adopt the running one of the same name)."""
+    from orchestrator import lifecycle
+    spec = _cluster_spec(file, name=name, provider=provider, sku=sku, nodes=nodes, region=region)
+    if dry_run:
+        the_plan = lifecycle.plan(spec)
+        return _print_json(the_plan) if as_json else _render_plan(the_plan)
+    with _store() as store:
+        result = lifecycle.up(spec, store)
+    if as_json:
+        return _print_json({"plan": result.plan, "cluster": result.cluster, "adopted": result.adopted})
+    verb = "adopted" if result.adopted else "up"
+    c = result.cluster
+    sys.stdout.write(f"cluster '{c.name}' {verb}: {c.nodes} x {c.sku} ({c.provider}), "
+                     f"nodes {', '.join(c.node_names[:8])}{' ...' if len(c.node_names) > 8 else ''}\n")
+
+
+def _render_plan(plan: Any) -> None:
+    console = _console()
+    cost = f"~${plan.cost_per_hour_usd:,.2f}/h (estimate)" if plan.cost_per_hour_usd is not None else "unknown"
+    console.print(f"[bold]Plan for cluster '{plan.cluster}'[/bold] ({plan.provider}, {plan.region or 'this machine'}): "
+                  f"{plan.nodes:,} x {plan.sku} = {plan.total_gpus:,} GPUs, cost {cost}")
+    tags = {k: v for r in plan.resources for k, v in r.properties.items() if k.startswith("tag:")}
+    console.print(_table("Resources that would be created", ["kind", "name", "count", "properties"],
+                         [[r.kind.removeprefix("Microsoft."), r.name, r.count,
+                           ", ".join(f"{k}={v}" for k, v in r.properties.items()
+                                     if not k.startswith("tag:") and v is not None)]
+                          for r in plan.resources if not r.kind.endswith("virtualMachineScaleSets")]))
+    if tags:
+        console.print("tags on every resource: " + ", ".join(f"{k[4:]}={v}" for k, v in tags.items()))
+    vmss = {r.name: r.properties for r in plan.resources if r.kind.endswith("virtualMachineScaleSets")}
+    console.print(_table("Scale sets (one InfiniBand fabric each)", ["name", "VMs", "GPUs", "racks", "settings"],
+                         [[s.name, s.vms, s.gpus, s.racks if s.racks is not None else "-",
+                           _vmss_settings(vmss.get(s.name, {}))] for s in plan.scale_sets]))
+    for check in plan.preflight:
+        console.print(f"preflight: {check}")
+    for warning in plan.warnings:
+        console.print(f"[yellow]warning:[/yellow] {warning}")
+
+
+def _vmss_settings(props: dict) -> str:
+    keys = ("orchestration", "single_placement_group", "platform_fault_domain_count", "overprovision")
+    return ", ".join(f"{k}={props[k]}" for k in keys if k in props)
+
+
+@app.command()
+def down(name: str = typer.Argument(..., help="Cluster name."), as_json: bool = JsonOpt) -> None:
+    """Delete everything the cluster owns and verify nothing is left."""
+    from orchestrator import lifecycle
+    with _store() as store:
+        cluster = lifecycle.down(name, store)
+    if as_json:
+        return _print_json(cluster)
+    sys.stdout.write(f"cluster '{name}' is down\n")
+
+
+@app.command()
+def status(name: Optional[str] = typer.Argument(None, help="Cluster name (default: all)."),
+           as_json: bool = JsonOpt) -> None:
+    """Clusters and their runs."""
+    from orchestrator import lifecycle
+    with _store() as store:
+        clusters = [lifecycle.require_cluster(name, store, live=False)] if name else \
+            [r.cluster for r in store.list_clusters(include_terminated=True)]
+        runs = store.list_runs(cluster=name) if name else store.list_runs()
+    if as_json:
+        return _print_json({"clusters": clusters, "runs": runs})
+    console = _console()
+    console.print(_table("Clusters", ["name", "provider", "sku", "nodes", "state", "created"],
+                         [[c.name, c.provider, c.sku, c.nodes, c.state.value, f"{c.created_at:%Y-%m-%d %H:%M}"]
+                          for c in clusters]))
+    console.print(_table("Runs", ["id", "cluster", "recipe", "nodes", "state", "message"],
+                         [[r.id, r.cluster, r.recipe, r.nodes, r.state, r.message] for r in runs[-30:]]))
+
+
+# ---------------------------------------------------------------- recipes
+
+@recipes_app.command("list")
+def recipes_list(as_json: bool = JsonOpt) -> None:
+    """Recipes azbench can run."""
+    from orchestrator.recipes import list_recipes
+    recipes = list_recipes()
+    if as_json:
+        return _print_json(recipes)
+    _console().print(_table("Recipes", ["name", "benchmark", "runs for a score", "SKUs", "description"],
+                            [[r.name, r.benchmark, r.required_runs, ", ".join(r.skus), r.description]
+                             for r in recipes]))
+
+
+@recipes_app.command("show")
+def recipes_show(name: str, sku: str = typer.Option("local", "--sku"),
+                 nodes: int = typer.Option(1, "--nodes"), as_json: bool = JsonOpt) -> None:
+    """One recipe and the exact per-node command it would run."""
+    from orchestrator import catalog as cat
+    from orchestrator.recipes import check_request, get_recipe, render_command
+    recipe = get_recipe(name)
+    check_request(recipe, cat.lookup(sku).name, nodes)
+    command = render_command(recipe, run_dir="<run_dir>", nodes=nodes)
+    if as_json:
+        return _print_json({"recipe": recipe, "command": command})
+    sys.stdout.write(f"{recipe.name}: {recipe.description}\nbenchmark: {recipe.benchmark}, "
+                     f"target {recipe.target.metric} {recipe.target.direction} {recipe.target.value}, "
+                     f"{recipe.required_runs} runs for a score\ncommand on each node:\n  {command}\n")
+
+
+# ---------------------------------------------------------------- run / logs / report / results
+
+def _later(what: str, issue: str) -> None:
+    from orchestrator.errors import NotAvailableError
+    raise NotAvailableError(f"{what} is not built yet (arrives with issue {issue})")
+
+
+@app.command()
+def run(recipe: str = typer.Argument(..., help="Recipe name (see azbench recipes list)."),
+        cluster: Optional[str] = typer.Option(None, "--cluster", help="Cluster name (default: the only one up)."),
+        nodes: str = typer.Option("1", "--nodes", help="Node counts, comma-separated: 1,2,4."),
+        repeats: int = typer.Option(1, "--repeats", min=1, help="Runs per node count."),
+        as_json: bool = JsonOpt) -> None:
+    """Run a recipe at one or more node counts, then ingest its results."""
+    _later("azbench run", "#3")
+
+
+@app.command()
+def logs(run_id: str, follow: bool = typer.Option(False, "--follow", "-f")) -> None:
+    """Show a run's training log."""
+    _later("azbench logs", "#3")
+
+
+@app.command()
+def report(as_json: bool = JsonOpt) -> None:
+    """Scores, time-to-train, step times, scaling efficiency and cost."""
+    _later("azbench report", "#4")
+
+
+@results_app.command("list")
+def results_list(as_json: bool = JsonOpt) -> None:
+    """Stored results."""
+    _later("azbench results list", "#4")
+
+
+@results_app.command("show")
+def results_show(result_id: int, as_json: bool = JsonOpt) -> None:
+    """One stored result."""
+    _later("azbench results show", "#4")
+
+
+@results_app.command("import")
+def results_import(path: Path, as_json: bool = JsonOpt) -> None:
+    """Import an MLPerf submission tree or a run directory."""
+    _later("azbench results import", "#4")
+
+
+# ---------------------------------------------------------------- entry point
+
+def main(argv: list[str] | None = None) -> None:
+    """Console entry point: run the app; AzbenchError -> one line on stderr + its exit code."""
+    try:
+        app(args=argv, prog_name="azbench", standalone_mode=False)
+    except AzbenchError as exc:
+        if _STATE["debug"]:
+            raise
+        sys.stderr.write(f"azbench: {exc.kind}: {exc}\n")
+        sys.exit(exc.exit_code)
+    except typer.Exit as exc:
+        sys.exit(exc.exit_code)
+    except typer.TyperException as exc:  # usage errors: bad flag, missing argument
+        show = getattr(exc, "show", None)
+        show() if show else sys.stderr.write(f"azbench: {exc.format_message()}\n")
+        sys.exit(getattr(exc, "exit_code", 2))
+    except typer.Abort:
+        sys.stderr.write("azbench: aborted\n")
+        sys.exit(130)
+    except KeyboardInterrupt:
+        sys.stderr.write("azbench: interrupted\n")
+        sys.exit(130)
+    except BrokenPipeError:
+        sys.exit(0)
+    except Exception as exc:  # a bug: keep it to one line unless --debug
+        if _STATE["debug"]:
+            raise
+        sys.stderr.write(f"azbench: internal error: {type(exc).__name__}: {exc} "
+                         "(rerun with --debug for the traceback)\n")
+        sys.exit(1)
+    sys.exit(0)

@@ -1,0 +1,110 @@
+"""The azbench error tree: every user-facing failure is one of these, with its exit code.
+
+The CLI's single error handler turns an AzbenchError into one line on stderr and `exit_code`;
+anything else is a bug (exit 1, traceback with --debug).
+"""
+
+from __future__ import annotations
+
+
+class AzbenchError(Exception):
+    """Base of every expected failure. `exit_code` is the process exit status the CLI uses."""
+
+    exit_code = 1
+    kind = "error"
+
+    def __init__(self, message: str, *, hint: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+
+    def __str__(self) -> str:
+        return self.message if not self.hint else f"{self.message} ({self.hint})"
+
+
+class ConfigError(AzbenchError):
+    """Bad user input: a spec file, a flag, an unknown name. Exit 2."""
+
+    exit_code = 2
+    kind = "config error"
+
+
+class NotFoundError(ConfigError):
+    """A named thing (cluster, run, recipe, SKU) does not exist. Exit 2."""
+
+    kind = "not found"
+
+
+class PreflightError(AzbenchError):
+    """Checks before any resource is created failed (quota, SKU, tools missing). Exit 3."""
+
+    exit_code = 3
+    kind = "preflight failed"
+
+
+class ProvisionError(AzbenchError):
+    """Creating or deleting cluster resources failed. Exit 4."""
+
+    exit_code = 4
+    kind = "provisioning failed"
+
+
+class CapacityError(ProvisionError):
+    """The cloud had no capacity (AllocationFailed); retryable elsewhere or later. Exit 4."""
+
+    kind = "no capacity"
+
+
+class RemoteError(AzbenchError):
+    """A host could not be reached or refused us (SSH, host key, timeout). Exit 5."""
+
+    exit_code = 5
+    kind = "remote error"
+
+
+class LaunchError(AzbenchError):
+    """A job could not be submitted, watched or fetched. Exit 5."""
+
+    exit_code = 5
+    kind = "launch failed"
+
+
+class RunFailedError(AzbenchError):
+    """A benchmark run ended without a result. Exit 5."""
+
+    exit_code = 5
+    kind = "run failed"
+
+
+class StoreError(AzbenchError):
+    """The results store cannot be opened or written. Exit 6."""
+
+    exit_code = 6
+    kind = "store error"
+
+
+class NotAvailableError(AzbenchError):
+    """A command or back end that is planned but not built yet. Exit 7."""
+
+    exit_code = 7
+    kind = "not available"
+
+
+class RegressionError(AzbenchError):
+    """A comparison against a baseline found a regression. Exit 8."""
+
+    exit_code = 8
+    kind = "regression"
+
+
+EXIT_CODES: dict[int, str] = {
+    0: "success",
+    1: "internal error (a bug: rerun with --debug and report it)",
+    2: "usage or configuration error (bad flag, spec file, unknown name)",
+    3: "preflight failed (quota, SKU availability, missing tools)",
+    4: "provisioning failed (cloud or local cluster resources)",
+    5: "run failed (remote unreachable, launch or benchmark failure)",
+    6: "results store error",
+    7: "feature not available yet",
+    8: "performance regression against the baseline",
+}

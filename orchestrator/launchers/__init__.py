@@ -1,0 +1,1 @@
+"""Launchers: how a run attempt becomes a scheduler job (Slurm, Azure ML)."""

@@ -1,0 +1,72 @@
+"""The use cases behind the CLI: up, down, status, and cluster lookup.
+
+Each function takes typed specs, wires provider + store, and returns data for the CLI to render.
+Every state change is written to the store before the action it describes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from orchestrator.errors import ConfigError, NotFoundError
+from orchestrator.models import Cluster, ClusterState, Plan
+from orchestrator.providers import get_provider
+from orchestrator.specs import ClusterSpec
+
+if TYPE_CHECKING:
+    from orchestrator.store import Store
+
+
+@dataclass(frozen=True)
+class UpResult:
+    plan: Plan
+    cluster: Cluster | None
+    adopted: bool = False
+
+
+def plan(spec: ClusterSpec) -> Plan:
+    """The dry-run: no credentials, no network, no store."""
+    return get_provider(spec.provider).plan(spec)
+
+
+def up(spec: ClusterSpec, store: Store) -> UpResult:
+    provider = get_provider(spec.provider)
+    the_plan = provider.plan(spec)
+    existing = provider.describe(spec.name)
+    previous = store.get_cluster(spec.name)
+    if previous is not None and previous.state != ClusterState.TERMINATED.value:
+        if previous.provider != spec.provider:
+            raise ConfigError(f"cluster '{spec.name}' already exists with provider "
+                              f"'{previous.provider}': pick another --name")
+    store.add_event(kind="up", cluster=spec.name, message=f"up {spec.nodes} x {the_plan.sku}")
+    cluster = provider.up(spec, the_plan)
+    store.save_cluster(cluster, spec.model_dump_json())
+    return UpResult(plan=the_plan, cluster=cluster, adopted=existing is not None)
+
+
+def down(name: str, store: Store) -> Cluster:
+    """Delete the cluster's resources; idempotent; the record ends TERMINATED."""
+    cluster = require_cluster(name, store, live=False)
+    store.add_event(kind="down", cluster=name, message="down requested")
+    get_provider(cluster.provider).down(cluster)
+    store.set_cluster_state(name, ClusterState.TERMINATED.value)
+    return cluster.model_copy(update={"state": ClusterState.TERMINATED})
+
+
+def require_cluster(name: str | None, store: Store, *, live: bool = True) -> Cluster:
+    """The named cluster, or the only live one when no name is given."""
+    if name is None:
+        live_rows = store.list_clusters()
+        if len(live_rows) == 1:
+            return live_rows[0].cluster
+        if not live_rows:
+            raise NotFoundError("no cluster is up", hint="start one with `azbench up`")
+        names = ", ".join(r.name for r in live_rows)
+        raise ConfigError(f"several clusters are up ({names}): pass --cluster NAME")
+    row = store.get_cluster(name)
+    if row is None:
+        raise NotFoundError(f"no cluster named '{name}'", hint="see `azbench status`")
+    if live and row.state == ClusterState.TERMINATED.value:
+        raise NotFoundError(f"cluster '{name}' is down", hint="bring it up with `azbench up`")
+    return row.cluster

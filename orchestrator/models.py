@@ -1,0 +1,165 @@
+"""Typed values that flow between the parts: plans, clusters, jobs, command results.
+
+Pydantic models cross process or file boundaries (store rows, --json output); they are the
+contract between providers, launchers, the monitor and the CLI.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from enum import Enum
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+def utcnow() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+class Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class ExecResult(Frozen):
+    """Outcome of one command on a Runner."""
+
+    exit_code: int
+    stdout: str = ""
+    stderr: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.exit_code == 0
+
+
+class PlannedResource(Frozen):
+    """One cloud (or local) resource a plan would create."""
+
+    kind: str
+    name: str
+    count: int = 1
+    properties: dict[str, str | int | bool | None] = Field(default_factory=dict)
+
+
+class ScaleSetPlan(Frozen):
+    """One GPU node group: an Azure VM scale set (one IB fabric) or the local node range."""
+
+    name: str
+    vms: int
+    gpus: int
+    racks: int | None = None
+
+
+class Plan(Frozen):
+    """What `up` would do. Pure data: computed without credentials or network."""
+
+    cluster: str
+    provider: str
+    sku: str
+    region: str | None
+    nodes: int
+    gpus_per_node: int
+    total_gpus: int
+    scale_sets: list[ScaleSetPlan]
+    resources: list[PlannedResource]
+    cost_per_hour_usd: float | None
+    cost_is_estimate: bool = True
+    preflight: list[str] = Field(default_factory=list)
+    warnings: list[str] = Field(default_factory=list)
+
+
+class ClusterState(str, Enum):
+    PROVISIONING = "provisioning"
+    READY = "ready"
+    FAILED = "failed"
+    TERMINATED = "terminated"
+
+
+class SshTarget(Frozen):
+    """How to reach a cluster's login node. Host keys are pinned in `known_hosts`."""
+
+    host: str
+    port: int = 22
+    user: str
+    key_path: Path
+    known_hosts: Path
+
+
+class Cluster(Frozen):
+    """A cluster azbench created or adopted. `env` is exported before every remote command."""
+
+    name: str
+    provider: str
+    sku: str
+    nodes: int
+    region: str | None = None
+    state: ClusterState = ClusterState.PROVISIONING
+    node_names: list[str] = Field(default_factory=list)
+    partition: str | None = None
+    workdir: str = ""
+    env: dict[str, str] = Field(default_factory=dict)
+    ssh: SshTarget | None = None
+    cost_per_hour_usd: float | None = None
+    created_at: datetime = Field(default_factory=utcnow)
+    properties: dict[str, str | int | float | bool | None] = Field(default_factory=dict)
+
+
+class JobState(str, Enum):
+    """azbench's view of a scheduler job; launchers map their native states into it."""
+
+    PENDING = "pending"
+    RUNNING = "running"
+    COMPLETING = "completing"
+    COMPLETED = "completed"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+    TIMEOUT = "timeout"
+    NODE_FAIL = "node_fail"
+    PREEMPTED = "preempted"
+    OUT_OF_MEMORY = "out_of_memory"
+    BOOT_FAIL = "boot_fail"
+    UNKNOWN = "unknown"
+
+    @property
+    def terminal(self) -> bool:
+        return self not in _ACTIVE
+
+
+_ACTIVE = {JobState.PENDING, JobState.RUNNING, JobState.COMPLETING, JobState.UNKNOWN}
+
+
+class JobRef(Frozen):
+    """A submitted job: enough to poll, cancel and fetch it after a restart of azbench."""
+
+    cluster: str
+    job_id: str
+    backend: str = "slurm"
+    run_dir: str = ""
+
+
+class JobStatus(Frozen):
+    ref: JobRef
+    state: JobState
+    native_state: str = ""
+    exit_code: int | None = None
+    nodes: list[str] = Field(default_factory=list)
+    reason: str = ""
+    elapsed_s: float | None = None
+
+
+class AttemptSpec(Frozen):
+    """Everything a launcher needs to submit one attempt of one run."""
+
+    run_id: str
+    attempt: int
+    recipe: str
+    nodes: int
+    run_dir: str
+    command: str
+    env: dict[str, str] = Field(default_factory=dict)
+    exclude: list[str] = Field(default_factory=list)
+    resume: bool = False
+    time_limit_min: int = 30
+    tasks_per_node: int = 1
+    gpus_per_node: int = 0

@@ -1,0 +1,149 @@
+"""Pure cluster planning for Azure-shaped providers: resources, scale sets, GPUs, cost per hour.
+
+Applies the IB design rules of azure-notes.md §2: one IB fabric per Uniform scale set of at most
+`max_vms_per_scale_set` VMs (100 by default), GB200 in whole NVL72 racks, VNet outside
+172.16.0.0/16. No credentials, no network: `azbench up --dry-run` prints exactly this.
+"""
+
+from __future__ import annotations
+
+import math
+
+from orchestrator.catalog import GpuSku
+from orchestrator.errors import ConfigError
+from orchestrator.models import Plan, PlannedResource, ScaleSetPlan
+from orchestrator.specs import ClusterSpec
+
+HEAD_PRICE_PER_HOUR_USD = 0.384  # Standard_D8s_v5 Linux list estimate (eastus)
+
+
+def plan_azure(spec: ClusterSpec) -> Plan:
+    """The resources `azbench up --provider azure` would create for `spec`."""
+    sku = spec.sku_row
+    if sku.gpus_per_vm == 0:
+        raise ConfigError(f"sku '{sku.name}' is not an Azure GPU size (see azbench catalog)")
+    sets, warnings = scale_set_layout(spec, sku)
+    resources = _network_resources(spec) + _head_resources(spec)
+    resources += [PlannedResource(kind="Microsoft.Compute/virtualMachineScaleSets", name=s.name,
+                                  count=s.vms, properties=_vmss_properties(spec, sku, s))
+                  for s in sets]
+    return Plan(
+        cluster=spec.name, provider=spec.provider, sku=sku.name, region=spec.region,
+        nodes=spec.nodes, gpus_per_node=sku.gpus_per_vm, total_gpus=spec.nodes * sku.gpus_per_vm,
+        scale_sets=sets, resources=resources, cost_per_hour_usd=_cost(spec, sku, warnings),
+        preflight=preflight_checks(spec, sku), warnings=warnings,
+    )
+
+
+def scale_set_layout(spec: ClusterSpec, sku: GpuSku) -> tuple[list[ScaleSetPlan], list[str]]:
+    """Split the nodes into IB scale sets; GB200 sets hold whole racks."""
+    cap = spec.azure.max_vms_per_scale_set
+    warnings: list[str] = []
+    if cap > 100:
+        warnings.append(f"max_vms_per_scale_set {cap} > 100: only valid if Azure support raised "
+                        "your single-placement-group limit")
+    if sku.nvlink_domain_vms > 1:
+        groups, per_rack = _rack_groups(spec, sku, cap)
+        if per_rack < sku.nvlink_domain_vms:
+            warnings.append(f"{spec.nodes // per_rack} NVL72 racks x {per_rack} VMs: "
+                            f"{sku.nvlink_domain_vms - per_rack} of {sku.nvlink_domain_vms} slots per "
+                            "rack stay free (as in Azure's 128-rack v6.0 record run)")
+    else:
+        groups, per_rack = _even_groups(spec.nodes, cap), None
+    sets = [ScaleSetPlan(name=f"{spec.name}-gpu-{i:02d}", vms=vms, gpus=vms * sku.gpus_per_vm,
+                         racks=(vms // per_rack) if per_rack else None)
+            for i, vms in enumerate(groups)]
+    if len(sets) > 1:
+        warnings.append(f"{len(sets)} scale sets: InfiniBand RDMA is only guaranteed inside one "
+                        "scale set; the health gate's all-reduce test checks the fabric across them")
+    return sets, warnings
+
+
+def preflight_checks(spec: ClusterSpec, sku: GpuSku) -> list[str]:
+    """What `up` checks against Azure before the first PUT (shown by --dry-run)."""
+    vcpus = sku.vcpus * spec.nodes
+    arch = "arm64" if sku.cpu_arch == "arm64" else "x64"
+    return [
+        f"{sku.name} is offered in {spec.region} and not restricted for the subscription (resource SKUs)",
+        f"family quota {sku.quota_family} has {vcpus:,} free vCPUs ({spec.nodes:,} x {sku.vcpus})",
+        f"total regional vCPU quota has {vcpus + 8:,} free vCPUs (GPU nodes + head)",
+        f"image {spec.azure.image or sku.image} exists for {arch}, Hyper-V Gen2",
+        f"VNet {spec.azure.vnet_cidr} does not overlap 172.16.0.0/16 (checked: ok)",
+    ]
+
+
+def _rack_groups(spec: ClusterSpec, sku: GpuSku, cap: int) -> tuple[list[int], int]:
+    rack = sku.nvlink_domain_vms
+    per_rack = spec.azure.vms_per_rack or _default_vms_per_rack(spec.nodes, rack)
+    if per_rack is None or spec.nodes % per_rack:
+        raise ConfigError(
+            f"{sku.short} comes in NVL72 racks of {rack} VMs: {spec.nodes} nodes is not a whole "
+            f"number of racks",
+            hint=f"use a multiple of {rack} (or of 16, as Azure's 128-rack record run did), "
+                 "or set azure.vms_per_rack")
+    racks_per_set = cap // per_rack
+    if racks_per_set == 0:
+        raise ConfigError(f"azure.vms_per_rack {per_rack} exceeds max_vms_per_scale_set {cap}")
+    racks = spec.nodes // per_rack
+    return [r * per_rack for r in _spread(racks, racks_per_set)], per_rack
+
+
+def _default_vms_per_rack(nodes: int, rack: int) -> int | None:
+    for candidate in (rack, 16):
+        if nodes % candidate == 0:
+            return candidate
+    return None
+
+
+def _even_groups(nodes: int, cap: int) -> list[int]:
+    return _spread(nodes, cap)
+
+
+def _spread(total: int, cap: int) -> list[int]:
+    """Split `total` into the fewest parts of at most `cap`, as even as possible."""
+    parts = math.ceil(total / cap)
+    base, extra = divmod(total, parts)
+    return [base + (1 if i < extra else 0) for i in range(parts)]
+
+
+def _tags(spec: ClusterSpec) -> dict[str, str | int | bool | None]:
+    return {"tag:azbench-cluster": spec.name, "tag:azbench-owner": "<caller at up>",
+            "tag:azbench-expires": f"now + {spec.azure.expires_hours:g} h"}
+
+
+def _network_resources(spec: ClusterSpec) -> list[PlannedResource]:
+    rg = spec.azure.resource_group or f"azbench-{spec.name}"
+    ingress = spec.azure.ssh_ingress_cidr or "caller's public address/32 (detected at up)"
+    return [
+        PlannedResource(kind="Microsoft.Resources/resourceGroups", name=rg,
+                        properties={"location": spec.region, **_tags(spec)}),
+        PlannedResource(kind="Microsoft.Network/virtualNetworks", name=f"{spec.name}-vnet",
+                        properties={"address_space": spec.azure.vnet_cidr, **_tags(spec)}),
+        PlannedResource(kind="Microsoft.Network/networkSecurityGroups", name=f"{spec.name}-nsg",
+                        properties={"allow": "tcp/22", "source": ingress, **_tags(spec)}),
+    ]
+
+
+def _head_resources(spec: ClusterSpec) -> list[PlannedResource]:
+    return [
+        PlannedResource(kind="Microsoft.Network/publicIPAddresses", name=f"{spec.name}-head-ip",
+                        properties=_tags(spec)),
+        PlannedResource(kind="Microsoft.Compute/virtualMachines", name=f"{spec.name}-head",
+                        properties={"size": spec.azure.head_size,
+                                    "role": "login + slurmctld + NFS (/home, /shared)",
+                                    **_tags(spec)}),
+    ]
+
+
+def _vmss_properties(spec: ClusterSpec, sku: GpuSku, s: ScaleSetPlan) -> dict[str, str | int | bool | None]:
+    return {"size": sku.name, "orchestration": "Uniform", "single_placement_group": True,
+            "platform_fault_domain_count": 1, "overprovision": False,
+            "accelerated_networking": True, "gpus": s.gpus, "racks": s.racks,
+            "image": spec.azure.image or sku.image, **_tags(spec)}
+
+
+def _cost(spec: ClusterSpec, sku: GpuSku, warnings: list[str]) -> float | None:
+    if sku.price_per_hour_usd is None:
+        warnings.append(f"no list price known for {sku.name}: cost per hour unknown")
+        return None
+    return round(spec.nodes * sku.price_per_hour_usd + HEAD_PRICE_PER_HOUR_USD, 2)

@@ -1,0 +1,94 @@
+"""The fake provider (Azure-shaped plans, clusters kept in a JSON file) and plan-only providers.
+
+FakeProvider backs `--dry-run` for every Azure-shaped provider and lets the whole flow run
+without a cloud: its clusters live in `$AZBENCH_HOME/clusters/<name>/fake.json`. Failure
+switches come from `AZBENCH_FAKE_FAIL` (capacity | quota | sku) and every call is recorded in
+`calls`. PlanOnlyProvider stands in for back ends whose `up` is not built yet.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+from orchestrator import paths
+from orchestrator.errors import CapacityError, NotAvailableError, PreflightError
+from orchestrator.models import Cluster, ClusterState, Plan, PlannedResource
+from orchestrator.planner import plan_azure
+from orchestrator.specs import ClusterSpec
+
+_ISSUE = {"azure": "#6 (Azure provider)", "azureml": "#8 (Azure ML back end)"}
+
+
+class FakeProvider:
+    name = "fake"
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, str]] = []
+
+    def plan(self, spec: ClusterSpec) -> Plan:
+        self.calls.append(("plan", spec.name))
+        if spec.sku_row.gpus_per_vm == 0:
+            return _cpu_plan(spec)
+        return plan_azure(spec)
+
+    def up(self, spec: ClusterSpec, plan: Plan) -> Cluster:
+        self.calls.append(("up", spec.name))
+        _maybe_fail(spec)
+        cluster = Cluster(name=spec.name, provider=self.name, sku=plan.sku, nodes=plan.nodes,
+                          region=plan.region, state=ClusterState.READY,
+                          node_names=[f"{spec.name}-{i:05d}" for i in range(plan.nodes)],
+                          workdir="/shared/azbench", cost_per_hour_usd=plan.cost_per_hour_usd,
+                          properties={"resources": len(plan.resources)})
+        state = paths.cluster_dir(spec.name) / "fake.json"
+        state.parent.mkdir(parents=True, exist_ok=True)
+        tmp = state.with_suffix(".tmp")
+        tmp.write_text(cluster.model_dump_json())
+        os.replace(tmp, state)
+        return cluster
+
+    def describe(self, name: str) -> Cluster | None:
+        self.calls.append(("describe", name))
+        state = paths.cluster_dir(name) / "fake.json"
+        if not state.exists():
+            return None
+        return Cluster.model_validate(json.loads(state.read_text()))
+
+    def down(self, cluster: Cluster) -> None:
+        self.calls.append(("down", cluster.name))
+        (paths.cluster_dir(cluster.name) / "fake.json").unlink(missing_ok=True)
+
+
+class PlanOnlyProvider(FakeProvider):
+    """Plans like the real back end; `up`/`down` say which issue builds them."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__()
+        self.name = name
+
+    def up(self, spec: ClusterSpec, plan: Plan) -> Cluster:
+        raise NotAvailableError(f"provider '{self.name}' can plan but not yet create clusters "
+                                f"(arrives with issue {_ISSUE[self.name]}); use --dry-run")
+
+    def down(self, cluster: Cluster) -> None:
+        raise NotAvailableError(f"provider '{self.name}' cannot delete clusters yet "
+                                f"(arrives with issue {_ISSUE[self.name]})")
+
+
+def _maybe_fail(spec: ClusterSpec) -> None:
+    switch = os.environ.get("AZBENCH_FAKE_FAIL", "")
+    if switch == "capacity":
+        raise CapacityError(f"AllocationFailed: no capacity for {spec.nodes} x {spec.sku} in {spec.region}")
+    if switch == "quota":
+        raise PreflightError(f"quota: {spec.sku_row.quota_family} has too few free vCPUs in {spec.region}")
+    if switch == "sku":
+        raise PreflightError(f"SkuNotAvailable: {spec.sku} is not offered in {spec.region}")
+
+
+def _cpu_plan(spec: ClusterSpec) -> Plan:
+    from orchestrator.models import ScaleSetPlan
+    return Plan(cluster=spec.name, provider="fake", sku=spec.sku or "Local_CPU", region=spec.region,
+                nodes=spec.nodes, gpus_per_node=0, total_gpus=0,
+                scale_sets=[ScaleSetPlan(name=f"{spec.name}-nodes", vms=spec.nodes, gpus=0)],
+                resources=[PlannedResource(kind="fake/node", name=f"{spec.name}-nodes", count=spec.nodes)],
+                cost_per_hour_usd=0.0)
