@@ -24,10 +24,13 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    rich_markup_mode=None,
     epilog="Exit codes: " + "; ".join(f"{k} {v}" for k, v in EXIT_CODES.items()),
 )
-recipes_app = typer.Typer(help="List and inspect benchmark recipes.", no_args_is_help=True)
-results_app = typer.Typer(help="Stored results: list, show, import MLPerf logs.", no_args_is_help=True)
+recipes_app = typer.Typer(help="List and inspect benchmark recipes.", no_args_is_help=True,
+                          rich_markup_mode=None)
+results_app = typer.Typer(help="Stored results: list, show, import MLPerf logs.", no_args_is_help=True,
+                          rich_markup_mode=None)
 app.add_typer(recipes_app, name="recipes")
 app.add_typer(results_app, name="results")
 
@@ -243,17 +246,83 @@ def _later(what: str, issue: str) -> None:
 @app.command()
 def run(recipe: str = typer.Argument(..., help="Recipe name (see azbench recipes list)."),
         cluster: Optional[str] = typer.Option(None, "--cluster", help="Cluster name (default: the only one up)."),
-        nodes: str = typer.Option("1", "--nodes", help="Node counts, comma-separated: 1,2,4."),
-        repeats: int = typer.Option(1, "--repeats", min=1, help="Runs per node count."),
+        nodes: Optional[str] = typer.Option(None, "--nodes", help="Node counts, comma-separated: 1,2,4."),
+        repeats: Optional[int] = typer.Option(None, "--repeats", help="Runs per node count."),
+        file: Optional[Path] = typer.Option(None, "--file", "-f", help="Run spec YAML (retry, health, params)."),
+        param: list[str] = typer.Option([], "--param", "-p", help="Recipe parameter KEY=VALUE (repeatable)."),
+        poll: float = typer.Option(1.0, "--poll", min=0.05, help="Seconds between scheduler polls."),
         as_json: bool = JsonOpt) -> None:
-    """Run a recipe at one or more node counts, then ingest its results."""
-    _later("azbench run", "#3")
+    """Run a recipe at one or more node counts, watch it, then ingest its results."""
+    from orchestrator.runs import require_success, run_sweep
+    from orchestrator.specs import load_run_spec, parse_node_list
+    overrides = {"recipe": recipe, "cluster": cluster, "repeats": repeats,
+                 "nodes": parse_node_list(nodes) if nodes else None,
+                 "params": _params(param) if param else None}
+    spec = load_run_spec(file, overrides)
+    with _store() as store, _progress_view(enabled=not as_json) as show:
+        outcomes = run_sweep(spec, store, on_progress=show, poll_interval=poll)
+    if as_json:
+        _print_json([o.__dict__ for o in outcomes])
+    else:
+        _console().print(_table("Runs", ["run", "nodes", "repeat", "state", "time to train (min)", "message"],
+                                [[o.run_id, o.nodes, o.repeat, o.state,
+                                  f"{o.minutes:.3f}" if o.minutes is not None else "-", o.message]
+                                 for o in outcomes]))
+    require_success(outcomes)
+
+
+def _params(items: list[str]) -> dict[str, Any]:
+    from orchestrator.errors import ConfigError
+    out: dict[str, Any] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise ConfigError(f"--param: '{item}' is not KEY=VALUE")
+        out[key] = int(value) if value.lstrip("-").isdigit() else value
+    return out
+
+
+class _progress_view:
+    """A live one-line-per-run view on a terminal; plain log lines elsewhere (CI)."""
+
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled
+        self.last: dict[str, str] = {}
+        self.tty = sys.stderr.isatty()
+
+    def __enter__(self):
+        return self.show
+
+    def __exit__(self, *exc: object) -> None:
+        if self.enabled and self.tty:
+            sys.stderr.write("\n")
+
+    def show(self, p: Any) -> None:
+        if not self.enabled:
+            return
+        step = f"step {p.step}" if p.step is not None else "step -"
+        value = f", eval {p.eval_value:.4f}" if p.eval_value is not None else ""
+        eta = f", eta {p.eta_s:.0f}s" if p.eta_s is not None else ""
+        line = (f"{p.run_id} [{p.nodes} node{'s' if p.nodes != 1 else ''}, attempt {p.attempt}] "
+                f"{p.state.value}: {step}{value}, {p.elapsed_s:.0f}s{eta}")
+        if self.tty:
+            sys.stderr.write("\r\033[K" + line)
+            sys.stderr.flush()
+        elif self.last.get(p.run_id) != f"{p.state.value}{p.step}":
+            sys.stderr.write(line + "\n")
+        self.last[p.run_id] = f"{p.state.value}{p.step}"
 
 
 @app.command()
-def logs(run_id: str, follow: bool = typer.Option(False, "--follow", "-f")) -> None:
-    """Show a run's training log."""
-    _later("azbench logs", "#3")
+def logs(run_id: str = typer.Argument(..., help="Run id (see azbench status)."),
+         follow: bool = typer.Option(False, "--follow", "-f", help="Keep printing new lines until the run ends."),
+         attempt: Optional[int] = typer.Option(None, "--attempt", help="Attempt number (default: the last).")) -> None:
+    """Print a run's training log (fetched copy, or live from the cluster while it runs)."""
+    from orchestrator.logview import stream_log
+    with _store() as store:
+        for chunk in stream_log(store, run_id, attempt=attempt, follow=follow):
+            sys.stdout.write(chunk)
+            sys.stdout.flush()
 
 
 @app.command()

@@ -31,15 +31,16 @@ def plan(spec: ClusterSpec) -> Plan:
 
 
 def up(spec: ClusterSpec, store: Store) -> UpResult:
+    from orchestrator.store_schema import EventRow
     provider = get_provider(spec.provider)
     the_plan = provider.plan(spec)
     existing = provider.describe(spec.name)
     previous = store.get_cluster(spec.name)
-    if previous is not None and previous.state != ClusterState.TERMINATED.value:
+    if previous is not None and previous.state != ClusterState.TERMINATED:
         if previous.provider != spec.provider:
             raise ConfigError(f"cluster '{spec.name}' already exists with provider "
                               f"'{previous.provider}': pick another --name")
-    store.add_event(kind="up", cluster=spec.name, message=f"up {spec.nodes} x {the_plan.sku}")
+    store.add_event(EventRow(kind="up", cluster=spec.name, message=f"up {spec.nodes} x {the_plan.sku}"))
     cluster = provider.up(spec, the_plan)
     store.save_cluster(cluster, spec.model_dump_json())
     return UpResult(plan=the_plan, cluster=cluster, adopted=existing is not None)
@@ -47,10 +48,11 @@ def up(spec: ClusterSpec, store: Store) -> UpResult:
 
 def down(name: str, store: Store) -> Cluster:
     """Delete the cluster's resources; idempotent; the record ends TERMINATED."""
+    from orchestrator.store_schema import EventRow
     cluster = require_cluster(name, store, live=False)
-    store.add_event(kind="down", cluster=name, message="down requested")
+    store.add_event(EventRow(kind="down", cluster=name, message="down requested"))
     get_provider(cluster.provider).down(cluster)
-    store.set_cluster_state(name, ClusterState.TERMINATED.value)
+    store.set_cluster_state(name, ClusterState.TERMINATED)
     return cluster.model_copy(update={"state": ClusterState.TERMINATED})
 
 
@@ -67,6 +69,6 @@ def require_cluster(name: str | None, store: Store, *, live: bool = True) -> Clu
     row = store.get_cluster(name)
     if row is None:
         raise NotFoundError(f"no cluster named '{name}'", hint="see `azbench status`")
-    if live and row.state == ClusterState.TERMINATED.value:
+    if live and row.state == ClusterState.TERMINATED:
         raise NotFoundError(f"cluster '{name}' is down", hint="bring it up with `azbench up`")
     return row.cluster

@@ -91,7 +91,7 @@ def check_request(recipe: Recipe, sku: str, nodes: int, cluster_nodes: int | Non
 
 
 def render_command(recipe: Recipe, *, run_dir: str, nodes: int,
-                   params: dict[str, Scalar] | None = None) -> str:
+                   params: dict[str, Scalar] | None = None, python: str = "python3") -> str:
     """The per-node command with every substituted value shell-quoted."""
     unknown = set(params or {}) - set(recipe.params)
     if unknown:
@@ -99,7 +99,7 @@ def render_command(recipe: Recipe, *, run_dir: str, nodes: int,
                           hint=f"parameters: {', '.join(sorted(recipe.params)) or 'none'}")
     values: dict[str, Scalar] = {**recipe.params, **(params or {})}
     values.update(run_dir=run_dir, recipe_dir=f"{run_dir}/recipe",
-                  checkpoint_dir=f"{run_dir}/checkpoints", nodes=nodes)
+                  checkpoint_dir=f"{run_dir}/checkpoints", nodes=nodes, python=python)
     fields = {f for _, f, _, _ in string.Formatter().parse(recipe.launch.command) if f}
     missing = fields - set(values)
     if missing:

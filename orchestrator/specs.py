@@ -129,7 +129,7 @@ class ClusterSpec(Strict):
     @model_validator(mode="after")
     def _provider_rules(self) -> ClusterSpec:
         if self.sku is None:
-            if self.provider != "local":
+            if self.provider not in ("local", "ssh"):
                 raise ValueError(f"sku is required for provider '{self.provider}' (see azbench catalog)")
             object.__setattr__(self, "sku", "Local_CPU")
         if self.provider == "local" and self.sku != "Local_CPU":

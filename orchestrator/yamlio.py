@@ -67,6 +67,8 @@ def validation_error_to_config_error(
     key = ".".join(str(p) for p in loc) or "(top level)"
     if err.get("type") == "extra_forbidden":
         message = f"unknown key '{key}'"
+    elif not loc:
+        message = _clean(err.get("msg", "invalid value"))
     else:
         message = f"{key}: {_clean(err.get('msg', 'invalid value'))}"
     more = len(exc.errors()) - 1

@@ -1,0 +1,55 @@
+"""Turn one result log into a ResultRow: parse, hash, archive the raw bytes.
+
+Shared by `azbench run` (logs fetched from the cluster) and `azbench results import`. The
+content hash makes ingest idempotent; the archive keeps the raw log next to the store.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+from pathlib import Path
+
+from orchestrator import paths
+from orchestrator.catalog import lookup
+from orchestrator.models import Cluster
+from orchestrator.store_schema import ResultRow
+
+
+def file_hash(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def archive_log(path: Path, content_hash: str, archive: Path | None = None) -> Path:
+    """Copy `path` to `<archive>/<hash>.log` atomically; an existing copy is kept."""
+    root = archive or paths.archive_dir()
+    root.mkdir(parents=True, exist_ok=True)
+    target = root / f"{content_hash}.log"
+    if not target.exists():
+        tmp = target.with_suffix(f".tmp{os.getpid()}")
+        shutil.copyfile(path, tmp)
+        os.replace(tmp, target)
+    return target
+
+
+def result_from_run(log: Path, *, run_id: str, cluster: Cluster, nodes: int) -> ResultRow:
+    """The ResultRow for a log that `azbench run` fetched from `cluster`."""
+    from orchestrator.mllog import parse_file
+    summary = parse_file(log)
+    content_hash = file_hash(log)
+    sku = lookup(cluster.sku)
+    return ResultRow(
+        content_hash=content_hash, run_id=run_id, source="run", submitter="azbench",
+        system=f"{nodes}x{sku.name}", benchmark=summary.benchmark or "unknown",
+        status=summary.status or "incomplete", converged=summary.converged,
+        minutes=summary.minutes, run_start_ms=summary.run_start_ms,
+        run_stop_ms=summary.run_stop_ms, global_batch_size=summary.global_batch_size,
+        nodes=nodes, gpus=nodes * sku.gpus_per_vm, sku=sku.name,
+        resumed=summary.resume_step is not None, summary_json=summary.model_dump_json(),
+        log_path=str(archive_log(log, content_hash)),
+    )

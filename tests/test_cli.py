@@ -1,0 +1,114 @@
+"""The CLI as a user runs it: help, catalog, dry-run plans, and one-line errors with exit codes."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from tests.cli_helpers import azbench, one_line_error
+
+
+def test_help_lists_every_command_and_exit_codes(azbench_home):
+    result = azbench("--help", home=azbench_home)
+    assert result.code == 0
+    for command in ("up", "run", "status", "logs", "report", "down", "recipes", "catalog",
+                    "results", "init"):
+        assert f"  {command} " in result.out
+    assert "3 preflight failed" in result.out
+
+
+def test_help_path_imports_no_heavy_module():
+    code = ("import sys\nfrom orchestrator.cli import main\n"
+            "try:\n    main(['--help'])\nexcept SystemExit as e:\n    assert e.code == 0\n"
+            "heavy = [m for m in sys.modules if m.split('.')[0] in "
+            "('azure', 'sqlalchemy', 'matplotlib', 'paramiko', 'torch', 'rich')]\n"
+            "print('HEAVY=' + ','.join(sorted(heavy)))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip().splitlines()[-1] == "HEAVY="
+
+
+def test_catalog_json_has_the_three_azure_gpu_sizes(azbench_home):
+    result = azbench("catalog", "--json", home=azbench_home)
+    rows = {r["name"]: r for r in json.loads(result.out)}
+    assert rows["Standard_ND96isr_H100_v5"]["gpus_per_vm"] == 8
+    assert rows["Standard_ND96isr_H200_v5"]["gpu_memory_gb"] == 141
+    gb = rows["Standard_ND128isr_NDR_GB200_v6"]
+    assert (gb["gpus_per_vm"], gb["nvlink_domain_vms"], gb["cpu_arch"]) == (4, 18, "arm64")
+    assert gb["quota_family"] == "standardNDISRGB200V6NDRFamily"
+
+
+def test_gb200_dry_run_needs_no_credentials(azbench_home):
+    result = azbench("up", "--dry-run", "--provider", "azure", "--sku", "gb200", "--nodes", "2048",
+                     "--region", "eastus", "--json", home=azbench_home,
+                     env={"AZURE_CLIENT_ID": "", "AZURE_TENANT_ID": ""})
+    assert result.code == 0, result.err
+    plan = json.loads(result.out)
+    assert plan["total_gpus"] == 8192
+    assert max(s["vms"] for s in plan["scale_sets"]) <= 100
+    assert all(s["vms"] % 16 == 0 and s["racks"] for s in plan["scale_sets"])
+    assert plan["cost_per_hour_usd"] > 200_000
+    assert not (azbench_home / "azbench.db").exists(), "a dry run must not touch the store"
+
+
+def test_dry_run_table_shows_cost_and_resources(azbench_home):
+    result = azbench("up", "--dry-run", "--provider", "azure", "--sku", "h100", "--nodes", "4",
+                     "--region", "westus3", env={"COLUMNS": "200"}, home=azbench_home)
+    assert result.code == 0
+    assert "4 x Standard_ND96isr_H100_v5 = 32 GPUs" in result.out
+    assert "~$393.66/h (estimate)" in result.out
+    assert "networkSecurityGroups" in result.out and "preflight:" in result.out
+
+
+@pytest.mark.parametrize("args, code, message", [
+    (["up", "--dry-run", "--provider", "azure", "--sku", "h1000", "--nodes", "2", "--region", "eastus"],
+     2, "azbench: not found: unknown SKU 'h1000' (did you mean 'h100'?)"),
+    (["up", "--dry-run", "--nodes", "0"], 2, "azbench: config error: --nodes: Input should be greater than 0"),
+    (["up", "--dry-run", "--nodes", "-1"], 2, "azbench: config error: --nodes: Input should be greater than 0"),
+    (["up", "--dry-run", "--provider", "azure", "--sku", "h100", "--nodes", "2", "--region", "eastuss"],
+     2, "azbench: config error: unknown region 'eastuss' (did you mean 'eastus'?)"),
+    (["up", "--dry-run", "--provider", "azure", "--sku", "gb200", "--nodes", "20", "--region", "eastus"],
+     2, "racks of 18 VMs: 20 nodes is not a whole number of racks"),
+    (["up", "--provider", "azure", "--sku", "h100", "--nodes", "2", "--region", "eastus"],
+     7, "provider 'azure' can plan but not yet create clusters"),
+    (["recipes", "show", "nosuch"], 2, "azbench: not found: unknown recipe 'nosuch'"),
+])
+def test_bad_input_is_one_line_with_exit_code(azbench_home, args, code, message):
+    result = azbench(*args, home=azbench_home)
+    assert result.code == code
+    assert message in one_line_error(result)
+
+
+def test_non_integer_nodes_is_a_usage_error(azbench_home):
+    result = azbench("up", "--dry-run", "--nodes", "two", home=azbench_home)
+    assert result.code == 2
+    assert "Invalid value for '--nodes'" in result.err and "Traceback" not in result.err
+
+
+@pytest.mark.parametrize("text, message", [
+    ("name: a\nnodes: [\n", "cluster.yaml:3: malformed YAML"),
+    ("name: a\nnodes: 2\nnodez: 3\n", "cluster.yaml:3: unknown key 'nodez'"),
+])
+def test_bad_spec_file(azbench_home, tmp_path, text, message):
+    path = tmp_path / "cluster.yaml"
+    path.write_text(text)
+    result = azbench("up", "--dry-run", "-f", str(path), home=azbench_home)
+    assert result.code == 2
+    assert message in one_line_error(result)
+
+
+def test_debug_shows_the_traceback(azbench_home):
+    result = azbench("--debug", "up", "--dry-run", "--nodes", "0", home=azbench_home)
+    assert result.code != 0 and "Traceback" in result.err
+
+
+def test_init_writes_a_spec_that_loads(azbench_home, tmp_path):
+    path = tmp_path / "cluster.yaml"
+    assert azbench("init", str(path), home=azbench_home).code == 0
+    plan = azbench("up", "--dry-run", "-f", str(path), "--json", home=azbench_home)
+    assert plan.code == 0, plan.err
+    assert json.loads(plan.out)["nodes"] == 4
+    again = azbench("init", str(path), home=azbench_home)
+    assert again.code == 2 and "exists" in one_line_error(again)
