@@ -1,0 +1,392 @@
+"""The results store: typed reads and writes of clusters, runs, attempts, results and events.
+
+`Store.open()` picks the database (SQLite file `$AZBENCH_HOME/azbench.db` by default, PostgreSQL
+when `AZBENCH_DB_URL=postgresql+psycopg://...`), refuses anything that is not an azbench
+database without touching it, and migrates the schema forward (see store_schema). Every method
+takes and returns pydantic row models; every write is one transaction, and `transaction()`
+groups several writes into one. Failures surface as StoreError (NotFoundError for a missing row).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import threading
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Literal, TypeVar
+
+import sqlalchemy as sa
+from sqlalchemy import event
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.exc import ArgumentError, IntegrityError, OperationalError, SQLAlchemyError
+
+from orchestrator import paths
+from orchestrator.errors import NotFoundError, StoreError
+from orchestrator.models import Cluster, ClusterState, utcnow
+from orchestrator.store_schema import SCHEMA_VERSION, AttemptRow, ClusterRow, EventRow, ResultRow
+from orchestrator.store_schema import RunRow, attempt_row, attempt_values, current_version
+from orchestrator.store_schema import event_row, migrate, refuse_non_sqlite_file
+from orchestrator.store_schema import attempts, clusters, events, results, runs
+
+DB_URL_ENV = "AZBENCH_DB_URL"
+DB_FILENAME = "azbench.db"
+BUSY_TIMEOUT_MS = 15_000
+_WRITE = "azbench_write"
+# Serialises concurrent first opens on PostgreSQL (SQLite gets this from BEGIN IMMEDIATE).
+_PG_MIGRATION_LOCK = 0x617A62656E6368
+_M = TypeVar("_M", ClusterRow, RunRow)
+# psycopg repeats the host and port we already name: keep only the server's own reason.
+_PG_PREFIX = r'^connection failed: connection to server at "[^"]*", port \d+ failed: '
+
+
+class Store:
+    """A handle on the results store. Use one per thread; close() when done."""
+
+    def __init__(self, engine: Engine, where: str) -> None:
+        self._engine = engine
+        self.where = where  # file path or host:port/db, never a password
+        self._local = threading.local()
+
+    @classmethod
+    def open(cls, url: str | None = None) -> Store:
+        """Open (creating and migrating as needed) the store at `url`, $AZBENCH_DB_URL or home."""
+        url = url or os.environ.get(DB_URL_ENV) or None
+        if url is None:
+            store = cls._open_sqlite(paths.ensure_home() / DB_FILENAME)
+        elif (parsed := _parse_url(url)).get_backend_name() == "sqlite":
+            store = cls._open_sqlite(Path(str(parsed.database)))
+        else:
+            store = cls._open_postgres(parsed)
+        try:
+            store._migrate()
+        except BaseException:
+            store.close()
+            raise
+        return store
+
+    @property
+    def backend(self) -> str:
+        return self._engine.dialect.name
+
+    def schema_version(self) -> int:
+        with self._conn() as conn:
+            return current_version(conn)
+
+    def close(self) -> None:
+        self._engine.dispose()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        """Make the store calls inside one all-or-nothing write. Nesting joins the outer one.
+
+        Keep it short: on SQLite it holds the database's write lock until it ends.
+        """
+        if getattr(self._local, "conn", None) is not None:
+            yield
+            return
+        with self._conn(write=True) as conn:
+            self._local.conn = conn
+            try:
+                yield
+            finally:
+                self._local.conn = None
+
+    # -- clusters -------------------------------------------------------------------------
+
+    def save_cluster(self, cluster: Cluster, spec_json: str | None = None) -> ClusterRow:
+        """Insert or update by name. spec_json=None keeps the stored spec; created_at is kept."""
+        now = utcnow()
+        terminated = cluster.state == ClusterState.TERMINATED
+        values = dict(
+            name=cluster.name, provider=cluster.provider, sku=cluster.sku, nodes=cluster.nodes,
+            region=cluster.region, state=cluster.state.value, spec_json=spec_json,
+            cluster_json=cluster.model_dump_json(), created_at=cluster.created_at,
+            updated_at=now, terminated_at=now if terminated else None,
+        )  # fmt: skip
+        ins = self._insert(clusters).values(**values)
+        new = ins.excluded
+        keep_first_end = sa.func.coalesce(clusters.c.terminated_at, new.terminated_at)
+        update = {c: new[c] for c in ("provider", "sku", "nodes", "region", "state")}
+        update |= {"cluster_json": new.cluster_json, "updated_at": new.updated_at}
+        update["spec_json"] = sa.func.coalesce(new.spec_json, clusters.c.spec_json)
+        update["terminated_at"] = sa.case(
+            (new.state == ClusterState.TERMINATED.value, keep_first_end), else_=sa.null()
+        )
+        with self._conn(write=True) as conn:
+            conn.execute(ins.on_conflict_do_update(index_elements=["name"], set_=update))
+            return _fetch(conn, clusters, ClusterRow, name=cluster.name)
+
+    def get_cluster(self, name: str) -> ClusterRow | None:
+        with self._conn() as conn:
+            return _fetch(conn, clusters, ClusterRow, name=name)
+
+    def list_clusters(self, include_terminated: bool = False) -> list[ClusterRow]:
+        gone = ClusterState.TERMINATED.value
+        live = sa.true() if include_terminated else clusters.c.state != gone
+        query = sa.select(clusters).where(live).order_by(clusters.c.created_at, clusters.c.name)
+        with self._conn() as conn:
+            return [ClusterRow.model_validate(r._asdict()) for r in conn.execute(query)]
+
+    def set_cluster_state(self, name: str, state: ClusterState) -> ClusterRow:
+        with self.transaction():
+            row = self.get_cluster(name)
+            if row is None:
+                raise NotFoundError(f"cluster {name!r} is not in the store")
+            return self.save_cluster(row.cluster.model_copy(update={"state": state}))
+
+    # -- runs -----------------------------------------------------------------------------
+
+    def create_run(self, run: RunRow) -> RunRow:
+        with self._conn(write=True) as conn:
+            conn.execute(runs.insert().values(**run.model_dump()))
+        return run
+
+    def update_run(self, id: str, **fields: Any) -> RunRow:
+        """Change some fields of run `id` (validated as a RunRow); updated_at defaults to now."""
+        if "id" in fields:
+            raise ValueError("a run's id cannot change")
+        fields.setdefault("updated_at", utcnow())
+        with self._conn(write=True) as conn:
+            current = _fetch(conn, runs, RunRow, id=id)
+            if current is None:
+                raise NotFoundError(f"run {id!r} is not in the store")
+            updated = RunRow.model_validate({**current.model_dump(), **fields})
+            values = updated.model_dump(include=set(fields))
+            conn.execute(runs.update().where(runs.c.id == id).values(**values))
+        return updated
+
+    def get_run(self, id: str) -> RunRow | None:
+        with self._conn() as conn:
+            return _fetch(conn, runs, RunRow, id=id)
+
+    def list_runs(
+        self,
+        cluster: str | None = None,
+        sweep_id: str | None = None,
+        states: Iterable[str] | None = None,
+    ) -> list[RunRow]:
+        query = _matching(runs, cluster=cluster, sweep_id=sweep_id)
+        query = query.order_by(runs.c.created_at, runs.c.id)
+        if states is not None:
+            query = query.where(runs.c.state.in_(list(states)))
+        with self._conn() as conn:
+            return [RunRow.model_validate(r._asdict()) for r in conn.execute(query)]
+
+    # -- attempts -------------------------------------------------------------------------
+
+    def add_attempt(self, attempt: AttemptRow) -> AttemptRow:
+        values = attempt_values(attempt)
+        with self._conn(write=True) as conn:
+            new_id = conn.execute(attempts.insert().values(**values)).inserted_primary_key[0]
+        return attempt.model_copy(update={"id": new_id})
+
+    def update_attempt(self, run_id: str, attempt: int, **fields: Any) -> AttemptRow:
+        """Change some fields of attempt number `attempt` of run `run_id`."""
+        if {"id", "run_id", "attempt"} & set(fields):
+            raise ValueError("an attempt's id, run_id and attempt number cannot change")
+        where = (attempts.c.run_id == run_id) & (attempts.c.attempt == attempt)
+        with self._conn(write=True) as conn:
+            row = conn.execute(sa.select(attempts).where(where)).first()
+            if row is None:
+                raise NotFoundError(f"attempt {attempt} of run {run_id!r} is not in the store")
+            updated = AttemptRow.model_validate({**attempt_row(row).model_dump(), **fields})
+            values = {k: v for k, v in attempt_values(updated).items() if k in fields}
+            conn.execute(attempts.update().where(where).values(**values))
+        return updated
+
+    def list_attempts(self, run_id: str) -> list[AttemptRow]:
+        query = sa.select(attempts).where(attempts.c.run_id == run_id).order_by(attempts.c.attempt)
+        with self._conn() as conn:
+            return [attempt_row(r) for r in conn.execute(query)]
+
+    # -- results --------------------------------------------------------------------------
+
+    def add_result(self, result: ResultRow) -> tuple[int, bool]:
+        """Store a result once: returns (id, True) when new, (existing id, False) for its hash."""
+        with self._conn(write=True) as conn:
+            return self._add_result(conn, result)
+
+    def add_results(self, rows: Iterable[ResultRow]) -> list[tuple[int, bool]]:
+        """add_result for each row in ONE transaction: all are stored or none is."""
+        with self._conn(write=True) as conn:
+            return [self._add_result(conn, row) for row in rows]
+
+    def list_results(
+        self,
+        benchmark: str | None = None,
+        system: str | None = None,
+        cluster: str | None = None,
+        since: datetime | None = None,
+        source: Literal["run", "import"] | None = None,
+    ) -> list[ResultRow]:
+        query = _matching(results, benchmark=benchmark, system=system, source=source)
+        query = query.order_by(results.c.created_at, results.c.id)
+        if since is not None:
+            query = query.where(results.c.created_at >= since)
+        if cluster is not None:  # imported results have no run, so no cluster
+            query = query.join(runs, runs.c.id == results.c.run_id).where(runs.c.cluster == cluster)
+        with self._conn() as conn:
+            return [ResultRow.model_validate(r._asdict()) for r in conn.execute(query)]
+
+    # -- events ---------------------------------------------------------------------------
+
+    def add_event(self, ev: EventRow) -> EventRow:
+        values = ev.model_dump(exclude={"id", "data"})
+        values["data_json"] = json.dumps(ev.data, sort_keys=True, default=str) if ev.data else None
+        with self._conn(write=True) as conn:
+            new_id = conn.execute(events.insert().values(**values)).inserted_primary_key[0]
+        return ev.model_copy(update={"id": new_id})
+
+    def list_events(
+        self, run_id: str | None = None, cluster: str | None = None, limit: int = 200
+    ) -> list[EventRow]:
+        """The latest `limit` events matching, oldest first."""
+        query = _matching(events, run_id=run_id, cluster=cluster)
+        query = query.order_by(events.c.id.desc()).limit(limit)
+        with self._conn() as conn:
+            rows = list(conn.execute(query))
+        return [event_row(r) for r in reversed(rows)]
+
+    # -- plumbing -------------------------------------------------------------------------
+
+    @classmethod
+    def _open_sqlite(cls, path: Path) -> Store:
+        refuse_non_sqlite_file(path)
+        url = sa.engine.URL.create("sqlite", database=str(path))
+        engine = sa.create_engine(url, connect_args={"timeout": BUSY_TIMEOUT_MS / 1000})
+        event.listen(engine, "connect", _sqlite_on_connect)
+        event.listen(engine, "begin", _sqlite_on_begin)
+        return cls(engine, str(path))
+
+    @classmethod
+    def _open_postgres(cls, url: sa.engine.URL) -> Store:
+        where = f"{url.host or 'localhost'}:{url.port or 5432}"
+        try:
+            engine = sa.create_engine(url, pool_pre_ping=True, connect_args={"connect_timeout": 10})
+        except ModuleNotFoundError:
+            raise StoreError("PostgreSQL needs psycopg 3: pip install azbench[postgres]") from None
+        store = cls(engine, f"{where}/{url.database or ''}")
+        try:
+            engine.connect().close()
+        except SQLAlchemyError as exc:
+            engine.dispose()
+            reason = _reason(exc, url.password)
+            raise StoreError(f"cannot connect to PostgreSQL at {where}: {reason}") from None
+        return store
+
+    def _migrate(self) -> None:
+        with self._conn(write=True) as conn:
+            if self.backend == "postgresql":
+                conn.execute(sa.select(sa.func.pg_advisory_xact_lock(_PG_MIGRATION_LOCK)))
+            migrate(conn, where=self.where, whole_file=self.backend == "sqlite")
+        if self.backend == "sqlite":
+            # Persistent in the file, so set once, and only now that the file is known ours.
+            raw = self._engine.raw_connection()
+            try:
+                raw.cursor().execute("PRAGMA journal_mode=WAL")
+            finally:
+                raw.close()
+
+    @contextmanager
+    def _conn(self, write: bool = False) -> Iterator[Connection]:
+        joined = getattr(self._local, "conn", None)
+        try:
+            if joined is not None:
+                yield joined
+                return
+            with self._engine.connect() as conn:
+                conn.execution_options(**{_WRITE: write})
+                with conn.begin():
+                    yield conn
+        except SQLAlchemyError as exc:
+            raise self._error(exc) from None
+
+    def _error(self, exc: SQLAlchemyError) -> StoreError:
+        reason = _reason(exc, self._engine.url.password)
+        if isinstance(exc, IntegrityError):
+            return StoreError(f"store write rejected ({self.where}): {reason}")
+        if "file is not a database" in reason or "malformed" in reason:
+            return StoreError(f"{self.where} is not an azbench database ({reason})")
+        if isinstance(exc, OperationalError) and "locked" in reason:
+            return StoreError(f"{self.where} is locked by another writer: {reason}")
+        return StoreError(f"store error ({self.where}): {reason}")
+
+    def _insert(self, table: sa.Table) -> Any:
+        return (pg_insert if self.backend == "postgresql" else sqlite_insert)(table)
+
+    def _add_result(self, conn: Connection, result: ResultRow) -> tuple[int, bool]:
+        values = result.model_dump(exclude={"id"})
+        stmt = (
+            self._insert(results)
+            .values(**values)
+            .on_conflict_do_nothing(index_elements=["content_hash"])
+            .returning(results.c.id)
+        )
+        new_id = conn.execute(stmt).scalar()
+        if new_id is not None:
+            return int(new_id), True
+        query = sa.select(results.c.id).where(results.c.content_hash == result.content_hash)
+        return int(conn.execute(query).scalar_one()), False
+
+
+def _parse_url(url: str) -> sa.engine.URL:
+    try:
+        parsed = sa.engine.make_url(url)
+    except ArgumentError:
+        raise StoreError("not a database URL: want sqlite:///FILE or postgresql://") from None
+    backend = parsed.get_backend_name()
+    if backend == "postgresql":
+        return parsed.set(drivername="postgresql+psycopg")  # psycopg 3 is what we ship with
+    if backend != "sqlite" or not parsed.database or parsed.database == ":memory:":
+        raise StoreError("unsupported database URL: want sqlite:///FILE or postgresql+psycopg://")
+    return parsed
+
+
+def _sqlite_on_connect(dbapi_conn: Any, _record: Any) -> None:
+    # We issue BEGIN ourselves (see _sqlite_on_begin): pysqlite's implicit transactions skip
+    # DDL, which would make migrations non-atomic.
+    dbapi_conn.isolation_level = None
+    dbapi_conn.execute("PRAGMA foreign_keys=ON")
+    dbapi_conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+
+
+def _sqlite_on_begin(conn: Connection) -> None:
+    # Writers take the write lock up front: a deferred transaction that reads and then writes
+    # can hit SQLITE_BUSY without waiting when another writer got there first.
+    write = conn.get_execution_options().get(_WRITE, False)
+    conn.exec_driver_sql("BEGIN IMMEDIATE" if write else "BEGIN")
+
+
+def _matching(table: sa.Table, **equal: object) -> sa.Select[Any]:
+    """SELECT * FROM table WHERE each non-None keyword equals its column."""
+    conds = [table.c[name] == value for name, value in equal.items() if value is not None]
+    return sa.select(table).where(*conds)
+
+
+def _fetch(conn: Connection, table: sa.Table, model: type[_M], **equal: object) -> _M | None:
+    row = conn.execute(_matching(table, **equal)).first()
+    return model.model_validate(row._asdict()) if row else None
+
+
+def _reason(exc: BaseException, password: str | None) -> str:
+    """The driver's first line of complaint, with the password (if any) blanked out."""
+    orig = getattr(exc, "orig", None) or exc
+    lines = str(orig).strip().splitlines()
+    text = " ".join(lines[0].split()) if lines else type(orig).__name__
+    text = re.sub(_PG_PREFIX, "", text)
+    return text.replace(password, "***") if password else text
+
+
+__all__ = ["AttemptRow", "ClusterRow", "EventRow", "ResultRow", "RunRow", "SCHEMA_VERSION", "Store"]
