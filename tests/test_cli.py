@@ -112,3 +112,46 @@ def test_init_writes_a_spec_that_loads(azbench_home, tmp_path):
     assert json.loads(plan.out)["nodes"] == 4
     again = azbench("init", str(path), home=azbench_home)
     assert again.code == 2 and "exists" in one_line_error(again)
+
+
+def test_unwritable_home_is_a_store_error(tmp_path):
+    blocker = tmp_path / "not-a-dir"
+    blocker.write_text("x")
+    result = azbench("status", home=blocker / "home")
+    assert result.code == 6
+    assert "is not writable" in one_line_error(result)
+    assert blocker.read_text() == "x"
+
+
+def test_corrupt_database_is_refused_and_left_intact(azbench_home):
+    azbench_home.mkdir(parents=True)
+    db = azbench_home / "azbench.db"
+    garbage = b"this is not sqlite\x00\xff" * 100
+    db.write_bytes(garbage)
+    result = azbench("status", home=azbench_home)
+    assert result.code == 6
+    assert "is not an azbench database" in one_line_error(result)
+    assert db.read_bytes() == garbage
+
+
+def test_fake_provider_up_status_down_round_trip(azbench_home):
+    up = azbench("up", "--provider", "fake", "--name", "f1", "--sku", "h100", "--nodes", "3",
+                 "--region", "eastus", "--json", home=azbench_home)
+    assert up.code == 0, up.err
+    assert json.loads(up.out)["cluster"]["nodes"] == 3
+    status = json.loads(azbench("status", "--json", home=azbench_home).out)
+    assert [(c["name"], c["state"]) for c in status["clusters"]] == [("f1", "ready")]
+    down = azbench("down", "f1", home=azbench_home)
+    assert down.code == 0, down.err
+    status = json.loads(azbench("status", "--json", home=azbench_home).out)
+    assert [(c["name"], c["state"]) for c in status["clusters"]] == [("f1", "terminated")]
+    again = azbench("down", "nope", home=azbench_home)
+    assert again.code == 2 and "no cluster named 'nope'" in one_line_error(again)
+
+
+def test_capacity_failure_from_fake_leaves_no_cluster(azbench_home):
+    up = azbench("up", "--provider", "fake", "--name", "f2", "--sku", "h100", "--nodes", "3",
+                 "--region", "eastus", home=azbench_home, env={"AZBENCH_FAKE_FAIL": "capacity"})
+    assert up.code == 4 and "AllocationFailed" in one_line_error(up)
+    status = json.loads(azbench("status", "--json", home=azbench_home).out)
+    assert status["clusters"] == []
