@@ -1,0 +1,102 @@
+"""Run the official MLPerf compliance checker on one result log and return a Verdict.
+
+The checker runs as a subprocess of the current interpreter with an explicit ruleset, because
+the pip version of mlperf-logging does not say which rulesets it checks and its default drifts
+(docs/mlperf-notes §3.1). A ruleset the installed package lacks, a missing package or a timeout
+is a failed Verdict, not an exception; only a missing log file or a malformed ruleset raises.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict
+
+from orchestrator.errors import ConfigError, NotFoundError
+
+CHECKER_MODULE = "mlperf_logging.compliance_checker"
+DEFAULT_TIMEOUT_S = 300.0
+MAX_MESSAGES = 20
+_RULESET_RE = re.compile(r"^v?(\d+)\.(\d+)(?:\.(\d+))?$")
+# Checker chatter that says nothing about the verdict.
+_NOISE = ("INFO - Running compliance on file", "INFO -  Compliance checks:",
+          "** Logging output also at", "------")
+
+
+class Verdict(BaseModel):
+    """The checker's answer for one log: ok, the ruleset used and the lines worth reading."""
+
+    model_config = ConfigDict(frozen=True)
+
+    ok: bool
+    ruleset: str
+    messages: list[str] = []
+
+
+def ruleset_for(round_or_ruleset: str) -> str:
+    """'v3.1' / '3.1' / '3.1.0' -> '3.1.0'. ConfigError for anything else."""
+    m = _RULESET_RE.match(round_or_ruleset.strip())
+    if not m:
+        raise ConfigError(f"not an MLPerf round or ruleset: {round_or_ruleset!r}",
+                          hint="use a round folder like v5.0 or a ruleset like 5.0.0")
+    major, minor, patch = m.groups()
+    return f"{int(major)}.{int(minor)}.{int(patch or 0)}"
+
+
+def supported_rulesets(usage: str = "training") -> list[str]:
+    """Rulesets the installed mlperf_logging ships rules for (its training_X.Y.Z folders)."""
+    spec = importlib.util.find_spec(CHECKER_MODULE)
+    if spec is None or not spec.submodule_search_locations:
+        return []
+    root = Path(next(iter(spec.submodule_search_locations)))
+    found = []
+    for d in root.glob(f"{usage}_*"):
+        name = d.name[len(usage) + 1 :]
+        if d.is_dir() and re.fullmatch(r"\d+\.\d+\.\d+", name):
+            found.append(name)
+    return sorted(found, key=lambda r: tuple(int(x) for x in r.split(".")))
+
+
+def check_log(
+    log: Path,
+    round_or_ruleset: str,
+    *,
+    usage: str = "training",
+    timeout_s: float = DEFAULT_TIMEOUT_S,
+) -> Verdict:
+    """Check one result log with the checker's rules for `round_or_ruleset` (e.g. 'v5.0')."""
+    ruleset = ruleset_for(round_or_ruleset)
+    if not Path(log).is_file():
+        raise NotFoundError(f"log file {log} does not exist")
+    if importlib.util.find_spec("mlperf_logging") is None:
+        return Verdict(ok=False, ruleset=ruleset, messages=["mlperf_logging is not installed"])
+    if ruleset not in supported_rulesets(usage):
+        msg = f"ruleset {ruleset} not supported by installed mlperf_logging"
+        return Verdict(ok=False, ruleset=ruleset, messages=[msg])
+    with tempfile.TemporaryDirectory(prefix="azbench-compliance-") as tmp:
+        cmd = [sys.executable, "-m", CHECKER_MODULE, "--usage", usage, "--ruleset", ruleset,
+               "--log_output", str(Path(tmp) / "compliance.log"), str(Path(log).resolve())]
+        try:
+            proc = subprocess.run(cmd, cwd=tmp, capture_output=True, text=True,
+                                  errors="replace", timeout=timeout_s, check=False)
+        except subprocess.TimeoutExpired:
+            msg = f"compliance checker timed out after {timeout_s:g} s"
+            return Verdict(ok=False, ruleset=ruleset, messages=[msg])
+    output = proc.stdout + "\n" + proc.stderr
+    ok = proc.returncode == 0 and "SUCCESS" in output
+    return Verdict(ok=ok, ruleset=ruleset, messages=trim_messages(output))
+
+
+def trim_messages(output: str, limit: int = MAX_MESSAGES) -> list[str]:
+    """The checker's useful lines, at most `limit`; the last line of a traceback is kept."""
+    lines = [ln.strip() for ln in output.splitlines()]
+    useful = [ln for ln in lines if ln and not ln.startswith(_NOISE)]
+    if len(useful) <= limit:
+        return useful
+    hidden = len(useful) - (limit - 1)
+    return useful[: limit - 2] + [f"... {hidden} more lines", useful[-1]]

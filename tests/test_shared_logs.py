@@ -1,0 +1,204 @@
+"""Check mllog + metrics + compliance against real MLPerf result logs and their known figures.
+
+The expected figures come from /work/shared/mlperf-logs/expected-scores.jsonl (computed by an
+independent stdlib script and cross-checked with mlperf_logging's result_summarizer).
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+
+from orchestrator import metrics
+from orchestrator.compliance import check_log
+from orchestrator.mllog import RunSummary, parse_file, parse_lines
+
+MINUTES_TOL = 1e-5  # expected minutes are rounded to 6 decimals
+EFF_TOL = 1e-5
+
+
+def _expected(logs: Path) -> tuple[list[dict], list[dict], list[dict]]:
+    rows = [json.loads(ln) for ln in (logs / "expected-scores.jsonl").read_text().splitlines()
+            if ln.strip()]
+    files = [r for r in rows if r.get("kind") == "result_file"]
+    series = [s for r in rows if "scaling_series" in r for s in r["scaling_series"]]
+    systems = [r for r in rows if "score_minutes" in r and "kind" not in r]
+    return files, systems, series
+
+
+def _folder(logs: Path, rnd: str, submitter: str, system: str, bench: str) -> Path:
+    return logs / rnd / submitter / "results" / system / bench
+
+
+def _system_figures(logs: Path, row: dict) -> dict:
+    """Parse one system's result files and compute what expected-scores.jsonl states."""
+    folder = _folder(logs, row["round"], row["submitter"], row["system"], row["benchmark"])
+    runs = [parse_file(p) for p in sorted(folder.glob("result_*.txt"))]
+    minutes = [metrics.time_to_train_minutes(s) for s in runs]
+    scaling = folder / "scaling.json"
+    factor = json.loads(scaling.read_text())["scaling_factor"] if scaling.is_file() else 1.0
+    raw = metrics.mlperf_score(minutes, row["benchmark"])
+    official = metrics.mlperf_score(minutes, row["benchmark"], scaling_factor=factor)
+    desc = json.loads((logs / row["round"] / row["submitter"] / "systems" /
+                       f"{row['system']}.json").read_text())
+    gpus = int(desc["number_of_nodes"]) * int(desc["accelerators_per_node"])
+    rate = metrics.scored_throughput_per_minute([s.last_eval_progress for s in runs], minutes, raw)
+    return {"runs": runs, "raw": raw, "official": official, "factor": factor, "gpus": gpus,
+            "rate": rate}
+
+
+def test_every_result_file_matches_expected(shared_logs: Path):
+    files, _, _ = _expected(shared_logs)
+    assert len(files) == 22
+    for row in files:
+        path = _folder(shared_logs, row["round"], row["submitter"], row["system"],
+                       row["benchmark"]) / row["file"]
+        s: RunSummary = parse_file(path)
+        where = f"{row['system']}/{row['file']}"
+        assert s.status == row["status"], where
+        assert (s.run_start_ms, s.run_stop_ms) == (row["run_start_ms"], row["run_stop_ms"]), where
+        assert s.minutes == pytest.approx(row["run_minutes"], abs=MINUTES_TOL), where
+        assert s.global_batch_size == row["global_batch_size"], where
+        assert s.seed == row["seed"], where
+        assert s.last_eval_progress == row["progress_to_converge"], where
+        assert s.progress_key == row["progress_key"], where
+        assert s.eval_points[-1].value == row["last_eval_accuracy"], where
+        assert (s.benchmark, s.submitter, s.platform) == (
+            row["benchmark_logged"], row["org_logged"], row["platform_logged"]), where
+        assert (s.bad_lines, s.truncated, s.resume_step) == (0, False, None), where
+        assert s.mllog_lines + s.other_lines == s.lines_total, where
+
+
+def test_fast_path_agrees_with_the_line_path_on_a_real_log(shared_logs: Path):
+    path = _folder(shared_logs, "v3.1", "Azure+NVIDIA", "ND_H100_v5_n1344_pytorch",
+                   "gpt3") / "result_0.txt"
+    with open(path, "rb") as fh:
+        assert parse_file(path) == parse_lines(fh)
+
+
+def test_per_system_scores_match_expected(shared_logs: Path):
+    _, systems, _ = _expected(shared_logs)
+    assert len(systems) == 5
+    for row in systems:
+        fig = _system_figures(shared_logs, row)
+        where = f"{row['system']}/{row['benchmark']}"
+        got_minutes = sorted(m for m in (s.minutes for s in fig["runs"]) if m is not None)
+        assert got_minutes == pytest.approx(row["run_minutes"], abs=MINUTES_TOL), where
+        raw, official = fig["raw"], fig["official"]
+        assert (raw.runs_used, raw.runs_required, raw.converged) == (
+            row["runs"], row["required_runs"], row["converged_runs"]), where
+        assert raw.official and official.official, where
+        assert raw.value_minutes == pytest.approx(row["score_minutes"], abs=MINUTES_TOL), where
+        assert official.value_minutes == pytest.approx(row["official_score_minutes"],
+                                                       abs=MINUTES_TOL), where
+        assert fig["factor"] == (row["rcp_scaling_factor"] or 1.0), where
+        assert fig["gpus"] == row["gpus"], where
+        assert fig["rate"] == pytest.approx(row["throughput_per_minute"], abs=2e-3), where
+
+
+def test_405b_scaling_efficiencies_match_expected(shared_logs: Path):
+    _, systems, series = _expected(shared_logs)
+    (s405,) = [s for s in series if s["benchmark"] == "llama31_405b"]
+    figs = {f"{r['round']}/{r['submitter']}/{r['system']}": _system_figures(shared_logs, r)
+            for r in systems if r["benchmark"] == "llama31_405b"}
+    assert len(s405["comparisons"]) == 3
+    for cmp in s405["comparisons"]:
+        small, large = figs[cmp["small"]], figs[cmp["large"]]
+        strong = metrics.strong_scaling_efficiency(
+            small["raw"].value_minutes, small["gpus"], large["raw"].value_minutes, large["gpus"])
+        strong_official = metrics.strong_scaling_efficiency(
+            small["official"].value_minutes, small["gpus"],
+            large["official"].value_minutes, large["gpus"])
+        weak = metrics.throughput_scaling(small["rate"] / small["gpus"],
+                                          large["rate"] / large["gpus"])
+        spd = metrics.speedup(small["raw"].value_minutes, large["raw"].value_minutes)
+        assert strong == pytest.approx(cmp["strong_scaling_efficiency"], abs=EFF_TOL)
+        assert strong_official == pytest.approx(cmp["strong_scaling_efficiency_official_scores"],
+                                                abs=EFF_TOL)
+        assert weak == pytest.approx(cmp["weak_scaling_efficiency"], abs=EFF_TOL)
+        assert spd == pytest.approx(cmp["speedup"], abs=EFF_TOL)
+    # README headline figures, to the precision printed there.
+    n64 = figs["v5.0/NVIDIA/eos-dfw_n64_ngc25.01_nemo"]
+    n256 = figs["v5.0/NVIDIA/eos-dfw_n256_ngc25.01_nemo"]
+    assert round(metrics.strong_scaling_efficiency(
+        n64["raw"].value_minutes, 512, n256["raw"].value_minutes, 2048), 6) == 0.958480
+
+
+def test_step_times_of_the_405b_runs(shared_logs: Path):
+    """The first step and the steps right after each eval are marked and left out."""
+    path = _folder(shared_logs, "v5.0", "NVIDIA", "eos-dfw_n64_ngc25.01_nemo", "llama31_405b")
+    s = parse_file(path / "result_0.txt")
+    assert s.step_time_source == "tracked_stats" and len(s.step_times) == 240
+    assert len(s.eval_steps) == 6 - 1 and s.step_times[0].step == 1152  # no step after last eval
+    st = metrics.step_time_stats(s.step_times, s.eval_steps)
+    assert st is not None and st.count == 240 - 1 - 5
+    assert 54.0 < st.median < 56.0 and st.cv < 0.05
+
+
+def test_compliance_checker_on_real_logs(shared_logs: Path):
+    """Two runs only (the checker is slow): both logs really pass their 3.1.0 rules, the GPT-3
+    one despite its placeholder submitter fields."""
+    bert = _folder(shared_logs, "v3.1", "Azure", "ND_H100_v5_pytorch", "bert") / "result_0.txt"
+    gpt3 = _folder(shared_logs, "v3.1", "Azure+NVIDIA", "ND_H100_v5_n1344_pytorch",
+                   "gpt3") / "result_2.txt"
+    for log in (bert, gpt3):
+        verdict = check_log(log, "v3.1")
+        assert verdict.ok, verdict.messages
+        assert verdict.ruleset == "3.1.0" and any("SUCCESS" in m for m in verdict.messages)
+
+
+# --- compliance wrapper behaviour that needs no real checker run -------------------------------
+
+def test_round_folders_map_to_rulesets():
+    from orchestrator.compliance import ruleset_for, supported_rulesets
+    from orchestrator.errors import ConfigError
+
+    assert [ruleset_for(r) for r in ("v3.1", "5.0", "6.0.0", "v5.1.0")] == \
+        ["3.1.0", "5.0.0", "6.0.0", "5.1.0"]
+    with pytest.raises(ConfigError):
+        ruleset_for("latest")
+    assert {"3.1.0", "5.0.0"} <= set(supported_rulesets())
+
+
+def test_unknown_ruleset_and_missing_log(tmp_path: Path):
+    from orchestrator.errors import NotFoundError
+
+    log = tmp_path / "result_0.txt"
+    log.write_text(":::MLLOG {}\n")
+    verdict = check_log(log, "v99.9")
+    assert not verdict.ok and verdict.ruleset == "99.9.0"
+    assert verdict.messages == ["ruleset 99.9.0 not supported by installed mlperf_logging"]
+    with pytest.raises(NotFoundError):
+        check_log(tmp_path / "absent.txt", "v3.1")
+
+
+def test_a_broken_log_fails_with_the_checker_reasons(tmp_path: Path):
+    from tests.test_mllog import ev
+
+    log = tmp_path / "result_0.txt"
+    log.write_text("\n".join([ev("submission_benchmark", "bert"), ev("init_start")]) + "\n")
+    verdict = check_log(log, "v3.1", timeout_s=120)
+    assert not verdict.ok
+    assert any("run_start" in m for m in verdict.messages)
+    assert len(verdict.messages) <= 20
+
+
+def test_trim_messages_keeps_the_useful_lines():
+    from orchestrator.compliance import trim_messages
+
+    out = "INFO - Running compliance on file: x\n" + "\n".join(
+        f"WARNING - problem {i}\n------------------------------" for i in range(30)) + \
+        "\nERROR - FAILED\n** Logging output also at y\n"
+    msgs = trim_messages(out)
+    assert len(msgs) == 20 and msgs[0] == "WARNING - problem 0"
+    assert msgs[-2] == "... 12 more lines" and msgs[-1] == "ERROR - FAILED"
+
+
+def test_checker_timeout_is_a_failed_verdict(tmp_path: Path):
+    log = tmp_path / "result_0.txt"
+    log.write_text(":::MLLOG {}\n")
+    verdict = check_log(log, "v3.1", timeout_s=0.001)  # the interpreter cannot even start
+    assert not verdict.ok and verdict.messages == ["compliance checker timed out after 0.001 s"]
