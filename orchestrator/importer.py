@@ -1,0 +1,397 @@
+"""Import MLPerf result logs into the store (a submission tree or any part of one, one log, or
+an azbench run directory) in one all-or-nothing store transaction.
+
+The MLPerf layout `<round>/<submitter>/results/<system>/<benchmark>/result_N.txt` (+
+`<submitter>/systems/<system>.json`, optional `scaling.json`) gives each log its context from
+its path, whatever the entry point. Submitter, system and benchmark come from the folders, never
+from the log (some logs say SUBMISSION_ORG_PLACEHOLDER); nodes and GPUs from the system JSON.
+Results are unique by the sha256 of the raw bytes, archived as `<archive>/<hash>.log`. A file
+that is not an MLPerf log or a folder mixing benchmarks fails the whole import (ConfigError);
+a log without run_start, a cut log or a missing system JSON imports with a warning.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from orchestrator import paths
+from orchestrator.catalog import lookup
+from orchestrator.errors import ConfigError, NotFoundError
+from orchestrator.ingest import archive_log, file_hash
+from orchestrator.mllog import RunSummary, parse_file
+from orchestrator.store import ResultRow, Store
+
+RESULT_RE = re.compile(r"^result_\d+\.txt$")
+ROUND_RE = re.compile(r"^v(\d+)\.(\d+)(?:\.(\d+))?$")
+ATTEMPT_RE = re.compile(r"^attempt-(\d+)$")
+RUN_LOG = "train.log"
+PLACEHOLDER = "PLACEHOLDER"
+# Azure VM families named in system ids / names ("ND_H100_v5_n1344_pytorch", "2048xAzure_GB200").
+_ND_RE = re.compile(r"ND[_ ]?(H100|H200|GB200|MI300X)[_ ]v\d", re.IGNORECASE)
+_AZURE_GPU_RE = re.compile(r"Azure[_ ](H100|H200|GB200)", re.IGNORECASE)
+
+
+class ImportedFile(BaseModel):
+    """One log and the result row it became (or already was)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    path: str
+    content_hash: str
+    result_id: int | None = None
+    round: str | None = None
+    submitter: str | None = None
+    system: str | None = None
+    benchmark: str
+    status: str
+    minutes: float | None = None
+    nodes: int | None = None
+    gpus: int | None = None
+    resumed: bool = False
+    compliance_ok: bool | None = None
+
+
+class ImportWarning(BaseModel):
+    model_config = ConfigDict(frozen=True)
+    path: str
+    message: str
+
+
+class ImportSummary(BaseModel):
+    """What one import did: new results, files already stored, and per-file warnings."""
+
+    source: str
+    imported: list[ImportedFile] = []
+    duplicates: list[ImportedFile] = []
+    warnings: list[ImportWarning] = []
+
+
+def import_path(
+    store: Store, path: Path, *, archive_dir: Path | None = None, check_compliance: bool = False
+) -> ImportSummary:
+    """Import every log under `path` in ONE store transaction; nothing is stored on error.
+
+    Raises NotFoundError (no such path, no logs under it) or ConfigError (a file that is not an
+    MLPerf log, a folder mixing benchmarks). Re-importing the same bytes is a no-op.
+    """
+    prepared = [_prepare(src) for src in discover(path)]
+    _refuse_mixed_benchmarks(prepared)
+    for p in prepared:  # a run dir named after a stored run belongs to that run
+        if p.source.run_dir and store.get_run(p.source.run_dir.name) is not None:
+            p.row = p.row.model_copy(update={"run_id": p.source.run_dir.name})
+    if check_compliance:  # slow (one subprocess per log): only once the input is known good
+        for p in prepared:
+            p.row = _with_compliance(p.row, p.source, p.warnings)
+    archive = archive_dir or paths.archive_dir()
+    created: list[Path] = []
+    try:
+        rows = [_archived(p, archive, created) for p in prepared]
+        outcomes = store.add_results(rows)
+    except BaseException:
+        for copy in created:  # a failed import leaves no trace, in the archive either
+            copy.unlink(missing_ok=True)
+        raise
+    summary = ImportSummary(source=str(path))
+    for p, row, (result_id, new) in zip(prepared, rows, outcomes):
+        item = _imported_file(p, row, result_id)
+        (summary.imported if new else summary.duplicates).append(item)
+        log = str(p.source.log)
+        summary.warnings.extend(ImportWarning(path=log, message=m) for m in p.warnings)
+    return summary
+
+
+@dataclass(frozen=True)
+class LogSource:
+    """One log to import and what its place in the tree says about it."""
+
+    log: Path
+    round: str | None = None
+    submitter: str | None = None
+    system: str | None = None
+    benchmark: str | None = None  # the folder's name: authoritative over the logged one
+    systems_json: Path | None = None
+    scaling_json: Path | None = None
+    run_dir: Path | None = None  # set for an azbench run directory
+    earlier_attempts: int = 0
+
+
+def discover(path: Path) -> list[LogSource]:
+    """The logs under `path` (a tree, a folder, one file or an azbench run dir), sorted."""
+    if not path.exists():
+        raise NotFoundError(f"{path} does not exist")
+    root = path.resolve()
+    if root.is_file():
+        return [_layout_source(root)]
+    if _is_run_dir(root):
+        return [_run_dir_source(root)]
+    results: list[Path] = []
+    run_dirs: list[Path] = []
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames.sort()
+        here = Path(dirpath)
+        if ATTEMPT_RE.match(here.name) and RUN_LOG in filenames:
+            if here.parent not in run_dirs:
+                run_dirs.append(here.parent)
+            continue
+        results.extend(here / f for f in sorted(filenames) if RESULT_RE.match(f))
+    if not results and not run_dirs:
+        raise NotFoundError(
+            f"no MLPerf result logs (result_N.txt) or azbench run logs "
+            f"(attempt-N/{RUN_LOG}) under {path}",
+            hint="point at a submission tree, a benchmark folder or one log file")
+    return [_layout_source(f) for f in results] + [_run_dir_source(d) for d in run_dirs]
+
+
+def ruleset_of_round(round_name: str | None) -> str | None:
+    """'v3.1' -> '3.1.0'; None for anything that is not a round folder name."""
+    m = ROUND_RE.match(round_name or "")
+    return f"{int(m[1])}.{int(m[2])}.{int(m[3] or 0)}" if m else None
+
+
+def _layout_source(log: Path) -> LogSource:
+    bench_dir = log.parent
+    scaling = bench_dir / "scaling.json"
+    scaling_json = scaling if scaling.is_file() else None
+    system_dir = bench_dir.parent
+    if system_dir.parent.name != "results":
+        return LogSource(log=log, scaling_json=scaling_json)
+    submitter_dir = system_dir.parent.parent
+    round_name = submitter_dir.parent.name
+    return LogSource(
+        log=log, round=round_name if ROUND_RE.match(round_name) else None,
+        submitter=submitter_dir.name, system=system_dir.name, benchmark=bench_dir.name,
+        systems_json=submitter_dir / "systems" / f"{system_dir.name}.json",
+        scaling_json=scaling_json)
+
+
+def _is_run_dir(d: Path) -> bool:
+    return any(ATTEMPT_RE.match(p.name) and (p / RUN_LOG).is_file() for p in d.iterdir())
+
+
+def _run_dir_source(run_dir: Path) -> LogSource:
+    """The last attempt that reached run_start is the run's result; earlier ones were retries."""
+    attempts = sorted(
+        (int(m[1]), p / RUN_LOG) for p in run_dir.iterdir()
+        if (m := ATTEMPT_RE.match(p.name)) and (p / RUN_LOG).is_file())
+    started = (log for _, log in reversed(attempts) if b'"key": "run_start"' in log.read_bytes())
+    chosen = next(started, attempts[-1][1])
+    return LogSource(log=chosen, run_dir=run_dir, earlier_attempts=len(attempts) - 1)
+
+
+@dataclass
+class _Prepared:
+    source: LogSource
+    summary: RunSummary
+    row: ResultRow
+    warnings: list[str] = field(default_factory=list)
+
+
+def _prepare(src: LogSource) -> _Prepared:
+    summary = parse_file(src.log)
+    decoded = summary.mllog_lines - summary.bad_lines
+    if decoded <= 0:
+        kind = "binary or garbage" if summary.non_utf8_lines or summary.other_lines else "empty"
+        raise ConfigError(
+            f"{src.log} is not an MLPerf result log ({kind}: no readable ':::MLLOG' line in "
+            f"{summary.lines_total} lines); nothing was imported",
+            hint="remove the file or import the other folders one by one")
+    warnings = _log_warnings(summary)
+    facts = _run_dir_facts(src, summary, warnings) if src.run_dir else \
+        _tree_facts(src, summary, warnings)
+    return _Prepared(src, summary, _row(src, summary, facts, warnings), warnings)
+
+
+def _log_warnings(s: RunSummary) -> list[str]:
+    out = []
+    if s.run_start_ms is None:
+        out.append("no run_start in the log: imported as incomplete (not converged)")
+    elif s.run_stop_ms is None:
+        out.append("no run_stop in the log (run killed or log cut): imported as incomplete")
+    if s.truncated:
+        out.append("the file ends mid-line (cut short?)")
+    if s.bad_lines:
+        out.append(f"{s.bad_lines} undecodable ':::MLLOG' line(s) skipped")
+    return out
+
+
+def _tree_facts(src: LogSource, s: RunSummary, warnings: list[str]) -> dict[str, Any]:
+    """round/submitter/system/benchmark/nodes/gpus/sku/scaling for a log in a submission tree."""
+    logged_bench = _clean(s.benchmark)
+    benchmark = src.benchmark or logged_bench
+    if src.benchmark and logged_bench and logged_bench != src.benchmark:
+        warnings.append(f"log says submission_benchmark {logged_bench!r} but sits in folder "
+                        f"{src.benchmark!r}: filed under {src.benchmark!r}")
+    if src.benchmark is None:
+        warnings.append("not in <submitter>/results/<system>/<benchmark>/: names from the log")
+    system_desc = _system_json(src.systems_json, warnings)
+    nodes = _as_int(system_desc.get("number_of_nodes"))
+    per_node = _as_int(system_desc.get("accelerators_per_node"))
+    if nodes is None:
+        nodes = _platform_nodes(s.platform)
+    submitter = src.submitter or _clean(system_desc.get("submitter")) or _clean(s.submitter)
+    system = src.system or _clean(s.platform)
+    accelerator = _clean(system_desc.get("accelerator_model_name"))
+    return {
+        "round": src.round, "submitter": submitter, "system": system, "benchmark": benchmark,
+        "nodes": nodes, "gpus": nodes * per_node if nodes and per_node is not None else None,
+        "sku": _sku_for(system or "", str(system_desc.get("system_name", "")), accelerator),
+        "scaling_factor": _scaling_factor(src.scaling_json, warnings),
+        "resumed": s.resume_step is not None,
+    }
+
+
+def _run_dir_facts(src: LogSource, s: RunSummary, warnings: list[str]) -> dict[str, Any]:
+    """An azbench run directory: nodes from the :::DLPAL line, SKU from the logged platform."""
+    nodes = _dlpal_nodes(s.dlpal) or _platform_nodes(s.platform)
+    sku = _sku_for(_clean(s.platform) or "", "", None)
+    try:
+        per_node: int | None = lookup(sku).gpus_per_vm if sku else None
+    except NotFoundError:
+        per_node = None
+    if nodes is None:
+        warnings.append("node count unknown: no :::DLPAL line and no NxPLATFORM in the log")
+    if src.earlier_attempts:
+        warnings.append(f"{src.earlier_attempts} earlier attempt(s); "
+                        f"imported {src.log.parent.name}")
+    return {
+        "round": None, "submitter": _clean(s.submitter) or "azbench",
+        "system": f"{nodes}x{sku}" if nodes and sku else _clean(s.platform),
+        "benchmark": _clean(s.benchmark), "nodes": nodes,
+        "gpus": nodes * per_node if nodes and per_node is not None else None, "sku": sku,
+        "scaling_factor": None,
+        "resumed": s.resume_step is not None,
+    }
+
+
+def _row(src: LogSource, s: RunSummary, facts: dict[str, Any], warnings: list[str]) -> ResultRow:
+    benchmark = facts.pop("benchmark") or "unknown"
+    if benchmark == "unknown":
+        warnings.append("no benchmark folder and no submission_benchmark in the log")
+    complete = s.run_start_ms is not None and s.run_stop_ms is not None
+    status = (s.status or "unknown") if complete else "incomplete"
+    return ResultRow(
+        content_hash=file_hash(src.log), source="import", benchmark=benchmark,
+        ruleset=ruleset_of_round(facts["round"]) or _clean(s.ruleset), status=status,
+        converged=complete and status == "success", minutes=s.minutes,
+        run_start_ms=s.run_start_ms, run_stop_ms=s.run_stop_ms,
+        global_batch_size=s.global_batch_size, summary_json=s.model_dump_json(), **facts)
+
+
+def _with_compliance(row: ResultRow, src: LogSource, warnings: list[str]) -> ResultRow:
+    from orchestrator.compliance import check_log
+    if not row.ruleset:
+        warnings.append("compliance not checked: no round folder and no ruleset in the log")
+        return row
+    verdict = check_log(src.log, row.ruleset)
+    if not verdict.ok:
+        warnings.append(f"compliance checker (ruleset {verdict.ruleset}) did not pass")
+    return row.model_copy(update={"compliance_ok": verdict.ok,
+                                  "compliance_json": verdict.model_dump_json()})
+
+
+def _refuse_mixed_benchmarks(prepared: list[_Prepared]) -> None:
+    by_dir: dict[Path, dict[str, list[str]]] = {}
+    for p in prepared:
+        if p.source.run_dir is None and (logged := _clean(p.summary.benchmark)):
+            files = by_dir.setdefault(p.source.log.parent, {}).setdefault(logged, [])
+            files.append(p.source.log.name)
+    for folder, names in by_dir.items():
+        if len(names) > 1:
+            listing = "; ".join(f"{b}: {', '.join(files)}" for b, files in sorted(names.items()))
+            raise ConfigError(f"{folder} mixes benchmarks ({listing}); nothing was imported",
+                              hint="one folder per benchmark, as in MLPerf submissions")
+
+
+def _archived(p: _Prepared, archive: Path, created: list[Path]) -> ResultRow:
+    target = archive / f"{p.row.content_hash}.log"
+    existed = target.exists()
+    stored = archive_log(p.source.log, p.row.content_hash, archive)
+    if not existed:
+        created.append(stored)
+    return p.row.model_copy(update={"log_path": str(stored)})
+
+
+def _imported_file(p: _Prepared, row: ResultRow, result_id: int) -> ImportedFile:
+    return ImportedFile(
+        path=str(p.source.log), content_hash=row.content_hash, result_id=result_id,
+        round=row.round, submitter=row.submitter, system=row.system, benchmark=row.benchmark,
+        status=row.status, minutes=row.minutes, nodes=row.nodes, gpus=row.gpus,
+        resumed=row.resumed, compliance_ok=row.compliance_ok)
+
+
+def _system_json(path: Path | None, warnings: list[str]) -> dict[str, Any]:
+    if path is None:
+        return {}
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        why = "is missing" if isinstance(exc, FileNotFoundError) else f"is unreadable ({exc})"
+        warnings.append(f"system description {path} {why}: GPUs unknown, nodes only from the "
+                        "logged NxPLATFORM")
+        return {}
+    if not isinstance(data, dict):
+        warnings.append(f"system description {path} is not a JSON object: GPUs unknown")
+    return data if isinstance(data, dict) else {}
+
+
+def _scaling_factor(path: Path | None, warnings: list[str]) -> float | None:
+    if path is None:
+        return None
+    try:
+        value = json.loads(path.read_text(encoding="utf-8")).get("scaling_factor")
+    except (OSError, ValueError, AttributeError) as exc:
+        warnings.append(f"{path} is unreadable ({exc}): no RCP scaling applied")
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+        warnings.append(f"{path}: scaling_factor {value!r} is not a positive number: ignored")
+        return None
+    return float(value)
+
+
+def _sku_for(system: str, system_name: str, accelerator: str | None) -> str | None:
+    """The catalog VM size an Azure system id names, else the accelerator model name."""
+    for text in (system, system_name):
+        m = _ND_RE.search(text) or _AZURE_GPU_RE.search(text)
+        if m:
+            try:
+                return lookup(m[1].lower()).name
+            except NotFoundError:
+                pass
+    tail = system.split("x", 1)[1] if re.match(r"^\d+x.", system) else ""
+    if tail:
+        try:
+            return lookup(tail).name
+        except NotFoundError:
+            pass
+    return accelerator
+
+
+def _dlpal_nodes(dlpal: str | None) -> int | None:
+    parts = (dlpal or "").split()  # ":::DLPAL <container> <jobid> <nnodes> <nodelist> ..."
+    return _as_int(parts[2]) if len(parts) > 2 else None
+
+
+def _platform_nodes(platform: str | None) -> int | None:
+    m = re.match(r"^(\d+)x", _clean(platform) or "")
+    return int(m[1]) if m else None
+
+
+def _clean(value: Any) -> str | None:
+    """A logged string, or None when absent, empty or a submission placeholder."""
+    if not isinstance(value, str) or not value.strip() or PLACEHOLDER in value:
+        return None
+    return value.strip()
+
+
+def _as_int(value: Any) -> int | None:
+    if isinstance(value, int):
+        return None if isinstance(value, bool) else value
+    text = str(value or "").strip()
+    return int(text) if text.isdigit() else None

@@ -1,0 +1,399 @@
+"""Build the benchmark report from stored results: per-system scores, time-to-train,
+throughput, step-time statistics and cost, plus strong/weak scaling and SKU speedups.
+
+Pure data in, one pydantic `Report` out; the maths is orchestrator.metrics, rendering is
+report_render.py and plots.py. Resumed runs never enter a score (mlperf-notes §6).
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Sequence
+from datetime import datetime, timezone
+from itertools import combinations
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from orchestrator import metrics
+from orchestrator.catalog import CATALOG
+from orchestrator.errors import ConfigError
+from orchestrator.metrics import StepStats
+from orchestrator.models import utcnow
+from orchestrator.store_schema import AttemptRow, ResultRow, RunRow
+
+_SAME_BATCH_RTOL = 1e-6  # per-worker batches this close are the same work (weak scaling)
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(frozen=True)  # a report is a snapshot
+
+
+class RunLine(_Model):
+    """One result inside a group, in launch order."""
+
+    result_id: int | None
+    log: str | None
+    status: str
+    converged: bool
+    resumed: bool
+    scored: bool
+    minutes: float | None
+    progress: float | None = None
+    progress_per_minute: float | None = None
+    median_step_s: float | None = None
+
+
+class GroupReport(_Model):
+    """One (benchmark, system): its runs, MLPerf score, throughput, step times and cost."""
+
+    benchmark: str
+    system: str
+    round: str | None = None
+    submitter: str | None = None
+    sku: str | None = None
+    nodes: int | None = None
+    gpus: int | None = None
+    workers: int | None = Field(None, description="GPUs, or nodes when a node has no GPU")
+    global_batch_size: int | None = None
+    runs: int
+    required_runs: int | None
+    converged: int
+    resumed_runs: list[int] = Field(default_factory=list, description="result ids, not scored")
+    scaling_factor: float = 1.0
+    score_raw_minutes: float | None = None
+    score_minutes: float | None = Field(None, description="raw score x scaling_factor")
+    official: bool = False
+    partial: bool = False
+    score_note: str = ""
+    run_lines: list[RunLine] = Field(default_factory=list)
+    throughput_unit: str | None = None
+    throughput_per_minute: float | None = None
+    throughput_per_worker_minute: float | None = None
+    step_stats: StepStats | None = None
+    price_per_vm_hour: float | None = None
+    cost_per_result_usd: float | None = None
+    cost_all_runs_usd: float | None = None
+    cost_all_attempts_usd: float | None = None
+    cost_note: str = ""
+
+    @property
+    def label(self) -> str:
+        return group_label((self.benchmark, self.system, self.round or "", self.submitter or ""))
+
+
+class StrongScaling(_Model):
+    """Time-to-train scaling from `small` to `large` (plus per-worker throughput scaling)."""
+
+    benchmark: str
+    sku: str | None
+    small: str
+    large: str
+    workers_small: int
+    workers_large: int
+    gbs_small: int | None = None
+    gbs_large: int | None = None
+    score_small: float
+    score_large: float
+    speedup: float
+    efficiency: float
+    efficiency_scaled: float | None = None
+    throughput_efficiency: float | None = None
+
+
+class WeakScaling(_Model):
+    """E_weak = median step at the base (fewest nodes) / median step here; not capped."""
+
+    benchmark: str
+    sku: str | None
+    base: str
+    system: str
+    nodes_base: int
+    nodes: int
+    step_base_s: float
+    step_s: float
+    efficiency: float
+    closeness: float = Field(description="1 - |dt| / t_base, the <= 1 vendor-style figure")
+
+
+class SkuSpeedup(_Model):
+    """How many times faster SKU b is than the slower SKU a at the same GPU count."""
+
+    benchmark: str
+    workers: int
+    sku_a: str
+    sku_b: str
+    system_a: str
+    system_b: str
+    minutes_a: float
+    minutes_b: float
+    speedup: float
+    speedup_per_gpu: float
+    speedup_per_dollar: float | None = None
+
+
+class Report(_Model):
+    generated_at: datetime = Field(default_factory=utcnow)
+    filters: dict[str, str] = Field(default_factory=dict)
+    groups: list[GroupReport] = Field(default_factory=list)
+    strong_scaling: list[StrongScaling] = Field(default_factory=list)
+    weak_scaling: list[WeakScaling] = Field(default_factory=list)
+    speedups: list[SkuSpeedup] = Field(default_factory=list)
+    notes: list[str] = Field(default_factory=list)
+
+
+def build_report(
+    results: Sequence[ResultRow],
+    runs: Sequence[RunRow] | None = None,
+    attempts: Sequence[AttemptRow] | None = None,
+    *,
+    benchmark: str | None = None,
+    system: str | None = None,
+    cluster: str | None = None,
+    since: datetime | None = None,
+) -> Report:
+    """The report over `results` matching the filters. `runs`/`attempts` (optional) add the
+    cluster filter and the cost of every attempt, failed ones included."""
+    rows = _filter(results, runs, benchmark=benchmark, system=system, cluster=cluster, since=since)
+    notes: list[str] = [] if rows else ["no results match"]
+    groups = [_group(key, members, runs, attempts)
+              for key, members in group_results(rows).items()]
+    groups.sort(key=lambda g: (g.benchmark, g.sku or "", g.workers or 0, g.system))
+    asked = {"benchmark": benchmark, "system": system, "cluster": cluster, "since": since}
+    filters = {k: str(v) for k, v in asked.items() if v is not None}
+    return Report(filters=filters, groups=groups, strong_scaling=strong_scaling(groups),
+                  weak_scaling=weak_scaling(groups, notes), speedups=sku_speedups(groups),
+                  notes=notes)
+
+
+def strong_scaling(groups: Sequence[GroupReport]) -> list[StrongScaling]:
+    """Every pair of sizes within one benchmark x SKU series, from raw (and scaled) scores."""
+    out = []
+    for (bench, sku), series in _series(groups).items():
+        scored = [g for g in series if g.score_raw_minutes and g.workers]
+        for a, b in ((a, b) for a, b in combinations(scored, 2) if a.workers != b.workers):
+            ta, tb, na, nb = a.score_raw_minutes or 0, b.score_raw_minutes or 0, a.workers or 0, \
+                b.workers or 0
+            scaled = tput = None
+            if a.score_minutes and b.score_minutes:
+                scaled = metrics.strong_scaling_efficiency(a.score_minutes, na, b.score_minutes, nb)
+            if a.throughput_per_worker_minute and b.throughput_per_worker_minute is not None:
+                tput = metrics.throughput_scaling(a.throughput_per_worker_minute,
+                                                  b.throughput_per_worker_minute)
+            out.append(StrongScaling(
+                benchmark=bench, sku=sku, small=a.label, large=b.label, workers_small=na,
+                workers_large=nb, gbs_small=a.global_batch_size, gbs_large=b.global_batch_size,
+                score_small=ta, score_large=tb, speedup=metrics.speedup(ta, tb),
+                efficiency=metrics.strong_scaling_efficiency(ta, na, tb, nb),
+                efficiency_scaled=scaled, throughput_efficiency=tput))
+    return out
+
+
+def weak_scaling(
+    groups: Sequence[GroupReport], notes: list[str] | None = None
+) -> list[WeakScaling]:
+    """Step-time weak scaling against the fewest-nodes group of each series. Only pairs with
+    the same batch per worker (fixed work per worker) count; others are skipped with a note,
+    since their step-time ratio measures something else."""
+    out = []
+    for (bench, sku), series in _series(groups).items():
+        timed = sorted((g for g in series if g.step_stats and g.nodes),
+                       key=lambda g: (g.nodes or 0, g.system))
+        for g in (g for g in timed[1:] if g.nodes != timed[0].nodes):
+            base = timed[0]
+            if not _same_work_per_worker(base, g):
+                if notes is not None:
+                    notes.append(f"weak scaling {bench} {base.system} -> {g.system} skipped: "
+                                 "batch per worker differs (not fixed work per worker)")
+                continue
+            t0 = base.step_stats.median if base.step_stats else 0.0
+            t1 = g.step_stats.median if g.step_stats else 0.0
+            out.append(WeakScaling(
+                benchmark=bench, sku=sku, base=base.label, system=g.label,
+                nodes_base=base.nodes or 0, nodes=g.nodes or 0, step_base_s=t0, step_s=t1,
+                efficiency=metrics.weak_scaling_efficiency(t0, t1),
+                closeness=metrics.step_time_closeness(t0, t1)))
+    return out
+
+
+def sku_speedups(groups: Sequence[GroupReport]) -> list[SkuSpeedup]:
+    """Pairs of SKUs with a score for the same benchmark at the same GPU count."""
+    by_size: dict[tuple[str, int], list[GroupReport]] = defaultdict(list)
+    for g in groups:
+        if g.score_raw_minutes and g.gpus and g.sku:
+            by_size[(g.benchmark, g.gpus)].append(g)
+    out = []
+    for (bench, gpus), members in sorted(by_size.items()):
+        for a, b in combinations(sorted(members, key=lambda g: -(g.score_raw_minutes or 0)), 2):
+            ta, tb = a.score_raw_minutes or 0, b.score_raw_minutes or 0  # a is the slower
+            if a.sku == b.sku:
+                continue
+            per_dollar = None
+            if a.price_per_vm_hour and b.price_per_vm_hour and a.nodes and b.nodes:
+                per_dollar = metrics.speedup_per_dollar(ta, a.price_per_vm_hour * a.nodes,
+                                                        tb, b.price_per_vm_hour * b.nodes)
+            out.append(SkuSpeedup(
+                benchmark=bench, workers=gpus, sku_a=a.sku or "", sku_b=b.sku or "",
+                system_a=a.label, system_b=b.label, minutes_a=ta, minutes_b=tb,
+                speedup=metrics.speedup(ta, tb),
+                speedup_per_gpu=metrics.speedup_per_gpu(ta, gpus, tb, gpus),
+                speedup_per_dollar=per_dollar))
+    return out
+
+
+GroupKey = tuple[str, str, str, str]  # benchmark, system, round, submitter
+
+
+def group_results(rows: Iterable[ResultRow]) -> dict[GroupKey, list[ResultRow]]:
+    """Results per (benchmark, system, round, submitter), each list in launch order."""
+    groups: dict[GroupKey, list[ResultRow]] = defaultdict(list)
+    for r in rows:
+        groups[(r.benchmark, r.system or "unknown", r.round or "", r.submitter or "")].append(r)
+    for members in groups.values():  # launch order: MLPerf's "objective ordering"
+        members.sort(key=lambda r: (r.run_start_ms is None, r.run_start_ms or 0, r.log_path or "",
+                                    r.id or 0))
+    return groups
+
+
+def group_label(key: GroupKey) -> str:
+    """'round/submitter/system' with the empty parts left out (as GroupReport.label)."""
+    return "/".join(p for p in (key[2], key[3], key[1]) if p)
+
+
+def summary_of(row: ResultRow) -> dict[str, Any]:
+    """The stored RunSummary as plain JSON data ({} when absent or unreadable)."""
+    try:
+        data = json.loads(row.summary_json) if row.summary_json else {}
+    except ValueError:
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def kept_step_times(summary: dict[str, Any]) -> list[float]:
+    """Step seconds without the first step and the first step after each eval (§10.4)."""
+    after_eval = set(summary.get("eval_steps") or [])
+    return [float(sec) for pos, (step, sec) in enumerate(summary.get("step_times") or [])
+            if pos > 0 and step not in after_eval]
+
+
+def _filter(results: Iterable[ResultRow], runs: Sequence[RunRow] | None, *, benchmark: str | None,
+            system: str | None, cluster: str | None, since: datetime | None) -> list[ResultRow]:
+    if cluster is not None and runs is None:
+        raise ConfigError("the cluster filter needs the runs (results only know their run id)",
+                          hint="pass runs=store.list_runs(cluster=...)")
+    if since is not None and since.tzinfo is None:
+        since = since.replace(tzinfo=timezone.utc)  # stored times are UTC
+    in_cluster = {r.id for r in runs or () if r.cluster == cluster}
+    return [r for r in results
+            if (benchmark is None or r.benchmark == benchmark)
+            and (system is None or r.system == system)
+            and (cluster is None or r.run_id in in_cluster)
+            and (since is None or r.created_at >= since)]
+
+
+def _series(groups: Iterable[GroupReport]) -> dict[tuple[str, str | None], list[GroupReport]]:
+    out: dict[tuple[str, str | None], list[GroupReport]] = defaultdict(list)
+    for g in groups:
+        out[(g.benchmark, g.sku)].append(g)
+    for members in out.values():
+        members.sort(key=lambda g: (g.workers or 0, g.system))
+    return out
+
+
+def _group(key: GroupKey, rows: list[ResultRow], runs: Sequence[RunRow] | None,
+           attempts: Sequence[AttemptRow] | None) -> GroupReport:
+    bench, system, round_name, submitter = key
+    summaries = [summary_of(r) for r in rows]
+    nodes, gpus = _mode(r.nodes for r in rows), _mode(r.gpus for r in rows)
+    sku = _mode(r.sku for r in rows)
+    factor = next((r.scaling_factor for r in rows if r.scaling_factor), None) or 1.0
+    scoring = [i for i, r in enumerate(rows) if not r.resumed]
+    minutes = [rows[i].minutes if rows[i].converged else None for i in scoring]
+    score, note = _score(minutes, bench, factor)
+    scored = {scoring[j] for j in (score.scored_indices if score else [])}
+    progress = [_last_progress(s) for s in summaries]
+    tput = metrics.scored_throughput_per_minute([progress[i] for i in scoring], minutes, score) \
+        if score is not None and score.value_minutes is not None else None
+    workers = gpus or nodes  # a CPU node has no GPU: scale by nodes
+    resumed = [r.id or 0 for r in rows if r.resumed]
+    if resumed:
+        note = "; ".join(filter(None, [note, f"{len(resumed)} resumed run(s) not scored"]))
+    return GroupReport(
+        benchmark=bench, system=system, round=round_name or None, submitter=submitter or None,
+        sku=sku, nodes=nodes, gpus=gpus, workers=workers,
+        global_batch_size=_mode(r.global_batch_size for r in rows), runs=len(rows),
+        required_runs=metrics.REQUIRED_RUNS.get(bench), converged=sum(r.converged for r in rows),
+        resumed_runs=resumed, scaling_factor=factor,
+        score_raw_minutes=score.raw_minutes if score else None,
+        score_minutes=score.value_minutes if score else None,
+        official=bool(score and score.official and score.value_minutes is not None),
+        partial=bool(score and score.runs_used < score.runs_required), score_note=note,
+        run_lines=[_run_line(r, s, i in scored, p) for i, (r, s, p)
+                   in enumerate(zip(rows, summaries, progress))],
+        throughput_unit=next((s.get("progress_key") for s in summaries if s.get("progress_key")),
+                             None),
+        throughput_per_minute=tput,
+        throughput_per_worker_minute=tput / workers if tput is not None and workers else None,
+        step_stats=metrics.step_time_stats(
+            [(0, t) for s in summaries for t in kept_step_times(s)], drop_first=False),
+        **_costs(rows, sku, nodes, score.raw_minutes if score else None, runs, attempts))
+
+
+def _score(minutes: list[float | None], bench: str, factor: float) -> tuple[Any, str]:
+    try:
+        score = metrics.mlperf_score(minutes, bench, factor)
+    except ConfigError as exc:  # an unknown benchmark has no required run count
+        return None, f"no score: {exc.message}"
+    return score, score.note
+
+
+def _run_line(r: ResultRow, s: dict[str, Any], scored: bool, progress: float | None) -> RunLine:
+    kept = kept_step_times(s)
+    rate = progress / r.minutes if progress is not None and r.minutes else None
+    return RunLine(
+        result_id=r.id, log=r.log_path, status=r.status, converged=r.converged,
+        resumed=r.resumed, scored=scored, minutes=r.minutes, progress=progress,
+        progress_per_minute=rate, median_step_s=statistics.median(kept) if kept else None)
+
+
+def _costs(rows: list[ResultRow], sku: str | None, nodes: int | None, score_minutes: float | None,
+           runs: Sequence[RunRow] | None, attempts: Sequence[AttemptRow] | None) -> dict[str, Any]:
+    price = next((row.price_per_hour_usd for row in CATALOG if sku and row.name == sku), None)
+    if price is None or not nodes:
+        why = "unknown node count" if price is not None else f"no list price for SKU {sku!r}"
+        return {"price_per_vm_hour": price, "cost_note": f"cost unknown: {why}"}
+    out: dict[str, Any] = {"price_per_vm_hour": price, "cost_note": "list-price estimate"}
+    if score_minutes is not None:
+        out["cost_per_result_usd"] = metrics.run_cost_usd(
+            metrics.node_hours(nodes, score_minutes * 60), price)
+    out["cost_all_runs_usd"] = sum(metrics.run_cost_usd(metrics.node_hours(nodes, r.minutes * 60),
+                                                        price) for r in rows if r.minutes)
+    if runs is not None and attempts is not None:
+        run_nodes = {r.id: r.nodes for r in runs}
+        ids = {r.run_id for r in rows if r.run_id}
+        spans = [(run_nodes[a.run_id], (a.ended_at - a.started_at).total_seconds(), price)
+                 for a in attempts if a.run_id in ids and a.run_id in run_nodes
+                 and a.started_at and a.ended_at]
+        if spans:
+            out["cost_all_attempts_usd"] = metrics.result_cost_usd(spans)
+    return out
+
+
+def _same_work_per_worker(a: GroupReport, b: GroupReport) -> bool:
+    if not (a.global_batch_size and b.global_batch_size and a.workers and b.workers):
+        return True  # unknown: the caller (azbench's own sweeps) keeps per-worker work fixed
+    pa, pb = a.global_batch_size / a.workers, b.global_batch_size / b.workers
+    return abs(pa - pb) <= _SAME_BATCH_RTOL * max(pa, pb)
+
+
+def _last_progress(summary: dict[str, Any]) -> float | None:
+    points = summary.get("eval_points") or []
+    value = points[-1][0] if points and isinstance(points[-1], list) and points[-1] else None
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def _mode(values: Iterable[Any]) -> Any:
+    counts = Counter(v for v in values if v is not None)
+    return counts.most_common(1)[0][0] if counts else None

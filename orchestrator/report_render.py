@@ -1,0 +1,198 @@
+"""Render a report.Report as JSON, Markdown, rich tables or an HTML page with PNG plots.
+
+Every renderer returns data (a string, tables, the paths written); none prints. rich and
+matplotlib are imported inside the functions that need them, so importing this module (and
+the CLI) stays fast.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from orchestrator.report import GroupReport, Report
+from orchestrator.store_schema import ResultRow
+
+if TYPE_CHECKING:
+    from rich.table import Table
+
+Cell = str
+_Section = tuple[str, list[str], list[list[Cell]]]  # title, header, rows
+
+
+def to_json(report: Report) -> str:
+    return report.model_dump_json(indent=2)
+
+
+def to_markdown(report: Report) -> str:
+    """A GitHub-flavoured Markdown document: one table per section, then notes."""
+    out = ["# azbench report", "", f"Generated {report.generated_at:%Y-%m-%d %H:%M:%S} UTC."]
+    if report.filters:
+        out.append("Filters: " + ", ".join(f"{k}={v}" for k, v in report.filters.items()) + ".")
+    for title, header, rows in sections(report):
+        out += ["", f"## {title}", "", _md_row(header), _md_row(["---"] * len(header))]
+        out += [_md_row(r) for r in rows]
+    if report.notes:
+        out += ["", "## Notes", ""] + [f"- {n}" for n in report.notes]
+    return "\n".join(out) + "\n"
+
+
+def rich_tables(report: Report) -> list[Table]:
+    """One rich Table per non-empty section, ready for Console.print."""
+    from rich.table import Table
+
+    tables = []
+    for title, header, rows in sections(report):
+        table = Table(title=title, title_justify="left")
+        for i, name in enumerate(header):
+            table.add_column(name, justify="left" if i < 2 else "right", overflow="fold")
+        for r in rows:
+            table.add_row(*r)
+        tables.append(table)
+    return tables
+
+
+def write_html(report: Report, results: Sequence[ResultRow], out_dir: Path) -> list[Path]:
+    """Write out_dir/index.html and its PNG plots; returns [index.html, *pngs]."""
+    from orchestrator import plots
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    pngs = plots.write_all(report, results, out_dir)
+    body = [f"<h1>azbench report</h1><p>Generated {report.generated_at:%Y-%m-%d %H:%M:%S} UTC"
+            + (" &middot; " + html.escape(", ".join(f"{k}={v}" for k, v in report.filters.items()))
+               if report.filters else "") + "</p>"]
+    for title, header, rows in sections(report):
+        body.append(f"<h2>{html.escape(title)}</h2>" + _html_table(header, rows))
+    if report.notes:
+        body.append("<h2>Notes</h2><ul>" + "".join(f"<li>{html.escape(n)}</li>"
+                                                   for n in report.notes) + "</ul>")
+    if pngs:
+        body.append("<h2>Plots</h2>" + "".join(
+            f'<figure><img src="{html.escape(p.name)}" alt="{html.escape(p.stem)}">'
+            f"<figcaption>{html.escape(p.stem.replace('_', ' '))}</figcaption></figure>"
+            for p in pngs))
+    index = out_dir / "index.html"
+    tmp = index.with_suffix(".html.tmp")
+    tmp.write_text(_PAGE.format(body="\n".join(body)), encoding="utf-8")
+    tmp.replace(index)
+    return [index, *pngs]
+
+
+def sections(report: Report) -> list[_Section]:
+    """The report as (title, header, rows) of display strings; empty sections left out."""
+    out = [_results_section(report.groups), _runs_section(report.groups),
+           _steps_section(report.groups), _cost_section(report.groups)]
+    out.append(("Strong scaling (time-to-train)",
+                ["benchmark", "small -> large", "GPUs", "GBS", "speedup", "E_strong",
+                 "E_strong x scaling", "throughput/GPU eff."],
+                [[s.benchmark, f"{s.small} -> {s.large}", f"{s.workers_small} -> {s.workers_large}",
+                  f"{_i(s.gbs_small)} -> {_i(s.gbs_large)}", _f(s.speedup, 4), _pct(s.efficiency),
+                  _pct(s.efficiency_scaled), _pct(s.throughput_efficiency)]
+                 for s in report.strong_scaling]))
+    out.append(("Weak scaling (step time, fixed work per worker)",
+                ["benchmark", "base -> system", "nodes", "step base (s)", "step (s)",
+                 "E_weak = t_base/t", "1-|dt|/t"],
+                [[w.benchmark, f"{w.base} -> {w.system}", f"{w.nodes_base} -> {w.nodes}",
+                  _f(w.step_base_s, 4), _f(w.step_s, 4), _pct(w.efficiency), _pct(w.closeness)]
+                 for w in report.weak_scaling]))
+    out.append(("Speedup between SKUs (same GPU count)",
+                ["benchmark", "GPUs", "a -> b", "minutes a", "minutes b", "speedup",
+                 "per GPU", "per dollar"],
+                [[s.benchmark, str(s.workers), f"{s.sku_a} -> {s.sku_b}", _f(s.minutes_a, 3),
+                  _f(s.minutes_b, 3), _f(s.speedup, 3), _f(s.speedup_per_gpu, 3),
+                  _f(s.speedup_per_dollar, 3)] for s in report.speedups]))
+    return [s for s in out if s[2]]
+
+
+# -- sections ------------------------------------------------------------------------------
+
+
+def _results_section(groups: Sequence[GroupReport]) -> _Section:
+    header = ["benchmark", "system", "nodes", "GPUs", "runs (req.)", "converged", "score (min)",
+              "scaling", "score x scaling", "kind", "note"]
+    rows = [[g.benchmark, g.label, _i(g.nodes), _i(g.gpus), f"{g.runs} ({_i(g.required_runs)})",
+             str(g.converged), _f(g.score_raw_minutes, 4), _f(g.scaling_factor, 4),
+             _f(g.score_minutes, 4), _kind(g), g.score_note] for g in groups]
+    return "Results per system", header, rows
+
+
+def _runs_section(groups: Sequence[GroupReport]) -> _Section:
+    header = ["benchmark", "system", "run", "status", "minutes", "scored", "progress",
+              "progress/min", "median step (s)"]
+    rows = []
+    for g in groups:
+        for i, r in enumerate(g.run_lines):
+            flag = "resumed" if r.resumed else ("yes" if r.scored else "")
+            rows.append([g.benchmark, g.label, str(i), r.status, _f(r.minutes, 4), flag,
+                         _f(r.progress, 0), _f(r.progress_per_minute, 1), _f(r.median_step_s, 4)])
+    return "Time to train per run", header, rows
+
+
+def _steps_section(groups: Sequence[GroupReport]) -> _Section:
+    header = ["benchmark", "system", "nodes", "steps", "median (s)", "mean (s)", "p99 (s)",
+              "CV", "slow steps", "throughput/min", "per GPU/min"]
+    rows = [[g.benchmark, g.label, _i(g.nodes), str(s.count), _f(s.median, 4), _f(s.mean, 4),
+             _f(s.p99, 4), _pct(s.cv), str(s.slow_steps), _f(g.throughput_per_minute, 1),
+             _f(g.throughput_per_worker_minute, 3)]
+            for g in groups if (s := g.step_stats) is not None]
+    return "Step times and throughput", header, rows
+
+
+def _cost_section(groups: Sequence[GroupReport]) -> _Section:
+    header = ["benchmark", "system", "$/VM-hour", "per result ($)", "all runs ($)",
+              "all attempts ($)", "note"]
+    rows = [[g.benchmark, g.label, _f(g.price_per_vm_hour, 2), _f(g.cost_per_result_usd, 2),
+             _f(g.cost_all_runs_usd, 2), _f(g.cost_all_attempts_usd, 2), g.cost_note]
+            for g in groups if g.price_per_vm_hour is not None]
+    return "Cost", header, rows
+
+
+# -- formatting ----------------------------------------------------------------------------
+
+
+def _kind(g: GroupReport) -> str:
+    if g.score_minutes is None:
+        return "no score"
+    return "official" if g.official else ("partial" if g.partial else "unofficial")
+
+
+def _f(v: float | None, digits: int) -> str:
+    return "-" if v is None else f"{v:,.{digits}f}"
+
+
+def _i(v: int | None) -> str:
+    return "-" if v is None else str(v)
+
+
+def _pct(v: float | None) -> str:
+    return "-" if v is None else f"{v * 100:.2f}%"
+
+
+def _md_row(cells: Sequence[Any]) -> str:
+    return "| " + " | ".join(str(c).replace("|", "\\|") for c in cells) + " |"
+
+
+def _html_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    head = "".join(f"<th>{html.escape(h)}</th>" for h in header)
+    body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in r) + "</tr>"
+                   for r in rows)
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+_PAGE = """<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>azbench report</title>
+<style>
+body {{ font-family: system-ui, sans-serif; margin: 2em; color: #222; }}
+table {{ border-collapse: collapse; margin-bottom: 1.5em; font-size: 0.9em; }}
+th, td {{ border: 1px solid #ccc; padding: 0.25em 0.6em; text-align: right; }}
+th:nth-child(-n+2), td:nth-child(-n+2) {{ text-align: left; }}
+th {{ background: #f3f3f3; }}
+figure {{ display: inline-block; margin: 0 1em 1em 0; }}
+img {{ max-width: 640px; border: 1px solid #ddd; }}
+</style></head>
+<body>
+{body}
+</body></html>
+"""

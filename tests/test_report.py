@@ -1,0 +1,165 @@
+"""The report on hand-made results: weak scaling from step times (1, 2, 4 nodes), scores with a
+resumed run left out, cost, SKU speedups, filters, and every renderer (JSON, Markdown, rich,
+HTML with PNG plots that open)."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import pytest
+
+from orchestrator.errors import ConfigError
+from orchestrator.mllog import EvalPoint, RunSummary, StepTime
+from orchestrator.report import build_report
+from orchestrator.report_render import rich_tables, to_json, to_markdown, write_html
+from orchestrator.store import AttemptRow, ResultRow, RunRow
+
+T0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
+STEADY = {1: 1.00, 2: 1.02, 4: 0.95}  # median step seconds per node count; 4 nodes is faster
+
+
+def steps(steady: float, n: int = 40, eval_every: int = 10) -> tuple[list[StepTime], list[int]]:
+    """Step 1 slow (warm-up), the first step after each eval slow, the rest steady +-1%."""
+    out, after_eval = [], []
+    for i in range(1, n + 1):
+        t = steady * (1 + 0.01 * ((i % 3) - 1))
+        if i == 1:
+            t = steady * 5
+        elif i % eval_every == 1:
+            t, _ = steady * 3, after_eval.append(i)
+        out.append(StepTime(i, t))
+    return out, after_eval
+
+
+def smoke_row(nodes: int, k: int, minutes: float, *, resumed: bool = False,
+              run_id: str | None = None) -> ResultRow:
+    st, after_eval = steps(STEADY[nodes])
+    summary = RunSummary(
+        benchmark="smoke", status="success", run_start_ms=1000 * k, run_stop_ms=1000 * k + 1,
+        global_batch_size=8 * nodes, progress_key="samples_count",
+        eval_points=[EvalPoint(320 * nodes, 0.91, 0)], step_times=st,
+        step_time_source="tracked_stats", eval_steps=after_eval)
+    return ResultRow(
+        id=100 * nodes + k, content_hash=f"h{nodes}-{k}-{resumed}", run_id=run_id,
+        source="run", submitter="azbench", system=f"{nodes}xLocal_CPU", benchmark="smoke",
+        status="success", converged=True, minutes=minutes, run_start_ms=1000 * k,
+        global_batch_size=8 * nodes, nodes=nodes, gpus=0, sku="Local_CPU", resumed=resumed,
+        summary_json=summary.model_dump_json(), created_at=T0 + timedelta(hours=nodes))
+
+
+@pytest.fixture
+def rows() -> list[ResultRow]:
+    out = []
+    for nodes in (1, 2, 4):
+        for k, m in enumerate((4.0, 3.0, 5.0)):
+            out.append(smoke_row(nodes, k, m / nodes))
+    out.append(smoke_row(2, 9, 0.1, resumed=True))  # fastest by far, but resumed: not scored
+    return out
+
+
+def gpu_row(sku: str, nodes: int, minutes: float, k: int) -> ResultRow:
+    return ResultRow(content_hash=f"g{sku}{k}", source="import", round="v9.9", submitter="Org",
+                     system=f"{sku}_n{nodes}", benchmark="gpt3", status="success",
+                     converged=True, minutes=minutes, run_start_ms=k, nodes=nodes, gpus=8,
+                     sku=sku)
+
+
+def test_weak_scaling_from_median_step_times(rows) -> None:
+    report = build_report(rows)
+    weak = {w.nodes: w for w in report.weak_scaling}
+    assert set(weak) == {2, 4} and all(w.nodes_base == 1 for w in weak.values())
+    # first step and post-eval steps excluded: the medians are the steady values exactly
+    assert weak[2].step_base_s == pytest.approx(1.00) and weak[2].step_s == pytest.approx(1.02)
+    assert weak[2].efficiency == pytest.approx(1.00 / 1.02)
+    assert weak[2].closeness == pytest.approx(0.98)
+    assert weak[4].efficiency == pytest.approx(1.00 / 0.95)  # > 1: never capped
+    assert weak[4].closeness == pytest.approx(0.95)
+
+
+def test_groups_scores_resumed_runs_and_step_stats(rows) -> None:
+    groups = {g.nodes: g for g in build_report(rows).groups}
+    two = groups[2]
+    assert (two.runs, two.required_runs, two.converged) == (4, 3, 4)
+    assert two.resumed_runs == [209] and "1 resumed run(s) not scored" in two.score_note
+    assert two.score_raw_minutes == pytest.approx(2.0) and two.official  # median of 2, 1.5, 2.5
+    assert [r.scored for r in two.run_lines] == [True, False, False, False]  # 2.0 is run 0
+    stats = two.step_stats
+    assert stats is not None and stats.median == pytest.approx(1.02)
+    assert stats.count == 4 * 36 and stats.cv == pytest.approx(0.0082, abs=5e-4)
+    assert two.throughput_per_minute == pytest.approx(640 / 2.0)
+    assert two.workers == 2 and two.cost_per_result_usd == 0.0  # CPU nodes cost nothing
+    strong = {(s.workers_small, s.workers_large): s for s in build_report(rows).strong_scaling}
+    assert strong[(1, 4)].efficiency == pytest.approx(1.0)  # 4 min on 1 node, 1 min on 4
+
+
+def test_cost_and_sku_speedup_at_equal_gpu_count() -> None:
+    rows = [gpu_row("Standard_ND96isr_H100_v5", 1, m, k) for k, m in enumerate((10, 11, 12))]
+    rows += [gpu_row("Standard_ND128isr_NDR_GB200_v6", 2, m, k + 5) for k, m in
+             enumerate((4, 5, 6))]
+    report = build_report(rows)
+    h100 = next(g for g in report.groups if g.sku == "Standard_ND96isr_H100_v5")
+    assert h100.cost_per_result_usd == pytest.approx(11 / 60 * 98.32)
+    assert h100.cost_all_runs_usd == pytest.approx(33 / 60 * 98.32)
+    (sp,) = report.speedups
+    assert (sp.sku_a, sp.sku_b, sp.workers) == ("Standard_ND96isr_H100_v5",
+                                                "Standard_ND128isr_NDR_GB200_v6", 8)
+    assert sp.speedup == pytest.approx(11 / 5) and sp.speedup_per_gpu == pytest.approx(11 / 5)
+    # 1 H100 VM vs 2 GB200 VMs (8 GPUs each way) at their list prices
+    assert sp.speedup_per_dollar == pytest.approx((11 * 1 * 98.32) / (5 * 2 * 108.16))
+
+
+def test_filters_and_attempt_cost(rows) -> None:
+    runs = [RunRow(id="r1", cluster="c1", recipe="smoke", benchmark="smoke", nodes=4)]
+    attempts = [AttemptRow(run_id="r1", attempt=a, started_at=T0,
+                           ended_at=T0 + timedelta(minutes=30)) for a in (1, 2)]
+    rows = rows + [smoke_row(4, 7, 1.0, run_id="r1")]
+    report = build_report(rows, runs, attempts, cluster="c1")
+    (g,) = report.groups
+    assert g.runs == 1 and g.cost_all_attempts_usd == 0.0 and report.filters == {"cluster": "c1"}
+    with pytest.raises(ConfigError, match="cluster filter needs the runs"):
+        build_report(rows, cluster="c1")
+    assert {g.nodes for g in build_report(rows, since=T0 + timedelta(hours=2)).groups} == {2, 4}
+    assert [g.system for g in build_report(rows, system="1xLocal_CPU").groups] == ["1xLocal_CPU"]
+    assert build_report(rows, benchmark="bert").notes == ["no results match"]
+
+
+def test_markdown_json_and_rich_carry_the_figures(rows) -> None:
+    report = build_report(rows)
+    md = to_markdown(report)
+    assert "## Weak scaling (step time, fixed work per worker)" in md
+    assert ("| smoke | azbench/1xLocal_CPU -> azbench/2xLocal_CPU | 1 -> 2 | 1.0000 | 1.0200 "
+            "| 98.04% | 98.00% |") in md
+    assert "105.26%" in md  # 4 nodes: super-linear, shown as such
+    data = json.loads(to_json(report))
+    effs = sorted(w["efficiency"] for w in data["weak_scaling"])
+    assert effs == pytest.approx([1 / 1.02, 1 / 0.95])
+    assert data["groups"][0]["step_stats"]["median"] == pytest.approx(1.0)
+    titles = [t.title for t in rich_tables(report)]
+    assert titles[0] == "Results per system"
+    assert "Weak scaling (step time, fixed work per worker)" in titles
+
+
+def png_size(path: Path) -> tuple[int, int]:
+    from matplotlib.image import imread
+    height, width = imread(path).shape[:2]
+    return width, height
+
+
+def test_write_html_writes_pngs_that_open(rows, tmp_path: Path) -> None:
+    more = [gpu_row("Standard_ND96isr_H100_v5", 1, 10 + k, k) for k in range(3)]
+    more += [gpu_row("Standard_ND128isr_NDR_GB200_v6", 2, 4 + k, k + 5) for k in range(3)]
+    report = build_report(rows + more)
+    written = write_html(report, rows + more, tmp_path / "html")
+    names = [p.name for p in written]
+    assert names == ["index.html", "time_to_train.png", "step_time.png", "step_time_hist.png",
+                     "strong_scaling.png", "weak_scaling.png", "speedup.png"]
+    page = written[0].read_text()
+    assert all(f'src="{n}"' in page for n in names[1:]) and "98.04%" in page
+    for png in written[1:]:
+        data = png.read_bytes()
+        assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 1024, png.name
+        width, height = png_size(png)
+        assert width >= 400 and height >= 300, png.name
+    assert sorted(p.name for p in (tmp_path / "html").iterdir()) == sorted(names)  # no temp files
