@@ -326,27 +326,101 @@ def logs(run_id: str = typer.Argument(..., help="Run id (see azbench status)."),
 
 
 @app.command()
-def report(as_json: bool = JsonOpt) -> None:
-    """Scores, time-to-train, step times, scaling efficiency and cost."""
-    _later("azbench report", "#4")
+def report(benchmark: Optional[str] = typer.Option(None, "--benchmark", help="Only this benchmark."),
+           system: Optional[str] = typer.Option(None, "--system", help="Only this system."),
+           cluster: Optional[str] = typer.Option(None, "--cluster", help="Only runs on this cluster."),
+           since: Optional[str] = typer.Option(None, "--since", help="Only results since this date (YYYY-MM-DD)."),
+           as_json: bool = JsonOpt,
+           markdown: bool = typer.Option(False, "--markdown", help="Print Markdown (for PR comments)."),
+           html: Optional[Path] = typer.Option(None, "--html", help="Write index.html and PNG plots here.")) -> None:
+    """Scores, time-to-train, step times, scaling efficiency, speedup and cost."""
+    from orchestrator.report import build_report
+    from orchestrator.report_render import rich_tables, to_json, to_markdown, write_html
+    when = _parse_since(since)
+    with _store() as store:
+        results = store.list_results(benchmark=benchmark, system=system, cluster=cluster, since=when)
+        runs = store.list_runs(cluster=cluster) if cluster else store.list_runs()
+        attempts = [a for r in runs for a in store.list_attempts(r.id)]
+    rep = build_report(results, runs, attempts, benchmark=benchmark, system=system, since=when)
+    if html is not None:
+        files = write_html(rep, results, html)
+        sys.stderr.write(f"wrote {len(files)} files to {html} (open {files[0]})\n")
+    if as_json:
+        sys.stdout.write(to_json(rep) + "\n")
+    elif markdown:
+        sys.stdout.write(to_markdown(rep) + "\n")
+    elif html is None:
+        console = _console()
+        if not results:
+            console.print("no results yet: run a recipe (azbench run) or import logs (azbench results import)")
+        for table in rich_tables(rep):
+            console.print(table)
+
+
+def _parse_since(since: Optional[str]):
+    if since is None:
+        return None
+    from datetime import datetime, timezone
+    from orchestrator.errors import ConfigError
+    try:
+        when = datetime.fromisoformat(since)
+    except ValueError:
+        raise ConfigError(f"--since: '{since}' is not a date like 2026-11-01") from None
+    return when if when.tzinfo else when.replace(tzinfo=timezone.utc)
 
 
 @results_app.command("list")
-def results_list(as_json: bool = JsonOpt) -> None:
-    """Stored results."""
-    _later("azbench results list", "#4")
+def results_list(benchmark: Optional[str] = typer.Option(None, "--benchmark"),
+                 system: Optional[str] = typer.Option(None, "--system"),
+                 as_json: bool = JsonOpt) -> None:
+    """Stored results, one line each."""
+    with _store() as store:
+        rows = store.list_results(benchmark=benchmark, system=system)
+    if as_json:
+        return _print_json([r.model_dump(mode="json", exclude={"summary_json"}) for r in rows])
+    _console().print(_table("Results", ["id", "benchmark", "system", "status", "minutes", "nodes", "GPUs",
+                                        "resumed", "source", "run"],
+                            [[r.id, r.benchmark, r.system, r.status,
+                              f"{r.minutes:.3f}" if r.minutes is not None else "-", r.nodes, r.gpus,
+                              "yes" if r.resumed else "", r.source, r.run_id] for r in rows]))
 
 
 @results_app.command("show")
-def results_show(result_id: int, as_json: bool = JsonOpt) -> None:
-    """One stored result."""
-    _later("azbench results show", "#4")
+def results_show(result_id: int = typer.Argument(..., help="Result id (see azbench results list)."),
+                 as_json: bool = JsonOpt) -> None:
+    """One stored result with its parsed log summary."""
+    from orchestrator.errors import NotFoundError
+    with _store() as store:
+        row = next((r for r in store.list_results() if r.id == result_id), None)
+    if row is None:
+        raise NotFoundError(f"no result with id {result_id}", hint="see `azbench results list`")
+    data = row.model_dump(mode="json")
+    data["summary"] = json.loads(data.pop("summary_json") or "null")
+    if as_json:
+        return _print_json(data)
+    summary = data["summary"] or {}
+    for key in ("id", "benchmark", "system", "status", "minutes", "nodes", "gpus", "global_batch_size",
+                "resumed", "source", "run_id", "log_path", "compliance_ok"):
+        sys.stdout.write(f"{key:18} {data.get(key)}\n")
+    sys.stdout.write(f"{'steps timed':18} {len(summary.get('step_times') or [])}\n"
+                     f"{'eval points':18} {len(summary.get('eval_points') or [])}\n"
+                     f"{'bad lines':18} {summary.get('bad_lines')}\n")
 
 
 @results_app.command("import")
-def results_import(path: Path, as_json: bool = JsonOpt) -> None:
-    """Import an MLPerf submission tree or a run directory."""
-    _later("azbench results import", "#4")
+def results_import(path: Path = typer.Argument(..., help="Submission tree, results folder, run dir or log file."),
+                   compliance: bool = typer.Option(False, "--compliance", help="Run mlperf_logging's compliance checker on each log."),
+                   as_json: bool = JsonOpt) -> None:
+    """Import MLPerf result logs (idempotent: the same file twice is one result)."""
+    from orchestrator.importer import import_path
+    with _store() as store:
+        summary = import_path(store, path, check_compliance=compliance)
+    if as_json:
+        return _print_json(summary)
+    sys.stdout.write(f"imported {len(summary.imported)} result(s), {len(summary.duplicates)} already stored, "
+                     f"{len(summary.warnings)} warning(s) from {path}\n")
+    for warning in summary.warnings:
+        sys.stderr.write(f"warning: {warning.path}: {warning.message}\n")
 
 
 # ---------------------------------------------------------------- entry point

@@ -1,0 +1,368 @@
+"""The local provider: a real multi-node Slurm cluster emulated on this machine.
+
+`up` starts the cluster's own munged (own key and socket), one slurmctld and one slurmd per
+emulated node (`slurmd -N nodeK`, each on a free loopback port), all under
+`paths.cluster_dir(name)`, waits until sinfo shows every node idle, and records the pids it
+started (with their kernel start times, so a recycled pid is never mistaken for ours) in
+state.json. `down` stops exactly those daemons (and the job steps their slurmd spawned) and
+keeps the logs, slurm.conf and the shared run directory for inspection.
+"""
+
+from __future__ import annotations
+
+import getpass
+import hashlib
+import json
+import os
+import shutil
+import socket
+import subprocess
+from datetime import datetime
+from pathlib import Path
+
+from pydantic import BaseModel, Field
+
+from orchestrator import paths
+from orchestrator.errors import PreflightError, ProvisionError
+from orchestrator.models import Cluster, ClusterState, Plan, PlannedResource, ScaleSetPlan, utcnow
+from orchestrator.providers import localproc as proc
+from orchestrator.slurmconf import SlurmConfParams, SlurmNode, compress_hostlist, render_slurm_conf
+
+INSTALL_HINT = "slurm/munge not found: apt-get install slurm-wlm munge"
+BINARIES = ("munged", "slurmctld", "slurmd", "sinfo", "scontrol")
+PARTITION = "local"
+SKU = "Local_CPU"
+STATE_FILE = "state.json"
+# A Unix socket path may hold 107 bytes; slurmd puts step sockets deep inside its spool dir.
+_MAX_RUNTIME_PREFIX = 56
+
+
+class Daemon(BaseModel):
+    pid: int
+    start_time: int
+    argv: list[str]
+    log: str
+
+
+class LocalState(BaseModel):
+    """What `up` started, so `down`, `describe` and a second `up` can find it again."""
+
+    name: str
+    cluster_dir: str
+    runtime_dir: str
+    conf: str
+    workdir: str
+    jobcomp_file: str
+    nodes: list[str]
+    cpus_per_node: int
+    slurmctld_port: int
+    node_ports: dict[str, int]
+    daemons: dict[str, Daemon] = Field(default_factory=dict)
+    created_at: datetime = Field(default_factory=utcnow)
+
+
+class LocalProvider:
+    """Provider for `--provider local`; see the module docstring."""
+
+    name = "local"
+
+    def __init__(self, *, ready_timeout_s: float = 60.0, poll_s: float = 0.2,
+                 grace_s: float = 5.0) -> None:
+        self.ready_timeout_s = ready_timeout_s
+        self.poll_s = poll_s
+        self.grace_s = grace_s
+
+    def plan(self, spec) -> Plan:
+        nodes = node_names(spec.nodes)
+        cpus = spec.local.cpus_per_node
+        warnings = []
+        if spec.nodes * cpus > (os.cpu_count() or 1):
+            warnings.append(f"{spec.nodes} nodes x {cpus} CPUs share {os.cpu_count()} cores "
+                            "(the partition oversubscribes)")
+        return Plan(
+            cluster=spec.name, provider="local", sku=SKU, region=None, nodes=spec.nodes,
+            gpus_per_node=0, total_gpus=0,
+            scale_sets=[ScaleSetPlan(name=compress_hostlist(nodes), vms=spec.nodes, gpus=0)],
+            resources=[
+                PlannedResource(kind="munged", name=f"{spec.name}-munged",
+                                properties={"socket": "private, under the cluster dir"}),
+                PlannedResource(kind="slurmctld", name=f"{spec.name}-slurmctld",
+                                properties={"port": "chosen at up"}),
+                PlannedResource(kind="slurmd", name=compress_hostlist(nodes), count=spec.nodes,
+                                properties={"port": "chosen at up", "cpus": cpus}),
+            ],
+            cost_per_hour_usd=0.0, cost_is_estimate=False,
+            preflight=[f"binaries on PATH or in /usr/sbin: {', '.join(BINARIES)}"],
+            warnings=warnings)
+
+    def up(self, spec, plan: Plan | None = None) -> Cluster:
+        """Start the cluster, or adopt it when its daemons are alive and sinfo answers."""
+        bins = find_binaries()
+        cdir = paths.cluster_dir(spec.name)
+        wanted = node_names(spec.nodes)
+        state = load_state(cdir)
+        if state is not None:
+            same_shape = state.nodes == wanted and state.cpus_per_node == spec.local.cpus_per_node
+            if same_shape and self._healthy(state, bins):
+                return to_cluster(state)
+            self._stop(state)  # half-dead or resized: stop our own pids, then start afresh
+        try:
+            state = self._start(spec, cdir, bins)
+            self._wait_ready(state, bins)
+        except ProvisionError:
+            leftover = load_state(cdir)  # saved as each daemon started: stop what did start
+            if leftover is not None:
+                self._stop(leftover)
+            raise
+        return to_cluster(state)
+
+    def describe(self, name: str) -> Cluster | None:
+        state = load_state(paths.cluster_dir(name))
+        if state is None:
+            return None
+        alive = [proc.alive(d.pid, d.start_time) for d in state.daemons.values()]
+        if not any(alive):
+            return None
+        cluster = to_cluster(state)
+        return cluster if all(alive) else cluster.model_copy(update={"state": ClusterState.FAILED})
+
+    def down(self, cluster: Cluster) -> None:
+        """Stop the daemons `up` started; idempotent. Keeps log/, slurm.conf and shared/."""
+        cdir = Path(str(cluster.properties.get("cluster_dir") or paths.cluster_dir(cluster.name)))
+        state = load_state(cdir)
+        if state is None:
+            return
+        self._stop(state)
+        runtime = Path(state.runtime_dir)
+        if runtime.is_dir() and (runtime.is_relative_to(cdir) or runtime.name.startswith("azbench-")):
+            shutil.rmtree(runtime, ignore_errors=True)
+        shutil.rmtree(cdir / "slurm-state", ignore_errors=True)
+        (cdir / "munge.key").unlink(missing_ok=True)
+        (cdir / STATE_FILE).unlink(missing_ok=True)
+
+    def kill_node(self, cluster: Cluster, node: str) -> None:
+        kill_node(cluster, node)
+
+    def restart_node(self, cluster: Cluster, node: str, timeout_s: float = 60.0) -> None:
+        restart_node(cluster, node, timeout_s=timeout_s)
+
+    # -- internals --------------------------------------------------------------------------
+
+    def _start(self, spec, cdir: Path, bins: dict[str, str]) -> LocalState:
+        state = _layout(spec, cdir)
+        conf = Path(state.conf)
+        conf.write_text(render_slurm_conf(_conf_params(state, spec)))
+        env = _daemon_env(state)
+        _write_munge_key(cdir / "munge.key")
+        rt = Path(state.runtime_dir)
+        socket_path = rt / "munge" / "munge.socket"
+        state.daemons["munged"] = _spawn(cdir, "munged", env, [
+            bins["munged"], "-F", "--force", f"--socket={socket_path}",
+            f"--key-file={cdir / 'munge.key'}", f"--pid-file={rt / 'munge' / 'munged.pid'}",
+            f"--log-file={cdir / 'log' / 'munged.log'}", f"--seed-file={rt / 'munge' / 'munged.seed'}"])
+        save_state(state)
+        try:
+            proc.wait_for(socket_path.exists, 10.0, self.poll_s / 4,
+                          lambda: _check_alive(state, "munged"), "munged socket")
+        except TimeoutError:
+            raise ProvisionError(f"munged of '{state.name}' did not create {socket_path} within "
+                                 f"10 s:\n{proc.tail(Path(state.daemons['munged'].log))}")
+        state.daemons["slurmctld"] = _spawn(cdir, "slurmctld", env,
+                                            [bins["slurmctld"], "-D", "-i", "-f", str(conf)])
+        for node in state.nodes:
+            state.daemons[f"slurmd:{node}"] = _spawn(
+                cdir, f"slurmd-{node}", {**env, proc.NODE_MARKER: f"{cdir}:{node}"},
+                [bins["slurmd"], "-D", "-N", node, "-f", str(conf)])
+        save_state(state)
+        return state
+
+    def _wait_ready(self, state: LocalState, bins: dict[str, str]) -> None:
+        last: dict[str, str] = {}
+
+        def ready() -> bool:
+            last.clear()
+            last.update(node_states(state, bins["sinfo"]))
+            return len(last) == len(state.nodes) and all(s == "idle" for s in last.values())
+
+        def check() -> None:
+            for key in state.daemons:
+                _check_alive(state, key)
+
+        try:
+            proc.wait_for(ready, self.ready_timeout_s, self.poll_s, check, "idle nodes")
+        except TimeoutError:
+            seen = ", ".join(f"{n}={s}" for n, s in sorted(last.items())) or "sinfo did not answer"
+            raise ProvisionError(
+                f"local cluster '{state.name}' did not become ready within "
+                f"{self.ready_timeout_s:g} s ({seen}); last lines of slurmctld.log:\n"
+                + proc.tail(Path(state.cluster_dir) / "log" / "slurmctld.log")) from None
+
+    def _healthy(self, state: LocalState, bins: dict[str, str]) -> bool:
+        if not all(proc.alive(d.pid, d.start_time) for d in state.daemons.values()):
+            return False
+        return len(node_states(state, bins["sinfo"])) == len(state.nodes)
+
+    def _stop(self, state: LocalState) -> None:
+        steps = proc.step_pids(f"{state.cluster_dir}:")
+        records = [(d.pid, d.start_time) for d in state.daemons.values()]
+        proc.terminate(records + [(pid, proc.start_time(pid) or 0) for pid in steps], self.grace_s)
+
+
+def kill_node(cluster: Cluster, node: str) -> None:
+    """Simulate a node crash: SIGKILL its slurmd, its job steps and their tasks."""
+    state = _state_for(cluster)
+    daemon = state.daemons.get(f"slurmd:{node}")
+    if daemon is None:
+        raise ProvisionError(f"local cluster '{cluster.name}' has no node {node}")
+    victims = [(daemon.pid, daemon.start_time)]
+    victims += [(pid, proc.start_time(pid) or 0)
+                for pid in proc.step_pids(f"{state.cluster_dir}:{node}", exact=True)]
+    proc.terminate(victims, grace_s=0.0)
+
+
+def restart_node(cluster: Cluster, node: str, *, timeout_s: float = 60.0) -> None:
+    """Start a killed node's slurmd again and wait until Slurm shows it idle."""
+    state = _state_for(cluster)
+    key = f"slurmd:{node}"
+    if key not in state.daemons:
+        raise ProvisionError(f"local cluster '{cluster.name}' has no node {node}")
+    bins = find_binaries()
+    daemon = state.daemons[key]
+    if not proc.alive(daemon.pid, daemon.start_time):
+        cdir = Path(state.cluster_dir)
+        state.daemons[key] = _spawn(cdir, f"slurmd-{node}",
+                                    {**_daemon_env(state), proc.NODE_MARKER: f"{cdir}:{node}"},
+                                    daemon.argv)
+        save_state(state)
+    try:
+        proc.wait_for(lambda: node_states(state, bins["sinfo"]).get(node) == "idle",
+                      timeout_s, 0.2, lambda: _check_alive(state, key), f"{node} idle")
+    except TimeoutError:
+        raise ProvisionError(f"node {node} of '{cluster.name}' did not return to idle within "
+                             f"{timeout_s:g} s") from None
+
+
+def find_binaries() -> dict[str, str]:
+    """Absolute paths of the Slurm and munge programs, or PreflightError with the install hint."""
+    search = os.pathsep.join([os.environ.get("PATH", ""), "/usr/sbin", "/sbin"])
+    found = {name: shutil.which(name, path=search) for name in BINARIES}
+    if not all(found.values()):
+        raise PreflightError(INSTALL_HINT)
+    return {name: str(path) for name, path in found.items()}
+
+
+def node_names(count: int) -> list[str]:
+    return [f"node{i}" for i in range(1, count + 1)]
+
+
+def node_states(state: LocalState, sinfo: str = "sinfo") -> dict[str, str]:
+    """{node: sinfo state} ('idle', 'down*', ...); empty when slurmctld does not answer."""
+    try:
+        out = subprocess.run([sinfo, "-h", "-N", "-p", PARTITION, "-o", "%N %T"],
+                             capture_output=True, text=True, timeout=10,
+                             env={**os.environ, "SLURM_CONF": state.conf})
+    except (OSError, subprocess.TimeoutExpired):
+        return {}
+    if out.returncode != 0:
+        return {}
+    pairs = (line.split() for line in out.stdout.splitlines())
+    return {p[0]: p[1] for p in pairs if len(p) == 2}
+
+
+def load_state(cdir: Path) -> LocalState | None:
+    try:
+        return LocalState.model_validate_json((cdir / STATE_FILE).read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def save_state(state: LocalState) -> None:
+    path = Path(state.cluster_dir) / STATE_FILE
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(state.model_dump(mode="json"), indent=2))
+    tmp.replace(path)
+
+
+def to_cluster(state: LocalState) -> Cluster:
+    return Cluster(
+        name=state.name, provider="local", sku=SKU, nodes=len(state.nodes),
+        state=ClusterState.READY, node_names=list(state.nodes), partition=PARTITION,
+        workdir=state.workdir, env={"SLURM_CONF": state.conf}, cost_per_hour_usd=0.0,
+        created_at=state.created_at,
+        properties={"cluster_dir": state.cluster_dir, "jobcomp_file": state.jobcomp_file,
+                    "slurmctld_log": str(Path(state.cluster_dir) / "log" / "slurmctld.log"),
+                    "slurmctld_port": state.slurmctld_port})
+
+
+def _state_for(cluster: Cluster) -> LocalState:
+    cdir = Path(str(cluster.properties.get("cluster_dir") or paths.cluster_dir(cluster.name)))
+    state = load_state(cdir)
+    if state is None:
+        raise ProvisionError(f"local cluster '{cluster.name}' is not running (no {cdir / STATE_FILE})")
+    return state
+
+
+def _layout(spec, cdir: Path) -> LocalState:
+    cdir.mkdir(parents=True, exist_ok=True, mode=0o700)
+    runtime = cdir / "run"
+    if len(str(runtime)) > _MAX_RUNTIME_PREFIX:
+        digest = hashlib.sha256(str(cdir).encode()).hexdigest()[:12]
+        runtime = Path("/tmp") / f"azbench-{os.getuid()}-{digest}"
+    nodes = node_names(spec.nodes)
+    for sub in [runtime / "munge", *(runtime / "spool" / n for n in nodes)]:
+        sub.mkdir(parents=True, exist_ok=True, mode=0o700)
+    for sub in ("log", "slurm-state", "shared"):
+        (cdir / sub).mkdir(exist_ok=True)
+    ports = proc.free_ports(len(nodes) + 1)
+    return LocalState(
+        name=spec.name, cluster_dir=str(cdir), runtime_dir=str(runtime),
+        conf=str(cdir / "slurm.conf"), workdir=str(cdir / "shared"),
+        jobcomp_file=str(cdir / "log" / "jobcomp.txt"), nodes=nodes,
+        cpus_per_node=spec.local.cpus_per_node, slurmctld_port=ports[0],
+        node_ports=dict(zip(nodes, ports[1:])))
+
+
+def _conf_params(state: LocalState, spec) -> SlurmConfParams:
+    host = socket.gethostname().split(".")[0]
+    user = "root" if os.geteuid() == 0 else getpass.getuser()
+    cdir, rt = Path(state.cluster_dir), Path(state.runtime_dir)
+    return SlurmConfParams(
+        cluster_name=state.name, controller_host=host, controller_addr="127.0.0.1",
+        slurmctld_port=state.slurmctld_port, state_dir=str(cdir / "slurm-state"),
+        spool_dir=str(rt / "spool"), log_dir=str(cdir / "log"), pid_dir=str(rt),
+        slurm_user=user, slurmd_user=user, auth_socket=str(rt / "munge" / "munge.socket"),
+        jobcomp_file=state.jobcomp_file, partition=PARTITION,
+        slurmd_timeout=spec.local.slurmd_timeout, multiple_slurmd=True,
+        slurmd_parameters="config_overrides",
+        nodes=[SlurmNode(name=n, hostname=host, addr="127.0.0.1", port=state.node_ports[n],
+                         cpus=state.cpus_per_node) for n in state.nodes])
+
+
+def _daemon_env(state: LocalState) -> dict[str, str]:
+    return {**os.environ, "SLURM_CONF": state.conf, proc.CLUSTER_MARKER: state.cluster_dir}
+
+
+def _spawn(cdir: Path, name: str, env: dict[str, str], argv: list[str]) -> Daemon:
+    log = cdir / "log" / f"{name}.out"
+    pid, started = proc.spawn(argv, log, env, cwd=cdir)
+    return Daemon(pid=pid, start_time=started, argv=argv, log=str(log))
+
+
+def _check_alive(state: LocalState, key: str) -> None:
+    daemon = state.daemons[key]
+    if not proc.alive(daemon.pid, daemon.start_time):
+        raise ProvisionError(f"{key} of local cluster '{state.name}' exited during start-up; "
+                             f"last lines of {daemon.log}:\n{proc.tail(Path(daemon.log))}")
+
+
+def _write_munge_key(path: Path) -> None:
+    if path.exists():
+        return
+    # 128 random bytes (what `mungekey` makes by default), created 0600 before any byte is written.
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "wb") as out:
+        out.write(os.urandom(128))
+
+
+__all__ = ["LocalProvider", "kill_node", "restart_node", "find_binaries", "node_states",
+           "INSTALL_HINT"]

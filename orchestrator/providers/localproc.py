@@ -1,0 +1,167 @@
+"""Process plumbing for the local provider: start daemons, recognise them later, stop them.
+
+A pid alone is not an identity (pids are recycled), so every record pairs the pid with the
+kernel's start time from /proc/<pid>/stat; a zombie counts as dead. Job steps (slurmstepd) are
+found by a marker variable that slurmd passes on to them in their environment.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import time
+from pathlib import Path
+from typing import Callable
+
+CLUSTER_MARKER = "AZBENCH_LOCAL_CLUSTER"
+NODE_MARKER = "AZBENCH_LOCAL_NODE"
+
+# Popen objects of the daemons this process started, so that stopping them also reaps them.
+_CHILDREN: dict[int, subprocess.Popen] = {}
+
+
+def spawn(argv: list[str], log: Path, env: dict[str, str], cwd: Path) -> tuple[int, int]:
+    """Start a foreground daemon in its own session, output appended to `log`: (pid, start time)."""
+    with open(log, "ab") as out:
+        child = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out,
+                                 stderr=subprocess.STDOUT, env=env, cwd=cwd,
+                                 start_new_session=True)
+    _CHILDREN[child.pid] = child
+    return child.pid, start_time(child.pid) or 0
+
+
+def start_time(pid: int) -> int | None:
+    """Kernel start time (clock ticks since boot) of a live, non-zombie process; else None."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    if fields[0] in ("Z", "X"):
+        _reap(pid)
+        return None
+    return int(fields[19])
+
+
+def alive(pid: int, started: int) -> bool:
+    return start_time(pid) == started
+
+
+def terminate(records: list[tuple[int, int]], grace_s: float) -> None:
+    """SIGTERM each live (pid, start time), SIGKILL what is left after `grace_s`."""
+    live = [(pid, st) for pid, st in records if alive(pid, st)]
+    if grace_s > 0:
+        for pid, _ in live:
+            _kill(pid, signal.SIGTERM)
+        deadline = time.monotonic() + grace_s
+        while time.monotonic() < deadline and any(alive(p, s) for p, s in live):
+            time.sleep(0.05)
+    for pid, st in live:
+        if alive(pid, st):
+            _kill(pid, signal.SIGKILL)
+    deadline = time.monotonic() + 5.0
+    while time.monotonic() < deadline and any(alive(p, s) for p, s in live):
+        time.sleep(0.02)
+
+
+def step_pids(marker_prefix: str, *, exact: bool = False) -> list[int]:
+    """Pids of slurmstepd processes whose NODE_MARKER starts with (or equals) `marker_prefix`,
+    followed by every descendant (the job's tasks)."""
+    steps = []
+    for pid, name in _processes():
+        if name != "slurmstepd":
+            continue
+        value = _environ(pid).get(NODE_MARKER)
+        if value is not None and (value == marker_prefix if exact else value.startswith(marker_prefix)):
+            steps.append(pid)
+    return steps + descendants(steps)
+
+
+def descendants(roots: list[int]) -> list[int]:
+    children: dict[int, list[int]] = {}
+    for pid, _ in _processes():
+        ppid = _ppid(pid)
+        if ppid is not None:
+            children.setdefault(ppid, []).append(pid)
+    found, todo = [], list(roots)
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.append(child)
+            todo.append(child)
+    return found
+
+
+def free_ports(count: int) -> list[int]:
+    """`count` distinct free TCP ports on 127.0.0.1 (all held open while choosing)."""
+    socks = []
+    try:
+        for _ in range(count):
+            sock = socket.socket()
+            sock.bind(("127.0.0.1", 0))
+            socks.append(sock)
+        return [s.getsockname()[1] for s in socks]
+    finally:
+        for sock in socks:
+            sock.close()
+
+
+def wait_for(done: Callable[[], bool], timeout_s: float, poll_s: float,
+             check: Callable[[], None], what: str) -> None:
+    """Poll `done` until true; `check` may raise to stop early. TimeoutError(what) at the end."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        if done():
+            return
+        check()
+        if time.monotonic() >= deadline:
+            raise TimeoutError(what)
+        time.sleep(poll_s)
+
+
+def tail(path: Path, lines: int = 8) -> str:
+    try:
+        text = path.read_text(errors="replace").splitlines()
+    except OSError:
+        return f"  ({path} is missing)"
+    return "\n".join("  " + line for line in text[-lines:]) or f"  ({path} is empty)"
+
+
+def _processes() -> list[tuple[int, str]]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                found.append((int(entry.name), (entry / "comm").read_text().strip()))
+            except OSError:
+                continue
+    return found
+
+
+def _ppid(pid: int) -> int | None:
+    try:
+        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def _environ(pid: int) -> dict[str, str]:
+    try:
+        raw = Path(f"/proc/{pid}/environ").read_bytes()
+    except OSError:
+        return {}
+    pairs = (item.decode(errors="replace").partition("=") for item in raw.split(b"\0") if item)
+    return {key: value for key, _, value in pairs}
+
+
+def _kill(pid: int, sig: int) -> None:
+    try:
+        os.kill(pid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _reap(pid: int) -> None:
+    child = _CHILDREN.pop(pid, None)
+    if child is not None:
+        child.poll()

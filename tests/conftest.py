@@ -1,0 +1,29 @@
+"""Shared pytest set-up. Fixture plugins live in tests/fixtures/, one module per real server."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+pytest_plugins: list[str] = ["tests.fixtures.postgres", "tests.fixtures.sshd", "tests.fixtures.slurm"]
+
+SHARED = Path(__file__).resolve().parents[2] / "shared"
+
+
+@pytest.fixture
+def azbench_home(tmp_path, monkeypatch) -> Path:
+    """A private $AZBENCH_HOME for one test."""
+    home = tmp_path / "azbench-home"
+    monkeypatch.setenv("AZBENCH_HOME", str(home))
+    monkeypatch.delenv("AZBENCH_DB_URL", raising=False)
+    return home
+
+
+@pytest.fixture
+def shared_logs() -> Path:
+    logs = SHARED / "mlperf-logs"
+    if not logs.is_dir():
+        pytest.skip(f"{logs} is absent (the shared MLPerf logs are not checked out beside the repo)")
+    return logs
