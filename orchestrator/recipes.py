@@ -1,24 +1,40 @@
-"""The recipe catalog: load recipes/*.yaml, check a request against a recipe, build its command.
+"""The recipe catalog: load recipes/*.yaml, resolve a request to a checked config, render its launch.
 
-Knows nothing of Azure or Slurm: it turns (recipe, SKU, nodes, params) into the command line
-and environment that a launcher runs on every node.
+Knows nothing of Azure's APIs: it turns (recipe, SKU, nodes, ruleset) into a ResolvedConfig (exact
+config from the recipe, or one derived by parallelism.WEAK_RULE) and into the exact batch script a
+launcher would submit. Plain recipes (smoke) keep the launcher's own sbatch.sh.j2; MLPerf recipes
+render templates/container_launch.sh.j2 (pyxis/enroot) with templates/run_and_time.sh.j2 inside,
+and templates/stage_data.sbatch.j2 pre-stages their data.
 """
 
 from __future__ import annotations
 
+import re
 import shlex
 import string
 from functools import lru_cache
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+import jinja2
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from orchestrator import catalog
 from orchestrator.errors import ConfigError, NotFoundError
-from orchestrator.resources import recipes_dir
+from orchestrator.launchers.slurm import format_time_limit, render_sbatch
+from orchestrator.models import AttemptSpec
+from orchestrator.parallelism import (LAYOUT_FIELDS, GbsRule, Placement, ScaleConfig, check_gbs,
+                                      choose, network_profile, nvidia_config_env, pick_ruleset,
+                                      place, validate_scales)
+from orchestrator.resources import recipes_dir, templates_dir
 from orchestrator.yamlio import load_yaml, validation_error_to_config_error
 
 Scalar = str | int | float | bool
+DEFAULT_DATA_ROOT = "/shared/mlperf"
+PREVIEW_RUN_DIR = "/shared/azbench/runs/preview"
+# Values that land in #SBATCH lines or comma-separated --container-mounts: keep them plain.
+_SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+_SAFE_PATH = re.compile(r"/[A-Za-z0-9._/+-]*")
+_ENV_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 class Strict(BaseModel):
@@ -38,6 +54,43 @@ class Launch(Strict):
     env: dict[str, str] = Field(default_factory=dict)
 
 
+class Container(Strict):
+    image: str
+    image_arm64: str | None = None
+    workdir: str = "/workspace"
+    source: str = ""
+
+    def for_arch(self, arch: str) -> str:
+        return self.image_arm64 if arch == "arm64" and self.image_arm64 else self.image
+
+
+class DataItem(Strict):
+    name: str = Field(pattern=r"^[a-z0-9][a-z0-9_.-]*$")
+    kind: str = Field(pattern="^(dataset|checkpoint|tokenizer)$")
+    path: str
+    mount: str = Field(pattern=r"^/[A-Za-z0-9._/-]*$")
+    var: str | None = Field(None, pattern=r"^[A-Z_][A-Z0-9_]*$")
+    size_gb: float | None = None
+    stage: str
+    source: str = ""
+
+    def host_path(self, data_root: str) -> str:
+        return self.path.replace("{data_root}", data_root.rstrip("/"))
+
+
+class Mlperf(Strict):
+    framework: str
+    implementation: str
+    names: dict[str, str] = Field(default_factory=dict)
+    gbs_rules: dict[str, GbsRule] = Field(default_factory=dict)
+    gbs_source: str = ""
+    container: Container
+    data: list[DataItem] = Field(default_factory=list)
+    env: dict[str, str] = Field(default_factory=dict)
+    env_names: dict[str, str] = Field(default_factory=dict)
+    scales: dict[str, list[ScaleConfig]]
+
+
 class Recipe(Strict):
     name: str
     benchmark: str
@@ -51,7 +104,14 @@ class Recipe(Strict):
     max_nodes: int | None = None
     params: dict[str, Scalar] = Field(default_factory=dict)
     launch: Launch
+    mlperf: Mlperf | None = None
     source: str = ""
+
+    @model_validator(mode="after")
+    def _check_mlperf(self) -> Recipe:
+        if self.mlperf is not None:
+            _validate_mlperf(self, self.mlperf)
+        return self
 
     @property
     def code_path(self) -> Path | None:
@@ -59,6 +119,57 @@ class Recipe(Strict):
 
     def supports(self, sku: str) -> bool:
         return catalog.lookup(sku).name in {catalog.lookup(s).name for s in self.skus}
+
+    def scales_for(self, sku: str) -> list[ScaleConfig]:
+        wanted = catalog.lookup(sku).name
+        for key, configs in (self.mlperf.scales if self.mlperf else {}).items():
+            if catalog.lookup(key).name == wanted:
+                return sorted(configs, key=lambda c: c.nodes)
+        return []
+
+
+class ResolvedConfig(Strict):
+    """A request (recipe, SKU, nodes, ruleset) turned into the config that would run."""
+
+    recipe: str
+    benchmark: str
+    benchmark_key: str
+    ruleset: str | None
+    sku: str
+    sku_short: str
+    cpu_arch: str
+    nodes: int
+    gpus_per_node: int
+    gpus: int
+    tp: int = 1
+    pp: int = 1
+    cp: int = 1
+    vp: int | None = None
+    dp: int
+    mbs: int | None = None
+    gbs: int | None = None
+    minibs: int | None = None
+    grad_accum: int | None = None
+    walltime_min: int
+    derived: bool = False
+    rule: str | None = None
+    base_nodes: int | None = None
+    source: str = ""
+    placement: Placement | None = None
+    image: str | None = None
+    env: dict[str, str] = Field(default_factory=dict)
+    network_env: dict[str, str] = Field(default_factory=dict)
+    target: Target
+    required_runs: int
+    warnings: list[str] = Field(default_factory=list)
+
+
+class LaunchPreview(Strict):
+    """What `azbench recipes show NAME --sku S --nodes N` and `azbench run --dry-run` print."""
+
+    resolved: ResolvedConfig
+    script: str
+    stage_script: str | None = None
 
 
 def list_recipes() -> list[Recipe]:
@@ -68,7 +179,7 @@ def list_recipes() -> list[Recipe]:
 @lru_cache(maxsize=None)
 def get_recipe(name: str) -> Recipe:
     path = recipes_dir() / f"{name}.yaml"
-    if not path.is_file():
+    if not _SAFE_NAME.fullmatch(name) or not path.is_file():
         known = ", ".join(sorted(p.stem for p in recipes_dir().glob("*.yaml")))
         raise NotFoundError(f"unknown recipe '{name}'", hint=f"known recipes: {known}")
     data, lines = load_yaml(path)
@@ -79,15 +190,17 @@ def get_recipe(name: str) -> Recipe:
 
 
 def check_request(recipe: Recipe, sku: str, nodes: int, cluster_nodes: int | None = None) -> None:
-    """ConfigError when the recipe cannot run on `nodes` x `sku`."""
+    """ConfigError when the recipe cannot run on `nodes` x `sku` (MLPerf recipes: full resolve)."""
     if not recipe.supports(sku):
-        raise ConfigError(f"recipe '{recipe.name}' does not support {sku}",
+        raise ConfigError(f"recipe '{recipe.name}' does not support {catalog.lookup(sku).short}",
                           hint=f"supported: {', '.join(recipe.skus)}")
     if nodes < recipe.min_nodes or (recipe.max_nodes and nodes > recipe.max_nodes):
         raise ConfigError(f"recipe '{recipe.name}' runs on {recipe.min_nodes}.."
                           f"{recipe.max_nodes or 'any'} nodes, not {nodes}")
     if cluster_nodes is not None and nodes > cluster_nodes:
         raise ConfigError(f"{nodes} nodes requested but the cluster has {cluster_nodes}")
+    if recipe.mlperf is not None:
+        resolve(recipe, sku, nodes)
 
 
 def render_command(recipe: Recipe, *, run_dir: str, nodes: int,
@@ -105,3 +218,180 @@ def render_command(recipe: Recipe, *, run_dir: str, nodes: int,
     if missing:
         raise ConfigError(f"{recipe.source}: launch.command uses unknown field '{sorted(missing)[0]}'")
     return recipe.launch.command.format(**{k: shlex.quote(str(v)) for k, v in values.items()})
+
+
+def resolve(recipe: Recipe | str, sku: str, nodes: int, ruleset: str | None = None) -> ResolvedConfig:
+    """The config for `nodes` x `sku`: listed, else derived by WEAK_RULE; one-line ConfigError if impossible."""
+    recipe = get_recipe(recipe) if isinstance(recipe, str) else recipe
+    row = catalog.lookup(sku)
+    if not recipe.supports(sku):
+        raise ConfigError(f"recipe '{recipe.name}' does not support {row.short} "
+                          f"(supported: {', '.join(recipe.skus)})")
+    if nodes < 1:
+        raise ConfigError(f"node count must be at least 1, got {nodes}")
+    ruleset = pick_ruleset(recipe.rulesets, ruleset, recipe.benchmark)
+    if recipe.mlperf is None:
+        return _resolve_plain(recipe, row, nodes, ruleset)
+    return _resolve_mlperf(recipe, recipe.mlperf, row, nodes, ruleset)
+
+
+def describe_launch(recipe_name: str, sku: str, nodes: int, ruleset: str | None = None, *,
+                    image: str | None = None, run_dir: str = PREVIEW_RUN_DIR,
+                    data_root: str = DEFAULT_DATA_ROOT) -> LaunchPreview:
+    """The resolved config and the exact scripts (launch, data staging) for a request; submits nothing."""
+    recipe = get_recipe(recipe_name)
+    resolved = resolve(recipe, sku, nodes, ruleset)
+    if image:
+        resolved = resolved.model_copy(update={"image": image})
+    script = render_launch(resolved, run_dir, data_root=data_root)
+    stage = render_stage_data(recipe, data_root=data_root, image=resolved.image) \
+        if recipe.mlperf else None
+    return LaunchPreview(resolved=resolved, script=script, stage_script=stage)
+
+
+def render_launch(resolved: ResolvedConfig, run_dir: str, *, run_id: str = "preview",
+                  attempt: int = 1, partition: str | None = None, exclude: tuple[str, ...] = (),
+                  data_root: str = DEFAULT_DATA_ROOT, seed: int | None = None,
+                  check_compliance: bool = True) -> str:
+    """The exact batch script for one attempt of `resolved` (one timed run per job)."""
+    recipe = get_recipe(resolved.recipe)
+    if recipe.mlperf is None:
+        return _render_plain(recipe, resolved, run_dir, run_id, attempt, partition, exclude)
+    return _render_container(recipe, recipe.mlperf, resolved, run_dir=run_dir, run_id=run_id,
+                             attempt=attempt, partition=partition, exclude=exclude,
+                             data_root=data_root, seed=seed, check_compliance=check_compliance)
+
+
+def render_stage_data(recipe: Recipe | str, *, data_root: str = DEFAULT_DATA_ROOT,
+                      image: str | None = None, partition: str | None = None) -> str:
+    """The one-node batch job that stages a recipe's datasets/checkpoints and its image under data_root."""
+    recipe = get_recipe(recipe) if isinstance(recipe, str) else recipe
+    if recipe.mlperf is None:
+        raise ConfigError(f"recipe '{recipe.name}' has no data to stage")
+    _check_plain("data_root", data_root, _SAFE_PATH)
+    _check_plain("partition", partition or "p", _SAFE_NAME)
+    image = image or recipe.mlperf.container.image
+    items = [{"item": d, "dest": d.host_path(data_root)} for d in recipe.mlperf.data]
+    return _jinja().get_template("stage_data.sbatch.j2").render(
+        recipe=recipe.name, data_root=data_root.rstrip("/"), partition=partition, items=items,
+        image=image, squashfs=f"{data_root.rstrip('/')}/containers/{_squash_name(image)}.sqsh")
+
+
+# -- resolution --------------------------------------------------------------------------------
+
+def _validate_mlperf(recipe: Recipe, spec: Mlperf) -> None:
+    unknown = set(spec.gbs_rules) - set(recipe.rulesets)
+    if unknown:
+        raise ValueError(f"mlperf.gbs_rules names ruleset {sorted(unknown)[0]} not in rulesets")
+    bad_env = set(spec.env_names) - set(LAYOUT_FIELDS)
+    if bad_env:
+        raise ValueError(f"mlperf.env_names: unknown layout field '{sorted(bad_env)[0]}'")
+    for key, configs in spec.scales.items():
+        if not recipe.supports(key):
+            raise ValueError(f"mlperf.scales has SKU '{key}' that is not in skus")
+        try:
+            validate_scales(configs, catalog.lookup(key), f"{recipe.name} {key}")
+        except ConfigError as exc:
+            raise ValueError(exc.message) from None
+
+
+def _resolve_plain(recipe: Recipe, row: catalog.GpuSku, nodes: int,
+                   ruleset: str | None) -> ResolvedConfig:
+    check_request(recipe, row.name, nodes)
+    return ResolvedConfig(
+        recipe=recipe.name, benchmark=recipe.benchmark, benchmark_key=recipe.benchmark,
+        ruleset=ruleset, sku=row.name, sku_short=row.short, cpu_arch=row.cpu_arch, nodes=nodes,
+        gpus_per_node=row.gpus_per_vm, gpus=nodes * row.gpus_per_vm,
+        dp=nodes * recipe.launch.tasks_per_node, walltime_min=recipe.launch.time_limit_min,
+        env=dict(recipe.launch.env), target=recipe.target, required_runs=recipe.required_runs,
+        source=recipe.source)
+
+
+def _resolve_mlperf(recipe: Recipe, spec: Mlperf, row: catalog.GpuSku, nodes: int,
+                    ruleset: str | None) -> ResolvedConfig:
+    what = f"{recipe.name} on {nodes} x {row.short}"
+    configs = recipe.scales_for(row.name)
+    if not configs:
+        raise ConfigError(f"recipe '{recipe.name}' lists no scale configs for {row.short}")
+    chosen = choose(configs, row.gpus_per_vm, nodes, what)
+    layout = chosen.layout
+    placement = place(layout, row, nodes)
+    label = f"{what} (ruleset {ruleset})"
+    warnings = check_gbs(spec.gbs_rules.get(ruleset or ""), layout.gbs, label, spec.gbs_source)
+    return ResolvedConfig(
+        recipe=recipe.name, benchmark=recipe.benchmark,
+        benchmark_key=spec.names.get(ruleset or "", recipe.benchmark), ruleset=ruleset,
+        sku=row.name, sku_short=row.short, cpu_arch=row.cpu_arch, nodes=nodes,
+        gpus_per_node=row.gpus_per_vm, gpus=layout.gpus, tp=layout.tp, pp=layout.pp,
+        cp=layout.cp, vp=layout.vp, dp=layout.dp, mbs=layout.mbs, gbs=layout.gbs,
+        minibs=layout.minibs, grad_accum=layout.grad_accum, walltime_min=chosen.walltime_min,
+        derived=chosen.derived, rule=chosen.rule, base_nodes=chosen.base.nodes,
+        source=chosen.base.source, placement=placement,
+        image=spec.container.for_arch(row.cpu_arch),
+        env={**nvidia_config_env(layout, placement, row, nodes, ruleset, chosen.walltime_min,
+                                 spec.env_names),
+             **{item.var: item.mount for item in spec.data if item.var}, **spec.env,
+             **chosen.base.env},
+        network_env=dict(network_profile(row).env), target=recipe.target,
+        required_runs=recipe.required_runs, warnings=warnings)
+
+
+# -- rendering ---------------------------------------------------------------------------------
+
+def _render_plain(recipe: Recipe, resolved: ResolvedConfig, run_dir: str, run_id: str,
+                  attempt: int, partition: str | None, exclude: tuple[str, ...]) -> str:
+    """Plain recipes run through the launcher's own template, so this is its exact script."""
+    command = render_command(recipe, run_dir=run_dir, nodes=resolved.nodes)
+    spec = AttemptSpec(run_id=run_id, attempt=attempt, recipe=recipe.name, nodes=resolved.nodes,
+                       run_dir=run_dir, command=command, env=dict(recipe.launch.env),
+                       exclude=list(exclude), time_limit_min=recipe.launch.time_limit_min,
+                       tasks_per_node=recipe.launch.tasks_per_node,
+                       gpus_per_node=resolved.gpus_per_node)
+    return render_sbatch(spec, partition=partition)
+
+
+def _render_container(recipe: Recipe, spec: Mlperf, resolved: ResolvedConfig, *, run_dir: str,
+                      run_id: str, attempt: int, partition: str | None, exclude: tuple[str, ...],
+                      data_root: str, seed: int | None, check_compliance: bool) -> str:
+    run_dir = run_dir.rstrip("/") or "/"
+    for what, value, pattern in (("run_id", run_id, _SAFE_NAME), ("run_dir", run_dir, _SAFE_PATH),
+                                 ("partition", partition or "p", _SAFE_NAME),
+                                 ("data_root", data_root, _SAFE_PATH),
+                                 *(("exclude", n, _SAFE_NAME) for n in exclude),
+                                 *(("env name", k, _ENV_KEY) for k in resolved.env)):
+        _check_plain(what, value, pattern)
+    attempt_dir = f"{run_dir}/attempt-{attempt}"
+    mounts = [f"{d.host_path(data_root)}:{d.mount}:ro" for d in spec.data]
+    mounts += [f"{attempt_dir}:/results", f"{run_dir}/checkpoints:/checkpoints"]
+    mounts += network_profile(catalog.lookup(resolved.sku)).mounts
+    for mount in mounts:
+        _check_plain("container mount", mount.replace(":", "/"), _SAFE_PATH)
+    command = render_command(recipe, run_dir="/results", nodes=resolved.nodes)
+    env = _jinja()
+    wrapper = env.get_template("run_and_time.sh.j2").render(
+        command=command, benchmark=resolved.benchmark_key, recipe=recipe.name)
+    net = network_profile(catalog.lookup(resolved.sku))
+    return env.get_template("container_launch.sh.j2").render(
+        r=resolved, run_id=run_id, attempt=attempt, run_dir=run_dir, attempt_dir=attempt_dir,
+        partition=partition, exclude=list(exclude), job_time=format_time_limit(
+            resolved.walltime_min + 20), step_time=format_time_limit(resolved.walltime_min),
+        mounts=",".join(mounts), workdir=spec.container.workdir, network=net,
+        seed=seed, check_compliance=check_compliance, wrapper=wrapper, data=spec.data,
+        data_root=data_root)
+
+
+def _jinja() -> jinja2.Environment:
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(templates_dir())),
+                             undefined=jinja2.StrictUndefined, autoescape=False,
+                             keep_trailing_newline=True, trim_blocks=True, lstrip_blocks=True)
+    env.filters["q"] = lambda value: shlex.quote(str(value))
+    return env
+
+
+def _check_plain(what: str, value: str, pattern: re.Pattern[str]) -> None:
+    if not pattern.fullmatch(value):
+        raise ConfigError(f"{what} {value!r} has characters azbench will not put in a batch script")
+
+
+def _squash_name(image: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "+", image).strip("+") or "image"

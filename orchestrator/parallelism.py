@@ -1,0 +1,307 @@
+"""Parallel layouts for MLPerf recipes: check them, derive them for new scales, place them on Azure.
+
+A layout obeys the relations of NVIDIA's MLPerf configs (../shared/docs/mlperf-notes.md §8):
+MP = TP·PP·CP, DP = GPUs / MP, MINIBS = GBS / DP, grad-accum = MINIBS / MBS. Placement keeps tensor
+and context parallel groups inside the NVLink domain (one VM on ND H100/H200 v5; an NVL72 rack of
+18 VMs on ND GB200 v6), carries data parallelism over InfiniBand, and for GB200 computes the Slurm
+`--segment` (SEGMENT = TP·PP·CP / GPUs per VM) that keeps every model-parallel group inside one
+rack. The Azure NCCL/UCX settings per VM size live here too. Pure functions; every refusal is one
+ConfigError line.
+"""
+
+from __future__ import annotations
+
+import math
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from orchestrator.catalog import GpuSku
+from orchestrator.errors import ConfigError
+
+WEAK_RULE = ("weak scaling from the listed {base}-node config (the nearest listed scale): same "
+             "TP/PP/CP/VP, micro batch and "
+             "gradient accumulation (per-GPU work constant); DP = GPUs/(TP*PP*CP), "
+             "GBS = DP*MBS*grad-accum; walltime grows by base GBS/GBS when GBS shrinks")
+
+
+LAYOUT_FIELDS = ("tp", "pp", "cp", "vp", "dp", "mbs", "gbs", "minibs", "grad_accum")
+
+
+class Frozen(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Layout(Frozen):
+    """One checked parallel layout for a GPU count."""
+
+    tp: int
+    pp: int
+    cp: int
+    vp: int | None
+    dp: int
+    mbs: int
+    gbs: int
+
+    @property
+    def mp(self) -> int:
+        return self.tp * self.pp * self.cp
+
+    @property
+    def gpus(self) -> int:
+        return self.mp * self.dp
+
+    @property
+    def minibs(self) -> int:
+        return self.gbs // self.dp
+
+    @property
+    def grad_accum(self) -> int:
+        return self.gbs // (self.dp * self.mbs)
+
+
+class GbsRule(Frozen):
+    """Global-batch limits of one ruleset. `max`/`rcp_min`: the RCP batch range; `min`: a hard floor."""
+
+    min: int | None = Field(None, ge=1)
+    rcp_min: int | None = Field(None, ge=1)
+    max: int | None = Field(None, ge=1)
+    multiple_of: int = Field(1, ge=1)
+
+
+class ScaleConfig(Frozen):
+    """One listed scale of a recipe on one SKU (NVIDIA config_*.sh equivalents), with its source."""
+
+    nodes: int = Field(ge=1)
+    tp: int = Field(1, ge=1)
+    pp: int = Field(1, ge=1)
+    cp: int = Field(1, ge=1)
+    vp: int | None = Field(None, ge=1)
+    mbs: int = Field(ge=1)
+    gbs: int = Field(ge=1)
+    walltime_min: int = Field(ge=1)
+    source: str = ""
+    env: dict[str, str] = Field(default_factory=dict)
+
+    def layout(self, gpus_per_vm: int, what: str) -> Layout:
+        return make_layout(gpus=self.nodes * gpus_per_vm, tp=self.tp, pp=self.pp, cp=self.cp,
+                           vp=self.vp, mbs=self.mbs, gbs=self.gbs, what=what)
+
+
+class Choice(Frozen):
+    """The chosen layout: a listed config (derived False) or WEAK_RULE applied to `base`."""
+
+    layout: Layout
+    base: ScaleConfig
+    derived: bool
+    rule: str | None = None
+    walltime_min: int
+
+
+class Placement(Frozen):
+    """Where each parallel dimension runs, and the Slurm topology request that makes it so."""
+
+    nvlink_domain_gpus: int
+    mp_gpus: int
+    links: dict[str, str]
+    segment: int | None = None
+    racks: int | None = None
+    notes: list[str] = Field(default_factory=list)
+
+
+class NetworkProfile(Frozen):
+    """Per-node NCCL/UCX/IB environment and host mounts for one Azure VM size."""
+
+    env: dict[str, str] = Field(default_factory=dict)
+    mounts: list[str] = Field(default_factory=list)
+    topo_file: str | None = None
+    source: str = ""
+
+
+def make_layout(*, gpus: int, tp: int, pp: int, cp: int, vp: int | None, mbs: int, gbs: int,
+                what: str) -> Layout:
+    """The layout for `gpus`, or a one-line ConfigError naming the broken relation."""
+    mp = tp * pp * cp
+    if min(tp, pp, cp, mbs, gbs) < 1 or (vp is not None and vp < 1):
+        raise ConfigError(f"{what}: parallel sizes and batches must be at least 1")
+    if gpus < mp:
+        raise ConfigError(f"{what}: one model replica needs TP*PP*CP = {tp}*{pp}*{cp} = {mp} GPUs, "
+                          f"only {gpus} requested")
+    if gpus % mp:
+        raise ConfigError(f"{what}: {gpus} GPUs is not a multiple of TP*PP*CP = {tp}*{pp}*{cp} = {mp}")
+    dp = gpus // mp
+    if gbs % (dp * mbs):
+        raise ConfigError(f"{what}: global batch {gbs} is not divisible by DP*MBS = {dp}*{mbs}")
+    grad_accum = gbs // (dp * mbs)
+    # Megatron's interleaved schedule runs microbatches in groups of PP.
+    if vp and vp > 1 and grad_accum % pp:
+        raise ConfigError(f"{what}: interleaved pipeline (VP {vp}) needs grad-accum {grad_accum} "
+                          f"to be a multiple of PP {pp}")
+    return Layout(tp=tp, pp=pp, cp=cp, vp=vp, dp=dp, mbs=mbs, gbs=gbs)
+
+
+def derive_weak(base: Layout, gpus: int, what: str) -> Layout:
+    """`base` at `gpus`: same model parallelism, MBS and grad-accum; DP and GBS scale (WEAK_RULE)."""
+    if gpus < base.mp or gpus % base.mp:
+        make_layout(gpus=gpus, tp=base.tp, pp=base.pp, cp=base.cp, vp=base.vp, mbs=base.mbs,
+                    gbs=base.gbs, what=what)  # raises the MP message
+    dp = gpus // base.mp
+    return make_layout(gpus=gpus, tp=base.tp, pp=base.pp, cp=base.cp, vp=base.vp, mbs=base.mbs,
+                       gbs=dp * base.mbs * base.grad_accum, what=what)
+
+
+def choose(configs: list[ScaleConfig], gpus_per_vm: int, nodes: int, what: str) -> Choice:
+    """The listed config for `nodes`, else WEAK_RULE from the nearest listed config that divides."""
+    for config in configs:
+        if config.nodes == nodes:
+            return Choice(layout=config.layout(gpus_per_vm, what), base=config, derived=False,
+                          walltime_min=config.walltime_min)
+    gpus = nodes * gpus_per_vm
+    fits = [c for c in configs if c.tp * c.pp * c.cp <= gpus and gpus % (c.tp * c.pp * c.cp) == 0]
+    if not fits:
+        raise ConfigError(_no_fit(min(configs, key=lambda c: (c.tp * c.pp * c.cp, c.nodes)),
+                                  gpus_per_vm, nodes, what))
+    # The listed scale nearest by ratio (ties: the smaller), so a sweep around a published point
+    # (Azure's 112 vs 128 racks) keeps that point's per-GPU work.
+    base = min(fits, key=lambda c: (abs(math.log(c.nodes / nodes)), c.nodes))
+    base_layout = base.layout(gpus_per_vm, what)
+    layout = derive_weak(base_layout, gpus, what)
+    walltime = math.ceil(base.walltime_min * max(1.0, base_layout.gbs / layout.gbs))
+    return Choice(layout=layout, base=base, derived=True, walltime_min=walltime,
+                  rule=WEAK_RULE.format(base=base.nodes))
+
+
+def _no_fit(config: ScaleConfig, gpus_per_vm: int, nodes: int, what: str) -> str:
+    mp = config.tp * config.pp * config.cp
+    step = max(1, math.ceil(mp / gpus_per_vm))
+    shape = f"TP*PP*CP = {config.tp}*{config.pp}*{config.cp} = {mp} GPUs"
+    if nodes * gpus_per_vm < mp:
+        return f"{what}: one model replica needs {shape}, at least {step} VMs"
+    return f"{what}: {nodes * gpus_per_vm} GPUs do not divide into replicas of {shape}; use a multiple of {step} nodes"
+
+
+def pick_ruleset(rulesets: list[str], ruleset: str | None, benchmark: str) -> str | None:
+    """`ruleset` if the benchmark is part of it, the newest valid one when None; else ConfigError."""
+    if ruleset is None:
+        return max(rulesets, key=_version) if rulesets else None
+    if ruleset not in rulesets:
+        raise ConfigError(f"'{benchmark}' is not an MLPerf Training {ruleset} benchmark "
+                          f"(valid rulesets: {', '.join(rulesets) or 'none'})")
+    return ruleset
+
+
+def _version(ruleset: str) -> tuple[int, ...]:
+    return tuple(int(p) if p.isdigit() else 0 for p in ruleset.split("."))
+
+
+def validate_scales(configs: list[ScaleConfig], sku: GpuSku, label: str) -> None:
+    """Every listed config obeys the layout relations and fits the SKU's topology."""
+    if len({c.nodes for c in configs}) != len(configs):
+        raise ConfigError(f"{label}: a node count is listed twice")
+    for config in configs:
+        what = f"{label} {config.nodes} nodes"
+        place(config.layout(sku.gpus_per_vm, what), sku, config.nodes)
+
+
+def check_gbs(rule: GbsRule | None, gbs: int, label: str, source: str) -> list[str]:
+    """Warnings for a legal-but-risky GBS; ConfigError for one the ruleset's checkers reject."""
+    if rule is None:
+        return []
+    if rule.min is not None and gbs < rule.min:
+        raise ConfigError(f"{label}: global batch {gbs} is below the ruleset minimum {rule.min}")
+    if gbs % rule.multiple_of:
+        raise ConfigError(f"{label}: global batch {gbs} must be a multiple of {rule.multiple_of}")
+    if rule.max is not None and gbs > rule.max:
+        raise ConfigError(f"{label}: global batch {gbs} exceeds the largest reference convergence "
+                          f"point ({rule.max}); the RCP checker would demand new RCPs")
+    if rule.rcp_min is not None and gbs < rule.rcp_min:
+        return [f"{label}: global batch {gbs} is below the smallest RCP batch {rule.rcp_min}; the "
+                f"RCP checker passes it only if it converges no faster than that RCP ({source})"]
+    return []
+
+
+def place(layout: Layout, sku: GpuSku, nodes: int) -> Placement:
+    """TP/CP on NVLink, DP on InfiniBand; GB200: --segment and rack count, refusing rack-spanning groups."""
+    per_vm = sku.gpus_per_vm
+    domain = per_vm * sku.nvlink_domain_vms
+    name = f"{sku.short} ({domain} GPUs per NVLink domain)"
+    if layout.tp > domain or domain % layout.tp:
+        raise ConfigError(f"TP {layout.tp} does not fit the NVLink domain of {name}: "
+                          f"tensor-parallel traffic must stay on NVLink")
+    notes: list[str] = []
+    tp_cp = layout.tp * layout.cp
+    cp_link = "nvlink" if tp_cp <= domain else "infiniband"
+    if cp_link == "infiniband":
+        notes.append(f"context-parallel groups span {math.ceil(tp_cp / per_vm)} VMs over InfiniBand "
+                     f"(TP*CP = {tp_cp} > {domain}), as in NVIDIA's published H100 405B configs")
+    links = {"tp": "nvlink", "cp": cp_link,
+             "pp": "nvlink" if layout.mp <= domain else "infiniband",
+             "dp": "nvlink" if nodes <= sku.nvlink_domain_vms else "infiniband"}
+    if sku.nvlink_domain_vms <= 1:
+        return Placement(nvlink_domain_gpus=domain, mp_gpus=layout.mp, links=links, notes=notes)
+    segment, racks = _rack_packing(layout.mp, sku, nodes)
+    per_rack = sku.nvlink_domain_vms // segment
+    idle = sku.nvlink_domain_vms - per_rack * segment
+    notes.append(f"{nodes // segment} model-parallel groups of {segment} VM(s), {per_rack} per "
+                 f"{sku.nvlink_domain_vms}-VM rack ({idle} VM(s) per rack left idle): {racks} rack(s)")
+    return Placement(nvlink_domain_gpus=domain, mp_gpus=layout.mp, links=links,
+                     segment=segment if segment > 1 else None, racks=racks, notes=notes)
+
+
+def nvidia_config_env(layout: Layout, placement: Placement, sku: GpuSku, nodes: int,
+                      ruleset: str | None, walltime: int, names: dict[str, str]) -> dict[str, str]:
+    """NVIDIA config_*.sh variables (mlperf-notes §8) for a layout; `names` maps layout fields."""
+    values = {field: getattr(layout, field) for field in LAYOUT_FIELDS}
+    shape = f"tp{layout.tp}pp{layout.pp}cp{layout.cp}"
+    env = {"DGXNNODES": str(nodes), "DGXNGPU": str(sku.gpus_per_vm),
+           "DGXSYSTEM": f"azbench_{sku.short.replace(' ', '_')}_{nodes}x{sku.gpus_per_vm}x"
+                        f"{layout.minibs}x{shape}",
+           "WALLTIME_RUNANDTIME": str(walltime), "NEXP": "1"}
+    if ruleset:
+        env["MLPERF_RULESET"] = ruleset
+    if placement.segment:
+        env["SEGMENT"] = str(placement.segment)
+    env.update({var: str(values[field]) for field, var in names.items() if values[field] is not None})
+    return env
+
+
+def _rack_packing(mp: int, sku: GpuSku, nodes: int) -> tuple[int, int]:
+    """(VMs per model-parallel group, racks needed) on a multi-VM NVLink domain."""
+    per_vm, rack_vms = sku.gpus_per_vm, sku.nvlink_domain_vms
+    if mp > per_vm * rack_vms:
+        raise ConfigError(f"a model-parallel group of TP*PP*CP = {mp} GPUs ({math.ceil(mp / per_vm)} "
+                          f"VMs) would span {sku.short} NVL72 racks ({rack_vms} VMs = "
+                          f"{per_vm * rack_vms} GPUs each)")
+    if (mp > per_vm and mp % per_vm) or (mp < per_vm and per_vm % mp):
+        raise ConfigError(f"a model-parallel group of {mp} GPUs does not tile {sku.short} VMs "
+                          f"of {per_vm} GPUs")
+    segment = max(1, mp // per_vm)
+    groups = nodes // segment
+    return segment, math.ceil(groups / (rack_vms // segment))
+
+
+# Azure NCCL/UCX/IB settings per VM size. UCX only carries PMIx/MPI wire-up, so it stays on the
+# front-end Ethernet; NCCL does the collectives over IB and NVLink.
+_ND_V5 = NetworkProfile(
+    env={"NCCL_TOPO_FILE": "/opt/microsoft/ndv5-topo.xml", "CUDA_DEVICE_ORDER": "PCI_BUS_ID",
+         "NCCL_IB_PCI_RELAXED_ORDERING": "1", "NCCL_SOCKET_IFNAME": "eth0",
+         "GLOO_SOCKET_IFNAME": "eth0", "UCX_TLS": "tcp", "UCX_NET_DEVICES": "eth0"},
+    mounts=["/opt/microsoft:/opt/microsoft:ro"], topo_file="/opt/microsoft/ndv5-topo.xml",
+    source="Azure HPC image /opt/microsoft/ndv5-topo.xml (also set in its /etc/nccl.conf); "
+           "H200 v5 shares the ND v5 host layout: verify the file on your image")
+_ND_GB200 = NetworkProfile(
+    env={"NCCL_MNNVL_ENABLE": "1", "NCCL_NVLS_ENABLE": "0", "NCCL_IB_HCA": "mlx5_1,mlx5_0,mlx5_3,mlx5_2",
+         "NCCL_SOCKET_IFNAME": "enP22p1s0f1", "GLOO_SOCKET_IFNAME": "enP22p1s0f1",
+         "UCX_TLS": "tcp", "UCX_NET_DEVICES": "enP22p1s0f1", "CUDA_VISIBLE_DEVICES": "0,1,2,3"},
+    mounts=["/dev/nvidia-caps-imex-channels:/dev/nvidia-caps-imex-channels"],
+    source="Azure v6.0 405B submission configs/azure/config_mrc_env.sh (R60F), without its MRC "
+           "verbs plugin; no topology file: NCCL discovers the NVL72 fabric through IMEX (MNNVL)")
+AZURE_NETWORK: dict[str, NetworkProfile] = {
+    "Standard_ND96isr_H100_v5": _ND_V5,
+    "Standard_ND96isr_H200_v5": _ND_V5,
+    "Standard_ND128isr_NDR_GB200_v6": _ND_GB200,
+}
+
+
+def network_profile(sku: GpuSku) -> NetworkProfile:
+    """The Azure network environment for `sku` (empty for sizes without one, e.g. local)."""
+    return AZURE_NETWORK.get(sku.name, NetworkProfile())
