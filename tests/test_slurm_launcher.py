@@ -106,7 +106,9 @@ def _stub_bin(tmp_path: Path) -> Path:
     """srun and scontrol stand-ins: srun runs its command as rank 0 with -l style prefixes."""
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
-    (bin_dir / "scontrol").write_text("#!/bin/bash\nprintf 'node3\\nnode4\\n'\n")
+    (bin_dir / "scontrol").write_text(
+        "#!/bin/bash\nif [[ $1 == -o ]]; then echo \"NodeName=$4 Arch=x86_64 NodeAddr=10.9.0.3 "
+        "NodeHostName=$4\"; else printf 'node3\\nnode4\\n'; fi\n")
     (bin_dir / "srun").write_text(
         "#!/bin/bash\nwhile [[ $# -gt 0 && $1 == -* ]]; do shift; done\n"
         "SLURM_PROCID=0 \"$@\" 2>&1 | sed 's/^/0: /'\nexit ${PIPESTATUS[0]}\n")
@@ -133,7 +135,7 @@ def test_script_runs_with_exact_env_and_tees_mllog(tmp_path):
     seen = dict(pair.split("=", 1) for pair in pairs if "=" in pair)
     for key, value in NASTY.items():
         assert seen[key] == value
-    assert seen["MASTER_ADDR"] == "node3" and seen["MASTER_PORT"] == str(20000 + 123457 % 10000)
+    assert seen["MASTER_ADDR"] == "10.9.0.3" and seen["MASTER_PORT"] == str(20000 + 123457 % 10000)
     assert seen["AZBENCH_CHECKPOINT_DIR"] == f"{run_dir}/checkpoints" and seen["AZBENCH_ATTEMPT"] == "3"
     log = (run_dir / "attempt-3" / "train.log").read_text()
     assert '0: :::MLLOG {} --resume' in log.splitlines()
