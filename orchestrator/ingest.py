@@ -37,7 +37,8 @@ def archive_log(path: Path, content_hash: str, archive: Path | None = None) -> P
     return target
 
 
-def result_from_run(log: Path, *, run_id: str, cluster: Cluster, nodes: int) -> ResultRow:
+def result_from_run(log: Path, *, run_id: str, cluster: Cluster, nodes: int,
+                    benchmark: str) -> ResultRow:
     """The ResultRow for a log that `azbench run` fetched from `cluster`."""
     from orchestrator.mllog import parse_file
     summary = parse_file(log)
@@ -45,7 +46,7 @@ def result_from_run(log: Path, *, run_id: str, cluster: Cluster, nodes: int) -> 
     sku = lookup(cluster.sku)
     return ResultRow(
         content_hash=content_hash, run_id=run_id, source="run", submitter="azbench",
-        system=f"{nodes}x{sku.name}", benchmark=summary.benchmark or "unknown",
+        system=f"{nodes}x{sku.name}", benchmark=summary.benchmark or benchmark,
         status=summary.status or "incomplete", converged=summary.converged,
         minutes=summary.minutes, run_start_ms=summary.run_start_ms,
         run_stop_ms=summary.run_stop_ms, global_batch_size=summary.global_batch_size,

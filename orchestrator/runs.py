@@ -142,7 +142,8 @@ def _ingest_and_finish(store, row, cluster, launcher, ref, attempt, state, messa
     log = next((f for f in files if f.name == "train.log" and f.parent.name == f"attempt-{attempt}"), None)
     if log is None:
         return _finish(store, row, attempt, "failed", f"{message}; no train.log came back")
-    result = result_from_run(log, run_id=row.id, cluster=cluster, nodes=row.nodes)
+    result = result_from_run(log, run_id=row.id, cluster=cluster, nodes=row.nodes,
+                             benchmark=row.benchmark)
     if state == "succeeded" and not result.converged:
         state, message = "failed", f"job completed but the run did not converge (status {result.status})"
     return _finish(store, row, attempt, state, message, result=result, log=log)
