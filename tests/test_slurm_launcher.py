@@ -441,3 +441,13 @@ def test_two_node_attempt_on_the_local_cluster(request, tmp_path):
     assert sorted(line for line in log if line.endswith(":::MLLOG {}")) == ["0: :::MLLOG {}", "1: :::MLLOG {}"]
     assert launcher.poll([ref])[ref.job_id].state is JobState.COMPLETED
     launcher.cancel(ref)  # cancelling a finished job is not an error
+
+
+def test_disabled_accounting_is_remembered_so_each_poll_is_one_call():
+    fake = FakeRunner()
+    fake.on("sacct ", exit_code=1, stderr="sacct: error: Slurm accounting storage is disabled\n")
+    fake.on("squeue ", stdout="7|RUNNING|0|node1|0:05|None|\n")
+    launcher = SlurmLauncher(fake, cluster())
+    for _ in range(3):
+        assert launcher.poll(refs("7"))["7"].state is JobState.RUNNING
+    assert (launcher.sacct_calls, launcher.squeue_calls) == (1, 3)
