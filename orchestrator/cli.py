@@ -221,19 +221,32 @@ def recipes_list(as_json: bool = JsonOpt) -> None:
 
 
 @recipes_app.command("show")
-def recipes_show(name: str, sku: str = typer.Option("local", "--sku"),
-                 nodes: int = typer.Option(1, "--nodes"), as_json: bool = JsonOpt) -> None:
-    """One recipe and the exact per-node command it would run."""
-    from orchestrator import catalog as cat
-    from orchestrator.recipes import check_request, get_recipe, render_command
-    recipe = get_recipe(name)
-    check_request(recipe, cat.lookup(sku).name, nodes)
-    command = render_command(recipe, run_dir="<run_dir>", nodes=nodes)
+def recipes_show(name: str = typer.Argument(..., help="Recipe name."),
+                 sku: str = typer.Option("local", "--sku", help="VM size or alias."),
+                 nodes: int = typer.Option(1, "--nodes", help="Number of nodes (VMs)."),
+                 ruleset: Optional[str] = typer.Option(None, "--ruleset", help="MLPerf ruleset, e.g. 5.1.0."),
+                 image: Optional[str] = typer.Option(None, "--image", help="Override the container image."),
+                 as_json: bool = JsonOpt) -> None:
+    """The resolved config (parallelism, batch, placement) and the exact script that would run."""
+    from orchestrator.recipes import describe_launch
+    preview = describe_launch(name, sku, nodes, ruleset, image=image)
     if as_json:
-        return _print_json({"recipe": recipe, "command": command})
-    sys.stdout.write(f"{recipe.name}: {recipe.description}\nbenchmark: {recipe.benchmark}, "
-                     f"target {recipe.target.metric} {recipe.target.direction} {recipe.target.value}, "
-                     f"{recipe.required_runs} runs for a score\ncommand on each node:\n  {command}\n")
+        return _print_json(preview)
+    r = preview.resolved
+    lines = [f"{r.recipe} ({r.benchmark}, ruleset {r.ruleset or '-'}) on {r.nodes} x {r.sku_short} = {r.gpus} GPUs",
+             f"target: {r.target.metric} {'>=' if r.target.direction == 'max' else '<='} {r.target.value}, "
+             f"{r.required_runs} runs for a score, walltime {r.walltime_min} min"]
+    if r.gbs:
+        lines.append(f"parallelism: TP {r.tp} x PP {r.pp} x CP {r.cp} x DP {r.dp}"
+                     f"{f' (VP {r.vp})' if r.vp else ''}, micro batch {r.mbs}, global batch {r.gbs}, "
+                     f"grad accumulation {r.grad_accum}")
+    lines.append(f"config: {'derived: ' + (r.rule or '') if r.derived else 'listed'} ({r.source or 'recipe'})")
+    if r.image:
+        lines.append(f"image: {r.image}")
+    lines += [f"warning: {w}" for w in r.warnings]
+    sys.stdout.write("\n".join(lines) + "\n\n--- script ---\n" + preview.script.rstrip() + "\n")
+    if preview.stage_script:
+        sys.stdout.write("\n--- data staging job ---\n" + preview.stage_script.rstrip() + "\n")
 
 
 # ---------------------------------------------------------------- run / logs / report / results
