@@ -72,7 +72,9 @@ def test_dry_run_table_shows_cost_and_resources(azbench_home):
     (["up", "--dry-run", "--provider", "azure", "--sku", "gb200", "--nodes", "20", "--region", "eastus"],
      2, "racks of 18 VMs: 20 nodes is not a whole number of racks"),
     (["up", "--provider", "azure", "--sku", "h100", "--nodes", "2", "--region", "eastus"],
-     7, "provider 'azure' can plan but not yet create clusters"),
+     2, "no Azure subscription: set azure.subscription_id"),
+    (["up", "--provider", "azureml", "--sku", "h100", "--nodes", "2", "--region", "eastus"],
+     7, "provider 'azureml' can plan but not yet create clusters"),
     (["recipes", "show", "nosuch"], 2, "azbench: not found: unknown recipe 'nosuch'"),
 ])
 def test_bad_input_is_one_line_with_exit_code(azbench_home, args, code, message):

@@ -22,7 +22,10 @@ def get_provider(name: str) -> Provider:
     if name == "ssh":
         from orchestrator.providers.ssh import SshProvider
         return SshProvider()
-    if name in ("azure", "azureml", "fake"):
+    if name == "azure":
+        from orchestrator.providers.azure import AzureProvider
+        return AzureProvider()
+    if name in ("azureml", "fake"):
         from orchestrator.providers.fake import FakeProvider, PlanOnlyProvider
         return FakeProvider() if name == "fake" else PlanOnlyProvider(name)
     raise ConfigError(f"unknown provider '{name}' (choose from {', '.join(PROVIDERS)})")

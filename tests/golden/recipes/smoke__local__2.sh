@@ -17,9 +17,11 @@ export AZBENCH_RUN_DIR=/shared/azbench/runs/preview
 export AZBENCH_ATTEMPT_DIR=/shared/azbench/runs/preview/attempt-1
 export AZBENCH_CHECKPOINT_DIR=/shared/azbench/runs/preview/checkpoints
 export AZBENCH_RESUME=0
-# Rank 0 lives on the first node of the allocation.
-MASTER_ADDR="$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n 1)"
-export MASTER_ADDR
+# Rank 0 lives on the first node of the allocation; its NodeAddr is what other nodes can reach
+# (node names need not resolve, e.g. on the local cluster).
+FIRST_NODE="$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n 1)"
+MASTER_ADDR="$(scontrol -o show node "$FIRST_NODE" | sed -n 's/.*NodeAddr=\([^ ]*\).*/\1/p')"
+export MASTER_ADDR="${MASTER_ADDR:-$FIRST_NODE}"
 # Derived from the job id so two jobs sharing a node never collide; 20000-29999 stays below
 # Linux's ephemeral range (32768+), so no outgoing connection can already hold the port.
 export MASTER_PORT=$(( 20000 + SLURM_JOB_ID % 10000 ))

@@ -1,0 +1,172 @@
+"""The Azure provider: ND H100 v5 / ND H200 v5 / ND GB200 v6 Slurm clusters through the Azure SDKs.
+
+`plan` is plan_azure plus the head's NIC, so what `--dry-run` prints is exactly what `up` creates
+(`up` builds its resource names from the plan). `up` preflights and creates or adopts the cluster
+(azure_up.py), `describe` reads it back from tags, `down` deletes by tag and verifies nothing
+tagged remains, `sweep` removes expired or orphaned clusters. The only modules that import
+azure.* are the providers/azure*.py ones, and only inside functions, so `azbench --help` stays fast.
+"""
+
+from __future__ import annotations
+
+import os
+from datetime import datetime
+from typing import Any, Callable, Collection
+
+from orchestrator import paths
+from orchestrator.models import Cluster, ClusterState, Plan, ScaleSetPlan, SshTarget
+from orchestrator.planner import plan_azure
+from orchestrator.providers import azure_cloudinit as ci
+from orchestrator.providers import azure_resources as ar
+from orchestrator.providers.azure_clients import AzureClients, clients_from_config
+from orchestrator.providers.azure_errors import arm_call
+from orchestrator.providers.azure_lro import ProgressEvent
+from orchestrator.providers.azure_teardown import SweepItem, delete_cluster, tagged
+from orchestrator.providers.azure_teardown import sweep as _sweep
+from orchestrator.providers.azure_up import LRO_FILE, UpOptions, UpRun
+from orchestrator.specs import ClusterSpec
+
+__all__ = ["AzureProvider", "AzureClients", "ProgressEvent", "SweepItem", "NodeState", "sweep"]
+
+
+class NodeState(dict):  # type: ignore[type-arg]
+    """{'name', 'scale_set', 'state'} for `azbench status` (a dict: it goes straight to --json)."""
+
+
+class AzureProvider:
+    """Provider for `--provider azure`.
+
+    `clients` defaults to DefaultAzureCredential clients built from the spec (or, for describe/
+    down/sweep, the cluster record and the environment). `progress` receives ProgressEvents from
+    worker threads (serialised); an exception it raises aborts `up` like a crash would.
+    `caller_ip_lookup` returns the caller's public IP when neither azure.ssh_ingress_cidr nor
+    AZBENCH_CALLER_IP is set. `capacity_wait_s` is the pause before retrying AllocationFailed.
+    """
+
+    name = "azure"
+
+    def __init__(self, clients: AzureClients | None = None, *,
+                 progress: Callable[[ProgressEvent], None] | None = None,
+                 caller_ip_lookup: Callable[[], str] | None = None, owner: str | None = None,
+                 capacity_wait_s: float = 120.0, workers: int = 8,
+                 sleep: Callable[[float], None] | None = None) -> None:
+        self.clients = clients
+        self.opts = UpOptions(progress=progress, caller_ip_lookup=caller_ip_lookup, owner=owner,
+                              capacity_wait_s=capacity_wait_s, workers=workers, sleep=sleep)
+        self._spec: ClusterSpec | None = None
+
+    # ------------------------------------------------------------ Provider protocol
+    def plan(self, spec: ClusterSpec) -> Plan:
+        """plan_azure(spec) with the head NIC listed after the public IP. Pure."""
+        self._spec = spec  # lets describe(spec.name) right after find the spec's subscription
+        base = plan_azure(spec)
+        resources = list(base.resources)
+        at = next(i for i, r in enumerate(resources) if r.kind == ar.PIP) + 1
+        resources.insert(at, ar.head_nic_resource(base))
+        return base.model_copy(update={"provider": self.name, "resources": resources})
+
+    def up(self, spec: ClusterSpec, plan: Plan) -> Cluster:
+        """Create or adopt the cluster; a rerun after a crash creates only what is missing."""
+        self._spec = spec
+        return UpRun(self._clients_for_spec(spec), spec, plan, self.opts).execute()
+
+    def describe(self, name: str) -> Cluster | None:
+        """The cluster as Azure has it (found by its azbench-cluster tag), or None."""
+        clients = self._clients_for(name, None)
+        groups, _ = tagged(clients, name)
+        if not groups:
+            return None
+        rg = groups[0]
+        with arm_call(f"list scale sets of {rg.name}"):
+            sets = list(clients.compute.virtual_machine_scale_sets.list(rg.name))
+        return _described(name, rg, sets, self._head_ip(clients, rg.name, name), clients)
+
+    def down(self, cluster: Cluster) -> None:
+        """Delete everything tagged with the cluster, wait, verify none is left. Idempotent."""
+        clients = self._clients_for(cluster.name, cluster)
+        delete_cluster(clients, cluster.name, workers=self.opts.workers)
+        (paths.cluster_dir(cluster.name) / LRO_FILE).unlink(missing_ok=True)
+
+    # ------------------------------------------------------------ extras
+    def node_states(self, cluster: Cluster) -> list[NodeState]:
+        """One row per VM from one list call per scale set (never one GET per VM)."""
+        clients = self._clients_for(cluster.name, cluster)
+        rg = str(cluster.properties.get("resource_group") or f"azbench-{cluster.name}")
+        out: list[NodeState] = []
+        for s in str(cluster.properties.get("scale_sets") or "").split(","):
+            if not s:
+                continue
+            with arm_call(f"list VMs of {s}"):
+                for vm in clients.compute.virtual_machine_scale_set_vms.list(rg, s):
+                    host = getattr(getattr(vm, "os_profile", None), "computer_name", None) or vm.name
+                    state = getattr(vm, "provisioning_state", None)
+                    out.append(NodeState(name=host, scale_set=s, state=str(getattr(state, "value", state))))
+        return out
+
+    # ------------------------------------------------------------ helpers
+    def _clients_for_spec(self, spec: ClusterSpec) -> AzureClients:
+        if self.clients is not None:
+            return self.clients
+        return clients_from_config(subscription_id=spec.azure.subscription_id,
+                                   arm_endpoint=spec.azure.arm_endpoint,
+                                   polling_interval=spec.azure.polling_interval)
+
+    def _clients_for(self, name: str, cluster: Cluster | None) -> AzureClients:
+        if self.clients is not None:
+            return self.clients
+        if self._spec is not None and self._spec.name == name:
+            return self._clients_for_spec(self._spec)
+        props = cluster.properties if cluster else {}
+        sub = props.get("subscription_id")
+        endpoint = props.get("arm_endpoint")
+        return clients_from_config(subscription_id=str(sub) if sub else None,
+                                   arm_endpoint=str(endpoint) if endpoint else None)
+
+    def _head_ip(self, clients: Any, rg: str, name: str) -> str | None:
+        from orchestrator.providers.azure_lro import observe
+        pip = observe(clients, rg, ar.PIP, f"{name}-head-ip")
+        return getattr(pip.model, "ip_address", None) if pip else None
+
+
+def sweep(clients: AzureClients | None = None, *, dry_run: bool = True,
+          known_clusters: Collection[str] | None = None, now: datetime | None = None,
+          subscription_id: str | None = None, arm_endpoint: str | None = None) -> list[SweepItem]:
+    """Find (and unless dry_run, delete) clusters past azbench-expires or unknown to azbench.
+
+    `known_clusters`: names with a live azbench record; None skips the record-gone check.
+    Without `clients`, DefaultAzureCredential clients for AZURE_SUBSCRIPTION_ID are used.
+    """
+    if clients is None:
+        clients = clients_from_config(subscription_id=subscription_id, arm_endpoint=arm_endpoint)
+    return _sweep(clients, dry_run=dry_run, known_clusters=known_clusters, now=now)
+
+
+def _described(name: str, rg: Any, sets: list[Any], head_ip: str | None, clients: Any) -> Cluster:
+    ours = sorted((s for s in sets if (s.tags or {}).get(ar.TAG_CLUSTER) == name), key=lambda s: s.name)
+    states = {str(getattr(s.provisioning_state, "value", s.provisioning_state)) for s in ours}
+    state = (ClusterState.FAILED if "Failed" in states else
+             ClusterState.READY if ours and states == {"Succeeded"} else ClusterState.PROVISIONING)
+    plans = [ScaleSetPlan(name=s.name, vms=int(s.sku.capacity or 0), gpus=0) for s in ours]
+    cdir = paths.cluster_dir(name)
+    ssh = None
+    if head_ip and (cdir / ci.ADMIN_KEY).exists() and (cdir / ci.KNOWN_HOSTS).exists():
+        ssh = SshTarget(host=head_ip, port=22, user=_admin(ours), key_path=cdir / ci.ADMIN_KEY,
+                        known_hosts=cdir / ci.KNOWN_HOSTS)
+    tags = rg.tags or {}
+    return Cluster(name=name, provider="azure", sku=ours[0].sku.name if ours else "unknown",
+                   nodes=sum(p.vms for p in plans), region=ours[0].location if ours else rg.location,
+                   state=state, node_names=[h for p in plans for h in ci.node_hostnames(p)],
+                   partition=ci.PARTITION, workdir=ci.WORKDIR, ssh=ssh,
+                   properties={"resource_group": rg.name, "subscription_id": clients.subscription_id,
+                               "arm_endpoint": clients.base_url, "head_ip": head_ip,
+                               "scale_sets": ",".join(p.name for p in plans),
+                               "owner": tags.get(ar.TAG_OWNER), "expires": tags.get(ar.TAG_EXPIRES)})
+
+
+def _admin(sets: list[Any]) -> str:
+    for s in sets:
+        profile = getattr(getattr(s, "virtual_machine_profile", None), "os_profile", None)
+        if profile is not None and profile.admin_username:
+            return str(profile.admin_username)
+    return os.environ.get("AZBENCH_ADMIN_USER", "azureuser")
+

@@ -1,0 +1,195 @@
+"""Cluster secrets and cloud-init for Azure clusters: keys, slurm.conf, topology, custom data.
+
+`load_or_create_secrets` makes (once, under the cluster dir, files 0600) the admin SSH key pair,
+the head's SSH host key pair (injected through cloud-init, so known_hosts is pinned at `up`) and
+the munge key. `head_cloud_init` / `node_cloud_init` render templates/cloud-init-*.yaml.j2 with
+the same slurm.conf template as the local provider and a topology from the scale sets (one IB
+switch per scale set; GB200: one Slurm block per NVL72 rack). `custom_data` gzips and base64s.
+"""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import os
+import secrets as pysecrets
+from dataclasses import dataclass
+from pathlib import Path
+
+import jinja2
+
+from orchestrator.catalog import GpuSku
+from orchestrator.errors import ProvisionError
+from orchestrator.models import ScaleSetPlan
+from orchestrator.resources import templates_dir
+from orchestrator.slurmconf import SlurmConfParams, SlurmNode, compress_hostlist, render_slurm_conf
+
+ADMIN_KEY = "id_ed25519"
+HOST_KEY = "ssh_host_ed25519_key"
+MUNGE_KEY = "munge.key"
+KNOWN_HOSTS = "known_hosts"
+WORKDIR = "/shared/azbench"
+PARTITION = "gpu"
+MAX_CUSTOM_DATA = 65_535  # bytes before base64 (Azure's customData limit)
+_B36 = "0123456789abcdefghijklmnopqrstuvwxyz"
+
+
+@dataclass(frozen=True)
+class ClusterSecrets:
+    admin_key_path: Path
+    admin_public_key: str
+    host_private_key: str
+    host_public_key: str
+    munge_key_b64: str
+
+
+@dataclass(frozen=True)
+class HeadContext:
+    cluster: str
+    host_private_key: str
+    host_public_key: str
+    munge_key_b64: str
+    subnet_cidr: str
+    slurm_conf: str
+    topology: list[str]
+    topology_note: str
+    workdir: str = WORKDIR
+
+
+@dataclass(frozen=True)
+class NodeContext:
+    cluster: str
+    head_addr: str
+    munge_key_b64: str
+    gpus: int
+    scale_sets: str
+
+
+def load_or_create_secrets(cluster_dir: Path) -> ClusterSecrets:
+    """The cluster's keys, generated on the first `up` and reused by every rerun."""
+    cluster_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+    admin = cluster_dir / ADMIN_KEY
+    host = cluster_dir / HOST_KEY
+    munge = cluster_dir / MUNGE_KEY
+    for path, comment in ((admin, "azbench-admin"), (host, "azbench-head-host")):
+        if not path.exists():
+            _write_keypair(path, comment)
+    if not munge.exists():
+        _write_private(munge, base64.b64encode(pysecrets.token_bytes(1024)))
+    return ClusterSecrets(
+        admin_key_path=admin, admin_public_key=(cluster_dir / f"{ADMIN_KEY}.pub").read_text().strip(),
+        host_private_key=host.read_text().strip(),
+        host_public_key=(cluster_dir / f"{HOST_KEY}.pub").read_text().strip(),
+        munge_key_b64=munge.read_text().strip())
+
+
+def write_known_hosts(cluster_dir: Path, host: str, host_public_key: str) -> Path:
+    """known_hosts with the head's injected host key pinned for `host` (port 22)."""
+    key_type, key_b64 = host_public_key.split()[:2]
+    path = cluster_dir / KNOWN_HOSTS
+    path.write_text(f"{host} {key_type} {key_b64}\n")
+    return path
+
+
+def node_hostnames(scale_set: ScaleSetPlan) -> list[str]:
+    """Computer names Azure gives a Uniform scale set's VMs: prefix + 6 base-36 digits of the id.
+
+    Assumes instance ids 0..n-1, which holds for a fresh set with overprovision off.
+    """
+    return [f"{computer_name_prefix(scale_set)}{_base36(i)}" for i in range(scale_set.vms)]
+
+
+def computer_name_prefix(scale_set: ScaleSetPlan) -> str:
+    return f"{scale_set.name}-"
+
+
+def head_hostname(cluster: str) -> str:
+    return f"{cluster}-head"
+
+
+def slurm_params(cluster: str, head_addr: str, sku: GpuSku, sets: list[ScaleSetPlan]) -> SlurmConfParams:
+    nodes = [SlurmNode(name=h, hostname=h, addr=h, cpus=sku.vcpus, gpus=sku.gpus_per_vm)
+             for s in sets for h in node_hostnames(s)]
+    block = sku.nvlink_domain_vms > 1
+    return SlurmConfParams(
+        cluster_name=cluster, controller_host=head_hostname(cluster), controller_addr=head_addr,
+        state_dir="/var/spool/slurmctld", spool_dir="/var/spool/slurmd", log_dir="/var/log/slurm",
+        pid_dir="/run", jobcomp_file="/shared/slurm/jobcomp.txt", nodes=nodes, partition=PARTITION,
+        oversubscribe="EXCLUSIVE", slurmd_timeout=300, message_timeout=30, kill_wait=30,
+        topology_plugin="topology/block" if block else "topology/tree")
+
+
+def topology(sku: GpuSku, sets: list[ScaleSetPlan]) -> tuple[list[str], str]:
+    """topology.conf lines and a one-line note saying what they model."""
+    if sku.nvlink_domain_vms > 1:
+        lines = []
+        for s in sets:
+            hosts, racks = node_hostnames(s), s.racks or 1
+            per_rack = s.vms // racks
+            lines += [f"BlockName={s.name}-rack{r} Nodes={compress_hostlist(hosts[r * per_rack:(r + 1) * per_rack])}"
+                      for r in range(racks)]
+        return lines, "one block per NVL72 rack (NVLink domain), racks by instance order"
+    lines = [f"SwitchName={s.name} Nodes={compress_hostlist(node_hostnames(s))}" for s in sets]
+    if len(sets) > 1:
+        lines.append(f"SwitchName=top Switches={','.join(s.name for s in sets)}")
+    return lines, "one switch per scale set (each scale set is one InfiniBand fabric)"
+
+
+def head_cloud_init(cluster: str, sku: GpuSku, sets: list[ScaleSetPlan], head_addr: str,
+                    subnet_cidr: str, sec: ClusterSecrets) -> str:
+    lines, note = topology(sku, sets)
+    ctx = HeadContext(cluster=cluster, host_private_key=sec.host_private_key,
+                      host_public_key=sec.host_public_key, munge_key_b64=sec.munge_key_b64,
+                      subnet_cidr=subnet_cidr,
+                      slurm_conf=render_slurm_conf(slurm_params(cluster, head_addr, sku, sets)).rstrip("\n"),
+                      topology=lines, topology_note=note)
+    return _render("cloud-init-head.yaml.j2", ctx)
+
+
+def node_cloud_init(cluster: str, sku: GpuSku, sets: list[ScaleSetPlan], head_addr: str,
+                    sec: ClusterSecrets) -> str:
+    ctx = NodeContext(cluster=cluster, head_addr=head_addr, munge_key_b64=sec.munge_key_b64,
+                      gpus=sku.gpus_per_vm, scale_sets=compress_hostlist([s.name for s in sets]))
+    return _render("cloud-init-node.yaml.j2", ctx)
+
+
+def custom_data(text: str, what: str) -> str:
+    """base64(gzip(text)) for osProfile.customData; cloud-init unpacks gzip by itself."""
+    packed = gzip.compress(text.encode(), mtime=0)
+    if len(packed) > MAX_CUSTOM_DATA:
+        raise ProvisionError(f"cloud-init for {what} is {len(packed):,} bytes compressed, over Azure's "
+                             f"{MAX_CUSTOM_DATA:,}-byte customData limit")
+    return base64.b64encode(packed).decode()
+
+
+def _render(name: str, ctx: object) -> str:
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(templates_dir())),
+                             undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True,
+                             keep_trailing_newline=True, autoescape=False)
+    return env.get_template(name).render(c=ctx)
+
+
+def _base36(i: int) -> str:
+    out = ""
+    for _ in range(6):
+        i, r = divmod(i, 36)
+        out = _B36[r] + out
+    return out
+
+
+def _write_keypair(path: Path, comment: str) -> None:
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+    key = Ed25519PrivateKey.generate()
+    private = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.OpenSSH,
+                                serialization.NoEncryption())
+    public = key.public_key().public_bytes(serialization.Encoding.OpenSSH, serialization.PublicFormat.OpenSSH)
+    _write_private(path, private)
+    Path(f"{path}.pub").write_text(f"{public.decode()} {comment}\n")
+
+
+def _write_private(path: Path, data: bytes) -> None:
+    # Created 0600 from the start: the key is never readable by others, even briefly.
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "wb") as handle:
+        handle.write(data)

@@ -1,0 +1,207 @@
+"""Preflight for an Azure cluster: everything checked before the first PUT, failing in seconds.
+
+Checks, with the exact shortfall in the message: the GPU and head sizes are offered in the region
+(and zones) and not restricted for the subscription (resource SKUs); the family and total regional
+vCPU quotas cover the VMs still to create (usages); the image exists with the right architecture
+and Hyper-V Gen2 (for GB200 an arm64 Ubuntu-HPC image is resolved here); and the SSH ingress CIDR
+is the caller's address or a configured range, never the whole internet.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import re
+import urllib.request
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from orchestrator.catalog import GpuSku
+from orchestrator.errors import PreflightError
+from orchestrator.providers.azure_errors import arm_call, is_not_found
+from orchestrator.providers.azure_resources import image_reference
+
+HPC_PUBLISHER, HPC_OFFER = "microsoft-dsvm", "ubuntu-hpc"
+CALLER_IP_ENV = "AZBENCH_CALLER_IP"
+IP_ECHO_URL = "https://api.ipify.org"
+GALLERY_API_VERSION = "2023-07-03"
+
+
+@dataclass(frozen=True)
+class PreflightNeed:
+    region: str
+    sku: GpuSku
+    new_vms: int
+    head_size: str
+    new_head: bool
+    zones: list[str] = field(default_factory=list)
+    image: str | None = None
+
+
+def preflight(clients: Any, need: PreflightNeed) -> dict[str, str]:
+    """Raise PreflightError listing every shortfall; return the node image reference to use."""
+    problems: list[str] = []
+    rows: dict[str, Any] = {}
+    if need.new_vms or need.new_head:  # an adopting rerun skips the large SKU list
+        with arm_call(f"list VM sizes in {need.region}"):
+            rows = {s.name: s for s in clients.compute.resource_skus.list(filter=f"location eq '{need.region}'")
+                    if s.resource_type == "virtualMachines"}
+    head_row = rows.get(need.head_size)
+    if need.new_vms:
+        problems += _sku_problems(rows.get(need.sku.name), need.sku.name, need.region, need.zones)
+    if need.new_head:
+        problems += _sku_problems(head_row, need.head_size, need.region, [])
+    if need.new_vms or need.new_head:
+        problems += _quota_problems(clients, need, head_row)
+    image = None
+    try:
+        image = resolve_image(clients, need)
+    except PreflightError as exc:
+        problems.append(exc.message)
+    if problems:
+        raise PreflightError("; ".join(problems))
+    assert image is not None
+    return image
+
+
+def resolve_ingress(configured: str | None, lookup: Callable[[], str] | None = None) -> str:
+    """SSH source CIDR: azure.ssh_ingress_cidr, else $AZBENCH_CALLER_IP, else lookup() (/32)."""
+    if configured:
+        net = ipaddress.ip_network(configured, strict=False)
+    else:
+        raw = os.environ.get(CALLER_IP_ENV) or (lookup or public_ip_lookup)()
+        try:
+            addr = ipaddress.ip_address(raw.strip())
+        except ValueError:
+            raise PreflightError(f"caller address '{raw.strip()[:60]}' is not an IP address",
+                                 hint=f"set azure.ssh_ingress_cidr or {CALLER_IP_ENV}") from None
+        net = ipaddress.ip_network(f"{addr}/{addr.max_prefixlen}")
+    if net.prefixlen == 0:
+        raise PreflightError(f"SSH ingress {net} would open port 22 to the whole internet",
+                             hint="set azure.ssh_ingress_cidr to your own address, e.g. 203.0.113.7/32")
+    return str(net)
+
+
+def public_ip_lookup(url: str = IP_ECHO_URL, timeout_s: float = 5.0) -> str:
+    """This machine's public address from an HTTPS echo service (the default caller lookup)."""
+    try:
+        with urllib.request.urlopen(url, timeout=timeout_s) as resp:  # noqa: S310 (fixed https URL)
+            return resp.read(64).decode().strip()
+    except OSError as exc:
+        raise PreflightError(f"cannot detect your public address via {url}: {exc}",
+                             hint=f"set azure.ssh_ingress_cidr or {CALLER_IP_ENV}") from None
+
+
+def resolve_image(clients: Any, need: PreflightNeed) -> dict[str, str]:
+    """The node image reference, checked to exist for the size's architecture, Gen2."""
+    arch = "Arm64" if need.sku.cpu_arch == "arm64" else "x64"
+    image = need.image or need.sku.image
+    if image.startswith("/"):
+        with arm_call(f"check image {image}"):
+            try:
+                clients.resources.resources.get_by_id(image, api_version=GALLERY_API_VERSION)
+            except Exception as exc:
+                if is_not_found(exc):
+                    raise PreflightError(f"image {image} does not exist") from None
+                raise
+        return image_reference(image)
+    if ":" not in image:
+        return _find_hpc_image(clients, need.region, arch)
+    ref = image_reference(image)
+    _check_urn(clients, need.region, ref, arch)
+    return ref
+
+
+def _sku_problems(row: Any, name: str, region: str, zones: list[str]) -> list[str]:
+    if row is None or region not in [loc.lower() for loc in (row.locations or [])]:
+        return [f"{name} is not offered in {region}"]
+    out = []
+    for r in row.restrictions or []:
+        kind = str(getattr(r.type, "value", r.type))
+        # Hybrid models are Mappings: `values` is the dict method, the field is values_property.
+        if kind == "Location" and region in [v.lower() for v in getattr(r, "values_property", None) or []]:
+            out.append(f"{name} is restricted in {region} for this subscription "
+                       f"({getattr(r.reason_code, 'value', r.reason_code)})")
+    offered = {z for info in row.location_info or [] for z in (info.zones or [])}
+    missing = [z for z in zones if z not in offered]
+    if missing:
+        out.append(f"{name} is not offered in zone(s) {', '.join(missing)} of {region} "
+                   f"(offered: {', '.join(sorted(offered)) or 'none'})")
+    return out
+
+
+def _quota_problems(clients: Any, need: PreflightNeed, head_row: Any) -> list[str]:
+    with arm_call(f"read vCPU quotas in {need.region}"):
+        usage = {u.name.value: u for u in clients.compute.usage.list(need.region)}
+    head_vcpus = _capability(head_row, "vCPUs", 8) if need.new_head else 0
+    wants: dict[str, int] = {}
+    if need.new_vms:
+        wants[need.sku.quota_family] = need.sku.vcpus * need.new_vms
+    if head_vcpus and head_row is not None and head_row.family:
+        wants[head_row.family] = wants.get(head_row.family, 0) + head_vcpus
+    wants["cores"] = need.sku.vcpus * need.new_vms + head_vcpus
+    out = []
+    for family, want in wants.items():
+        label = "total regional vCPUs" if family == "cores" else family
+        row = usage.get(family)
+        if row is None:
+            out.append(f"quota {label} in {need.region}: not listed for this subscription "
+                       f"(need {want:,} vCPUs)")
+            continue
+        free = int(row.limit) - int(row.current_value)
+        if free < want:
+            out.append(f"quota {label} in {need.region}: need {want:,} vCPUs, {free:,} free "
+                       f"(limit {int(row.limit):,}, used {int(row.current_value):,})")
+    return out
+
+
+def _check_urn(clients: Any, region: str, ref: dict[str, str], arch: str) -> None:
+    version = ref["version"]
+    urn = ":".join(ref[k] for k in ("publisher", "offer", "sku", "version"))
+    with arm_call(f"check image {urn}"):
+        if version == "latest":
+            version = _latest(clients, region, ref["publisher"], ref["offer"], ref["sku"])
+            if version is None:
+                raise PreflightError(f"image {urn} has no versions in {region}")
+        try:
+            img = clients.compute.virtual_machine_images.get(region, ref["publisher"], ref["offer"],
+                                                            ref["sku"], version)
+        except Exception as exc:
+            if is_not_found(exc):
+                raise PreflightError(f"image {urn} does not exist in {region}") from None
+            raise
+    got_arch, gen = _value(img.architecture) or "x64", _value(img.hyper_v_generation) or "V1"
+    if got_arch.lower() != arch.lower() or gen != "V2":
+        raise PreflightError(f"image {urn} is {got_arch} Hyper-V {gen}; the size needs {arch} Gen2")
+
+
+def _find_hpc_image(clients: Any, region: str, arch: str) -> dict[str, str]:
+    with arm_call(f"list {HPC_OFFER} images in {region}"):
+        skus = [s.name for s in clients.compute.virtual_machine_images.list_skus(region, HPC_PUBLISHER, HPC_OFFER)]
+    # Newest release first; arm64-named SKUs first among equals.
+    for sku in sorted(skus, key=lambda s: (s[:4], arch.lower() in s.lower()), reverse=True):
+        ref = {"publisher": HPC_PUBLISHER, "offer": HPC_OFFER, "sku": sku, "version": "latest"}
+        try:
+            _check_urn(clients, region, ref, arch)
+        except PreflightError:
+            continue
+        return ref
+    raise PreflightError(f"no {arch} Gen2 {HPC_PUBLISHER}:{HPC_OFFER} image in {region}",
+                         hint="set azure.image to a URN or a gallery image id")
+
+
+def _latest(clients: Any, region: str, publisher: str, offer: str, sku: str) -> str | None:
+    rows = clients.compute.virtual_machine_images.list(region, publisher, offer, sku)
+    names = [r.name for r in rows]
+    return max(names, key=lambda v: [int(p) if p.isdigit() else -1 for p in re.split(r"[.]", v)]) if names else None
+
+
+def _capability(row: Any, name: str, default: int) -> int:
+    for cap in (row.capabilities if row is not None else None) or []:
+        if cap.name == name:
+            return int(float(cap.value))
+    return default
+
+
+def _value(x: Any) -> str | None:
+    return None if x is None else str(getattr(x, "value", x))

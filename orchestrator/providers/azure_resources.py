@@ -1,0 +1,178 @@
+"""The Azure resources of one cluster: names from the plan, tags, and the SDK request bodies.
+
+Pure builders (no network): `names_from_plan` reads exactly the resources `--dry-run` printed, so
+`up` cannot create anything the plan did not show; the `*_body` functions build the azure-mgmt
+models (imported lazily) for the resource group, NSG (SSH from one CIDR only), VNet + subnet
+(outside 172.16.0.0/16), public IP, head NIC (static private IP), head VM and the GPU scale sets
+(Uniform, single placement group, one fault domain, no overprovisioning, Manual upgrades,
+accelerated networking, SSH keys only).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from orchestrator.errors import PreflightError, ProvisionError
+from orchestrator.models import Plan, PlannedResource, ScaleSetPlan
+
+RG = "Microsoft.Resources/resourceGroups"
+VNET = "Microsoft.Network/virtualNetworks"
+NSG = "Microsoft.Network/networkSecurityGroups"
+PIP = "Microsoft.Network/publicIPAddresses"
+NIC = "Microsoft.Network/networkInterfaces"
+VM = "Microsoft.Compute/virtualMachines"
+VMSS = "Microsoft.Compute/virtualMachineScaleSets"
+KINDS = (RG, NSG, PIP, VNET, NIC, VM, VMSS)  # creation order
+SUBNET = "nodes"
+TAG_CLUSTER, TAG_OWNER, TAG_EXPIRES = "azbench-cluster", "azbench-owner", "azbench-expires"
+# Ubuntu LTS for the head, matching the node image's release so slurmctld and slurmd agree.
+HEAD_IMAGES = {"2204": "Canonical:0001-com-ubuntu-server-jammy:22_04-lts-gen2:latest",
+               "2404": "Canonical:ubuntu-24_04-lts:server:latest"}
+
+
+@dataclass(frozen=True)
+class ClusterNames:
+    rg: str
+    nsg: str
+    pip: str
+    vnet: str
+    nic: str
+    head: str
+    sets: tuple[ScaleSetPlan, ...]
+
+
+def head_nic_resource(plan: Plan) -> PlannedResource:
+    """The head's NIC, which plan_azure leaves implicit; AzureProvider.plan adds it."""
+    tags = {k: v for k, v in next(r for r in plan.resources if r.kind == VM).properties.items()
+            if k.startswith("tag:")}
+    return PlannedResource(kind=NIC, name=f"{plan.cluster}-head-nic",
+                           properties={"accelerated_networking": True, "private_ip": "static", **tags})
+
+
+def names_from_plan(plan: Plan) -> ClusterNames:
+    by_kind: dict[str, list[str]] = {}
+    for res in plan.resources:
+        if res.kind not in KINDS:
+            raise ProvisionError(f"plan has a resource azbench cannot create: {res.kind} {res.name}")
+        by_kind.setdefault(res.kind, []).append(res.name)
+    for kind in KINDS[:-1]:
+        if len(by_kind.get(kind, [])) != 1:
+            raise ProvisionError(f"plan must hold exactly one {kind}, has {by_kind.get(kind, [])}")
+    sets = tuple(s for s in plan.scale_sets)
+    if sorted(by_kind.get(VMSS, [])) != sorted(s.name for s in sets):
+        raise ProvisionError("plan's scale-set resources and scale_sets disagree")
+    one = {k: v[0] for k, v in by_kind.items()}
+    return ClusterNames(rg=one[RG], nsg=one[NSG], pip=one[PIP], vnet=one[VNET], nic=one[NIC],
+                        head=one[VM], sets=sets)
+
+
+def cluster_tags(cluster: str, owner: str, expires: datetime, extra: dict[str, str]) -> dict[str, str]:
+    return {**extra, TAG_CLUSTER: cluster, TAG_OWNER: owner,
+            TAG_EXPIRES: expires.strftime("%Y-%m-%dT%H:%M:%SZ")}
+
+
+def subnet_layout(vnet_cidr: str, vms: int) -> tuple[str, str]:
+    """(subnet CIDR, head's static private IP): the subnet spans the VNet; Azure keeps .0-.3."""
+    net = ipaddress.ip_network(vnet_cidr)
+    if net.num_addresses < vms + 6:
+        raise PreflightError(f"VNet {vnet_cidr} holds {net.num_addresses - 5:,} VMs, need {vms + 1:,}",
+                             hint="set azure.vnet_cidr to a larger range, e.g. a /16")
+    return str(net), str(net.network_address + 4)
+
+
+def rid(sub: str, rg: str, kind: str = "", name: str = "") -> str:
+    base = f"/subscriptions/{sub}/resourceGroups/{rg}"
+    return f"{base}/providers/{kind}/{name}" if kind else base
+
+
+def image_reference(image: str) -> dict[str, str]:
+    """A URN 'publisher:offer:sku:version' or a gallery/managed image id."""
+    if image.startswith("/"):
+        return {"id": image}
+    parts = image.split(":")
+    if len(parts) != 4:
+        raise PreflightError(f"image '{image}' is neither publisher:offer:sku:version nor a resource id")
+    return dict(zip(("publisher", "offer", "sku", "version"), parts))
+
+
+def head_image(node_image: dict[str, str]) -> dict[str, str]:
+    release = "2404" if node_image.get("sku", "").startswith("24") else "2204"
+    return image_reference(HEAD_IMAGES[release])
+
+
+def nsg_body(location: str, tags: dict[str, str], ingress_cidr: str) -> Any:
+    from azure.mgmt.network.models import NetworkSecurityGroup, SecurityRule
+    rule = SecurityRule(name="ssh-from-caller", priority=100, direction="Inbound", access="Allow",
+                        protocol="Tcp", source_address_prefix=ingress_cidr, source_port_range="*",
+                        destination_address_prefix="*", destination_port_range="22")
+    return NetworkSecurityGroup(location=location, tags=tags, security_rules=[rule])
+
+
+def vnet_body(location: str, tags: dict[str, str], cidr: str, subnet_cidr: str, nsg_id: str) -> Any:
+    from azure.mgmt.network.models import AddressSpace, NetworkSecurityGroup, Subnet, VirtualNetwork
+    subnet = Subnet(name=SUBNET, address_prefix=subnet_cidr, network_security_group=NetworkSecurityGroup(id=nsg_id))
+    return VirtualNetwork(location=location, tags=tags, address_space=AddressSpace(address_prefixes=[cidr]),
+                          subnets=[subnet])
+
+
+def pip_body(location: str, tags: dict[str, str]) -> Any:
+    from azure.mgmt.network.models import PublicIPAddress, PublicIPAddressSku
+    return PublicIPAddress(location=location, tags=tags, sku=PublicIPAddressSku(name="Standard"),
+                           public_ip_allocation_method="Static", public_ip_address_version="IPv4")
+
+
+def nic_body(location: str, tags: dict[str, str], subnet_id: str, pip_id: str, private_ip: str) -> Any:
+    from azure.mgmt.network.models import NetworkInterface, NetworkInterfaceIPConfiguration, PublicIPAddress, Subnet
+    ipc = NetworkInterfaceIPConfiguration(name="ipconfig", primary=True, subnet=Subnet(id=subnet_id),
+                                          private_ip_allocation_method="Static", private_ip_address=private_ip,
+                                          public_ip_address=PublicIPAddress(id=pip_id))
+    return NetworkInterface(location=location, tags=tags, enable_accelerated_networking=True,
+                            ip_configurations=[ipc])
+
+
+def head_vm_body(location: str, tags: dict[str, str], *, size: str, image: dict[str, str], admin: str,
+                 pubkey: str, custom_data: str, nic_id: str, computer_name: str) -> Any:
+    from azure.mgmt.compute import models as m
+    return m.VirtualMachine(
+        location=location, tags=tags, hardware_profile=m.HardwareProfile(vm_size=size),
+        storage_profile=m.StorageProfile(
+            image_reference=m.ImageReference(**image),
+            os_disk=m.OSDisk(create_option="FromImage", disk_size_gb=256, caching="ReadWrite",
+                             managed_disk=m.ManagedDiskParameters(storage_account_type="Premium_LRS"))),
+        os_profile=m.OSProfile(computer_name=computer_name, admin_username=admin, custom_data=custom_data,
+                               linux_configuration=_linux(m, admin, pubkey)),
+        network_profile=m.NetworkProfile(network_interfaces=[m.NetworkInterfaceReference(id=nic_id, primary=True)]))
+
+
+def vmss_body(location: str, tags: dict[str, str], *, sku_name: str, scale_set: ScaleSetPlan,
+              zone: str | None, image: dict[str, str], admin: str, pubkey: str, custom_data: str,
+              subnet_id: str, prefix: str) -> Any:
+    from azure.mgmt.compute import models as m
+    nic = m.VirtualMachineScaleSetNetworkConfiguration(
+        name="ib-node", primary=True, enable_accelerated_networking=True,
+        ip_configurations=[m.VirtualMachineScaleSetIPConfiguration(
+            name="ipconfig", primary=True, subnet=m.ApiEntityReference(id=subnet_id))])
+    profile = m.VirtualMachineScaleSetVMProfile(
+        os_profile=m.VirtualMachineScaleSetOSProfile(computer_name_prefix=prefix, admin_username=admin,
+                                                     custom_data=custom_data,
+                                                     linux_configuration=_linux(m, admin, pubkey)),
+        storage_profile=m.VirtualMachineScaleSetStorageProfile(
+            image_reference=m.ImageReference(**image),
+            os_disk=m.VirtualMachineScaleSetOSDisk(
+                create_option="FromImage", caching="ReadWrite",
+                managed_disk=m.VirtualMachineScaleSetManagedDiskParameters(storage_account_type="Premium_LRS"))),
+        network_profile=m.VirtualMachineScaleSetNetworkProfile(network_interface_configurations=[nic]))
+    return m.VirtualMachineScaleSet(
+        location=location, tags=tags, zones=[zone] if zone else None,
+        sku=m.Sku(name=sku_name, tier="Standard", capacity=scale_set.vms), orchestration_mode="Uniform",
+        single_placement_group=True, platform_fault_domain_count=1, overprovision=False,
+        upgrade_policy=m.UpgradePolicy(mode="Manual"), virtual_machine_profile=profile)
+
+
+def _linux(m: Any, admin: str, pubkey: str) -> Any:
+    key = m.SshPublicKey(path=f"/home/{admin}/.ssh/authorized_keys", key_data=pubkey)
+    return m.LinuxConfiguration(disable_password_authentication=True,
+                                ssh=m.SshConfiguration(public_keys=[key]))

@@ -1,0 +1,237 @@
+"""`up` for one Azure cluster: observe, preflight, then create only what is missing, in parallel.
+
+Order: read every planned resource (GETs; adopt what exists, refuse what another cluster owns),
+preflight the VMs still to create, then resource group; NSG and public IP; VNet + subnet; head
+NIC; head VM and every GPU scale set at once (a thread pool). A scale set that fails with
+AllocationFailed/ZonalAllocationFailed is deleted and retried (tenacity) in the next zone of
+`azure.zones`; when the zones are spent, the cluster's regional resources move to the next of
+`azure.fallback_regions`. Quota and SkuNotAvailable fail fast; 429/5xx stay with azure-core.
+"""
+
+from __future__ import annotations
+
+import getpass
+import os
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
+from typing import Any, Callable
+
+from orchestrator import paths
+from orchestrator.errors import CapacityError, ProvisionError
+from orchestrator.models import Cluster, ClusterState, Plan, ScaleSetPlan, SshTarget
+from orchestrator.providers import azure_cloudinit as ci
+from orchestrator.providers import azure_resources as ar
+from orchestrator.providers.azure_lro import Aborted, Observed, Reporter, TokenStore, delete, ensure, observe
+from orchestrator.providers.azure_preflight import PreflightNeed, preflight, resolve_ingress
+from orchestrator.providers.azure_teardown import clear_group
+from orchestrator.specs import ClusterSpec
+
+LRO_FILE = "azure-lro.json"
+
+
+@dataclass
+class UpOptions:
+    progress: Callable[[Any], None] | None = None
+    caller_ip_lookup: Callable[[], str] | None = None
+    owner: str | None = None
+    capacity_wait_s: float = 120.0
+    workers: int = 8
+    sleep: Callable[[float], None] | None = None
+    now: Callable[[], datetime] = field(default=lambda: datetime.now(timezone.utc))
+
+
+class UpRun:
+    """One `up` of one cluster; see the module docstring."""
+
+    def __init__(self, clients: Any, spec: ClusterSpec, plan: Plan, opts: UpOptions) -> None:
+        self.clients, self.spec, self.plan, self.opts = clients, spec, plan, opts
+        self.names = ar.names_from_plan(plan)
+        self.sku = spec.sku_row
+        self.cdir = paths.cluster_dir(spec.name)
+        self.tokens = TokenStore(self.cdir / LRO_FILE)
+        self.report = Reporter(opts.progress)
+        self.sub = clients.subscription_id
+        self.seen: dict[str, Observed | None] = {}
+
+    def execute(self) -> Cluster:
+        self.seen = self._observe_all()
+        region = self._current_region()
+        ingress = resolve_ingress(self.spec.azure.ssh_ingress_cidr, self.opts.caller_ip_lookup)
+        secrets = ci.load_or_create_secrets(self.cdir)
+        tags = self._tags()
+        regions = [region] + [r for r in self.spec.azure.fallback_regions if r != region]
+        for i, reg in enumerate(regions):
+            zones = self.spec.azure.zones if reg == self.spec.region else []
+            image = preflight(self.clients, self._need(reg, zones))
+            try:
+                return self._build(reg, zones, image, ingress, secrets, tags)
+            except CapacityError:
+                if i == len(regions) - 1:
+                    raise
+                self.report.emit("retry", ar.RG, self.names.rg, f"no capacity in {reg}: moving to {regions[i + 1]}")
+                self._clear_regional()
+                self.seen = self._observe_all()
+
+    # ------------------------------------------------------------ observe + preflight
+    def _observe_all(self) -> dict[str, Observed | None]:
+        n = self.names
+        items = [(ar.RG, n.rg), (ar.NSG, n.nsg), (ar.PIP, n.pip), (ar.VNET, n.vnet), (ar.NIC, n.nic),
+                 (ar.VM, n.head)] + [(ar.VMSS, s.name) for s in n.sets]
+        seen: dict[str, Observed | None] = {}
+        group = observe(self.clients, n.rg, ar.RG, n.rg)
+        seen[f"{ar.RG}/{n.rg}"] = group
+        if group is not None:
+            self._check_owner(ar.RG, n.rg, group)
+            jobs = {f"{k}/{name}": (lambda k=k, name=name: observe(self.clients, n.rg, k, name))
+                    for k, name in items[1:]}
+            seen.update(self._parallel(jobs))
+        for key, obs in seen.items():
+            if obs is not None:
+                self._check_owner(*key.rsplit("/", 1), obs)
+        return seen
+
+    def _check_owner(self, kind: str, name: str, obs: Observed) -> None:
+        owner = obs.tags.get(ar.TAG_CLUSTER)
+        if owner != self.spec.name:
+            what = f"owned by azbench cluster '{owner}'" if owner else "not created by azbench"
+            raise ProvisionError(f"{kind.rsplit('/', 1)[-1]} {name} already exists and is {what}",
+                                 hint="pick another cluster name or azure.resource_group")
+
+    def _current_region(self) -> str:
+        for key, obs in self.seen.items():
+            if obs is not None and not key.startswith(ar.RG) and obs.location:
+                return obs.location
+        return self.spec.region or ""
+
+    def _need(self, region: str, zones: list[str]) -> PreflightNeed:
+        new_vms = sum(s.vms for s in self.names.sets if not self._live(ar.VMSS, s.name))
+        return PreflightNeed(region=region, sku=self.sku, new_vms=new_vms, head_size=self.spec.azure.head_size,
+                             new_head=not self._live(ar.VM, self.names.head), zones=zones,
+                             image=self.spec.azure.image)
+
+    def _live(self, kind: str, name: str) -> bool:
+        obs = self.seen.get(f"{kind}/{name}")
+        return obs is not None and obs.state != "Failed"
+
+    def _tags(self) -> dict[str, str]:
+        group = self.seen.get(f"{ar.RG}/{self.names.rg}")
+        owner = self.opts.owner or os.environ.get("AZBENCH_OWNER") or getpass.getuser()
+        expires = self.opts.now() + timedelta(hours=self.spec.azure.expires_hours)
+        tags = ar.cluster_tags(self.spec.name, owner, expires, dict(self.spec.tags))
+        if group is not None:  # a rerun keeps the first up's owner and expiry
+            tags.update({k: v for k, v in group.tags.items() if k in (ar.TAG_OWNER, ar.TAG_EXPIRES)})
+        return tags
+
+    # ------------------------------------------------------------ creation
+    def _build(self, region: str, zones: list[str], image: dict[str, str], ingress: str,
+               sec: ci.ClusterSecrets, tags: dict[str, str]) -> Cluster:
+        n, rg = self.names, self.names.rg
+        subnet_cidr, head_ip = ar.subnet_layout(self.spec.azure.vnet_cidr, self.plan.nodes)
+        ids = {k: ar.rid(self.sub, rg, k, name) for k, name in
+               ((ar.NSG, n.nsg), (ar.PIP, n.pip), (ar.VNET, n.vnet), (ar.NIC, n.nic))}
+        subnet_id = f"{ids[ar.VNET]}/subnets/{ar.SUBNET}"
+        self._ensure(ar.RG, rg, lambda: {"location": self.spec.region, "tags": tags})
+        self._parallel({
+            "nsg": lambda: self._ensure(ar.NSG, n.nsg, lambda: ar.nsg_body(region, tags, ingress)),
+            "pip": lambda: self._ensure(ar.PIP, n.pip, lambda: ar.pip_body(region, tags))})
+        self._ensure(ar.VNET, n.vnet, lambda: ar.vnet_body(region, tags, self.spec.azure.vnet_cidr,
+                                                           subnet_cidr, ids[ar.NSG]))
+        self._ensure(ar.NIC, n.nic, lambda: ar.nic_body(region, tags, subnet_id, ids[ar.PIP], head_ip))
+        sets = list(n.sets)
+        head_cd = ci.custom_data(ci.head_cloud_init(self.spec.name, self.sku, sets, head_ip, subnet_cidr, sec), "head")
+        node_cd = ci.custom_data(ci.node_cloud_init(self.spec.name, self.sku, sets, head_ip, sec), "nodes")
+        common = {"admin": self.spec.azure.admin_user, "pubkey": sec.admin_public_key}
+        jobs: dict[str, Callable[[], Any]] = {"head": lambda: self._ensure(ar.VM, n.head, lambda: ar.head_vm_body(
+            region, tags, size=self.spec.azure.head_size, image=ar.head_image(image), custom_data=head_cd,
+            nic_id=ids[ar.NIC], computer_name=ci.head_hostname(self.spec.name), **common))}
+        for s in sets:
+            jobs[s.name] = lambda s=s: self._ensure_vmss(region, zones, s, lambda zone, s=s: ar.vmss_body(
+                region, tags, sku_name=self.sku.name, scale_set=s, zone=zone, image=image, custom_data=node_cd,
+                subnet_id=subnet_id, prefix=ci.computer_name_prefix(s), **common))
+        self._parallel(jobs)
+        return self._cluster(region, image, sec, tags, head_ip)
+
+    def _ensure(self, kind: str, name: str, body: Callable[[], Any]) -> Any:
+        return ensure(self.clients, self.names.rg, kind, name, body,
+                      seen=self.seen.get(f"{kind}/{name}"), tokens=self.tokens, report=self.report)
+
+    def _ensure_vmss(self, region: str, zones: list[str], s: ScaleSetPlan,
+                     body: Callable[[str | None], Any]) -> Any:
+        from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait_fixed
+        placements: list[str | None] = list(zones) or [None]
+        retrying = Retrying(stop=stop_after_attempt(len(placements)), reraise=True,
+                            wait=wait_fixed(self.opts.capacity_wait_s),
+                            retry=retry_if_exception_type(CapacityError),
+                            sleep=self.opts.sleep or _real_sleep)
+        for attempt in retrying:
+            with attempt:
+                zone = placements[attempt.retry_state.attempt_number - 1]
+                return self._create_vmss(region, zone, s, body)
+        return None
+
+    def _create_vmss(self, region: str, zone: str | None, s: ScaleSetPlan,
+                     body: Callable[[str | None], Any]) -> Any:
+        key = f"{ar.VMSS}/{s.name}"
+        if self.seen.get(key) is not None and self.seen[key].state == "Failed":
+            delete(self.clients, self.names.rg, ar.VMSS, s.name, self.report)
+            self.seen[key] = None
+        try:
+            return self._ensure(ar.VMSS, s.name, lambda: body(zone))
+        except CapacityError as exc:
+            where = f"zone {zone} of {region}" if zone else region
+            self.report.emit("retry", ar.VMSS, s.name, f"{getattr(exc, 'code', 'AllocationFailed')} in {where}")
+            delete(self.clients, self.names.rg, ar.VMSS, s.name, self.report)
+            self.seen[key] = None
+            raise
+
+    def _clear_regional(self) -> None:
+        n = self.names
+        clear_group(self.clients, n.rg, {ar.VMSS: [s.name for s in n.sets], ar.VM: [n.head], ar.NIC: [n.nic],
+                                         ar.VNET: [n.vnet], ar.PIP: [n.pip], ar.NSG: [n.nsg]},
+                    self.report, self.opts.workers)
+        self.tokens.clear()
+
+    def _parallel(self, jobs: dict[str, Callable[[], Any]]) -> dict[str, Any]:
+        """Run independent jobs at once; on the first failure the others stop at their next step."""
+        with ThreadPoolExecutor(max_workers=max(1, min(self.opts.workers, len(jobs)))) as pool:
+            futures = {key: pool.submit(job) for key, job in jobs.items()}
+            for fut in futures.values():
+                fut.add_done_callback(lambda f: f.exception() and self.report.abort.set())
+        errors = [f.exception() for f in futures.values() if f.exception() is not None]
+        real = [e for e in errors if not isinstance(e, Aborted)]
+        if real:
+            # Capacity last: a fail-fast error (quota, SKU) is what the user must act on.
+            real.sort(key=lambda e: isinstance(e, CapacityError))
+            if all(isinstance(e, CapacityError) for e in real):
+                self.report.abort.clear()
+            raise real[0]
+        if errors:
+            raise errors[0]
+        return {key: fut.result() for key, fut in futures.items()}
+
+    def _cluster(self, region: str, image: dict[str, str], sec: ci.ClusterSecrets, tags: dict[str, str],
+                 head_ip: str) -> Cluster:
+        pip = observe(self.clients, self.names.rg, ar.PIP, self.names.pip)
+        address = getattr(pip.model, "ip_address", None) if pip else None
+        if not address:
+            raise ProvisionError(f"public IP {self.names.pip} has no address after creation")
+        known = ci.write_known_hosts(self.cdir, address, sec.host_public_key)
+        hosts = [h for s in self.names.sets for h in ci.node_hostnames(s)]
+        return Cluster(
+            name=self.spec.name, provider="azure", sku=self.sku.name, nodes=self.plan.nodes, region=region,
+            state=ClusterState.READY, node_names=hosts, partition=ci.PARTITION, workdir=ci.WORKDIR,
+            ssh=SshTarget(host=address, port=22, user=self.spec.azure.admin_user, key_path=sec.admin_key_path,
+                          known_hosts=known),
+            cost_per_hour_usd=self.plan.cost_per_hour_usd,
+            properties={"resource_group": self.names.rg, "subscription_id": self.sub,
+                        "arm_endpoint": self.clients.base_url, "head_ip": address, "head_private_ip": head_ip,
+                        "scale_sets": ",".join(s.name for s in self.names.sets),
+                        "image": ":".join(image.values()) if "id" not in image else image["id"],
+                        "owner": tags[ar.TAG_OWNER], "expires": tags[ar.TAG_EXPIRES]})
+
+
+def _real_sleep(seconds: float) -> None:
+    import time
+    time.sleep(seconds)
+

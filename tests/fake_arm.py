@@ -1,0 +1,438 @@
+"""A stateful fake Azure Resource Manager on loopback, for driving the real azure-mgmt-* clients.
+
+Implements what the Azure provider uses (azure-notes.md §5.2): resource groups; VNets, NSGs,
+public IPs, NICs, VMs and VM scale sets with the Azure-AsyncOperation LRO protocol; tag-filtered
+resource and resource-group lists; resource SKUs, usages and VM images; scale-set instances.
+Every request is logged (method, path, status). Failure switches (`Fault`) inject 429 with
+Retry-After, 500, async AllocationFailed/ZonalAllocationFailed, 409 quota OperationNotAllowed and
+409 SkuNotAvailable; `latency_s` delays every answer. Stop it with `stop()`.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import re
+import socket
+import threading
+import time
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+SUB = "00000000-0000-0000-0000-0000000000aa"
+_LRO_TYPES = ("virtualnetworks", "networksecuritygroups", "publicipaddresses", "networkinterfaces",
+              "virtualmachines", "virtualmachinescalesets")
+_TAG_FILTER = re.compile(r"tagName eq '([^']*)'(?: and tagValue eq '([^']*)')?")
+QUOTA_MESSAGE = ("Operation could not be completed as it results in exceeding approved {family} Cores "
+                 "quota. Additional details - Deployment Model: Resource Manager, Location: {loc}, "
+                 "Current Limit: 0, Current Usage: 0, Additional Required: 96")
+
+
+@dataclass
+class Fault:
+    """One failure switch. `kind`: throttle | error500 | quota | sku | allocation | zonal_allocation.
+
+    Matches requests whose method equals `method` and whose path contains `path_contains`; fires
+    `times` times (then is spent). `zone` limits an allocation fault to PUTs for that zone.
+    """
+
+    kind: str
+    method: str = "PUT"
+    path_contains: str = ""
+    times: int = 1
+    zone: str | None = None
+    retry_after_s: int = 1
+
+
+@dataclass
+class _Op:
+    key: str
+    kind: str  # create | delete
+    polls_left: int
+    error: dict[str, Any] | None = None
+    done: bool = False
+
+
+@dataclass
+class LogEntry:
+    method: str
+    path: str
+    status: int
+    query: dict[str, list[str]] = field(default_factory=dict)
+
+    @property
+    def short(self) -> str:
+        """'PUT 201 virtualMachineScaleSets/x', 'GET 200 op', ... for sequence assertions."""
+        if "/operations/" in self.path:
+            return f"{self.method} {self.status} op"
+        tail = "/".join(self.path.rstrip("/").split("/")[-2:])
+        return f"{self.method} {self.status} {tail}"
+
+
+class FakeArm:
+    """The server plus its state. `base_url` is http://127.0.0.1:<port>."""
+
+    def __init__(self, *, polls_to_finish: int = 1, latency_s: float = 0.0) -> None:
+        self.polls_to_finish = polls_to_finish
+        self.latency_s = latency_s
+        self.resources: dict[str, dict[str, Any]] = {}
+        self.ops: dict[str, _Op] = {}
+        self.faults: list[Fault] = []
+        self.log: list[LogEntry] = []
+        self.skus: dict[str, list[dict[str, Any]]] = {}
+        self.usages: dict[str, list[dict[str, Any]]] = {}
+        self.images: dict[tuple[str, str, str, str], dict[str, Any]] = {}
+        # Requests whose x-test-client header equals this never see an operation finish: the
+        # background pollers of a "killed" client must not complete what its rerun resumes.
+        self.frozen_client: str | None = None
+        self.sticky: set[str] = set()  # resource names a delete "succeeds" on but leaves in place
+        self.lock = threading.RLock()
+        self._ids = itertools.count(1)
+        self._ips = itertools.count(10)
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
+        self.server.daemon_threads = True
+        self.base_url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        self._thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05},
+                                        daemon=True)
+
+    def start(self) -> FakeArm:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+    # ------------------------------------------------------------ test helpers
+    def add_fault(self, kind: str, **kw: Any) -> Fault:
+        fault = Fault(kind=kind, **kw)
+        with self.lock:
+            self.faults.append(fault)
+        return fault
+
+    def count(self, method: str | None = None, contains: str = "") -> int:
+        return sum(1 for e in self.log if (method is None or e.method == method)
+                   and contains.lower() in e.path.lower())
+
+    def sequence(self, contains: str, *, ops: bool = True) -> list[str]:
+        """Short log lines for requests on paths containing `contains` (plus op polls)."""
+        return [e.short for e in self.log
+                if contains.lower() in e.path.lower() or (ops and "/operations/" in e.path
+                                                          and contains.lower() in _op_target(self, e.path))]
+
+    def of_type(self, rtype: str) -> dict[str, dict[str, Any]]:
+        """Live resources whose type ends with `rtype` (case-insensitive), by name."""
+        with self.lock:
+            return {r["name"]: r for r in self.resources.values()
+                    if r["type"].lower().endswith(rtype.lower())}
+
+    # ------------------------------------------------------------ request handling
+    def handle(self, method: str, raw_path: str, body: bytes, headers: dict[str, str]) -> tuple[int, dict[str, str], Any]:
+        parts = urlsplit(raw_path)
+        path, query = parts.path, parse_qs(parts.query)
+        if not headers.get("authorization", "").startswith("Bearer "):
+            return self._record(method, path, query, 401, {}, _err("AuthenticationFailed", "no bearer token"))
+        if self.latency_s:
+            time.sleep(self.latency_s)
+        with self.lock:
+            status, extra, payload = self._fault(method, path, body) or self._route(method, path, query, body, headers)
+        return self._record(method, path, query, status, extra, payload)
+
+    def _record(self, method: str, path: str, query: dict[str, list[str]], status: int,
+                extra: dict[str, str], payload: Any) -> tuple[int, dict[str, str], Any]:
+        with self.lock:
+            self.log.append(LogEntry(method, path, status, query))
+        return status, extra, payload
+
+    def _fault(self, method: str, path: str, body: bytes) -> tuple[int, dict[str, str], Any] | None:
+        for fault in self.faults:
+            if fault.times <= 0 or fault.method != method or fault.path_contains.lower() not in path.lower():
+                continue
+            if fault.kind in ("allocation", "zonal_allocation"):
+                zones = (json.loads(body or b"{}").get("zones") or [None])
+                if fault.zone is not None and fault.zone not in zones:
+                    continue
+                fault.times -= 1
+                code = "AllocationFailed" if fault.kind == "allocation" else "ZonalAllocationFailed"
+                return self._put(path, body, error=_err(code, "Allocation failed. We do not have "
+                                                         "sufficient capacity for the requested VM size "
+                                                         "in this region.")["error"])
+            fault.times -= 1
+            return _fault_response(fault, path)
+        return None
+
+    def _route(self, method: str, path: str, query: dict[str, list[str]], body: bytes,
+               headers: dict[str, str]) -> tuple[int, dict[str, str], Any]:
+        low = path.lower().rstrip("/")
+        if "/operations/" in low:
+            frozen = self.frozen_client is not None and headers.get("x-test-client") == self.frozen_client
+            return self._poll(low.rsplit("/", 1)[1], frozen)
+        if low.endswith("/providers/microsoft.compute/skus"):
+            loc = _filter_location(query)
+            return 200, {}, {"value": self.skus.get(loc, [])}
+        if low.endswith("/usages"):
+            return 200, {}, {"value": self.usages.get(low.split("/locations/")[1].split("/")[0], [])}
+        if "/artifacttypes/vmimage/" in low:
+            return self._images(low)
+        if re.fullmatch(r"/subscriptions/[^/]+/resources", low):
+            return 200, {}, {"value": self._tagged(query, groups=False)}
+        if re.fullmatch(r"/subscriptions/[^/]+/resourcegroups", low):
+            return 200, {}, {"value": self._tagged(query, groups=True)}
+        if low.endswith("/virtualmachinescalesets") or low.endswith("/virtualmachines") and "/virtualmachinescalesets/" in low:
+            return self._list_children(low)
+        if method == "PUT":
+            return self._put(path, body)
+        if method == "GET":
+            res = self.resources.get(low)
+            return (200, {}, res) if res else (404, {}, _not_found(low))
+        if method == "DELETE":
+            return self._delete(low)
+        return 405, {}, _err("MethodNotAllowed", method)
+
+    def _put(self, path: str, body: bytes, error: dict[str, Any] | None = None) -> tuple[int, dict[str, str], Any]:
+        low = path.lower().rstrip("/")
+        rg = low.split("/providers/")[0]
+        is_group = "/providers/" not in low
+        if not is_group and rg not in self.resources:
+            name = rg.rsplit("/", 1)[1]
+            return 404, {}, _err("ResourceGroupNotFound", f"Resource group '{name}' could not be found.")
+        doc = json.loads(body or b"{}")
+        existed = low in self.resources
+        doc.update(id=path, name=path.rstrip("/").rsplit("/", 1)[1], type=_rtype(path))
+        props = doc.setdefault("properties", {})
+        if is_group or not any(low.split("/providers/")[1].split("/")[1] == t for t in _LRO_TYPES):
+            props["provisioningState"] = "Succeeded"
+            self.resources[low] = doc
+            return (200 if existed else 201), {}, doc
+        props["provisioningState"] = "Updating" if existed else "Creating"
+        self.resources[low] = doc
+        return (200 if existed else 201), self._start_op(low, "create", error), doc
+
+    def _delete(self, low: str) -> tuple[int, dict[str, str], Any]:
+        if low not in self.resources:
+            if "/providers/" not in low:
+                return 404, {}, _err("ResourceGroupNotFound", "Resource group could not be found.")
+            return 204, {}, None
+        self.resources[low]["properties"]["provisioningState"] = "Deleting"
+        return 202, self._start_op(low, "delete", None), None
+
+    def _start_op(self, key: str, kind: str, error: dict[str, Any] | None) -> dict[str, str]:
+        op_id = f"op-{next(self._ids)}"
+        self.ops[op_id] = _Op(key=key, kind=kind, polls_left=self.polls_to_finish, error=error)
+        url = f"{self.base_url}/subscriptions/{SUB}/providers/Microsoft.Fake/locations/x/operations/{op_id}?api-version=1"
+        headers = {"Azure-AsyncOperation": url}
+        if kind == "delete":
+            headers["Location"] = url
+        return headers
+
+    def _poll(self, op_id: str, frozen: bool) -> tuple[int, dict[str, str], Any]:
+        op = self.ops.get(op_id)
+        if op is None:
+            return 404, {}, _err("NotFound", op_id)
+        if frozen:
+            return 200, {}, {"status": "InProgress"}
+        if op.polls_left > 0:
+            op.polls_left -= 1
+            return 200, {}, {"status": "InProgress"}
+        if not op.done:
+            op.done = True
+            self._finish(op)
+        if op.error:
+            return 200, {}, {"status": "Failed", "error": op.error}
+        return 200, {}, {"status": "Succeeded"}
+
+    def _finish(self, op: _Op) -> None:
+        res = self.resources.get(op.key)
+        if op.kind == "delete":
+            for key in [k for k in self.resources if k == op.key or k.startswith(op.key + "/")]:
+                if self.resources[key]["name"].lower() not in self.sticky:
+                    del self.resources[key]
+            return
+        if res is None:
+            return
+        props = res["properties"]
+        props["provisioningState"] = "Failed" if op.error else "Succeeded"
+        if op.key.split("/")[-2] == "publicipaddresses":
+            props["ipAddress"] = f"20.0.0.{next(self._ips)}"
+
+    def _tagged(self, query: dict[str, list[str]], *, groups: bool) -> list[dict[str, Any]]:
+        match = _TAG_FILTER.search((query.get("$filter") or [""])[0])
+        out = []
+        for key, res in self.resources.items():
+            if ("/providers/" in key) == groups:
+                continue
+            tags = res.get("tags") or {}
+            if match and (match.group(1) not in tags or (match.group(2) is not None
+                                                        and tags[match.group(1)] != match.group(2))):
+                continue
+            out.append(res)
+        return out
+
+    def _list_children(self, low: str) -> tuple[int, dict[str, str], Any]:
+        if low.endswith("/virtualmachinescalesets"):
+            return 200, {}, {"value": [r for k, r in self.resources.items()
+                                       if k.startswith(low + "/") and k.count("/") == low.count("/") + 1]}
+        vmss = self.resources.get(low.rsplit("/", 1)[0])
+        if vmss is None:
+            return 404, {}, _not_found(low)
+        cap = vmss.get("sku", {}).get("capacity", 0)
+        state = vmss["properties"]["provisioningState"]
+        return 200, {}, {"value": [{"id": f"{vmss['id']}/virtualMachines/{i}", "name": f"{vmss['name']}_{i}",
+                                    "instanceId": str(i), "location": vmss.get("location"),
+                                    "properties": {"provisioningState": state,
+                                                   "osProfile": {"computerName": _host(vmss, i)}}}
+                                   for i in range(cap)]}
+
+    def _images(self, low: str) -> tuple[int, dict[str, str], Any]:
+        m = re.search(r"/locations/([^/]+)/publishers/([^/]+)/artifacttypes/vmimage/offers/([^/]+)/skus"
+                      r"(?:/([^/]+)/versions(?:/([^/]+))?)?$", low)
+        if not m:
+            return 404, {}, _not_found(low)
+        loc, pub, offer, sku, version = m.groups()
+        rows = {k: v for k, v in self.images.items() if k[:2] == (pub, offer) and (loc in v.get("locations", [loc]))}
+        if sku is None:
+            return 200, {}, [{"name": s, "location": loc, "id": f"{low}/{s}"} for s in sorted({k[2] for k in rows})]
+        versions = sorted(k[3] for k in rows if k[2] == sku)
+        if version is None:
+            return 200, {}, [{"name": v, "location": loc, "id": f"{low}/{v}"} for v in versions]
+        row = self.images.get((pub, offer, sku, version))
+        if row is None:
+            return 404, {}, _not_found(low)
+        return 200, {}, {"name": version, "location": loc, "id": low,
+                         "properties": {"architecture": row["architecture"],
+                                        "hyperVGeneration": row.get("hyperVGeneration", "V2")}}
+
+
+def default_catalogue(fake: FakeArm, location: str = "eastus", *, free_vcpus: int = 100_000) -> None:
+    """Offer the GPU sizes, a head size, generous quota and the Ubuntu-HPC images in `location`."""
+    from orchestrator.catalog import gpu_skus
+    fake.skus[location] = [_sku_row(s.name, location, s.vcpus, s.quota_family, s.cpu_arch)
+                           for s in gpu_skus()] + [_sku_row("Standard_D8s_v5", location, 8,
+                                                            "standardDSv5Family", "x64")]
+    families = {s.quota_family for s in gpu_skus()} | {"standardDSv5Family"}
+    fake.usages[location] = [_usage(f, 0, free_vcpus) for f in sorted(families)] + [
+        _usage("cores", 0, free_vcpus * 4)]
+    fake.images[("microsoft-dsvm", "ubuntu-hpc", "2204", "22.04.2025010101")] = {"architecture": "x64"}
+    fake.images[("microsoft-dsvm", "ubuntu-hpc", "2404", "24.04.2025010101")] = {"architecture": "x64"}
+    fake.images[("microsoft-dsvm", "ubuntu-hpc", "2404-arm64", "24.04.2025010101")] = {"architecture": "Arm64"}
+
+
+def _sku_row(name: str, loc: str, vcpus: int, family: str, arch: str) -> dict[str, Any]:
+    return {"resourceType": "virtualMachines", "name": name, "tier": "Standard", "size": name.split("_", 1)[1],
+            "family": family, "locations": [loc], "locationInfo": [{"location": loc, "zones": ["1", "2", "3"]}],
+            "capabilities": [{"name": "vCPUs", "value": str(vcpus)}, {"name": "HyperVGenerations", "value": "V2"},
+                             {"name": "CpuArchitectureType", "value": "Arm64" if arch == "arm64" else "x64"}],
+            "restrictions": []}
+
+
+def _usage(family: str, used: int, limit: int) -> dict[str, Any]:
+    return {"unit": "Count", "currentValue": used, "limit": limit,
+            "name": {"value": family, "localizedValue": family}}
+
+
+def _host(vmss: dict[str, Any], i: int) -> str:
+    prefix = vmss["properties"].get("virtualMachineProfile", {}).get("osProfile", {}).get("computerNamePrefix", "")
+    digits = "0123456789abcdefghijklmnopqrstuvwxyz"
+    out = ""
+    for _ in range(6):
+        i, r = divmod(i, 36)
+        out = digits[r] + out
+    return prefix + out
+
+
+def _fault_response(fault: Fault, path: str) -> tuple[int, dict[str, str], Any]:
+    if fault.kind == "throttle":
+        return 429, {"Retry-After": str(fault.retry_after_s)}, _err(
+            "TooManyRequests", "The request is being throttled.")
+    if fault.kind == "error500":
+        return 500, {}, _err("InternalServerError", "An internal server error occurred.")
+    if fault.kind == "quota":
+        return 409, {}, _err("OperationNotAllowed", QUOTA_MESSAGE.format(family="standardNDSH100v5Family", loc="eastus"))
+    if fault.kind == "sku":
+        return 409, {}, _err("SkuNotAvailable", "The requested VM size for resource "
+                             "'Following SKUs have failed for Capacity Restrictions' is currently not available "
+                             "in location 'eastus'.")
+    raise ValueError(f"unknown fault kind {fault.kind}")
+
+
+def _op_target(fake: FakeArm, path: str) -> str:
+    op = fake.ops.get(path.rstrip("/").rsplit("/", 1)[1])
+    return op.key if op else ""
+
+
+def _filter_location(query: dict[str, list[str]]) -> str:
+    m = re.search(r"location eq '([^']+)'", (query.get("$filter") or [""])[0])
+    return m.group(1) if m else ""
+
+
+def _rtype(path: str) -> str:
+    if "/providers/" not in path:
+        return "Microsoft.Resources/resourceGroups"
+    segs = path.split("/providers/")[1].split("/")
+    return "/".join([segs[0]] + segs[1::2])
+
+
+def _err(code: str, message: str) -> dict[str, Any]:
+    return {"error": {"code": code, "message": message}}
+
+
+def _not_found(low: str) -> dict[str, Any]:
+    return _err("ResourceNotFound", f"The Resource '{low}' was not found.")
+
+
+def _handler(fake: FakeArm) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def setup(self) -> None:
+            super().setup()
+            # Headers and body go out in separate writes: without NODELAY, delayed ACKs add ~40 ms.
+            self.request.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+        def _serve(self) -> None:
+            length = int(self.headers.get("Content-Length") or 0)
+            body = self.rfile.read(length) if length else b""
+            hdrs = {k.lower(): v for k, v in self.headers.items()}
+            status, extra, payload = fake.handle(self.command, self.path, body, hdrs)
+            data = b"" if payload is None else json.dumps(payload).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.send_header("x-ms-request-id", f"req-{next(fake._ids)}")
+            for key, value in extra.items():
+                self.send_header(key, value)
+            self.end_headers()
+            self.wfile.write(data)
+
+        do_GET = do_PUT = do_DELETE = do_POST = do_PATCH = do_HEAD = _serve
+
+        def log_message(self, *args: Any) -> None:  # keep pytest output clean
+            return
+
+    return Handler
+
+
+def allow_plain_http_policy(client_tag: str | None = None) -> Any:
+    """The per-call policy of azure-notes §5.1: bearer auth over http to the loopback fake.
+
+    `client_tag` goes out as x-test-client, so the fake can tell one client "process" from another.
+    """
+    from azure.core.pipeline.policies import SansIOHTTPPolicy
+
+    class AllowPlainHttp(SansIOHTTPPolicy):
+        def on_request(self, request: Any) -> None:
+            request.context["enforce_https"] = False
+            if client_tag:
+                request.http_request.headers["x-test-client"] = client_tag
+
+    return AllowPlainHttp()
+
+
+class StubCredential:
+    """A token credential that never reaches an identity provider."""
+
+    def get_token(self, *scopes: str, **kw: Any) -> Any:
+        from azure.core.credentials import AccessToken
+        return AccessToken("fake-token", int(time.time()) + 3600)
