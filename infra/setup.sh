@@ -8,11 +8,11 @@ cd "$(dirname "$0")/.."
 SUDO=""
 if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
 
-echo "==> Debian packages (slurm-wlm munge openssh-server postgresql python3-venv)"
+echo "==> Debian packages (slurm-wlm munge openssh-server postgresql python3-venv cloud-init)"
 $SUDO apt-get update -q
 DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends \
   slurm-wlm munge openssh-server openssh-client postgresql python3 python3-venv python3-dev \
-  procps iproute2 >/dev/null
+  procps iproute2 cloud-init >/dev/null
 
 PY="${PYTHON:-python3}"
 if [ ! -x .venv/bin/python ]; then

@@ -190,20 +190,46 @@ def down(name: str = typer.Argument(..., help="Cluster name."), as_json: bool = 
 @app.command()
 def status(name: Optional[str] = typer.Argument(None, help="Cluster name (default: all)."),
            as_json: bool = JsonOpt) -> None:
-    """Clusters and their runs."""
+    """Clusters (with live node states and cost so far when one is named) and their runs."""
     from orchestrator import lifecycle
     with _store() as store:
         clusters = [lifecycle.require_cluster(name, store, live=False)] if name else \
             [r.cluster for r in store.list_clusters(include_terminated=True)]
         runs = store.list_runs(cluster=name) if name else store.list_runs()
+    nodes = lifecycle.node_views(clusters[0]) if name else []
+    costs = {c.name: lifecycle.cost_so_far(c) if c.state.value == "ready" else None for c in clusters}
     if as_json:
-        return _print_json({"clusters": clusters, "runs": runs})
+        return _print_json({"clusters": clusters, "cost_so_far_usd": costs,
+                            "nodes": [n.__dict__ for n in nodes], "runs": runs})
     console = _console()
-    console.print(_table("Clusters", ["name", "provider", "sku", "nodes", "state", "created"],
-                         [[c.name, c.provider, c.sku, c.nodes, c.state.value, f"{c.created_at:%Y-%m-%d %H:%M}"]
-                          for c in clusters]))
+    console.print(_table("Clusters", ["name", "provider", "sku", "nodes", "state", "created", "cost so far (est.)"],
+                         [[c.name, c.provider, c.sku, c.nodes, c.state.value, f"{c.created_at:%Y-%m-%d %H:%M}",
+                           f"${costs[c.name]:,.2f}" if costs[c.name] is not None else "-"] for c in clusters]))
+    if nodes:
+        console.print(_table("Nodes", ["node", "state", "detail"], [[n.name, n.state, n.detail] for n in nodes]))
     console.print(_table("Runs", ["id", "cluster", "recipe", "nodes", "state", "message"],
                          [[r.id, r.cluster, r.recipe, r.nodes, r.state, r.message] for r in runs[-30:]]))
+
+
+@app.command()
+def sweep(dry_run: bool = typer.Option(False, "--dry-run", help="List what would be deleted; delete nothing."),
+          subscription: Optional[str] = typer.Option(None, "--subscription", help="Azure subscription id."),
+          arm_endpoint: Optional[str] = typer.Option(None, "--arm-endpoint", help="ARM endpoint (sovereign clouds)."),
+          as_json: bool = JsonOpt) -> None:
+    """Delete Azure clusters whose azbench-expires tag has passed or that azbench has no record of."""
+    from orchestrator.providers.azure import sweep as azure_sweep
+    with _store() as store:
+        known = {r.name for r in store.list_clusters()}
+    items = azure_sweep(dry_run=dry_run, known_clusters=known, subscription_id=subscription,
+                        arm_endpoint=arm_endpoint)
+    if as_json:
+        return _print_json([i.__dict__ for i in items])
+    verb = "would delete" if dry_run else "deleted"
+    for item in items:
+        sys.stdout.write(f"{verb} {item.cluster}: {item.reason} ({len(item.resources)} resources in "
+                         f"{', '.join(item.resource_groups) or 'no group'})\n")
+    if not items:
+        sys.stdout.write("nothing to sweep\n")
 
 
 # ---------------------------------------------------------------- recipes
@@ -257,31 +283,82 @@ def _later(what: str, issue: str) -> None:
 
 
 @app.command()
-def run(recipe: str = typer.Argument(..., help="Recipe name (see azbench recipes list)."),
+def run(recipe: Optional[str] = typer.Argument(None, help="Recipe name (see azbench recipes list)."),
         cluster: Optional[str] = typer.Option(None, "--cluster", help="Cluster name (default: the only one up)."),
         nodes: Optional[str] = typer.Option(None, "--nodes", help="Node counts, comma-separated: 1,2,4."),
         repeats: Optional[int] = typer.Option(None, "--repeats", help="Runs per node count."),
         file: Optional[Path] = typer.Option(None, "--file", "-f", help="Run spec YAML (retry, health, params)."),
         param: list[str] = typer.Option([], "--param", "-p", help="Recipe parameter KEY=VALUE (repeatable)."),
         poll: float = typer.Option(1.0, "--poll", min=0.05, help="Seconds between scheduler polls."),
+        attach: Optional[str] = typer.Option(None, "--attach", help="Reattach to run RUN's live job(s) and finish its sweep."),
         as_json: bool = JsonOpt) -> None:
-    """Run a recipe at one or more node counts, watch it, then ingest its results."""
-    from orchestrator.runs import require_success, run_sweep
+    """Run a recipe at one or more node counts, watch it, then ingest its results.
+
+    A rerun of the same command while its sweep is unfinished reattaches instead of resubmitting.
+    Ctrl-C asks whether to cancel the job or detach (without a terminal: detach)."""
+    from orchestrator.errors import ConfigError
+    from orchestrator.runs import attach_run, require_success, run_sweep
     from orchestrator.specs import load_run_spec, parse_node_list
-    overrides = {"recipe": recipe, "cluster": cluster, "repeats": repeats,
-                 "nodes": parse_node_list(nodes) if nodes else None,
-                 "params": _params(param) if param else None}
-    spec = load_run_spec(file, overrides)
+    if attach is None and recipe is None:
+        raise ConfigError("give a recipe name, or --attach RUN")
+    spec = None if attach else load_run_spec(file, {
+        "recipe": recipe, "cluster": cluster, "repeats": repeats,
+        "nodes": parse_node_list(nodes) if nodes else None, "params": _params(param) if param else None})
     with _store() as store, _progress_view(enabled=not as_json) as show:
-        outcomes = run_sweep(spec, store, on_progress=show, poll_interval=poll)
+        try:
+            outcomes = attach_run(attach, store, on_progress=show, on_event=show.event, poll_interval=poll) \
+                if attach else run_sweep(spec, store, on_progress=show, on_event=show.event, poll_interval=poll)
+        except KeyboardInterrupt:
+            _interrupted(store, spec, attach)
     if as_json:
         _print_json([o.__dict__ for o in outcomes])
     else:
-        _console().print(_table("Runs", ["run", "nodes", "repeat", "state", "time to train (min)", "message"],
-                                [[o.run_id, o.nodes, o.repeat, o.state,
+        _console().print(_table("Runs", ["run", "nodes", "repeat", "state", "attempts", "resumed",
+                                         "time to train (min)", "message"],
+                                [[o.run_id, o.nodes, o.repeat, o.state, o.attempts, "yes" if o.resumed else "",
                                   f"{o.minutes:.3f}" if o.minutes is not None else "-", o.message]
                                  for o in outcomes]))
+        _attempt_table(outcomes)
     require_success(outcomes)
+
+
+def _attempt_table(outcomes: list[Any]) -> None:
+    """Attempt history of runs that needed more than one attempt (lost work, resumed step)."""
+    retried = [o for o in outcomes if o.attempts > 1]
+    if not retried:
+        return
+    with _store() as store:
+        rows = [[o.run_id, a.attempt, a.job_id, a.state, a.failure_class or "", ", ".join(a.excluded_nodes),
+                 a.resumed_from_step if a.resumed_from_step is not None else "",
+                 a.lost_steps if a.lost_steps is not None else "",
+                 f"{a.lost_seconds:.1f}" if a.lost_seconds is not None else ""]
+                for o in retried for a in store.list_attempts(o.run_id)]
+    _console().print(_table("Attempts", ["run", "attempt", "job", "state", "failure", "excluded",
+                                         "resumed from step", "lost steps", "lost s"], rows))
+
+
+def _interrupted(store: Any, spec: Any, attach: Optional[str]) -> None:
+    """Ctrl-C: on a terminal ask cancel or detach; otherwise detach and say how to come back."""
+    from orchestrator.errors import RunFailedError
+    from orchestrator.runs import FINAL, cancel_runs, live_sweep
+    if attach:
+        row = store.get_run(attach)
+        live = [r for r in store.list_runs(sweep_id=row.sweep_id) if r.state not in FINAL] if row else []
+    else:
+        from orchestrator.lifecycle import require_cluster
+        live = live_sweep(spec, store, require_cluster(spec.cluster, store).name)
+    if not live:
+        raise KeyboardInterrupt
+    ids = [r.id for r in live]
+    choice = "d"
+    if sys.stdin.isatty() and sys.stderr.isatty():
+        sys.stderr.write("\n")
+        choice = typer.prompt("Cancel the Slurm job(s) or detach? [c/d]", default="d").strip().lower()[:1]
+    if choice == "c":
+        jobs = cancel_runs(store, ids)
+        raise RunFailedError(f"cancelled {', '.join(ids)} (Slurm job(s) {', '.join(jobs) or 'none'})")
+    sys.stderr.write(f"\ndetached: the job keeps running. Reattach with: azbench run --attach {ids[0]}\n")
+    sys.exit(130)
 
 
 def _params(items: list[str]) -> dict[str, Any]:
@@ -304,14 +381,24 @@ class _progress_view:
         self.tty = sys.stderr.isatty()
 
     def __enter__(self):
-        return self.show
+        return self
 
     def __exit__(self, *exc: object) -> None:
         if self.enabled and self.tty:
             sys.stderr.write("\n")
 
+    def event(self, e: Any) -> None:
+        if self.enabled:
+            sys.stderr.write(("\r\033[K" if self.tty else "") + f"{e.run_id}: {e.message}\n")
+
+    def __call__(self, p: Any) -> None:
+        self.show(p)
+
     def show(self, p: Any) -> None:
         if not self.enabled:
+            return
+        if getattr(p, "note", ""):
+            sys.stderr.write(("\r\033[K" if self.tty else "") + f"{p.run_id}: {p.note}" + ("" if self.tty else "\n"))
             return
         step = f"step {p.step}" if p.step is not None else "step -"
         value = f", eval {p.eval_value:.4f}" if p.eval_value is not None else ""

@@ -7,6 +7,7 @@ Every state change is written to the store before the action it describes.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from typing import TYPE_CHECKING
 
 from orchestrator.errors import ConfigError, NotFoundError
@@ -72,3 +73,40 @@ def require_cluster(name: str | None, store: Store, *, live: bool = True) -> Clu
     if live and row.state == ClusterState.TERMINATED:
         raise NotFoundError(f"cluster '{name}' is down", hint="bring it up with `azbench up`")
     return row.cluster
+
+
+@dataclass(frozen=True)
+class NodeView:
+    name: str
+    state: str
+    detail: str = ""
+
+
+def node_views(cluster: Cluster) -> list[NodeView]:
+    """Live node states: Slurm's view where azbench can log in, else the cloud's."""
+    from orchestrator.access import launcher_for, runner_for
+    from orchestrator.errors import AzbenchError
+    if cluster.state != ClusterState.READY:
+        return []
+    if cluster.provider == "azure" and cluster.ssh is None:
+        provider = get_provider("azure")
+        return [NodeView(n.name, n.state, n.scale_set) for n in provider.node_states(cluster)]
+    try:
+        runner = runner_for(cluster)
+    except AzbenchError:
+        return []
+    try:
+        infos = launcher_for(cluster, runner).node_states()
+    finally:
+        runner.close()
+    return [NodeView(i.name, i.state + ("" if i.responding else "*"),
+                     "" if i.reason.lower() == "none" else i.reason) for i in infos.values()]
+
+
+def cost_so_far(cluster: Cluster, now: datetime | None = None) -> float | None:
+    """List-price estimate since creation (None when the price is unknown)."""
+    if cluster.cost_per_hour_usd is None:
+        return None
+    end = now or datetime.now(timezone.utc)
+    hours = max(0.0, (end - cluster.created_at).total_seconds() / 3600)
+    return round(hours * cluster.cost_per_hour_usd, 2)

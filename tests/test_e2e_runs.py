@@ -70,6 +70,9 @@ def test_cli_flow_up_run_report_down(azbench_home):
     up = azbench("up", "--provider", "local", "--name", "cli", "--nodes", "2", home=azbench_home)
     assert up.code == 0, up.err
     try:
+        status = json.loads(azbench("status", "cli", "--json", home=azbench_home).out)
+        assert [(n["name"], n["state"]) for n in status["nodes"]] == [("node1", "idle"), ("node2", "idle")]
+        assert status["cost_so_far_usd"] == {"cli": 0.0}
         bad = azbench("run", "smoke", "--nodes", "1,4", home=azbench_home)
         assert bad.code == 2
         assert "4 nodes requested but the cluster has 2" in one_line_error(bad)
