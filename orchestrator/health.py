@@ -1,0 +1,184 @@
+"""The pre-run health gate: a Slurm job across the nodes a run may use, and its verdicts.
+
+Before every attempt azbench picks the usable nodes it may run on (never a suspect), submits
+templates/health_check.sbatch.j2 there (templates/health_check.py per task: disk, memory, and on
+GPU SKUs GPU count, ECC, XID in dmesg and IB port state; then an all-reduce bus-bandwidth test,
+NCCL on GPUs or gloo on CPUs, against the catalog's expected_busbw_gbps with HealthPolicy's
+warn/fail fractions), and reads one verdict per node. The run is then pinned to the healthy
+checked nodes (everything else goes into --exclude), and each failed node's reason is returned
+for the store. Parsing and node choice are pure; `run_gate` does the Slurm round trip.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import shlex
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Mapping, Sequence
+
+import jinja2
+
+from orchestrator.catalog import lookup
+from orchestrator.errors import LaunchError
+from orchestrator.launchers.slurm import default_templates_dir, format_time_limit, parse_sbatch_id
+from orchestrator.launchers.slurm_states import NodeInfo
+from orchestrator.models import Cluster, JobRef, JobState
+from orchestrator.slurmconf import compress_hostlist
+from orchestrator.specs import HealthPolicy
+
+_LINE = re.compile(r"AZBENCH_HEALTH (\{.*\})\s*$")
+_NUM = re.compile(r"(\d+)")
+
+
+@dataclass(frozen=True)
+class CheckLine:
+    node: str
+    check: str
+    status: str
+    value: float | None = None
+    detail: str = ""
+
+
+@dataclass(frozen=True)
+class GateResult:
+    """Verdicts of one gate job. `failed` maps node -> reason; `fabric` is a cluster-wide fault."""
+
+    checked: tuple[str, ...]
+    failed: dict[str, str] = field(default_factory=dict)
+    warnings: tuple[str, ...] = ()
+    fabric: str = ""
+    busbw_gbps: float | None = None
+    job_id: str | None = None
+    seconds: float = 0.0
+
+    @property
+    def healthy(self) -> list[str]:
+        return [n for n in self.checked if n not in self.failed]
+
+
+def choose_nodes(infos: Mapping[str, NodeInfo], exclude: Sequence[str], wanted: int) -> list[str]:
+    """The usable nodes to gate for a run of `wanted` nodes: never excluded, a spare or two
+    beyond `wanted` (so one bad node does not starve the run), in natural name order."""
+    spare = max(1, math.ceil(wanted / 8))
+    usable = sorted((n for n, info in infos.items() if info.usable and n not in set(exclude)),
+                    key=_natural)
+    return usable[: wanted + spare]
+
+
+def parse_gate_output(text: str, checked: Sequence[str], job_state: JobState | None = None) -> GateResult:
+    """Verdicts from the job's output. A node with a failing check, or silent while others
+    reported, fails; a collective that failed everywhere, or busbw under the fail fraction, is
+    a fabric fault (no single node to blame)."""
+    lines = [CheckLine(**json.loads(m.group(1))) for m in map(_LINE.search, text.splitlines()) if m]
+    failed: dict[str, str] = {}
+    warnings: list[str] = []
+    for line in lines:
+        if line.node in checked and line.status == "fail" and line.check != "allreduce":
+            failed.setdefault(line.node, f"{line.check}: {line.detail or line.value}")
+        elif line.status == "warn":
+            warnings.append(f"{line.node} {line.check}: {line.detail}")
+    reported = {ln.node for ln in lines}
+    collective_failed = {ln.node for ln in lines if ln.check == "allreduce" and ln.status == "fail"}
+    silent = [n for n in checked if n not in reported]
+    for node in silent if reported else []:
+        failed.setdefault(node, "no report from the health check (node hung or died)")
+    fabric = ""
+    busbw = next((ln for ln in lines if ln.check == "allreduce_busbw"), None)
+    if not reported:
+        fabric = f"the health job printed no verdict (job {job_state.value if job_state else '?'})"
+    elif collective_failed and not silent and collective_failed >= set(checked) - set(failed):
+        fabric = "all-reduce failed on every node: " + next(
+            ln.detail for ln in lines if ln.check == "allreduce")
+    elif busbw is not None and busbw.status == "fail":
+        fabric = f"all-reduce busbw {busbw.value} {busbw.detail}"
+    return GateResult(checked=tuple(checked), failed=failed, warnings=tuple(warnings),
+                      fabric=fabric, busbw_gbps=busbw.value if busbw else None)
+
+
+def render_health_sbatch(*, run_id: str, attempt: int, nodes: Sequence[str], out_dir: str,
+                         script: str, check_dir: str, python: str, sku: str, policy: HealthPolicy,
+                         partition: str | None = None, templates_dir: Path | None = None,
+                         size_mb: float = 4.0) -> str:
+    """The gate's batch script (templates/health_check.sbatch.j2) for these nodes and SKU."""
+    row = lookup(sku)
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(templates_dir or default_templates_dir())),
+                             undefined=jinja2.StrictUndefined, autoescape=False,
+                             keep_trailing_newline=True, trim_blocks=True, lstrip_blocks=True)
+    env.filters["q"] = lambda value: shlex.quote(str(value))
+    return env.get_template("health_check.sbatch.j2").render(
+        run_id=run_id, attempt=attempt, nodelist=compress_hostlist(list(nodes)),
+        node_count=len(nodes), tasks_per_node=max(row.gpus_per_vm, 1),
+        time_limit=format_time_limit(max(1, math.ceil(policy.timeout / 60))), out_dir=out_dir,
+        partition=partition, gpus_per_node=row.gpus_per_vm, python=python, script=script,
+        check_dir=check_dir, ib_ports=row.ib_links, expected_busbw=row.expected_busbw_gbps or 0,
+        warn_frac=policy.busbw_warn_fraction, fail_frac=policy.busbw_fail_fraction,
+        size_mb=size_mb, collective_timeout=max(10, min(policy.timeout // 2, 120)))
+
+
+def run_gate(launcher, runner, cluster: Cluster, *, run_id: str, attempt: int, run_dir: str,
+             python: str, nodes: Sequence[str], policy: HealthPolicy, poll_interval: float = 0.5,
+             on_submit: Callable[[str], None] | None = None,
+             clock: Callable[[], float] = time.monotonic,
+             sleep: Callable[[float], None] = time.sleep) -> GateResult:
+    """Submit the gate on `nodes`, wait (at most policy.timeout), return the verdicts."""
+    started = clock()
+    out_dir = f"{run_dir}/health/attempt-{attempt}"
+    script = _stage(runner, cluster, out_dir, run_id, attempt, python, nodes, policy, run_dir)
+    submitted = runner.run(_env(cluster) + f"sbatch --parsable {shlex.quote(script)}", timeout=60)
+    if not submitted.ok:
+        raise LaunchError(f"health gate sbatch failed: {submitted.stderr.strip()[-300:]}")
+    job_id = parse_sbatch_id(submitted.stdout)
+    if on_submit:
+        on_submit(job_id)
+    ref = JobRef(cluster=cluster.name, job_id=job_id, run_dir=run_dir)
+    state = _wait(launcher, ref, policy.timeout, poll_interval, clock, sleep)
+    out = runner.run(f"cat {shlex.quote(out_dir)}/slurm-{job_id}.out 2>/dev/null || true", timeout=60)
+    result = parse_gate_output(out.stdout, list(nodes), state)
+    if state is None:
+        result = GateResult(result.checked, result.failed, result.warnings,
+                            result.fabric or f"the health job ran past {policy.timeout}s")
+    return GateResult(result.checked, result.failed, result.warnings, result.fabric,
+                      result.busbw_gbps, job_id, clock() - started)
+
+
+def _stage(runner, cluster: Cluster, out_dir: str, run_id: str, attempt: int, python: str,
+           nodes: Sequence[str], policy: HealthPolicy, run_dir: str) -> str:
+    made = runner.run(f"mkdir -p {shlex.quote(out_dir)}", timeout=60)
+    if not made.ok:
+        raise LaunchError(f"cannot create {out_dir}: {made.stderr.strip()}")
+    templates = default_templates_dir()
+    check_py = f"{run_dir}/health/health_check.py"
+    sbatch = render_health_sbatch(run_id=run_id, attempt=attempt, nodes=nodes, out_dir=out_dir,
+                                  script=check_py, check_dir=run_dir, python=python,
+                                  sku=cluster.sku, policy=policy, partition=cluster.partition)
+    with tempfile.TemporaryDirectory(prefix="azbench-health-") as tmp:
+        local = Path(tmp) / "health.sbatch"
+        local.write_text(sbatch)
+        runner.put(templates / "health_check.py", check_py)
+        runner.put(local, f"{out_dir}/health.sbatch")
+    return f"{out_dir}/health.sbatch"
+
+
+def _wait(launcher, ref: JobRef, timeout: float, interval: float, clock, sleep) -> JobState | None:
+    """The gate job's final state, or None after cancelling it at `timeout`."""
+    deadline = clock() + timeout
+    while clock() < deadline:
+        status = launcher.poll([ref])[ref.job_id]
+        if status.state.terminal:
+            return status.state
+        sleep(interval)
+    launcher.cancel(ref)
+    return None
+
+
+def _env(cluster: Cluster) -> str:
+    return "".join(f"export {k}={shlex.quote(v)}; " for k, v in sorted(cluster.env.items()))
+
+
+def _natural(name: str) -> list[object]:
+    return [int(p) if p.isdigit() else p for p in _NUM.split(name)]
