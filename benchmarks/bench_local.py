@@ -9,7 +9,6 @@ Needs slurm-wlm, munge and openssh-server. Run: python benchmarks/bench_local.py
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 import tempfile
 import time

@@ -7,7 +7,6 @@ independent stdlib script and cross-checked with mlperf_logging's result_summari
 from __future__ import annotations
 
 import json
-from collections import defaultdict
 from pathlib import Path
 
 import pytest

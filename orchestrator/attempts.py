@@ -1,0 +1,332 @@
+"""One attempt of one run: gate, sbatch, watch, classify, fetch, ingest, record.
+
+The lower half of `azbench run` (orchestrator.runs drives sweeps and retries on top of it).
+Every state change is written to the store before the action it describes.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from orchestrator import paths
+from orchestrator.access import recipe_python
+from orchestrator.errors import AzbenchError
+from orchestrator.failures import Failure, FailureClass, Observation, classify
+from orchestrator.models import (
+    AttemptSpec,
+    Cluster,
+    JobRef,
+    JobState,
+    JobStatus,
+    utcnow,
+)
+from orchestrator.monitor import (
+    Action,
+    JobLost,
+    LogPoller,
+    Progress,
+    progress_reader,
+    watch,
+)
+from orchestrator.recipes import Recipe, render_command
+from orchestrator.specs import RunSpec
+from orchestrator.store import Store
+from orchestrator.store_schema import AttemptRow, EventRow, RunRow
+
+FINAL = {"succeeded", "failed", "cancelled"}
+_CKPT = re.compile(r"^(?!\.).*?(\d+)\D*$")
+
+
+@dataclass(frozen=True)
+class RunOutcome:
+    run_id: str
+    nodes: int
+    repeat: int
+    state: str
+    message: str
+    result_id: int | None = None
+    minutes: float | None = None
+    log_path: str | None = None
+    attempts: int = 1
+    resumed: bool = False
+
+
+@dataclass(frozen=True)
+class RunEvent:
+    """A line for the user: reattached, gate verdicts, retries."""
+
+    run_id: str
+    kind: str
+    message: str
+
+
+@dataclass
+class AttemptContext:
+    """What every step of one attempt needs: spec, recipe, cluster, store, launcher, runner."""
+
+    spec: RunSpec
+    recipe: Recipe
+    cluster: Cluster
+    store: Store
+    launcher: object
+    runner: object
+    on_progress: Callable[[Progress], None] | None
+    on_event: Callable[[RunEvent], None] | None
+    poll: float
+    sleep: Callable[[float], None] = time.sleep
+
+    def event(self, run: RunRow, kind: str, message: str, **data: object) -> None:
+        self.store.add_event(EventRow(kind=kind, cluster=run.cluster, run_id=run.id,
+                                      message=message, data=data))
+        if self.on_event:
+            self.on_event(RunEvent(run.id, kind, message))
+
+
+def cluster_gpus_per_node(cluster: Cluster) -> int:
+    from orchestrator.catalog import lookup
+    return lookup(cluster.sku).gpus_per_vm
+
+
+# -- one sweep, one run --------------------------------------------------------------------
+
+
+def newest_checkpoint_step(runner, run_dir: str) -> int | None:
+    """The highest step number among complete (non-hidden) files in <run_dir>/checkpoints."""
+    out = runner.run(f"ls -1 {shlex.quote(run_dir + '/checkpoints')} 2>/dev/null || true", timeout=60)
+    steps = [int(m.group(1)) for name in out.stdout.split() if (m := _CKPT.match(name))
+             and not name.endswith((".tmp", ".partial"))]
+    return max(steps) if steps else None
+
+
+def attempt_spec(row: RunRow, spec: RunSpec, recipe: Recipe, cluster: Cluster, attempt: int,
+                 resume: bool, exclude: list[str]) -> AttemptSpec:
+    run_dir = row.run_dir or f"{cluster.workdir}/runs/{row.id}"
+    command = render_command(recipe, run_dir=run_dir, nodes=row.nodes, params=spec.params,
+                             python=recipe_python(cluster))
+    return AttemptSpec(run_id=row.id, attempt=attempt, recipe=recipe.name, nodes=row.nodes,
+                       run_dir=run_dir, command=command, env=dict(recipe.launch.env),
+                       exclude=exclude, resume=resume,
+                       time_limit_min=min(spec.time_limit_min, recipe.launch.time_limit_min),
+                       tasks_per_node=recipe.launch.tasks_per_node,
+                       gpus_per_node=cluster_gpus_per_node(cluster))
+
+
+def local_log(run_id: str, attempt: int) -> Path:
+    return paths.run_dir(run_id) / f"attempt-{attempt}" / "train.log"
+
+
+
+# -- one attempt ---------------------------------------------------------------------------
+
+
+def start_attempt(ctx: AttemptContext, row: RunRow, cur: AttemptRow) -> AttemptRow:
+    """Gate, then sbatch pinned to the healthy nodes; a job already submitted is adopted."""
+    store, n = ctx.store, cur.attempt
+    if cur.state == "submitting":  # crashed between the store write and sbatch's answer?
+        job_id = _job_by_name(ctx, row, n)
+        if job_id:
+            return _submitted(ctx, row, n, job_id)
+    excluded, pin = list(cur.excluded_nodes), list(cur.excluded_nodes)
+    if ctx.spec.health.enabled:
+        gated = _gate(ctx, row, cur)
+        if isinstance(gated, AttemptRow):
+            return gated
+        excluded, pin = gated
+    with store.transaction():
+        store.update_attempt(row.id, n, state="submitting", excluded_nodes=excluded)
+        store.update_run(row.id, state="submitting")
+    resume = n > 1 and ctx.spec.retry.resume == "checkpoint"
+    aspec = attempt_spec(row, ctx.spec, ctx.recipe, ctx.cluster, n, resume, pin)
+    try:
+        ref = ctx.launcher.submit(aspec, recipe_dir=ctx.recipe.code_path)
+    except AzbenchError as exc:
+        return _record_failure(ctx, row, n, Failure(FailureClass.CONFIG_ERROR, (), f"submit: {exc}"))
+    return _submitted(ctx, row, n, ref.job_id)
+
+
+def finish_attempt(ctx: AttemptContext, row: RunRow, cur: AttemptRow) -> tuple[Failure | None, RunOutcome | None]:
+    """Watch the attempt's job to its end and classify it: (failure, None) or (None, outcome)."""
+    n, run_dir = cur.attempt, row.run_dir or ""
+    ref = JobRef(cluster=ctx.cluster.name, job_id=cur.job_id or "", run_dir=run_dir)
+    log = f"{run_dir}/attempt-{n}/train.log"
+    status, intent = _watch_attempt(ctx, row, cur, ref, log)
+    text = _fetch_attempt_log(ctx, row, n, log)
+    result = None
+    if status.state == JobState.COMPLETED and status.exit_code in (0, None):
+        result = _result(ctx, row, n)
+    down = [name for name, info in ctx.launcher.node_states().items() if not info.usable]
+    failure = classify(Observation(
+        state=status.state, exit_code=status.exit_code, nodes=list(status.nodes), log_tail=text,
+        down_nodes=down, tasks_per_node=ctx.recipe.launch.tasks_per_node,
+        hung=intent == FailureClass.HANG, deadline=intent == FailureClass.DEADLINE,
+        converged=result.converged if result is not None else None))
+    if failure is None and result is not None:
+        return None, _finish(ctx, row, n, "succeeded", "completed", result=result)
+    failure = failure or Failure(FailureClass.APP_ERROR, (), "no result")
+    _record_failure(ctx, row, n, failure, summary_step=_resume_step_of(text))
+    return failure, None
+
+
+def final_failure(ctx: AttemptContext, row: RunRow, last: AttemptRow, failure: Failure | None,
+                  reason: str) -> RunOutcome:
+    what = failure.describe() if failure else "failed"
+    users = failure is not None and not failure.retryable
+    message = f"{what} [the user's error: not retried]" if users else f"{what} [not retried: {reason}]"
+    result = _result(ctx, row, last.attempt)
+    return _finish(ctx, row, last.attempt, "failed", message, result=result, attempt_state=None)
+
+
+def _gate(ctx: AttemptContext, row: RunRow, cur: AttemptRow) -> tuple[list[str], list[str]] | AttemptRow:
+    from orchestrator.health import choose_nodes, run_gate
+    store, n = ctx.store, cur.attempt
+    with store.transaction():
+        store.update_attempt(row.id, n, state="health_check")
+        store.update_run(row.id, state="health_check")
+    infos = ctx.launcher.node_states()
+    gate = run_gate(ctx.launcher, ctx.runner, ctx.cluster, run_id=row.id, attempt=n,
+                    run_dir=row.run_dir or "", python=recipe_python(ctx.cluster),
+                    nodes=choose_nodes(infos, cur.excluded_nodes, row.nodes),
+                    policy=ctx.spec.health, poll_interval=min(ctx.poll, 0.5))
+    excluded = sorted(set(cur.excluded_nodes) | set(gate.failed))
+    verdict = "; ".join(f"{node}: {why}" for node, why in sorted(gate.failed.items()))
+    ctx.event(row, "health_gate", f"attempt {n}: {len(gate.healthy)}/{len(gate.checked)} nodes "
+              f"healthy in {gate.seconds:.1f}s" + (f"; excluded {verdict}" if verdict else "")
+              + (f"; {gate.fabric}" if gate.fabric else ""),
+              failed=gate.failed, busbw_gbps=gate.busbw_gbps, job_id=gate.job_id)
+    if gate.fabric or len(gate.healthy) < row.nodes:
+        store.update_attempt(row.id, n, excluded_nodes=excluded)
+        why = gate.fabric or f"{len(gate.healthy)} healthy nodes, {row.nodes} needed"
+        return _record_failure(ctx, row, n, Failure(FailureClass.HEALTH_GATE, tuple(gate.failed), why))
+    everyone = set(infos) | set(ctx.cluster.node_names)
+    return excluded, sorted(everyone - set(gate.healthy))
+
+
+def _submitted(ctx: AttemptContext, row: RunRow, n: int, job_id: str) -> AttemptRow:
+    with ctx.store.transaction():
+        cur = ctx.store.update_attempt(row.id, n, job_id=job_id, state="pending")
+        ctx.store.update_run(row.id, state="running", job_id=job_id)
+    return cur
+
+
+def _watch_attempt(ctx: AttemptContext, row: RunRow, cur: AttemptRow, ref: JobRef,
+                   log: str) -> tuple[JobStatus, FailureClass | None]:
+    """The job's final status, and the class azbench itself stored before cancelling it."""
+    intent = FailureClass(cur.failure_class) if cur.failure_class else None
+    if intent is None:
+        started = cur.started_at or utcnow()
+        first = ctx.store.list_attempts(row.id)[0].started_at or started
+        left = ctx.spec.retry.max_duration - (utcnow() - first).total_seconds()
+        try:
+            status, action = watch(ref, LogPoller(ctx.launcher, ctx.runner, log), progress_reader(ctx.runner, log),
+                                   run_id=row.id, attempt=cur.attempt, nodes=row.nodes,
+                                   hang_timeout=ctx.spec.retry.hang_timeout, deadline_s=max(left, 0),
+                                   interval=ctx.poll, on_progress=ctx.on_progress)
+        except JobLost as lost:
+            return lost.status, None
+        if action == Action.DONE:
+            return status, None
+        intent = FailureClass.HANG if action == Action.CANCEL_HANG else FailureClass.DEADLINE
+        # Stored before scancel: a crash now still knows this was our cancel, not a user's.
+        ctx.store.update_attempt(row.id, cur.attempt, failure_class=intent.value,
+                                 message=f"cancelling: {intent.value}")
+    ctx.launcher.cancel(ref)
+    return _final_status(ctx, ref), intent
+
+
+def _final_status(ctx: AttemptContext, ref: JobRef, tries: int = 60) -> JobStatus:
+    status = ctx.launcher.poll([ref])[ref.job_id]
+    for _ in range(tries):
+        if status.state.terminal or status.state == JobState.UNKNOWN:
+            break
+        ctx.sleep(ctx.poll)
+        status = ctx.launcher.poll([ref])[ref.job_id]
+    return status
+
+
+def _record_failure(ctx: AttemptContext, row: RunRow, n: int, failure: Failure,
+                    summary_step: int | None = None) -> AttemptRow:
+    fields = dict(state="failed", failure_class=failure.cls.value, ended_at=utcnow(),
+                  message=failure.describe())
+    if summary_step is not None:
+        fields["resumed_from_step"] = summary_step
+    return ctx.store.update_attempt(row.id, n, **fields)
+
+
+def _job_by_name(ctx: AttemptContext, row: RunRow, n: int) -> str | None:
+    name = f"azbench-{row.id}-a{n}"
+    out = ctx.runner.run(f"squeue -h --states=all --name={shlex.quote(name)} -o %i", timeout=60)
+    ids = [line.strip() for line in out.stdout.splitlines() if line.strip().isdigit()]
+    return ids[-1] if ids else None
+
+
+def _fetch_attempt_log(ctx: AttemptContext, row: RunRow, n: int, remote: str) -> str:
+    """The attempt's train.log (copied home for lost-work maths) plus its Slurm output tail."""
+    local = local_log(row.id, n)
+    try:
+        ctx.runner.get(remote, local)
+    except AzbenchError:
+        pass
+    extra = ctx.runner.run(f"tail -c 8192 {shlex.quote(str(Path(remote).parent))}/slurm-*.out "
+                           "2>/dev/null || true", timeout=60).stdout
+    head = local.read_text(errors="replace")[-65536:] if local.exists() else ""
+    return head + "\n" + extra
+
+
+def _resume_step_of(text: str) -> int | None:
+    from orchestrator.mllog import parse_lines
+    return parse_lines(text.splitlines()).resume_step
+
+
+def _resume_step_of_result(result) -> int | None:
+    import json
+    return json.loads(result.summary_json or "{}").get("resume_step") if result else None
+
+
+def _result(ctx: AttemptContext, row: RunRow, n: int, fetch: bool = True):
+    """The ResultRow of attempt n's log, carrying the run's attempt history; None without a log."""
+    import json
+
+    from orchestrator.ingest import result_from_run
+    if fetch:
+        try:
+            ctx.launcher.fetch_logs(JobRef(cluster=ctx.cluster.name, job_id="-",
+                                           run_dir=row.run_dir or ""), paths.run_dir(row.id))
+        except AzbenchError:
+            pass
+    log = local_log(row.id, n)
+    if not log.exists():
+        return None
+    result = result_from_run(log, run_id=row.id, cluster=ctx.cluster, nodes=row.nodes,
+                             benchmark=row.benchmark)
+    summary = json.loads(result.summary_json or "{}")
+    summary["attempts"] = [a.model_dump(mode="json", exclude={"id", "run_id"})
+                           for a in ctx.store.list_attempts(row.id)]
+    return result.model_copy(update={"summary_json": json.dumps(summary), "log_path": result.log_path})
+
+
+def _finish(ctx: AttemptContext, row: RunRow, n: int, state: str, message: str, *, result=None,
+            attempt_state: str | None = "same") -> RunOutcome:
+    store, result_id = ctx.store, None
+    if state == "succeeded" and result is not None and not result.converged:
+        state, message = "failed", f"job completed but the run did not converge ({result.status})"
+    with store.transaction():
+        if result is not None:
+            result_id, _ = store.add_result(result)
+        if attempt_state is not None:
+            store.update_attempt(row.id, n, state=state, ended_at=utcnow(), message=message,
+                                 resumed_from_step=_resume_step_of_result(result))
+        store.update_run(row.id, state=state, message=message)
+        store.add_event(EventRow(kind=f"run_{state}", cluster=row.cluster, run_id=row.id,
+                                 message=message))
+    return RunOutcome(run_id=row.id, nodes=row.nodes, repeat=row.repeat_index, state=state,
+                      message=message, result_id=result_id,
+                      minutes=result.minutes if result is not None else None,
+                      log_path=str(local_log(row.id, n)) if result is not None else None,
+                      attempts=n, resumed=bool(result and result.resumed))
+
+
