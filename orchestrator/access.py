@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from orchestrator.errors import NotAvailableError
 
 if TYPE_CHECKING:
+    from orchestrator.launchers.azureml import AzureMLLauncher
     from orchestrator.launchers.slurm import SlurmLauncher
     from orchestrator.models import Cluster
     from orchestrator.remote import Runner
@@ -19,6 +20,9 @@ if TYPE_CHECKING:
 
 def runner_for(cluster: Cluster) -> Runner:
     from orchestrator.remote import LocalRunner, SshRunner
+    if cluster.provider == "azureml":  # jobs go through the Azure ML API: no shell to reach
+        from orchestrator.launchers.azureml import NullRunner
+        return NullRunner(cluster)
     if cluster.ssh is not None:
         return SshRunner(cluster.ssh, env=dict(cluster.env))
     if cluster.provider in ("local", "fake"):
@@ -26,10 +30,11 @@ def runner_for(cluster: Cluster) -> Runner:
     raise NotAvailableError(f"cluster '{cluster.name}' ({cluster.provider}) has no login access yet")
 
 
-def launcher_for(cluster: Cluster, runner: Runner) -> SlurmLauncher:
+def launcher_for(cluster: Cluster, runner: Runner) -> SlurmLauncher | AzureMLLauncher:
     from orchestrator.launchers.slurm import SlurmLauncher
     if cluster.provider == "azureml":
-        raise NotAvailableError("the Azure ML launcher arrives with issue #8")
+        from orchestrator.launchers.azureml import AzureMLLauncher
+        return AzureMLLauncher(cluster)
     return SlurmLauncher(runner, cluster)
 
 

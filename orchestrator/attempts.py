@@ -132,7 +132,8 @@ def start_attempt(ctx: AttemptContext, row: RunRow, cur: AttemptRow) -> AttemptR
         if job_id:
             return _submitted(ctx, row, n, job_id)
     excluded, pin = list(cur.excluded_nodes), list(cur.excluded_nodes)
-    if ctx.spec.health.enabled:
+    # Back ends without a login runner (Azure ML) have no Slurm gate to submit.
+    if ctx.spec.health.enabled and getattr(ctx.launcher, "health_gate", True):
         gated = _gate(ctx, row, cur)
         if isinstance(gated, AttemptRow):
             return gated
@@ -181,6 +182,13 @@ def final_failure(ctx: AttemptContext, row: RunRow, last: AttemptRow, failure: F
     return _finish(ctx, row, last.attempt, "failed", message, result=result, attempt_state=None)
 
 
+def _hang_timeout(ctx: AttemptContext) -> float:
+    """Hangs are judged from the MLLOG tail, which only a login runner can read."""
+    if not getattr(ctx.launcher, "health_gate", True):
+        return float("inf")
+    return ctx.spec.retry.hang_timeout
+
+
 def _gate(ctx: AttemptContext, row: RunRow, cur: AttemptRow) -> tuple[list[str], list[str]] | AttemptRow:
     from orchestrator.health import choose_nodes, run_gate
     store, n = ctx.store, cur.attempt
@@ -224,7 +232,7 @@ def _watch_attempt(ctx: AttemptContext, row: RunRow, cur: AttemptRow, ref: JobRe
         try:
             status, action = watch(ref, LogPoller(ctx.launcher, ctx.runner, log), progress_reader(ctx.runner, log),
                                    run_id=row.id, attempt=cur.attempt, nodes=row.nodes,
-                                   hang_timeout=ctx.spec.retry.hang_timeout, deadline_s=max(left, 0),
+                                   hang_timeout=_hang_timeout(ctx), deadline_s=max(left, 0),
                                    interval=ctx.poll, on_progress=ctx.on_progress)
         except JobLost as lost:
             return lost.status, None

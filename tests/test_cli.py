@@ -74,7 +74,7 @@ def test_dry_run_table_shows_cost_and_resources(azbench_home):
     (["up", "--provider", "azure", "--sku", "h100", "--nodes", "2", "--region", "eastus"],
      2, "no Azure subscription: set azure.subscription_id"),
     (["up", "--provider", "azureml", "--sku", "h100", "--nodes", "2", "--region", "eastus"],
-     7, "provider 'azureml' can plan but not yet create clusters"),
+     2, "no Azure ML workspace: set"),
     (["recipes", "show", "nosuch"], 2, "azbench: not found: unknown recipe 'nosuch'"),
     (["recipes", "show", "llama31_405b", "--sku", "h100", "--nodes", "1"], 2,
      "one model replica needs TP*PP*CP = 8*8*2 = 128 GPUs, at least 16 VMs"),

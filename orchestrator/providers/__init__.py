@@ -25,7 +25,10 @@ def get_provider(name: str) -> Provider:
     if name == "azure":
         from orchestrator.providers.azure import AzureProvider
         return AzureProvider()
-    if name in ("azureml", "fake"):
-        from orchestrator.providers.fake import FakeProvider, PlanOnlyProvider
-        return FakeProvider() if name == "fake" else PlanOnlyProvider(name)
+    if name == "azureml":
+        from orchestrator.providers.azureml import AzureMLProvider
+        return AzureMLProvider()
+    if name == "fake":
+        from orchestrator.providers.fake import FakeProvider
+        return FakeProvider()
     raise ConfigError(f"unknown provider '{name}' (choose from {', '.join(PROVIDERS)})")

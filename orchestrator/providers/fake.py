@@ -1,9 +1,9 @@
-"""The fake provider (Azure-shaped plans, clusters kept in a JSON file) and plan-only providers.
+"""The fake provider: Azure-shaped plans, clusters kept in a JSON file, failure switches.
 
 FakeProvider backs `--dry-run` for every Azure-shaped provider and lets the whole flow run
 without a cloud: its clusters live in `$AZBENCH_HOME/clusters/<name>/fake.json`. Failure
 switches come from `AZBENCH_FAKE_FAIL` (capacity | quota | sku) and every call is recorded in
-`calls`. PlanOnlyProvider stands in for back ends whose `up` is not built yet.
+`calls`.
 """
 
 from __future__ import annotations
@@ -12,12 +12,11 @@ import json
 import os
 
 from orchestrator import paths
-from orchestrator.errors import CapacityError, NotAvailableError, PreflightError
+from orchestrator.errors import CapacityError, PreflightError
 from orchestrator.models import Cluster, ClusterState, Plan, PlannedResource
 from orchestrator.planner import plan_azure
 from orchestrator.specs import ClusterSpec
 
-_ISSUE = {"azure": "#6 (Azure provider)", "azureml": "#8 (Azure ML back end)"}
 
 
 class FakeProvider:
@@ -57,22 +56,6 @@ class FakeProvider:
     def down(self, cluster: Cluster) -> None:
         self.calls.append(("down", cluster.name))
         (paths.cluster_dir(cluster.name) / "fake.json").unlink(missing_ok=True)
-
-
-class PlanOnlyProvider(FakeProvider):
-    """Plans like the real back end; `up`/`down` say which issue builds them."""
-
-    def __init__(self, name: str) -> None:
-        super().__init__()
-        self.name = name
-
-    def up(self, spec: ClusterSpec, plan: Plan) -> Cluster:
-        raise NotAvailableError(f"provider '{self.name}' can plan but not yet create clusters "
-                                f"(arrives with issue {_ISSUE[self.name]}); use --dry-run")
-
-    def down(self, cluster: Cluster) -> None:
-        raise NotAvailableError(f"provider '{self.name}' cannot delete clusters yet "
-                                f"(arrives with issue {_ISSUE[self.name]})")
 
 
 def _maybe_fail(spec: ClusterSpec) -> None:
