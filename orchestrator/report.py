@@ -22,6 +22,7 @@ from orchestrator.catalog import CATALOG
 from orchestrator.errors import ConfigError
 from orchestrator.metrics import StepStats
 from orchestrator.models import utcnow
+from orchestrator.report_attempts import AttemptLine, attempt_history
 from orchestrator.store_schema import AttemptRow, ResultRow, RunRow
 
 _SAME_BATCH_RTOL = 1e-6  # per-worker batches this close are the same work (weak scaling)
@@ -141,6 +142,7 @@ class Report(_Model):
     strong_scaling: list[StrongScaling] = Field(default_factory=list)
     weak_scaling: list[WeakScaling] = Field(default_factory=list)
     speedups: list[SkuSpeedup] = Field(default_factory=list)
+    attempt_history: list[AttemptLine] = Field(default_factory=list)
     notes: list[str] = Field(default_factory=list)
 
 
@@ -165,7 +167,7 @@ def build_report(
     filters = {k: str(v) for k, v in asked.items() if v is not None}
     return Report(filters=filters, groups=groups, strong_scaling=strong_scaling(groups),
                   weak_scaling=weak_scaling(groups, notes), speedups=sku_speedups(groups),
-                  notes=notes)
+                  attempt_history=attempt_history(runs, attempts, rows), notes=notes)
 
 
 def strong_scaling(groups: Sequence[GroupReport]) -> list[StrongScaling]:

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from orchestrator.report import GroupReport, Report
+from orchestrator.report_attempts import history_section
 from orchestrator.store_schema import ResultRow
 
 if TYPE_CHECKING:
@@ -103,6 +104,7 @@ def sections(report: Report) -> list[_Section]:
                 [[s.benchmark, str(s.workers), f"{s.sku_a} -> {s.sku_b}", _f(s.minutes_a, 3),
                   _f(s.minutes_b, 3), _f(s.speedup, 3), _f(s.speedup_per_gpu, 3),
                   _f(s.speedup_per_dollar, 3)] for s in report.speedups]))
+    out.append(history_section(report.attempt_history))
     return [s for s in out if s[2]]
 
 

@@ -163,3 +163,22 @@ def test_write_html_writes_pngs_that_open(rows, tmp_path: Path) -> None:
         width, height = png_size(png)
         assert width >= 400 and height >= 300, png.name
     assert sorted(p.name for p in (tmp_path / "html").iterdir()) == sorted(names)  # no temp files
+
+
+def test_attempt_history_shows_failures_exclusions_and_lost_work():
+    from orchestrator.report import build_report
+    from orchestrator.report_render import to_markdown
+    from orchestrator.store_schema import AttemptRow, RunRow
+    runs = [RunRow(id="rA", cluster="c", recipe="smoke", benchmark="smoke", nodes=2),
+            RunRow(id="rB", cluster="c", recipe="smoke", benchmark="smoke", nodes=1)]
+    attempts = [AttemptRow(run_id="rA", attempt=1, state="failed", failure_class="node_fail",
+                           excluded_nodes=[], lost_steps=6, lost_seconds=1.7),
+                AttemptRow(run_id="rA", attempt=2, state="succeeded", excluded_nodes=["node2"],
+                           resumed_from_step=20),
+                AttemptRow(run_id="rB", attempt=1, state="succeeded")]
+    report = build_report([], runs, attempts)
+    lines = [(a.run_id, a.attempt, a.failure_class, a.excluded_nodes, a.resumed_from_step)
+             for a in report.attempt_history]
+    assert lines == [("rA", 1, "node_fail", [], None), ("rA", 2, None, ["node2"], 20)]
+    text = to_markdown(report)
+    assert "Attempt history" in text and "node_fail" in text and "node2" in text
