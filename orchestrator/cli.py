@@ -523,12 +523,24 @@ def results_import(path: Path = typer.Argument(..., help="Submission tree, resul
         sys.stderr.write(f"warning: {warning.path}: {warning.message}\n")
 
 
+# ---------------------------------------------------------------- pipelines (own module)
+
+from orchestrator.cli_pipeline import baseline_app, pipeline_app, register_compare  # noqa: E402
+
+app.add_typer(pipeline_app, name="pipeline")
+app.add_typer(baseline_app, name="baseline")
+register_compare(app)
+
+
 # ---------------------------------------------------------------- entry point
 
 def main(argv: list[str] | None = None) -> None:
     """Console entry point: run the app; AzbenchError -> one line on stderr + its exit code."""
     try:
-        app(args=argv, prog_name="azbench", standalone_mode=False)
+        code = app(args=argv, prog_name="azbench", standalone_mode=False)
+        # Without standalone mode, typer returns a typer.Exit's code instead of exiting.
+        if isinstance(code, int) and code:
+            sys.exit(code)
     except AzbenchError as exc:
         if _STATE["debug"]:
             raise

@@ -33,6 +33,7 @@ class FailureClass(str, Enum):
     ECC_ERROR = "ecc_error"
     HEALTH_GATE = "health_gate"
     SCHEDULER_LOST = "scheduler_lost"
+    PORT_IN_USE = "port_in_use"
     CONFIG_ERROR = "config_error"
     APP_ERROR = "app_error"
     NOT_CONVERGED = "not_converged"
@@ -66,6 +67,7 @@ FAILURES: dict[FailureClass, FailureInfo] = {
     F.ECC_ERROR: FailureInfo("infra", "GPU ECC error in the log"),
     F.HEALTH_GATE: FailureInfo("infra", "the pre-run health gate left too few healthy nodes"),
     F.SCHEDULER_LOST: FailureInfo("infra", "the scheduler forgot the job and it left no exit"),
+    F.PORT_IN_USE: FailureInfo("infra", "the rendezvous port was taken on the master node"),
     F.CONFIG_ERROR: FailureInfo("user", "the recipe rejected its configuration (exit 2)"),
     F.APP_ERROR: FailureInfo("user", "the application exited non-zero (a code error)"),
     F.NOT_CONVERGED: FailureInfo("user", "the run finished without reaching its target"),
@@ -93,6 +95,7 @@ LOG_PATTERNS: list[tuple[re.Pattern[str], FailureClass]] = [
                 r"(timeout|timed out)|Watchdog caught collective operation timeout", re.I),
      F.NCCL_ERROR),
     (re.compile(r"Node failure on (?P<node>[\w.-]+)|DUE TO NODE FAILURE", re.I), F.NODE_LOST),
+    (re.compile(r"EADDRINUSE|address already in use", re.I), F.PORT_IN_USE),
 ]
 _CONFIG_LINE = re.compile(r"application error|invalid (argument|config)|usage: ", re.I)
 _CUDA_OOM = re.compile(r"CUDA out of memory|OutOfMemoryError", re.I)

@@ -24,7 +24,7 @@ from sqlalchemy.engine import Connection, Dialect
 from orchestrator.errors import StoreError
 from orchestrator.models import Cluster, ClusterState, utcnow
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 VERSION_KEY = "schema_version"
 SQLITE_MAGIC = b"SQLite format 3\x00"
 
@@ -166,7 +166,17 @@ events = sa.Table(
     sa.Column("data_json", sa.Text),
 )
 
-TABLES = (meta, clusters, runs, attempts, results, events)
+baselines = sa.Table(
+    "baselines",
+    metadata,
+    sa.Column("name", sa.String(128), primary_key=True),
+    sa.Column("source_json", sa.Text, nullable=False),  # how it was chosen (sweeps, filters)
+    sa.Column("data_json", sa.Text, nullable=False),  # per benchmark x scale metric samples
+    sa.Column("created_at", UTCDateTime, nullable=False),
+    sa.Column("updated_at", UTCDateTime, nullable=False),
+)
+
+TABLES = (meta, clusters, runs, attempts, results, events, baselines)
 TABLE_NAMES = frozenset(t.name for t in TABLES)
 
 
@@ -184,9 +194,14 @@ def _v2_indexes(conn: Connection) -> None:
     conn.exec_driver_sql("CREATE INDEX IF NOT EXISTS ix_events_run_id ON events (run_id)")
 
 
+def _v3_baselines(conn: Connection) -> None:
+    metadata.create_all(conn, tables=[baselines])  # performance baselines (orchestrator.baselines)
+
+
 MIGRATIONS: list[tuple[int, Callable[[Connection], None]]] = [
     (1, _v1_initial),
     (2, _v2_indexes),
+    (3, _v3_baselines),
 ]
 
 

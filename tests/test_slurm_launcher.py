@@ -102,6 +102,11 @@ def test_render_refuses_unsafe_values(over):
         render_sbatch(plain_attempt(**over))
 
 
+def _cksum(text: str) -> int:
+    out = subprocess.run(["cksum"], input=text, capture_output=True, text=True, check=True).stdout
+    return int(out.split()[0])
+
+
 def _stub_bin(tmp_path: Path) -> Path:
     """srun and scontrol stand-ins: srun runs its command as rank 0 with -l style prefixes."""
     bin_dir = tmp_path / "bin"
@@ -135,7 +140,7 @@ def test_script_runs_with_exact_env_and_tees_mllog(tmp_path):
     seen = dict(pair.split("=", 1) for pair in pairs if "=" in pair)
     for key, value in NASTY.items():
         assert seen[key] == value
-    assert seen["MASTER_ADDR"] == "10.9.0.3" and seen["MASTER_PORT"] == str(20000 + 123457 % 10000)
+    assert seen["MASTER_ADDR"] == "10.9.0.3" and seen["MASTER_PORT"] == str(20000 + (123457 + _cksum("")) % 10000)
     assert seen["AZBENCH_CHECKPOINT_DIR"] == f"{run_dir}/checkpoints" and seen["AZBENCH_ATTEMPT"] == "3"
     log = (run_dir / "attempt-3" / "train.log").read_text()
     assert '0: :::MLLOG {} --resume' in log.splitlines()

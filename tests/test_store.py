@@ -258,7 +258,7 @@ def test_migrates_a_v1_database(db_url: str | None) -> None:
         assert "ix_results_benchmark_system" not in _indexes(conn)
     engine.dispose()
     with Store.open(db_url) as s:
-        assert s.schema_version() == SCHEMA_VERSION == 2
+        assert s.schema_version() == SCHEMA_VERSION == 3
         assert s.get_run("old").state == "done"
     engine = raw_engine(db_url)
     with engine.connect() as conn:

@@ -27,7 +27,9 @@ MASTER_ADDR="$(scontrol -o show node "$FIRST_NODE" | sed -n 's/.*NodeAddr=\([^ ]
 export MASTER_ADDR="${MASTER_ADDR:-$FIRST_NODE}"
 # Derived from the job id so two jobs sharing a node never collide; 20000-29999 stays below
 # Linux's ephemeral range (32768+), so no outgoing connection can already hold the port.
-export MASTER_PORT=$(( 20000 + SLURM_JOB_ID % 10000 ))
+# The cluster name's checksum spreads clusters sharing one host (local emulation) apart.
+CLUSTER_SALT=$(printf '%s' "${SLURM_CLUSTER_NAME:-}" | cksum | cut -d' ' -f1)
+export MASTER_PORT=$(( 20000 + (SLURM_JOB_ID + CLUSTER_SALT) % 10000 ))
 export EMPTY=''
 export GLOB='* ? [x]'
 export NEWLINE='line1

@@ -1,0 +1,400 @@
+"""Performance baselines: named sets of metric samples per benchmark x scale, and comparisons.
+
+`collect` turns stored results (plus the health gate's all-reduce figures) into samples per
+benchmark x SKU x node count: time-to-train, each run's median step time, weak-scaling
+efficiency against the fewest-nodes scale, and all-reduce bus bandwidth when the gate measured
+it. `set_baseline` / `get_baseline` / `list_baselines` / `delete_baseline` keep them in the
+store's `baselines` table (schema v3). `compare` checks current samples against a baseline with
+per-metric tolerances and Welch's t-test over the repeats (scipy when installed, else the
+stdlib version below), and lists regressions and improvements with their confidence.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import statistics
+import warnings
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, Literal
+
+import sqlalchemy as sa
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from orchestrator.errors import ConfigError, NotFoundError
+from orchestrator.models import utcnow
+from orchestrator.report import kept_step_times, summary_of
+from orchestrator.store_schema import ResultRow, baselines
+
+if TYPE_CHECKING:
+    from orchestrator.store import Store
+
+Direction = Literal["lower", "higher"]
+Verdict = Literal["regression", "improvement", "within", "noise", "missing", "new"]
+# metric -> (label with unit, which way is better)
+METRICS: dict[str, tuple[str, Direction]] = {
+    "time_to_train": ("time to train (min)", "lower"),
+    "step_time": ("median step time (s)", "lower"),
+    "weak_scaling_efficiency": ("weak-scaling efficiency", "higher"),
+    "allreduce_busbw": ("all-reduce busbw (GB/s)", "higher"),
+}
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Tolerance(_Strict):
+    """A change worse than `max_change` (a fraction: 0.1 = 10 %) is a regression when the
+    t-test over the repeats is at least `min_confidence` sure (or a side has one sample)."""
+
+    max_change: float = Field(0.10, gt=0, le=100)
+    min_confidence: float = Field(0.90, ge=0, lt=1)
+
+    @field_validator("max_change", mode="before")
+    @classmethod
+    def _percent(cls, value: Any) -> Any:
+        if isinstance(value, str) and value.strip().endswith("%"):
+            return float(value.strip()[:-1]) / 100
+        return value
+
+
+def _tol(change: float) -> Any:
+    return Field(default_factory=lambda: Tolerance(max_change=change))
+
+
+class Tolerances(_Strict):
+    """Per-metric tolerances; a bare number (or '10%') sets max_change only."""
+
+    time_to_train: Tolerance = _tol(0.10)
+    step_time: Tolerance = _tol(0.10)
+    weak_scaling_efficiency: Tolerance = _tol(0.10)
+    allreduce_busbw: Tolerance = _tol(0.15)
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _shorthand(cls, value: Any) -> Any:
+        return {"max_change": value} if isinstance(value, (int, float, str)) else value
+
+
+class BaselineEntry(_Strict):
+    """Samples (one per run) of each metric at one benchmark x SKU x node count."""
+
+    benchmark: str
+    sku: str | None = None
+    nodes: int
+    metrics: dict[str, list[float]] = Field(default_factory=dict)
+    runs: list[str] = Field(default_factory=list, description="run ids (or result ids) used")
+    base_nodes: int | None = Field(None, description="the scale weak scaling is measured from")
+
+    @property
+    def label(self) -> str:
+        return f"{self.benchmark} {self.nodes}x{self.sku or '?'}"
+
+
+class Baseline(_Strict):
+    name: str
+    source: dict[str, Any] = Field(default_factory=dict)
+    entries: list[BaselineEntry] = Field(default_factory=list)
+    created_at: datetime = Field(default_factory=utcnow)
+    updated_at: datetime = Field(default_factory=utcnow)
+
+
+class MetricDelta(_Strict):
+    """One metric at one scale: baseline vs current, the relative change and the verdict."""
+
+    benchmark: str
+    sku: str | None
+    nodes: int
+    metric: str
+    better: Direction
+    baseline_mean: float | None
+    current_mean: float | None
+    n_baseline: int
+    n_current: int
+    change: float | None = Field(None, description="(current - baseline) / baseline")
+    p_value: float | None = None
+    confidence: float | None = Field(None, description="1 - p of Welch's t-test; None when n < 2")
+    max_change: float
+    verdict: Verdict
+
+    @property
+    def label(self) -> str:
+        return f"{self.benchmark} {self.nodes}x{self.sku or '?'}"
+
+    def describe(self) -> str:
+        what = METRICS.get(self.metric, (self.metric, "lower"))[0]
+        change = f"{self.change:+.1%}" if self.change is not None else "n/a"
+        conf = f", confidence {self.confidence:.0%}" if self.confidence is not None else ", n<2"
+        return (f"{self.label} {what}: {_num(self.baseline_mean)} -> {_num(self.current_mean)} "
+                f"({change}, tolerance {self.max_change:.0%}{conf})")
+
+
+class Comparison(_Strict):
+    baseline: str
+    deltas: list[MetricDelta] = Field(default_factory=list)
+
+    @property
+    def regressions(self) -> list[MetricDelta]:
+        return [d for d in self.deltas if d.verdict == "regression"]
+
+    @property
+    def improvements(self) -> list[MetricDelta]:
+        return [d for d in self.deltas if d.verdict == "improvement"]
+
+    def for_scale(self, benchmark: str, sku: str | None, nodes: int) -> list[MetricDelta]:
+        return [d for d in self.deltas if (d.benchmark, d.sku, d.nodes) == (benchmark, sku, nodes)]
+
+    def to_json_data(self) -> dict[str, Any]:
+        data = self.model_dump(mode="json")
+        data["regressions"] = [d.describe() for d in self.regressions]
+        data["improvements"] = [d.describe() for d in self.improvements]
+        return data
+
+
+# -- collecting samples ----------------------------------------------------------------------
+
+
+def collect(store: Store, *, sweep_ids: Sequence[str] = (), cluster: str | None = None,
+            benchmark: str | None = None, since: datetime | None = None) -> list[BaselineEntry]:
+    """Samples from the stored results of these sweeps (or matching the filters)."""
+    results = store.list_results(benchmark=benchmark, cluster=cluster, since=since)
+    if sweep_ids:
+        run_ids = {r.id for s in sweep_ids for r in store.list_runs(sweep_id=s)}
+        if not run_ids:
+            raise NotFoundError(f"no runs in sweep(s) {', '.join(sweep_ids)}",
+                                hint="see `azbench status` for sweep ids")
+        results = [r for r in results if r.run_id in run_ids]
+    busbw = {rid: bw for rid in {r.run_id for r in results if r.run_id}
+             if (bw := _gate_busbw(store, rid)) is not None}
+    return entries_from(results, busbw)
+
+
+def entries_from(results: Iterable[ResultRow], busbw: Mapping[str, float] | None = None
+                 ) -> list[BaselineEntry]:
+    """Pure: per-scale samples. Resumed runs and results without a node count are left out;
+    time-to-train only counts converged runs."""
+    groups: dict[tuple[str, str | None, int], list[ResultRow]] = defaultdict(list)
+    for r in results:
+        if r.nodes and not r.resumed:
+            groups[(r.benchmark, r.sku, r.nodes)].append(r)
+    entries = {key: _samples(rows, busbw or {}) for key, rows in groups.items()}
+    _add_weak_scaling(entries)
+    return [BaselineEntry(benchmark=b, sku=s, nodes=n, metrics=m, runs=runs, base_nodes=base)
+            for (b, s, n), (m, runs, base) in sorted(entries.items(), key=lambda kv: _sort(kv[0]))]
+
+
+def _samples(rows: list[ResultRow], busbw: Mapping[str, float]
+             ) -> tuple[dict[str, list[float]], list[str], int | None]:
+    metrics: dict[str, list[float]] = defaultdict(list)
+    for r in rows:
+        if r.converged and r.minutes is not None:
+            metrics["time_to_train"].append(float(r.minutes))
+        kept = kept_step_times(summary_of(r))
+        if kept:
+            metrics["step_time"].append(statistics.median(kept))
+        if r.run_id and r.run_id in busbw:
+            metrics["allreduce_busbw"].append(float(busbw[r.run_id]))
+    return dict(metrics), [r.run_id or f"result-{r.id}" for r in rows], None
+
+
+def _add_weak_scaling(entries: dict[tuple[str, str | None, int], Any]) -> None:
+    """E_weak per run = median step at the fewest-nodes scale / this run's median step."""
+    series: dict[tuple[str, str | None], list[int]] = defaultdict(list)
+    for (bench, sku, nodes), (metrics, _, _) in entries.items():
+        if metrics.get("step_time"):
+            series[(bench, sku)].append(nodes)
+    for (bench, sku), scales in series.items():
+        base = min(scales)
+        base_step = statistics.median(entries[(bench, sku, base)][0]["step_time"])
+        for nodes in scales:
+            metrics, runs, _ = entries[(bench, sku, nodes)]
+            if nodes != base:
+                metrics["weak_scaling_efficiency"] = [base_step / s for s in metrics["step_time"] if s > 0]
+            entries[(bench, sku, nodes)] = (metrics, runs, base)
+
+
+def _gate_busbw(store: Store, run_id: str) -> float | None:
+    """The last all-reduce bus bandwidth the health gate measured for this run."""
+    found = [e.data.get("busbw_gbps") for e in store.list_events(run_id=run_id)
+             if e.kind == "health_gate"]
+    values = [float(v) for v in found if isinstance(v, (int, float)) and not isinstance(v, bool)]
+    return values[-1] if values else None
+
+
+# -- the store ------------------------------------------------------------------------------
+
+
+def set_baseline(store: Store, name: str, entries: Sequence[BaselineEntry],
+                 source: Mapping[str, Any] | None = None) -> Baseline:
+    """Create or replace baseline `name` (one transaction). ConfigError when it has no samples."""
+    check_name(name)
+    if not any(e.metrics for e in entries):
+        raise ConfigError(f"baseline '{name}' would be empty: no stored results match",
+                          hint="pick a sweep that produced results (azbench status)")
+    now = utcnow()
+    values = {"source_json": json.dumps(dict(source or {}), sort_keys=True, default=str),
+              "data_json": json.dumps([e.model_dump(mode="json") for e in entries]),
+              "updated_at": now}
+    # Private API by design: the store hands its transaction to modules that own a table.
+    with store._conn(write=True) as conn:
+        old = conn.execute(sa.select(baselines.c.created_at).where(baselines.c.name == name)).first()
+        if old is None:
+            conn.execute(baselines.insert().values(name=name, created_at=now, **values))
+        else:
+            conn.execute(baselines.update().where(baselines.c.name == name).values(**values))
+    return get_baseline(store, name)
+
+
+def get_baseline(store: Store, name: str) -> Baseline:
+    with store._conn() as conn:
+        row = conn.execute(sa.select(baselines).where(baselines.c.name == name)).first()
+    if row is None:
+        raise NotFoundError(f"no baseline named '{name}'", hint="see `azbench baseline list`")
+    return _baseline(row)
+
+
+def find_baseline(store: Store, name: str) -> Baseline | None:
+    try:
+        return get_baseline(store, name)
+    except NotFoundError:
+        return None
+
+
+def list_baselines(store: Store) -> list[Baseline]:
+    with store._conn() as conn:
+        rows = list(conn.execute(sa.select(baselines).order_by(baselines.c.name)))
+    return [_baseline(r) for r in rows]
+
+
+def delete_baseline(store: Store, name: str) -> None:
+    with store._conn(write=True) as conn:
+        gone = conn.execute(baselines.delete().where(baselines.c.name == name)).rowcount
+    if not gone:
+        raise NotFoundError(f"no baseline named '{name}'", hint="see `azbench baseline list`")
+
+
+def check_name(name: str) -> str:
+    if not _NAME.match(name):
+        raise ConfigError(f"baseline name '{name}' must be letters, digits, '.', '_' or '-' "
+                          "(at most 128, starting with a letter or digit)")
+    return name
+
+
+def _baseline(row: Any) -> Baseline:
+    data = row._asdict()
+    return Baseline(name=data["name"], source=json.loads(data["source_json"]),
+                    entries=[BaselineEntry.model_validate(e) for e in json.loads(data["data_json"])],
+                    created_at=data["created_at"], updated_at=data["updated_at"])
+
+
+# -- comparing -----------------------------------------------------------------------------
+
+
+def compare(baseline: Baseline, current: Sequence[BaselineEntry],
+            tolerances: Tolerances | None = None) -> Comparison:
+    """Every metric of every scale in either set, with its verdict."""
+    tol = tolerances or Tolerances()
+    base = {(e.benchmark, e.sku, e.nodes): e for e in baseline.entries}
+    cur = {(e.benchmark, e.sku, e.nodes): e for e in current}
+    deltas = []
+    for key in sorted(set(base) | set(cur), key=_sort):
+        b, c = base.get(key), cur.get(key)
+        names = [m for m in METRICS if (b and b.metrics.get(m)) or (c and c.metrics.get(m))]
+        for metric in names:
+            deltas.append(metric_delta(key, metric, (b.metrics.get(metric) if b else None) or [],
+                                       (c.metrics.get(metric) if c else None) or [],
+                                       getattr(tol, metric)))
+    return Comparison(baseline=baseline.name, deltas=deltas)
+
+
+def metric_delta(key: tuple[str, str | None, int], metric: str, base: Sequence[float],
+                 cur: Sequence[float], tol: Tolerance) -> MetricDelta:
+    """Pure: the verdict for one metric. Beyond tolerance but under min_confidence is noise."""
+    better = METRICS[metric][1]
+    common = dict(benchmark=key[0], sku=key[1], nodes=key[2], metric=metric, better=better,
+                  n_baseline=len(base), n_current=len(cur), max_change=tol.max_change,
+                  baseline_mean=statistics.fmean(base) if base else None,
+                  current_mean=statistics.fmean(cur) if cur else None)
+    if not base or not cur:
+        return MetricDelta(verdict="missing" if base else "new", **common)
+    mb, mc = statistics.fmean(base), statistics.fmean(cur)
+    change = (mc - mb) / abs(mb) if mb else (0.0 if mc == mb else math.copysign(math.inf, mc - mb))
+    worse = change if better == "lower" else -change
+    p = welch_p_value(base, cur)
+    confidence = None if p is None else 1.0 - p
+    sure = confidence is None or confidence >= tol.min_confidence
+    verdict: Verdict = "within"
+    if abs(worse) > tol.max_change:
+        verdict = ("regression" if worse > 0 else "improvement") if sure else "noise"
+    return MetricDelta(change=change, p_value=p, confidence=confidence, verdict=verdict, **common)
+
+
+def welch_p_value(a: Sequence[float], b: Sequence[float], *, use_scipy: bool = True) -> float | None:
+    """Two-sided p-value of Welch's unequal-variance t-test; None when a side has < 2 samples."""
+    if len(a) < 2 or len(b) < 2:
+        return None
+    va, vb = statistics.variance(a) / len(a), statistics.variance(b) / len(b)
+    diff = statistics.fmean(a) - statistics.fmean(b)
+    if va + vb == 0:  # no spread at all: identical means are certain, different ones too
+        return 1.0 if diff == 0 else 0.0
+    if use_scipy:
+        try:
+            from scipy import stats
+        except ImportError:
+            pass
+        else:
+            with warnings.catch_warnings():  # near-identical repeats: the answer is still right
+                warnings.simplefilter("ignore", RuntimeWarning)
+                return float(stats.ttest_ind(list(a), list(b), equal_var=False).pvalue)
+    t = diff / math.sqrt(va + vb)
+    df = (va + vb) ** 2 / (va ** 2 / (len(a) - 1) + vb ** 2 / (len(b) - 1))
+    return student_t_two_sided_p(t, df)
+
+
+def student_t_two_sided_p(t: float, df: float) -> float:
+    """P(|T| >= |t|) for Student's t with `df` degrees of freedom: I_{df/(df+t^2)}(df/2, 1/2)."""
+    return min(1.0, max(0.0, _betainc(df / 2, 0.5, df / (df + t * t))))
+
+
+def _betainc(a: float, b: float, x: float) -> float:
+    """The regularized incomplete beta function I_x(a, b) (Numerical Recipes, 6.4)."""
+    if x <= 0:
+        return 0.0
+    if x >= 1:
+        return 1.0
+    front = math.exp(math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b)
+                     + a * math.log(x) + b * math.log1p(-x))
+    if x < (a + 1) / (a + b + 2):
+        return front * _betacf(a, b, x) / a
+    return 1.0 - front * _betacf(b, a, 1 - x) / b
+
+
+def _betacf(a: float, b: float, x: float, iterations: int = 300, eps: float = 1e-15) -> float:
+    tiny = 1e-300
+    c, d = 1.0, 1.0 - (a + b) * x / (a + 1)
+    d = 1.0 / (d if abs(d) > tiny else tiny)
+    h = d
+    for m in range(1, iterations + 1):
+        for aa in (m * (b - m) * x / ((a + 2 * m - 1) * (a + 2 * m)),
+                   -(a + m) * (a + b + m) * x / ((a + 2 * m) * (a + 2 * m + 1))):
+            d = 1.0 + aa * d
+            d = 1.0 / (d if abs(d) > tiny else tiny)
+            c = 1.0 + aa / c
+            c = c if abs(c) > tiny else tiny
+            h *= d * c
+        if abs(d * c - 1.0) < eps:
+            break
+    return h
+
+
+def _num(value: float | None) -> str:
+    return "-" if value is None else f"{value:.4g}"
+
+
+def _sort(key: tuple[str, str | None, int]) -> tuple[str, str, int]:
+    return key[0], key[1] or "", key[2]

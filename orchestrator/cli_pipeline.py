@@ -1,0 +1,361 @@
+"""CLI commands for scheduled pipelines and baselines: `azbench pipeline run`, `azbench baseline
+set|list|show|delete`, `azbench compare`.
+
+Only typer and the standard library are imported at module level (cli.py registers these at
+import time and `azbench --help` must stay fast); each command imports its use case when it
+runs. Non-interactive by design for CI: nothing prompts when stdin is not a terminal (a
+confirmation then needs --yes), and progress is plain timestamped log lines when $CI is set or
+stderr is not a terminal.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any, Optional
+
+import typer
+
+pipeline_app = typer.Typer(help="Scheduled benchmark pipelines: up, runs, report, compare, down.",
+                           no_args_is_help=True, rich_markup_mode=None)
+baseline_app = typer.Typer(help="Performance baselines to compare runs against.",
+                           no_args_is_help=True, rich_markup_mode=None)
+JsonOpt = typer.Option(False, "--json", help="Print machine-readable JSON on stdout.")
+YesOpt = typer.Option(False, "--yes", "-y", help="Confirm without asking (required without a terminal).")
+SweepOpt = typer.Option([], "--sweep", help="Sweep id (repeatable; default: the newest sweep).")
+
+
+def register_compare(app: typer.Typer) -> None:
+    """Add `azbench compare` to the root app."""
+    app.command("compare")(compare_cmd)
+
+
+def plain_output() -> bool:
+    """CI logs: no carriage returns or colours, one line per change."""
+    return bool(os.environ.get("CI")) or not sys.stderr.isatty()
+
+
+def confirm(question: str, yes: bool) -> None:
+    """--yes, or a y/N prompt on a terminal; without a terminal refuse instead of hanging."""
+    from orchestrator.errors import ConfigError
+    if yes:
+        return
+    if not sys.stdin.isatty():
+        raise ConfigError(f"{question} needs confirmation: pass --yes (stdin is not a terminal)")
+    if not typer.confirm(question, default=False):
+        raise typer.Abort()
+
+
+# ---------------------------------------------------------------- pipeline run
+
+
+@pipeline_app.command("run")
+def pipeline_run(
+    file: Path = typer.Argument(..., help="Pipeline spec YAML (see infra/pipelines/nightly.example.yaml)."),
+    yes: bool = YesOpt,
+    as_json: bool = typer.Option(False, "--json", help="Print the summary JSON on stdout."),
+    junit: Optional[Path] = typer.Option(None, "--junit", help="Write JUnit XML here."),
+    markdown: Optional[Path] = typer.Option(None, "--markdown", help="Write the Markdown summary here."),
+    summary_json: Optional[Path] = typer.Option(None, "--summary-json", help="Write the summary JSON here."),
+    poll: float = typer.Option(1.0, "--poll", min=0.05, help="Seconds between scheduler polls."),
+) -> None:
+    """Bring the cluster(s) up, run the matrix, report, compare with the baseline, tear down.
+
+    Teardown runs on every exit path (error, Ctrl-C, SIGTERM). Exit 0 passed, 8 regression,
+    5 failed runs, 128+N on signal N, else the failing stage's code."""
+    from orchestrator import lifecycle
+    from orchestrator.cli import _store
+    from orchestrator.pipeline import cluster_specs, load_pipeline_spec, run_pipeline
+    spec = load_pipeline_spec(file)
+    plans = [lifecycle.plan(c) for c in cluster_specs(spec)]
+    cost = sum(p.cost_per_hour_usd or 0.0 for p in plans)
+    if cost > 0:
+        what = ", ".join(f"{p.nodes} x {p.sku}" for p in plans)
+        confirm(f"Bring up {what} at ~${cost:,.2f}/h (list price) for pipeline '{spec.name}'?", yes)
+    view = _Lines(quiet=False)
+    with _store() as store:
+        result = run_pipeline(spec, store, on_line=view.line, on_progress=view.progress,
+                              on_event=view.event, poll_interval=poll)
+    _write_outputs(result, junit, markdown, summary_json)
+    s = result.summary
+    if as_json:
+        sys.stdout.write(s.model_dump_json(indent=2) + "\n")
+    else:
+        _print_cases(s)
+    if s.exit_code:
+        raise pipeline_error(s.status, s.exit_code, s.message)
+
+
+def pipeline_error(status: str, code: int, message: str) -> Exception:
+    """An AzbenchError carrying the pipeline's exit code (typer.Exit's code is lost under
+    cli.main's standalone_mode=False), so main() prints one line and exits with it."""
+    from orchestrator.errors import AzbenchError
+
+    class PipelineExit(AzbenchError):
+        exit_code = code
+        kind = f"pipeline {status}"
+
+    return PipelineExit(message)
+
+
+@pipeline_app.command("down")
+def pipeline_down(file: Path = typer.Argument(..., help="Pipeline spec YAML."),
+                  as_json: bool = JsonOpt) -> None:
+    """Tear down every cluster of a pipeline (idempotent): the CI step for a cancelled job."""
+    from orchestrator.cli import _print_json, _store
+    from orchestrator.pipeline import cluster_specs, down_cluster, load_pipeline_spec
+    spec = load_pipeline_spec(file)
+    with _store() as store:
+        states = {c.name: down_cluster(c, store) for c in cluster_specs(spec)}
+    if as_json:
+        return _print_json(states)
+    for name, state in states.items():
+        sys.stdout.write(f"cluster '{name}': {state}\n")
+
+
+def _write_outputs(result: Any, junit: Optional[Path], markdown: Optional[Path],
+                   summary_json: Optional[Path]) -> None:
+    from orchestrator.junit import to_junit_xml
+    from orchestrator.pipeline_results import junit_suites, summary_markdown
+    outputs = {junit: lambda: to_junit_xml(junit_suites(result.summary)),
+               markdown: lambda: summary_markdown(result),
+               summary_json: lambda: result.summary.model_dump_json(indent=2) + "\n"}
+    for path, render in outputs.items():
+        if path is not None:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_name(path.name + ".tmp")
+            tmp.write_text(render(), encoding="utf-8")
+            tmp.replace(path)
+            sys.stderr.write(f"wrote {path}\n")
+
+
+def _print_cases(s: Any) -> None:
+    from orchestrator.baselines import METRICS
+    from orchestrator.cli import _console, _table
+    keys = ("time_to_train", "step_time", "weak_scaling_efficiency", "allreduce_busbw")
+    rows = [[c.name, len(c.run_ids), len(c.failed)] + [_fmt(c.metrics.get(k)) for k in keys]
+            + ["error" if c.failed else "regression" if c.regressions else
+               "not run" if not c.run_ids else "improvement" if c.improvements else "ok"]
+            for c in s.cases]
+    header = ["case", "runs", "failed"] + [METRICS[k][0] for k in keys] + ["verdict"]
+    if plain_output():  # CI logs: no box drawing, nothing clipped to 80 columns
+        sys.stdout.write(f"pipeline {s.pipeline}: {s.status}\n")
+        for row in rows:
+            sys.stdout.write("  " + ", ".join(f"{h}={v}" for h, v in zip(header, row)) + "\n")
+    else:
+        _console().print(_table(f"Pipeline {s.pipeline}: {s.status}", header, rows))
+    for c in s.cases:
+        for line in c.regressions:
+            sys.stdout.write(f"regression: {line}\n")
+        for line in c.improvements:
+            sys.stdout.write(f"improvement: {line}\n")
+
+
+class _Lines:
+    """Progress for people and CI logs: timestamped plain lines, or a live line on a terminal."""
+
+    def __init__(self, quiet: bool) -> None:
+        self.quiet, self.plain = quiet, plain_output()
+        self.seen: dict[str, tuple[str, float]] = {}
+
+    def line(self, text: str) -> None:
+        if not self.quiet:
+            prefix = "" if self.plain else "\r\033[K"
+            sys.stderr.write(f"{prefix}{time.strftime('%H:%M:%S')} {text}\n")
+            sys.stderr.flush()
+
+    def event(self, e: Any) -> None:
+        self.line(f"{e.run_id}: {e.message}")
+
+    def progress(self, p: Any) -> None:
+        if self.quiet:
+            return
+        step = f"step {p.step}" if p.step is not None else "step -"
+        value = f", eval {p.eval_value:.4f}" if p.eval_value is not None else ""
+        text = (f"{p.run_id} [{p.nodes} node(s), attempt {p.attempt}] {p.state.value}: "
+                f"{p.note or step}{value}, {p.elapsed_s:.0f}s")
+        if not self.plain:
+            sys.stderr.write("\r\033[K" + text)
+            sys.stderr.flush()
+            return
+        last_state, last_t = self.seen.get(p.run_id, ("", 0.0))
+        # CI logs: a line when the state changes, else at most one every 15 s per run.
+        if p.state.value != last_state or time.monotonic() - last_t >= 15:
+            self.seen[p.run_id] = (p.state.value, time.monotonic())
+            self.line(text)
+
+
+# ---------------------------------------------------------------- baselines and compare
+
+
+@baseline_app.command("set")
+def baseline_set(
+    name: str = typer.Argument(..., help="Baseline name, e.g. nightly-h100."),
+    sweep: list[str] = SweepOpt,
+    cluster: Optional[str] = typer.Option(None, "--cluster", help="Only results of runs on this cluster."),
+    benchmark: Optional[str] = typer.Option(None, "--benchmark", help="Only this benchmark."),
+    since: Optional[str] = typer.Option(None, "--since", help="Only results since this date (YYYY-MM-DD)."),
+    yes: bool = YesOpt, as_json: bool = JsonOpt,
+) -> None:
+    """Make a baseline from stored results (default: the newest sweep); replaces one of that name."""
+    from orchestrator.baselines import check_name, collect, find_baseline, set_baseline
+    from orchestrator.cli import _print_json, _store
+    check_name(name)
+    with _store() as store:
+        source = _selection(store, sweep, cluster, benchmark, since)
+        entries = collect(store, **source)
+        if find_baseline(store, name) is not None:
+            confirm(f"Replace baseline '{name}'?", yes)
+        base = set_baseline(store, name, entries, source=_jsonable(source))
+    if as_json:
+        return _print_json(base)
+    scales = ", ".join(e.label for e in base.entries)
+    sys.stdout.write(f"baseline '{name}' set from {_describe(source)}: {scales}\n")
+
+
+@baseline_app.command("list")
+def baseline_list(as_json: bool = JsonOpt) -> None:
+    """Stored baselines."""
+    from orchestrator.baselines import list_baselines
+    from orchestrator.cli import _console, _print_json, _store, _table
+    with _store() as store:
+        items = list_baselines(store)
+    if as_json:
+        return _print_json(items)
+    _console().print(_table("Baselines", ["name", "scales", "updated", "source"],
+                            [[b.name, ", ".join(e.label for e in b.entries),
+                              f"{b.updated_at:%Y-%m-%d %H:%M}", _describe(b.source)] for b in items]))
+
+
+@baseline_app.command("show")
+def baseline_show(name: str = typer.Argument(..., help="Baseline name."), as_json: bool = JsonOpt) -> None:
+    """One baseline's samples: mean, spread and count per benchmark x scale x metric."""
+    import statistics
+
+    from orchestrator.baselines import METRICS, get_baseline
+    from orchestrator.cli import _console, _print_json, _store, _table
+    with _store() as store:
+        base = get_baseline(store, name)
+    if as_json:
+        return _print_json(base)
+    rows = [[e.label, METRICS.get(m, (m,))[0], _fmt(statistics.fmean(v)),
+             _fmt(statistics.stdev(v)) if len(v) > 1 else "-", len(v)]
+            for e in base.entries for m, v in e.metrics.items() if v]
+    _console().print(_table(f"Baseline {name} ({_describe(base.source)}, updated "
+                            f"{base.updated_at:%Y-%m-%d %H:%M})",
+                            ["scale", "metric", "mean", "std", "n"], rows))
+
+
+@baseline_app.command("delete")
+def baseline_delete(name: str = typer.Argument(..., help="Baseline name."), yes: bool = YesOpt) -> None:
+    """Delete a baseline."""
+    from orchestrator.baselines import delete_baseline, get_baseline
+    from orchestrator.cli import _store
+    with _store() as store:
+        get_baseline(store, name)
+        confirm(f"Delete baseline '{name}'?", yes)
+        delete_baseline(store, name)
+    sys.stdout.write(f"baseline '{name}' deleted\n")
+
+
+def compare_cmd(
+    baseline: str = typer.Argument(..., help="Baseline name (see azbench baseline list)."),
+    sweep: list[str] = SweepOpt,
+    cluster: Optional[str] = typer.Option(None, "--cluster", help="Only results of runs on this cluster."),
+    benchmark: Optional[str] = typer.Option(None, "--benchmark", help="Only this benchmark."),
+    since: Optional[str] = typer.Option(None, "--since", help="Only results since this date (YYYY-MM-DD)."),
+    tolerance: list[str] = typer.Option([], "--tolerance", "-t",
+                                        help="METRIC=CHANGE, e.g. step_time=5% (repeatable)."),
+    min_confidence: Optional[float] = typer.Option(None, "--min-confidence",
+                                                   help="t-test confidence a regression needs (0-1)."),
+    as_json: bool = JsonOpt,
+    markdown: bool = typer.Option(False, "--markdown", help="Print Markdown (for PR comments)."),
+) -> None:
+    """Compare stored results (default: the newest sweep) with a baseline; exit 8 on regression."""
+    from orchestrator.baselines import collect, compare, get_baseline
+    from orchestrator.pipeline_results import comparison_markdown
+    from orchestrator.cli import _print_json, _store
+    from orchestrator.errors import RegressionError
+    tolerances = _tolerances(tolerance, min_confidence)
+    with _store() as store:
+        base = get_baseline(store, baseline)
+        source = _selection(store, sweep, cluster, benchmark, since)
+        result = compare(base, collect(store, **source), tolerances)
+    if as_json:
+        _print_json(result.to_json_data())
+    elif markdown:
+        sys.stdout.write(comparison_markdown(result))
+    else:
+        _print_comparison(result)
+    if result.regressions:
+        raise RegressionError(f"{len(result.regressions)} regression(s) against '{baseline}'; first: "
+                              + result.regressions[0].describe())
+
+
+def _print_comparison(result: Any) -> None:
+    from orchestrator.baselines import METRICS
+    from orchestrator.cli import _console, _table
+    rows = [[d.label, METRICS[d.metric][0], f"{_fmt(d.baseline_mean)} (n={d.n_baseline})",
+             f"{_fmt(d.current_mean)} (n={d.n_current})",
+             f"{d.change:+.1%}" if d.change is not None else "-",
+             f"{d.confidence:.0%}" if d.confidence is not None else "n<2", d.verdict]
+            for d in result.deltas]
+    _console().print(_table(f"Compared with baseline {result.baseline}",
+                            ["scale", "metric", "baseline", "current", "change", "confidence",
+                             "verdict"], rows))
+    for d in result.regressions:
+        sys.stdout.write(f"regression: {d.describe()}\n")
+    for d in result.improvements:
+        sys.stdout.write(f"improvement: {d.describe()}\n")
+
+
+def _tolerances(items: list[str], min_confidence: Optional[float]) -> Any:
+    from pydantic import ValidationError
+
+    from orchestrator.baselines import METRICS, Tolerance, Tolerances
+    from orchestrator.errors import ConfigError
+    data: dict[str, Any] = {}
+    for item in items:
+        metric, sep, value = item.partition("=")
+        if not sep or metric not in METRICS:
+            raise ConfigError(f"--tolerance: '{item}' is not METRIC=CHANGE with METRIC one of "
+                              + ", ".join(METRICS))
+        data[metric] = {"max_change": value}
+    if min_confidence is not None:
+        for metric in METRICS:
+            data.setdefault(metric, Tolerances().model_dump()[metric])["min_confidence"] = min_confidence
+    try:
+        return Tolerances.model_validate({k: Tolerance.model_validate(v) for k, v in data.items()})
+    except ValidationError as exc:
+        msg = exc.errors()[0].get("msg", "invalid value").removeprefix("Value error, ")
+        raise ConfigError(f"--tolerance/--min-confidence: {msg}") from None
+
+
+def _selection(store: Any, sweeps: list[str], cluster: Optional[str], benchmark: Optional[str],
+               since: Optional[str]) -> dict[str, Any]:
+    """collect() keywords; with no filter at all, the newest sweep."""
+    from orchestrator.cli import _parse_since
+    from orchestrator.errors import NotFoundError
+    if not (sweeps or cluster or benchmark or since):
+        newest = [r.sweep_id for r in store.list_runs() if r.sweep_id]
+        if not newest:
+            raise NotFoundError("no sweeps stored yet", hint="run a recipe first (azbench run)")
+        sweeps = [max(newest)]  # sweep ids start with their UTC creation time
+    return {"sweep_ids": list(sweeps), "cluster": cluster, "benchmark": benchmark,
+            "since": _parse_since(since)}
+
+
+def _jsonable(source: dict[str, Any]) -> dict[str, Any]:
+    return {k: (str(v) if k == "since" else v) for k, v in source.items() if v}
+
+
+def _describe(source: dict[str, Any]) -> str:
+    parts = [f"{k} {', '.join(v) if isinstance(v, list) else v}" for k, v in source.items()
+             if v and k in ("sweep_ids", "sweeps", "cluster", "benchmark", "since", "pipeline")]
+    return "; ".join(parts).replace("sweep_ids", "sweeps") or "all results"
+
+
+def _fmt(value: Any) -> str:
+    return "-" if value is None else f"{value:.4g}"
