@@ -66,7 +66,7 @@ def pipeline_run(
     Teardown runs on every exit path (error, Ctrl-C, SIGTERM). Exit 0 passed, 8 regression,
     5 failed runs, 128+N on signal N, else the failing stage's code."""
     from orchestrator import lifecycle
-    from orchestrator.cli import _store
+    from orchestrator.cli_common import open_store
     from orchestrator.pipeline import cluster_specs, load_pipeline_spec, run_pipeline
     spec = load_pipeline_spec(file)
     plans = [lifecycle.plan(c) for c in cluster_specs(spec)]
@@ -75,7 +75,7 @@ def pipeline_run(
         what = ", ".join(f"{p.nodes} x {p.sku}" for p in plans)
         confirm(f"Bring up {what} at ~${cost:,.2f}/h (list price) for pipeline '{spec.name}'?", yes)
     view = _Lines(quiet=False)
-    with _store() as store:
+    with open_store() as store:
         result = run_pipeline(spec, store, on_line=view.line, on_progress=view.progress,
                               on_event=view.event, poll_interval=poll)
     _write_outputs(result, junit, markdown, summary_json)
@@ -104,13 +104,13 @@ def pipeline_error(status: str, code: int, message: str) -> Exception:
 def pipeline_down(file: Path = typer.Argument(..., help="Pipeline spec YAML."),
                   as_json: bool = JsonOpt) -> None:
     """Tear down every cluster of a pipeline (idempotent): the CI step for a cancelled job."""
-    from orchestrator.cli import _print_json, _store
+    from orchestrator.cli_common import emit_json, open_store
     from orchestrator.pipeline import cluster_specs, down_cluster, load_pipeline_spec
     spec = load_pipeline_spec(file)
-    with _store() as store:
+    with open_store() as store:
         states = {c.name: down_cluster(c, store) for c in cluster_specs(spec)}
     if as_json:
-        return _print_json(states)
+        return emit_json(states)
     for name, state in states.items():
         sys.stdout.write(f"cluster '{name}': {state}\n")
 
@@ -133,7 +133,7 @@ def _write_outputs(result: Any, junit: Optional[Path], markdown: Optional[Path],
 
 def _print_cases(s: Any) -> None:
     from orchestrator.baselines import METRICS
-    from orchestrator.cli import _console, _table
+    from orchestrator.cli_common import make_console, make_table
     keys = ("time_to_train", "step_time", "weak_scaling_efficiency", "allreduce_busbw")
     rows = [[c.name, len(c.run_ids), len(c.failed)] + [_fmt(c.metrics.get(k)) for k in keys]
             + ["error" if c.failed else "regression" if c.regressions else
@@ -145,7 +145,7 @@ def _print_cases(s: Any) -> None:
         for row in rows:
             sys.stdout.write("  " + ", ".join(f"{h}={v}" for h, v in zip(header, row)) + "\n")
     else:
-        _console().print(_table(f"Pipeline {s.pipeline}: {s.status}", header, rows))
+        make_console().print(make_table(f"Pipeline {s.pipeline}: {s.status}", header, rows))
     for c in s.cases:
         for line in c.regressions:
             sys.stdout.write(f"regression: {line}\n")
@@ -201,16 +201,16 @@ def baseline_set(
 ) -> None:
     """Make a baseline from stored results (default: the newest sweep); replaces one of that name."""
     from orchestrator.baselines import check_name, collect, find_baseline, set_baseline
-    from orchestrator.cli import _print_json, _store
+    from orchestrator.cli_common import emit_json, open_store
     check_name(name)
-    with _store() as store:
+    with open_store() as store:
         source = _selection(store, sweep, cluster, benchmark, since)
         entries = collect(store, **source)
         if find_baseline(store, name) is not None:
             confirm(f"Replace baseline '{name}'?", yes)
         base = set_baseline(store, name, entries, source=_jsonable(source))
     if as_json:
-        return _print_json(base)
+        return emit_json(base)
     scales = ", ".join(e.label for e in base.entries)
     sys.stdout.write(f"baseline '{name}' set from {_describe(source)}: {scales}\n")
 
@@ -219,12 +219,12 @@ def baseline_set(
 def baseline_list(as_json: bool = JsonOpt) -> None:
     """Stored baselines."""
     from orchestrator.baselines import list_baselines
-    from orchestrator.cli import _console, _print_json, _store, _table
-    with _store() as store:
+    from orchestrator.cli_common import emit_json, make_console, make_table, open_store
+    with open_store() as store:
         items = list_baselines(store)
     if as_json:
-        return _print_json(items)
-    _console().print(_table("Baselines", ["name", "scales", "updated", "source"],
+        return emit_json(items)
+    make_console().print(make_table("Baselines", ["name", "scales", "updated", "source"],
                             [[b.name, ", ".join(e.label for e in b.entries),
                               f"{b.updated_at:%Y-%m-%d %H:%M}", _describe(b.source)] for b in items]))
 
@@ -235,15 +235,15 @@ def baseline_show(name: str = typer.Argument(..., help="Baseline name."), as_jso
     import statistics
 
     from orchestrator.baselines import METRICS, get_baseline
-    from orchestrator.cli import _console, _print_json, _store, _table
-    with _store() as store:
+    from orchestrator.cli_common import emit_json, make_console, make_table, open_store
+    with open_store() as store:
         base = get_baseline(store, name)
     if as_json:
-        return _print_json(base)
+        return emit_json(base)
     rows = [[e.label, METRICS.get(m, (m,))[0], _fmt(statistics.fmean(v)),
              _fmt(statistics.stdev(v)) if len(v) > 1 else "-", len(v)]
             for e in base.entries for m, v in e.metrics.items() if v]
-    _console().print(_table(f"Baseline {name} ({_describe(base.source)}, updated "
+    make_console().print(make_table(f"Baseline {name} ({_describe(base.source)}, updated "
                             f"{base.updated_at:%Y-%m-%d %H:%M})",
                             ["scale", "metric", "mean", "std", "n"], rows))
 
@@ -252,8 +252,8 @@ def baseline_show(name: str = typer.Argument(..., help="Baseline name."), as_jso
 def baseline_delete(name: str = typer.Argument(..., help="Baseline name."), yes: bool = YesOpt) -> None:
     """Delete a baseline."""
     from orchestrator.baselines import delete_baseline, get_baseline
-    from orchestrator.cli import _store
-    with _store() as store:
+    from orchestrator.cli_common import open_store
+    with open_store() as store:
         get_baseline(store, name)
         confirm(f"Delete baseline '{name}'?", yes)
         delete_baseline(store, name)
@@ -275,16 +275,16 @@ def compare_cmd(
 ) -> None:
     """Compare stored results (default: the newest sweep) with a baseline; exit 8 on regression."""
     from orchestrator.baselines import collect, compare, get_baseline
-    from orchestrator.pipeline_results import comparison_markdown
-    from orchestrator.cli import _print_json, _store
+    from orchestrator.cli_common import emit_json, open_store
     from orchestrator.errors import RegressionError
+    from orchestrator.pipeline_results import comparison_markdown
     tolerances = _tolerances(tolerance, min_confidence)
-    with _store() as store:
+    with open_store() as store:
         base = get_baseline(store, baseline)
         source = _selection(store, sweep, cluster, benchmark, since)
         result = compare(base, collect(store, **source), tolerances)
     if as_json:
-        _print_json(result.to_json_data())
+        emit_json(result.to_json_data())
     elif markdown:
         sys.stdout.write(comparison_markdown(result))
     else:
@@ -296,13 +296,13 @@ def compare_cmd(
 
 def _print_comparison(result: Any) -> None:
     from orchestrator.baselines import METRICS
-    from orchestrator.cli import _console, _table
+    from orchestrator.cli_common import make_console, make_table
     rows = [[d.label, METRICS[d.metric][0], f"{_fmt(d.baseline_mean)} (n={d.n_baseline})",
              f"{_fmt(d.current_mean)} (n={d.n_current})",
              f"{d.change:+.1%}" if d.change is not None else "-",
              f"{d.confidence:.0%}" if d.confidence is not None else "n<2", d.verdict]
             for d in result.deltas]
-    _console().print(_table(f"Compared with baseline {result.baseline}",
+    make_console().print(make_table(f"Compared with baseline {result.baseline}",
                             ["scale", "metric", "baseline", "current", "change", "confidence",
                              "verdict"], rows))
     for d in result.regressions:
@@ -336,7 +336,7 @@ def _tolerances(items: list[str], min_confidence: Optional[float]) -> Any:
 def _selection(store: Any, sweeps: list[str], cluster: Optional[str], benchmark: Optional[str],
                since: Optional[str]) -> dict[str, Any]:
     """collect() keywords; with no filter at all, the newest sweep."""
-    from orchestrator.cli import _parse_since
+    from orchestrator.cli_results import _parse_since
     from orchestrator.errors import NotFoundError
     if not (sweeps or cluster or benchmark or since):
         newest = [r.sweep_id for r in store.list_runs() if r.sweep_id]

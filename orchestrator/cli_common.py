@@ -1,0 +1,77 @@
+"""Shared pieces of the CLI: the Typer apps, --json/--debug, output helpers, the store opener.
+
+Only typer is imported at module level so `azbench --help` stays fast; rich and the store are
+imported when a command runs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from typing import Any
+
+import typer
+
+from orchestrator.errors import EXIT_CODES
+
+app = typer.Typer(
+    name="azbench",
+    help="Provision Azure GPU clusters (or a local Slurm cluster), run MLPerf Training recipes, "
+         "and report scores, scaling and cost.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+    epilog="Exit codes: " + "; ".join(f"{k} {v}" for k, v in EXIT_CODES.items()),
+)
+recipes_app = typer.Typer(help="List and inspect benchmark recipes.", no_args_is_help=True,
+                          rich_markup_mode=None)
+results_app = typer.Typer(help="Stored results: list, show, import MLPerf logs.", no_args_is_help=True,
+                          rich_markup_mode=None)
+app.add_typer(recipes_app, name="recipes")
+app.add_typer(results_app, name="results")
+
+_STATE = {"debug": False}
+JsonOpt = typer.Option(False, "--json", help="Print machine-readable JSON on stdout.")
+
+
+@app.callback()
+def _root(debug: bool = typer.Option(False, "--debug", help="Show tracebacks for errors.")) -> None:
+    _STATE["debug"] = debug or bool(os.environ.get("AZBENCH_DEBUG"))
+
+
+# ---------------------------------------------------------------- output helpers
+
+def to_jsonable(obj: Any) -> Any:
+    if hasattr(obj, "model_dump"):
+        return obj.model_dump(mode="json")
+    if isinstance(obj, (list, tuple)):
+        return [to_jsonable(o) for o in obj]
+    if isinstance(obj, dict):
+        return {k: to_jsonable(v) for k, v in obj.items()}
+    return obj
+
+
+def emit_json(obj: Any) -> None:
+    sys.stdout.write(json.dumps(to_jsonable(obj), indent=2, default=str) + "\n")
+
+
+def make_console():
+    from rich.console import Console
+    return Console()
+
+
+def make_table(title: str, columns: list[str], rows: list[list[Any]]):
+    from rich.table import Table
+    table = Table(title=title, title_justify="left")
+    for col in columns:
+        table.add_column(col)
+    for row in rows:
+        table.add_row(*["" if v is None else str(v) for v in row])
+    return table
+
+
+def open_store():
+    from orchestrator.store import Store
+    return Store.open()

@@ -1,0 +1,162 @@
+"""`azbench recipes`, `azbench report` and `azbench results`: what can run and what came out."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from orchestrator.cli_common import (
+    JsonOpt,
+    app,
+    emit_json,
+    make_console,
+    make_table,
+    open_store,
+    recipes_app,
+    results_app,
+)
+
+# ---------------------------------------------------------------- recipes
+
+@recipes_app.command("list")
+def recipes_list(as_json: bool = JsonOpt) -> None:
+    """Recipes azbench can run."""
+    from orchestrator.recipes import list_recipes
+    recipes = list_recipes()
+    if as_json:
+        return emit_json(recipes)
+    make_console().print(make_table("Recipes", ["name", "benchmark", "runs for a score", "SKUs", "description"],
+                            [[r.name, r.benchmark, r.required_runs, ", ".join(r.skus), r.description]
+                             for r in recipes]))
+
+
+@recipes_app.command("show")
+def recipes_show(name: str = typer.Argument(..., help="Recipe name."),
+                 sku: str = typer.Option("local", "--sku", help="VM size or alias."),
+                 nodes: int = typer.Option(1, "--nodes", help="Number of nodes (VMs)."),
+                 ruleset: Optional[str] = typer.Option(None, "--ruleset", help="MLPerf ruleset, e.g. 5.1.0."),
+                 image: Optional[str] = typer.Option(None, "--image", help="Override the container image."),
+                 as_json: bool = JsonOpt) -> None:
+    """The resolved config (parallelism, batch, placement) and the exact script that would run."""
+    from orchestrator.recipes import describe_launch
+    preview = describe_launch(name, sku, nodes, ruleset, image=image)
+    if as_json:
+        return emit_json(preview)
+    r = preview.resolved
+    lines = [f"{r.recipe} ({r.benchmark}, ruleset {r.ruleset or '-'}) on {r.nodes} x {r.sku_short} = {r.gpus} GPUs",
+             f"target: {r.target.metric} {'>=' if r.target.direction == 'max' else '<='} {r.target.value}, "
+             f"{r.required_runs} runs for a score, walltime {r.walltime_min} min"]
+    if r.gbs:
+        lines.append(f"parallelism: TP {r.tp} x PP {r.pp} x CP {r.cp} x DP {r.dp}"
+                     f"{f' (VP {r.vp})' if r.vp else ''}, micro batch {r.mbs}, global batch {r.gbs}, "
+                     f"grad accumulation {r.grad_accum}")
+    lines.append(f"config: {'derived: ' + (r.rule or '') if r.derived else 'listed'} ({r.source or 'recipe'})")
+    if r.image:
+        lines.append(f"image: {r.image}")
+    lines += [f"warning: {w}" for w in r.warnings]
+    sys.stdout.write("\n".join(lines) + "\n\n--- script ---\n" + preview.script.rstrip() + "\n")
+    if preview.stage_script:
+        sys.stdout.write("\n--- data staging job ---\n" + preview.stage_script.rstrip() + "\n")
+
+
+@app.command()
+def report(benchmark: Optional[str] = typer.Option(None, "--benchmark", help="Only this benchmark."),
+           system: Optional[str] = typer.Option(None, "--system", help="Only this system."),
+           cluster: Optional[str] = typer.Option(None, "--cluster", help="Only runs on this cluster."),
+           since: Optional[str] = typer.Option(None, "--since", help="Only results since this date (YYYY-MM-DD)."),
+           as_json: bool = JsonOpt,
+           markdown: bool = typer.Option(False, "--markdown", help="Print Markdown (for PR comments)."),
+           html: Optional[Path] = typer.Option(None, "--html", help="Write index.html and PNG plots here.")) -> None:
+    """Scores, time-to-train, step times, scaling efficiency, speedup and cost."""
+    from orchestrator.report import build_report
+    from orchestrator.report_render import rich_tables, to_json, to_markdown, write_html
+    when = _parse_since(since)
+    with open_store() as store:
+        results = store.list_results(benchmark=benchmark, system=system, cluster=cluster, since=when)
+        runs = store.list_runs(cluster=cluster) if cluster else store.list_runs()
+        attempts = [a for r in runs for a in store.list_attempts(r.id)]
+    rep = build_report(results, runs, attempts, benchmark=benchmark, system=system, since=when)
+    if html is not None:
+        files = write_html(rep, results, html)
+        sys.stderr.write(f"wrote {len(files)} files to {html} (open {files[0]})\n")
+    if as_json:
+        sys.stdout.write(to_json(rep) + "\n")
+    elif markdown:
+        sys.stdout.write(to_markdown(rep) + "\n")
+    elif html is None:
+        console = make_console()
+        if not results:
+            console.print("no results yet: run a recipe (azbench run) or import logs (azbench results import)")
+        for table in rich_tables(rep):
+            console.print(table)
+
+
+def _parse_since(since: Optional[str]):
+    if since is None:
+        return None
+    from datetime import datetime, timezone
+
+    from orchestrator.errors import ConfigError
+    try:
+        when = datetime.fromisoformat(since)
+    except ValueError:
+        raise ConfigError(f"--since: '{since}' is not a date like 2026-11-01") from None
+    return when if when.tzinfo else when.replace(tzinfo=timezone.utc)
+
+
+@results_app.command("list")
+def results_list(benchmark: Optional[str] = typer.Option(None, "--benchmark"),
+                 system: Optional[str] = typer.Option(None, "--system"),
+                 as_json: bool = JsonOpt) -> None:
+    """Stored results, one line each."""
+    with open_store() as store:
+        rows = store.list_results(benchmark=benchmark, system=system)
+    if as_json:
+        return emit_json([r.model_dump(mode="json", exclude={"summary_json"}) for r in rows])
+    make_console().print(make_table("Results", ["id", "benchmark", "system", "status", "minutes", "nodes", "GPUs",
+                                        "resumed", "source", "run"],
+                            [[r.id, r.benchmark, r.system, r.status,
+                              f"{r.minutes:.3f}" if r.minutes is not None else "-", r.nodes, r.gpus,
+                              "yes" if r.resumed else "", r.source, r.run_id] for r in rows]))
+
+
+@results_app.command("show")
+def results_show(result_id: int = typer.Argument(..., help="Result id (see azbench results list)."),
+                 as_json: bool = JsonOpt) -> None:
+    """One stored result with its parsed log summary."""
+    from orchestrator.errors import NotFoundError
+    with open_store() as store:
+        row = next((r for r in store.list_results() if r.id == result_id), None)
+    if row is None:
+        raise NotFoundError(f"no result with id {result_id}", hint="see `azbench results list`")
+    data = row.model_dump(mode="json")
+    data["summary"] = json.loads(data.pop("summary_json") or "null")
+    if as_json:
+        return emit_json(data)
+    summary = data["summary"] or {}
+    for key in ("id", "benchmark", "system", "status", "minutes", "nodes", "gpus", "global_batch_size",
+                "resumed", "source", "run_id", "log_path", "compliance_ok"):
+        sys.stdout.write(f"{key:18} {data.get(key)}\n")
+    sys.stdout.write(f"{'steps timed':18} {len(summary.get('step_times') or [])}\n"
+                     f"{'eval points':18} {len(summary.get('eval_points') or [])}\n"
+                     f"{'bad lines':18} {summary.get('bad_lines')}\n")
+
+
+@results_app.command("import")
+def results_import(path: Path = typer.Argument(..., help="Submission tree, results folder, run dir or log file."),
+                   compliance: bool = typer.Option(False, "--compliance", help="Run mlperf_logging's compliance checker on each log."),
+                   as_json: bool = JsonOpt) -> None:
+    """Import MLPerf result logs (idempotent: the same file twice is one result)."""
+    from orchestrator.importer import import_path
+    with open_store() as store:
+        summary = import_path(store, path, check_compliance=compliance)
+    if as_json:
+        return emit_json(summary)
+    sys.stdout.write(f"imported {len(summary.imported)} result(s), {len(summary.duplicates)} already stored, "
+                     f"{len(summary.warnings)} warning(s) from {path}\n")
+    for warning in summary.warnings:
+        sys.stderr.write(f"warning: {warning.path}: {warning.message}\n")

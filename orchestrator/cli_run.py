@@ -1,0 +1,162 @@
+"""`azbench run` and `azbench logs`: run recipes with live progress, reattach, read logs."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any, Optional
+
+import typer
+
+from orchestrator.cli_common import (
+    JsonOpt,
+    app,
+    emit_json,
+    make_console,
+    make_table,
+    open_store,
+)
+
+# ---------------------------------------------------------------- run / logs / report / results
+
+@app.command()
+def run(recipe: Optional[str] = typer.Argument(None, help="Recipe name (see azbench recipes list)."),
+        cluster: Optional[str] = typer.Option(None, "--cluster", help="Cluster name (default: the only one up)."),
+        nodes: Optional[str] = typer.Option(None, "--nodes", help="Node counts, comma-separated: 1,2,4."),
+        repeats: Optional[int] = typer.Option(None, "--repeats", help="Runs per node count."),
+        file: Optional[Path] = typer.Option(None, "--file", "-f", help="Run spec YAML (retry, health, params)."),
+        param: list[str] = typer.Option([], "--param", "-p", help="Recipe parameter KEY=VALUE (repeatable)."),
+        poll: float = typer.Option(1.0, "--poll", min=0.05, help="Seconds between scheduler polls."),
+        attach: Optional[str] = typer.Option(None, "--attach", help="Reattach to run RUN's live job(s) and finish its sweep."),
+        as_json: bool = JsonOpt) -> None:
+    """Run a recipe at one or more node counts, watch it, then ingest its results.
+
+    A rerun of the same command while its sweep is unfinished reattaches instead of resubmitting.
+    Ctrl-C asks whether to cancel the job or detach (without a terminal: detach)."""
+    from orchestrator.errors import ConfigError
+    from orchestrator.runs import attach_run, require_success, run_sweep
+    from orchestrator.specs import load_run_spec, parse_node_list
+    if attach is None and recipe is None:
+        raise ConfigError("give a recipe name, or --attach RUN")
+    spec = None if attach else load_run_spec(file, {
+        "recipe": recipe, "cluster": cluster, "repeats": repeats,
+        "nodes": parse_node_list(nodes) if nodes else None, "params": _params(param) if param else None})
+    with open_store() as store, _progress_view(enabled=not as_json) as show:
+        try:
+            outcomes = attach_run(attach, store, on_progress=show, on_event=show.event, poll_interval=poll) \
+                if attach else run_sweep(spec, store, on_progress=show, on_event=show.event, poll_interval=poll)
+        except KeyboardInterrupt:
+            _interrupted(store, spec, attach)
+    if as_json:
+        emit_json([o.__dict__ for o in outcomes])
+    else:
+        make_console().print(make_table("Runs", ["run", "nodes", "repeat", "state", "attempts", "resumed",
+                                         "time to train (min)", "message"],
+                                [[o.run_id, o.nodes, o.repeat, o.state, o.attempts, "yes" if o.resumed else "",
+                                  f"{o.minutes:.3f}" if o.minutes is not None else "-", o.message]
+                                 for o in outcomes]))
+        _attempt_table(outcomes)
+    require_success(outcomes)
+
+
+def _attempt_table(outcomes: list[Any]) -> None:
+    """Attempt history of runs that needed more than one attempt (lost work, resumed step)."""
+    retried = [o for o in outcomes if o.attempts > 1]
+    if not retried:
+        return
+    with open_store() as store:
+        rows = [[o.run_id, a.attempt, a.job_id, a.state, a.failure_class or "", ", ".join(a.excluded_nodes),
+                 a.resumed_from_step if a.resumed_from_step is not None else "",
+                 a.lost_steps if a.lost_steps is not None else "",
+                 f"{a.lost_seconds:.1f}" if a.lost_seconds is not None else ""]
+                for o in retried for a in store.list_attempts(o.run_id)]
+    make_console().print(make_table("Attempts", ["run", "attempt", "job", "state", "failure", "excluded",
+                                         "resumed from step", "lost steps", "lost s"], rows))
+
+
+def _interrupted(store: Any, spec: Any, attach: Optional[str]) -> None:
+    """Ctrl-C: on a terminal ask cancel or detach; otherwise detach and say how to come back."""
+    from orchestrator.errors import RunFailedError
+    from orchestrator.runs import FINAL, cancel_runs, live_sweep
+    if attach:
+        row = store.get_run(attach)
+        live = [r for r in store.list_runs(sweep_id=row.sweep_id) if r.state not in FINAL] if row else []
+    else:
+        from orchestrator.lifecycle import require_cluster
+        live = live_sweep(spec, store, require_cluster(spec.cluster, store).name)
+    if not live:
+        raise KeyboardInterrupt
+    ids = [r.id for r in live]
+    choice = "d"
+    if sys.stdin.isatty() and sys.stderr.isatty():
+        sys.stderr.write("\n")
+        choice = typer.prompt("Cancel the Slurm job(s) or detach? [c/d]", default="d").strip().lower()[:1]
+    if choice == "c":
+        jobs = cancel_runs(store, ids)
+        raise RunFailedError(f"cancelled {', '.join(ids)} (Slurm job(s) {', '.join(jobs) or 'none'})")
+    sys.stderr.write(f"\ndetached: the job keeps running. Reattach with: azbench run --attach {ids[0]}\n")
+    sys.exit(130)
+
+
+def _params(items: list[str]) -> dict[str, Any]:
+    from orchestrator.errors import ConfigError
+    out: dict[str, Any] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise ConfigError(f"--param: '{item}' is not KEY=VALUE")
+        out[key] = int(value) if value.lstrip("-").isdigit() else value
+    return out
+
+
+class _progress_view:
+    """A live one-line-per-run view on a terminal; plain log lines elsewhere (CI)."""
+
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled
+        self.last: dict[str, str] = {}
+        self.tty = sys.stderr.isatty()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.enabled and self.tty:
+            sys.stderr.write("\n")
+
+    def event(self, e: Any) -> None:
+        if self.enabled:
+            sys.stderr.write(("\r\033[K" if self.tty else "") + f"{e.run_id}: {e.message}\n")
+
+    def __call__(self, p: Any) -> None:
+        self.show(p)
+
+    def show(self, p: Any) -> None:
+        if not self.enabled:
+            return
+        if getattr(p, "note", ""):
+            sys.stderr.write(("\r\033[K" if self.tty else "") + f"{p.run_id}: {p.note}" + ("" if self.tty else "\n"))
+            return
+        step = f"step {p.step}" if p.step is not None else "step -"
+        value = f", eval {p.eval_value:.4f}" if p.eval_value is not None else ""
+        eta = f", eta {p.eta_s:.0f}s" if p.eta_s is not None else ""
+        line = (f"{p.run_id} [{p.nodes} node{'s' if p.nodes != 1 else ''}, attempt {p.attempt}] "
+                f"{p.state.value}: {step}{value}, {p.elapsed_s:.0f}s{eta}")
+        if self.tty:
+            sys.stderr.write("\r\033[K" + line)
+            sys.stderr.flush()
+        elif self.last.get(p.run_id) != f"{p.state.value}{p.step}":
+            sys.stderr.write(line + "\n")
+        self.last[p.run_id] = f"{p.state.value}{p.step}"
+
+
+@app.command()
+def logs(run_id: str = typer.Argument(..., help="Run id (see azbench status)."),
+         follow: bool = typer.Option(False, "--follow", "-f", help="Keep printing new lines until the run ends."),
+         attempt: Optional[int] = typer.Option(None, "--attempt", help="Attempt number (default: the last).")) -> None:
+    """Print a run's training log (fetched copy, or live from the cluster while it runs)."""
+    from orchestrator.logview import stream_log
+    with open_store() as store:
+        for chunk in stream_log(store, run_id, attempt=attempt, follow=follow):
+            sys.stdout.write(chunk)
+            sys.stdout.flush()
