@@ -58,7 +58,10 @@ def emit_json(obj: Any) -> None:
 
 
 def make_console():
+    """A rich Console; when piped (CI logs, files) it is wide, so tables do not fold to 80 columns."""
     from rich.console import Console
+    if not sys.stdout.isatty() and "COLUMNS" not in os.environ:
+        return Console(width=200)
     return Console()
 
 
