@@ -45,6 +45,7 @@ class RunLine(_Model):
     progress: float | None = None
     progress_per_minute: float | None = None
     median_step_s: float | None = None
+    compliance_ok: bool | None = None
 
 
 class GroupReport(_Model):
@@ -357,7 +358,8 @@ def _run_line(r: ResultRow, s: dict[str, Any], scored: bool, progress: float | N
     return RunLine(
         result_id=r.id, log=r.log_path, status=r.status, converged=r.converged,
         resumed=r.resumed, scored=scored, minutes=r.minutes, progress=progress,
-        progress_per_minute=rate, median_step_s=statistics.median(kept) if kept else None)
+        progress_per_minute=rate, median_step_s=statistics.median(kept) if kept else None,
+        compliance_ok=r.compliance_ok)
 
 
 def _costs(rows: list[ResultRow], sku: str | None, nodes: int | None, score_minutes: float | None,

@@ -122,13 +122,15 @@ def _results_section(groups: Sequence[GroupReport]) -> _Section:
 
 def _runs_section(groups: Sequence[GroupReport]) -> _Section:
     header = ["benchmark", "system", "run", "status", "minutes", "scored", "progress",
-              "progress/min", "median step (s)"]
+              "progress/min", "median step (s)", "compliance"]
     rows = []
+    verdicts = {None: "-", True: "pass", False: "FAIL"}
     for g in groups:
         for i, r in enumerate(g.run_lines):
             flag = "resumed" if r.resumed else ("yes" if r.scored else "")
             rows.append([g.benchmark, g.label, str(i), r.status, _f(r.minutes, 4), flag,
-                         _f(r.progress, 0), _f(r.progress_per_minute, 1), _f(r.median_step_s, 4)])
+                         _f(r.progress, 0), _f(r.progress_per_minute, 1), _f(r.median_step_s, 4),
+                         verdicts[r.compliance_ok]])
     return "Time to train per run", header, rows
 
 

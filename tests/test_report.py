@@ -182,3 +182,16 @@ def test_attempt_history_shows_failures_exclusions_and_lost_work():
     assert lines == [("rA", 1, "node_fail", [], None), ("rA", 2, None, ["node2"], 20)]
     text = to_markdown(report)
     assert "Attempt history" in text and "node_fail" in text and "node2" in text
+
+
+def test_compliance_verdict_is_shown_per_run():
+    from orchestrator.report import build_report
+    from orchestrator.report_render import to_markdown
+    from orchestrator.store_schema import ResultRow
+    rows = [ResultRow(content_hash=f"h{i}", source="import", system="sysA", benchmark="gpt3",
+                      status="success", converged=True, minutes=4.0 + i, compliance_ok=ok)
+            for i, ok in enumerate([True, False, None])]
+    text = to_markdown(build_report(rows))
+    run_rows = [line for line in text.splitlines() if line.startswith("| gpt3 | sysA |")
+                and line.count("|") == 11]
+    assert [r.split("|")[-2].strip() for r in run_rows] == ["pass", "FAIL", "-"]
