@@ -106,6 +106,8 @@ def newest_checkpoint_step(runner, run_dir: str) -> int | None:
 def attempt_spec(row: RunRow, spec: RunSpec, recipe: Recipe, cluster: Cluster, attempt: int,
                  resume: bool, exclude: list[str]) -> AttemptSpec:
     run_dir = row.run_dir or f"{cluster.workdir}/runs/{row.id}"
+    if recipe.mlperf is not None:
+        return _mlperf_attempt(row, recipe, cluster, attempt, exclude, run_dir)
     command = render_command(recipe, run_dir=run_dir, nodes=row.nodes, params=spec.params,
                              python=recipe_python(cluster))
     return AttemptSpec(run_id=row.id, attempt=attempt, recipe=recipe.name, nodes=row.nodes,
@@ -114,6 +116,20 @@ def attempt_spec(row: RunRow, spec: RunSpec, recipe: Recipe, cluster: Cluster, a
                        time_limit_min=min(spec.time_limit_min, recipe.launch.time_limit_min),
                        tasks_per_node=recipe.launch.tasks_per_node,
                        gpus_per_node=cluster_gpus_per_node(cluster))
+
+
+def _mlperf_attempt(row: RunRow, recipe: Recipe, cluster: Cluster, attempt: int,
+                    exclude: list[str], run_dir: str) -> AttemptSpec:
+    """An MLPerf recipe runs its container launch script; timed runs never resume (rules)."""
+    from orchestrator.recipes import render_launch, resolve
+    resolved = resolve(recipe, cluster.sku, row.nodes)
+    script = render_launch(resolved, run_dir, run_id=row.id, attempt=attempt,
+                           partition=cluster.partition, exclude=tuple(exclude))
+    return AttemptSpec(run_id=row.id, attempt=attempt, recipe=recipe.name, nodes=row.nodes,
+                       run_dir=run_dir, command=recipe.launch.command, exclude=exclude,
+                       resume=False, time_limit_min=resolved.walltime_min,
+                       tasks_per_node=resolved.gpus_per_node or 1,
+                       gpus_per_node=resolved.gpus_per_node, script=script)
 
 
 def local_log(run_id: str, attempt: int) -> Path:

@@ -28,6 +28,8 @@ def run(recipe: Optional[str] = typer.Argument(None, help="Recipe name (see azbe
         param: list[str] = typer.Option([], "--param", "-p", help="Recipe parameter KEY=VALUE (repeatable)."),
         poll: float = typer.Option(1.0, "--poll", min=0.05, help="Seconds between scheduler polls."),
         attach: Optional[str] = typer.Option(None, "--attach", help="Reattach to run RUN's live job(s) and finish its sweep."),
+        dry_run: bool = typer.Option(False, "--dry-run", help="Print the resolved config and exact script per node count; submit nothing."),
+        sku: Optional[str] = typer.Option(None, "--sku", help="With --dry-run: plan for this VM size instead of the cluster's."),
         as_json: bool = JsonOpt) -> None:
     """Run a recipe at one or more node counts, watch it, then ingest its results.
 
@@ -41,6 +43,8 @@ def run(recipe: Optional[str] = typer.Argument(None, help="Recipe name (see azbe
     spec = None if attach else load_run_spec(file, {
         "recipe": recipe, "cluster": cluster, "repeats": repeats,
         "nodes": parse_node_list(nodes) if nodes else None, "params": _params(param) if param else None})
+    if dry_run:
+        return _dry_run(spec, sku, as_json)
     with open_store() as store, _progress_view(enabled=not as_json) as show:
         try:
             outcomes = attach_run(attach, store, on_progress=show, on_event=show.event, poll_interval=poll) \
@@ -57,6 +61,28 @@ def run(recipe: Optional[str] = typer.Argument(None, help="Recipe name (see azbe
                                  for o in outcomes]))
         _attempt_table(outcomes)
     require_success(outcomes)
+
+
+def _dry_run(spec: Any, sku: Optional[str], as_json: bool) -> None:
+    from orchestrator.errors import ConfigError
+    from orchestrator.lifecycle import require_cluster
+    from orchestrator.recipes import describe_launch
+    if spec is None:
+        raise ConfigError("--dry-run needs a recipe, not --attach")
+    if sku is None:
+        with open_store() as store:
+            sku = require_cluster(spec.cluster, store).sku
+    previews = [describe_launch(spec.recipe, sku, n) for n in spec.nodes]
+    if as_json:
+        return emit_json(previews)
+    for p in previews:
+        r = p.resolved
+        shape = f"TP {r.tp} x PP {r.pp} x CP {r.cp} x DP {r.dp}, GBS {r.gbs}" if r.gbs else f"DP {r.dp}"
+        sys.stdout.write(f"=== {r.recipe} on {r.nodes} x {r.sku_short} ({r.gpus} GPUs): {shape}"
+                         f"{' (derived: ' + (r.rule or '') + ')' if r.derived else ''}\n")
+        for warning in r.warnings:
+            sys.stdout.write(f"warning: {warning}\n")
+        sys.stdout.write(p.script.rstrip() + "\n\n")
 
 
 def _attempt_table(outcomes: list[Any]) -> None:

@@ -163,3 +163,5 @@ class AttemptSpec(Frozen):
     time_limit_min: int = 30
     tasks_per_node: int = 1
     gpus_per_node: int = 0
+    script: str | None = Field(None, description="a complete batch script (MLPerf container "
+                               "launch); when set the launcher submits it instead of its own")

@@ -62,7 +62,8 @@ class SlurmLauncher:
         run_dir = self.resolve_run_dir(attempt.run_dir)
         attempt = attempt.model_copy(update={"run_dir": run_dir})
         attempt_dir = f"{run_dir}/attempt-{attempt.attempt}"
-        script = render_sbatch(attempt, partition=self.cluster.partition, templates_dir=self.templates_dir)
+        script = attempt.script or render_sbatch(attempt, partition=self.cluster.partition,
+                                                 templates_dir=self.templates_dir)
         staged = self._prepare_dirs(run_dir, attempt_dir)
         if recipe_dir is not None and not staged:
             if not recipe_dir.is_dir():

@@ -1,0 +1,44 @@
+"""MLPerf recipes reach Slurm as their container launch script: `azbench run --dry-run` shows it,
+and a real attempt submits exactly that script (pinned nodes excluded, never resumed)."""
+
+from __future__ import annotations
+
+from orchestrator.attempts import attempt_spec
+from orchestrator.launchers.slurm import SlurmLauncher
+from orchestrator.models import Cluster
+from orchestrator.recipes import get_recipe
+from orchestrator.specs import RunSpec
+from orchestrator.store_schema import RunRow
+from tests.cli_helpers import azbench, one_line_error
+from tests.fakes import FakeRunner
+
+GPU = Cluster(name="g", provider="ssh", sku="Standard_ND96isr_H100_v5", nodes=64,
+              workdir="/shared/azbench", partition="gpu")
+
+
+def test_mlperf_attempt_submits_the_container_launch_script():
+    recipe = get_recipe("llama2_70b_lora")
+    row = RunRow(id="r1", cluster="g", recipe=recipe.name, benchmark=recipe.benchmark, nodes=8,
+                 run_dir="/shared/azbench/runs/r1")
+    spec = attempt_spec(row, RunSpec(recipe=recipe.name, nodes=[8]), recipe, GPU, 2,
+                        resume=True, exclude=["gpu-0007"])
+    assert spec.script and "--container-image" in spec.script
+    assert spec.resume is False, "timed MLPerf runs restart, never resume"
+    assert "gpu-0007" in spec.script and spec.gpus_per_node == 8
+    fake = FakeRunner()
+    fake.on("mkdir -p", stdout="")
+    fake.on("sbatch", stdout="4242\n")
+    ref = SlurmLauncher(fake, GPU).submit(spec)
+    assert ref.job_id == "4242"
+    assert fake.files["/shared/azbench/runs/r1/attempt-2/job.sbatch"].decode() == spec.script
+
+
+def test_run_dry_run_prints_resolved_parallelism_and_script(azbench_home):
+    result = azbench("run", "llama31_405b", "--dry-run", "--sku", "gb200", "--nodes", "2048",
+                     home=azbench_home)
+    assert result.code == 0, result.err
+    assert "TP 4 x PP 8 x CP 2 x DP 128, GBS 1024" in result.out
+    assert "srun" in result.out and "--container-image" in result.out
+    bad = azbench("run", "llama31_405b", "--dry-run", "--sku", "h100", "--nodes", "1",
+                  home=azbench_home)
+    assert bad.code == 2 and "at least 16 VMs" in one_line_error(bad)
