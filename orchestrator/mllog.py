@@ -22,6 +22,7 @@ from typing import Any, Literal, NamedTuple
 from pydantic import BaseModel, ConfigDict, Field, computed_field
 
 from orchestrator.errors import ConfigError, NotFoundError
+from orchestrator.mllog_values import as_float, as_int, json_dict
 
 MARKER = b":::MLLOG"
 _KEY_TAG = b'"key": "'
@@ -261,7 +262,7 @@ class _Accumulator:
             self.skip.add(bkey)
         meta = ev.get("metadata")
         meta = meta if isinstance(meta, dict) else {}
-        _on_event(self, key, ev.get("value"), _as_int(ev.get("time_ms")), meta)
+        _on_event(self, key, ev.get("value"), as_int(ev.get("time_ms")), meta)
         return True
 
     def _provenance(self, raw: bytes) -> None:
@@ -272,7 +273,7 @@ class _Accumulator:
             j = text.find(tag)
             if j >= 0 and field not in self.fields:
                 rest = text[j + len(tag) :].strip()
-                self.fields[field] = _json_dict(rest) if field == "sysjson" else rest
+                self.fields[field] = json_dict(rest) if field == "sysjson" else rest
                 return
         j = text.find("RESULT,")
         if j >= 0 and "result_line" not in self.fields:
@@ -318,8 +319,8 @@ def _on_event(acc: _Accumulator, key: str, value: Any, time_ms: int | None, meta
         if value is not None and _FIRST_STR[key] not in f:
             f[_FIRST_STR[key]] = str(value)
     elif key in _FIRST_INT:
-        if key not in f and _as_int(value) is not None:
-            f[key] = _as_int(value)
+        if key not in f and as_int(value) is not None:
+            f[key] = as_int(value)
     elif key == "eval_accuracy":
         _on_eval(acc, value, time_ms, meta)
     elif key == "eval_stop" and time_ms is not None:
@@ -329,9 +330,9 @@ def _on_event(acc: _Accumulator, key: str, value: Any, time_ms: int | None, meta
     elif key in ("block_start", "block_stop") and time_ms is not None:
         acc.blocks.append((key, time_ms))
     elif key == "target_accuracy":
-        f.setdefault("target_accuracy", _as_float(value))
+        f.setdefault("target_accuracy", as_float(value))
     elif key == "resumed_from_checkpoint":
-        step = _as_int(meta.get("step")) if _as_int(value) is None else _as_int(value)
+        step = as_int(meta.get("step")) if as_int(value) is None else as_int(value)
         f.setdefault("resume_step", step if step is not None else 1)
     elif key not in acc.params and isinstance(value, (str, int, float, bool)):
         acc.params[key] = value
@@ -340,9 +341,9 @@ def _on_event(acc: _Accumulator, key: str, value: Any, time_ms: int | None, meta
 def _on_eval(acc: _Accumulator, value: Any, time_ms: int | None, meta: dict) -> None:
     acc.evals_key = "samples_count" if "samples_count" in meta else "epoch_num"
     progress = meta.get(acc.evals_key)
-    if _as_float(progress) is None:
+    if as_float(progress) is None:
         progress = None
-    acc.evals.append(EvalPoint(progress, _as_float(value), time_ms or 0))
+    acc.evals.append(EvalPoint(progress, as_float(value), time_ms or 0))
 
 
 def _on_tracked(acc: _Accumulator, value: Any, time_ms: int | None, meta: dict) -> None:
@@ -351,9 +352,9 @@ def _on_tracked(acc: _Accumulator, value: Any, time_ms: int | None, meta: dict) 
     if not isinstance(value, dict) or "throughput" in value:
         return
     for name in STEP_TIME_FIELDS:
-        seconds = _as_float(value.get(name))
+        seconds = as_float(value.get(name))
         if seconds is not None:
-            acc.steps.append((time_ms or 0, _as_int(meta.get("step")), seconds))
+            acc.steps.append((time_ms or 0, as_int(meta.get("step")), seconds))
             return
 
 
@@ -386,24 +387,5 @@ def _line_body(data: bytes, pos: int) -> bytes:
     return data[data.rfind(b"\n", 0, pos) + 1 + len(MARKER) : data.find(b"\n", pos)]
 
 
-def _as_int(v: Any) -> int | None:
-    if isinstance(v, float) and v.is_integer():
-        return int(v)
-    if isinstance(v, str) and v.strip().lstrip("-").isdigit():
-        return int(v)
-    return v if isinstance(v, int) and not isinstance(v, bool) else None
-
-
-def _as_float(v: Any) -> float | None:
-    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
-
-
 def _minutes(start_ms: int | None, stop_ms: int | None) -> float | None:
     return None if start_ms is None or stop_ms is None else (stop_ms - start_ms) / 60000.0
-
-
-def _json_dict(text: str) -> dict[str, Any] | None:
-    try:
-        return obj if isinstance(obj := json.loads(text), dict) else None
-    except ValueError:
-        return None

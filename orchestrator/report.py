@@ -18,11 +18,11 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from orchestrator import metrics
-from orchestrator.catalog import CATALOG
 from orchestrator.errors import ConfigError
 from orchestrator.metrics import StepStats
 from orchestrator.models import utcnow
 from orchestrator.report_attempts import AttemptLine, attempt_history
+from orchestrator.report_cost import group_costs
 from orchestrator.store_schema import AttemptRow, ResultRow, RunRow
 
 _SAME_BATCH_RTOL = 1e-6  # per-worker batches this close are the same work (weak scaling)
@@ -341,7 +341,7 @@ def _group(key: GroupKey, rows: list[ResultRow], runs: Sequence[RunRow] | None,
         throughput_per_worker_minute=tput / workers if tput is not None and workers else None,
         step_stats=metrics.step_time_stats(
             [(0, t) for s in summaries for t in kept_step_times(s)], drop_first=False),
-        **_costs(rows, sku, nodes, score.raw_minutes if score else None, runs, attempts))
+        **group_costs(rows, sku, nodes, score.raw_minutes if score else None, runs, attempts))
 
 
 def _score(minutes: list[float | None], bench: str, factor: float) -> tuple[Any, str]:
@@ -360,29 +360,6 @@ def _run_line(r: ResultRow, s: dict[str, Any], scored: bool, progress: float | N
         resumed=r.resumed, scored=scored, minutes=r.minutes, progress=progress,
         progress_per_minute=rate, median_step_s=statistics.median(kept) if kept else None,
         compliance_ok=r.compliance_ok)
-
-
-def _costs(rows: list[ResultRow], sku: str | None, nodes: int | None, score_minutes: float | None,
-           runs: Sequence[RunRow] | None, attempts: Sequence[AttemptRow] | None) -> dict[str, Any]:
-    price = next((row.price_per_hour_usd for row in CATALOG if sku and row.name == sku), None)
-    if price is None or not nodes:
-        why = "unknown node count" if price is not None else f"no list price for SKU {sku!r}"
-        return {"price_per_vm_hour": price, "cost_note": f"cost unknown: {why}"}
-    out: dict[str, Any] = {"price_per_vm_hour": price, "cost_note": "list-price estimate"}
-    if score_minutes is not None:
-        out["cost_per_result_usd"] = metrics.run_cost_usd(
-            metrics.node_hours(nodes, score_minutes * 60), price)
-    out["cost_all_runs_usd"] = sum(metrics.run_cost_usd(metrics.node_hours(nodes, r.minutes * 60),
-                                                        price) for r in rows if r.minutes)
-    if runs is not None and attempts is not None:
-        run_nodes = {r.id: r.nodes for r in runs}
-        ids = {r.run_id for r in rows if r.run_id}
-        spans = [(run_nodes[a.run_id], (a.ended_at - a.started_at).total_seconds(), price)
-                 for a in attempts if a.run_id in ids and a.run_id in run_nodes
-                 and a.started_at and a.ended_at]
-        if spans:
-            out["cost_all_attempts_usd"] = metrics.result_cost_usd(spans)
-    return out
 
 
 def _same_work_per_worker(a: GroupReport, b: GroupReport) -> bool:
