@@ -85,13 +85,20 @@ def up(
         the_plan = lifecycle.plan(spec)
         return emit_json(the_plan) if as_json else _render_plan(the_plan)
     with open_store() as store:
-        result = lifecycle.up(spec, store)
+        result = lifecycle.up(spec, store, on_progress=None if as_json else _step_line)
     if as_json:
         return emit_json({"plan": result.plan, "cluster": result.cluster, "adopted": result.adopted})
     verb = "adopted" if result.adopted else "up"
     c = result.cluster
     sys.stdout.write(f"cluster '{c.name}' {verb}: {c.nodes} x {c.sku} ({c.provider}), "
                      f"nodes {', '.join(c.node_names[:8])}{' ...' if len(c.node_names) > 8 else ''}\n")
+
+
+def _step_line(event: Any) -> None:
+    """One stderr line per provisioning step (resources created, waited on, deleted)."""
+    detail = f" ({event.detail})" if getattr(event, "detail", "") else ""
+    sys.stderr.write(f"{event.action}: {event.kind} {event.name}{detail}\n")
+    sys.stderr.flush()
 
 
 def _render_plan(plan: Any) -> None:
@@ -127,7 +134,7 @@ def down(name: str = typer.Argument(..., help="Cluster name."), as_json: bool = 
     """Delete everything the cluster owns and verify nothing is left."""
     from orchestrator import lifecycle
     with open_store() as store:
-        cluster = lifecycle.down(name, store)
+        cluster = lifecycle.down(name, store, on_progress=None if as_json else _step_line)
     if as_json:
         return emit_json(cluster)
     sys.stdout.write(f"cluster '{name}' is down\n")

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Callable
 
 from orchestrator.errors import ConfigError, NotFoundError
 from orchestrator.models import Cluster, ClusterState, Plan
@@ -31,9 +31,9 @@ def plan(spec: ClusterSpec) -> Plan:
     return get_provider(spec.provider).plan(spec)
 
 
-def up(spec: ClusterSpec, store: Store) -> UpResult:
+def up(spec: ClusterSpec, store: Store, on_progress: Callable[[Any], None] | None = None) -> UpResult:
     from orchestrator.store_schema import EventRow
-    provider = get_provider(spec.provider)
+    provider = get_provider(spec.provider, progress=on_progress)
     the_plan = provider.plan(spec)
     existing = provider.describe(spec.name)
     previous = store.get_cluster(spec.name)
@@ -47,12 +47,12 @@ def up(spec: ClusterSpec, store: Store) -> UpResult:
     return UpResult(plan=the_plan, cluster=cluster, adopted=existing is not None)
 
 
-def down(name: str, store: Store) -> Cluster:
+def down(name: str, store: Store, on_progress: Callable[[Any], None] | None = None) -> Cluster:
     """Delete the cluster's resources; idempotent; the record ends TERMINATED."""
     from orchestrator.store_schema import EventRow
     cluster = require_cluster(name, store, live=False)
     store.add_event(EventRow(kind="down", cluster=name, message="down requested"))
-    get_provider(cluster.provider).down(cluster)
+    get_provider(cluster.provider, progress=on_progress).down(cluster)
     store.set_cluster_state(name, ClusterState.TERMINATED)
     return cluster.model_copy(update={"state": ClusterState.TERMINATED})
 

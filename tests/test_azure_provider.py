@@ -389,3 +389,10 @@ def test_custom_data_for_2048_gb200_vms_fits_azure_limit():
     text = ci.head_cloud_init("big", lookup("gb200"), sets, "10.40.0.4", "10.40.0.0/16", FIXED)
     packed = base64.b64decode(ci.custom_data(text, "head"))
     assert text.count("NodeName=") == 2048 and len(packed) <= ci.MAX_CUSTOM_DATA
+
+
+def test_cli_progress_callback_reaches_the_azure_provider():
+    from orchestrator.providers import get_provider
+    seen = []
+    provider = get_provider("azure", progress=seen.append)
+    assert provider.opts.progress is seen.append

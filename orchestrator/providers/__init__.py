@@ -5,7 +5,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Callable
 
 from orchestrator.errors import ConfigError
 
@@ -15,7 +15,9 @@ if TYPE_CHECKING:
 PROVIDERS = ("local", "ssh", "azure", "azureml", "fake")
 
 
-def get_provider(name: str) -> Provider:
+def get_provider(name: str, progress: Callable[[Any], None] | None = None) -> Provider:
+    """The provider called `name`; `progress` receives step events from providers that emit
+    them (Azure: one per resource created, waited on or deleted)."""
     if name == "local":
         from orchestrator.providers.local import LocalProvider
         return LocalProvider()
@@ -24,7 +26,7 @@ def get_provider(name: str) -> Provider:
         return SshProvider()
     if name == "azure":
         from orchestrator.providers.azure import AzureProvider
-        return AzureProvider()
+        return AzureProvider(progress=progress)
     if name == "azureml":
         from orchestrator.providers.azureml import AzureMLProvider
         return AzureMLProvider()
