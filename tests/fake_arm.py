@@ -87,6 +87,8 @@ class FakeArm:
         # Requests whose x-test-client header equals this never see an operation finish: the
         # background pollers of a "killed" client must not complete what its rerun resumes.
         self.frozen_client: str | None = None
+        # With frozen_client: only ops whose resource path contains this are frozen (None: all).
+        self.frozen_match: str | None = None
         self.sticky: set[str] = set()  # resource names a delete "succeeds" on but leaves in place
         self.lock = threading.RLock()
         self._ids = itertools.count(1)
@@ -167,8 +169,12 @@ class FakeArm:
                headers: dict[str, str]) -> tuple[int, dict[str, str], Any]:
         low = path.lower().rstrip("/")
         if "/operations/" in low:
+            op_id = low.rsplit("/", 1)[1]
             frozen = self.frozen_client is not None and headers.get("x-test-client") == self.frozen_client
-            return self._poll(low.rsplit("/", 1)[1], frozen)
+            if frozen and self.frozen_match is not None:
+                op = self.ops.get(op_id)
+                frozen = op is not None and self.frozen_match in op.key
+            return self._poll(op_id, frozen)
         if low.endswith("/providers/microsoft.compute/skus"):
             loc = _filter_location(query)
             return 200, {}, {"value": self.skus.get(loc, [])}

@@ -148,8 +148,10 @@ def test_second_up_adopts_everything_without_a_put(fake, clients, azbench_home):
 def test_crash_mid_up_then_rerun_resumes_without_duplicates(fake, clients, azbench_home):
     def crash(event):
         if event.action == "creating" and event.name == "h100t-gpu-00":
-            fake.frozen_client = "first"  # the killed process's background pollers never finish
             raise KeyboardInterrupt("killed")
+    # The killed process's pollers of that scale set never finish (frozen from its PUT on, so no
+    # background poll can complete it before the crash).
+    fake.frozen_client, fake.frozen_match = "first", "virtualmachinescalesets/h100t-gpu-00"
     first = AzureClients(credential=StubCredential(), subscription_id=SUB, base_url=fake.base_url,
                          per_call_policies=[allow_plain_http_policy("first")], polling_interval=0.01)
     with pytest.raises(KeyboardInterrupt):
