@@ -11,13 +11,14 @@ import shlex
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from orchestrator import paths
 from orchestrator.access import recipe_python
 from orchestrator.errors import AzbenchError
 from orchestrator.failures import Failure, FailureClass, Observation, classify
 from orchestrator.models import (
+    FINAL_RUN_STATES,
     AttemptSpec,
     Cluster,
     JobRef,
@@ -38,7 +39,11 @@ from orchestrator.specs import RunSpec
 from orchestrator.store import Store
 from orchestrator.store_schema import AttemptRow, EventRow, RunRow
 
-FINAL = {"succeeded", "failed", "cancelled"}
+if TYPE_CHECKING:
+    from orchestrator.launchers.base import Launcher
+    from orchestrator.remote import Runner
+
+FINAL = FINAL_RUN_STATES
 _CKPT = re.compile(r"^(?!\.).*?(\d+)\D*$")
 
 
@@ -73,8 +78,8 @@ class AttemptContext:
     recipe: Recipe
     cluster: Cluster
     store: Store
-    launcher: object
-    runner: object
+    launcher: Launcher
+    runner: Runner
     on_progress: Callable[[Progress], None] | None
     on_event: Callable[[RunEvent], None] | None
     poll: float
@@ -148,8 +153,7 @@ def start_attempt(ctx: AttemptContext, row: RunRow, cur: AttemptRow) -> AttemptR
         if job_id:
             return _submitted(ctx, row, n, job_id)
     excluded, pin = list(cur.excluded_nodes), list(cur.excluded_nodes)
-    # Back ends without a login runner (Azure ML) have no Slurm gate to submit.
-    if ctx.spec.health.enabled and getattr(ctx.launcher, "health_gate", True):
+    if ctx.spec.health.enabled and ctx.launcher.shell_access:
         gated = _gate(ctx, row, cur)
         if isinstance(gated, AttemptRow):
             return gated
@@ -200,7 +204,7 @@ def final_failure(ctx: AttemptContext, row: RunRow, last: AttemptRow, failure: F
 
 def _hang_timeout(ctx: AttemptContext) -> float:
     """Hangs are judged from the MLLOG tail, which only a login runner can read."""
-    if not getattr(ctx.launcher, "health_gate", True):
+    if not ctx.launcher.shell_access:
         return float("inf")
     return ctx.spec.retry.hang_timeout
 

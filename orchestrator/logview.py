@@ -13,8 +13,7 @@ from orchestrator import paths
 from orchestrator.access import runner_for
 from orchestrator.errors import NotFoundError
 from orchestrator.store import Store
-
-FINAL = {"succeeded", "failed", "cancelled"}
+from orchestrator.models import FINAL_RUN_STATES as FINAL
 
 
 def stream_log(store: Store, run_id: str, *, attempt: int | None = None, follow: bool = False,

@@ -128,6 +128,9 @@ class JobState(str, Enum):
 
 _ACTIVE = {JobState.PENDING, JobState.RUNNING, JobState.COMPLETING, JobState.UNKNOWN}
 
+# A run (RunRow.state) in one of these states is finished: no job of it is live any more.
+FINAL_RUN_STATES = frozenset({"succeeded", "failed", "cancelled"})
+
 
 class JobRef(Frozen):
     """A submitted job: enough to poll, cancel and fetch it after a restart of azbench."""

@@ -29,7 +29,7 @@ from pydantic import (BaseModel, ConfigDict, Field, StrictInt, ValidationError, 
 
 from orchestrator.baselines import Comparison, Tolerances
 from orchestrator.errors import AzbenchError, ConfigError
-from orchestrator.models import ClusterState, utcnow
+from orchestrator.models import FINAL_RUN_STATES, ClusterState, utcnow
 from orchestrator.pipeline_results import PipelineResult, PipelineSummary, ScaleCase, StageRecord
 from orchestrator.specs import ClusterSpec, HealthPolicy, RetryPolicy, RunSpec, parse_duration
 from orchestrator.yamlio import load_yaml, validation_error_to_config_error
@@ -38,7 +38,6 @@ if TYPE_CHECKING:
     from orchestrator.store import Store
 
 EXIT_RUN_FAILED, EXIT_REGRESSION = 5, 8
-_FINAL_RUN_STATES = frozenset({"succeeded", "failed", "cancelled"})
 _SIGNALS = tuple(s for s in (getattr(signal, "SIGTERM", None), getattr(signal, "SIGHUP", None)) if s)
 
 
@@ -272,7 +271,7 @@ def _cancel_live(st: _State, cluster: str) -> None:
     """scancel and mark cancelled the unfinished runs this pipeline started on `cluster`."""
     from orchestrator.runs import cancel_runs
     live = [r.id for r in st.store.list_runs(cluster=cluster)
-            if r.state not in _FINAL_RUN_STATES and r.created_at >= st.started]
+            if r.state not in FINAL_RUN_STATES and r.created_at >= st.started]
     if not live:
         return
     with st.stage("cancel", cluster) as rec:

@@ -69,7 +69,7 @@ class AzureMLLauncher:
     operations); by default one is built for the cluster's workspace on first use."""
 
     backend = "azureml"
-    health_gate = False  # no shell on the nodes: the Slurm health gate cannot run here
+    shell_access = False  # no login shell: no Slurm health gate, no log-tail hang detection
 
     def __init__(self, cluster: Cluster, ml_client: Any = None, *, image: str | None = None,
                  datastore: str = DEFAULT_DATASTORE) -> None:

@@ -9,6 +9,10 @@ from orchestrator.models import AttemptSpec, JobRef, JobStatus
 
 
 class Launcher(Protocol):
+    # True when azbench can run commands on the cluster (a login node): the Slurm health gate
+    # and log-based hang detection need it. Azure ML has no such shell.
+    shell_access: bool
+
     def submit(self, attempt: AttemptSpec) -> JobRef:
         """Stage the recipe and submit one job; returns as soon as the scheduler accepted it."""
 

@@ -46,6 +46,7 @@ class SlurmLauncher:
     """Launcher over sbatch/sacct/squeue/scancel/sinfo. `sacct_calls` counts scheduler queries."""
 
     backend = "slurm"
+    shell_access = True
 
     def __init__(self, runner: Runner, cluster: Cluster, templates_dir: Path | None = None) -> None:
         self.runner = runner

@@ -13,7 +13,7 @@ import os
 
 from orchestrator import paths
 from orchestrator.errors import CapacityError, PreflightError
-from orchestrator.models import Cluster, ClusterState, Plan, PlannedResource
+from orchestrator.models import Cluster, ClusterState, Plan, PlannedResource, ScaleSetPlan
 from orchestrator.planner import plan_azure
 from orchestrator.specs import ClusterSpec
 
@@ -69,7 +69,6 @@ def _maybe_fail(spec: ClusterSpec) -> None:
 
 
 def _cpu_plan(spec: ClusterSpec) -> Plan:
-    from orchestrator.models import ScaleSetPlan
     return Plan(cluster=spec.name, provider="fake", sku=spec.sku or "Local_CPU", region=spec.region,
                 nodes=spec.nodes, gpus_per_node=0, total_gpus=0,
                 scale_sets=[ScaleSetPlan(name=f"{spec.name}-nodes", vms=spec.nodes, gpus=0)],
