@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Install everything azbench and its tests need on a fresh Debian 12 machine:
 # Debian packages (Slurm, munge, OpenSSH server, PostgreSQL), a virtualenv in .venv with the
-# CPU build of PyTorch (the smoke recipe's dependency) and azbench with its test extras.
+# PyTorch 2.13.0 (the smoke recipe's dependency) and azbench with its test extras.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -20,8 +20,21 @@ if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv
 fi
 echo "==> Python packages"
-# torch is pinned to the CPU build: an unpinned torch pulls a multi-GB CUDA build.
-.venv/bin/python -m pip install -q --upgrade pip >/dev/null
-.venv/bin/python -m pip install -q "torch==2.13.0" 2>&1 | grep -v "^WARNING: Location" || true
-.venv/bin/python -m pip install -q -e ".[test,local]" 2>&1 | grep -v "^WARNING: Location" || true
+# pip install, quiet; on failure show pip's own output and stop.
+pip_install() {
+  local log
+  log=$(mktemp)
+  if ! .venv/bin/python -m pip install -q "$@" >"$log" 2>&1; then
+    grep -v "^WARNING: Location" "$log" >&2
+    rm -f "$log"
+    exit 1
+  fi
+  rm -f "$log"
+}
+pip_install --upgrade pip
+# torch is pinned first: where a CPU wheel of 2.13.0 is on pip's find-links (as on the project's
+# machines) pip takes it; otherwise PyPI's Linux wheel, which bundles CUDA (several GB) and runs
+# on CPU too. Unpinned, a later extra would pull the newest CUDA build.
+pip_install "torch==2.13.0"
+pip_install -e ".[test,local]"
 .venv/bin/python -c "import orchestrator, torch, sqlalchemy, paramiko, mlperf_logging; print('==> ready: torch', torch.__version__)"
