@@ -34,9 +34,9 @@ def main() -> None:
     parser.add_argument("--slurmd-timeout", type=int, default=10)
     args = parser.parse_args()
     os.environ["AZBENCH_HOME"] = tempfile.mkdtemp(prefix="azb-bench-faults-")
-    from orchestrator.providers.local import LocalProvider
-    from orchestrator.specs import load_cluster_spec
-    from orchestrator.store import Store
+    from orchestrator.clusters.providers.local import LocalProvider
+    from orchestrator.clusters.specs import load_cluster_spec
+    from orchestrator.store.database import Store
     provider = LocalProvider()
     spec = load_cluster_spec(None, {"name": "benchfaults", "nodes": 3,
                                     "local": {"slurmd_timeout": args.slurmd_timeout}})
@@ -51,11 +51,11 @@ def main() -> None:
 
 
 def node_death(cluster, store, slurmd_timeout: int) -> None:
-    from orchestrator.access import launcher_for, runner_for
+    from orchestrator.clusters.providers.local import kill_node, restart_node
+    from orchestrator.clusters.specs import RetryPolicy, RunSpec
     from orchestrator.models import JobRef
-    from orchestrator.providers.local import kill_node, restart_node
-    from orchestrator.runs import run_sweep
-    from orchestrator.specs import RetryPolicy, RunSpec
+    from orchestrator.runs.access import launcher_for, runner_for
+    from orchestrator.runs.execute import run_sweep
     os.environ["AZBENCH_SMOKE_STEP_SLEEP"] = "0.1"
     killed: dict[str, float | str] = {}
 
@@ -95,8 +95,8 @@ def node_death(cluster, store, slurmd_timeout: int) -> None:
 
 
 def hang(store) -> None:
-    from orchestrator.runs import run_sweep
-    from orchestrator.specs import HealthPolicy, RetryPolicy, RunSpec
+    from orchestrator.clusters.specs import HealthPolicy, RetryPolicy, RunSpec
+    from orchestrator.runs.execute import run_sweep
     script = Path(tempfile.mkdtemp()) / "hang.sh"
     script.write_text('if [ "${AZBENCH_ATTEMPT:-}" = 1 ]; then export AZBENCH_SMOKE_HANG_AT_STEP=15; fi\n')
     os.environ["BASH_ENV"] = str(script)

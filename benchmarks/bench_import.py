@@ -24,9 +24,9 @@ TARGET_S = 2.0
 
 def one_import(logs: Path) -> dict[str, float]:
     """Seconds for: open a fresh store, import everything, re-import (all duplicates), report."""
-    from orchestrator.importer import import_path
-    from orchestrator.report import build_report
-    from orchestrator.store import Store
+    from orchestrator.report.build import build_report
+    from orchestrator.results.importer import import_path
+    from orchestrator.store.database import Store
 
     with tempfile.TemporaryDirectory(prefix="azbench-bench-") as home:
         os.environ["AZBENCH_HOME"] = home

@@ -14,7 +14,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from orchestrator.mllog import parse_file  # noqa: E402
+from orchestrator.results.mllog import parse_file  # noqa: E402
 
 DEFAULT_LOGS = Path(__file__).resolve().parents[2] / "shared" / "mlperf-logs"
 GPT3 = "v3.1/Azure+NVIDIA/results/ND_H100_v5_n1344_pytorch/gpt3/result_0.txt"

@@ -22,8 +22,8 @@ from benchmarks.harness import emit  # noqa: E402
 def main() -> None:
     home = Path(tempfile.mkdtemp(prefix="azb-bench-"))
     os.environ["AZBENCH_HOME"] = str(home)
-    from orchestrator.providers.local import LocalProvider
-    from orchestrator.specs import load_cluster_spec
+    from orchestrator.clusters.providers.local import LocalProvider
+    from orchestrator.clusters.specs import load_cluster_spec
     provider = LocalProvider()
     spec = load_cluster_spec(None, {"name": "bench", "nodes": 4})
     start = time.perf_counter()
@@ -40,9 +40,9 @@ def main() -> None:
 
 
 def concurrent_polls(cluster) -> None:
-    from orchestrator.launchers.slurm import SlurmLauncher
+    from orchestrator.clusters.remote import LocalRunner
     from orchestrator.models import AttemptSpec
-    from orchestrator.remote import LocalRunner
+    from orchestrator.runs.launchers.slurm import SlurmLauncher
     launcher = SlurmLauncher(LocalRunner(env=dict(cluster.env)), cluster)
     refs = [launcher.submit(AttemptSpec(run_id=f"poll{i}", attempt=1, recipe="sleep", nodes=1,
                                         run_dir=f"{cluster.workdir}/bench/poll{i}",
@@ -64,12 +64,13 @@ def concurrent_polls(cluster) -> None:
 def ssh_connections(cluster, home: Path) -> None:
     """One watched smoke run through a real sshd, counting paramiko connections."""
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from orchestrator.clusters import lifecycle
+    from orchestrator.clusters.remote import SshRunner
+    from orchestrator.clusters.specs import RunSpec, load_cluster_spec
+    from orchestrator.runs import access
+    from orchestrator.runs.execute import run_sweep
+    from orchestrator.store.database import Store
     from tests.fixtures.sshd import _prepare  # type: ignore
-    from orchestrator import access, lifecycle
-    from orchestrator.remote import SshRunner
-    from orchestrator.runs import run_sweep
-    from orchestrator.specs import RunSpec, load_cluster_spec
-    from orchestrator.store import Store
     (home / "sshd").mkdir()
     server = _prepare(home / "sshd")
     server.start()
@@ -81,7 +82,7 @@ def ssh_connections(cluster, home: Path) -> None:
         opened.append(runner)
         return runner
     access.runner_for = counting
-    import orchestrator.runs as runs_module
+    import orchestrator.runs.execute as runs_module
     runs_module.runner_for = counting
     try:
         spec = load_cluster_spec(None, {"name": "viassh", "provider": "ssh", "nodes": 4, "ssh": {

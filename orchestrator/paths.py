@@ -1,7 +1,9 @@
-"""Where azbench keeps its state: `$AZBENCH_HOME` (default ~/.azbench).
+"""Where azbench's files live: its state under `$AZBENCH_HOME`, and the data it ships.
 
-Layout: azbench.db (SQLite store), clusters/<name>/ (local cluster state and keys),
-runs/<run_id>/ (fetched logs), archive/ (raw logs by content hash).
+State (default ~/.azbench): azbench.db (SQLite store), clusters/<name>/ (local cluster state and
+keys), runs/<run_id>/ (fetched logs), archive/ (raw logs by content hash).
+Shipped data: templates/ and recipes/ live in orchestrator/_data/ in a wheel (hatch
+force-include) and at the repository root in a source checkout.
 """
 
 from __future__ import annotations
@@ -10,6 +12,8 @@ import os
 from pathlib import Path
 
 from orchestrator.errors import StoreError
+
+_PKG = Path(__file__).resolve().parent
 
 
 def home() -> Path:
@@ -39,3 +43,19 @@ def run_dir(run_id: str) -> Path:
 
 def archive_dir() -> Path:
     return home() / "archive"
+
+
+def data_dir(name: str) -> Path:
+    """`templates` or `recipes`: the installed copy if present, else the checkout's."""
+    for candidate in (_PKG / "_data" / name, _PKG.parent / name):
+        if candidate.is_dir():
+            return candidate
+    raise FileNotFoundError(f"azbench data folder '{name}' is missing from this installation")
+
+
+def templates_dir() -> Path:
+    return data_dir("templates")
+
+
+def recipes_dir() -> Path:
+    return data_dir("recipes")

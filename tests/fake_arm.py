@@ -313,7 +313,7 @@ class FakeArm:
 
 def default_catalogue(fake: FakeArm, location: str = "eastus", *, free_vcpus: int = 100_000) -> None:
     """Offer the GPU sizes, a head size, generous quota and the Ubuntu-HPC images in `location`."""
-    from orchestrator.catalog import gpu_skus
+    from orchestrator.clusters.catalog import gpu_skus
     fake.skus[location] = [_sku_row(s.name, location, s.vcpus, s.quota_family, s.cpu_arch)
                            for s in gpu_skus()] + [_sku_row("Standard_D8s_v5", location, 8,
                                                             "standardDSv5Family", "x64")]

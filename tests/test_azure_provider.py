@@ -21,15 +21,15 @@ from pathlib import Path
 import pytest
 import yaml
 
-from orchestrator.catalog import lookup
+from orchestrator.clusters.catalog import lookup
+from orchestrator.clusters.providers import azure_cloudinit as ci
+from orchestrator.clusters.providers.azure import AzureProvider, sweep
+from orchestrator.clusters.providers.azure_clients import AzureClients, clients_from_config
+from orchestrator.clusters.providers.azure_errors import ArmErrorClass, classify_code
+from orchestrator.clusters.providers.azure_preflight import resolve_ingress
+from orchestrator.clusters.specs import ClusterSpec
 from orchestrator.errors import CapacityError, ConfigError, PreflightError, ProvisionError
 from orchestrator.models import ScaleSetPlan
-from orchestrator.providers import azure_cloudinit as ci
-from orchestrator.providers.azure import AzureProvider, sweep
-from orchestrator.providers.azure_clients import AzureClients, clients_from_config
-from orchestrator.providers.azure_errors import ArmErrorClass, classify_code
-from orchestrator.providers.azure_preflight import resolve_ingress
-from orchestrator.specs import ClusterSpec
 from tests.fake_arm import SUB, FakeArm, StubCredential, allow_plain_http_policy, default_catalogue
 
 GOLDEN = Path(__file__).parent / "golden"
@@ -337,7 +337,7 @@ def test_error_codes_not_exception_classes_decide():
 
 
 def test_get_provider_returns_azure_and_sdk_loads_lazily():
-    code = ("import sys; from orchestrator.providers import get_provider; p = get_provider('azure'); "
+    code = ("import sys; from orchestrator.clusters.providers import get_provider; p = get_provider('azure'); "
             "print(type(p).__name__, any(m.startswith('azure.') for m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          cwd=Path(__file__).parents[1]).stdout.split()
@@ -394,7 +394,7 @@ def test_custom_data_for_2048_gb200_vms_fits_azure_limit():
 
 
 def test_cli_progress_callback_reaches_the_azure_provider():
-    from orchestrator.providers import get_provider
+    from orchestrator.clusters.providers import get_provider
     def show(event):
         return None
     provider = get_provider("azure", progress=show)

@@ -16,11 +16,11 @@ from typing import Any
 
 import pytest
 
+from orchestrator.clusters.providers import azureml as P
+from orchestrator.clusters.specs import ClusterSpec
 from orchestrator.errors import ConfigError, LaunchError, NotFoundError, PreflightError
-from orchestrator.launchers import azureml as L
 from orchestrator.models import AttemptSpec, Cluster, JobRef, JobState
-from orchestrator.providers import azureml as P
-from orchestrator.specs import ClusterSpec
+from orchestrator.runs.launchers import azureml as L
 from tests.cli_helpers import azbench, one_line_error
 from tests.fake_arm import SUB, FakeArm, StubCredential, allow_plain_http_policy, default_catalogue
 
@@ -177,7 +177,7 @@ def fake(arm, monkeypatch):
 
 
 def provider(fake: FakeAml) -> P.AzureMLProvider:
-    from orchestrator.providers.azure_clients import AzureClients
+    from orchestrator.clusters.providers.azure_clients import AzureClients
     policy = allow_plain_http_policy()
 
     def ml(target: P.AmlTarget) -> Any:  # the production factory, aimed at the fake
@@ -381,9 +381,9 @@ def test_node_states_mark_unusable_nodes_down():
 
 
 def test_the_monitor_retries_a_not_responding_job_and_not_a_failed_one():
-    from orchestrator.failures import Observation, classify
-    from orchestrator.monitor import Action, AttemptRecord, decide_retry, watch
-    from orchestrator.specs import RetryPolicy
+    from orchestrator.clusters.specs import RetryPolicy
+    from orchestrator.runs.failures import Observation, classify
+    from orchestrator.runs.monitor import Action, AttemptRecord, decide_retry, watch
     decisions = {}
     for final in ("NotResponding", "Failed"):
         lau, ml = launcher()
@@ -402,7 +402,7 @@ def test_the_monitor_retries_a_not_responding_job_and_not_a_failed_one():
 
 
 def test_access_gives_azureml_clusters_the_azureml_launcher_and_no_shell():
-    from orchestrator.access import launcher_for, runner_for
+    from orchestrator.runs.access import launcher_for, runner_for
     runner = runner_for(cluster())
     assert isinstance(runner, L.NullRunner) and runner.run("tail x || true").stdout == ""
     assert isinstance(launcher_for(cluster(), runner), L.AzureMLLauncher)

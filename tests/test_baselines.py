@@ -10,11 +10,11 @@ from datetime import timedelta
 
 import pytest
 
-from orchestrator import baselines as bl
 from orchestrator.errors import ConfigError, NotFoundError
 from orchestrator.models import utcnow
-from orchestrator.store import Store
-from orchestrator.store_schema import SCHEMA_VERSION, EventRow, ResultRow, RunRow
+from orchestrator.pipelines import baselines as bl
+from orchestrator.store.database import Store
+from orchestrator.store.schema import SCHEMA_VERSION, EventRow, ResultRow, RunRow
 from tests.cli_helpers import CliResult, one_line_error
 
 
@@ -166,7 +166,7 @@ def test_baseline_roundtrip_in_store(db_url):
 def test_v2_database_migrates_to_v3_keeping_rows(azbench_home, tmp_path):
     import sqlalchemy as sa
 
-    from orchestrator.store_schema import migrate
+    from orchestrator.store.schema import migrate
     url = f"sqlite:///{tmp_path / 'old.db'}"
     engine = sa.create_engine(url)
     with engine.begin() as conn:

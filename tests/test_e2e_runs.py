@@ -9,10 +9,10 @@ import sys
 
 import pytest
 
-from orchestrator.mllog import parse_file
-from orchestrator.runs import run_sweep
-from orchestrator.specs import RunSpec, load_cluster_spec
-from orchestrator.store import Store
+from orchestrator.clusters.specs import RunSpec, load_cluster_spec
+from orchestrator.results.mllog import parse_file
+from orchestrator.runs.execute import run_sweep
+from orchestrator.store.database import Store
 from tests.cli_helpers import azbench, one_line_error
 
 pytestmark = pytest.mark.integration
@@ -52,7 +52,7 @@ def test_smoke_at_1_and_2_nodes_through_local_runner(local_cluster, azbench_home
 
 
 def test_smoke_at_1_and_2_nodes_through_ssh_runner(local_cluster, sshd, azbench_home):
-    from orchestrator import lifecycle
+    from orchestrator.clusters import lifecycle
     spec = load_cluster_spec(None, {
         "name": "viassh", "provider": "ssh", "nodes": 4,
         "ssh": {"host": sshd.host, "port": sshd.port, "user": sshd.user,

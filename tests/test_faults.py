@@ -18,10 +18,10 @@ from pathlib import Path
 
 import pytest
 
+from orchestrator.clusters.specs import HealthPolicy, RetryPolicy, RunSpec, load_cluster_spec
 from orchestrator.errors import RunFailedError
-from orchestrator.runs import require_success, run_sweep
-from orchestrator.specs import HealthPolicy, RetryPolicy, RunSpec, load_cluster_spec
-from orchestrator.store import Store
+from orchestrator.runs.execute import require_success, run_sweep
+from orchestrator.store.database import Store
 from tests.fixtures.slurm import local_spec
 
 pytestmark = pytest.mark.integration
@@ -33,8 +33,8 @@ NO_GATE = HealthPolicy(enabled=False)
 @pytest.fixture(scope="module")
 def fault_cluster(tmp_path_factory):
     """A private 3-node cluster: these tests kill nodes, so they never touch the shared one."""
+    from orchestrator.clusters.providers.local import LocalProvider
     from orchestrator.errors import PreflightError
-    from orchestrator.providers.local import LocalProvider
     provider = LocalProvider()
     spec = local_spec("faults", 3, slurmd_timeout=5)
     with pytest.MonkeyPatch.context() as patch:
@@ -65,16 +65,16 @@ def bash_env(tmp_path: Path, monkeypatch, body: str) -> None:
 
 def job_nodes(store: Store, run_id: str, attempt: int) -> list[str]:
     """The attempt's allocation, from the ':::DLPAL azbench <job> <n> <nodelist>' line."""
-    from orchestrator.launchers.slurm_states import expand_hostlist
+    from orchestrator.slurm.states import expand_hostlist
     run = store.get_run(run_id)
     text = Path(f"{run.run_dir}/attempt-{attempt}/train.log").read_text()
     return expand_hostlist(re.search(r":::DLPAL azbench \d+ \d+ (\S+)", text).group(1))
 
 
 def test_node_killed_after_checkpoint_resumes_elsewhere(fault_cluster, store, monkeypatch):
-    from orchestrator.access import launcher_for, runner_for
+    from orchestrator.clusters.providers.local import kill_node, restart_node
     from orchestrator.models import JobRef
-    from orchestrator.providers.local import kill_node, restart_node
+    from orchestrator.runs.access import launcher_for, runner_for
     monkeypatch.setenv("AZBENCH_SMOKE_STEP_SLEEP", "0.1")  # 20-step checkpoints ~5 s apart
     victim: list[str] = []
 
@@ -209,8 +209,8 @@ def test_sigkilled_azbench_rerun_reattaches_without_a_duplicate_job(
 
 
 def test_sshd_restart_mid_watch_reconnects(fault_cluster, store, sshd, monkeypatch):
-    import orchestrator.runs as runs_module
-    from orchestrator import lifecycle
+    import orchestrator.runs.execute as runs_module
+    from orchestrator.clusters import lifecycle
     spec = load_cluster_spec(None, {
         "name": "faultssh", "provider": "ssh", "nodes": 3,
         "ssh": {"host": sshd.host, "port": sshd.port, "user": sshd.user,
@@ -247,6 +247,6 @@ def test_sshd_restart_mid_watch_reconnects(fault_cluster, store, sshd, monkeypat
 
 
 def test_require_success_names_the_failed_run():
-    from orchestrator.runs import RunOutcome
+    from orchestrator.runs.execute import RunOutcome
     with pytest.raises(RunFailedError, match="1 of 1 runs failed; first: r1"):
         require_success([RunOutcome("r1", 1, 0, "failed", "boom")])

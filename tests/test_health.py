@@ -7,11 +7,11 @@ import json
 import subprocess
 import sys
 
-from orchestrator.health import choose_nodes, parse_gate_output, render_health_sbatch
-from orchestrator.launchers.slurm import default_templates_dir
-from orchestrator.launchers.slurm_states import NodeInfo
+from orchestrator.clusters.specs import HealthPolicy
 from orchestrator.models import JobState
-from orchestrator.specs import HealthPolicy
+from orchestrator.paths import templates_dir as default_templates_dir
+from orchestrator.runs.health import choose_nodes, parse_gate_output, render_health_sbatch
+from orchestrator.slurm.states import NodeInfo
 
 
 def line(node: str, check: str, status: str, value=None, detail: str = "", rank: int = 0) -> str:

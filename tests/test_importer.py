@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from orchestrator.errors import ConfigError, NotFoundError, StoreError
-from orchestrator.importer import ImportSummary, import_path
-from orchestrator.report import build_report
-from orchestrator.store import ResultRow, RunRow, Store
+from orchestrator.report.build import build_report
+from orchestrator.results.importer import ImportSummary, import_path
+from orchestrator.store.database import ResultRow, RunRow, Store
 
 BERT = "v3.1/Azure/results/ND_H100_v5_pytorch/bert"
 GPT3 = "v3.1/Azure+NVIDIA/results/ND_H100_v5_n1344_pytorch/gpt3"
@@ -274,7 +274,7 @@ def test_azbench_run_dir_takes_the_last_started_attempt(store: Store, tmp_path: 
 
 
 def test_compliance_verdict_is_stored(store: Store, tmp_path: Path, monkeypatch) -> None:
-    from orchestrator import compliance
+    from orchestrator.results import compliance
     seen = []
 
     def fake_check(log, ruleset):

@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.junit import JUnitCase, JUnitSuite, to_junit_xml
-from orchestrator.pipeline import PipelineSummary, ScaleCase
-from orchestrator.pipeline_results import junit_suites
+from orchestrator.pipelines.junit import JUnitCase, JUnitSuite, to_junit_xml
+from orchestrator.pipelines.pipeline import PipelineSummary, ScaleCase
+from orchestrator.pipelines.results import junit_suites
 
 XSD = Path(__file__).parent / "data" / "junit.xsd"
 XS = "{http://www.w3.org/2001/XMLSchema}"

@@ -9,12 +9,12 @@ from pathlib import Path
 import pytest
 
 from orchestrator import paths
+from orchestrator.clusters.providers import local as local_mod
+from orchestrator.clusters.providers import localproc
+from orchestrator.clusters.providers.local import LocalProvider, kill_node, load_state, restart_node
+from orchestrator.clusters.remote import LocalRunner
 from orchestrator.errors import PreflightError, ProvisionError
 from orchestrator.models import ClusterState
-from orchestrator.providers import local as local_mod
-from orchestrator.providers import localproc
-from orchestrator.providers.local import LocalProvider, kill_node, load_state, restart_node
-from orchestrator.remote import LocalRunner
 from tests.fixtures.slurm import local_spec
 
 pytestmark = pytest.mark.integration

@@ -1,4 +1,4 @@
-"""Unit tests for orchestrator.metrics on hand-computed cases."""
+"""Unit tests for orchestrator.results.metrics on hand-computed cases."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ import math
 
 import pytest
 
-from orchestrator import metrics as m
 from orchestrator.errors import ConfigError
-from orchestrator.mllog import parse_lines
+from orchestrator.results import metrics as m
+from orchestrator.results.mllog import parse_lines
 
 
 def test_required_runs_table():

@@ -1,4 +1,4 @@
-"""Unit tests for orchestrator.mllog: tolerant, streaming :::MLLOG parsing into a RunSummary."""
+"""Unit tests for orchestrator.results.mllog: tolerant, streaming :::MLLOG parsing into a RunSummary."""
 
 from __future__ import annotations
 
@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from orchestrator import mllog
 from orchestrator.errors import NotFoundError
-from orchestrator.mllog import RunSummary, parse_file, parse_lines
+from orchestrator.results import mllog
+from orchestrator.results.mllog import RunSummary, parse_file, parse_lines
 
 T0 = 1_700_000_000_000
 

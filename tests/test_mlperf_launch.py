@@ -3,12 +3,12 @@ and a real attempt submits exactly that script (pinned nodes excluded, never res
 
 from __future__ import annotations
 
-from orchestrator.attempts import attempt_spec
-from orchestrator.launchers.slurm import SlurmLauncher
+from orchestrator.clusters.specs import RunSpec
 from orchestrator.models import Cluster
-from orchestrator.recipes import get_recipe
-from orchestrator.specs import RunSpec
-from orchestrator.store_schema import RunRow
+from orchestrator.recipes.catalog import get_recipe
+from orchestrator.runs.attempts import attempt_spec
+from orchestrator.runs.launchers.slurm import SlurmLauncher
+from orchestrator.store.schema import RunRow
 from tests.cli_helpers import azbench, one_line_error
 from tests.fakes import FakeRunner
 

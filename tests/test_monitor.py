@@ -4,14 +4,28 @@ from __future__ import annotations
 
 import pytest
 
+from orchestrator.clusters.specs import RetryPolicy
 from orchestrator.errors import RemoteError
-from orchestrator.failures import (FAILURES, Failure, FailureClass, Observation, classify,
-                                   lost_work, scan_log)
 from orchestrator.models import JobRef, JobState, JobStatus
-from orchestrator.monitor import (Action, AttemptRecord, WatchState, backoff_s, decide,
-                                  decide_retry, watch)
-from orchestrator.monitor import job_status_from_log
-from orchestrator.specs import RetryPolicy
+from orchestrator.runs.failures import (
+    FAILURES,
+    Failure,
+    FailureClass,
+    Observation,
+    classify,
+    lost_work,
+    scan_log,
+)
+from orchestrator.runs.monitor import (
+    Action,
+    AttemptRecord,
+    WatchState,
+    backoff_s,
+    decide,
+    decide_retry,
+    job_status_from_log,
+    watch,
+)
 
 S = JobState
 F = FailureClass

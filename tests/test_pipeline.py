@@ -22,13 +22,13 @@ from pathlib import Path
 import pytest
 import yaml
 
-from orchestrator import pipeline as pl
-from orchestrator.baselines import find_baseline
 from orchestrator.errors import ConfigError, LaunchError
 from orchestrator.models import ClusterState
-from orchestrator.runs import RunOutcome
-from orchestrator.store import Store
-from orchestrator.store_schema import ResultRow, RunRow
+from orchestrator.pipelines import pipeline as pl
+from orchestrator.pipelines.baselines import find_baseline
+from orchestrator.runs.execute import RunOutcome
+from orchestrator.store.database import Store
+from orchestrator.store.schema import ResultRow, RunRow
 from tests.test_junit import validate_stdlib
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -112,7 +112,7 @@ def test_down_on_error_ctrl_c_and_sigterm(azbench_home, monkeypatch, boom, statu
             time.sleep(30)  # the handler interrupts this
             raise AssertionError("SIGTERM did not interrupt the pipeline")
         raise boom
-    monkeypatch.setattr("orchestrator.runs.run_sweep", failing_run_sweep)
+    monkeypatch.setattr("orchestrator.runs.execute.run_sweep", failing_run_sweep)
     before = signal.getsignal(signal.SIGTERM)
     with Store.open() as store:
         result = pl.run_pipeline(_fake_spec(), store)
@@ -125,7 +125,7 @@ def test_down_on_error_ctrl_c_and_sigterm(azbench_home, monkeypatch, boom, statu
 
 
 def test_a_bug_still_tears_down(azbench_home, monkeypatch):
-    monkeypatch.setattr("orchestrator.runs.run_sweep", lambda **_: 1 / 0)
+    monkeypatch.setattr("orchestrator.runs.execute.run_sweep", lambda **_: 1 / 0)
     with Store.open() as store, pytest.raises(ZeroDivisionError):
         pl.run_pipeline(_fake_spec(), store)
     assert _cluster_state("fp") == ClusterState.TERMINATED
@@ -133,13 +133,13 @@ def test_a_bug_still_tears_down(azbench_home, monkeypatch):
 
 def test_baseline_seeded_then_regression_then_rolling(azbench_home, monkeypatch):
     policy = {"name": "fb", "update": "if-missing", "tolerances": {"step_time": "20%"}}
-    monkeypatch.setattr("orchestrator.runs.run_sweep", _sweep_with(0.1))
+    monkeypatch.setattr("orchestrator.runs.execute.run_sweep", _sweep_with(0.1))
     with Store.open() as store:
         first = pl.run_pipeline(_fake_spec(**policy), store).summary
         assert (first.status, first.exit_code, first.baseline_updated) == ("passed", 0, True)
         seeded = find_baseline(store, "fb")
         assert [e.nodes for e in seeded.entries] == [1, 2]
-        monkeypatch.setattr("orchestrator.runs.run_sweep", _sweep_with(0.15))
+        monkeypatch.setattr("orchestrator.runs.execute.run_sweep", _sweep_with(0.15))
         slow = pl.run_pipeline(_fake_spec(**policy), store)
         assert (slow.summary.status, slow.summary.exit_code) == ("regressed", 8)
         assert not slow.summary.baseline_updated and find_baseline(store, "fb") == seeded
@@ -148,7 +148,7 @@ def test_baseline_seeded_then_regression_then_rolling(azbench_home, monkeypatch)
         assert all(c.regressions for c in slow.summary.cases)
         rolled = pl.run_pipeline(_fake_spec(**{**policy, "update": "always"}), store).summary
         assert rolled.exit_code == 8 and rolled.baseline_updated  # 'always' takes it anyway
-        monkeypatch.setattr("orchestrator.runs.run_sweep", _sweep_with(0.15))
+        monkeypatch.setattr("orchestrator.runs.execute.run_sweep", _sweep_with(0.15))
         again = pl.run_pipeline(_fake_spec(**{**policy, "update": "on-pass"}), store).summary
         assert (again.exit_code, again.baseline_updated) == (0, True)
 

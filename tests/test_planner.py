@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from orchestrator.clusters.planner import plan_azure
+from orchestrator.clusters.specs import load_cluster_spec
 from orchestrator.errors import ConfigError
-from orchestrator.planner import plan_azure
-from orchestrator.specs import load_cluster_spec
 
 
 def spec(**kw):

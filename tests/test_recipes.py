@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator import catalog
-from orchestrator import recipes as R
+from orchestrator.clusters import catalog
 from orchestrator.errors import ConfigError, NotFoundError
-from orchestrator.parallelism import Layout, make_layout, place
+from orchestrator.recipes import catalog as R
+from orchestrator.recipes.parallelism import Layout, make_layout, place
 
 GOLDEN = Path(__file__).parent / "golden" / "recipes"
 MLPERF = ["dlrm_dcnv2", "flux1", "gpt3", "llama2_70b_lora", "llama31_405b", "llama31_8b",

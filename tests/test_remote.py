@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from orchestrator.clusters.remote import LocalRunner, SshRunner, command_line
 from orchestrator.errors import RemoteError
 from orchestrator.models import SshTarget
-from orchestrator.remote import LocalRunner, SshRunner, command_line
 
 NASTY = "a b;$(touch /tmp/pwned-azbench)'\"`x`\n\\"
 

@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 
 from orchestrator.errors import ConfigError
-from orchestrator.mllog import EvalPoint, RunSummary, StepTime
-from orchestrator.report import build_report
-from orchestrator.report_render import rich_tables, to_json, to_markdown, write_html
-from orchestrator.store import AttemptRow, ResultRow, RunRow
+from orchestrator.report.build import build_report
+from orchestrator.report.render import rich_tables, to_json, to_markdown, write_html
+from orchestrator.results.mllog import EvalPoint, RunSummary, StepTime
+from orchestrator.store.database import AttemptRow, ResultRow, RunRow
 
 T0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
 STEADY = {1: 1.00, 2: 1.02, 4: 0.95}  # median step seconds per node count; 4 nodes is faster
@@ -166,9 +166,9 @@ def test_write_html_writes_pngs_that_open(rows, tmp_path: Path) -> None:
 
 
 def test_attempt_history_shows_failures_exclusions_and_lost_work():
-    from orchestrator.report import build_report
-    from orchestrator.report_render import to_markdown
-    from orchestrator.store_schema import AttemptRow, RunRow
+    from orchestrator.report.build import build_report
+    from orchestrator.report.render import to_markdown
+    from orchestrator.store.schema import AttemptRow, RunRow
     runs = [RunRow(id="rA", cluster="c", recipe="smoke", benchmark="smoke", nodes=2),
             RunRow(id="rB", cluster="c", recipe="smoke", benchmark="smoke", nodes=1)]
     attempts = [AttemptRow(run_id="rA", attempt=1, state="failed", failure_class="node_fail",
@@ -185,9 +185,9 @@ def test_attempt_history_shows_failures_exclusions_and_lost_work():
 
 
 def test_compliance_verdict_is_shown_per_run():
-    from orchestrator.report import build_report
-    from orchestrator.report_render import to_markdown
-    from orchestrator.store_schema import ResultRow
+    from orchestrator.report.build import build_report
+    from orchestrator.report.render import to_markdown
+    from orchestrator.store.schema import ResultRow
     rows = [ResultRow(content_hash=f"h{i}", source="import", system="sysA", benchmark="gpt3",
                       status="success", converged=True, minutes=4.0 + i, compliance_ok=ok)
             for i, ok in enumerate([True, False, None])]

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator import metrics
-from orchestrator.compliance import check_log
-from orchestrator.mllog import RunSummary, parse_file, parse_lines
+from orchestrator.results import metrics
+from orchestrator.results.compliance import check_log
+from orchestrator.results.mllog import RunSummary, parse_file, parse_lines
 
 MINUTES_TOL = 1e-5  # expected minutes are rounded to 6 decimals
 EFF_TOL = 1e-5
@@ -152,8 +152,8 @@ def test_compliance_checker_on_real_logs(shared_logs: Path):
 # --- compliance wrapper behaviour that needs no real checker run -------------------------------
 
 def test_round_folders_map_to_rulesets():
-    from orchestrator.compliance import ruleset_for, supported_rulesets
     from orchestrator.errors import ConfigError
+    from orchestrator.results.compliance import ruleset_for, supported_rulesets
 
     assert [ruleset_for(r) for r in ("v3.1", "5.0", "6.0.0", "v5.1.0")] == \
         ["3.1.0", "5.0.0", "6.0.0", "5.1.0"]
@@ -186,7 +186,7 @@ def test_a_broken_log_fails_with_the_checker_reasons(tmp_path: Path):
 
 
 def test_trim_messages_keeps_the_useful_lines():
-    from orchestrator.compliance import trim_messages
+    from orchestrator.results.compliance import trim_messages
 
     out = "INFO - Running compliance on file: x\n" + "\n".join(
         f"WARNING - problem {i}\n------------------------------" for i in range(30)) + \

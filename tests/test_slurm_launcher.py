@@ -14,15 +14,16 @@ from pathlib import Path
 import pytest
 
 from orchestrator.errors import ConfigError, LaunchError, RemoteError
-from orchestrator.launchers.slurm import SlurmLauncher, parse_sbatch_id, render_sbatch
-from orchestrator.launchers.slurm_states import (
+from orchestrator.models import AttemptSpec, Cluster, ExecResult, JobRef, JobState
+from orchestrator.runs.launchers.slurm import SlurmLauncher
+from orchestrator.slurm.sbatch import parse_sbatch_id, render_sbatch
+from orchestrator.slurm.states import (
     SLURM_STATES,
     expand_hostlist,
     map_state,
     parse_elapsed,
     parse_exit_code,
 )
-from orchestrator.models import AttemptSpec, Cluster, ExecResult, JobRef, JobState
 from tests.fakes import FakeRunner
 
 GOLDEN = Path(__file__).parent / "golden"
@@ -417,10 +418,10 @@ def test_node_states_one_call():
 
 @pytest.mark.integration
 def test_two_node_attempt_on_the_local_cluster(request, tmp_path):
-    pytest.importorskip("orchestrator.providers.local", reason="local provider not built yet")
+    pytest.importorskip("orchestrator.clusters.providers.local", reason="local provider not built yet")
     import time
 
-    from orchestrator.remote import LocalRunner
+    from orchestrator.clusters.remote import LocalRunner
 
     cluster = request.getfixturevalue("local_cluster")
     launcher = SlurmLauncher(LocalRunner(env=cluster.env), cluster)

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.providers.local import LocalState, _conf_params
-from orchestrator.slurmconf import SlurmConfParams, SlurmNode, compress_hostlist, render_slurm_conf
+from orchestrator.clusters.providers.local import LocalState, _conf_params
+from orchestrator.slurm.conf import SlurmConfParams, SlurmNode, compress_hostlist, render_slurm_conf
 from tests.fixtures.slurm import local_spec
 
 GOLDEN = Path(__file__).parent / "golden"

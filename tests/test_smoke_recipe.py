@@ -1,7 +1,7 @@
 """The runnable smoke recipe (recipes/smoke/train.py), driven as real processes on this machine.
 
 One process and two processes over gloo on 127.0.0.1 train to the default target; their MLLOG
-stdout is decoded with plain json (not orchestrator.mllog) and checked for the keys and shapes
+stdout is decoded with plain json (not orchestrator.results.mllog) and checked for the keys and shapes
 azbench's parser relies on. Checkpoint/resume, the bad-hyperparameter exit, and the hang and
 failure switches are exercised on short runs. The two full runs dominate the time (~40 s).
 """

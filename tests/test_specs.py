@@ -6,9 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from orchestrator.clusters.specs import load_cluster_spec, load_run_spec, parse_duration, parse_node_list
 from orchestrator.errors import ConfigError, NotFoundError
-from orchestrator.specs import (load_cluster_spec, load_run_spec, parse_duration,
-                                parse_node_list)
 
 
 def write(tmp_path: Path, text: str) -> Path:

@@ -7,11 +7,11 @@ from pathlib import Path
 import pytest
 
 from orchestrator import paths
+from orchestrator.clusters.providers.ssh import SshProvider
+from orchestrator.clusters.remote import SshRunner
+from orchestrator.clusters.specs import ClusterSpec, SshOptions
 from orchestrator.errors import ConfigError, ProvisionError
 from orchestrator.models import ClusterState
-from orchestrator.providers.ssh import SshProvider
-from orchestrator.remote import SshRunner
-from orchestrator.specs import ClusterSpec, SshOptions
 
 
 def _spec(sshd, local_cluster=None, **overrides) -> ClusterSpec:

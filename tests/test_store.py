@@ -15,7 +15,7 @@ from pydantic import ValidationError
 
 from orchestrator.errors import NotFoundError, StoreError
 from orchestrator.models import Cluster, ClusterState, SshTarget
-from orchestrator.store import (
+from orchestrator.store.database import (
     SCHEMA_VERSION,
     AttemptRow,
     EventRow,
@@ -23,7 +23,7 @@ from orchestrator.store import (
     RunRow,
     Store,
 )
-from orchestrator.store_schema import meta, migrate
+from orchestrator.store.schema import meta, migrate
 
 BACKENDS = ["sqlite", pytest.param("postgresql", marks=pytest.mark.integration)]
 UTC = timezone.utc

@@ -14,7 +14,7 @@ from typing import Any, Optional
 
 import typer
 
-from orchestrator.cli_common import (
+from orchestrator.cli.common import (
     _STATE,
     JsonOpt,
     app,
@@ -30,7 +30,7 @@ from orchestrator.errors import AzbenchError
 @app.command()
 def catalog(as_json: bool = JsonOpt) -> None:
     """The GPU VM sizes azbench knows (prices are list-price estimates)."""
-    from orchestrator.catalog import CATALOG
+    from orchestrator.clusters.catalog import CATALOG
     if as_json:
         return emit_json(list(CATALOG))
     rows = [[s.short, s.name, ", ".join(s.aliases), f"{s.gpus_per_vm} x {s.gpu_model}",
@@ -50,7 +50,7 @@ def init(path: Path = typer.Argument(Path("cluster.yaml"), help="Where to write 
          force: bool = typer.Option(False, "--force", help="Overwrite an existing file.")) -> None:
     """Write a commented example cluster.yaml."""
     from orchestrator.errors import ConfigError
-    from orchestrator.resources import templates_dir
+    from orchestrator.paths import templates_dir
     if path.exists() and not force:
         raise ConfigError(f"{path} exists: pass --force to overwrite it")
     text = (templates_dir() / "cluster.example.yaml").read_text()
@@ -61,7 +61,7 @@ def init(path: Path = typer.Argument(Path("cluster.yaml"), help="Where to write 
 # ---------------------------------------------------------------- up / down / status
 
 def _cluster_spec(file: Optional[Path], **flags: Any):
-    from orchestrator.specs import load_cluster_spec
+    from orchestrator.clusters.specs import load_cluster_spec
     if file is None and flags.get("name") is None:
         flags["name"] = flags.get("provider") or "local"
     return load_cluster_spec(file, flags)
@@ -79,7 +79,7 @@ def up(
     as_json: bool = JsonOpt,
 ) -> None:
     """Provision a cluster (or adopt the running one of the same name)."""
-    from orchestrator import lifecycle
+    from orchestrator.clusters import lifecycle
     spec = _cluster_spec(file, name=name, provider=provider, sku=sku, nodes=nodes, region=region)
     if dry_run:
         the_plan = lifecycle.plan(spec)
@@ -132,7 +132,7 @@ def _vmss_settings(props: dict) -> str:
 @app.command()
 def down(name: str = typer.Argument(..., help="Cluster name."), as_json: bool = JsonOpt) -> None:
     """Delete everything the cluster owns and verify nothing is left."""
-    from orchestrator import lifecycle
+    from orchestrator.clusters import lifecycle
     with open_store() as store:
         cluster = lifecycle.down(name, store, on_progress=None if as_json else _step_line)
     if as_json:
@@ -144,12 +144,13 @@ def down(name: str = typer.Argument(..., help="Cluster name."), as_json: bool = 
 def status(name: Optional[str] = typer.Argument(None, help="Cluster name (default: all)."),
            as_json: bool = JsonOpt) -> None:
     """Clusters (with live node states and cost so far when one is named) and their runs."""
-    from orchestrator import lifecycle
+    from orchestrator.clusters import lifecycle
+    from orchestrator.runs.access import node_views
     with open_store() as store:
         clusters = [lifecycle.require_cluster(name, store, live=False)] if name else \
             [r.cluster for r in store.list_clusters(include_terminated=True)]
         runs = store.list_runs(cluster=name) if name else store.list_runs()
-    nodes = lifecycle.node_views(clusters[0]) if name else []
+    nodes = node_views(clusters[0]) if name else []
     costs = {c.name: lifecycle.cost_so_far(c) if c.state.value == "ready" else None for c in clusters}
     if as_json:
         return emit_json({"clusters": clusters, "cost_so_far_usd": costs,
@@ -170,7 +171,7 @@ def sweep(dry_run: bool = typer.Option(False, "--dry-run", help="List what would
           arm_endpoint: Optional[str] = typer.Option(None, "--arm-endpoint", help="ARM endpoint (sovereign clouds)."),
           as_json: bool = JsonOpt) -> None:
     """Delete Azure clusters whose azbench-expires tag has passed or that azbench has no record of."""
-    from orchestrator.providers.azure import sweep as azure_sweep
+    from orchestrator.clusters.providers.azure import sweep as azure_sweep
     with open_store() as store:
         known = {r.name for r in store.list_clusters()}
     items = azure_sweep(dry_run=dry_run, known_clusters=known, subscription_id=subscription,
@@ -187,9 +188,9 @@ def sweep(dry_run: bool = typer.Option(False, "--dry-run", help="List what would
 
 # ---------------------------------------------------------------- commands in their own modules
 
-import orchestrator.cli_results  # noqa: E402,F401  (registers recipes, report, results)
-import orchestrator.cli_run  # noqa: E402,F401  (registers run, logs)
-from orchestrator.cli_pipeline import baseline_app, pipeline_app, register_compare  # noqa: E402
+import orchestrator.cli.results  # noqa: E402,F401  (registers recipes, report, results)
+import orchestrator.cli.run  # noqa: E402,F401  (registers run, logs)
+from orchestrator.cli.pipeline import baseline_app, pipeline_app, register_compare  # noqa: E402
 
 app.add_typer(pipeline_app, name="pipeline")
 app.add_typer(baseline_app, name="baseline")

@@ -76,5 +76,5 @@ def make_table(title: str, columns: list[str], rows: list[list[Any]]):
 
 
 def open_store():
-    from orchestrator.store import Store
+    from orchestrator.store.database import Store
     return Store.open()

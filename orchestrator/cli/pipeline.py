@@ -65,9 +65,9 @@ def pipeline_run(
 
     Teardown runs on every exit path (error, Ctrl-C, SIGTERM). Exit 0 passed, 8 regression,
     5 failed runs, 128+N on signal N, else the failing stage's code."""
-    from orchestrator import lifecycle
-    from orchestrator.cli_common import open_store
-    from orchestrator.pipeline import cluster_specs, load_pipeline_spec, run_pipeline
+    from orchestrator.cli.common import open_store
+    from orchestrator.clusters import lifecycle
+    from orchestrator.pipelines.pipeline import cluster_specs, load_pipeline_spec, run_pipeline
     spec = load_pipeline_spec(file)
     plans = [lifecycle.plan(c) for c in cluster_specs(spec)]
     cost = sum(p.cost_per_hour_usd or 0.0 for p in plans)
@@ -104,8 +104,8 @@ def pipeline_error(status: str, code: int, message: str) -> Exception:
 def pipeline_down(file: Path = typer.Argument(..., help="Pipeline spec YAML."),
                   as_json: bool = JsonOpt) -> None:
     """Tear down every cluster of a pipeline (idempotent): the CI step for a cancelled job."""
-    from orchestrator.cli_common import emit_json, open_store
-    from orchestrator.pipeline import cluster_specs, down_cluster, load_pipeline_spec
+    from orchestrator.cli.common import emit_json, open_store
+    from orchestrator.pipelines.pipeline import cluster_specs, down_cluster, load_pipeline_spec
     spec = load_pipeline_spec(file)
     with open_store() as store:
         states = {c.name: down_cluster(c, store) for c in cluster_specs(spec)}
@@ -117,8 +117,8 @@ def pipeline_down(file: Path = typer.Argument(..., help="Pipeline spec YAML."),
 
 def _write_outputs(result: Any, junit: Optional[Path], markdown: Optional[Path],
                    summary_json: Optional[Path]) -> None:
-    from orchestrator.junit import to_junit_xml
-    from orchestrator.pipeline_results import junit_suites, summary_markdown
+    from orchestrator.pipelines.junit import to_junit_xml
+    from orchestrator.pipelines.results import junit_suites, summary_markdown
     outputs = {junit: lambda: to_junit_xml(junit_suites(result.summary)),
                markdown: lambda: summary_markdown(result),
                summary_json: lambda: result.summary.model_dump_json(indent=2) + "\n"}
@@ -132,8 +132,8 @@ def _write_outputs(result: Any, junit: Optional[Path], markdown: Optional[Path],
 
 
 def _print_cases(s: Any) -> None:
-    from orchestrator.baselines import METRICS
-    from orchestrator.cli_common import make_console, make_table
+    from orchestrator.cli.common import make_console, make_table
+    from orchestrator.pipelines.baselines import METRICS
     keys = ("time_to_train", "step_time", "weak_scaling_efficiency", "allreduce_busbw")
     rows = [[c.name, len(c.run_ids), len(c.failed)] + [_fmt(c.metrics.get(k)) for k in keys]
             + ["error" if c.failed else "regression" if c.regressions else
@@ -200,8 +200,8 @@ def baseline_set(
     yes: bool = YesOpt, as_json: bool = JsonOpt,
 ) -> None:
     """Make a baseline from stored results (default: the newest sweep); replaces one of that name."""
-    from orchestrator.baselines import check_name, collect, find_baseline, set_baseline
-    from orchestrator.cli_common import emit_json, open_store
+    from orchestrator.cli.common import emit_json, open_store
+    from orchestrator.pipelines.baselines import check_name, collect, find_baseline, set_baseline
     check_name(name)
     with open_store() as store:
         source = _selection(store, sweep, cluster, benchmark, since)
@@ -218,8 +218,8 @@ def baseline_set(
 @baseline_app.command("list")
 def baseline_list(as_json: bool = JsonOpt) -> None:
     """Stored baselines."""
-    from orchestrator.baselines import list_baselines
-    from orchestrator.cli_common import emit_json, make_console, make_table, open_store
+    from orchestrator.cli.common import emit_json, make_console, make_table, open_store
+    from orchestrator.pipelines.baselines import list_baselines
     with open_store() as store:
         items = list_baselines(store)
     if as_json:
@@ -234,8 +234,8 @@ def baseline_show(name: str = typer.Argument(..., help="Baseline name."), as_jso
     """One baseline's samples: mean, spread and count per benchmark x scale x metric."""
     import statistics
 
-    from orchestrator.baselines import METRICS, get_baseline
-    from orchestrator.cli_common import emit_json, make_console, make_table, open_store
+    from orchestrator.cli.common import emit_json, make_console, make_table, open_store
+    from orchestrator.pipelines.baselines import METRICS, get_baseline
     with open_store() as store:
         base = get_baseline(store, name)
     if as_json:
@@ -251,8 +251,8 @@ def baseline_show(name: str = typer.Argument(..., help="Baseline name."), as_jso
 @baseline_app.command("delete")
 def baseline_delete(name: str = typer.Argument(..., help="Baseline name."), yes: bool = YesOpt) -> None:
     """Delete a baseline."""
-    from orchestrator.baselines import delete_baseline, get_baseline
-    from orchestrator.cli_common import open_store
+    from orchestrator.cli.common import open_store
+    from orchestrator.pipelines.baselines import delete_baseline, get_baseline
     with open_store() as store:
         get_baseline(store, name)
         confirm(f"Delete baseline '{name}'?", yes)
@@ -274,10 +274,10 @@ def compare_cmd(
     markdown: bool = typer.Option(False, "--markdown", help="Print Markdown (for PR comments)."),
 ) -> None:
     """Compare stored results (default: the newest sweep) with a baseline; exit 8 on regression."""
-    from orchestrator.baselines import collect, compare, get_baseline
-    from orchestrator.cli_common import emit_json, open_store
+    from orchestrator.cli.common import emit_json, open_store
     from orchestrator.errors import RegressionError
-    from orchestrator.pipeline_results import comparison_markdown
+    from orchestrator.pipelines.baselines import collect, compare, get_baseline
+    from orchestrator.pipelines.results import comparison_markdown
     tolerances = _tolerances(tolerance, min_confidence)
     with open_store() as store:
         base = get_baseline(store, baseline)
@@ -295,8 +295,8 @@ def compare_cmd(
 
 
 def _print_comparison(result: Any) -> None:
-    from orchestrator.baselines import METRICS
-    from orchestrator.cli_common import make_console, make_table
+    from orchestrator.cli.common import make_console, make_table
+    from orchestrator.pipelines.baselines import METRICS
     rows = [[d.label, METRICS[d.metric][0], f"{_fmt(d.baseline_mean)} (n={d.n_baseline})",
              f"{_fmt(d.current_mean)} (n={d.n_current})",
              f"{d.change:+.1%}" if d.change is not None else "-",
@@ -314,8 +314,8 @@ def _print_comparison(result: Any) -> None:
 def _tolerances(items: list[str], min_confidence: Optional[float]) -> Any:
     from pydantic import ValidationError
 
-    from orchestrator.baselines import METRICS, Tolerance, Tolerances
     from orchestrator.errors import ConfigError
+    from orchestrator.pipelines.baselines import METRICS, Tolerance, Tolerances
     data: dict[str, Any] = {}
     for item in items:
         metric, sep, value = item.partition("=")
@@ -336,7 +336,7 @@ def _tolerances(items: list[str], min_confidence: Optional[float]) -> Any:
 def _selection(store: Any, sweeps: list[str], cluster: Optional[str], benchmark: Optional[str],
                since: Optional[str]) -> dict[str, Any]:
     """collect() keywords; with no filter at all, the newest sweep."""
-    from orchestrator.cli_results import _parse_since
+    from orchestrator.cli.results import _parse_since
     from orchestrator.errors import NotFoundError
     if not (sweeps or cluster or benchmark or since):
         newest = [r.sweep_id for r in store.list_runs() if r.sweep_id]

@@ -9,7 +9,7 @@ from typing import Optional
 
 import typer
 
-from orchestrator.cli_common import (
+from orchestrator.cli.common import (
     JsonOpt,
     app,
     emit_json,
@@ -25,7 +25,7 @@ from orchestrator.cli_common import (
 @recipes_app.command("list")
 def recipes_list(as_json: bool = JsonOpt) -> None:
     """Recipes azbench can run."""
-    from orchestrator.recipes import list_recipes
+    from orchestrator.recipes.catalog import list_recipes
     recipes = list_recipes()
     if as_json:
         return emit_json(recipes)
@@ -42,7 +42,7 @@ def recipes_show(name: str = typer.Argument(..., help="Recipe name."),
                  image: Optional[str] = typer.Option(None, "--image", help="Override the container image."),
                  as_json: bool = JsonOpt) -> None:
     """The resolved config (parallelism, batch, placement) and the exact script that would run."""
-    from orchestrator.recipes import describe_launch
+    from orchestrator.recipes.catalog import describe_launch
     preview = describe_launch(name, sku, nodes, ruleset, image=image)
     if as_json:
         return emit_json(preview)
@@ -72,8 +72,8 @@ def report(benchmark: Optional[str] = typer.Option(None, "--benchmark", help="On
            markdown: bool = typer.Option(False, "--markdown", help="Print Markdown (for PR comments)."),
            html: Optional[Path] = typer.Option(None, "--html", help="Write index.html and PNG plots here.")) -> None:
     """Scores, time-to-train, step times, scaling efficiency, speedup and cost."""
-    from orchestrator.report import build_report
-    from orchestrator.report_render import rich_tables, to_json, to_markdown, write_html
+    from orchestrator.report.build import build_report
+    from orchestrator.report.render import rich_tables, to_json, to_markdown, write_html
     when = _parse_since(since)
     with open_store() as store:
         results = store.list_results(benchmark=benchmark, system=system, cluster=cluster, since=when)
@@ -151,7 +151,7 @@ def results_import(path: Path = typer.Argument(..., help="Submission tree, resul
                    compliance: bool = typer.Option(False, "--compliance", help="Run mlperf_logging's compliance checker on each log."),
                    as_json: bool = JsonOpt) -> None:
     """Import MLPerf result logs (idempotent: the same file twice is one result)."""
-    from orchestrator.importer import import_path
+    from orchestrator.results.importer import import_path
     with open_store() as store:
         summary = import_path(store, path, check_compliance=compliance)
     if as_json:

@@ -8,7 +8,7 @@ from typing import Any, Optional
 
 import typer
 
-from orchestrator.cli_common import (
+from orchestrator.cli.common import (
     JsonOpt,
     app,
     emit_json,
@@ -35,9 +35,9 @@ def run(recipe: Optional[str] = typer.Argument(None, help="Recipe name (see azbe
 
     A rerun of the same command while its sweep is unfinished reattaches instead of resubmitting.
     Ctrl-C asks whether to cancel the job or detach (without a terminal: detach)."""
+    from orchestrator.clusters.specs import load_run_spec, parse_node_list
     from orchestrator.errors import ConfigError
-    from orchestrator.runs import attach_run, require_success, run_sweep
-    from orchestrator.specs import load_run_spec, parse_node_list
+    from orchestrator.runs.execute import attach_run, require_success, run_sweep
     if attach is None and recipe is None:
         raise ConfigError("give a recipe name, or --attach RUN")
     spec = None if attach else load_run_spec(file, {
@@ -64,9 +64,9 @@ def run(recipe: Optional[str] = typer.Argument(None, help="Recipe name (see azbe
 
 
 def _dry_run(spec: Any, sku: Optional[str], as_json: bool) -> None:
+    from orchestrator.clusters.lifecycle import require_cluster
     from orchestrator.errors import ConfigError
-    from orchestrator.lifecycle import require_cluster
-    from orchestrator.recipes import describe_launch
+    from orchestrator.recipes.catalog import describe_launch
     if spec is None:
         raise ConfigError("--dry-run needs a recipe, not --attach")
     if sku is None:
@@ -103,12 +103,12 @@ def _attempt_table(outcomes: list[Any]) -> None:
 def _interrupted(store: Any, spec: Any, attach: Optional[str]) -> None:
     """Ctrl-C: on a terminal ask cancel or detach; otherwise detach and say how to come back."""
     from orchestrator.errors import RunFailedError
-    from orchestrator.runs import FINAL, cancel_runs, live_sweep
+    from orchestrator.runs.execute import FINAL, cancel_runs, live_sweep
     if attach:
         row = store.get_run(attach)
         live = [r for r in store.list_runs(sweep_id=row.sweep_id) if r.state not in FINAL] if row else []
     else:
-        from orchestrator.lifecycle import require_cluster
+        from orchestrator.clusters.lifecycle import require_cluster
         live = live_sweep(spec, store, require_cluster(spec.cluster, store).name)
     if not live:
         raise KeyboardInterrupt
@@ -181,7 +181,7 @@ def logs(run_id: str = typer.Argument(..., help="Run id (see azbench status)."),
          follow: bool = typer.Option(False, "--follow", "-f", help="Keep printing new lines until the run ends."),
          attempt: Optional[int] = typer.Option(None, "--attempt", help="Attempt number (default: the last).")) -> None:
     """Print a run's training log (fetched copy, or live from the cluster while it runs)."""
-    from orchestrator.logview import stream_log
+    from orchestrator.runs.logview import stream_log
     with open_store() as store:
         for chunk in stream_log(store, run_id, attempt=attempt, follow=follow):
             sys.stdout.write(chunk)

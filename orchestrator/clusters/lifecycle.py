@@ -10,13 +10,13 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, Callable
 
+from orchestrator.clusters.providers import get_provider
+from orchestrator.clusters.specs import ClusterSpec
 from orchestrator.errors import ConfigError, NotFoundError
 from orchestrator.models import Cluster, ClusterState, Plan
-from orchestrator.providers import get_provider
-from orchestrator.specs import ClusterSpec
 
 if TYPE_CHECKING:
-    from orchestrator.store import Store
+    from orchestrator.store.database import Store
 
 
 @dataclass(frozen=True)
@@ -32,7 +32,7 @@ def plan(spec: ClusterSpec) -> Plan:
 
 
 def up(spec: ClusterSpec, store: Store, on_progress: Callable[[Any], None] | None = None) -> UpResult:
-    from orchestrator.store_schema import EventRow
+    from orchestrator.store.schema import EventRow
     provider = get_provider(spec.provider, progress=on_progress)
     the_plan = provider.plan(spec)
     existing = provider.describe(spec.name)
@@ -49,7 +49,7 @@ def up(spec: ClusterSpec, store: Store, on_progress: Callable[[Any], None] | Non
 
 def down(name: str, store: Store, on_progress: Callable[[Any], None] | None = None) -> Cluster:
     """Delete the cluster's resources; idempotent; the record ends TERMINATED."""
-    from orchestrator.store_schema import EventRow
+    from orchestrator.store.schema import EventRow
     cluster = require_cluster(name, store, live=False)
     store.add_event(EventRow(kind="down", cluster=name, message="down requested"))
     get_provider(cluster.provider, progress=on_progress).down(cluster)
@@ -73,34 +73,6 @@ def require_cluster(name: str | None, store: Store, *, live: bool = True) -> Clu
     if live and row.state == ClusterState.TERMINATED:
         raise NotFoundError(f"cluster '{name}' is down", hint="bring it up with `azbench up`")
     return row.cluster
-
-
-@dataclass(frozen=True)
-class NodeView:
-    name: str
-    state: str
-    detail: str = ""
-
-
-def node_views(cluster: Cluster) -> list[NodeView]:
-    """Live node states: Slurm's view where azbench can log in, else the cloud's."""
-    from orchestrator.access import launcher_for, runner_for
-    from orchestrator.errors import AzbenchError
-    if cluster.state != ClusterState.READY:
-        return []
-    if cluster.provider == "azure" and cluster.ssh is None:
-        provider = get_provider("azure")
-        return [NodeView(n.name, n.state, n.scale_set) for n in provider.node_states(cluster)]
-    try:
-        runner = runner_for(cluster)
-    except AzbenchError:
-        return []
-    try:
-        infos = launcher_for(cluster, runner).node_states()
-    finally:
-        runner.close()
-    return [NodeView(i.name, i.state + ("" if i.responding else "*"),
-                     "" if i.reason.lower() == "none" else i.reason) for i in infos.values()]
 
 
 def cost_so_far(cluster: Cluster, now: datetime | None = None) -> float | None:

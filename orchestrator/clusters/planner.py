@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import math
 
-from orchestrator.catalog import GpuSku
+from orchestrator.clusters.catalog import GpuSku
+from orchestrator.clusters.specs import ClusterSpec
 from orchestrator.errors import ConfigError
 from orchestrator.models import Plan, PlannedResource, ScaleSetPlan
-from orchestrator.specs import ClusterSpec
 
 HEAD_PRICE_PER_HOUR_USD = 0.384  # Standard_D8s_v5 Linux list estimate (eastus)
 

@@ -11,12 +11,19 @@ import re
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import (BaseModel, ConfigDict, Field, StrictInt, ValidationError, field_validator,
-                      model_validator)
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictInt,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
-from orchestrator import catalog
+from orchestrator.clusters import catalog
+from orchestrator.clusters.regions import check_region
 from orchestrator.errors import ConfigError
-from orchestrator.regions import check_region
 from orchestrator.yamlio import load_yaml, validation_error_to_config_error
 
 ProviderName = Literal["local", "ssh", "azure", "azureml", "fake"]

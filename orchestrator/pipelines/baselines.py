@@ -26,11 +26,11 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from orchestrator.errors import ConfigError, NotFoundError
 from orchestrator.models import utcnow
-from orchestrator.report import kept_step_times, summary_of
-from orchestrator.store_schema import ResultRow, baselines
+from orchestrator.report.build import kept_step_times, summary_of
+from orchestrator.store.schema import ResultRow, baselines
 
 if TYPE_CHECKING:
-    from orchestrator.store import Store
+    from orchestrator.store.database import Store
 
 Direction = Literal["lower", "higher"]
 Verdict = Literal["regression", "improvement", "within", "noise", "missing", "new"]

@@ -1,6 +1,6 @@
 """What a pipeline's runs mean: per-scale cases, the report, the baseline comparison and update,
 and the summaries for machines and people (Markdown for a PR comment or job summary, JUnit
-suites for CI test views). Reads the store, returns data; orchestrator.pipeline calls `analyse`
+suites for CI test views). Reads the store, returns data; orchestrator.pipelines.pipeline calls `analyse`
 once its clusters are down, the CLI calls the renderers.
 """
 
@@ -14,26 +14,26 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, Field
 
-from orchestrator.baselines import (METRICS, BaselineEntry, Comparison, collect, compare,
-                                    find_baseline, set_baseline)
 from orchestrator.errors import AzbenchError
-from orchestrator.junit import JUnitCase, JUnitSuite
+from orchestrator.pipelines.baselines import (
+    METRICS,
+    BaselineEntry,
+    Comparison,
+    collect,
+    compare,
+    find_baseline,
+    set_baseline,
+)
+from orchestrator.pipelines.junit import JUnitCase, JUnitSuite
+from orchestrator.pipelines.progress import StageRecord
 
 if TYPE_CHECKING:
-    from orchestrator.pipeline import _State
-    from orchestrator.report import Report
-    from orchestrator.store_schema import AttemptRow, RunRow
+    from orchestrator.pipelines.progress import Progress
+    from orchestrator.report.build import Report
+    from orchestrator.store.schema import AttemptRow, RunRow
 
 Status = Literal["passed", "regressed", "failed", "interrupted"]
 _KEY_METRICS = ("time_to_train", "step_time", "weak_scaling_efficiency", "allreduce_busbw")
-
-
-class StageRecord(BaseModel):
-    stage: str
-    cluster: str | None = None
-    status: Literal["ok", "failed", "skipped", "interrupted"] = "ok"
-    seconds: float = 0.0
-    message: str = ""
 
 
 class ScaleCase(BaseModel):
@@ -82,7 +82,7 @@ class PipelineResult:
 
 
 
-def analyse(st: _State, *, with_results: bool = True
+def analyse(st: Progress, *, with_results: bool = True
             ) -> tuple[Report | None, Comparison | None, list[ScaleCase], bool]:
     """(report, comparison, cases, baseline_updated). Every expected benchmark x scale gets a
     case, also those that never ran (the pipeline stopped early)."""
@@ -105,9 +105,9 @@ def analyse(st: _State, *, with_results: bool = True
     return report, comparison, cases, updated
 
 
-def build_cases(st: _State, runs: Sequence[RunRow], attempts: Sequence[AttemptRow],
+def build_cases(st: Progress, runs: Sequence[RunRow], attempts: Sequence[AttemptRow],
                 current: Sequence[BaselineEntry], cmp: Comparison | None) -> list[ScaleCase]:
-    from orchestrator.pipeline import cluster_specs
+    from orchestrator.pipelines.spec import cluster_specs
     entries = {(e.benchmark, e.sku, e.nodes): e for e in current}
     spans: dict[str, float] = {}
     for a in attempts:
@@ -137,9 +137,9 @@ def build_cases(st: _State, runs: Sequence[RunRow], attempts: Sequence[AttemptRo
     return list(cases.values())
 
 
-def _report(st: _State, runs: Sequence[RunRow], attempts: Sequence[AttemptRow]
+def _report(st: Progress, runs: Sequence[RunRow], attempts: Sequence[AttemptRow]
             ) -> tuple[Report, list[BaselineEntry]]:
-    from orchestrator.report import build_report
+    from orchestrator.report.build import build_report
     with st.stage("report") as rec:
         ids = {r.id for r in runs}
         results = [r for r in st.store.list_results(source="run") if r.run_id in ids]
@@ -149,7 +149,7 @@ def _report(st: _State, runs: Sequence[RunRow], attempts: Sequence[AttemptRow]
     return report, current
 
 
-def _compare(st: _State, current: Sequence[BaselineEntry]) -> Comparison | None:
+def _compare(st: Progress, current: Sequence[BaselineEntry]) -> Comparison | None:
     policy = st.spec.baseline
     if not policy.name:
         return None
@@ -166,7 +166,7 @@ def _compare(st: _State, current: Sequence[BaselineEntry]) -> Comparison | None:
     return cmp
 
 
-def _update_baseline(st: _State, current: Sequence[BaselineEntry], cases: Sequence[ScaleCase],
+def _update_baseline(st: Progress, current: Sequence[BaselineEntry], cases: Sequence[ScaleCase],
                      cmp: Comparison | None) -> bool:
     """if-missing: first clean pipeline seeds it; on-pass: every clean one rolls it; always."""
     policy = st.spec.baseline
@@ -185,7 +185,7 @@ def _update_baseline(st: _State, current: Sequence[BaselineEntry], cases: Sequen
 
 
 def _benchmark(recipe: str) -> str:
-    from orchestrator.recipes import get_recipe
+    from orchestrator.recipes.catalog import get_recipe
     try:
         return get_recipe(recipe).benchmark
     except AzbenchError:
@@ -197,7 +197,7 @@ def _benchmark(recipe: str) -> str:
 
 def summary_markdown(result: PipelineResult, *, with_report: bool = True) -> str:
     """A Markdown summary for a PR comment or $GITHUB_STEP_SUMMARY."""
-    from orchestrator.report_render import to_markdown
+    from orchestrator.report.render import to_markdown
     s = result.summary
     out = [f"# azbench pipeline `{s.pipeline}`: {s.status.upper()}", "", s.message, "",
            "| benchmark x scale | runs | failed | " + " | ".join(METRICS[m][0] for m in _KEY_METRICS)

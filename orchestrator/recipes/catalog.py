@@ -18,14 +18,24 @@ from pathlib import Path
 import jinja2
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from orchestrator import catalog
+from orchestrator.clusters import catalog
 from orchestrator.errors import ConfigError, NotFoundError
-from orchestrator.launchers.slurm import format_time_limit, render_sbatch
 from orchestrator.models import AttemptSpec
-from orchestrator.parallelism import (LAYOUT_FIELDS, GbsRule, Placement, ScaleConfig, check_gbs,
-                                      choose, network_profile, nvidia_config_env, pick_ruleset,
-                                      place, validate_scales)
-from orchestrator.resources import recipes_dir, templates_dir
+from orchestrator.paths import recipes_dir, templates_dir
+from orchestrator.recipes.parallelism import (
+    LAYOUT_FIELDS,
+    GbsRule,
+    Placement,
+    ScaleConfig,
+    check_gbs,
+    choose,
+    network_profile,
+    nvidia_config_env,
+    pick_ruleset,
+    place,
+    validate_scales,
+)
+from orchestrator.slurm.sbatch import format_time_limit, render_sbatch
 from orchestrator.yamlio import load_yaml, validation_error_to_config_error
 
 Scalar = str | int | float | bool

@@ -15,7 +15,7 @@ import math
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from orchestrator.catalog import GpuSku
+from orchestrator.clusters.catalog import GpuSku
 from orchestrator.errors import ConfigError
 
 WEAK_RULE = ("weak scaling from the listed {base}-node config (the nearest listed scale): same "

@@ -1,8 +1,10 @@
 """Build the benchmark report from stored results: per-system scores, time-to-train,
 throughput, step-time statistics and cost, plus strong/weak scaling and SKU speedups.
 
-Pure data in, one pydantic `Report` out; the maths is orchestrator.metrics, rendering is
-report_render.py and plots.py. Resumed runs never enter a score (mlperf-notes §6).
+Pure data in, one pydantic `Report` out; the maths is orchestrator.results.metrics, rendering is
+orchestrator.report.render and .plots. Resumed runs never enter a score (mlperf-notes §6).
+Also here: the attempt history of runs that needed more than one try, and each group's cost at
+list price (per scored result, all runs, all attempts).
 """
 
 from __future__ import annotations
@@ -17,16 +19,71 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from orchestrator import metrics
+from orchestrator.clusters.catalog import CATALOG
 from orchestrator.errors import ConfigError
-from orchestrator.metrics import StepStats
 from orchestrator.models import utcnow
-from orchestrator.report_attempts import AttemptLine, attempt_history
-from orchestrator.report_cost import group_costs
-from orchestrator.store_schema import AttemptRow, ResultRow, RunRow
+from orchestrator.results import metrics
+from orchestrator.results.metrics import StepStats
+from orchestrator.store.schema import AttemptRow, ResultRow, RunRow
 
 _SAME_BATCH_RTOL = 1e-6  # per-worker batches this close are the same work (weak scaling)
 
+
+# -- attempt history -------------------------------------------------------------------------
+
+class AttemptLine(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    run_id: str
+    recipe: str
+    nodes: int
+    attempt: int
+    state: str
+    failure_class: str | None = None
+    excluded_nodes: list[str] = []
+    resumed_from_step: int | None = None
+    lost_steps: int | None = None
+    lost_seconds: float | None = None
+    result_resumed: bool = False
+    message: str | None = None
+
+
+def attempt_history(runs: Sequence[RunRow] | None, attempts: Sequence[AttemptRow] | None,
+                    results: Sequence[ResultRow]) -> list[AttemptLine]:
+    """Every attempt of the runs that failed at least once (retried or not), oldest first."""
+    if not runs or not attempts:
+        return []
+    by_run: dict[str, list[AttemptRow]] = {}
+    for a in attempts:
+        by_run.setdefault(a.run_id, []).append(a)
+    resumed = {r.run_id for r in results if r.resumed and r.run_id}
+    lines: list[AttemptLine] = []
+    for run in runs:
+        tries = sorted(by_run.get(run.id, []), key=lambda a: a.attempt)
+        if len(tries) < 2 and not any(a.failure_class for a in tries):
+            continue
+        lines += [AttemptLine(run_id=run.id, recipe=run.recipe, nodes=run.nodes, attempt=a.attempt,
+                              state=a.state, failure_class=a.failure_class,
+                              excluded_nodes=list(a.excluded_nodes),
+                              resumed_from_step=a.resumed_from_step, lost_steps=a.lost_steps,
+                              lost_seconds=a.lost_seconds, result_resumed=run.id in resumed,
+                              message=a.message) for a in tries]
+    return lines
+
+
+def history_section(lines: Sequence[AttemptLine]) -> tuple[str, list[str], list[list[str]]]:
+    header = ["run", "nodes", "attempt", "state", "failure", "excluded", "resumed from step",
+              "lost steps", "lost s", "result"]
+    rows = [[line.run_id, str(line.nodes), str(line.attempt), line.state, line.failure_class or "-",
+             ",".join(line.excluded_nodes) or "-",
+             "-" if line.resumed_from_step is None else str(line.resumed_from_step),
+             "-" if line.lost_steps is None else str(line.lost_steps),
+             "-" if line.lost_seconds is None else f"{line.lost_seconds:.1f}",
+             "resumed (unofficial)" if line.result_resumed else ""] for line in lines]
+    return "Attempt history (runs that failed at least once)", header, rows
+
+
+# -- the report --------------------------------------------------------------------------------
 
 class _Model(BaseModel):
     model_config = ConfigDict(frozen=True)  # a report is a snapshot
@@ -378,3 +435,29 @@ def _last_progress(summary: dict[str, Any]) -> float | None:
 def _mode(values: Iterable[Any]) -> Any:
     counts = Counter(v for v in values if v is not None)
     return counts.most_common(1)[0][0] if counts else None
+
+
+# -- cost at list price -------------------------------------------------------------------------
+
+def group_costs(rows: list[ResultRow], sku: str | None, nodes: int | None, score_minutes: float | None,
+                runs: Sequence[RunRow] | None, attempts: Sequence[AttemptRow] | None) -> dict[str, Any]:
+    """List-price cost per result, of all runs, and of all attempts (failed ones included)."""
+    price = next((row.price_per_hour_usd for row in CATALOG if sku and row.name == sku), None)
+    if price is None or not nodes:
+        why = "unknown node count" if price is not None else f"no list price for SKU {sku!r}"
+        return {"price_per_vm_hour": price, "cost_note": f"cost unknown: {why}"}
+    out: dict[str, Any] = {"price_per_vm_hour": price, "cost_note": "list-price estimate"}
+    if score_minutes is not None:
+        out["cost_per_result_usd"] = metrics.run_cost_usd(
+            metrics.node_hours(nodes, score_minutes * 60), price)
+    out["cost_all_runs_usd"] = sum(metrics.run_cost_usd(metrics.node_hours(nodes, r.minutes * 60),
+                                                        price) for r in rows if r.minutes)
+    if runs is not None and attempts is not None:
+        run_nodes = {r.id: r.nodes for r in runs}
+        ids = {r.run_id for r in rows if r.run_id}
+        spans = [(run_nodes[a.run_id], (a.ended_at - a.started_at).total_seconds(), price)
+                 for a in attempts if a.run_id in ids and a.run_id in run_nodes
+                 and a.started_at and a.ended_at]
+        if spans:
+            out["cost_all_attempts_usd"] = metrics.result_cost_usd(spans)
+    return out

@@ -12,9 +12,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from orchestrator.report import GroupReport, Report
-from orchestrator.report_attempts import history_section
-from orchestrator.store_schema import ResultRow
+from orchestrator.report.build import GroupReport, Report, history_section
+from orchestrator.store.schema import ResultRow
 
 if TYPE_CHECKING:
     from rich.table import Table
@@ -57,7 +56,7 @@ def rich_tables(report: Report) -> list[Table]:
 
 def write_html(report: Report, results: Sequence[ResultRow], out_dir: Path) -> list[Path]:
     """Write out_dir/index.html and its PNG plots; returns [index.html, *pngs]."""
-    from orchestrator import plots
+    from orchestrator.report import plots
 
     out_dir.mkdir(parents=True, exist_ok=True)
     pngs = plots.write_all(report, results, out_dir)

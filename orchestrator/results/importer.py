@@ -22,11 +22,11 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from orchestrator import paths
-from orchestrator.catalog import lookup
+from orchestrator.clusters.catalog import lookup
 from orchestrator.errors import ConfigError, NotFoundError
-from orchestrator.ingest import archive_log, file_hash
-from orchestrator.mllog import RunSummary, parse_file
-from orchestrator.store import ResultRow, Store
+from orchestrator.results.ingest import archive_log, file_hash
+from orchestrator.results.mllog import RunSummary, parse_file
+from orchestrator.store.database import ResultRow, Store
 
 RESULT_RE = re.compile(r"^result_\d+\.txt$")
 ROUND_RE = re.compile(r"^v(\d+)\.(\d+)(?:\.(\d+))?$")
@@ -285,7 +285,7 @@ def _row(src: LogSource, s: RunSummary, facts: dict[str, Any], warnings: list[st
 
 
 def _with_compliance(row: ResultRow, src: LogSource, warnings: list[str]) -> ResultRow:
-    from orchestrator.compliance import check_log
+    from orchestrator.results.compliance import check_log
     if not row.ruleset:
         warnings.append("compliance not checked: no round folder and no ruleset in the log")
         return row

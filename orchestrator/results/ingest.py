@@ -12,9 +12,9 @@ import shutil
 from pathlib import Path
 
 from orchestrator import paths
-from orchestrator.catalog import lookup
+from orchestrator.clusters.catalog import lookup
 from orchestrator.models import Cluster
-from orchestrator.store_schema import ResultRow
+from orchestrator.store.schema import ResultRow
 
 
 def file_hash(path: Path) -> str:
@@ -40,7 +40,7 @@ def archive_log(path: Path, content_hash: str, archive: Path | None = None) -> P
 def result_from_run(log: Path, *, run_id: str, cluster: Cluster, nodes: int,
                     benchmark: str) -> ResultRow:
     """The ResultRow for a log that `azbench run` fetched from `cluster`."""
-    from orchestrator.mllog import parse_file
+    from orchestrator.results.mllog import parse_file
     summary = parse_file(log)
     content_hash = file_hash(log)
     sku = lookup(cluster.sku)

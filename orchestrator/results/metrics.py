@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict
 from orchestrator.errors import ConfigError
 
 if TYPE_CHECKING:
-    from orchestrator.mllog import RunSummary
+    from orchestrator.results.mllog import RunSummary
 
 # Required result files per benchmark (mlperf_logging benchmark_meta.py; training_rules.adoc).
 REQUIRED_RUNS: dict[str, int] = {

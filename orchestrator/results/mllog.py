@@ -22,7 +22,6 @@ from typing import Any, Literal, NamedTuple
 from pydantic import BaseModel, ConfigDict, Field, computed_field
 
 from orchestrator.errors import ConfigError, NotFoundError
-from orchestrator.mllog_values import as_float, as_int, json_dict
 
 MARKER = b":::MLLOG"
 _KEY_TAG = b'"key": "'
@@ -389,3 +388,24 @@ def _line_body(data: bytes, pos: int) -> bytes:
 
 def _minutes(start_ms: int | None, stop_ms: int | None) -> float | None:
     return None if start_ms is None or stop_ms is None else (stop_ms - start_ms) / 60000.0
+
+
+# -- lenient value coercion (ints logged as floats or strings, JSON bodies) ------------------
+
+def as_int(v: Any) -> int | None:
+    if isinstance(v, float) and v.is_integer():
+        return int(v)
+    if isinstance(v, str) and v.strip().lstrip("-").isdigit():
+        return int(v)
+    return v if isinstance(v, int) and not isinstance(v, bool) else None
+
+
+def as_float(v: Any) -> float | None:
+    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+
+
+def json_dict(text: str) -> dict[str, Any] | None:
+    try:
+        return obj if isinstance(obj := json.loads(text), dict) else None
+    except ValueError:
+        return None

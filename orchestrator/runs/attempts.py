@@ -1,6 +1,6 @@
 """One attempt of one run: gate, sbatch, watch, classify, fetch, ingest, record.
 
-The lower half of `azbench run` (orchestrator.runs drives sweeps and retries on top of it).
+The lower half of `azbench run` (orchestrator.runs.execute drives sweeps and retries on top of it).
 Every state change is written to the store before the action it describes.
 """
 
@@ -14,9 +14,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
 from orchestrator import paths
-from orchestrator.access import recipe_python
+from orchestrator.clusters.specs import RunSpec
 from orchestrator.errors import AzbenchError
-from orchestrator.failures import Failure, FailureClass, Observation, classify
 from orchestrator.models import (
     FINAL_RUN_STATES,
     AttemptSpec,
@@ -26,7 +25,10 @@ from orchestrator.models import (
     JobStatus,
     utcnow,
 )
-from orchestrator.monitor import (
+from orchestrator.recipes.catalog import Recipe, render_command
+from orchestrator.runs.access import recipe_python
+from orchestrator.runs.failures import Failure, FailureClass, Observation, classify
+from orchestrator.runs.monitor import (
     Action,
     JobLost,
     LogPoller,
@@ -34,14 +36,12 @@ from orchestrator.monitor import (
     progress_reader,
     watch,
 )
-from orchestrator.recipes import Recipe, render_command
-from orchestrator.specs import RunSpec
-from orchestrator.store import Store
-from orchestrator.store_schema import AttemptRow, EventRow, RunRow
+from orchestrator.store.database import Store
+from orchestrator.store.schema import AttemptRow, EventRow, RunRow
 
 if TYPE_CHECKING:
-    from orchestrator.launchers.base import Launcher
-    from orchestrator.remote import Runner
+    from orchestrator.clusters.remote import Runner
+    from orchestrator.runs.launchers.base import Launcher
 
 FINAL = FINAL_RUN_STATES
 _CKPT = re.compile(r"^(?!\.).*?(\d+)\D*$")
@@ -93,7 +93,7 @@ class AttemptContext:
 
 
 def cluster_gpus_per_node(cluster: Cluster) -> int:
-    from orchestrator.catalog import lookup
+    from orchestrator.clusters.catalog import lookup
     return lookup(cluster.sku).gpus_per_vm
 
 
@@ -126,7 +126,7 @@ def attempt_spec(row: RunRow, spec: RunSpec, recipe: Recipe, cluster: Cluster, a
 def _mlperf_attempt(row: RunRow, recipe: Recipe, cluster: Cluster, attempt: int,
                     exclude: list[str], run_dir: str) -> AttemptSpec:
     """An MLPerf recipe runs its container launch script; timed runs never resume (rules)."""
-    from orchestrator.recipes import render_launch, resolve
+    from orchestrator.recipes.catalog import render_launch, resolve
     resolved = resolve(recipe, cluster.sku, row.nodes)
     script = render_launch(resolved, run_dir, run_id=row.id, attempt=attempt,
                            partition=cluster.partition, exclude=tuple(exclude))
@@ -210,7 +210,7 @@ def _hang_timeout(ctx: AttemptContext) -> float:
 
 
 def _gate(ctx: AttemptContext, row: RunRow, cur: AttemptRow) -> tuple[list[str], list[str]] | AttemptRow:
-    from orchestrator.health import choose_nodes, run_gate
+    from orchestrator.runs.health import choose_nodes, run_gate
     store, n = ctx.store, cur.attempt
     with store.transaction():
         store.update_attempt(row.id, n, state="health_check")
@@ -306,7 +306,7 @@ def _fetch_attempt_log(ctx: AttemptContext, row: RunRow, n: int, remote: str) ->
 
 
 def _resume_step_of(text: str) -> int | None:
-    from orchestrator.mllog import parse_lines
+    from orchestrator.results.mllog import parse_lines
     return parse_lines(text.splitlines()).resume_step
 
 
@@ -319,7 +319,7 @@ def _result(ctx: AttemptContext, row: RunRow, n: int, fetch: bool = True):
     """The ResultRow of attempt n's log, carrying the run's attempt history; None without a log."""
     import json
 
-    from orchestrator.ingest import result_from_run
+    from orchestrator.results.ingest import result_from_run
     if fetch:
         try:
             ctx.launcher.fetch_logs(JobRef(cluster=ctx.cluster.name, job_id="-",

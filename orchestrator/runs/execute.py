@@ -2,7 +2,7 @@
 
 Runs execute one after another (benchmarks need the nodes to themselves). One attempt is: health
 gate on the nodes it may use -> sbatch pinned to the healthy ones -> watch -> classify
-(orchestrator.failures) -> retry or finish (monitor.decide_retry). Crash safety: every state
+(orchestrator.runs.failures) -> retry or finish (monitor.decide_retry). Crash safety: every state
 change is in the store before the action it describes (the next attempt's row, with its
 excluded nodes, exists before its gate and sbatch; a hang's class is stored before scancel), and
 one file lock per run keeps two azbench processes from driving the same run. So a rerun of the
@@ -18,8 +18,13 @@ from contextlib import contextmanager
 from typing import Callable, Iterator
 
 from orchestrator import paths
-from orchestrator.access import launcher_for, runner_for
-from orchestrator.attempts import (
+from orchestrator.clusters.lifecycle import require_cluster
+from orchestrator.clusters.specs import RunSpec
+from orchestrator.errors import ConfigError, NotFoundError, RunFailedError
+from orchestrator.models import Cluster, JobRef, utcnow
+from orchestrator.recipes.catalog import Recipe, check_request, get_recipe
+from orchestrator.runs.access import launcher_for, runner_for
+from orchestrator.runs.attempts import (
     FINAL,
     AttemptContext,
     RunEvent,
@@ -31,15 +36,10 @@ from orchestrator.attempts import (
     newest_checkpoint_step,
     start_attempt,
 )
-from orchestrator.errors import ConfigError, NotFoundError, RunFailedError
-from orchestrator.failures import Failure, FailureClass, lost_work
-from orchestrator.lifecycle import require_cluster
-from orchestrator.models import Cluster, JobRef, utcnow
-from orchestrator.monitor import AttemptRecord, Progress, decide_retry
-from orchestrator.recipes import Recipe, check_request, get_recipe
-from orchestrator.specs import RunSpec
-from orchestrator.store import Store
-from orchestrator.store_schema import AttemptRow, RunRow
+from orchestrator.runs.failures import Failure, FailureClass, lost_work
+from orchestrator.runs.monitor import AttemptRecord, Progress, decide_retry
+from orchestrator.store.database import Store
+from orchestrator.store.schema import AttemptRow, RunRow
 
 
 def run_sweep(spec: RunSpec, store: Store, *, on_progress: Callable[[Progress], None] | None = None,
@@ -202,7 +202,7 @@ def _next_attempt(ctx: AttemptContext, row: RunRow, attempts: list[AttemptRow],
 
 
 def _store_lost_work(ctx: AttemptContext, row: RunRow, n: int, kept_step: int | None) -> None:
-    from orchestrator.mllog import parse_file
+    from orchestrator.results.mllog import parse_file
     log = local_log(row.id, n)
     if log.exists():
         steps, seconds = lost_work(parse_file(log).step_times, kept_step)

@@ -23,13 +23,14 @@ from typing import Callable, Mapping, Sequence
 
 import jinja2
 
-from orchestrator.catalog import lookup
+from orchestrator.clusters.catalog import lookup
+from orchestrator.clusters.specs import HealthPolicy
 from orchestrator.errors import LaunchError
-from orchestrator.launchers.slurm import default_templates_dir, format_time_limit, parse_sbatch_id
-from orchestrator.launchers.slurm_states import NodeInfo
 from orchestrator.models import Cluster, JobRef, JobState
-from orchestrator.slurmconf import compress_hostlist
-from orchestrator.specs import HealthPolicy
+from orchestrator.paths import templates_dir as default_templates_dir
+from orchestrator.slurm.conf import compress_hostlist
+from orchestrator.slurm.sbatch import format_time_limit, parse_sbatch_id
+from orchestrator.slurm.states import NodeInfo
 
 _LINE = re.compile(r"AZBENCH_HEALTH (\{.*\})\s*$")
 _NUM = re.compile(r"(\d+)")

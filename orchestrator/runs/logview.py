@@ -10,10 +10,10 @@ import time
 from typing import Callable, Iterator
 
 from orchestrator import paths
-from orchestrator.access import runner_for
 from orchestrator.errors import NotFoundError
-from orchestrator.store import Store
 from orchestrator.models import FINAL_RUN_STATES as FINAL
+from orchestrator.runs.access import runner_for
+from orchestrator.store.database import Store
 
 
 def stream_log(store: Store, run_id: str, *, attempt: int | None = None, follow: bool = False,

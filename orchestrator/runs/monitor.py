@@ -17,10 +17,10 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Callable, Protocol, Sequence
 
+from orchestrator.clusters.specs import RetryPolicy
 from orchestrator.errors import LaunchError, RemoteError
-from orchestrator.failures import Failure, infra_retryable
 from orchestrator.models import JobRef, JobState, JobStatus
-from orchestrator.specs import RetryPolicy
+from orchestrator.runs.failures import Failure, infra_retryable
 
 BACKOFF_CAP_S = 60.0
 _STOP = re.compile(r"AZBENCH_ATTEMPT_STOP \d+ rc=(-?\d+)")
@@ -224,7 +224,7 @@ class LogPoller:
 
 def progress_reader(runner, log_path: str) -> ProgressReader:
     """(last step, last eval value, eta) from the tail of a remote MLLOG file."""
-    from orchestrator.mllog import parse_lines
+    from orchestrator.results.mllog import parse_lines
 
     def read() -> tuple[int | None, float | None, float | None]:
         tail = runner.run(tail_command(log_path), timeout=30)

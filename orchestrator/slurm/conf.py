@@ -11,7 +11,7 @@ import re
 import jinja2
 from pydantic import BaseModel, ConfigDict, Field, computed_field
 
-from orchestrator.resources import templates_dir
+from orchestrator.paths import templates_dir
 
 TEMPLATE = "slurm.conf.j2"
 _SAFE = re.compile(r"^[A-Za-z0-9_./:@%+=,\-\[\]]+$")

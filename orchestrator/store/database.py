@@ -2,7 +2,7 @@
 
 `Store.open()` picks the database (SQLite file `$AZBENCH_HOME/azbench.db` by default, PostgreSQL
 when `AZBENCH_DB_URL=postgresql+psycopg://...`), refuses anything that is not an azbench
-database without touching it, and migrates the schema forward (see store_schema). Every method
+database without touching it, and migrates the schema forward (see store.schema). Every method
 takes and returns pydantic row models; every write is one transaction, and `transaction()`
 groups several writes into one. Failures surface as StoreError (NotFoundError for a missing row).
 """
@@ -29,10 +29,25 @@ from sqlalchemy.exc import ArgumentError, IntegrityError, OperationalError, SQLA
 from orchestrator import paths
 from orchestrator.errors import NotFoundError, StoreError
 from orchestrator.models import Cluster, ClusterState, utcnow
-from orchestrator.store_schema import SCHEMA_VERSION, AttemptRow, ClusterRow, EventRow, ResultRow
-from orchestrator.store_schema import RunRow, attempt_row, attempt_values, current_version
-from orchestrator.store_schema import event_row, migrate, refuse_non_sqlite_file
-from orchestrator.store_schema import attempts, clusters, events, results, runs
+from orchestrator.store.schema import (
+    SCHEMA_VERSION,
+    AttemptRow,
+    ClusterRow,
+    EventRow,
+    ResultRow,
+    RunRow,
+    attempt_row,
+    attempt_values,
+    attempts,
+    clusters,
+    current_version,
+    event_row,
+    events,
+    migrate,
+    refuse_non_sqlite_file,
+    results,
+    runs,
+)
 
 DB_URL_ENV = "AZBENCH_DB_URL"
 DB_FILENAME = "azbench.db"

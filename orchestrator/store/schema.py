@@ -1,12 +1,12 @@
 """The results store's schema: its tables, the migrations that build them, and the row models.
 
-The Table objects describe the *latest* schema and are what store.py queries. `MIGRATIONS` is
+The Table objects describe the *latest* schema and are what store.database queries. `MIGRATIONS` is
 the ordered list of (version, step) pairs that brings any older database up to
 `SCHEMA_VERSION`; `migrate()` applies the missing steps inside the caller's transaction and
 records the version in the `meta` table; `current_version()` and `refuse_non_sqlite_file()`
 refuse, untouched, a database that is not ours. Column types behave identically on SQLite and
 PostgreSQL. The pydantic row models (ClusterRow, RunRow, ...) are the typed rows the Store API
-takes and returns; they are re-exported by orchestrator.store.
+takes and returns; they are re-exported by orchestrator.store.database.
 """
 
 from __future__ import annotations
@@ -195,7 +195,7 @@ def _v2_indexes(conn: Connection) -> None:
 
 
 def _v3_baselines(conn: Connection) -> None:
-    metadata.create_all(conn, tables=[baselines])  # performance baselines (orchestrator.baselines)
+    metadata.create_all(conn, tables=[baselines])  # performance baselines (orchestrator.pipelines.baselines)
 
 
 MIGRATIONS: list[tuple[int, Callable[[Connection], None]]] = [

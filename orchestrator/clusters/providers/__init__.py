@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, Callable
 from orchestrator.errors import ConfigError
 
 if TYPE_CHECKING:
-    from orchestrator.providers.base import Provider
+    from orchestrator.clusters.providers.base import Provider
 
 PROVIDERS = ("local", "ssh", "azure", "azureml", "fake")
 
@@ -19,18 +19,18 @@ def get_provider(name: str, progress: Callable[[Any], None] | None = None) -> Pr
     """The provider called `name`; `progress` receives step events from providers that emit
     them (Azure: one per resource created, waited on or deleted)."""
     if name == "local":
-        from orchestrator.providers.local import LocalProvider
+        from orchestrator.clusters.providers.local import LocalProvider
         return LocalProvider()
     if name == "ssh":
-        from orchestrator.providers.ssh import SshProvider
+        from orchestrator.clusters.providers.ssh import SshProvider
         return SshProvider()
     if name == "azure":
-        from orchestrator.providers.azure import AzureProvider
+        from orchestrator.clusters.providers.azure import AzureProvider
         return AzureProvider(progress=progress)
     if name == "azureml":
-        from orchestrator.providers.azureml import AzureMLProvider
+        from orchestrator.clusters.providers.azureml import AzureMLProvider
         return AzureMLProvider()
     if name == "fake":
-        from orchestrator.providers.fake import FakeProvider
+        from orchestrator.clusters.providers.fake import FakeProvider
         return FakeProvider()
     raise ConfigError(f"unknown provider '{name}' (choose from {', '.join(PROVIDERS)})")

@@ -14,17 +14,17 @@ from datetime import datetime
 from typing import Any, Callable, Collection
 
 from orchestrator import paths
+from orchestrator.clusters.planner import plan_azure
+from orchestrator.clusters.providers import azure_cloudinit as ci
+from orchestrator.clusters.providers import azure_resources as ar
+from orchestrator.clusters.providers.azure_clients import AzureClients, clients_from_config
+from orchestrator.clusters.providers.azure_errors import arm_call
+from orchestrator.clusters.providers.azure_lro import ProgressEvent
+from orchestrator.clusters.providers.azure_teardown import SweepItem, delete_cluster, tagged
+from orchestrator.clusters.providers.azure_teardown import sweep as _sweep
+from orchestrator.clusters.providers.azure_up import LRO_FILE, UpOptions, UpRun
+from orchestrator.clusters.specs import ClusterSpec
 from orchestrator.models import Cluster, ClusterState, Plan, ScaleSetPlan, SshTarget
-from orchestrator.planner import plan_azure
-from orchestrator.providers import azure_cloudinit as ci
-from orchestrator.providers import azure_resources as ar
-from orchestrator.providers.azure_clients import AzureClients, clients_from_config
-from orchestrator.providers.azure_errors import arm_call
-from orchestrator.providers.azure_lro import ProgressEvent
-from orchestrator.providers.azure_teardown import SweepItem, delete_cluster, tagged
-from orchestrator.providers.azure_teardown import sweep as _sweep
-from orchestrator.providers.azure_up import LRO_FILE, UpOptions, UpRun
-from orchestrator.specs import ClusterSpec
 
 __all__ = ["AzureProvider", "AzureClients", "ProgressEvent", "SweepItem", "NodeState", "sweep"]
 
@@ -123,7 +123,7 @@ class AzureProvider:
                                    arm_endpoint=str(endpoint) if endpoint else None)
 
     def _head_ip(self, clients: Any, rg: str, name: str) -> str | None:
-        from orchestrator.providers.azure_lro import observe
+        from orchestrator.clusters.providers.azure_lro import observe
         pip = observe(clients, rg, ar.PIP, f"{name}-head-ip")
         return getattr(pip.model, "ip_address", None) if pip else None
 

@@ -18,11 +18,11 @@ from pathlib import Path
 
 import jinja2
 
-from orchestrator.catalog import GpuSku
+from orchestrator.clusters.catalog import GpuSku
 from orchestrator.errors import ProvisionError
 from orchestrator.models import ScaleSetPlan
-from orchestrator.resources import templates_dir
-from orchestrator.slurmconf import SlurmConfParams, SlurmNode, compress_hostlist, render_slurm_conf
+from orchestrator.paths import templates_dir
+from orchestrator.slurm.conf import SlurmConfParams, SlurmNode, compress_hostlist, render_slurm_conf
 
 ADMIN_KEY = "id_ed25519"
 HOST_KEY = "ssh_host_ed25519_key"

@@ -16,10 +16,10 @@ import urllib.request
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from orchestrator.catalog import GpuSku
+from orchestrator.clusters.catalog import GpuSku
+from orchestrator.clusters.providers.azure_errors import arm_call, is_not_found
+from orchestrator.clusters.providers.azure_resources import image_reference
 from orchestrator.errors import PreflightError
-from orchestrator.providers.azure_errors import arm_call, is_not_found
-from orchestrator.providers.azure_resources import image_reference
 
 HPC_PUBLISHER, HPC_OFFER = "microsoft-dsvm", "ubuntu-hpc"
 CALLER_IP_ENV = "AZBENCH_CALLER_IP"

@@ -125,7 +125,12 @@ def pip_body(location: str, tags: dict[str, str]) -> Any:
 
 
 def nic_body(location: str, tags: dict[str, str], subnet_id: str, pip_id: str, private_ip: str) -> Any:
-    from azure.mgmt.network.models import NetworkInterface, NetworkInterfaceIPConfiguration, PublicIPAddress, Subnet
+    from azure.mgmt.network.models import (
+        NetworkInterface,
+        NetworkInterfaceIPConfiguration,
+        PublicIPAddress,
+        Subnet,
+    )
     ipc = NetworkInterfaceIPConfiguration(name="ipconfig", primary=True, subnet=Subnet(id=subnet_id),
                                           private_ip_allocation_method="Static", private_ip_address=private_ip,
                                           public_ip_address=PublicIPAddress(id=pip_id))

@@ -14,10 +14,19 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, Collection
 
+from orchestrator.clusters.providers.azure_errors import arm_call, is_not_found
+from orchestrator.clusters.providers.azure_lro import Reporter, delete
+from orchestrator.clusters.providers.azure_resources import (
+    NIC,
+    NSG,
+    PIP,
+    TAG_CLUSTER,
+    TAG_EXPIRES,
+    VM,
+    VMSS,
+    VNET,
+)
 from orchestrator.errors import ProvisionError
-from orchestrator.providers.azure_errors import arm_call, is_not_found
-from orchestrator.providers.azure_lro import Reporter, delete
-from orchestrator.providers.azure_resources import NIC, NSG, PIP, TAG_CLUSTER, TAG_EXPIRES, VM, VMSS, VNET
 
 # api-version for deletes by id of resources azbench may leave outside its resource group.
 DELETE_API_VERSIONS = {

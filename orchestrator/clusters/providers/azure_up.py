@@ -18,14 +18,22 @@ from datetime import datetime, timedelta, timezone
 from typing import Any, Callable
 
 from orchestrator import paths
+from orchestrator.clusters.providers import azure_cloudinit as ci
+from orchestrator.clusters.providers import azure_resources as ar
+from orchestrator.clusters.providers.azure_lro import (
+    Aborted,
+    Observed,
+    Reporter,
+    TokenStore,
+    delete,
+    ensure,
+    observe,
+)
+from orchestrator.clusters.providers.azure_preflight import PreflightNeed, preflight, resolve_ingress
+from orchestrator.clusters.providers.azure_teardown import clear_group
+from orchestrator.clusters.specs import ClusterSpec
 from orchestrator.errors import CapacityError, ProvisionError
 from orchestrator.models import Cluster, ClusterState, Plan, ScaleSetPlan, SshTarget
-from orchestrator.providers import azure_cloudinit as ci
-from orchestrator.providers import azure_resources as ar
-from orchestrator.providers.azure_lro import Aborted, Observed, Reporter, TokenStore, delete, ensure, observe
-from orchestrator.providers.azure_preflight import PreflightNeed, preflight, resolve_ingress
-from orchestrator.providers.azure_teardown import clear_group
-from orchestrator.specs import ClusterSpec
 
 LRO_FILE = "azure-lro.json"
 

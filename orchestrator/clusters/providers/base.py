@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Protocol
 
+from orchestrator.clusters.specs import ClusterSpec
 from orchestrator.models import Cluster, Plan
-from orchestrator.specs import ClusterSpec
 
 
 class Provider(Protocol):

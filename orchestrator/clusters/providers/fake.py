@@ -12,11 +12,10 @@ import json
 import os
 
 from orchestrator import paths
+from orchestrator.clusters.planner import plan_azure
+from orchestrator.clusters.specs import ClusterSpec
 from orchestrator.errors import CapacityError, PreflightError
 from orchestrator.models import Cluster, ClusterState, Plan, PlannedResource, ScaleSetPlan
-from orchestrator.planner import plan_azure
-from orchestrator.specs import ClusterSpec
-
 
 
 class FakeProvider:

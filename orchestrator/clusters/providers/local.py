@@ -23,10 +23,10 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 from orchestrator import paths
+from orchestrator.clusters.providers import localproc as proc
 from orchestrator.errors import PreflightError, ProvisionError
 from orchestrator.models import Cluster, ClusterState, Plan, PlannedResource, ScaleSetPlan, utcnow
-from orchestrator.providers import localproc as proc
-from orchestrator.slurmconf import SlurmConfParams, SlurmNode, compress_hostlist, render_slurm_conf
+from orchestrator.slurm.conf import SlurmConfParams, SlurmNode, compress_hostlist, render_slurm_conf
 
 INSTALL_HINT = "slurm/munge not found: apt-get install slurm-wlm munge"
 BINARIES = ("munged", "slurmctld", "slurmd", "sinfo", "scontrol")

@@ -13,10 +13,11 @@ from typing import Callable
 
 import paramiko
 
-from orchestrator import catalog, paths
+from orchestrator import paths
+from orchestrator.clusters import catalog
+from orchestrator.clusters.remote import Runner, SshRunner
 from orchestrator.errors import AzbenchError, ConfigError, ProvisionError
 from orchestrator.models import Cluster, ClusterState, ExecResult, Plan, ScaleSetPlan, SshTarget
-from orchestrator.remote import Runner, SshRunner
 
 RECORD = "cluster.json"
 SINFO = ["sinfo", "-h", "-N", "-o", "%N|%P|%c|%G|%T"]

@@ -20,9 +20,9 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from orchestrator.errors import ConfigError, LaunchError, NotAvailableError, NotFoundError
-from orchestrator.launchers.slurm import safe_local_path
-from orchestrator.launchers.slurm_states import NodeInfo
 from orchestrator.models import AttemptSpec, Cluster, ExecResult, JobRef, JobState, JobStatus
+from orchestrator.runs.launchers.slurm import safe_local_path
+from orchestrator.slurm.states import NodeInfo
 
 S = JobState
 # Azure ML job status (azure/ai/ml/operations/_run_history_constants.py) -> JobState. One table.
@@ -81,13 +81,13 @@ class AzureMLLauncher:
     @property
     def ml(self) -> Any:
         if self._ml is None:
-            from orchestrator.providers.azureml import default_ml_client, target_from_cluster
+            from orchestrator.clusters.providers.azureml import default_ml_client, target_from_cluster
             self._ml = default_ml_client(target_from_cluster(self.cluster))
         return self._ml
 
     def submit(self, attempt: AttemptSpec, recipe_dir: Path | None = None) -> JobRef:
         """Create the command job (or adopt the one a crashed azbench already created)."""
-        from orchestrator.providers.azure_errors import arm_call
+        from orchestrator.clusters.providers.azure_errors import arm_call
         name = job_name(attempt.run_id, attempt.attempt)
         ref = JobRef(cluster=self.cluster.name, job_id=name, backend=self.backend, run_dir=attempt.run_dir)
         if self._get(name) is not None:
@@ -143,7 +143,7 @@ class AzureMLLauncher:
 
     def node_states(self) -> dict[str, NodeInfo]:
         """The compute's current nodes (none while it is scaled to zero)."""
-        from orchestrator.providers.azure_errors import arm_call
+        from orchestrator.clusters.providers.azure_errors import arm_call
         compute = str(self.cluster.properties.get("compute") or self.cluster.name)
         with arm_call(f"list nodes of {compute}"):
             nodes = list(self.ml.compute.list_nodes(compute))
@@ -157,8 +157,8 @@ class AzureMLLauncher:
     # -- helpers ---------------------------------------------------------------------------
 
     def _get(self, name: str) -> Any | None:
-        from orchestrator.providers.azure_errors import arm_call
-        from orchestrator.providers.azureml import is_missing
+        from orchestrator.clusters.providers.azure_errors import arm_call
+        from orchestrator.clusters.providers.azureml import is_missing
         with arm_call(f"read Azure ML job {name}"):
             try:
                 return self.ml.jobs.get(name)
@@ -185,7 +185,7 @@ class AzureMLLauncher:
         return found
 
     def _download(self, name: str, k: int, tmp: Path, root: Path) -> list[Path]:
-        from orchestrator.providers.azure_errors import arm_call
+        from orchestrator.clusters.providers.azure_errors import arm_call
         with arm_call(f"download Azure ML job {name}"):
             try:
                 self.ml.jobs.download(name, download_path=str(tmp))
@@ -276,7 +276,7 @@ def job_env(attempt: AttemptSpec, recipe: Any, cluster: Cluster) -> dict[str, st
     """MLPerf config env (if any), the attempt's env, then azbench's own AZBENCH_* variables."""
     env: dict[str, str] = {}
     if recipe is not None and recipe.mlperf is not None:
-        from orchestrator.recipes import resolve
+        from orchestrator.recipes.catalog import resolve
         env.update(resolve(recipe, cluster.sku, attempt.nodes).env)
     env.update(attempt.env)
     run_dir = attempt.run_dir.rstrip("/")
@@ -318,7 +318,7 @@ def _status(ref: JobRef, job: Any) -> JobStatus:
 
 
 def _recipe(name: str) -> Any | None:
-    from orchestrator.recipes import get_recipe
+    from orchestrator.recipes.catalog import get_recipe
     try:
         return get_recipe(name)
     except NotFoundError:
@@ -329,7 +329,7 @@ def _image(recipe: Any, cluster: Cluster, image: str | None) -> str:
     if image:
         return image
     if recipe is not None and recipe.mlperf is not None:
-        from orchestrator.catalog import lookup
+        from orchestrator.clusters.catalog import lookup
         image = str(recipe.mlperf.container.for_arch(lookup(cluster.sku).cpu_arch))
         # Recipes name images the enroot way (registry#repo:tag); Docker wants registry/repo:tag.
         return image.replace("#", "/", 1)

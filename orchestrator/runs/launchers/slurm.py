@@ -13,18 +13,18 @@ import tempfile
 from pathlib import Path, PurePosixPath
 from typing import Sequence
 
-import jinja2
-
+from orchestrator.clusters.remote import Runner
 from orchestrator.errors import ConfigError, LaunchError
-from orchestrator.launchers.slurm_states import (
+from orchestrator.models import AttemptSpec, Cluster, JobRef, JobState, JobStatus
+from orchestrator.paths import templates_dir as default_templates
+from orchestrator.slurm.sbatch import ENV_KEY, parse_sbatch_id, render_sbatch
+from orchestrator.slurm.states import (
     NodeInfo,
     SlurmRow,
     map_state,
     parse_jobs,
     parse_sinfo,
 )
-from orchestrator.models import AttemptSpec, Cluster, JobRef, JobState, JobStatus
-from orchestrator.remote import Runner
 
 SACCT_FORMAT = "JobID,State,ExitCode,NodeList,Elapsed,Reason"
 # The same six columns from squeue (-O "name:" = no padding, "|" = suffix); exit_code is the raw
@@ -34,11 +34,6 @@ SQUEUE_FORMAT = "JobID:|,State:|,exit_code:|,NodeList:|,TimeUsed:|,Reason:|"
 SINFO_FORMAT = "%N|%T|%E"
 # scancel's complaints that mean "nothing left to cancel", which cancel() treats as success.
 _ALREADY_GONE = ("already completing or completed", "invalid job id")
-# Values written into #SBATCH lines, which sbatch splits itself without a shell: keep them plain.
-_SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
-_SAFE_PATH = re.compile(r"/[A-Za-z0-9._/+-]*")
-_SAFE_HOSTLIST = re.compile(r"[A-Za-z0-9._\[\],-]+")
-_ENV_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _ATTEMPT_DIR = re.compile(r"attempt-\d+")
 
 
@@ -51,7 +46,7 @@ class SlurmLauncher:
     def __init__(self, runner: Runner, cluster: Cluster, templates_dir: Path | None = None) -> None:
         self.runner = runner
         self.cluster = cluster
-        self.templates_dir = templates_dir or default_templates_dir()
+        self.templates_dir = templates_dir or default_templates()
         self.sacct_calls = 0
         self.squeue_calls = 0
         # Set once sacct says accounting storage is disabled: later polls go straight to
@@ -148,7 +143,7 @@ class SlurmLauncher:
         """Prefix the cluster's environment (SLURM_CONF for the local cluster, say)."""
         env = self.cluster.env
         for key in env:
-            if not _ENV_KEY.fullmatch(key):
+            if not ENV_KEY.fullmatch(key):
                 raise ConfigError(f"cluster env name {key!r} is not a valid shell variable name")
         exports = "".join(f"export {k}={shlex.quote(v)}; " for k, v in sorted(env.items()))
         return exports + cmd
@@ -189,56 +184,6 @@ class SlurmLauncher:
         return rows, f"squeue failed: {_one_line(result.stderr)}"
 
 
-def render_sbatch(attempt: AttemptSpec, *, partition: str | None = None,
-                  templates_dir: Path | None = None) -> str:
-    """The batch script for one attempt (templates/sbatch.sh.j2); checks #SBATCH values first."""
-    _check_attempt(attempt, partition)
-    env = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(str(templates_dir or default_templates_dir())),
-        undefined=jinja2.StrictUndefined,
-        autoescape=False,
-        keep_trailing_newline=True,
-        trim_blocks=True,
-        lstrip_blocks=True,
-    )
-    env.filters["q"] = lambda value: shlex.quote(str(value))
-    command = attempt.command + (" --resume" if attempt.resume else "")
-    run_dir = attempt.run_dir.rstrip("/") or "/"
-    return env.get_template("sbatch.sh.j2").render(
-        run_id=attempt.run_id,
-        attempt=attempt.attempt,
-        recipe=attempt.recipe,
-        nodes=attempt.nodes,
-        tasks_per_node=attempt.tasks_per_node,
-        gpus_per_node=attempt.gpus_per_node,
-        time_limit=format_time_limit(attempt.time_limit_min),
-        run_dir=run_dir,
-        attempt_dir=f"{run_dir}/attempt-{attempt.attempt}",
-        checkpoint_dir=f"{run_dir}/checkpoints",
-        partition=partition,
-        exclude=list(attempt.exclude),
-        env=dict(attempt.env),
-        resume=attempt.resume,
-        command=command,
-    )
-
-
-def parse_sbatch_id(stdout: str) -> str:
-    """`sbatch --parsable` prints "123" or "123;cluster"; anything else is a LaunchError."""
-    lines = [line.strip() for line in stdout.splitlines() if line.strip()]
-    job_id = lines[-1].split(";", 1)[0].strip() if lines else ""
-    if not job_id.isdigit():
-        raise LaunchError(f"sbatch printed no job id: {_one_line(stdout) or '(nothing)'}")
-    return job_id
-
-
-def format_time_limit(minutes: int) -> str:
-    """Minutes -> Slurm's "HH:MM:SS" (hours may exceed 24, which Slurm accepts)."""
-    if minutes < 1:
-        raise ConfigError(f"time limit must be at least 1 minute, got {minutes}")
-    return f"{minutes // 60:02d}:{minutes % 60:02d}:00"
-
-
 def safe_local_path(root: Path, name: str) -> Path:
     """root/name, or LaunchError when `name` could land outside root (absolute, .., symlinks)."""
     parts = name.split("/")  # split by hand: PurePosixPath would quietly fold "a/./b" and "a//b"
@@ -255,34 +200,6 @@ def safe_local_path(root: Path, name: str) -> Path:
     if not local.resolve().is_relative_to(root):
         raise LaunchError(f"refusing remote log name {name!r}: it resolves outside {root}")
     return local
-
-
-def default_templates_dir() -> Path:
-    """templates/ of a source checkout, else the copy shipped in the wheel."""
-    here = Path(__file__).resolve()
-    for candidate in (here.parents[2] / "templates", here.parents[1] / "_data" / "templates"):
-        if (candidate / "sbatch.sh.j2").is_file():
-            return candidate
-    raise ConfigError("cannot find azbench's templates/ directory (broken install?)")
-
-
-def _check_attempt(attempt: AttemptSpec, partition: str | None) -> None:
-    checks = [
-        ("run_id", attempt.run_id, _SAFE_NAME),
-        ("run_dir", attempt.run_dir, _SAFE_PATH),
-        ("partition", partition or "p", _SAFE_NAME),
-        *(("exclude", node, _SAFE_HOSTLIST) for node in attempt.exclude),
-        *(("env name", key, _ENV_KEY) for key in attempt.env),
-    ]
-    for what, value, pattern in checks:
-        if not pattern.fullmatch(value):
-            raise ConfigError(f"{what} {value!r} has characters azbench will not put in a batch script")
-    for what, number in (("nodes", attempt.nodes), ("tasks_per_node", attempt.tasks_per_node),
-                         ("attempt", attempt.attempt)):
-        if number < 1:
-            raise ConfigError(f"{what} must be at least 1, got {number}")
-    if attempt.gpus_per_node < 0:
-        raise ConfigError(f"gpus_per_node must not be negative, got {attempt.gpus_per_node}")
 
 
 def _status(ref: JobRef, row: SlurmRow | None) -> JobStatus:

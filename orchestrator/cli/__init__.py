@@ -1,0 +1,12 @@
+"""The command line: the Typer app (`azbench`) and its command groups.
+
+Owns: parsing flags, calling one use case per command, rendering tables or --json, and the one
+error handler that maps AzbenchError to exit codes. Thin: no business logic here.
+May import: every other package (it is the top floor); heavy ones only inside commands, so
+`azbench --help` stays fast.
+Exposes: `main` (the console-script entry point `orchestrator.cli:main`).
+"""
+
+from orchestrator.cli.app import main
+
+__all__ = ["main"]
