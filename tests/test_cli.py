@@ -21,7 +21,7 @@ def test_help_lists_every_command_and_exit_codes(azbench_home):
 
 
 def test_help_path_imports_no_heavy_module():
-    code = ("import sys\nfrom orchestrator.cli.app import main\n"
+    code = ("import sys\nfrom orchestrator.cli import main\n"
             "try:\n    main(['--help'])\nexcept SystemExit as e:\n    assert e.code == 0\n"
             "heavy = [m for m in sys.modules if m.split('.')[0] in "
             "('azure', 'sqlalchemy', 'matplotlib', 'paramiko', 'torch', 'rich')]\n"

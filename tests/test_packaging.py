@@ -24,5 +24,5 @@ def test_wheel_ships_templates_and_recipes(tmp_path):
         assert needed in names, needed
     entry = [n for n in names if n.endswith("entry_points.txt")]
     text = zipfile.ZipFile(wheel).read(entry[0]).decode()
-    assert "azbench = orchestrator.cli.app:main" in text
+    assert "azbench = orchestrator.cli:main" in text
     assert not any("__pycache__" in n or n.startswith("tests/") for n in names)
