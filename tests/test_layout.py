@@ -22,7 +22,7 @@ ALLOWED = {
     "clusters": {"store", "slurm"},
     "results": {"clusters", "store"},
     "recipes": {"clusters", "slurm"},
-    "report": {"clusters", "results", "store"},
+    "report": {"clusters", "recipes", "results", "store"},
     "runs": {"clusters", "recipes", "results", "slurm", "store"},
     "pipelines": {"clusters", "recipes", "report", "results", "runs", "slurm", "store"},
     "cli": {"clusters", "pipelines", "recipes", "report", "results", "runs", "slurm", "store"},

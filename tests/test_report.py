@@ -73,9 +73,24 @@ def test_weak_scaling_from_median_step_times(rows) -> None:
     # first step and post-eval steps excluded: the medians are the steady values exactly
     assert weak[2].step_base_s == pytest.approx(1.00) and weak[2].step_s == pytest.approx(1.02)
     assert weak[2].efficiency == pytest.approx(1.00 / 1.02)
-    assert weak[2].closeness == pytest.approx(0.98)
+    assert weak[2].step_change == pytest.approx(0.02) and weak[2].min_max == pytest.approx(1 / 1.02)
     assert weak[4].efficiency == pytest.approx(1.00 / 0.95)  # > 1: never capped
-    assert weak[4].closeness == pytest.approx(0.95)
+    assert weak[4].step_change == pytest.approx(-0.05) and weak[4].min_max == pytest.approx(0.95)
+
+
+def test_weak_scaling_stays_readable_when_the_step_time_more_than_doubles() -> None:
+    STEADY[8] = 2.58  # the local 1 -> 4 node demo measured 0.077 -> 0.181 s: 1-|dt|/t was -58%
+    try:
+        rows = [smoke_row(1, 0, 1.0), smoke_row(8, 0, 1.0)]
+    finally:
+        del STEADY[8]
+    (w,) = build_report(rows).weak_scaling
+    assert w.efficiency == pytest.approx(1 / 2.58) and w.min_max == pytest.approx(1 / 2.58)
+    assert w.step_change == pytest.approx(1.58)
+    md = to_markdown(build_report(rows))
+    weak_md = md.split("## Weak scaling")[1]
+    row = next(line for line in weak_md.splitlines() if "-> azbench/8xLocal_CPU" in line)
+    assert "| 38.76% | +158.00% | 38.76% |" in row and "-5" not in row
 
 
 def test_groups_scores_resumed_runs_and_step_stats(rows) -> None:
@@ -89,7 +104,10 @@ def test_groups_scores_resumed_runs_and_step_stats(rows) -> None:
     assert stats is not None and stats.median == pytest.approx(1.02)
     assert stats.count == 4 * 36 and stats.cv == pytest.approx(0.0082, abs=5e-4)
     assert two.throughput_per_minute == pytest.approx(640 / 2.0)
-    assert two.workers == 2 and two.cost_per_result_usd == 0.0  # CPU nodes cost nothing
+    assert two.workers == 2  # a CPU node has no GPU: scale by nodes
+    # an emulated local node has no price: no cost figure at all, never an estimate of zero
+    assert two.price_per_vm_hour is None and two.cost_per_result_usd is None
+    assert two.cost_note == "no price (local)"
     strong = {(s.workers_small, s.workers_large): s for s in build_report(rows).strong_scaling}
     assert strong[(1, 4)].efficiency == pytest.approx(1.0)  # 4 min on 1 node, 1 min on 4
 
@@ -117,7 +135,10 @@ def test_filters_and_attempt_cost(rows) -> None:
     rows = rows + [smoke_row(4, 7, 1.0, run_id="r1")]
     report = build_report(rows, runs, attempts, cluster="c1")
     (g,) = report.groups
-    assert g.runs == 1 and g.cost_all_attempts_usd == 0.0 and report.filters == {"cluster": "c1"}
+    assert g.runs == 1 and g.cost_all_attempts_usd is None and report.filters == {"cluster": "c1"}
+    priced = [gpu_row("Standard_ND96isr_H100_v5", 1, 20.0, 1).model_copy(update={"run_id": "r1"})]
+    (h100,) = build_report(priced, runs, attempts, cluster="c1").groups
+    assert h100.cost_all_attempts_usd == pytest.approx(2 * 0.5 * 4 * 98.32)  # 2 x 30 min x 4 VMs
     with pytest.raises(ConfigError, match="cluster filter needs the runs"):
         build_report(rows, cluster="c1")
     assert {g.nodes for g in build_report(rows, since=T0 + timedelta(hours=2)).groups} == {2, 4}
@@ -130,7 +151,10 @@ def test_markdown_json_and_rich_carry_the_figures(rows) -> None:
     md = to_markdown(report)
     assert "## Weak scaling (step time, fixed work per worker)" in md
     assert ("| smoke | azbench/1xLocal_CPU -> azbench/2xLocal_CPU | 1 -> 2 | 1.0000 | 1.0200 "
-            "| 98.04% | 98.00% |") in md
+            "| 98.04% | +2.00% | 98.04% |") in md
+    assert "| - | - | - | - | no price (local) |" in md
+    cost_section = md.split("## Cost")[1].split("## ")[0]
+    assert "0.00" not in cost_section and "estimate" not in cost_section
     assert "105.26%" in md  # 4 nodes: super-linear, shown as such
     data = json.loads(to_json(report))
     effs = sorted(w["efficiency"] for w in data["weak_scaling"])

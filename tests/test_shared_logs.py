@@ -201,3 +201,50 @@ def test_checker_timeout_is_a_failed_verdict(tmp_path: Path):
     log.write_text(":::MLLOG {}\n")
     verdict = check_log(log, "v3.1", timeout_s=0.001)  # the interpreter cannot even start
     assert not verdict.ok and verdict.messages == ["compliance checker timed out after 0.001 s"]
+
+
+# MFU by hand (mlperf-notes 10.3), from published model facts and the logs' own step times:
+# F = 6N + 12*L*d*s FLOPs per token; MFU = F * GBS * s / step / (GPUs * dense peak).
+# Step times: the median of every `train_step_time(ing)` value in the three logs of each system
+# (`grep -o 'train_step_tim[a-z]*": [0-9.]*' result_*.txt | sort -n`): 55.1338 s and 0.947273 s.
+# The report leaves out step 0 and post-eval steps, which moves the median by less than 1%.
+HAND_MFU = {
+    # Llama 3.1 405B (Meta: 405B parameters, 126 layers, width 16,384), seq 8192, GBS 1152,
+    # 64 nodes x 8 H100 = 512 GPUs; H100 SXM dense peaks: FP8 1,979, BF16 989 TFLOP/s.
+    "eos-dfw_n64_ngc25.01_nemo": ((6 * 405e9 + 12 * 126 * 16384 * 8192) * 1152 * 8192
+                                  / 55.1338 / 512, "fp8", 1979.0),
+    # GPT-3 175B (Brown et al.: 96 layers, width 12,288), seq 2048, GBS 2688, 10,752 H100 GPUs.
+    "ND_H100_v5_n1344_pytorch": ((6 * 175e9 + 12 * 96 * 12288 * 2048) * 2688 * 2048
+                                 / 0.947273 / 10752, "fp8", 1979.0),
+}
+
+
+def test_mfu_of_the_shared_logs_matches_a_hand_calculation(shared_logs: Path, tmp_path: Path):
+    from orchestrator.report.build import build_report
+    from orchestrator.report.render import to_json, to_markdown
+    from orchestrator.results.importer import import_path
+    from orchestrator.store.database import Store
+    store = Store.open(f"sqlite:///{tmp_path / 'db.sqlite'}")
+    try:
+        import_path(store, shared_logs, archive_dir=tmp_path / "archive")
+        report = build_report(store.list_results())
+    finally:
+        store.close()
+    groups = {g.system: g for g in report.groups}
+    for system, (flops_per_gpu, precision, peak) in HAND_MFU.items():
+        g = groups[system]
+        assert g.mfu_precision == precision and g.mfu_peak_tflops == peak
+        assert g.model_tflops_per_gpu == pytest.approx(flops_per_gpu / 1e12, rel=0.01), system
+        assert g.mfu == pytest.approx(flops_per_gpu / (peak * 1e12), rel=0.01), system
+        assert g.mfu_bf16 == pytest.approx(flops_per_gpu / 989e12, rel=0.01), system
+    # roughly 44% of FP8 for 405B on 512 H100, 29% for GPT-3 on 10,752: sane, not a unit slip
+    assert 0.40 < groups["eos-dfw_n64_ngc25.01_nemo"].mfu < 0.50
+    assert 0.25 < groups["ND_H100_v5_n1344_pytorch"].mfu < 0.35
+    bert = groups["ND_H100_v5_pytorch"]  # no model facts and no step times: blank, with why
+    assert bert.mfu is None and "no model facts for 'bert'" in bert.mfu_note
+    data = {g["system"]: g for g in json.loads(to_json(report))["groups"]}
+    assert data["eos-dfw_n64_ngc25.01_nemo"]["mfu"] == pytest.approx(
+        HAND_MFU["eos-dfw_n64_ngc25.01_nemo"][0] / 1979e12, rel=0.01)
+    assert data["ND_H100_v5_pytorch"]["mfu"] is None and data["ND_H100_v5_pytorch"]["mfu_note"]
+    md = to_markdown(report)
+    assert "| model TF/s/GPU | MFU | MFU bf16 |" in md and "% (fp8) |" in md

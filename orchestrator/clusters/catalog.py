@@ -99,7 +99,7 @@ CATALOG: tuple[GpuSku, ...] = (
         aliases=("local", "cpu"),
         gpu_model="none (CPU, gloo)", gpus_per_vm=0, gpu_memory_gb=0, vcpus=0, ram_gib=0,
         ib_links=0, ib_gbps_per_link=0, nvlink_domain_vms=1, cpu_arch="host",
-        image="host", quota_family="", price_per_hour_usd=0.0,
+        image="host", quota_family="", price_per_hour_usd=None,
         peak_tflops_bf16=None, peak_tflops_fp8=None,
         notes="an emulated Slurm node on this machine (--provider local)",
     ),
@@ -119,6 +119,23 @@ def lookup(name: str) -> GpuSku:
     close = difflib.get_close_matches(key, list(_BY_KEY), n=1, cutoff=0.6)
     hint = f"did you mean '{close[0]}'?" if close else "see `azbench catalog`"
     raise NotFoundError(f"unknown SKU '{name}'", hint=hint)
+
+
+# GPU families as MLPerf system descriptions name accelerators ("NVIDIA H100-SXM5-80GB"), most
+# specific first, mapped to the catalog size whose GPU that is.
+_GPU_FAMILIES = (("gb200", "gb200"), ("h200", "h200"), ("h100", "h100"), ("mi300x", "mi300x"))
+
+
+def gpu_row(name: str | None) -> GpuSku | None:
+    """The catalog row for a VM size, alias or accelerator name (for its GPU facts), else None."""
+    if not name:
+        return None
+    try:
+        return lookup(name)
+    except NotFoundError:
+        pass
+    squashed = name.lower().replace(" ", "").replace("-", "")
+    return next((lookup(alias) for token, alias in _GPU_FAMILIES if token in squashed), None)
 
 
 def gpu_skus() -> list[GpuSku]:

@@ -101,6 +101,31 @@ class Mlperf(Strict):
     scales: dict[str, list[ScaleConfig]]
 
 
+class ModelFacts(Strict):
+    """What MFU needs to know of a benchmark's model, each fact with its source.
+
+    FLOPs per token F = 6*params + 12*layers*d_model*seq (mlperf-notes 10.3: 6N for forward and
+    backward, Kaplan et al. 2020; 12*L*d*s for attention scores, PaLM appendix B, Chowdhery et
+    al. 2022). `precision` is the GEMM precision the benchmark's reference submissions train in,
+    so MFU is given against that peak as well as against dense BF16.
+    """
+
+    params: float = Field(gt=0, description="parameter count as published")
+    layers: int = Field(ge=1)
+    d_model: int = Field(ge=1)
+    seq_len: int = Field(ge=1, description="used when the log has no max_sequence_length")
+    precision: str = Field(pattern="^(bf16|fp8|fp4)$")
+    source: str
+
+    def flops_per_token(self, seq_len: int | None = None) -> float:
+        seq = seq_len or self.seq_len
+        return 6.0 * self.params + 12.0 * self.layers * self.d_model * seq
+
+    @property
+    def formula(self) -> str:
+        return "6N + 12*L*d*s per token (6N: Kaplan et al. 2020; attention: PaLM app. B)"
+
+
 class Recipe(Strict):
     name: str
     benchmark: str
@@ -115,6 +140,7 @@ class Recipe(Strict):
     params: dict[str, Scalar] = Field(default_factory=dict)
     launch: Launch
     mlperf: Mlperf | None = None
+    model: ModelFacts | None = None
     source: str = ""
 
     @model_validator(mode="after")
@@ -184,6 +210,15 @@ class LaunchPreview(Strict):
 
 def list_recipes() -> list[Recipe]:
     return [get_recipe(p.stem) for p in sorted(recipes_dir().glob("*.yaml"))]
+
+
+def model_facts(benchmark: str) -> ModelFacts | None:
+    """The model facts of the recipe that runs `benchmark` (MLPerf benchmark key), if any."""
+    key = benchmark.strip().lower()
+    for recipe in list_recipes():
+        if recipe.model is not None and key in (recipe.benchmark.lower(), recipe.name.lower()):
+            return recipe.model
+    return None
 
 
 @lru_cache(maxsize=None)

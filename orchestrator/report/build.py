@@ -19,9 +19,10 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from orchestrator.clusters.catalog import CATALOG
+from orchestrator.clusters.catalog import CATALOG, gpu_row
 from orchestrator.errors import ConfigError
 from orchestrator.models import utcnow
+from orchestrator.recipes.catalog import model_facts
 from orchestrator.results import metrics
 from orchestrator.results.metrics import StepStats
 from orchestrator.store.schema import AttemptRow, ResultRow, RunRow
@@ -132,6 +133,12 @@ class GroupReport(_Model):
     throughput_per_minute: float | None = None
     throughput_per_worker_minute: float | None = None
     step_stats: StepStats | None = None
+    model_tflops_per_gpu: float | None = Field(None, description="model FLOP/s per GPU / 1e12")
+    mfu: float | None = Field(None, description="against the dense peak at mfu_precision")
+    mfu_precision: str | None = None
+    mfu_peak_tflops: float | None = None
+    mfu_bf16: float | None = Field(None, description="against the dense BF16 peak")
+    mfu_note: str = Field("", description="how MFU was computed, or why it is blank")
     price_per_vm_hour: float | None = None
     cost_per_result_usd: float | None = None
     cost_all_runs_usd: float | None = None
@@ -174,7 +181,9 @@ class WeakScaling(_Model):
     step_base_s: float
     step_s: float
     efficiency: float
-    closeness: float = Field(description="1 - |dt| / t_base, the <= 1 vendor-style figure")
+    step_change: float = Field(description="t / t_base - 1: how much slower (+) or faster (-) a step got")
+    min_max: float = Field(description="min(t, t_base) / max(t, t_base): the <= 100% convention "
+                                       "behind Azure's quoted 99.8%")
 
 
 class SkuSpeedup(_Model):
@@ -274,7 +283,8 @@ def weak_scaling(
                 benchmark=bench, sku=sku, base=base.label, system=g.label,
                 nodes_base=base.nodes or 0, nodes=g.nodes or 0, step_base_s=t0, step_s=t1,
                 efficiency=metrics.weak_scaling_efficiency(t0, t1),
-                closeness=metrics.step_time_closeness(t0, t1)))
+                step_change=metrics.step_time_change(t0, t1),
+                min_max=metrics.step_time_min_max(t0, t1)))
     return out
 
 
@@ -377,6 +387,8 @@ def _group(key: GroupKey, rows: list[ResultRow], runs: Sequence[RunRow] | None,
     tput = metrics.scored_throughput_per_minute([progress[i] for i in scoring], minutes, score) \
         if score is not None and score.value_minutes is not None else None
     workers = gpus or nodes  # a CPU node has no GPU: scale by nodes
+    stats = metrics.step_time_stats([(0, t) for s in summaries for t in kept_step_times(s)],
+                                    drop_first=False)
     resumed = [r.id or 0 for r in rows if r.resumed]
     if resumed:
         note = "; ".join(filter(None, [note, f"{len(resumed)} resumed run(s) not scored"]))
@@ -396,9 +408,39 @@ def _group(key: GroupKey, rows: list[ResultRow], runs: Sequence[RunRow] | None,
                              None),
         throughput_per_minute=tput,
         throughput_per_worker_minute=tput / workers if tput is not None and workers else None,
-        step_stats=metrics.step_time_stats(
-            [(0, t) for s in summaries for t in kept_step_times(s)], drop_first=False),
+        step_stats=stats,
+        **model_flops_utilisation(bench, sku, gpus, _mode(r.global_batch_size for r in rows),
+                                  _mode(s.get("max_sequence_length") for s in summaries), stats),
         **group_costs(rows, sku, nodes, score.raw_minutes if score else None, runs, attempts))
+
+
+def model_flops_utilisation(bench: str, sku: str | None, gpus: int | None, gbs: int | None,
+                            seq_len: int | None, stats: StepStats | None) -> dict[str, Any]:
+    """MFU at the median step time (mlperf-notes 10.3): F x tokens/step / step / (GPUs x peak),
+    against dense BF16 and against the recipe's GEMM precision. Blank with the reason in
+    `mfu_note` when a fact is missing."""
+    facts = model_facts(bench)
+    row = gpu_row(sku)
+    missing = [why for bad, why in (
+        (facts is None, f"no model facts for '{bench}' in the recipe catalog"),
+        (stats is None or stats.median <= 0, "no step times in the log"),
+        (not gpus, "GPU count unknown"), (not gbs, "no global_batch_size logged"),
+        (row is None or row.peak_tflops_bf16 is None, f"no peak FLOP/s for {sku or 'this system'}"),
+    ) if bad]
+    if missing or facts is None or stats is None or row is None or not gpus or not gbs:
+        return {"mfu_note": "MFU blank: " + "; ".join(missing)}
+    seq = seq_len or facts.seq_len
+    flops, tokens = facts.flops_per_token(seq), gbs * seq
+    peak = row.peak_tflops(facts.precision)
+    return {
+        "model_tflops_per_gpu": flops * tokens / stats.median / gpus / 1e12,
+        "mfu_bf16": metrics.mfu(flops, tokens, stats.median, gpus, row.peak_tflops_bf16 or 0.0),
+        "mfu": metrics.mfu(flops, tokens, stats.median, gpus, peak) if peak else None,
+        "mfu_precision": facts.precision, "mfu_peak_tflops": peak,
+        "mfu_note": (f"{facts.formula}; {tokens:,} tokens/step (GBS {gbs} x seq {seq}); median "
+                     f"step {stats.median:.4f} s; dense peaks of {row.gpu_model}: "
+                     f"{facts.precision} {peak}, bf16 {row.peak_tflops_bf16} TFLOP/s"),
+    }
 
 
 def _score(minutes: list[float | None], bench: str, factor: float) -> tuple[Any, str]:
@@ -442,7 +484,10 @@ def _mode(values: Iterable[Any]) -> Any:
 def group_costs(rows: list[ResultRow], sku: str | None, nodes: int | None, score_minutes: float | None,
                 runs: Sequence[RunRow] | None, attempts: Sequence[AttemptRow] | None) -> dict[str, Any]:
     """List-price cost per result, of all runs, and of all attempts (failed ones included)."""
-    price = next((row.price_per_hour_usd for row in CATALOG if sku and row.name == sku), None)
+    row = next((row for row in CATALOG if sku and row.name == sku), None)
+    price = row.price_per_hour_usd if row else None
+    if row is not None and row.gpus_per_vm == 0:  # an emulated local node: nothing to price
+        return {"price_per_vm_hour": None, "cost_note": "no price (local)"}
     if price is None or not nodes:
         why = "unknown node count" if price is not None else f"no list price for SKU {sku!r}"
         return {"price_per_vm_hour": price, "cost_note": f"cost unknown: {why}"}

@@ -93,9 +93,10 @@ def sections(report: Report) -> list[_Section]:
                  for s in report.strong_scaling]))
     out.append(("Weak scaling (step time, fixed work per worker)",
                 ["benchmark", "base -> system", "nodes", "step base (s)", "step (s)",
-                 "E_weak = t_base/t", "1-|dt|/t"],
+                 "E_weak = t_base/t", "step change", "min/max (Azure-style)"],
                 [[w.benchmark, f"{w.base} -> {w.system}", f"{w.nodes_base} -> {w.nodes}",
-                  _f(w.step_base_s, 4), _f(w.step_s, 4), _pct(w.efficiency), _pct(w.closeness)]
+                  _f(w.step_base_s, 4), _f(w.step_s, 4), _pct(w.efficiency),
+                  _signed_pct(w.step_change), _pct(w.min_max)]
                  for w in report.weak_scaling]))
     out.append(("Speedup between SKUs (same GPU count)",
                 ["benchmark", "GPUs", "a -> b", "minutes a", "minutes b", "speedup",
@@ -135,10 +136,12 @@ def _runs_section(groups: Sequence[GroupReport]) -> _Section:
 
 def _steps_section(groups: Sequence[GroupReport]) -> _Section:
     header = ["benchmark", "system", "nodes", "steps", "median (s)", "mean (s)", "p99 (s)",
-              "CV", "slow steps", "throughput/min", "per GPU/min"]
+              "CV", "slow steps", "throughput/min", "per GPU/min", "model TF/s/GPU", "MFU",
+              "MFU bf16"]
     rows = [[g.benchmark, g.label, _i(g.nodes), str(s.count), _f(s.median, 4), _f(s.mean, 4),
              _f(s.p99, 4), _pct(s.cv), str(s.slow_steps), _f(g.throughput_per_minute, 1),
-             _f(g.throughput_per_worker_minute, 3)]
+             _f(g.throughput_per_worker_minute, 3), _f(g.model_tflops_per_gpu, 1), _mfu(g),
+             _pct(g.mfu_bf16)]
             for g in groups if (s := g.step_stats) is not None]
     return "Step times and throughput", header, rows
 
@@ -148,7 +151,7 @@ def _cost_section(groups: Sequence[GroupReport]) -> _Section:
               "all attempts ($)", "note"]
     rows = [[g.benchmark, g.label, _f(g.price_per_vm_hour, 2), _f(g.cost_per_result_usd, 2),
              _f(g.cost_all_runs_usd, 2), _f(g.cost_all_attempts_usd, 2), g.cost_note]
-            for g in groups if g.price_per_vm_hour is not None]
+            for g in groups]
     return "Cost", header, rows
 
 
@@ -167,6 +170,15 @@ def _f(v: float | None, digits: int) -> str:
 
 def _i(v: int | None) -> str:
     return "-" if v is None else str(v)
+
+
+def _mfu(g: GroupReport) -> str:
+    """MFU at the recipe's precision, named: '44.5% (fp8)'."""
+    return f"{_pct(g.mfu)} ({g.mfu_precision})" if g.mfu is not None else "-"
+
+
+def _signed_pct(v: float | None) -> str:
+    return "-" if v is None else f"{v * 100:+.2f}%"
 
 
 def _pct(v: float | None) -> str:

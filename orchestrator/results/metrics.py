@@ -213,10 +213,23 @@ def weak_scaling_efficiency(step_base: float, step_n: float) -> float:
     return step_base / step_n
 
 
-def step_time_closeness(step_base: float, step_n: float) -> float:
-    """1 - |t_n - t_base| / t_base: the <= 1 measure behind vendor 'weak scaling' claims."""
+def step_time_change(step_base: float, step_n: float) -> float:
+    """t_n / t_base - 1: the relative change of the step time (+1.5 = 2.5x slower)."""
     _positive("step_base", step_base)
-    return 1.0 - abs(step_n - step_base) / step_base
+    _positive("step_n", step_n)
+    return step_n / step_base - 1.0
+
+
+def step_time_min_max(step_base: float, step_n: float) -> float:
+    """min / max of the two step times: in (0, 1] whichever run is faster.
+
+    This is the convention behind Azure's quoted 99.8% weak scaling (t_large / t_small when the
+    larger run steps faster, mlperf-notes 10.2). Unlike 1 - |dt|/t it never goes negative: a
+    step time that more than doubles reads below 50%, not as a negative efficiency.
+    """
+    _positive("step_base", step_base)
+    _positive("step_n", step_n)
+    return min(step_base, step_n) / max(step_base, step_n)
 
 
 def strong_scaling_efficiency(t_base: float, gpus_base: int, t_n: float, gpus_n: int) -> float:
