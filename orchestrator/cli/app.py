@@ -18,6 +18,7 @@ from orchestrator.cli.common import (
     _STATE,
     JsonOpt,
     app,
+    confirm,
     emit_json,
     make_console,
     make_table,
@@ -76,14 +77,27 @@ def up(
     nodes: Optional[int] = typer.Option(None, "--nodes", help="Number of nodes (VMs)."),
     region: Optional[str] = typer.Option(None, "--region", help="Azure region, e.g. eastus."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Show the plan and cost only: no credentials, no changes."),
+    yes: bool = typer.Option(False, "--yes", "-y", help="Start spending without asking (required without a terminal)."),
+    max_cost: Optional[float] = typer.Option(None, "--max-cost-per-hour", min=0.01, metavar="USD",
+                                             help="Refuse a plan whose list-price cost per hour is above this."),
     as_json: bool = JsonOpt,
 ) -> None:
-    """Provision a cluster (or adopt the running one of the same name)."""
-    from orchestrator.clusters import lifecycle
+    """Provision a cluster (or adopt the running one of the same name).
+
+    Azure and Azure ML clusters cost money: `up` prints the plan in one line and asks first
+    (--yes skips the question; without a terminal it refuses unless --yes is given)."""
+    from orchestrator.clusters import lifecycle, spending
     spec = _cluster_spec(file, name=name, provider=provider, sku=sku, nodes=nodes, region=region)
+    the_plan = lifecycle.plan(spec)
+    spending.check_cost_cap(the_plan, spending.cost_cap(spec, max_cost))
     if dry_run:
-        the_plan = lifecycle.plan(spec)
         return emit_json(the_plan) if as_json else _render_plan(the_plan)
+    if spending.spends_money(spec.provider):
+        summary = spending.plan_summary(the_plan, spec)
+        if yes and not as_json:  # stdout: stderr keeps to one line when up then fails
+            sys.stdout.write(f"creating {summary}\n")
+            sys.stdout.flush()
+        confirm(f"Create {summary}?", yes)
     with open_store() as store:
         result = lifecycle.up(spec, store, on_progress=None if as_json else _step_line)
     if as_json:

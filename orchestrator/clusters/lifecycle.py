@@ -11,6 +11,7 @@ from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, Callable
 
 from orchestrator.clusters.providers import get_provider
+from orchestrator.clusters.spending import check_cost_cap, cost_cap
 from orchestrator.clusters.specs import ClusterSpec
 from orchestrator.errors import ConfigError, NotFoundError
 from orchestrator.models import Cluster, ClusterState, Plan
@@ -35,6 +36,7 @@ def up(spec: ClusterSpec, store: Store, on_progress: Callable[[Any], None] | Non
     from orchestrator.store.schema import EventRow
     provider = get_provider(spec.provider, progress=on_progress)
     the_plan = provider.plan(spec)
+    check_cost_cap(the_plan, cost_cap(spec))  # before describe(): no credential is read yet
     existing = provider.describe(spec.name)
     previous = store.get_cluster(spec.name)
     if previous is not None and previous.state != ClusterState.TERMINATED:
