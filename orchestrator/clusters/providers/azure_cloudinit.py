@@ -54,6 +54,7 @@ class HeadContext:
     topology: list[str]
     topology_note: str
     workdir: str = WORKDIR
+    expiry: object | None = None  # azure_expiry.AgentContext: the head deletes its own cluster
 
 
 @dataclass(frozen=True)
@@ -136,13 +137,13 @@ def topology(sku: GpuSku, sets: list[ScaleSetPlan]) -> tuple[list[str], str]:
 
 
 def head_cloud_init(cluster: str, sku: GpuSku, sets: list[ScaleSetPlan], head_addr: str,
-                    subnet_cidr: str, sec: ClusterSecrets) -> str:
+                    subnet_cidr: str, sec: ClusterSecrets, expiry: object | None = None) -> str:
     lines, note = topology(sku, sets)
     ctx = HeadContext(cluster=cluster, host_private_key=sec.host_private_key,
                       host_public_key=sec.host_public_key, munge_key_b64=sec.munge_key_b64,
                       subnet_cidr=subnet_cidr,
                       slurm_conf=render_slurm_conf(slurm_params(cluster, head_addr, sku, sets)).rstrip("\n"),
-                      topology=lines, topology_note=note)
+                      topology=lines, topology_note=note, expiry=expiry)
     return _render("cloud-init-head.yaml.j2", ctx)
 
 
