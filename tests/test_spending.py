@@ -144,3 +144,32 @@ def test_cap_rules_without_a_price_or_a_cap():
     assert spending.cost_cap(spec, 20) == 10 and spending.cost_cap(spec, 5) == 5
     ml = ClusterSpec(name="m", provider="azureml", sku="h100", nodes=2, region="eastus")
     assert spending.plan_summary(plan(ml), ml).endswith("scales to 0 nodes after 900 s idle")
+
+
+def test_extend_moves_the_tags_and_status_shows_the_time_left(fake, wired, capsys):
+    import json
+    _, path = wired
+    assert run_cli("up", "-f", str(path), "--yes") == 0
+    capsys.readouterr()
+    assert run_cli("status", "--json") == 0  # unnamed: no node probe (the fake head IP is not ours)
+    before = json.loads(capsys.readouterr().out)["expires_in_s"]["spend"]
+    assert 6 * 3600 - 120 < before <= 6 * 3600
+    assert run_cli("extend", "spend", "--hours", "2") == 0
+    assert "now expires at" in capsys.readouterr().out
+    tags = {r["tags"]["azbench-expires"] for r in fake.resources.values() if "tags" in r}
+    assert len(tags) == 1
+    assert run_cli("status", "--json") == 0  # unnamed: no node probe (the fake head IP is not ours)
+    after = json.loads(capsys.readouterr().out)
+    assert after["clusters"][0]["properties"]["expires"] == tags.pop()
+    assert 8 * 3600 - 120 < after["expires_in_s"]["spend"] <= 8 * 3600
+    assert run_cli("status") == 0
+    assert "expires in" in capsys.readouterr().out
+
+
+def test_extend_refuses_clusters_without_an_expiry(azbench_home):
+    up = azbench("up", "--provider", "fake", "--name", "free", "--sku", "h100", "--nodes", "1", home=azbench_home)
+    assert up.code == 0, up.err
+    result = azbench("extend", "free", "--hours", "1", home=azbench_home)
+    assert result.code == 2 and "has no expiry to extend" in one_line_error(result)
+    bad = azbench("extend", "free", "--hours", "-1", home=azbench_home)
+    assert bad.code == 2 and "--hours: must be positive" in one_line_error(bad)

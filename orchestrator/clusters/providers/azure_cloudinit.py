@@ -88,7 +88,7 @@ def write_known_hosts(cluster_dir: Path, host: str, host_public_key: str) -> Pat
     """known_hosts with the head's injected host key pinned for `host` (port 22)."""
     key_type, key_b64 = host_public_key.split()[:2]
     path = cluster_dir / KNOWN_HOSTS
-    path.write_text(f"{host} {key_type} {key_b64}\n")
+    _write_private(path, f"{host} {key_type} {key_b64}\n".encode())
     return path
 
 
