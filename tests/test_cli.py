@@ -15,7 +15,7 @@ def test_help_lists_every_command_and_exit_codes(azbench_home):
     result = azbench("--help", home=azbench_home)
     assert result.code == 0
     for command in ("up", "run", "status", "logs", "report", "down", "recipes", "catalog",
-                    "results", "init"):
+                    "results", "init", "extend", "ssh"):
         assert f"  {command} " in result.out
     assert "3 preflight failed" in result.out
 
