@@ -75,7 +75,8 @@ def grant_self_delete(clients: Any, rg: str, name: str, principal_id: str) -> st
         with arm_call(f"delete stale role assignment {name}"):
             ops.delete(scope, name)
     from azure.mgmt.authorization.models import RoleAssignmentCreateParameters
-    role = f"/subscriptions/{clients.subscription_id}/providers/Microsoft.Authorization/roleDefinitions/{CONTRIBUTOR_ROLE}"
+    role = (f"/subscriptions/{clients.subscription_id}/providers/Microsoft.Authorization/"
+            f"roleDefinitions/{CONTRIBUTOR_ROLE}")
     # principal_type skips the directory lookup that fails while a new identity replicates.
     params = RoleAssignmentCreateParameters(role_definition_id=role, principal_id=principal_id,
                                             principal_type="ServicePrincipal",
