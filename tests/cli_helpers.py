@@ -22,7 +22,9 @@ def azbench(*args: str, home: Path | None = None, env: dict[str, str] | None = N
     full_env.pop("AZBENCH_DEBUG", None)
     if home is not None:
         full_env["AZBENCH_HOME"] = str(home)
+    # stdin is never a terminal here, as in CI: commands that ask must refuse or take --yes.
     proc = subprocess.run([sys.executable, "-m", "orchestrator", *args], capture_output=True,
+                          stdin=subprocess.DEVNULL,
                           text=True, env=full_env, timeout=timeout, cwd=cwd)
     return CliResult(proc.returncode, proc.stdout, proc.stderr)
 

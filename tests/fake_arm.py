@@ -2,7 +2,9 @@
 
 Implements what the Azure provider uses (azure-notes.md §5.2): resource groups; VNets, NSGs,
 public IPs, NICs, VMs and VM scale sets with the Azure-AsyncOperation LRO protocol; tag-filtered
-resource and resource-group lists; resource SKUs, usages and VM images; scale-set instances.
+resource and resource-group lists; tags at scope (PATCH merge); resource SKUs, usages and VM
+images; scale-set instances; role assignments, and system-assigned VM identities whose tokens
+(tests/fake_imds.py) are held to the scopes of their role assignments (403 AuthorizationFailed).
 Every request is logged (method, path, status). Failure switches (`Fault`) inject 429 with
 Retry-After, 500, async AllocationFailed/ZonalAllocationFailed, 409 quota OperationNotAllowed and
 409 SkuNotAvailable; `latency_s` delays every answer. Stop it with `stop()`.
@@ -24,6 +26,9 @@ from urllib.parse import parse_qs, urlsplit
 SUB = "00000000-0000-0000-0000-0000000000aa"
 _LRO_TYPES = ("virtualnetworks", "networksecuritygroups", "publicipaddresses", "networkinterfaces",
               "virtualmachines", "virtualmachinescalesets")
+_TAGS_AT_SCOPE = "/providers/microsoft.resources/tags/default"
+# Built-in Contributor and Owner: the roles that let a managed identity act under their scope.
+DELETE_ROLES = ("b24988ac-6180-42a0-ab88-20f7382dd24c", "8e3af657-a8ff-443c-a75c-2fe8c4bcb635")
 _TAG_FILTER = re.compile(r"tagName eq '([^']*)'(?: and tagValue eq '([^']*)')?")
 QUOTA_MESSAGE = ("Operation could not be completed as it results in exceeding approved {family} Cores "
                  "quota. Additional details - Deployment Model: Resource Manager, Location: {loc}, "
@@ -90,6 +95,9 @@ class FakeArm:
         # With frozen_client: only ops whose resource path contains this are frozen (None: all).
         self.frozen_match: str | None = None
         self.sticky: set[str] = set()  # resource names a delete "succeeds" on but leaves in place
+        # Managed identities (tests/fake_imds.py): bearer token -> principal id. A request with one
+        # of these tokens is allowed only under the scope of a role assignment for its principal.
+        self.principals: dict[str, str] = {}
         self.lock = threading.RLock()
         self._ids = itertools.count(1)
         self._ips = itertools.count(10)
@@ -139,7 +147,9 @@ class FakeArm:
         if self.latency_s:
             time.sleep(self.latency_s)
         with self.lock:
-            status, extra, payload = self._fault(method, path, body) or self._route(method, path, query, body, headers)
+            denied = self._rbac(method, path, headers["authorization"][len("Bearer "):])
+            status, extra, payload = (denied or self._fault(method, path, body)
+                                      or self._route(method, path, query, body, headers))
         return self._record(method, path, query, status, extra, payload)
 
     def _record(self, method: str, path: str, query: dict[str, list[str]], status: int,
@@ -165,9 +175,38 @@ class FakeArm:
             return _fault_response(fault, path)
         return None
 
+    def _rbac(self, method: str, path: str, token: str) -> tuple[int, dict[str, str], Any] | None:
+        """403 for a managed identity acting outside the scopes of its role assignments."""
+        principal = self.principals.get(token)
+        low = path.lower().rstrip("/")
+        if principal is None or "/operations/" in low:
+            return None
+        marker = "/providers/microsoft.authorization/roleassignments/"
+        scopes = [k.split(marker)[0] for k, r in self.resources.items() if marker in k
+                  and r.get("properties", {}).get("principalId") == principal
+                  and r["properties"].get("roleDefinitionId", "").lower().endswith(tuple(DELETE_ROLES))]
+        if any(low == scope or low.startswith(scope + "/") for scope in scopes):
+            return None
+        return 403, {}, _err("AuthorizationFailed", f"The client with object id '{principal}' does not have "
+                             f"authorization to perform action '{method}' over scope '{path}'.")
+
+    def _tags_at_scope(self, method: str, low: str, path: str, body: bytes) -> tuple[int, dict[str, str], Any]:
+        target = self.resources.get(low[: -len(_TAGS_AT_SCOPE)])
+        if target is None:
+            return 404, {}, _not_found(low)
+        if method in ("PATCH", "PUT"):
+            doc = json.loads(body or b"{}")
+            new = (doc.get("properties") or {}).get("tags") or {}
+            op = doc.get("operation", "Replace" if method == "PUT" else "Merge")
+            target["tags"] = {**(target.get("tags") or {}), **new} if op == "Merge" else dict(new)
+        return 200, {}, {"id": path, "name": "default", "type": "Microsoft.Resources/tags",
+                         "properties": {"tags": dict(target.get("tags") or {})}}
+
     def _route(self, method: str, path: str, query: dict[str, list[str]], body: bytes,
                headers: dict[str, str]) -> tuple[int, dict[str, str], Any]:
         low = path.lower().rstrip("/")
+        if low.endswith(_TAGS_AT_SCOPE):
+            return self._tags_at_scope(method, low, path, body)
         if "/operations/" in low:
             op_id = low.rsplit("/", 1)[1]
             frozen = self.frozen_client is not None and headers.get("x-test-client") == self.frozen_client
@@ -208,6 +247,11 @@ class FakeArm:
         existed = low in self.resources
         doc.update(id=path, name=path.rstrip("/").rsplit("/", 1)[1], type=_rtype(path))
         props = doc.setdefault("properties", {})
+        identity = doc.get("identity")
+        if isinstance(identity, dict) and "SystemAssigned" in str(identity.get("type")):
+            previous = (self.resources.get(low) or {}).get("identity") or {}
+            identity["principalId"] = previous.get("principalId") or f"00000000-0000-4000-8000-{next(self._ids):012d}"
+            identity["tenantId"] = "00000000-0000-0000-0000-0000000000bb"
         if is_group or not any(low.split("/providers/")[1].split("/")[1] == t for t in _LRO_TYPES):
             props["provisioningState"] = "Succeeded"
             self.resources[low] = doc
@@ -221,6 +265,8 @@ class FakeArm:
             if "/providers/" not in low:
                 return 404, {}, _err("ResourceGroupNotFound", "Resource group could not be found.")
             return 204, {}, None
+        if "/providers/microsoft.authorization/" in low:  # role assignments go at once
+            return 200, {}, self.resources.pop(low)
         self.resources[low]["properties"]["provisioningState"] = "Deleting"
         return 202, self._start_op(low, "delete", None), None
 

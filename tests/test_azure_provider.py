@@ -91,6 +91,8 @@ def test_up_creates_the_cluster_with_ib_ready_properties(fake, clients, azbench_
                                                         "sku": "2204", "version": "latest"}
     assert prof["osProfile"]["linuxConfiguration"]["disablePasswordAuthentication"] is True
     for res in fake.resources.values():
+        if res["type"] == "Microsoft.Authorization/roleAssignments":
+            continue  # not taggable; it lives and dies with the resource group (tests/test_expiry.py)
         assert {"azbench-cluster": "h100t", "azbench-owner": "tester"}.items() <= res["tags"].items()
         assert "azbench-expires" in res["tags"]
     rules = fake.of_type("networkSecurityGroups")["h100t-nsg"]["properties"]["securityRules"]
@@ -230,7 +232,8 @@ def test_allocation_failure_in_every_zone_moves_to_the_fallback_region(fake, cli
     fake.add_fault("allocation", path_contains="virtualMachineScaleSets/h100t-gpu-00")
     _, cluster = up(clients, spec_for(fallback_regions=["westus3"]))
     assert cluster.region == "westus3"
-    assert {r.get("location") for k, r in fake.resources.items() if "/providers/" in k} == {"westus3"}
+    assert {r.get("location") for k, r in fake.resources.items()
+            if "/providers/" in k and "roleassignments" not in k} == {"westus3"}
     assert set(puts_per_path(fake)) and fake.count("DELETE", "virtualNetworks/h100t-vnet") == 1
 
 
@@ -295,7 +298,8 @@ def test_sweep_finds_expired_and_unrecorded_clusters(fake, clients, azbench_home
     assert sweep(clients, dry_run=True, known_clusters=set())[0].reason == "no azbench record of this cluster"
     done = sweep(clients, dry_run=False, known_clusters={"live"})
     assert [(i.cluster, i.deleted) for i in done] == [("old", True)]
-    assert {r["tags"]["azbench-cluster"] for r in fake.resources.values()} == {"live"}
+    assert {r["tags"]["azbench-cluster"] for r in fake.resources.values() if "tags" in r} == {"live"}
+    assert {k.split("/")[4] for k in fake.resources} == {"azbench-live"}  # role assignments too
 
 
 def test_ssh_ingress_is_configured_env_or_looked_up_never_the_internet(monkeypatch):
@@ -388,7 +392,9 @@ def test_cloud_init_matches_golden_and_parses(case, role, tmp_path):
 def test_custom_data_for_2048_gb200_vms_fits_azure_limit():
     sets = [ScaleSetPlan(name=f"big-gpu-{i:02d}", vms=96, gpus=384, racks=6) for i in range(21)]
     sets.append(ScaleSetPlan(name="big-gpu-21", vms=32, gpus=128, racks=2))
-    text = ci.head_cloud_init("big", lookup("gb200"), sets, "10.40.0.4", "10.40.0.0/16", FIXED)
+    from orchestrator.clusters.providers.azure_expiry import agent_context
+    agent = agent_context("big", SUB, "azbench-big", "https://management.azure.com", 30)  # as up renders it
+    text = ci.head_cloud_init("big", lookup("gb200"), sets, "10.40.0.4", "10.40.0.0/16", FIXED, expiry=agent)
     packed = base64.b64decode(ci.custom_data(text, "head"))
     assert text.count("NodeName=") == 2048 and len(packed) <= ci.MAX_CUSTOM_DATA
 

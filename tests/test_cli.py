@@ -15,7 +15,7 @@ def test_help_lists_every_command_and_exit_codes(azbench_home):
     result = azbench("--help", home=azbench_home)
     assert result.code == 0
     for command in ("up", "run", "status", "logs", "report", "down", "recipes", "catalog",
-                    "results", "init"):
+                    "results", "init", "extend", "ssh"):
         assert f"  {command} " in result.out
     assert "3 preflight failed" in result.out
 
@@ -71,9 +71,9 @@ def test_dry_run_table_shows_cost_and_resources(azbench_home):
      2, "azbench: config error: unknown region 'eastuss' (did you mean 'eastus'?)"),
     (["up", "--dry-run", "--provider", "azure", "--sku", "gb200", "--nodes", "20", "--region", "eastus"],
      2, "racks of 18 VMs: 20 nodes is not a whole number of racks"),
-    (["up", "--provider", "azure", "--sku", "h100", "--nodes", "2", "--region", "eastus"],
+    (["up", "--yes", "--provider", "azure", "--sku", "h100", "--nodes", "2", "--region", "eastus"],
      2, "no Azure subscription: set azure.subscription_id"),
-    (["up", "--provider", "azureml", "--sku", "h100", "--nodes", "2", "--region", "eastus"],
+    (["up", "--yes", "--provider", "azureml", "--sku", "h100", "--nodes", "2", "--region", "eastus"],
      2, "no Azure ML workspace: set"),
     (["recipes", "show", "nosuch"], 2, "azbench: not found: unknown recipe 'nosuch'"),
     (["recipes", "show", "llama31_405b", "--sku", "h100", "--nodes", "1"], 2,

@@ -18,6 +18,7 @@ from orchestrator.cli.common import (
     _STATE,
     JsonOpt,
     app,
+    confirm,
     emit_json,
     make_console,
     make_table,
@@ -76,14 +77,27 @@ def up(
     nodes: Optional[int] = typer.Option(None, "--nodes", help="Number of nodes (VMs)."),
     region: Optional[str] = typer.Option(None, "--region", help="Azure region, e.g. eastus."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Show the plan and cost only: no credentials, no changes."),
+    yes: bool = typer.Option(False, "--yes", "-y", help="Start spending without asking (required without a terminal)."),
+    max_cost: Optional[float] = typer.Option(None, "--max-cost-per-hour", min=0.01, metavar="USD",
+                                             help="Refuse a plan whose list-price cost per hour is above this."),
     as_json: bool = JsonOpt,
 ) -> None:
-    """Provision a cluster (or adopt the running one of the same name)."""
-    from orchestrator.clusters import lifecycle
+    """Provision a cluster (or adopt the running one of the same name).
+
+    Azure and Azure ML clusters cost money: `up` prints the plan in one line and asks first
+    (--yes skips the question; without a terminal it refuses unless --yes is given)."""
+    from orchestrator.clusters import lifecycle, spending
     spec = _cluster_spec(file, name=name, provider=provider, sku=sku, nodes=nodes, region=region)
+    the_plan = lifecycle.plan(spec)
+    spending.check_cost_cap(the_plan, spending.cost_cap(spec, max_cost))
     if dry_run:
-        the_plan = lifecycle.plan(spec)
         return emit_json(the_plan) if as_json else _render_plan(the_plan)
+    if spending.spends_money(spec.provider):
+        summary = spending.plan_summary(the_plan, spec)
+        if yes and not as_json:  # stdout: stderr keeps to one line when up then fails
+            sys.stdout.write(f"creating {summary}\n")
+            sys.stdout.flush()
+        confirm(f"Create {summary}?", yes)
     with open_store() as store:
         result = lifecycle.up(spec, store, on_progress=None if as_json else _step_line)
     if as_json:
@@ -152,17 +166,71 @@ def status(name: Optional[str] = typer.Argument(None, help="Cluster name (defaul
         runs = store.list_runs(cluster=name) if name else store.list_runs()
     nodes = node_views(clusters[0]) if name else []
     costs = {c.name: lifecycle.cost_so_far(c) if c.state.value == "ready" else None for c in clusters}
+    left = {c.name: lifecycle.time_left(c) for c in clusters}
     if as_json:
         return emit_json({"clusters": clusters, "cost_so_far_usd": costs,
+                          "expires_in_s": {k: int(v.total_seconds()) if v is not None else None
+                                           for k, v in left.items()},
                             "nodes": [n.__dict__ for n in nodes], "runs": runs})
     console = make_console()
-    console.print(make_table("Clusters", ["name", "provider", "sku", "nodes", "state", "created", "cost so far (est.)"],
+    console.print(make_table("Clusters", ["name", "provider", "sku", "nodes", "state", "created", "cost so far (est.)",
+                                          "expires in"],
                          [[c.name, c.provider, c.sku, c.nodes, c.state.value, f"{c.created_at:%Y-%m-%d %H:%M}",
-                           f"${costs[c.name]:,.2f}" if costs[c.name] is not None else "-"] for c in clusters]))
+                           f"${costs[c.name]:,.2f}" if costs[c.name] is not None else "-",
+                           _left(lifecycle.time_left(c)) if c.state.value != "terminated" else "-"]
+                          for c in clusters]))
     if nodes:
         console.print(make_table("Nodes", ["node", "state", "detail"], [[n.name, n.state, n.detail] for n in nodes]))
     console.print(make_table("Runs", ["id", "cluster", "recipe", "nodes", "state", "message"],
                          [[r.id, r.cluster, r.recipe, r.nodes, r.state, r.message] for r in runs[-30:]]))
+
+
+def _left(left: Any) -> str:
+    """'5h 12m', 'expired', or '-' for a cluster with no deadline."""
+    if left is None:
+        return "-"
+    minutes = int(left.total_seconds() // 60)
+    if minutes < 0:
+        return "expired"
+    return f"{minutes // 60}h {minutes % 60:02d}m" if minutes >= 60 else f"{minutes}m"
+
+
+@app.command()
+def extend(name: str = typer.Argument(..., help="Cluster name."),
+           hours: float = typer.Option(..., "--hours", help="Hours to add to the expiry (from now if past)."),
+           as_json: bool = JsonOpt) -> None:
+    """Move an Azure cluster's expiry later: its azbench-expires tags, which the head's expiry timer reads."""
+    from orchestrator.clusters import lifecycle
+    with open_store() as store:
+        cluster = lifecycle.extend(name, hours, store)
+    if as_json:
+        return emit_json(cluster)
+    sys.stdout.write(f"cluster '{name}' now expires at {cluster.properties['expires']} "
+                     f"(in {_left(lifecycle.time_left(cluster))})\n")
+
+
+@app.command(context_settings={"ignore_unknown_options": True})
+def ssh(name: str = typer.Argument(..., help="Cluster name."),
+        command: Optional[list[str]] = typer.Argument(None, help="After --: a command for the head's shell."),
+        show: bool = typer.Option(False, "--print", help="Print the command line instead of running it.")) -> None:
+    """A shell (or one command) on the cluster's head node, trusting only its pinned host key.
+
+    Local clusters have no sshd: the command runs on this machine with the cluster's environment."""
+    import os
+    import subprocess
+
+    from orchestrator.clusters import lifecycle
+    from orchestrator.clusters.shell import check_head, describe, head_command
+    with open_store() as store:
+        cluster = lifecycle.require_cluster(name, store)
+    cmd = head_command(cluster, list(command or []))
+    if show:
+        sys.stdout.write(describe(cmd) + "\n")
+        return
+    check_head(cluster)
+    code = subprocess.run(cmd.argv, env={**os.environ, **cmd.env}, cwd=cmd.cwd).returncode
+    if code:
+        raise typer.Exit(code)
 
 
 @app.command()

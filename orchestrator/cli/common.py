@@ -41,6 +41,17 @@ def _root(debug: bool = typer.Option(False, "--debug", help="Show tracebacks for
     _STATE["debug"] = debug or bool(os.environ.get("AZBENCH_DEBUG"))
 
 
+def confirm(question: str, yes: bool) -> None:
+    """--yes, or a y/N prompt on a terminal; without a terminal refuse instead of hanging."""
+    from orchestrator.errors import ConfigError
+    if yes:
+        return
+    if not sys.stdin.isatty():
+        raise ConfigError(f"{question} needs confirmation: pass --yes (stdin is not a terminal)")
+    if not typer.confirm(question, default=False):
+        raise typer.Abort()
+
+
 # ---------------------------------------------------------------- output helpers
 
 def to_jsonable(obj: Any) -> Any:

@@ -18,6 +18,8 @@ from typing import Any, Optional
 
 import typer
 
+from orchestrator.cli.common import confirm
+
 pipeline_app = typer.Typer(help="Scheduled benchmark pipelines: up, runs, report, compare, down.",
                            no_args_is_help=True, rich_markup_mode=None)
 baseline_app = typer.Typer(help="Performance baselines to compare runs against.",
@@ -35,17 +37,6 @@ def register_compare(app: typer.Typer) -> None:
 def plain_output() -> bool:
     """CI logs: no carriage returns or colours, one line per change."""
     return bool(os.environ.get("CI")) or not sys.stderr.isatty()
-
-
-def confirm(question: str, yes: bool) -> None:
-    """--yes, or a y/N prompt on a terminal; without a terminal refuse instead of hanging."""
-    from orchestrator.errors import ConfigError
-    if yes:
-        return
-    if not sys.stdin.isatty():
-        raise ConfigError(f"{question} needs confirmation: pass --yes (stdin is not a terminal)")
-    if not typer.confirm(question, default=False):
-        raise typer.Abort()
 
 
 # ---------------------------------------------------------------- pipeline run

@@ -7,10 +7,11 @@ Every state change is written to the store before the action it describes.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Any, Callable
 
 from orchestrator.clusters.providers import get_provider
+from orchestrator.clusters.spending import check_cost_cap, cost_cap
 from orchestrator.clusters.specs import ClusterSpec
 from orchestrator.errors import ConfigError, NotFoundError
 from orchestrator.models import Cluster, ClusterState, Plan
@@ -35,6 +36,7 @@ def up(spec: ClusterSpec, store: Store, on_progress: Callable[[Any], None] | Non
     from orchestrator.store.schema import EventRow
     provider = get_provider(spec.provider, progress=on_progress)
     the_plan = provider.plan(spec)
+    check_cost_cap(the_plan, cost_cap(spec))  # before describe(): no credential is read yet
     existing = provider.describe(spec.name)
     previous = store.get_cluster(spec.name)
     if previous is not None and previous.state != ClusterState.TERMINATED:
@@ -82,3 +84,45 @@ def cost_so_far(cluster: Cluster, now: datetime | None = None) -> float | None:
     end = now or datetime.now(timezone.utc)
     hours = max(0.0, (end - cluster.created_at).total_seconds() / 3600)
     return round(hours * cluster.cost_per_hour_usd, 2)
+
+
+def expires_at(cluster: Cluster) -> datetime | None:
+    """The cluster's deadline (its azbench-expires tag, as recorded), or None when it has none."""
+    text = cluster.properties.get("expires")
+    if not isinstance(text, str) or not text:
+        return None
+    try:
+        stamp = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return stamp if stamp.tzinfo else stamp.replace(tzinfo=timezone.utc)
+
+
+def time_left(cluster: Cluster, now: datetime | None = None) -> timedelta | None:
+    """Time until the cluster deletes itself (negative once past), or None without a deadline."""
+    deadline = expires_at(cluster)
+    return None if deadline is None else deadline - (now or datetime.now(timezone.utc))
+
+
+def extend(name: str, hours: float, store: Store, now: datetime | None = None) -> Cluster:
+    """Move the cluster's deadline `hours` later (from now if it has passed): the provider's tags,
+    which the in-cluster expiry agent reads, then the record."""
+    from orchestrator.store.schema import EventRow
+    if hours <= 0:
+        raise ConfigError(f"--hours: must be positive, got {hours:g}")
+    cluster = require_cluster(name, store)
+    provider = get_provider(cluster.provider)
+    move = getattr(provider, "extend", None)
+    deadline = expires_at(cluster)
+    if move is None or deadline is None:
+        raise ConfigError(f"cluster '{name}' ({cluster.provider}) has no expiry to extend",
+                          hint="only azure clusters expire")
+    now = now or datetime.now(timezone.utc)
+    new = max(deadline, now) + timedelta(hours=hours)
+    store.add_event(EventRow(kind="extend", cluster=name, message=f"expiry {deadline:%Y-%m-%dT%H:%M:%SZ} -> "
+                                                                  f"{new:%Y-%m-%dT%H:%M:%SZ}"))
+    move(cluster, new)
+    props = {**cluster.properties, "expires": new.strftime("%Y-%m-%dT%H:%M:%SZ")}
+    updated = cluster.model_copy(update={"properties": props})
+    store.save_cluster(updated)
+    return updated

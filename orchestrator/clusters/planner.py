@@ -8,6 +8,7 @@ Applies the IB design rules of azure-notes.md §2: one IB fabric per Uniform sca
 from __future__ import annotations
 
 import math
+import uuid
 
 from orchestrator.clusters.catalog import GpuSku
 from orchestrator.clusters.specs import ClusterSpec
@@ -125,14 +126,31 @@ def _network_resources(spec: ClusterSpec) -> list[PlannedResource]:
 
 
 def _head_resources(spec: ClusterSpec) -> list[PlannedResource]:
-    return [
+    head = [
         PlannedResource(kind="Microsoft.Network/publicIPAddresses", name=f"{spec.name}-head-ip",
                         properties=_tags(spec)),
         PlannedResource(kind="Microsoft.Compute/virtualMachines", name=f"{spec.name}-head",
                         properties={"size": spec.azure.head_size,
                                     "role": "login + slurmctld + NFS (/home, /shared)",
+                                    **({"identity": "SystemAssigned"} if spec.azure.self_expiry else {}),
                                     **_tags(spec)}),
     ]
+    if spec.azure.self_expiry:
+        head.append(_self_expiry_role(spec))
+    return head
+
+
+def _self_expiry_role(spec: ClusterSpec) -> PlannedResource:
+    """The head identity's one role: Contributor on the cluster's own group, so its expiry agent
+    can delete the cluster and nothing else. Role assignment names are GUIDs: derived from the
+    group and cluster, so a rerun finds the same one."""
+    rg = spec.azure.resource_group or f"azbench-{spec.name}"
+    idle = f", or {spec.azure.idle_minutes} min without a Slurm job" if spec.azure.idle_minutes else ""
+    return PlannedResource(kind="Microsoft.Authorization/roleAssignments",
+                           name=str(uuid.uuid5(uuid.NAMESPACE_URL, f"azbench:{rg}:{spec.name}:head-expiry")),
+                           properties={"role": "Contributor", "scope": f"resource group {rg}",
+                                       "principal": f"{spec.name}-head's system-assigned identity",
+                                       "purpose": f"the head deletes the cluster at azbench-expires{idle}"})
 
 
 def _vmss_properties(spec: ClusterSpec, sku: GpuSku, s: ScaleSetPlan) -> dict[str, str | int | bool | None]:

@@ -78,6 +78,11 @@ class AzureOptions(Strict):
     max_vms_per_scale_set: StrictInt = Field(100, ge=1, le=300)
     vms_per_rack: StrictInt | None = Field(None, ge=1, le=18)
     expires_hours: float = Field(24.0, gt=0)
+    # Spending guards (issue 15): the cap refuses a plan before any credential is used; the head's
+    # expiry agent deletes the cluster at azbench-expires or after idle_minutes with no Slurm job.
+    max_cost_per_hour: float | None = Field(None, gt=0)
+    idle_minutes: StrictInt | None = Field(None, ge=5, le=7 * 24 * 60)
+    self_expiry: bool = True
     arm_endpoint: str | None = None
     polling_interval: float = Field(30.0, gt=0)
 

@@ -88,6 +88,11 @@ class AzureProvider:
         (paths.cluster_dir(cluster.name) / LRO_FILE).unlink(missing_ok=True)
 
     # ------------------------------------------------------------ extras
+    def extend(self, cluster: Cluster, expires: datetime) -> None:
+        """Move azbench-expires on everything the cluster owns; the head's agent reads it each tick."""
+        from orchestrator.clusters.providers.azure_expiry import move_expiry
+        move_expiry(self._clients_for(cluster.name, cluster), cluster.name, expires)
+
     def node_states(self, cluster: Cluster) -> list[NodeState]:
         """One row per VM from one list call per scale set (never one GET per VM)."""
         clients = self._clients_for(cluster.name, cluster)

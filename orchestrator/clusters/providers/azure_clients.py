@@ -1,4 +1,4 @@
-"""Build the Azure management clients (compute, network, resources) from one typed configuration.
+"""Build the Azure management clients (compute, network, resources, authorization) from one typed configuration.
 
 `AzureClients` holds the credential, subscription, ARM endpoint (`azure.arm_endpoint` or
 AZURE_RESOURCE_MANAGER_ENDPOINT: sovereign clouds, and the tests' fake), per-call policies, the
@@ -49,6 +49,10 @@ class AzureClients:
     @property
     def resources(self) -> Any:
         return self._client("resources")
+
+    @property
+    def authorization(self) -> Any:
+        return self._client("authorization")
 
     def client_kwargs(self) -> dict[str, Any]:
         kw: dict[str, Any] = {"base_url": self.base_url, "polling_interval": self.polling_interval,
@@ -109,5 +113,8 @@ def _new_client(which: str, credential: Any, subscription_id: str, kw: dict[str,
     if which == "network":
         from azure.mgmt.network import NetworkManagementClient
         return NetworkManagementClient(credential, subscription_id, **kw)
+    if which == "authorization":
+        from azure.mgmt.authorization import AuthorizationManagementClient
+        return AuthorizationManagementClient(credential, subscription_id, **kw)
     from azure.mgmt.resource.resources import ResourceManagementClient
     return ResourceManagementClient(credential, subscription_id, **kw)

@@ -54,6 +54,7 @@ class HeadContext:
     topology: list[str]
     topology_note: str
     workdir: str = WORKDIR
+    expiry: object | None = None  # azure_expiry.AgentContext: the head deletes its own cluster
 
 
 @dataclass(frozen=True)
@@ -87,7 +88,7 @@ def write_known_hosts(cluster_dir: Path, host: str, host_public_key: str) -> Pat
     """known_hosts with the head's injected host key pinned for `host` (port 22)."""
     key_type, key_b64 = host_public_key.split()[:2]
     path = cluster_dir / KNOWN_HOSTS
-    path.write_text(f"{host} {key_type} {key_b64}\n")
+    _write_private(path, f"{host} {key_type} {key_b64}\n".encode())
     return path
 
 
@@ -136,13 +137,13 @@ def topology(sku: GpuSku, sets: list[ScaleSetPlan]) -> tuple[list[str], str]:
 
 
 def head_cloud_init(cluster: str, sku: GpuSku, sets: list[ScaleSetPlan], head_addr: str,
-                    subnet_cidr: str, sec: ClusterSecrets) -> str:
+                    subnet_cidr: str, sec: ClusterSecrets, expiry: object | None = None) -> str:
     lines, note = topology(sku, sets)
     ctx = HeadContext(cluster=cluster, host_private_key=sec.host_private_key,
                       host_public_key=sec.host_public_key, munge_key_b64=sec.munge_key_b64,
                       subnet_cidr=subnet_cidr,
                       slurm_conf=render_slurm_conf(slurm_params(cluster, head_addr, sku, sets)).rstrip("\n"),
-                      topology=lines, topology_note=note)
+                      topology=lines, topology_note=note, expiry=expiry)
     return _render("cloud-init-head.yaml.j2", ctx)
 
 

@@ -26,6 +26,7 @@ NIC = "Microsoft.Network/networkInterfaces"
 VM = "Microsoft.Compute/virtualMachines"
 VMSS = "Microsoft.Compute/virtualMachineScaleSets"
 KINDS = (RG, NSG, PIP, VNET, NIC, VM, VMSS)  # creation order
+ROLE = "Microsoft.Authorization/roleAssignments"  # the head identity's, made after the head (azure_expiry)
 SUBNET = "nodes"
 TAG_CLUSTER, TAG_OWNER, TAG_EXPIRES = "azbench-cluster", "azbench-owner", "azbench-expires"
 # Ubuntu LTS for the head, matching the node image's release so slurmctld and slurmd agree.
@@ -42,6 +43,7 @@ class ClusterNames:
     nic: str
     head: str
     sets: tuple[ScaleSetPlan, ...]
+    role: str | None = None  # the expiry role assignment; None with azure.self_expiry off
 
 
 def head_nic_resource(plan: Plan) -> PlannedResource:
@@ -55,7 +57,7 @@ def head_nic_resource(plan: Plan) -> PlannedResource:
 def names_from_plan(plan: Plan) -> ClusterNames:
     by_kind: dict[str, list[str]] = {}
     for res in plan.resources:
-        if res.kind not in KINDS:
+        if res.kind not in KINDS + (ROLE,):
             raise ProvisionError(f"plan has a resource azbench cannot create: {res.kind} {res.name}")
         by_kind.setdefault(res.kind, []).append(res.name)
     for kind in KINDS[:-1]:
@@ -66,7 +68,7 @@ def names_from_plan(plan: Plan) -> ClusterNames:
         raise ProvisionError("plan's scale-set resources and scale_sets disagree")
     one = {k: v[0] for k, v in by_kind.items()}
     return ClusterNames(rg=one[RG], nsg=one[NSG], pip=one[PIP], vnet=one[VNET], nic=one[NIC],
-                        head=one[VM], sets=sets)
+                        head=one[VM], sets=sets, role=one.get(ROLE))
 
 
 def cluster_tags(cluster: str, owner: str, expires: datetime, extra: dict[str, str]) -> dict[str, str]:
@@ -139,10 +141,13 @@ def nic_body(location: str, tags: dict[str, str], subnet_id: str, pip_id: str, p
 
 
 def head_vm_body(location: str, tags: dict[str, str], *, size: str, image: dict[str, str], admin: str,
-                 pubkey: str, custom_data: str, nic_id: str, computer_name: str) -> Any:
+                 pubkey: str, custom_data: str, nic_id: str, computer_name: str,
+                 identity: bool = False) -> Any:
+    """`identity`: a system-assigned managed identity, for the expiry agent (azure_expiry)."""
     from azure.mgmt.compute import models as m
     return m.VirtualMachine(
         location=location, tags=tags, hardware_profile=m.HardwareProfile(vm_size=size),
+        identity=m.VirtualMachineIdentity(type="SystemAssigned") if identity else None,
         storage_profile=m.StorageProfile(
             image_reference=m.ImageReference(**image),
             os_disk=m.OSDisk(create_option="FromImage", disk_size_gb=256, caching="ReadWrite",

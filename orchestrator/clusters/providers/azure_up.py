@@ -19,6 +19,7 @@ from typing import Any, Callable
 
 from orchestrator import paths
 from orchestrator.clusters.providers import azure_cloudinit as ci
+from orchestrator.clusters.providers import azure_expiry as expiry
 from orchestrator.clusters.providers import azure_resources as ar
 from orchestrator.clusters.providers.azure_lro import (
     Aborted,
@@ -147,18 +148,32 @@ class UpRun:
                                                            subnet_cidr, ids[ar.NSG]))
         self._ensure(ar.NIC, n.nic, lambda: ar.nic_body(region, tags, subnet_id, ids[ar.PIP], head_ip))
         sets = list(n.sets)
-        head_cd = ci.custom_data(ci.head_cloud_init(self.spec.name, self.sku, sets, head_ip, subnet_cidr, sec), "head")
+        agent = (expiry.agent_context(self.spec.name, self.sub, rg, self.clients.base_url, self.spec.azure.idle_minutes)
+                 if n.role else None)
+        head_cd = ci.custom_data(ci.head_cloud_init(self.spec.name, self.sku, sets, head_ip, subnet_cidr, sec,
+                                                    expiry=agent), "head")
         node_cd = ci.custom_data(ci.node_cloud_init(self.spec.name, self.sku, sets, head_ip, sec), "nodes")
         common = {"admin": self.spec.azure.admin_user, "pubkey": sec.admin_public_key}
         jobs: dict[str, Callable[[], Any]] = {"head": lambda: self._ensure(ar.VM, n.head, lambda: ar.head_vm_body(
             region, tags, size=self.spec.azure.head_size, image=ar.head_image(image), custom_data=head_cd,
-            nic_id=ids[ar.NIC], computer_name=ci.head_hostname(self.spec.name), **common))}
+            nic_id=ids[ar.NIC], computer_name=ci.head_hostname(self.spec.name), identity=n.role is not None,
+            **common))}
         for s in sets:
             jobs[s.name] = lambda s=s: self._ensure_vmss(region, zones, s, lambda zone, s=s: ar.vmss_body(
                 region, tags, sku_name=self.sku.name, scale_set=s, zone=zone, image=image, custom_data=node_cd,
                 subnet_id=subnet_id, prefix=ci.computer_name_prefix(s), **common))
-        self._parallel(jobs)
+        made = self._parallel(jobs)
+        if n.role:
+            self._grant_self_delete(made["head"])
         return self._cluster(region, image, sec, tags, head_ip)
+
+    def _grant_self_delete(self, head_vm: Any) -> None:
+        """The head's identity may delete this cluster's group, for its expiry agent."""
+        n = self.names
+        principal = expiry.head_principal(head_vm, n.head)
+        self.report.check()
+        outcome = expiry.grant_self_delete(self.clients, n.rg, n.role or "", principal)
+        self.report.emit(outcome, ar.ROLE, n.role or "", f"Contributor on {n.rg} for {n.head}'s identity")
 
     def _ensure(self, kind: str, name: str, body: Callable[[], Any]) -> Any:
         return ensure(self.clients, self.names.rg, kind, name, body,

@@ -1,0 +1,242 @@
+"""The cluster's own expiry: the head's managed identity and role, the agent's ticks, `extend`.
+
+The agent (templates/expiry_agent.py, what the head runs from its systemd timer) is driven
+against the fake ARM with its real ManagedIdentityCredential, which gets its token from a fake
+IMDS endpoint on loopback; the fake ARM holds that token to the scopes of the identity's role
+assignments, so these tests also show what the role assignment `up` made allows and forbids.
+The agent's config is the one `up` wrote into the head's cloud-init.
+"""
+
+from __future__ import annotations
+
+import base64
+import dataclasses
+import gzip
+import importlib.util
+import json
+import os
+import shutil
+import subprocess
+import sys
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import pytest
+import yaml
+
+from orchestrator.clusters.catalog import lookup
+from orchestrator.clusters.providers import azure_cloudinit as ci
+from orchestrator.clusters.providers.azure import AzureProvider
+from orchestrator.clusters.providers.azure_clients import AzureClients
+from orchestrator.clusters.providers.azure_expiry import CONTRIBUTOR_ROLE, agent_context, move_expiry
+from orchestrator.clusters.specs import ClusterSpec
+from orchestrator.errors import ProvisionError
+from orchestrator.models import ScaleSetPlan
+from orchestrator.paths import templates_dir
+from tests.fake_arm import SUB, FakeArm, StubCredential, allow_plain_http_policy, default_catalogue
+from tests.fake_imds import FakeImds
+
+GOLDEN = Path(__file__).parent / "golden"
+T0 = datetime(2030, 1, 1, 12, 0, tzinfo=timezone.utc)
+MI_ENV = ("IDENTITY_ENDPOINT", "IDENTITY_HEADER", "IDENTITY_SERVER_THUMBPRINT", "IMDS_ENDPOINT", "MSI_ENDPOINT",
+          "MSI_SECRET", "AZURE_CLIENT_ID", "AZURE_FEDERATED_TOKEN_FILE", "AZURE_POD_IDENTITY_AUTHORITY_HOST")
+
+
+def load_agent():
+    spec = importlib.util.spec_from_file_location("expiry_agent", templates_dir() / "expiry_agent.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["expiry_agent"] = module  # dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module
+
+
+agent = load_agent()
+
+
+@pytest.fixture
+def fake():
+    server = FakeArm(polls_to_finish=1).start()
+    default_catalogue(server)
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def clients(fake) -> AzureClients:
+    return AzureClients(credential=StubCredential(), subscription_id=SUB, base_url=fake.base_url,
+                        per_call_policies=[allow_plain_http_policy()], polling_interval=0.01,
+                        retry_backoff_factor=0.01)
+
+
+def up(clients, name="exp", **azure):
+    spec = ClusterSpec(name=name, provider="azure", sku="h100", nodes=1, region="eastus",
+                       azure={"ssh_ingress_cidr": "203.0.113.7/32", **azure})
+    provider = AzureProvider(clients, capacity_wait_s=0, owner="tester")
+    provider.opts.now = lambda: T0  # expires at T0 + expires_hours
+    return provider.up(spec, provider.plan(spec))
+
+
+def head_cloud_init(fake, name="exp") -> dict:
+    vm = fake.of_type("virtualMachines")[f"{name}-head"]
+    return yaml.safe_load(gzip.decompress(base64.b64decode(vm["properties"]["osProfile"]["customData"])))
+
+
+def role_assignments(fake) -> list[tuple[str, dict]]:
+    return [(k, r) for k, r in fake.resources.items() if "/roleassignments/" in k]
+
+
+@pytest.fixture
+def head(fake, clients, tmp_path, monkeypatch):
+    """Cluster 'exp' (6 h, idle 30 min) and the agent as its head would run it: config from the
+    head's cloud-init, token from the head identity's (fake) IMDS, state in tmp_path."""
+    up(clients, expires_hours=6, idle_minutes=30)
+    principal = fake.of_type("virtualMachines")["exp-head"]["identity"]["principalId"]
+    imds = FakeImds(fake, principal).start()
+    for name in MI_ENV:
+        monkeypatch.delenv(name, raising=False)
+    for key, value in imds.env.items():
+        monkeypatch.setenv(key, value)
+    files = {f["path"]: f for f in head_cloud_init(fake)["write_files"]}
+    cfg = agent.Config(**json.loads(files["/etc/azbench/expiry.json"]["content"]))
+    cfg = dataclasses.replace(cfg, state_dir=str(tmp_path / "state"))
+    client = agent.make_client(cfg, per_call_policies=[allow_plain_http_policy()], polling_interval=0.01,
+                               retry_total=0)
+    yield cfg, client, imds
+    imds.stop()
+
+
+def group_exists(fake, rg="azbench-exp") -> bool:
+    return f"/subscriptions/{SUB}/resourcegroups/{rg}" in fake.resources
+
+
+# ---------------------------------------------------------------- identity and role
+def test_up_gives_the_head_an_identity_allowed_on_its_own_group_only(fake, clients, azbench_home):
+    up(clients)
+    vm = fake.of_type("virtualMachines")["exp-head"]
+    assert vm["identity"]["type"] == "SystemAssigned"
+    (key, role), = role_assignments(fake)
+    assert key.startswith(f"/subscriptions/{SUB}/resourcegroups/azbench-exp/providers/microsoft.authorization/")
+    props = role["properties"]
+    assert props["principalId"] == vm["identity"]["principalId"]
+    assert props["principalType"] == "ServicePrincipal"
+    assert props["roleDefinitionId"] == (f"/subscriptions/{SUB}/providers/Microsoft.Authorization/"
+                                         f"roleDefinitions/{CONTRIBUTOR_ROLE}")
+    before = len(fake.log)
+    up(clients)  # a rerun reads the assignment and sends no PUT
+    assert [e.method for e in fake.log[before:] if e.method != "GET"] == []
+
+
+def test_self_expiry_off_means_no_identity_no_role_no_agent(fake, clients, azbench_home):
+    up(clients, self_expiry=False)
+    assert "identity" not in fake.of_type("virtualMachines")["exp-head"]
+    assert role_assignments(fake) == []
+    assert "/etc/azbench/expiry.json" not in {f["path"] for f in head_cloud_init(fake)["write_files"]}
+
+
+def test_an_adopted_head_without_identity_is_a_one_line_error(fake, clients, azbench_home):
+    up(clients, self_expiry=False)
+    with pytest.raises(ProvisionError, match="has no system-assigned identity"):
+        up(clients)
+
+
+def test_the_head_identity_can_delete_its_own_cluster_and_nothing_else(fake, clients, head):
+    cfg, client, imds = head
+    up(clients, "other")
+    other = dataclasses.replace(cfg, cluster="other", resource_group="azbench-other")
+    from azure.core.exceptions import HttpResponseError
+    with pytest.raises(HttpResponseError, match="AuthorizationFailed"):
+        agent.tick(other, client, T0 + timedelta(days=30), busy=False)
+    assert group_exists(fake, "azbench-other")
+    assert imds.requests and imds.requests[0]["resource"] == [fake.base_url]
+    assert agent.tick(cfg, client, T0 + timedelta(days=30), busy=False).action == "delete"
+    assert not group_exists(fake) and group_exists(fake, "azbench-other")
+
+
+# ---------------------------------------------------------------- the agent's ticks
+def test_an_unexpired_busy_cluster_is_left_alone(fake, head):
+    cfg, client, _ = head
+    for minutes in (0, 45, 90, 300):
+        decision = agent.tick(cfg, client, T0 + timedelta(minutes=minutes), busy=True)
+        assert decision.action == "keep", decision
+    assert group_exists(fake)
+    assert fake.count("DELETE") == 0
+
+
+def test_an_expired_cluster_is_deleted_even_when_busy(fake, head):
+    cfg, client, _ = head
+    assert agent.tick(cfg, client, T0 + timedelta(hours=5, minutes=59), busy=True).action == "keep"
+    decision = agent.tick(cfg, client, T0 + timedelta(hours=6), busy=True)
+    assert (decision.action, decision.reason) == ("delete", "expired at 2030-01-01T18:00:00Z")
+    assert not group_exists(fake) and fake.resources == {}  # the role assignment went with the group
+
+
+def test_an_idle_cluster_is_deleted_after_idle_minutes(fake, head):
+    cfg, client, _ = head
+    assert agent.tick(cfg, client, T0, busy=False).action == "keep"  # starts the idle clock
+    assert agent.tick(cfg, client, T0 + timedelta(minutes=20), busy=True).action == "keep"  # a job: reset
+    assert agent.tick(cfg, client, T0 + timedelta(minutes=49), busy=None).action == "keep"  # squeue failed
+    decision = agent.tick(cfg, client, T0 + timedelta(minutes=50), busy=False)
+    assert (decision.action, decision.reason) == ("delete", "idle for 30 min (limit 30 min)")
+    assert fake.resources == {}
+
+
+def test_extend_moves_the_deadline_the_agent_reads(fake, clients, head):
+    cfg, client, _ = head
+    scopes = move_expiry(clients, "exp", T0 + timedelta(hours=10))
+    assert len(scopes) == len([r for r in fake.resources.values() if "tags" in r])
+    assert {r["tags"]["azbench-expires"] for r in fake.resources.values() if "tags" in r} == {"2030-01-01T22:00:00Z"}
+    assert {r["tags"]["azbench-owner"] for r in fake.resources.values() if "tags" in r} == {"tester"}  # merged
+    assert agent.tick(cfg, client, T0 + timedelta(hours=9), busy=True).action == "keep"
+    assert agent.tick(cfg, client, T0 + timedelta(hours=10), busy=True).action == "delete"
+
+
+def test_a_group_not_tagged_for_the_cluster_is_never_deleted(fake, head):
+    cfg, client, _ = head
+    wrong = dataclasses.replace(cfg, cluster="someone-else")
+    decision = agent.tick(wrong, client, T0 + timedelta(days=9), busy=False)
+    assert decision.action == "keep" and "never deleted on a guess" in decision.reason
+    assert group_exists(fake)
+
+
+def test_main_prints_one_line_per_tick(fake, head, tmp_path, monkeypatch, capsys):
+    cfg, _, _ = head
+    path = tmp_path / "expiry.json"
+    path.write_text(json.dumps(dataclasses.asdict(cfg)))
+    real = agent.make_client
+    monkeypatch.setattr(agent, "make_client", lambda c: real(c, per_call_policies=[allow_plain_http_policy()]))
+    assert agent.main(["--config", str(path)]) == 0
+    assert capsys.readouterr().out.startswith("azbench-expiry: exp: keep: ")
+    monkeypatch.setattr(agent, "make_client", real)  # https is enforced for bearer tokens: one error line
+    assert agent.main(["--config", str(path)]) == 1
+    assert capsys.readouterr().out.count("\n") == 1
+
+
+def test_slurm_busy_reads_squeue():
+    def fake_run(out, code=0):
+        return lambda *a, **k: subprocess.CompletedProcess(a, code, stdout=out, stderr="")
+    assert agent.slurm_busy(fake_run("12\n13\n")) is True
+    assert agent.slurm_busy(fake_run("")) is False
+    assert agent.slurm_busy(fake_run("", 1)) is None
+
+
+# ---------------------------------------------------------------- the head's cloud-init
+def test_head_cloud_init_with_the_expiry_agent_matches_golden(tmp_path):
+    from tests.test_azure_provider import FIXED
+    sets = [ScaleSetPlan(name="h100t-gpu-00", vms=2, gpus=16)]
+    ctx = agent_context("h100t", SUB, "azbench-h100t", "https://management.azure.com", 45)
+    text = ci.head_cloud_init("h100t", lookup("h100"), sets, "10.40.0.4", "10.40.0.0/16", FIXED, expiry=ctx)
+    golden = GOLDEN / "cloud-init-head.h100-expiry.yaml"
+    if os.environ.get("AZBENCH_UPDATE_GOLDEN"):
+        golden.write_text(text)
+    assert text == golden.read_text()
+    doc = yaml.safe_load(text)
+    files = {f["path"]: f for f in doc["write_files"]}
+    assert json.loads(files["/etc/azbench/expiry.json"]["content"])["idle_minutes"] == 45
+    assert files["/usr/local/lib/azbench/expiry_agent.py"]["content"] == (templates_dir() / "expiry_agent.py").read_text()
+    assert "OnUnitActiveSec=2min" in files["/etc/systemd/system/azbench-expiry.timer"]["content"]
+    assert doc["runcmd"][-1] == ["bash", "/usr/local/lib/azbench/install-expiry.sh"]
+    if shutil.which("cloud-init"):
+        path = tmp_path / "c.yaml"
+        path.write_text(text)
+        check = subprocess.run(["cloud-init", "schema", "--config-file", str(path)], capture_output=True, text=True)
+        assert check.returncode == 0, check.stdout + check.stderr
