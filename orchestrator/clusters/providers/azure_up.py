@@ -116,7 +116,11 @@ class UpRun:
         new_vms = sum(s.vms for s in self.names.sets if not self._live(ar.VMSS, s.name))
         return PreflightNeed(region=region, sku=self.sku, new_vms=new_vms, head_size=self.spec.azure.head_size,
                              new_head=not self._live(ar.VM, self.names.head), zones=zones,
-                             image=self.spec.azure.image)
+                             image=self.spec.azure.image, spot=self.spec.azure.priority == "spot")
+
+    def _spot(self) -> ar.SpotTerms | None:
+        a = self.spec.azure
+        return ar.SpotTerms(a.eviction_policy, a.max_price) if a.priority == "spot" else None
 
     def _live(self, kind: str, name: str) -> bool:
         obs = self.seen.get(f"{kind}/{name}")
@@ -156,7 +160,7 @@ class UpRun:
         for s in sets:
             jobs[s.name] = lambda s=s: self._ensure_vmss(region, zones, s, lambda zone, s=s: ar.vmss_body(
                 region, tags, sku_name=self.sku.name, scale_set=s, zone=zone, image=image, custom_data=node_cd,
-                subnet_id=subnet_id, prefix=ci.computer_name_prefix(s), **common))
+                subnet_id=subnet_id, prefix=ci.computer_name_prefix(s), spot=self._spot(), **common))
         self._parallel(jobs)
         return self._cluster(region, image, sec, tags, head_ip)
 
@@ -236,7 +240,15 @@ class UpRun:
                         "arm_endpoint": self.clients.base_url, "head_ip": address, "head_private_ip": head_ip,
                         "scale_sets": ",".join(s.name for s in self.names.sets),
                         "image": ":".join(image.values()) if "id" not in image else image["id"],
-                        "owner": tags[ar.TAG_OWNER], "expires": tags[ar.TAG_EXPIRES]})
+                        "owner": tags[ar.TAG_OWNER], "expires": tags[ar.TAG_EXPIRES],
+                        **self._spot_record()})
+
+    def _spot_record(self) -> dict[str, str | int]:
+        a = self.spec.azure
+        if a.priority != "spot":
+            return {}
+        return {"priority": "spot", "eviction_policy": a.eviction_policy,
+                "spot_restore_timeout": a.spot_restore_timeout}
 
 
 def _real_sleep(seconds: float) -> None:
