@@ -103,8 +103,10 @@ class AzureProvider:
                     out.append(NodeState(name=host, scale_set=s, state=str(getattr(state, "value", state))))
         return out
 
-    def restore_capacity(self, cluster: Cluster, timeout_s: float | None = None) -> list[str]:
-        """After a spot eviction: every GPU scale set back to its planned VMs (azure_spot.py).
+    def restore_capacity(self, cluster: Cluster, nodes: Collection[str] = (),
+                         timeout_s: float | None = None) -> list[str]:
+        """After a spot eviction: every GPU scale set back to its planned VMs (azure_spot.py);
+        `nodes` (the evicted ones) is informational: whole sets are restored.
 
         Returns the hostnames now in the sets; CapacityError when Azure has no spot capacity
         within `timeout_s` (default: the cluster's azure.spot_restore_timeout).
