@@ -4,7 +4,12 @@ and capacity restore after evicted instances disappear (or are deallocated)."""
 
 from __future__ import annotations
 
+import base64
+import gzip
+from pathlib import Path
+
 import pytest
+import yaml
 
 from orchestrator.clusters.catalog import SPOT_PRICE_FRACTION, lookup
 from orchestrator.clusters.planner import plan_azure
@@ -25,6 +30,19 @@ def test_spot_scale_set_body_carries_priority_eviction_and_max_price(fake, clien
     head = fake.of_type("virtualMachines")["h100t-head"]["properties"]
     assert "priority" not in head  # the head (slurmctld, NFS) is never evictable
     assert cluster.properties["priority"] == "spot" and cluster.properties["eviction_policy"] == "delete"
+    files, runcmd = node_cloud_config(fake)
+    agent = Path(__file__).resolve().parents[1] / "templates" / "spot_agent.py"
+    assert files["/usr/local/sbin/azbench-spot-agent"]["content"] == agent.read_text()
+    assert "ExecStart=/usr/bin/python3 /usr/local/sbin/azbench-spot-agent" in \
+        files["/etc/systemd/system/azbench-spot-agent.service"]["content"]
+    assert ["systemctl", "enable", "--now", "azbench-spot-agent"] in runcmd
+
+
+def node_cloud_config(fake) -> tuple[dict, list]:
+    vmss = fake.of_type("virtualMachineScaleSets")["h100t-gpu-00"]
+    packed = vmss["properties"]["virtualMachineProfile"]["osProfile"]["customData"]
+    doc = yaml.safe_load(gzip.decompress(base64.b64decode(packed)).decode())
+    return {f["path"]: f for f in doc["write_files"]}, doc["runcmd"]
 
 
 def test_default_max_price_is_minus_one_and_regular_sets_have_no_priority(fake, clients, azbench_home):
@@ -37,6 +55,8 @@ def test_regular_priority_sends_no_spot_fields(fake, clients, azbench_home):
     up(clients, spec_for(nodes=2))
     prof = fake.of_type("virtualMachineScaleSets")["h100t-gpu-00"]["properties"]["virtualMachineProfile"]
     assert not {"priority", "evictionPolicy", "billingProfile"} & set(prof)
+    files, runcmd = node_cloud_config(fake)
+    assert "/usr/local/sbin/azbench-spot-agent" not in files and "azbench-spot-agent" not in str(runcmd)
 
 
 def test_spot_preflight_checks_the_low_priority_quota_not_the_family(fake, clients, azbench_home):

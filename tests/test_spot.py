@@ -212,3 +212,34 @@ def test_preempt_notice_checkpoints_and_the_run_resumes_elsewhere(spot_cluster, 
     sinfo = subprocess.run(["sinfo", "-h", "-N", "-n", victim, "-o", "%E"], capture_output=True,
                            text=True, env={**os.environ, **spot_cluster.env})
     assert PREEMPT_REASON not in sinfo.stdout  # resumed in Slurm after the restore
+
+
+def test_run_and_time_wrapper_survives_the_notice_and_the_trainer_gets_it(tmp_path):
+    """slurmstepd signals every process of the step; the rank-0 wrapper must outlive SIGUSR1."""
+    import signal
+
+    from orchestrator.recipes import catalog as R
+    ready = tmp_path / "ready"
+    trainer = (f"python3 -c 'import signal, sys, time, pathlib; "
+               f"signal.signal(signal.SIGUSR1, lambda *a: (print(\"checkpointed\", flush=True), sys.exit(75))); "
+               f"pathlib.Path(\"{ready}\").touch(); time.sleep(60)'")
+    wrapper = R._jinja().get_template("run_and_time.sh.j2").render(command=trainer, benchmark="b", recipe="t")
+    script = tmp_path / "rat.sh"
+    script.write_text(wrapper.replace("/results/", f"{tmp_path}/"))
+    proc = subprocess.Popen(["bash", str(script)], env={**os.environ, "SLURM_PROCID": "0"},
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    try:
+        for _ in range(300):
+            if ready.exists():
+                break
+            time.sleep(0.05)
+        os.killpg(proc.pid, signal.SIGUSR1)  # every process of the "step", wrapper and trainer
+        out, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 75, err
+    log = (tmp_path / "mllog_rank0.log").read_text()
+    assert "checkpointed" in log and "RUNANDTIME_STOP" in log and "RESULT," not in log
+    assert "SIGUSR1 (preemption notice) passed to the trainer" in err

@@ -152,7 +152,8 @@ class UpRun:
         self._ensure(ar.NIC, n.nic, lambda: ar.nic_body(region, tags, subnet_id, ids[ar.PIP], head_ip))
         sets = list(n.sets)
         head_cd = ci.custom_data(ci.head_cloud_init(self.spec.name, self.sku, sets, head_ip, subnet_cidr, sec), "head")
-        node_cd = ci.custom_data(ci.node_cloud_init(self.spec.name, self.sku, sets, head_ip, sec), "nodes")
+        node_cd = ci.custom_data(ci.node_cloud_init(self.spec.name, self.sku, sets, head_ip, sec,
+                                                     spot=self._spot() is not None), "nodes")
         common = {"admin": self.spec.azure.admin_user, "pubkey": sec.admin_public_key}
         jobs: dict[str, Callable[[], Any]] = {"head": lambda: self._ensure(ar.VM, n.head, lambda: ar.head_vm_body(
             region, tags, size=self.spec.azure.head_size, image=ar.head_image(image), custom_data=head_cd,
