@@ -136,3 +136,18 @@ def test_capacity_restore_waits_then_says_spot_capacity_is_gone(fake, clients, a
     assert "after waiting 35 s" in message and "Allocation failed" in message
     assert slept == [10.0, 10.0, 10.0]  # bounded: 3 waits of 10 s fit in 35 s
     assert fake.count("PATCH", "h100t-gpu-00") == 4
+
+
+def test_cli_dry_run_shows_spot_and_rejects_a_bad_max_price(tmp_path, azbench_home):
+    from tests.cli_helpers import azbench
+    spec = tmp_path / "spot.yaml"
+    spec.write_text("name: h100s\nprovider: azure\nsku: h100\nnodes: 4\nregion: eastus\n"
+                    "azure:\n  priority: spot\n  eviction_policy: delete\n  max_price: 60\n")
+    res = azbench("up", "-f", str(spec), "--dry-run", home=azbench_home, env={"COLUMNS": "300"})
+    assert res.code == 0, res.err
+    assert "priority=Spot, eviction_policy=Delete, max_price=60 USD/h" in res.out
+    assert "lowPriorityCores" in res.out and "pay-as-you-go" in res.out
+    spec.write_text(spec.read_text().replace("max_price: 60", "max_price: 0"))
+    bad = azbench("up", "-f", str(spec), "--dry-run", home=azbench_home)
+    assert bad.code == 2 and "Traceback" not in bad.err
+    assert f"{spec}:9" in bad.err and "max_price must be -1" in bad.err
