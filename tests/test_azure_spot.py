@@ -94,6 +94,14 @@ def test_dry_run_plan_shows_spot_terms_and_the_spot_estimate():
     assert not any("family quota" in line for line in plan.preflight)
 
 
+def test_plan_warns_about_a_max_price_below_the_estimate_or_without_spot():
+    low = plan_azure(spot_spec(max_price=1))
+    assert any("below the estimated spot price" in w for w in low.warnings)
+    regular = plan_azure(spec_for(nodes=2, max_price=50))
+    assert any("applies only with azure.priority: spot" in w for w in regular.warnings)
+    assert not any(w.startswith("spot:") for w in regular.warnings)
+
+
 def test_max_price_must_be_minus_one_or_positive():
     with pytest.raises(Exception, match="max_price must be -1"):
         spot_spec(max_price=0)

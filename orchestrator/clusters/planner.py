@@ -157,6 +157,8 @@ def _spot_properties(spec: ClusterSpec) -> dict[str, str | int | bool | None]:
 
 
 def _cost(spec: ClusterSpec, sku: GpuSku, warnings: list[str]) -> float | None:
+    if spec.azure.priority != "spot" and spec.azure.max_price != -1:
+        warnings.append("azure.max_price applies only with azure.priority: spot (ignored)")
     if sku.price_per_hour_usd is None:
         warnings.append(f"no list price known for {sku.name}: cost per hour unknown")
         return None
@@ -164,6 +166,10 @@ def _cost(spec: ClusterSpec, sku: GpuSku, warnings: list[str]) -> float | None:
     spot = sku.spot_price_per_hour_usd(spec.azure.max_price)
     if spec.azure.priority != "spot" or spot is None:
         return payg
+    estimate = sku.spot_price_per_hour_usd()
+    if estimate is not None and spec.azure.max_price != -1 and spec.azure.max_price < estimate:
+        warnings.append(f"azure.max_price ${spec.azure.max_price:g}/h is below the estimated spot "
+                        f"price ${estimate:g}/h: Azure may not allocate the VMs, or evict them early")
     total = round(spec.nodes * spot + HEAD_PRICE_PER_HOUR_USD, 2)
     warnings.append(f"spot: ~${total:,.2f}/h estimated vs ${payg:,.2f}/h pay-as-you-go "
                     f"({SPOT_PRICE_SOURCE}); nodes may be evicted with 30 s notice")
