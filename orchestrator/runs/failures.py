@@ -3,11 +3,11 @@
 `FAILURES` is the table readers check first: each class says whether it is infrastructure
 (retried, the suspect nodes excluded) or the user's (code, config, convergence: never retried).
 `classify()` turns a job's final status, the watch loop's verdict, the tail of its logs and the
-nodes' states into one `Failure` with its suspect nodes and the evidence line. Precedence: what
-azbench itself decided (deadline), then a spot eviction notice (a node of the job drained with
-PREEMPT_REASON by the spot agent, templates/spot_agent.py), then a hang, then Slurm's own verdict (NODE_FAIL, TIMEOUT, ...), then
-nodes that went down under the job, then hardware/fabric lines in the log, then the application's
-exit. Everything here is pure, so every row is unit-tested without a cluster.
+nodes' states into one `Failure` with its suspect nodes and the evidence line. Precedence: the
+run's deadline, then a spot eviction notice (a node of the job drained with PREEMPT_REASON by the
+spot agent, templates/spot_agent.py), then a hang azbench cancelled, then Slurm's own verdict
+(NODE_FAIL, TIMEOUT, ...), then nodes that went down under the job, then hardware/fabric lines in
+the log, then the application's exit. Everything here is pure, so every row is unit-tested without a cluster.
 """
 
 from __future__ import annotations
