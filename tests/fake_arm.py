@@ -3,8 +3,10 @@
 Implements what the Azure provider uses (azure-notes.md §5.2): resource groups; VNets, NSGs,
 public IPs, NICs, VMs and VM scale sets with the Azure-AsyncOperation LRO protocol; tag-filtered
 resource and resource-group lists; tags at scope (PATCH merge); resource SKUs, usages and VM
-images; scale-set instances; role assignments, and system-assigned VM identities whose tokens
-(tests/fake_imds.py) are held to the scopes of their role assignments (403 AuthorizationFailed).
+images; scale-set instances, which `evict()` deletes or deallocates as a spot eviction would, a
+PATCH of the set's capacity adds back (new instance ids, as Azure gives) and POST .../start starts
+again; role assignments, and system-assigned VM identities whose tokens (tests/fake_imds.py) are
+held to the scopes of their role assignments (403 AuthorizationFailed).
 Every request is logged (method, path, status). Failure switches (`Fault`) inject 429 with
 Retry-After, 500, async AllocationFailed/ZonalAllocationFailed, 409 quota OperationNotAllowed and
 409 SkuNotAvailable; `latency_s` delays every answer. Stop it with `stop()`.
@@ -98,6 +100,11 @@ class FakeArm:
         # Managed identities (tests/fake_imds.py): bearer token -> principal id. A request with one
         # of these tokens is allowed only under the scope of a role assignment for its principal.
         self.principals: dict[str, str] = {}
+        # Scale-set instance ids by scale-set key, once evict() or a capacity PATCH touched the
+        # set (before that: 0..capacity-1); deallocated ids by the same key.
+        self.instances: dict[str, list[int]] = {}
+        self.deallocated: dict[str, set[int]] = {}
+        self._next_instance: dict[str, int] = {}
         self.lock = threading.RLock()
         self._ids = itertools.count(1)
         self._ips = itertools.count(10)
@@ -131,6 +138,35 @@ class FakeArm:
         return [e.short for e in self.log
                 if contains.lower() in e.path.lower() or (ops and "/operations/" in e.path
                                                           and contains.lower() in _op_target(self, e.path))]
+
+    def evict(self, scale_set: str, instance_ids: list[int], policy: str = "delete") -> None:
+        """A spot eviction: `delete` removes the instances (capacity drops), `deallocate` stops them."""
+        with self.lock:
+            key = self._vmss_key(scale_set)
+            ids = self._instance_ids(key)
+            if policy == "delete":
+                self.instances[key] = [i for i in ids if i not in instance_ids]
+                self.resources[key]["sku"]["capacity"] = len(self.instances[key])
+            else:
+                self.deallocated.setdefault(key, set()).update(instance_ids)
+
+    def _vmss_key(self, name: str) -> str:
+        return next(k for k, r in self.resources.items()
+                    if r["type"].lower().endswith("virtualmachinescalesets") and r["name"] == name)
+
+    def _instance_ids(self, key: str) -> list[int]:
+        if key not in self.instances:
+            cap = self.resources[key].get("sku", {}).get("capacity", 0)
+            self.instances[key] = list(range(cap))
+            self._next_instance[key] = cap
+        return self.instances[key]
+
+    def _resize(self, key: str, capacity: int) -> None:
+        ids = self._instance_ids(key)
+        while len(ids) < capacity:  # Azure never reuses a deleted instance's id
+            ids.append(self._next_instance[key])
+            self._next_instance[key] += 1
+        del ids[capacity:]
 
     def of_type(self, rtype: str) -> dict[str, dict[str, Any]]:
         """Live resources whose type ends with `rtype` (case-insensitive), by name."""
@@ -168,9 +204,10 @@ class FakeArm:
                     continue
                 fault.times -= 1
                 code = "AllocationFailed" if fault.kind == "allocation" else "ZonalAllocationFailed"
-                return self._put(path, body, error=_err(code, "Allocation failed. We do not have "
-                                                         "sufficient capacity for the requested VM size "
-                                                         "in this region.")["error"])
+                write = self._patch if method == "PATCH" else self._put
+                return write(path, body, error=_err(code, "Allocation failed. We do not have "
+                                                      "sufficient capacity for the requested VM size "
+                                                      "in this region.")["error"])
             fault.times -= 1
             return _fault_response(fault, path)
         return None
@@ -229,6 +266,12 @@ class FakeArm:
             return self._list_children(low)
         if method == "PUT":
             return self._put(path, body)
+        if method == "PATCH":
+            return self._patch(path, body)
+        if method == "POST" and low.endswith("/start") and "/virtualmachinescalesets/" in low:
+            key = low.rsplit("/", 1)[0]
+            self.deallocated.pop(key, None)
+            return 202, self._start_op(key, "action", None), None
         if method == "GET":
             res = self.resources.get(low)
             return (200, {}, res) if res else (404, {}, _not_found(low))
@@ -259,6 +302,21 @@ class FakeArm:
         props["provisioningState"] = "Updating" if existed else "Creating"
         self.resources[low] = doc
         return (200 if existed else 201), self._start_op(low, "create", error), doc
+
+    def _patch(self, path: str, body: bytes, error: dict[str, Any] | None = None) -> tuple[int, dict[str, str], Any]:
+        """Update a live resource in place (a scale set's sku.capacity resizes its instances)."""
+        low = path.lower().rstrip("/")
+        res = self.resources.get(low)
+        if res is None:
+            return 404, {}, _not_found(low)
+        doc = json.loads(body or b"{}")
+        if "sku" in doc:
+            res.setdefault("sku", {}).update(doc["sku"])
+            if error is None and "capacity" in doc["sku"]:
+                self._resize(low, int(doc["sku"]["capacity"]))
+        res["tags"] = doc.get("tags", res.get("tags"))
+        res["properties"]["provisioningState"] = "Updating"
+        return 200, self._start_op(low, "create", error), res
 
     def _delete(self, low: str) -> tuple[int, dict[str, str], Any]:
         if low not in self.resources:
@@ -297,6 +355,8 @@ class FakeArm:
 
     def _finish(self, op: _Op) -> None:
         res = self.resources.get(op.key)
+        if op.kind == "action":
+            return
         if op.kind == "delete":
             for key in [k for k in self.resources if k == op.key or k.startswith(op.key + "/")]:
                 if self.resources[key]["name"].lower() not in self.sticky:
@@ -329,13 +389,17 @@ class FakeArm:
         vmss = self.resources.get(low.rsplit("/", 1)[0])
         if vmss is None:
             return 404, {}, _not_found(low)
-        cap = vmss.get("sku", {}).get("capacity", 0)
+        key = low.rsplit("/", 1)[0]
+        ids = self.instances.get(key, range(vmss.get("sku", {}).get("capacity", 0)))
         state = vmss["properties"]["provisioningState"]
+        off = self.deallocated.get(key, set())
         return 200, {}, {"value": [{"id": f"{vmss['id']}/virtualMachines/{i}", "name": f"{vmss['name']}_{i}",
                                     "instanceId": str(i), "location": vmss.get("location"),
                                     "properties": {"provisioningState": state,
-                                                   "osProfile": {"computerName": _host(vmss, i)}}}
-                                   for i in range(cap)]}
+                                                   "osProfile": {"computerName": _host(vmss, i)},
+                                                   "instanceView": {"statuses": [{"code": "PowerState/" + (
+                                                       "deallocated" if i in off else "running")}]}}}
+                                   for i in ids]}
 
     def _images(self, low: str) -> tuple[int, dict[str, str], Any]:
         m = re.search(r"/locations/([^/]+)/publishers/([^/]+)/artifacttypes/vmimage/offers/([^/]+)/skus"
@@ -365,7 +429,7 @@ def default_catalogue(fake: FakeArm, location: str = "eastus", *, free_vcpus: in
                                                             "standardDSv5Family", "x64")]
     families = {s.quota_family for s in gpu_skus()} | {"standardDSv5Family"}
     fake.usages[location] = [_usage(f, 0, free_vcpus) for f in sorted(families)] + [
-        _usage("cores", 0, free_vcpus * 4)]
+        _usage("cores", 0, free_vcpus * 4), _usage("lowPriorityCores", 0, free_vcpus)]
     fake.images[("microsoft-dsvm", "ubuntu-hpc", "2204", "22.04.2025010101")] = {"architecture": "x64"}
     fake.images[("microsoft-dsvm", "ubuntu-hpc", "2404", "24.04.2025010101")] = {"architecture": "x64"}
     fake.images[("microsoft-dsvm", "ubuntu-hpc", "2404-arm64", "24.04.2025010101")] = {"architecture": "Arm64"}

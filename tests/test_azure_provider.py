@@ -355,6 +355,7 @@ FIXED = ci.ClusterSecrets(admin_key_path=Path("/dev/null"), admin_public_key="ss
 CASES = {
     "h100": ("h100t", "h100", [ScaleSetPlan(name="h100t-gpu-00", vms=2, gpus=16), ScaleSetPlan(name="h100t-gpu-01", vms=1, gpus=8)]),
     "gb200": ("gbt", "gb200", [ScaleSetPlan(name="gbt-gpu-00", vms=36, gpus=144, racks=2)]),
+    "h100-spot": ("h100t", "h100", [ScaleSetPlan(name="h100t-gpu-00", vms=2, gpus=16)]),
 }
 
 
@@ -362,7 +363,7 @@ def _rendered(case: str) -> dict[str, str]:
     name, sku, sets = CASES[case]
     row = lookup(sku)
     return {"head": ci.head_cloud_init(name, row, sets, "10.40.0.4", "10.40.0.0/16", FIXED),
-            "node": ci.node_cloud_init(name, row, sets, "10.40.0.4", FIXED)}
+            "node": ci.node_cloud_init(name, row, sets, "10.40.0.4", FIXED, spot=case.endswith("-spot"))}
 
 
 @pytest.mark.parametrize("case", sorted(CASES))

@@ -91,7 +91,7 @@ def head(fake, clients, tmp_path, monkeypatch):
     head's cloud-init, token from the head identity's (fake) IMDS, state in tmp_path."""
     up(clients, expires_hours=6, idle_minutes=30)
     principal = fake.of_type("virtualMachines")["exp-head"]["identity"]["principalId"]
-    imds = FakeImds(fake, principal).start()
+    imds = FakeImds(arm=fake, principal_id=principal).start()
     for name in MI_ENV:
         monkeypatch.delenv(name, raising=False)
     for key, value in imds.env.items():

@@ -139,7 +139,8 @@ def _render_plan(plan: Any) -> None:
 
 
 def _vmss_settings(props: dict) -> str:
-    keys = ("orchestration", "single_placement_group", "platform_fault_domain_count", "overprovision")
+    keys = ("orchestration", "single_placement_group", "platform_fault_domain_count", "overprovision",
+            "priority", "eviction_policy", "max_price")
     return ", ".join(f"{k}={props[k]}" for k in keys if k in props)
 
 

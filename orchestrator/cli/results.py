@@ -79,7 +79,10 @@ def report(benchmark: Optional[str] = typer.Option(None, "--benchmark", help="On
         results = store.list_results(benchmark=benchmark, system=system, cluster=cluster, since=when)
         runs = store.list_runs(cluster=cluster) if cluster else store.list_runs()
         attempts = [a for r in runs for a in store.list_attempts(r.id)]
-    rep = build_report(results, runs, attempts, benchmark=benchmark, system=system, since=when)
+        spot = {c.name: c.cluster.sku for c in store.list_clusters(include_terminated=True)
+                if c.cluster.properties.get("priority") == "spot"}
+    rep = build_report(results, runs, attempts, benchmark=benchmark, system=system, since=when,
+                       spot_clusters=spot)
     if html is not None:
         files = write_html(rep, results, html)
         sys.stderr.write(f"wrote {len(files)} files to {html} (open {files[0]})\n")

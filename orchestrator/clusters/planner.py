@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 import uuid
 
-from orchestrator.clusters.catalog import GpuSku
+from orchestrator.clusters.catalog import SPOT_PRICE_SOURCE, GpuSku
 from orchestrator.clusters.specs import ClusterSpec
 from orchestrator.errors import ConfigError
 from orchestrator.models import Plan, PlannedResource, ScaleSetPlan
@@ -64,10 +64,16 @@ def preflight_checks(spec: ClusterSpec, sku: GpuSku) -> list[str]:
     """What `up` checks against Azure before the first PUT (shown by --dry-run)."""
     vcpus = sku.vcpus * spec.nodes
     arch = "arm64" if sku.cpu_arch == "arm64" else "x64"
+    if spec.azure.priority == "spot":  # spot vCPUs count against their own regional quota only
+        quotas = [f"low-priority quota lowPriorityCores (Total Regional Low-priority vCPUs) has "
+                  f"{vcpus:,} free vCPUs ({spec.nodes:,} x {sku.vcpus}, spot)",
+                  "total regional vCPU quota has 8 free vCPUs (the head)"]
+    else:
+        quotas = [f"family quota {sku.quota_family} has {vcpus:,} free vCPUs ({spec.nodes:,} x {sku.vcpus})",
+                  f"total regional vCPU quota has {vcpus + 8:,} free vCPUs (GPU nodes + head)"]
     return [
         f"{sku.name} is offered in {spec.region} and not restricted for the subscription (resource SKUs)",
-        f"family quota {sku.quota_family} has {vcpus:,} free vCPUs ({spec.nodes:,} x {sku.vcpus})",
-        f"total regional vCPU quota has {vcpus + 8:,} free vCPUs (GPU nodes + head)",
+        *quotas,
         f"image {spec.azure.image or sku.image} exists for {arch}, Hyper-V Gen2",
         f"VNet {spec.azure.vnet_cidr} does not overlap 172.16.0.0/16 (checked: ok)",
     ]
@@ -157,11 +163,32 @@ def _vmss_properties(spec: ClusterSpec, sku: GpuSku, s: ScaleSetPlan) -> dict[st
     return {"size": sku.name, "orchestration": "Uniform", "single_placement_group": True,
             "platform_fault_domain_count": 1, "overprovision": False,
             "accelerated_networking": True, "gpus": s.gpus, "racks": s.racks,
-            "image": spec.azure.image or sku.image, **_tags(spec)}
+            "image": spec.azure.image or sku.image, **_spot_properties(spec), **_tags(spec)}
+
+
+def _spot_properties(spec: ClusterSpec) -> dict[str, str | int | bool | None]:
+    a = spec.azure
+    if a.priority != "spot":
+        return {}
+    return {"priority": "Spot", "eviction_policy": a.eviction_policy.capitalize(),
+            "max_price": f"{a.max_price:g} USD/h" if a.max_price != -1 else "-1 (up to pay-as-you-go)"}
 
 
 def _cost(spec: ClusterSpec, sku: GpuSku, warnings: list[str]) -> float | None:
+    if spec.azure.priority != "spot" and spec.azure.max_price != -1:
+        warnings.append("azure.max_price applies only with azure.priority: spot (ignored)")
     if sku.price_per_hour_usd is None:
         warnings.append(f"no list price known for {sku.name}: cost per hour unknown")
         return None
-    return round(spec.nodes * sku.price_per_hour_usd + HEAD_PRICE_PER_HOUR_USD, 2)
+    payg = round(spec.nodes * sku.price_per_hour_usd + HEAD_PRICE_PER_HOUR_USD, 2)
+    spot = sku.spot_price_per_hour_usd(spec.azure.max_price)
+    if spec.azure.priority != "spot" or spot is None:
+        return payg
+    estimate = sku.spot_price_per_hour_usd()
+    if estimate is not None and spec.azure.max_price != -1 and spec.azure.max_price < estimate:
+        warnings.append(f"azure.max_price ${spec.azure.max_price:g}/h is below the estimated spot "
+                        f"price ${estimate:g}/h: Azure may not allocate the VMs, or evict them early")
+    total = round(spec.nodes * spot + HEAD_PRICE_PER_HOUR_USD, 2)
+    warnings.append(f"spot: ~${total:,.2f}/h estimated vs ${payg:,.2f}/h pay-as-you-go "
+                    f"({SPOT_PRICE_SOURCE}); nodes may be evicted with 30 s notice")
+    return total

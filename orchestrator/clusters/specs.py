@@ -85,6 +85,21 @@ class AzureOptions(Strict):
     self_expiry: bool = True
     arm_endpoint: str | None = None
     polling_interval: float = Field(30.0, gt=0)
+    # -- spot capacity (evictable GPU nodes; the head is always pay-as-you-go) --
+    priority: Literal["regular", "spot"] = "regular"
+    eviction_policy: Literal["delete", "deallocate"] = "deallocate"
+    max_price: float = Field(-1.0, description="USD per VM-hour; -1 = pay up to pay-as-you-go")
+    spot_restore_timeout: int = Field(1800, description="seconds to wait for evicted capacity")
+
+    _spot_durations = field_validator("spot_restore_timeout", mode="before")(
+        classmethod(lambda cls, v: parse_duration(v)))
+
+    @field_validator("max_price")
+    @classmethod
+    def _max_price(cls, value: float) -> float:
+        if value != -1 and not value > 0:
+            raise ValueError(f"max_price must be -1 (up to pay-as-you-go) or > 0, got {value}")
+        return value
 
     @field_validator("vnet_cidr")
     @classmethod

@@ -1,7 +1,7 @@
 """The report: stored results turned into what a reader compares.
 
 Owns: building the Report (scores, time-to-train, step-time stats, throughput, scaling,
-speedups, cost, attempt history) and rendering it as JSON, Markdown, rich tables or HTML with
+speedups, cost, attempt history, spot preemptions and cost saved) and rendering it as JSON, Markdown, rich tables or HTML with
 PNG plots. Returns data; the CLI prints.
 May import: the base, clusters.catalog, results/ and store/.
 Exposes: build.build_report, render, plots.

@@ -23,6 +23,7 @@ from orchestrator.clusters.catalog import CATALOG, gpu_row
 from orchestrator.errors import ConfigError
 from orchestrator.models import utcnow
 from orchestrator.recipes.catalog import model_facts
+from orchestrator.report.preemption import PreemptionLine, preemption_lines
 from orchestrator.results import metrics
 from orchestrator.results.metrics import StepStats
 from orchestrator.store.schema import AttemptRow, ResultRow, RunRow
@@ -210,6 +211,7 @@ class Report(_Model):
     weak_scaling: list[WeakScaling] = Field(default_factory=list)
     speedups: list[SkuSpeedup] = Field(default_factory=list)
     attempt_history: list[AttemptLine] = Field(default_factory=list)
+    preemptions: list[PreemptionLine] = Field(default_factory=list)
     notes: list[str] = Field(default_factory=list)
 
 
@@ -222,9 +224,11 @@ def build_report(
     system: str | None = None,
     cluster: str | None = None,
     since: datetime | None = None,
+    spot_clusters: dict[str, str] | None = None,
 ) -> Report:
     """The report over `results` matching the filters. `runs`/`attempts` (optional) add the
-    cluster filter and the cost of every attempt, failed ones included."""
+    cluster filter and the cost of every attempt, failed ones included; `spot_clusters`
+    ({cluster: SKU}) adds the spot section's cost saved."""
     rows = _filter(results, runs, benchmark=benchmark, system=system, cluster=cluster, since=since)
     notes: list[str] = [] if rows else ["no results match"]
     groups = [_group(key, members, runs, attempts)
@@ -234,7 +238,8 @@ def build_report(
     filters = {k: str(v) for k, v in asked.items() if v is not None}
     return Report(filters=filters, groups=groups, strong_scaling=strong_scaling(groups),
                   weak_scaling=weak_scaling(groups, notes), speedups=sku_speedups(groups),
-                  attempt_history=attempt_history(runs, attempts, rows), notes=notes)
+                  attempt_history=attempt_history(runs, attempts, rows),
+                  preemptions=preemption_lines(runs, attempts, spot_clusters or {}), notes=notes)
 
 
 def strong_scaling(groups: Sequence[GroupReport]) -> list[StrongScaling]:

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from orchestrator.report.build import GroupReport, Report, history_section
+from orchestrator.report.preemption import preemption_section
 from orchestrator.store.schema import ResultRow
 
 if TYPE_CHECKING:
@@ -105,6 +106,7 @@ def sections(report: Report) -> list[_Section]:
                   _f(s.minutes_b, 3), _f(s.speedup, 3), _f(s.speedup_per_gpu, 3),
                   _f(s.speedup_per_dollar, 3)] for s in report.speedups]))
     out.append(history_section(report.attempt_history))
+    out.append(preemption_section(report.preemptions))
     return [s for s in out if s[2]]
 
 

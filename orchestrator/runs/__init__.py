@@ -1,8 +1,9 @@
 """Runs: a run's life on a cluster.
 
 Owns: sweeps of runs by node count and repeat (execute), one attempt (attempts), the health
-gate, the monitor and its decide(), the failure-class table, launchers/ (Slurm, Azure ML), how
-to reach a cluster (access) and its logs (logview).
+gate, the monitor and its decide(), the failure-class table, recovery after a spot eviction
+(preemption), launchers/ (Slurm, Azure ML), how to reach a cluster (access) and its logs
+(logview).
 May import: the base, clusters/, recipes/, results/, slurm/ and store/.
 Exposes: execute.run_sweep, attempts, health, monitor, failures, access, launchers.
 """

@@ -27,7 +27,7 @@ from orchestrator.models import (
 )
 from orchestrator.recipes.catalog import Recipe, render_command
 from orchestrator.runs.access import recipe_python
-from orchestrator.runs.failures import Failure, FailureClass, Observation, classify
+from orchestrator.runs.failures import Failure, FailureClass, Observation, classify, preempted_nodes
 from orchestrator.runs.monitor import (
     Action,
     JobLost,
@@ -180,11 +180,13 @@ def finish_attempt(ctx: AttemptContext, row: RunRow, cur: AttemptRow) -> tuple[F
     result = None
     if status.state == JobState.COMPLETED and status.exit_code in (0, None):
         result = _result(ctx, row, n)
-    down = [name for name, info in ctx.launcher.node_states().items() if not info.usable]
+    infos = ctx.launcher.node_states()
+    down = [name for name, info in infos.items() if not info.usable]
     failure = classify(Observation(
         state=status.state, exit_code=status.exit_code, nodes=list(status.nodes), log_tail=text,
         down_nodes=down, tasks_per_node=ctx.recipe.launch.tasks_per_node,
         hung=intent == FailureClass.HANG, deadline=intent == FailureClass.DEADLINE,
+        preempted_nodes=preempted_nodes({n: i.reason for n, i in infos.items()}),
         converged=result.converged if result is not None else None))
     if failure is None and result is not None:
         return None, _finish(ctx, row, n, "succeeded", "completed", result=result)

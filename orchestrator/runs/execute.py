@@ -37,7 +37,7 @@ from orchestrator.runs.attempts import (
     start_attempt,
 )
 from orchestrator.runs.failures import Failure, FailureClass, lost_work
-from orchestrator.runs.monitor import AttemptRecord, Progress, decide_retry
+from orchestrator.runs.monitor import AttemptRecord, Progress, RetryDecision, decide_retry
 from orchestrator.store.database import Store
 from orchestrator.store.schema import AttemptRow, RunRow
 
@@ -182,6 +182,10 @@ def _next_attempt(ctx: AttemptContext, row: RunRow, attempts: list[AttemptRow],
                for a in attempts[:-1]] + [AttemptRecord(last.attempt, failure, tuple(last.excluded_nodes))]
     elapsed = (utcnow() - attempts[0].started_at).total_seconds() if attempts[0].started_at else 0.0
     decision = decide_retry(history, ctx.spec.retry, elapsed, ctx.cluster.nodes, row.nodes)
+    if decision.retry and failure.cls == FailureClass.PREEMPTED:
+        from orchestrator.runs.preemption import recover
+        stop = recover(ctx, row, failure)
+        decision = decision if stop is None else RetryDecision(False, stop)
     if not decision.retry:
         _store_lost_work(ctx, row, last.attempt, None)
         return final_failure(ctx, row, last, failure, decision.reason)

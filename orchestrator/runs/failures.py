@@ -3,10 +3,11 @@
 `FAILURES` is the table readers check first: each class says whether it is infrastructure
 (retried, the suspect nodes excluded) or the user's (code, config, convergence: never retried).
 `classify()` turns a job's final status, the watch loop's verdict, the tail of its logs and the
-nodes' states into one `Failure` with its suspect nodes and the evidence line. Precedence: what
-azbench itself decided (hang, deadline), then Slurm's own verdict (NODE_FAIL, TIMEOUT, ...), then
-nodes that went down under the job, then hardware/fabric lines in the log, then the application's
-exit. Everything here is pure, so every row is unit-tested without a cluster.
+nodes' states into one `Failure` with its suspect nodes and the evidence line. Precedence: the
+run's deadline, then a spot eviction notice (a node of the job drained with PREEMPT_REASON by the
+spot agent, templates/spot_agent.py), then a hang azbench cancelled, then Slurm's own verdict
+(NODE_FAIL, TIMEOUT, ...), then nodes that went down under the job, then hardware/fabric lines in
+the log, then the application's exit. Everything here is pure, so every row is unit-tested without a cluster.
 """
 
 from __future__ import annotations
@@ -57,7 +58,7 @@ FAILURES: dict[FailureClass, FailureInfo] = {
     F.NODE_FAIL: FailureInfo("infra", "Slurm ended the job NODE_FAIL: a node stopped responding"),
     F.NODE_LOST: FailureInfo("infra", "a node of the job went down or stopped responding"),
     F.BOOT_FAIL: FailureInfo("infra", "Slurm could not boot/configure the job's nodes"),
-    F.PREEMPTED: FailureInfo("infra", "the scheduler preempted the job"),
+    F.PREEMPTED: FailureInfo("infra", "the job was preempted (a spot eviction notice or the scheduler)"),
     F.TIMEOUT: FailureInfo("infra", "the job hit its Slurm time limit"),
     F.OUT_OF_MEMORY: FailureInfo("infra", "Slurm killed the job for host memory (OUT_OF_MEMORY)"),
     F.HANG: FailureInfo("infra", "no new training step for hang_timeout: cancelled"),
@@ -97,6 +98,11 @@ LOG_PATTERNS: list[tuple[re.Pattern[str], FailureClass]] = [
     (re.compile(r"Node failure on (?P<node>[\w.-]+)|DUE TO NODE FAILURE", re.I), F.NODE_LOST),
     (re.compile(r"EADDRINUSE|address already in use", re.I), F.PORT_IN_USE),
 ]
+# The drain reason the spot agent (templates/spot_agent.py) gives a node on an eviction notice.
+PREEMPT_REASON = "azbench-preempt"
+# Classes whose suspects are not excluded from the retry: an evicted node is not a bad node, and
+# the provider gives its capacity back (same name after deallocate) before the next attempt.
+NOT_EXCLUDED: frozenset[FailureClass] = frozenset({F.PREEMPTED})
 _CONFIG_LINE = re.compile(r"application error|invalid (argument|config)|usage: ", re.I)
 _CUDA_OOM = re.compile(r"CUDA out of memory|OutOfMemoryError", re.I)
 _RANK_PREFIX = re.compile(r"^\s*(\d+): ")
@@ -135,6 +141,7 @@ class Observation:
     hung: bool = False
     deadline: bool = False
     converged: bool | None = None
+    preempted_nodes: Iterable[str] = ()
     extra: Mapping[str, str] = field(default_factory=dict)
 
 
@@ -142,6 +149,9 @@ def classify(obs: Observation) -> Failure | None:
     """The failure behind `obs`, or None when the attempt succeeded."""
     if obs.deadline:
         return Failure(F.DEADLINE)
+    preempted = tuple(n for n in obs.nodes if n in set(obs.preempted_nodes))
+    if preempted and not (obs.state == JobState.COMPLETED and obs.exit_code in (0, None)):
+        return Failure(F.PREEMPTED, preempted, f"spot eviction notice on {', '.join(preempted)}")
     if obs.hung:
         return Failure(F.HANG, _down(obs))
     if obs.state == JobState.COMPLETED and (obs.exit_code in (0, None)):
@@ -176,6 +186,11 @@ def scan_log(text: str, nodes: Sequence[str], tasks_per_node: int = 1) -> Failur
                 suspects.append(node)
         return Failure(cls, tuple(suspects), _clip(matches[0][0]))
     return None
+
+
+def preempted_nodes(reasons: Mapping[str, str]) -> list[str]:
+    """Nodes whose Slurm reason is the spot agent's drain reason ({node: reason} from sinfo)."""
+    return sorted(n for n, why in reasons.items() if why.startswith(PREEMPT_REASON))
 
 
 def infra_retryable(cls: FailureClass, on: Iterable[str]) -> bool:

@@ -20,7 +20,7 @@ from typing import Callable, Protocol, Sequence
 from orchestrator.clusters.specs import RetryPolicy
 from orchestrator.errors import LaunchError, RemoteError
 from orchestrator.models import JobRef, JobState, JobStatus
-from orchestrator.runs.failures import Failure, infra_retryable
+from orchestrator.runs.failures import NOT_EXCLUDED, Failure, infra_retryable
 
 BACKOFF_CAP_S = 60.0
 _STOP = re.compile(r"AZBENCH_ATTEMPT_STOP \d+ rc=(-?\d+)")
@@ -99,7 +99,8 @@ def decide_retry(history: Sequence[AttemptRecord], policy: RetryPolicy, elapsed_
                  cluster_nodes: int | None = None, nodes_needed: int = 1) -> RetryDecision:
     """Pure: retry the run after its last failed attempt in `history`, or stop, and why.
 
-    Excludes every node any failed attempt suspected (never spend a retry on a known-bad node),
+    Excludes every node any failed attempt suspected (never spend a retry on a known-bad node;
+    evicted spot nodes are not bad: failures.NOT_EXCLUDED),
     bounded by max_attempts, max_duration and the nodes left to run on.
     """
     last = history[-1]
@@ -113,8 +114,8 @@ def decide_retry(history: Sequence[AttemptRecord], policy: RetryPolicy, elapsed_
     wait = backoff_s(policy, last.attempt)
     if elapsed_s + wait >= policy.max_duration:
         return RetryDecision(False, f"max_duration ({policy.max_duration}s) would pass")
-    exclude = tuple(sorted({n for rec in history if rec.failure for n in rec.failure.suspects}
-                           | set(last.excluded)))
+    exclude = tuple(sorted({n for rec in history if rec.failure and rec.failure.cls not in NOT_EXCLUDED
+                            for n in rec.failure.suspects} | set(last.excluded)))
     if cluster_nodes is not None and cluster_nodes - len(exclude) < nodes_needed:
         return RetryDecision(False, f"only {cluster_nodes - len(exclude)} nodes left after "
                                     f"excluding {', '.join(exclude)}; {nodes_needed} needed")

@@ -5,7 +5,8 @@ cluster nodes. Data parallel over every process (gloo on CPU, nccl on CUDA), wea
 micro batch per rank), MLLOG on rank 0's stdout, atomic checkpoints with --resume, and fault-injection
 switches for azbench's own tests. Exit codes: 0 target reached; 1 crash or injected failure;
 2 application error (bad configuration, non-finite loss); 3 aborted (target not reached by
---max-steps/--max-seconds); 124 watchdog (no finish by --max-seconds + --watchdog-grace, e.g. a hang).
+--max-steps/--max-seconds); 75 preempted (SIGUSR1, a spot eviction notice: checkpointed, resume
+me); 124 watchdog (no finish by --max-seconds + --watchdog-grace, e.g. a hang).
 See README.md beside this file.
 """
 
@@ -16,6 +17,7 @@ import math
 import os
 import random
 import re
+import signal
 import sys
 import threading
 import time
@@ -30,6 +32,7 @@ from mlperf_logging import mllog
 from mlperf_logging.mllog import constants as C
 
 EXIT_OK, EXIT_CRASH, EXIT_APP, EXIT_ABORTED, EXIT_WATCHDOG = 0, 1, 2, 3, 124
+EXIT_PREEMPTED = 75  # EX_TEMPFAIL: checkpointed on SIGUSR1 (eviction notice); retry and resume
 LANGUAGE_SEED = 20240917  # fixes the synthetic language itself; --seed only varies init and sampling
 CKPT_RE = re.compile(r"^ckpt_step(\d{8})\.pt$")
 KEEP_CKPTS = 2
@@ -37,6 +40,36 @@ KEEP_CKPTS = 2
 
 class AppError(Exception):
     """A configuration or numerical problem the user must fix; never worth a retry."""
+
+
+# -- preemption notice (SIGUSR1 from azbench's spot agent via scancel --signal) ------------------
+NOTICE = threading.Event()
+
+
+class Preempted(Exception):
+    """Every rank stops after the step in which any rank got SIGUSR1; rank 0 has checkpointed."""
+
+
+def install_notice_handler() -> None:
+    """SIGUSR1 only sets a flag: the training loop checkpoints at the next step boundary."""
+    signal.signal(signal.SIGUSR1, lambda signum, frame: NOTICE.set())
+
+
+def notice_agreed(d: Dist) -> bool:
+    """True on every rank once any rank got the notice; one tiny all-reduce per step, outside
+    the timed step, so ranks signalled a step apart still stop at the same step."""
+    return all_sum([1.0 if NOTICE.is_set() else 0.0], d)[0] > 0
+
+
+def stop_for_notice(t: Trainer, saved: bool) -> None:
+    """Checkpoint this step (rank 0) unless just saved, wait for it on every rank, then stop."""
+    if t.d.rank == 0 and not saved:
+        checkpoint(t)
+    all_sum([0.0], t.d)  # a barrier: no rank exits (srun --kill-on-bad-exit) before the save
+    if t.d.rank == 0:
+        print(f"azbench-smoke: preemption notice (SIGUSR1): checkpointed step {t.step}; "
+              f"exiting {EXIT_PREEMPTED} to resume elsewhere", file=sys.stderr, flush=True)
+    raise Preempted()
 
 
 # Flags whose default an environment variable may set (the sbatch script and azbench's tests use these).
@@ -374,8 +407,11 @@ def train(t: Trainer, eval_set: torch.Tensor, t0: float) -> tuple[str, float]:
     log.start(C.BLOCK_START, samples_count=t.samples, epoch_num=block)
     while t.step < a.max_steps:
         train_step(t)
-        if a.ckpt_every and t.step % a.ckpt_every == 0 and t.d.rank == 0:
+        saved = bool(a.ckpt_every and t.step % a.ckpt_every == 0)
+        if saved and t.d.rank == 0:
             checkpoint(t)
+        if notice_agreed(t.d):
+            stop_for_notice(t, saved)
         if t.step % a.eval_every and t.step != a.max_steps:
             continue
         md = {"samples_count": t.samples, "epoch_num": block}
@@ -443,8 +479,11 @@ def run(args: argparse.Namespace, t0: float) -> int:
 def main(argv: list[str] | None = None) -> int:
     t0 = time.monotonic()
     args = parse_args(argv)
+    install_notice_handler()
     try:
         return run(args, t0)
+    except Preempted:
+        return EXIT_PREEMPTED
     except AppError as exc:
         print(f"azbench-smoke: application error: {exc}", file=sys.stderr, flush=True)
         return EXIT_APP

@@ -108,6 +108,25 @@ class AzureProvider:
                     out.append(NodeState(name=host, scale_set=s, state=str(getattr(state, "value", state))))
         return out
 
+    def restore_capacity(self, cluster: Cluster, nodes: Collection[str] = (),
+                         timeout_s: float | None = None) -> list[str]:
+        """After a spot eviction: every GPU scale set back to its planned VMs (azure_spot.py);
+        `nodes` (the evicted ones) is informational: whole sets are restored.
+
+        Returns the hostnames now in the sets; CapacityError when Azure has no spot capacity
+        within `timeout_s` (default: the cluster's azure.spot_restore_timeout).
+        """
+        from orchestrator.clusters.providers.azure_spot import restore
+        clients = self._clients_for(cluster.name, cluster)
+        rg = str(cluster.properties.get("resource_group") or f"azbench-{cluster.name}")
+        planned = {s: sum(1 for h in cluster.node_names if h.startswith(f"{s}-"))
+                   for s in str(cluster.properties.get("scale_sets") or "").split(",") if s}
+        limit = timeout_s if timeout_s is not None else float(
+            cluster.properties.get("spot_restore_timeout") or 1800)
+        done = restore(clients, rg, planned, timeout_s=limit, wait_s=self.opts.capacity_wait_s,
+                       sleep=self.opts.sleep or _sleep)
+        return [h for r in done for h in r.hosts]
+
     # ------------------------------------------------------------ helpers
     def _clients_for_spec(self, spec: ClusterSpec) -> AzureClients:
         if self.clients is not None:
@@ -166,6 +185,11 @@ def _described(name: str, rg: Any, sets: list[Any], head_ip: str | None, clients
                                "arm_endpoint": clients.base_url, "head_ip": head_ip,
                                "scale_sets": ",".join(p.name for p in plans),
                                "owner": tags.get(ar.TAG_OWNER), "expires": tags.get(ar.TAG_EXPIRES)})
+
+
+def _sleep(seconds: float) -> None:
+    import time
+    time.sleep(seconds)
 
 
 def _admin(sets: list[Any]) -> str:

@@ -30,6 +30,7 @@ MUNGE_KEY = "munge.key"
 KNOWN_HOSTS = "known_hosts"
 WORKDIR = "/shared/azbench"
 PARTITION = "gpu"
+SPOT_AGENT = "spot_agent.py"
 MAX_CUSTOM_DATA = 65_535  # bytes before base64 (Azure's customData limit)
 _B36 = "0123456789abcdefghijklmnopqrstuvwxyz"
 
@@ -64,6 +65,7 @@ class NodeContext:
     munge_key_b64: str
     gpus: int
     scale_sets: str
+    spot_agent: str = ""  # templates/spot_agent.py for spot clusters; "" = no agent
 
 
 def load_or_create_secrets(cluster_dir: Path) -> ClusterSecrets:
@@ -148,9 +150,13 @@ def head_cloud_init(cluster: str, sku: GpuSku, sets: list[ScaleSetPlan], head_ad
 
 
 def node_cloud_init(cluster: str, sku: GpuSku, sets: list[ScaleSetPlan], head_addr: str,
-                    sec: ClusterSecrets) -> str:
+                    sec: ClusterSecrets, *, spot: bool = False) -> str:
+    """A GPU node's cloud-config; spot nodes also get the spot agent (templates/spot_agent.py)
+    as a systemd unit, which turns an eviction notice into a checkpoint."""
+    agent = (templates_dir() / SPOT_AGENT).read_text() if spot else ""
     ctx = NodeContext(cluster=cluster, head_addr=head_addr, munge_key_b64=sec.munge_key_b64,
-                      gpus=sku.gpus_per_vm, scale_sets=compress_hostlist([s.name for s in sets]))
+                      gpus=sku.gpus_per_vm, scale_sets=compress_hostlist([s.name for s in sets]),
+                      spot_agent=agent)
     return _render("cloud-init-node.yaml.j2", ctx)
 
 

@@ -16,7 +16,7 @@ from datetime import datetime
 from typing import Any
 
 from orchestrator.clusters.providers.azure_errors import arm_call, arm_error, is_not_found
-from orchestrator.clusters.providers.azure_resources import RG, ROLE, TAG_EXPIRES, rid
+from orchestrator.clusters.providers.azure_resources import TAG_EXPIRES, rid
 from orchestrator.clusters.providers.azure_teardown import tagged
 from orchestrator.errors import NotFoundError, ProvisionError
 from orchestrator.paths import templates_dir

@@ -25,6 +25,9 @@ HPC_PUBLISHER, HPC_OFFER = "microsoft-dsvm", "ubuntu-hpc"
 CALLER_IP_ENV = "AZBENCH_CALLER_IP"
 IP_ECHO_URL = "https://api.ipify.org"
 GALLERY_API_VERSION = "2023-07-03"
+# Spot VMs count against this regional quota ("Total Regional Low-priority vCPUs") instead of
+# the size family's quota and the regional total.
+LOW_PRIORITY_QUOTA = "lowPriorityCores"
 
 
 @dataclass(frozen=True)
@@ -36,6 +39,7 @@ class PreflightNeed:
     new_head: bool
     zones: list[str] = field(default_factory=list)
     image: str | None = None
+    spot: bool = False
 
 
 def preflight(clients: Any, need: PreflightNeed) -> dict[str, str]:
@@ -135,14 +139,18 @@ def _quota_problems(clients: Any, need: PreflightNeed, head_row: Any) -> list[st
         usage = {u.name.value: u for u in clients.compute.usage.list(need.region)}
     head_vcpus = _capability(head_row, "vCPUs", 8) if need.new_head else 0
     wants: dict[str, int] = {}
+    gpu_vcpus = need.sku.vcpus * need.new_vms
     if need.new_vms:
-        wants[need.sku.quota_family] = need.sku.vcpus * need.new_vms
+        wants[LOW_PRIORITY_QUOTA if need.spot else need.sku.quota_family] = gpu_vcpus
     if head_vcpus and head_row is not None and head_row.family:
         wants[head_row.family] = wants.get(head_row.family, 0) + head_vcpus
-    wants["cores"] = need.sku.vcpus * need.new_vms + head_vcpus
+    wants["cores"] = (0 if need.spot else gpu_vcpus) + head_vcpus
     out = []
     for family, want in wants.items():
-        label = "total regional vCPUs" if family == "cores" else family
+        if not want:
+            continue
+        label = {"cores": "total regional vCPUs",
+                 LOW_PRIORITY_QUOTA: "Total Regional Low-priority vCPUs (lowPriorityCores)"}.get(family, family)
         row = usage.get(family)
         if row is None:
             out.append(f"quota {label} in {need.region}: not listed for this subscription "

@@ -157,9 +157,25 @@ def head_vm_body(location: str, tags: dict[str, str], *, size: str, image: dict[
         network_profile=m.NetworkProfile(network_interfaces=[m.NetworkInterfaceReference(id=nic_id, primary=True)]))
 
 
+@dataclass(frozen=True)
+class SpotTerms:
+    """Spot priority for a scale set's VMs: eviction policy and max price (-1 = up to PAYG)."""
+
+    eviction_policy: str = "deallocate"
+    max_price: float = -1.0
+
+
+def spot_profile(m: Any, spot: SpotTerms | None) -> dict[str, Any]:
+    """The VM-profile fields of a spot scale set (priority, evictionPolicy, billingProfile)."""
+    if spot is None:
+        return {}
+    return {"priority": "Spot", "eviction_policy": spot.eviction_policy.capitalize(),
+            "billing_profile": m.BillingProfile(max_price=spot.max_price)}
+
+
 def vmss_body(location: str, tags: dict[str, str], *, sku_name: str, scale_set: ScaleSetPlan,
               zone: str | None, image: dict[str, str], admin: str, pubkey: str, custom_data: str,
-              subnet_id: str, prefix: str) -> Any:
+              subnet_id: str, prefix: str, spot: SpotTerms | None = None) -> Any:
     from azure.mgmt.compute import models as m
     nic = m.VirtualMachineScaleSetNetworkConfiguration(
         name="ib-node", primary=True, enable_accelerated_networking=True,
@@ -174,7 +190,8 @@ def vmss_body(location: str, tags: dict[str, str], *, sku_name: str, scale_set: 
             os_disk=m.VirtualMachineScaleSetOSDisk(
                 create_option="FromImage", caching="ReadWrite",
                 managed_disk=m.VirtualMachineScaleSetManagedDiskParameters(storage_account_type="Premium_LRS"))),
-        network_profile=m.VirtualMachineScaleSetNetworkProfile(network_interface_configurations=[nic]))
+        network_profile=m.VirtualMachineScaleSetNetworkProfile(network_interface_configurations=[nic]),
+        **spot_profile(m, spot))
     return m.VirtualMachineScaleSet(
         location=location, tags=tags, zones=[zone] if zone else None,
         sku=m.Sku(name=sku_name, tier="Standard", capacity=scale_set.vms), orchestration_mode="Uniform",

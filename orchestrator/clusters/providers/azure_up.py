@@ -117,7 +117,11 @@ class UpRun:
         new_vms = sum(s.vms for s in self.names.sets if not self._live(ar.VMSS, s.name))
         return PreflightNeed(region=region, sku=self.sku, new_vms=new_vms, head_size=self.spec.azure.head_size,
                              new_head=not self._live(ar.VM, self.names.head), zones=zones,
-                             image=self.spec.azure.image)
+                             image=self.spec.azure.image, spot=self.spec.azure.priority == "spot")
+
+    def _spot(self) -> ar.SpotTerms | None:
+        a = self.spec.azure
+        return ar.SpotTerms(a.eviction_policy, a.max_price) if a.priority == "spot" else None
 
     def _live(self, kind: str, name: str) -> bool:
         obs = self.seen.get(f"{kind}/{name}")
@@ -152,7 +156,8 @@ class UpRun:
                  if n.role else None)
         head_cd = ci.custom_data(ci.head_cloud_init(self.spec.name, self.sku, sets, head_ip, subnet_cidr, sec,
                                                     expiry=agent), "head")
-        node_cd = ci.custom_data(ci.node_cloud_init(self.spec.name, self.sku, sets, head_ip, sec), "nodes")
+        node_cd = ci.custom_data(ci.node_cloud_init(self.spec.name, self.sku, sets, head_ip, sec,
+                                                     spot=self._spot() is not None), "nodes")
         common = {"admin": self.spec.azure.admin_user, "pubkey": sec.admin_public_key}
         jobs: dict[str, Callable[[], Any]] = {"head": lambda: self._ensure(ar.VM, n.head, lambda: ar.head_vm_body(
             region, tags, size=self.spec.azure.head_size, image=ar.head_image(image), custom_data=head_cd,
@@ -161,7 +166,7 @@ class UpRun:
         for s in sets:
             jobs[s.name] = lambda s=s: self._ensure_vmss(region, zones, s, lambda zone, s=s: ar.vmss_body(
                 region, tags, sku_name=self.sku.name, scale_set=s, zone=zone, image=image, custom_data=node_cd,
-                subnet_id=subnet_id, prefix=ci.computer_name_prefix(s), **common))
+                subnet_id=subnet_id, prefix=ci.computer_name_prefix(s), spot=self._spot(), **common))
         made = self._parallel(jobs)
         if n.role:
             self._grant_self_delete(made["head"])
@@ -251,7 +256,15 @@ class UpRun:
                         "arm_endpoint": self.clients.base_url, "head_ip": address, "head_private_ip": head_ip,
                         "scale_sets": ",".join(s.name for s in self.names.sets),
                         "image": ":".join(image.values()) if "id" not in image else image["id"],
-                        "owner": tags[ar.TAG_OWNER], "expires": tags[ar.TAG_EXPIRES]})
+                        "owner": tags[ar.TAG_OWNER], "expires": tags[ar.TAG_EXPIRES],
+                        **self._spot_record()})
+
+    def _spot_record(self) -> dict[str, str | int]:
+        a = self.spec.azure
+        if a.priority != "spot":
+            return {}
+        return {"priority": "spot", "eviction_policy": a.eviction_policy,
+                "spot_restore_timeout": a.spot_restore_timeout}
 
 
 def _real_sleep(seconds: float) -> None:

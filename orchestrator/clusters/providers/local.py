@@ -19,6 +19,7 @@ import socket
 import subprocess
 from datetime import datetime
 from pathlib import Path
+from typing import Sequence
 
 from pydantic import BaseModel, Field
 
@@ -142,6 +143,24 @@ class LocalProvider:
 
     def kill_node(self, cluster: Cluster, node: str) -> None:
         kill_node(cluster, node)
+
+    def restore_capacity(self, cluster: Cluster, nodes: Sequence[str] = (),
+                         timeout_s: float | None = None) -> list[str]:
+        """After an emulated spot eviction (a killed node): start those nodes' slurmd again.
+
+        Does not wait for them: they are drained until the caller resumes them in Slurm.
+        """
+        state = _state_for(cluster)
+        cdir = Path(state.cluster_dir)
+        for node in nodes:
+            key = f"slurmd:{node}"
+            daemon = state.daemons.get(key)
+            if daemon is not None and not proc.alive(daemon.pid, daemon.start_time):
+                state.daemons[key] = _spawn(cdir, f"slurmd-{node}",
+                                            {**_daemon_env(state), proc.NODE_MARKER: f"{cdir}:{node}"},
+                                            daemon.argv)
+        save_state(state)
+        return list(state.nodes)
 
     def restart_node(self, cluster: Cluster, node: str, timeout_s: float = 60.0) -> None:
         restart_node(cluster, node, timeout_s=timeout_s)

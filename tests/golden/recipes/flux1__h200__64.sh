@@ -15,6 +15,9 @@
 #SBATCH --no-requeue
 
 set -uo pipefail
+# A spot eviction notice (SIGUSR1) goes to the job steps; should it reach this batch shell too
+# (scancel --full), keep it alive so the steps' exit and the log's stop lines are still written.
+trap 'echo "azbench: SIGUSR1 (preemption notice) received by the batch script" >&2' USR1
 
 export AZBENCH_RUN_ID=preview
 export AZBENCH_ATTEMPT=1
@@ -74,9 +77,14 @@ export NODE_RANK="${SLURM_NODEID:-0}"
 if [ "$RANK" -ne 0 ]; then
   exec slurm2pytorch ./run_and_time.sh
 fi
+# A spot eviction notice arrives as SIGUSR1 (azbench's spot agent: scancel --signal=USR1) to
+# every process of the step, the trainer included. bash would exit on it by default; this trap
+# keeps rank 0's wrapper alive so the trainer can checkpoint and rc and timing still get written.
+trap 'echo "azbench: SIGUSR1 (preemption notice) passed to the trainer" >&2' USR1
 start=$(date +%s)
 echo "RUNANDTIME_START $start" | tee -a /results/mllog_rank0.log
-slurm2pytorch ./run_and_time.sh 2>&1 | tee -a /results/mllog_rank0.log
+# tee ignores the notice (it would die of it, and the trainer of SIGPIPE mid-checkpoint).
+slurm2pytorch ./run_and_time.sh 2>&1 | (trap '' USR1; exec tee -a /results/mllog_rank0.log)
 rc=${PIPESTATUS[0]}
 end=$(date +%s)
 echo "RUNANDTIME_STOP $end" | tee -a /results/mllog_rank0.log
