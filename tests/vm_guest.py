@@ -1,0 +1,145 @@
+"""PID 1 of an emulated Azure VM (see tests/vm_emulator.py): private file system, then cloud-init.
+
+Run by the emulator as `unshare --mount --uts --pid --fork --mount-proc ... python3 vm_guest.py
+VMDIR` inside the VM's network namespace. Standalone (the host's system Python, no repo imports).
+Writes VMDIR/boot.json ({"stage", "rc", "detail"}) as it goes; then reaps orphans until killed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+FABRIC_MOUNT = "/run/azbench-emulator"
+OVERLAYS = ("/etc", "/var/lib", "/var/log", "/var/spool", "/usr/local", "/root", "/var/tmp")
+EMPTY = ("/home", "/shared", "/mnt")
+# The cloud-init modules the azbench user-data uses (plus what Azure's own first boot runs:
+# host name, the admin user and its keys, ssh), in the order of the image's cloud.cfg.
+MODULES = {"bootcmd", "write-files", "write_files", "mounts", "set_hostname", "update_hostname",
+           "update_etc_hosts", "users-groups", "users_groups", "ssh", "set-passwords", "set_passwords",
+           "runcmd", "package-update-upgrade-install", "package_update_upgrade_install",
+           "write-files-deferred", "write_files_deferred", "scripts-user", "scripts_user",
+           "final-message", "final_message", "ssh-authkey-fingerprints"}
+STAGES = (("init-local", ["cloud-init", "init", "--local"]), ("init", ["cloud-init", "init"]),
+          ("ssh", ["systemctl", "start", "ssh"]),
+          ("modules-config", ["cloud-init", "modules", "--mode=config"]),
+          ("modules-final", ["cloud-init", "modules", "--mode=final"]))
+
+
+def sh(*argv: str) -> None:
+    subprocess.run(list(argv), check=True)
+
+
+def mount_private(cfg: dict) -> Path:
+    """Private mounts; returns the VM's directory as seen from inside (under FABRIC_MOUNT)."""
+    sh("mount", "-t", "tmpfs", "-o", "mode=0755,nosuid,nodev", "tmpfs", "/run")
+    os.makedirs(FABRIC_MOUNT)
+    sh("mount", "--bind", cfg["fabric_dir"], FABRIC_MOUNT)
+    vdir = Path(FABRIC_MOUNT) / "vms" / cfg["name"]
+    Path("/run/azbench-vm.json").write_text(json.dumps(cfg))
+    for d in ("/run/systemd/system", "/run/lock"):
+        os.makedirs(d, exist_ok=True)
+    for d in OVERLAYS:
+        base = vdir / "overlay" / d.strip("/").replace("/", "_")
+        (base / "upper").mkdir(parents=True)
+        (base / "work").mkdir()
+        sh("mount", "-t", "overlay", "overlay", "-o",
+           f"lowerdir={d},upperdir={base / 'upper'},workdir={base / 'work'}", d)
+    for d in EMPTY:
+        os.makedirs(d, exist_ok=True)  # /shared: the emulator made it on the host if missing
+        src = vdir / "fs" / d.strip("/")
+        src.mkdir(parents=True)
+        sh("mount", "--bind", str(src), d)
+    sh("mount", "-t", "tmpfs", "-o", "mode=1777,nosuid,nodev", "tmpfs", "/tmp")
+    fabric = Path(FABRIC_MOUNT)
+    sh("mount", "-t", "overlay", "overlay", "-o", f"lowerdir={fabric / 'shims/bin'}:/usr/bin", "/usr/bin")
+    sh("mount", "-t", "overlay", "overlay", "-o", f"lowerdir={fabric / 'shims/sbin'}:/usr/sbin", "/usr/sbin")
+    sh("mount", "--bind", str(fabric / "hosts"), "/etc/hosts")
+    return vdir
+
+
+def seed(vdir: Path, cfg: dict) -> None:
+    """The NoCloud seed (Azure's customData and osProfile) and the emulator's cloud.cfg.d."""
+    nocloud = Path("/var/lib/cloud/seed/nocloud")
+    nocloud.mkdir(parents=True, exist_ok=True)
+    (nocloud / "user-data").write_bytes((vdir / "user-data").read_bytes())
+    (nocloud / "meta-data").write_text((vdir / "meta-data").read_text())
+    for stale in ("/etc/hostname", "/etc/machine-id"):
+        Path(stale).write_text("localhost\n" if stale.endswith("hostname") else "")
+    cfg_dir = Path("/etc/cloud/cloud.cfg.d")
+    cfg_dir.mkdir(parents=True, exist_ok=True)
+    (cfg_dir / "90_azbench_emulator.cfg").write_text(json.dumps({
+        "datasource_list": ["NoCloud"],
+        "network": {"config": "disabled"},
+        "system_info": {"default_user": {"name": cfg["admin_user"], "lock_passwd": True,
+                                         "groups": ["adm", "sudo"], "shell": "/bin/bash",
+                                         "sudo": ["ALL=(ALL) NOPASSWD:ALL"]}},
+        **module_lists()}, indent=1))
+
+
+def module_lists() -> dict[str, list[str]]:
+    """The image's module lists (cloud.cfg), kept to MODULES, in the image's order."""
+    import yaml  # the system Python's (cloud-init depends on it)
+    base = yaml.safe_load(Path("/etc/cloud/cloud.cfg").read_text())
+    out = {}
+    for key in ("cloud_init_modules", "cloud_config_modules", "cloud_final_modules"):
+        names = [m if isinstance(m, str) else m[0] for m in base.get(key, [])]
+        out[key] = [m for m in names if m in MODULES]
+    return out
+
+
+def stand_in_python(cfg: dict) -> None:
+    """The host's Python environment stands in for the one the head's cloud-init would install."""
+    if cfg["hostname"].endswith("-head"):
+        target = Path("/shared/azbench")
+        target.mkdir(parents=True, exist_ok=True)
+        (target / "python").symlink_to(cfg["python_env"])
+
+
+def report(vdir: Path, **state: object) -> None:
+    tmp = vdir / "boot.json.tmp"
+    tmp.write_text(json.dumps(state))
+    tmp.replace(vdir / "boot.json")
+
+
+def boot(vdir: Path, cfg: dict) -> None:
+    env = {**os.environ, "HWLOC_SYNTHETIC": cfg["hwloc"]}
+    for stage, argv in STAGES:
+        report(vdir, stage=stage, rc=None)
+        out = subprocess.run(argv, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True)
+        with open("/var/log/azbench-emulator-boot.log", "a") as log:
+            log.write(f"== {stage}: {' '.join(argv)} -> {out.returncode}\n{out.stdout}{out.stderr}")
+        if out.returncode != 0:
+            report(vdir, stage=stage, rc=out.returncode, detail=(out.stderr or out.stdout).strip()[-2000:])
+            return
+    report(vdir, stage="done", rc=0)
+
+
+def main() -> None:
+    vdir = Path(sys.argv[1])
+    cfg = json.loads((vdir / "vm.json").read_text())
+    os.environ["HWLOC_SYNTHETIC"] = cfg["hwloc"]
+    try:
+        vdir = mount_private(cfg)
+        sh("hostname", "localhost")
+        seed(vdir, cfg)
+        stand_in_python(cfg)
+    except Exception as exc:  # noqa: BLE001 - the emulator reads boot.json, not a traceback
+        report(vdir, stage="emulator", rc=1, detail=str(exc))
+        raise
+    boot(vdir, cfg)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    while True:  # PID 1: reap orphans (daemons the shims started double-fork to us)
+        try:
+            os.wait()
+        except ChildProcessError:
+            time.sleep(1)
+
+
+if __name__ == "__main__":
+    main()
