@@ -10,6 +10,13 @@ held to the scopes of their role assignments (403 AuthorizationFailed).
 Every request is logged (method, path, status). Failure switches (`Fault`) inject 429 with
 Retry-After, 500, async AllocationFailed/ZonalAllocationFailed, 409 quota OperationNotAllowed and
 409 SkuNotAvailable; `latency_s` delays every answer. Stop it with `stop()`.
+
+Boot mode (`fabric=`, a tests.vm_emulator.Fabric): every VM ARM creates (the head, each scale-set
+instance) becomes an emulated VM that boots the real cloud-init on its customData; public IPs
+come from the fabric's range; deleting a VM, a scale set or the resource group stops its VMs.
+`tls_dir=` serves HTTPS with a CA made there, and an identity endpoint (OpenID configuration and
+client-credential tokens under /<tenant>/), so the CLI's DefaultAzureCredential works unchanged.
+By hand: `python -m tests.fake_arm --boot-vms --state DIR` writes DIR/env.sh and serves until killed.
 """
 
 from __future__ import annotations
@@ -22,6 +29,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
@@ -81,7 +89,9 @@ class LogEntry:
 class FakeArm:
     """The server plus its state. `base_url` is http://127.0.0.1:<port>."""
 
-    def __init__(self, *, polls_to_finish: int = 1, latency_s: float = 0.0) -> None:
+    def __init__(self, *, polls_to_finish: int = 1, latency_s: float = 0.0, fabric: Any = None,
+                 tls_dir: Path | None = None) -> None:
+        self.fabric = fabric
         self.polls_to_finish = polls_to_finish
         self.latency_s = latency_s
         self.resources: dict[str, dict[str, Any]] = {}
@@ -110,7 +120,14 @@ class FakeArm:
         self._ips = itertools.count(10)
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
         self.server.daemon_threads = True
-        self.base_url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        scheme = "http"
+        self.ca_file: Path | None = None
+        if tls_dir is not None:
+            self.ca_file, context = _tls_context(Path(tls_dir))
+            self.server.socket = context.wrap_socket(self.server.socket, server_side=True)
+            scheme = "https"
+        self.base_url = f"{scheme}://127.0.0.1:{self.server.server_address[1]}"
+        self._private_ips: dict[str, int] = {}
         self._thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05},
                                         daemon=True)
 
@@ -121,6 +138,8 @@ class FakeArm:
     def stop(self) -> None:
         self.server.shutdown()
         self.server.server_close()
+        if self.fabric is not None:
+            self.fabric.close()
 
     # ------------------------------------------------------------ test helpers
     def add_fault(self, kind: str, **kw: Any) -> Fault:
@@ -178,6 +197,8 @@ class FakeArm:
     def handle(self, method: str, raw_path: str, body: bytes, headers: dict[str, str]) -> tuple[int, dict[str, str], Any]:
         parts = urlsplit(raw_path)
         path, query = parts.path, parse_qs(parts.query)
+        if path.endswith("/v2.0/.well-known/openid-configuration") or path.endswith("/oauth2/v2.0/token"):
+            return self._record(method, path, query, 200, {}, self._identity(path))
         if not headers.get("authorization", "").startswith("Bearer "):
             return self._record(method, path, query, 401, {}, _err("AuthenticationFailed", "no bearer token"))
         if self.latency_s:
@@ -360,14 +381,99 @@ class FakeArm:
         if op.kind == "delete":
             for key in [k for k in self.resources if k == op.key or k.startswith(op.key + "/")]:
                 if self.resources[key]["name"].lower() not in self.sticky:
+                    self._stop_vms(key)
                     del self.resources[key]
             return
         if res is None:
             return
         props = res["properties"]
         props["provisioningState"] = "Failed" if op.error else "Succeeded"
-        if op.key.split("/")[-2] == "publicipaddresses":
-            props["ipAddress"] = f"20.0.0.{next(self._ips)}"
+        kind = op.key.split("/")[-2]
+        if kind == "publicipaddresses":
+            props["ipAddress"] = self.fabric.public_ip() if self.fabric else f"20.0.0.{next(self._ips)}"
+        if self.fabric is not None and not op.error and kind in ("virtualmachines", "virtualmachinescalesets"):
+            for spec in (self._head_spec(res) if kind == "virtualmachines" else self._instance_specs(res)):
+                self.fabric.boot(spec)
+
+    # ------------------------------------------------------------ boot mode
+    def _stop_vms(self, key: str) -> None:
+        if self.fabric is None:
+            return
+        res = self.resources[key]
+        kind = key.split("/")[-2] if "/providers/" in key else ""
+        if kind == "virtualmachines":
+            self.fabric.delete(res["name"])
+        elif kind == "virtualmachinescalesets":
+            for i in range(res.get("sku", {}).get("capacity", 0)):
+                self.fabric.delete(f"{res['name']}_{i}")
+
+    def _subnet(self, subnet_id: str) -> Any:
+        import ipaddress
+        vnet_key, _, name = subnet_id.lower().partition("/subnets/")
+        vnet = self.resources[vnet_key]
+        for sub in vnet["properties"].get("subnets", []):
+            if sub["name"].lower() == name:
+                return ipaddress.ip_network(sub["properties"]["addressPrefix"])
+        raise KeyError(subnet_id)
+
+    def _vcpus(self, size: str) -> int:
+        for rows in self.skus.values():
+            for row in rows:
+                if row["name"] == size:
+                    return int(next(c["value"] for c in row["capabilities"] if c["name"] == "vCPUs"))
+        return 2
+
+    def _head_spec(self, vm: dict[str, Any]) -> list[Any]:
+        from tests.vm_emulator import VmSpec
+        props = vm["properties"]
+        nic = self.resources[props["networkProfile"]["networkInterfaces"][0]["id"].lower()]
+        ipc = nic["properties"]["ipConfigurations"][0]["properties"]
+        net = self._subnet(ipc["subnet"]["id"])
+        pip_ref = ipc.get("publicIPAddress")
+        pip = self.resources.get(pip_ref["id"].lower()) if pip_ref else None
+        os_profile = props["osProfile"]
+        size = props["hardwareProfile"]["vmSize"]
+        return [VmSpec(name=vm["name"], hostname=os_profile["computerName"], private_ip=ipc["privateIPAddress"],
+                       prefix_len=net.prefixlen, public_ip=pip["properties"].get("ipAddress") if pip else None,
+                       custom_data=os_profile.get("customData", ""), admin_user=os_profile["adminUsername"],
+                       ssh_keys=_keys(os_profile), size=size, vcpus=self._vcpus(size))]
+
+    def _instance_specs(self, vmss: dict[str, Any]) -> list[Any]:
+        from tests.vm_emulator import VmSpec
+        profile = vmss["properties"]["virtualMachineProfile"]
+        os_profile = profile["osProfile"]
+        nic = profile["networkProfile"]["networkInterfaceConfigurations"][0]["properties"]
+        net = self._subnet(nic["ipConfigurations"][0]["properties"]["subnet"]["id"])
+        size = vmss["sku"]["name"]
+        return [VmSpec(name=f"{vmss['name']}_{i}", hostname=_host(vmss, i), private_ip=self._dhcp(net),
+                       prefix_len=net.prefixlen, public_ip=None, custom_data=os_profile.get("customData", ""),
+                       admin_user=os_profile["adminUsername"], ssh_keys=_keys(os_profile), size=size,
+                       vcpus=self._vcpus(size))
+                for i in range(vmss["sku"].get("capacity", 0))]
+
+    def _dhcp(self, net: Any) -> str:
+        """The next dynamic address of the subnet: Azure keeps .0-.3; static ones are skipped."""
+        static = {r["properties"]["ipConfigurations"][0]["properties"].get("privateIPAddress")
+                  for r in self.of_type("networkInterfaces").values()}
+        n = self._private_ips.get(str(net), 4)
+        while str(net.network_address + n) in static:
+            n += 1
+        self._private_ips[str(net)] = n + 1
+        return str(net.network_address + n)
+
+    def _identity(self, path: str) -> dict[str, Any]:
+        """Microsoft identity platform, enough for MSAL's client-credential flow."""
+        tenant = path.strip("/").split("/")[0]
+        base = f"{self.base_url}/{tenant}"
+        if path.endswith("openid-configuration"):
+            return {"token_endpoint": f"{base}/oauth2/v2.0/token",
+                    "authorization_endpoint": f"{base}/oauth2/v2.0/authorize",
+                    "issuer": f"{base}/v2.0", "jwks_uri": f"{base}/discovery/v2.0/keys",
+                    "response_types_supported": ["code"], "subject_types_supported": ["pairwise"],
+                    "id_token_signing_alg_values_supported": ["RS256"], "tenant_region_scope": None,
+                    "device_authorization_endpoint": f"{base}/oauth2/v2.0/devicecode"}
+        return {"token_type": "Bearer", "expires_in": 3600, "ext_expires_in": 3600,
+                "access_token": "fake-token-from-the-fake-identity-endpoint"}
 
     def _tagged(self, query: dict[str, list[str]], *, groups: bool) -> list[dict[str, Any]]:
         match = _TAG_FILTER.search((query.get("$filter") or [""])[0])
@@ -552,3 +658,96 @@ class StubCredential:
     def get_token(self, *scopes: str, **kw: Any) -> Any:
         from azure.core.credentials import AccessToken
         return AccessToken("fake-token", int(time.time()) + 3600)
+
+
+def _keys(os_profile: dict[str, Any]) -> list[str]:
+    ssh = (os_profile.get("linuxConfiguration") or {}).get("ssh") or {}
+    return [k["keyData"] for k in ssh.get("publicKeys", [])]
+
+
+def _tls_context(tls_dir: Path) -> tuple[Path, Any]:
+    """A throw-away CA and a 127.0.0.1 server certificate it signed, under `tls_dir`."""
+    import datetime as dt
+    import ipaddress
+    import ssl
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    tls_dir.mkdir(parents=True, exist_ok=True)
+    now = dt.datetime.now(dt.timezone.utc)
+    ca_key, key = ec.generate_private_key(ec.SECP256R1()), ec.generate_private_key(ec.SECP256R1())
+    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "azbench fake ARM test CA")])
+    ca = (x509.CertificateBuilder().subject_name(ca_name).issuer_name(ca_name).public_key(ca_key.public_key())
+          .serial_number(x509.random_serial_number()).not_valid_before(now - dt.timedelta(minutes=5))
+          .not_valid_after(now + dt.timedelta(days=7))
+          .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
+          .sign(ca_key, hashes.SHA256()))
+    cert = (x509.CertificateBuilder().subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")]))
+            .issuer_name(ca_name).public_key(key.public_key()).serial_number(x509.random_serial_number())
+            .not_valid_before(now - dt.timedelta(minutes=5)).not_valid_after(now + dt.timedelta(days=7))
+            .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
+                           critical=False)
+            .sign(ca_key, hashes.SHA256()))
+    ca_file, cert_file, key_file = tls_dir / "ca.pem", tls_dir / "server.pem", tls_dir / "server.key"
+    ca_file.write_bytes(ca.public_bytes(serialization.Encoding.PEM))
+    cert_file.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    key_file.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                           serialization.NoEncryption()))
+    key_file.chmod(0o600)
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert_file, key_file)
+    return ca_file, context
+
+
+TENANT = "00000000-0000-0000-0000-0000000000bb"
+
+
+def env_for(fake: FakeArm, caller_ip: str) -> dict[str, str]:
+    """The environment that points the real SDKs (and so the azbench CLI) at `fake`."""
+    assert fake.ca_file is not None, "env_for needs a fake started with tls_dir"
+    return {"AZURE_RESOURCE_MANAGER_ENDPOINT": fake.base_url, "AZURE_AUTHORITY_HOST": fake.base_url,
+            "AZURE_TENANT_ID": TENANT, "AZURE_CLIENT_ID": "azbench-emulator",
+            "AZURE_CLIENT_SECRET": "not-a-secret", "AZURE_SUBSCRIPTION_ID": SUB,
+            "REQUESTS_CA_BUNDLE": str(fake.ca_file), "SSL_CERT_FILE": str(fake.ca_file),
+            "AZBENCH_CALLER_IP": caller_ip}
+
+
+def main(argv: list[str] | None = None) -> None:
+    """`python -m tests.fake_arm --boot-vms --state DIR`: serve until killed; DIR/env.sh to source."""
+    import argparse
+    import shlex
+    import signal
+
+    parser = argparse.ArgumentParser(prog="python -m tests.fake_arm")
+    parser.add_argument("--state", type=Path, required=True, help="directory for TLS files, VMs, env.sh")
+    parser.add_argument("--boot-vms", action="store_true", help="boot every VM as an emulated VM")
+    parser.add_argument("--location", default="eastus")
+    args = parser.parse_args(argv)
+    fabric = None
+    if args.boot_vms:
+        from tests.vm_emulator import Fabric, can_emulate
+        reason = can_emulate()
+        if reason:
+            raise SystemExit(f"fake_arm: {reason}")
+        fabric = Fabric(args.state / "fabric")
+    fake = FakeArm(fabric=fabric, tls_dir=args.state / "tls")
+    default_catalogue(fake, args.location)
+    caller = fabric.gateway if fabric is not None else "127.0.0.1"
+    env = env_for(fake, caller)
+    (args.state / "env.sh").write_text("".join(f"export {k}={shlex.quote(v)}\n" for k, v in env.items()))
+    fake.start()
+    print(f"fake ARM at {fake.base_url}; source {args.state / 'env.sh'}; Ctrl-C stops it and every VM", flush=True)
+    signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
+    try:
+        signal.pause()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        fake.stop()
+
+
+if __name__ == "__main__":
+    main()

@@ -105,11 +105,11 @@ class Fabric:
 
     def __post_init__(self) -> None:
         self.state_dir.mkdir(parents=True, exist_ok=True)
-        Path("/shared").mkdir(exist_ok=True)  # mount point only: each VM binds its own /shared here
         self.tag = f"{os.getpid() % 10000:04d}{random.randrange(36 ** 2):03x}"[:7]
         self.fabric_ns = f"azbf-{self.tag}"
         self.lock = threading.RLock()
         self._public_net = _free_public_net()
+        self.gateway = str(self._public_net.network_address + 1)  # the host's side of every public IP
         self._next_public = 10
         self._index = 0
         _ip("netns", "add", self.fabric_ns)
@@ -203,7 +203,7 @@ class Fabric:
         _ip("-n", netns, "addr", "add", f"{spec.private_ip}/{spec.prefix_len}", "dev", "eth0")
         _ip("-n", netns, "link", "set", "eth0", "up")
         if spec.public_ip:
-            host_side, gateway = f"p{self.tag}{idx}", str(self._public_net.network_address + 1)
+            host_side, gateway = f"p{self.tag}{idx}", self.gateway
             _ip("link", "add", host_side, "type", "veth", "peer", "name", "pub0", "netns", netns)
             _ip("addr", "add", f"{gateway}/32", "dev", host_side)
             _ip("link", "set", host_side, "up")
@@ -238,7 +238,7 @@ class Fabric:
     def _install_shims(self) -> None:
         shutil.copy(SHIM, self.state_dir / "vm_shim.py")
         for sub, names in (("bin", SHIMMED_BIN), ("sbin", SHIMMED_SBIN)):
-            d = self.state_dir / "shims" / sub
+            d = self.state_dir / "shims" / "usr" / sub
             d.mkdir(parents=True, exist_ok=True)
             for name in names:
                 path = d / name

@@ -7,6 +7,7 @@ Writes VMDIR/boot.json ({"stage", "rc", "detail"}) as it goes; then reaps orphan
 
 from __future__ import annotations
 
+import ctypes
 import json
 import os
 import signal
@@ -16,8 +17,11 @@ import time
 from pathlib import Path
 
 FABRIC_MOUNT = "/run/azbench-emulator"
-OVERLAYS = ("/etc", "/var/lib", "/var/log", "/var/spool", "/usr/local", "/root", "/var/tmp")
-EMPTY = ("/home", "/shared", "/mnt")
+# Copy-on-write over the host's; the rest of the host's top level is bind-mounted as it is.
+OVERLAYS = ("etc", "var", "root")
+TMPFS = ("run", "tmp")
+EMPTY = ("home", "mnt", "media", "srv")
+SKIP = ("proc", "sys", "dev", "lost+found", "old_root", "shared", "usr", "boot")
 # The cloud-init modules the azbench user-data uses (plus what Azure's own first boot runs:
 # host name, the admin user and its keys, ssh), in the order of the image's cloud.cfg.
 MODULES = {"bootcmd", "write-files", "write_files", "mounts", "set_hostname", "update_hostname",
@@ -36,31 +40,80 @@ def sh(*argv: str) -> None:
 
 
 def mount_private(cfg: dict) -> Path:
-    """Private mounts; returns the VM's directory as seen from inside (under FABRIC_MOUNT)."""
-    sh("mount", "-t", "tmpfs", "-o", "mode=0755,nosuid,nodev", "tmpfs", "/run")
-    os.makedirs(FABRIC_MOUNT)
-    sh("mount", "--bind", cfg["fabric_dir"], FABRIC_MOUNT)
-    vdir = Path(FABRIC_MOUNT) / "vms" / cfg["name"]
+    """Build the VM's root under its directory and pivot into it; returns the VM dir seen from inside.
+
+    /home, /mnt are empty plain directories (not mount points: `mountpoint -q /home` is false, as
+    on a fresh VM); /shared does not exist until cloud-init makes it.
+    """
+    vdir = Path(cfg["fabric_dir"]) / "vms" / cfg["name"]
+    root = vdir / "root"
+    root.mkdir()
+    sh("mount", "--bind", str(root), str(root))
+    for name in sorted(os.listdir("/")):
+        src, dst = Path("/") / name, root / name
+        if src.is_symlink():
+            dst.symlink_to(os.readlink(src))
+        elif not src.is_dir() or name in SKIP:
+            continue
+        elif name in OVERLAYS:
+            overlay(vdir, name, f"/{name}", dst)
+        elif name in TMPFS or name in EMPTY:
+            dst.mkdir()
+        else:
+            dst.mkdir()
+            sh("mount", "--rbind", str(src), str(dst))
+    # /usr: the host's, copy-on-write (/usr/local gets written), the shims over /usr/bin, /usr/sbin.
+    overlay(vdir, "usr", f"{cfg['fabric_dir']}/shims/usr:/usr", root / "usr")
+    for name in ("proc", "sys", "dev"):
+        (root / name).mkdir()
+    sh("mount", "--rbind", "/sys", str(root / "sys"))
+    mount_cgroups(root / "sys/fs/cgroup")
+    sh("mount", "--rbind", "/dev", str(root / "dev"))
+    for name in TMPFS:
+        sh("mount", "-t", "tmpfs", "-o", f"mode={'1777' if name == 'tmp' else '0755'},nosuid,nodev",
+           "tmpfs", str(root / name))
+    (root / FABRIC_MOUNT.strip("/")).mkdir(parents=True)
+    sh("mount", "--bind", cfg["fabric_dir"], str(root / FABRIC_MOUNT.strip("/")))
+    sh("mount", "--bind", f"{cfg['fabric_dir']}/hosts", str(root / "etc/hosts"))
+    os.chdir(root)
+    (root / ".oldroot").mkdir()
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.syscall(155, b".", b".oldroot") != 0:  # SYS_pivot_root on x86_64
+        raise OSError(ctypes.get_errno(), "pivot_root")
+    os.chdir("/")
+    sh("mount", "-t", "proc", "proc", "/proc")
+    sh("umount", "-l", "/.oldroot")
+    os.rmdir("/.oldroot")
     Path("/run/azbench-vm.json").write_text(json.dumps(cfg))
     for d in ("/run/systemd/system", "/run/lock"):
         os.makedirs(d, exist_ok=True)
-    for d in OVERLAYS:
-        base = vdir / "overlay" / d.strip("/").replace("/", "_")
-        (base / "upper").mkdir(parents=True)
-        (base / "work").mkdir()
-        sh("mount", "-t", "overlay", "overlay", "-o",
-           f"lowerdir={d},upperdir={base / 'upper'},workdir={base / 'work'}", d)
-    for d in EMPTY:
-        os.makedirs(d, exist_ok=True)  # /shared: the emulator made it on the host if missing
-        src = vdir / "fs" / d.strip("/")
-        src.mkdir(parents=True)
-        sh("mount", "--bind", str(src), d)
-    sh("mount", "-t", "tmpfs", "-o", "mode=1777,nosuid,nodev", "tmpfs", "/tmp")
-    fabric = Path(FABRIC_MOUNT)
-    sh("mount", "-t", "overlay", "overlay", "-o", f"lowerdir={fabric / 'shims/bin'}:/usr/bin", "/usr/bin")
-    sh("mount", "-t", "overlay", "overlay", "-o", f"lowerdir={fabric / 'shims/sbin'}:/usr/sbin", "/usr/sbin")
-    sh("mount", "--bind", str(fabric / "hosts"), "/etc/hosts")
-    return vdir
+    return Path(FABRIC_MOUNT) / "vms" / cfg["name"]
+
+
+def mount_cgroups(target: Path) -> None:
+    """`ip netns exec` gave this namespace a sysfs without cgroups; slurmd needs them. Mount the
+    hierarchies this process belongs to (the host's layout, v1 or v2), as systemd would."""
+    lines = [ln.split(":", 2) for ln in Path("/proc/self/cgroup").read_text().splitlines() if ln]
+    if len(lines) == 1 and lines[0][1] == "":
+        sh("mount", "-t", "cgroup2", "cgroup2", str(target))
+        return
+    sh("mount", "-t", "tmpfs", "-o", "mode=0755", "tmpfs", str(target))
+    for _, controllers, _ in lines:
+        name = controllers.removeprefix("name=") if controllers else "unified"
+        (target / name).mkdir()
+        if controllers:
+            sh("mount", "-t", "cgroup", "-o", controllers, "cgroup", str(target / name))
+        else:
+            sh("mount", "-t", "cgroup2", "cgroup2", str(target / name))
+
+
+def overlay(vdir: Path, name: str, lower: str, target: Path) -> None:
+    base = vdir / "overlay" / name
+    (base / "upper").mkdir(parents=True)
+    (base / "work").mkdir()
+    target.mkdir(exist_ok=True)
+    sh("mount", "-t", "overlay", "overlay", "-o",
+       f"lowerdir={lower},upperdir={base / 'upper'},workdir={base / 'work'}", str(target))
 
 
 def seed(vdir: Path, cfg: dict) -> None:
@@ -99,6 +152,9 @@ def stand_in_python(cfg: dict) -> None:
         target = Path("/shared/azbench")
         target.mkdir(parents=True, exist_ok=True)
         (target / "python").symlink_to(cfg["python_env"])
+    real = os.path.realpath(Path(cfg["python_env"]) / "bin" / "python")
+    if real.startswith("/root/"):  # a pyenv under root's home: let the admin user's jobs reach it
+        os.chmod("/root", 0o711)
 
 
 def report(vdir: Path, **state: object) -> None:

@@ -243,9 +243,9 @@ def exportfs(args: list[str]) -> None:
         path, *clients = line.split()
         if not Path(path).is_dir():
             die(f"exportfs: Failed to stat {path}: No such file or directory")
-        host_dir = Path(me["fabric_dir"]) / "vms" / me["name"] / "fs" / path.strip("/")
+        host_dir = Path(me["fabric_dir"]) / "vms" / me["name"] / "root" / path.strip("/")
         if not (FABRIC / host_dir.relative_to(me["fabric_dir"])).is_dir():
-            die(f"exportfs (emulator): only /home, /shared and /mnt can be exported, not {path}")
+            die(f"exportfs (emulator): {path} is not a directory of the VM's own root")
         table[path] = {"dir": str(host_dir), "clients": [c.split("(")[0] for c in clients]}
     data = _exports()
     data["exports"] = table
