@@ -528,17 +528,18 @@ class FakeArm:
 
 
 def default_catalogue(fake: FakeArm, location: str = "eastus", *, free_vcpus: int = 100_000) -> None:
-    """Offer the GPU sizes, a head size, generous quota and the Ubuntu-HPC images in `location`."""
-    from orchestrator.clusters.catalog import gpu_skus
-    fake.skus[location] = [_sku_row(s.name, location, s.vcpus, s.quota_family, s.cpu_arch)
-                           for s in gpu_skus()] + [_sku_row("Standard_D8s_v5", location, 8,
-                                                            "standardDSv5Family", "x64")]
-    families = {s.quota_family for s in gpu_skus()} | {"standardDSv5Family"}
+    """Offer the GPU and CPU sizes, generous quota, the Ubuntu-HPC and Ubuntu images in `location`."""
+    from orchestrator.clusters.catalog import cpu_azure_skus, gpu_skus
+    rows = gpu_skus() + cpu_azure_skus()
+    fake.skus[location] = [_sku_row(s.name, location, s.vcpus, s.quota_family, s.cpu_arch) for s in rows]
+    families = {s.quota_family for s in rows}
     fake.usages[location] = [_usage(f, 0, free_vcpus) for f in sorted(families)] + [
         _usage("cores", 0, free_vcpus * 4), _usage("lowPriorityCores", 0, free_vcpus)]
     fake.images[("microsoft-dsvm", "ubuntu-hpc", "2204", "22.04.2025010101")] = {"architecture": "x64"}
     fake.images[("microsoft-dsvm", "ubuntu-hpc", "2404", "24.04.2025010101")] = {"architecture": "x64"}
     fake.images[("microsoft-dsvm", "ubuntu-hpc", "2404-arm64", "24.04.2025010101")] = {"architecture": "Arm64"}
+    fake.images[("canonical", "0001-com-ubuntu-server-jammy", "22_04-lts-gen2", "22.04.202501010")] = {
+        "architecture": "x64"}
 
 
 def _sku_row(name: str, loc: str, vcpus: int, family: str, arch: str) -> dict[str, Any]:

@@ -53,7 +53,8 @@ def clients(fake) -> AzureClients:
 
 
 def spec_for(name="h100t", sku="h100", nodes=3, **azure) -> ClusterSpec:
-    opts = {"ssh_ingress_cidr": INGRESS, "max_vms_per_scale_set": 2, **azure}
+    # boot_timeout_s 0: this fake does not boot VMs (tests/test_azure_e2e.py has the one that does)
+    opts = {"ssh_ingress_cidr": INGRESS, "max_vms_per_scale_set": 2, "boot_timeout_s": 0, **azure}
     return ClusterSpec(name=name, provider="azure", sku=sku, nodes=nodes, region="eastus", azure=opts)
 
 
@@ -356,6 +357,7 @@ CASES = {
     "h100": ("h100t", "h100", [ScaleSetPlan(name="h100t-gpu-00", vms=2, gpus=16), ScaleSetPlan(name="h100t-gpu-01", vms=1, gpus=8)]),
     "gb200": ("gbt", "gb200", [ScaleSetPlan(name="gbt-gpu-00", vms=36, gpus=144, racks=2)]),
     "h100-spot": ("h100t", "h100", [ScaleSetPlan(name="h100t-gpu-00", vms=2, gpus=16)]),
+    "d4s_v5": ("cput", "d4s_v5", [ScaleSetPlan(name="cput-cpu-00", vms=2, gpus=0)]),
 }
 
 

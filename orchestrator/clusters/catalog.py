@@ -1,4 +1,7 @@
-"""The GPU VM catalog: one flat row per VM size, plus pure lookups by name or alias.
+"""The VM catalog: one flat row per VM size, plus pure lookups by name or alias.
+
+GPU sizes for benchmarks; general-purpose D*s_v5 sizes (no GPU, no InfiniBand) for the CPU dress
+rehearsal of the whole Azure path for cents; and the local provider's emulated node.
 
 Facts come from ../shared/docs/azure-notes.md (Microsoft size docs, azhpc-images). Prices are
 list-price estimates (Linux pay-as-you-go) and always labelled as such; peak FLOP/s are dense
@@ -47,6 +50,11 @@ class GpuSku(BaseModel):
     notes: str = ""
 
     @property
+    def is_azure_size(self) -> bool:
+        """A size Azure rents (GPU or general purpose), as opposed to the local emulated node."""
+        return self.name.startswith("Standard_")
+
+    @property
     def ib_total_gbps(self) -> int:
         return self.ib_links * self.ib_gbps_per_link
 
@@ -69,6 +77,18 @@ class GpuSku(BaseModel):
 
 
 _HPC_IMAGE = "microsoft-dsvm:ubuntu-hpc:2204:latest"
+# Plain Ubuntu 22.04 for the CPU sizes: no GPU/IB drivers to carry, same release as the HPC image.
+_UBUNTU_IMAGE = "Canonical:0001-com-ubuntu-server-jammy:22_04-lts-gen2:latest"
+
+
+def _d_v5(vcpus: int, price: float) -> GpuSku:
+    return GpuSku(
+        name=f"Standard_D{vcpus}s_v5", short=f"D{vcpus}s v5", aliases=(f"d{vcpus}s_v5", f"d{vcpus}sv5"),
+        gpu_model="none (CPU, gloo)", gpus_per_vm=0, gpu_memory_gb=0, vcpus=vcpus, ram_gib=4 * vcpus,
+        ib_links=0, ib_gbps_per_link=0, nvlink_domain_vms=1, cpu_arch="x86_64", image=_UBUNTU_IMAGE,
+        quota_family="standardDSv5Family", price_per_hour_usd=price,
+        peak_tflops_bf16=None, peak_tflops_fp8=None,
+        notes="CPU dress rehearsal of the Azure path (no GPU, no InfiniBand); price: eastus list estimate")
 
 CATALOG: tuple[GpuSku, ...] = (
     GpuSku(
@@ -109,6 +129,9 @@ CATALOG: tuple[GpuSku, ...] = (
         price_per_hour_usd=None, peak_tflops_bf16=1307.0, peak_tflops_fp8=2615.0,
         notes="not an MLPerf-recipe target yet; no public list price known",
     ),
+    _d_v5(4, 0.192),
+    _d_v5(8, 0.384),
+    _d_v5(16, 0.768),
     GpuSku(
         name="Local_CPU", short="local CPU node",
         aliases=("local", "cpu"),
@@ -155,3 +178,8 @@ def gpu_row(name: str | None) -> GpuSku | None:
 
 def gpu_skus() -> list[GpuSku]:
     return [row for row in CATALOG if row.gpus_per_vm > 0]
+
+
+def cpu_azure_skus() -> list[GpuSku]:
+    """The general-purpose Azure sizes of the CPU dress rehearsal."""
+    return [row for row in CATALOG if row.is_azure_size and row.gpus_per_vm == 0]

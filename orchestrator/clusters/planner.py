@@ -2,7 +2,8 @@
 
 Applies the IB design rules of azure-notes.md §2: one IB fabric per Uniform scale set of at most
 `max_vms_per_scale_set` VMs (100 by default), GB200 in whole NVL72 racks, VNet outside
-172.16.0.0/16. No credentials, no network: `azbench up --dry-run` prints exactly this.
+172.16.0.0/16. CPU sizes (the dress rehearsal) keep the scale-set split but none of the IB rules.
+No credentials, no network: `azbench up --dry-run` prints exactly this.
 """
 
 from __future__ import annotations
@@ -21,8 +22,8 @@ HEAD_PRICE_PER_HOUR_USD = 0.384  # Standard_D8s_v5 Linux list estimate (eastus)
 def plan_azure(spec: ClusterSpec) -> Plan:
     """The resources `azbench up --provider azure` would create for `spec`."""
     sku = spec.sku_row
-    if sku.gpus_per_vm == 0:
-        raise ConfigError(f"sku '{sku.name}' is not an Azure GPU size (see azbench catalog)")
+    if not sku.is_azure_size:
+        raise ConfigError(f"sku '{sku.name}' is not an Azure VM size (see azbench catalog)")
     sets, warnings = scale_set_layout(spec, sku)
     resources = _network_resources(spec) + _head_resources(spec)
     resources += [PlannedResource(kind="Microsoft.Compute/virtualMachineScaleSets", name=s.name,
@@ -51,10 +52,11 @@ def scale_set_layout(spec: ClusterSpec, sku: GpuSku) -> tuple[list[ScaleSetPlan]
                             "rack stay free (as in Azure's 128-rack v6.0 record run)")
     else:
         groups, per_rack = _even_groups(spec.nodes, cap), None
-    sets = [ScaleSetPlan(name=f"{spec.name}-gpu-{i:02d}", vms=vms, gpus=vms * sku.gpus_per_vm,
+    role = "gpu" if sku.gpus_per_vm else "cpu"
+    sets = [ScaleSetPlan(name=f"{spec.name}-{role}-{i:02d}", vms=vms, gpus=vms * sku.gpus_per_vm,
                          racks=(vms // per_rack) if per_rack else None)
             for i, vms in enumerate(groups)]
-    if len(sets) > 1:
+    if len(sets) > 1 and sku.ib_links:
         warnings.append(f"{len(sets)} scale sets: InfiniBand RDMA is only guaranteed inside one "
                         "scale set; the health gate's all-reduce test checks the fabric across them")
     return sets, warnings
@@ -70,7 +72,8 @@ def preflight_checks(spec: ClusterSpec, sku: GpuSku) -> list[str]:
                   "total regional vCPU quota has 8 free vCPUs (the head)"]
     else:
         quotas = [f"family quota {sku.quota_family} has {vcpus:,} free vCPUs ({spec.nodes:,} x {sku.vcpus})",
-                  f"total regional vCPU quota has {vcpus + 8:,} free vCPUs (GPU nodes + head)"]
+                  f"total regional vCPU quota has {vcpus + 8:,} free vCPUs "
+                  f"({'GPU' if sku.gpus_per_vm else 'CPU'} nodes + head)"]
     return [
         f"{sku.name} is offered in {spec.region} and not restricted for the subscription (resource SKUs)",
         *quotas,

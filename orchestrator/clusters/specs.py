@@ -100,6 +100,8 @@ class AzureOptions(Strict):
         if value != -1 and not value > 0:
             raise ValueError(f"max_price must be -1 (up to pay-as-you-go) or > 0, got {value}")
         return value
+    # After ARM: how long `up` waits for cloud-init and Slurm on the VMs (0: do not wait).
+    boot_timeout_s: float = Field(1800.0, ge=0)
 
     @field_validator("vnet_cidr")
     @classmethod

@@ -491,7 +491,7 @@ def group_costs(rows: list[ResultRow], sku: str | None, nodes: int | None, score
     """List-price cost per result, of all runs, and of all attempts (failed ones included)."""
     row = next((row for row in CATALOG if sku and row.name == sku), None)
     price = row.price_per_hour_usd if row else None
-    if row is not None and row.gpus_per_vm == 0:  # an emulated local node: nothing to price
+    if row is not None and not row.is_azure_size:  # an emulated local node: nothing to price
         return {"price_per_vm_hour": None, "cost_note": "no price (local)"}
     if price is None or not nodes:
         why = "unknown node count" if price is not None else f"no list price for SKU {sku!r}"

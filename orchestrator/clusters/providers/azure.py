@@ -14,6 +14,7 @@ from datetime import datetime
 from typing import Any, Callable, Collection
 
 from orchestrator import paths
+from orchestrator.clusters.catalog import lookup
 from orchestrator.clusters.planner import plan_azure
 from orchestrator.clusters.providers import azure_cloudinit as ci
 from orchestrator.clusters.providers import azure_resources as ar
@@ -54,6 +55,7 @@ class AzureProvider:
         self.opts = UpOptions(progress=progress, caller_ip_lookup=caller_ip_lookup, owner=owner,
                               capacity_wait_s=capacity_wait_s, workers=workers, sleep=sleep)
         self._spec: ClusterSpec | None = None
+        self._last_boot_line = ""
 
     # ------------------------------------------------------------ Provider protocol
     def plan(self, spec: ClusterSpec) -> Plan:
@@ -66,9 +68,26 @@ class AzureProvider:
         return base.model_copy(update={"provider": self.name, "resources": resources})
 
     def up(self, spec: ClusterSpec, plan: Plan) -> Cluster:
-        """Create or adopt the cluster; a rerun after a crash creates only what is missing."""
+        """Create or adopt the cluster, then wait (azure.boot_timeout_s) until it has booted.
+
+        A rerun after a crash creates only what is missing. The wait ends when the head's
+        cloud-init is done and every node is idle in Slurm; a failed boot step or the deadline
+        raises ProvisionError naming the VM.
+        """
         self._spec = spec
-        return UpRun(self._clients_for_spec(spec), spec, plan, self.opts).execute()
+        cluster = UpRun(self._clients_for_spec(spec), spec, plan, self.opts).execute()
+        cluster = cluster.model_copy(update={"env": {**cluster.env, **ci.recipe_env(spec.sku_row)}})
+        if spec.azure.boot_timeout_s > 0:
+            from orchestrator.clusters.providers.azure_boot import wait_booted
+            wait_booted(cluster, ci.head_hostname(spec.name), timeout_s=spec.azure.boot_timeout_s,
+                        progress=self._boot_progress)
+        return cluster
+
+    def _boot_progress(self, line: str) -> None:
+        if self.opts.progress is not None and line != self._last_boot_line:
+            self._last_boot_line = line
+            name = self._spec.name if self._spec else "cluster"
+            self.opts.progress(ProgressEvent(action="booting", kind="cluster", name=name, detail=line))
 
     def describe(self, name: str) -> Cluster | None:
         """The cluster as Azure has it (found by its azbench-cluster tag), or None."""
@@ -177,7 +196,8 @@ def _described(name: str, rg: Any, sets: list[Any], head_ip: str | None, clients
         ssh = SshTarget(host=head_ip, port=22, user=_admin(ours), key_path=cdir / ci.ADMIN_KEY,
                         known_hosts=cdir / ci.KNOWN_HOSTS)
     tags = rg.tags or {}
-    return Cluster(name=name, provider="azure", sku=ours[0].sku.name if ours else "unknown",
+    env = ci.recipe_env(lookup(ours[0].sku.name)) if ours else {}
+    return Cluster(name=name, provider="azure", sku=ours[0].sku.name if ours else "unknown", env=env,
                    nodes=sum(p.vms for p in plans), region=ours[0].location if ours else rg.location,
                    state=state, node_names=[h for p in plans for h in ci.node_hostnames(p)],
                    partition=ci.PARTITION, workdir=ci.WORKDIR, ssh=ssh,

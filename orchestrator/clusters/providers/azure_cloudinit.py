@@ -4,7 +4,9 @@
 the head's SSH host key pair (injected through cloud-init, so known_hosts is pinned at `up`) and
 the munge key. `head_cloud_init` / `node_cloud_init` render templates/cloud-init-*.yaml.j2 with
 the same slurm.conf template as the local provider and a topology from the scale sets (one IB
-switch per scale set; GB200: one Slurm block per NVL72 rack). `custom_data` gzips and base64s.
+switch per scale set; GB200: one Slurm block per NVL72 rack; none for CPU sizes, which have no
+IB). For CPU sizes the head also installs, once, a Python environment with CPU torch on the
+shared file system (PYTHON_ENV), which every node's recipes use. `custom_data` gzips and base64s.
 """
 
 from __future__ import annotations
@@ -29,6 +31,8 @@ HOST_KEY = "ssh_host_ed25519_key"
 MUNGE_KEY = "munge.key"
 KNOWN_HOSTS = "known_hosts"
 WORKDIR = "/shared/azbench"
+PYTHON_ENV = f"{WORKDIR}/python"  # CPU sizes: made by the head's cloud-init, shared over NFS
+TORCH_CPU_INDEX = "https://download.pytorch.org/whl/cpu"
 PARTITION = "gpu"
 SPOT_AGENT = "spot_agent.py"
 MAX_CUSTOM_DATA = 65_535  # bytes before base64 (Azure's customData limit)
@@ -54,6 +58,8 @@ class HeadContext:
     slurm_conf: str
     topology: list[str]
     topology_note: str
+    python_env: str | None = None  # where to install Python + CPU torch (CPU sizes only)
+    torch_index: str = TORCH_CPU_INDEX
     workdir: str = WORKDIR
     expiry: object | None = None  # azure_expiry.AgentContext: the head deletes its own cluster
 
@@ -114,12 +120,13 @@ def slurm_params(cluster: str, head_addr: str, sku: GpuSku, sets: list[ScaleSetP
     nodes = [SlurmNode(name=h, hostname=h, addr=h, cpus=sku.vcpus, gpus=sku.gpus_per_vm)
              for s in sets for h in node_hostnames(s)]
     block = sku.nvlink_domain_vms > 1
+    plugin = "topology/block" if block else "topology/tree" if sku.ib_links else None
     return SlurmConfParams(
         cluster_name=cluster, controller_host=head_hostname(cluster), controller_addr=head_addr,
         state_dir="/var/spool/slurmctld", spool_dir="/var/spool/slurmd", log_dir="/var/log/slurm",
         pid_dir="/run", jobcomp_file="/shared/slurm/jobcomp.txt", nodes=nodes, partition=PARTITION,
         oversubscribe="EXCLUSIVE", slurmd_timeout=300, message_timeout=30, kill_wait=30,
-        topology_plugin="topology/block" if block else "topology/tree")
+        topology_plugin=plugin)
 
 
 def topology(sku: GpuSku, sets: list[ScaleSetPlan]) -> tuple[list[str], str]:
@@ -132,6 +139,8 @@ def topology(sku: GpuSku, sets: list[ScaleSetPlan]) -> tuple[list[str], str]:
             lines += [f"BlockName={s.name}-rack{r} Nodes={compress_hostlist(hosts[r * per_rack:(r + 1) * per_rack])}"
                       for r in range(racks)]
         return lines, "one block per NVL72 rack (NVLink domain), racks by instance order"
+    if not sku.ib_links:
+        return [], "none: no InfiniBand on this size, Slurm's topology plugin is off"
     lines = [f"SwitchName={s.name} Nodes={compress_hostlist(node_hostnames(s))}" for s in sets]
     if len(sets) > 1:
         lines.append(f"SwitchName=top Switches={','.join(s.name for s in sets)}")
@@ -145,8 +154,14 @@ def head_cloud_init(cluster: str, sku: GpuSku, sets: list[ScaleSetPlan], head_ad
                       host_public_key=sec.host_public_key, munge_key_b64=sec.munge_key_b64,
                       subnet_cidr=subnet_cidr,
                       slurm_conf=render_slurm_conf(slurm_params(cluster, head_addr, sku, sets)).rstrip("\n"),
-                      topology=lines, topology_note=note, expiry=expiry)
+                      topology=lines, topology_note=note, expiry=expiry,
+                      python_env=None if sku.gpus_per_vm else PYTHON_ENV)
     return _render("cloud-init-head.yaml.j2", ctx)
+
+
+def recipe_env(sku: GpuSku) -> dict[str, str]:
+    """The cluster env azbench exports on the head: CPU sizes run recipes with PYTHON_ENV."""
+    return {} if sku.gpus_per_vm else {"AZBENCH_PYTHON": f"{PYTHON_ENV}/bin/python"}
 
 
 def node_cloud_init(cluster: str, sku: GpuSku, sets: list[ScaleSetPlan], head_addr: str,
