@@ -92,6 +92,8 @@ class FakeArm:
     def __init__(self, *, polls_to_finish: int = 1, latency_s: float = 0.0, fabric: Any = None,
                  tls_dir: Path | None = None) -> None:
         self.fabric = fabric
+        # Seconds the SDK's pollers wait between polls (as ARM's Retry-After); None: their own interval.
+        self.retry_after: str | None = "1" if fabric is not None else None
         self.polls_to_finish = polls_to_finish
         self.latency_s = latency_s
         self.resources: dict[str, dict[str, Any]] = {}
@@ -354,6 +356,8 @@ class FakeArm:
         self.ops[op_id] = _Op(key=key, kind=kind, polls_left=self.polls_to_finish, error=error)
         url = f"{self.base_url}/subscriptions/{SUB}/providers/Microsoft.Fake/locations/x/operations/{op_id}?api-version=1"
         headers = {"Azure-AsyncOperation": url}
+        if self.retry_after is not None:
+            headers["Retry-After"] = self.retry_after
         if kind == "delete":
             headers["Location"] = url
         return headers

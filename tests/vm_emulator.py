@@ -154,6 +154,10 @@ class Fabric:
                                 start_new_session=True, env=_guest_env(spec))
         console.close()
         vm = EmulatedVm(spec=spec, netns=netns, dir=vdir, proc=proc)
+        try:
+            vm.pid_ns = os.readlink(f"/proc/{_child_pid(proc.pid)}/ns/pid")
+        except (OSError, RuntimeError):
+            pass  # the guest died at once: its boot.json or console.log says why
         with self.lock:
             self.vms[spec.name] = vm
         return vm
