@@ -1,48 +1,54 @@
 """Emulated Azure VMs for the booting fake ARM server: namespaces that run the real cloud-init.
 
 One `Fabric` per fake ARM server: a network namespace holding the VNet's bridge, a /24 of
-198.18.0.0/15 (benchmarking range, never routed off this machine) for public IPs, and a state
+198.18.0.0/16 (benchmarking range, never routed off this machine) for public IPs, and a state
 directory. `Fabric.boot` turns one ARM VM (the head, or one scale-set instance) into an emulated
 VM: its own network namespace (eth0 on the bridge with the subnet's private address; pub0 with
 the public IP, reachable from the host), and a process started by `unshare` in new mount, UTS and
-PID namespaces that runs tests/vm_guest.py as the VM's PID 1. The guest gives the VM private
-/etc, /var/lib (cloud-init's /var/lib/cloud included), /var/log, /var/spool, /usr/local, /root,
-/run, /tmp, /home and /shared, writes the NoCloud seed from the customData azbench sent, and runs
-Debian's cloud-init (init --local, init, modules config, modules final) with the modules the
-user-data uses. `Fabric.delete` kills the VM's `unshare` by pid (its PID 1 dies with it, and the
-kernel then kills every process of that PID namespace) and removes the network namespace.
+PID namespaces that runs tests/vm_guest.py as the VM's PID 1. The guest builds the VM's own root
+file system and pivots into it, writes the NoCloud seed from the customData azbench sent, and
+runs Debian's cloud-init (init --local, init, modules config, modules final) with the modules
+the user-data uses. `Fabric.delete` kills the VM's `unshare` by pid (its PID 1 dies with it, and
+the kernel then kills every process of that PID namespace) and removes the network namespace.
 
 Every way an emulated VM differs from an Azure VM (the emulator's contract):
-- Not a kernel of its own: the host's kernel, CPUs and memory. slurmd sees the size's vCPUs
-  (sockets/cores/threads of the Azure size) through HWLOC_SYNTHETIC; everything else sees 2.
+- Not a kernel of its own: the host's kernel, CPUs and memory. slurmd and anything else using
+  hwloc see the size's vCPUs (cores x threads of the Azure size) through HWLOC_SYNTHETIC; other
+  programs see the host's CPUs. cgroups mirror the host's hierarchies (v1 or v2), not Ubuntu's.
 - systemd is not PID 1: tests/vm_guest.py is. `systemctl` is a shim (tests/vm_shim.py) that
   starts a unit's ExecStart (with its EnvironmentFile, User, RuntimeDirectory, PIDFile,
   ExecStartPre) from the host's unit file and tracks it by pid; `enable` is recorded only;
-  there are no dependencies, timers, sockets or restarts on failure. /run/systemd/system exists so
-  cloud-init takes the systemd code paths. The only service the "image" starts at boot is ssh,
-  after cloud-init's init stage (where Ubuntu's ssh.service is ordered).
-- Packages are the host's: `apt-get` is a shim; `update` does nothing and `install` succeeds for
-  a package dpkg shows installed on the host, or for nfs-kernel-server / nfs-common (emulated,
-  below), and fails like apt ("Unable to locate package") for anything else. Package postinst
-  scripts do not run (users munge/slurm already exist; munged does not start on install).
-- NFS is emulated: `exportfs` records /etc/exports of the VM in the fabric; the nfs-server
-  "unit" marks the exports live; `mount.nfs` (and so `mount -a -t nfs` from /etc/fstab) checks
-  that the server is live, exports the path, and admits the client's subnet, then bind-mounts the
-  server VM's directory. No root_squash, no NFS locking or caching semantics.
-- Azure's datasource is replaced by NoCloud: customData (base64 of gzip) is decoded by the
-  emulator, not by the Azure datasource; the admin user and its SSH keys come from the NoCloud
-  meta-data and an emulator cloud.cfg.d (default_user = the osProfile adminUsername); there is no
-  IMDS, no wireserver "report ready", no walinuxagent, no ephemeral/resource disk.
+  there are no dependencies, timers, sockets, journald, or restarts on failure.
+  /run/systemd/system exists so cloud-init takes its systemd code paths. The only service the
+  "image" starts at boot is ssh, right after cloud-init's init stage (where Ubuntu orders it).
+- Packages are the host's (Debian 12, not Ubuntu 22.04): `apt-get` is a shim; `update` does
+  nothing and `install` succeeds for a package dpkg shows installed on the host, or for
+  nfs-kernel-server / nfs-common (emulated, below), and fails like apt ("Unable to locate
+  package") for anything else. Package postinst scripts do not run (the munge and slurm users
+  already exist with the host's uids; munged does not start on install).
+- NFS is emulated: `exportfs` records the VM's /etc/exports in the fabric; the nfs-server "unit"
+  marks the exports live; `mount.nfs` (so `mount -a -t nfs` from the fstab cloud-init wrote)
+  checks that the server is live, exports the path and admits the client's address, then
+  bind-mounts the server VM's directory. No root_squash, locking or caching semantics.
+- Azure's datasource is replaced by NoCloud: customData (base64 of gzip) is base64-decoded by the
+  emulator (cloud-init gunzips it itself); the admin user and its SSH keys come from NoCloud
+  meta-data and an emulator cloud.cfg.d (default_user = osProfile.adminUsername, sudo, groups
+  adm and sudo); no IMDS, no wireserver "report ready", no walinuxagent, no resource disk.
+  The cloud.cfg module lists are the image's, cut to the modules the user-data uses.
 - Network: eth0 is configured by the emulator (cloud-init's network config is disabled), not by
-  DHCP; the public IP sits on the VM itself (pub0) instead of Azure's 1:1 NAT, so the VM sees it;
-  only the host can reach it (no NSG enforcement, no internet). VNet DNS is an /etc/hosts the
-  fabric keeps current (bind-mounted over /etc/hosts); no accelerated networking, no InfiniBand.
-- The file system is the host's with overlays: /etc, /var/lib, /var/log, /var/spool, /usr/local
-  and /root are copy-on-write over the host's (changes stay in the VM's state directory); /usr/bin
-  and /usr/sbin are read-only overlays with the shims on top; /run and /tmp are tmpfs; /home and
-  /shared start empty. The fabric directory is visible at /run/azbench-emulator. No OS disk size.
-- The head's Python environment for recipes: /shared/azbench/python is a link to the host's
-  (this interpreter's) environment, so cloud-init's install step finds it present and skips pip.
+  DHCP; the public IP sits on the VM itself (pub0) instead of behind Azure's 1:1 NAT; only the
+  host can reach it (no NSG enforcement, no internet, no outbound access). VNet DNS is the
+  fabric's /etc/hosts, bind-mounted over each VM's and rewritten as VMs come and go. No
+  accelerated networking, no InfiniBand.
+- File system: the VM's root is a directory in its state dir. /etc, /var, /usr and /root are
+  copy-on-write overlays of the host's (changes stay in the state dir; /usr/bin and /usr/sbin
+  carry the shims on top; /root is made 0711 when the stand-in Python lives under it); /run and
+  /tmp are tmpfs; /home and /mnt start empty; /shared does not exist until cloud-init makes it;
+  other top-level host directories (/opt, /work, ...) are bind-mounted. The fabric directory is
+  visible at /run/azbench-emulator. No OS disk size, no ephemeral disk.
+- The Python environment for recipes: before the head boots, /shared/azbench/python is made a
+  link to the host's (this interpreter's) environment, so the head's cloud-init step that would
+  create it (venv + pip install torch from the CPU index) finds it present and skips.
 """
 
 from __future__ import annotations
