@@ -366,11 +366,12 @@ class FakeArm:
         op = self.ops.get(op_id)
         if op is None:
             return 404, {}, _err("NotFound", op_id)
+        wait = {"Retry-After": self.retry_after} if self.retry_after is not None else {}
         if frozen:
-            return 200, {}, {"status": "InProgress"}
+            return 200, wait, {"status": "InProgress"}
         if op.polls_left > 0:
             op.polls_left -= 1
-            return 200, {}, {"status": "InProgress"}
+            return 200, wait, {"status": "InProgress"}
         if not op.done:
             op.done = True
             self._finish(op)
