@@ -34,6 +34,7 @@ region: eastus
 azure:
   polling_interval: 0.2
   boot_timeout_s: 300
+  self_expiry: false  # the expiry agent needs IMDS and PyPI, which emulated VMs lack
 """
 
 
@@ -140,7 +141,8 @@ def test_a_failing_boot_step_fails_up_with_one_line_naming_vm_and_step(tmp_path,
         clients = AzureClients(credential=StubCredential(), subscription_id=SUB, base_url=fake.base_url,
                                per_call_policies=[allow_plain_http_policy()], polling_interval=0.05)
         spec = ClusterSpec(name="bad", provider="azure", sku="d4s_v5", nodes=1, region="eastus",
-                           azure={"ssh_ingress_cidr": f"{fake.fabric.gateway}/32", "boot_timeout_s": 240})
+                           azure={"ssh_ingress_cidr": f"{fake.fabric.gateway}/32", "boot_timeout_s": 240,
+                                  "self_expiry": False})
         provider = AzureProvider(clients, capacity_wait_s=0, owner="tester")
         with pytest.raises(ProvisionError) as err:
             provider.up(spec, provider.plan(spec))
