@@ -61,7 +61,7 @@ def test_up_run_status_down_on_emulated_vms(booting_fake, tmp_path):
     timings = {}
 
     t0 = time.monotonic()
-    up = azbench("up", "-f", str(spec), home=home, env=env, timeout=600)
+    up = azbench("up", "-f", str(spec), "--yes", home=home, env=env, timeout=600)
     timings["up"] = time.monotonic() - t0
     assert up.code == 0, up.err
     assert "cluster 'reh' up: 2 x Standard_D4s_v5" in up.out
