@@ -70,7 +70,7 @@ def clients(fake) -> AzureClients:
 
 def up(clients, name="exp", **azure):
     spec = ClusterSpec(name=name, provider="azure", sku="h100", nodes=1, region="eastus",
-                       azure={"ssh_ingress_cidr": "203.0.113.7/32", **azure})
+                       azure={"ssh_ingress_cidr": "203.0.113.7/32", "boot_timeout_s": 0, **azure})
     provider = AzureProvider(clients, capacity_wait_s=0, owner="tester")
     provider.opts.now = lambda: T0  # expires at T0 + expires_hours
     return provider.up(spec, provider.plan(spec))
