@@ -13,7 +13,8 @@ Retry-After, 500, async AllocationFailed/ZonalAllocationFailed, 409 quota Operat
 
 Boot mode (`fabric=`, a tests.vm_emulator.Fabric): every VM ARM creates (the head, each scale-set
 instance) becomes an emulated VM that boots the real cloud-init on its customData; public IPs
-come from the fabric's range; deleting a VM, a scale set or the resource group stops its VMs.
+come from the fabric's range; deleting a VM, a scale set or the resource group stops its VMs;
+operations answer Retry-After: 1, as ARM does, so the SDK's pollers need no test-only interval.
 `tls_dir=` serves HTTPS with a CA made there, and an identity endpoint (OpenID configuration and
 client-credential tokens under /<tenant>/), so the CLI's DefaultAzureCredential works unchanged.
 By hand: `python -m tests.fake_arm --boot-vms --state DIR` writes DIR/env.sh and serves until killed.
