@@ -54,6 +54,6 @@ LINK_STATE=ok
 if listed "$NODE" "${AZBENCH_HEALTH_BAD_NODES:-}"; then LINK_STATE=fail; fi
 LINK=$(awk -v l="$LINK" -v f="$FACTOR" 'BEGIN {printf "%.4g", l / f}')
 if [ -n "$AHC" ] && [ -x "$AHC" ]; then
-  "$AHC" 2>&1 | sed 's/^/AZBENCH_AHC /'
+  "$AHC" 2>&1 | sed "s|^|AZBENCH_AHC $NODE |"
 fi
 echo "AZBENCH_PROBE node=$NODE disk_gb=${DISK:-nan} mem_gb=${MEM:-nan} ops_per_s=$OPS link_gbps=$LINK link=$LINK_STATE"
