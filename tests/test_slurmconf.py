@@ -91,6 +91,7 @@ def test_tree_topology_has_racks_of_18_in_scale_sets_under_a_top_switch():
     assert "SwitchName=ss1 Switches=rack[1-5]" in lines and "SwitchName=ss3 Switches=rack[11-12]" in lines
     assert lines[-1] == "SwitchName=top Switches=ss[1-3]"
     assert tree_topology(["a1", "a2"]) == ["SwitchName=rack1 Nodes=a[1-2]"]
+    assert tree_topology([f"n{i}" for i in range(1, 21)])[-1] == "SwitchName=top Switches=rack[1-2]"
 
 
 def test_port_block_is_consecutive_and_skips_a_port_in_use():

@@ -80,13 +80,16 @@ def _continues(prev: SlurmNode, node: SlurmNode) -> bool:
 
 def tree_topology(names: list[str], rack_size: int = 18, racks_per_set: int = 5) -> list[str]:
     """topology.conf lines for topology/tree: a leaf switch per `rack_size` nodes (in order),
-    a switch per scale set over `racks_per_set` racks, and a top switch over the sets."""
+    a switch per scale set over `racks_per_set` racks, and a top switch over the sets (over the
+    racks when there is one set)."""
     racks = [names[i:i + rack_size] for i in range(0, len(names), rack_size)]
     lines = [f"SwitchName=rack{r + 1} Nodes={compress_hostlist(rack)}" for r, rack in enumerate(racks)]
     sets = [list(range(1, len(racks) + 1))[i:i + racks_per_set]
             for i in range(0, len(racks), racks_per_set)]
-    if len(sets) == 1:
+    if len(racks) == 1:
         return lines
+    if len(sets) == 1:  # every switch must reach every other one, or no job spans two racks
+        return lines + [f"SwitchName=top Switches={compress_hostlist([f'rack{r}' for r in sets[0]])}"]
     lines += [f"SwitchName=ss{s + 1} Switches={compress_hostlist([f'rack{r}' for r in members])}"
               for s, members in enumerate(sets)]
     lines.append(f"SwitchName=top Switches={compress_hostlist([f'ss{s + 1}' for s in range(len(sets))])}")
