@@ -218,11 +218,13 @@ def _gate(ctx: AttemptContext, row: RunRow, cur: AttemptRow) -> tuple[list[str],
         store.update_attempt(row.id, n, state="health_check")
         store.update_run(row.id, state="health_check")
     infos = ctx.launcher.node_states()
+    chosen = choose_nodes(infos, cur.excluded_nodes, row.nodes)
+    drained = _fleet_gate(ctx, row, n, chosen)
     gate = run_gate(ctx.launcher, ctx.runner, ctx.cluster, run_id=row.id, attempt=n,
                     run_dir=row.run_dir or "", python=recipe_python(ctx.cluster),
-                    nodes=choose_nodes(infos, cur.excluded_nodes, row.nodes),
+                    nodes=[c for c in chosen if c not in drained],
                     policy=ctx.spec.health, poll_interval=min(ctx.poll, 0.5))
-    excluded = sorted(set(cur.excluded_nodes) | set(gate.failed))
+    excluded = sorted(set(cur.excluded_nodes) | set(gate.failed) | set(drained))
     verdict = "; ".join(f"{node}: {why}" for node, why in sorted(gate.failed.items()))
     ctx.event(row, "health_gate", f"attempt {n}: {len(gate.healthy)}/{len(gate.checked)} nodes "
               f"healthy in {gate.seconds:.1f}s" + (f"; excluded {verdict}" if verdict else "")
@@ -234,6 +236,17 @@ def _gate(ctx: AttemptContext, row: RunRow, cur: AttemptRow) -> tuple[list[str],
         return _record_failure(ctx, row, n, Failure(FailureClass.HEALTH_GATE, tuple(gate.failed), why))
     everyone = set(infos) | set(ctx.cluster.node_names)
     return excluded, sorted(everyone - set(gate.healthy))
+
+
+def _fleet_gate(ctx: AttemptContext, row: RunRow, n: int, nodes: list[str]) -> list[str]:
+    """`azbench health`'s checks on the chosen nodes (probe, group collectives, stragglers):
+    the nodes it drained, which this attempt and every later run then avoid."""
+    from orchestrator.runs.fleet import gate_nodes
+    report = gate_nodes(ctx.runner, ctx.cluster, nodes)
+    if report.verdicts or report.fabric:
+        ctx.event(row, "health_fleet", f"attempt {n}: " + (report.fabric or "drained " + "; ".join(
+            f"{v.node}: {v.reason}" for v in report.verdicts)), drained=report.drained)
+    return report.drained
 
 
 def _submitted(ctx: AttemptContext, row: RunRow, n: int, job_id: str) -> AttemptRow:

@@ -378,15 +378,20 @@ def options_for(cluster, tolerance: float = DEFAULT_TOLERANCE) -> GateOptions:
 
 def gate_cluster(cluster, *, only: str | None = None, tolerance: float = DEFAULT_TOLERANCE,
                  drain_bad: bool = True, runner=None) -> FleetReport:
-    """The whole gate on a cluster: usable nodes (one sinfo), leaf switches (one scontrol),
-    the rounds, then drain (unless a fabric-wide fault or `drain_bad` is False)."""
+    """`azbench health`: the usable nodes (one sinfo), restricted to `only`, then gate_nodes."""
     from orchestrator.runs.access import launcher_for, runner_for
-    from orchestrator.clusters.catalog import lookup
     runner = runner or runner_for(cluster)
-    launcher = launcher_for(cluster, runner)
-    nodes = candidate_nodes(launcher.node_states(), only)
+    nodes = candidate_nodes(launcher_for(cluster, runner).node_states(), only)
     if not nodes:
         raise ConfigError(f"cluster '{cluster.name}' has no usable node to check")
+    return gate_nodes(runner, cluster, nodes, tolerance=tolerance, drain_bad=drain_bad)
+
+
+def gate_nodes(runner, cluster, nodes: Sequence[str], *, tolerance: float = DEFAULT_TOLERANCE,
+               drain_bad: bool = True) -> FleetReport:
+    """The gate on `nodes` (leaf switches from one scontrol call), then drain what it flagged
+    unless it is a fabric-wide fault or `drain_bad` is False. Also run before every attempt."""
+    from orchestrator.clusters.catalog import lookup
     opts = options_for(cluster, tolerance)
     ahc = AHC_PATH if lookup(cluster.sku).gpus_per_vm else None
     report = check_fleet(SlurmProber(runner, cluster, opts, ahc=ahc), nodes,
