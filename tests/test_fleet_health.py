@@ -18,7 +18,7 @@ from orchestrator.runs.fleet import (
     parse_probes,
 )
 from orchestrator.runs.grouptest import GroupOutcome, GroupTest, racks_of, search
-from orchestrator.runs.stragglers import find_stragglers, spread
+from orchestrator.results.stragglers import find_stragglers, spread
 from orchestrator.slurm.states import NodeInfo
 
 

@@ -35,7 +35,7 @@ from typing import Callable, Iterable, Mapping, Protocol, Sequence
 from orchestrator.errors import ConfigError, LaunchError
 from orchestrator.paths import templates_dir
 from orchestrator.runs.grouptest import GroupOutcome, GroupTest, SearchResult, racks_of, search
-from orchestrator.runs.stragglers import DEFAULT_TOLERANCE, find_stragglers
+from orchestrator.results.stragglers import DEFAULT_TOLERANCE, find_stragglers
 from orchestrator.slurm.conf import compress_hostlist
 from orchestrator.slurm.states import expand_hostlist
 

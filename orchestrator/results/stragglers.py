@@ -65,12 +65,11 @@ def find_stragglers(values: Mapping[str, float], tolerance: float = DEFAULT_TOLE
     return sorted(slow, key=lambda s: s.value if higher_is_better else -s.value)
 
 
-def spread(values: Mapping[str, float], *, higher_is_better: bool = False) -> Spread | None:
-    """Min/median/max of per-node values and the slowest node; None for no values."""
-    clean = {n: v for n, v in values.items() if not math.isnan(v)}
+def spread(times: Mapping[str, float]) -> Spread | None:
+    """Min/median/max of per-node times (lower is better) and the slowest node; None if empty."""
+    clean = {n: v for n, v in times.items() if not math.isnan(v)}
     if not clean:
         return None
-    pick = min if higher_is_better else max
-    slowest = pick(clean, key=lambda n: clean[n])
+    slowest = max(clean, key=lambda n: clean[n])
     return Spread(len(clean), min(clean.values()), statistics.median(clean.values()),
                   max(clean.values()), slowest)
