@@ -89,3 +89,37 @@ def test_gate_drains_slow_and_bad_nodes_and_a_run_avoids_them(big_cluster, monke
         main(["health", "fleet", "--undrain", BAD])
     assert "returned to service" in capsys.readouterr().out
     assert sorted(reasons(cluster)) == ["node1", "node40"]
+
+
+def test_a_straggler_in_a_run_is_recorded_and_the_retry_excludes_it(big_cluster, monkeypatch, tmp_path):
+    """Attempt 1 runs with one slow node and hangs after its first eval block (step 25), so the
+    node's step time is logged; the retry must run without it."""
+    from orchestrator.clusters.specs import RetryPolicy
+    from orchestrator.slurm.states import expand_hostlist
+    cluster, home = big_cluster
+    monkeypatch.setenv("AZBENCH_HOME", str(home))
+    script = tmp_path / "hang-first.sh"
+    script.write_text('if [ "${AZBENCH_ATTEMPT:-}" = 1 ]; then export AZBENCH_SMOKE_HANG_AT_STEP=30; fi\n')
+    monkeypatch.setenv("BASH_ENV", str(script))
+    monkeypatch.setenv("AZBENCH_SMOKE_SLOW_NODES", "node4")
+    monkeypatch.setenv("AZBENCH_SMOKE_SLOW_SLEEP", "0.1")
+    with Store.open() as store:
+        store.save_cluster(cluster)
+        [out] = run_sweep(RunSpec(recipe="smoke", cluster="fleet", nodes=[3],
+                                  params={"target": 0.6, "max_seconds": 120},
+                                  retry=RetryPolicy(hang_timeout=6, backoff_s=0)),
+                          store, poll_interval=0.3)
+        run = store.get_run(out.run_id)
+        attempts = store.list_attempts(out.run_id)
+        events = [e for e in store.list_events(run_id=out.run_id) if e.kind == "straggler"]
+
+    def used(n: int) -> list[str]:
+        with open(f"{run.run_dir}/attempt-{n}/train.log") as fh:
+            return expand_hostlist(re.search(r":::DLPAL azbench \d+ \d+ (\S+)", fh.read()).group(1))
+
+    assert "node4" in used(1), "the slow node was not in attempt 1: the test proves nothing"
+    assert out.state == "succeeded", out.message
+    assert attempts[0].failure_class == "hang" and "node4" in attempts[1].excluded_nodes
+    assert "node4" not in used(2)
+    assert [e.data["node"] for e in events] == ["node4"]
+    assert events[0].data["value"] > events[0].data["threshold"] > events[0].data["median"]

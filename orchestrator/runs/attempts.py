@@ -6,6 +6,7 @@ Every state change is written to the store before the action it describes.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import shlex
 import time
@@ -188,11 +189,33 @@ def finish_attempt(ctx: AttemptContext, row: RunRow, cur: AttemptRow) -> tuple[F
         hung=intent == FailureClass.HANG, deadline=intent == FailureClass.DEADLINE,
         preempted_nodes=preempted_nodes({n: i.reason for n, i in infos.items()}),
         converged=result.converged if result is not None else None))
+    slow = _stragglers(ctx, row, n, text)
     if failure is None and result is not None:
         return None, _finish(ctx, row, n, "succeeded", "completed", result=result)
     failure = failure or Failure(FailureClass.APP_ERROR, (), "no result")
+    if slow:  # the retry runs without them (decide_retry excludes every suspect)
+        failure = dataclasses.replace(failure, suspects=tuple(sorted({*failure.suspects, *slow})))
     _record_failure(ctx, row, n, failure, summary_step=_resume_step_of(text))
     return failure, None
+
+
+STRAGGLER_MIN_NODES = 3  # with two nodes the median is their mean: no straggler to name
+
+
+def _stragglers(ctx: AttemptContext, row: RunRow, n: int, text: str) -> list[str]:
+    """Nodes whose compute time per step (the recipe's azbench_node_step_time) exceeds the
+    median of the run's nodes by more than the tolerance; recorded as a "straggler" event."""
+    from orchestrator.results.mllog import parse_lines
+    from orchestrator.results.stragglers import find_stragglers
+    times = parse_lines(text.splitlines()).node_step_times
+    if len(times) < STRAGGLER_MIN_NODES:
+        return []
+    slow = find_stragglers(times, higher_is_better=False)
+    for s in slow:
+        ctx.event(row, "straggler", f"attempt {n}: {s.node} computes a step in {s.value:.4g} s, "
+                  f"{s.off_median:+.0%} vs the median {s.median:.4g} s (threshold {s.threshold:.4g} s)",
+                  node=s.node, value=s.value, threshold=s.threshold, median=s.median)
+    return [s.node for s in slow]
 
 
 def final_failure(ctx: AttemptContext, row: RunRow, last: AttemptRow, failure: Failure | None,
