@@ -35,6 +35,7 @@ def main() -> None:
     from orchestrator.clusters.providers.local import LocalProvider, load_state
     from orchestrator.clusters.specs import load_cluster_spec
     from orchestrator import paths
+    report_parse(n)
     provider = LocalProvider()
     spec = load_cluster_spec(None, {"name": "scale", "nodes": n})
     used0 = _used_mib()
@@ -101,6 +102,41 @@ def polls(cluster, n: int) -> None:
     emit(f"sinfo_{n}_nodes", (time.process_time() - cpu0) * 1000, "ms CPU (call + parse)",
          rows=len(infos))
     runner.run(f"scancel {job_id}")
+
+
+def report_parse(n: int, blocks: int = 80) -> None:
+    """Parse and report a smoke-shaped log of `blocks` eval blocks whose per-node step-time
+    event lists all `n` nodes (the biggest thing a 2,048-node run adds to its log)."""
+    import json
+
+    from orchestrator.report.build import build_report
+    from orchestrator.results.mllog import parse_lines
+    from orchestrator.store.schema import ResultRow
+
+    def line(key: str, value: object, t: int, **md: object) -> str:
+        body = {"namespace": "", "time_ms": t, "event_type": "POINT_IN_TIME", "key": key,
+                "value": value, "metadata": md}
+        return ":::MLLOG " + json.dumps(body)
+    lines, t = [line("run_start", None, 0)], 0
+    for b in range(blocks):
+        for step in range(b * 25 + 1, b * 25 + 26):
+            t += 10
+            lines.append(line("tracked_stats", {"train_step_time": 0.01}, t, step=step))
+        lines.append(line("azbench_node_step_time", {f"node{i}": 0.01 + (i == 17) * 0.01
+                                                     for i in range(1, n + 1)}, t, step=step))
+        lines.append(line("eval_accuracy", 0.1 + b / blocks, t, samples_count=step * 32))
+    lines.append(line("run_stop", None, t + 1, status="success"))
+    start = time.perf_counter()
+    summary = parse_lines(lines)
+    parsed = time.perf_counter() - start
+    row = ResultRow(content_hash="x", source="run", system="local", benchmark="smoke",
+                    status="success", converged=True, minutes=1.0,
+                    summary_json=summary.model_dump_json())
+    start = time.perf_counter()
+    report = build_report([row])
+    emit(f"report_{n}_nodes", time.perf_counter() - start, "s", parse_s=round(parsed, 4),
+         log_mib=round(sum(map(len, lines)) / 2**20, 2), blocks=blocks,
+         slowest=report.groups[0].run_lines[0].slowest_node)
 
 
 def _children_cpu() -> float:

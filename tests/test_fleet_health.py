@@ -167,3 +167,18 @@ def test_candidates_skip_drained_nodes_and_check_the_nodes_flag():
     assert candidate_nodes(infos, "node[3-5]") == ["node3", "node5"]
     with pytest.raises(Exception, match="node99 not in the cluster"):
         candidate_nodes(infos, "node99")
+
+
+def test_report_names_the_slowest_node_and_its_spread():
+    import json as _json
+
+    from orchestrator.report.build import build_report
+    from orchestrator.report.render import to_markdown
+    from orchestrator.store.schema import ResultRow
+    summary = {"node_step_times": {"node1": 0.010, "node2": 0.011, "node3": 0.030}}
+    row = ResultRow(content_hash="h1", source="run", system="local", benchmark="smoke",
+                    status="success", converged=True, minutes=1.0, summary_json=_json.dumps(summary))
+    report = build_report([row])
+    [line] = report.groups[0].run_lines
+    assert line.slowest_node == "node3" and line.node_spread == pytest.approx(0.030 / 0.011, abs=1e-3)
+    assert "node3 (2.73)" in to_markdown(report)
