@@ -182,3 +182,33 @@ def test_report_names_the_slowest_node_and_its_spread():
     [line] = report.groups[0].run_lines
     assert line.slowest_node == "node3" and line.node_spread == pytest.approx(0.030 / 0.011, abs=1e-3)
     assert "node3 (2.73)" in to_markdown(report)
+
+
+def test_nccl_round_runs_every_group_in_parallel_and_parses_bus_bandwidth():
+    from types import SimpleNamespace
+
+    from orchestrator.runs.fleet import nccl_round_command, parse_nccl_round
+    cluster = SimpleNamespace(env={"SLURM_CONF": "/etc/slurm/slurm.conf"}, partition="gpu")
+    opts = GateOptions(link_gbps=450.0, gpus_per_node=8)
+    tests = [GroupTest(("gpu1", "gpu2", "gpu3")), GroupTest(("gpu9",), partner="gpu1")]
+    text = nccl_round_command(tests, cluster, opts)
+    sruns = [ln for ln in text.splitlines() if ln.startswith("srun ")]
+    assert len(sruns) == 2 and all(ln.endswith("&") for ln in sruns) and "\nwait\n" in text
+    assert "--nodelist='gpu[1-3]'" in sruns[0] and "--nodelist='gpu[1,9]'" in sruns[1]
+    assert "--ntasks-per-node=8 --gpus-per-node=8" in sruns[0] and "all_reduce_perf -b 1G" in sruns[0]
+    out = parse_nccl_round("AZBENCH_GROUP 0 392.5\nAZBENCH_GROUP 1 \n", 2, opts)
+    assert out[0].ok and out[0].value == 392.5 and out[0].threshold == pytest.approx(337.5)
+    assert not out[1].ok and out[1].value is None and "failed" in out[1].detail
+    assert not parse_nccl_round("AZBENCH_GROUP 0 120.0\n", 1, opts)[0].ok
+
+
+def test_with_nccl_the_search_uses_the_measured_group_bandwidth():
+    class NcclFabric(FakeFabric):
+        def nccl(self, tests):
+            return [GroupOutcome(not set(t.nodes) & self.bad, 400.0, 337.5) for t in tests]
+
+    fabric = NcclFabric(72, bad={"node30"})
+    report = check_fleet(fabric, fabric.nodes, {}, GateOptions(collective="nccl", link_gbps=450.0))
+    assert [(v.node, v.check) for v in report.verdicts] == [("node30", "collective")]
+    none = check_fleet(FakeFabric(72, bad={"node30"}), fabric.nodes, {}, GateOptions(collective="none"))
+    assert none.group_rounds == 1 and not none.verdicts  # no collective test: nothing to corner

@@ -22,6 +22,7 @@ print one bus bandwidth per group.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 import re
@@ -41,6 +42,8 @@ from orchestrator.slurm.states import expand_hostlist
 
 PROBE_SCRIPT = "health_probe.sh"
 AHC_PATH = "/opt/azurehpc/test/azurehpc-health-checks/run-health-checks.sh"
+NCCL_TESTS = "/opt/nccl-tests/build/all_reduce_perf"  # where Azure's Ubuntu-HPC images ship it
+_GROUP = re.compile(r"AZBENCH_GROUP (\d+) (\S*)")
 INJECT_VARS = ("AZBENCH_HEALTH_SLOW_NODES", "AZBENCH_HEALTH_BAD_NODES", "AZBENCH_HEALTH_SLOW_FACTOR")
 _PROBE = re.compile(r"AZBENCH_PROBE (.*)$")
 _AHC = re.compile(r"AZBENCH_AHC (.*)$")
@@ -101,6 +104,11 @@ class GateOptions:
     # two cores: one step over 2,048 nodes overran munge's credential lifetime (300 s) there,
     # while steps of 256 nodes one after another finish in about a tenth of the time each.
     max_nodes_per_srun: int = 0
+    # How a group's collective is judged: "model" (emulated CPU nodes: the probes' modelled
+    # links), "nccl" (GPU nodes: nccl-tests all_reduce_perf per group, in parallel), or "none"
+    # (GPU nodes without nccl-tests: no group rounds beyond the first, which always passes).
+    collective: str = "model"
+    gpus_per_node: int = 0
 
 
 @dataclass
@@ -195,6 +203,10 @@ def check_fleet(prober: Prober, nodes: Sequence[str], switches: Mapping[str, lis
         report.group_tests += len(tests)
         if not first:
             first.update(probes)
+        if opts.collective == "nccl":
+            return prober.nccl(tests)  # type: ignore[attr-defined]
+        if opts.collective == "none":
+            return [GroupOutcome(True, None, None, "no collective test available") for _ in tests]
         return [group_outcome(t, probes, opts) for t in tests]
 
     found = search(racks_of(nodes, dict(switches), opts.rack_size), run_round)
@@ -279,6 +291,13 @@ class SlurmProber:
                   f"{q(compress_hostlist(list(nodes)))}{part} --job-name=azbench-health "
                   f"--time={minutes} --kill-on-bad-exit=0 --quiet sh {q(self.script)} {args}")
 
+    def nccl(self, tests: Sequence[GroupTest]) -> list[GroupOutcome]:
+        """One all_reduce_perf per group, all groups of the round side by side (one shell call)."""
+        self.calls += 1
+        result = self.runner.run(nccl_round_command(tests, self.cluster, self.opts),
+                                 timeout=self.opts.round_timeout_s)
+        return parse_nccl_round(result.stdout, len(tests), self.opts)
+
     def _stage(self) -> None:
         if self._staged:
             return
@@ -287,6 +306,40 @@ class SlurmProber:
             raise LaunchError(f"cannot create {Path(self.script).parent}: {_last_line(made.stderr)}")
         self.runner.put(templates_dir() / PROBE_SCRIPT, self.script)
         self._staged = True
+
+
+def nccl_round_command(tests: Sequence[GroupTest], cluster, opts: GateOptions,
+                       binary: str = NCCL_TESTS) -> str:
+    """Shell text: every group's all_reduce_perf in the background, then one line per group,
+    `AZBENCH_GROUP <i> <avg bus bandwidth GB/s or empty>`. Untested on GPUs so far."""
+    q, g = shlex.quote, max(opts.gpus_per_node, 1)
+    minutes = max(1, math.ceil(opts.round_timeout_s / 60))
+    part = f" --partition={q(cluster.partition)}" if cluster.partition else ""
+    out = "${TMPDIR:-/tmp}/azbench-nccl-$$"
+    lines = [env_prefix(cluster.env) + f"mkdir -p {out}"]
+    for i, t in enumerate(tests):
+        lines.append(
+            f"srun --nodes={len(t.nodes)} --nodelist={q(compress_hostlist(list(t.nodes)))}{part} "
+            f"--ntasks-per-node={g} --gpus-per-node={g} --job-name=azbench-nccl --time={minutes} "
+            f"--kill-on-bad-exit=1 --quiet {q(binary)} -b 1G -e 1G -f 2 -g 1 > {out}/{i} 2>&1 &")
+    lines.append("wait")
+    lines.append(f"for i in $(seq 0 {len(tests) - 1}); do echo \"AZBENCH_GROUP $i $(sed -n "
+                 f"'s/^# *Avg bus bandwidth *: *//p' {out}/$i | tail -n 1)\"; done; rm -rf {out}")
+    return "\n".join(lines)
+
+
+def parse_nccl_round(text: str, count: int, opts: GateOptions) -> list[GroupOutcome]:
+    """Outcomes in test order; a group without a bandwidth line failed (error, hang, no binary)."""
+    limit = opts.link_gbps * opts.link_fail_fraction
+    found = {int(m.group(1)): _num(m.group(2) or None) for m in map(_GROUP.search, text.splitlines()) if m}
+    out = []
+    for i in range(count):
+        busbw = found.get(i, math.nan)
+        if math.isnan(busbw):
+            out.append(GroupOutcome(False, None, limit, "nccl-tests all_reduce_perf failed"))
+        else:
+            out.append(GroupOutcome(busbw >= limit, busbw, limit, "all_reduce_perf avg bus bandwidth, GB/s"))
+    return out
 
 
 def candidate_nodes(infos: Mapping[str, object], only: str | None) -> list[str]:
@@ -373,7 +426,8 @@ def options_for(cluster, tolerance: float = DEFAULT_TOLERANCE) -> GateOptions:
     row = lookup(cluster.sku)
     link = row.expected_busbw_gbps if row.gpus_per_vm and row.expected_busbw_gbps else 100.0
     return GateOptions(tolerance=tolerance, link_gbps=float(link),
-                       max_nodes_per_srun=256 if cluster.provider == "local" else 0)
+                       max_nodes_per_srun=256 if cluster.provider == "local" else 0,
+                       gpus_per_node=row.gpus_per_vm)
 
 
 def gate_cluster(cluster, *, only: str | None = None, tolerance: float = DEFAULT_TOLERANCE,
@@ -393,7 +447,11 @@ def gate_nodes(runner, cluster, nodes: Sequence[str], *, tolerance: float = DEFA
     unless it is a fabric-wide fault or `drain_bad` is False. Also run before every attempt."""
     from orchestrator.clusters.catalog import lookup
     opts = options_for(cluster, tolerance)
-    ahc = AHC_PATH if lookup(cluster.sku).gpus_per_vm else None
+    gpus = lookup(cluster.sku).gpus_per_vm
+    ahc = AHC_PATH if gpus else None
+    if gpus:  # real collectives on GPU nodes: nccl-tests where installed, else none
+        has = runner.run(f"test -x {shlex.quote(NCCL_TESTS)}", timeout=60).ok
+        opts = dataclasses.replace(opts, collective="nccl" if has else "none")
     report = check_fleet(SlurmProber(runner, cluster, opts, ahc=ahc), nodes,
                          leaf_switches(runner, cluster.env), opts)
     if drain_bad and not report.fabric:
