@@ -265,7 +265,7 @@ def _fleet_gate(ctx: AttemptContext, row: RunRow, n: int, nodes: list[str]) -> l
     """`azbench health`'s checks on the chosen nodes (probe, group collectives, stragglers):
     the nodes it drained, which this attempt and every later run then avoid."""
     from orchestrator.runs.fleet import gate_nodes
-    report = gate_nodes(ctx.runner, ctx.cluster, nodes)
+    report = gate_nodes(ctx.runner, ctx.cluster, nodes, with_ahc=False)
     if report.verdicts or report.fabric:
         ctx.event(row, "health_fleet", f"attempt {n}: " + (report.fabric or "drained " + "; ".join(
             f"{v.node}: {v.reason}" for v in report.verdicts)), drained=report.drained)

@@ -442,13 +442,14 @@ def gate_cluster(cluster, *, only: str | None = None, tolerance: float = DEFAULT
 
 
 def gate_nodes(runner, cluster, nodes: Sequence[str], *, tolerance: float = DEFAULT_TOLERANCE,
-               drain_bad: bool = True) -> FleetReport:
+               drain_bad: bool = True, with_ahc: bool = True) -> FleetReport:
     """The gate on `nodes` (leaf switches from one scontrol call), then drain what it flagged
-    unless it is a fabric-wide fault or `drain_bad` is False. Also run before every attempt."""
+    unless it is a fabric-wide fault or `drain_bad` is False. Also run before every attempt,
+    there without azurehpc-health-checks (`with_ahc`), whose full suite takes minutes."""
     from orchestrator.clusters.catalog import lookup
     opts = options_for(cluster, tolerance)
     gpus = lookup(cluster.sku).gpus_per_vm
-    ahc = AHC_PATH if gpus else None
+    ahc = AHC_PATH if gpus and with_ahc else None
     if gpus:  # real collectives on GPU nodes: nccl-tests where installed, else none
         has = runner.run(f"test -x {shlex.quote(NCCL_TESTS)}", timeout=60).ok
         opts = dataclasses.replace(opts, collective="nccl" if has else "none")
