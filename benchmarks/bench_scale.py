@@ -56,13 +56,13 @@ def main() -> None:
 
 
 def gate(cluster, n: int) -> None:
-    from orchestrator.runs import fleet
+    from orchestrator.runs import fleet, fleet_slurm
     slow = [s for s in SLOW if int(s[4:]) <= n] or ["node3"]
     bad = BAD if int(BAD[4:]) <= n else "node5"
     os.environ["AZBENCH_HEALTH_SLOW_NODES"] = ",".join(slow)
     os.environ["AZBENCH_HEALTH_BAD_NODES"] = bad
     cpu0, start = time.process_time(), time.perf_counter()
-    report = fleet.gate_cluster(cluster)
+    report = fleet_slurm.gate_cluster(cluster)
     wall = time.perf_counter() - start
     expected = sorted([*slow, bad], key=fleet.natural)
     emit(f"health_gate_{n}_nodes", wall, "s", load=_load(), group_rounds=report.group_rounds,

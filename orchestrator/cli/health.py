@@ -22,17 +22,17 @@ def health(
 ) -> None:
     """Per-node checks, group collectives and a throughput probe; drain the nodes that fail."""
     from orchestrator.clusters import lifecycle
-    from orchestrator.runs import fleet
+    from orchestrator.runs import fleet_slurm
     from orchestrator.runs.access import runner_for
     with open_store() as store:
         cluster = lifecycle.require_cluster(name, store)
     if undrain:
-        fleet.undrain(runner_for(cluster), cluster.env, undrain)
+        fleet_slurm.undrain(runner_for(cluster), cluster.env, undrain)
         if as_json:
             return emit_json({"undrained": undrain})
         sys.stdout.write(f"{undrain} returned to service\n")
         return
-    report = fleet.gate_cluster(cluster, only=nodes, tolerance=tolerance, drain_bad=not no_drain)
+    report = fleet_slurm.gate_cluster(cluster, only=nodes, tolerance=tolerance, drain_bad=not no_drain)
     if as_json:
         return emit_json({**report.__dict__, "verdicts": [v.__dict__ for v in report.verdicts],
                           "bad_nodes": report.bad_nodes})

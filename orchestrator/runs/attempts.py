@@ -264,7 +264,7 @@ def _gate(ctx: AttemptContext, row: RunRow, cur: AttemptRow) -> tuple[list[str],
 def _fleet_gate(ctx: AttemptContext, row: RunRow, n: int, nodes: list[str]) -> list[str]:
     """`azbench health`'s checks on the chosen nodes (probe, group collectives, stragglers):
     the nodes it drained, which this attempt and every later run then avoid."""
-    from orchestrator.runs.fleet import gate_nodes
+    from orchestrator.runs.fleet_slurm import gate_nodes
     report = gate_nodes(ctx.runner, ctx.cluster, nodes, with_ahc=False)
     if report.verdicts or report.fabric:
         ctx.event(row, "health_fleet", f"attempt {n}: " + (report.fabric or "drained " + "; ".join(
