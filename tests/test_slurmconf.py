@@ -69,3 +69,39 @@ def test_values_that_would_break_the_file_are_refused():
 ])
 def test_compress_hostlist(names, expected):
     assert compress_hostlist(names) == expected
+
+
+def test_consecutive_ports_fold_into_one_node_line_and_gaps_split_it():
+    from orchestrator.slurm.conf import node_lines
+    nodes = [SlurmNode(name=f"node{i}", hostname="h", addr="127.0.0.1", port=9000 + i) for i in range(1, 5)]
+    nodes.append(SlurmNode(name="node5", hostname="h", addr="127.0.0.1", port=9100))  # port gap
+    nodes.append(SlurmNode(name="node7", hostname="h", addr="127.0.0.1", port=9101))  # name gap
+    lines = node_lines(nodes)
+    assert [(ln.names, ln.port) for ln in lines] == [("node[1-4]", "[9001-9004]"), ("node5", "9100"),
+                                                   ("node7", "9101")]
+    azure = [SlurmNode(name=f"gpu{i}", hostname=f"gpu{i}", addr=f"gpu{i}") for i in (1, 2)]
+    assert [ln.names for ln in node_lines(azure)] == ["gpu1", "gpu2"]  # one slurmd per VM: as before
+
+
+def test_tree_topology_has_racks_of_18_in_scale_sets_under_a_top_switch():
+    from orchestrator.slurm.conf import tree_topology
+    lines = tree_topology([f"node{i}" for i in range(1, 201)])
+    assert lines[0] == "SwitchName=rack1 Nodes=node[1-18]"
+    assert "SwitchName=rack12 Nodes=node[199-200]" in lines
+    assert "SwitchName=ss1 Switches=rack[1-5]" in lines and "SwitchName=ss3 Switches=rack[11-12]" in lines
+    assert lines[-1] == "SwitchName=top Switches=ss[1-3]"
+    assert tree_topology(["a1", "a2"]) == ["SwitchName=rack1 Nodes=a[1-2]"]
+    assert tree_topology([f"n{i}" for i in range(1, 21)])[-1] == "SwitchName=top Switches=rack[1-2]"
+
+
+def test_port_block_is_consecutive_and_skips_a_port_in_use():
+    import socket
+
+    from orchestrator.clusters.providers import localproc
+    block = localproc.free_port_block(64)
+    assert block == list(range(block[0], block[0] + 64))
+    assert localproc.PORT_BLOCK_RANGE[0] <= block[0] and block[-1] < localproc.PORT_BLOCK_RANGE[1]
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", block[10]))
+        busy.listen()
+        assert not localproc._bindable(range(block[0], block[-1] + 1))

@@ -258,6 +258,7 @@ def sweep(dry_run: bool = typer.Option(False, "--dry-run", help="List what would
 # ---------------------------------------------------------------- commands in their own modules
 
 import orchestrator.cli.results  # noqa: E402,F401  (registers recipes, report, results)
+import orchestrator.cli.health  # noqa: E402,F401  (registers health)
 import orchestrator.cli.run  # noqa: E402,F401  (registers run, logs)
 from orchestrator.cli.pipeline import baseline_app, pipeline_app, register_compare  # noqa: E402
 

@@ -26,6 +26,7 @@ from orchestrator.recipes.catalog import model_facts
 from orchestrator.report.preemption import PreemptionLine, preemption_lines
 from orchestrator.results import metrics
 from orchestrator.results.metrics import StepStats
+from orchestrator.results.stragglers import spread
 from orchestrator.store.schema import AttemptRow, ResultRow, RunRow
 
 _SAME_BATCH_RTOL = 1e-6  # per-worker batches this close are the same work (weak scaling)
@@ -105,6 +106,8 @@ class RunLine(_Model):
     progress_per_minute: float | None = None
     median_step_s: float | None = None
     compliance_ok: bool | None = None
+    slowest_node: str | None = Field(None, description="highest per-node compute time per step")
+    node_spread: float | None = Field(None, description="slowest node's time / the nodes' median")
 
 
 class GroupReport(_Model):
@@ -463,7 +466,15 @@ def _run_line(r: ResultRow, s: dict[str, Any], scored: bool, progress: float | N
         result_id=r.id, log=r.log_path, status=r.status, converged=r.converged,
         resumed=r.resumed, scored=scored, minutes=r.minutes, progress=progress,
         progress_per_minute=rate, median_step_s=statistics.median(kept) if kept else None,
-        compliance_ok=r.compliance_ok)
+        compliance_ok=r.compliance_ok, **_node_spread(s))
+
+
+def _node_spread(s: dict[str, Any]) -> dict[str, Any]:
+    """Per-node step-time spread (recipes that log azbench_node_step_time): slowest node."""
+    found = spread(s.get("node_step_times") or {})
+    if found is None or found.nodes < 2:
+        return {}
+    return {"slowest_node": found.slowest, "node_spread": round(found.ratio, 3)}
 
 
 def _same_work_per_worker(a: GroupReport, b: GroupReport) -> bool:

@@ -124,7 +124,7 @@ def _results_section(groups: Sequence[GroupReport]) -> _Section:
 
 def _runs_section(groups: Sequence[GroupReport]) -> _Section:
     header = ["benchmark", "system", "run", "status", "minutes", "scored", "progress",
-              "progress/min", "median step (s)", "compliance"]
+              "progress/min", "median step (s)", "slowest node (x median)", "compliance"]
     rows = []
     verdicts = {None: "-", True: "pass", False: "FAIL"}
     for g in groups:
@@ -132,6 +132,7 @@ def _runs_section(groups: Sequence[GroupReport]) -> _Section:
             flag = "resumed" if r.resumed else ("yes" if r.scored else "")
             rows.append([g.benchmark, g.label, str(i), r.status, _f(r.minutes, 4), flag,
                          _f(r.progress, 0), _f(r.progress_per_minute, 1), _f(r.median_step_s, 4),
+                         f"{r.slowest_node} ({r.node_spread:.2f})" if r.slowest_node else "-",
                          verdicts[r.compliance_ok]])
     return "Time to train per run", header, rows
 

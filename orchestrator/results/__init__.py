@@ -1,7 +1,8 @@
 """Results: from a log to numbers.
 
 Owns: the MLLOG parser, ingesting one log into a ResultRow, importing submission trees, the
-MLPerf compliance checker wrapper, and the pure metrics (scores, step times, MFU, scaling, cost).
+MLPerf compliance checker wrapper, the pure metrics (scores, step times, MFU, scaling, cost)
+and per-node stragglers (median and tolerance).
 May import: the base, clusters.catalog and store/.
 Exposes: mllog.parse, ingest, importer.import_path, compliance, metrics.
 """

@@ -12,6 +12,8 @@ counted in the summary, never raised.
 from __future__ import annotations
 
 import json
+import math
+import statistics
 import re
 from bisect import bisect_right
 from collections import Counter
@@ -24,6 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field, computed_field
 from orchestrator.errors import ConfigError, NotFoundError
 
 MARKER = b":::MLLOG"
+NODE_STEP_TIME = "azbench_node_step_time"  # {node: compute seconds per step}, one event per block
 _KEY_TAG = b'"key": "'
 # Keys logged once per node or per rank that carry nothing a summary needs beyond a count.
 # A skipped line is only checked to end with "}" (a cheap guard against cut lines).
@@ -84,6 +87,8 @@ class RunSummary(BaseModel):
     eval_points: list[EvalPoint] = Field(default_factory=list)
     step_times: list[StepTime] = Field(default_factory=list)
     step_time_source: Literal["tracked_stats", "block"] | None = None
+    # Median over blocks of each node's compute time per step (azbench recipes log it).
+    node_step_times: dict[str, float] = Field(default_factory=dict)
     eval_steps: list[int] = Field(default_factory=list)
     resume_step: int | None = None
     init_checkpoint_step: int | None = None
@@ -173,6 +178,7 @@ class _Accumulator:
         self.steps: list[tuple[int, int | None, float]] = []  # (time_ms, step, seconds)
         self.blocks: list[tuple[str, int]] = []
         self.eval_stops: list[int] = []
+        self.node_times: dict[str, list[float]] = {}  # azbench_node_step_time, per block
         self.evals_key: Literal["samples_count", "epoch_num"] | None = None
         self.lines = self.mllog = self.bad = self.non_utf8 = self.other = 0
         self.truncated = False
@@ -293,6 +299,7 @@ class _Accumulator:
             mllog_lines=self.mllog, bad_lines=self.bad, non_utf8_lines=self.non_utf8,
             other_lines=self.other, truncated=self.truncated, key_counts=counts,
             params=self.params,
+            node_step_times={n: statistics.median(v) for n, v in self.node_times.items()},
         )
 
 
@@ -326,6 +333,10 @@ def _on_event(acc: _Accumulator, key: str, value: Any, time_ms: int | None, meta
         acc.eval_stops.append(time_ms)
     elif key == "tracked_stats":
         _on_tracked(acc, value, time_ms, meta)
+    elif key == NODE_STEP_TIME:
+        for node, seconds in (value.items() if isinstance(value, dict) else ()):
+            if as_float(seconds) is not None and not math.isnan(as_float(seconds)):
+                acc.node_times.setdefault(str(node), []).append(as_float(seconds))
     elif key in ("block_start", "block_stop") and time_ms is not None:
         acc.blocks.append((key, time_ms))
     elif key == "target_accuracy":

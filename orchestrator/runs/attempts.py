@@ -6,6 +6,7 @@ Every state change is written to the store before the action it describes.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import shlex
 import time
@@ -188,11 +189,33 @@ def finish_attempt(ctx: AttemptContext, row: RunRow, cur: AttemptRow) -> tuple[F
         hung=intent == FailureClass.HANG, deadline=intent == FailureClass.DEADLINE,
         preempted_nodes=preempted_nodes({n: i.reason for n, i in infos.items()}),
         converged=result.converged if result is not None else None))
+    slow = _stragglers(ctx, row, n, text)
     if failure is None and result is not None:
         return None, _finish(ctx, row, n, "succeeded", "completed", result=result)
     failure = failure or Failure(FailureClass.APP_ERROR, (), "no result")
+    if slow:  # the retry runs without them (decide_retry excludes every suspect)
+        failure = dataclasses.replace(failure, suspects=tuple(sorted({*failure.suspects, *slow})))
     _record_failure(ctx, row, n, failure, summary_step=_resume_step_of(text))
     return failure, None
+
+
+STRAGGLER_MIN_NODES = 3  # with two nodes the median is their mean: no straggler to name
+
+
+def _stragglers(ctx: AttemptContext, row: RunRow, n: int, text: str) -> list[str]:
+    """Nodes whose compute time per step (the recipe's azbench_node_step_time) exceeds the
+    median of the run's nodes by more than the tolerance; recorded as a "straggler" event."""
+    from orchestrator.results.mllog import parse_lines
+    from orchestrator.results.stragglers import find_stragglers
+    times = parse_lines(text.splitlines()).node_step_times
+    if len(times) < STRAGGLER_MIN_NODES:
+        return []
+    slow = find_stragglers(times, higher_is_better=False)
+    for s in slow:
+        ctx.event(row, "straggler", f"attempt {n}: {s.node} computes a step in {s.value:.4g} s, "
+                  f"{s.off_median:+.0%} vs the median {s.median:.4g} s (threshold {s.threshold:.4g} s)",
+                  node=s.node, value=s.value, threshold=s.threshold, median=s.median)
+    return [s.node for s in slow]
 
 
 def final_failure(ctx: AttemptContext, row: RunRow, last: AttemptRow, failure: Failure | None,
@@ -218,11 +241,13 @@ def _gate(ctx: AttemptContext, row: RunRow, cur: AttemptRow) -> tuple[list[str],
         store.update_attempt(row.id, n, state="health_check")
         store.update_run(row.id, state="health_check")
     infos = ctx.launcher.node_states()
+    chosen = choose_nodes(infos, cur.excluded_nodes, row.nodes)
+    drained = _fleet_gate(ctx, row, n, chosen)
     gate = run_gate(ctx.launcher, ctx.runner, ctx.cluster, run_id=row.id, attempt=n,
                     run_dir=row.run_dir or "", python=recipe_python(ctx.cluster),
-                    nodes=choose_nodes(infos, cur.excluded_nodes, row.nodes),
+                    nodes=[c for c in chosen if c not in drained],
                     policy=ctx.spec.health, poll_interval=min(ctx.poll, 0.5))
-    excluded = sorted(set(cur.excluded_nodes) | set(gate.failed))
+    excluded = sorted(set(cur.excluded_nodes) | set(gate.failed) | set(drained))
     verdict = "; ".join(f"{node}: {why}" for node, why in sorted(gate.failed.items()))
     ctx.event(row, "health_gate", f"attempt {n}: {len(gate.healthy)}/{len(gate.checked)} nodes "
               f"healthy in {gate.seconds:.1f}s" + (f"; excluded {verdict}" if verdict else "")
@@ -234,6 +259,17 @@ def _gate(ctx: AttemptContext, row: RunRow, cur: AttemptRow) -> tuple[list[str],
         return _record_failure(ctx, row, n, Failure(FailureClass.HEALTH_GATE, tuple(gate.failed), why))
     everyone = set(infos) | set(ctx.cluster.node_names)
     return excluded, sorted(everyone - set(gate.healthy))
+
+
+def _fleet_gate(ctx: AttemptContext, row: RunRow, n: int, nodes: list[str]) -> list[str]:
+    """`azbench health`'s checks on the chosen nodes (probe, group collectives, stragglers):
+    the nodes it drained, which this attempt and every later run then avoid."""
+    from orchestrator.runs.fleet_slurm import gate_nodes
+    report = gate_nodes(ctx.runner, ctx.cluster, nodes, with_ahc=False)
+    if report.verdicts or report.fabric:
+        ctx.event(row, "health_fleet", f"attempt {n}: " + (report.fabric or "drained " + "; ".join(
+            f"{v.node}: {v.reason}" for v in report.verdicts)), drained=report.drained)
+    return report.drained
 
 
 def _submitted(ctx: AttemptContext, row: RunRow, n: int, job_id: str) -> AttemptRow:

@@ -47,6 +47,7 @@ class Progress:
     elapsed_s: float = 0.0
     eta_s: float | None = None
     note: str = ""
+    slowest: str = ""  # "node7 x1.42": the node with the highest compute time per step vs median
 
 
 @dataclass
@@ -62,7 +63,7 @@ class Poller(Protocol):
     def poll(self, refs: Sequence[JobRef]) -> dict[str, JobStatus]: ...
 
 
-ProgressReader = Callable[[], tuple[int | None, float | None, float | None]]
+ProgressReader = Callable[[], tuple]  # (step, eval value, eta[, slowest node])
 
 
 def decide(state: JobState, watch: WatchState, now: float, *, hang_timeout: float,
@@ -146,7 +147,7 @@ def watch(ref: JobRef, poller: Poller, read_progress: ProgressReader, *, run_id:
         try:
             status = poller.poll([ref])[ref.job_id]
             running = status.state == JobState.RUNNING
-            step, value, eta = read_progress() if running else (None, None, None)
+            step, value, eta, *extra = read_progress() if running else (None, None, None)
         except (RemoteError, LaunchError) as exc:
             _unreachable(ws, clock(), unreachable_s, exc, on_progress, run_id, attempt, nodes)
             sleep(interval)
@@ -162,7 +163,7 @@ def watch(ref: JobRef, poller: Poller, read_progress: ProgressReader, *, run_id:
             ws.last_step, ws.last_progress_at = step, now
         if on_progress:
             on_progress(Progress(run_id, attempt, nodes, status.state, ws.last_step, value,
-                                 now - ws.started, eta))
+                                 now - ws.started, eta, slowest=str(extra[0]) if extra else ""))
         action = decide(status.state, ws, now, hang_timeout=hang_timeout, deadline_s=deadline_s)
         if action != Action.WAIT:
             return status, action
@@ -224,15 +225,19 @@ class LogPoller:
 
 
 def progress_reader(runner, log_path: str) -> ProgressReader:
-    """(last step, last eval value, eta) from the tail of a remote MLLOG file."""
+    """(last step, last eval value, eta, slowest node) from the tail of a remote MLLOG file;
+    a reader may return only the first three."""
     from orchestrator.results.mllog import parse_lines
+    from orchestrator.results.stragglers import spread
 
-    def read() -> tuple[int | None, float | None, float | None]:
+    def read() -> tuple[int | None, float | None, float | None, str]:
         tail = runner.run(tail_command(log_path), timeout=30)
         summary = parse_lines(tail.stdout.splitlines())
         step = summary.step_times[-1].step if summary.step_times else None
         value = summary.eval_points[-1].value if summary.eval_points else None
-        return step, value, None
+        nodes = spread(summary.node_step_times)
+        slowest = f"{nodes.slowest} x{nodes.ratio:.2f}" if nodes and nodes.nodes > 1 else ""
+        return step, value, None, slowest
     return read
 
 

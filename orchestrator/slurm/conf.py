@@ -31,6 +31,71 @@ class SlurmNode(BaseModel):
     real_memory: int | None = Field(None, ge=1, description="MiB")
 
 
+class NodeLine(BaseModel):
+    """One NodeName line for one or more nodes: a run of nodes that share host, address and
+    hardware and listen on consecutive ports folds into `NodeName=node[1-2048] ... Port=[a-b]`.
+    One line instead of 2,048 keeps slurm.conf parsing (done by every slurmd and every job step
+    on an emulated cluster) from growing with the square of the node count."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    names: str
+    hostname: str
+    addr: str
+    port: str | None = None
+    cpus: int
+    gpus: int
+    real_memory: int | None
+
+
+def node_lines(nodes: list[SlurmNode]) -> list[NodeLine]:
+    """Fold runs of same-host nodes with consecutive names and ports (see NodeLine)."""
+    runs: list[list[SlurmNode]] = []
+    for node in nodes:
+        prev = runs[-1][-1] if runs else None
+        if prev is not None and _continues(prev, node):
+            runs[-1].append(node)
+        else:
+            runs.append([node])
+    lines = []
+    for run in runs:
+        first, last = run[0], run[-1]
+        port = None if first.port is None else (
+            str(first.port) if len(run) == 1 else f"[{first.port}-{last.port}]")
+        lines.append(NodeLine(names=compress_hostlist([n.name for n in run]), hostname=first.hostname,
+                              addr=first.addr, port=port, cpus=first.cpus, gpus=first.gpus,
+                              real_memory=first.real_memory))
+    return lines
+
+
+def _continues(prev: SlurmNode, node: SlurmNode) -> bool:
+    if prev.port is None or node.port != prev.port + 1:
+        return False  # one slurmd per host (Azure): one line per node, as before
+    same = (prev.hostname, prev.addr, prev.cpus, prev.gpus, prev.real_memory) == \
+        (node.hostname, node.addr, node.cpus, node.gpus, node.real_memory)
+    a, b = re.fullmatch(r"(.*?)(\d+)", prev.name), re.fullmatch(r"(.*?)(\d+)", node.name)
+    return bool(same and a and b and a.group(1) == b.group(1) and not b.group(2).startswith("0")
+                and int(b.group(2)) == int(a.group(2)) + 1)
+
+
+def tree_topology(names: list[str], rack_size: int = 18, racks_per_set: int = 5) -> list[str]:
+    """topology.conf lines for topology/tree: a leaf switch per `rack_size` nodes (in order),
+    a switch per scale set over `racks_per_set` racks, and a top switch over the sets (over the
+    racks when there is one set)."""
+    racks = [names[i:i + rack_size] for i in range(0, len(names), rack_size)]
+    lines = [f"SwitchName=rack{r + 1} Nodes={compress_hostlist(rack)}" for r, rack in enumerate(racks)]
+    sets = [list(range(1, len(racks) + 1))[i:i + racks_per_set]
+            for i in range(0, len(racks), racks_per_set)]
+    if len(racks) == 1:
+        return lines
+    if len(sets) == 1:  # every switch must reach every other one, or no job spans two racks
+        return lines + [f"SwitchName=top Switches={compress_hostlist([f'rack{r}' for r in sets[0]])}"]
+    lines += [f"SwitchName=ss{s + 1} Switches={compress_hostlist([f'rack{r}' for r in members])}"
+              for s, members in enumerate(sets)]
+    lines.append(f"SwitchName=top Switches={compress_hostlist([f'ss{s + 1}' for s in range(len(sets))])}")
+    return lines
+
+
 class SlurmConfParams(BaseModel):
     """Everything slurm.conf depends on. Paths are absolute paths on the cluster's hosts."""
 
@@ -65,6 +130,11 @@ class SlurmConfParams(BaseModel):
     @property
     def node_list(self) -> str:
         return compress_hostlist([n.name for n in self.nodes])
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def node_lines(self) -> list[NodeLine]:
+        return node_lines(self.nodes)
 
     @computed_field  # type: ignore[prop-decorator]
     @property

@@ -18,10 +18,12 @@ import os
 import random
 import re
 import signal
+import socket
+import statistics
 import sys
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import timedelta
 
 import torch
@@ -342,6 +344,7 @@ class Trainer:
     sched: torch.optim.lr_scheduler.LambdaLR
     step: int = 0
     samples: int = 0
+    compute_s: list[float] = field(default_factory=list)  # this rank's compute time per step
 
 
 def build(args: argparse.Namespace, d: Dist, log: MLLog) -> Trainer:
@@ -379,6 +382,8 @@ def train_step(t: Trainer) -> None:
                           seed=(a.seed * 1_000_003 + t.d.rank) * 1_000_003 + t.step).to(t.d.device)
     logits = t.model(batch[:, :-1])
     loss = F.cross_entropy(logits.reshape(-1, a.vocab), batch[:, 1:].reshape(-1))
+    slow_node_sleep()
+    t.compute_s.append(time.perf_counter() - t0)  # before backward: no collective in this time
     t.opt.zero_grad(set_to_none=True)
     loss.backward()
     t.opt.step()
@@ -390,6 +395,31 @@ def train_step(t: Trainer) -> None:
     t.step, t.samples = t.step + 1, t.samples + a.batch_size * t.d.world
     t.log.event("tracked_stats", {"train_step_time": time.perf_counter() - t0},
                 step=t.step, samples_count=t.samples)
+
+
+def slow_node_sleep() -> None:
+    """Test switch: AZBENCH_SMOKE_SLOW_NODES=node2 makes that node's compute slower by
+    AZBENCH_SMOKE_SLOW_SLEEP seconds (default 0.05) per step: a straggler."""
+    slow = os.environ.get("AZBENCH_SMOKE_SLOW_NODES", "")
+    if slow and os.environ.get("SLURMD_NODENAME", socket.gethostname()) in slow.split(","):
+        time.sleep(float(os.environ.get("AZBENCH_SMOKE_SLOW_SLEEP", "0.05")))
+
+
+def log_node_step_times(t: Trainer) -> None:
+    """Each node's median compute time per step over the block, gathered to rank 0 and logged
+    as one MLLOG event {node: seconds} (a slow node hides in every rank's wall step time, since
+    the gradient all-reduce waits for it; its compute time shows it)."""
+    mine = (os.environ.get("SLURMD_NODENAME", socket.gethostname()),
+            statistics.median(t.compute_s) if t.compute_s else float("nan"))
+    t.compute_s.clear()
+    every = [mine]
+    if t.d.world > 1:
+        every = [None] * t.d.world
+        dist.all_gather_object(every, mine)
+    per_node: dict[str, float] = {}
+    for node, seconds in every:
+        per_node[node] = max(per_node.get(node, 0.0), round(seconds, 6))
+    t.log.event("azbench_node_step_time", per_node, step=t.step)
 
 
 def checkpoint(t: Trainer) -> None:
@@ -415,6 +445,7 @@ def train(t: Trainer, eval_set: torch.Tensor, t0: float) -> tuple[str, float]:
         if t.step % a.eval_every and t.step != a.max_steps:
             continue
         md = {"samples_count": t.samples, "epoch_num": block}
+        log_node_step_times(t)
         log.end(C.BLOCK_STOP, **md)
         log.start(C.EVAL_START, **md)
         over_time = t.d.rank == 0 and time.monotonic() - t0 > a.max_seconds

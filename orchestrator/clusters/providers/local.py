@@ -27,13 +27,16 @@ from orchestrator import paths
 from orchestrator.clusters.providers import localproc as proc
 from orchestrator.errors import PreflightError, ProvisionError
 from orchestrator.models import Cluster, ClusterState, Plan, PlannedResource, ScaleSetPlan, utcnow
-from orchestrator.slurm.conf import SlurmConfParams, SlurmNode, compress_hostlist, render_slurm_conf
+from orchestrator.slurm.conf import (SlurmConfParams, SlurmNode, compress_hostlist, render_slurm_conf,
+                                     tree_topology)
 
 INSTALL_HINT = "slurm/munge not found: apt-get install slurm-wlm munge"
 BINARIES = ("munged", "slurmctld", "slurmd", "sinfo", "scontrol")
 PARTITION = "local"
 SKU = "Local_CPU"
 STATE_FILE = "state.json"
+RACK_SIZE = 18  # ND-series VMs per rack (leaf switch), as the Azure provider assumes
+RACKS_PER_SCALE_SET = 5  # 90 VMs: a scale set of at most 100, in whole racks
 # A Unix socket path may hold 107 bytes; slurmd puts step sockets deep inside its spool dir.
 _MAX_RUNTIME_PREFIX = 56
 
@@ -171,6 +174,7 @@ class LocalProvider:
         state = _layout(spec, cdir)
         conf = Path(state.conf)
         conf.write_text(render_slurm_conf(_conf_params(state, spec)))
+        (conf.parent / "topology.conf").write_text(_topology_text(state))
         env = _daemon_env(state)
         _write_munge_key(cdir / "munge.key")
         rt = Path(state.runtime_dir)
@@ -197,6 +201,8 @@ class LocalProvider:
 
     def _wait_ready(self, state: LocalState, bins: dict[str, str]) -> None:
         last: dict[str, str] = {}
+        # Registration of a few thousand slurmd on two cores takes time of its own.
+        timeout = max(self.ready_timeout_s, len(state.nodes) / 20)
 
         def ready() -> bool:
             last.clear()
@@ -208,12 +214,12 @@ class LocalProvider:
                 _check_alive(state, key)
 
         try:
-            proc.wait_for(ready, self.ready_timeout_s, self.poll_s, check, "idle nodes")
+            proc.wait_for(ready, timeout, self.poll_s, check, "idle nodes")
         except TimeoutError:
             seen = ", ".join(f"{n}={s}" for n, s in sorted(last.items())) or "sinfo did not answer"
             raise ProvisionError(
                 f"local cluster '{state.name}' did not become ready within "
-                f"{self.ready_timeout_s:g} s ({seen}); last lines of slurmctld.log:\n"
+                f"{timeout:g} s ({seen}); last lines of slurmctld.log:\n"
                 + proc.tail(Path(state.cluster_dir) / "log" / "slurmctld.log")) from None
 
     def _healthy(self, state: LocalState, bins: dict[str, str]) -> bool:
@@ -332,7 +338,8 @@ def _layout(spec, cdir: Path) -> LocalState:
         sub.mkdir(parents=True, exist_ok=True, mode=0o700)
     for sub in ("log", "slurm-state", "shared"):
         (cdir / sub).mkdir(exist_ok=True)
-    ports = proc.free_ports(len(nodes) + 1)
+    # One block of consecutive ports, so slurm.conf holds one NodeName line (see slurm/conf.py).
+    ports = proc.free_ports(1) + proc.free_port_block(len(nodes))
     return LocalState(
         name=spec.name, cluster_dir=str(cdir), runtime_dir=str(runtime),
         conf=str(cdir / "slurm.conf"), workdir=str(cdir / "shared"),
@@ -352,9 +359,19 @@ def _conf_params(state: LocalState, spec) -> SlurmConfParams:
         slurm_user=user, slurmd_user=user, auth_socket=str(rt / "munge" / "munge.socket"),
         jobcomp_file=state.jobcomp_file, partition=PARTITION,
         slurmd_timeout=spec.local.slurmd_timeout, multiple_slurmd=True,
+        # Thousands of daemons on two cores answer slowly: a short timeout reads as lost nodes.
+        message_timeout=5 if len(state.nodes) <= 256 else 30,
+        topology_plugin="topology/tree",
         slurmd_parameters="config_overrides",
         nodes=[SlurmNode(name=n, hostname=host, addr="127.0.0.1", port=state.node_ports[n],
                          cpus=state.cpus_per_node) for n in state.nodes])
+
+
+def _topology_text(state: LocalState) -> str:
+    """topology.conf as the Azure provider would model it: 18-node racks in scale sets."""
+    return ("# Slurm topology of local cluster \"" + state.name + "\": a leaf switch per 18 nodes "
+            "(a rack), a switch per 5 racks (a scale set), a top switch.\n"
+            + "\n".join(tree_topology(state.nodes, RACK_SIZE, RACKS_PER_SCALE_SET)) + "\n")
 
 
 def _daemon_env(state: LocalState) -> dict[str, str]:

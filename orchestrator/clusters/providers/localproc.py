@@ -8,6 +8,7 @@ found by a marker variable that slurmd passes on to them in their environment.
 from __future__ import annotations
 
 import os
+import random
 import signal
 import socket
 import subprocess
@@ -101,6 +102,40 @@ def free_ports(count: int) -> list[int]:
             sock.bind(("127.0.0.1", 0))
             socks.append(sock)
         return [s.getsockname()[1] for s in socks]
+    finally:
+        for sock in socks:
+            sock.close()
+
+
+# Port blocks come from below Linux's ephemeral range and clear of the ports runs use
+# (20000-32699, see templates/*.j2), so that a block is not taken by outgoing connections.
+PORT_BLOCK_RANGE = (10000, 20000)
+
+
+def free_port_block(count: int, tries: int = 64) -> list[int]:
+    """`count` consecutive TCP ports on 127.0.0.1 with nothing listening (checked by binding
+    each, as slurmd will, with SO_REUSEADDR); a random start per try."""
+    low, high = PORT_BLOCK_RANGE
+    if count > high - low:
+        raise OSError(f"no block of {count} ports fits in {low}-{high}")
+    for _ in range(tries):
+        start = random.randrange(low, high - count + 1)
+        if _bindable(range(start, start + count)):
+            return list(range(start, start + count))
+    raise OSError(f"no free block of {count} consecutive ports in {low}-{high}")
+
+
+def _bindable(ports: range) -> bool:
+    socks = []
+    try:
+        for port in ports:
+            sock = socket.socket()
+            socks.append(sock)
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            sock.bind(("127.0.0.1", port))
+        return True
+    except OSError:
+        return False
     finally:
         for sock in socks:
             sock.close()

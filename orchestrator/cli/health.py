@@ -1,0 +1,58 @@
+"""`azbench health CLUSTER`: the scale health gate as its own command (runs/fleet.py)."""
+
+from __future__ import annotations
+
+import sys
+from typing import Optional
+
+import typer
+
+from orchestrator.cli.common import JsonOpt, app, emit_json, make_console, make_table, open_store
+
+
+@app.command()
+def health(
+    name: str = typer.Argument(..., help="Cluster name."),
+    nodes: Optional[str] = typer.Option(None, "--nodes", help="Only these nodes (Slurm hostlist, e.g. node[1-64])."),
+    undrain: Optional[str] = typer.Option(None, "--undrain", help="Return this drained node to service and stop."),
+    tolerance: float = typer.Option(0.25, "--tolerance", min=0.01, max=0.99,
+                                    help="A straggler is below the median throughput by more than this fraction."),
+    no_drain: bool = typer.Option(False, "--no-drain", help="Report only: drain nothing."),
+    as_json: bool = JsonOpt,
+) -> None:
+    """Per-node checks, group collectives and a throughput probe; drain the nodes that fail."""
+    from orchestrator.clusters import lifecycle
+    from orchestrator.runs import fleet_slurm
+    from orchestrator.runs.access import runner_for
+    with open_store() as store:
+        cluster = lifecycle.require_cluster(name, store)
+    if undrain:
+        fleet_slurm.undrain(runner_for(cluster), cluster.env, undrain)
+        if as_json:
+            return emit_json({"undrained": undrain})
+        sys.stdout.write(f"{undrain} returned to service\n")
+        return
+    report = fleet_slurm.gate_cluster(cluster, only=nodes, tolerance=tolerance, drain_bad=not no_drain)
+    if as_json:
+        return emit_json({**report.__dict__, "verdicts": [v.__dict__ for v in report.verdicts],
+                          "bad_nodes": report.bad_nodes})
+    _render(report)
+
+
+def _render(report) -> None:
+    console = make_console()
+    if report.verdicts:
+        console.print(make_table("Health verdicts", ["node", "check", "status", "value", "threshold", "detail"],
+                                 [[v.node, v.check, v.status, _fmt(v.value, v.unit), _fmt(v.threshold, v.unit),
+                                   v.detail] for v in report.verdicts]))
+    median = f"{report.median_ops_per_s:.4g} ops/s" if report.median_ops_per_s else "-"
+    sys.stdout.write(f"checked {len(report.checked)} nodes in {report.seconds:.1f} s: "
+                     f"{report.group_rounds} group rounds ({report.group_tests} group tests), "
+                     f"{report.probe_rounds} probe rounds, median throughput {median}\n")
+    if report.fabric:
+        sys.stdout.write(f"fabric: {report.fabric}; nothing drained\n")
+    sys.stdout.write(f"drained: {', '.join(report.drained) or 'none'}\n")
+
+
+def _fmt(value, unit: str) -> str:
+    return "-" if value is None else f"{value:.4g}{unit}"

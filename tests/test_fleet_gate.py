@@ -1,0 +1,126 @@
+"""`azbench health` on a real 64-node local Slurm cluster: two injected slow nodes and one bad
+node are found, drained with their reasons, nothing else is flagged; a run then avoids them, and
+--undrain returns one."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from orchestrator.cli import main
+from orchestrator.clusters.specs import RunSpec
+from orchestrator.runs.execute import run_sweep
+from orchestrator.store.database import Store
+from tests.fixtures.slurm import local_spec
+
+pytestmark = pytest.mark.integration
+
+NODES = 64
+SLOW, BAD = ("node1", "node40"), "node2"  # node1/node2 are where a run would land first
+
+
+@pytest.fixture(scope="module")
+def big_cluster(tmp_path_factory):
+    from orchestrator.clusters.providers.local import LocalProvider
+    from orchestrator.errors import PreflightError
+    provider = LocalProvider()
+    spec = local_spec("fleet", NODES)
+    home = tmp_path_factory.mktemp("azb-fleet")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("AZBENCH_HOME", str(home))
+        try:
+            cluster = provider.up(spec, provider.plan(spec))
+        except PreflightError as exc:
+            pytest.skip(str(exc))
+    try:
+        yield cluster, home
+    finally:
+        provider.down(cluster)
+
+
+def reasons(cluster) -> dict[str, str]:
+    from orchestrator.clusters.remote import LocalRunner
+    out = LocalRunner(cluster.env).run(["sinfo", "-h", "-R", "-N", "-o", "%N|%E"])
+    assert out.ok, out.stderr
+    return dict(line.split("|", 1) for line in out.stdout.splitlines() if "|" in line)
+
+
+def test_gate_drains_slow_and_bad_nodes_and_a_run_avoids_them(big_cluster, monkeypatch, capsys):
+    cluster, home = big_cluster
+    monkeypatch.setenv("AZBENCH_HOME", str(home))
+    with Store.open() as store:
+        store.save_cluster(cluster)
+    monkeypatch.setenv("AZBENCH_HEALTH_SLOW_NODES", ",".join(SLOW))
+    monkeypatch.setenv("AZBENCH_HEALTH_BAD_NODES", BAD)
+    with pytest.raises(SystemExit) as done:
+        main(["health", "fleet", "--json"])
+    assert done.value.code in (0, None)
+    report = json.loads(capsys.readouterr().out)
+    assert report["bad_nodes"] == ["node1", "node2", "node40"] and not report["fabric"]
+    checks = {(v["node"], v["check"], v["status"]) for v in report["verdicts"]}
+    assert checks == {("node1", "collective", "slow"), ("node40", "collective", "slow"),
+                      ("node1", "throughput", "slow"), ("node40", "throughput", "slow"),
+                      ("node2", "collective", "fail")}
+    for v in report["verdicts"]:
+        assert v["threshold"] is not None and (v["value"] is None) == (v["status"] == "fail")
+    assert report["group_rounds"] <= 2 * 6  # 2 * log2(64)
+    drained = reasons(cluster)
+    assert sorted(drained) == ["node1", "node2", "node40"]
+    assert re.match(r"azbench: collective slow: 50 GB/s \(threshold 75 GB/s\)", drained["node1"])
+    assert "throughput slow" in drained["node40"] and "collective fail" in drained[BAD]
+
+    # A run now lands elsewhere: the gate's node choice skips drained nodes.
+    monkeypatch.delenv("AZBENCH_HEALTH_SLOW_NODES")
+    monkeypatch.delenv("AZBENCH_HEALTH_BAD_NODES")
+    with Store.open() as store:
+        [out] = run_sweep(RunSpec(recipe="smoke", cluster="fleet", nodes=[2],
+                                  params={"target": 0.6, "max_seconds": 120}), store, poll_interval=0.3)
+        assert out.state == "succeeded", out.message
+        run = store.get_run(out.run_id)
+    log = (run.run_dir + "/attempt-1/train.log")
+    from orchestrator.slurm.states import expand_hostlist
+    with open(log) as fh:
+        used = expand_hostlist(re.search(r":::DLPAL azbench \d+ \d+ (\S+)", fh.read()).group(1))
+    assert len(used) == 2 and not set(used) & {"node1", "node2", "node40"}
+
+    with pytest.raises(SystemExit):
+        main(["health", "fleet", "--undrain", BAD])
+    assert "returned to service" in capsys.readouterr().out
+    assert sorted(reasons(cluster)) == ["node1", "node40"]
+
+
+def test_a_straggler_in_a_run_is_recorded_and_the_retry_excludes_it(big_cluster, monkeypatch, tmp_path):
+    """Attempt 1 runs with one slow node and hangs after its first eval block (step 25), so the
+    node's step time is logged; the retry must run without it. The hang timeout leaves room for
+    three torch start-ups on two busy cores (6 s was too short under load)."""
+    from orchestrator.clusters.specs import RetryPolicy
+    from orchestrator.slurm.states import expand_hostlist
+    cluster, home = big_cluster
+    monkeypatch.setenv("AZBENCH_HOME", str(home))
+    script = tmp_path / "hang-first.sh"
+    script.write_text('if [ "${AZBENCH_ATTEMPT:-}" = 1 ]; then export AZBENCH_SMOKE_HANG_AT_STEP=30; fi\n')
+    monkeypatch.setenv("BASH_ENV", str(script))
+    monkeypatch.setenv("AZBENCH_SMOKE_SLOW_NODES", "node4")
+    monkeypatch.setenv("AZBENCH_SMOKE_SLOW_SLEEP", "0.1")
+    with Store.open() as store:
+        store.save_cluster(cluster)
+        [out] = run_sweep(RunSpec(recipe="smoke", cluster="fleet", nodes=[3],
+                                  params={"target": 0.6, "max_seconds": 120},
+                                  retry=RetryPolicy(hang_timeout=30, backoff_s=0)),
+                          store, poll_interval=0.3)
+        run = store.get_run(out.run_id)
+        attempts = store.list_attempts(out.run_id)
+        events = [e for e in store.list_events(run_id=out.run_id) if e.kind == "straggler"]
+
+    def used(n: int) -> list[str]:
+        with open(f"{run.run_dir}/attempt-{n}/train.log") as fh:
+            return expand_hostlist(re.search(r":::DLPAL azbench \d+ \d+ (\S+)", fh.read()).group(1))
+
+    assert "node4" in used(1), "the slow node was not in attempt 1: the test proves nothing"
+    assert out.state == "succeeded", out.message
+    assert attempts[0].failure_class == "hang" and "node4" in attempts[1].excluded_nodes
+    assert "node4" not in used(2)
+    assert [e.data["node"] for e in events] == ["node4"]
+    assert events[0].data["value"] > events[0].data["threshold"] > events[0].data["median"]
