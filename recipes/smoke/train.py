@@ -13,6 +13,7 @@ See README.md beside this file.
 from __future__ import annotations
 
 import argparse
+import logging
 import math
 import os
 import random
@@ -25,6 +26,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from datetime import timedelta
+from typing import NoReturn
 
 import torch
 import torch.distributed as dist
@@ -480,6 +482,27 @@ def start_watchdog(args: argparse.Namespace) -> threading.Timer:
     return timer
 
 
+def close_dist(t: Trainer) -> None:
+    """Wait for every rank, then destroy the process group; a no-op for one process. The wait keeps
+    rank 0, which serves the rendezvous store, from leaving while the others still use it."""
+    if t.d.world == 1:
+        return
+    all_sum([0.0], t.d)
+    dist.destroy_process_group()
+
+
+def exit_now(code: int) -> NoReturn:
+    """Flush and exit without interpreter finalization. gloo's worker threads outlive
+    destroy_process_group and free the last collective's tensors, which takes the GIL; if that
+    happens during finalization the process aborts ("terminate called without an active
+    exception", exit 134; pytorch/pytorch#179291): about 1 in 8 two-rank runs that had reached
+    their target failed that way."""
+    logging.shutdown()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
 def run(args: argparse.Namespace, t0: float) -> int:
     validate(args)
     torch.set_num_threads(args.threads)
@@ -496,14 +519,17 @@ def run(args: argparse.Namespace, t0: float) -> int:
     t = build(args, d, log)
     log.end(C.INIT_STOP)
     t_run = time.monotonic()
-    status, acc = train(t, eval_set, t0)
+    try:
+        status, acc = train(t, eval_set, t0)
+    except Preempted:
+        close_dist(t)  # every rank agreed to stop at this step, so every rank gets here
+        raise
     watchdog.cancel()
     if d.rank == 0:
         print(f"azbench-smoke: status={status} steps={t.step} samples={t.samples} eval_accuracy={acc:.4f} "
               f"target={args.target} world={d.world} run_s={time.monotonic() - t_run:.1f} "
               f"wall_s={time.monotonic() - t0:.1f} platform={platform}", flush=True)
-    if d.world > 1:
-        dist.destroy_process_group()
+    close_dist(t)
     return EXIT_OK if status == C.SUCCESS else EXIT_ABORTED
 
 
@@ -521,4 +547,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    exit_now(main())
