@@ -20,7 +20,7 @@ import pytest
 from orchestrator.clusters.providers import azure_boot as boot
 from orchestrator.errors import ProvisionError
 from orchestrator.models import Cluster, ClusterState
-from tests.cli_helpers import azbench, one_line_error
+from tests.cli_helpers import azbench
 from tests.fake_arm import SUB, FakeArm, StubCredential, allow_plain_http_policy, default_catalogue, env_for
 from tests.vm_emulator import can_emulate
 

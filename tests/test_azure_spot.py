@@ -16,6 +16,8 @@ from orchestrator.clusters.planner import plan_azure
 from orchestrator.errors import CapacityError, ConfigError, PreflightError
 from tests.test_azure_provider import clients, fake, provider, spec_for, up  # noqa: F401 (fixtures)
 
+STEP = "/usr/local/sbin/azbench-step"  # every runcmd step runs under it (it names a failing step)
+
 
 def spot_spec(**azure):
     return spec_for(nodes=3, priority="spot", **azure)
@@ -35,7 +37,7 @@ def test_spot_scale_set_body_carries_priority_eviction_and_max_price(fake, clien
     assert files["/usr/local/sbin/azbench-spot-agent"]["content"] == agent.read_text()
     assert "ExecStart=/usr/bin/python3 /usr/local/sbin/azbench-spot-agent" in \
         files["/etc/systemd/system/azbench-spot-agent.service"]["content"]
-    assert ["systemctl", "enable", "--now", "azbench-spot-agent"] in runcmd
+    assert [STEP, "systemctl", "enable", "--now", "azbench-spot-agent"] in runcmd
 
 
 def node_cloud_config(fake) -> tuple[dict, list]:

@@ -37,6 +37,7 @@ from tests.fake_arm import SUB, FakeArm, StubCredential, allow_plain_http_policy
 from tests.fake_imds import FakeImds
 
 GOLDEN = Path(__file__).parent / "golden"
+STEP = "/usr/local/sbin/azbench-step"  # every runcmd step runs under it (it names a failing step)
 T0 = datetime(2030, 1, 1, 12, 0, tzinfo=timezone.utc)
 MI_ENV = ("IDENTITY_ENDPOINT", "IDENTITY_HEADER", "IDENTITY_SERVER_THUMBPRINT", "IMDS_ENDPOINT", "MSI_ENDPOINT",
           "MSI_SECRET", "AZURE_CLIENT_ID", "AZURE_FEDERATED_TOKEN_FILE", "AZURE_POD_IDENTITY_AUTHORITY_HOST")
@@ -234,7 +235,7 @@ def test_head_cloud_init_with_the_expiry_agent_matches_golden(tmp_path):
     assert json.loads(files["/etc/azbench/expiry.json"]["content"])["idle_minutes"] == 45
     assert files["/usr/local/lib/azbench/expiry_agent.py"]["content"] == (templates_dir() / "expiry_agent.py").read_text()
     assert "OnUnitActiveSec=2min" in files["/etc/systemd/system/azbench-expiry.timer"]["content"]
-    assert doc["runcmd"][-1] == ["bash", "/usr/local/lib/azbench/install-expiry.sh"]
+    assert doc["runcmd"][-1] == [STEP, "bash", "/usr/local/lib/azbench/install-expiry.sh"]
     if shutil.which("cloud-init"):
         path = tmp_path / "c.yaml"
         path.write_text(text)

@@ -30,6 +30,7 @@ azure:
   ssh_ingress_cidr: 203.0.113.7/32
   expires_hours: 6
   idle_minutes: 30
+  boot_timeout_s: 0  # this fake does not boot VMs (tests/test_azure_e2e.py has the one that does)
 """
 
 

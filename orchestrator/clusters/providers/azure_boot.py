@@ -55,7 +55,7 @@ def verdict(probe: BootProbe, head: str, nodes: list[str]) -> str | None:
     if probe.head_failure or probe.head_status == "error":
         why = probe.head_failure or probe.head_detail or "see /var/log/cloud-init.log"
         raise ProvisionError(f"VM {head}: {why}",
-                             hint=f"ssh to the head and read /var/log/cloud-init-output.log")
+                             hint="ssh to the head and read /var/log/cloud-init-output.log")
     for node in nodes:
         if node in probe.node_failures:
             raise ProvisionError(f"VM {node}: {probe.node_failures[node]}",

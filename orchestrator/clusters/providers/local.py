@@ -149,12 +149,13 @@ class LocalProvider:
 
     def restore_capacity(self, cluster: Cluster, nodes: Sequence[str] = (),
                          timeout_s: float | None = None) -> list[str]:
-        """After an emulated spot eviction (a killed node): start those nodes' slurmd again.
-
-        Does not wait for them: they are drained until the caller resumes them in Slurm.
-        """
+        """After an emulated spot eviction (a killed node): start those nodes' slurmd again and
+        wait (at most `timeout_s`, default 60 s) until each accepts connections on its port, as a
+        replacement VM is back once its slurmd answers; the caller then resumes them in Slurm.
+        A job step sent to a node whose slurmd was still starting failed its launch."""
         state = _state_for(cluster)
         cdir = Path(state.cluster_dir)
+        started = []
         for node in nodes:
             key = f"slurmd:{node}"
             daemon = state.daemons.get(key)
@@ -162,7 +163,15 @@ class LocalProvider:
                 state.daemons[key] = _spawn(cdir, f"slurmd-{node}",
                                             {**_daemon_env(state), proc.NODE_MARKER: f"{cdir}:{node}"},
                                             daemon.argv)
+                started.append(node)
         save_state(state)
+        for node in started:
+            try:
+                proc.wait_for(lambda: _listening(state.node_ports[node]), timeout_s or 60.0, 0.1,
+                              lambda: _check_alive(state, f"slurmd:{node}"), f"{node} slurmd")
+            except TimeoutError:
+                raise ProvisionError(f"slurmd of {node} ('{cluster.name}') did not listen on port "
+                                     f"{state.node_ports[node]} within {timeout_s or 60.0:g} s") from None
         return list(state.nodes)
 
     def restart_node(self, cluster: Cluster, node: str, timeout_s: float = 60.0) -> None:
@@ -382,6 +391,14 @@ def _spawn(cdir: Path, name: str, env: dict[str, str], argv: list[str]) -> Daemo
     log = cdir / "log" / f"{name}.out"
     pid, started = proc.spawn(argv, log, env, cwd=cdir)
     return Daemon(pid=pid, start_time=started, argv=argv, log=str(log))
+
+
+def _listening(port: int) -> bool:
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=1.0).close()
+        return True
+    except OSError:
+        return False
 
 
 def _check_alive(state: LocalState, key: str) -> None:
