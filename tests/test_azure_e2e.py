@@ -17,9 +17,11 @@ from pathlib import Path
 
 import pytest
 
+from orchestrator.clusters import lifecycle
 from orchestrator.clusters.providers import azure_boot as boot
 from orchestrator.errors import ProvisionError
 from orchestrator.models import Cluster, ClusterState
+from orchestrator.store.database import Store
 from tests.cli_helpers import azbench
 from tests.fake_arm import SUB, FakeArm, StubCredential, allow_plain_http_policy, default_catalogue, env_for
 from tests.vm_emulator import can_emulate
@@ -34,7 +36,6 @@ region: eastus
 azure:
   polling_interval: 0.2
   boot_timeout_s: 300
-  self_expiry: false  # the expiry agent needs IMDS and PyPI, which emulated VMs lack
 """
 
 
@@ -144,14 +145,24 @@ def test_a_failing_boot_step_fails_up_with_one_line_naming_vm_and_step(tmp_path,
                            azure={"ssh_ingress_cidr": f"{fake.fabric.gateway}/32", "boot_timeout_s": 240,
                                   "self_expiry": False})
         provider = AzureProvider(clients, capacity_wait_s=0, owner="tester")
-        with pytest.raises(ProvisionError) as err:
-            provider.up(spec, provider.plan(spec))
-        line = str(err.value)
-        assert "\n" not in line
-        assert line.startswith("VM bad-head: cloud-init runcmd step 'systemctl enable --now slurmctldd' failed")
+        monkeypatch.setattr(lifecycle, "get_provider", lambda name, progress=None: provider)
+        azbench_home.mkdir(parents=True, exist_ok=True)
+        with Store.open(f"sqlite:///{azbench_home / 'azbench.db'}") as store:
+            with pytest.raises(ProvisionError) as err:
+                lifecycle.up(spec, store)
+            line = str(err.value)
+            assert "\n" not in line
+            assert line.startswith("VM bad-head: cloud-init runcmd step 'systemctl enable --now slurmctldd' failed")
+            # What was created is recorded (FAILED), so `down` finds it: nothing is left billing.
+            assert "`azbench down bad` deletes them" in line
+            assert store.get_cluster("bad").state == ClusterState.FAILED
+            assert sorted(fake.fabric.vms) == ["bad-cpu-00_0", "bad-head"]
+            lifecycle.down("bad", store)
+            assert store.get_cluster("bad").state == ClusterState.TERMINATED
+        assert fake.fabric.vms == {}
+        assert [k for k in fake.resources if "/providers/" in k or k.endswith("azbench-bad")] == []
     finally:
         fake.stop()
-    assert fake.fabric.vms == {}
 
 
 # ---------------------------------------------------------------- the boot probe (pure)

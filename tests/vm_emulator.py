@@ -18,7 +18,9 @@ Every way an emulated VM differs from an Azure VM (the emulator's contract):
 - systemd is not PID 1: tests/vm_guest.py is. `systemctl` is a shim (tests/vm_shim.py) that
   starts a unit's ExecStart (with its EnvironmentFile, User, RuntimeDirectory, PIDFile,
   ExecStartPre) from the host's unit file and tracks it by pid; `enable` is recorded only;
-  there are no dependencies, timers, sockets, journald, or restarts on failure.
+  there are no dependencies, sockets, journald, or restarts on failure; a timer can be enabled
+  (its unit file must exist) but never fires, so the expiry agent never runs on an emulated head
+  (tests/test_expiry.py runs its code against the fake ARM and a fake IMDS instead).
   /run/systemd/system exists so cloud-init takes its systemd code paths. The only service the
   "image" starts at boot is ssh, right after cloud-init's init stage (where Ubuntu orders it).
 - Packages are the host's (Debian 12, not Ubuntu 22.04): `apt-get` is a shim; `update` does
@@ -40,15 +42,17 @@ Every way an emulated VM differs from an Azure VM (the emulator's contract):
   host can reach it (no NSG enforcement, no internet, no outbound access). VNet DNS is the
   fabric's /etc/hosts, bind-mounted over each VM's and rewritten as VMs come and go. No
   accelerated networking, no InfiniBand.
-- File system: the VM's root is a directory in its state dir. /etc, /var, /usr and /root are
+- File system: the VM's root is a directory in its state dir. /etc, /var, /usr, /opt and /root are
   copy-on-write overlays of the host's (changes stay in the state dir; /usr/bin and /usr/sbin
   carry the shims on top; /root is made 0711 when the stand-in Python lives under it); /run and
   /tmp are tmpfs; /home and /mnt start empty; /shared does not exist until cloud-init makes it;
   other top-level host directories (/opt, /work, ...) are bind-mounted. The fabric directory is
   visible at /run/azbench-emulator. No OS disk size, no ephemeral disk.
-- The Python environment for recipes: before the head boots, /shared/azbench/python is made a
-  link to the host's (this interpreter's) environment, so the head's cloud-init step that would
-  create it (venv + pip install torch from the CPU index) finds it present and skips.
+- The Python environments: before the head boots, /shared/azbench/python (for recipes) and
+  /opt/azbench-expiry (for the expiry agent) are made links to the host's (this interpreter's)
+  environment, so the head's cloud-init steps that would create them (venv + pip install torch
+  from the CPU index; venv + pip install azure-identity, azure-mgmt-resource) find them present
+  and skip. The VM has no package index to install from.
 """
 
 from __future__ import annotations

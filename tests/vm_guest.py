@@ -18,7 +18,7 @@ from pathlib import Path
 
 FABRIC_MOUNT = "/run/azbench-emulator"
 # Copy-on-write over the host's; the rest of the host's top level is bind-mounted as it is.
-OVERLAYS = ("etc", "var", "root")
+OVERLAYS = ("etc", "var", "root", "opt")
 TMPFS = ("run", "tmp")
 EMPTY = ("home", "mnt", "media", "srv")
 SKIP = ("proc", "sys", "dev", "lost+found", "old_root", "shared", "usr", "boot")
@@ -152,6 +152,8 @@ def stand_in_python(cfg: dict) -> None:
         target = Path("/shared/azbench")
         target.mkdir(parents=True, exist_ok=True)
         (target / "python").symlink_to(cfg["python_env"])
+        # and for the expiry agent's venv (azure-identity, azure-mgmt-resource: azbench's own)
+        Path("/opt/azbench-expiry").symlink_to(cfg["python_env"])
     real = os.path.realpath(Path(cfg["python_env"]) / "bin" / "python")
     if real.startswith("/root/"):  # a pyenv under root's home: let the admin user's jobs reach it
         os.chmod("/root", 0o711)

@@ -47,7 +47,9 @@ def systemctl(args: list[str]) -> None:
     if verb == "is-active":
         sys.exit(0 if all(_running(u) for u in units) else 3)
     for unit in units:
-        if verb in ("enable", "disable"):
+        if unit.endswith(".timer"):
+            _timer(verb, unit)
+        elif verb in ("enable", "disable"):
             _load(unit)  # enabling a unit that does not exist fails, as on systemd
             if now:
                 (_start if verb == "enable" else _stop)(unit)
@@ -60,6 +62,14 @@ def systemctl(args: list[str]) -> None:
             _stop(unit)
         elif verb not in ("start", "status"):
             die(f"systemctl (emulator): verb '{verb}' is not emulated")
+
+
+def _timer(verb: str, unit: str) -> None:
+    """Timers are recorded, never fired: the unit file must exist, as on systemd."""
+    if not any((d / unit).is_file() for d in UNIT_DIRS):
+        die(f"Failed to enable unit: Unit file {unit} does not exist.", 5)
+    if verb not in ("enable", "disable", "start", "stop", "status", "restart"):
+        die(f"systemctl (emulator): verb '{verb}' is not emulated for timers")
 
 
 def _load(unit: str) -> dict[str, list[str]]:

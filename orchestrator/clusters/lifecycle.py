@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Callable
 from orchestrator.clusters.providers import get_provider
 from orchestrator.clusters.spending import check_cost_cap, cost_cap
 from orchestrator.clusters.specs import ClusterSpec
-from orchestrator.errors import ConfigError, NotFoundError
+from orchestrator.errors import AzbenchError, ConfigError, NotFoundError, PreflightError
 from orchestrator.models import Cluster, ClusterState, Plan
 
 if TYPE_CHECKING:
@@ -44,9 +44,29 @@ def up(spec: ClusterSpec, store: Store, on_progress: Callable[[Any], None] | Non
             raise ConfigError(f"cluster '{spec.name}' already exists with provider "
                               f"'{previous.provider}': pick another --name")
     store.add_event(EventRow(kind="up", cluster=spec.name, message=f"up {spec.nodes} x {the_plan.sku}"))
-    cluster = provider.up(spec, the_plan)
+    try:
+        cluster = provider.up(spec, the_plan)
+    except (ConfigError, PreflightError):
+        raise  # refused before anything was created
+    except AzbenchError as exc:
+        _record_leftovers(spec, provider, store, exc)
+        raise
     store.save_cluster(cluster, spec.model_dump_json())
     return UpResult(plan=the_plan, cluster=cluster, adopted=existing is not None)
+
+
+def _record_leftovers(spec: ClusterSpec, provider: Any, store: Store, exc: AzbenchError) -> None:
+    """After a failed `up` (a boot step, capacity, a timeout): what was created stays, and may be
+    billing. Record it as FAILED, so `azbench down NAME` finds and deletes it, and say so."""
+    try:
+        left = provider.describe(spec.name)
+    except AzbenchError:
+        return  # cannot tell; `azbench sweep` finds tagged leftovers
+    if left is None:
+        return
+    store.save_cluster(left.model_copy(update={"state": ClusterState.FAILED}), spec.model_dump_json())
+    note = f"its resources are still there: `azbench down {spec.name}` deletes them"
+    exc.hint = f"{exc.hint}; {note}" if exc.hint else note
 
 
 def down(name: str, store: Store, on_progress: Callable[[Any], None] | None = None) -> Cluster:
