@@ -56,7 +56,7 @@ def test_gate_drains_slow_and_bad_nodes_and_a_run_avoids_them(big_cluster, monke
     monkeypatch.setenv("AZBENCH_HEALTH_BAD_NODES", BAD)
     with pytest.raises(SystemExit) as done:
         main(["health", "fleet", "--json"])
-    assert done.value.code in (0, None)
+    assert done.value.code == 9  # nodes were flagged: a pipeline sees it
     report = json.loads(capsys.readouterr().out)
     assert report["bad_nodes"] == ["node1", "node2", "node40"] and not report["fabric"]
     checks = {(v["node"], v["check"], v["status"]) for v in report["verdicts"]}
@@ -89,6 +89,10 @@ def test_gate_drains_slow_and_bad_nodes_and_a_run_avoids_them(big_cluster, monke
         main(["health", "fleet", "--undrain", BAD])
     assert "returned to service" in capsys.readouterr().out
     assert sorted(reasons(cluster)) == ["node1", "node40"]
+    with pytest.raises(SystemExit) as again:  # it is in service now: nothing to return
+        main(["health", "fleet", "--undrain", BAD])
+    assert again.value.code == 2
+    assert f"--undrain: {BAD} is not drained or down" in capsys.readouterr().err
 
 
 def test_a_straggler_in_a_run_is_recorded_and_the_retry_excludes_it(big_cluster, monkeypatch, tmp_path):

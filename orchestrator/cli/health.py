@@ -9,6 +9,8 @@ import typer
 
 from orchestrator.cli.common import JsonOpt, app, emit_json, make_console, make_table, open_store
 
+EXIT_UNHEALTHY = 9  # the report is printed first; README "Exit codes"
+
 
 @app.command()
 def health(
@@ -20,7 +22,8 @@ def health(
     no_drain: bool = typer.Option(False, "--no-drain", help="Report only: drain nothing."),
     as_json: bool = JsonOpt,
 ) -> None:
-    """Per-node checks, group collectives and a throughput probe; drain the nodes that fail."""
+    """Per-node checks, group collectives and a throughput probe; drain the nodes that fail.
+    Exits 9 when any node was flagged (drained, or a fabric-wide fault)."""
     from orchestrator.clusters import lifecycle
     from orchestrator.runs import fleet_slurm
     from orchestrator.runs.access import runner_for
@@ -34,9 +37,12 @@ def health(
         return
     report = fleet_slurm.gate_cluster(cluster, only=nodes, tolerance=tolerance, drain_bad=not no_drain)
     if as_json:
-        return emit_json({**report.__dict__, "verdicts": [v.__dict__ for v in report.verdicts],
-                          "bad_nodes": report.bad_nodes})
-    _render(report)
+        emit_json({**report.__dict__, "verdicts": [v.__dict__ for v in report.verdicts],
+                   "bad_nodes": report.bad_nodes})
+    else:
+        _render(report)
+    if report.bad_nodes:  # drained or a fabric-wide fault: a pipeline must see it
+        raise typer.Exit(EXIT_UNHEALTHY)
 
 
 def _render(report) -> None:

@@ -145,8 +145,10 @@ def undrain(runner, env: Mapping[str, str], node: str) -> None:
                         timeout=60)
     if not result.ok:
         msg = _last_line(result.stderr)
-        if "invalid node" in msg.lower():
+        if "invalid node name" in msg.lower():
             raise ConfigError(f"--undrain: no node {node} in the cluster")
+        if "invalid node state" in msg.lower():
+            raise ConfigError(f"--undrain: {node} is not drained or down (nothing to return)")
         raise LaunchError(f"undrain {node} failed: {msg}")
 
 
