@@ -52,7 +52,8 @@ Every way an emulated VM differs from an Azure VM (the emulator's contract):
   /opt/azbench-expiry (for the expiry agent) are made links to the host's (this interpreter's)
   environment, so the head's cloud-init steps that would create them (venv + pip install torch
   from the CPU index; venv + pip install azure-identity, azure-mgmt-resource) find them present
-  and skip. The VM has no package index to install from.
+  and skip. The VM has no package index to install from. An environment under a directory the
+  VM gets fresh (/tmp, /run, /home, /mnt) is bind-mounted at its own path so the links resolve.
 """
 
 from __future__ import annotations

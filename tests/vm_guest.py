@@ -72,6 +72,12 @@ def mount_private(cfg: dict) -> Path:
     for name in TMPFS:
         sh("mount", "-t", "tmpfs", "-o", f"mode={'1777' if name == 'tmp' else '0755'},nosuid,nodev",
            "tmpfs", str(root / name))
+    # The stand-in Python environment must stay visible where it lives, even under a directory
+    # the VM gets fresh (a checkout in /tmp: its .venv would be hidden by the VM's own /tmp).
+    env = Path(cfg["python_env"]).resolve()
+    if len(env.parts) > 1 and env.parts[1] in TMPFS + EMPTY:
+        (root / env.relative_to("/")).mkdir(parents=True, exist_ok=True)
+        sh("mount", "--rbind", str(env), str(root / env.relative_to("/")))
     (root / FABRIC_MOUNT.strip("/")).mkdir(parents=True)
     sh("mount", "--bind", cfg["fabric_dir"], str(root / FABRIC_MOUNT.strip("/")))
     sh("mount", "--bind", f"{cfg['fabric_dir']}/hosts", str(root / "etc/hosts"))
