@@ -22,7 +22,7 @@ from orchestrator.clusters.specs import HealthPolicy, RetryPolicy, RunSpec, load
 from orchestrator.errors import RunFailedError
 from orchestrator.runs.execute import require_success, run_sweep
 from orchestrator.store.database import Store
-from tests.fixtures.slurm import local_spec
+from tests.fixtures.slurm import local_spec, private_cluster
 
 pytestmark = pytest.mark.integration
 
@@ -33,20 +33,8 @@ NO_GATE = HealthPolicy(enabled=False)
 @pytest.fixture(scope="module")
 def fault_cluster(tmp_path_factory):
     """A private 3-node cluster: these tests kill nodes, so they never touch the shared one."""
-    from orchestrator.clusters.providers.local import LocalProvider
-    from orchestrator.errors import PreflightError
-    provider = LocalProvider()
-    spec = local_spec("faults", 3, slurmd_timeout=5)
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("AZBENCH_HOME", str(tmp_path_factory.mktemp("azb-faults")))
-        try:
-            cluster = provider.up(spec, provider.plan(spec))
-        except PreflightError as exc:
-            pytest.skip(str(exc))
-    try:
+    for cluster, _ in private_cluster(tmp_path_factory, local_spec("faults", 3, slurmd_timeout=5)):
         yield cluster
-    finally:
-        provider.down(cluster)
 
 
 @pytest.fixture

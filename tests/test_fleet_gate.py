@@ -13,7 +13,7 @@ from orchestrator.cli import main
 from orchestrator.clusters.specs import RunSpec
 from orchestrator.runs.execute import run_sweep
 from orchestrator.store.database import Store
-from tests.fixtures.slurm import local_spec
+from tests.fixtures.slurm import local_spec, private_cluster
 
 pytestmark = pytest.mark.integration
 
@@ -23,21 +23,7 @@ SLOW, BAD = ("node1", "node40"), "node2"  # node1/node2 are where a run would la
 
 @pytest.fixture(scope="module")
 def big_cluster(tmp_path_factory):
-    from orchestrator.clusters.providers.local import LocalProvider
-    from orchestrator.errors import PreflightError
-    provider = LocalProvider()
-    spec = local_spec("fleet", NODES)
-    home = tmp_path_factory.mktemp("azb-fleet")
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("AZBENCH_HOME", str(home))
-        try:
-            cluster = provider.up(spec, provider.plan(spec))
-        except PreflightError as exc:
-            pytest.skip(str(exc))
-    try:
-        yield cluster, home
-    finally:
-        provider.down(cluster)
+    yield from private_cluster(tmp_path_factory, local_spec("fleet", NODES))
 
 
 def reasons(cluster) -> dict[str, str]:

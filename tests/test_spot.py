@@ -32,7 +32,7 @@ from orchestrator.runs.failures import (
 from orchestrator.runs.monitor import AttemptRecord, decide_retry
 from orchestrator.store.database import Store
 from tests.fake_imds import FakeImds
-from tests.fixtures.slurm import local_spec
+from tests.fixtures.slurm import local_spec, private_cluster
 
 AGENT = Path(__file__).resolve().parents[1] / "templates" / "spot_agent.py"
 QUICK = {"target": 0.6, "max_seconds": 120}
@@ -111,20 +111,8 @@ def test_agent_acknowledges_before_not_before():
 # ---------------------------------------------------------------- the local cluster
 @pytest.fixture(scope="module")
 def spot_cluster(tmp_path_factory):
-    from orchestrator.clusters.providers.local import LocalProvider
-    from orchestrator.errors import PreflightError
-    provider = LocalProvider()
-    spec = local_spec("spot", 3, slurmd_timeout=5)
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("AZBENCH_HOME", str(tmp_path_factory.mktemp("azb-spot")))
-        try:
-            cluster = provider.up(spec, provider.plan(spec))
-        except PreflightError as exc:
-            pytest.skip(str(exc))
-    try:
+    for cluster, _ in private_cluster(tmp_path_factory, local_spec("spot", 3, slurmd_timeout=5)):
         yield cluster
-    finally:
-        provider.down(cluster)
 
 
 @pytest.fixture
