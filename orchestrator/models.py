@@ -17,6 +17,17 @@ def utcnow() -> datetime:
     return datetime.now(timezone.utc)
 
 
+def parse_utc(text: object) -> datetime | None:
+    """An ISO 8601 time (a trailing Z allowed; naive means UTC), or None when unreadable."""
+    if not isinstance(text, str) or not text:
+        return None
+    try:
+        stamp = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return stamp if stamp.tzinfo else stamp.replace(tzinfo=timezone.utc)
+
+
 class Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 

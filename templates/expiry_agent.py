@@ -68,6 +68,7 @@ def decide(expires: Optional[datetime], now: datetime, idle: Optional[timedelta]
 
 
 def parse_time(text: Optional[str]) -> Optional[datetime]:
+    """orchestrator.models.parse_utc, repeated: the agent runs alone on the head, without azbench."""
     if not text:
         return None
     try:

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-pytest_plugins: list[str] = ["tests.fixtures.postgres", "tests.fixtures.sshd", "tests.fixtures.slurm"]
+pytest_plugins: list[str] = ["tests.fixtures.arm", "tests.fixtures.postgres", "tests.fixtures.sshd",
+                             "tests.fixtures.slurm"]
 
 SHARED = Path(__file__).resolve().parents[2] / "shared"
 

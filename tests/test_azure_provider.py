@@ -30,26 +30,10 @@ from orchestrator.clusters.providers.azure_preflight import resolve_ingress
 from orchestrator.clusters.specs import ClusterSpec
 from orchestrator.errors import CapacityError, ConfigError, PreflightError, ProvisionError
 from orchestrator.models import ScaleSetPlan
-from tests.fake_arm import SUB, FakeArm, StubCredential, allow_plain_http_policy, default_catalogue
+from tests.fake_arm import SUB, StubCredential, allow_plain_http_policy
 
 GOLDEN = Path(__file__).parent / "golden"
 INGRESS = "203.0.113.7/32"
-
-
-@pytest.fixture
-def fake():
-    server = FakeArm(polls_to_finish=1).start()
-    default_catalogue(server)
-    default_catalogue(server, "westus3")
-    yield server
-    server.stop()
-
-
-@pytest.fixture
-def clients(fake) -> AzureClients:
-    return AzureClients(credential=StubCredential(), subscription_id=SUB, base_url=fake.base_url,
-                        per_call_policies=[allow_plain_http_policy()], polling_interval=0.01,
-                        retry_backoff_factor=0.01)
 
 
 def spec_for(name="h100t", sku="h100", nodes=3, **azure) -> ClusterSpec:

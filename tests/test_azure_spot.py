@@ -14,7 +14,7 @@ import yaml
 from orchestrator.clusters.catalog import SPOT_PRICE_FRACTION, lookup
 from orchestrator.clusters.planner import plan_azure
 from orchestrator.errors import CapacityError, ConfigError, PreflightError
-from tests.test_azure_provider import clients, fake, provider, spec_for, up  # noqa: F401 (fixtures)
+from tests.test_azure_provider import spec_for, up
 
 STEP = "/usr/local/sbin/azbench-step"  # every runcmd step runs under it (it names a failing step)
 

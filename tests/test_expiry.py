@@ -27,13 +27,12 @@ import yaml
 from orchestrator.clusters.catalog import lookup
 from orchestrator.clusters.providers import azure_cloudinit as ci
 from orchestrator.clusters.providers.azure import AzureProvider
-from orchestrator.clusters.providers.azure_clients import AzureClients
 from orchestrator.clusters.providers.azure_expiry import CONTRIBUTOR_ROLE, agent_context, move_expiry
 from orchestrator.clusters.specs import ClusterSpec
 from orchestrator.errors import ProvisionError
 from orchestrator.models import ScaleSetPlan
 from orchestrator.paths import templates_dir
-from tests.fake_arm import SUB, FakeArm, StubCredential, allow_plain_http_policy, default_catalogue
+from tests.fake_arm import SUB, allow_plain_http_policy
 from tests.fake_imds import FakeImds
 
 GOLDEN = Path(__file__).parent / "golden"
@@ -52,21 +51,6 @@ def load_agent():
 
 
 agent = load_agent()
-
-
-@pytest.fixture
-def fake():
-    server = FakeArm(polls_to_finish=1).start()
-    default_catalogue(server)
-    yield server
-    server.stop()
-
-
-@pytest.fixture
-def clients(fake) -> AzureClients:
-    return AzureClients(credential=StubCredential(), subscription_id=SUB, base_url=fake.base_url,
-                        per_call_policies=[allow_plain_http_policy()], polling_interval=0.01,
-                        retry_backoff_factor=0.01)
 
 
 def up(clients, name="exp", **azure):

@@ -18,7 +18,7 @@ from orchestrator.clusters.providers.azure_clients import AzureClients
 from orchestrator.clusters.specs import ClusterSpec
 from orchestrator.errors import ConfigError
 from tests.cli_helpers import azbench, one_line_error
-from tests.fake_arm import SUB, FakeArm, StubCredential, allow_plain_http_policy, default_catalogue
+from tests.fake_arm import SUB, StubCredential, allow_plain_http_policy
 
 SPEC = """\
 name: spend
@@ -41,14 +41,6 @@ class CountingCredential(StubCredential):
     def get_token(self, *scopes: str, **kw: Any) -> Any:
         self.calls += 1
         return super().get_token(*scopes, **kw)
-
-
-@pytest.fixture
-def fake():
-    server = FakeArm(polls_to_finish=1).start()
-    default_catalogue(server)
-    yield server
-    server.stop()
 
 
 @pytest.fixture

@@ -14,7 +14,7 @@ from orchestrator.clusters.providers import get_provider
 from orchestrator.clusters.spending import check_cost_cap, cost_cap
 from orchestrator.clusters.specs import ClusterSpec
 from orchestrator.errors import AzbenchError, ConfigError, NotFoundError, PreflightError
-from orchestrator.models import Cluster, ClusterState, Plan
+from orchestrator.models import Cluster, ClusterState, Plan, parse_utc
 
 if TYPE_CHECKING:
     from orchestrator.store.database import Store
@@ -108,14 +108,7 @@ def cost_so_far(cluster: Cluster, now: datetime | None = None) -> float | None:
 
 def expires_at(cluster: Cluster) -> datetime | None:
     """The cluster's deadline (its azbench-expires tag, as recorded), or None when it has none."""
-    text = cluster.properties.get("expires")
-    if not isinstance(text, str) or not text:
-        return None
-    try:
-        stamp = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return stamp if stamp.tzinfo else stamp.replace(tzinfo=timezone.utc)
+    return parse_utc(cluster.properties.get("expires"))
 
 
 def time_left(cluster: Cluster, now: datetime | None = None) -> timedelta | None:

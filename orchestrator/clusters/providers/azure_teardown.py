@@ -27,6 +27,7 @@ from orchestrator.clusters.providers.azure_resources import (
     VNET,
 )
 from orchestrator.errors import ProvisionError
+from orchestrator.models import parse_utc
 
 # api-version for deletes by id of resources azbench may leave outside its resource group.
 DELETE_API_VERSIONS = {
@@ -123,7 +124,7 @@ def sweep(clients: Any, *, dry_run: bool = True, known_clusters: Collection[str]
 
 def _sweep_reason(cluster: str, expires: list[str], known: Collection[str] | None,
                   now: datetime) -> str | None:
-    stamps = [_parse_time(e) for e in expires]
+    stamps = [parse_utc(e) for e in expires]
     valid = [s for s in stamps if s is not None]
     if valid and min(valid) <= now:
         return f"expired at {min(valid):%Y-%m-%dT%H:%M:%SZ}"
@@ -132,14 +133,6 @@ def _sweep_reason(cluster: str, expires: list[str], known: Collection[str] | Non
     if expires and not valid:
         return None  # unreadable tag: never delete on a guess
     return None
-
-
-def _parse_time(text: str) -> datetime | None:
-    try:
-        stamp = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return stamp if stamp.tzinfo else stamp.replace(tzinfo=timezone.utc)
 
 
 def _delete_by_id(clients: Any, resource_id: str, rtype: str) -> None:
