@@ -17,6 +17,7 @@ from orchestrator.errors import AzbenchError, ConfigError, NotFoundError, Prefli
 from orchestrator.models import Cluster, ClusterState, Plan, parse_utc
 
 if TYPE_CHECKING:
+    from orchestrator.clusters.providers.base import Provider
     from orchestrator.store.database import Store
 
 
@@ -55,7 +56,7 @@ def up(spec: ClusterSpec, store: Store, on_progress: Callable[[Any], None] | Non
     return UpResult(plan=the_plan, cluster=cluster, adopted=existing is not None)
 
 
-def _record_leftovers(spec: ClusterSpec, provider: Any, store: Store, exc: AzbenchError) -> None:
+def _record_leftovers(spec: ClusterSpec, provider: Provider, store: Store, exc: AzbenchError) -> None:
     """After a failed `up` (a boot step, capacity, a timeout): what was created stays, and may be
     billing. Record it as FAILED, so `azbench down NAME` finds and deletes it, and say so."""
     try:
