@@ -1,1 +1,0 @@
-"""Launchers: how a run attempt becomes a scheduler job (Slurm, Azure ML)."""
