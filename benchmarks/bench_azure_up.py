@@ -18,9 +18,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.harness import emit  # noqa: E402
 from orchestrator.clusters.providers.azure import AzureProvider  # noqa: E402
-from orchestrator.clusters.providers.azure_clients import AzureClients  # noqa: E402
+from orchestrator.clusters.providers.azure.clients import AzureClients  # noqa: E402
 from orchestrator.clusters.specs import ClusterSpec  # noqa: E402
-from tests.fake_arm import SUB, FakeArm, StubCredential, allow_plain_http_policy, default_catalogue  # noqa: E402
+from testsupport.fake_arm import SUB, FakeArm, StubCredential, allow_plain_http_policy, default_catalogue  # noqa: E402
 
 LATENCY_S = 0.05
 POLLING_INTERVAL_S = 0.25

@@ -42,7 +42,7 @@ def main() -> None:
 def concurrent_polls(cluster) -> None:
     from orchestrator.clusters.remote import LocalRunner
     from orchestrator.models import AttemptSpec
-    from orchestrator.runs.launchers.slurm import SlurmLauncher
+    from orchestrator.slurm.launcher import SlurmLauncher
     launcher = SlurmLauncher(LocalRunner(env=dict(cluster.env)), cluster)
     refs = [launcher.submit(AttemptSpec(run_id=f"poll{i}", attempt=1, recipe="sleep", nodes=1,
                                         run_dir=f"{cluster.workdir}/bench/poll{i}",
@@ -70,9 +70,9 @@ def ssh_connections(cluster, home: Path) -> None:
     from orchestrator.runs import access
     from orchestrator.runs.execute import run_sweep
     from orchestrator.store.database import Store
-    from tests.fixtures.sshd import _prepare  # type: ignore
+    from testsupport.sshd import prepare_sshd
     (home / "sshd").mkdir()
-    server = _prepare(home / "sshd")
+    server = prepare_sshd(home / "sshd")
     server.start()
     opened: list[SshRunner] = []
     real = access.runner_for

@@ -56,13 +56,13 @@ def main() -> None:
 
 
 def gate(cluster, n: int) -> None:
-    from orchestrator.runs import fleet, fleet_slurm
+    from orchestrator.runs import fleet, fleet_gate
     slow = [s for s in SLOW if int(s[4:]) <= n] or ["node3"]
     bad = BAD if int(BAD[4:]) <= n else "node5"
     os.environ["AZBENCH_HEALTH_SLOW_NODES"] = ",".join(slow)
     os.environ["AZBENCH_HEALTH_BAD_NODES"] = bad
     cpu0, start = time.process_time(), time.perf_counter()
-    report = fleet_slurm.gate_cluster(cluster)
+    report = fleet_gate.gate_cluster(cluster)
     wall = time.perf_counter() - start
     expected = sorted([*slow, bad], key=fleet.natural)
     emit(f"health_gate_{n}_nodes", wall, "s", load=_load(), group_rounds=report.group_rounds,
@@ -77,7 +77,7 @@ def polls(cluster, n: int) -> None:
     """A job over every node (its batch step runs on one node only: cheap), polled 20 times."""
     from orchestrator.clusters.remote import LocalRunner
     from orchestrator.models import JobRef
-    from orchestrator.runs.launchers.slurm import SlurmLauncher
+    from orchestrator.slurm.launcher import SlurmLauncher
     runner = LocalRunner(env=dict(cluster.env))
     launcher = SlurmLauncher(runner, cluster)
     usable = sum(info.usable for info in launcher.node_states().values())

@@ -9,6 +9,7 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from enum import Enum
 from pathlib import Path
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -162,6 +163,15 @@ class JobStatus(Frozen):
     elapsed_s: float | None = None
 
 
+class DataInput(Frozen):
+    """A read-only dataset, checkpoint or tokenizer an MLPerf recipe mounts: `name` (an Azure ML
+    input), `var` (the variable its implementation reads the mount from), `path` under the data root."""
+
+    name: str
+    path: str
+    var: str | None = None
+
+
 class AttemptSpec(Frozen):
     """Everything a launcher needs to submit one attempt of one run."""
 
@@ -179,3 +189,7 @@ class AttemptSpec(Frozen):
     gpus_per_node: int = 0
     script: str | None = Field(None, description="a complete batch script (MLPerf container "
                                "launch); when set the launcher submits it instead of its own")
+    # What a launcher without batch scripts (Azure ML) builds its job from.
+    image: str | None = Field(None, description="container image (enroot form registry#repo:tag)")
+    distribution: Literal["torch", "mpi"] = "torch"
+    data: list[DataInput] = Field(default_factory=list)

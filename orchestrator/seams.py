@@ -1,11 +1,25 @@
-"""The Launcher seam: submit, poll, cancel, fetch logs."""
+"""The seams between azbench's packages: the Runner and Launcher protocols."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Protocol, Sequence
 
-from orchestrator.models import AttemptSpec, JobRef, JobStatus
+from orchestrator.models import AttemptSpec, ExecResult, JobRef, JobStatus
+
+
+class Runner(Protocol):
+    def run(self, cmd: str | Sequence[str], timeout: float = 60.0) -> ExecResult:
+        """Run a shell command (a str is passed to the shell as is; a sequence is shlex-quoted)."""
+
+    def put(self, local: Path, remote: str) -> None:
+        """Copy a local file or directory tree to `remote` (created, parents too)."""
+
+    def get(self, remote: str, local: Path) -> None:
+        """Copy a remote file to `local`."""
+
+    def close(self) -> None:
+        """Release connections. Idempotent."""
 
 
 class Launcher(Protocol):

@@ -1,7 +1,7 @@
 """The Azure path end to end: the real SDKs and CLI against the booting fake ARM server.
 
 Every VM ARM creates boots the real cloud-init on azbench's customData in its own namespaces
-(tests/vm_emulator.py). Covers: `up` of a D4s_v5 head + 2 nodes, waiting until Slurm is idle;
+(testsupport/vm_emulator.py). Covers: `up` of a D4s_v5 head + 2 nodes, waiting until Slurm is idle;
 SSH to the head with the host key pinned from cloud-init (a wrong pin is refused); `run smoke
 --nodes 1,2` through Slurm into the results store; `status` shows the nodes; `down` stops every
 emulated VM process and leaves the fake empty. A failing boot step fails `up` with one line
@@ -18,13 +18,13 @@ from pathlib import Path
 import pytest
 
 from orchestrator.clusters import lifecycle
-from orchestrator.clusters.providers import azure_boot as boot
+from orchestrator.clusters.providers.azure import boot as boot
 from orchestrator.errors import ProvisionError
 from orchestrator.models import Cluster, ClusterState
 from orchestrator.store.database import Store
 from tests.cli_helpers import azbench
-from tests.fake_arm import SUB, FakeArm, StubCredential, allow_plain_http_policy, default_catalogue, env_for
-from tests.vm_emulator import can_emulate
+from testsupport.fake_arm import SUB, FakeArm, StubCredential, allow_plain_http_policy, default_catalogue, env_for
+from testsupport.vm_emulator import can_emulate
 
 REASON = can_emulate()
 needs_vms = pytest.mark.skipif(REASON is not None, reason=REASON or "")
@@ -41,7 +41,7 @@ azure:
 
 @pytest.fixture
 def booting_fake(tmp_path):
-    from tests.vm_emulator import Fabric
+    from testsupport.vm_emulator import Fabric
     fabric = Fabric(tmp_path / "fabric")
     fake = FakeArm(fabric=fabric, tls_dir=tmp_path / "tls").start()
     default_catalogue(fake)
@@ -124,11 +124,11 @@ def _assert_wrong_pin_is_refused(cdir: Path, head_ip: str) -> None:
 
 @needs_vms
 def test_a_failing_boot_step_fails_up_with_one_line_naming_vm_and_step(tmp_path, azbench_home, monkeypatch):
-    from orchestrator.clusters.providers import azure_cloudinit as ci
+    from orchestrator.clusters.providers.azure import cloudinit as ci
     from orchestrator.clusters.providers.azure import AzureProvider
-    from orchestrator.clusters.providers.azure_clients import AzureClients
+    from orchestrator.clusters.providers.azure.clients import AzureClients
     from orchestrator.clusters.specs import ClusterSpec
-    from tests.vm_emulator import Fabric
+    from testsupport.vm_emulator import Fabric
     templates = tmp_path / "templates"
     shutil.copytree(ci.templates_dir(), templates)
     head = templates / "cloud-init-head.yaml.j2"

@@ -22,15 +22,15 @@ import pytest
 import yaml
 
 from orchestrator.clusters.catalog import lookup
-from orchestrator.clusters.providers import azure_cloudinit as ci
+from orchestrator.clusters.providers.azure import cloudinit as ci
 from orchestrator.clusters.providers.azure import AzureProvider, sweep
-from orchestrator.clusters.providers.azure_clients import AzureClients, clients_from_config
-from orchestrator.clusters.providers.azure_errors import ArmErrorClass, classify_code
-from orchestrator.clusters.providers.azure_preflight import resolve_ingress
+from orchestrator.clusters.providers.azure.clients import AzureClients, clients_from_config
+from orchestrator.clusters.providers.azure.errors import ArmErrorClass, classify_code
+from orchestrator.clusters.providers.azure.preflight import resolve_ingress
 from orchestrator.clusters.specs import ClusterSpec
 from orchestrator.errors import CapacityError, ConfigError, PreflightError, ProvisionError
 from orchestrator.models import ScaleSetPlan
-from tests.fake_arm import SUB, StubCredential, allow_plain_http_policy
+from testsupport.fake_arm import SUB, StubCredential, allow_plain_http_policy
 
 GOLDEN = Path(__file__).parent / "golden"
 INGRESS = "203.0.113.7/32"
@@ -379,7 +379,7 @@ def test_cloud_init_matches_golden_and_parses(case, role, tmp_path):
 def test_custom_data_for_2048_gb200_vms_fits_azure_limit():
     sets = [ScaleSetPlan(name=f"big-gpu-{i:02d}", vms=96, gpus=384, racks=6) for i in range(21)]
     sets.append(ScaleSetPlan(name="big-gpu-21", vms=32, gpus=128, racks=2))
-    from orchestrator.clusters.providers.azure_expiry import agent_context
+    from orchestrator.clusters.providers.azure.expiry import agent_context
     agent = agent_context("big", SUB, "azbench-big", "https://management.azure.com", 30)  # as up renders it
     text = ci.head_cloud_init("big", lookup("gb200"), sets, "10.40.0.4", "10.40.0.0/16", FIXED, expiry=agent)
     packed = base64.b64decode(ci.custom_data(text, "head"))

@@ -16,13 +16,13 @@ from typing import Any
 
 import pytest
 
-from orchestrator.clusters.providers import azureml as P
+from orchestrator.clusters.providers.azureml import provider as P
 from orchestrator.clusters.specs import ClusterSpec
 from orchestrator.errors import ConfigError, LaunchError, NotFoundError, PreflightError
 from orchestrator.models import AttemptSpec, Cluster, JobRef, JobState
-from orchestrator.runs.launchers import azureml as L
+from orchestrator.clusters.providers.azureml import launcher as L
 from tests.cli_helpers import azbench, one_line_error
-from tests.fake_arm import SUB, FakeArm, StubCredential, allow_plain_http_policy, default_catalogue
+from testsupport.fake_arm import SUB, FakeArm, StubCredential, allow_plain_http_policy, default_catalogue
 
 GOLDEN = Path(__file__).parent / "golden"
 SMOKE_DIR = Path(__file__).resolve().parents[1] / "recipes" / "smoke"
@@ -49,10 +49,15 @@ def cluster(sku: str = "Standard_ND96isr_H100_v5") -> Cluster:
 
 
 def attempt(recipe: str = "smoke", n: int = 1, nodes: int = 2, resume: bool = False) -> AttemptSpec:
+    """An attempt as runs/attempts builds it: an MLPerf recipe's image, MPI, data and config env."""
+    from orchestrator.recipes.catalog import get_recipe
+    from orchestrator.runs.attempts import container_fields
+    fields = container_fields(get_recipe(recipe), cluster().sku, nodes)
+    env = {**fields.pop("env", {}), "AZBENCH_SMOKE_THREADS": "1"}
     return AttemptSpec(run_id="r1", attempt=n, recipe=recipe, nodes=nodes, run_dir=RUN_DIR,
                        command=f"python3 {RUN_DIR}/recipe/train.py --ckpt-dir {RUN_DIR}/checkpoints",
-                       env={"AZBENCH_SMOKE_THREADS": "1"}, resume=resume, time_limit_min=15,
-                       tasks_per_node=1, gpus_per_node=8)
+                       env=env, resume=resume, time_limit_min=15,
+                       tasks_per_node=1, gpus_per_node=8, **fields)
 
 
 def job_body(job: Any) -> dict[str, Any]:
@@ -177,7 +182,7 @@ def fake(arm, monkeypatch):
 
 
 def provider(fake: FakeAml) -> P.AzureMLProvider:
-    from orchestrator.clusters.providers.azure_clients import AzureClients
+    from orchestrator.clusters.providers.azure.clients import AzureClients
     policy = allow_plain_http_policy()
 
     def ml(target: P.AmlTarget) -> Any:  # the production factory, aimed at the fake

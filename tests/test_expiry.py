@@ -25,15 +25,15 @@ import pytest
 import yaml
 
 from orchestrator.clusters.catalog import lookup
-from orchestrator.clusters.providers import azure_cloudinit as ci
+from orchestrator.clusters.providers.azure import cloudinit as ci
 from orchestrator.clusters.providers.azure import AzureProvider
-from orchestrator.clusters.providers.azure_expiry import CONTRIBUTOR_ROLE, agent_context, move_expiry
+from orchestrator.clusters.providers.azure.expiry import CONTRIBUTOR_ROLE, agent_context, move_expiry
 from orchestrator.clusters.specs import ClusterSpec
 from orchestrator.errors import ProvisionError
 from orchestrator.models import ScaleSetPlan
 from orchestrator.paths import templates_dir
-from tests.fake_arm import SUB, allow_plain_http_policy
-from tests.fake_imds import FakeImds
+from testsupport.fake_arm import SUB, allow_plain_http_policy
+from testsupport.fake_imds import FakeImds
 
 GOLDEN = Path(__file__).parent / "golden"
 STEP = "/usr/local/sbin/azbench-step"  # every runcmd step runs under it (it names a failing step)

@@ -188,7 +188,7 @@ def test_nccl_round_runs_every_group_in_parallel_and_parses_bus_bandwidth():
     from types import SimpleNamespace
 
     from orchestrator.runs.fleet import parse_nccl_round
-    from orchestrator.runs.fleet_slurm import nccl_round_command
+    from orchestrator.runs.fleet_gate import nccl_round_command
     cluster = SimpleNamespace(env={"SLURM_CONF": "/etc/slurm/slurm.conf"}, partition="gpu")
     opts = GateOptions(link_gbps=450.0, gpus_per_node=8)
     tests = [GroupTest(("gpu1", "gpu2", "gpu3")), GroupTest(("gpu9",), partner="gpu1")]

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 PKG = Path(__file__).resolve().parents[1] / "orchestrator"
-BASE = {"models", "errors", "paths", "yamlio"}
+BASE = {"models", "errors", "paths", "yamlio", "seams"}
 # Each folder and the folders it may import (the base above is open to all).
 ALLOWED = {
     "store": set(),

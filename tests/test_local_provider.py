@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from orchestrator import paths
-from orchestrator.clusters.providers import local as local_mod
-from orchestrator.clusters.providers import localproc
-from orchestrator.clusters.providers.local import LocalProvider, kill_node, load_state, restart_node
+from orchestrator.clusters.providers.local import provider as local_mod
+from orchestrator.clusters.providers.local import proc as localproc
+from orchestrator.clusters.providers.local.provider import LocalProvider, kill_node, load_state, restart_node
 from orchestrator.clusters.remote import LocalRunner
 from orchestrator.errors import PreflightError, ProvisionError
 from orchestrator.models import ClusterState

@@ -7,10 +7,10 @@ from orchestrator.clusters.specs import RunSpec
 from orchestrator.models import Cluster
 from orchestrator.recipes.catalog import get_recipe
 from orchestrator.runs.attempts import attempt_spec
-from orchestrator.runs.launchers.slurm import SlurmLauncher
+from orchestrator.slurm.launcher import SlurmLauncher
 from orchestrator.store.schema import RunRow
 from tests.cli_helpers import azbench, one_line_error
-from tests.fakes import FakeRunner
+from testsupport.fake_runner import FakeRunner
 
 GPU = Cluster(name="g", provider="ssh", sku="Standard_ND96isr_H100_v5", nodes=64,
               workdir="/shared/azbench", partition="gpu")

@@ -149,8 +149,8 @@ def test_ssh_wrong_host_key_is_refused(sshd, tmp_path):
 @pytest.mark.integration
 @pytest.mark.timeout(60)
 def test_ssh_unreachable_port_is_a_one_line_remote_error(sshd, tmp_path):
-    from tests.fixtures.sshd import _free_port
-    port = _free_port()
+    from testsupport.sshd import free_port
+    port = free_port()
     runner = SshRunner(_target(sshd, port=port), connect_timeout=2, connect_attempts=2)
     with pytest.raises(RemoteError) as err:
         runner.run("true")

@@ -1,5 +1,5 @@
 """SlurmLauncher and its sbatch template: golden scripts, the state table, batched polling,
-cancel idempotence, safe log fetching. Runs against tests.fakes.FakeRunner (no Slurm needed);
+cancel idempotence, safe log fetching. Runs against testsupport.fake_runner.FakeRunner (no Slurm needed);
 the rendered script is also executed for real with stub srun/scontrol on PATH.
 
 Regenerate the golden files after an intended template change with AZBENCH_UPDATE_GOLDEN=1.
@@ -15,8 +15,8 @@ import pytest
 
 from orchestrator.errors import ConfigError, LaunchError, RemoteError
 from orchestrator.models import AttemptSpec, Cluster, ExecResult, JobRef, JobState
-from orchestrator.runs.launchers.slurm import SlurmLauncher
-from orchestrator.slurm.sbatch import parse_sbatch_id, render_sbatch
+from orchestrator.slurm.launcher import SlurmLauncher
+from orchestrator.slurm.batch import parse_sbatch_id, render_sbatch
 from orchestrator.slurm.states import (
     SLURM_STATES,
     expand_hostlist,
@@ -24,7 +24,7 @@ from orchestrator.slurm.states import (
     parse_elapsed,
     parse_exit_code,
 )
-from tests.fakes import FakeRunner
+from testsupport.fake_runner import FakeRunner
 
 GOLDEN = Path(__file__).parent / "golden"
 NASTY = {

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.clusters.providers.local import LocalState, _conf_params
+from orchestrator.clusters.providers.local.provider import LocalState, _conf_params
 from orchestrator.slurm.conf import SlurmConfParams, SlurmNode, compress_hostlist, render_slurm_conf
 from tests.fixtures.slurm import local_spec
 
@@ -97,7 +97,7 @@ def test_tree_topology_has_racks_of_18_in_scale_sets_under_a_top_switch():
 def test_port_block_is_consecutive_and_skips_a_port_in_use():
     import socket
 
-    from orchestrator.clusters.providers import localproc
+    from orchestrator.clusters.providers.local import proc as localproc
     block = localproc.free_port_block(64)
     assert block == list(range(block[0], block[0] + 64))
     assert localproc.PORT_BLOCK_RANGE[0] <= block[0] and block[-1] < localproc.PORT_BLOCK_RANGE[1]

@@ -31,7 +31,7 @@ from orchestrator.runs.failures import (
 )
 from orchestrator.runs.monitor import AttemptRecord, decide_retry
 from orchestrator.store.database import Store
-from tests.fake_imds import FakeImds
+from testsupport.fake_imds import FakeImds
 from tests.fixtures.slurm import local_spec, private_cluster
 
 AGENT = Path(__file__).resolve().parents[1] / "templates" / "spot_agent.py"

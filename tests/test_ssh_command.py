@@ -89,7 +89,7 @@ def test_the_openssh_client_itself_refuses_a_wrong_key(sshd, local_cluster, azbe
 
 
 def test_azure_head_command_pins_the_injected_host_key(azbench_home):
-    from orchestrator.clusters.providers import azure_cloudinit as ci
+    from orchestrator.clusters.providers.azure import cloudinit as ci
     from orchestrator.clusters.shell import head_command
     if shutil.which("ssh") is None:
         pytest.skip("OpenSSH client not installed")

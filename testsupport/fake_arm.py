@@ -5,19 +5,19 @@ public IPs, NICs, VMs and VM scale sets with the Azure-AsyncOperation LRO protoc
 resource and resource-group lists; tags at scope (PATCH merge); resource SKUs, usages and VM
 images; scale-set instances, which `evict()` deletes or deallocates as a spot eviction would, a
 PATCH of the set's capacity adds back (new instance ids, as Azure gives) and POST .../start starts
-again; role assignments, and system-assigned VM identities whose tokens (tests/fake_imds.py) are
+again; role assignments, and system-assigned VM identities whose tokens (testsupport/fake_imds.py) are
 held to the scopes of their role assignments (403 AuthorizationFailed).
 Every request is logged (method, path, status). Failure switches (`Fault`) inject 429 with
 Retry-After, 500, async AllocationFailed/ZonalAllocationFailed, 409 quota OperationNotAllowed and
 409 SkuNotAvailable; `latency_s` delays every answer. Stop it with `stop()`.
 
-Boot mode (`fabric=`, a tests.vm_emulator.Fabric): every VM ARM creates (the head, each scale-set
+Boot mode (`fabric=`, a testsupport.vm_emulator.Fabric): every VM ARM creates (the head, each scale-set
 instance) becomes an emulated VM that boots the real cloud-init on its customData; public IPs
 come from the fabric's range; deleting a VM, a scale set or the resource group stops its VMs;
 operations answer Retry-After: 1, as ARM does, so the SDK's pollers need no test-only interval.
 `tls_dir=` serves HTTPS with a CA made there, and an identity endpoint (OpenID configuration and
 client-credential tokens under /<tenant>/), so the CLI's DefaultAzureCredential works unchanged.
-By hand: `python -m tests.fake_arm --boot-vms --state DIR` writes DIR/env.sh and serves until killed.
+By hand: `python -m testsupport.fake_arm --boot-vms --state DIR` writes DIR/env.sh and serves until killed.
 """
 
 from __future__ import annotations
@@ -110,7 +110,7 @@ class FakeArm:
         # With frozen_client: only ops whose resource path contains this are frozen (None: all).
         self.frozen_match: str | None = None
         self.sticky: set[str] = set()  # resource names a delete "succeeds" on but leaves in place
-        # Managed identities (tests/fake_imds.py): bearer token -> principal id. A request with one
+        # Managed identities (testsupport/fake_imds.py): bearer token -> principal id. A request with one
         # of these tokens is allowed only under the scope of a role assignment for its principal.
         self.principals: dict[str, str] = {}
         # Scale-set instance ids by scale-set key, once evict() or a capacity PATCH touched the
@@ -430,7 +430,7 @@ class FakeArm:
         return 2
 
     def _head_spec(self, vm: dict[str, Any]) -> list[Any]:
-        from tests.vm_emulator import VmSpec
+        from testsupport.vm_emulator import VmSpec
         props = vm["properties"]
         nic = self.resources[props["networkProfile"]["networkInterfaces"][0]["id"].lower()]
         ipc = nic["properties"]["ipConfigurations"][0]["properties"]
@@ -445,7 +445,7 @@ class FakeArm:
                        ssh_keys=_keys(os_profile), size=size, vcpus=self._vcpus(size))]
 
     def _instance_specs(self, vmss: dict[str, Any]) -> list[Any]:
-        from tests.vm_emulator import VmSpec
+        from testsupport.vm_emulator import VmSpec
         profile = vmss["properties"]["virtualMachineProfile"]
         os_profile = profile["osProfile"]
         nic = profile["networkProfile"]["networkInterfaceConfigurations"][0]["properties"]
@@ -723,19 +723,19 @@ def env_for(fake: FakeArm, caller_ip: str) -> dict[str, str]:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """`python -m tests.fake_arm --boot-vms --state DIR`: serve until killed; DIR/env.sh to source."""
+    """`python -m testsupport.fake_arm --boot-vms --state DIR`: serve until killed; DIR/env.sh to source."""
     import argparse
     import shlex
     import signal
 
-    parser = argparse.ArgumentParser(prog="python -m tests.fake_arm")
+    parser = argparse.ArgumentParser(prog="python -m testsupport.fake_arm")
     parser.add_argument("--state", type=Path, required=True, help="directory for TLS files, VMs, env.sh")
     parser.add_argument("--boot-vms", action="store_true", help="boot every VM as an emulated VM")
     parser.add_argument("--location", default="eastus")
     args = parser.parse_args(argv)
     fabric = None
     if args.boot_vms:
-        from tests.vm_emulator import Fabric, can_emulate
+        from testsupport.vm_emulator import Fabric, can_emulate
         reason = can_emulate()
         if reason:
             raise SystemExit(f"fake_arm: {reason}")

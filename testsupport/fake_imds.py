@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, Callable
 from urllib.parse import parse_qs, urlsplit
 
 if TYPE_CHECKING:
-    from tests.fake_arm import FakeArm
+    from testsupport.fake_arm import FakeArm
 
 _TOKEN_PATH = "/metadata/identity/oauth2/token"
 _EVENTS_PATH = "/metadata/scheduledevents?api-version="

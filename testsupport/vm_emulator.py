@@ -5,7 +5,7 @@ One `Fabric` per fake ARM server: a network namespace holding the VNet's bridge,
 directory. `Fabric.boot` turns one ARM VM (the head, or one scale-set instance) into an emulated
 VM: its own network namespace (eth0 on the bridge with the subnet's private address; pub0 with
 the public IP, reachable from the host), and a process started by `unshare` in new mount, UTS and
-PID namespaces that runs tests/vm_guest.py as the VM's PID 1. The guest builds the VM's own root
+PID namespaces that runs testsupport/vm_guest.py as the VM's PID 1. The guest builds the VM's own root
 file system and pivots into it, writes the NoCloud seed from the customData azbench sent, and
 runs Debian's cloud-init (init --local, init, modules config, modules final) with the modules
 the user-data uses. `Fabric.delete` kills the VM's `unshare` by pid (its PID 1 dies with it, and
@@ -15,7 +15,7 @@ Every way an emulated VM differs from an Azure VM (the emulator's contract):
 - Not a kernel of its own: the host's kernel, CPUs and memory. slurmd and anything else using
   hwloc see the size's vCPUs (cores x threads of the Azure size) through HWLOC_SYNTHETIC; other
   programs see the host's CPUs. cgroups mirror the host's hierarchies (v1 or v2), not Ubuntu's.
-- systemd is not PID 1: tests/vm_guest.py is. `systemctl` is a shim (tests/vm_shim.py) that
+- systemd is not PID 1: testsupport/vm_guest.py is. `systemctl` is a shim (testsupport/vm_shim.py) that
   starts a unit's ExecStart (with its EnvironmentFile, User, RuntimeDirectory, PIDFile,
   ExecStartPre) from the host's unit file and tracks it by pid; `enable` is recorded only;
   there are no dependencies, sockets, journald, or restarts on failure; a timer can be enabled

@@ -1,4 +1,4 @@
-"""PID 1 of an emulated Azure VM (see tests/vm_emulator.py): private file system, then cloud-init.
+"""PID 1 of an emulated Azure VM (see testsupport/vm_emulator.py): private file system, then cloud-init.
 
 Run by the emulator as `unshare --mount --uts --pid --fork --mount-proc ... python3 vm_guest.py
 VMDIR` inside the VM's network namespace. Standalone (the host's system Python, no repo imports).

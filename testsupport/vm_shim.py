@@ -1,4 +1,4 @@
-"""The emulated VM's shims (tests/vm_emulator.py): systemctl, apt-get, exportfs, mount.nfs.
+"""The emulated VM's shims (testsupport/vm_emulator.py): systemctl, apt-get, exportfs, mount.nfs.
 
 Runs inside a VM as `python3 /run/azbench-emulator/vm_shim.py NAME ARGS...` (the fabric's
 wrappers in /usr/bin and /usr/sbin). Standalone: the host's system Python, no repo imports.

@@ -1,4 +1,4 @@
-"""Running commands on cluster hosts: the Runner protocol, LocalRunner and SshRunner.
+"""Running commands on cluster hosts: LocalRunner and SshRunner (the Runner seam is in seams.py).
 
 Contract: `run` never raises for a non-zero exit (that is data in ExecResult); it raises
 RemoteError when the host cannot be reached, the host key is wrong, or the timeout passes.
@@ -18,7 +18,7 @@ import subprocess
 import threading
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol, Sequence
+from typing import TYPE_CHECKING, Sequence
 
 from orchestrator.errors import RemoteError
 from orchestrator.models import ExecResult, SshTarget
@@ -28,20 +28,6 @@ if TYPE_CHECKING:  # paramiko and tenacity load on first SSH use: `azbench --hel
 
 log = logging.getLogger(__name__)
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-
-
-class Runner(Protocol):
-    def run(self, cmd: str | Sequence[str], timeout: float = 60.0) -> ExecResult:
-        """Run a shell command (a str is passed to the shell as is; a sequence is shlex-quoted)."""
-
-    def put(self, local: Path, remote: str) -> None:
-        """Copy a local file or directory tree to `remote` (created, parents too)."""
-
-    def get(self, remote: str, local: Path) -> None:
-        """Copy a remote file to `local`."""
-
-    def close(self) -> None:
-        """Release connections. Idempotent."""
 
 
 def command_line(cmd: str | Sequence[str], env: dict[str, str] | None = None) -> str:

@@ -35,7 +35,7 @@ from orchestrator.recipes.parallelism import (
     place,
     validate_scales,
 )
-from orchestrator.slurm.sbatch import format_time_limit, render_sbatch
+from orchestrator.slurm.batch import format_time_limit, render_sbatch
 from orchestrator.yamlio import load_yaml, validation_error_to_config_error
 
 Scalar = str | int | float | bool

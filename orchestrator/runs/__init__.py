@@ -6,6 +6,6 @@ gates (health: the all-reduce job; fleet, grouptest and fleet_slurm: the scale g
 the failure-class table, recovery after a spot eviction (preemption), launchers/ (Slurm, Azure
 ML), how to reach a cluster (access) and its logs (logview).
 May import: the base, clusters/, recipes/, results/, slurm/ and store/.
-Exposes: execute.run_sweep, attempts, health, fleet_slurm.gate_cluster/gate_nodes, monitor,
+Exposes: execute.run_sweep, attempts, health, fleet_gate.gate_cluster/gate_nodes, monitor,
 failures, access, launchers.
 """

@@ -14,16 +14,16 @@ from orchestrator.errors import AzbenchError, NotAvailableError
 from orchestrator.models import ClusterState
 
 if TYPE_CHECKING:
-    from orchestrator.clusters.remote import Runner
+    from orchestrator.seams import Runner
     from orchestrator.models import Cluster
-    from orchestrator.runs.launchers.azureml import AzureMLLauncher
-    from orchestrator.runs.launchers.slurm import SlurmLauncher
+    from orchestrator.clusters.providers.azureml.launcher import AzureMLLauncher
+    from orchestrator.slurm.launcher import SlurmLauncher
 
 
 def runner_for(cluster: Cluster) -> Runner:
     from orchestrator.clusters.remote import LocalRunner, SshRunner
     if cluster.provider == "azureml":  # jobs go through the Azure ML API: no shell to reach
-        from orchestrator.runs.launchers.azureml import NullRunner
+        from orchestrator.clusters.providers.azureml.launcher import NullRunner
         return NullRunner(cluster)
     if cluster.ssh is not None:
         return SshRunner(cluster.ssh, env=dict(cluster.env))
@@ -33,9 +33,9 @@ def runner_for(cluster: Cluster) -> Runner:
 
 
 def launcher_for(cluster: Cluster, runner: Runner) -> SlurmLauncher | AzureMLLauncher:
-    from orchestrator.runs.launchers.slurm import SlurmLauncher
+    from orchestrator.slurm.launcher import SlurmLauncher
     if cluster.provider == "azureml":
-        from orchestrator.runs.launchers.azureml import AzureMLLauncher
+        from orchestrator.clusters.providers.azureml.launcher import AzureMLLauncher
         return AzureMLLauncher(cluster)
     return SlurmLauncher(runner, cluster)
 

@@ -12,7 +12,7 @@ import shlex
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from orchestrator import paths
 from orchestrator.clusters.specs import RunSpec
@@ -21,6 +21,7 @@ from orchestrator.models import (
     FINAL_RUN_STATES,
     AttemptSpec,
     Cluster,
+    DataInput,
     JobRef,
     JobState,
     JobStatus,
@@ -41,8 +42,8 @@ from orchestrator.store.database import Store
 from orchestrator.store.schema import AttemptRow, EventRow, RunRow
 
 if TYPE_CHECKING:
-    from orchestrator.clusters.remote import Runner
-    from orchestrator.runs.launchers.base import Launcher
+    from orchestrator.seams import Runner
+    from orchestrator.seams import Launcher
 
 FINAL = FINAL_RUN_STATES
 _CKPT = re.compile(r"^(?!\.).*?(\d+)\D*$")
@@ -135,7 +136,20 @@ def _mlperf_attempt(row: RunRow, recipe: Recipe, cluster: Cluster, attempt: int,
                        run_dir=run_dir, command=recipe.launch.command, exclude=exclude,
                        resume=False, time_limit_min=resolved.walltime_min,
                        tasks_per_node=resolved.gpus_per_node or 1,
-                       gpus_per_node=resolved.gpus_per_node, script=script)
+                       gpus_per_node=resolved.gpus_per_node, script=script,
+                       **container_fields(recipe, cluster.sku, row.nodes))
+
+
+def container_fields(recipe: Recipe, sku: str, nodes: int) -> dict[str, Any]:
+    """What a launcher without batch scripts builds an MLPerf job from: the resolved config's
+    environment, the recipe's image for the SKU's CPU architecture, MPI, and its data inputs."""
+    from orchestrator.recipes.catalog import resolve
+    if recipe.mlperf is None:
+        return {}
+    resolved = resolve(recipe, sku, nodes)
+    return {"env": dict(resolved.env), "image": resolved.image, "distribution": "mpi",
+            "data": [DataInput(name=d.name, path=d.host_path("").lstrip("/"), var=d.var)
+                     for d in recipe.mlperf.data]}
 
 
 def local_log(run_id: str, attempt: int) -> Path:
@@ -264,7 +278,7 @@ def _gate(ctx: AttemptContext, row: RunRow, cur: AttemptRow) -> tuple[list[str],
 def _fleet_gate(ctx: AttemptContext, row: RunRow, n: int, nodes: list[str]) -> list[str]:
     """`azbench health`'s checks on the chosen nodes (probe, group collectives, stragglers):
     the nodes it drained, which this attempt and every later run then avoid."""
-    from orchestrator.runs.fleet_slurm import gate_nodes
+    from orchestrator.runs.fleet_gate import gate_nodes
     report = gate_nodes(ctx.runner, ctx.cluster, nodes, with_ahc=False)
     if report.verdicts or report.fabric:
         ctx.event(row, "health_fleet", f"attempt {n}: " + (report.fabric or "drained " + "; ".join(

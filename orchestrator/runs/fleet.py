@@ -1,5 +1,5 @@
 """The scale health gate's logic (`azbench health`): probe every node, corner bad ones in group
-rounds, flag stragglers; pure over a Prober (runs/fleet_slurm.py runs it on Slurm and drains).
+rounds, flag stragglers; pure over a Prober (runs/fleet_gate.py runs it on Slurm and drains).
 
 One gate = rounds of one `srun` each (templates/health_probe.sh, one task per node):
 

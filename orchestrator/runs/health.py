@@ -29,7 +29,7 @@ from orchestrator.errors import LaunchError
 from orchestrator.models import Cluster, JobRef, JobState
 from orchestrator.paths import templates_dir as default_templates_dir
 from orchestrator.slurm.conf import compress_hostlist
-from orchestrator.slurm.sbatch import format_time_limit, parse_sbatch_id
+from orchestrator.slurm.batch import format_time_limit, parse_sbatch_id
 from orchestrator.slurm.states import NodeInfo
 
 _LINE = re.compile(r"AZBENCH_HEALTH (\{.*\})\s*$")

@@ -13,11 +13,11 @@ import tempfile
 from pathlib import Path, PurePosixPath
 from typing import Sequence
 
-from orchestrator.clusters.remote import Runner
+from orchestrator.seams import Runner
 from orchestrator.errors import ConfigError, LaunchError
 from orchestrator.models import AttemptSpec, Cluster, JobRef, JobState, JobStatus
 from orchestrator.paths import templates_dir as default_templates
-from orchestrator.slurm.sbatch import ENV_KEY, parse_sbatch_id, render_sbatch
+from orchestrator.slurm.batch import ENV_KEY, parse_sbatch_id, render_sbatch
 from orchestrator.slurm.states import (
     NodeInfo,
     SlurmRow,

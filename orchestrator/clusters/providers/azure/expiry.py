@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from orchestrator.clusters.providers.azure_errors import arm_call, arm_error, is_not_found
-from orchestrator.clusters.providers.azure_resources import TAG_EXPIRES, rid
-from orchestrator.clusters.providers.azure_teardown import tagged
+from orchestrator.clusters.providers.azure.errors import arm_call, arm_error, is_not_found
+from orchestrator.clusters.providers.azure.resources import TAG_EXPIRES, rid
+from orchestrator.clusters.providers.azure.teardown import tagged
 from orchestrator.errors import NotFoundError, ProvisionError
 from orchestrator.paths import templates_dir
 

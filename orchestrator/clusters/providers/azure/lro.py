@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from orchestrator.clusters.providers.azure_errors import arm_call, is_not_found
-from orchestrator.clusters.providers.azure_resources import NIC, NSG, PIP, RG, VM, VMSS, VNET
+from orchestrator.clusters.providers.azure.errors import arm_call, is_not_found
+from orchestrator.clusters.providers.azure.resources import NIC, NSG, PIP, RG, VM, VMSS, VNET
 
 TRANSITIONAL = frozenset({"Creating", "Updating", "Accepted", "Deleting", "Migrating"})
 
@@ -211,7 +211,7 @@ def _wait_terminal(clients: Any, rg: str, kind: str, name: str, report: Reporter
         if seen is None or seen.state not in TRANSITIONAL:
             break
     if seen is None or seen.state != "Succeeded":
-        from orchestrator.clusters.providers.azure_errors import AzureProvisionError
+        from orchestrator.clusters.providers.azure.errors import AzureProvisionError
         raise AzureProvisionError(f"{kind} {name} ended {seen.state if seen else 'deleted'} while azbench waited")
     report.emit("created", kind, name)
     return seen.model

@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from orchestrator.clusters.catalog import GpuSku
-from orchestrator.clusters.providers.azure_errors import arm_call, is_not_found
-from orchestrator.clusters.providers.azure_resources import image_reference
+from orchestrator.clusters.providers.azure.errors import arm_call, is_not_found
+from orchestrator.clusters.providers.azure.resources import image_reference
 from orchestrator.errors import PreflightError
 
 HPC_PUBLISHER, HPC_OFFER = "microsoft-dsvm", "ubuntu-hpc"

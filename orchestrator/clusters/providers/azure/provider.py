@@ -16,14 +16,14 @@ from typing import Any, Callable, Collection
 from orchestrator import paths
 from orchestrator.clusters.catalog import lookup
 from orchestrator.clusters.planner import plan_azure
-from orchestrator.clusters.providers import azure_cloudinit as ci
-from orchestrator.clusters.providers import azure_resources as ar
-from orchestrator.clusters.providers.azure_clients import AzureClients, clients_from_config
-from orchestrator.clusters.providers.azure_errors import arm_call
-from orchestrator.clusters.providers.azure_lro import ProgressEvent
-from orchestrator.clusters.providers.azure_teardown import SweepItem, delete_cluster, tagged
-from orchestrator.clusters.providers.azure_teardown import sweep as _sweep
-from orchestrator.clusters.providers.azure_up import LRO_FILE, UpOptions, UpRun
+from orchestrator.clusters.providers.azure import cloudinit as ci
+from orchestrator.clusters.providers.azure import resources as ar
+from orchestrator.clusters.providers.azure.clients import AzureClients, clients_from_config
+from orchestrator.clusters.providers.azure.errors import arm_call
+from orchestrator.clusters.providers.azure.lro import ProgressEvent
+from orchestrator.clusters.providers.azure.teardown import SweepItem, delete_cluster, tagged
+from orchestrator.clusters.providers.azure.teardown import sweep as _sweep
+from orchestrator.clusters.providers.azure.up import LRO_FILE, UpOptions, UpRun
 from orchestrator.clusters.specs import ClusterSpec
 from orchestrator.models import Cluster, ClusterState, Plan, ScaleSetPlan, SshTarget
 
@@ -78,7 +78,7 @@ class AzureProvider:
         cluster = UpRun(self._clients_for_spec(spec), spec, plan, self.opts).execute()
         cluster = cluster.model_copy(update={"env": {**cluster.env, **ci.recipe_env(spec.sku_row)}})
         if spec.azure.boot_timeout_s > 0:
-            from orchestrator.clusters.providers.azure_boot import wait_booted
+            from orchestrator.clusters.providers.azure.boot import wait_booted
             wait_booted(cluster, ci.head_hostname(spec.name), timeout_s=spec.azure.boot_timeout_s,
                         progress=self._boot_progress)
         return cluster
@@ -109,7 +109,7 @@ class AzureProvider:
     # ------------------------------------------------------------ extras
     def extend(self, cluster: Cluster, expires: datetime) -> None:
         """Move azbench-expires on everything the cluster owns; the head's agent reads it each tick."""
-        from orchestrator.clusters.providers.azure_expiry import move_expiry
+        from orchestrator.clusters.providers.azure.expiry import move_expiry
         move_expiry(self._clients_for(cluster.name, cluster), cluster.name, expires)
 
     def node_states(self, cluster: Cluster) -> list[NodeState]:
@@ -135,7 +135,7 @@ class AzureProvider:
         Returns the hostnames now in the sets; CapacityError when Azure has no spot capacity
         within `timeout_s` (default: the cluster's azure.spot_restore_timeout).
         """
-        from orchestrator.clusters.providers.azure_spot import restore
+        from orchestrator.clusters.providers.azure.spot import restore
         clients = self._clients_for(cluster.name, cluster)
         rg = str(cluster.properties.get("resource_group") or f"azbench-{cluster.name}")
         planned = {s: sum(1 for h in cluster.node_names if h.startswith(f"{s}-"))
@@ -166,7 +166,7 @@ class AzureProvider:
                                    arm_endpoint=str(endpoint) if endpoint else None)
 
     def _head_ip(self, clients: Any, rg: str, name: str) -> str | None:
-        from orchestrator.clusters.providers.azure_lro import observe
+        from orchestrator.clusters.providers.azure.lro import observe
         pip = observe(clients, rg, ar.PIP, f"{name}-head-ip")
         return getattr(pip.model, "ip_address", None) if pip else None
 

@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from orchestrator.clusters.providers.azure_errors import arm_call
+from orchestrator.clusters.providers.azure.errors import arm_call
 from orchestrator.errors import CapacityError
 
 

@@ -14,9 +14,9 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, Collection
 
-from orchestrator.clusters.providers.azure_errors import arm_call, is_not_found
-from orchestrator.clusters.providers.azure_lro import Reporter, delete
-from orchestrator.clusters.providers.azure_resources import (
+from orchestrator.clusters.providers.azure.errors import arm_call, is_not_found
+from orchestrator.clusters.providers.azure.lro import Reporter, delete
+from orchestrator.clusters.providers.azure.resources import (
     NIC,
     NSG,
     PIP,

@@ -18,10 +18,10 @@ from datetime import datetime, timedelta, timezone
 from typing import Any, Callable
 
 from orchestrator import paths
-from orchestrator.clusters.providers import azure_cloudinit as ci
-from orchestrator.clusters.providers import azure_expiry as expiry
-from orchestrator.clusters.providers import azure_resources as ar
-from orchestrator.clusters.providers.azure_lro import (
+from orchestrator.clusters.providers.azure import cloudinit as ci
+from orchestrator.clusters.providers.azure import expiry
+from orchestrator.clusters.providers.azure import resources as ar
+from orchestrator.clusters.providers.azure.lro import (
     Aborted,
     Observed,
     Reporter,
@@ -30,8 +30,8 @@ from orchestrator.clusters.providers.azure_lro import (
     ensure,
     observe,
 )
-from orchestrator.clusters.providers.azure_preflight import PreflightNeed, preflight, resolve_ingress
-from orchestrator.clusters.providers.azure_teardown import clear_group
+from orchestrator.clusters.providers.azure.preflight import PreflightNeed, preflight, resolve_ingress
+from orchestrator.clusters.providers.azure.teardown import clear_group
 from orchestrator.clusters.specs import ClusterSpec
 from orchestrator.errors import CapacityError, ProvisionError
 from orchestrator.models import Cluster, ClusterState, Plan, ScaleSetPlan, SshTarget

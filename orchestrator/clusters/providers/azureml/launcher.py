@@ -19,9 +19,9 @@ import tempfile
 from pathlib import Path
 from typing import Any, Sequence
 
-from orchestrator.errors import ConfigError, LaunchError, NotAvailableError, NotFoundError
+from orchestrator.errors import ConfigError, LaunchError, NotAvailableError
 from orchestrator.models import AttemptSpec, Cluster, ExecResult, JobRef, JobState, JobStatus
-from orchestrator.runs.launchers.slurm import safe_local_path
+from orchestrator.slurm.launcher import safe_local_path
 from orchestrator.slurm.states import NodeInfo
 
 S = JobState
@@ -75,19 +75,19 @@ class AzureMLLauncher:
                  datastore: str = DEFAULT_DATASTORE) -> None:
         self.cluster = cluster
         self._ml = ml_client
-        self.image = image or str(cluster.properties.get("image") or "") or None
+        self.image = image  # an explicit override; otherwise the attempt names its image
         self.datastore = datastore
 
     @property
     def ml(self) -> Any:
         if self._ml is None:
-            from orchestrator.clusters.providers.azureml import default_ml_client, target_from_cluster
+            from orchestrator.clusters.providers.azureml.provider import default_ml_client, target_from_cluster
             self._ml = default_ml_client(target_from_cluster(self.cluster))
         return self._ml
 
     def submit(self, attempt: AttemptSpec, recipe_dir: Path | None = None) -> JobRef:
         """Create the command job (or adopt the one a crashed azbench already created)."""
-        from orchestrator.clusters.providers.azure_errors import arm_call
+        from orchestrator.clusters.providers.azure.errors import arm_call
         name = job_name(attempt.run_id, attempt.attempt)
         ref = JobRef(cluster=self.cluster.name, job_id=name, backend=self.backend, run_dir=attempt.run_dir)
         if self._get(name) is not None:
@@ -143,7 +143,7 @@ class AzureMLLauncher:
 
     def node_states(self) -> dict[str, NodeInfo]:
         """The compute's current nodes (none while it is scaled to zero)."""
-        from orchestrator.clusters.providers.azure_errors import arm_call
+        from orchestrator.clusters.providers.azure.errors import arm_call
         compute = str(self.cluster.properties.get("compute") or self.cluster.name)
         with arm_call(f"list nodes of {compute}"):
             nodes = list(self.ml.compute.list_nodes(compute))
@@ -157,8 +157,8 @@ class AzureMLLauncher:
     # -- helpers ---------------------------------------------------------------------------
 
     def _get(self, name: str) -> Any | None:
-        from orchestrator.clusters.providers.azure_errors import arm_call
-        from orchestrator.clusters.providers.azureml import is_missing
+        from orchestrator.clusters.providers.azure.errors import arm_call
+        from orchestrator.clusters.providers.azureml.provider import is_missing
         with arm_call(f"read Azure ML job {name}"):
             try:
                 return self.ml.jobs.get(name)
@@ -185,7 +185,7 @@ class AzureMLLauncher:
         return found
 
     def _download(self, name: str, k: int, tmp: Path, root: Path) -> list[Path]:
-        from orchestrator.clusters.providers.azure_errors import arm_call
+        from orchestrator.clusters.providers.azure.errors import arm_call
         with arm_call(f"download Azure ML job {name}"):
             try:
                 self.ml.jobs.download(name, download_path=str(tmp))
@@ -213,20 +213,20 @@ class AzureMLLauncher:
 
 def build_job(attempt: AttemptSpec, recipe_dir: Path | None, cluster: Cluster, *,
               image: str | None = None, datastore: str = DEFAULT_DATASTORE) -> Any:
-    """The azure.ai.ml Command for one attempt (its REST body is golden-tested)."""
+    """The azure.ai.ml Command for one attempt (its REST body is golden-tested).
+
+    Everything recipe-specific comes in on the attempt: its image, its distribution (MPI for
+    MLPerf container recipes, torch.distributed otherwise) and its read-only data inputs."""
     from azure.ai.ml import Input, MpiDistribution, Output, PyTorchDistribution, command
     from azure.ai.ml.entities import Environment
     if recipe_dir is None or not recipe_dir.is_dir():
         raise ConfigError(f"recipe directory {recipe_dir} does not exist (Azure ML uploads it as code)")
-    recipe = _recipe(attempt.recipe)
     procs = attempt.gpus_per_node if attempt.gpus_per_node > 0 else max(attempt.tasks_per_node, 1)
-    mpi = recipe is not None and recipe.mlperf is not None
-    dist = MpiDistribution(process_count_per_instance=procs) if mpi else \
+    dist = MpiDistribution(process_count_per_instance=procs) if attempt.distribution == "mpi" else \
         PyTorchDistribution(process_count_per_instance=procs)
-    data = list(recipe.mlperf.data) if mpi and recipe is not None and recipe.mlperf else []
     base = f"azureml://datastores/{datastore}/paths"
-    inputs = {d.name: Input(type="uri_folder", mode="ro_mount",
-                            path=f"{base}/mlperf/{d.host_path('').lstrip('/')}") for d in data}
+    inputs = {d.name: Input(type="uri_folder", mode="ro_mount", path=f"{base}/mlperf/{d.path}")
+              for d in attempt.data}
     outputs = {"checkpoints": Output(type="uri_folder", mode="rw_mount",
                                      path=f"{base}/azbench/{attempt.run_id}/checkpoints"),
                "results": Output(type="uri_folder", mode="rw_mount",
@@ -234,10 +234,10 @@ def build_job(attempt: AttemptSpec, recipe_dir: Path | None, cluster: Cluster, *
     return command(
         name=job_name(attempt.run_id, attempt.attempt), display_name=f"{attempt.recipe} {attempt.run_id} "
         f"attempt {attempt.attempt}", experiment_name=EXPERIMENT, code=str(recipe_dir),
-        command=wrap_command(attempt, {d.var: d.name for d in data if d.var}),
-        environment=Environment(image=_image(recipe, cluster, image)), compute=_compute(cluster),
+        command=wrap_command(attempt, {d.var: d.name for d in attempt.data if d.var}),
+        environment=Environment(image=_image(attempt, image)), compute=_compute(cluster),
         instance_count=attempt.nodes, distribution=dist, shm_size="256g" if attempt.gpus_per_node else "8g",
-        environment_variables=job_env(attempt, recipe, cluster), inputs=inputs, outputs=outputs,
+        environment_variables=job_env(attempt), inputs=inputs, outputs=outputs,
         timeout=attempt.time_limit_min * 60,
         tags={"azbench": "1", "azbench-cluster": cluster.name, "azbench-run": attempt.run_id,
               "azbench-attempt": str(attempt.attempt)})
@@ -272,13 +272,10 @@ def wrap_command(attempt: AttemptSpec, data_vars: dict[str, str]) -> str:
         'exit "$rc"'] if line)
 
 
-def job_env(attempt: AttemptSpec, recipe: Any, cluster: Cluster) -> dict[str, str]:
-    """MLPerf config env (if any), the attempt's env, then azbench's own AZBENCH_* variables."""
-    env: dict[str, str] = {}
-    if recipe is not None and recipe.mlperf is not None:
-        from orchestrator.recipes.catalog import resolve
-        env.update(resolve(recipe, cluster.sku, attempt.nodes).env)
-    env.update(attempt.env)
+def job_env(attempt: AttemptSpec) -> dict[str, str]:
+    """The attempt's environment (an MLPerf recipe's resolved config included), then azbench's
+    own AZBENCH_* variables."""
+    env: dict[str, str] = dict(attempt.env)
     run_dir = attempt.run_dir.rstrip("/")
     env.update(AZBENCH_RUN_ID=attempt.run_id, AZBENCH_ATTEMPT=str(attempt.attempt),
                AZBENCH_RUN_DIR=run_dir, AZBENCH_ATTEMPT_DIR=f"{run_dir}/attempt-{attempt.attempt}",
@@ -317,23 +314,12 @@ def _status(ref: JobRef, job: Any) -> JobStatus:
     return JobStatus(ref=ref, state=state, native_state=native, exit_code=exit_code, reason=reason)
 
 
-def _recipe(name: str) -> Any | None:
-    from orchestrator.recipes.catalog import get_recipe
-    try:
-        return get_recipe(name)
-    except NotFoundError:
-        return None  # an ad-hoc attempt (tests, tools): plain torch.distributed defaults
-
-
-def _image(recipe: Any, cluster: Cluster, image: str | None) -> str:
-    if image:
-        return image
-    if recipe is not None and recipe.mlperf is not None:
-        from orchestrator.clusters.catalog import lookup
-        image = str(recipe.mlperf.container.for_arch(lookup(cluster.sku).cpu_arch))
-        # Recipes name images the enroot way (registry#repo:tag); Docker wants registry/repo:tag.
-        return image.replace("#", "/", 1)
-    return DEFAULT_IMAGE
+def _image(attempt: AttemptSpec, override: str | None) -> str:
+    image = override or attempt.image
+    if not image:
+        return DEFAULT_IMAGE
+    # Recipes name images the enroot way (registry#repo:tag); Docker wants registry/repo:tag.
+    return image.replace("#", "/", 1)
 
 
 def _compute(cluster: Cluster) -> str:

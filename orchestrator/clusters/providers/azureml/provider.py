@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from types import SimpleNamespace
 from typing import Any, Callable
 
-from orchestrator.clusters.providers.azure_resources import TAG_CLUSTER, TAG_OWNER
+from orchestrator.clusters.providers.azure.resources import TAG_CLUSTER, TAG_OWNER
 from orchestrator.clusters.specs import ClusterSpec
 from orchestrator.errors import ConfigError, NotFoundError, PreflightError
 from orchestrator.models import Cluster, ClusterState, Plan, PlannedResource, ScaleSetPlan
@@ -87,7 +87,7 @@ class AzureMLProvider:
 
     def up(self, spec: ClusterSpec, plan: Plan) -> Cluster:
         """Create the compute, or adopt the existing one of the same name; idempotent."""
-        from orchestrator.clusters.providers.azure_errors import arm_call
+        from orchestrator.clusters.providers.azure.errors import arm_call
         self._spec = spec
         target = target_from_spec(spec)
         ml = self.ml_client(target)
@@ -112,7 +112,7 @@ class AzureMLProvider:
 
     def down(self, cluster: Cluster) -> None:
         """Delete the compute azbench created; missing is success; an adopted one is left alone."""
-        from orchestrator.clusters.providers.azure_errors import arm_call
+        from orchestrator.clusters.providers.azure.errors import arm_call
         if cluster.properties.get("owned") is False:
             return
         ml = self.ml_client(target_from_cluster(cluster))
@@ -131,8 +131,8 @@ class AzureMLProvider:
     def preflight(self, spec: ClusterSpec, *, ml: Any = None) -> None:
         """Size offered and unrestricted in the region (Compute RP), Azure ML family and
         regional vCPU quota free for the nodes; PreflightError listing every shortfall."""
-        from orchestrator.clusters.providers.azure_errors import arm_call
-        from orchestrator.clusters.providers.azure_preflight import (
+        from orchestrator.clusters.providers.azure.errors import arm_call
+        from orchestrator.clusters.providers.azure.preflight import (
             PreflightNeed,
             _quota_problems,
             _sku_problems,
@@ -165,7 +165,7 @@ class AzureMLProvider:
             raise ConfigError(f"AmlCompute {compute.name} scales to {compute.max_instances} nodes, "
                               f"{spec.nodes} requested (azbench does not resize a compute it did not create)")
         if ours and int(compute.max_instances or 0) != spec.nodes:
-            from orchestrator.clusters.providers.azure_errors import arm_call
+            from orchestrator.clusters.providers.azure.errors import arm_call
             with arm_call(f"update AmlCompute {compute.name}"):
                 compute = self.ml_client(target).compute.begin_create_or_update(
                     build_compute(spec, self.owner)).result()
@@ -207,7 +207,7 @@ def preflight_checks(spec: ClusterSpec) -> list[str]:
 
 def check_workspace(ml: Any, target: AmlTarget) -> None:
     """NotFoundError (exit 2) naming the workspace when it does not exist."""
-    from orchestrator.clusters.providers.azure_errors import arm_call
+    from orchestrator.clusters.providers.azure.errors import arm_call
     with arm_call(f"read workspace {target.workspace}"):
         try:
             ml.workspaces.get(target.workspace)
@@ -237,7 +237,7 @@ def default_ml_client(target: AmlTarget, credential: Any = None, **kwargs: Any) 
     """An MLClient for the workspace; a non-public ARM endpoint is registered as its own cloud."""
     from azure.ai.ml import MLClient
 
-    from orchestrator.clusters.providers.azure_clients import PUBLIC_ARM, default_credential
+    from orchestrator.clusters.providers.azure.clients import PUBLIC_ARM, default_credential
     credential = credential or default_credential()
     endpoint = (target.arm_endpoint or PUBLIC_ARM).rstrip("/")
     if endpoint != PUBLIC_ARM:
@@ -253,7 +253,7 @@ def default_ml_client(target: AmlTarget, credential: Any = None, **kwargs: Any) 
 
 
 def default_arm_clients(target: AmlTarget) -> Any:
-    from orchestrator.clusters.providers.azure_clients import clients_from_config
+    from orchestrator.clusters.providers.azure.clients import clients_from_config
     return clients_from_config(subscription_id=target.subscription_id, arm_endpoint=target.arm_endpoint)
 
 
@@ -282,12 +282,12 @@ def _target(sub: str | None, group: str | None, ws: str | None, endpoint: str | 
 def is_missing(exc: BaseException) -> bool:
     """Not found: an ARM not-found code, or any 404 (Azure ML answers e.g. UserError or
     WorkspaceNotFound with 404 for a missing job or workspace)."""
-    from orchestrator.clusters.providers.azure_errors import is_not_found
+    from orchestrator.clusters.providers.azure.errors import is_not_found
     return is_not_found(exc) or getattr(exc, "status_code", None) == 404
 
 
 def _get_compute(ml: Any, name: str) -> Any | None:
-    from orchestrator.clusters.providers.azure_errors import arm_call
+    from orchestrator.clusters.providers.azure.errors import arm_call
     with arm_call(f"read AmlCompute {name}"):
         try:
             return ml.compute.get(name)

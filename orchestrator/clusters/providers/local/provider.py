@@ -24,7 +24,7 @@ from typing import Sequence
 from pydantic import BaseModel, Field
 
 from orchestrator import paths
-from orchestrator.clusters.providers import localproc as proc
+from orchestrator.clusters.providers.local import proc
 from orchestrator.errors import PreflightError, ProvisionError
 from orchestrator.models import Cluster, ClusterState, Plan, PlannedResource, ScaleSetPlan, utcnow
 from orchestrator.slurm.conf import (SlurmConfParams, SlurmNode, compress_hostlist, render_slurm_conf,

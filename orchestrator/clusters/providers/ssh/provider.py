@@ -15,7 +15,8 @@ import paramiko
 
 from orchestrator import paths
 from orchestrator.clusters import catalog
-from orchestrator.clusters.remote import Runner, SshRunner
+from orchestrator.clusters.remote import SshRunner
+from orchestrator.seams import Runner
 from orchestrator.errors import AzbenchError, ConfigError, ProvisionError
 from orchestrator.models import Cluster, ClusterState, ExecResult, Plan, ScaleSetPlan, SshTarget
 

@@ -1,0 +1,5 @@
+"""The ssh backend: adopt an existing Slurm cluster behind an SSH login with a pinned host key."""
+
+from orchestrator.clusters.providers.ssh.provider import SshProvider, pin_host_key
+
+__all__ = ["SshProvider", "pin_host_key"]
