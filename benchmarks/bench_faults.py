@@ -54,13 +54,13 @@ def node_death(cluster, store, slurmd_timeout: int) -> None:
     from orchestrator.clusters.providers.local import kill_node, restart_node
     from orchestrator.clusters.specs import RetryPolicy, RunSpec
     from orchestrator.models import JobRef
-    from orchestrator.runs.access import launcher_for, runner_for
+    from orchestrator.clusters.lifecycle import connect
     from orchestrator.runs.execute import run_sweep
     os.environ["AZBENCH_SMOKE_STEP_SLEEP"] = "0.1"
     killed: dict[str, float | str] = {}
 
     def killer() -> None:
-        launcher = launcher_for(cluster, runner_for(cluster))
+        launcher = connect(cluster).launcher
         while not killed:
             for run in store.list_runs():
                 log = Path(f"{run.run_dir}/attempt-1/train.log")

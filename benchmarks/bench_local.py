@@ -67,7 +67,6 @@ def ssh_connections(cluster, home: Path) -> None:
     from orchestrator.clusters import lifecycle
     from orchestrator.clusters.remote import SshRunner
     from orchestrator.clusters.specs import RunSpec, load_cluster_spec
-    from orchestrator.runs import access
     from orchestrator.runs.execute import run_sweep
     from orchestrator.store.database import Store
     from testsupport.sshd import prepare_sshd
@@ -75,15 +74,15 @@ def ssh_connections(cluster, home: Path) -> None:
     server = prepare_sshd(home / "sshd")
     server.start()
     opened: list[SshRunner] = []
-    real = access.runner_for
-
-    def counting(cluster):
-        runner = real(cluster)
-        opened.append(runner)
-        return runner
-    access.runner_for = counting
     import orchestrator.runs.execute as runs_module
-    runs_module.runner_for = counting
+    real = runs_module.connect
+
+    def counting(cluster):  # every Access the run opens: its shell is the SSH connection
+        access = real(cluster)
+        if isinstance(access.shell, SshRunner):
+            opened.append(access.shell)
+        return access
+    runs_module.connect = counting
     try:
         spec = load_cluster_spec(None, {"name": "viassh", "provider": "ssh", "nodes": 4, "ssh": {
             "host": server.host, "port": server.port, "user": server.user,

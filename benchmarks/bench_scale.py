@@ -62,7 +62,9 @@ def gate(cluster, n: int) -> None:
     os.environ["AZBENCH_HEALTH_SLOW_NODES"] = ",".join(slow)
     os.environ["AZBENCH_HEALTH_BAD_NODES"] = bad
     cpu0, start = time.process_time(), time.perf_counter()
-    report = fleet_gate.gate_cluster(cluster)
+    from orchestrator.clusters.lifecycle import connect
+    with connect(cluster) as access:
+        report = fleet_gate.gate_cluster(cluster, access)
     wall = time.perf_counter() - start
     expected = sorted([*slow, bad], key=fleet.natural)
     emit(f"health_gate_{n}_nodes", wall, "s", load=_load(), group_rounds=report.group_rounds,

@@ -90,6 +90,19 @@ class NotAvailableError(AzbenchError):
     kind = "not available"
 
 
+class MissingCapability(NotAvailableError):
+    """The cluster cannot do this (its provider or launcher lacks the capability). Exit 7.
+
+    The typed answer to an absent capability (seams.Capabilities), so nothing above the
+    providers probes objects or gets a silent failure."""
+
+    kind = "not available"
+
+    def __init__(self, cluster: str, backend: str, what: str, *, hint: str | None = None) -> None:
+        super().__init__(f"cluster '{cluster}' ({backend}) cannot {what}", hint=hint)
+        self.cluster, self.backend, self.what = cluster, backend, what
+
+
 class RegressionError(AzbenchError):
     """A comparison against a baseline found a regression. Exit 8."""
 

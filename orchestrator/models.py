@@ -6,6 +6,7 @@ contract between providers, launchers, the monitor and the CLI.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from enum import Enum
 from pathlib import Path
@@ -79,6 +80,8 @@ class Plan(Frozen):
     cost_is_estimate: bool = True
     preflight: list[str] = Field(default_factory=list)
     warnings: list[str] = Field(default_factory=list)
+    lifetime: str = Field("", description="how the cluster ends by itself (expiry, scale-down); "
+                          "empty when only `azbench down` ends it")
 
 
 class ClusterState(str, Enum):
@@ -142,6 +145,28 @@ _ACTIVE = {JobState.PENDING, JobState.RUNNING, JobState.COMPLETING, JobState.UNK
 
 # A run (RunRow.state) in one of these states is finished: no job of it is live any more.
 FINAL_RUN_STATES = frozenset({"succeeded", "failed", "cancelled"})
+
+
+# Node states (Slurm's sinfo %T vocabulary, which other launchers map into) that mean "do not
+# schedule benchmark work here".
+BAD_NODE_STATES = frozenset(
+    {"down", "drained", "draining", "drain", "fail", "failing", "future", "inval", "unknown",
+     "not_responding", "power_down", "powered_down", "powering_down", "reboot_issued"}
+)
+
+
+@dataclass(frozen=True)
+class NodeInfo:
+    """One node as its scheduler reports it. `state` is the base state ("down" from Slurm's "down*")."""
+
+    name: str
+    state: str
+    reason: str = ""
+    responding: bool = True
+
+    @property
+    def usable(self) -> bool:
+        return self.responding and self.state not in BAD_NODE_STATES
 
 
 class JobRef(Frozen):

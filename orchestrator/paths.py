@@ -9,9 +9,11 @@ force-include) and at the repository root in a source checkout.
 from __future__ import annotations
 
 import os
-from pathlib import Path
+import re
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
 
-from orchestrator.errors import StoreError
+from orchestrator.errors import LaunchError, StoreError
 
 _PKG = Path(__file__).resolve().parent
 
@@ -59,3 +61,92 @@ def templates_dir() -> Path:
 
 def recipes_dir() -> Path:
     return data_dir("recipes")
+
+
+# -- where a run's files live --------------------------------------------------------------------
+# The only place run and attempt paths are built: on the cluster (RunLayout, under its workdir;
+# the batch templates receive these paths) and here (local_*: what azbench fetched home).
+
+ATTEMPT_DIR = re.compile(r"^attempt-(\d+)$")
+
+
+@dataclass(frozen=True)
+class RunLayout:
+    """One run's directory on its cluster and the files in it."""
+
+    run_dir: str
+
+    @classmethod
+    def of(cls, workdir: str, run_id: str) -> RunLayout:
+        return cls(f"{workdir.rstrip('/')}/runs/{run_id}")
+
+    @property
+    def run_id(self) -> str:
+        return PurePosixPath(self.run_dir).name
+
+    @property
+    def recipe(self) -> str:
+        return f"{self.run_dir}/recipe"
+
+    @property
+    def checkpoints(self) -> str:
+        return f"{self.run_dir}/checkpoints"
+
+    def attempt_dir(self, attempt: int) -> str:
+        return f"{self.run_dir}/attempt-{attempt}"
+
+    def train_log(self, attempt: int) -> str:
+        return f"{self.attempt_dir(attempt)}/train.log"
+
+    def health_dir(self, attempt: int) -> str:
+        return f"{self.run_dir}/health/attempt-{attempt}"
+
+    def health_output(self, attempt: int, job_id: str) -> str:
+        """The gate job's output (its batch script names it: templates/health_check.sbatch.j2)."""
+        return f"{self.health_dir(attempt)}/slurm-{job_id}.out"
+
+    @property
+    def health_script(self) -> str:
+        return f"{self.run_dir}/health/health_check.py"
+
+    @staticmethod
+    def parse(path: str) -> tuple[str, int, str] | None:
+        """(run id, attempt, file name) of a path inside an attempt directory, else None."""
+        parts = PurePosixPath(path).parts
+        for i, part in enumerate(parts[1:-1], start=1):
+            match = ATTEMPT_DIR.match(part)
+            if match:
+                return parts[i - 1], int(match.group(1)), "/".join(parts[i + 1:])
+        return None
+
+
+def local_attempt_dir(run_id: str, attempt: int) -> Path:
+    return run_dir(run_id) / f"attempt-{attempt}"
+
+
+def local_train_log(run_id: str, attempt: int) -> Path:
+    return local_attempt_dir(run_id, attempt) / "train.log"
+
+
+def safe_local_path(root: Path, name: str) -> Path:
+    """root/name, or LaunchError when `name` could land outside root (absolute, .., symlinks)."""
+    parts = name.split("/")  # split by hand: PurePosixPath would quietly fold "a/./b" and "a//b"
+    bad = (
+        len(parts) < 2
+        or not ATTEMPT_DIR.fullmatch(parts[0])
+        or any(part in ("..", ".", "") for part in parts)
+        or any(ord(ch) < 32 or ch == "\\" for ch in name)
+    )
+    if bad:
+        raise LaunchError(f"refusing remote log name {name!r}: not a plain path under attempt-N/")
+    local = root.joinpath(*parts)
+    # A symlink already inside dest (dest/attempt-1 -> /etc) would carry the copy outside.
+    if not local.resolve().is_relative_to(root):
+        raise LaunchError(f"refusing remote log name {name!r}: it resolves outside {root}")
+    return local
+
+
+def job_name(run_id: str, attempt: int) -> str:
+    """The scheduler job name of an attempt: unique per cluster or workspace, so a crashed
+    azbench finds (and adopts) what it submitted."""
+    return f"azbench-{run_id}-a{attempt}"

@@ -407,10 +407,13 @@ def test_the_monitor_retries_a_not_responding_job_and_not_a_failed_one():
 
 
 def test_access_gives_azureml_clusters_the_azureml_launcher_and_no_shell():
-    from orchestrator.runs.access import launcher_for, runner_for
-    runner = runner_for(cluster())
-    assert isinstance(runner, L.NullRunner) and runner.run("tail x || true").stdout == ""
-    assert isinstance(launcher_for(cluster(), runner), L.AzureMLLauncher)
+    from orchestrator.clusters.lifecycle import connect
+    from orchestrator.errors import MissingCapability
+    access = connect(cluster())
+    assert access.shell is None and not access.caps.shell and not access.caps.health_gate
+    assert isinstance(access.launcher, L.AzureMLLauncher)
+    with pytest.raises(MissingCapability, match="cannot drain nodes"):  # typed, never a silent 127
+        access.launcher.drain({"n1": "slow"})
 
 
 # -- CLI ---------------------------------------------------------------------------------------

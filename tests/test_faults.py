@@ -62,12 +62,12 @@ def job_nodes(store: Store, run_id: str, attempt: int) -> list[str]:
 def test_node_killed_after_checkpoint_resumes_elsewhere(fault_cluster, store, monkeypatch):
     from orchestrator.clusters.providers.local import kill_node, restart_node
     from orchestrator.models import JobRef
-    from orchestrator.runs.access import launcher_for, runner_for
+    from orchestrator.clusters.lifecycle import connect
     monkeypatch.setenv("AZBENCH_SMOKE_STEP_SLEEP", "0.1")  # 20-step checkpoints ~5 s apart
     victim: list[str] = []
 
     def kill_after_checkpoint() -> None:
-        launcher = launcher_for(fault_cluster, runner_for(fault_cluster))
+        launcher = connect(fault_cluster).launcher
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline and not victim:
             for run in store.list_runs():
@@ -209,8 +209,8 @@ def test_sshd_restart_mid_watch_reconnects(fault_cluster, store, sshd, monkeypat
                 "env": {"SLURM_CONF": fault_cluster.env["SLURM_CONF"], "AZBENCH_PYTHON": sys.executable}}})
     lifecycle.up(spec, store)
     opened = []
-    real = runs_module.runner_for
-    monkeypatch.setattr(runs_module, "runner_for", lambda c: opened.append(real(c)) or opened[-1])
+    real = runs_module.connect
+    monkeypatch.setattr(runs_module, "connect", lambda c: (access := real(c), opened.append(access.shell))[0])
     monkeypatch.setenv("AZBENCH_SMOKE_STEP_SLEEP", "0.05")
     restarted = threading.Event()
 

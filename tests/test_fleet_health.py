@@ -185,22 +185,24 @@ def test_report_names_the_slowest_node_and_its_spread():
 
 
 def test_nccl_round_runs_every_group_in_parallel_and_parses_bus_bandwidth():
-    from types import SimpleNamespace
-
     from orchestrator.runs.fleet import parse_nccl_round
-    from orchestrator.runs.fleet_gate import nccl_round_command
-    cluster = SimpleNamespace(env={"SLURM_CONF": "/etc/slurm/slurm.conf"}, partition="gpu")
+    from orchestrator.runs.fleet_gate import NCCL_ARGS, NCCL_TESTS
+    from orchestrator.slurm import commands
+    from orchestrator.slurm.conf import compress_hostlist
     opts = GateOptions(link_gbps=450.0, gpus_per_node=8)
     tests = [GroupTest(("gpu1", "gpu2", "gpu3")), GroupTest(("gpu9",), partner="gpu1")]
-    text = nccl_round_command(tests, cluster, opts)
+    text = commands.group_steps([compress_hostlist(list(t.nodes)) for t in tests], [len(t.nodes) for t in tests],
+                                [NCCL_TESTS, *NCCL_ARGS], partition="gpu", gpus_per_node=8,
+                                timeout_s=opts.round_timeout_s, job_name="azbench-nccl")
     sruns = [ln for ln in text.splitlines() if ln.startswith("srun ")]
     assert len(sruns) == 2 and all(ln.endswith("&") for ln in sruns) and "\nwait\n" in text
     assert "--nodelist='gpu[1-3]'" in sruns[0] and "--nodelist='gpu[1,9]'" in sruns[1]
     assert "--ntasks-per-node=8 --gpus-per-node=8" in sruns[0] and "all_reduce_perf -b 1G" in sruns[0]
-    out = parse_nccl_round("AZBENCH_GROUP 0 392.5\nAZBENCH_GROUP 1 \n", 2, opts)
+    out = parse_nccl_round(["#  Avg bus bandwidth    : 392.5 \n", ""], opts)
     assert out[0].ok and out[0].value == 392.5 and out[0].threshold == pytest.approx(337.5)
     assert not out[1].ok and out[1].value is None and "failed" in out[1].detail
-    assert not parse_nccl_round("AZBENCH_GROUP 0 120.0\n", 1, opts)[0].ok
+    assert not parse_nccl_round(["# Avg bus bandwidth : 120.0\n"], opts)[0].ok
+    assert commands.split_groups("AZBENCH_GROUP 0\na\nAZBENCH_GROUP 1\nb\nc\n", 2) == ["a\n", "b\nc\n"]
 
 
 def test_with_nccl_the_search_uses_the_measured_group_bandwidth():

@@ -147,7 +147,7 @@ def test_preempt_notice_checkpoints_and_the_run_resumes_elsewhere(spot_cluster, 
                                                                   tmp_path, monkeypatch):
     from orchestrator.clusters.providers.local import kill_node
     from orchestrator.models import JobRef
-    from orchestrator.runs.access import launcher_for, runner_for
+    from orchestrator.clusters.lifecycle import connect
     monkeypatch.setenv("AZBENCH_SMOKE_STEP_SLEEP", "0.1")
     noticed: dict[str, object] = {}
 
@@ -155,7 +155,7 @@ def test_preempt_notice_checkpoints_and_the_run_resumes_elsewhere(spot_cluster, 
         kill_node(spot_cluster, str(noticed["node"]))
 
     def preempt_mid_run() -> None:
-        launcher = launcher_for(spot_cluster, runner_for(spot_cluster))
+        launcher = connect(spot_cluster).launcher
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:
             for run in store.list_runs():

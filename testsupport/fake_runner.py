@@ -23,7 +23,7 @@ _EXPORTS = re.compile(r"""^(?:export [A-Za-z_][A-Za-z0-9_]*=(?:'[^']*'|"[^"]*"|[
 
 @dataclass
 class Call:
-    """One call made on the runner: kind is "run", "put" or "get"."""
+    """One call made on the runner: kind is "run", "put", "get" or "read"."""
 
     kind: str
     cmd: str = ""
@@ -69,7 +69,7 @@ class FakeRunner:
                                                                    stderr=stderr), times)
 
     def fail_next(self, n: int = 1, message: str = "fake: host unreachable",
-                  kinds: Sequence[str] = ("run", "put", "get")) -> None:
+                  kinds: Sequence[str] = ("run", "put", "get", "read")) -> None:
         """The next `n` calls of the given kinds raise RemoteError(message)."""
         self._failures.append((n, RemoteError(message), frozenset(kinds)))
 
@@ -105,6 +105,13 @@ class FakeRunner:
         if remote not in self.files:
             raise RemoteError(f"fake: no such remote file {remote}")
         local.write_bytes(self.files[remote])
+
+    def read(self, remote: str, offset: int = 0, limit: int | None = None) -> bytes:
+        self.calls.append(Call("read", remote=remote))
+        self._maybe_fail("read")
+        data = self.files.get(remote, b"")
+        start = max(len(data) + offset, 0) if offset < 0 else offset
+        return data[start:] if limit is None else data[start:start + limit]
 
     def close(self) -> None:
         self.closed = True

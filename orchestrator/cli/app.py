@@ -160,12 +160,11 @@ def status(name: Optional[str] = typer.Argument(None, help="Cluster name (defaul
            as_json: bool = JsonOpt) -> None:
     """Clusters (with live node states and cost so far when one is named) and their runs."""
     from orchestrator.clusters import lifecycle
-    from orchestrator.runs.access import node_views
     with open_store() as store:
         clusters = [lifecycle.require_cluster(name, store, live=False)] if name else \
             [r.cluster for r in store.list_clusters(include_terminated=True)]
         runs = store.list_runs(cluster=name) if name else store.list_runs()
-    nodes = node_views(clusters[0]) if name else []
+    nodes = lifecycle.node_views(clusters[0]) if name else []
     costs = {c.name: lifecycle.cost_so_far(c) if c.state.value == "ready" else None for c in clusters}
     left = {c.name: lifecycle.time_left(c) for c in clusters}
     if as_json:

@@ -26,16 +26,17 @@ def health(
     Exits 9 when any node was flagged (drained, or a fabric-wide fault)."""
     from orchestrator.clusters import lifecycle
     from orchestrator.runs import fleet_gate
-    from orchestrator.runs.access import runner_for
     with open_store() as store:
         cluster = lifecycle.require_cluster(name, store)
-    if undrain:
-        fleet_gate.undrain(runner_for(cluster), cluster.env, undrain)
-        if as_json:
-            return emit_json({"undrained": undrain})
-        sys.stdout.write(f"{undrain} returned to service\n")
-        return
-    report = fleet_gate.gate_cluster(cluster, only=nodes, tolerance=tolerance, drain_bad=not no_drain)
+    with lifecycle.connect(cluster) as access:
+        if undrain:
+            fleet_gate.undrain(cluster, access, undrain)
+            if as_json:
+                return emit_json({"undrained": undrain})
+            sys.stdout.write(f"{undrain} returned to service\n")
+            return
+        report = fleet_gate.gate_cluster(cluster, access, only=nodes, tolerance=tolerance,
+                                         drain_bad=not no_drain)
     if as_json:
         emit_json({**report.__dict__, "verdicts": [v.__dict__ for v in report.verdicts],
                    "bad_nodes": report.bad_nodes})

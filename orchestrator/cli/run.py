@@ -183,7 +183,9 @@ def logs(run_id: str = typer.Argument(..., help="Run id (see azbench status)."),
          attempt: Optional[int] = typer.Option(None, "--attempt", help="Attempt number (default: the last).")) -> None:
     """Print a run's training log (fetched copy, or live from the cluster while it runs)."""
     from orchestrator.runs.logview import stream_log
+
+    def show(text: str) -> None:
+        sys.stdout.write(text)
+        sys.stdout.flush()
     with open_store() as store:
-        for chunk in stream_log(store, run_id, attempt=attempt, follow=follow):
-            sys.stdout.write(chunk)
-            sys.stdout.flush()
+        stream_log(store, run_id, show, attempt=attempt, follow=follow)

@@ -6,6 +6,7 @@ Every state change is written to the store before the action it describes.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Any, Callable
@@ -18,6 +19,7 @@ from orchestrator.models import Cluster, ClusterState, Plan, parse_utc
 
 if TYPE_CHECKING:
     from orchestrator.clusters.providers.base import Provider
+    from orchestrator.seams import Access, Capabilities
     from orchestrator.store.database import Store
 
 
@@ -80,6 +82,48 @@ def down(name: str, store: Store, on_progress: Callable[[Any], None] | None = No
     return cluster.model_copy(update={"state": ClusterState.TERMINATED})
 
 
+def connect(cluster: Cluster) -> Access:
+    """The cluster's launcher, shell and capabilities (close the Access when done)."""
+    return get_provider(cluster.provider).connect(cluster)
+
+
+def capabilities(cluster: Cluster) -> Capabilities:
+    """What the cluster can do, without connecting to it."""
+    return get_provider(cluster.provider).caps
+
+
+def restore_capacity(cluster: Cluster, nodes: Sequence[str] = ()) -> list[str]:
+    """After an eviction: the provider brings the cluster's nodes back (MissingCapability where
+    it cannot); the host names now in the cluster."""
+    return get_provider(cluster.provider).restore_capacity(cluster, nodes)
+
+
+@dataclass(frozen=True)
+class NodeView:
+    """One node for `azbench status`: its name, state and a detail (reason or scale set)."""
+
+    name: str
+    state: str
+    detail: str = ""
+
+
+def node_views(cluster: Cluster) -> list[NodeView]:
+    """Live node states: the scheduler's view where azbench can reach it, else the cloud's."""
+    if cluster.state != ClusterState.READY:
+        return []
+    provider = get_provider(cluster.provider)
+    try:
+        access = provider.connect(cluster)
+    except AzbenchError:
+        if not provider.caps.live_node_states:
+            return []
+        return [NodeView(n["name"], n["state"], n["scale_set"]) for n in provider.node_states(cluster)]
+    with access:
+        infos = access.launcher.node_states()
+    return [NodeView(i.name, i.state + ("" if i.responding else "*"),
+                     "" if i.reason.lower() == "none" else i.reason) for i in infos.values()]
+
+
 def require_cluster(name: str | None, store: Store, *, live: bool = True) -> Cluster:
     """The named cluster, or the only live one when no name is given."""
     if name is None:
@@ -126,16 +170,15 @@ def extend(name: str, hours: float, store: Store, now: datetime | None = None) -
         raise ConfigError(f"--hours: must be positive, got {hours:g}")
     cluster = require_cluster(name, store)
     provider = get_provider(cluster.provider)
-    move = getattr(provider, "extend", None)
     deadline = expires_at(cluster)
-    if move is None or deadline is None:
+    if not provider.caps.expires or deadline is None:
         raise ConfigError(f"cluster '{name}' ({cluster.provider}) has no expiry to extend",
-                          hint="only azure clusters expire")
+                          hint="only clusters that delete themselves (azure) expire")
     now = now or datetime.now(timezone.utc)
     new = max(deadline, now) + timedelta(hours=hours)
     store.add_event(EventRow(kind="extend", cluster=name, message=f"expiry {deadline:%Y-%m-%dT%H:%M:%SZ} -> "
                                                                   f"{new:%Y-%m-%dT%H:%M:%SZ}"))
-    move(cluster, new)
+    provider.extend(cluster, new)
     props = {**cluster.properties, "expires": new.strftime("%Y-%m-%dT%H:%M:%SZ")}
     updated = cluster.model_copy(update={"properties": props})
     store.save_cluster(updated)

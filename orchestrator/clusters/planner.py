@@ -33,8 +33,19 @@ def plan_azure(spec: ClusterSpec) -> Plan:
         cluster=spec.name, provider=spec.provider, sku=sku.name, region=spec.region,
         nodes=spec.nodes, gpus_per_node=sku.gpus_per_vm, total_gpus=spec.nodes * sku.gpus_per_vm,
         scale_sets=sets, resources=resources, cost_per_hour_usd=_cost(spec, sku, warnings),
-        preflight=preflight_checks(spec, sku), warnings=warnings,
+        preflight=preflight_checks(spec, sku), warnings=warnings, lifetime=azure_lifetime(spec),
     )
+
+
+def azure_lifetime(spec: ClusterSpec) -> str:
+    """How an Azure cluster ends by itself: its expiry, and the idle rule when one is set."""
+    a = spec.azure
+    text = f"expires after {a.expires_hours:g} h"
+    if a.idle_minutes:
+        text += f" or {a.idle_minutes} min without a Slurm job"
+    if not a.self_expiry:
+        text += " (azure.self_expiry off: only `azbench sweep` enforces it)"
+    return text
 
 
 def scale_set_layout(spec: ClusterSpec, sku: GpuSku) -> tuple[list[ScaleSetPlan], list[str]]:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import logging
 import os
-import re
 import shlex
 import shutil
 import signal
@@ -18,27 +17,16 @@ import subprocess
 import threading
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 from orchestrator.errors import RemoteError
 from orchestrator.models import ExecResult, SshTarget
+from orchestrator.seams import command_line
 
 if TYPE_CHECKING:  # paramiko and tenacity load on first SSH use: `azbench --help` stays fast
     import paramiko
 
 log = logging.getLogger(__name__)
-_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-
-
-def command_line(cmd: str | Sequence[str], env: dict[str, str] | None = None) -> str:
-    """The shell text for `cmd` with every env value exported first, each value shlex-quoted."""
-    text = cmd if isinstance(cmd, str) else shlex.join(cmd)
-    exports = []
-    for key, value in (env or {}).items():
-        if not _ENV_NAME.match(key):
-            raise RemoteError(f"environment variable name {key!r} is not a valid shell name")
-        exports.append(f"export {key}={shlex.quote(value)}; ")
-    return "".join(exports) + text
 
 
 class LocalRunner:
@@ -69,6 +57,15 @@ class LocalRunner:
 
     def get(self, remote: str, local: Path) -> None:
         _copy(Path(remote), Path(local))
+
+    def read(self, remote: str, offset: int = 0, limit: int | None = None) -> bytes:
+        try:
+            with open(remote, "rb") as handle:
+                return _read_range(handle, os.fstat(handle.fileno()).st_size, offset, limit)
+        except FileNotFoundError:
+            return b""
+        except OSError as exc:
+            raise RemoteError(f"cannot read {remote}: {_reason(exc)}") from None
 
     def close(self) -> None:
         return None
@@ -136,6 +133,16 @@ class SshRunner:
                 sftp.get(remote, str(local))
         except _net_errors() as exc:
             raise RemoteError(f"{self.url}: download of {remote} failed: {_reason(exc)}") from None
+
+    def read(self, remote: str, offset: int = 0, limit: int | None = None) -> bytes:
+        sftp = self._sftp_client()
+        try:
+            with sftp.open(remote, "rb") as handle:
+                return _read_range(handle, handle.stat().st_size or 0, offset, limit)
+        except FileNotFoundError:
+            return b""
+        except _net_errors() as exc:
+            raise RemoteError(f"{self.url}: reading {remote} failed: {_reason(exc)}") from None
 
     def close(self) -> None:
         with self._lock:
@@ -318,6 +325,15 @@ def _collect(chan: paramiko.Channel, timeout: float, timeout_message: str) -> Ex
         raise EOFError("the transport closed before the command reported its exit status")
     return ExecResult(exit_code=chan.recv_exit_status(), stdout=b"".join(out).decode(errors="replace"),
                       stderr=b"".join(err).decode(errors="replace"))
+
+
+def _read_range(handle: Any, size: int, offset: int, limit: int | None) -> bytes:
+    """Bytes [offset, offset + limit) of an open file of `size` bytes; a negative offset counts
+    from the end. Reads only that range, however large the file."""
+    start = max(size + offset, 0) if offset < 0 else min(offset, size)
+    count = size - start if limit is None else max(min(limit, size - start), 0)
+    handle.seek(start)
+    return handle.read(count) if count else b""
 
 
 def _sftp_mkdirs(sftp: paramiko.SFTPClient, path: str) -> None:

@@ -6,13 +6,12 @@ SSH-reached clusters (azure, ssh): the system OpenSSH client, trusting only the 
 UserKnownHostsFile=that file, no global known_hosts, the cluster's key only, BatchMode (no
 prompts). `check_head` first connects once through paramiko with the same pin, so a wrong host
 key, a refused key or an unreachable head is one clear RemoteError before OpenSSH starts.
-A command is shell text run by the head's login shell, as with ssh (`azbench ssh c -- squeue -u me`),
+A command is shell text run by the head's login shell, as with ssh (`azbench ssh c -- hostname`),
 after the cluster's environment (e.g. SLURM_CONF) is exported.
 
 Local clusters have no sshd: their "head" is this machine, where slurmctld runs. The command (or
 an interactive $SHELL) runs here through bash, with the cluster's environment exported and the
-cluster's workdir as the current directory, so `sinfo`, `squeue` and `sbatch` talk to that
-cluster.
+cluster's workdir as the current directory, so Slurm's commands talk to that cluster.
 """
 
 from __future__ import annotations
@@ -25,7 +24,8 @@ from pathlib import Path
 
 from orchestrator import paths
 from orchestrator.clusters.remote import command_line
-from orchestrator.errors import NotAvailableError, RemoteError
+from orchestrator.clusters.lifecycle import capabilities
+from orchestrator.errors import MissingCapability, NotAvailableError, RemoteError
 from orchestrator.models import Cluster, SshTarget
 
 KNOWN_HOSTS = "ssh_known_hosts"
@@ -45,10 +45,10 @@ def head_command(cluster: Cluster, command: list[str]) -> HeadCommand:
     """The command line for `azbench ssh NAME [-- COMMAND]` (an interactive shell without one)."""
     if cluster.ssh is not None:
         return _ssh_command(cluster, cluster.ssh, command)
-    if cluster.provider in ("local", "fake"):
+    if capabilities(cluster).head_here:
         return _local_command(cluster, command)
-    raise NotAvailableError(f"cluster '{cluster.name}' ({cluster.provider}) has no head node to log in to",
-                            hint="Azure ML clusters run jobs through the Azure ML API; see azbench logs")
+    raise MissingCapability(cluster.name, cluster.provider, "open a shell: it has no head node to log in to",
+                            hint="its jobs run through its provider's API; see azbench logs")
 
 
 def check_head(cluster: Cluster, connect_timeout: float = 15.0) -> None:

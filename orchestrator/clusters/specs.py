@@ -21,12 +21,11 @@ from pydantic import (
     model_validator,
 )
 
-from orchestrator.clusters import catalog
+from orchestrator.clusters import catalog, providers
 from orchestrator.clusters.regions import check_region
 from orchestrator.errors import ConfigError
 from orchestrator.yamlio import load_yaml, validation_error_to_config_error
 
-ProviderName = Literal["local", "ssh", "azure", "azureml", "fake"]
 RDMA_RESERVED = ipaddress.ip_network("172.16.0.0/16")
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|m|h|d)?\s*$")
 
@@ -135,7 +134,7 @@ class AzureMLOptions(Strict):
 
 class ClusterSpec(Strict):
     name: str = Field(pattern=r"^[a-z][a-z0-9-]{0,38}$")
-    provider: ProviderName = "local"
+    provider: str = "local"
     sku: str | None = None
     nodes: StrictInt = Field(gt=0, le=100_000)
     region: str | None = None
@@ -155,18 +154,17 @@ class ClusterSpec(Strict):
     def _region(cls, value: str | None) -> str | None:
         return None if value is None else check_region(value)
 
+    @field_validator("provider")
+    @classmethod
+    def _provider(cls, value: str) -> str:
+        if value not in providers.PROVIDERS:
+            raise ValueError(f"unknown provider '{value}' (choose from {', '.join(providers.PROVIDERS)})")
+        return value
+
     @model_validator(mode="after")
     def _provider_rules(self) -> ClusterSpec:
-        if self.sku is None:
-            if self.provider not in ("local", "ssh"):
-                raise ValueError(f"sku is required for provider '{self.provider}' (see azbench catalog)")
-            object.__setattr__(self, "sku", "Local_CPU")
-        if self.provider == "local" and self.sku != "Local_CPU":
-            raise ValueError("the local provider emulates CPU nodes: use sku 'local'")
-        if self.provider in ("azure", "azureml") and self.region is None:
-            raise ValueError(f"region is required for provider '{self.provider}'")
-        if self.provider == "ssh" and self.ssh is None:
-            raise ValueError("provider 'ssh' needs an 'ssh:' section (host, user, key_path, workdir)")
+        sku = providers.check_spec(self.provider, self.sku, self.region, {"ssh": self.ssh})
+        object.__setattr__(self, "sku", sku)
         return self
 
     @property

@@ -10,12 +10,10 @@ from orchestrator.clusters.specs import ClusterSpec
 from orchestrator.errors import ConfigError
 from orchestrator.models import Plan
 
-SPENDING_PROVIDERS = frozenset({"azure", "azureml"})
-
-
 def spends_money(provider: str) -> bool:
     """True for providers whose `up` starts billing (the ones `up` asks about)."""
-    return provider in SPENDING_PROVIDERS
+    from orchestrator.clusters.providers import capabilities
+    return capabilities(provider).spends_money
 
 
 def cost_cap(spec: ClusterSpec, flag: float | None = None) -> float | None:
@@ -43,16 +41,4 @@ def plan_summary(plan: Plan, spec: ClusterSpec) -> str:
             else "unknown cost per hour")
     where = f" in {plan.region}" if plan.region else ""
     return (f"cluster '{plan.cluster}' ({plan.provider}{where}): {plan.nodes:,} x {plan.sku} = "
-            f"{plan.total_gpus:,} GPUs, {cost}, {_ends(spec)}")
-
-
-def _ends(spec: ClusterSpec) -> str:
-    if spec.provider == "azureml":
-        return f"scales to {spec.azureml.min_instances} nodes after {spec.azureml.idle_seconds} s idle"
-    a = spec.azure
-    text = f"expires after {a.expires_hours:g} h"
-    if a.idle_minutes:
-        text += f" or {a.idle_minutes} min without a Slurm job"
-    if not a.self_expiry:
-        text += " (azure.self_expiry off: only `azbench sweep` enforces it)"
-    return text
+            f"{plan.total_gpus:,} GPUs, {cost}, {plan.lifetime or 'runs until `azbench down`'}")

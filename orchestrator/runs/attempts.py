@@ -7,8 +7,6 @@ Every state change is written to the store before the action it describes.
 from __future__ import annotations
 
 import dataclasses
-import re
-import shlex
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,14 +25,15 @@ from orchestrator.models import (
     JobStatus,
     utcnow,
 )
+from orchestrator.paths import RunLayout, job_name, local_attempt_dir, local_train_log
 from orchestrator.recipes.catalog import Recipe, render_command
-from orchestrator.runs.access import recipe_python
 from orchestrator.runs.failures import Failure, FailureClass, Observation, classify, preempted_nodes
 from orchestrator.runs.monitor import (
     Action,
     JobLost,
     LogPoller,
     Progress,
+    no_progress,
     progress_reader,
     watch,
 )
@@ -42,11 +41,9 @@ from orchestrator.store.database import Store
 from orchestrator.store.schema import AttemptRow, EventRow, RunRow
 
 if TYPE_CHECKING:
-    from orchestrator.seams import Runner
-    from orchestrator.seams import Launcher
+    from orchestrator.seams import Access, Launcher
 
 FINAL = FINAL_RUN_STATES
-_CKPT = re.compile(r"^(?!\.).*?(\d+)\D*$")
 
 
 @dataclass(frozen=True)
@@ -74,18 +71,22 @@ class RunEvent:
 
 @dataclass
 class AttemptContext:
-    """What every step of one attempt needs: spec, recipe, cluster, store, launcher, runner."""
+    """What every step of one attempt needs: spec, recipe, cluster, store, and the cluster's
+    Access (its launcher and capabilities)."""
 
     spec: RunSpec
     recipe: Recipe
     cluster: Cluster
     store: Store
-    launcher: Launcher
-    runner: Runner
+    access: Access
     on_progress: Callable[[Progress], None] | None
     on_event: Callable[[RunEvent], None] | None
     poll: float
     sleep: Callable[[float], None] = time.sleep
+
+    @property
+    def launcher(self) -> Launcher:
+        return self.access.launcher
 
     def event(self, run: RunRow, kind: str, message: str, **data: object) -> None:
         self.store.add_event(EventRow(kind=kind, cluster=run.cluster, run_id=run.id,
@@ -102,21 +103,14 @@ def cluster_gpus_per_node(cluster: Cluster) -> int:
 # -- one sweep, one run --------------------------------------------------------------------
 
 
-def newest_checkpoint_step(runner, run_dir: str) -> int | None:
-    """The highest step number among complete (non-hidden) files in <run_dir>/checkpoints."""
-    out = runner.run(f"ls -1 {shlex.quote(run_dir + '/checkpoints')} 2>/dev/null || true", timeout=60)
-    steps = [int(m.group(1)) for name in out.stdout.split() if (m := _CKPT.match(name))
-             and not name.endswith((".tmp", ".partial"))]
-    return max(steps) if steps else None
-
-
 def attempt_spec(row: RunRow, spec: RunSpec, recipe: Recipe, cluster: Cluster, attempt: int,
-                 resume: bool, exclude: list[str]) -> AttemptSpec:
-    run_dir = row.run_dir or f"{cluster.workdir}/runs/{row.id}"
+                 resume: bool, exclude: list[str], python: str = "python3") -> AttemptSpec:
+    """One attempt as the launcher submits it; `python` runs plain recipes on the nodes."""
+    run_dir = row.run_dir or RunLayout.of(cluster.workdir, row.id).run_dir
     if recipe.mlperf is not None:
         return _mlperf_attempt(row, recipe, cluster, attempt, exclude, run_dir)
     command = render_command(recipe, run_dir=run_dir, nodes=row.nodes, params=spec.params,
-                             python=recipe_python(cluster))
+                             python=python)
     return AttemptSpec(run_id=row.id, attempt=attempt, recipe=recipe.name, nodes=row.nodes,
                        run_dir=run_dir, command=command, env=dict(recipe.launch.env),
                        exclude=exclude, resume=resume,
@@ -153,7 +147,7 @@ def container_fields(recipe: Recipe, sku: str, nodes: int) -> dict[str, Any]:
 
 
 def local_log(run_id: str, attempt: int) -> Path:
-    return paths.run_dir(run_id) / f"attempt-{attempt}" / "train.log"
+    return local_train_log(run_id, attempt)
 
 
 
@@ -163,12 +157,12 @@ def local_log(run_id: str, attempt: int) -> Path:
 def start_attempt(ctx: AttemptContext, row: RunRow, cur: AttemptRow) -> AttemptRow:
     """Gate, then sbatch pinned to the healthy nodes; a job already submitted is adopted."""
     store, n = ctx.store, cur.attempt
-    if cur.state == "submitting":  # crashed between the store write and sbatch's answer?
-        job_id = _job_by_name(ctx, row, n)
-        if job_id:
-            return _submitted(ctx, row, n, job_id)
+    if cur.state == "submitting":  # crashed between the store write and the scheduler's answer?
+        found = ctx.launcher.find(job_name(row.id, n))
+        if found is not None:
+            return _submitted(ctx, row, n, found.job_id)
     excluded, pin = list(cur.excluded_nodes), list(cur.excluded_nodes)
-    if ctx.spec.health.enabled and ctx.launcher.shell_access:
+    if ctx.spec.health.enabled and ctx.access.caps.health_gate:
         gated = _gate(ctx, row, cur)
         if isinstance(gated, AttemptRow):
             return gated
@@ -177,7 +171,7 @@ def start_attempt(ctx: AttemptContext, row: RunRow, cur: AttemptRow) -> AttemptR
         store.update_attempt(row.id, n, state="submitting", excluded_nodes=excluded)
         store.update_run(row.id, state="submitting")
     resume = n > 1 and ctx.spec.retry.resume == "checkpoint"
-    aspec = attempt_spec(row, ctx.spec, ctx.recipe, ctx.cluster, n, resume, pin)
+    aspec = attempt_spec(row, ctx.spec, ctx.recipe, ctx.cluster, n, resume, pin, ctx.access.python)
     try:
         ref = ctx.launcher.submit(aspec, recipe_dir=ctx.recipe.code_path)
     except AzbenchError as exc:
@@ -188,10 +182,11 @@ def start_attempt(ctx: AttemptContext, row: RunRow, cur: AttemptRow) -> AttemptR
 def finish_attempt(ctx: AttemptContext, row: RunRow, cur: AttemptRow) -> tuple[Failure | None, RunOutcome | None]:
     """Watch the attempt's job to its end and classify it: (failure, None) or (None, outcome)."""
     n, run_dir = cur.attempt, row.run_dir or ""
-    ref = JobRef(cluster=ctx.cluster.name, job_id=cur.job_id or "", run_dir=run_dir)
-    log = f"{run_dir}/attempt-{n}/train.log"
+    ref = JobRef(cluster=ctx.cluster.name, job_id=cur.job_id or "", run_dir=run_dir,
+                 backend=ctx.launcher.backend)
+    log = RunLayout(run_dir).train_log(n)
     status, intent = _watch_attempt(ctx, row, cur, ref, log)
-    text = _fetch_attempt_log(ctx, row, n, log)
+    text = _fetch_attempt_log(ctx, row, n, ref)
     result = None
     if status.state == JobState.COMPLETED and status.exit_code in (0, None):
         result = _result(ctx, row, n)
@@ -242,8 +237,8 @@ def final_failure(ctx: AttemptContext, row: RunRow, last: AttemptRow, failure: F
 
 
 def _hang_timeout(ctx: AttemptContext) -> float:
-    """Hangs are judged from the MLLOG tail, which only a login runner can read."""
-    if not ctx.launcher.shell_access:
+    """Hangs are judged from the MLLOG tail, which only a launcher with live logs can read."""
+    if not ctx.access.caps.live_logs:
         return float("inf")
     return ctx.spec.retry.hang_timeout
 
@@ -257,8 +252,8 @@ def _gate(ctx: AttemptContext, row: RunRow, cur: AttemptRow) -> tuple[list[str],
     infos = ctx.launcher.node_states()
     chosen = choose_nodes(infos, cur.excluded_nodes, row.nodes)
     drained = _fleet_gate(ctx, row, n, chosen)
-    gate = run_gate(ctx.launcher, ctx.runner, ctx.cluster, run_id=row.id, attempt=n,
-                    run_dir=row.run_dir or "", python=recipe_python(ctx.cluster),
+    gate = run_gate(ctx.launcher, ctx.cluster, run_id=row.id, attempt=n,
+                    run_dir=row.run_dir or "", python=ctx.access.python,
                     nodes=[c for c in chosen if c not in drained],
                     policy=ctx.spec.health, poll_interval=min(ctx.poll, 0.5))
     excluded = sorted(set(cur.excluded_nodes) | set(gate.failed) | set(drained))
@@ -279,7 +274,7 @@ def _fleet_gate(ctx: AttemptContext, row: RunRow, n: int, nodes: list[str]) -> l
     """`azbench health`'s checks on the chosen nodes (probe, group collectives, stragglers):
     the nodes it drained, which this attempt and every later run then avoid."""
     from orchestrator.runs.fleet_gate import gate_nodes
-    report = gate_nodes(ctx.runner, ctx.cluster, nodes, with_ahc=False)
+    report = gate_nodes(ctx.access, ctx.cluster, nodes, with_ahc=False)
     if report.verdicts or report.fabric:
         ctx.event(row, "health_fleet", f"attempt {n}: " + (report.fabric or "drained " + "; ".join(
             f"{v.node}: {v.reason}" for v in report.verdicts)), drained=report.drained)
@@ -302,7 +297,9 @@ def _watch_attempt(ctx: AttemptContext, row: RunRow, cur: AttemptRow, ref: JobRe
         first = ctx.store.list_attempts(row.id)[0].started_at or started
         left = ctx.spec.retry.max_duration - (utcnow() - first).total_seconds()
         try:
-            status, action = watch(ref, LogPoller(ctx.launcher, ctx.runner, log), progress_reader(ctx.runner, log),
+            live = ctx.access.caps.live_logs
+            status, action = watch(ref, LogPoller(ctx.launcher, log, live),
+                                   progress_reader(ctx.launcher, log) if live else no_progress,
                                    run_id=row.id, attempt=cur.attempt, nodes=row.nodes,
                                    hang_timeout=_hang_timeout(ctx), deadline_s=max(left, 0),
                                    interval=ctx.poll, on_progress=ctx.on_progress)
@@ -337,24 +334,26 @@ def _record_failure(ctx: AttemptContext, row: RunRow, n: int, failure: Failure,
     return ctx.store.update_attempt(row.id, n, **fields)
 
 
-def _job_by_name(ctx: AttemptContext, row: RunRow, n: int) -> str | None:
-    name = f"azbench-{row.id}-a{n}"
-    out = ctx.runner.run(f"squeue -h --states=all --name={shlex.quote(name)} -o %i", timeout=60)
-    ids = [line.strip() for line in out.stdout.splitlines() if line.strip().isdigit()]
-    return ids[-1] if ids else None
-
-
-def _fetch_attempt_log(ctx: AttemptContext, row: RunRow, n: int, remote: str) -> str:
-    """The attempt's train.log (copied home for lost-work maths) plus its Slurm output tail."""
-    local = local_log(row.id, n)
+def _fetch_attempt_log(ctx: AttemptContext, row: RunRow, n: int, ref: JobRef) -> str:
+    """The attempt's train.log (fetched home, for lost-work maths) and the end of the
+    scheduler's output of its job (*.out), as text to classify."""
     try:
-        ctx.runner.get(remote, local)
+        ctx.launcher.fetch_logs(ref, paths.run_dir(row.id))
     except AzbenchError:
         pass
-    extra = ctx.runner.run(f"tail -c 8192 {shlex.quote(str(Path(remote).parent))}/slurm-*.out "
-                           "2>/dev/null || true", timeout=60).stdout
-    head = local.read_text(errors="replace")[-65536:] if local.exists() else ""
-    return head + "\n" + extra
+    local = local_log(row.id, n)
+    head = _tail_text(local, 65536)
+    outputs = sorted(local_attempt_dir(row.id, n).glob("*.out"))
+    return head + "\n" + "".join(_tail_text(p, 8192) for p in outputs)
+
+
+def _tail_text(path: Path, nbytes: int) -> str:
+    """The last `nbytes` of a local file as text (never the whole of a large file in memory)."""
+    if not path.is_file():
+        return ""
+    with path.open("rb") as handle:
+        handle.seek(max(path.stat().st_size - nbytes, 0))
+        return handle.read().decode(errors="replace")
 
 
 def _resume_step_of(text: str) -> int | None:

@@ -18,12 +18,12 @@ from contextlib import contextmanager
 from typing import Callable, Iterator
 
 from orchestrator import paths
-from orchestrator.clusters.lifecycle import require_cluster
+from orchestrator.clusters.lifecycle import connect, require_cluster
 from orchestrator.clusters.specs import RunSpec
 from orchestrator.errors import ConfigError, NotFoundError, RunFailedError
 from orchestrator.models import Cluster, JobRef, utcnow
+from orchestrator.paths import RunLayout
 from orchestrator.recipes.catalog import Recipe, check_request, get_recipe
-from orchestrator.runs.access import launcher_for, runner_for
 from orchestrator.runs.attempts import (
     FINAL,
     AttemptContext,
@@ -33,7 +33,6 @@ from orchestrator.runs.attempts import (
     final_failure,
     finish_attempt,
     local_log,
-    newest_checkpoint_step,
     start_attempt,
 )
 from orchestrator.runs.failures import Failure, FailureClass, lost_work
@@ -90,16 +89,12 @@ def cancel_runs(store: Store, run_ids: list[str]) -> list[str]:
             continue
         attempts = store.list_attempts(run_id)
         cluster = require_cluster(row.cluster, store, live=False)
-        runner = runner_for(cluster)
-        try:
+        with connect(cluster) as access:
             if attempts and attempts[-1].job_id and attempts[-1].state not in FINAL:
                 store.update_attempt(run_id, attempts[-1].attempt, state="cancelled",
                                      failure_class=FailureClass.CANCELLED.value, ended_at=utcnow())
-                launcher_for(cluster, runner).cancel(JobRef(cluster=cluster.name,
-                                                            job_id=attempts[-1].job_id))
+                access.launcher.cancel(JobRef(cluster=cluster.name, job_id=attempts[-1].job_id))
                 cancelled.append(attempts[-1].job_id)
-        finally:
-            runner.close()
         store.update_run(run_id, state="cancelled", message="cancelled by the user")
     return cancelled
 
@@ -126,15 +121,13 @@ def _create_runs(spec: RunSpec, recipe: Recipe, cluster: Cluster, store: Store) 
                 rows.append(store.create_run(RunRow(
                     id=run_id, sweep_id=sweep, cluster=cluster.name, recipe=recipe.name,
                     benchmark=recipe.benchmark, nodes=nodes, repeat_index=repeat, state="queued",
-                    spec_json=spec.model_dump_json(), run_dir=f"{cluster.workdir}/runs/{run_id}")))
+                    spec_json=spec.model_dump_json(), run_dir=RunLayout.of(cluster.workdir, run_id).run_dir)))
     return rows
 
 
 def _drive_all(rows, spec, recipe, cluster, store, on_progress, on_event, poll) -> list[RunOutcome]:
-    runner = runner_for(cluster)
-    try:
-        ctx = AttemptContext(spec, recipe, cluster, store, launcher_for(cluster, runner), runner,
-                   on_progress, on_event, poll)
+    with connect(cluster) as access:
+        ctx = AttemptContext(spec, recipe, cluster, store, access, on_progress, on_event, poll)
         outcomes = []
         for row in rows:
             if row.state in FINAL:
@@ -143,8 +136,6 @@ def _drive_all(rows, spec, recipe, cluster, store, on_progress, on_event, poll) 
             with _run_lock(row.id):
                 outcomes.append(_drive(ctx, store.get_run(row.id) or row))
         return outcomes
-    finally:
-        runner.close()
 
 
 def _drive(ctx: AttemptContext, row: RunRow) -> RunOutcome:
@@ -189,7 +180,7 @@ def _next_attempt(ctx: AttemptContext, row: RunRow, attempts: list[AttemptRow],
     if not decision.retry:
         _store_lost_work(ctx, row, last.attempt, None)
         return final_failure(ctx, row, last, failure, decision.reason)
-    resume_step = newest_checkpoint_step(ctx.runner, row.run_dir or "") if decision.resume else None
+    resume_step = ctx.launcher.latest_checkpoint(row.run_dir or "") if decision.resume else None
     with ctx.store.transaction():
         _store_lost_work(ctx, row, last.attempt, resume_step)
         nxt = ctx.store.add_attempt(AttemptRow(
@@ -248,4 +239,4 @@ def _run_lock(run_id: str) -> Iterator[None]:
 
 
 __all__ = ["FINAL", "RunOutcome", "RunEvent", "run_sweep", "attach_run", "cancel_runs", "live_sweep",
-           "require_success", "newest_checkpoint_step", "cluster_gpus_per_node"]
+           "require_success", "cluster_gpus_per_node"]

@@ -1,7 +1,8 @@
 """The scale health gate's logic (`azbench health`): probe every node, corner bad ones in group
-rounds, flag stragglers; pure over a Prober (runs/fleet_gate.py runs it on Slurm and drains).
+rounds, flag stragglers; pure over a Prober (runs/fleet_gate.py runs it through the cluster's
+launcher and drains).
 
-One gate = rounds of one `srun` each (templates/health_probe.sh, one task per node):
+One gate = rounds of one job step each (templates/health_probe.sh, one task per node):
 
 1. Round 1 runs on every candidate node: the built-in per-node checks (free disk, available
    memory, Azure's azurehpc-health-checks output where it is installed), the throughput probe,
@@ -12,7 +13,7 @@ One gate = rounds of one `srun` each (templates/health_probe.sh, one task per no
 
 Every finding is a Verdict naming node, check, measured value and threshold. Unless more than
 `max_bad_fraction` of the nodes would be flagged (then it is the fabric, and nothing is drained),
-flagged nodes are drained in Slurm with reason "azbench: ...", which keeps every later run off
+flagged nodes are drained (Slurm reason "azbench: ..."), which keeps every later run off
 them (the attempt's node choice skips drained nodes); `undrain` returns one.
 
 On emulated CPU nodes the collective is modelled (see the probe script): the search itself sees
@@ -30,17 +31,17 @@ from dataclasses import dataclass, field
 from typing import Callable, Iterable, Mapping, Protocol, Sequence
 
 from orchestrator.errors import ConfigError
+from orchestrator.models import NodeInfo
 from orchestrator.results.stragglers import DEFAULT_TOLERANCE, find_stragglers
 from orchestrator.runs.grouptest import GroupOutcome, GroupTest, SearchResult, racks_of, search
-from orchestrator.slurm.states import expand_hostlist
+from orchestrator.slurm.states import expand_hostlist, parse_leaf_switches  # noqa: F401 (re-exported)
 
-_GROUP = re.compile(r"AZBENCH_GROUP (\d+) (\S*)")
+_AVG_BUSBW = re.compile(r"^#\s*Avg bus bandwidth\s*:\s*(\S+)")
 _PROBE = re.compile(r"AZBENCH_PROBE (.*)$")
 _AHC = re.compile(r"AZBENCH_AHC (.*)$")
 # NHC (which azurehpc-health-checks is built on) reports a failed check as
 # "ERROR:  nhc:  Health check failed:  <what>".
 _AHC_FAIL = re.compile(r"ERROR:\s+nhc:\s+Health check failed:\s*(.*)$")
-_SWITCH = re.compile(r"SwitchName=(\S+)\s+Level=(\d+).*?\bNodes=(\S+)")
 
 
 @dataclass(frozen=True)
@@ -90,10 +91,8 @@ class GateOptions:
     reps: int = 5
     iters: int = 20000
     round_timeout_s: float = 600.0
-    # Nodes per srun (0: the whole round in one). An emulated cluster's job steps all share
-    # two cores: one step over 2,048 nodes overran munge's credential lifetime (300 s) there,
-    # while steps of 256 nodes one after another finish in about a tenth of the time each.
-    max_nodes_per_srun: int = 0
+    # Nodes per probe step (0: the whole round in one); fleet_gate sets it for emulated nodes.
+    max_nodes_per_step: int = 0
     # How a group's collective is judged: "model" (emulated CPU nodes: the probes' modelled
     # links), "nccl" (GPU nodes: nccl-tests all_reduce_perf per group, in parallel), or "none"
     # (GPU nodes without nccl-tests: no group rounds beyond the first, which always passes).
@@ -123,7 +122,7 @@ class Prober(Protocol):
 
 
 def parse_probes(text: str) -> dict[str, Probe]:
-    """Probe lines (srun may prefix "N: ") with each node's azurehpc-health-checks failures."""
+    """Probe lines (a job step may prefix "N: ") with each node's azurehpc-health-checks failures."""
     probes: dict[str, Probe] = {}
     ahc: dict[str, list[str]] = {}
     for line in text.splitlines():
@@ -142,12 +141,6 @@ def parse_probes(text: str) -> dict[str, Probe]:
                                  fields.get("link") == "ok")
     return {n: Probe(**{**p.__dict__, "ahc_failures": tuple(ahc.get(n, ()))})
             for n, p in probes.items()}
-
-
-def parse_leaf_switches(text: str) -> dict[str, list[str]]:
-    """Leaf switches (Level=0) and their nodes from `scontrol show topology`."""
-    return {m.group(1): expand_hostlist(m.group(3)) for m in map(_SWITCH.search, text.splitlines())
-            if m and m.group(2) == "0"}
 
 
 def group_outcome(test: GroupTest, probes: Mapping[str, Probe], opts: GateOptions) -> GroupOutcome:
@@ -242,13 +235,14 @@ def _confirmed_stragglers(prober: Prober, report: FleetReport, first: Mapping[st
     return out
 
 
-def parse_nccl_round(text: str, count: int, opts: GateOptions) -> list[GroupOutcome]:
-    """Outcomes in test order; a group without a bandwidth line failed (error, hang, no binary)."""
+def parse_nccl_round(outputs: Sequence[str], opts: GateOptions) -> list[GroupOutcome]:
+    """One outcome per group from its nccl-tests all_reduce_perf output (its last "# Avg bus
+    bandwidth" line); a group with none failed."""
     limit = opts.link_gbps * opts.link_fail_fraction
-    found = {int(m.group(1)): _num(m.group(2) or None) for m in map(_GROUP.search, text.splitlines()) if m}
     out = []
-    for i in range(count):
-        busbw = found.get(i, math.nan)
+    for text in outputs:
+        found = [m.group(1) for m in map(_AVG_BUSBW.search, text.splitlines()) if m]
+        busbw = _num(found[-1]) if found else math.nan
         if math.isnan(busbw):
             out.append(GroupOutcome(False, None, limit, "nccl-tests all_reduce_perf failed"))
         else:
@@ -256,9 +250,9 @@ def parse_nccl_round(text: str, count: int, opts: GateOptions) -> list[GroupOutc
     return out
 
 
-def candidate_nodes(infos: Mapping[str, object], only: str | None) -> list[str]:
-    """Usable nodes (sinfo) in natural order, restricted to the hostlist `only` when given."""
-    usable = [n for n, info in infos.items() if getattr(info, "usable", False)]
+def candidate_nodes(infos: Mapping[str, NodeInfo], only: str | None) -> list[str]:
+    """Usable nodes in natural order, restricted to the hostlist `only` when given."""
+    usable = [n for n, info in infos.items() if info.usable]
     if only:
         wanted = expand_hostlist(only)
         unknown = [n for n in wanted if n not in infos]

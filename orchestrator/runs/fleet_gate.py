@@ -1,24 +1,23 @@
-"""The scale health gate over Slurm: the use case behind `azbench health` and the attempt's gate.
+"""The scale health gate on a cluster: the use case behind `azbench health` and the attempt's gate.
 
-`gate_cluster`/`gate_nodes` pick the nodes (one sinfo) and the leaf switches (one `scontrol show
-topology`), run runs/fleet.py's rounds through SlurmProber (one `srun` of templates/
-health_probe.sh per round, or per chunk of nodes on an emulated cluster; on GPU SKUs the group
-collectives are nccl-tests runs, one per group, side by side), then drain what was flagged with
-`scontrol update ... state=DRAIN reason="azbench: ..."`. Every command goes through a Runner,
-so the same code serves the local cluster and an SSH login node; every value is shlex-quoted.
+`gate_cluster`/`gate_nodes` pick the nodes (one node listing) and the leaf switches (one
+topology call), run runs/fleet.py's rounds through LauncherProber (one job step of
+templates/health_probe.sh per round, or per chunk of nodes on an emulated cluster; on GPU SKUs
+the group collectives are nccl-tests runs, one per group, side by side), then drain what was
+flagged. Everything goes through the cluster's Launcher (`health_gate` and `node_control`
+capabilities), so the same code serves the local cluster and an SSH login node.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import math
 import os
 import re
-import shlex
-from pathlib import Path
-from typing import Mapping, Sequence
+from collections.abc import Sequence
 
-from orchestrator.errors import ConfigError, LaunchError
+from orchestrator.clusters.catalog import lookup
+from orchestrator.errors import ConfigError, LaunchError, MissingCapability
+from orchestrator.models import Cluster
 from orchestrator.paths import templates_dir
 from orchestrator.results.stragglers import DEFAULT_TOLERANCE
 from orchestrator.runs.fleet import (
@@ -29,186 +28,146 @@ from orchestrator.runs.fleet import (
     candidate_nodes,
     check_fleet,
     natural,
-    parse_leaf_switches,
     parse_nccl_round,
     parse_probes,
 )
 from orchestrator.runs.grouptest import GroupOutcome, GroupTest
+from orchestrator.seams import Access, Launcher
 from orchestrator.slurm.conf import compress_hostlist
 
 PROBE_SCRIPT = "health_probe.sh"
 AHC_PATH = "/opt/azurehpc/test/azurehpc-health-checks/run-health-checks.sh"
 NCCL_TESTS = "/opt/nccl-tests/build/all_reduce_perf"  # where Azure's Ubuntu-HPC images ship it
+NCCL_ARGS = ("-b", "1G", "-e", "1G", "-f", "2", "-g", "1")
 INJECT_VARS = ("AZBENCH_HEALTH_SLOW_NODES", "AZBENCH_HEALTH_BAD_NODES", "AZBENCH_HEALTH_SLOW_FACTOR")
+# Nodes per job step on a cluster whose nodes share this machine's cores: one step over 2,048
+# emulated nodes overran munge's credential lifetime (300 s), while steps of 256 nodes one after
+# another finish in about a tenth of the time each.
+EMULATED_STEP_NODES = 256
 
 
-class SlurmProber:
-    """Runs the probe as one srun over the nodes (one task each) through a Runner."""
+class LauncherProber:
+    """Runs the probe as one job step over the nodes (one task each) through a Launcher."""
 
-    def __init__(self, runner, cluster, opts: GateOptions, *, ahc: str | None = None) -> None:
-        self.runner, self.cluster, self.opts = runner, cluster, opts
-        self.script = f"{(cluster.workdir or '/tmp').rstrip('/')}/azbench-health/{PROBE_SCRIPT}"
+    def __init__(self, launcher: Launcher, cluster: Cluster, opts: GateOptions, *,
+                 ahc: str | None = None) -> None:
+        self.launcher, self.cluster, self.opts = launcher, cluster, opts
+        self.workdir = cluster.workdir or "/tmp"
+        self.script = f"{self.workdir.rstrip('/')}/azbench-health/{PROBE_SCRIPT}"
         self.ahc = ahc
         self.calls = 0
         self._staged = False
 
     def probe(self, nodes: Sequence[str]) -> dict[str, Probe]:
-        """Probe lines of `nodes`: one srun, or one per chunk of max_nodes_per_srun."""
+        """Probe lines of `nodes`: one step, or one per chunk of max_nodes_per_step."""
         self._stage()
-        size = self.opts.max_nodes_per_srun or len(nodes)
+        size = self.opts.max_nodes_per_step or len(nodes)
         probes: dict[str, Probe] = {}
         for i in range(0, len(nodes), max(size, 1)):
             chunk = nodes[i:i + size]
             self.calls += 1
-            result = self.runner.run(self.command(chunk), timeout=self.opts.round_timeout_s)
+            result = self.launcher.run_on_nodes(chunk, self.argv(), timeout_s=self.opts.round_timeout_s,
+                                                env=injected())
             found = parse_probes(result.stdout)
             if not found and not result.ok:
-                raise LaunchError(f"health probe srun failed on {compress_hostlist(list(chunk))}: "
+                raise LaunchError(f"health probe failed on {compress_hostlist(list(chunk))}: "
                                   f"{_last_line(result.stderr)}")
             probes.update(found)
         return probes
 
-    def command(self, nodes: Sequence[str]) -> str:
-        q = shlex.quote
-        n = len(nodes)
-        part = f" --partition={q(self.cluster.partition)}" if self.cluster.partition else ""
-        args = (f"--dir {q(self.cluster.workdir or '/tmp')} --reps {self.opts.reps} "
-                f"--iters {self.opts.iters} --link-gbps {self.opts.link_gbps:g}"
-                + (f" --ahc {q(self.ahc)}" if self.ahc else ""))
-        minutes = max(1, math.ceil(self.opts.round_timeout_s / 60))
-        return (env_prefix(self.cluster.env) + injection_exports()
-                + f"srun --nodes={n} --ntasks={n} --ntasks-per-node=1 --nodelist="
-                  f"{q(compress_hostlist(list(nodes)))}{part} --job-name=azbench-health "
-                  f"--time={minutes} --kill-on-bad-exit=0 --quiet sh {q(self.script)} {args}")
+    def argv(self) -> list[str]:
+        args = ["sh", self.script, "--dir", self.workdir, "--reps", str(self.opts.reps),
+                "--iters", str(self.opts.iters), "--link-gbps", f"{self.opts.link_gbps:g}"]
+        return args + (["--ahc", self.ahc] if self.ahc else [])
 
     def nccl(self, tests: Sequence[GroupTest]) -> list[GroupOutcome]:
-        """One all_reduce_perf per group, all groups of the round side by side (one shell call)."""
+        """One all_reduce_perf per group, all groups of the round side by side (one call)."""
         self.calls += 1
-        result = self.runner.run(nccl_round_command(tests, self.cluster, self.opts),
-                                 timeout=self.opts.round_timeout_s)
-        return parse_nccl_round(result.stdout, len(tests), self.opts)
+        outputs = self.launcher.run_groups([t.nodes for t in tests], [NCCL_TESTS, *NCCL_ARGS],
+                                           gpus_per_node=self.opts.gpus_per_node,
+                                           timeout_s=self.opts.round_timeout_s)
+        return parse_nccl_round(outputs, self.opts)
 
     def _stage(self) -> None:
-        if self._staged:
-            return
-        made = self.runner.run(f"mkdir -p {shlex.quote(str(Path(self.script).parent))}", timeout=60)
-        if not made.ok:
-            raise LaunchError(f"cannot create {Path(self.script).parent}: {_last_line(made.stderr)}")
-        self.runner.put(templates_dir() / PROBE_SCRIPT, self.script)
-        self._staged = True
+        if not self._staged:
+            self.launcher.stage_file(templates_dir() / PROBE_SCRIPT, self.script)
+            self._staged = True
 
 
-
-def nccl_round_command(tests: Sequence[GroupTest], cluster, opts: GateOptions,
-                       binary: str = NCCL_TESTS) -> str:
-    """Shell text: every group's all_reduce_perf in the background, then one line per group,
-    `AZBENCH_GROUP <i> <avg bus bandwidth GB/s or empty>`. Untested on GPUs so far."""
-    q, g = shlex.quote, max(opts.gpus_per_node, 1)
-    minutes = max(1, math.ceil(opts.round_timeout_s / 60))
-    part = f" --partition={q(cluster.partition)}" if cluster.partition else ""
-    out = "${TMPDIR:-/tmp}/azbench-nccl-$$"
-    lines = [env_prefix(cluster.env) + f"mkdir -p {out}"]
-    for i, t in enumerate(tests):
-        lines.append(
-            f"srun --nodes={len(t.nodes)} --nodelist={q(compress_hostlist(list(t.nodes)))}{part} "
-            f"--ntasks-per-node={g} --gpus-per-node={g} --job-name=azbench-nccl --time={minutes} "
-            f"--kill-on-bad-exit=1 --quiet {q(binary)} -b 1G -e 1G -f 2 -g 1 > {out}/{i} 2>&1 &")
-    lines.append("wait")
-    lines.append(f"for i in $(seq 0 {len(tests) - 1}); do echo \"AZBENCH_GROUP $i $(sed -n "
-                 f"'s/^# *Avg bus bandwidth *: *//p' {out}/$i | tail -n 1)\"; done; rm -rf {out}")
-    return "\n".join(lines)
-
-
-
-def drain(runner, env: Mapping[str, str], verdicts: Sequence[Verdict]) -> list[str]:
-    """`scontrol update ... state=DRAIN reason="azbench: ..."` for each flagged node, in one
-    shell call; returns the nodes drained."""
+def drain(launcher: Launcher, verdicts: Sequence[Verdict]) -> list[str]:
+    """Drain each flagged node with its reasons ("azbench: ..."); returns the nodes drained."""
     by_node: dict[str, list[str]] = {}
     for v in verdicts:
         by_node.setdefault(v.node, []).append(v.reason)
     if not by_node:
         return []
-    cmds = [f"scontrol update nodename={shlex.quote(node)} state=DRAIN "
-            f"reason={shlex.quote(('azbench: ' + '; '.join(reasons))[:240])}"
-            for node, reasons in by_node.items()]
-    result = runner.run(env_prefix(env) + " && ".join(cmds), timeout=120)
-    if not result.ok:
-        raise LaunchError(f"draining {', '.join(by_node)} failed: {_last_line(result.stderr)}")
+    launcher.drain({node: "azbench: " + "; ".join(reasons) for node, reasons in by_node.items()})
     return sorted(by_node, key=natural)
 
 
-def undrain(runner, env: Mapping[str, str], node: str) -> None:
-    """Return a drained node to service (`state=RESUME`)."""
+def undrain(cluster: Cluster, access: Access, node: str) -> None:
+    """Return a drained node to service; ConfigError when it is unknown or not drained."""
     if not re.fullmatch(r"[A-Za-z0-9._-]+", node):
         raise ConfigError(f"--undrain: {node!r} is not a node name")
-    result = runner.run(env_prefix(env) + f"scontrol update nodename={shlex.quote(node)} state=RESUME",
-                        timeout=60)
-    if not result.ok:
-        msg = _last_line(result.stderr)
-        if "invalid node name" in msg.lower():
-            raise ConfigError(f"--undrain: no node {node} in the cluster")
-        if "invalid node state" in msg.lower():
-            raise ConfigError(f"--undrain: {node} is not drained or down (nothing to return)")
-        raise LaunchError(f"undrain {node} failed: {msg}")
+    _require(access.caps.node_control, cluster, access, "return nodes to service")
+    try:
+        access.launcher.resume([node])
+    except ConfigError as exc:
+        raise ConfigError(f"--undrain: {exc.message}") from None
 
 
-def leaf_switches(runner, env: Mapping[str, str]) -> dict[str, list[str]]:
-    """The cluster's leaf switches from Slurm's topology; empty when it has none."""
-    result = runner.run(env_prefix(env) + "scontrol show topology", timeout=60)
-    return parse_leaf_switches(result.stdout) if result.ok else {}
-
-
-
-def env_prefix(env: Mapping[str, str]) -> str:
-    return "".join(f"export {k}={shlex.quote(v)}; " for k, v in sorted(env.items()))
-
-
-def injection_exports() -> str:
+def injected() -> dict[str, str]:
     """The test switches set in this process, passed on to the probes (also over SSH)."""
-    return env_prefix({k: os.environ[k] for k in INJECT_VARS if os.environ.get(k)})
+    return {k: os.environ[k] for k in INJECT_VARS if os.environ.get(k)}
 
 
-
-def options_for(cluster, tolerance: float = DEFAULT_TOLERANCE) -> GateOptions:
+def options_for(cluster: Cluster, access: Access, tolerance: float = DEFAULT_TOLERANCE) -> GateOptions:
     """Thresholds for this cluster's SKU: the catalog's bus bandwidth on GPU SKUs."""
-    from orchestrator.clusters.catalog import lookup
     row = lookup(cluster.sku)
     link = row.expected_busbw_gbps if row.gpus_per_vm and row.expected_busbw_gbps else 100.0
     return GateOptions(tolerance=tolerance, link_gbps=float(link),
-                       max_nodes_per_srun=256 if cluster.provider == "local" else 0,
+                       max_nodes_per_step=EMULATED_STEP_NODES if access.caps.emulated_nodes else 0,
                        gpus_per_node=row.gpus_per_vm)
 
 
-def gate_cluster(cluster, *, only: str | None = None, tolerance: float = DEFAULT_TOLERANCE,
-                 drain_bad: bool = True, runner=None) -> FleetReport:
-    """`azbench health`: the usable nodes (one sinfo), restricted to `only`, then gate_nodes."""
-    from orchestrator.runs.access import launcher_for, runner_for
-    runner = runner or runner_for(cluster)
-    nodes = candidate_nodes(launcher_for(cluster, runner).node_states(), only)
+def gate_cluster(cluster: Cluster, access: Access, *, only: str | None = None,
+                 tolerance: float = DEFAULT_TOLERANCE, drain_bad: bool = True) -> FleetReport:
+    """`azbench health`: the usable nodes (one node listing), restricted to `only`, then gate_nodes."""
+    _require(access.caps.health_gate, cluster, access, "run the health gate")
+    nodes = candidate_nodes(access.launcher.node_states(), only)
     if not nodes:
         raise ConfigError(f"cluster '{cluster.name}' has no usable node to check")
-    return gate_nodes(runner, cluster, nodes, tolerance=tolerance, drain_bad=drain_bad)
+    return gate_nodes(access, cluster, nodes, tolerance=tolerance, drain_bad=drain_bad)
 
 
-def gate_nodes(runner, cluster, nodes: Sequence[str], *, tolerance: float = DEFAULT_TOLERANCE,
-               drain_bad: bool = True, with_ahc: bool = True) -> FleetReport:
-    """The gate on `nodes` (leaf switches from one scontrol call), then drain what it flagged
+def gate_nodes(access: Access, cluster: Cluster, nodes: Sequence[str], *,
+               tolerance: float = DEFAULT_TOLERANCE, drain_bad: bool = True,
+               with_ahc: bool = True) -> FleetReport:
+    """The gate on `nodes` (leaf switches from one topology call), then drain what it flagged
     unless it is a fabric-wide fault or `drain_bad` is False. Also run before every attempt,
     there without azurehpc-health-checks (`with_ahc`), whose full suite takes minutes."""
-    from orchestrator.clusters.catalog import lookup
-    opts = options_for(cluster, tolerance)
+    opts = options_for(cluster, access, tolerance)
     gpus = lookup(cluster.sku).gpus_per_vm
     ahc = AHC_PATH if gpus and with_ahc else None
     if gpus:  # real collectives on GPU nodes: nccl-tests where installed, else none
-        has = runner.run(f"test -x {shlex.quote(NCCL_TESTS)}", timeout=60).ok
+        has = access.shell is not None and access.shell.run(f"test -x {NCCL_TESTS}", timeout=60).ok
         opts = dataclasses.replace(opts, collective="nccl" if has else "none")
-    report = check_fleet(SlurmProber(runner, cluster, opts, ahc=ahc), nodes,
-                         leaf_switches(runner, cluster.env), opts)
-    if drain_bad and not report.fabric:
-        report.drained = drain(runner, cluster.env, report.verdicts)
+    launcher = access.launcher
+    report = check_fleet(LauncherProber(launcher, cluster, opts, ahc=ahc), nodes,
+                         launcher.leaf_switches() if access.caps.node_control else {}, opts)
+    if drain_bad and not report.fabric and access.caps.node_control:
+        report.drained = drain(launcher, report.verdicts)
     return report
+
+
+def _require(present: bool, cluster: Cluster, access: Access, what: str) -> None:
+    if not present:
+        raise MissingCapability(cluster.name, access.launcher.backend, what)
 
 
 def _last_line(text: str) -> str:
     lines = [ln.strip() for ln in text.strip().splitlines() if ln.strip()]
     return lines[-1] if lines else ""
+
+
+__all__ = ["LauncherProber", "drain", "undrain", "gate_cluster", "gate_nodes", "options_for"]

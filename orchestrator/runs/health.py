@@ -15,7 +15,6 @@ import json
 import math
 import re
 import shlex
-import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,11 +24,12 @@ import jinja2
 
 from orchestrator.clusters.catalog import lookup
 from orchestrator.clusters.specs import HealthPolicy
-from orchestrator.errors import LaunchError
 from orchestrator.models import Cluster, JobRef, JobState
+from orchestrator.paths import RunLayout
 from orchestrator.paths import templates_dir as default_templates_dir
+from orchestrator.seams import Launcher
 from orchestrator.slurm.conf import compress_hostlist
-from orchestrator.slurm.batch import format_time_limit, parse_sbatch_id
+from orchestrator.slurm.batch import format_time_limit
 from orchestrator.slurm.states import NodeInfo
 
 _LINE = re.compile(r"AZBENCH_HEALTH (\{.*\})\s*$")
@@ -121,51 +121,33 @@ def render_health_sbatch(*, run_id: str, attempt: int, nodes: Sequence[str], out
         size_mb=size_mb, collective_timeout=max(10, min(policy.timeout // 2, 120)))
 
 
-def run_gate(launcher, runner, cluster: Cluster, *, run_id: str, attempt: int, run_dir: str,
+def run_gate(launcher: Launcher, cluster: Cluster, *, run_id: str, attempt: int, run_dir: str,
              python: str, nodes: Sequence[str], policy: HealthPolicy, poll_interval: float = 0.5,
              on_submit: Callable[[str], None] | None = None,
              clock: Callable[[], float] = time.monotonic,
              sleep: Callable[[float], None] = time.sleep) -> GateResult:
     """Submit the gate on `nodes`, wait (at most policy.timeout), return the verdicts."""
     started = clock()
-    out_dir = f"{run_dir}/health/attempt-{attempt}"
-    script = _stage(runner, cluster, out_dir, run_id, attempt, python, nodes, policy, run_dir)
-    submitted = runner.run(_env(cluster) + f"sbatch --parsable {shlex.quote(script)}", timeout=60)
-    if not submitted.ok:
-        raise LaunchError(f"health gate sbatch failed: {submitted.stderr.strip()[-300:]}")
-    job_id = parse_sbatch_id(submitted.stdout)
+    layout = RunLayout(run_dir)
+    out_dir = layout.health_dir(attempt)
+    script = render_health_sbatch(run_id=run_id, attempt=attempt, nodes=nodes, out_dir=out_dir,
+                                  script=layout.health_script, check_dir=run_dir, python=python,
+                                  sku=cluster.sku, policy=policy, partition=cluster.partition)
+    ref = launcher.submit_script(script, workdir=out_dir, files={
+        layout.health_script: default_templates_dir() / "health_check.py"})
     if on_submit:
-        on_submit(job_id)
-    ref = JobRef(cluster=cluster.name, job_id=job_id, run_dir=run_dir)
+        on_submit(ref.job_id)
     state = _wait(launcher, ref, policy.timeout, poll_interval, clock, sleep)
-    out = runner.run(f"cat {shlex.quote(out_dir)}/slurm-{job_id}.out 2>/dev/null || true", timeout=60)
-    result = parse_gate_output(out.stdout, list(nodes), state)
+    out = launcher.tail(layout.health_output(attempt, ref.job_id)).decode(errors="replace")
+    result = parse_gate_output(out, list(nodes), state)
     if state is None:
         result = GateResult(result.checked, result.failed, result.warnings,
                             result.fabric or f"the health job ran past {policy.timeout}s")
     return GateResult(result.checked, result.failed, result.warnings, result.fabric,
-                      result.busbw_gbps, job_id, clock() - started)
+                      result.busbw_gbps, ref.job_id, clock() - started)
 
 
-def _stage(runner, cluster: Cluster, out_dir: str, run_id: str, attempt: int, python: str,
-           nodes: Sequence[str], policy: HealthPolicy, run_dir: str) -> str:
-    made = runner.run(f"mkdir -p {shlex.quote(out_dir)}", timeout=60)
-    if not made.ok:
-        raise LaunchError(f"cannot create {out_dir}: {made.stderr.strip()}")
-    templates = default_templates_dir()
-    check_py = f"{run_dir}/health/health_check.py"
-    sbatch = render_health_sbatch(run_id=run_id, attempt=attempt, nodes=nodes, out_dir=out_dir,
-                                  script=check_py, check_dir=run_dir, python=python,
-                                  sku=cluster.sku, policy=policy, partition=cluster.partition)
-    with tempfile.TemporaryDirectory(prefix="azbench-health-") as tmp:
-        local = Path(tmp) / "health.sbatch"
-        local.write_text(sbatch)
-        runner.put(templates / "health_check.py", check_py)
-        runner.put(local, f"{out_dir}/health.sbatch")
-    return f"{out_dir}/health.sbatch"
-
-
-def _wait(launcher, ref: JobRef, timeout: float, interval: float, clock, sleep) -> JobState | None:
+def _wait(launcher: Launcher, ref: JobRef, timeout: float, interval: float, clock, sleep) -> JobState | None:
     """The gate job's final state, or None after cancelling it at `timeout`."""
     deadline = clock() + timeout
     while clock() < deadline:
@@ -175,10 +157,6 @@ def _wait(launcher, ref: JobRef, timeout: float, interval: float, clock, sleep) 
         sleep(interval)
     launcher.cancel(ref)
     return None
-
-
-def _env(cluster: Cluster) -> str:
-    return "".join(f"export {k}={shlex.quote(v)}; " for k, v in sorted(cluster.env.items()))
 
 
 def _natural(name: str) -> list[object]:

@@ -1,48 +1,62 @@
-"""`azbench logs`: a run's train.log, from the fetched copy or live from the cluster.
+"""`azbench logs`: a run's train.log, from the fetched copy or live from its cluster.
 
-Yields text chunks; with `follow`, keeps reading new bytes until the run reaches a final state.
+Text goes to a sink as it arrives. A finished run's log comes from the copy azbench fetched;
+otherwise the cluster's launcher reads it (`follow`: until the run reaches a final state). Offsets
+count the raw bytes read, and the bytes are decoded as one stream, so a character split across
+two reads comes out whole and no byte is read twice or skipped.
 """
 
 from __future__ import annotations
 
-import shlex
+import codecs
 import time
-from typing import Callable, Iterator
+from collections.abc import Callable
 
-from orchestrator import paths
+from orchestrator.clusters.lifecycle import connect
 from orchestrator.errors import NotFoundError
 from orchestrator.models import FINAL_RUN_STATES as FINAL
-from orchestrator.runs.access import runner_for
+from orchestrator.models import JobRef
+from orchestrator.paths import RunLayout, local_train_log
 from orchestrator.store.database import Store
 
+CHUNK = 1 << 20  # bytes per read of a local copy: a large log is never held whole
 
-def stream_log(store: Store, run_id: str, *, attempt: int | None = None, follow: bool = False,
-               interval: float = 1.0, sleep: Callable[[float], None] = time.sleep) -> Iterator[str]:
+
+def stream_log(store: Store, run_id: str, sink: Callable[[str], None], *, attempt: int | None = None,
+               follow: bool = False, interval: float = 1.0,
+               sleep: Callable[[float], None] = time.sleep) -> None:
+    """Hand the attempt's log (default: the last attempt) to `sink`, piece by piece."""
     run = store.get_run(run_id)
     if run is None:
         raise NotFoundError(f"no run '{run_id}'", hint="see `azbench status`")
     attempts = store.list_attempts(run_id)
     number = attempt or (attempts[-1].attempt if attempts else 1)
-    local = paths.run_dir(run_id) / f"attempt-{number}" / "train.log"
+    local = local_train_log(run_id, number)
     if local.exists() and run.state in FINAL:
-        yield local.read_text(errors="replace")
+        decode = _decoder()
+        with local.open("rb") as handle:
+            while chunk := handle.read(CHUNK):
+                sink(decode(chunk))
+        sink(decode(b"", True))
         return
     row = store.get_cluster(run.cluster)
     if row is None:
         raise NotFoundError(f"cluster '{run.cluster}' of run {run_id} is not in the store")
-    runner = runner_for(row.cluster)
-    remote = f"{run.run_dir}/attempt-{number}/train.log"
-    offset = 0
-    try:
-        while True:
-            out = runner.run(f"tail -c +{offset + 1} {shlex.quote(remote)} 2>/dev/null || true",
-                             timeout=30).stdout
-            if out:
-                offset += len(out.encode())
-                yield out
-            current = store.get_run(run_id)
-            if not follow or current is None or current.state in FINAL:
-                return
-            sleep(interval)
-    finally:
-        runner.close()
+    job = next((a.job_id for a in attempts if a.attempt == number and a.job_id), None)
+    ref = JobRef(cluster=run.cluster, job_id=job or "", run_dir=run.run_dir or "")
+    path = RunLayout(run.run_dir or "").train_log(number)
+    decode = _decoder()
+
+    def stop() -> bool:
+        current = store.get_run(run_id)
+        return not follow or current is None or current.state in FINAL
+
+    with connect(row.cluster) as access:
+        access.launcher.follow(ref, path, lambda data: sink(decode(data)), stop=stop,
+                               interval=interval, sleep=sleep)
+    sink(decode(b"", True))
+
+
+def _decoder() -> Callable[..., str]:
+    """UTF-8 for a byte stream read in pieces; undecodable bytes become U+FFFD."""
+    return codecs.getincrementaldecoder("utf-8")(errors="replace").decode

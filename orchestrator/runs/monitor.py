@@ -11,7 +11,6 @@ restarted) it keeps polling until `unreachable_s` passes, and never calls that a
 from __future__ import annotations
 
 import re
-import shlex
 import time
 from dataclasses import dataclass, field
 from enum import Enum
@@ -201,12 +200,17 @@ class JobLost(Exception):
         self.status = status
 
 
+class LogReader(Poller, Protocol):
+    def tail(self, path: str, *, offset: int = 0, nbytes: int | None = None) -> bytes: ...
+
+
 class LogPoller:
     """launcher.poll, but a job the scheduler forgot (MinJobAge passed, say) is settled by the
-    exit line its batch script wrote to the log; JobLost after UNKNOWN_GRACE_POLLS without one."""
+    exit line its batch script wrote to the log; JobLost after UNKNOWN_GRACE_POLLS without one.
+    Without live logs (`live` False) nothing settles a forgotten job but the grace."""
 
-    def __init__(self, launcher: Poller, runner, log: str) -> None:
-        self.launcher, self.runner, self.log, self.unknown = launcher, runner, log, 0
+    def __init__(self, launcher: LogReader, log: str, live: bool = True) -> None:
+        self.launcher, self.log, self.live, self.unknown = launcher, log, live, 0
 
     def poll(self, refs: Sequence[JobRef]) -> dict[str, JobStatus]:
         statuses = self.launcher.poll(refs)
@@ -215,8 +219,7 @@ class LogPoller:
         if status.state != JobState.UNKNOWN:
             self.unknown = 0
             return statuses
-        tail = self.runner.run(f"tail -c 4096 {shlex.quote(self.log)} 2>/dev/null || true",
-                                   timeout=30).stdout
+        tail = self.launcher.tail(self.log, nbytes=4096).decode(errors="replace") if self.live else ""
         settled = job_status_from_log(status, tail)
         self.unknown += 1
         if settled.state == JobState.UNKNOWN and self.unknown >= UNKNOWN_GRACE_POLLS:
@@ -224,15 +227,20 @@ class LogPoller:
         return {**statuses, ref.job_id: settled}
 
 
-def progress_reader(runner, log_path: str) -> ProgressReader:
+def no_progress() -> tuple[None, None, None]:
+    """The progress of a job whose log cannot be read while it runs: nothing known."""
+    return None, None, None
+
+
+def progress_reader(launcher: LogReader, log_path: str, nbytes: int = 16384) -> ProgressReader:
     """(last step, last eval value, eta, slowest node) from the tail of a remote MLLOG file;
     a reader may return only the first three."""
     from orchestrator.results.mllog import parse_lines
     from orchestrator.results.stragglers import spread
 
     def read() -> tuple[int | None, float | None, float | None, str]:
-        tail = runner.run(tail_command(log_path), timeout=30)
-        summary = parse_lines(tail.stdout.splitlines())
+        tail = launcher.tail(log_path, nbytes=nbytes).decode(errors="replace")
+        summary = parse_lines(tail.splitlines())
         step = summary.step_times[-1].step if summary.step_times else None
         value = summary.eval_points[-1].value if summary.eval_points else None
         nodes = spread(summary.node_step_times)
@@ -240,6 +248,3 @@ def progress_reader(runner, log_path: str) -> ProgressReader:
         return step, value, None, slowest
     return read
 
-
-def tail_command(path: str, nbytes: int = 16384) -> str:
-    return f"tail -c {int(nbytes)} {shlex.quote(path)} 2>/dev/null || true"

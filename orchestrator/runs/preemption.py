@@ -1,19 +1,20 @@
-"""After a spot eviction: get the capacity back, put the evicted nodes back into Slurm.
+"""After a spot eviction: get the capacity back, put the evicted nodes back into service.
 
 The run's next attempt resumes from the newest checkpoint like any retry; this module only makes
-sure there are nodes to resume on. The cluster's provider restores what it can
-(`restore_capacity(cluster, nodes)`: Azure grows each GPU scale set back to its planned size or
-starts the deallocated VMs, waiting at most azure.spot_restore_timeout; the local provider
-restarts the emulated nodes' slurmd), then the nodes the spot agent drained are resumed. A
-provider without `restore_capacity` (ssh) leaves the nodes to their owner.
+sure there are nodes to resume on. Where the cluster `restores_capacity`, its provider brings
+the nodes back (Azure grows each GPU scale set back to its planned size or starts the
+deallocated VMs, waiting at most azure.spot_restore_timeout; the local provider restarts the
+emulated nodes' daemons); elsewhere the nodes are left to their owner. Then, where the launcher
+has `node_control`, the nodes the spot agent drained are resumed, and what happened (resumed,
+already in service, or why not) is what the event records.
 """
 
 from __future__ import annotations
 
-import shlex
 from typing import TYPE_CHECKING
 
-from orchestrator.errors import AzbenchError
+from orchestrator.clusters.lifecycle import restore_capacity
+from orchestrator.errors import AzbenchError, ConfigError
 from orchestrator.runs.failures import Failure
 
 if TYPE_CHECKING:
@@ -23,19 +24,30 @@ if TYPE_CHECKING:
 
 def recover(ctx: AttemptContext, row: RunRow, failure: Failure) -> str | None:
     """None once capacity is back and the evicted nodes are resumed; else why the run stops."""
-    from orchestrator.clusters.providers import get_provider
-    restore = getattr(get_provider(ctx.cluster.provider), "restore_capacity", None)
+    caps = ctx.access.caps
     hosts: list[str] = []
-    if restore is not None:
+    if caps.restores_capacity:
         try:
-            hosts = restore(ctx.cluster, nodes=failure.suspects)
+            hosts = restore_capacity(ctx.cluster, failure.suspects)
         except AzbenchError as exc:
             return exc.message
-    if failure.suspects:
-        exports = "".join(f"export {k}={shlex.quote(v)}; " for k, v in sorted(ctx.cluster.env.items()))
-        names = shlex.quote(",".join(failure.suspects))
-        ctx.runner.run(f"{exports}scontrol update NodeName={names} State=RESUME", timeout=60)
-    ctx.event(row, "spot_restore", f"evicted {', '.join(failure.suspects) or 'nodes'}: capacity "
-              f"{'restored' if restore else 'left to the cluster'}, nodes resumed in Slurm",
+    nodes = ", ".join(failure.suspects) or "nodes"
+    capacity = "capacity restored" if caps.restores_capacity else "capacity left to the cluster"
+    ctx.event(row, "spot_restore", f"evicted {nodes}: {capacity}, {_resume(ctx, failure)}",
               nodes=list(failure.suspects), hosts=hosts)
     return None
+
+
+def _resume(ctx: AttemptContext, failure: Failure) -> str:
+    """Return the evicted nodes to service; what happened, in words for the event."""
+    if not failure.suspects:
+        return "no node to resume"
+    if not ctx.access.caps.node_control:
+        return "nodes left to the cluster's scheduler"
+    try:
+        ctx.launcher.resume(failure.suspects)
+    except ConfigError:
+        return "nodes already in service"
+    except AzbenchError as exc:
+        return f"nodes not resumed: {exc}"
+    return "nodes resumed"

@@ -1,8 +1,11 @@
-"""The Slurm launcher: one run attempt -> one sbatch job, watched and fetched through a Runner.
+"""The Slurm launcher: the Launcher seam over a Runner (a local shell or one SSH connection).
 
-It only ever talks to the cluster through `Runner.run/put/get`, so the same code drives the local
-emulated cluster and a remote login node over SSH. azbench owns retries: jobs are submitted with
-`--no-requeue`, and a retry is a new attempt (new job) with `--exclude` and `--resume`.
+One run attempt -> one batch job, watched, cancelled and fetched; plus what the health gates and
+recovery need of Slurm: batch scripts, job steps on chosen nodes, node states, drain and resume,
+leaf switches, checkpoints. It only talks to the cluster through `Runner.run/put/get/read`, so
+the same code drives the local emulated cluster and a remote login node. Every command comes
+from slurm/commands.py and every call that can fail is checked. azbench owns retries: jobs are
+submitted with `--no-requeue`, and a retry is a new attempt (new job) with `--exclude`.
 """
 
 from __future__ import annotations
@@ -10,38 +13,31 @@ from __future__ import annotations
 import re
 import shlex
 import tempfile
+import time
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path, PurePosixPath
-from typing import Sequence
 
-from orchestrator.seams import Runner
-from orchestrator.errors import ConfigError, LaunchError
-from orchestrator.models import AttemptSpec, Cluster, JobRef, JobState, JobStatus
+from orchestrator.errors import ConfigError, LaunchError, NotFoundError
+from orchestrator.models import AttemptSpec, Cluster, ExecResult, JobRef, JobState, JobStatus, NodeInfo
+from orchestrator.paths import RunLayout, safe_local_path
 from orchestrator.paths import templates_dir as default_templates
-from orchestrator.slurm.batch import ENV_KEY, parse_sbatch_id, render_sbatch
-from orchestrator.slurm.states import (
-    NodeInfo,
-    SlurmRow,
-    map_state,
-    parse_jobs,
-    parse_sinfo,
-)
+from orchestrator.seams import Capabilities, Runner, command_line
+from orchestrator.slurm import commands
+from orchestrator.slurm.batch import parse_sbatch_id, render_sbatch
+from orchestrator.slurm.conf import compress_hostlist
+from orchestrator.slurm.states import SlurmRow, map_state, parse_jobs, parse_leaf_switches, parse_sinfo
 
-SACCT_FORMAT = "JobID,State,ExitCode,NodeList,Elapsed,Reason"
-# The same six columns from squeue (-O "name:" = no padding, "|" = suffix); exit_code is the raw
-# wait status and TimeUsed the elapsed time. Needed in full because without an accounting
-# database (the local cluster) sacct answers nothing and squeue is the only source.
-SQUEUE_FORMAT = "JobID:|,State:|,exit_code:|,NodeList:|,TimeUsed:|,Reason:|"
-SINFO_FORMAT = "%N|%T|%E"
 # scancel's complaints that mean "nothing left to cancel", which cancel() treats as success.
 _ALREADY_GONE = ("already completing or completed", "invalid job id")
-_ATTEMPT_DIR = re.compile(r"attempt-\d+")
+_CKPT = re.compile(r"^(?!\.).*?(\d+)\D*$")
+FOLLOW_CHUNK = 1 << 20  # bytes per read while following a log: a large one is never read whole
 
 
 class SlurmLauncher:
-    """Launcher over sbatch/sacct/squeue/scancel/sinfo. `sacct_calls` counts scheduler queries."""
+    """Launcher over Slurm. `sacct_calls`/`squeue_calls` count scheduler queries (benchmarks)."""
 
     backend = "slurm"
-    shell_access = True
+    caps = Capabilities(live_logs=True, health_gate=True, node_control=True)
 
     def __init__(self, runner: Runner, cluster: Cluster, templates_dir: Path | None = None) -> None:
         self.runner = runner
@@ -53,41 +49,54 @@ class SlurmLauncher:
         # squeue, so each poll interval costs one scheduler call.
         self.accounting_disabled = False
 
+    # -- jobs -----------------------------------------------------------------------------
+
     def submit(self, attempt: AttemptSpec, recipe_dir: Path | None = None) -> JobRef:
-        """Stage `recipe_dir` (once per run) into <run_dir>/recipe, write the script, sbatch it."""
-        run_dir = self.resolve_run_dir(attempt.run_dir)
-        attempt = attempt.model_copy(update={"run_dir": run_dir})
-        attempt_dir = f"{run_dir}/attempt-{attempt.attempt}"
+        """Stage `recipe_dir` (once per run) into <run_dir>/recipe, write the script, submit it."""
+        layout = RunLayout(self.resolve_run_dir(attempt.run_dir))
+        attempt = attempt.model_copy(update={"run_dir": layout.run_dir})
+        attempt_dir = layout.attempt_dir(attempt.attempt)
         script = attempt.script or render_sbatch(attempt, partition=self.cluster.partition,
                                                  templates_dir=self.templates_dir)
-        staged = self._prepare_dirs(run_dir, attempt_dir)
+        staged = self._prepare_dirs(layout, attempt_dir)
         if recipe_dir is not None and not staged:
             if not recipe_dir.is_dir():
                 raise ConfigError(f"recipe directory {recipe_dir} does not exist")
-            self.runner.put(recipe_dir, f"{run_dir}/recipe")
-        script_path = f"{attempt_dir}/job.sbatch"
-        with tempfile.TemporaryDirectory(prefix="azbench-sbatch-") as tmp:
-            local = Path(tmp) / "job.sbatch"
-            local.write_text(script)
-            self.runner.put(local, script_path)
-        result = self.runner.run(self._sh(f"sbatch --parsable {shlex.quote(script_path)}"), timeout=60)
-        if not result.ok:
-            raise LaunchError(f"sbatch failed for {attempt.run_id} attempt {attempt.attempt}: "
-                              f"{_one_line(result.stderr or result.stdout)}")
-        job_id = parse_sbatch_id(result.stdout)
-        return JobRef(cluster=self.cluster.name, job_id=job_id, backend=self.backend, run_dir=run_dir)
+            self.runner.put(recipe_dir, layout.recipe)
+        ref = self._submit(script, f"{attempt_dir}/job.sbatch",
+                           f"{attempt.run_id} attempt {attempt.attempt}")
+        return ref.model_copy(update={"run_dir": layout.run_dir})
+
+    def submit_script(self, script: str, *, workdir: str,
+                      files: Mapping[str, Path] | None = None) -> JobRef:
+        """Create `workdir`, copy `files` there (remote path -> local file), submit `script`."""
+        made = self._run(f"mkdir -p {shlex.quote(workdir)}")
+        if not made.ok:
+            raise LaunchError(f"cannot create {workdir} on {self.cluster.name}: {_last_line(made.stderr)}")
+        for remote, local in (files or {}).items():
+            self.runner.put(local, remote)
+        name = PurePosixPath(workdir).name
+        return self._submit(script, f"{workdir}/job.sbatch", f"batch job in {name}")
+
+    def find(self, name: str) -> JobRef | None:
+        """The newest job called `name`, in any state Slurm still remembers."""
+        out = self._run(commands.job_by_name(name))
+        if not out.ok:
+            raise LaunchError(f"cannot look up job {name}: {_last_line(out.stderr)}")
+        ids = [line.strip() for line in out.stdout.splitlines() if line.strip().isdigit()]
+        return JobRef(cluster=self.cluster.name, job_id=ids[-1], backend=self.backend) if ids else None
 
     def poll(self, refs: Sequence[JobRef]) -> dict[str, JobStatus]:
-        """One sacct call for all refs; one squeue call for the ids sacct did not list."""
+        """One accounting call for all refs; one queue call for the ids it did not list."""
         by_id = {ref.job_id: ref for ref in refs}
         if not by_id:
             return {}
         wanted = set(by_id)
-        rows, sacct_error = ({}, "") if self.accounting_disabled else self._sacct(wanted)
+        rows, sacct_error = ({}, "") if self.accounting_disabled else self._accounting(wanted)
         missing = wanted - set(rows)
         squeue_error = ""
         if missing:
-            found, squeue_error = self._squeue(missing)
+            found, squeue_error = self._queue(missing)
             rows.update(found)
         statuses = {job_id: _status(ref, rows.get(job_id)) for job_id, ref in by_id.items()}
         if squeue_error or sacct_error:
@@ -98,21 +107,21 @@ class SlurmLauncher:
         return statuses
 
     def cancel(self, ref: JobRef) -> None:
-        """scancel; a job that already ended or was purged counts as cancelled."""
-        result = self.runner.run(self._sh(f"scancel {shlex.quote(ref.job_id)}"), timeout=60)
+        """Cancel; a job that already ended or was purged counts as cancelled."""
+        result = self._run(commands.cancel(ref.job_id))
         if result.ok or any(gone in result.stderr.lower() for gone in _ALREADY_GONE):
             return
-        raise LaunchError(f"scancel {ref.job_id} failed: {_one_line(result.stderr or result.stdout)}")
+        raise LaunchError(f"cancelling job {ref.job_id} failed: {_last_line(result.stderr or result.stdout)}")
+
+    # -- logs -----------------------------------------------------------------------------
 
     def fetch_logs(self, ref: JobRef, dest: Path) -> list[Path]:
         """Copy every file under <run_dir>/attempt-*/ into dest/attempt-*/; never outside dest."""
-        listing = self.runner.run(
-            self._sh(f"cd {shlex.quote(ref.run_dir)} && find . -path './attempt-*' -type f -printf '%P\\0'"),
-            timeout=120,
-        )
+        listing = self._run(f"cd {shlex.quote(ref.run_dir)} && find . -path './attempt-*' -type f -printf '%P\\0'",
+                            timeout=120)
         if not listing.ok:
             raise LaunchError(f"cannot list logs of job {ref.job_id} in {ref.run_dir}: "
-                              f"{_one_line(listing.stderr)}")
+                              f"{_last_line(listing.stderr)}")
         dest.mkdir(parents=True, exist_ok=True)
         root = dest.resolve()
         names = [name for name in listing.stdout.split("\0") if name.strip("\n")]
@@ -124,12 +133,94 @@ class SlurmLauncher:
             written.append(local)
         return written
 
+    def tail(self, path: str, *, offset: int = 0, nbytes: int | None = None) -> bytes:
+        return self.runner.read(path, -nbytes if nbytes else offset)
+
+    def follow(self, ref: JobRef, path: str, sink: Callable[[bytes], None], *,
+               stop: Callable[[], bool], offset: int = 0, interval: float = 1.0,
+               sleep: Callable[[float], None] | None = None) -> int:
+        """Read new bytes of `path` every `interval` until `stop()` holds and none are left.
+        Offsets count raw bytes, so a character split across two reads is never lost."""
+        wait = sleep or time.sleep
+        while True:
+            done = stop()
+            data = self.runner.read(path, offset, FOLLOW_CHUNK)
+            if data:
+                offset += len(data)
+                sink(data)
+            if done and not data:
+                return offset
+            if not data:
+                wait(interval)
+
+    # -- nodes ----------------------------------------------------------------------------
+
     def node_states(self) -> dict[str, NodeInfo]:
-        """Every node's sinfo state and reason, in one call (for the monitor and health gate)."""
-        result = self.runner.run(self._sh(f"sinfo -h -N -o {shlex.quote(SINFO_FORMAT)}"), timeout=60)
+        """Every node's state and reason, in one call (for the monitor and health gates)."""
+        result = self._run(commands.node_states())
         if not result.ok:
-            raise LaunchError(f"sinfo failed: {_one_line(result.stderr)}")
+            raise LaunchError(f"{commands.NODE_LIST} failed: {_last_line(result.stderr)}")
         return parse_sinfo(result.stdout)
+
+    def drain(self, reasons: Mapping[str, str]) -> list[str]:
+        """Drain each node with its reason, in one shell call; the nodes drained."""
+        if not reasons:
+            return []
+        result = self._run(commands.drain(reasons), timeout=120)
+        if not result.ok:
+            raise LaunchError(f"draining {', '.join(reasons)} failed: {_last_line(result.stderr)}")
+        return list(reasons)
+
+    def resume(self, nodes: Sequence[str]) -> None:
+        """Return nodes to service. ConfigError names an unknown node or one not drained."""
+        for node in nodes:
+            if not re.fullmatch(r"[A-Za-z0-9._-]+", node):
+                raise ConfigError(f"{node!r} is not a node name")
+        if not nodes:
+            return
+        result = self._run(commands.resume(nodes))
+        if result.ok:
+            return
+        message = _last_line(result.stderr)
+        if "invalid node name" in message.lower():
+            raise NotFoundError(f"no node {', '.join(nodes)} in the cluster")
+        if "invalid node state" in message.lower():
+            raise ConfigError(f"{', '.join(nodes)} is not drained or down (nothing to return)")
+        raise LaunchError(f"returning {', '.join(nodes)} to service failed: {message}")
+
+    def leaf_switches(self) -> dict[str, list[str]]:
+        result = self._run(commands.topology())
+        return parse_leaf_switches(result.stdout) if result.ok else {}
+
+    def stage_file(self, local: Path, remote: str) -> None:
+        made = self._run(f"mkdir -p {shlex.quote(str(PurePosixPath(remote).parent))}")
+        if not made.ok:
+            raise LaunchError(f"cannot create {PurePosixPath(remote).parent}: {_last_line(made.stderr)}")
+        self.runner.put(local, remote)
+
+    def run_on_nodes(self, nodes: Sequence[str], argv: Sequence[str], *, timeout_s: float,
+                     env: Mapping[str, str] | None = None) -> ExecResult:
+        cmd = commands.step(nodes, argv, partition=self.cluster.partition, timeout_s=timeout_s,
+                            job_name="azbench-health", hostlist=compress_hostlist(list(nodes)))
+        return self.runner.run(command_line(cmd, {**self.cluster.env, **(env or {})}), timeout=timeout_s)
+
+    def run_groups(self, groups: Sequence[Sequence[str]], argv: Sequence[str], *, gpus_per_node: int,
+                   timeout_s: float) -> list[str]:
+        text = commands.group_steps([compress_hostlist(list(g)) for g in groups], [len(g) for g in groups],
+                                    argv, partition=self.cluster.partition, gpus_per_node=gpus_per_node,
+                                    timeout_s=timeout_s, job_name="azbench-nccl")
+        result = self._run(text, timeout=timeout_s)
+        return commands.split_groups(result.stdout, len(groups))
+
+    def latest_checkpoint(self, run_dir: str) -> int | None:
+        """The highest step number among complete (non-hidden) files in <run_dir>/checkpoints."""
+        out = self._run(f"ls -1 {shlex.quote(RunLayout(run_dir).checkpoints)} 2>/dev/null || true")
+        steps = [int(m.group(1)) for name in out.stdout.split() if (m := _CKPT.match(name))
+                 and not name.endswith((".tmp", ".partial"))]
+        return max(steps) if steps else None
+
+    def close(self) -> None:
+        self.runner.close()
 
     def resolve_run_dir(self, run_dir: str) -> str:
         """Absolute run dir: a relative one is taken under the cluster's workdir."""
@@ -139,72 +230,53 @@ class SlurmLauncher:
 
     # -- helpers ---------------------------------------------------------------------------
 
-    def _sh(self, cmd: str) -> str:
-        """Prefix the cluster's environment (SLURM_CONF for the local cluster, say)."""
-        env = self.cluster.env
-        for key in env:
-            if not ENV_KEY.fullmatch(key):
-                raise ConfigError(f"cluster env name {key!r} is not a valid shell variable name")
-        exports = "".join(f"export {k}={shlex.quote(v)}; " for k, v in sorted(env.items()))
-        return exports + cmd
+    def _run(self, cmd: str, timeout: float = 60) -> ExecResult:
+        """A command with the cluster's environment (SLURM_CONF for the local cluster, say)."""
+        return self.runner.run(command_line(cmd, self.cluster.env), timeout=timeout)
 
-    def _prepare_dirs(self, run_dir: str, attempt_dir: str) -> bool:
+    def _submit(self, script: str, script_path: str, what: str) -> JobRef:
+        with tempfile.TemporaryDirectory(prefix="azbench-batch-") as tmp:
+            local = Path(tmp) / "job.sbatch"
+            local.write_text(script)
+            self.runner.put(local, script_path)
+        result = self._run(commands.submit(script_path))
+        if not result.ok:
+            raise LaunchError(f"submitting {what} failed: {_last_line(result.stderr or result.stdout)}")
+        return JobRef(cluster=self.cluster.name, job_id=parse_sbatch_id(result.stdout), backend=self.backend)
+
+    def _prepare_dirs(self, layout: RunLayout, attempt_dir: str) -> bool:
         """Create the attempt and checkpoint dirs; True when the recipe is already staged."""
         q = shlex.quote
-        cmd = (f"mkdir -p {q(attempt_dir)} {q(run_dir + '/checkpoints')} && "
-               f"if [ -e {q(run_dir + '/recipe')} ]; then echo staged; fi")
-        result = self.runner.run(self._sh(cmd), timeout=60)
+        cmd = (f"mkdir -p {q(attempt_dir)} {q(layout.checkpoints)} && "
+               f"if [ -e {q(layout.recipe)} ]; then echo staged; fi")
+        result = self._run(cmd)
         if not result.ok:
-            raise LaunchError(f"cannot create {attempt_dir} on {self.cluster.name}: {_one_line(result.stderr)}")
+            raise LaunchError(f"cannot create {attempt_dir} on {self.cluster.name}: {_last_line(result.stderr)}")
         return "staged" in result.stdout
 
-    def _sacct(self, wanted: set[str]) -> tuple[dict[str, SlurmRow], str]:
+    def _accounting(self, wanted: set[str]) -> tuple[dict[str, SlurmRow], str]:
         self.sacct_calls += 1
-        ids = ",".join(sorted(wanted, key=_id_order))
-        cmd = f"sacct --parsable2 --noheader -X -j {shlex.quote(ids)} -o {SACCT_FORMAT}"
-        result = self.runner.run(self._sh(cmd), timeout=60)
+        result = self._run(commands.accounting(sorted(wanted, key=_id_order)))
         # Without an accounting database sacct may fail or print a warning: the rows it did
-        # print are still good, and squeue covers the rest.
+        # print are still good, and the queue covers the rest.
         if not result.ok and "accounting storage is disabled" in result.stderr.lower():
             self.accounting_disabled = True
             return parse_jobs(result.stdout, wanted), ""
-        error = "" if result.ok else f"sacct failed: {_one_line(result.stderr)}"
+        error = "" if result.ok else f"job accounting failed: {_last_line(result.stderr)}"
         return parse_jobs(result.stdout, wanted), error
 
-    def _squeue(self, wanted: set[str]) -> tuple[dict[str, SlurmRow], str]:
+    def _queue(self, wanted: set[str]) -> tuple[dict[str, SlurmRow], str]:
         self.squeue_calls += 1
-        ids = ",".join(sorted(wanted, key=_id_order))
-        # --states=all: a job that just ended is still in slurmctld's memory (MinJobAge) and
-        # squeue shows it only when asked for every state.
-        cmd = f"squeue -h --states=all -j {shlex.quote(ids)} -O {shlex.quote(SQUEUE_FORMAT)}"
-        result = self.runner.run(self._sh(cmd), timeout=60)
+        result = self._run(commands.queue(sorted(wanted, key=_id_order)))
         rows = parse_jobs(result.stdout, wanted)
         if result.ok or "invalid job id" in result.stderr.lower():
             return rows, ""
-        return rows, f"squeue failed: {_one_line(result.stderr)}"
-
-
-def safe_local_path(root: Path, name: str) -> Path:
-    """root/name, or LaunchError when `name` could land outside root (absolute, .., symlinks)."""
-    parts = name.split("/")  # split by hand: PurePosixPath would quietly fold "a/./b" and "a//b"
-    bad = (
-        len(parts) < 2
-        or not _ATTEMPT_DIR.fullmatch(parts[0])
-        or any(part in ("..", ".", "") for part in parts)
-        or any(ord(ch) < 32 or ch == "\\" for ch in name)
-    )
-    if bad:
-        raise LaunchError(f"refusing remote log name {name!r}: not a plain path under attempt-N/")
-    local = root.joinpath(*parts)
-    # A symlink already inside dest (dest/attempt-1 -> /etc) would carry the copy outside.
-    if not local.resolve().is_relative_to(root):
-        raise LaunchError(f"refusing remote log name {name!r}: it resolves outside {root}")
-    return local
+        return rows, f"job queue failed: {_last_line(result.stderr)}"
 
 
 def _status(ref: JobRef, row: SlurmRow | None) -> JobStatus:
     if row is None:
-        return JobStatus(ref=ref, state=JobState.UNKNOWN, reason="not listed by sacct or squeue")
+        return JobStatus(ref=ref, state=JobState.UNKNOWN, reason="not listed by the scheduler")
     state = map_state(row.native_state)
     # Slurm reports 0 for jobs that have not ended; that is "no exit code yet", not success.
     exit_code = row.exit_code if state.terminal else None
@@ -216,6 +288,6 @@ def _id_order(job_id: str) -> tuple[int, str]:
     return (int(job_id) if job_id.isdigit() else 0, job_id)
 
 
-def _one_line(text: str) -> str:
+def _last_line(text: str) -> str:
     lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
     return lines[-1] if lines else ""

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from orchestrator.models import JobState
+from orchestrator.models import JobState, NodeInfo
 
 S = JobState
 # Slurm's long state names (sacct State, squeue %T) -> azbench's JobState. Anything absent is
@@ -125,27 +125,6 @@ def parse_jobs(stdout: str, wanted: set[str]) -> dict[str, SlurmRow]:
     return rows
 
 
-# sinfo %T base states that mean "do not schedule benchmark work here".
-BAD_NODE_STATES = frozenset(
-    {"down", "drained", "draining", "drain", "fail", "failing", "future", "inval", "unknown",
-     "not_responding", "power_down", "powered_down", "powering_down", "reboot_issued"}
-)
-
-
-@dataclass(frozen=True)
-class NodeInfo:
-    """One node as sinfo reports it. `state` is the base state ("down" from "down*")."""
-
-    name: str
-    state: str
-    reason: str = ""
-    responding: bool = True
-
-    @property
-    def usable(self) -> bool:
-        return self.responding and self.state not in BAD_NODE_STATES
-
-
 def parse_sinfo(stdout: str) -> dict[str, NodeInfo]:
     """Rows of `sinfo -h -N -o "%N|%T|%E"`; a node listed once per partition is kept once."""
     nodes: dict[str, NodeInfo] = {}
@@ -191,3 +170,12 @@ def _expand_one(pattern: str) -> list[str]:
         for value in values:
             out.extend(_expand_one(f"{head}{value}{tail}"))
     return out
+
+
+_SWITCH = re.compile(r"SwitchName=(\S+)\s+Level=(\d+).*?\bNodes=(\S+)")
+
+
+def parse_leaf_switches(text: str) -> dict[str, list[str]]:
+    """Leaf switches (Level=0) and their nodes from the topology listing (commands.topology)."""
+    return {m.group(1): expand_hostlist(m.group(3)) for m in map(_SWITCH.search, text.splitlines())
+            if m and m.group(2) == "0"}

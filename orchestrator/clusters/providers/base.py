@@ -1,24 +1,89 @@
-"""The Provider seam. One contract test suite covers every implementation."""
+"""The Provider seam: where clusters come from, and how the code above reaches one.
+
+Every provider (fake, local, ssh, azure, azureml) passes one contract suite,
+tests/test_contracts_providers.py: `plan` is pure, `up` is idempotent, `describe` matches `up`,
+`down` is idempotent, and the capabilities it declares match what it does.
+"""
 
 from __future__ import annotations
 
-from typing import Protocol
+from collections.abc import Collection, Sequence
+from datetime import datetime
+from typing import TYPE_CHECKING, Protocol, TypedDict
 
-from orchestrator.clusters.specs import ClusterSpec
+from orchestrator.errors import MissingCapability
 from orchestrator.models import Cluster, Plan
+from orchestrator.seams import Access, Capabilities
+
+if TYPE_CHECKING:
+    from orchestrator.clusters.specs import ClusterSpec
+
+
+class CloudNode(TypedDict):
+    """One VM as the cloud lists it (no login needed): host name, scale set, provisioning state."""
+
+    name: str
+    scale_set: str
+    state: str
 
 
 class Provider(Protocol):
+    """A source of clusters. `caps` declares what its clusters can do; an operation whose
+    capability is absent raises MissingCapability (ProviderBase supplies those answers)."""
+
     name: str
+    caps: Capabilities
 
     def plan(self, spec: ClusterSpec) -> Plan:
         """Pure: what `up` would create. No credentials, no network, no side effects."""
+        ...
 
     def up(self, spec: ClusterSpec, plan: Plan) -> Cluster:
         """Create or adopt the cluster; idempotent (a rerun after a crash adopts what exists)."""
+        ...
 
     def describe(self, name: str) -> Cluster | None:
-        """The live cluster or None; the provider's own state is the truth, the store a cache."""
+        """The live cluster or None; the provider's own state is the truth, the store a cache.
+        The same record `up` returns (one to_cluster per provider)."""
+        ...
 
     def down(self, cluster: Cluster) -> None:
         """Delete everything the cluster owns and verify it is gone; missing is success."""
+        ...
+
+    def connect(self, cluster: Cluster) -> Access:
+        """The cluster's launcher, login shell (if any) and capabilities. Opens no connection
+        until one is used; close the Access when done."""
+        ...
+
+    def extend(self, cluster: Cluster, expires: datetime) -> None:
+        """Move the cluster's self-enforced deadline (capability `expires`)."""
+        ...
+
+    def restore_capacity(self, cluster: Cluster, nodes: Collection[str] = (),
+                         timeout_s: float | None = None) -> list[str]:
+        """Bring evicted nodes back; the host names now in the cluster (`restores_capacity`)."""
+        ...
+
+    def node_states(self, cluster: Cluster) -> Sequence[CloudNode]:
+        """The cluster's VMs as the cloud lists them (capability `live_node_states`)."""
+        ...
+
+
+class ProviderBase:
+    """The answers of a provider that lacks an optional capability: MissingCapability, typed."""
+
+    name: str = "provider"
+    caps: Capabilities = Capabilities()
+
+    def extend(self, cluster: Cluster, expires: datetime) -> None:
+        raise MissingCapability(cluster.name, self.name, "move its expiry",
+                                hint="only clusters that delete themselves (azure) expire")
+
+    def restore_capacity(self, cluster: Cluster, nodes: Collection[str] = (),
+                         timeout_s: float | None = None) -> list[str]:
+        raise MissingCapability(cluster.name, self.name, "restore evicted capacity",
+                                hint="its nodes are left to their owner")
+
+    def node_states(self, cluster: Cluster) -> Sequence[CloudNode]:
+        raise MissingCapability(cluster.name, self.name, "list its nodes without logging in")

@@ -7,6 +7,6 @@ expiry.py and spot.py are the self-expiry and spot-capacity helpers, clients.py 
 clients. Only these modules import azure.*, and only inside functions.
 """
 
-from orchestrator.clusters.providers.azure.provider import AzureProvider, NodeState, sweep
+from orchestrator.clusters.providers.azure.provider import AzureProvider, sweep
 
-__all__ = ["AzureProvider", "NodeState", "sweep"]
+__all__ = ["AzureProvider", "sweep"]

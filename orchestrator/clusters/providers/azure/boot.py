@@ -4,24 +4,26 @@ ARM's "Succeeded" only means the VMs exist; cloud-init then installs and joins S
 reaches the head over SSH with the host key pinned from cloud-init (never trust on first use),
 and polls, in one command per round: the head's cloud-init status, the failure notes the boot
 steps write (templates' azbench-step: /var/lib/azbench/boot-failed on the head,
-/shared/azbench/boot/<host>.failed from the nodes), and `sinfo`. It fails with one line naming
+/shared/azbench/boot/<host>.failed from the nodes), and Slurm's node list. It fails with one line naming
 the VM and the step, or, at the deadline, naming what is still missing. `parse_probe` is pure.
 """
 
 from __future__ import annotations
 
+import shlex
 import time
 from dataclasses import dataclass, field
 from typing import Callable
 
 from orchestrator.errors import ProvisionError, RemoteError
 from orchestrator.models import Cluster
+from orchestrator.slurm.commands import node_states_argv
 
 SEP = "--azbench--"
 PROBE = (f"cloud-init status 2>/dev/null | sed -n 's/^status: //p'; echo {SEP}; "
          "cat /var/lib/azbench/boot-failed 2>/dev/null; "
          "grep -sH . /shared/azbench/boot/*.failed 2>/dev/null; "
-         f"echo {SEP}; sinfo -h -N -o '%N %T' 2>/dev/null; echo {SEP}; "
+         f"echo {SEP}; {shlex.join(node_states_argv())} 2>/dev/null; echo {SEP}; "
          "cloud-init status --long 2>/dev/null | sed -n '/^detail:/,$p' | sed -n 2p")
 
 

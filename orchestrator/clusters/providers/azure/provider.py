@@ -24,17 +24,18 @@ from orchestrator.clusters.providers.azure.lro import ProgressEvent
 from orchestrator.clusters.providers.azure.teardown import SweepItem, delete_cluster, tagged
 from orchestrator.clusters.providers.azure.teardown import sweep as _sweep
 from orchestrator.clusters.providers.azure.up import LRO_FILE, UpOptions, UpRun
+from orchestrator.clusters.providers.base import CloudNode, ProviderBase
+from orchestrator.clusters.remote import SshRunner
 from orchestrator.clusters.specs import ClusterSpec
+from orchestrator.errors import NotAvailableError
 from orchestrator.models import Cluster, ClusterState, Plan, ScaleSetPlan, SshTarget
+from orchestrator.seams import Access, Capabilities
+from orchestrator.slurm.launcher import SlurmLauncher
 
-__all__ = ["AzureProvider", "AzureClients", "ProgressEvent", "SweepItem", "NodeState", "sweep"]
-
-
-class NodeState(dict):  # type: ignore[type-arg]
-    """{'name', 'scale_set', 'state'} for `azbench status` (a dict: it goes straight to --json)."""
+__all__ = ["AzureProvider", "AzureClients", "ProgressEvent", "SweepItem", "sweep"]
 
 
-class AzureProvider:
+class AzureProvider(ProviderBase):
     """Provider for `--provider azure`.
 
     `clients` defaults to DefaultAzureCredential clients built from the spec (or, for describe/
@@ -45,6 +46,8 @@ class AzureProvider:
     """
 
     name = "azure"
+    caps = Capabilities(spends_money=True, expires=True, restores_capacity=True, live_node_states=True,
+                        shell=True) | SlurmLauncher.caps
 
     def __init__(self, clients: AzureClients | None = None, *,
                  progress: Callable[[ProgressEvent], None] | None = None,
@@ -106,17 +109,26 @@ class AzureProvider:
         delete_cluster(clients, cluster.name, workers=self.opts.workers)
         (paths.cluster_dir(cluster.name) / LRO_FILE).unlink(missing_ok=True)
 
-    # ------------------------------------------------------------ extras
+    def connect(self, cluster: Cluster) -> Access:
+        """The head over one pinned SSH connection (opened on first use): launcher and shell."""
+        if cluster.ssh is None:
+            raise NotAvailableError(f"cluster '{cluster.name}' has no SSH login recorded (its keys are "
+                                    f"not in {paths.cluster_dir(cluster.name)})")
+        runner = SshRunner(cluster.ssh, env=dict(cluster.env))
+        return Access(launcher=SlurmLauncher(runner, cluster), shell=runner, caps=self.caps,
+                      python=cluster.env.get("AZBENCH_PYTHON", "python3"), closers=[runner.close])
+
+    # ------------------------------------------------------------ capabilities
     def extend(self, cluster: Cluster, expires: datetime) -> None:
         """Move azbench-expires on everything the cluster owns; the head's agent reads it each tick."""
         from orchestrator.clusters.providers.azure.expiry import move_expiry
         move_expiry(self._clients_for(cluster.name, cluster), cluster.name, expires)
 
-    def node_states(self, cluster: Cluster) -> list[NodeState]:
+    def node_states(self, cluster: Cluster) -> list[CloudNode]:
         """One row per VM from one list call per scale set (never one GET per VM)."""
         clients = self._clients_for(cluster.name, cluster)
         rg = str(cluster.properties.get("resource_group") or f"azbench-{cluster.name}")
-        out: list[NodeState] = []
+        out: list[CloudNode] = []
         for s in str(cluster.properties.get("scale_sets") or "").split(","):
             if not s:
                 continue
@@ -124,7 +136,7 @@ class AzureProvider:
                 for vm in clients.compute.virtual_machine_scale_set_vms.list(rg, s):
                     host = getattr(getattr(vm, "os_profile", None), "computer_name", None) or vm.name
                     state = getattr(vm, "provisioning_state", None)
-                    out.append(NodeState(name=host, scale_set=s, state=str(getattr(state, "value", state))))
+                    out.append(CloudNode(name=host, scale_set=s, state=str(getattr(state, "value", state))))
         return out
 
     def restore_capacity(self, cluster: Cluster, nodes: Collection[str] = (),

@@ -12,17 +12,19 @@ ingest works exactly as for Slurm. azure.ai.ml is imported only inside functions
 
 from __future__ import annotations
 
+import contextlib
 import re
 import shlex
 import shutil
 import tempfile
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
-from orchestrator.errors import ConfigError, LaunchError, NotAvailableError
-from orchestrator.models import AttemptSpec, Cluster, ExecResult, JobRef, JobState, JobStatus
-from orchestrator.slurm.launcher import safe_local_path
-from orchestrator.slurm.states import NodeInfo
+from orchestrator.errors import ConfigError, LaunchError, MissingCapability
+from orchestrator.models import AttemptSpec, Cluster, ExecResult, JobRef, JobState, JobStatus, NodeInfo
+from orchestrator.paths import RunLayout, job_name, safe_local_path
+from orchestrator.seams import Capabilities
 
 S = JobState
 # Azure ML job status (azure/ai/ml/operations/_run_history_constants.py) -> JobState. One table.
@@ -59,30 +61,32 @@ def map_state(native: str) -> JobState:
     return AZUREML_STATES.get(str(native).strip(), JobState.UNKNOWN)
 
 
-def job_name(run_id: str, attempt: int) -> str:
-    """The same name the Slurm launcher gives the job: unique per workspace, so submit adopts."""
-    return f"azbench-{run_id}-a{attempt}"
-
-
 class AzureMLLauncher:
-    """Launcher over MLClient.jobs. `ml_client` is an MLClient (or a fake with the same
-    operations); by default one is built for the cluster's workspace on first use."""
+    """Launcher over MLClient.jobs and .compute. `ml_client` is an MLClient (or a fake with the
+    same operations); else `ml_factory` builds one on first use (the provider's connect passes
+    one for the cluster's workspace).
+
+    Azure ML runs jobs, not commands: there is no batch script, job step, drain or topology
+    (MissingCapability), and a running job's log is only served as a stream (`follow`, through
+    `jobs.stream`), so progress and hang detection from the log are not available."""
 
     backend = "azureml"
-    shell_access = False  # no login shell: no Slurm health gate, no log-tail hang detection
+    caps = Capabilities()
 
     def __init__(self, cluster: Cluster, ml_client: Any = None, *, image: str | None = None,
-                 datastore: str = DEFAULT_DATASTORE) -> None:
+                 datastore: str = DEFAULT_DATASTORE, ml_factory: Callable[[], Any] | None = None) -> None:
         self.cluster = cluster
         self._ml = ml_client
+        self._factory = ml_factory
         self.image = image  # an explicit override; otherwise the attempt names its image
         self.datastore = datastore
 
     @property
     def ml(self) -> Any:
         if self._ml is None:
-            from orchestrator.clusters.providers.azureml.provider import default_ml_client, target_from_cluster
-            self._ml = default_ml_client(target_from_cluster(self.cluster))
+            if self._factory is None:
+                raise LaunchError(f"no Azure ML client for cluster '{self.cluster.name}'")
+            self._ml = self._factory()
         return self._ml
 
     def submit(self, attempt: AttemptSpec, recipe_dir: Path | None = None) -> JobRef:
@@ -101,6 +105,16 @@ class AzureMLLauncher:
                     raise LaunchError(f"Azure ML rejected job {name}: {_one_line(str(exc))}") from None
                 raise
         return ref
+
+    def submit_script(self, script: str, *, workdir: str,
+                      files: Mapping[str, Path] | None = None) -> JobRef:
+        raise self._missing("run a batch script")
+
+    def find(self, name: str) -> JobRef | None:
+        """The job called `name` in the workspace (job names are unique there), or None."""
+        if self._get(name) is None:
+            return None
+        return JobRef(cluster=self.cluster.name, job_id=name, backend=self.backend)
 
     def poll(self, refs: Sequence[JobRef]) -> dict[str, JobStatus]:
         """One jobs.get per job (Azure ML has no batch status call); errors read as UNKNOWN."""
@@ -141,6 +155,60 @@ class AzureMLLauncher:
                 written += self._download(name, k, Path(tmp), root)
         return written
 
+    def tail(self, path: str, *, offset: int = 0, nbytes: int | None = None) -> bytes:
+        """A finished attempt's file (train.log, or one of its results), downloaded; Azure ML
+        serves a running job's log only as a stream (MissingCapability: use `follow`)."""
+        where = RunLayout.parse(path)
+        if where is None:
+            raise LaunchError(f"{path} is not a file of an azbench attempt (<run>/attempt-<k>/...)")
+        run_id, k, rel = where
+        name = job_name(run_id, k)
+        job = self._get(name)
+        if job is None:
+            return b""
+        if not map_state(job.status).terminal:
+            raise self._missing("read a running job's log piecemeal",
+                                hint=f"`azbench logs {run_id} --follow` streams it")
+        with tempfile.TemporaryDirectory(prefix="azbench-aml-") as tmp:
+            (Path(tmp) / "job").mkdir()
+            self._download(name, k, Path(tmp) / "job", Path(tmp).resolve())
+            local = Path(tmp) / f"attempt-{k}" / rel
+            data = local.read_bytes() if local.is_file() else b""
+        return data[-nbytes:] if nbytes else data[offset:]
+
+    def follow(self, ref: JobRef, path: str, sink: Callable[[bytes], None], *,
+               stop: Callable[[], bool], offset: int = 0, interval: float = 1.0,
+               sleep: Callable[[float], None] | None = None) -> int:
+        """A running job: azure-ai-ml's `jobs.stream`, which prints the job's user logs as they
+        grow until it ends (azure/ai/ml/operations/_job_ops_helper.py,
+        stream_logs_until_completion, writes to sys.stdout: redirected into `sink` here). A
+        finished job: its log from `offset`, downloaded. Returns the offset reached."""
+        where = RunLayout.parse(path)
+        name = ref.job_id if ref.job_id not in ("", "-") else (
+            job_name(where[0], where[1]) if where else "")
+        job = self._get(name) if name else None
+        if job is None:
+            raise LaunchError(f"Azure ML has no job {name or path}")
+        if map_state(job.status).terminal:
+            data = self.tail(path, offset=offset)
+            if data:
+                sink(data)
+            return offset + len(data)
+        if stop():
+            raise self._missing("show a running job's log without following it",
+                                hint="add --follow to stream it until the job ends")
+        writer = _SinkWriter(sink)
+        with contextlib.redirect_stdout(writer):  # type: ignore[type-var]
+            try:
+                self.ml.jobs.stream(name)
+            except Exception as exc:
+                after = self._get(name)
+                if after is None or not map_state(after.status).terminal or not _is_sdk_error(exc):
+                    raise LaunchError(f"cannot stream the log of Azure ML job {name}: "
+                                      f"{_one_line(str(exc))}") from None
+                # stream() raises for a job that ended Failed, after printing its log.
+        return offset + writer.count
+
     def node_states(self) -> dict[str, NodeInfo]:
         """The compute's current nodes (none while it is scaled to zero)."""
         from orchestrator.clusters.providers.azure.errors import arm_call
@@ -154,7 +222,38 @@ class AzureMLLauncher:
                                               reason=f"Azure ML node state {state}" if state in _BAD_NODES else "")
         return out
 
+    def drain(self, reasons: Mapping[str, str]) -> list[str]:
+        raise self._missing("drain nodes", hint="Azure ML replaces unhealthy nodes itself")
+
+    def resume(self, nodes: Sequence[str]) -> None:
+        raise self._missing("return nodes to service", hint="Azure ML manages its nodes")
+
+    def leaf_switches(self) -> dict[str, list[str]]:
+        return {}
+
+    def stage_file(self, local: Path, remote: str) -> None:
+        raise self._missing("copy files onto its nodes", hint="jobs upload their code themselves")
+
+    def run_on_nodes(self, nodes: Sequence[str], argv: Sequence[str], *, timeout_s: float,
+                     env: Mapping[str, str] | None = None) -> ExecResult:
+        raise self._missing("run commands on chosen nodes")
+
+    def run_groups(self, groups: Sequence[Sequence[str]], argv: Sequence[str], *, gpus_per_node: int,
+                   timeout_s: float) -> list[str]:
+        raise self._missing("run commands on chosen nodes")
+
+    def latest_checkpoint(self, run_dir: str) -> int | None:
+        """Unknown here: checkpoints live in the workspace's datastore, mounted into every
+        attempt, and the recipe resumes from its newest one itself."""
+        return None
+
+    def close(self) -> None:
+        return None
+
     # -- helpers ---------------------------------------------------------------------------
+
+    def _missing(self, what: str, hint: str | None = None) -> MissingCapability:
+        return MissingCapability(self.cluster.name, self.backend, what, hint=hint)
 
     def _get(self, name: str) -> Any | None:
         from orchestrator.clusters.providers.azure.errors import arm_call
@@ -284,26 +383,6 @@ def job_env(attempt: AttemptSpec) -> dict[str, str]:
     return env
 
 
-class NullRunner:
-    """The Runner of a cluster without a login shell (Azure ML): commands do nothing and say so."""
-
-    def __init__(self, cluster: Cluster) -> None:
-        self.cluster = cluster
-
-    def run(self, cmd: str | Sequence[str], timeout: float = 60.0) -> ExecResult:
-        return ExecResult(exit_code=127, stderr=f"cluster '{self.cluster.name}' ({self.cluster.provider}) "
-                                                "has no shell: Azure ML runs jobs, not commands")
-
-    def put(self, local: Path, remote: str) -> None:
-        raise NotAvailableError(f"cluster '{self.cluster.name}' has no file system to copy to")
-
-    def get(self, remote: str, local: Path) -> None:
-        raise NotAvailableError(f"cluster '{self.cluster.name}' has no file system to copy from")
-
-    def close(self) -> None:
-        return None
-
-
 def _status(ref: JobRef, job: Any) -> JobStatus:
     if job is None:
         return JobStatus(ref=ref, state=S.UNKNOWN, reason="Azure ML has no such job")
@@ -324,6 +403,23 @@ def _image(attempt: AttemptSpec, override: str | None) -> str:
 
 def _compute(cluster: Cluster) -> str:
     return str(cluster.properties.get("compute") or cluster.name)
+
+
+class _SinkWriter:
+    """A text stream whose writes go to a byte sink (what jobs.stream prints)."""
+
+    def __init__(self, sink: Callable[[bytes], None]) -> None:
+        self.sink, self.count = sink, 0
+
+    def write(self, text: str) -> int:
+        data = text.encode()
+        self.count += len(data)
+        if data:
+            self.sink(data)
+        return len(text)
+
+    def flush(self) -> None:
+        return None
 
 
 def _files(root: Path) -> list[Path]:

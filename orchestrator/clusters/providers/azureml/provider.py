@@ -19,9 +19,12 @@ from types import SimpleNamespace
 from typing import Any, Callable
 
 from orchestrator.clusters.providers.azure.resources import TAG_CLUSTER, TAG_OWNER
+from orchestrator.clusters.providers.azureml.launcher import AzureMLLauncher
+from orchestrator.clusters.providers.base import ProviderBase
 from orchestrator.clusters.specs import ClusterSpec
 from orchestrator.errors import ConfigError, NotFoundError, PreflightError
 from orchestrator.models import Cluster, ClusterState, Plan, PlannedResource, ScaleSetPlan
+from orchestrator.seams import Access, Capabilities
 
 COMPUTE_KIND = "Microsoft.MachineLearningServices/workspaces/computes"
 ALLOWED_SIZES = ("Standard_ND96isr_H100_v5", "Standard_ND96isr_H200_v5")
@@ -45,11 +48,12 @@ MLClientFactory = Callable[[AmlTarget], Any]
 ArmClientsFactory = Callable[[AmlTarget], Any]
 
 
-class AzureMLProvider:
+class AzureMLProvider(ProviderBase):
     """Provider for `--provider azureml`. `ml_client` builds an MLClient for a target (default:
     DefaultAzureCredential); `arm_clients` builds the Compute RP clients used by the size check."""
 
     name = "azureml"
+    caps = Capabilities(spends_money=True) | AzureMLLauncher.caps
 
     def __init__(self, ml_client: MLClientFactory | None = None,
                  arm_clients: ArmClientsFactory | None = None, *, owner: str | None = None) -> None:
@@ -83,7 +87,8 @@ class AzureMLProvider:
                     total_gpus=spec.nodes * sku.gpus_per_vm,
                     scale_sets=[ScaleSetPlan(name=name, vms=spec.nodes, gpus=spec.nodes * sku.gpus_per_vm)],
                     resources=[PlannedResource(kind=COMPUTE_KIND, name=name, count=spec.nodes, properties=props)],
-                    cost_per_hour_usd=cost, preflight=preflight_checks(spec), warnings=warnings)
+                    cost_per_hour_usd=cost, preflight=preflight_checks(spec), warnings=warnings,
+                    lifetime=f"scales to {opts.min_instances} nodes after {opts.idle_seconds} s idle")
 
     def up(self, spec: ClusterSpec, plan: Plan) -> Cluster:
         """Create the compute, or adopt the existing one of the same name; idempotent."""
@@ -126,6 +131,11 @@ class AzureMLProvider:
         if _get_compute(ml, name) is not None:
             from orchestrator.errors import ProvisionError
             raise ProvisionError(f"AmlCompute {name} still exists after delete")
+
+    def connect(self, cluster: Cluster) -> Access:
+        """Jobs through the workspace's MLClient (built on first use); no login shell."""
+        launcher = AzureMLLauncher(cluster, ml_factory=lambda: self.ml_client(target_from_cluster(cluster)))
+        return Access(launcher=launcher, shell=None, caps=self.caps)
 
     # ------------------------------------------------------------ preflight
     def preflight(self, spec: ClusterSpec, *, ml: Any = None) -> None:

@@ -13,13 +13,20 @@ import os
 
 from orchestrator import paths
 from orchestrator.clusters.planner import plan_azure
+from orchestrator.clusters.providers.base import ProviderBase
+from orchestrator.clusters.remote import LocalRunner
 from orchestrator.clusters.specs import ClusterSpec
 from orchestrator.errors import CapacityError, PreflightError
 from orchestrator.models import Cluster, ClusterState, Plan, PlannedResource, ScaleSetPlan
+from orchestrator.seams import Access, Capabilities
+from orchestrator.slurm.launcher import SlurmLauncher
 
 
-class FakeProvider:
+class FakeProvider(ProviderBase):
+    """Azure-shaped and in memory; its clusters are reached like local ones (commands run here)."""
+
     name = "fake"
+    caps = Capabilities(shell=True, head_here=True) | SlurmLauncher.caps
 
     def __init__(self) -> None:
         self.calls: list[tuple[str, str]] = []
@@ -55,6 +62,16 @@ class FakeProvider:
     def down(self, cluster: Cluster) -> None:
         self.calls.append(("down", cluster.name))
         (paths.cluster_dir(cluster.name) / "fake.json").unlink(missing_ok=True)
+
+    def connect(self, cluster: Cluster) -> Access:
+        self.calls.append(("connect", cluster.name))
+        return _connect(self, cluster)
+
+
+def _connect(provider: FakeProvider, cluster: Cluster) -> Access:
+    runner = LocalRunner(env=dict(cluster.env))
+    return Access(launcher=SlurmLauncher(runner, cluster), shell=runner, caps=provider.caps,
+                  python=cluster.env.get("AZBENCH_PYTHON", "python3"), closers=[runner.close])
 
 
 def _maybe_fail(spec: ClusterSpec) -> None:

@@ -2,7 +2,7 @@
 
 `up` starts the cluster's own munged (own key and socket), one slurmctld and one slurmd per
 emulated node (`slurmd -N nodeK`, each on a free loopback port), all under
-`paths.cluster_dir(name)`, waits until sinfo shows every node idle, and records the pids it
+`paths.cluster_dir(name)`, waits until Slurm lists every node idle, and records the pids it
 started (with their kernel start times, so a recycled pid is never mistaken for ours) in
 state.json. `down` stops exactly those daemons (and the job steps their slurmd spawned) and
 keeps the logs, slurm.conf and the shared run directory for inspection.
@@ -17,6 +17,7 @@ import os
 import shutil
 import socket
 import subprocess
+import sys
 from datetime import datetime
 from pathlib import Path
 from typing import Sequence
@@ -24,14 +25,17 @@ from typing import Sequence
 from pydantic import BaseModel, Field
 
 from orchestrator import paths
+from orchestrator.clusters.providers.base import ProviderBase
 from orchestrator.clusters.providers.local import proc
-from orchestrator.errors import PreflightError, ProvisionError
+from orchestrator.clusters.remote import LocalRunner
+from orchestrator.errors import ProvisionError
 from orchestrator.models import Cluster, ClusterState, Plan, PlannedResource, ScaleSetPlan, utcnow
+from orchestrator.seams import Access, Capabilities
+from orchestrator.slurm.commands import CLIENTS, DAEMONS, INSTALL_HINT, NODE_LIST, find_binaries, node_states_argv
+from orchestrator.slurm.launcher import SlurmLauncher
 from orchestrator.slurm.conf import (SlurmConfParams, SlurmNode, compress_hostlist, render_slurm_conf,
                                      tree_topology)
 
-INSTALL_HINT = "slurm/munge not found: apt-get install slurm-wlm munge"
-BINARIES = ("munged", "slurmctld", "slurmd", "sinfo", "scontrol")
 PARTITION = "local"
 SKU = "Local_CPU"
 STATE_FILE = "state.json"
@@ -65,10 +69,12 @@ class LocalState(BaseModel):
     created_at: datetime = Field(default_factory=utcnow)
 
 
-class LocalProvider:
+class LocalProvider(ProviderBase):
     """Provider for `--provider local`; see the module docstring."""
 
     name = "local"
+    caps = Capabilities(shell=True, head_here=True, emulated_nodes=True,
+                        restores_capacity=True) | SlurmLauncher.caps
 
     def __init__(self, *, ready_timeout_s: float = 60.0, poll_s: float = 0.2,
                  grace_s: float = 5.0) -> None:
@@ -96,11 +102,11 @@ class LocalProvider:
                                 properties={"port": "chosen at up", "cpus": cpus}),
             ],
             cost_per_hour_usd=0.0, cost_is_estimate=False,
-            preflight=[f"binaries on PATH or in /usr/sbin: {', '.join(BINARIES)}"],
+            preflight=[f"binaries on PATH or in /usr/sbin: {', '.join((*DAEMONS, *CLIENTS))}"],
             warnings=warnings)
 
     def up(self, spec, plan: Plan | None = None) -> Cluster:
-        """Start the cluster, or adopt it when its daemons are alive and sinfo answers."""
+        """Start the cluster, or adopt it when its daemons are alive and Slurm answers."""
         bins = find_binaries()
         cdir = paths.cluster_dir(spec.name)
         wanted = node_names(spec.nodes)
@@ -143,6 +149,12 @@ class LocalProvider:
         shutil.rmtree(cdir / "slurm-state", ignore_errors=True)
         (cdir / "munge.key").unlink(missing_ok=True)
         (cdir / STATE_FILE).unlink(missing_ok=True)
+
+    def connect(self, cluster: Cluster) -> Access:
+        """Commands run here with the cluster's environment; recipes run on this interpreter."""
+        runner = LocalRunner(env=dict(cluster.env))
+        return Access(launcher=SlurmLauncher(runner, cluster), shell=runner, caps=self.caps,
+                      python=sys.executable, closers=[runner.close])
 
     def kill_node(self, cluster: Cluster, node: str) -> None:
         kill_node(cluster, node)
@@ -215,7 +227,7 @@ class LocalProvider:
 
         def ready() -> bool:
             last.clear()
-            last.update(node_states(state, bins["sinfo"]))
+            last.update(node_states(state, bins[NODE_LIST]))
             return len(last) == len(state.nodes) and all(s == "idle" for s in last.values())
 
         def check() -> None:
@@ -225,7 +237,7 @@ class LocalProvider:
         try:
             proc.wait_for(ready, timeout, self.poll_s, check, "idle nodes")
         except TimeoutError:
-            seen = ", ".join(f"{n}={s}" for n, s in sorted(last.items())) or "sinfo did not answer"
+            seen = ", ".join(f"{n}={s}" for n, s in sorted(last.items())) or f"{NODE_LIST} did not answer"
             raise ProvisionError(
                 f"local cluster '{state.name}' did not become ready within "
                 f"{timeout:g} s ({seen}); last lines of slurmctld.log:\n"
@@ -234,7 +246,7 @@ class LocalProvider:
     def _healthy(self, state: LocalState, bins: dict[str, str]) -> bool:
         if not all(proc.alive(d.pid, d.start_time) for d in state.daemons.values()):
             return False
-        return len(node_states(state, bins["sinfo"])) == len(state.nodes)
+        return len(node_states(state, bins[NODE_LIST])) == len(state.nodes)
 
     def _stop(self, state: LocalState) -> None:
         steps = proc.step_pids(f"{state.cluster_dir}:")
@@ -269,30 +281,21 @@ def restart_node(cluster: Cluster, node: str, *, timeout_s: float = 60.0) -> Non
                                     daemon.argv)
         save_state(state)
     try:
-        proc.wait_for(lambda: node_states(state, bins["sinfo"]).get(node) == "idle",
+        proc.wait_for(lambda: node_states(state, bins[NODE_LIST]).get(node) == "idle",
                       timeout_s, 0.2, lambda: _check_alive(state, key), f"{node} idle")
     except TimeoutError:
         raise ProvisionError(f"node {node} of '{cluster.name}' did not return to idle within "
                              f"{timeout_s:g} s") from None
 
 
-def find_binaries() -> dict[str, str]:
-    """Absolute paths of the Slurm and munge programs, or PreflightError with the install hint."""
-    search = os.pathsep.join([os.environ.get("PATH", ""), "/usr/sbin", "/sbin"])
-    found = {name: shutil.which(name, path=search) for name in BINARIES}
-    if not all(found.values()):
-        raise PreflightError(INSTALL_HINT)
-    return {name: str(path) for name, path in found.items()}
-
-
 def node_names(count: int) -> list[str]:
     return [f"node{i}" for i in range(1, count + 1)]
 
 
-def node_states(state: LocalState, sinfo: str = "sinfo") -> dict[str, str]:
-    """{node: sinfo state} ('idle', 'down*', ...); empty when slurmctld does not answer."""
+def node_states(state: LocalState, binary: str = NODE_LIST) -> dict[str, str]:
+    """{node: Slurm state} ('idle', 'down*', ...); empty when slurmctld does not answer."""
     try:
-        out = subprocess.run([sinfo, "-h", "-N", "-p", PARTITION, "-o", "%N %T"],
+        out = subprocess.run(node_states_argv(binary, PARTITION),
                              capture_output=True, text=True, timeout=10,
                              env={**os.environ, "SLURM_CONF": state.conf})
     except (OSError, subprocess.TimeoutExpired):

@@ -1,6 +1,6 @@
 """The ssh provider: adopt an existing Slurm cluster (CycleCloud, on-prem) reached over SSH.
 
-`up` pins the login node's host key, connects with key auth, checks that `sinfo` answers and
+`up` pins the login node's host key, connects with key auth, checks that Slurm lists its nodes and
 reads the partition's nodes, CPUs and GPUs; it creates nothing. `down` only forgets the cluster
 (the local record and the known_hosts file azbench wrote); it never touches the remote side.
 """
@@ -15,23 +15,26 @@ import paramiko
 
 from orchestrator import paths
 from orchestrator.clusters import catalog
+from orchestrator.clusters.providers.base import ProviderBase
 from orchestrator.clusters.remote import SshRunner
-from orchestrator.seams import Runner
-from orchestrator.errors import AzbenchError, ConfigError, ProvisionError
+from orchestrator.seams import Access, Capabilities, Runner
+from orchestrator.slurm import commands
+from orchestrator.slurm.launcher import SlurmLauncher
+from orchestrator.errors import AzbenchError, ConfigError, NotAvailableError, ProvisionError
 from orchestrator.models import Cluster, ClusterState, ExecResult, Plan, ScaleSetPlan, SshTarget
 
 RECORD = "cluster.json"
-SINFO = ["sinfo", "-h", "-N", "-o", "%N|%P|%c|%G|%T"]
 _GRES_GPU = re.compile(r"(?:^|,)gpu(?::[^:,()]+)?:(\d+)")
 _UNUSABLE = ("down", "drain", "fail", "maint", "unknown", "future", "inval")
 
 RunnerFactory = Callable[[SshTarget, dict[str, str]], Runner]
 
 
-class SshProvider:
+class SshProvider(ProviderBase):
     """Provider for `--provider ssh`; see the module docstring."""
 
     name = "ssh"
+    caps = Capabilities(shell=True) | SlurmLauncher.caps
 
     def __init__(self, runner_factory: RunnerFactory | None = None, *,
                  connect_timeout: float = 10.0) -> None:
@@ -52,7 +55,7 @@ class SshProvider:
             resources=[], cost_per_hour_usd=None,
             preflight=[pin,
                        f"connect to ssh://{opts.user}@{opts.host}:{opts.port} with key {opts.key_path}",
-                       "run sinfo there (with the spec's env exported)",
+                       "list Slurm's partitions and nodes there (with the spec's env exported)",
                        f"{partition} has at least {spec.nodes} nodes; read CPUs and GPUs per node",
                        f"use {opts.workdir} as the shared run directory"],
             warnings=["azbench creates nothing on an ssh cluster and down only forgets it"])
@@ -64,7 +67,7 @@ class SshProvider:
                            known_hosts=pin_host_key(spec))
         runner = self._factory(target, dict(opts.env))
         try:
-            result = runner.run(SINFO, timeout=60)
+            result = runner.run(commands.partitions_argv(), timeout=60)
         finally:
             runner.close()
         partition, nodes = _partition_nodes(result, opts.partition, _url(target))
@@ -89,12 +92,26 @@ class SshProvider:
         except (OSError, ValueError):
             return None
 
+    def connect(self, cluster: Cluster) -> Access:
+        return connect(self, cluster)
+
     def down(self, cluster: Cluster) -> None:
         """Forget the cluster: remove the local record and the known_hosts azbench wrote."""
         cdir = Path(str(cluster.properties.get("cluster_dir") or paths.cluster_dir(cluster.name)))
         (cdir / RECORD).unlink(missing_ok=True)
         if cluster.ssh is not None and cluster.ssh.known_hosts == cdir / "known_hosts":
             cluster.ssh.known_hosts.unlink(missing_ok=True)
+
+
+def connect(provider: SshProvider, cluster: Cluster) -> Access:
+    """One pinned SSH connection to the login node, opened on first use, shared by the
+    launcher and the shell."""
+    if cluster.ssh is None:
+        raise NotAvailableError(f"cluster '{cluster.name}' has no SSH login recorded",
+                                hint=f"azbench up -f <its spec> --name {cluster.name}")
+    runner = provider._factory(cluster.ssh, dict(cluster.env))
+    return Access(launcher=SlurmLauncher(runner, cluster), shell=runner, caps=provider.caps,
+                  python=cluster.env.get("AZBENCH_PYTHON", "python3"), closers=[runner.close])
 
 
 def pin_host_key(spec) -> Path:
@@ -134,7 +151,7 @@ def _parse_host_key(name: str, line: str) -> paramiko.hostkeys.HostKeyEntry:
 def _partition_nodes(result: ExecResult, wanted: str | None, url: str) -> tuple[str, list[dict]]:
     if not result.ok:
         reason = (result.stderr.strip() or result.stdout.strip() or f"exit {result.exit_code}")
-        raise ProvisionError(f"sinfo failed on {url}: {reason.splitlines()[0]}")
+        raise ProvisionError(f"{commands.NODE_LIST} failed on {url}: {reason.splitlines()[0]}")
     by_partition: dict[str, list[dict]] = {}
     default = None
     for line in result.stdout.splitlines():
