@@ -22,6 +22,7 @@ from orchestrator.errors import ConfigError, LaunchError, NotFoundError, Preflig
 from orchestrator.models import AttemptSpec, Cluster, JobRef, JobState
 from orchestrator.clusters.providers.azureml import launcher as L
 from tests.cli_helpers import azbench, one_line_error
+from testsupport.fake_azureml import FakeML
 from testsupport.fake_arm import SUB, FakeArm, StubCredential, allow_plain_http_policy, default_catalogue
 
 GOLDEN = Path(__file__).parent / "golden"
@@ -257,63 +258,6 @@ def test_long_cluster_names_get_a_short_stable_compute_name():
 
 
 # -- launcher: a stateful fake MLClient ---------------------------------------------------------
-
-def _not_found(what: str) -> Exception:
-    from azure.core.exceptions import ResourceNotFoundError
-    exc = ResourceNotFoundError(f"{what} not found")
-    exc.status_code = 404
-    return exc
-
-
-class FakeJobs:
-    """MLClient.jobs with per-job status scripts (one step per get), cancel, download, history."""
-
-    def __init__(self) -> None:
-        self.jobs: dict[str, Any] = {}
-        self.scripts: dict[str, list[str]] = {}
-        self.logs: dict[str, dict[str, str]] = {}
-        self.calls: list[tuple[str, str]] = []
-        self.create_error: Exception | None = None
-
-    def create_or_update(self, job: Any) -> Any:
-        self.calls.append(("create", job.name))
-        if self.create_error:
-            raise self.create_error
-        self.jobs[job.name] = job
-        self.scripts.setdefault(job.name, ["Queued", "Running", "Completed"])
-        return job
-
-    def get(self, name: str) -> Any:
-        self.calls.append(("get", name))
-        if name not in self.jobs:
-            raise _not_found(name)
-        script = self.scripts[name]
-        status = script.pop(0) if len(script) > 1 else script[0]
-        return SimpleNamespace(name=name, status=status)
-
-    def begin_cancel(self, name: str) -> Any:
-        self.calls.append(("cancel", name))
-        self.scripts[name] = ["CancelRequested", "Canceled"]
-
-    def download(self, name: str, *, download_path: str, output_name: str | None = None) -> None:
-        from azure.ai.ml.exceptions import JobException
-        self.calls.append(("download", f"{name}:{output_name or 'logs'}"))
-        if self.scripts[name][0] not in ("Completed", "Failed", "Canceled", "NotResponding", "Paused"):
-            raise JobException(message="not terminal", no_personal_data_message="not terminal")
-        sub = "named-outputs/results" if output_name == "results" else "artifacts"
-        for rel, text in self.logs.get(name, {}).items():
-            if rel.startswith(sub + "/"):
-                path = Path(download_path) / rel
-                path.parent.mkdir(parents=True, exist_ok=True)
-                path.write_text(text)
-
-
-class FakeML:
-    def __init__(self) -> None:
-        self.jobs = FakeJobs()
-        self.nodes: list[Any] = []
-        self.compute = SimpleNamespace(list_nodes=lambda name: list(self.nodes))
-
 
 def launcher() -> tuple[L.AzureMLLauncher, FakeML]:
     ml = FakeML()
