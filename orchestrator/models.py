@@ -147,7 +147,7 @@ _ACTIVE = {JobState.PENDING, JobState.RUNNING, JobState.COMPLETING, JobState.UNK
 FINAL_RUN_STATES = frozenset({"succeeded", "failed", "cancelled"})
 
 
-# Node states (Slurm's sinfo %T vocabulary, which other launchers map into) that mean "do not
+# Node states (Slurm's node-state vocabulary, which other launchers map into) that mean "do not
 # schedule benchmark work here".
 BAD_NODE_STATES = frozenset(
     {"down", "drained", "draining", "drain", "fail", "failing", "future", "inval", "unknown",

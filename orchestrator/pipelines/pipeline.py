@@ -113,7 +113,7 @@ def _health_stage(st: Progress, cluster: str) -> None:
 
 
 def _cancel_live(st: Progress, cluster: str) -> None:
-    """scancel and mark cancelled the unfinished runs this pipeline started on `cluster`."""
+    """Cancel (through the launcher) and mark cancelled the unfinished runs this pipeline started on `cluster`."""
     from orchestrator.runs.execute import cancel_runs
     live = [r.id for r in st.store.list_runs(cluster=cluster)
             if r.state not in FINAL_RUN_STATES and r.created_at >= st.started]

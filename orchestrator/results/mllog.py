@@ -1,6 +1,6 @@
 """Turn an MLPerf `:::MLLOG {json}` log into one RunSummary, fast and without ever crashing.
 
-The marker may sit anywhere in a line (srun `0: ` prefixes, warnings printed on the same line).
+The marker may sit anywhere in a line (Slurm job steps' `0: ` rank prefixes, warnings printed on the same line).
 Files are read as bytes in 4 MiB blocks. The thousands of repeated per-node/per-rank lines
 (`cache_clear`, `weights_initialization`, all but the first `init_start`) are only counted:
 with `bytes.count` when a block holds nothing but well-formed MLLOG lines, else line by line

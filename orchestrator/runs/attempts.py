@@ -1,4 +1,4 @@
-"""One attempt of one run: gate, sbatch, watch, classify, fetch, ingest, record.
+"""One attempt of one run: gate, submit, watch, classify, fetch, ingest, record.
 
 The lower half of `azbench run` (orchestrator.runs.execute drives sweeps and retries on top of it).
 Every state change is written to the store before the action it describes.
@@ -155,7 +155,7 @@ def local_log(run_id: str, attempt: int) -> Path:
 
 
 def start_attempt(ctx: AttemptContext, row: RunRow, cur: AttemptRow) -> AttemptRow:
-    """Gate, then sbatch pinned to the healthy nodes; a job already submitted is adopted."""
+    """Gate, then submit pinned to the healthy nodes; a job already submitted is adopted."""
     store, n = ctx.store, cur.attempt
     if cur.state == "submitting":  # crashed between the store write and the scheduler's answer?
         found = ctx.launcher.find(job_name(row.id, n))
@@ -308,7 +308,7 @@ def _watch_attempt(ctx: AttemptContext, row: RunRow, cur: AttemptRow, ref: JobRe
         if action == Action.DONE:
             return status, None
         intent = FailureClass.HANG if action == Action.CANCEL_HANG else FailureClass.DEADLINE
-        # Stored before scancel: a crash now still knows this was our cancel, not a user's.
+        # Stored before the cancel: a crash now still knows this was our cancel, not a user's.
         ctx.store.update_attempt(row.id, cur.attempt, failure_class=intent.value,
                                  message=f"cancelling: {intent.value}")
     ctx.launcher.cancel(ref)

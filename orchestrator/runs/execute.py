@@ -1,13 +1,13 @@
 """The `azbench run` use case: each run gated, watched, classified, retried, resumed, ingested.
 
 Runs execute one after another (benchmarks need the nodes to themselves). One attempt is: health
-gate on the nodes it may use -> sbatch pinned to the healthy ones -> watch -> classify
+gate on the nodes it may use -> submit pinned to the healthy ones -> watch -> classify
 (orchestrator.runs.failures) -> retry or finish (monitor.decide_retry). Crash safety: every state
 change is in the store before the action it describes (the next attempt's row, with its
-excluded nodes, exists before its gate and sbatch; a hang's class is stored before scancel), and
-one file lock per run keeps two azbench processes from driving the same run. So a rerun of the
-same command, or `attach_run`, finds the live sweep and re-watches its Slurm job instead of
-submitting a duplicate, then finishes the bookkeeping.
+excluded nodes, exists before its gate and submission; a hang's class is stored before the
+cancel), and one file lock per run keeps two azbench processes from driving the same run. So a
+rerun of the same command, or `attach_run`, finds the live sweep and re-watches its job instead
+of submitting a duplicate, then finishes the bookkeeping.
 """
 
 from __future__ import annotations
@@ -81,7 +81,7 @@ def live_sweep(spec: RunSpec, store: Store, cluster: str) -> list[RunRow]:
 
 
 def cancel_runs(store: Store, run_ids: list[str]) -> list[str]:
-    """scancel the live job of each unfinished run and record it cancelled; returns job ids."""
+    """Cancel the live job of each unfinished run and record it cancelled; returns job ids."""
     cancelled = []
     for run_id in run_ids:
         row = store.get_run(run_id)

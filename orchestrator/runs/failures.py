@@ -85,7 +85,7 @@ STATE_CLASSES: dict[JobState, FailureClass] = {
     JobState.CANCELLED: F.CANCELLED,
 }
 
-# Log evidence, most specific first. Each names the node through srun's "R: " rank prefix or a
+# Log evidence, most specific first. Each names the node through a job step's "R: " rank prefix or a
 # node name on the line. CUDA OOM is the user's batch size, not the machine: not retried.
 LOG_PATTERNS: list[tuple[re.Pattern[str], FailureClass]] = [
     (re.compile(r"\bXid\b[^\n]*?\b\d+\b|NVRM: Xid", re.I), F.XID_ERROR),
@@ -189,7 +189,7 @@ def scan_log(text: str, nodes: Sequence[str], tasks_per_node: int = 1) -> Failur
 
 
 def preempted_nodes(reasons: Mapping[str, str]) -> list[str]:
-    """Nodes whose Slurm reason is the spot agent's drain reason ({node: reason} from sinfo)."""
+    """Nodes whose Slurm reason is the spot agent's drain reason ({node: reason} from the node listing)."""
     return sorted(n for n, why in reasons.items() if why.startswith(PREEMPT_REASON))
 
 

@@ -347,7 +347,7 @@ def wrap_command(attempt: AttemptSpec, data_vars: dict[str, str]) -> str:
 
     Links the uploaded code as <run_dir>/recipe and the output mounts as the checkpoint and
     attempt dirs, so the recipe's rendered command runs unchanged; rank 0 echoes the same start
-    and stop lines the sbatch script writes, and its user log becomes train.log.
+    and stop lines the Slurm batch script writes, and its user log becomes train.log.
     """
     for var in data_vars:
         if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", var):
@@ -361,7 +361,7 @@ def wrap_command(attempt: AttemptSpec, data_vars: dict[str, str]) -> str:
     exports = "".join(f"export {var}=${{{{inputs.{name}}}}}; " for var, name in sorted(data_vars.items()))
     return "\n".join(line for line in [
         link, exports.rstrip(),
-        # The sbatch script's first two log lines, with Azure ML's run id and compute name.
+        # The Slurm batch script's first two log lines, with Azure ML's run id and compute name.
         (f'if {rank0}; then echo ":::DLPAL azbench ${{AZUREML_RUN_ID:-}} {attempt.nodes} - '
          f'${{AZUREML_CR_COMPUTE_NAME:-}} "{shlex.quote(attempt.recipe)}; '
          'echo "AZBENCH_ATTEMPT_START $(date +%s) attempt=$AZBENCH_ATTEMPT resume=$AZBENCH_RESUME"; fi'),
