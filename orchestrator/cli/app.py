@@ -110,7 +110,7 @@ def up(
 
 def _step_line(event: Any) -> None:
     """One stderr line per provisioning step (resources created, waited on, deleted)."""
-    detail = f" ({event.detail})" if getattr(event, "detail", "") else ""
+    detail = f" ({event.detail})" if event.detail else ""
     sys.stderr.write(f"{event.action}: {event.kind} {event.name}{detail}\n")
     sys.stderr.flush()
 

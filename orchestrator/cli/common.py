@@ -55,7 +55,8 @@ def confirm(question: str, yes: bool) -> None:
 # ---------------------------------------------------------------- output helpers
 
 def to_jsonable(obj: Any) -> Any:
-    if hasattr(obj, "model_dump"):
+    from pydantic import BaseModel
+    if isinstance(obj, BaseModel):
         return obj.model_dump(mode="json")
     if isinstance(obj, (list, tuple)):
         return [to_jsonable(o) for o in obj]

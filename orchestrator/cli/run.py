@@ -160,13 +160,13 @@ class _progress_view:
     def show(self, p: Any) -> None:
         if not self.enabled:
             return
-        if getattr(p, "note", ""):
+        if p.note:
             sys.stderr.write(("\r\033[K" if self.tty else "") + f"{p.run_id}: {p.note}" + ("" if self.tty else "\n"))
             return
         step = f"step {p.step}" if p.step is not None else "step -"
         value = f", eval {p.eval_value:.4f}" if p.eval_value is not None else ""
         eta = f", eta {p.eta_s:.0f}s" if p.eta_s is not None else ""
-        slowest = f", slowest {p.slowest}" if getattr(p, "slowest", "") else ""
+        slowest = f", slowest {p.slowest}" if p.slowest else ""
         line = (f"{p.run_id} [{p.nodes} node{'s' if p.nodes != 1 else ''}, attempt {p.attempt}] "
                 f"{p.state.value}: {step}{value}, {p.elapsed_s:.0f}s{eta}{slowest}")
         if self.tty:

@@ -3,6 +3,6 @@
 Owns: the pipeline spec, the up -> health -> runs -> report -> compare -> down use case with
 teardown on every exit path, its progress record, what its results mean, performance baselines
 and comparison, and JUnit XML.
-May import: every package below the CLI.
+May import: the base, clusters/, recipes/, report/, results/, runs/, slurm/ and store/.
 Exposes: pipeline.run_pipeline, spec.load_pipeline_spec, baselines, junit.
 """

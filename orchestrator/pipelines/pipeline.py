@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from orchestrator.store.database import Store
 
 EXIT_RUN_FAILED, EXIT_REGRESSION = 5, 8
-_SIGNALS = tuple(s for s in (getattr(signal, "SIGTERM", None), getattr(signal, "SIGHUP", None)) if s)
+_SIGNALS = (signal.SIGTERM, signal.SIGHUP)  # POSIX: azbench runs on Linux
 
 
 def run_pipeline(spec: PipelineSpec, store: Store, *, on_line: Callable[[str], None] | None = None,
@@ -67,7 +67,7 @@ def _one_cluster(st: Progress, cspec: ClusterSpec, on_progress, on_event, poll: 
             _run_entry(st, rspec, on_progress, on_event, poll)
         _health_stage(st, cspec.name)
     except (PipelineInterrupted, KeyboardInterrupt) as exc:
-        st.signum = st.signum or getattr(exc, "signum", signal.SIGINT)
+        st.signum = st.signum or (exc.signum if isinstance(exc, PipelineInterrupted) else signal.SIGINT)
         _cancel_live(st, cspec.name)
     except AzbenchError as exc:
         st.stop = exc

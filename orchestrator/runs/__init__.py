@@ -1,11 +1,11 @@
-"""Runs: a run's life on a cluster.
+"""Runs: a run's life on a cluster, through the cluster's Access (seams.py), never a provider.
 
 Owns: sweeps of runs by node count and repeat (execute), one attempt (attempts), the health
-gates (health: the all-reduce job; fleet, grouptest and fleet_slurm: the scale gate behind
+gates (health: the all-reduce job; fleet, grouptest and fleet_gate: the scale gate behind
 `azbench health` with its group testing, stragglers and drain), the monitor and its decide(),
-the failure-class table, recovery after a spot eviction (preemption), launchers/ (Slurm, Azure
-ML), how to reach a cluster (access) and its logs (logview).
-May import: the base, clusters/, recipes/, results/, slurm/ and store/.
+the failure-class table, recovery after a spot eviction (preemption) and a run's logs (logview).
+May import: the base, clusters/ (lifecycle for `connect`; never clusters.providers), recipes/,
+results/, slurm/ and store/.
 Exposes: execute.run_sweep, attempts, health, fleet_gate.gate_cluster/gate_nodes, monitor,
-failures, access, launchers.
+failures, logview.
 """

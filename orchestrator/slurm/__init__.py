@@ -1,7 +1,9 @@
-"""Slurm's formats, as pure functions: what azbench writes for Slurm and how it reads Slurm.
+"""Slurm: how azbench speaks to Slurm, and the only package that spells its commands.
 
-Owns: slurm.conf rendering (conf), batch scripts (sbatch), and the Slurm state table with the
-sacct/squeue/sinfo parsers (states). No I/O and no cluster access: runs/launchers does that.
+Owns: slurm.conf rendering (conf), batch scripts (batch), every command line azbench sends
+(commands), the Slurm state table with the job and node-list parsers (states), and the Slurm
+launcher (launcher): the Launcher seam over a Runner. Everything but the launcher is pure.
 May import: the base only.
-Exposes: conf.render_slurm_conf, sbatch.render_sbatch, states.map_state and parsers.
+Exposes: conf.render_slurm_conf, batch.render_sbatch, commands, states.map_state and parsers,
+launcher.SlurmLauncher.
 """

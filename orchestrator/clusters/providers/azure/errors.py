@@ -147,3 +147,9 @@ def _first_line(text: str) -> str:
     if text.startswith("(") and ") " in text:  # azure-core's "(Code) message" form
         text = text.split(") ", 1)[1]
     return text.splitlines()[0] if text else ""
+
+
+def is_missing(exc: BaseException) -> bool:
+    """Gone: an ARM not-found code, or any 404 (Azure ML answers e.g. UserError or
+    WorkspaceNotFound with 404 for a missing job or workspace)."""
+    return is_not_found(exc) or getattr(exc, "status_code", None) == 404

@@ -256,8 +256,7 @@ class AzureMLLauncher:
         return MissingCapability(self.cluster.name, self.backend, what, hint=hint)
 
     def _get(self, name: str) -> Any | None:
-        from orchestrator.clusters.providers.azure.errors import arm_call
-        from orchestrator.clusters.providers.azureml.provider import is_missing
+        from orchestrator.clusters.providers.azure.errors import arm_call, is_missing
         with arm_call(f"read Azure ML job {name}"):
             try:
                 return self.ml.jobs.get(name)

@@ -19,6 +19,7 @@ from types import SimpleNamespace
 from typing import Any, Callable
 
 from orchestrator.clusters.providers.azure.resources import TAG_CLUSTER, TAG_OWNER
+from orchestrator.clusters.providers.azure.errors import is_missing
 from orchestrator.clusters.providers.azureml.launcher import AzureMLLauncher
 from orchestrator.clusters.providers.base import ProviderBase
 from orchestrator.clusters.specs import ClusterSpec
@@ -217,7 +218,7 @@ def preflight_checks(spec: ClusterSpec) -> list[str]:
 
 def check_workspace(ml: Any, target: AmlTarget) -> None:
     """NotFoundError (exit 2) naming the workspace when it does not exist."""
-    from orchestrator.clusters.providers.azure.errors import arm_call
+    from orchestrator.clusters.providers.azure.errors import arm_call, is_missing
     with arm_call(f"read workspace {target.workspace}"):
         try:
             ml.workspaces.get(target.workspace)
@@ -289,15 +290,8 @@ def _target(sub: str | None, group: str | None, ws: str | None, endpoint: str | 
     return AmlTarget(str(sub), str(group), str(ws), endpoint.rstrip("/") if endpoint else None)
 
 
-def is_missing(exc: BaseException) -> bool:
-    """Not found: an ARM not-found code, or any 404 (Azure ML answers e.g. UserError or
-    WorkspaceNotFound with 404 for a missing job or workspace)."""
-    from orchestrator.clusters.providers.azure.errors import is_not_found
-    return is_not_found(exc) or getattr(exc, "status_code", None) == 404
-
-
 def _get_compute(ml: Any, name: str) -> Any | None:
-    from orchestrator.clusters.providers.azure.errors import arm_call
+    from orchestrator.clusters.providers.azure.errors import arm_call, is_missing
     with arm_call(f"read AmlCompute {name}"):
         try:
             return ml.compute.get(name)
