@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from enum import Enum
+from enum import Enum, StrEnum
 from pathlib import Path
 from typing import Literal
 
@@ -84,11 +84,80 @@ class Plan(Frozen):
                           "empty when only `azbench down` ends it")
 
 
-class ClusterState(str, Enum):
+class ClusterState(StrEnum):
+    """A cluster's record. PROVISIONING is stored, with its plan, before `up` creates anything,
+    so a crash mid-up still leaves a record that `azbench down` deletes from."""
+
     PROVISIONING = "provisioning"
     READY = "ready"
     FAILED = "failed"
     TERMINATED = "terminated"
+
+
+class RunState(StrEnum):
+    """A run (one recipe x nodes x repeat) across all its attempts."""
+
+    PENDING = "pending"  # a row created outside a sweep (tools, older stores)
+    QUEUED = "queued"
+    HEALTH_CHECK = "health_check"
+    SUBMITTING = "submitting"
+    RUNNING = "running"
+    RETRYING = "retrying"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+
+class AttemptState(StrEnum):
+    """One scheduler job of a run."""
+
+    WAITING = "waiting"  # its row exists (with its excluded nodes) before its gate and submit
+    HEALTH_CHECK = "health_check"
+    SUBMITTING = "submitting"
+    PENDING = "pending"  # submitted: the scheduler has it
+    RUNNING = "running"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+
+def _moves(table: dict[str, str]) -> dict[str, frozenset[str]]:
+    return {k: frozenset(v.split()) for k, v in table.items()}
+
+
+# The allowed transitions, state -> states it may become (staying put is always allowed). The
+# store refuses any other change (store.database), so a bug that skips a step, or revives a
+# finished run, fails loudly instead of recording what did not happen.
+CLUSTER_MOVES = _moves({
+    "provisioning": "ready failed terminated",
+    "ready": "provisioning failed terminated",  # provisioning again: a rerun of `up`
+    "failed": "provisioning ready terminated",
+    "terminated": "provisioning",  # the same name brought up again
+})
+RUN_MOVES = _moves({
+    "pending": "queued health_check submitting running failed cancelled",
+    "queued": "health_check submitting retrying failed cancelled",
+    "health_check": "submitting retrying failed cancelled",
+    "submitting": "running retrying failed cancelled",
+    "running": "retrying succeeded failed cancelled",
+    "retrying": "health_check submitting running failed cancelled",
+    "succeeded": "", "failed": "", "cancelled": "",
+})
+ATTEMPT_MOVES = _moves({
+    "waiting": "health_check submitting failed cancelled",
+    "health_check": "submitting failed cancelled",
+    "submitting": "pending failed cancelled",
+    "pending": "running succeeded failed cancelled",
+    "running": "succeeded failed cancelled",
+    "succeeded": "", "failed": "", "cancelled": "",
+})
+
+
+def legal_move(table: dict[str, frozenset[str]], old: str | Enum, new: str | Enum) -> bool:
+    """Whether `old` may become `new` in `table` (one of the *_MOVES above)."""
+    old = old.value if isinstance(old, Enum) else old
+    new = new.value if isinstance(new, Enum) else new
+    return old == new or new in table.get(old, frozenset())
 
 
 class SshTarget(Frozen):
@@ -144,7 +213,7 @@ class JobState(str, Enum):
 _ACTIVE = {JobState.PENDING, JobState.RUNNING, JobState.COMPLETING, JobState.UNKNOWN}
 
 # A run (RunRow.state) in one of these states is finished: no job of it is live any more.
-FINAL_RUN_STATES = frozenset({"succeeded", "failed", "cancelled"})
+FINAL_RUN_STATES = frozenset({RunState.SUCCEEDED, RunState.FAILED, RunState.CANCELLED})
 
 
 # Node states (Slurm's node-state vocabulary, which other launchers map into) that mean "do not

@@ -143,7 +143,7 @@ def db_url(request: pytest.FixtureRequest, azbench_home) -> str | None:
 
 def test_baseline_roundtrip_in_store(db_url):
     with Store.open(db_url) as store:
-        assert store.schema_version() == SCHEMA_VERSION == 3
+        assert store.schema_version() == SCHEMA_VERSION == 4
         _sweep(store, "s1", [(1, 1.0, 0.1), (1, 1.1, 0.11), (2, 0.6, 0.2)], busbw=3.0)
         entries = bl.collect(store, sweep_ids=["s1"])
         assert entries[0].metrics["allreduce_busbw"] == pytest.approx([3.0, 3.01])
@@ -163,7 +163,7 @@ def test_baseline_roundtrip_in_store(db_url):
             bl.get_baseline(store, "nightly")
 
 
-def test_v2_database_migrates_to_v3_keeping_rows(azbench_home, tmp_path):
+def test_v2_database_migrates_to_the_latest_keeping_rows(azbench_home, tmp_path):
     import sqlalchemy as sa
 
     from orchestrator.store.schema import migrate
@@ -174,7 +174,7 @@ def test_v2_database_migrates_to_v3_keeping_rows(azbench_home, tmp_path):
         conn.exec_driver_sql("INSERT INTO events (ts, kind, message) VALUES ('2026-01-01 00:00:00', 'x', 'kept')")
     engine.dispose()
     with Store.open(url) as store:
-        assert store.schema_version() == 3
+        assert store.schema_version() == SCHEMA_VERSION  # v3 baselines, v4 plan_json
         assert [e.message for e in store.list_events()] == ["kept"]
         assert bl.list_baselines(store) == []
 

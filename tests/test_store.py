@@ -127,7 +127,7 @@ def test_attempts_round_trip(store: Store) -> None:
     )
     assert first.id is not None
     ended = datetime(2025, 1, 2, 3, 4, 5, tzinfo=UTC)
-    done = store.update_attempt("r1", 1, state="node_fail", failure_class="node", lost_steps=12,
+    done = store.update_attempt("r1", 1, state="failed", failure_class="node", lost_steps=12,
                                 lost_seconds=33.5, ended_at=ended)  # fmt: skip
     listed = store.list_attempts("r1")
     assert listed[0] == done and listed[0].ended_at == ended
@@ -251,15 +251,16 @@ def test_migrates_a_v1_database(db_url: str | None) -> None:
         migrate(conn, target=1)
         conn.execute(sa.text("INSERT INTO runs (id, cluster, recipe, benchmark, nodes, "
                              "repeat_index, state, created_at, updated_at) VALUES ('old', 'c1', "
-                             "'smoke', 'smoke', 1, 0, 'done', :t, :t)"),  # fmt: skip
+                             "'smoke', 'smoke', 1, 0, 'succeeded', :t, :t)"),  # fmt: skip
                      {"t": datetime(2025, 1, 1)})
     with engine.connect() as conn:
         assert conn.execute(sa.select(meta.c.value)).scalar_one() == "1"
         assert "ix_results_benchmark_system" not in _indexes(conn)
     engine.dispose()
     with Store.open(db_url) as s:
-        assert s.schema_version() == SCHEMA_VERSION == 3
-        assert s.get_run("old").state == "done"
+        assert s.schema_version() == SCHEMA_VERSION == 4
+        assert s.get_run("old").state == "succeeded"
+        assert s.get_cluster("none") is None  # v4's plan_json column is there to read
     engine = raw_engine(db_url)
     with engine.connect() as conn:
         assert {"ix_results_benchmark_system", "ix_events_run_id"} <= _indexes(conn)
@@ -380,3 +381,26 @@ def test_postgres_wrong_password_is_not_echoed(pg_server) -> None:
 def test_unsupported_url_is_a_store_error(url: str) -> None:
     with pytest.raises(StoreError):
         Store.open(url)
+
+
+def test_the_store_refuses_a_state_change_the_machines_do_not_allow(store: Store) -> None:
+    from orchestrator.models import AttemptState, ClusterState, RunState
+    store.create_run(a_run())
+    store.update_run("r1", state=RunState.SUBMITTING)
+    store.update_run("r1", state="running")
+    store.update_run("r1", state="running")  # staying put is allowed
+    store.update_run("r1", state=RunState.SUCCEEDED)
+    with pytest.raises(StoreError, match="refusing the state change succeeded -> running"):
+        store.update_run("r1", state="running")  # a finished run is never revived
+    with pytest.raises(ValidationError):
+        store.update_run("r1", state="done")  # not a state at all
+    assert store.get_run("r1").state is RunState.SUCCEEDED
+    store.add_attempt(AttemptRow(run_id="r1", attempt=1, state=AttemptState.WAITING))
+    with pytest.raises(StoreError, match="waiting -> succeeded"):
+        store.update_attempt("r1", 1, state="succeeded")  # never submitted
+    cluster = a_cluster("c9")
+    store.save_cluster(cluster.model_copy(update={"state": ClusterState.TERMINATED}))
+    with pytest.raises(StoreError, match="terminated -> ready"):
+        store.save_cluster(cluster.model_copy(update={"state": ClusterState.READY}))
+    store.save_cluster(cluster.model_copy(update={"state": ClusterState.PROVISIONING}), plan_json="{}")
+    assert store.get_cluster("c9").plan_json == "{}"

@@ -15,12 +15,13 @@ from orchestrator.clusters.providers import get_provider
 from orchestrator.clusters.spending import check_cost_cap, cost_cap
 from orchestrator.clusters.specs import ClusterSpec
 from orchestrator.errors import AzbenchError, ConfigError, NotFoundError, PreflightError
-from orchestrator.models import Cluster, ClusterState, Plan, parse_utc
+from orchestrator.models import Cluster, ClusterState, Plan, parse_utc, utcnow
 
 if TYPE_CHECKING:
     from orchestrator.clusters.providers.base import Provider
     from orchestrator.seams import Access, Capabilities
     from orchestrator.store.database import Store
+    from orchestrator.store.schema import ClusterRow
 
 
 @dataclass(frozen=True)
@@ -36,36 +37,58 @@ def plan(spec: ClusterSpec) -> Plan:
 
 
 def up(spec: ClusterSpec, store: Store, on_progress: Callable[[Any], None] | None = None) -> UpResult:
+    """Plan, store the cluster PROVISIONING with its plan, then create or adopt it.
+
+    The record exists before the first create, so a crash mid-up (kill -9 included) leaves one
+    that `azbench down NAME` deletes from. A refusal before anything was created (a config or
+    preflight error) puts the store back as it was; any other failure records what exists as
+    FAILED. A rerun keeps the cluster's first creation time."""
     from orchestrator.store.schema import EventRow
     provider = get_provider(spec.provider, progress=on_progress)
     the_plan = provider.plan(spec)
     check_cost_cap(the_plan, cost_cap(spec))  # before describe(): no credential is read yet
-    existing = provider.describe(spec.name)
     previous = store.get_cluster(spec.name)
-    if previous is not None and previous.state != ClusterState.TERMINATED:
-        if previous.provider != spec.provider:
-            raise ConfigError(f"cluster '{spec.name}' already exists with provider "
-                              f"'{previous.provider}': pick another --name")
+    live = previous is not None and previous.state != ClusterState.TERMINATED
+    if previous is not None and live and previous.provider != spec.provider:
+        raise ConfigError(f"cluster '{spec.name}' already exists with provider "
+                          f"'{previous.provider}': pick another --name")
+    existing = provider.describe(spec.name)
+    created = previous.created_at if previous is not None and live else utcnow()
+    pending = provider.provisional(spec, the_plan).model_copy(update={"created_at": created})
+    store.save_cluster(pending, spec.model_dump_json(), plan_json=the_plan.model_dump_json())
     store.add_event(EventRow(kind="up", cluster=spec.name, message=f"up {spec.nodes} x {the_plan.sku}"))
     try:
         cluster = provider.up(spec, the_plan)
     except (ConfigError, PreflightError):
-        raise  # refused before anything was created
-    except AzbenchError as exc:
-        _record_leftovers(spec, provider, store, exc)
+        _unwind(store, spec.name, previous)
         raise
+    except AzbenchError as exc:
+        _record_leftovers(spec, provider, store, exc, previous)
+        raise
+    cluster = cluster.model_copy(update={"created_at": created})
     store.save_cluster(cluster, spec.model_dump_json())
     return UpResult(plan=the_plan, cluster=cluster, adopted=existing is not None)
 
 
-def _record_leftovers(spec: ClusterSpec, provider: Provider, store: Store, exc: AzbenchError) -> None:
+def _unwind(store: Store, name: str, previous: ClusterRow | None) -> None:
+    """Nothing was created: the store goes back to what it held before this `up`."""
+    if previous is None:
+        store.forget_cluster(name)
+    else:
+        store.save_cluster(previous.cluster)
+
+
+def _record_leftovers(spec: ClusterSpec, provider: Provider, store: Store, exc: AzbenchError,
+                      previous: ClusterRow | None) -> None:
     """After a failed `up` (a boot step, capacity, a timeout): what was created stays, and may be
-    billing. Record it as FAILED, so `azbench down NAME` finds and deletes it, and say so."""
+    billing. Record it as FAILED, so `azbench down NAME` finds and deletes it, and say so.
+    When the provider cannot tell, the PROVISIONING record stays for `down` to use."""
     try:
         left = provider.describe(spec.name)
     except AzbenchError:
-        return  # cannot tell; `azbench sweep` finds tagged leftovers
+        return  # cannot tell; `azbench down NAME` (or sweep, by tag) still finds it
     if left is None:
+        _unwind(store, spec.name, previous)
         return
     store.save_cluster(left.model_copy(update={"state": ClusterState.FAILED}), spec.model_dump_json())
     note = f"its resources are still there: `azbench down {spec.name}` deletes them"

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from orchestrator.clusters.specs import ClusterSpec, RunSpec
 from orchestrator.errors import AzbenchError
-from orchestrator.models import FINAL_RUN_STATES, ClusterState, utcnow
+from orchestrator.models import FINAL_RUN_STATES, ClusterState, RunState, utcnow
 from orchestrator.pipelines.baselines import Comparison
 from orchestrator.pipelines.progress import PipelineInterrupted, Progress
 from orchestrator.pipelines.results import PipelineResult, PipelineSummary, ScaleCase
@@ -88,7 +88,7 @@ def _run_entry(st: Progress, rspec: RunSpec, on_progress, on_event, poll: float)
         row = st.store.get_run(outcomes[0].run_id) if outcomes else None
         if row is not None and row.sweep_id and row.sweep_id not in st.sweeps:
             st.sweeps.append(row.sweep_id)
-        bad = [o for o in outcomes if o.state != "succeeded"]
+        bad = [o for o in outcomes if o.state != RunState.SUCCEEDED]
         rec.message = f"{len(outcomes) - len(bad)}/{len(outcomes)} runs succeeded"
         if bad:
             rec.status = "failed"

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, Field
 
 from orchestrator.errors import AzbenchError
+from orchestrator.models import RunState
 from orchestrator.pipelines.baselines import (
     METRICS,
     BaselineEntry,
@@ -126,7 +127,7 @@ def build_cases(st: Progress, runs: Sequence[RunRow], attempts: Sequence[Attempt
             nodes=r.nodes))
         case.run_ids.append(r.id)
         case.seconds += spans.get(r.id, 0.0)
-        if r.state != "succeeded":
+        if r.state != RunState.SUCCEEDED:
             case.failed.append(f"{r.id}: {r.state}: {r.message or ''}".rstrip(": "))
     for case in cases.values():
         entry = entries.get((case.benchmark, case.sku, case.nodes))

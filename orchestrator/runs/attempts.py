@@ -18,11 +18,13 @@ from orchestrator.errors import AzbenchError
 from orchestrator.models import (
     FINAL_RUN_STATES,
     AttemptSpec,
+    AttemptState,
     Cluster,
     DataInput,
     JobRef,
     JobState,
     JobStatus,
+    RunState,
     utcnow,
 )
 from orchestrator.paths import RunLayout, job_name, local_attempt_dir, local_train_log
@@ -51,7 +53,7 @@ class RunOutcome:
     run_id: str
     nodes: int
     repeat: int
-    state: str
+    state: RunState
     message: str
     result_id: int | None = None
     minutes: float | None = None
@@ -157,7 +159,7 @@ def local_log(run_id: str, attempt: int) -> Path:
 def start_attempt(ctx: AttemptContext, row: RunRow, cur: AttemptRow) -> AttemptRow:
     """Gate, then submit pinned to the healthy nodes; a job already submitted is adopted."""
     store, n = ctx.store, cur.attempt
-    if cur.state == "submitting":  # crashed between the store write and the scheduler's answer?
+    if cur.state == AttemptState.SUBMITTING:  # crashed between the store write and the scheduler's answer?
         found = ctx.launcher.find(job_name(row.id, n))
         if found is not None:
             return _submitted(ctx, row, n, found.job_id)
@@ -168,8 +170,8 @@ def start_attempt(ctx: AttemptContext, row: RunRow, cur: AttemptRow) -> AttemptR
             return gated
         excluded, pin = gated
     with store.transaction():
-        store.update_attempt(row.id, n, state="submitting", excluded_nodes=excluded)
-        store.update_run(row.id, state="submitting")
+        store.update_attempt(row.id, n, state=AttemptState.SUBMITTING, excluded_nodes=excluded)
+        store.update_run(row.id, state=RunState.SUBMITTING)
     resume = n > 1 and ctx.spec.retry.resume == "checkpoint"
     aspec = attempt_spec(row, ctx.spec, ctx.recipe, ctx.cluster, n, resume, pin, ctx.access.python)
     try:
@@ -200,7 +202,7 @@ def finish_attempt(ctx: AttemptContext, row: RunRow, cur: AttemptRow) -> tuple[F
         converged=result.converged if result is not None else None))
     slow = _stragglers(ctx, row, n, text)
     if failure is None and result is not None:
-        return None, _finish(ctx, row, n, "succeeded", "completed", result=result)
+        return None, _finish(ctx, row, n, RunState.SUCCEEDED, "completed", result=result)
     failure = failure or Failure(FailureClass.APP_ERROR, (), "no result")
     if slow:  # the retry runs without them (decide_retry excludes every suspect)
         failure = dataclasses.replace(failure, suspects=tuple(sorted({*failure.suspects, *slow})))
@@ -233,7 +235,7 @@ def final_failure(ctx: AttemptContext, row: RunRow, last: AttemptRow, failure: F
     users = failure is not None and not failure.retryable
     message = f"{what} [the user's error: not retried]" if users else f"{what} [not retried: {reason}]"
     result = _result(ctx, row, last.attempt)
-    return _finish(ctx, row, last.attempt, "failed", message, result=result, attempt_state=None)
+    return _finish(ctx, row, last.attempt, RunState.FAILED, message, result=result, end_attempt=False)
 
 
 def _hang_timeout(ctx: AttemptContext) -> float:
@@ -247,8 +249,8 @@ def _gate(ctx: AttemptContext, row: RunRow, cur: AttemptRow) -> tuple[list[str],
     from orchestrator.runs.health import choose_nodes, run_gate
     store, n = ctx.store, cur.attempt
     with store.transaction():
-        store.update_attempt(row.id, n, state="health_check")
-        store.update_run(row.id, state="health_check")
+        store.update_attempt(row.id, n, state=AttemptState.HEALTH_CHECK)
+        store.update_run(row.id, state=RunState.HEALTH_CHECK)
     infos = ctx.launcher.node_states()
     chosen = choose_nodes(infos, cur.excluded_nodes, row.nodes)
     drained = _fleet_gate(ctx, row, n, chosen)
@@ -283,8 +285,8 @@ def _fleet_gate(ctx: AttemptContext, row: RunRow, n: int, nodes: list[str]) -> l
 
 def _submitted(ctx: AttemptContext, row: RunRow, n: int, job_id: str) -> AttemptRow:
     with ctx.store.transaction():
-        cur = ctx.store.update_attempt(row.id, n, job_id=job_id, state="pending")
-        ctx.store.update_run(row.id, state="running", job_id=job_id)
+        cur = ctx.store.update_attempt(row.id, n, job_id=job_id, state=AttemptState.PENDING)
+        ctx.store.update_run(row.id, state=RunState.RUNNING, job_id=job_id)
     return cur
 
 
@@ -327,7 +329,7 @@ def _final_status(ctx: AttemptContext, ref: JobRef, tries: int = 60) -> JobStatu
 
 def _record_failure(ctx: AttemptContext, row: RunRow, n: int, failure: Failure,
                     summary_step: int | None = None) -> AttemptRow:
-    fields = dict(state="failed", failure_class=failure.cls.value, ended_at=utcnow(),
+    fields = dict(state=AttemptState.FAILED, failure_class=failure.cls.value, ended_at=utcnow(),
                   message=failure.describe())
     if summary_step is not None:
         fields["resumed_from_step"] = summary_step
@@ -388,16 +390,18 @@ def _result(ctx: AttemptContext, row: RunRow, n: int, fetch: bool = True):
     return result.model_copy(update={"summary_json": json.dumps(summary), "log_path": result.log_path})
 
 
-def _finish(ctx: AttemptContext, row: RunRow, n: int, state: str, message: str, *, result=None,
-            attempt_state: str | None = "same") -> RunOutcome:
+def _finish(ctx: AttemptContext, row: RunRow, n: int, state: RunState, message: str, *, result=None,
+            end_attempt: bool = True) -> RunOutcome:
+    """The run's final state (and its last attempt's, unless already recorded), its result
+    stored, all in one transaction."""
     store, result_id = ctx.store, None
-    if state == "succeeded" and result is not None and not result.converged:
-        state, message = "failed", f"job completed but the run did not converge ({result.status})"
+    if state == RunState.SUCCEEDED and result is not None and not result.converged:
+        state, message = RunState.FAILED, f"job completed but the run did not converge ({result.status})"
     with store.transaction():
         if result is not None:
             result_id, _ = store.add_result(result)
-        if attempt_state is not None:
-            store.update_attempt(row.id, n, state=state, ended_at=utcnow(), message=message,
+        if end_attempt:
+            store.update_attempt(row.id, n, state=AttemptState(state.value), ended_at=utcnow(), message=message,
                                  resumed_from_step=_resume_step_of_result(result))
         store.update_run(row.id, state=state, message=message)
         store.add_event(EventRow(kind=f"run_{state}", cluster=row.cluster, run_id=row.id,

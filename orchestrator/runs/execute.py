@@ -21,7 +21,7 @@ from orchestrator import paths
 from orchestrator.clusters.lifecycle import connect, require_cluster
 from orchestrator.clusters.specs import RunSpec
 from orchestrator.errors import ConfigError, NotFoundError, RunFailedError
-from orchestrator.models import Cluster, JobRef, utcnow
+from orchestrator.models import AttemptState, Cluster, JobRef, RunState, utcnow
 from orchestrator.paths import RunLayout
 from orchestrator.recipes.catalog import Recipe, check_request, get_recipe
 from orchestrator.runs.attempts import (
@@ -91,11 +91,11 @@ def cancel_runs(store: Store, run_ids: list[str]) -> list[str]:
         cluster = require_cluster(row.cluster, store, live=False)
         with connect(cluster) as access:
             if attempts and attempts[-1].job_id and attempts[-1].state not in FINAL:
-                store.update_attempt(run_id, attempts[-1].attempt, state="cancelled",
+                store.update_attempt(run_id, attempts[-1].attempt, state=AttemptState.CANCELLED,
                                      failure_class=FailureClass.CANCELLED.value, ended_at=utcnow())
                 access.launcher.cancel(JobRef(cluster=cluster.name, job_id=attempts[-1].job_id))
                 cancelled.append(attempts[-1].job_id)
-        store.update_run(run_id, state="cancelled", message="cancelled by the user")
+        store.update_run(run_id, state=RunState.CANCELLED, message="cancelled by the user")
     return cancelled
 
 
@@ -104,7 +104,7 @@ def new_run_id() -> str:
 
 
 def require_success(outcomes: list[RunOutcome]) -> None:
-    failed = [o for o in outcomes if o.state != "succeeded"]
+    failed = [o for o in outcomes if o.state != RunState.SUCCEEDED]
     if failed:
         first = failed[0]
         raise RunFailedError(f"{len(failed)} of {len(outcomes)} runs failed; first: {first.run_id} "
@@ -120,7 +120,7 @@ def _create_runs(spec: RunSpec, recipe: Recipe, cluster: Cluster, store: Store) 
                 run_id = new_run_id()
                 rows.append(store.create_run(RunRow(
                     id=run_id, sweep_id=sweep, cluster=cluster.name, recipe=recipe.name,
-                    benchmark=recipe.benchmark, nodes=nodes, repeat_index=repeat, state="queued",
+                    benchmark=recipe.benchmark, nodes=nodes, repeat_index=repeat, state=RunState.QUEUED,
                     spec_json=spec.model_dump_json(), run_dir=RunLayout.of(cluster.workdir, run_id).run_dir)))
     return rows
 
@@ -143,7 +143,7 @@ def _drive(ctx: AttemptContext, row: RunRow) -> RunOutcome:
     attempts = ctx.store.list_attempts(row.id)
     cur = attempts[-1] if attempts else None
     if cur is None:
-        cur = ctx.store.add_attempt(AttemptRow(run_id=row.id, attempt=1, state="waiting",
+        cur = ctx.store.add_attempt(AttemptRow(run_id=row.id, attempt=1, state=AttemptState.WAITING,
                                                started_at=utcnow()))
     while True:
         if cur.state in FINAL:  # a crash between recording a failure and deciding on it
@@ -184,7 +184,7 @@ def _next_attempt(ctx: AttemptContext, row: RunRow, attempts: list[AttemptRow],
     with ctx.store.transaction():
         _store_lost_work(ctx, row, last.attempt, resume_step)
         nxt = ctx.store.add_attempt(AttemptRow(
-            run_id=row.id, attempt=last.attempt + 1, state="waiting", started_at=utcnow(),
+            run_id=row.id, attempt=last.attempt + 1, state=AttemptState.WAITING, started_at=utcnow(),
             excluded_nodes=list(decision.exclude), resumed_from_step=resume_step or None))
         ctx.store.update_run(row.id, state="retrying", message=failure.describe())
     ctx.event(row, "retry", f"attempt {last.attempt} failed: {failure.describe()}; attempt "

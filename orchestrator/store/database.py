@@ -16,6 +16,7 @@ import threading
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from datetime import datetime
+from enum import Enum
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
@@ -28,7 +29,15 @@ from sqlalchemy.exc import ArgumentError, IntegrityError, OperationalError, SQLA
 
 from orchestrator import paths
 from orchestrator.errors import NotFoundError, StoreError
-from orchestrator.models import Cluster, ClusterState, utcnow
+from orchestrator.models import (
+    ATTEMPT_MOVES,
+    CLUSTER_MOVES,
+    RUN_MOVES,
+    Cluster,
+    ClusterState,
+    legal_move,
+    utcnow,
+)
 from orchestrator.store.schema import (
     SCHEMA_VERSION,
     AttemptRow,
@@ -120,13 +129,15 @@ class Store:
 
     # -- clusters -------------------------------------------------------------------------
 
-    def save_cluster(self, cluster: Cluster, spec_json: str | None = None) -> ClusterRow:
-        """Insert or update by name. spec_json=None keeps the stored spec; created_at is kept."""
+    def save_cluster(self, cluster: Cluster, spec_json: str | None = None,
+                     plan_json: str | None = None) -> ClusterRow:
+        """Insert or update by name; StoreError for a state change CLUSTER_MOVES does not allow.
+        spec_json/plan_json=None keep the stored ones; created_at is kept."""
         now = utcnow()
         terminated = cluster.state == ClusterState.TERMINATED
         values = dict(
             name=cluster.name, provider=cluster.provider, sku=cluster.sku, nodes=cluster.nodes,
-            region=cluster.region, state=cluster.state.value, spec_json=spec_json,
+            region=cluster.region, state=cluster.state.value, spec_json=spec_json, plan_json=plan_json,
             cluster_json=cluster.model_dump_json(), created_at=cluster.created_at,
             updated_at=now, terminated_at=now if terminated else None,
         )  # fmt: skip
@@ -136,12 +147,24 @@ class Store:
         update = {c: new[c] for c in ("provider", "sku", "nodes", "region", "state")}
         update |= {"cluster_json": new.cluster_json, "updated_at": new.updated_at}
         update["spec_json"] = sa.func.coalesce(new.spec_json, clusters.c.spec_json)
+        update["plan_json"] = sa.func.coalesce(new.plan_json, clusters.c.plan_json)
         update["terminated_at"] = sa.case(
             (new.state == ClusterState.TERMINATED.value, keep_first_end), else_=sa.null()
         )
         with self._conn(write=True) as conn:
+            old = _fetch(conn, clusters, ClusterRow, name=cluster.name)
+            if old is not None:
+                _check_move("cluster", cluster.name, CLUSTER_MOVES, old.state, cluster.state)
             conn.execute(ins.on_conflict_do_update(index_elements=["name"], set_=update))
-            return _fetch(conn, clusters, ClusterRow, name=cluster.name)
+            row = _fetch(conn, clusters, ClusterRow, name=cluster.name)
+            assert row is not None  # just written, in this transaction
+            return row
+
+    def forget_cluster(self, name: str) -> None:
+        """Delete the record of a cluster that was never created (only a PROVISIONING one)."""
+        where = (clusters.c.name == name) & (clusters.c.state == ClusterState.PROVISIONING.value)
+        with self._conn(write=True) as conn:
+            conn.execute(clusters.delete().where(where))
 
     def get_cluster(self, name: str) -> ClusterRow | None:
         with self._conn() as conn:
@@ -178,6 +201,7 @@ class Store:
             if current is None:
                 raise NotFoundError(f"run {id!r} is not in the store")
             updated = RunRow.model_validate({**current.model_dump(), **fields})
+            _check_move("run", id, RUN_MOVES, current.state, updated.state)
             values = updated.model_dump(include=set(fields))
             conn.execute(runs.update().where(runs.c.id == id).values(**values))
         return updated
@@ -216,7 +240,9 @@ class Store:
             row = conn.execute(sa.select(attempts).where(where)).first()
             if row is None:
                 raise NotFoundError(f"attempt {attempt} of run {run_id!r} is not in the store")
-            updated = AttemptRow.model_validate({**attempt_row(row).model_dump(), **fields})
+            current = attempt_row(row)
+            updated = AttemptRow.model_validate({**current.model_dump(), **fields})
+            _check_move(f"attempt {attempt} of run", run_id, ATTEMPT_MOVES, current.state, updated.state)
             values = {k: v for k, v in attempt_values(updated).items() if k in fields}
             conn.execute(attempts.update().where(where).values(**values))
         return updated
@@ -354,6 +380,17 @@ class Store:
             return int(new_id), True
         query = sa.select(results.c.id).where(results.c.content_hash == result.content_hash)
         return int(conn.execute(query).scalar_one()), False
+
+
+def _check_move(what: str, name: str, table: dict[str, frozenset[str]], old: str, new: str) -> None:
+    """StoreError unless `old` may become `new` (models.*_MOVES)."""
+    if not legal_move(table, old, new):
+        raise StoreError(f"{what} {name!r}: refusing the state change {_label(old)} -> {_label(new)} "
+                         "(not an allowed transition)")
+
+
+def _label(state: str) -> str:
+    return state.value if isinstance(state, Enum) else state
 
 
 def _parse_url(url: str) -> sa.engine.URL:

@@ -22,9 +22,9 @@ from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy.engine import Connection, Dialect
 
 from orchestrator.errors import StoreError
-from orchestrator.models import Cluster, ClusterState, utcnow
+from orchestrator.models import AttemptState, Cluster, ClusterState, RunState, utcnow
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 VERSION_KEY = "schema_version"
 SQLITE_MAGIC = b"SQLite format 3\x00"
 
@@ -79,6 +79,7 @@ clusters = sa.Table(
     sa.Column("region", sa.String(64)),
     sa.Column("state", sa.String(32), nullable=False),
     sa.Column("spec_json", sa.Text),
+    sa.Column("plan_json", sa.Text),  # v4: the plan `up` stored, PROVISIONING, before creating anything
     sa.Column("cluster_json", sa.Text, nullable=False),
     sa.Column("created_at", UTCDateTime, nullable=False),
     sa.Column("updated_at", UTCDateTime, nullable=False),
@@ -180,11 +181,20 @@ TABLES = (meta, clusters, runs, attempts, results, events, baselines)
 TABLE_NAMES = frozenset(t.name for t in TABLES)
 
 
+# The clusters table as v1 created it (v4 added plan_json): v1 must build exactly v1, so that
+# the later steps apply to a fresh database as they do to an old one.
+_clusters_v1 = sa.Table(
+    "clusters", sa.MetaData(),
+    *(sa.Column(c.name, c.type, primary_key=c.primary_key, nullable=c.nullable)
+      for c in clusters.columns if c.name != "plan_json"),
+)
+
+
 def _v1_initial(conn: Connection) -> None:
-    # The Table objects above are the latest schema. This is still v1 exactly, because every
-    # later step so far only adds indexes as raw DDL. A step that changes a column must freeze
-    # a copy of the v1 tables here first.
-    metadata.create_all(conn, tables=[clusters, runs, attempts, results, events])
+    # The other Table objects above are still v1 exactly: later steps only added indexes, a
+    # table, and clusters.plan_json (frozen out above).
+    _clusters_v1.create(conn)
+    metadata.create_all(conn, tables=[runs, attempts, results, events])
 
 
 def _v2_indexes(conn: Connection) -> None:
@@ -198,10 +208,15 @@ def _v3_baselines(conn: Connection) -> None:
     metadata.create_all(conn, tables=[baselines])  # performance baselines (orchestrator.pipelines.baselines)
 
 
+def _v4_plan(conn: Connection) -> None:
+    conn.exec_driver_sql("ALTER TABLE clusters ADD COLUMN plan_json TEXT")
+
+
 MIGRATIONS: list[tuple[int, Callable[[Connection], None]]] = [
     (1, _v1_initial),
     (2, _v2_indexes),
     (3, _v3_baselines),
+    (4, _v4_plan),
 ]
 
 
@@ -293,6 +308,7 @@ class ClusterRow(_Row):
     region: str | None = None
     state: ClusterState
     spec_json: str | None = None
+    plan_json: str | None = None
     cluster_json: str
     created_at: datetime
     updated_at: datetime
@@ -313,7 +329,7 @@ class RunRow(_Row):
     benchmark: str
     nodes: int
     repeat_index: int = 0
-    state: str = "pending"
+    state: RunState = RunState.PENDING
     spec_json: str | None = None
     job_id: str | None = None
     run_dir: str | None = None
@@ -329,7 +345,7 @@ class AttemptRow(_Row):
     run_id: str
     attempt: int
     job_id: str | None = None
-    state: str = "pending"
+    state: AttemptState = AttemptState.PENDING
     failure_class: str | None = None
     excluded_nodes: list[str] = Field(default_factory=list)
     resumed_from_step: int | None = None

@@ -12,7 +12,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Protocol, TypedDict
 
 from orchestrator.errors import MissingCapability
-from orchestrator.models import Cluster, Plan
+from orchestrator.models import Cluster, ClusterState, Plan
 from orchestrator.seams import Access, Capabilities
 
 if TYPE_CHECKING:
@@ -36,6 +36,11 @@ class Provider(Protocol):
 
     def plan(self, spec: ClusterSpec) -> Plan:
         """Pure: what `up` would create. No credentials, no network, no side effects."""
+        ...
+
+    def provisional(self, spec: ClusterSpec, plan: Plan) -> Cluster:
+        """The record stored (PROVISIONING) before `up` creates anything: enough for `down` to
+        find and delete whatever a crashed `up` left behind. Pure."""
         ...
 
     def up(self, spec: ClusterSpec, plan: Plan) -> Cluster:
@@ -75,6 +80,12 @@ class ProviderBase:
 
     name: str = "provider"
     caps: Capabilities = Capabilities()
+
+    def provisional(self, spec: ClusterSpec, plan: Plan) -> Cluster:
+        """The plan's shape, PROVISIONING; a backend adds what its `down` needs to find it."""
+        return Cluster(name=spec.name, provider=self.name, sku=plan.sku, nodes=plan.nodes,
+                       region=plan.region, state=ClusterState.PROVISIONING,
+                       cost_per_hour_usd=plan.cost_per_hour_usd)
 
     def extend(self, cluster: Cluster, expires: datetime) -> None:
         raise MissingCapability(cluster.name, self.name, "move its expiry",
