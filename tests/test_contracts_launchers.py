@@ -174,7 +174,7 @@ def _azureml(tmp: Path, request: pytest.FixtureRequest) -> Iterator[LH]:
              _poller(launcher, pause=0.0, limit=5), log, finish, payload)
 
 
-@pytest.fixture(scope="module", params=["slurm", "azureml"])
+@pytest.fixture(scope="module", params=[pytest.param("slurm", marks=pytest.mark.integration), "azureml"])
 def lh(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[LH]:
     recipe = tmp_path_factory.mktemp("ctr-recipe")
     (recipe / "train.py").write_text("print('staged')\n")
@@ -312,7 +312,8 @@ def test_what_the_launcher_lacks_raises_missing_capability(lh: LH, cap: str, tmp
     remote = f"{lh.run_dir}/stage/staged.txt"
     calls: dict[str, Callable[[], Any]] = {
         "submit_script": lambda: lh.launcher.submit_script(
-            "#!/bin/bash\n#SBATCH --nodes=1\necho batch-ok\n", workdir=f"{lh.run_dir}/batch"),
+            f"#!/bin/bash\n#SBATCH --nodes=1\n#SBATCH --output={lh.run_dir}/batch/out.txt\n"
+            "echo batch-ok\n", workdir=f"{lh.run_dir}/batch"),
         "run_on_nodes": lambda: lh.launcher.run_on_nodes([node], ["echo", "step-ok"], timeout_s=60),
         "run_groups": lambda: lh.launcher.run_groups([[node]], ["echo", "group-ok"], gpus_per_node=0,
                                                      timeout_s=60),
@@ -332,6 +333,7 @@ def _check_works(lh: LH, method: str, result: Any, node: str, remote: str) -> No
     if method == "submit_script":
         assert isinstance(result, JobRef)
         assert lh.wait(result, lambda s: s.state.terminal).state is JobState.COMPLETED
+        assert Path(lh.run_dir, "batch", "out.txt").read_text() == "batch-ok\n"
     elif method == "run_on_nodes":
         assert isinstance(result, ExecResult) and result.exit_code == 0, result
         assert "step-ok" in result.stdout

@@ -279,7 +279,9 @@ def server_sub() -> str:
 _BUILDERS = {"fake": _fake, "local": _local, "ssh": _ssh, "azure": _azure, "azureml": _azureml}
 
 
-@pytest.fixture(scope="module", params=PROVIDERS)
+@pytest.fixture(scope="module", params=[
+    pytest.param(name, marks=pytest.mark.integration) if name in ("local", "ssh") else name
+    for name in PROVIDERS])
 def h(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Harness]:
     """One provider's harness, with its own $AZBENCH_HOME for the module; its cluster is brought
     down at the end whatever the tests did."""
