@@ -114,11 +114,13 @@ def group_steps(hostlists: Sequence[str], counts: Sequence[int], argv: Sequence[
     g = max(gpus_per_node, 1)
     minutes = max(1, math.ceil(timeout_s / 60))
     part = f" --partition={q(partition)}" if partition else ""
+    # A CPU cluster has no GPU to ask for: srun refuses --gpus-per-node there (one task per node).
+    gpus = f" --gpus-per-node={gpus_per_node}" if gpus_per_node > 0 else ""
     out = "${TMPDIR:-/tmp}/azbench-groups-$$"
     lines = [f"mkdir -p {out}"]
     for i, (hosts, n) in enumerate(zip(hostlists, counts)):
-        lines.append(f"srun --nodes={n} --nodelist={q(hosts)}{part} --ntasks-per-node={g} "
-                     f"--gpus-per-node={g} --job-name={q(job_name)} --time={minutes} "
+        lines.append(f"srun --nodes={n} --nodelist={q(hosts)}{part} --ntasks-per-node={g}{gpus} "
+                     f"--job-name={q(job_name)} --time={minutes} "
                      f"--kill-on-bad-exit=1 --quiet {shlex.join(argv)} > {out}/{i} 2>&1 &")
     lines.append("wait")
     lines.append(f"for i in $(seq 0 {len(hostlists) - 1}); do echo \"AZBENCH_GROUP $i\"; "

@@ -1,0 +1,359 @@
+"""The Launcher contract (seams.Launcher), proven against both launchers.
+
+slurm: SlurmLauncher over a LocalRunner on a real two-node local Slurm cluster of this module's
+own (it drains a node, so it never touches the session's cluster). azureml: AzureMLLauncher over
+testsupport/fake_azureml.FakeML, the stateful stand-in for azure-ai-ml's MLClient.
+
+The contract: each launcher class has every member of the protocol with the protocol's
+signature; a submitted job is found by name, polls to a terminal state, and cancelling it after
+the end is harmless; its log comes back byte for byte (fetch_logs and tail); a running job's log
+can be tailed exactly when the launcher declares `live_logs`; every other method works when its
+capability is declared and raises MissingCapability (one line, naming the cluster) when not,
+never a silent empty answer or exit 127.
+"""
+
+from __future__ import annotations
+
+import inspect
+import os
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from orchestrator.clusters.providers.azureml.launcher import AzureMLLauncher
+from orchestrator.errors import MissingCapability
+from orchestrator.models import AttemptSpec, Cluster, ExecResult, JobRef, JobState, JobStatus
+from orchestrator.paths import RunLayout, job_name
+from orchestrator.seams import Capabilities, Launcher
+from orchestrator.slurm.launcher import SlurmLauncher
+
+LAUNCHERS = (SlurmLauncher, AzureMLLauncher)
+# The protocol's methods that need a capability, by the capability (seams.Capabilities).
+NEEDS = {"health_gate": ("submit_script", "run_on_nodes", "run_groups", "stage_file"),
+         "node_control": ("drain", "resume")}
+# Bytes a job writes to its log: multi-byte UTF-8 and a byte that is not UTF-8 at all.
+PAYLOAD = "contract na\\303\\257ve \\342\\230\\203 \\377 end"
+PAYLOAD_BYTES = "contract naïve ☃ ".encode() + b"\xff end"
+
+
+# -- static: the classes have the protocol's shape -------------------------------------------
+
+def _protocol_methods() -> dict[str, inspect.Signature]:
+    return {name: inspect.signature(fn) for name, fn in vars(Launcher).items()
+            if callable(fn) and not name.startswith("_")}
+
+
+def _shape(sig: inspect.Signature) -> list[tuple[str, Any, bool]]:
+    return [(p.name, p.kind, p.default is inspect.Parameter.empty) for p in sig.parameters.values()]
+
+
+# Every protocol method, and the test that holds each launcher to it.
+COVERED = {"submit": "submit_then_find", "find": "submit_then_find", "poll": "poll_reaches_a_terminal_state",
+           "cancel": "cancel_of_a_*", "fetch_logs": "fetch_logs_*", "tail": "tail_of_*",
+           "follow": "follow_of_a_finished_job_*", "node_states": "node_states_list_the_nodes",
+           "leaf_switches": "leaf_switches_*", "latest_checkpoint": "latest_checkpoint",
+           "submit_script": "what_the_launcher_lacks_*", "run_on_nodes": "what_the_launcher_lacks_*",
+           "run_groups": "what_the_launcher_lacks_*", "stage_file": "what_the_launcher_lacks_*",
+           "drain": "what_the_launcher_lacks_*", "resume": "what_the_launcher_lacks_*",
+           "close": "the fixture's teardown"}
+
+
+def test_every_protocol_method_has_a_contract_test():
+    assert set(_protocol_methods()) == set(COVERED)
+
+
+def test_the_protocol_is_what_runs_needs():
+    assert {"submit", "submit_script", "find", "poll", "cancel", "fetch_logs", "tail", "follow",
+            "node_states", "drain", "resume", "latest_checkpoint"} <= set(_protocol_methods())
+    assert set(NEEDS["health_gate"] + NEEDS["node_control"]) <= set(_protocol_methods())
+
+
+@pytest.mark.parametrize("cls", LAUNCHERS, ids=lambda c: c.__name__)
+def test_the_class_has_every_protocol_member_with_its_signature(cls: type):
+    for name, sig in _protocol_methods().items():
+        impl = getattr(cls, name, None)
+        assert callable(impl), f"{cls.__name__} lacks {name}"
+        assert _shape(inspect.signature(impl)) == _shape(sig), f"{cls.__name__}.{name} signature"
+    assert isinstance(cls.backend, str) and cls.backend
+    assert isinstance(cls.caps, Capabilities)
+    assert set(Launcher.__annotations__) == {"backend", "caps"}
+
+
+# -- one harness per launcher ----------------------------------------------------------------
+
+@dataclass
+class LH:
+    """A launcher on its cluster, and what the contract needs to drive and observe it."""
+
+    backend: str
+    launcher: Launcher
+    cluster: Cluster
+    recipe: Path
+    run_dir: str
+    start: Callable[[AttemptSpec, bool], JobRef]  # submit; True: the job keeps running
+    wait: Callable[[JobRef, Callable[[JobStatus], bool]], JobStatus]
+    log: Callable[[JobRef, int], bytes]  # the bytes the job's log holds on the cluster
+    finish: Callable[[JobRef], None]  # let a running job end on its own
+    payload: bytes  # PAYLOAD as the job's log holds it
+
+    def attempt(self, k: int, command: str) -> AttemptSpec:
+        return AttemptSpec(run_id=Path(self.run_dir).name, attempt=k, recipe="smoke", nodes=1,
+                           run_dir=self.run_dir, command=command, time_limit_min=2)
+
+
+def _poller(launcher: Launcher, *, pause: float, limit: float) -> Callable[..., JobStatus]:
+    def wait(ref: JobRef, until: Callable[[JobStatus], bool]) -> JobStatus:
+        deadline = time.monotonic() + limit
+        status = launcher.poll([ref])[ref.job_id]
+        while not until(status) and time.monotonic() < deadline:
+            time.sleep(pause)
+            status = launcher.poll([ref])[ref.job_id]
+        return status
+    return wait
+
+
+def _slurm(tmp: Path, request: pytest.FixtureRequest) -> Iterator[LH]:
+    from orchestrator.clusters.remote import LocalRunner
+    from tests.fixtures.slurm import local_spec, private_cluster
+    for cluster, _home in private_cluster(request.getfixturevalue("tmp_path_factory"),
+                                          local_spec("ctr-launch", 2, slurmd_timeout=5)):
+        launcher = SlurmLauncher(LocalRunner(env=dict(cluster.env)), cluster)
+        run_dir = f"{cluster.workdir}/runs/ctr-{os.getpid()}"
+        attempts: dict[str, int] = {}
+
+        def start(attempt: AttemptSpec, keep_running: bool) -> JobRef:
+            if keep_running:  # until the test lets it end (or cancels it)
+                attempt = attempt.model_copy(update={"command": attempt.command + (
+                    f"; while [ ! -e {run_dir}/release-{attempt.attempt} ]; do sleep 0.1; done")})
+            ref = launcher.submit(attempt, recipe_dir=tmp)
+            attempts[ref.job_id] = attempt.attempt
+            return ref
+
+        def log(ref: JobRef, k: int) -> bytes:
+            return Path(RunLayout(run_dir).attempt_dir(k), "train.log").read_bytes()
+
+        def finish(ref: JobRef) -> None:
+            Path(run_dir, f"release-{attempts[ref.job_id]}").touch()
+
+        yield LH("slurm", launcher, cluster, tmp, run_dir, start,
+                 _poller(launcher, pause=0.2, limit=60), log, finish, PAYLOAD_BYTES)
+        launcher.close()
+
+
+def _azureml(tmp: Path, request: pytest.FixtureRequest) -> Iterator[LH]:
+    from types import SimpleNamespace
+
+    from testsupport.fake_azureml import USER_LOG, FakeML
+    ml = FakeML()
+    ml.nodes = [SimpleNamespace(node_id="tvm-1", node_state="idle"),
+                SimpleNamespace(node_id="tvm-2", node_state="running")]
+    cluster = Cluster(name="ctr-aml", provider="azureml", sku="Standard_ND96isr_H100_v5", nodes=2,
+                      region="eastus", workdir="/tmp/azbench", properties={"compute": "ctr-aml"})
+    launcher = AzureMLLauncher(cluster, ml)
+    run_dir = f"/tmp/azbench/runs/ctr-{os.getpid()}"
+    payload = PAYLOAD_BYTES.decode(errors="replace").encode()  # the fake keeps logs as text
+
+    def start(attempt: AttemptSpec, keep_running: bool) -> JobRef:
+        name = job_name(attempt.run_id, attempt.attempt)
+        # What the job prints, as Azure ML keeps it: rank 0's user log (bytes as its text holds).
+        ml.jobs.logs[name] = {USER_LOG: f"0: {payload.decode()}\n"}
+        ml.jobs.scripts[name] = ["Queued", "Running"] if keep_running else ["Queued", "Running", "Completed"]
+        return launcher.submit(attempt, recipe_dir=tmp)
+
+    def log(ref: JobRef, k: int) -> bytes:
+        return ml.jobs.logs[ref.job_id][USER_LOG].encode()
+
+    def finish(ref: JobRef) -> None:
+        ml.jobs.scripts[ref.job_id] = ["Finalizing", "Completed"]
+
+    yield LH("azureml", launcher, cluster, tmp, run_dir, start,
+             _poller(launcher, pause=0.0, limit=5), log, finish, payload)
+
+
+@pytest.fixture(scope="module", params=[pytest.param("slurm", marks=pytest.mark.integration), "azureml"])
+def lh(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[LH]:
+    recipe = tmp_path_factory.mktemp("ctr-recipe")
+    (recipe / "train.py").write_text("print('staged')\n")
+    yield from {"slurm": _slurm, "azureml": _azureml}[request.param](recipe, request)
+
+
+@pytest.fixture(scope="module")
+def done(lh: LH) -> tuple[JobRef, JobStatus]:
+    """Attempt 1: a job that printed PAYLOAD and ended, with its last status."""
+    ref = lh.start(lh.attempt(1, f"printf '{PAYLOAD}\\n'"), False)
+    return ref, lh.wait(ref, lambda s: s.state.terminal)
+
+
+# -- jobs ------------------------------------------------------------------------------------
+
+def test_submit_then_find_returns_the_job(lh: LH, done):
+    ref, _ = done
+    assert ref.cluster == lh.cluster.name and ref.backend == lh.backend == lh.launcher.backend
+    found = lh.launcher.find(job_name(Path(lh.run_dir).name, 1))
+    assert found is not None and found.job_id == ref.job_id
+    assert lh.launcher.find(job_name("ctr-nosuch-run", 1)) is None
+
+
+def test_poll_reaches_a_terminal_state(lh: LH, done):
+    ref, status = done
+    assert status.state is JobState.COMPLETED, status
+    assert status.exit_code == 0 and status.ref.job_id == ref.job_id
+    again = lh.launcher.poll([ref])
+    assert list(again) == [ref.job_id] and again[ref.job_id].state is JobState.COMPLETED
+
+
+def test_poll_of_no_job_is_empty(lh: LH):
+    assert lh.launcher.poll([]) == {}
+
+
+def test_cancel_of_a_finished_job_is_harmless(lh: LH, done):
+    ref, _ = done
+    lh.launcher.cancel(ref)
+    lh.launcher.cancel(ref)
+    assert lh.launcher.poll([ref])[ref.job_id].state is JobState.COMPLETED
+
+
+def test_cancel_of_a_running_job_ends_it(lh: LH):
+    ref = lh.start(lh.attempt(3, "echo started"), True)
+    running = lh.wait(ref, lambda s: s.state is JobState.RUNNING)
+    assert running.state is JobState.RUNNING, running
+    lh.launcher.cancel(ref)
+    ended = lh.wait(ref, lambda s: s.state.terminal)
+    assert ended.state is JobState.CANCELLED, ended
+    lh.launcher.cancel(ref)  # idempotent
+
+
+# -- logs ------------------------------------------------------------------------------------
+
+def test_fetch_logs_returns_the_exact_bytes_of_the_log(lh: LH, done, tmp_path):
+    ref, _ = done
+    written = lh.launcher.fetch_logs(ref, tmp_path / "logs")
+    train = tmp_path / "logs" / "attempt-1" / "train.log"
+    assert train in written and all(p.is_relative_to(tmp_path / "logs") for p in written)
+    assert train.read_bytes() == lh.log(ref, 1)
+    assert b"0: " + lh.payload + b"\n" in train.read_bytes()
+
+
+def test_tail_of_a_finished_job_is_exact_from_an_offset_and_from_the_end(lh: LH, done):
+    ref, _ = done
+    path = f"{RunLayout(lh.run_dir).attempt_dir(1)}/train.log"
+    whole = lh.log(ref, 1)
+    assert lh.launcher.tail(path) == whole
+    assert lh.launcher.tail(path, offset=5) == whole[5:]
+    assert lh.launcher.tail(path, nbytes=7) == whole[-7:]
+
+
+def test_follow_of_a_finished_job_hands_over_every_byte_once(lh: LH, done):
+    ref, _ = done
+    path = f"{RunLayout(lh.run_dir).attempt_dir(1)}/train.log"
+    got: list[bytes] = []
+    reached = lh.launcher.follow(ref, path, got.append, stop=lambda: True, offset=3,
+                                 sleep=lambda s: pytest.fail("a finished job's log needs no wait"))
+    assert b"".join(got) == lh.log(ref, 1)[3:] and reached == len(lh.log(ref, 1))
+
+
+def test_tail_of_a_running_job_works_exactly_when_live_logs_are_declared(lh: LH):
+    ref = lh.start(lh.attempt(2, f"printf '{PAYLOAD}\\n'"), True)
+    path = f"{RunLayout(lh.run_dir).attempt_dir(2)}/train.log"
+    try:
+        running = lh.wait(ref, lambda s: s.state is JobState.RUNNING)
+        assert running.state is JobState.RUNNING, running
+        if not lh.launcher.caps.live_logs:
+            _assert_missing(lambda: lh.launcher.tail(path), lh)
+            return
+        deadline = time.monotonic() + 30
+        while lh.payload not in lh.launcher.tail(path) and time.monotonic() < deadline:
+            time.sleep(0.1)  # a real job writing its log
+        live = lh.launcher.tail(path)
+        assert lh.payload in live and b"AZBENCH_ATTEMPT_STOP" not in live
+        assert lh.launcher.tail(path, offset=len(live)) == lh.log(ref, 2)[len(live):]
+    finally:
+        lh.finish(ref)
+        assert lh.wait(ref, lambda s: s.state.terminal).state is JobState.COMPLETED
+
+
+# -- nodes and the rest of the protocol ------------------------------------------------------
+
+def test_node_states_list_the_nodes(lh: LH):
+    nodes = lh.launcher.node_states()
+    expected = lh.cluster.node_names or ["tvm-1", "tvm-2"]
+    assert sorted(nodes) == sorted(expected)
+    assert all(info.name == name and info.state and info.usable for name, info in nodes.items())
+
+
+def test_leaf_switches_cover_the_nodes_or_are_empty_without_node_control(lh: LH):
+    switches = lh.launcher.leaf_switches()
+    if lh.launcher.caps.node_control:
+        assert sorted(n for members in switches.values() for n in members) == sorted(lh.cluster.node_names)
+    else:
+        assert switches == {}
+
+
+def test_latest_checkpoint(lh: LH):
+    if lh.backend == "azureml":  # the recipe resumes from the datastore mount itself
+        assert lh.launcher.latest_checkpoint(lh.run_dir) is None
+        return
+    ckpt = Path(RunLayout(lh.run_dir).checkpoints)
+    ckpt.mkdir(parents=True, exist_ok=True)
+    for name in ("step-10.pt", "step-20.pt", "step-30.pt.tmp", ".step-40.pt"):
+        (ckpt / name).write_text("x")
+    assert lh.launcher.latest_checkpoint(lh.run_dir) == 20
+
+
+@pytest.mark.parametrize("cap", sorted(NEEDS))
+def test_what_the_launcher_lacks_raises_missing_capability(lh: LH, cap: str, tmp_path):
+    node = sorted(lh.launcher.node_states())[0]
+    local = tmp_path / "staged.txt"
+    local.write_bytes(b"staged \xff\n")
+    remote = f"{lh.run_dir}/stage/staged.txt"
+    calls: dict[str, Callable[[], Any]] = {
+        "submit_script": lambda: lh.launcher.submit_script(
+            f"#!/bin/bash\n#SBATCH --nodes=1\n#SBATCH --output={lh.run_dir}/batch/out.txt\n"
+            "echo batch-ok\n", workdir=f"{lh.run_dir}/batch"),
+        "run_on_nodes": lambda: lh.launcher.run_on_nodes([node], ["echo", "step-ok"], timeout_s=60),
+        "run_groups": lambda: lh.launcher.run_groups([[node]], ["echo", "group-ok"], gpus_per_node=0,
+                                                     timeout_s=60),
+        "stage_file": lambda: lh.launcher.stage_file(local, remote),
+        "drain": lambda: lh.launcher.drain({node: "contract test"}),
+        "resume": lambda: lh.launcher.resume([node]),
+    }
+    for method in NEEDS[cap]:
+        if not getattr(lh.launcher.caps, cap):
+            _assert_missing(calls[method], lh)
+            continue
+        result = calls[method]()
+        _check_works(lh, method, result, node, remote)
+
+
+def _check_works(lh: LH, method: str, result: Any, node: str, remote: str) -> None:
+    if method == "submit_script":
+        assert isinstance(result, JobRef)
+        assert lh.wait(result, lambda s: s.state.terminal).state is JobState.COMPLETED
+        assert Path(lh.run_dir, "batch", "out.txt").read_text() == "batch-ok\n"
+    elif method == "run_on_nodes":
+        assert isinstance(result, ExecResult) and result.exit_code == 0, result
+        assert "step-ok" in result.stdout
+    elif method == "run_groups":
+        assert len(result) == 1 and "group-ok" in result[0], result
+    elif method == "stage_file":
+        assert Path(remote).read_bytes() == b"staged \xff\n"
+    elif method == "drain":
+        assert result == [node]
+        assert lh.launcher.node_states()[node].state.startswith("drain")
+    elif method == "resume":
+        assert lh.launcher.node_states()[node].state == "idle"  # no longer drained
+        deadline = time.monotonic() + 15
+        while not lh.launcher.node_states()[node].usable and time.monotonic() < deadline:
+            time.sleep(0.2)  # Slurm counts a resumed node as not responding until its next ping
+        assert lh.launcher.node_states()[node].usable
+
+
+def _assert_missing(call: Callable[[], Any], lh: LH) -> None:
+    with pytest.raises(MissingCapability) as info:
+        call()
+    text = str(info.value)
+    assert "\n" not in text and lh.cluster.name in text and info.value.exit_code == 7
