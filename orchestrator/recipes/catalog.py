@@ -16,11 +16,11 @@ from functools import lru_cache
 from pathlib import Path
 
 import jinja2
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import Field, ValidationError, model_validator
 
 from orchestrator.clusters import catalog
 from orchestrator.errors import ConfigError, NotFoundError
-from orchestrator.models import AttemptSpec
+from orchestrator.models import AttemptSpec, Frozen
 from orchestrator.paths import recipes_dir, templates_dir
 from orchestrator.recipes.parallelism import (
     LAYOUT_FIELDS,
@@ -47,24 +47,20 @@ _SAFE_PATH = re.compile(r"/[A-Za-z0-9._/+-]*")
 _ENV_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
-class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class Target(Strict):
+class Target(Frozen):
     metric: str
     value: float
     direction: str = Field("max", pattern="^(max|min)$")
 
 
-class Launch(Strict):
+class Launch(Frozen):
     command: str
     tasks_per_node: int = Field(1, ge=1)
     time_limit_min: int = Field(30, ge=1)
     env: dict[str, str] = Field(default_factory=dict)
 
 
-class Container(Strict):
+class Container(Frozen):
     image: str
     image_arm64: str | None = None
     workdir: str = "/workspace"
@@ -74,7 +70,7 @@ class Container(Strict):
         return self.image_arm64 if arch == "arm64" and self.image_arm64 else self.image
 
 
-class DataItem(Strict):
+class DataItem(Frozen):
     name: str = Field(pattern=r"^[a-z0-9][a-z0-9_.-]*$")
     kind: str = Field(pattern="^(dataset|checkpoint|tokenizer)$")
     path: str
@@ -88,7 +84,7 @@ class DataItem(Strict):
         return self.path.replace("{data_root}", data_root.rstrip("/"))
 
 
-class Mlperf(Strict):
+class Mlperf(Frozen):
     framework: str
     implementation: str
     names: dict[str, str] = Field(default_factory=dict)
@@ -101,7 +97,7 @@ class Mlperf(Strict):
     scales: dict[str, list[ScaleConfig]]
 
 
-class ModelFacts(Strict):
+class ModelFacts(Frozen):
     """What MFU needs to know of a benchmark's model, each fact with its source.
 
     FLOPs per token F = 6*params + 12*layers*d_model*seq (mlperf-notes 10.3: 6N for forward and
@@ -126,7 +122,7 @@ class ModelFacts(Strict):
         return "6N + 12*L*d*s per token (6N: Kaplan et al. 2020; attention: PaLM app. B)"
 
 
-class Recipe(Strict):
+class Recipe(Frozen):
     name: str
     benchmark: str
     description: str
@@ -164,7 +160,7 @@ class Recipe(Strict):
         return []
 
 
-class ResolvedConfig(Strict):
+class ResolvedConfig(Frozen):
     """A request (recipe, SKU, nodes, ruleset) turned into the config that would run."""
 
     recipe: str
@@ -200,7 +196,7 @@ class ResolvedConfig(Strict):
     warnings: list[str] = Field(default_factory=list)
 
 
-class LaunchPreview(Strict):
+class LaunchPreview(Frozen):
     """What `azbench recipes show NAME --sku S --nodes N` and `azbench run --dry-run` print."""
 
     resolved: ResolvedConfig
