@@ -18,6 +18,7 @@ from orchestrator.clusters import catalog
 from orchestrator.errors import ConfigError, NotFoundError
 from orchestrator.recipes import catalog as R
 from orchestrator.recipes.parallelism import Layout, make_layout, place
+from orchestrator.templating import render
 
 GOLDEN = Path(__file__).parent / "golden" / "recipes"
 MLPERF = ["dlrm_dcnv2", "flux1", "gpt3", "llama2_70b_lora", "llama31_405b", "llama31_8b",
@@ -301,8 +302,8 @@ def test_every_golden_script_is_valid_bash():
 
 
 def test_run_and_time_wrapper_writes_mllog_and_result_line(tmp_path):
-    wrapper = R._jinja().get_template("run_and_time.sh.j2").render(
-        command="echo ':::MLLOG {\"key\": \"run_start\"}'", benchmark="llama31_8b", recipe="t")
+    wrapper = render(
+        "run_and_time.sh.j2", command="echo ':::MLLOG {\"key\": \"run_start\"}'", benchmark="llama31_8b", recipe="t")
     script = tmp_path / "rat.sh"
     script.write_text(wrapper.replace("/results/", f"{tmp_path}/"))
     env = {**os.environ, "SLURM_PROCID": "0"}

@@ -15,13 +15,12 @@ import string
 from functools import lru_cache
 from pathlib import Path
 
-import jinja2
 from pydantic import Field, ValidationError, model_validator
 
 from orchestrator.clusters import catalog
 from orchestrator.errors import ConfigError, NotFoundError
 from orchestrator.models import AttemptSpec, Frozen
-from orchestrator.paths import recipes_dir, templates_dir
+from orchestrator.paths import recipes_dir
 from orchestrator.recipes.parallelism import (
     LAYOUT_FIELDS,
     GbsRule,
@@ -36,6 +35,7 @@ from orchestrator.recipes.parallelism import (
     validate_scales,
 )
 from orchestrator.slurm.batch import format_time_limit, render_sbatch
+from orchestrator.templating import render
 from orchestrator.yamlio import load_yaml, validation_error_to_config_error
 
 Scalar = str | int | float | bool
@@ -313,8 +313,8 @@ def render_stage_data(recipe: Recipe | str, *, data_root: str = DEFAULT_DATA_ROO
     _check_plain("partition", partition or "p", _SAFE_NAME)
     image = image or recipe.mlperf.container.image
     items = [{"item": d, "dest": d.host_path(data_root)} for d in recipe.mlperf.data]
-    return _jinja().get_template("stage_data.sbatch.j2").render(
-        recipe=recipe.name, data_root=data_root.rstrip("/"), partition=partition, items=items,
+    return render(
+        "stage_data.sbatch.j2", recipe=recipe.name, data_root=data_root.rstrip("/"), partition=partition, items=items,
         image=image, squashfs=f"{data_root.rstrip('/')}/containers/{_squash_name(image)}.sqsh")
 
 
@@ -408,25 +408,16 @@ def _render_container(recipe: Recipe, spec: Mlperf, resolved: ResolvedConfig, *,
     for mount in mounts:
         _check_plain("container mount", mount.replace(":", "/"), _SAFE_PATH)
     command = render_command(recipe, run_dir="/results", nodes=resolved.nodes)
-    env = _jinja()
-    wrapper = env.get_template("run_and_time.sh.j2").render(
-        command=command, benchmark=resolved.benchmark_key, recipe=recipe.name)
+    wrapper = render(
+        "run_and_time.sh.j2", command=command, benchmark=resolved.benchmark_key, recipe=recipe.name)
     net = network_profile(catalog.lookup(resolved.sku))
-    return env.get_template("container_launch.sh.j2").render(
-        r=resolved, run_id=run_id, attempt=attempt, run_dir=run_dir, attempt_dir=attempt_dir,
+    return render(
+        "container_launch.sh.j2", r=resolved, run_id=run_id, attempt=attempt, run_dir=run_dir, attempt_dir=attempt_dir,
         partition=partition, exclude=list(exclude), job_time=format_time_limit(
             resolved.walltime_min + 20), step_time=format_time_limit(resolved.walltime_min),
         mounts=",".join(mounts), workdir=spec.container.workdir, network=net,
         seed=seed, check_compliance=check_compliance, wrapper=wrapper, data=spec.data,
         data_root=data_root)
-
-
-def _jinja() -> jinja2.Environment:
-    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(templates_dir())),
-                             undefined=jinja2.StrictUndefined, autoescape=False,
-                             keep_trailing_newline=True, trim_blocks=True, lstrip_blocks=True)
-    env.filters["q"] = lambda value: shlex.quote(str(value))
-    return env
 
 
 def _check_plain(what: str, value: str, pattern: re.Pattern[str]) -> None:

@@ -8,11 +8,10 @@ from __future__ import annotations
 
 import re
 
-import jinja2
 from pydantic import Field, computed_field
 
 from orchestrator.models import Frozen
-from orchestrator.paths import templates_dir
+from orchestrator.templating import render
 
 TEMPLATE = "slurm.conf.j2"
 _SAFE = re.compile(r"^[A-Za-z0-9_./:@%+=,\-\[\]]+$")
@@ -140,15 +139,7 @@ class SlurmConfParams(Frozen):
 def render_slurm_conf(params: SlurmConfParams) -> str:
     """The slurm.conf text. Raises ValueError for a value that would break the file's syntax."""
     _check_values(params)
-    env = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(str(templates_dir())),
-        undefined=jinja2.StrictUndefined,
-        trim_blocks=True,
-        lstrip_blocks=True,
-        keep_trailing_newline=True,
-        autoescape=False,
-    )
-    return env.get_template(TEMPLATE).render(p=params)
+    return render(TEMPLATE, p=params)
 
 
 def compress_hostlist(names: list[str]) -> str:
