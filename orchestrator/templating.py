@@ -1,4 +1,4 @@
-"""The one Jinja environment azbench renders its generated scripts with (sbatch, slurm.conf,
+"""The one Jinja environment azbench renders its generated scripts with (batch scripts, slurm.conf,
 cloud-init, health jobs, container launches).
 
 Strict: an undefined name is an error, never an empty string. Blocks trim their own line and
