@@ -19,6 +19,7 @@ from orchestrator.errors import ConfigError, NotFoundError
 from orchestrator.recipes import catalog as R
 from orchestrator.recipes.parallelism import Layout, make_layout, place
 from orchestrator.templating import render
+from testsupport.golden import check_golden
 
 GOLDEN = Path(__file__).parent / "golden" / "recipes"
 MLPERF = ["dlrm_dcnv2", "flux1", "gpt3", "llama2_70b_lora", "llama31_405b", "llama31_8b",
@@ -33,15 +34,6 @@ def _cases() -> list[tuple[str, str, int]]:
             nodes = [c.nodes for c in recipe.scales_for(sku)]
             cases += [(name, sku, n) for n in sorted({nodes[0], nodes[-1]})]
     return cases
-
-
-def check_golden(name: str, text: str) -> None:
-    path = GOLDEN / name
-    if os.environ.get("AZBENCH_UPDATE_GOLDEN") == "1":
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
-    assert path.is_file(), f"missing golden file {path} (run with AZBENCH_UPDATE_GOLDEN=1)"
-    assert text == path.read_text(), f"{name} differs from its golden file"
 
 
 def one_line(exc: pytest.ExceptionInfo) -> str:
@@ -277,7 +269,7 @@ def test_smoke_preview_is_the_launchers_own_script():
     preview = R.describe_launch("smoke", "local", 2)
     assert preview.stage_script is None and preview.resolved.dp == 2
     assert "bash -c " in preview.script and "--container-image" not in preview.script
-    check_golden("smoke__local__2.sh", preview.script)
+    check_golden(GOLDEN / "smoke__local__2.sh", preview.script)
 
 
 # -- golden files -----------------------------------------------------------------------------------
@@ -285,12 +277,12 @@ def test_smoke_preview_is_the_launchers_own_script():
 @pytest.mark.parametrize("name,sku,nodes", _cases())
 def test_golden_launch_script(name, sku, nodes):
     preview = R.describe_launch(name, sku, nodes)
-    check_golden(f"{name}__{sku}__{nodes}.sh", preview.script)
+    check_golden(GOLDEN / f"{name}__{sku}__{nodes}.sh", preview.script)
 
 
 @pytest.mark.parametrize("name", MLPERF)
 def test_golden_stage_data_script(name):
-    check_golden(f"stage__{name}.sh", R.render_stage_data(name))
+    check_golden(GOLDEN / f"stage__{name}.sh", R.render_stage_data(name))
 
 
 def test_every_golden_script_is_valid_bash():
