@@ -3,7 +3,8 @@ cloud-init, health jobs, container launches).
 
 Strict: an undefined name is an error, never an empty string. Blocks trim their own line and
 leading space, the trailing newline is kept and nothing is HTML-escaped: the output is shell,
-config and YAML text. The `q` filter shlex-quotes a value for a shell line.
+config and YAML text. The `q` filter shlex-quotes a value for a shell line; `exports` writes a
+mapping as `export KEY=value` lines (seams.env_exports: names checked, values quoted).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from pathlib import Path
 import jinja2
 
 from orchestrator.paths import templates_dir as shipped_templates
+from orchestrator.seams import env_exports
 
 
 def render(name: str, templates_dir: Path | None = None, **ctx: object) -> str:
@@ -39,8 +41,13 @@ def _environment(folder: str) -> jinja2.Environment:
         lstrip_blocks=True,
     )
     env.filters["q"] = _quote
+    env.filters["exports"] = _export_lines
     return env
 
 
 def _quote(value: object) -> str:
     return shlex.quote(str(value))
+
+
+def _export_lines(env: dict[str, object]) -> str:
+    return env_exports(env, end="\n")

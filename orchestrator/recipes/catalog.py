@@ -44,7 +44,6 @@ PREVIEW_RUN_DIR = "/shared/azbench/runs/preview"
 # Values that land in #SBATCH lines or comma-separated --container-mounts: keep them plain.
 _SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 _SAFE_PATH = re.compile(r"/[A-Za-z0-9._/+-]*")
-_ENV_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 class Target(Frozen):
@@ -398,8 +397,7 @@ def _render_container(recipe: Recipe, spec: Mlperf, resolved: ResolvedConfig, *,
     for what, value, pattern in (("run_id", run_id, _SAFE_NAME), ("run_dir", run_dir, _SAFE_PATH),
                                  ("partition", partition or "p", _SAFE_NAME),
                                  ("data_root", data_root, _SAFE_PATH),
-                                 *(("exclude", n, _SAFE_NAME) for n in exclude),
-                                 *(("env name", k, _ENV_KEY) for k in resolved.env)):
+                                 *(("exclude", n, _SAFE_NAME) for n in exclude)):
         _check_plain(what, value, pattern)
     attempt_dir = f"{run_dir}/attempt-{attempt}"
     mounts = [f"{d.host_path(data_root)}:{d.mount}:ro" for d in spec.data]

@@ -17,7 +17,6 @@ from orchestrator.templating import render
 _SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 _SAFE_PATH = re.compile(r"/[A-Za-z0-9._/+-]*")
 _SAFE_HOSTLIST = re.compile(r"[A-Za-z0-9._\[\],-]+")
-ENV_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 def render_sbatch(attempt: AttemptSpec, *, partition: str | None = None,
@@ -70,7 +69,6 @@ def _check_attempt(attempt: AttemptSpec, partition: str | None) -> None:
         ("run_dir", attempt.run_dir, _SAFE_PATH),
         ("partition", partition or "p", _SAFE_NAME),
         *(("exclude", node, _SAFE_HOSTLIST) for node in attempt.exclude),
-        *(("env name", key, ENV_KEY) for key in attempt.env),
     ]
     for what, value, pattern in checks:
         if not pattern.fullmatch(value):
