@@ -66,7 +66,7 @@ def run(recipe: Optional[str] = typer.Argument(None, help="Recipe name (see azbe
 def _dry_run(spec: Any, sku: Optional[str], as_json: bool) -> None:
     from orchestrator.clusters.lifecycle import require_cluster
     from orchestrator.errors import ConfigError
-    from orchestrator.recipes.catalog import describe_launch
+    from orchestrator.runs.launch import describe_launch
     if spec is None:
         raise ConfigError("--dry-run needs a recipe, not --attach")
     if sku is None:
