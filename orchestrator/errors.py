@@ -125,7 +125,8 @@ EXIT_CODES: dict[int, str] = {
     6: "results store error (unwritable AZBENCH_HOME, corrupt or newer database)",
     7: "not available: a feature not built yet, or a capability this cluster lacks",
     8: "performance regression against the baseline",
-    EXIT_UNHEALTHY: "health check flagged nodes (drained, or a fabric-wide fault); the report is printed first",
+    EXIT_UNHEALTHY: "health check flagged nodes (drained, or a fabric-wide fault); "
+                    "the report is printed first",
     EXIT_INTERRUPTED: "interrupted (Ctrl-C), aborted at a prompt, or detached from a run; "
                       "a pipeline stopped by signal N exits 128+N",
 }

@@ -78,8 +78,9 @@ def render_stage_data(recipe: Recipe | str, *, data_root: str = DEFAULT_DATA_ROO
     image = image or recipe.mlperf.container.image
     items = [{"item": d, "dest": d.host_path(data_root)} for d in recipe.mlperf.data]
     return render(
-        "stage_data.sbatch.j2", recipe=recipe.name, data_root=data_root.rstrip("/"), partition=partition, items=items,
-        image=image, squashfs=f"{data_root.rstrip('/')}/containers/{_squash_name(image)}.sqsh")
+        "stage_data.sbatch.j2", recipe=recipe.name, data_root=data_root.rstrip("/"),
+        partition=partition, items=items, image=image,
+        squashfs=f"{data_root.rstrip('/')}/containers/{_squash_name(image)}.sqsh")
 
 
 # -- rendering ---------------------------------------------------------------------------------
@@ -116,8 +117,8 @@ def _render_container(recipe: Recipe, spec: Mlperf, resolved: ResolvedConfig, *,
         "run_and_time.sh.j2", command=command, benchmark=resolved.benchmark_key, recipe=recipe.name)
     net = network_profile(catalog.lookup(resolved.sku))
     return render(
-        "container_launch.sh.j2", r=resolved, run_id=run_id, attempt=attempt, run_dir=run_dir, attempt_dir=attempt_dir,
-        partition=partition, exclude=list(exclude), job_time=format_time_limit(
+        "container_launch.sh.j2", r=resolved, run_id=run_id, attempt=attempt, run_dir=run_dir,
+        attempt_dir=attempt_dir, partition=partition, exclude=list(exclude), job_time=format_time_limit(
             resolved.walltime_min + 20), step_time=format_time_limit(resolved.walltime_min),
         mounts=",".join(mounts), workdir=spec.container.workdir, network=net,
         seed=seed, check_compliance=check_compliance, wrapper=wrapper, data=spec.data,
