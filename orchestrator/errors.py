@@ -110,14 +110,23 @@ class RegressionError(AzbenchError):
     kind = "regression"
 
 
+EXIT_UNHEALTHY = 9  # `azbench health` flagged nodes (cli/health.py); no exception carries it
+EXIT_INTERRUPTED = 130  # 128 + SIGINT
+
+# The one exit-code table: `azbench --help` prints it and README.md's "Exit codes" table is
+# checked against it (tests/test_exit_codes.py). Every AzbenchError's exit_code is a key here.
 EXIT_CODES: dict[int, str] = {
     0: "success",
     1: "internal error (a bug: rerun with --debug and report it)",
     2: "usage or configuration error (bad flag, spec file, unknown name)",
-    3: "preflight failed (quota, SKU availability, missing tools)",
-    4: "provisioning failed (cloud or local cluster resources)",
-    5: "run failed (remote unreachable, launch or benchmark failure)",
-    6: "results store error",
-    7: "feature not available yet",
+    3: "preflight failed (quota, SKU availability, missing tools such as Slurm)",
+    4: "provisioning failed (cloud or local cluster resources, no capacity)",
+    5: "run failed (remote unreachable, wrong host key, launch or benchmark failure)",
+    6: "results store error (unwritable AZBENCH_HOME, corrupt or newer database)",
+    7: "not available: a feature not built yet, or a capability this cluster lacks",
     8: "performance regression against the baseline",
+    EXIT_UNHEALTHY: "health check flagged nodes (drained, or a fabric-wide fault); "
+                    "the report is printed first",
+    EXIT_INTERRUPTED: "interrupted (Ctrl-C), aborted at a prompt, or detached from a run; "
+                      "a pipeline stopped by signal N exits 128+N",
 }

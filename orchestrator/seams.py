@@ -21,22 +21,32 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Protocol
 
-from orchestrator.errors import RemoteError
+from orchestrator.errors import ConfigError
 from orchestrator.models import AttemptSpec, ExecResult, JobRef, JobStatus, NodeInfo
 
-_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 def command_line(cmd: str | Sequence[str], env: Mapping[str, str] | None = None) -> str:
-    """The shell text for `cmd` with every env value exported first (sorted by name, each value
-    shlex-quoted): the one place azbench writes an environment into a command."""
+    """The shell text for `cmd` with every env value exported first (see env_exports)."""
     text = cmd if isinstance(cmd, str) else shlex.join(cmd)
-    exports = []
-    for key, value in sorted((env or {}).items()):
-        if not _ENV_NAME.match(key):
-            raise RemoteError(f"environment variable name {key!r} is not a valid shell name")
-        exports.append(f"export {key}={shlex.quote(value)}; ")
-    return "".join(exports) + text
+    return env_exports(env or {}) + text
+
+
+def env_exports(env: Mapping[str, object], end: str = "; ") -> str:
+    """`export KEY=value` for each variable, each followed by `end`, sorted by name (as Jinja's
+    dictsort: case-insensitive), every value shlex-quoted: the one place azbench writes an
+    environment into shell text (remote commands, and the batch templates' `exports` filter)."""
+    return "".join(f"export {shell_name(key)}={shlex.quote(str(value))}{end}"
+                   for key, value in sorted(env.items(), key=lambda kv: (kv[0].lower(), kv[0])))
+
+
+def shell_name(name: str) -> str:
+    """`name` if it is a valid shell variable name; ConfigError otherwise (a name that is not
+    one would break the export, or smuggle shell text into it)."""
+    if not _ENV_NAME.fullmatch(name):
+        raise ConfigError(f"environment variable name {name!r} is not a valid shell name")
+    return name
 
 
 class Runner(Protocol):

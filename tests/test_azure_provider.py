@@ -31,6 +31,7 @@ from orchestrator.clusters.specs import ClusterSpec
 from orchestrator.errors import CapacityError, ConfigError, PreflightError, ProvisionError
 from orchestrator.models import ScaleSetPlan
 from testsupport.fake_arm import SUB, StubCredential, allow_plain_http_policy
+from testsupport.golden import check_golden
 
 GOLDEN = Path(__file__).parent / "golden"
 INGRESS = "203.0.113.7/32"
@@ -356,10 +357,7 @@ def _rendered(case: str) -> dict[str, str]:
 @pytest.mark.parametrize("role", ["head", "node"])
 def test_cloud_init_matches_golden_and_parses(case, role, tmp_path):
     text = _rendered(case)[role]
-    golden = GOLDEN / f"cloud-init-{role}.{case}.yaml"
-    if os.environ.get("AZBENCH_UPDATE_GOLDEN"):
-        golden.write_text(text)
-    assert text == golden.read_text()
+    check_golden(GOLDEN / f"cloud-init-{role}.{case}.yaml", text)
     doc = yaml.safe_load(text)
     assert text.startswith("#cloud-config\n") and "munge" in doc["packages"]
     files = {f["path"]: f for f in doc["write_files"]}

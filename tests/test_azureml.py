@@ -9,7 +9,6 @@ Regenerate the golden files after an intended change with AZBENCH_UPDATE_GOLDEN=
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -24,18 +23,15 @@ from orchestrator.clusters.providers.azureml import launcher as L
 from tests.cli_helpers import azbench, one_line_error
 from testsupport.fake_azureml import FakeML
 from testsupport.fake_arm import SUB, FakeArm, StubCredential, allow_plain_http_policy, default_catalogue
+from testsupport.golden import check_golden
 
 GOLDEN = Path(__file__).parent / "golden"
 SMOKE_DIR = Path(__file__).resolve().parents[1] / "recipes" / "smoke"
 RUN_DIR = "/tmp/azbench/runs/r1"
 
 
-def check_golden(name: str, data: Any) -> None:
-    text = json.dumps(data, indent=2, sort_keys=True) + "\n"
-    path = GOLDEN / name
-    if os.environ.get("AZBENCH_UPDATE_GOLDEN"):
-        path.write_text(text)
-    assert text == path.read_text(), f"{name} changed; rerun with AZBENCH_UPDATE_GOLDEN=1 if intended"
+def check_json_golden(name: str, data: Any) -> None:
+    check_golden(GOLDEN / name, json.dumps(data, indent=2, sort_keys=True) + "\n")
 
 
 def spec(**kw: Any) -> ClusterSpec:
@@ -75,14 +71,14 @@ def job_body(job: Any) -> dict[str, Any]:
 def test_golden_compute_body():
     s = spec(azureml={"workspace": "ws1", "min_instances": 1, "idle_seconds": 600}, tags={"team": "perf"})
     body = P.build_compute(s, "alice")._to_rest_object().as_dict()
-    check_golden("azureml_compute_h100.json", body)
+    check_json_golden("azureml_compute_h100.json", body)
     scale = body["properties"]["properties"]["scaleSettings"]
     assert scale == {"maxNodeCount": 4, "minNodeCount": 1, "nodeIdleTimeBeforeScaleDown": "PT10M"}
 
 
 def test_golden_smoke_job_is_pytorch_with_one_process_per_gpu():
     body = job_body(L.build_job(attempt(n=2, resume=True), SMOKE_DIR, cluster()))
-    check_golden("azureml_job_smoke.json", body)
+    check_json_golden("azureml_job_smoke.json", body)
     p = body["properties"]
     assert p["distribution"] == {"distributionType": "PyTorch", "processCountPerInstance": 8}
     assert p["resources"]["instanceCount"] == 2 and p["resources"]["shmSize"] == "256g"
@@ -96,7 +92,7 @@ def test_golden_smoke_job_is_pytorch_with_one_process_per_gpu():
 def test_golden_mlperf_job_is_mpi_with_data_inputs_and_recipe_image():
     job = L.build_job(attempt("llama2_70b_lora", nodes=8), SMOKE_DIR, cluster())
     body = job_body(job)
-    check_golden("azureml_job_llama2_70b_lora.json", body)
+    check_json_golden("azureml_job_llama2_70b_lora.json", body)
     p = body["properties"]
     assert p["distribution"] == {"distributionType": "Mpi", "processCountPerInstance": 8}
     assert {k: v["mode"] for k, v in p["inputs"].items()} == {"govreport": "ReadOnlyMount",

@@ -14,7 +14,6 @@ import dataclasses
 import gzip
 import importlib.util
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -34,6 +33,7 @@ from orchestrator.models import ScaleSetPlan
 from orchestrator.paths import templates_dir
 from testsupport.fake_arm import SUB, allow_plain_http_policy
 from testsupport.fake_imds import FakeImds
+from testsupport.golden import check_golden
 
 GOLDEN = Path(__file__).parent / "golden"
 STEP = "/usr/local/sbin/azbench-step"  # every runcmd step runs under it (it names a failing step)
@@ -210,10 +210,7 @@ def test_head_cloud_init_with_the_expiry_agent_matches_golden(tmp_path):
     sets = [ScaleSetPlan(name="h100t-gpu-00", vms=2, gpus=16)]
     ctx = agent_context("h100t", SUB, "azbench-h100t", "https://management.azure.com", 45)
     text = ci.head_cloud_init("h100t", lookup("h100"), sets, "10.40.0.4", "10.40.0.0/16", FIXED, expiry=ctx)
-    golden = GOLDEN / "cloud-init-head.h100-expiry.yaml"
-    if os.environ.get("AZBENCH_UPDATE_GOLDEN"):
-        golden.write_text(text)
-    assert text == golden.read_text()
+    check_golden(GOLDEN / "cloud-init-head.h100-expiry.yaml", text)
     doc = yaml.safe_load(text)
     files = {f["path"]: f for f in doc["write_files"]}
     assert json.loads(files["/etc/azbench/expiry.json"]["content"])["idle_minutes"] == 45

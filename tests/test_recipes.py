@@ -17,7 +17,10 @@ import pytest
 from orchestrator.clusters import catalog
 from orchestrator.errors import ConfigError, NotFoundError
 from orchestrator.recipes import catalog as R
+from orchestrator.runs import launch as L
 from orchestrator.recipes.parallelism import Layout, make_layout, place
+from orchestrator.templating import render
+from testsupport.golden import check_golden
 
 GOLDEN = Path(__file__).parent / "golden" / "recipes"
 MLPERF = ["dlrm_dcnv2", "flux1", "gpt3", "llama2_70b_lora", "llama31_405b", "llama31_8b",
@@ -32,15 +35,6 @@ def _cases() -> list[tuple[str, str, int]]:
             nodes = [c.nodes for c in recipe.scales_for(sku)]
             cases += [(name, sku, n) for n in sorted({nodes[0], nodes[-1]})]
     return cases
-
-
-def check_golden(name: str, text: str) -> None:
-    path = GOLDEN / name
-    if os.environ.get("AZBENCH_UPDATE_GOLDEN") == "1":
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
-    assert path.is_file(), f"missing golden file {path} (run with AZBENCH_UPDATE_GOLDEN=1)"
-    assert text == path.read_text(), f"{name} differs from its golden file"
 
 
 def one_line(exc: pytest.ExceptionInfo) -> str:
@@ -150,7 +144,7 @@ def test_weak_scaling_derivation_keeps_per_gpu_work_and_says_so():
     assert (r.tp, r.pp, r.cp, r.vp, r.mbs, r.grad_accum) == (4, 8, 2, 8, 1, 8)
     assert (r.gpus, r.dp, r.gbs) == (7168, 112, 896) and r.placement.racks == 112
     assert r.rule.startswith("weak scaling from the listed 2048-node config")
-    assert "DERIVED config" in R.render_launch(r, "/shared/runs/x")
+    assert "DERIVED config" in L.render_launch(r, "/shared/runs/x")
 
 
 def test_derivation_below_the_smallest_listed_scale_grows_walltime():
@@ -198,7 +192,7 @@ REFUSALS = [
 @pytest.mark.parametrize("args,error,message", REFUSALS)
 def test_invalid_requests_fail_with_one_clear_line(args, error, message):
     with pytest.raises(error) as exc:
-        R.describe_launch(*args)
+        L.describe_launch(*args)
     assert one_line(exc).startswith(message)
 
 
@@ -247,7 +241,7 @@ def test_broken_layout_relations_name_the_relation():
 # -- placement and environment in the scripts ------------------------------------------------------
 
 def test_h100_scripts_carry_the_ndv5_topology_file_and_no_segment():
-    script = R.describe_launch("llama31_405b", "h100", 64).script
+    script = L.describe_launch("llama31_405b", "h100", 64).script
     assert "export NCCL_TOPO_FILE=/opt/microsoft/ndv5-topo.xml" in script
     assert "/opt/microsoft:/opt/microsoft:ro" in script
     assert "--segment" not in script
@@ -255,7 +249,7 @@ def test_h100_scripts_carry_the_ndv5_topology_file_and_no_segment():
 
 
 def test_gb200_scripts_pass_segment_to_sbatch_and_srun_and_set_mnnvl():
-    script = R.describe_launch("llama31_405b", "gb200", 2048).script
+    script = L.describe_launch("llama31_405b", "gb200", 2048).script
     assert "#SBATCH --segment=16" in script and "  --segment=16 \\" in script
     assert "export NCCL_MNNVL_ENABLE=1" in script and "NCCL_TOPO_FILE" not in script
     assert "#SBATCH --ntasks-per-node=4" in script
@@ -263,33 +257,33 @@ def test_gb200_scripts_pass_segment_to_sbatch_and_srun_and_set_mnnvl():
 
 
 def test_image_override_and_hostile_values_are_quoted_or_refused():
-    preview = R.describe_launch("llama31_8b", "h100", 1, image="x; touch /tmp/pwned")
+    preview = L.describe_launch("llama31_8b", "h100", 1, image="x; touch /tmp/pwned")
     assert "CONT='x; touch /tmp/pwned'" in preview.script
     resolved = R.resolve("llama31_8b", "h100", 1)
     with pytest.raises(ConfigError, match="has characters azbench will not put"):
-        R.render_launch(resolved, "/runs/a b")
+        L.render_launch(resolved, "/runs/a b")
     with pytest.raises(ConfigError, match="has characters azbench will not put"):
-        R.render_launch(resolved, "/runs/x", partition="gpu;id")
+        L.render_launch(resolved, "/runs/x", partition="gpu;id")
 
 
 def test_smoke_preview_is_the_launchers_own_script():
-    preview = R.describe_launch("smoke", "local", 2)
+    preview = L.describe_launch("smoke", "local", 2)
     assert preview.stage_script is None and preview.resolved.dp == 2
     assert "bash -c " in preview.script and "--container-image" not in preview.script
-    check_golden("smoke__local__2.sh", preview.script)
+    check_golden(GOLDEN / "smoke__local__2.sh", preview.script)
 
 
 # -- golden files -----------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("name,sku,nodes", _cases())
 def test_golden_launch_script(name, sku, nodes):
-    preview = R.describe_launch(name, sku, nodes)
-    check_golden(f"{name}__{sku}__{nodes}.sh", preview.script)
+    preview = L.describe_launch(name, sku, nodes)
+    check_golden(GOLDEN / f"{name}__{sku}__{nodes}.sh", preview.script)
 
 
 @pytest.mark.parametrize("name", MLPERF)
 def test_golden_stage_data_script(name):
-    check_golden(f"stage__{name}.sh", R.render_stage_data(name))
+    check_golden(GOLDEN / f"stage__{name}.sh", L.render_stage_data(name))
 
 
 def test_every_golden_script_is_valid_bash():
@@ -301,8 +295,8 @@ def test_every_golden_script_is_valid_bash():
 
 
 def test_run_and_time_wrapper_writes_mllog_and_result_line(tmp_path):
-    wrapper = R._jinja().get_template("run_and_time.sh.j2").render(
-        command="echo ':::MLLOG {\"key\": \"run_start\"}'", benchmark="llama31_8b", recipe="t")
+    wrapper = render(
+        "run_and_time.sh.j2", command="echo ':::MLLOG {\"key\": \"run_start\"}'", benchmark="llama31_8b", recipe="t")
     script = tmp_path / "rat.sh"
     script.write_text(wrapper.replace("/results/", f"{tmp_path}/"))
     env = {**os.environ, "SLURM_PROCID": "0"}

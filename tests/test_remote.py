@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from orchestrator.clusters.remote import LocalRunner, SshRunner, command_line
-from orchestrator.errors import RemoteError
+from orchestrator.errors import ConfigError, RemoteError
 from orchestrator.models import SshTarget
 
 NASTY = "a b;$(touch /tmp/pwned-azbench)'\"`x`\n\\"
@@ -64,7 +64,8 @@ def test_local_runner_put_get_tree(tmp_path):
 
 def test_command_line_exports_quoted_values_and_rejects_bad_names():
     assert command_line(["echo", "a b"], {"K": "v w"}) == "export K='v w'; echo 'a b'"
-    with pytest.raises(RemoteError, match="not a valid shell name"):
+    # A bad name is the user's configuration (a spec's env), not an unreachable host: ConfigError.
+    with pytest.raises(ConfigError, match="not a valid shell name"):
         command_line("true", {"BAD-NAME": "x"})
 
 

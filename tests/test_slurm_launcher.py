@@ -25,6 +25,7 @@ from orchestrator.slurm.states import (
     parse_exit_code,
 )
 from testsupport.fake_runner import FakeRunner
+from testsupport.golden import check_golden
 
 GOLDEN = Path(__file__).parent / "golden"
 NASTY = {
@@ -56,21 +57,14 @@ def cluster(**over) -> Cluster:
     return Cluster(**({"name": "c1", "provider": "local", "sku": "cpu", "nodes": 4} | over))
 
 
-def check_golden(name: str, text: str) -> None:
-    path = GOLDEN / name
-    if os.environ.get("AZBENCH_UPDATE_GOLDEN"):
-        path.write_text(text)
-    assert text == path.read_text(), f"{name} changed; rerun with AZBENCH_UPDATE_GOLDEN=1 if intended"
-
-
 # -- the batch script ------------------------------------------------------------------------
 
 def test_golden_plain_one_node():
-    check_golden("sbatch_1node.sh", render_sbatch(plain_attempt()))
+    check_golden(GOLDEN / "sbatch_1node.sh", render_sbatch(plain_attempt()))
 
 
 def test_golden_four_nodes_exclude_resume_nasty_env():
-    check_golden("sbatch_4node_resume.sh", render_sbatch(big_attempt(), partition="gpu"))
+    check_golden(GOLDEN / "sbatch_4node_resume.sh", render_sbatch(big_attempt(), partition="gpu"))
 
 
 def test_script_directives():

@@ -15,15 +15,9 @@ import pytest
 from orchestrator.clusters.providers.local.provider import LocalState, _conf_params
 from orchestrator.slurm.conf import SlurmConfParams, SlurmNode, compress_hostlist, render_slurm_conf
 from tests.fixtures.slurm import local_spec
+from testsupport.golden import check_golden
 
 GOLDEN = Path(__file__).parent / "golden"
-
-
-def check_golden(name: str, text: str) -> None:
-    path = GOLDEN / name
-    if os.environ.get("AZBENCH_UPDATE_GOLDEN"):
-        path.write_text(text)
-    assert text == path.read_text(), f"{name} changed; rerun with AZBENCH_UPDATE_GOLDEN=1 if intended"
 
 
 def test_golden_local_four_nodes(tmp_path):
@@ -39,7 +33,7 @@ def test_golden_local_four_nodes(tmp_path):
     host = socket.gethostname().split(".")[0]
     text = (text.replace(str(cdir), "<CLUSTER_DIR>").replace(f"={host}", "=<HOST>")
             .replace(f"={user}\n", "=<USER>\n"))
-    check_golden("slurm.conf.local4", text)
+    check_golden(GOLDEN / "slurm.conf.local4", text)
 
 
 def test_golden_gpu_cluster_one_slurmd_per_vm():
@@ -50,7 +44,7 @@ def test_golden_gpu_cluster_one_slurmd_per_vm():
         topology_plugin="topology/tree", select_params="CR_Core_Memory",
         nodes=[SlurmNode(name=f"gpu{i}", hostname=f"gpu{i}", addr=f"10.40.1.{i}", cpus=96, gpus=8,
                          real_memory=1800000) for i in (1, 2)])
-    check_golden("slurmconf.gpu2", render_slurm_conf(params))
+    check_golden(GOLDEN / "slurmconf.gpu2", render_slurm_conf(params))
 
 
 def test_values_that_would_break_the_file_are_refused():

@@ -206,12 +206,12 @@ def test_run_and_time_wrapper_survives_the_notice_and_the_trainer_gets_it(tmp_pa
     """slurmstepd signals every process of the step; the rank-0 wrapper must outlive SIGUSR1."""
     import signal
 
-    from orchestrator.recipes import catalog as R
+    from orchestrator.templating import render
     ready = tmp_path / "ready"
     trainer = (f"python3 -c 'import signal, sys, time, pathlib; "
                f"signal.signal(signal.SIGUSR1, lambda *a: (print(\"checkpointed\", flush=True), sys.exit(75))); "
                f"pathlib.Path(\"{ready}\").touch(); time.sleep(60)'")
-    wrapper = R._jinja().get_template("run_and_time.sh.j2").render(command=trainer, benchmark="b", recipe="t")
+    wrapper = render("run_and_time.sh.j2", command=trainer, benchmark="b", recipe="t")
     script = tmp_path / "rat.sh"
     script.write_text(wrapper.replace("/results/", f"{tmp_path}/"))
     proc = subprocess.Popen(["bash", str(script)], env={**os.environ, "SLURM_PROCID": "0"},

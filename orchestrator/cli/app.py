@@ -24,7 +24,7 @@ from orchestrator.cli.common import (
     make_table,
     open_store,
 )
-from orchestrator.errors import AzbenchError
+from orchestrator.errors import EXIT_INTERRUPTED, AzbenchError
 
 # ---------------------------------------------------------------- catalog / init
 
@@ -288,10 +288,10 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(getattr(exc, "exit_code", 2))
     except typer.Abort:
         sys.stderr.write("azbench: aborted\n")
-        sys.exit(130)
+        sys.exit(EXIT_INTERRUPTED)
     except KeyboardInterrupt:
         sys.stderr.write("azbench: interrupted\n")
-        sys.exit(130)
+        sys.exit(EXIT_INTERRUPTED)
     except BrokenPipeError:
         sys.exit(0)
     except Exception as exc:  # a bug: keep it to one line unless --debug

@@ -15,6 +15,11 @@ import typer
 
 from orchestrator.errors import EXIT_CODES
 
+
+def exit_codes_epilog() -> str:
+    """The --help epilog: errors.EXIT_CODES, one code a line (\b keeps click from rewrapping)."""
+    return "\b\nExit codes:\n" + "\n".join(f"  {code:>3} {meaning}" for code, meaning in EXIT_CODES.items())
+
 app = typer.Typer(
     name="azbench",
     help="Provision Azure GPU clusters (or a local Slurm cluster), run MLPerf Training recipes, "
@@ -23,7 +28,7 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
-    epilog="Exit codes: " + "; ".join(f"{k} {v}" for k, v in EXIT_CODES.items()),
+    epilog=exit_codes_epilog(),
 )
 recipes_app = typer.Typer(help="List and inspect benchmark recipes.", no_args_is_help=True,
                           rich_markup_mode=None)

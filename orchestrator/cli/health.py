@@ -8,8 +8,7 @@ from typing import Optional
 import typer
 
 from orchestrator.cli.common import JsonOpt, app, emit_json, make_console, make_table, open_store
-
-EXIT_UNHEALTHY = 9  # the report is printed first; README "Exit codes"
+from orchestrator.errors import EXIT_UNHEALTHY
 
 
 @app.command()

@@ -42,7 +42,7 @@ def recipes_show(name: str = typer.Argument(..., help="Recipe name."),
                  image: Optional[str] = typer.Option(None, "--image", help="Override the container image."),
                  as_json: bool = JsonOpt) -> None:
     """The resolved config (parallelism, batch, placement) and the exact script that would run."""
-    from orchestrator.recipes.catalog import describe_launch
+    from orchestrator.runs.launch import describe_launch
     preview = describe_launch(name, sku, nodes, ruleset, image=image)
     if as_json:
         return emit_json(preview)

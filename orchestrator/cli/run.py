@@ -66,7 +66,7 @@ def run(recipe: Optional[str] = typer.Argument(None, help="Recipe name (see azbe
 def _dry_run(spec: Any, sku: Optional[str], as_json: bool) -> None:
     from orchestrator.clusters.lifecycle import require_cluster
     from orchestrator.errors import ConfigError
-    from orchestrator.recipes.catalog import describe_launch
+    from orchestrator.runs.launch import describe_launch
     if spec is None:
         raise ConfigError("--dry-run needs a recipe, not --attach")
     if sku is None:
@@ -102,7 +102,7 @@ def _attempt_table(outcomes: list[Any]) -> None:
 
 def _interrupted(store: Any, spec: Any, attach: Optional[str]) -> None:
     """Ctrl-C: on a terminal ask cancel or detach; otherwise detach and say how to come back."""
-    from orchestrator.errors import RunFailedError
+    from orchestrator.errors import EXIT_INTERRUPTED, RunFailedError
     from orchestrator.runs.execute import FINAL, cancel_runs, live_sweep
     if attach:
         row = store.get_run(attach)
@@ -121,7 +121,7 @@ def _interrupted(store: Any, spec: Any, attach: Optional[str]) -> None:
         jobs = cancel_runs(store, ids)
         raise RunFailedError(f"cancelled {', '.join(ids)} (Slurm job(s) {', '.join(jobs) or 'none'})")
     sys.stderr.write(f"\ndetached: the job keeps running. Reattach with: azbench run --attach {ids[0]}\n")
-    sys.exit(130)
+    sys.exit(EXIT_INTERRUPTED)
 
 
 def _params(items: list[str]) -> dict[str, Any]:

@@ -12,9 +12,8 @@ from __future__ import annotations
 
 import difflib
 
-from pydantic import BaseModel, ConfigDict
-
 from orchestrator.errors import NotFoundError
+from orchestrator.models import Frozen
 
 # Spot prices float by region, size and hour, so azbench plans with an assumed fraction of the
 # pay-as-you-go list price and labels it so. Assumption, not a quote: 0.35 is a mid value of the
@@ -25,9 +24,7 @@ SPOT_PRICE_SOURCE = (f"assumed {SPOT_PRICE_FRACTION:.0%} of pay-as-you-go (spot 
                      "Azure Retail Prices API has the live figure)")
 
 
-class GpuSku(BaseModel):
-    model_config = ConfigDict(frozen=True)
-
+class GpuSku(Frozen):
     name: str
     short: str
     aliases: tuple[str, ...]

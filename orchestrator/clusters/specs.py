@@ -12,8 +12,6 @@ from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import (
-    BaseModel,
-    ConfigDict,
     Field,
     StrictInt,
     ValidationError,
@@ -24,14 +22,11 @@ from pydantic import (
 from orchestrator.clusters import catalog, providers
 from orchestrator.clusters.regions import check_region
 from orchestrator.errors import ConfigError
+from orchestrator.models import Frozen
 from orchestrator.yamlio import load_yaml, validation_error_to_config_error
 
 RDMA_RESERVED = ipaddress.ip_network("172.16.0.0/16")
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|m|h|d)?\s*$")
-
-
-class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
 
 def parse_duration(value: Any) -> int:
@@ -47,12 +42,12 @@ def parse_duration(value: Any) -> int:
     return int(number * {"s": 1, "m": 60, "h": 3600, "d": 86400}[unit])
 
 
-class LocalOptions(Strict):
+class LocalOptions(Frozen):
     cpus_per_node: StrictInt = Field(1, ge=1, le=64)
     slurmd_timeout: StrictInt = Field(10, ge=5, le=600)
 
 
-class SshOptions(Strict):
+class SshOptions(Frozen):
     host: str
     port: StrictInt = Field(22, ge=1, le=65535)
     user: str
@@ -64,7 +59,7 @@ class SshOptions(Strict):
     env: dict[str, str] = Field(default_factory=dict)
 
 
-class AzureOptions(Strict):
+class AzureOptions(Frozen):
     subscription_id: str | None = None
     resource_group: str | None = None
     vnet_cidr: str = "10.40.0.0/16"
@@ -124,7 +119,7 @@ class AzureOptions(Strict):
             raise ValueError(f"'{value}' is not a CIDR such as 203.0.113.7/32") from None
 
 
-class AzureMLOptions(Strict):
+class AzureMLOptions(Frozen):
     workspace: str | None = None
     resource_group: str | None = None
     subscription_id: str | None = None
@@ -132,7 +127,7 @@ class AzureMLOptions(Strict):
     idle_seconds: StrictInt = Field(900, ge=0)
 
 
-class ClusterSpec(Strict):
+class ClusterSpec(Frozen):
     name: str = Field(pattern=r"^[a-z][a-z0-9-]{0,38}$")
     provider: str = "local"
     sku: str | None = None
@@ -172,7 +167,7 @@ class ClusterSpec(Strict):
         return catalog.lookup(self.sku or "Local_CPU")
 
 
-class RetryPolicy(Strict):
+class RetryPolicy(Frozen):
     on: list[Literal["infra"]] = Field(default_factory=lambda: ["infra"])
     max_attempts: StrictInt = Field(3, ge=1, le=100)
     max_duration: int = 6 * 3600
@@ -184,7 +179,7 @@ class RetryPolicy(Strict):
         classmethod(lambda cls, v: parse_duration(v)))
 
 
-class HealthPolicy(Strict):
+class HealthPolicy(Frozen):
     enabled: bool = True
     busbw_warn_fraction: float = Field(0.9, gt=0, le=1)
     busbw_fail_fraction: float = Field(0.75, gt=0, le=1)
@@ -194,7 +189,7 @@ class HealthPolicy(Strict):
         classmethod(lambda cls, v: parse_duration(v)))
 
 
-class RunSpec(Strict):
+class RunSpec(Frozen):
     recipe: str
     cluster: str | None = None
     nodes: list[StrictInt] = Field(default_factory=lambda: [1], min_length=1)
@@ -235,7 +230,7 @@ def parse_node_list(text: str) -> list[int]:
     return out
 
 
-def _load(model: type[Strict], path: Path | None, overrides: dict[str, Any] | None) -> Any:
+def _load(model: type[Frozen], path: Path | None, overrides: dict[str, Any] | None) -> Any:
     data: Any = {}
     lines: dict[tuple[Any, ...], int] = {}
     if path is not None:

@@ -22,10 +22,10 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal
 
 import sqlalchemy as sa
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import Field, field_validator
 
 from orchestrator.errors import ConfigError, NotFoundError
-from orchestrator.models import utcnow
+from orchestrator.models import Frozen, utcnow
 from orchestrator.report.build import kept_step_times, summary_of
 from orchestrator.store.schema import ResultRow, baselines
 
@@ -44,11 +44,7 @@ METRICS: dict[str, tuple[str, Direction]] = {
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class Tolerance(_Strict):
+class Tolerance(Frozen):
     """A change worse than `max_change` (a fraction: 0.1 = 10 %) is a regression when the
     t-test over the repeats is at least `min_confidence` sure (or a side has one sample)."""
 
@@ -67,7 +63,7 @@ def _tol(change: float) -> Any:
     return Field(default_factory=lambda: Tolerance(max_change=change))
 
 
-class Tolerances(_Strict):
+class Tolerances(Frozen):
     """Per-metric tolerances; a bare number (or '10%') sets max_change only."""
 
     time_to_train: Tolerance = _tol(0.10)
@@ -81,7 +77,7 @@ class Tolerances(_Strict):
         return {"max_change": value} if isinstance(value, (int, float, str)) else value
 
 
-class BaselineEntry(_Strict):
+class BaselineEntry(Frozen):
     """Samples (one per run) of each metric at one benchmark x SKU x node count."""
 
     benchmark: str
@@ -96,7 +92,7 @@ class BaselineEntry(_Strict):
         return f"{self.benchmark} {self.nodes}x{self.sku or '?'}"
 
 
-class Baseline(_Strict):
+class Baseline(Frozen):
     name: str
     source: dict[str, Any] = Field(default_factory=dict)
     entries: list[BaselineEntry] = Field(default_factory=list)
@@ -104,7 +100,7 @@ class Baseline(_Strict):
     updated_at: datetime = Field(default_factory=utcnow)
 
 
-class MetricDelta(_Strict):
+class MetricDelta(Frozen):
     """One metric at one scale: baseline vs current, the relative change and the verdict."""
 
     benchmark: str
@@ -134,7 +130,7 @@ class MetricDelta(_Strict):
                 f"({change}, tolerance {self.max_change:.0%}{conf})")
 
 
-class Comparison(_Strict):
+class Comparison(Frozen):
     baseline: str
     deltas: list[MetricDelta] = Field(default_factory=list)
 

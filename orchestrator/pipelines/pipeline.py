@@ -21,7 +21,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from orchestrator.clusters.specs import ClusterSpec, RunSpec
-from orchestrator.errors import AzbenchError
+from orchestrator.errors import AzbenchError, RegressionError, RunFailedError
 from orchestrator.models import FINAL_RUN_STATES, ClusterState, RunState, utcnow
 from orchestrator.pipelines.baselines import Comparison
 from orchestrator.pipelines.progress import PipelineInterrupted, Progress
@@ -31,7 +31,7 @@ from orchestrator.pipelines.spec import PipelineSpec, cluster_specs, load_pipeli
 if TYPE_CHECKING:
     from orchestrator.store.database import Store
 
-EXIT_RUN_FAILED, EXIT_REGRESSION = 5, 8
+EXIT_RUN_FAILED, EXIT_REGRESSION = RunFailedError.exit_code, RegressionError.exit_code
 _SIGNALS = (signal.SIGTERM, signal.SIGHUP)  # POSIX: azbench runs on Linux
 
 

@@ -8,8 +8,6 @@ from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import (
-    BaseModel,
-    ConfigDict,
     Field,
     StrictInt,
     ValidationError,
@@ -19,15 +17,12 @@ from pydantic import (
 
 from orchestrator.clusters.specs import ClusterSpec, HealthPolicy, RetryPolicy, RunSpec, parse_duration
 from orchestrator.errors import ConfigError
+from orchestrator.models import Frozen
 from orchestrator.pipelines.baselines import Tolerances
 from orchestrator.yamlio import load_yaml, validation_error_to_config_error
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class MatrixEntry(_Strict):
+class MatrixEntry(Frozen):
     recipe: str
     nodes: list[StrictInt] = Field(default_factory=lambda: [1], min_length=1)
     repeats: StrictInt = Field(1, ge=1, le=100)
@@ -41,7 +36,7 @@ class MatrixEntry(_Strict):
         return value
 
 
-class BaselinePolicy(_Strict):
+class BaselinePolicy(Frozen):
     """Compare with baseline `name`; `update` says when this pipeline's results replace it."""
 
     name: str | None = None
@@ -49,7 +44,7 @@ class BaselinePolicy(_Strict):
     tolerances: Tolerances = Field(default_factory=Tolerances)
 
 
-class PipelineSpec(_Strict):
+class PipelineSpec(Frozen):
     name: str = Field(pattern=r"^[a-z][a-z0-9-]{0,30}$")
     cluster: ClusterSpec
     skus: list[str] = Field(default_factory=list, description="one cluster per SKU, in turn")

@@ -1,8 +1,8 @@
-"""Recipes: what can run, and how (knows nothing of Azure's APIs).
+"""Recipes: what can run, and how (knows nothing of Azure's APIs, nor of Slurm).
 
 Owns: the recipe catalog (recipes/*.yaml loaded, resolved to a checked config for a SKU and
-node count, rendered to its exact launch script) and parallel layouts (TP x PP x CP x DP, GBS
-rules, NVLink-domain placement).
-May import: the base, clusters.catalog (GPU facts) and slurm/ (batch scripts).
-Exposes: catalog (get_recipe, resolve, render_launch, describe_launch), parallelism.
+node count, and a recipe's per-node command) and parallel layouts (TP x PP x CP x DP, GBS
+rules, NVLink-domain placement). The launch script a config becomes is runs/launch.py's.
+May import: the base and clusters.catalog (GPU facts).
+Exposes: catalog (get_recipe, resolve, render_command, check_request), parallelism.
 """

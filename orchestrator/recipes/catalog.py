@@ -1,10 +1,9 @@
-"""The recipe catalog: load recipes/*.yaml, resolve a request to a checked config, render its launch.
+"""The recipe catalog: load recipes/*.yaml and resolve a request to a checked config.
 
-Knows nothing of Azure's APIs: it turns (recipe, SKU, nodes, ruleset) into a ResolvedConfig (exact
-config from the recipe, or one derived by parallelism.WEAK_RULE) and into the exact batch script a
-launcher would submit. Plain recipes (smoke) keep the launcher's own sbatch.sh.j2; MLPerf recipes
-render templates/container_launch.sh.j2 (pyxis/enroot) with templates/run_and_time.sh.j2 inside,
-and templates/stage_data.sbatch.j2 pre-stages their data.
+Knows nothing of Azure's APIs nor of Slurm: it turns (recipe, SKU, nodes, ruleset) into a
+ResolvedConfig (exact config from the recipe, or one derived by parallelism.WEAK_RULE) and a
+recipe's per-node command. runs/launch.py renders a ResolvedConfig into the batch script a
+launcher submits.
 """
 
 from __future__ import annotations
@@ -15,13 +14,12 @@ import string
 from functools import lru_cache
 from pathlib import Path
 
-import jinja2
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import Field, ValidationError, model_validator
 
 from orchestrator.clusters import catalog
 from orchestrator.errors import ConfigError, NotFoundError
-from orchestrator.models import AttemptSpec
-from orchestrator.paths import recipes_dir, templates_dir
+from orchestrator.models import Frozen
+from orchestrator.paths import recipes_dir
 from orchestrator.recipes.parallelism import (
     LAYOUT_FIELDS,
     GbsRule,
@@ -35,36 +33,26 @@ from orchestrator.recipes.parallelism import (
     place,
     validate_scales,
 )
-from orchestrator.slurm.batch import format_time_limit, render_sbatch
 from orchestrator.yamlio import load_yaml, validation_error_to_config_error
 
 Scalar = str | int | float | bool
-DEFAULT_DATA_ROOT = "/shared/mlperf"
-PREVIEW_RUN_DIR = "/shared/azbench/runs/preview"
-# Values that land in #SBATCH lines or comma-separated --container-mounts: keep them plain.
 _SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
-_SAFE_PATH = re.compile(r"/[A-Za-z0-9._/+-]*")
-_ENV_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
-class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class Target(Strict):
+class Target(Frozen):
     metric: str
     value: float
     direction: str = Field("max", pattern="^(max|min)$")
 
 
-class Launch(Strict):
+class Launch(Frozen):
     command: str
     tasks_per_node: int = Field(1, ge=1)
     time_limit_min: int = Field(30, ge=1)
     env: dict[str, str] = Field(default_factory=dict)
 
 
-class Container(Strict):
+class Container(Frozen):
     image: str
     image_arm64: str | None = None
     workdir: str = "/workspace"
@@ -74,7 +62,7 @@ class Container(Strict):
         return self.image_arm64 if arch == "arm64" and self.image_arm64 else self.image
 
 
-class DataItem(Strict):
+class DataItem(Frozen):
     name: str = Field(pattern=r"^[a-z0-9][a-z0-9_.-]*$")
     kind: str = Field(pattern="^(dataset|checkpoint|tokenizer)$")
     path: str
@@ -88,7 +76,7 @@ class DataItem(Strict):
         return self.path.replace("{data_root}", data_root.rstrip("/"))
 
 
-class Mlperf(Strict):
+class Mlperf(Frozen):
     framework: str
     implementation: str
     names: dict[str, str] = Field(default_factory=dict)
@@ -101,7 +89,7 @@ class Mlperf(Strict):
     scales: dict[str, list[ScaleConfig]]
 
 
-class ModelFacts(Strict):
+class ModelFacts(Frozen):
     """What MFU needs to know of a benchmark's model, each fact with its source.
 
     FLOPs per token F = 6*params + 12*layers*d_model*seq (mlperf-notes 10.3: 6N for forward and
@@ -126,7 +114,7 @@ class ModelFacts(Strict):
         return "6N + 12*L*d*s per token (6N: Kaplan et al. 2020; attention: PaLM app. B)"
 
 
-class Recipe(Strict):
+class Recipe(Frozen):
     name: str
     benchmark: str
     description: str
@@ -164,7 +152,7 @@ class Recipe(Strict):
         return []
 
 
-class ResolvedConfig(Strict):
+class ResolvedConfig(Frozen):
     """A request (recipe, SKU, nodes, ruleset) turned into the config that would run."""
 
     recipe: str
@@ -198,14 +186,6 @@ class ResolvedConfig(Strict):
     target: Target
     required_runs: int
     warnings: list[str] = Field(default_factory=list)
-
-
-class LaunchPreview(Strict):
-    """What `azbench recipes show NAME --sku S --nodes N` and `azbench run --dry-run` print."""
-
-    resolved: ResolvedConfig
-    script: str
-    stage_script: str | None = None
 
 
 def list_recipes() -> list[Recipe]:
@@ -280,48 +260,6 @@ def resolve(recipe: Recipe | str, sku: str, nodes: int, ruleset: str | None = No
     return _resolve_mlperf(recipe, recipe.mlperf, row, nodes, ruleset)
 
 
-def describe_launch(recipe_name: str, sku: str, nodes: int, ruleset: str | None = None, *,
-                    image: str | None = None, run_dir: str = PREVIEW_RUN_DIR,
-                    data_root: str = DEFAULT_DATA_ROOT) -> LaunchPreview:
-    """The resolved config and the exact scripts (launch, data staging) for a request; submits nothing."""
-    recipe = get_recipe(recipe_name)
-    resolved = resolve(recipe, sku, nodes, ruleset)
-    if image:
-        resolved = resolved.model_copy(update={"image": image})
-    script = render_launch(resolved, run_dir, data_root=data_root)
-    stage = render_stage_data(recipe, data_root=data_root, image=resolved.image) \
-        if recipe.mlperf else None
-    return LaunchPreview(resolved=resolved, script=script, stage_script=stage)
-
-
-def render_launch(resolved: ResolvedConfig, run_dir: str, *, run_id: str = "preview",
-                  attempt: int = 1, partition: str | None = None, exclude: tuple[str, ...] = (),
-                  data_root: str = DEFAULT_DATA_ROOT, seed: int | None = None,
-                  check_compliance: bool = True) -> str:
-    """The exact batch script for one attempt of `resolved` (one timed run per job)."""
-    recipe = get_recipe(resolved.recipe)
-    if recipe.mlperf is None:
-        return _render_plain(recipe, resolved, run_dir, run_id, attempt, partition, exclude)
-    return _render_container(recipe, recipe.mlperf, resolved, run_dir=run_dir, run_id=run_id,
-                             attempt=attempt, partition=partition, exclude=exclude,
-                             data_root=data_root, seed=seed, check_compliance=check_compliance)
-
-
-def render_stage_data(recipe: Recipe | str, *, data_root: str = DEFAULT_DATA_ROOT,
-                      image: str | None = None, partition: str | None = None) -> str:
-    """The one-node batch job that stages a recipe's datasets/checkpoints and its image under data_root."""
-    recipe = get_recipe(recipe) if isinstance(recipe, str) else recipe
-    if recipe.mlperf is None:
-        raise ConfigError(f"recipe '{recipe.name}' has no data to stage")
-    _check_plain("data_root", data_root, _SAFE_PATH)
-    _check_plain("partition", partition or "p", _SAFE_NAME)
-    image = image or recipe.mlperf.container.image
-    items = [{"item": d, "dest": d.host_path(data_root)} for d in recipe.mlperf.data]
-    return _jinja().get_template("stage_data.sbatch.j2").render(
-        recipe=recipe.name, data_root=data_root.rstrip("/"), partition=partition, items=items,
-        image=image, squashfs=f"{data_root.rstrip('/')}/containers/{_squash_name(image)}.sqsh")
-
-
 # -- resolution --------------------------------------------------------------------------------
 
 def _validate_mlperf(recipe: Recipe, spec: Mlperf) -> None:
@@ -379,64 +317,3 @@ def _resolve_mlperf(recipe: Recipe, spec: Mlperf, row: catalog.GpuSku, nodes: in
              **chosen.base.env},
         network_env=dict(network_profile(row).env), target=recipe.target,
         required_runs=recipe.required_runs, warnings=warnings)
-
-
-# -- rendering ---------------------------------------------------------------------------------
-
-def _render_plain(recipe: Recipe, resolved: ResolvedConfig, run_dir: str, run_id: str,
-                  attempt: int, partition: str | None, exclude: tuple[str, ...]) -> str:
-    """Plain recipes run through the launcher's own template, so this is its exact script."""
-    command = render_command(recipe, run_dir=run_dir, nodes=resolved.nodes)
-    spec = AttemptSpec(run_id=run_id, attempt=attempt, recipe=recipe.name, nodes=resolved.nodes,
-                       run_dir=run_dir, command=command, env=dict(recipe.launch.env),
-                       exclude=list(exclude), time_limit_min=recipe.launch.time_limit_min,
-                       tasks_per_node=recipe.launch.tasks_per_node,
-                       gpus_per_node=resolved.gpus_per_node)
-    return render_sbatch(spec, partition=partition)
-
-
-def _render_container(recipe: Recipe, spec: Mlperf, resolved: ResolvedConfig, *, run_dir: str,
-                      run_id: str, attempt: int, partition: str | None, exclude: tuple[str, ...],
-                      data_root: str, seed: int | None, check_compliance: bool) -> str:
-    run_dir = run_dir.rstrip("/") or "/"
-    for what, value, pattern in (("run_id", run_id, _SAFE_NAME), ("run_dir", run_dir, _SAFE_PATH),
-                                 ("partition", partition or "p", _SAFE_NAME),
-                                 ("data_root", data_root, _SAFE_PATH),
-                                 *(("exclude", n, _SAFE_NAME) for n in exclude),
-                                 *(("env name", k, _ENV_KEY) for k in resolved.env)):
-        _check_plain(what, value, pattern)
-    attempt_dir = f"{run_dir}/attempt-{attempt}"
-    mounts = [f"{d.host_path(data_root)}:{d.mount}:ro" for d in spec.data]
-    mounts += [f"{attempt_dir}:/results", f"{run_dir}/checkpoints:/checkpoints"]
-    mounts += network_profile(catalog.lookup(resolved.sku)).mounts
-    for mount in mounts:
-        _check_plain("container mount", mount.replace(":", "/"), _SAFE_PATH)
-    command = render_command(recipe, run_dir="/results", nodes=resolved.nodes)
-    env = _jinja()
-    wrapper = env.get_template("run_and_time.sh.j2").render(
-        command=command, benchmark=resolved.benchmark_key, recipe=recipe.name)
-    net = network_profile(catalog.lookup(resolved.sku))
-    return env.get_template("container_launch.sh.j2").render(
-        r=resolved, run_id=run_id, attempt=attempt, run_dir=run_dir, attempt_dir=attempt_dir,
-        partition=partition, exclude=list(exclude), job_time=format_time_limit(
-            resolved.walltime_min + 20), step_time=format_time_limit(resolved.walltime_min),
-        mounts=",".join(mounts), workdir=spec.container.workdir, network=net,
-        seed=seed, check_compliance=check_compliance, wrapper=wrapper, data=spec.data,
-        data_root=data_root)
-
-
-def _jinja() -> jinja2.Environment:
-    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(templates_dir())),
-                             undefined=jinja2.StrictUndefined, autoescape=False,
-                             keep_trailing_newline=True, trim_blocks=True, lstrip_blocks=True)
-    env.filters["q"] = lambda value: shlex.quote(str(value))
-    return env
-
-
-def _check_plain(what: str, value: str, pattern: re.Pattern[str]) -> None:
-    if not pattern.fullmatch(value):
-        raise ConfigError(f"{what} {value!r} has characters azbench will not put in a batch script")
-
-
-def _squash_name(image: str) -> str:
-    return re.sub(r"[^A-Za-z0-9._-]+", "+", image).strip("+") or "image"

@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import math
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from orchestrator.clusters.catalog import GpuSku
 from orchestrator.errors import ConfigError
+from orchestrator.models import Frozen
 
 WEAK_RULE = ("weak scaling from the listed {base}-node config (the nearest listed scale): same "
              "TP/PP/CP/VP, micro batch and "
@@ -25,10 +26,6 @@ WEAK_RULE = ("weak scaling from the listed {base}-node config (the nearest liste
 
 
 LAYOUT_FIELDS = ("tp", "pp", "cp", "vp", "dp", "mbs", "gbs", "minibs", "grad_accum")
-
-
-class Frozen(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
 
 class Layout(Frozen):

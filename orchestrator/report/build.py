@@ -17,11 +17,11 @@ from datetime import datetime, timezone
 from itertools import combinations
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from orchestrator.clusters.catalog import CATALOG, gpu_row
 from orchestrator.errors import ConfigError
-from orchestrator.models import utcnow
+from orchestrator.models import Frozen, utcnow
 from orchestrator.recipes.catalog import model_facts
 from orchestrator.report.preemption import PreemptionLine, preemption_lines
 from orchestrator.results import metrics
@@ -34,9 +34,7 @@ _SAME_BATCH_RTOL = 1e-6  # per-worker batches this close are the same work (weak
 
 # -- attempt history -------------------------------------------------------------------------
 
-class AttemptLine(BaseModel):
-    model_config = ConfigDict(frozen=True)
-
+class AttemptLine(Frozen):
     run_id: str
     recipe: str
     nodes: int
@@ -88,11 +86,8 @@ def history_section(lines: Sequence[AttemptLine]) -> tuple[str, list[str], list[
 
 # -- the report --------------------------------------------------------------------------------
 
-class _Model(BaseModel):
-    model_config = ConfigDict(frozen=True)  # a report is a snapshot
 
-
-class RunLine(_Model):
+class RunLine(Frozen):
     """One result inside a group, in launch order."""
 
     result_id: int | None
@@ -110,7 +105,7 @@ class RunLine(_Model):
     node_spread: float | None = Field(None, description="slowest node's time / the nodes' median")
 
 
-class GroupReport(_Model):
+class GroupReport(Frozen):
     """One (benchmark, system): its runs, MLPerf score, throughput, step times and cost."""
 
     benchmark: str
@@ -154,7 +149,7 @@ class GroupReport(_Model):
         return group_label((self.benchmark, self.system, self.round or "", self.submitter or ""))
 
 
-class StrongScaling(_Model):
+class StrongScaling(Frozen):
     """Time-to-train scaling from `small` to `large` (plus per-worker throughput scaling)."""
 
     benchmark: str
@@ -173,7 +168,7 @@ class StrongScaling(_Model):
     throughput_efficiency: float | None = None
 
 
-class WeakScaling(_Model):
+class WeakScaling(Frozen):
     """E_weak = median step at the base (fewest nodes) / median step here; not capped."""
 
     benchmark: str
@@ -190,7 +185,7 @@ class WeakScaling(_Model):
                                        "behind Azure's quoted 99.8%")
 
 
-class SkuSpeedup(_Model):
+class SkuSpeedup(Frozen):
     """How many times faster SKU b is than the slower SKU a at the same GPU count."""
 
     benchmark: str
@@ -206,7 +201,7 @@ class SkuSpeedup(_Model):
     speedup_per_dollar: float | None = None
 
 
-class Report(_Model):
+class Report(Frozen):
     generated_at: datetime = Field(default_factory=utcnow)
     filters: dict[str, str] = Field(default_factory=dict)
     groups: list[GroupReport] = Field(default_factory=list)

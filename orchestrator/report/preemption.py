@@ -10,17 +10,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from pydantic import BaseModel, ConfigDict
-
 from orchestrator.clusters.catalog import SPOT_PRICE_SOURCE, lookup
+from orchestrator.models import Frozen
 from orchestrator.store.schema import AttemptRow, RunRow
 
 PREEMPTED = "preempted"  # runs.failures.FailureClass.PREEMPTED (report may not import runs/)
 
 
-class PreemptionLine(BaseModel):
-    model_config = ConfigDict(frozen=True)
-
+class PreemptionLine(Frozen):
     run_id: str
     cluster: str
     nodes: int

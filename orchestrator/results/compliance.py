@@ -15,9 +15,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict
-
 from orchestrator.errors import ConfigError, NotFoundError
+from orchestrator.models import Frozen
 
 CHECKER_MODULE = "mlperf_logging.compliance_checker"
 DEFAULT_TIMEOUT_S = 300.0
@@ -28,10 +27,8 @@ _NOISE = ("INFO - Running compliance on file", "INFO -  Compliance checks:",
           "** Logging output also at", "------")
 
 
-class Verdict(BaseModel):
+class Verdict(Frozen):
     """The checker's answer for one log: ok, the ruleset used and the lines worth reading."""
-
-    model_config = ConfigDict(frozen=True)
 
     ok: bool
     ruleset: str

@@ -19,11 +19,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel
 
 from orchestrator import paths
 from orchestrator.clusters.catalog import lookup
 from orchestrator.errors import ConfigError, NotFoundError
+from orchestrator.models import Frozen
 from orchestrator.results.ingest import archive_log, file_hash
 from orchestrator.results.mllog import RunSummary, parse_file
 from orchestrator.store.database import ResultRow, Store
@@ -38,10 +39,8 @@ _ND_RE = re.compile(r"ND[_ ]?(H100|H200|GB200|MI300X)[_ ]v\d", re.IGNORECASE)
 _AZURE_GPU_RE = re.compile(r"Azure[_ ](H100|H200|GB200)", re.IGNORECASE)
 
 
-class ImportedFile(BaseModel):
+class ImportedFile(Frozen):
     """One log and the result row it became (or already was)."""
-
-    model_config = ConfigDict(frozen=True)
 
     path: str
     content_hash: str
@@ -58,8 +57,7 @@ class ImportedFile(BaseModel):
     compliance_ok: bool | None = None
 
 
-class ImportWarning(BaseModel):
-    model_config = ConfigDict(frozen=True)
+class ImportWarning(Frozen):
     path: str
     message: str
 

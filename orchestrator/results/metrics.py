@@ -13,9 +13,8 @@ import statistics
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
-from pydantic import BaseModel, ConfigDict
-
 from orchestrator.errors import ConfigError
+from orchestrator.models import Frozen
 
 if TYPE_CHECKING:
     from orchestrator.results.mllog import RunSummary
@@ -34,11 +33,7 @@ MAX_DROPPED: dict[str, int] = {"unet3d": 4}
 SLOW_STEP_FACTOR = 1.1
 
 
-class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class Score(_Frozen):
+class Score(Frozen):
     """One system's MLPerf score. value_minutes is None when no valid score exists (see note)."""
 
     benchmark: str
@@ -53,7 +48,7 @@ class Score(_Frozen):
     note: str = ""
 
 
-class StepStats(_Frozen):
+class StepStats(Frozen):
     """Step-time statistics in seconds; std is the population standard deviation."""
 
     count: int

@@ -21,9 +21,10 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, Literal, NamedTuple
 
-from pydantic import BaseModel, ConfigDict, Field, computed_field
+from pydantic import ConfigDict, Field, computed_field
 
 from orchestrator.errors import ConfigError, NotFoundError
+from orchestrator.models import Frozen
 
 MARKER = b":::MLLOG"
 NODE_STEP_TIME = "azbench_node_step_time"  # {node: compute seconds per step}, one event per block
@@ -62,10 +63,11 @@ class StepTime(NamedTuple):
     seconds: float
 
 
-class RunSummary(BaseModel):
+class RunSummary(Frozen):
     """Everything azbench keeps from one result log. Stored as JSON; computed fields included."""
 
-    model_config = ConfigDict(frozen=True)
+    # Stored as JSON with its computed fields, which validation must read past: extras ignored.
+    model_config = ConfigDict(frozen=True, extra="ignore")
 
     benchmark: str | None = None
     ruleset: str | None = None

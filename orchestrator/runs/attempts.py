@@ -124,7 +124,8 @@ def attempt_spec(row: RunRow, spec: RunSpec, recipe: Recipe, cluster: Cluster, a
 def _mlperf_attempt(row: RunRow, recipe: Recipe, cluster: Cluster, attempt: int,
                     exclude: list[str], run_dir: str) -> AttemptSpec:
     """An MLPerf recipe runs its container launch script; timed runs never resume (rules)."""
-    from orchestrator.recipes.catalog import render_launch, resolve
+    from orchestrator.recipes.catalog import resolve
+    from orchestrator.runs.launch import render_launch
     resolved = resolve(recipe, cluster.sku, row.nodes)
     script = render_launch(resolved, run_dir, run_id=row.id, attempt=attempt,
                            partition=cluster.partition, exclude=tuple(exclude))

@@ -14,13 +14,10 @@ from __future__ import annotations
 import json
 import math
 import re
-import shlex
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Mapping, Sequence
-
-import jinja2
 
 from orchestrator.clusters.catalog import lookup
 from orchestrator.clusters.specs import HealthPolicy
@@ -31,6 +28,7 @@ from orchestrator.seams import Launcher
 from orchestrator.slurm.conf import compress_hostlist
 from orchestrator.slurm.batch import format_time_limit
 from orchestrator.slurm.states import NodeInfo
+from orchestrator.templating import render
 
 _LINE = re.compile(r"AZBENCH_HEALTH (\{.*\})\s*$")
 _NUM = re.compile(r"(\d+)")
@@ -107,11 +105,8 @@ def render_health_sbatch(*, run_id: str, attempt: int, nodes: Sequence[str], out
                          size_mb: float = 4.0) -> str:
     """The gate's batch script (templates/health_check.sbatch.j2) for these nodes and SKU."""
     row = lookup(sku)
-    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(templates_dir or default_templates_dir())),
-                             undefined=jinja2.StrictUndefined, autoescape=False,
-                             keep_trailing_newline=True, trim_blocks=True, lstrip_blocks=True)
-    env.filters["q"] = lambda value: shlex.quote(str(value))
-    return env.get_template("health_check.sbatch.j2").render(
+    return render(
+        "health_check.sbatch.j2", templates_dir,
         run_id=run_id, attempt=attempt, nodelist=compress_hostlist(list(nodes)),
         node_count=len(nodes), tasks_per_node=max(row.gpus_per_vm, 1),
         time_limit=format_time_limit(max(1, math.ceil(policy.timeout / 60))), out_dir=out_dir,

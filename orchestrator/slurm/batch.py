@@ -7,38 +7,27 @@ first, because sbatch splits those lines itself without a shell.
 from __future__ import annotations
 
 import re
-import shlex
 from pathlib import Path
-
-import jinja2
 
 from orchestrator.errors import ConfigError, LaunchError
 from orchestrator.models import AttemptSpec
-from orchestrator.paths import templates_dir as default_templates
+from orchestrator.templating import render
 
 # Values written into #SBATCH lines, which sbatch splits itself without a shell: keep them plain.
 _SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 _SAFE_PATH = re.compile(r"/[A-Za-z0-9._/+-]*")
 _SAFE_HOSTLIST = re.compile(r"[A-Za-z0-9._\[\],-]+")
-ENV_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 def render_sbatch(attempt: AttemptSpec, *, partition: str | None = None,
                   templates_dir: Path | None = None) -> str:
     """The batch script for one attempt (templates/sbatch.sh.j2); checks #SBATCH values first."""
     _check_attempt(attempt, partition)
-    env = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(str(templates_dir or default_templates())),
-        undefined=jinja2.StrictUndefined,
-        autoescape=False,
-        keep_trailing_newline=True,
-        trim_blocks=True,
-        lstrip_blocks=True,
-    )
-    env.filters["q"] = lambda value: shlex.quote(str(value))
     command = attempt.command + (" --resume" if attempt.resume else "")
     run_dir = attempt.run_dir.rstrip("/") or "/"
-    return env.get_template("sbatch.sh.j2").render(
+    return render(
+        "sbatch.sh.j2",
+        templates_dir,
         run_id=attempt.run_id,
         attempt=attempt.attempt,
         recipe=attempt.recipe,
@@ -80,7 +69,6 @@ def _check_attempt(attempt: AttemptSpec, partition: str | None) -> None:
         ("run_dir", attempt.run_dir, _SAFE_PATH),
         ("partition", partition or "p", _SAFE_NAME),
         *(("exclude", node, _SAFE_HOSTLIST) for node in attempt.exclude),
-        *(("env name", key, ENV_KEY) for key in attempt.env),
     ]
     for what, value, pattern in checks:
         if not pattern.fullmatch(value):

@@ -8,19 +8,17 @@ from __future__ import annotations
 
 import re
 
-import jinja2
-from pydantic import BaseModel, ConfigDict, Field, computed_field
+from pydantic import Field, computed_field
 
-from orchestrator.paths import templates_dir
+from orchestrator.models import Frozen
+from orchestrator.templating import render
 
 TEMPLATE = "slurm.conf.j2"
 _SAFE = re.compile(r"^[A-Za-z0-9_./:@%+=,\-\[\]]+$")
 
 
-class SlurmNode(BaseModel):
+class SlurmNode(Frozen):
     """One NodeName line. `port` is set when several slurmd share a host."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     name: str
     hostname: str
@@ -31,13 +29,11 @@ class SlurmNode(BaseModel):
     real_memory: int | None = Field(None, ge=1, description="MiB")
 
 
-class NodeLine(BaseModel):
+class NodeLine(Frozen):
     """One NodeName line for one or more nodes: a run of nodes that share host, address and
     hardware and listen on consecutive ports folds into `NodeName=node[1-2048] ... Port=[a-b]`.
     One line instead of 2,048 keeps slurm.conf parsing (done by every slurmd and every job step
     on an emulated cluster) from growing with the square of the node count."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     names: str
     hostname: str
@@ -96,10 +92,8 @@ def tree_topology(names: list[str], rack_size: int = 18, racks_per_set: int = 5)
     return lines
 
 
-class SlurmConfParams(BaseModel):
+class SlurmConfParams(Frozen):
     """Everything slurm.conf depends on. Paths are absolute paths on the cluster's hosts."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     cluster_name: str
     controller_host: str
@@ -145,15 +139,7 @@ class SlurmConfParams(BaseModel):
 def render_slurm_conf(params: SlurmConfParams) -> str:
     """The slurm.conf text. Raises ValueError for a value that would break the file's syntax."""
     _check_values(params)
-    env = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(str(templates_dir())),
-        undefined=jinja2.StrictUndefined,
-        trim_blocks=True,
-        lstrip_blocks=True,
-        keep_trailing_newline=True,
-        autoescape=False,
-    )
-    return env.get_template(TEMPLATE).render(p=params)
+    return render(TEMPLATE, p=params)
 
 
 def compress_hostlist(names: list[str]) -> str:

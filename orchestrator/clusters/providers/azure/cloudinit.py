@@ -18,13 +18,12 @@ import secrets as pysecrets
 from dataclasses import dataclass
 from pathlib import Path
 
-import jinja2
-
 from orchestrator.clusters.catalog import GpuSku
 from orchestrator.errors import ProvisionError
 from orchestrator.models import ScaleSetPlan
 from orchestrator.paths import templates_dir
 from orchestrator.slurm.conf import SlurmConfParams, SlurmNode, compress_hostlist, render_slurm_conf
+from orchestrator.templating import render
 
 ADMIN_KEY = "id_ed25519"
 HOST_KEY = "ssh_host_ed25519_key"
@@ -185,10 +184,7 @@ def custom_data(text: str, what: str) -> str:
 
 
 def _render(name: str, ctx: object) -> str:
-    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(templates_dir())),
-                             undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True,
-                             keep_trailing_newline=True, autoescape=False)
-    return env.get_template(name).render(c=ctx)
+    return render(name, c=ctx)
 
 
 def _base36(i: int) -> str:

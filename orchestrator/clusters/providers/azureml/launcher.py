@@ -24,7 +24,7 @@ from typing import Any
 from orchestrator.errors import ConfigError, LaunchError, MissingCapability
 from orchestrator.models import AttemptSpec, Cluster, ExecResult, JobRef, JobState, JobStatus, NodeInfo
 from orchestrator.paths import RunLayout, job_name, safe_local_path
-from orchestrator.seams import Capabilities
+from orchestrator.seams import Capabilities, shell_name
 
 S = JobState
 # Azure ML job status (azure/ai/ml/operations/_run_history_constants.py) -> JobState. One table.
@@ -348,16 +348,16 @@ def wrap_command(attempt: AttemptSpec, data_vars: dict[str, str]) -> str:
     attempt dirs, so the recipe's rendered command runs unchanged; rank 0 echoes the same start
     and stop lines the Slurm batch script writes, and its user log becomes train.log.
     """
-    for var in data_vars:
-        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", var):
-            raise ConfigError(f"data variable {var!r} is not a valid shell name")
     cmd = attempt.command + (" --resume" if attempt.resume else "")
     rank0 = '[ "${RANK:-${OMPI_COMM_WORLD_RANK:-0}}" = 0 ]'
     link = ('azb_link() { ln -sfn "$1" "$2.$$" && mv -Tf "$2.$$" "$2"; }; '
             'mkdir -p "$AZBENCH_RUN_DIR" && azb_link "$PWD" "$AZBENCH_RUN_DIR/recipe" && '
             'azb_link ${{outputs.checkpoints}} "$AZBENCH_CHECKPOINT_DIR" && '
             'azb_link ${{outputs.results}} "$AZBENCH_ATTEMPT_DIR" || exit 1')
-    exports = "".join(f"export {var}=${{{{inputs.{name}}}}}; " for var, name in sorted(data_vars.items()))
+    # Azure ML substitutes ${{inputs.x}} before the shell runs, so these are not quoted values;
+    # the variable names still pass the one shell-name check.
+    exports = "".join(f"export {shell_name(var)}=${{{{inputs.{name}}}}}; "
+                      for var, name in sorted(data_vars.items()))
     return "\n".join(line for line in [
         link, exports.rstrip(),
         # The Slurm batch script's first two log lines, with Azure ML's run id and compute name.

@@ -1,0 +1,134 @@
+"""A recipe's launch on Slurm: the exact batch script for one attempt of a resolved config.
+
+Plain recipes (smoke) keep the launcher's own sbatch.sh.j2; MLPerf recipes render
+templates/container_launch.sh.j2 (pyxis/enroot) with templates/run_and_time.sh.j2 inside, and
+templates/stage_data.sbatch.j2 pre-stages their data. Here, not in recipes/, because it joins the
+recipe catalog to the Slurm renderer: recipes/ stays free of Slurm.
+"""
+
+from __future__ import annotations
+
+import re
+
+from orchestrator.clusters import catalog
+from orchestrator.errors import ConfigError
+from orchestrator.models import AttemptSpec, Frozen
+from orchestrator.recipes.catalog import (
+    Mlperf,
+    Recipe,
+    ResolvedConfig,
+    get_recipe,
+    render_command,
+    resolve,
+)
+from orchestrator.recipes.parallelism import network_profile
+from orchestrator.slurm.batch import format_time_limit, render_sbatch
+from orchestrator.templating import render
+
+DEFAULT_DATA_ROOT = "/shared/mlperf"
+PREVIEW_RUN_DIR = "/shared/azbench/runs/preview"
+# Values that land in #SBATCH lines or comma-separated --container-mounts: keep them plain.
+_SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+_SAFE_PATH = re.compile(r"/[A-Za-z0-9._/+-]*")
+
+
+class LaunchPreview(Frozen):
+    """What `azbench recipes show NAME --sku S --nodes N` and `azbench run --dry-run` print."""
+
+    resolved: ResolvedConfig
+    script: str
+    stage_script: str | None = None
+
+
+def describe_launch(recipe_name: str, sku: str, nodes: int, ruleset: str | None = None, *,
+                    image: str | None = None, run_dir: str = PREVIEW_RUN_DIR,
+                    data_root: str = DEFAULT_DATA_ROOT) -> LaunchPreview:
+    """The resolved config and the exact scripts (launch, data staging) for a request; submits nothing."""
+    recipe = get_recipe(recipe_name)
+    resolved = resolve(recipe, sku, nodes, ruleset)
+    if image:
+        resolved = resolved.model_copy(update={"image": image})
+    script = render_launch(resolved, run_dir, data_root=data_root)
+    stage = render_stage_data(recipe, data_root=data_root, image=resolved.image) \
+        if recipe.mlperf else None
+    return LaunchPreview(resolved=resolved, script=script, stage_script=stage)
+
+
+def render_launch(resolved: ResolvedConfig, run_dir: str, *, run_id: str = "preview",
+                  attempt: int = 1, partition: str | None = None, exclude: tuple[str, ...] = (),
+                  data_root: str = DEFAULT_DATA_ROOT, seed: int | None = None,
+                  check_compliance: bool = True) -> str:
+    """The exact batch script for one attempt of `resolved` (one timed run per job)."""
+    recipe = get_recipe(resolved.recipe)
+    if recipe.mlperf is None:
+        return _render_plain(recipe, resolved, run_dir, run_id, attempt, partition, exclude)
+    return _render_container(recipe, recipe.mlperf, resolved, run_dir=run_dir, run_id=run_id,
+                             attempt=attempt, partition=partition, exclude=exclude,
+                             data_root=data_root, seed=seed, check_compliance=check_compliance)
+
+
+def render_stage_data(recipe: Recipe | str, *, data_root: str = DEFAULT_DATA_ROOT,
+                      image: str | None = None, partition: str | None = None) -> str:
+    """The one-node batch job that stages a recipe's datasets/checkpoints and its image under data_root."""
+    recipe = get_recipe(recipe) if isinstance(recipe, str) else recipe
+    if recipe.mlperf is None:
+        raise ConfigError(f"recipe '{recipe.name}' has no data to stage")
+    _check_plain("data_root", data_root, _SAFE_PATH)
+    _check_plain("partition", partition or "p", _SAFE_NAME)
+    image = image or recipe.mlperf.container.image
+    items = [{"item": d, "dest": d.host_path(data_root)} for d in recipe.mlperf.data]
+    return render(
+        "stage_data.sbatch.j2", recipe=recipe.name, data_root=data_root.rstrip("/"),
+        partition=partition, items=items, image=image,
+        squashfs=f"{data_root.rstrip('/')}/containers/{_squash_name(image)}.sqsh")
+
+
+# -- rendering ---------------------------------------------------------------------------------
+
+def _render_plain(recipe: Recipe, resolved: ResolvedConfig, run_dir: str, run_id: str,
+                  attempt: int, partition: str | None, exclude: tuple[str, ...]) -> str:
+    """Plain recipes run through the launcher's own template, so this is its exact script."""
+    command = render_command(recipe, run_dir=run_dir, nodes=resolved.nodes)
+    spec = AttemptSpec(run_id=run_id, attempt=attempt, recipe=recipe.name, nodes=resolved.nodes,
+                       run_dir=run_dir, command=command, env=dict(recipe.launch.env),
+                       exclude=list(exclude), time_limit_min=recipe.launch.time_limit_min,
+                       tasks_per_node=recipe.launch.tasks_per_node,
+                       gpus_per_node=resolved.gpus_per_node)
+    return render_sbatch(spec, partition=partition)
+
+
+def _render_container(recipe: Recipe, spec: Mlperf, resolved: ResolvedConfig, *, run_dir: str,
+                      run_id: str, attempt: int, partition: str | None, exclude: tuple[str, ...],
+                      data_root: str, seed: int | None, check_compliance: bool) -> str:
+    run_dir = run_dir.rstrip("/") or "/"
+    for what, value, pattern in (("run_id", run_id, _SAFE_NAME), ("run_dir", run_dir, _SAFE_PATH),
+                                 ("partition", partition or "p", _SAFE_NAME),
+                                 ("data_root", data_root, _SAFE_PATH),
+                                 *(("exclude", n, _SAFE_NAME) for n in exclude)):
+        _check_plain(what, value, pattern)
+    attempt_dir = f"{run_dir}/attempt-{attempt}"
+    mounts = [f"{d.host_path(data_root)}:{d.mount}:ro" for d in spec.data]
+    mounts += [f"{attempt_dir}:/results", f"{run_dir}/checkpoints:/checkpoints"]
+    mounts += network_profile(catalog.lookup(resolved.sku)).mounts
+    for mount in mounts:
+        _check_plain("container mount", mount.replace(":", "/"), _SAFE_PATH)
+    command = render_command(recipe, run_dir="/results", nodes=resolved.nodes)
+    wrapper = render(
+        "run_and_time.sh.j2", command=command, benchmark=resolved.benchmark_key, recipe=recipe.name)
+    net = network_profile(catalog.lookup(resolved.sku))
+    return render(
+        "container_launch.sh.j2", r=resolved, run_id=run_id, attempt=attempt, run_dir=run_dir,
+        attempt_dir=attempt_dir, partition=partition, exclude=list(exclude), job_time=format_time_limit(
+            resolved.walltime_min + 20), step_time=format_time_limit(resolved.walltime_min),
+        mounts=",".join(mounts), workdir=spec.container.workdir, network=net,
+        seed=seed, check_compliance=check_compliance, wrapper=wrapper, data=spec.data,
+        data_root=data_root)
+
+
+def _check_plain(what: str, value: str, pattern: re.Pattern[str]) -> None:
+    if not pattern.fullmatch(value):
+        raise ConfigError(f"{what} {value!r} has characters azbench will not put in a batch script")
+
+
+def _squash_name(image: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "+", image).strip("+") or "image"
