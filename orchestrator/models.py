@@ -214,6 +214,7 @@ _ACTIVE = {JobState.PENDING, JobState.RUNNING, JobState.COMPLETING, JobState.UNK
 
 # A run (RunRow.state) in one of these states is finished: no job of it is live any more.
 FINAL_RUN_STATES = frozenset({RunState.SUCCEEDED, RunState.FAILED, RunState.CANCELLED})
+FINAL_ATTEMPT_STATES = frozenset({AttemptState.SUCCEEDED, AttemptState.FAILED, AttemptState.CANCELLED})
 
 
 # Node states (Slurm's node-state vocabulary, which other launchers map into) that mean "do not

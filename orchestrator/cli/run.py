@@ -47,8 +47,13 @@ def run(recipe: Optional[str] = typer.Argument(None, help="Recipe name (see azbe
         return _dry_run(spec, sku, as_json)
     with open_store() as store, _progress_view(enabled=not as_json) as show:
         try:
-            outcomes = attach_run(attach, store, on_progress=show, on_event=show.event, poll_interval=poll) \
-                if attach else run_sweep(spec, store, on_progress=show, on_event=show.event, poll_interval=poll)
+            if attach:
+                outcomes = attach_run(attach, store, on_progress=show, on_event=show.event,
+                                      poll_interval=poll)
+            else:
+                assert spec is not None  # loaded above whenever there is nothing to attach to
+                outcomes = run_sweep(spec, store, on_progress=show, on_event=show.event,
+                                     poll_interval=poll)
         except KeyboardInterrupt:
             _interrupted(store, spec, attach)
     if as_json:

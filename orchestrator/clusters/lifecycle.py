@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 @dataclass(frozen=True)
 class UpResult:
     plan: Plan
-    cluster: Cluster | None
+    cluster: Cluster
     adopted: bool = False
 
 

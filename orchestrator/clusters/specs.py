@@ -168,7 +168,7 @@ class ClusterSpec(Frozen):
 
 
 class RetryPolicy(Frozen):
-    on: list[Literal["infra"]] = Field(default_factory=lambda: ["infra"])
+    on: list[Literal["infra"]] = Field(default_factory=lambda: list[Literal["infra"]](["infra"]))
     max_attempts: StrictInt = Field(3, ge=1, le=100)
     max_duration: int = 6 * 3600
     resume: Literal["checkpoint", "restart"] = "checkpoint"

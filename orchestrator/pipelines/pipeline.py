@@ -103,8 +103,8 @@ def _health_stage(st: Progress, cluster: str) -> None:
         if not st.spec.health.enabled:
             rec.status, rec.message = "skipped", "health.enabled is false"
             return
-        gates = [e for rid in st.run_ids for e in st.store.list_events(run_id=rid)
-                 if e.kind == "health_gate" and st.store.get_run(rid).cluster == cluster]
+        mine = [rid for rid in st.run_ids if (r := st.store.get_run(rid)) is not None and r.cluster == cluster]
+        gates = [e for rid in mine for e in st.store.list_events(run_id=rid) if e.kind == "health_gate"]
         excluded = sorted({n for e in gates for n in (e.data.get("failed") or {})})
         bw = [e.data["busbw_gbps"] for e in gates if isinstance(e.data.get("busbw_gbps"), (int, float))]
         rec.message = (f"{len(gates)} gate(s) before attempts, nodes failed: "

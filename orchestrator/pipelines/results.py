@@ -130,8 +130,8 @@ def build_cases(st: Progress, runs: Sequence[RunRow], attempts: Sequence[Attempt
         if r.state != RunState.SUCCEEDED:
             case.failed.append(f"{r.id}: {r.state}: {r.message or ''}".rstrip(": "))
     for case in cases.values():
-        entry = entries.get((case.benchmark, case.sku, case.nodes))
-        case.metrics = {m: statistics.fmean(v) for m, v in (entry.metrics if entry else {}).items() if v}
+        found = entries.get((case.benchmark, case.sku, case.nodes)) if case.sku else None
+        case.metrics = {m: statistics.fmean(v) for m, v in (found.metrics if found else {}).items() if v}
         deltas = cmp.for_scale(case.benchmark, case.sku, case.nodes) if cmp else []
         case.regressions = [d.describe() for d in deltas if d.verdict == "regression"]
         case.improvements = [d.describe() for d in deltas if d.verdict == "improvement"]

@@ -188,7 +188,8 @@ class _Accumulator:
     def feed(self, lines: list[bytes]) -> None:
         """Line path (about 0.5 us a skipped line): locals only, counters folded in per batch."""
         bad = other = 0
-        skip, skipped, decode = self.skip, [], self._decode
+        skipped: list[bytes] = []
+        skip, decode = self.skip, self._decode
         keep = skipped.append
         for raw in lines:
             i = raw.rfind(MARKER)  # the last marker wins, as in the official parser
@@ -337,8 +338,9 @@ def _on_event(acc: _Accumulator, key: str, value: Any, time_ms: int | None, meta
         _on_tracked(acc, value, time_ms, meta)
     elif key == NODE_STEP_TIME:
         for node, seconds in (value.items() if isinstance(value, dict) else ()):
-            if as_float(seconds) is not None and not math.isnan(as_float(seconds)):
-                acc.node_times.setdefault(str(node), []).append(as_float(seconds))
+            secs = as_float(seconds)
+            if secs is not None and not math.isnan(secs):
+                acc.node_times.setdefault(str(node), []).append(secs)
     elif key in ("block_start", "block_stop") and time_ms is not None:
         acc.blocks.append((key, time_ms))
     elif key == "target_accuracy":

@@ -16,6 +16,7 @@ from orchestrator import paths
 from orchestrator.clusters.specs import RunSpec
 from orchestrator.errors import AzbenchError
 from orchestrator.models import (
+    FINAL_ATTEMPT_STATES,
     FINAL_RUN_STATES,
     AttemptSpec,
     AttemptState,
@@ -46,6 +47,7 @@ if TYPE_CHECKING:
     from orchestrator.seams import Access, Launcher
 
 FINAL = FINAL_RUN_STATES
+FINAL_ATTEMPT = FINAL_ATTEMPT_STATES
 
 
 @dataclass(frozen=True)
@@ -330,7 +332,7 @@ def _final_status(ctx: AttemptContext, ref: JobRef, tries: int = 60) -> JobStatu
 
 def _record_failure(ctx: AttemptContext, row: RunRow, n: int, failure: Failure,
                     summary_step: int | None = None) -> AttemptRow:
-    fields = dict(state=AttemptState.FAILED, failure_class=failure.cls.value, ended_at=utcnow(),
+    fields: dict[str, Any] = dict(state=AttemptState.FAILED, failure_class=failure.cls.value, ended_at=utcnow(),
                   message=failure.describe())
     if summary_step is not None:
         fields["resumed_from_step"] = summary_step

@@ -20,12 +20,13 @@ from typing import Callable, Iterator
 from orchestrator import paths
 from orchestrator.clusters.lifecycle import connect, require_cluster
 from orchestrator.clusters.specs import RunSpec
-from orchestrator.errors import ConfigError, NotFoundError, RunFailedError
+from orchestrator.errors import ConfigError, NotFoundError, RunFailedError, StoreError
 from orchestrator.models import AttemptState, Cluster, JobRef, RunState, utcnow
 from orchestrator.paths import RunLayout
 from orchestrator.recipes.catalog import Recipe, check_request, get_recipe
 from orchestrator.runs.attempts import (
     FINAL,
+    FINAL_ATTEMPT,
     AttemptContext,
     RunEvent,
     RunOutcome,
@@ -90,7 +91,7 @@ def cancel_runs(store: Store, run_ids: list[str]) -> list[str]:
         attempts = store.list_attempts(run_id)
         cluster = require_cluster(row.cluster, store, live=False)
         with connect(cluster) as access:
-            if attempts and attempts[-1].job_id and attempts[-1].state not in FINAL:
+            if attempts and attempts[-1].job_id and attempts[-1].state not in FINAL_ATTEMPT:
                 store.update_attempt(run_id, attempts[-1].attempt, state=AttemptState.CANCELLED,
                                      failure_class=FailureClass.CANCELLED.value, ended_at=utcnow())
                 access.launcher.cancel(JobRef(cluster=cluster.name, job_id=attempts[-1].job_id))
@@ -146,14 +147,14 @@ def _drive(ctx: AttemptContext, row: RunRow) -> RunOutcome:
         cur = ctx.store.add_attempt(AttemptRow(run_id=row.id, attempt=1, state=AttemptState.WAITING,
                                                started_at=utcnow()))
     while True:
-        if cur.state in FINAL:  # a crash between recording a failure and deciding on it
+        if cur.state in FINAL_ATTEMPT:  # a crash between recording a failure and deciding on it
             nxt = _next_attempt(ctx, row, ctx.store.list_attempts(row.id), None)
             if isinstance(nxt, RunOutcome):
                 return nxt
             cur = nxt
         if cur.job_id is None:
             cur = start_attempt(ctx, row, cur)
-            if cur.state in FINAL:
+            if cur.state in FINAL_ATTEMPT:
                 continue
         failure, done = finish_attempt(ctx, row, cur)
         if done is not None:
@@ -169,6 +170,9 @@ def _next_attempt(ctx: AttemptContext, row: RunRow, attempts: list[AttemptRow],
     """Decide on the last failed attempt: the next attempt's row, or the run's final outcome."""
     last = attempts[-1]
     failure = failure or _stored_failure(last)
+    if failure is None:
+        raise StoreError(f"run {row.id}: attempt {last.attempt} ended ({last.state}) with no failure "
+                         "recorded, so there is nothing to retry; `azbench logs RUN` shows what it printed")
     history = [AttemptRecord(a.attempt, _stored_failure(a), tuple(a.excluded_nodes))
                for a in attempts[:-1]] + [AttemptRecord(last.attempt, failure, tuple(last.excluded_nodes))]
     elapsed = (utcnow() - attempts[0].started_at).total_seconds() if attempts[0].started_at else 0.0

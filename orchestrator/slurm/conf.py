@@ -168,7 +168,8 @@ def _compress_group(prefix: str, numbers: list[tuple[int, str]]) -> str:
     values = sorted({n for n, _ in numbers})
     ranges: list[str] = []
     start = prev = values[0]
-    for value in values[1:] + [None]:  # type: ignore[list-item]
+    tail: list[int | None] = [*values[1:], None]
+    for value in tail:
         if value is not None and value == prev + 1:
             prev = value
             continue

@@ -142,7 +142,9 @@ def parse_sinfo(stdout: str) -> dict[str, NodeInfo]:
 
 def _split_top_level(text: str) -> list[str]:
     """Split on commas outside brackets."""
-    parts, depth, current = [], 0, []
+    parts: list[str] = []
+    current: list[str] = []
+    depth = 0
     for char in text:
         depth += {"[": 1, "]": -1}.get(char, 0)
         if char == "," and depth == 0:

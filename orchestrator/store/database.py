@@ -228,7 +228,7 @@ class Store:
     def add_attempt(self, attempt: AttemptRow) -> AttemptRow:
         values = attempt_values(attempt)
         with self._conn(write=True) as conn:
-            new_id = conn.execute(attempts.insert().values(**values)).inserted_primary_key[0]
+            new_id = _new_id(conn.execute(attempts.insert().values(**values)))
         return attempt.model_copy(update={"id": new_id})
 
     def update_attempt(self, run_id: str, attempt: int, **fields: Any) -> AttemptRow:
@@ -287,7 +287,7 @@ class Store:
         values = ev.model_dump(exclude={"id", "data"})
         values["data_json"] = json.dumps(ev.data, sort_keys=True, default=str) if ev.data else None
         with self._conn(write=True) as conn:
-            new_id = conn.execute(events.insert().values(**values)).inserted_primary_key[0]
+            new_id = _new_id(conn.execute(events.insert().values(**values)))
         return ev.model_copy(update={"id": new_id})
 
     def list_events(
@@ -380,6 +380,14 @@ class Store:
             return int(new_id), True
         query = sa.select(results.c.id).where(results.c.content_hash == result.content_hash)
         return int(conn.execute(query).scalar_one()), False
+
+
+def _new_id(result: sa.CursorResult[Any]) -> int:
+    """The primary key an INSERT made (SQLite and PostgreSQL both report it)."""
+    key = result.inserted_primary_key
+    if key is None or key[0] is None:
+        raise StoreError("the database did not report the new row's id")
+    return int(key[0])
 
 
 def _check_move(what: str, name: str, table: dict[str, frozenset[str]], old: str, new: str) -> None:

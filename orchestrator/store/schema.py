@@ -265,9 +265,10 @@ def current_version(conn: Connection, *, where: str = "database", whole_file: bo
         return 0
     row = conn.execute(sa.select(meta.c.value).where(meta.c.key == VERSION_KEY)).first()
     try:
-        return int(row[0]) if row else 0
+        return int(row[0]) if row is not None else 0
     except ValueError:
-        raise StoreError(f"database schema version {row[0]!r} is not a number") from None
+        raise StoreError(f"database schema version {row[0] if row is not None else ''!r} "
+                         "is not a number") from None
 
 
 def refuse_non_sqlite_file(path: Path) -> None:

@@ -198,7 +198,7 @@ class AzureMLLauncher:
             raise self._missing("show a running job's log without following it",
                                 hint="add --follow to stream it until the job ends")
         writer = _SinkWriter(sink)
-        with contextlib.redirect_stdout(writer):  # type: ignore[type-var]
+        with contextlib.redirect_stdout(writer):
             try:
                 self.ml.jobs.stream(name)
             except Exception as exc:
