@@ -116,12 +116,17 @@ def image_text(ref: Mapping[str, Any]) -> str | None:
 
 def spot_terms(profile: Any) -> ar.SpotTerms | None:
     """A scale set's VM profile read back as SpotTerms, or None for regular priority."""
-    if str(getattr(profile, "priority", "") or "").lower() != "spot":
+    if _text(getattr(profile, "priority", None)).lower() != "spot":
         return None
     billing = getattr(profile, "billing_profile", None)
     max_price = getattr(billing, "max_price", None)
-    return ar.SpotTerms(eviction_policy=str(getattr(profile, "eviction_policy", "") or "deallocate").lower(),
+    return ar.SpotTerms(eviction_policy=(_text(getattr(profile, "eviction_policy", None)) or "deallocate").lower(),
                         max_price=float(max_price) if max_price is not None else -1.0)
+
+
+def _text(value: Any) -> str:
+    """An SDK enum member (or a plain string, as ARM may send) as its string value."""
+    return str(getattr(value, "value", value) or "")
 
 
 def _sku_row(sku: str | None) -> GpuSku | None:
