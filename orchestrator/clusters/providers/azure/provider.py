@@ -2,9 +2,10 @@
 
 `plan` is plan_azure plus the head's NIC, so what `--dry-run` prints is exactly what `up` creates
 (`up` builds its resource names from the plan). `up` preflights and creates or adopts the cluster
-(azure_up.py), `describe` reads it back from tags, `down` deletes by tag and verifies nothing
-tagged remains, `sweep` removes expired or orphaned clusters. The only modules that import
-azure.* are the providers/azure*.py ones, and only inside functions, so `azbench --help` stays fast.
+(up.py), `describe` reads it back from tags and the resources (both build the record with
+cluster.py's to_cluster), `down` deletes by tag and verifies nothing tagged remains, `sweep`
+removes expired or orphaned clusters. The only modules that import azure.* are the ones in
+providers/azure/, and only inside functions, so `azbench --help` stays fast.
 """
 
 from __future__ import annotations

@@ -135,8 +135,9 @@ class UpRun:
         tags = ar.cluster_tags(self.spec.name, owner, now + timedelta(hours=a.expires_hours),
                                dict(self.spec.tags), created=now,
                                spot_restore_s=a.spot_restore_timeout if a.priority == "spot" else None)
-        if group is not None:  # a rerun keeps the first up's owner, expiry and creation time
-            kept = (ar.TAG_OWNER, ar.TAG_EXPIRES, ar.TAG_CREATED)
+        if group is not None:  # a rerun keeps what the group says (owner, expiry, creation...),
+            # as describe reads it from there: up and describe return the same record
+            kept = (ar.TAG_OWNER, ar.TAG_EXPIRES, ar.TAG_CREATED, ar.TAG_SPOT_RESTORE)
             tags.update({k: v for k, v in group.tags.items() if k in kept})
         return tags
 

@@ -20,7 +20,8 @@ from typing import Any, Callable
 
 from orchestrator.clusters.providers.azure.resources import TAG_CLUSTER, TAG_OWNER
 from orchestrator.clusters.providers.azure.errors import is_missing
-from orchestrator.clusters.providers.azureml.cluster import WORKDIR, provisional, to_cluster
+from orchestrator.clusters.providers.azureml.cluster import WORKDIR  # noqa: F401 (re-exported)
+from orchestrator.clusters.providers.azureml.cluster import provisional, to_cluster
 from orchestrator.clusters.providers.azureml.launcher import AzureMLLauncher
 from orchestrator.clusters.providers.base import ProviderBase
 from orchestrator.clusters.specs import ClusterSpec
