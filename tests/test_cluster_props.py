@@ -22,7 +22,7 @@ from orchestrator.models import (
 from orchestrator.store.database import AttemptRow, RunRow, Store
 from tests.cli_helpers import azbench
 from tests.test_azure_provider import provider, spec_for, up
-from testsupport.fake_arm import SUB
+from testsupport.fake_arm import SUB, default_catalogue
 
 # properties as azbench wrote them before they were typed, one row per provider
 LEGACY = {
@@ -142,3 +142,32 @@ def test_a_provisional_azure_record_carries_what_down_needs(azbench_home, monkey
     assert (props.subscription_id, props.arm_endpoint, props.resource_group) == (
         SUB, "https://arm.example", "azbench-h100t")
     assert props.priority == "spot" and props.scale_sets
+
+
+@pytest.fixture
+def fake_aml(monkeypatch):
+    """tests/test_azureml.py's fake Azure ML workspace (its own server here)."""
+    from tests.test_azureml import FakeAml
+    monkeypatch.setenv("AZUREML_CURRENT_CLOUD", "AzureCloud")  # MLClient sets it; restored after
+    server = FakeAml().start()
+    server.add_workspace()
+    default_catalogue(server)
+    server.set_quota(100_000)
+    yield server
+    server.stop()
+
+
+def test_azureml_down_from_a_provisional_record_deletes_only_a_compute_made_for_it(fake_aml):
+    from tests import test_azureml as T
+    prov, s = T.provider(fake_aml), T.spec()
+    pending = prov.provisional(s, prov.plan(s))
+    props = pending.properties_as(AzureMLProps)
+    assert (props.workspace, props.compute, props.owned) == ("ws1", "bench", None)
+    prov.up(s, prov.plan(s))
+    fake_aml.compute()["tags"] = {}  # someone else's compute of that name: never deleted
+    prov.down(pending)
+    assert fake_aml.compute() is not None
+    fake_aml.compute()["tags"] = {"azbench-cluster": "bench"}  # the one a crashed up made
+    prov.down(pending)
+    assert fake_aml.compute() is None
+    prov.down(pending)  # missing is success
