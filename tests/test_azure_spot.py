@@ -31,7 +31,7 @@ def test_spot_scale_set_body_carries_priority_eviction_and_max_price(fake, clien
         assert prof["billingProfile"] == {"maxPrice": 40.5}
     head = fake.of_type("virtualMachines")["h100t-head"]["properties"]
     assert "priority" not in head  # the head (slurmctld, NFS) is never evictable
-    assert cluster.properties["priority"] == "spot" and cluster.properties["eviction_policy"] == "delete"
+    assert cluster.properties.priority == "spot" and cluster.properties.eviction_policy == "delete"
     files, runcmd = node_cloud_config(fake)
     agent = Path(__file__).resolve().parents[1] / "templates" / "spot_agent.py"
     assert files["/usr/local/sbin/azbench-spot-agent"]["content"] == agent.read_text()

@@ -201,10 +201,10 @@ def test_up_creates_then_adopts_then_down_deletes_idempotently(fake):
     assert body["computeType"] == "AmlCompute" and body["properties"]["vmSize"] == "Standard_ND96isr_H100_v5"
     assert body["properties"]["scaleSettings"]["maxNodeCount"] == 4
     assert fake.compute()["tags"]["azbench-cluster"] == "bench"
-    assert c.properties["owned"] is True and c.nodes == 4 and c.workdir == P.WORKDIR
+    assert c.properties.owned is True and c.nodes == 4 and c.workdir == P.WORKDIR
     puts = fake.count("PUT", "/computes/")
     again = prov.up(s, prov.plan(s))
-    assert fake.count("PUT", "/computes/") == puts and again.properties["compute"] == "bench"
+    assert fake.count("PUT", "/computes/") == puts and again.properties.compute == "bench"
     assert prov.describe("bench") is not None
     prov.down(c)
     assert fake.compute() is None and prov.describe("bench") is None

@@ -69,7 +69,7 @@ def test_session_cluster_runs_a_two_node_job(local_cluster):
     lines = out.read_text().split("\n")
     assert sorted(line.split()[0] for line in lines if line) == ["node1", "node2"]
     # No database: the jobcomp text file is the durable record of finished jobs.
-    record = Path(str(local_cluster.properties["jobcomp_file"])).read_text()
+    record = Path(str(local_cluster.properties.jobcomp_file)).read_text()
     assert f"JobId={job_id} " in record and "JobState=COMPLETED" in record
 
 
@@ -99,7 +99,7 @@ def test_second_up_adopts_then_down_stops_every_daemon(small_cluster):
     provider.down(cluster)
     assert not any(localproc.alive(d.pid, d.start_time) for d in before.daemons.values())
     assert provider.describe(spec.name) is None
-    assert (Path(cluster.properties["cluster_dir"]) / "log" / "slurmctld.log").exists()
+    assert (Path(str(cluster.properties.cluster_dir)) / "log" / "slurmctld.log").exists()
     provider.down(cluster)  # idempotent
 
 

@@ -32,7 +32,7 @@ def test_up_through_sshd_finds_the_partition_and_nodes(sshd, local_cluster, azbe
     cluster = provider.up(spec, plan)
     assert (cluster.provider, cluster.state, cluster.partition) == ("ssh", ClusterState.READY, "local")
     assert cluster.node_names == ["node1", "node2", "node3", "node4"]
-    assert cluster.properties["gpus_per_node"] == 0 and cluster.properties["cpus_per_node"] == 1
+    assert cluster.properties.gpus_per_node == 0 and cluster.properties.cpus_per_node == 1
     assert cluster.env == local_cluster.env and cluster.workdir == local_cluster.workdir
     pinned = paths.cluster_dir("viassh") / "known_hosts"
     assert cluster.ssh.known_hosts == pinned

@@ -13,10 +13,10 @@ import time
 
 import pytest
 
-from orchestrator.models import ClusterState, Plan
+from orchestrator.models import AzureProps, ClusterState, Plan
 from orchestrator.store.database import Store
 from tests.cli_helpers import azbench, one_line_error
-from testsupport.fake_arm import FakeArm, default_catalogue, env_for
+from testsupport.fake_arm import SUB, FakeArm, default_catalogue, env_for
 
 SPEC = """\
 name: {name}
@@ -68,10 +68,16 @@ def test_kill_9_during_up_leaves_a_provisioning_record_that_down_deletes_from(sl
         row = store.get_cluster("killed")
         assert row is not None and row.state == ClusterState.PROVISIONING
         assert Plan.model_validate_json(row.plan_json or "{}").nodes == 2
+        props = row.cluster.properties_as(AzureProps)  # what down needs to find the resources
+        assert (props.subscription_id, props.arm_endpoint, props.resource_group) == (
+            SUB, fake.base_url, "azbench-killed")
     assert any(r.get("tags", {}).get("azbench-cluster") == "killed" for r in fake.resources.values())
 
     fake.polls_to_finish = 1  # ARM works again; the killed client's own operations stay open
-    down = azbench("down", "killed", home=home, env=env_for(fake, "203.0.113.7"))
+    # down finds the subscription and ARM endpoint in the record, not in the environment
+    bare = {k: v for k, v in env_for(fake, "203.0.113.7").items()
+            if k not in ("AZURE_SUBSCRIPTION_ID", "AZURE_RESOURCE_MANAGER_ENDPOINT")}
+    down = azbench("down", "killed", home=home, env=bare)
     assert down.code == 0, down.err
     left = [k for k, r in fake.resources.items() if r.get("tags", {}).get("azbench-cluster") == "killed"]
     assert left == []

@@ -205,7 +205,8 @@ def extend(name: str = typer.Argument(..., help="Cluster name."),
         cluster = lifecycle.extend(name, hours, store)
     if as_json:
         return emit_json(cluster)
-    sys.stdout.write(f"cluster '{name}' now expires at {cluster.properties['expires']} "
+    deadline = cluster.properties.deadline()
+    sys.stdout.write(f"cluster '{name}' now expires at {deadline:%Y-%m-%dT%H:%M:%SZ} "
                      f"(in {_left(lifecycle.time_left(cluster))})\n")
 
 

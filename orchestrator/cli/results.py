@@ -80,7 +80,7 @@ def report(benchmark: Optional[str] = typer.Option(None, "--benchmark", help="On
         runs = store.list_runs(cluster=cluster) if cluster else store.list_runs()
         attempts = [a for r in runs for a in store.list_attempts(r.id)]
         spot = {c.name: c.cluster.sku for c in store.list_clusters(include_terminated=True)
-                if c.cluster.properties.get("priority") == "spot"}
+                if c.cluster.properties.is_spot}
     rep = build_report(results, runs, attempts, benchmark=benchmark, system=system, since=when,
                        spot_clusters=spot)
     if html is not None:

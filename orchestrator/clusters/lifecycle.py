@@ -15,7 +15,7 @@ from orchestrator.clusters.providers import get_provider
 from orchestrator.clusters.spending import check_cost_cap, cost_cap
 from orchestrator.clusters.specs import ClusterSpec
 from orchestrator.errors import AzbenchError, ConfigError, NotFoundError, PreflightError
-from orchestrator.models import Cluster, ClusterState, Plan, parse_utc, utcnow
+from orchestrator.models import Cluster, ClusterState, Plan, utcnow
 
 if TYPE_CHECKING:
     from orchestrator.clusters.providers.base import Provider
@@ -63,7 +63,7 @@ def up(spec: ClusterSpec, store: Store, on_progress: Callable[[Any], None] | Non
         _unwind(store, spec.name, previous)
         raise
     except AzbenchError as exc:
-        _record_leftovers(spec, provider, store, exc, previous)
+        _record_leftovers(spec, provider, store, exc, previous, pending)
         raise
     cluster = cluster.model_copy(update={"created_at": created})
     store.save_cluster(cluster, spec.model_dump_json())
@@ -79,7 +79,7 @@ def _unwind(store: Store, name: str, previous: ClusterRow | None) -> None:
 
 
 def _record_leftovers(spec: ClusterSpec, provider: Provider, store: Store, exc: AzbenchError,
-                      previous: ClusterRow | None) -> None:
+                      previous: ClusterRow | None, pending: Cluster) -> None:
     """After a failed `up` (a boot step, capacity, a timeout): what was created stays, and may be
     billing. Record it as FAILED, so `azbench down NAME` finds and deletes it, and say so.
     When the provider cannot tell, the PROVISIONING record stays for `down` to use."""
@@ -90,7 +90,9 @@ def _record_leftovers(spec: ClusterSpec, provider: Provider, store: Store, exc: 
     if left is None:
         _unwind(store, spec.name, previous)
         return
-    store.save_cluster(left.model_copy(update={"state": ClusterState.FAILED}), spec.model_dump_json())
+    # The record keeps the first creation time (a describe of a cloud without one says "now").
+    kept = {"state": ClusterState.FAILED, "created_at": pending.created_at}
+    store.save_cluster(left.model_copy(update=kept), spec.model_dump_json())
     note = f"its resources are still there: `azbench down {spec.name}` deletes them"
     exc.hint = f"{exc.hint}; {note}" if exc.hint else note
 
@@ -176,7 +178,7 @@ def cost_so_far(cluster: Cluster, now: datetime | None = None) -> float | None:
 
 def expires_at(cluster: Cluster) -> datetime | None:
     """The cluster's deadline (its azbench-expires tag, as recorded), or None when it has none."""
-    return parse_utc(cluster.properties.get("expires"))
+    return cluster.properties.deadline()
 
 
 def time_left(cluster: Cluster, now: datetime | None = None) -> timedelta | None:
@@ -202,7 +204,6 @@ def extend(name: str, hours: float, store: Store, now: datetime | None = None) -
     store.add_event(EventRow(kind="extend", cluster=name, message=f"expiry {deadline:%Y-%m-%dT%H:%M:%SZ} -> "
                                                                   f"{new:%Y-%m-%dT%H:%M:%SZ}"))
     provider.extend(cluster, new)
-    props = {**cluster.properties, "expires": new.strftime("%Y-%m-%dT%H:%M:%SZ")}
-    updated = cluster.model_copy(update={"properties": props})
+    updated = cluster.model_copy(update={"properties": cluster.properties.with_deadline(new)})
     store.save_cluster(updated)
     return updated

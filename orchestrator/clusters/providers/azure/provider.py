@@ -2,9 +2,10 @@
 
 `plan` is plan_azure plus the head's NIC, so what `--dry-run` prints is exactly what `up` creates
 (`up` builds its resource names from the plan). `up` preflights and creates or adopts the cluster
-(azure_up.py), `describe` reads it back from tags, `down` deletes by tag and verifies nothing
-tagged remains, `sweep` removes expired or orphaned clusters. The only modules that import
-azure.* are the providers/azure*.py ones, and only inside functions, so `azbench --help` stays fast.
+(up.py), `describe` reads it back from tags and the resources (both build the record with
+cluster.py's to_cluster), `down` deletes by tag and verifies nothing tagged remains, `sweep`
+removes expired or orphaned clusters. The only modules that import azure.* are the ones in
+providers/azure/, and only inside functions, so `azbench --help` stays fast.
 """
 
 from __future__ import annotations
@@ -14,11 +15,18 @@ from datetime import datetime
 from typing import Any, Callable, Collection
 
 from orchestrator import paths
-from orchestrator.clusters.catalog import lookup
 from orchestrator.clusters.planner import plan_azure
 from orchestrator.clusters.providers.azure import cloudinit as ci
 from orchestrator.clusters.providers.azure import resources as ar
 from orchestrator.clusters.providers.azure.clients import AzureClients, clients_from_config
+from orchestrator.clusters.providers.azure.cluster import (
+    IMAGE_PARTS,
+    Found,
+    image_text,
+    provisional,
+    spot_terms,
+    to_cluster,
+)
 from orchestrator.clusters.providers.azure.errors import arm_call
 from orchestrator.clusters.providers.azure.lro import ProgressEvent
 from orchestrator.clusters.providers.azure.teardown import SweepItem, delete_cluster, tagged
@@ -28,7 +36,7 @@ from orchestrator.clusters.providers.base import CloudNode, ProviderBase
 from orchestrator.clusters.remote import SshRunner
 from orchestrator.clusters.specs import ClusterSpec
 from orchestrator.errors import NotAvailableError
-from orchestrator.models import Cluster, ClusterState, Plan, ScaleSetPlan, SshTarget
+from orchestrator.models import AzureProps, Cluster, ClusterState, Plan, ScaleSetPlan
 from orchestrator.seams import Access, Capabilities
 from orchestrator.slurm.launcher import SlurmLauncher
 
@@ -79,7 +87,6 @@ class AzureProvider(ProviderBase):
         """
         self._spec = spec
         cluster = UpRun(self._clients_for_spec(spec), spec, plan, self.opts).execute()
-        cluster = cluster.model_copy(update={"env": {**cluster.env, **ci.recipe_env(spec.sku_row)}})
         if spec.azure.boot_timeout_s > 0:
             from orchestrator.clusters.providers.azure.boot import wait_booted
             wait_booted(cluster, ci.head_hostname(spec.name), timeout_s=spec.azure.boot_timeout_s,
@@ -92,8 +99,16 @@ class AzureProvider(ProviderBase):
             name = self._spec.name if self._spec else "cluster"
             self.opts.progress(ProgressEvent(action="booting", kind="cluster", name=name, detail=line))
 
+    def provisional(self, spec: ClusterSpec, plan: Plan) -> Cluster:
+        """PROVISIONING, with the subscription, ARM endpoint and resource group `down` deletes
+        from (azure/cluster.py)."""
+        clients = self.clients
+        return provisional(spec, plan, subscription_id=clients.subscription_id if clients else None,
+                           arm_endpoint=clients.base_url if clients else None)
+
     def describe(self, name: str) -> Cluster | None:
-        """The cluster as Azure has it (found by its azbench-cluster tag), or None."""
+        """The cluster as Azure has it (found by its azbench-cluster tag), or None: the same
+        record `up` returns (azure/cluster.py's to_cluster)."""
         clients = self._clients_for(name, None)
         groups, _ = tagged(clients, name)
         if not groups:
@@ -101,7 +116,7 @@ class AzureProvider(ProviderBase):
         rg = groups[0]
         with arm_call(f"list scale sets of {rg.name}"):
             sets = list(clients.compute.virtual_machine_scale_sets.list(rg.name))
-        return _described(name, rg, sets, self._head_ip(clients, rg.name, name), clients)
+        return _described(name, rg, sets, clients)
 
     def down(self, cluster: Cluster) -> None:
         """Delete everything tagged with the cluster, wait, verify none is left. Idempotent."""
@@ -127,11 +142,10 @@ class AzureProvider(ProviderBase):
     def node_states(self, cluster: Cluster) -> list[CloudNode]:
         """One row per VM from one list call per scale set (never one GET per VM)."""
         clients = self._clients_for(cluster.name, cluster)
-        rg = str(cluster.properties.get("resource_group") or f"azbench-{cluster.name}")
+        props = cluster.properties_as(AzureProps)
+        rg = props.resource_group or f"azbench-{cluster.name}"
         out: list[CloudNode] = []
-        for s in str(cluster.properties.get("scale_sets") or "").split(","):
-            if not s:
-                continue
+        for s in props.scale_sets:
             with arm_call(f"list VMs of {s}"):
                 for vm in clients.compute.virtual_machine_scale_set_vms.list(rg, s):
                     host = getattr(getattr(vm, "os_profile", None), "computer_name", None) or vm.name
@@ -149,11 +163,10 @@ class AzureProvider(ProviderBase):
         """
         from orchestrator.clusters.providers.azure.spot import restore
         clients = self._clients_for(cluster.name, cluster)
-        rg = str(cluster.properties.get("resource_group") or f"azbench-{cluster.name}")
-        planned = {s: sum(1 for h in cluster.node_names if h.startswith(f"{s}-"))
-                   for s in str(cluster.properties.get("scale_sets") or "").split(",") if s}
-        limit = timeout_s if timeout_s is not None else float(
-            cluster.properties.get("spot_restore_timeout") or 1800)
+        props = cluster.properties_as(AzureProps)
+        rg = props.resource_group or f"azbench-{cluster.name}"
+        planned = {s: sum(1 for h in cluster.node_names if h.startswith(f"{s}-")) for s in props.scale_sets}
+        limit = timeout_s if timeout_s is not None else float(props.spot_restore_timeout or 1800)
         done = restore(clients, rg, planned, timeout_s=limit, wait_s=self.opts.capacity_wait_s,
                        sleep=self.opts.sleep or _sleep)
         return [h for r in done for h in r.hosts]
@@ -171,16 +184,8 @@ class AzureProvider(ProviderBase):
             return self.clients
         if self._spec is not None and self._spec.name == name:
             return self._clients_for_spec(self._spec)
-        props = cluster.properties if cluster else {}
-        sub = props.get("subscription_id")
-        endpoint = props.get("arm_endpoint")
-        return clients_from_config(subscription_id=str(sub) if sub else None,
-                                   arm_endpoint=str(endpoint) if endpoint else None)
-
-    def _head_ip(self, clients: Any, rg: str, name: str) -> str | None:
-        from orchestrator.clusters.providers.azure.lro import observe
-        pip = observe(clients, rg, ar.PIP, f"{name}-head-ip")
-        return getattr(pip.model, "ip_address", None) if pip else None
+        props = cluster.properties_as(AzureProps) if cluster else AzureProps()
+        return clients_from_config(subscription_id=props.subscription_id, arm_endpoint=props.arm_endpoint)
 
 
 def sweep(clients: AzureClients | None = None, *, dry_run: bool = True,
@@ -196,27 +201,29 @@ def sweep(clients: AzureClients | None = None, *, dry_run: bool = True,
     return _sweep(clients, dry_run=dry_run, known_clusters=known_clusters, now=now)
 
 
-def _described(name: str, rg: Any, sets: list[Any], head_ip: str | None, clients: Any) -> Cluster:
+def _described(name: str, rg: Any, sets: list[Any], clients: Any) -> Cluster:
+    """Read what `up` knew from ARM: the scale sets tagged with the cluster, the resource
+    group's tags, the head's public and private addresses; then the one to_cluster."""
+    from orchestrator.clusters.providers.azure.lro import observe
     ours = sorted((s for s in sets if (s.tags or {}).get(ar.TAG_CLUSTER) == name), key=lambda s: s.name)
     states = {str(getattr(s.provisioning_state, "value", s.provisioning_state)) for s in ours}
     state = (ClusterState.FAILED if "Failed" in states else
              ClusterState.READY if ours and states == {"Succeeded"} else ClusterState.PROVISIONING)
-    plans = [ScaleSetPlan(name=s.name, vms=int(s.sku.capacity or 0), gpus=0) for s in ours]
-    cdir = paths.cluster_dir(name)
-    ssh = None
-    if head_ip and (cdir / ci.ADMIN_KEY).exists() and (cdir / ci.KNOWN_HOSTS).exists():
-        ssh = SshTarget(host=head_ip, port=22, user=_admin(ours), key_path=cdir / ci.ADMIN_KEY,
-                        known_hosts=cdir / ci.KNOWN_HOSTS)
-    tags = rg.tags or {}
-    env = ci.recipe_env(lookup(ours[0].sku.name)) if ours else {}
-    return Cluster(name=name, provider="azure", sku=ours[0].sku.name if ours else "unknown", env=env,
-                   nodes=sum(p.vms for p in plans), region=ours[0].location if ours else rg.location,
-                   state=state, node_names=[h for p in plans for h in ci.node_hostnames(p)],
-                   partition=ci.PARTITION, workdir=ci.WORKDIR, ssh=ssh,
-                   properties={"resource_group": rg.name, "subscription_id": clients.subscription_id,
-                               "arm_endpoint": clients.base_url, "head_ip": head_ip,
-                               "scale_sets": ",".join(p.name for p in plans),
-                               "owner": tags.get(ar.TAG_OWNER), "expires": tags.get(ar.TAG_EXPIRES)})
+    pip = observe(clients, rg.name, ar.PIP, f"{name}-head-ip")
+    nic = observe(clients, rg.name, ar.NIC, f"{name}-head-nic")
+    configs = (getattr(nic.model, "ip_configurations", None) or []) if nic else []
+    profile = getattr(ours[0], "virtual_machine_profile", None) if ours else None
+    storage = getattr(profile, "storage_profile", None)
+    ref = getattr(storage, "image_reference", None)
+    found = Found(name=name, region=ours[0].location if ours else rg.location, resource_group=rg.name,
+                  tags=rg.tags or {}, subscription_id=clients.subscription_id, arm_endpoint=clients.base_url,
+                  sku=ours[0].sku.name if ours else None,
+                  sets=tuple(ScaleSetPlan(name=s.name, vms=int(s.sku.capacity or 0), gpus=0) for s in ours),
+                  head_ip=getattr(pip.model, "ip_address", None) if pip else None,
+                  head_private_ip=getattr(configs[0], "private_ip_address", None) if configs else None,
+                  image=image_text({k: getattr(ref, k, None) for k in ("id", *IMAGE_PARTS)}) if ref else None,
+                  admin_user=_admin(ours), spot=spot_terms(profile) if profile else None)
+    return to_cluster(found, state)
 
 
 def _sleep(seconds: float) -> None:

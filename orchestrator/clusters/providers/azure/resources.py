@@ -29,6 +29,10 @@ KINDS = (RG, NSG, PIP, VNET, NIC, VM, VMSS)  # creation order
 ROLE = "Microsoft.Authorization/roleAssignments"  # the head identity's, made after the head (azure_expiry)
 SUBNET = "nodes"
 TAG_CLUSTER, TAG_OWNER, TAG_EXPIRES = "azbench-cluster", "azbench-owner", "azbench-expires"
+# When the first `up` created the cluster, and (spot only) how long a restore waits for evicted
+# capacity: describe() reads both back from the resource group, like owner and expiry.
+TAG_CREATED, TAG_SPOT_RESTORE = "azbench-created", "azbench-spot-restore-s"
+STAMP = "%Y-%m-%dT%H:%M:%SZ"
 # Ubuntu LTS for the head, matching the node image's release so slurmctld and slurmd agree.
 HEAD_IMAGES = {"2204": "Canonical:0001-com-ubuntu-server-jammy:22_04-lts-gen2:latest",
                "2404": "Canonical:ubuntu-24_04-lts:server:latest"}
@@ -71,9 +75,14 @@ def names_from_plan(plan: Plan) -> ClusterNames:
                         head=one[VM], sets=sets, role=one.get(ROLE))
 
 
-def cluster_tags(cluster: str, owner: str, expires: datetime, extra: dict[str, str]) -> dict[str, str]:
-    return {**extra, TAG_CLUSTER: cluster, TAG_OWNER: owner,
-            TAG_EXPIRES: expires.strftime("%Y-%m-%dT%H:%M:%SZ")}
+def cluster_tags(cluster: str, owner: str, expires: datetime, extra: dict[str, str], *,
+                 created: datetime | None = None, spot_restore_s: int | None = None) -> dict[str, str]:
+    tags = {**extra, TAG_CLUSTER: cluster, TAG_OWNER: owner, TAG_EXPIRES: expires.strftime(STAMP)}
+    if created is not None:
+        tags[TAG_CREATED] = created.strftime(STAMP)
+    if spot_restore_s is not None:
+        tags[TAG_SPOT_RESTORE] = str(spot_restore_s)
+    return tags
 
 
 def subnet_layout(vnet_cidr: str, vms: int) -> tuple[str, str]:

@@ -21,6 +21,7 @@ from orchestrator import paths
 from orchestrator.clusters.providers.azure import cloudinit as ci
 from orchestrator.clusters.providers.azure import expiry
 from orchestrator.clusters.providers.azure import resources as ar
+from orchestrator.clusters.providers.azure.cluster import Found, image_text, to_cluster
 from orchestrator.clusters.providers.azure.lro import (
     Aborted,
     Observed,
@@ -34,7 +35,7 @@ from orchestrator.clusters.providers.azure.preflight import PreflightNeed, prefl
 from orchestrator.clusters.providers.azure.teardown import clear_group
 from orchestrator.clusters.specs import ClusterSpec
 from orchestrator.errors import CapacityError, ProvisionError
-from orchestrator.models import Cluster, ClusterState, Plan, ScaleSetPlan, SshTarget
+from orchestrator.models import Cluster, ClusterState, Plan, ScaleSetPlan
 
 LRO_FILE = "azure-lro.json"
 
@@ -130,10 +131,14 @@ class UpRun:
     def _tags(self) -> dict[str, str]:
         group = self.seen.get(f"{ar.RG}/{self.names.rg}")
         owner = self.opts.owner or os.environ.get("AZBENCH_OWNER") or getpass.getuser()
-        expires = self.opts.now() + timedelta(hours=self.spec.azure.expires_hours)
-        tags = ar.cluster_tags(self.spec.name, owner, expires, dict(self.spec.tags))
-        if group is not None:  # a rerun keeps the first up's owner and expiry
-            tags.update({k: v for k, v in group.tags.items() if k in (ar.TAG_OWNER, ar.TAG_EXPIRES)})
+        now, a = self.opts.now(), self.spec.azure
+        tags = ar.cluster_tags(self.spec.name, owner, now + timedelta(hours=a.expires_hours),
+                               dict(self.spec.tags), created=now,
+                               spot_restore_s=a.spot_restore_timeout if a.priority == "spot" else None)
+        if group is not None:  # a rerun keeps what the group says (owner, expiry, creation...),
+            # as describe reads it from there: up and describe return the same record
+            kept = (ar.TAG_OWNER, ar.TAG_EXPIRES, ar.TAG_CREATED, ar.TAG_SPOT_RESTORE)
+            tags.update({k: v for k, v in group.tags.items() if k in kept})
         return tags
 
     # ------------------------------------------------------------ creation
@@ -244,27 +249,12 @@ class UpRun:
         address = getattr(pip.model, "ip_address", None) if pip else None
         if not address:
             raise ProvisionError(f"public IP {self.names.pip} has no address after creation")
-        known = ci.write_known_hosts(self.cdir, address, sec.host_public_key)
-        hosts = [h for s in self.names.sets for h in ci.node_hostnames(s)]
-        return Cluster(
-            name=self.spec.name, provider="azure", sku=self.sku.name, nodes=self.plan.nodes, region=region,
-            state=ClusterState.READY, node_names=hosts, partition=ci.PARTITION, workdir=ci.WORKDIR,
-            ssh=SshTarget(host=address, port=22, user=self.spec.azure.admin_user, key_path=sec.admin_key_path,
-                          known_hosts=known),
-            cost_per_hour_usd=self.plan.cost_per_hour_usd,
-            properties={"resource_group": self.names.rg, "subscription_id": self.sub,
-                        "arm_endpoint": self.clients.base_url, "head_ip": address, "head_private_ip": head_ip,
-                        "scale_sets": ",".join(s.name for s in self.names.sets),
-                        "image": ":".join(image.values()) if "id" not in image else image["id"],
-                        "owner": tags[ar.TAG_OWNER], "expires": tags[ar.TAG_EXPIRES],
-                        **self._spot_record()})
-
-    def _spot_record(self) -> dict[str, str | int]:
-        a = self.spec.azure
-        if a.priority != "spot":
-            return {}
-        return {"priority": "spot", "eviction_policy": a.eviction_policy,
-                "spot_restore_timeout": a.spot_restore_timeout}
+        ci.write_known_hosts(self.cdir, address, sec.host_public_key)
+        found = Found(name=self.spec.name, region=region, resource_group=self.names.rg, tags=tags,
+                      subscription_id=self.sub, arm_endpoint=self.clients.base_url, sku=self.sku.name,
+                      sets=self.names.sets, head_ip=address, head_private_ip=head_ip,
+                      image=image_text(image), admin_user=self.spec.azure.admin_user, spot=self._spot())
+        return to_cluster(found, ClusterState.READY)
 
 
 def _real_sleep(seconds: float) -> None:

@@ -22,7 +22,16 @@ from pathlib import Path
 from typing import Any
 
 from orchestrator.errors import ConfigError, LaunchError, MissingCapability
-from orchestrator.models import AttemptSpec, Cluster, ExecResult, JobRef, JobState, JobStatus, NodeInfo
+from orchestrator.models import (
+    AttemptSpec,
+    AzureMLProps,
+    Cluster,
+    ExecResult,
+    JobRef,
+    JobState,
+    JobStatus,
+    NodeInfo,
+)
 from orchestrator.paths import RunLayout, job_name, safe_local_path
 from orchestrator.seams import Capabilities, shell_name
 
@@ -212,7 +221,7 @@ class AzureMLLauncher:
     def node_states(self) -> dict[str, NodeInfo]:
         """The compute's current nodes (none while it is scaled to zero)."""
         from orchestrator.clusters.providers.azure.errors import arm_call
-        compute = str(self.cluster.properties.get("compute") or self.cluster.name)
+        compute = _compute(self.cluster)
         with arm_call(f"list nodes of {compute}"):
             nodes = list(self.ml.compute.list_nodes(compute))
         out = {}
@@ -401,7 +410,8 @@ def _image(attempt: AttemptSpec, override: str | None) -> str:
 
 
 def _compute(cluster: Cluster) -> str:
-    return str(cluster.properties.get("compute") or cluster.name)
+    """The AmlCompute the cluster's jobs run on (its record's, else the cluster's name)."""
+    return cluster.properties_as(AzureMLProps).compute or cluster.name
 
 
 class _SinkWriter:

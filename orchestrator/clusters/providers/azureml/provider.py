@@ -20,16 +20,17 @@ from typing import Any, Callable
 
 from orchestrator.clusters.providers.azure.resources import TAG_CLUSTER, TAG_OWNER
 from orchestrator.clusters.providers.azure.errors import is_missing
+from orchestrator.clusters.providers.azureml.cluster import WORKDIR  # noqa: F401 (re-exported)
+from orchestrator.clusters.providers.azureml.cluster import provisional, to_cluster
 from orchestrator.clusters.providers.azureml.launcher import AzureMLLauncher
 from orchestrator.clusters.providers.base import ProviderBase
 from orchestrator.clusters.specs import ClusterSpec
 from orchestrator.errors import ConfigError, NotFoundError, PreflightError
-from orchestrator.models import Cluster, ClusterState, Plan, PlannedResource, ScaleSetPlan
+from orchestrator.models import AzureMLProps, Cluster, Plan, PlannedResource, ScaleSetPlan
 from orchestrator.seams import Access, Capabilities
 
 COMPUTE_KIND = "Microsoft.MachineLearningServices/workspaces/computes"
 ALLOWED_SIZES = ("Standard_ND96isr_H100_v5", "Standard_ND96isr_H200_v5")
-WORKDIR = "/tmp/azbench"  # node-local: each job links its code and checkpoint mount under it
 TOTAL_QUOTA = "Total Cluster Dedicated Regional vCPUs"
 WORKSPACE_ENV, GROUP_ENV = "AZBENCH_AZUREML_WORKSPACE", "AZBENCH_AZUREML_RESOURCE_GROUP"
 _COMPUTE_NAME = re.compile(r"^[a-z][a-z0-9-]{1,15}$")
@@ -105,7 +106,7 @@ class AzureMLProvider(ProviderBase):
         self.preflight(spec, ml=ml)
         with arm_call(f"create AmlCompute {name}"):
             created = ml.compute.begin_create_or_update(build_compute(spec, self.owner)).result()
-        return _cluster(spec.name, target, created, owned=True)
+        return to_cluster(spec.name, target, created, owned=True)
 
     def describe(self, name: str) -> Cluster | None:
         """The compute as Azure ML has it, or None (needs the spec's or the environment's workspace)."""
@@ -114,15 +115,25 @@ class AzureMLProvider(ProviderBase):
         compute = _get_compute(self.ml_client(target), compute_name(name))
         if compute is None:
             return None
-        return _cluster(name, target, compute, owned=(compute.tags or {}).get(TAG_CLUSTER) == name)
+        return to_cluster(name, target, compute, owned=(compute.tags or {}).get(TAG_CLUSTER) == name)
+
+    def provisional(self, spec: ClusterSpec, plan: Plan) -> Cluster:
+        """PROVISIONING, with the workspace and compute name `down` needs (azureml/cluster.py)."""
+        return provisional(spec.name, plan, target_from_spec(spec), compute_name(spec.name))
 
     def down(self, cluster: Cluster) -> None:
-        """Delete the compute azbench created; missing is success; an adopted one is left alone."""
+        """Delete the compute azbench created; missing is success; an adopted one is left alone.
+        From a provisional record (ownership unknown) the compute's azbench-cluster tag decides."""
         from orchestrator.clusters.providers.azure.errors import arm_call
-        if cluster.properties.get("owned") is False:
+        props = cluster.properties_as(AzureMLProps)
+        if props.owned is False:
             return
         ml = self.ml_client(target_from_cluster(cluster))
-        name = str(cluster.properties.get("compute") or compute_name(cluster.name))
+        name = props.compute or compute_name(cluster.name)
+        if props.owned is None:
+            found = _get_compute(ml, name)
+            if found is None or (found.tags or {}).get(TAG_CLUSTER) != cluster.name:
+                return  # gone, or not one azbench made for this cluster: never delete it
         with arm_call(f"delete AmlCompute {name}"):
             try:
                 ml.compute.begin_delete(name).result()
@@ -180,7 +191,7 @@ class AzureMLProvider(ProviderBase):
             with arm_call(f"update AmlCompute {compute.name}"):
                 compute = self.ml_client(target).compute.begin_create_or_update(
                     build_compute(spec, self.owner)).result()
-        return _cluster(spec.name, target, compute, owned=ours)
+        return to_cluster(spec.name, target, compute, owned=ours)
 
 
 # ------------------------------------------------------------------ building blocks
@@ -235,9 +246,8 @@ def target_from_spec(spec: ClusterSpec) -> AmlTarget:
 
 
 def target_from_cluster(cluster: Cluster) -> AmlTarget:
-    p = cluster.properties
-    return _target(_str(p.get("subscription_id")), _str(p.get("resource_group")),
-                   _str(p.get("workspace")), _str(p.get("arm_endpoint")))
+    p = cluster.properties_as(AzureMLProps)
+    return _target(p.subscription_id, p.resource_group, p.workspace, p.arm_endpoint)
 
 
 def target_from_env() -> AmlTarget:
@@ -325,28 +335,3 @@ def _family_key(key: str) -> str:
         if row.quota_family.lower() == key.lower():
             return row.quota_family
     return key
-
-
-def _cluster(name: str, target: AmlTarget, compute: Any, *, owned: bool) -> Cluster:
-    from orchestrator.clusters.catalog import lookup
-    size = str(getattr(compute, "size", "") or "unknown")
-    state = str(getattr(compute, "provisioning_state", "") or "")
-    state = state.split(".")[-1].lower()
-    cstate = (ClusterState.FAILED if state == "failed" else
-              ClusterState.READY if state in ("succeeded", "") else ClusterState.PROVISIONING)
-    try:
-        price = lookup(size).price_per_hour_usd
-    except NotFoundError:
-        price = None
-    nodes = int(getattr(compute, "max_instances", 0) or 0)
-    return Cluster(name=name, provider="azureml", sku=size, nodes=nodes, region=compute.location,
-                   state=cstate, workdir=WORKDIR,
-                   cost_per_hour_usd=round(price * nodes, 2) if price else None,
-                   properties={"workspace": target.workspace, "resource_group": target.resource_group,
-                               "subscription_id": target.subscription_id,
-                               "arm_endpoint": target.arm_endpoint, "compute": compute.name,
-                               "owned": owned, "min_instances": int(compute.min_instances or 0)})
-
-
-def _str(value: object) -> str | None:
-    return str(value) if value else None

@@ -1,4 +1,5 @@
-"""The fake backend: Azure-shaped plans and clusters kept in a JSON file, with failure switches."""
+"""The fake backend: Azure-shaped plans (provider.py) and clusters kept in a JSON file
+(cluster.py), with failure switches."""
 
 from orchestrator.clusters.providers.fake.provider import FakeProvider
 

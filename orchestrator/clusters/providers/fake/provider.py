@@ -1,23 +1,22 @@
 """The fake provider: Azure-shaped plans, clusters kept in a JSON file, failure switches.
 
 FakeProvider backs `--dry-run` for every Azure-shaped provider and lets the whole flow run
-without a cloud: its clusters live in `$AZBENCH_HOME/clusters/<name>/fake.json`. Failure
-switches come from `AZBENCH_FAKE_FAIL` (capacity | quota | sku) and every call is recorded in
-`calls`.
+without a cloud: its clusters live in `$AZBENCH_HOME/clusters/<name>/fake.json` (cluster.py).
+Failure switches come from `AZBENCH_FAKE_FAIL` (capacity | quota | sku) and every call is
+recorded in `calls`.
 """
 
 from __future__ import annotations
 
-import json
 import os
 
-from orchestrator import paths
 from orchestrator.clusters.planner import plan_azure
 from orchestrator.clusters.providers.base import ProviderBase
+from orchestrator.clusters.providers.fake.cluster import load, save, state_file, to_cluster
 from orchestrator.clusters.remote import LocalRunner
 from orchestrator.clusters.specs import ClusterSpec
 from orchestrator.errors import CapacityError, PreflightError
-from orchestrator.models import Cluster, ClusterState, Plan, PlannedResource, ScaleSetPlan
+from orchestrator.models import Cluster, Plan, PlannedResource, ScaleSetPlan
 from orchestrator.seams import Access, Capabilities
 from orchestrator.slurm.launcher import SlurmLauncher
 
@@ -40,28 +39,17 @@ class FakeProvider(ProviderBase):
     def up(self, spec: ClusterSpec, plan: Plan) -> Cluster:
         self.calls.append(("up", spec.name))
         _maybe_fail(spec)
-        cluster = Cluster(name=spec.name, provider=self.name, sku=plan.sku, nodes=plan.nodes,
-                          region=plan.region, state=ClusterState.READY,
-                          node_names=[f"{spec.name}-{i:05d}" for i in range(plan.nodes)],
-                          workdir="/shared/azbench", cost_per_hour_usd=plan.cost_per_hour_usd,
-                          properties={"resources": len(plan.resources)})
-        state = paths.cluster_dir(spec.name) / "fake.json"
-        state.parent.mkdir(parents=True, exist_ok=True)
-        tmp = state.with_suffix(".tmp")
-        tmp.write_text(cluster.model_dump_json())
-        os.replace(tmp, state)
+        cluster = to_cluster(spec.name, plan)
+        save(cluster)
         return cluster
 
     def describe(self, name: str) -> Cluster | None:
         self.calls.append(("describe", name))
-        state = paths.cluster_dir(name) / "fake.json"
-        if not state.exists():
-            return None
-        return Cluster.model_validate(json.loads(state.read_text()))
+        return load(name)
 
     def down(self, cluster: Cluster) -> None:
         self.calls.append(("down", cluster.name))
-        (paths.cluster_dir(cluster.name) / "fake.json").unlink(missing_ok=True)
+        state_file(cluster.name).unlink(missing_ok=True)
 
     def connect(self, cluster: Cluster) -> Access:
         self.calls.append(("connect", cluster.name))

@@ -12,61 +12,40 @@ from __future__ import annotations
 
 import getpass
 import hashlib
-import json
 import os
 import shutil
 import socket
 import subprocess
 import sys
-from datetime import datetime
 from pathlib import Path
 from typing import Sequence
 
-from pydantic import BaseModel, Field
-
 from orchestrator import paths
 from orchestrator.clusters.providers.base import ProviderBase
+from orchestrator.clusters.providers.local.cluster import (
+    PARTITION,
+    SKU,
+    STATE_FILE,
+    Daemon,
+    LocalState,
+    load_state,
+    save_state,
+    to_cluster,
+)
 from orchestrator.clusters.providers.local import proc
 from orchestrator.clusters.remote import LocalRunner
 from orchestrator.errors import ProvisionError
-from orchestrator.models import Cluster, ClusterState, Plan, PlannedResource, ScaleSetPlan, utcnow
+from orchestrator.models import Cluster, ClusterState, LocalProps, Plan, PlannedResource, ScaleSetPlan
 from orchestrator.seams import Access, Capabilities
 from orchestrator.slurm.commands import CLIENTS, DAEMONS, INSTALL_HINT, NODE_LIST, find_binaries, node_states_argv
 from orchestrator.slurm.launcher import SlurmLauncher
 from orchestrator.slurm.conf import (SlurmConfParams, SlurmNode, compress_hostlist, render_slurm_conf,
                                      tree_topology)
 
-PARTITION = "local"
-SKU = "Local_CPU"
-STATE_FILE = "state.json"
 RACK_SIZE = 18  # ND-series VMs per rack (leaf switch), as the Azure provider assumes
 RACKS_PER_SCALE_SET = 5  # 90 VMs: a scale set of at most 100, in whole racks
 # A Unix socket path may hold 107 bytes; slurmd puts step sockets deep inside its spool dir.
 _MAX_RUNTIME_PREFIX = 56
-
-
-class Daemon(BaseModel):
-    pid: int
-    start_time: int
-    argv: list[str]
-    log: str
-
-
-class LocalState(BaseModel):
-    """What `up` started, so `down`, `describe` and a second `up` can find it again."""
-
-    name: str
-    cluster_dir: str
-    runtime_dir: str
-    conf: str
-    workdir: str
-    jobcomp_file: str
-    nodes: list[str]
-    cpus_per_node: int
-    slurmctld_port: int
-    node_ports: dict[str, int]
-    daemons: dict[str, Daemon] = Field(default_factory=dict)
-    created_at: datetime = Field(default_factory=utcnow)
 
 
 class LocalProvider(ProviderBase):
@@ -138,7 +117,7 @@ class LocalProvider(ProviderBase):
 
     def down(self, cluster: Cluster) -> None:
         """Stop the daemons `up` started; idempotent. Keeps log/, slurm.conf and shared/."""
-        cdir = Path(str(cluster.properties.get("cluster_dir") or paths.cluster_dir(cluster.name)))
+        cdir = _cluster_dir(cluster)
         state = load_state(cdir)
         if state is None:
             return
@@ -306,33 +285,13 @@ def node_states(state: LocalState, binary: str = NODE_LIST) -> dict[str, str]:
     return {p[0]: p[1] for p in pairs if len(p) == 2}
 
 
-def load_state(cdir: Path) -> LocalState | None:
-    try:
-        return LocalState.model_validate_json((cdir / STATE_FILE).read_text())
-    except (OSError, ValueError):
-        return None
-
-
-def save_state(state: LocalState) -> None:
-    path = Path(state.cluster_dir) / STATE_FILE
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(state.model_dump(mode="json"), indent=2))
-    tmp.replace(path)
-
-
-def to_cluster(state: LocalState) -> Cluster:
-    return Cluster(
-        name=state.name, provider="local", sku=SKU, nodes=len(state.nodes),
-        state=ClusterState.READY, node_names=list(state.nodes), partition=PARTITION,
-        workdir=state.workdir, env={"SLURM_CONF": state.conf}, cost_per_hour_usd=0.0,
-        created_at=state.created_at,
-        properties={"cluster_dir": state.cluster_dir, "jobcomp_file": state.jobcomp_file,
-                    "slurmctld_log": str(Path(state.cluster_dir) / "log" / "slurmctld.log"),
-                    "slurmctld_port": state.slurmctld_port})
+def _cluster_dir(cluster: Cluster) -> Path:
+    """Where `up` put the cluster (its record's, else the default: a provisional record)."""
+    return Path(cluster.properties_as(LocalProps).cluster_dir or paths.cluster_dir(cluster.name))
 
 
 def _state_for(cluster: Cluster) -> LocalState:
-    cdir = Path(str(cluster.properties.get("cluster_dir") or paths.cluster_dir(cluster.name)))
+    cdir = _cluster_dir(cluster)
     state = load_state(cdir)
     if state is None:
         raise ProvisionError(f"local cluster '{cluster.name}' is not running (no {cdir / STATE_FILE})")
@@ -420,5 +379,5 @@ def _write_munge_key(path: Path) -> None:
         out.write(os.urandom(128))
 
 
-__all__ = ["LocalProvider", "kill_node", "restart_node", "find_binaries", "node_states",
-           "INSTALL_HINT"]
+__all__ = ["LocalProvider", "LocalState", "kill_node", "restart_node", "find_binaries", "node_states",
+           "load_state", "save_state", "INSTALL_HINT"]

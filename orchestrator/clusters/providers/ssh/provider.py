@@ -16,14 +16,14 @@ import paramiko
 from orchestrator import paths
 from orchestrator.clusters import catalog
 from orchestrator.clusters.providers.base import ProviderBase
+from orchestrator.clusters.providers.ssh.cluster import RECORD, cluster_dir, load, save, to_cluster
 from orchestrator.clusters.remote import SshRunner
 from orchestrator.seams import Access, Capabilities, Runner
 from orchestrator.slurm import commands
 from orchestrator.slurm.launcher import SlurmLauncher
 from orchestrator.errors import AzbenchError, ConfigError, NotAvailableError, ProvisionError
-from orchestrator.models import Cluster, ClusterState, ExecResult, Plan, ScaleSetPlan, SshTarget
+from orchestrator.models import Cluster, ExecResult, Plan, ScaleSetPlan, SshTarget
 
-RECORD = "cluster.json"
 _GRES_GPU = re.compile(r"(?:^|,)gpu(?::[^:,()]+)?:(\d+)")
 _UNUSABLE = ("down", "drain", "fail", "maint", "unknown", "future", "inval")
 
@@ -75,29 +75,20 @@ class SshProvider(ProviderBase):
         if len(nodes) < spec.nodes:
             raise ProvisionError(f"partition '{partition}' on {_url(target)} has {len(nodes)} "
                                  f"nodes; the spec asks for {spec.nodes}")
-        cluster = Cluster(
-            name=spec.name, provider="ssh", sku=spec.sku, nodes=spec.nodes,
-            state=ClusterState.READY, node_names=[n["name"] for n in nodes], partition=partition,
-            workdir=opts.workdir, env=dict(opts.env), ssh=target, cost_per_hour_usd=None,
-            properties={"cpus_per_node": min(n["cpus"] for n in nodes),
-                        "gpus_per_node": min(n["gpus"] for n in nodes),
-                        "usable_nodes": len(usable),
-                        "cluster_dir": str(paths.cluster_dir(spec.name))})
-        _save(cluster)
+        cluster = to_cluster(spec, target, partition, nodes, usable=len(usable))
+        save(cluster)
         return cluster
 
     def describe(self, name: str) -> Cluster | None:
-        try:
-            return Cluster.model_validate_json((paths.cluster_dir(name) / RECORD).read_text())
-        except (OSError, ValueError):
-            return None
+        """The record `up` saved (ssh/cluster.py), or None once `down` forgot the cluster."""
+        return load(name)
 
     def connect(self, cluster: Cluster) -> Access:
         return connect(self, cluster)
 
     def down(self, cluster: Cluster) -> None:
         """Forget the cluster: remove the local record and the known_hosts azbench wrote."""
-        cdir = Path(str(cluster.properties.get("cluster_dir") or paths.cluster_dir(cluster.name)))
+        cdir = cluster_dir(cluster)
         (cdir / RECORD).unlink(missing_ok=True)
         if cluster.ssh is not None and cluster.ssh.known_hosts == cdir / "known_hosts":
             cluster.ssh.known_hosts.unlink(missing_ok=True)
@@ -185,12 +176,6 @@ def _sku_gpus(sku: str | None) -> int:
         return catalog.lookup(sku).gpus_per_vm if sku else 0
     except AzbenchError:
         return 0
-
-
-def _save(cluster: Cluster) -> None:
-    cdir = paths.cluster_dir(cluster.name)
-    cdir.mkdir(parents=True, exist_ok=True, mode=0o700)
-    (cdir / RECORD).write_text(cluster.model_dump_json(indent=2))
 
 
 def _url(target: SshTarget) -> str:
