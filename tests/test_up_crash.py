@@ -57,11 +57,12 @@ def test_kill_9_during_up_leaves_a_provisioning_record_that_down_deletes_from(sl
                             env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE)
     deadline = time.monotonic() + 120
-    while time.monotonic() < deadline and not any(
-            e.method == "PUT" and "/virtualMachineScaleSets/" in e.path for e in list(fake.log)):
+    while not any(e.method == "PUT" and "/resourceGroups/azbench-killed/providers/" in e.path
+                  for e in list(fake.log)):
         assert proc.poll() is None, proc.communicate()
+        assert time.monotonic() < deadline, "up never created a resource in its group"
         time.sleep(0.05)
-    proc.send_signal(signal.SIGKILL)  # mid-up: the scale set is being created
+    proc.send_signal(signal.SIGKILL)  # mid-up: its first resource's long-running create is open
     proc.wait(timeout=30)
     assert proc.returncode == -signal.SIGKILL
     with _store(home) as store:
@@ -74,6 +75,9 @@ def test_kill_9_during_up_leaves_a_provisioning_record_that_down_deletes_from(sl
     assert any(r.get("tags", {}).get("azbench-cluster") == "killed" for r in fake.resources.values())
 
     fake.polls_to_finish = 1  # ARM works again; the killed client's own operations stay open
+    # ARM answers a 202 with Retry-After (docs: learn.microsoft.com/azure/azure-resource-manager/
+    # management/async-operations), which the SDK's poller waits instead of its 30 s default.
+    fake.retry_after = "1"
     # down finds the subscription and ARM endpoint in the record, not in the environment
     bare = {k: v for k, v in env_for(fake, "203.0.113.7").items()
             if k not in ("AZURE_SUBSCRIPTION_ID", "AZURE_RESOURCE_MANAGER_ENDPOINT")}
