@@ -17,7 +17,7 @@ import subprocess
 import threading
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any, NoReturn, Sequence
 
 from orchestrator.errors import RemoteError
 from orchestrator.models import ExecResult, SshTarget
@@ -177,14 +177,17 @@ class SshRunner:
 
         with self._lock:
             transport = self._transport()
-            if self._sftp is None or self._sftp.get_channel().get_transport() is not transport:
+            channel = self._sftp.get_channel() if self._sftp is not None else None
+            if channel is None or channel.get_transport() is not transport:
                 try:
                     self._sftp = paramiko.SFTPClient.from_transport(transport)
                 except _net_errors() as exc:
                     self._drop()
                     raise RemoteError(f"{self.url}: cannot start SFTP: {_reason(exc)}") from None
-            assert self._sftp is not None
-            self._sftp.get_channel().settimeout(max(self.connect_timeout, 30.0))
+            channel = self._sftp.get_channel()
+            if channel is None:  # paramiko types it Optional: a client always has one
+                raise RemoteError(f"{self.url}: SFTP has no channel")
+            channel.settimeout(max(self.connect_timeout, 30.0))
             return self._sftp
 
     def _transport(self) -> paramiko.Transport:
@@ -280,7 +283,7 @@ def _pinned_only() -> paramiko.MissingHostKeyPolicy:
 
     class PinnedOnly(paramiko.RejectPolicy):
         def missing_host_key(self, client: paramiko.SSHClient, hostname: str,
-                             key: paramiko.PKey) -> None:
+                             key: paramiko.PKey) -> NoReturn:
             raise _UnpinnedHostKey(hostname)
 
     return PinnedOnly()

@@ -18,7 +18,7 @@ import socket
 import subprocess
 import sys
 from pathlib import Path
-from typing import Sequence
+from collections.abc import Collection
 
 from orchestrator import paths
 from orchestrator.clusters.providers.base import ProviderBase
@@ -138,7 +138,7 @@ class LocalProvider(ProviderBase):
     def kill_node(self, cluster: Cluster, node: str) -> None:
         kill_node(cluster, node)
 
-    def restore_capacity(self, cluster: Cluster, nodes: Sequence[str] = (),
+    def restore_capacity(self, cluster: Cluster, nodes: Collection[str] = (),
                          timeout_s: float | None = None) -> list[str]:
         """After an emulated spot eviction (a killed node): start those nodes' slurmd again and
         wait (at most `timeout_s`, default 60 s) until each accepts connections on its port, as a
@@ -303,7 +303,7 @@ def _layout(spec, cdir: Path) -> LocalState:
     runtime = cdir / "run"
     if len(str(runtime)) > _MAX_RUNTIME_PREFIX:
         digest = hashlib.sha256(str(cdir).encode()).hexdigest()[:12]
-        runtime = Path("/tmp") / f"azbench-{os.getuid()}-{digest}"
+        runtime = Path("/tmp", f"azbench-{os.getuid()}-{digest}")
     nodes = node_names(spec.nodes)
     for sub in [runtime / "munge", *(runtime / "spool" / n for n in nodes)]:
         sub.mkdir(parents=True, exist_ok=True, mode=0o700)

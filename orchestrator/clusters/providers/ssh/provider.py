@@ -108,7 +108,7 @@ def connect(provider: SshProvider, cluster: Cluster) -> Access:
 def pin_host_key(spec) -> Path:
     """The known_hosts file to trust: spec.ssh.host_key written out, or spec.ssh.known_hosts."""
     opts = _options(spec)
-    if opts.host_key:
+    if opts.host_key is not None:
         name = opts.host if opts.port == 22 else f"[{opts.host}]:{opts.port}"
         entry = _parse_host_key(name, opts.host_key)
         cdir = paths.cluster_dir(spec.name)
