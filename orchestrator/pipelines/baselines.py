@@ -26,7 +26,7 @@ from pydantic import Field, field_validator
 
 from orchestrator.errors import ConfigError, NotFoundError
 from orchestrator.models import Frozen, utcnow
-from orchestrator.report.build import kept_step_times, summary_of
+from orchestrator.results.summary import kept_step_times, summary_of
 from orchestrator.store.schema import ResultRow, baselines
 
 if TYPE_CHECKING:

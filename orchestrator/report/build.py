@@ -9,7 +9,6 @@ list price (per scored result, all runs, all attempts).
 
 from __future__ import annotations
 
-import json
 import statistics
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
@@ -26,6 +25,7 @@ from orchestrator.report.preemption import PreemptionLine, preemption_lines
 from orchestrator.results import metrics
 from orchestrator.results.metrics import StepStats
 from orchestrator.results.stragglers import spread
+from orchestrator.results.summary import kept_step_times, summary_of
 from orchestrator.store.schema import AttemptRow, ResultRow, RunRow
 
 _SAME_BATCH_RTOL = 1e-6  # per-worker batches this close are the same work (weak scaling)
@@ -335,22 +335,6 @@ def group_results(rows: Iterable[ResultRow]) -> dict[GroupKey, list[ResultRow]]:
 def group_label(key: GroupKey) -> str:
     """'round/submitter/system' with the empty parts left out (as GroupReport.label)."""
     return "/".join(p for p in (key[2], key[3], key[1]) if p)
-
-
-def summary_of(row: ResultRow) -> dict[str, Any]:
-    """The stored RunSummary as plain JSON data ({} when absent or unreadable)."""
-    try:
-        data = json.loads(row.summary_json) if row.summary_json else {}
-    except ValueError:
-        return {}
-    return data if isinstance(data, dict) else {}
-
-
-def kept_step_times(summary: dict[str, Any]) -> list[float]:
-    """Step seconds without the first step and the first step after each eval (§10.4)."""
-    after_eval = set(summary.get("eval_steps") or [])
-    return [float(sec) for pos, (step, sec) in enumerate(summary.get("step_times") or [])
-            if pos > 0 and step not in after_eval]
 
 
 def _filter(results: Iterable[ResultRow], runs: Sequence[RunRow] | None, *, benchmark: str | None,
