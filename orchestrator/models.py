@@ -440,3 +440,29 @@ class AttemptSpec(Frozen):
     image: str | None = Field(None, description="container image (enroot form registry#repo:tag)")
     distribution: Literal["torch", "mpi"] = "torch"
     data: list[DataInput] = Field(default_factory=list)
+
+
+class ModelFacts(Frozen):
+    """What MFU needs to know of a benchmark's model, each fact with its source.
+
+    FLOPs per token F = 6*params + 12*layers*d_model*seq (mlperf-notes 10.3: 6N for forward and
+    backward, Kaplan et al. 2020; 12*L*d*s for attention scores, PaLM appendix B, Chowdhery et
+    al. 2022). `precision` is the GEMM precision the benchmark's reference submissions train in,
+    so MFU is given against that peak as well as against dense BF16. A recipe carries them
+    (its `model:` block); the report receives them from its caller, keyed by benchmark.
+    """
+
+    params: float = Field(gt=0, description="parameter count as published")
+    layers: int = Field(ge=1)
+    d_model: int = Field(ge=1)
+    seq_len: int = Field(ge=1, description="used when the log has no max_sequence_length")
+    precision: str = Field(pattern="^(bf16|fp8|fp4)$")
+    source: str
+
+    def flops_per_token(self, seq_len: int | None = None) -> float:
+        seq = seq_len or self.seq_len
+        return 6.0 * self.params + 12.0 * self.layers * self.d_model * seq
+
+    @property
+    def formula(self) -> str:
+        return "6N + 12*L*d*s per token (6N: Kaplan et al. 2020; attention: PaLM app. B)"

@@ -220,6 +220,7 @@ HAND_MFU = {
 
 
 def test_mfu_of_the_shared_logs_matches_a_hand_calculation(shared_logs: Path, tmp_path: Path):
+    from orchestrator.recipes.catalog import model_facts
     from orchestrator.report.build import build_report
     from orchestrator.report.render import to_json, to_markdown
     from orchestrator.results.importer import import_path
@@ -227,7 +228,7 @@ def test_mfu_of_the_shared_logs_matches_a_hand_calculation(shared_logs: Path, tm
     store = Store.open(f"sqlite:///{tmp_path / 'db.sqlite'}")
     try:
         import_path(store, shared_logs, archive_dir=tmp_path / "archive")
-        report = build_report(store.list_results())
+        report = build_report(store.list_results(), model_facts=model_facts())
     finally:
         store.close()
     groups = {g.system: g for g in report.groups}

@@ -18,6 +18,7 @@ from orchestrator.models import Cluster, ClusterState, SshTarget
 from orchestrator.store.database import (
     SCHEMA_VERSION,
     AttemptRow,
+    BaselineRow,
     EventRow,
     ResultRow,
     RunRow,
@@ -188,6 +189,21 @@ def test_events_filters_limit_and_data(store: Store) -> None:
     assert [e.message for e in store.list_events(run_id="r1")] == ["m1", "m3"]
     assert len(store.list_events(cluster="c1")) == 5 and store.list_events(cluster="c9") == []
     assert store.list_events(limit=1)[0].data == {"i": 4, "nodes": ["n1"]}
+
+
+def test_baselines_save_replace_keeping_created_at_list_and_delete(store: Store) -> None:
+    t0, t1 = datetime(2025, 6, 1, tzinfo=UTC), datetime(2025, 6, 2, tzinfo=UTC)
+    first = store.save_baseline(BaselineRow(name="b", source_json="{}", data_json="[1]",
+                                            created_at=t0, updated_at=t0))
+    assert first.created_at == t0 and first.data_json == "[1]"
+    again = store.save_baseline(BaselineRow(name="b", source_json='{"s": 1}', data_json="[2]",
+                                            created_at=t1, updated_at=t1))
+    assert (again.created_at, again.updated_at, again.data_json) == (t0, t1, "[2]")
+    store.save_baseline(BaselineRow(name="a", source_json="{}", data_json="[]"))
+    assert [b.name for b in store.list_baselines()] == ["a", "b"]
+    assert store.get_baseline("b") == again and store.get_baseline("nope") is None
+    assert store.delete_baseline("b") and not store.delete_baseline("b")
+    assert store.get_baseline("b") is None
 
 
 def test_timestamps_are_utc_and_naive_ones_refused(store: Store) -> None:

@@ -72,6 +72,7 @@ def report(benchmark: Optional[str] = typer.Option(None, "--benchmark", help="On
            markdown: bool = typer.Option(False, "--markdown", help="Print Markdown (for PR comments)."),
            html: Optional[Path] = typer.Option(None, "--html", help="Write index.html and PNG plots here.")) -> None:
     """Scores, time-to-train, step times, scaling efficiency, speedup and cost."""
+    from orchestrator.recipes.catalog import model_facts
     from orchestrator.report.build import build_report
     from orchestrator.report.render import rich_tables, to_json, to_markdown, write_html
     when = _parse_since(since)
@@ -82,7 +83,7 @@ def report(benchmark: Optional[str] = typer.Option(None, "--benchmark", help="On
         spot = {c.name: c.cluster.sku for c in store.list_clusters(include_terminated=True)
                 if c.cluster.properties.is_spot}
     rep = build_report(results, runs, attempts, benchmark=benchmark, system=system, since=when,
-                       spot_clusters=spot)
+                       spot_clusters=spot, model_facts=model_facts())
     if html is not None:
         files = write_html(rep, results, html)
         sys.stderr.write(f"wrote {len(files)} files to {html} (open {files[0]})\n")

@@ -3,6 +3,7 @@
 Owns: the pipeline spec, the up -> health -> runs -> report -> compare -> down use case with
 teardown on every exit path, its progress record, what its results mean, performance baselines
 and comparison, and JUnit XML.
-May import: the base, clusters/, recipes/, report/, results/, runs/, slurm/ and store/.
+May import: the base, clusters/, recipes/, report/, results/, runs/ and store/
+(never slurm/: Slurm is reached through runs' launchers).
 Exposes: pipeline.run_pipeline, spec.load_pipeline_spec, baselines, junit.
 """

@@ -4,7 +4,7 @@
 benchmark x SKU x node count: time-to-train, each run's median step time, weak-scaling
 efficiency against the fewest-nodes scale, and all-reduce bus bandwidth when the gate measured
 it. `set_baseline` / `get_baseline` / `list_baselines` / `delete_baseline` keep them in the
-store's `baselines` table (schema v3). `compare` checks current samples against a baseline with
+store (as BaselineRows, schema v3). `compare` checks current samples against a baseline with
 per-metric tolerances and Welch's t-test over the repeats (scipy when installed, else the
 stdlib version below), and lists regressions and improvements with their confidence.
 """
@@ -21,13 +21,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal
 
-import sqlalchemy as sa
 from pydantic import Field, field_validator
 
 from orchestrator.errors import ConfigError, NotFoundError
 from orchestrator.models import Frozen, utcnow
-from orchestrator.report.build import kept_step_times, summary_of
-from orchestrator.store.schema import ResultRow, baselines
+from orchestrator.results.summary import kept_step_times, summary_of
+from orchestrator.store.schema import BaselineRow, ResultRow
 
 if TYPE_CHECKING:
     from orchestrator.store.database import Store
@@ -233,44 +232,31 @@ def set_baseline(store: Store, name: str, entries: Sequence[BaselineEntry],
         raise ConfigError(f"baseline '{name}' would be empty: no stored results match",
                           hint="pick a sweep that produced results (azbench status)")
     now = utcnow()
-    values = {"source_json": json.dumps(dict(source or {}), sort_keys=True, default=str),
-              "data_json": json.dumps([e.model_dump(mode="json") for e in entries]),
-              "updated_at": now}
-    # Private API by design: the store hands its transaction to modules that own a table.
-    with store._conn(write=True) as conn:
-        old = conn.execute(sa.select(baselines.c.created_at).where(baselines.c.name == name)).first()
-        if old is None:
-            conn.execute(baselines.insert().values(name=name, created_at=now, **values))
-        else:
-            conn.execute(baselines.update().where(baselines.c.name == name).values(**values))
-    return get_baseline(store, name)
+    row = store.save_baseline(BaselineRow(
+        name=name, source_json=json.dumps(dict(source or {}), sort_keys=True, default=str),
+        data_json=json.dumps([e.model_dump(mode="json") for e in entries]),
+        created_at=now, updated_at=now))
+    return _baseline(row)
 
 
 def get_baseline(store: Store, name: str) -> Baseline:
-    with store._conn() as conn:
-        row = conn.execute(sa.select(baselines).where(baselines.c.name == name)).first()
+    row = store.get_baseline(name)
     if row is None:
         raise NotFoundError(f"no baseline named '{name}'", hint="see `azbench baseline list`")
     return _baseline(row)
 
 
 def find_baseline(store: Store, name: str) -> Baseline | None:
-    try:
-        return get_baseline(store, name)
-    except NotFoundError:
-        return None
+    row = store.get_baseline(name)
+    return _baseline(row) if row is not None else None
 
 
 def list_baselines(store: Store) -> list[Baseline]:
-    with store._conn() as conn:
-        rows = list(conn.execute(sa.select(baselines).order_by(baselines.c.name)))
-    return [_baseline(r) for r in rows]
+    return [_baseline(r) for r in store.list_baselines()]
 
 
 def delete_baseline(store: Store, name: str) -> None:
-    with store._conn(write=True) as conn:
-        gone = conn.execute(baselines.delete().where(baselines.c.name == name)).rowcount
-    if not gone:
+    if not store.delete_baseline(name):
         raise NotFoundError(f"no baseline named '{name}'", hint="see `azbench baseline list`")
 
 
@@ -281,11 +267,10 @@ def check_name(name: str) -> str:
     return name
 
 
-def _baseline(row: Any) -> Baseline:
-    data = row._asdict()
-    return Baseline(name=data["name"], source=json.loads(data["source_json"]),
-                    entries=[BaselineEntry.model_validate(e) for e in json.loads(data["data_json"])],
-                    created_at=data["created_at"], updated_at=data["updated_at"])
+def _baseline(row: BaselineRow) -> Baseline:
+    return Baseline(name=row.name, source=json.loads(row.source_json),
+                    entries=[BaselineEntry.model_validate(e) for e in json.loads(row.data_json)],
+                    created_at=row.created_at, updated_at=row.updated_at)
 
 
 # -- comparing -----------------------------------------------------------------------------

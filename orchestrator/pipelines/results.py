@@ -140,11 +140,12 @@ def build_cases(st: Progress, runs: Sequence[RunRow], attempts: Sequence[Attempt
 
 def _report(st: Progress, runs: Sequence[RunRow], attempts: Sequence[AttemptRow]
             ) -> tuple[Report, list[BaselineEntry]]:
+    from orchestrator.recipes.catalog import model_facts
     from orchestrator.report.build import build_report
     with st.stage("report") as rec:
         ids = {r.id for r in runs}
         results = [r for r in st.store.list_results(source="run") if r.run_id in ids]
-        report = build_report(results, runs, attempts)
+        report = build_report(results, runs, attempts, model_facts=model_facts())
         current = collect(st.store, sweep_ids=st.sweeps) if st.sweeps else []
         rec.message = f"{len(results)} result(s) in {len(report.groups)} group(s)"
     return report, current

@@ -18,7 +18,7 @@ from pydantic import Field, ValidationError, model_validator
 
 from orchestrator.clusters import catalog
 from orchestrator.errors import ConfigError, NotFoundError
-from orchestrator.models import Frozen
+from orchestrator.models import Frozen, ModelFacts
 from orchestrator.paths import recipes_dir
 from orchestrator.recipes.parallelism import (
     LAYOUT_FIELDS,
@@ -87,31 +87,6 @@ class Mlperf(Frozen):
     env: dict[str, str] = Field(default_factory=dict)
     env_names: dict[str, str] = Field(default_factory=dict)
     scales: dict[str, list[ScaleConfig]]
-
-
-class ModelFacts(Frozen):
-    """What MFU needs to know of a benchmark's model, each fact with its source.
-
-    FLOPs per token F = 6*params + 12*layers*d_model*seq (mlperf-notes 10.3: 6N for forward and
-    backward, Kaplan et al. 2020; 12*L*d*s for attention scores, PaLM appendix B, Chowdhery et
-    al. 2022). `precision` is the GEMM precision the benchmark's reference submissions train in,
-    so MFU is given against that peak as well as against dense BF16.
-    """
-
-    params: float = Field(gt=0, description="parameter count as published")
-    layers: int = Field(ge=1)
-    d_model: int = Field(ge=1)
-    seq_len: int = Field(ge=1, description="used when the log has no max_sequence_length")
-    precision: str = Field(pattern="^(bf16|fp8|fp4)$")
-    source: str
-
-    def flops_per_token(self, seq_len: int | None = None) -> float:
-        seq = seq_len or self.seq_len
-        return 6.0 * self.params + 12.0 * self.layers * self.d_model * seq
-
-    @property
-    def formula(self) -> str:
-        return "6N + 12*L*d*s per token (6N: Kaplan et al. 2020; attention: PaLM app. B)"
 
 
 class Recipe(Frozen):
@@ -192,13 +167,15 @@ def list_recipes() -> list[Recipe]:
     return [get_recipe(p.stem) for p in sorted(recipes_dir().glob("*.yaml"))]
 
 
-def model_facts(benchmark: str) -> ModelFacts | None:
-    """The model facts of the recipe that runs `benchmark` (MLPerf benchmark key), if any."""
-    key = benchmark.strip().lower()
+def model_facts() -> dict[str, ModelFacts]:
+    """The model facts the report's MFU needs, keyed by each recipe's MLPerf benchmark key and
+    by its recipe name (both lower case); the first recipe (by file name) wins a shared key."""
+    facts: dict[str, ModelFacts] = {}
     for recipe in list_recipes():
-        if recipe.model is not None and key in (recipe.benchmark.lower(), recipe.name.lower()):
-            return recipe.model
-    return None
+        if recipe.model is not None:
+            for key in (recipe.benchmark.lower(), recipe.name.lower()):
+                facts.setdefault(key, recipe.model)
+    return facts
 
 
 @lru_cache(maxsize=None)

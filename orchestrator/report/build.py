@@ -9,10 +9,9 @@ list price (per scored result, all runs, all attempts).
 
 from __future__ import annotations
 
-import json
 import statistics
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timezone
 from itertools import combinations
 from typing import Any
@@ -21,12 +20,12 @@ from pydantic import Field
 
 from orchestrator.clusters.catalog import CATALOG, gpu_row
 from orchestrator.errors import ConfigError
-from orchestrator.models import Frozen, utcnow
-from orchestrator.recipes.catalog import model_facts
+from orchestrator.models import Frozen, ModelFacts, utcnow
 from orchestrator.report.preemption import PreemptionLine, preemption_lines
 from orchestrator.results import metrics
 from orchestrator.results.metrics import StepStats
 from orchestrator.results.stragglers import spread
+from orchestrator.results.summary import kept_step_times, summary_of
 from orchestrator.store.schema import AttemptRow, ResultRow, RunRow
 
 _SAME_BATCH_RTOL = 1e-6  # per-worker batches this close are the same work (weak scaling)
@@ -223,13 +222,16 @@ def build_report(
     cluster: str | None = None,
     since: datetime | None = None,
     spot_clusters: dict[str, str] | None = None,
+    model_facts: Mapping[str, ModelFacts] | None = None,
 ) -> Report:
     """The report over `results` matching the filters. `runs`/`attempts` (optional) add the
     cluster filter and the cost of every attempt, failed ones included; `spot_clusters`
-    ({cluster: SKU}) adds the spot section's cost saved."""
+    ({cluster: SKU}) adds the spot section's cost saved; `model_facts` ({benchmark: facts}, as
+    recipes.catalog.model_facts() gives them) adds MFU, which is blank without them."""
     rows = _filter(results, runs, benchmark=benchmark, system=system, cluster=cluster, since=since)
     notes: list[str] = [] if rows else ["no results match"]
-    groups = [_group(key, members, runs, attempts)
+    facts = {key.strip().lower(): f for key, f in (model_facts or {}).items()}
+    groups = [_group(key, members, runs, attempts, facts)
               for key, members in group_results(rows).items()]
     groups.sort(key=lambda g: (g.benchmark, g.sku or "", g.workers or 0, g.system))
     asked = {"benchmark": benchmark, "system": system, "cluster": cluster, "since": since}
@@ -335,22 +337,6 @@ def group_label(key: GroupKey) -> str:
     return "/".join(p for p in (key[2], key[3], key[1]) if p)
 
 
-def summary_of(row: ResultRow) -> dict[str, Any]:
-    """The stored RunSummary as plain JSON data ({} when absent or unreadable)."""
-    try:
-        data = json.loads(row.summary_json) if row.summary_json else {}
-    except ValueError:
-        return {}
-    return data if isinstance(data, dict) else {}
-
-
-def kept_step_times(summary: dict[str, Any]) -> list[float]:
-    """Step seconds without the first step and the first step after each eval (§10.4)."""
-    after_eval = set(summary.get("eval_steps") or [])
-    return [float(sec) for pos, (step, sec) in enumerate(summary.get("step_times") or [])
-            if pos > 0 and step not in after_eval]
-
-
 def _filter(results: Iterable[ResultRow], runs: Sequence[RunRow] | None, *, benchmark: str | None,
             system: str | None, cluster: str | None, since: datetime | None) -> list[ResultRow]:
     if cluster is not None and runs is None:
@@ -376,7 +362,7 @@ def _series(groups: Iterable[GroupReport]) -> dict[tuple[str, str | None], list[
 
 
 def _group(key: GroupKey, rows: list[ResultRow], runs: Sequence[RunRow] | None,
-           attempts: Sequence[AttemptRow] | None) -> GroupReport:
+           attempts: Sequence[AttemptRow] | None, facts: Mapping[str, ModelFacts]) -> GroupReport:
     bench, system, round_name, submitter = key
     summaries = [summary_of(r) for r in rows]
     nodes, gpus = _mode(r.nodes for r in rows), _mode(r.gpus for r in rows)
@@ -412,17 +398,18 @@ def _group(key: GroupKey, rows: list[ResultRow], runs: Sequence[RunRow] | None,
         throughput_per_minute=tput,
         throughput_per_worker_minute=tput / workers if tput is not None and workers else None,
         step_stats=stats,
-        **model_flops_utilisation(bench, sku, gpus, _mode(r.global_batch_size for r in rows),
+        **model_flops_utilisation(facts.get(bench.strip().lower()), bench, sku, gpus,
+                                  _mode(r.global_batch_size for r in rows),
                                   _mode(s.get("max_sequence_length") for s in summaries), stats),
         **group_costs(rows, sku, nodes, score.raw_minutes if score else None, runs, attempts))
 
 
-def model_flops_utilisation(bench: str, sku: str | None, gpus: int | None, gbs: int | None,
-                            seq_len: int | None, stats: StepStats | None) -> dict[str, Any]:
+def model_flops_utilisation(facts: ModelFacts | None, bench: str, sku: str | None,
+                            gpus: int | None, gbs: int | None, seq_len: int | None,
+                            stats: StepStats | None) -> dict[str, Any]:
     """MFU at the median step time (mlperf-notes 10.3): F x tokens/step / step / (GPUs x peak),
-    against dense BF16 and against the recipe's GEMM precision. Blank with the reason in
-    `mfu_note` when a fact is missing."""
-    facts = model_facts(bench)
+    against dense BF16 and against the recipe's GEMM precision (`facts`: the benchmark's model).
+    Blank with the reason in `mfu_note` when a fact is missing."""
     row = gpu_row(sku)
     missing = [why for bad, why in (
         (facts is None, f"no model facts for '{bench}' in the recipe catalog"),

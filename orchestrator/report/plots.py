@@ -12,7 +12,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from orchestrator.report.build import Report, group_label, group_results, kept_step_times, summary_of
+from orchestrator.report.build import Report, group_label, group_results
+from orchestrator.results.summary import kept_step_times, summary_of
 from orchestrator.store.schema import ResultRow
 
 MAX_LINES = 12

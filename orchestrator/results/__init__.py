@@ -1,8 +1,9 @@
 """Results: from a log to numbers.
 
 Owns: the MLLOG parser, ingesting one log into a ResultRow, importing submission trees, the
-MLPerf compliance checker wrapper, the pure metrics (scores, step times, MFU, scaling, cost)
-and per-node stragglers (median and tolerance).
+MLPerf compliance checker wrapper, the pure metrics (scores, step times, MFU, scaling, cost),
+per-node stragglers (median and tolerance) and a stored result's summary read back (the step
+times that count).
 May import: the base, clusters.catalog and store/.
-Exposes: mllog.parse, ingest, importer.import_path, compliance, metrics.
+Exposes: mllog.parse, ingest, importer.import_path, compliance, metrics, summary.
 """

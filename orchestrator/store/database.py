@@ -1,4 +1,5 @@
-"""The results store: typed reads and writes of clusters, runs, attempts, results and events.
+"""The results store: typed reads and writes of clusters, runs, attempts, results, events and
+baselines.
 
 `Store.open()` picks the database (SQLite file `$AZBENCH_HOME/azbench.db` by default, PostgreSQL
 when `AZBENCH_DB_URL=postgresql+psycopg://...`), refuses anything that is not an azbench
@@ -41,6 +42,7 @@ from orchestrator.models import (
 from orchestrator.store.schema import (
     SCHEMA_VERSION,
     AttemptRow,
+    BaselineRow,
     ClusterRow,
     EventRow,
     ResultRow,
@@ -48,6 +50,7 @@ from orchestrator.store.schema import (
     attempt_row,
     attempt_values,
     attempts,
+    baselines,
     clusters,
     current_version,
     event_row,
@@ -64,7 +67,7 @@ BUSY_TIMEOUT_MS = 15_000
 _WRITE = "azbench_write"
 # Serialises concurrent first opens on PostgreSQL (SQLite gets this from BEGIN IMMEDIATE).
 _PG_MIGRATION_LOCK = 0x617A62656E6368
-_M = TypeVar("_M", ClusterRow, RunRow)
+_M = TypeVar("_M", ClusterRow, RunRow, BaselineRow)
 # psycopg repeats the host and port we already name: keep only the server's own reason.
 _PG_PREFIX = r'^connection failed: connection to server at "[^"]*", port \d+ failed: '
 
@@ -300,6 +303,37 @@ class Store:
             rows = list(conn.execute(query))
         return [event_row(r) for r in reversed(rows)]
 
+    # -- baselines ------------------------------------------------------------------------
+
+    def save_baseline(self, row: BaselineRow) -> BaselineRow:
+        """Insert or replace the baseline `row.name` in one transaction; a replaced one keeps
+        its created_at. Returns the row as stored."""
+        values = row.model_dump(exclude={"name", "created_at"})
+        with self._conn(write=True) as conn:
+            old = _fetch(conn, baselines, BaselineRow, name=row.name)
+            if old is None:
+                conn.execute(baselines.insert().values(name=row.name, created_at=row.created_at,
+                                                       **values))
+            else:
+                conn.execute(baselines.update().where(baselines.c.name == row.name).values(**values))
+            stored = conn.execute(_matching(baselines, name=row.name)).one()
+        return BaselineRow.model_validate(stored._asdict())
+
+    def get_baseline(self, name: str) -> BaselineRow | None:
+        with self._conn() as conn:
+            return _fetch(conn, baselines, BaselineRow, name=name)
+
+    def list_baselines(self) -> list[BaselineRow]:
+        """Every baseline, by name."""
+        with self._conn() as conn:
+            rows = conn.execute(sa.select(baselines).order_by(baselines.c.name))
+            return [BaselineRow.model_validate(r._asdict()) for r in rows]
+
+    def delete_baseline(self, name: str) -> bool:
+        """Delete the baseline `name`; False when there was none."""
+        with self._conn(write=True) as conn:
+            return bool(conn.execute(baselines.delete().where(baselines.c.name == name)).rowcount)
+
     # -- plumbing -------------------------------------------------------------------------
 
     @classmethod
@@ -449,4 +483,5 @@ def _reason(exc: BaseException, password: str | None) -> str:
     return text.replace(password, "***") if password else text
 
 
-__all__ = ["AttemptRow", "ClusterRow", "EventRow", "ResultRow", "RunRow", "SCHEMA_VERSION", "Store"]
+__all__ = ["AttemptRow", "BaselineRow", "ClusterRow", "EventRow", "ResultRow", "RunRow", "SCHEMA_VERSION",
+           "Store"]

@@ -399,6 +399,17 @@ class EventRow(_Row):
     data: dict[str, Any] = Field(default_factory=dict)
 
 
+class BaselineRow(_Row):
+    """One named performance baseline as stored: how it was chosen and its samples, both JSON
+    (their shape is orchestrator.pipelines.baselines', the store keeps them as written)."""
+
+    name: str
+    source_json: str
+    data_json: str
+    created_at: datetime = Field(default_factory=utcnow)
+    updated_at: datetime = Field(default_factory=utcnow)
+
+
 def attempt_values(attempt: AttemptRow) -> dict[str, Any]:
     values = attempt.model_dump(exclude={"id"})
     values["excluded_nodes"] = json.dumps(attempt.excluded_nodes)
