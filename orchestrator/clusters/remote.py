@@ -177,18 +177,22 @@ class SshRunner:
 
         with self._lock:
             transport = self._transport()
-            channel = self._sftp.get_channel() if self._sftp is not None else None
-            if channel is None or channel.get_transport() is not transport:
+            sftp = self._sftp
+            channel = sftp.get_channel() if sftp is not None else None
+            if sftp is None or channel is None or channel.get_transport() is not transport:
                 try:
-                    self._sftp = paramiko.SFTPClient.from_transport(transport)
+                    sftp = paramiko.SFTPClient.from_transport(transport)
                 except _net_errors() as exc:
                     self._drop()
                     raise RemoteError(f"{self.url}: cannot start SFTP: {_reason(exc)}") from None
-            channel = self._sftp.get_channel()
-            if channel is None:  # paramiko types it Optional: a client always has one
-                raise RemoteError(f"{self.url}: SFTP has no channel")
-            channel.settimeout(max(self.connect_timeout, 30.0))
-            return self._sftp
+                if sftp is None:  # from_transport answers None when the channel cannot open
+                    self._drop()
+                    raise RemoteError(f"{self.url}: cannot start SFTP: the server refused its channel")
+                self._sftp = sftp
+                channel = sftp.get_channel()
+            if channel is not None:
+                channel.settimeout(max(self.connect_timeout, 30.0))
+            return sftp
 
     def _transport(self) -> paramiko.Transport:
         with self._lock:

@@ -307,8 +307,8 @@ def _layout(spec, cdir: Path) -> LocalState:
     nodes = node_names(spec.nodes)
     for sub in [runtime / "munge", *(runtime / "spool" / n for n in nodes)]:
         sub.mkdir(parents=True, exist_ok=True, mode=0o700)
-    for sub in ("log", "slurm-state", "shared"):
-        (cdir / sub).mkdir(exist_ok=True)
+    for name in ("log", "slurm-state", "shared"):
+        (cdir / name).mkdir(exist_ok=True)
     # One block of consecutive ports, so slurm.conf holds one NodeName line (see slurm/conf.py).
     ports = proc.free_ports(1) + proc.free_port_block(len(nodes))
     return LocalState(

@@ -115,7 +115,10 @@ def pin_host_key(spec) -> Path:
         cdir.mkdir(parents=True, exist_ok=True, mode=0o700)
         path = cdir / "known_hosts"
         path.touch(mode=0o600, exist_ok=True)
-        path.write_text(entry.to_line())
+        line = entry.to_line()
+        if line is None:  # paramiko writes nothing for an entry with no valid key
+            raise ConfigError(f"ssh.host_key for {opts.host} holds no usable key")
+        path.write_text(line)
         return path
     if opts.known_hosts:
         path = Path(opts.known_hosts).expanduser()
