@@ -155,7 +155,7 @@ class AzureProvider(ProviderBase):
 
     def restore_capacity(self, cluster: Cluster, nodes: Collection[str] = (),
                          timeout_s: float | None = None) -> list[str]:
-        """After a spot eviction: every GPU scale set back to its planned VMs (azure_spot.py);
+        """After a spot eviction: every GPU scale set back to its planned VMs (azure/spot.py);
         `nodes` (the evicted ones) is informational: whole sets are restored.
 
         Returns the hostnames now in the sets; CapacityError when Azure has no spot capacity
