@@ -353,11 +353,7 @@ def test_up_is_idempotent(h: Harness):
     assert diff == {}, diff
 
 
-def test_describe_matches_up(h: Harness, request: pytest.FixtureRequest):
-    if h.name == "azure":  # strict: once it passes, this marker must go
-        request.applymarker(pytest.mark.xfail(strict=True, reason=(
-            "issue 20 point 3: azure's describe builds its own record, without the cost per hour, "
-            "head_private_ip and image that up records (one to_cluster shared by both fixes it)")))
+def test_describe_matches_up(h: Harness):
     first = h.cluster()
     described = h.make().describe(h.spec.name)  # a new process: the cloud is the truth
     assert described is not None

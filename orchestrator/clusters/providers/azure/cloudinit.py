@@ -184,7 +184,7 @@ def custom_data(text: str, what: str) -> str:
 
 
 def _render(name: str, ctx: object) -> str:
-    return render(name, c=ctx)
+    return render(name, templates_dir=templates_dir(), c=ctx)  # looked up here: tests swap the folder
 
 
 def _base36(i: int) -> str:
