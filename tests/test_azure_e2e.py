@@ -206,3 +206,10 @@ def test_wait_is_bounded_and_says_what_is_missing():
         boot.wait_booted(_cluster(["c-n0", "c-n1"]), "c-head", timeout_s=0, poll_s=0,
                          runner_factory=lambda c: Runner())
     assert str(err.value) == "cluster 'c' did not boot within 0 s: nodes not idle in Slurm: c-n1=not registered"
+
+
+def test_wait_without_an_ssh_login_fails_with_one_line():
+    # A cluster record with no SSH login (no head address, or the keys are gone) used to reach
+    # SshRunner(None) and died with AttributeError on its first connect, not a ProvisionError.
+    with pytest.raises(ProvisionError, match=r"^cluster 'c' has no SSH login"):
+        boot.wait_booted(_cluster(["c-n0"]), "c-head", timeout_s=0, poll_s=0)

@@ -223,6 +223,17 @@ def test_allocation_failure_in_every_zone_moves_to_the_fallback_region(fake, cli
     assert set(puts_per_path(fake)) and fake.count("DELETE", "virtualNetworks/h100t-vnet") == 1
 
 
+def test_allocation_failure_in_the_last_fallback_region_is_the_capacity_error(fake, clients, azbench_home):
+    # up moves on once per fallback region; the last region's CapacityError is what the caller gets.
+    fake.add_fault("allocation", path_contains="virtualMachineScaleSets/h100t-gpu-00", times=2)
+    events = []
+    with pytest.raises(CapacityError, match="AllocationFailed"):
+        up(clients, spec_for(fallback_regions=["westus3"]), progress=events.append)
+    assert [e.detail for e in events if e.action == "retry" and "moving to" in e.detail] == [
+        "no capacity in eastus: moving to westus3"]
+    assert fake.count("PUT", "virtualMachineScaleSets/h100t-gpu-00") == 2
+
+
 def test_allocation_failure_without_fallback_is_a_capacity_error(fake, clients, azbench_home):
     fake.add_fault("allocation", path_contains="virtualMachineScaleSets/h100t-gpu-00")
     with pytest.raises(CapacityError, match="AllocationFailed") as err:

@@ -13,10 +13,10 @@ from __future__ import annotations
 import shlex
 import time
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Callable, Protocol
 
 from orchestrator.errors import ProvisionError, RemoteError
-from orchestrator.models import Cluster
+from orchestrator.models import Cluster, ExecResult
 from orchestrator.slurm.commands import node_states_argv
 
 SEP = "--azbench--"
@@ -25,6 +25,14 @@ PROBE = (f"cloud-init status 2>/dev/null | sed -n 's/^status: //p'; echo {SEP}; 
          "grep -sH . /shared/azbench/boot/*.failed 2>/dev/null; "
          f"echo {SEP}; {shlex.join(node_states_argv())} 2>/dev/null; echo {SEP}; "
          "cloud-init status --long 2>/dev/null | sed -n '/^detail:/,$p' | sed -n 2p")
+
+
+class ProbeRunner(Protocol):
+    """What the wait needs of a connection to the head (remote.SshRunner, or a test's fake)."""
+
+    def run(self, cmd: str, timeout: float = 60.0) -> ExecResult: ...
+
+    def close(self) -> None: ...
 
 
 @dataclass
@@ -68,18 +76,18 @@ def verdict(probe: BootProbe, head: str, nodes: list[str]) -> str | None:
 
 
 def wait_booted(cluster: Cluster, head: str, *, timeout_s: float, poll_s: float = 5.0,
-                runner_factory: Callable[[Cluster], object] | None = None,
+                runner_factory: Callable[[Cluster], ProbeRunner] | None = None,
                 progress: Callable[[str], None] | None = None) -> None:
     """Block until the cluster has booted, at most `timeout_s`; ProvisionError otherwise."""
-    from orchestrator.clusters.remote import SshRunner
-    factory = runner_factory or (lambda c: SshRunner(c.ssh, env=dict(c.env), connect_attempts=1))
+    factory = runner_factory or _ssh_runner
     deadline = time.monotonic() + timeout_s
-    probe, last_error, runner = BootProbe(), "", None
+    probe, last_error = BootProbe(), ""
+    runner: ProbeRunner | None = None
     try:
         while True:
             try:
                 runner = runner or factory(cluster)
-                result = runner.run(PROBE, timeout=60)  # type: ignore[attr-defined]
+                result = runner.run(PROBE, timeout=60)
                 probe, last_error = parse_probe(result.stdout), ""
                 if verdict(probe, head, cluster.node_names) == "ready":
                     return
@@ -88,7 +96,8 @@ def wait_booted(cluster: Cluster, head: str, *, timeout_s: float, poll_s: float 
                     raise ProvisionError(f"VM {head} presents another SSH host key than the one azbench "
                                          "injected through cloud-init: cloud-init did not apply the "
                                          "custom data") from None
-                last_error, runner = str(exc), _close(runner)
+                _close(runner)
+                last_error, runner = str(exc), None
             if time.monotonic() >= deadline:
                 raise ProvisionError(_timeout_line(cluster, head, timeout_s, probe, last_error))
             if progress:
@@ -116,10 +125,17 @@ def _progress_line(probe: BootProbe, nodes: list[str], error: str) -> str:
     return f"head cloud-init {probe.head_status or 'starting'}; {idle}/{len(nodes)} nodes idle in Slurm"
 
 
-def _close(runner: object) -> None:
+def _ssh_runner(cluster: Cluster) -> ProbeRunner:
+    from orchestrator.clusters.remote import SshRunner
+    if cluster.ssh is None:  # to_cluster leaves it unset without a head address or the keys
+        raise ProvisionError(f"cluster '{cluster.name}' has no SSH login to wait for its boot with",
+                             hint="rerun up: it records the head's address and pins its host key")
+    return SshRunner(cluster.ssh, env=dict(cluster.env), connect_attempts=1)
+
+
+def _close(runner: ProbeRunner | None) -> None:
     if runner is not None:
         try:
-            runner.close()  # type: ignore[attr-defined]
+            runner.close()
         except Exception:  # noqa: BLE001 - closing a dead connection must not hide the real error
             pass
-    return None

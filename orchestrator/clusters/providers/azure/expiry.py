@@ -74,7 +74,10 @@ def grant_self_delete(clients: Any, rg: str, name: str, principal_id: str) -> st
     if current is not None:  # the head was recreated: its identity is a new principal
         with arm_call(f"delete stale role assignment {name}"):
             ops.delete(scope, name)
-    from azure.mgmt.authorization.models import RoleAssignmentCreateParameters
+    # The model of the API version the client's role_assignments speaks (the package default,
+    # 2022-04-01); `azure.mgmt.authorization.models` star-imports every version's, so the
+    # name there is typed as 2015-07-01's (nested `properties=`) while runtime gets 2022-04-01's.
+    from azure.mgmt.authorization.v2022_04_01.models import RoleAssignmentCreateParameters
     role = (f"/subscriptions/{clients.subscription_id}/providers/Microsoft.Authorization/"
             f"roleDefinitions/{CONTRIBUTOR_ROLE}")
     # principal_type skips the directory lookup that fails while a new identity replicates.
@@ -93,13 +96,13 @@ def grant_self_delete(clients: Any, rg: str, name: str, principal_id: str) -> st
 def move_expiry(clients: Any, cluster: str, expires: datetime) -> list[str]:
     """Set `azbench-expires` on the cluster's groups and tagged resources (tags merged, others
     kept); returns the scopes changed. NotFoundError when Azure holds nothing of the cluster."""
-    from azure.mgmt.resource.resources.models import TagsPatchResource
+    from azure.mgmt.resource.resources.models import Tags, TagsPatchResource
     stamp = expires.strftime("%Y-%m-%dT%H:%M:%SZ")
     groups, resources = tagged(clients, cluster)
     if not groups and not resources:
         raise NotFoundError(f"Azure holds no resource tagged azbench-cluster={cluster}")
     scopes = [rid(clients.subscription_id, g.name) for g in groups] + [r.id for r in resources]
-    patch = TagsPatchResource(operation="Merge", properties={"tags": {TAG_EXPIRES: stamp}})
+    patch = TagsPatchResource(operation="Merge", properties=Tags(tags={TAG_EXPIRES: stamp}))
     for scope in scopes:
         with arm_call(f"tag {scope}"):
             clients.resources.tags.begin_update_at_scope(scope, patch).result()

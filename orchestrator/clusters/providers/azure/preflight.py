@@ -168,9 +168,10 @@ def _check_urn(clients: Any, region: str, ref: dict[str, str], arch: str) -> Non
     urn = ":".join(ref[k] for k in ("publisher", "offer", "sku", "version"))
     with arm_call(f"check image {urn}"):
         if version == "latest":
-            version = _latest(clients, region, ref["publisher"], ref["offer"], ref["sku"])
-            if version is None:
+            latest = _latest(clients, region, ref["publisher"], ref["offer"], ref["sku"])
+            if latest is None:
                 raise PreflightError(f"image {urn} has no versions in {region}")
+            version = latest
         try:
             img = clients.compute.virtual_machine_images.get(region, ref["publisher"], ref["offer"],
                                                             ref["sku"], version)

@@ -114,39 +114,42 @@ def head_image(node_image: dict[str, str]) -> dict[str, str]:
     return image_reference(HEAD_IMAGES[release])
 
 
+# The builders below pass each model's `properties=` as the typed (TypeSpec-generated) signatures
+# declare; the SDKs' flattened keywords (SecurityRule(priority=...)) only work through an untyped
+# back-compat shim. Either way ARM receives the same JSON.
 def nsg_body(location: str, tags: dict[str, str], ingress_cidr: str) -> Any:
-    from azure.mgmt.network.models import NetworkSecurityGroup, SecurityRule
-    rule = SecurityRule(name="ssh-from-caller", priority=100, direction="Inbound", access="Allow",
-                        protocol="Tcp", source_address_prefix=ingress_cidr, source_port_range="*",
-                        destination_address_prefix="*", destination_port_range="22")
-    return NetworkSecurityGroup(location=location, tags=tags, security_rules=[rule])
+    from azure.mgmt.network import models as n
+    rule = n.SecurityRule(name="ssh-from-caller", properties=n.SecurityRulePropertiesFormat(
+        priority=100, direction="Inbound", access="Allow", protocol="Tcp",
+        source_address_prefix=ingress_cidr, source_port_range="*",
+        destination_address_prefix="*", destination_port_range="22"))
+    return n.NetworkSecurityGroup(location=location, tags=tags,
+                                  properties=n.NetworkSecurityGroupPropertiesFormat(security_rules=[rule]))
 
 
 def vnet_body(location: str, tags: dict[str, str], cidr: str, subnet_cidr: str, nsg_id: str) -> Any:
-    from azure.mgmt.network.models import AddressSpace, NetworkSecurityGroup, Subnet, VirtualNetwork
-    subnet = Subnet(name=SUBNET, address_prefix=subnet_cidr, network_security_group=NetworkSecurityGroup(id=nsg_id))
-    return VirtualNetwork(location=location, tags=tags, address_space=AddressSpace(address_prefixes=[cidr]),
-                          subnets=[subnet])
+    from azure.mgmt.network import models as n
+    subnet = n.Subnet(name=SUBNET, properties=n.SubnetPropertiesFormat(
+        address_prefix=subnet_cidr, network_security_group=n.NetworkSecurityGroup(id=nsg_id)))
+    return n.VirtualNetwork(location=location, tags=tags, properties=n.VirtualNetworkPropertiesFormat(
+        address_space=n.AddressSpace(address_prefixes=[cidr]), subnets=[subnet]))
 
 
 def pip_body(location: str, tags: dict[str, str]) -> Any:
-    from azure.mgmt.network.models import PublicIPAddress, PublicIPAddressSku
-    return PublicIPAddress(location=location, tags=tags, sku=PublicIPAddressSku(name="Standard"),
-                           public_ip_allocation_method="Static", public_ip_address_version="IPv4")
+    from azure.mgmt.network import models as n
+    return n.PublicIPAddress(location=location, tags=tags, sku=n.PublicIPAddressSku(name="Standard"),
+                             properties=n.PublicIPAddressPropertiesFormat(public_ip_allocation_method="Static",
+                                                                          public_ip_address_version="IPv4"))
 
 
 def nic_body(location: str, tags: dict[str, str], subnet_id: str, pip_id: str, private_ip: str) -> Any:
-    from azure.mgmt.network.models import (
-        NetworkInterface,
-        NetworkInterfaceIPConfiguration,
-        PublicIPAddress,
-        Subnet,
-    )
-    ipc = NetworkInterfaceIPConfiguration(name="ipconfig", primary=True, subnet=Subnet(id=subnet_id),
-                                          private_ip_allocation_method="Static", private_ip_address=private_ip,
-                                          public_ip_address=PublicIPAddress(id=pip_id))
-    return NetworkInterface(location=location, tags=tags, enable_accelerated_networking=True,
-                            ip_configurations=[ipc])
+    from azure.mgmt.network import models as n
+    ipc = n.NetworkInterfaceIPConfiguration(
+        name="ipconfig", properties=n.NetworkInterfaceIPConfigurationPropertiesFormat(
+            primary=True, subnet=n.Subnet(id=subnet_id), private_ip_allocation_method="Static",
+            private_ip_address=private_ip, public_ip_address=n.PublicIPAddress(id=pip_id)))
+    return n.NetworkInterface(location=location, tags=tags, properties=n.NetworkInterfacePropertiesFormat(
+        enable_accelerated_networking=True, ip_configurations=[ipc]))
 
 
 def head_vm_body(location: str, tags: dict[str, str], *, size: str, image: dict[str, str], admin: str,
@@ -154,16 +157,19 @@ def head_vm_body(location: str, tags: dict[str, str], *, size: str, image: dict[
                  identity: bool = False) -> Any:
     """`identity`: a system-assigned managed identity, for the expiry agent (azure_expiry)."""
     from azure.mgmt.compute import models as m
+    nic = m.NetworkInterfaceReference(id=nic_id, properties=m.NetworkInterfaceReferenceProperties(primary=True))
     return m.VirtualMachine(
-        location=location, tags=tags, hardware_profile=m.HardwareProfile(vm_size=size),
+        location=location, tags=tags,
         identity=m.VirtualMachineIdentity(type="SystemAssigned") if identity else None,
-        storage_profile=m.StorageProfile(
-            image_reference=m.ImageReference(**image),
-            os_disk=m.OSDisk(create_option="FromImage", disk_size_gb=256, caching="ReadWrite",
-                             managed_disk=m.ManagedDiskParameters(storage_account_type="Premium_LRS"))),
-        os_profile=m.OSProfile(computer_name=computer_name, admin_username=admin, custom_data=custom_data,
-                               linux_configuration=_linux(m, admin, pubkey)),
-        network_profile=m.NetworkProfile(network_interfaces=[m.NetworkInterfaceReference(id=nic_id, primary=True)]))
+        properties=m.VirtualMachineProperties(
+            hardware_profile=m.HardwareProfile(vm_size=size),
+            storage_profile=m.StorageProfile(
+                image_reference=m.ImageReference(**image),
+                os_disk=m.OSDisk(create_option="FromImage", disk_size_gb=256, caching="ReadWrite",
+                                 managed_disk=m.ManagedDiskParameters(storage_account_type="Premium_LRS"))),
+            os_profile=m.OSProfile(computer_name=computer_name, admin_username=admin, custom_data=custom_data,
+                                   linux_configuration=_linux(m, admin, pubkey)),
+            network_profile=m.NetworkProfile(network_interfaces=[nic])))
 
 
 @dataclass(frozen=True)
@@ -186,10 +192,12 @@ def vmss_body(location: str, tags: dict[str, str], *, sku_name: str, scale_set: 
               zone: str | None, image: dict[str, str], admin: str, pubkey: str, custom_data: str,
               subnet_id: str, prefix: str, spot: SpotTerms | None = None) -> Any:
     from azure.mgmt.compute import models as m
+    ipc = m.VirtualMachineScaleSetIPConfiguration(
+        name="ipconfig", properties=m.VirtualMachineScaleSetIPConfigurationProperties(
+            primary=True, subnet=m.ApiEntityReference(id=subnet_id)))
     nic = m.VirtualMachineScaleSetNetworkConfiguration(
-        name="ib-node", primary=True, enable_accelerated_networking=True,
-        ip_configurations=[m.VirtualMachineScaleSetIPConfiguration(
-            name="ipconfig", primary=True, subnet=m.ApiEntityReference(id=subnet_id))])
+        name="ib-node", properties=m.VirtualMachineScaleSetNetworkConfigurationProperties(
+            primary=True, enable_accelerated_networking=True, ip_configurations=[ipc]))
     profile = m.VirtualMachineScaleSetVMProfile(
         os_profile=m.VirtualMachineScaleSetOSProfile(computer_name_prefix=prefix, admin_username=admin,
                                                      custom_data=custom_data,
@@ -203,9 +211,10 @@ def vmss_body(location: str, tags: dict[str, str], *, sku_name: str, scale_set: 
         **spot_profile(m, spot))
     return m.VirtualMachineScaleSet(
         location=location, tags=tags, zones=[zone] if zone else None,
-        sku=m.Sku(name=sku_name, tier="Standard", capacity=scale_set.vms), orchestration_mode="Uniform",
-        single_placement_group=True, platform_fault_domain_count=1, overprovision=False,
-        upgrade_policy=m.UpgradePolicy(mode="Manual"), virtual_machine_profile=profile)
+        sku=m.Sku(name=sku_name, tier="Standard", capacity=scale_set.vms),
+        properties=m.VirtualMachineScaleSetProperties(
+            orchestration_mode="Uniform", single_placement_group=True, platform_fault_domain_count=1,
+            overprovision=False, upgrade_policy=m.UpgradePolicy(mode="Manual"), virtual_machine_profile=profile))
 
 
 def _linux(m: Any, admin: str, pubkey: str) -> Any:

@@ -157,6 +157,6 @@ def _run_all(jobs: list[Any], workers: int) -> None:
         return
     with ThreadPoolExecutor(max_workers=max(1, min(workers, len(jobs)))) as pool:
         futures = [pool.submit(job) for job in jobs]
-    errors = [f.exception() for f in futures if f.exception() is not None]
+    errors = [exc for f in futures if (exc := f.exception()) is not None]
     if errors:
         raise errors[0]

@@ -12,10 +12,12 @@ from __future__ import annotations
 
 import getpass
 import os
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
-from typing import Any, Callable
+from functools import partial
+from typing import Any, Callable, TypeVar
 
 from orchestrator import paths
 from orchestrator.clusters.providers.azure import cloudinit as ci
@@ -38,6 +40,7 @@ from orchestrator.errors import CapacityError, ProvisionError
 from orchestrator.models import Cluster, ClusterState, Plan, ScaleSetPlan
 
 LRO_FILE = "azure-lro.json"
+T = TypeVar("T")
 
 
 @dataclass
@@ -71,17 +74,21 @@ class UpRun:
         secrets = ci.load_or_create_secrets(self.cdir)
         tags = self._tags()
         regions = [region] + [r for r in self.spec.azure.fallback_regions if r != region]
-        for i, reg in enumerate(regions):
-            zones = self.spec.azure.zones if reg == self.spec.region else []
-            image = preflight(self.clients, self._need(reg, zones))
+        for reg, following in zip(regions, regions[1:]):
+            zones, image = self._preflight(reg)
             try:
                 return self._build(reg, zones, image, ingress, secrets, tags)
             except CapacityError:
-                if i == len(regions) - 1:
-                    raise
-                self.report.emit("retry", ar.RG, self.names.rg, f"no capacity in {reg}: moving to {regions[i + 1]}")
+                self.report.emit("retry", ar.RG, self.names.rg, f"no capacity in {reg}: moving to {following}")
                 self._clear_regional()
                 self.seen = self._observe_all()
+        zones, image = self._preflight(regions[-1])
+        return self._build(regions[-1], zones, image, ingress, secrets, tags)  # the last region: no fallback
+
+    def _preflight(self, region: str) -> tuple[list[str], dict[str, str]]:
+        """The zones to try in `region` (azure.zones in the spec's region only) and the image."""
+        zones = self.spec.azure.zones if region == self.spec.region else []
+        return zones, preflight(self.clients, self._need(region, zones))
 
     # ------------------------------------------------------------ observe + preflight
     def _observe_all(self) -> dict[str, Observed | None]:
@@ -93,12 +100,12 @@ class UpRun:
         seen[f"{ar.RG}/{n.rg}"] = group
         if group is not None:
             self._check_owner(ar.RG, n.rg, group)
-            jobs = {f"{k}/{name}": (lambda k=k, name=name: observe(self.clients, n.rg, k, name))
-                    for k, name in items[1:]}
+            jobs = {f"{k}/{name}": partial(observe, self.clients, n.rg, k, name) for k, name in items[1:]}
             seen.update(self._parallel(jobs))
         for key, obs in seen.items():
             if obs is not None:
-                self._check_owner(*key.rsplit("/", 1), obs)
+                kind, name = key.rsplit("/", 1)
+                self._check_owner(kind, name, obs)
         return seen
 
     def _check_owner(self, kind: str, name: str, obs: Observed) -> None:
@@ -168,10 +175,13 @@ class UpRun:
             region, tags, size=self.spec.azure.head_size, image=ar.head_image(image), custom_data=head_cd,
             nic_id=ids[ar.NIC], computer_name=ci.head_hostname(self.spec.name), identity=n.role is not None,
             **common))}
+
+        def vmss_body(s: ScaleSetPlan, zone: str | None) -> Any:
+            return ar.vmss_body(region, tags, sku_name=self.sku.name, scale_set=s, zone=zone, image=image,
+                                custom_data=node_cd, subnet_id=subnet_id, prefix=ci.computer_name_prefix(s),
+                                spot=self._spot(), **common)
         for s in sets:
-            jobs[s.name] = lambda s=s: self._ensure_vmss(region, zones, s, lambda zone, s=s: ar.vmss_body(
-                region, tags, sku_name=self.sku.name, scale_set=s, zone=zone, image=image, custom_data=node_cd,
-                subnet_id=subnet_id, prefix=ci.computer_name_prefix(s), spot=self._spot(), **common))
+            jobs[s.name] = partial(self._ensure_vmss, region, zones, s, partial(vmss_body, s))
         made = self._parallel(jobs)
         if n.role:
             self._grant_self_delete(made["head"])
@@ -206,7 +216,8 @@ class UpRun:
     def _create_vmss(self, region: str, zone: str | None, s: ScaleSetPlan,
                      body: Callable[[str | None], Any]) -> Any:
         key = f"{ar.VMSS}/{s.name}"
-        if self.seen.get(key) is not None and self.seen[key].state == "Failed":
+        seen = self.seen.get(key)
+        if seen is not None and seen.state == "Failed":
             delete(self.clients, self.names.rg, ar.VMSS, s.name, self.report)
             self.seen[key] = None
         try:
@@ -225,13 +236,16 @@ class UpRun:
                     self.report, self.opts.workers)
         self.tokens.clear()
 
-    def _parallel(self, jobs: dict[str, Callable[[], Any]]) -> dict[str, Any]:
+    def _parallel(self, jobs: Mapping[str, Callable[[], T]]) -> dict[str, T]:
         """Run independent jobs at once; on the first failure the others stop at their next step."""
+        def stop_the_others(fut: Future[T]) -> None:
+            if fut.exception() is not None:
+                self.report.abort.set()
         with ThreadPoolExecutor(max_workers=max(1, min(self.opts.workers, len(jobs)))) as pool:
             futures = {key: pool.submit(job) for key, job in jobs.items()}
             for fut in futures.values():
-                fut.add_done_callback(lambda f: f.exception() and self.report.abort.set())
-        errors = [f.exception() for f in futures.values() if f.exception() is not None]
+                fut.add_done_callback(stop_the_others)
+        errors = [exc for fut in futures.values() if (exc := fut.exception()) is not None]
         real = [e for e in errors if not isinstance(e, Aborted)]
         if real:
             # Capacity last: a fail-fast error (quota, SKU) is what the user must act on.
