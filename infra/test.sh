@@ -1,7 +1,12 @@
 #!/usr/bin/env bash
 # The test command: install what the tests need (infra/setup.sh), then run the whole suite,
-# unit tests and integration tests against real Slurm, sshd and PostgreSQL on loopback.
+# the type checker, then unit tests and integration tests against real Slurm, sshd and PostgreSQL on loopback.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash infra/setup.sh
+# The type checker first (pyproject.toml [tool.mypy]): the Protocols (providers, launchers,
+# runners) are proven by their implementations, and CI wants 0 errors.
+echo "==> mypy"
+.venv/bin/mypy
+echo "==> pytest"
 exec .venv/bin/python -m pytest -q -ra "$@"

@@ -399,3 +399,9 @@ def _reason(exc: BaseException) -> str:
 
 def _short(text: str, limit: int = 120) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+if TYPE_CHECKING:
+    from orchestrator.seams import Runner
+
+    _CONFORM: tuple[type[Runner], ...] = (LocalRunner, SshRunner)  # proven by mypy (CI)

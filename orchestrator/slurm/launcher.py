@@ -16,6 +16,7 @@ import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING
 
 from orchestrator.errors import ConfigError, LaunchError, NotFoundError
 from orchestrator.models import AttemptSpec, Cluster, ExecResult, JobRef, JobState, JobStatus, NodeInfo
@@ -291,3 +292,9 @@ def _id_order(job_id: str) -> tuple[int, str]:
 def _last_line(text: str) -> str:
     lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
     return lines[-1] if lines else ""
+
+
+if TYPE_CHECKING:
+    from orchestrator.seams import Launcher
+
+    _CONFORMS: type[Launcher] = SlurmLauncher  # proven by mypy (CI), not assumed

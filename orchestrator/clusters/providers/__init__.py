@@ -91,3 +91,16 @@ def check_spec(provider: str, sku: str | None, region: str | None,
 
 
 __all__ = ["PROVIDERS", "REGISTRY", "capabilities", "check_spec", "entry", "get_provider"]
+
+
+if TYPE_CHECKING:
+    # Protocol conformance, proven by the type checker (CI runs mypy): every backend's class is
+    # a Provider. get_provider loads them by name, which no checker can follow.
+    from orchestrator.clusters.providers.azure.provider import AzureProvider
+    from orchestrator.clusters.providers.azureml.provider import AzureMLProvider
+    from orchestrator.clusters.providers.fake.provider import FakeProvider
+    from orchestrator.clusters.providers.local.provider import LocalProvider
+    from orchestrator.clusters.providers.ssh.provider import SshProvider
+
+    _PROVIDERS_CONFORM: tuple[type[Provider], ...] = (
+        AzureProvider, AzureMLProvider, FakeProvider, LocalProvider, SshProvider)

@@ -19,7 +19,7 @@ import shutil
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from orchestrator.errors import ConfigError, LaunchError, MissingCapability
 from orchestrator.models import (
@@ -444,3 +444,9 @@ def _is_sdk_error(exc: BaseException) -> bool:
 def _one_line(text: str) -> str:
     lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
     return lines[0] if lines else ""
+
+
+if TYPE_CHECKING:
+    from orchestrator.seams import Launcher
+
+    _CONFORMS: type[Launcher] = AzureMLLauncher  # proven by mypy (CI), not assumed
