@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The test command: install what the tests need (infra/setup.sh), then run the whole suite,
-# the type checker, then unit tests and integration tests against real Slurm, sshd and PostgreSQL on loopback.
+# The test command: install what the tests need (infra/setup.sh), then run the type checker and
+# the whole suite: unit tests, contract suites, and integration tests against real Slurm, sshd
+# and PostgreSQL on loopback.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash infra/setup.sh
