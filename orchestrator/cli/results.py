@@ -74,8 +74,11 @@ def report(benchmark: Optional[str] = typer.Option(None, "--benchmark", help="On
     """Scores, time-to-train, step times, scaling efficiency, speedup and cost."""
     from orchestrator.recipes.catalog import model_facts
     from orchestrator.report.build import build_report
+    from orchestrator.errors import ConfigError
     from orchestrator.report.render import rich_tables, to_json, to_markdown, write_html
     when = _parse_since(since)
+    if html is not None and html.exists() and not html.is_dir():
+        raise ConfigError(f"--html: {html} is a file: give a directory for index.html and the plots")
     with open_store() as store:
         results = store.list_results(benchmark=benchmark, system=system, cluster=cluster, since=when)
         runs = store.list_runs(cluster=cluster) if cluster else store.list_runs()
@@ -85,7 +88,12 @@ def report(benchmark: Optional[str] = typer.Option(None, "--benchmark", help="On
     rep = build_report(results, runs, attempts, benchmark=benchmark, system=system, since=when,
                        spot_clusters=spot, model_facts=model_facts())
     if html is not None:
-        files = write_html(rep, results, html)
+        try:
+            files = write_html(rep, results, html)
+        except (PermissionError, FileExistsError, NotADirectoryError, IsADirectoryError,
+                FileNotFoundError) as exc:
+            raise ConfigError(f"--html: cannot write {exc.filename or html}: "
+                              f"{exc.strerror or exc}") from None
         sys.stderr.write(f"wrote {len(files)} files to {html} (open {files[0]})\n")
     if as_json:
         sys.stdout.write(to_json(rep) + "\n")

@@ -86,6 +86,22 @@ def _finite_params(value: dict[str, Any]) -> dict[str, Any]:
 Params = Annotated[dict[str, str | int | float | bool], AfterValidator(_finite_params)]
 
 
+def check_arm_endpoint(value: str) -> str:
+    """An Azure Resource Manager endpoint: an https URL with a host (sovereign clouds have their
+    own, e.g. https://management.usgovcloudapi.net); ValueError saying what is wrong."""
+    from urllib.parse import urlsplit
+    shown = value if len(value) <= 60 else value[:57] + "..."
+    try:
+        url = urlsplit(value)
+        url.port  # noqa: B018 - raises ValueError on a port out of range
+    except ValueError as exc:
+        raise ValueError(f"arm endpoint {shown!r} is not a URL: {exc}") from None
+    if url.scheme != "https" or not url.hostname or any(c.isspace() for c in value) or url.username:
+        raise ValueError(f"arm endpoint {shown!r} is not an https URL such as "
+                         "https://management.azure.com")
+    return value
+
+
 class LocalOptions(Frozen):
     cpus_per_node: StrictInt = Field(1, ge=1, le=64)
     slurmd_timeout: StrictInt = Field(10, ge=5, le=600)
@@ -142,6 +158,11 @@ class AzureOptions(Frozen):
         return value
     # After ARM: how long `up` waits for cloud-init and Slurm on the VMs (0: do not wait).
     boot_timeout_s: Annotated[float, between(0, 86_400, " seconds")] = 1800.0
+
+    @field_validator("arm_endpoint")
+    @classmethod
+    def _arm(cls, value: str | None) -> str | None:
+        return None if value is None else check_arm_endpoint(value)
 
     @field_validator("vnet_cidr")
     @classmethod
