@@ -181,6 +181,9 @@ def parse_yaml(text: str, source: str) -> tuple[Any, LineMap]:
         mark = getattr(exc, "problem_mark", None)
         where = f"{source}:{mark.line + 1}" if mark else source
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        context = getattr(exc, "context", None)
+        if context and problem.startswith("but "):  # "but found another document": say what
+            problem = f"{context} {problem}"
         kind = "" if isinstance(exc, _LimitError) else "malformed YAML: "
         raise ConfigError(f"{where}: {kind}{problem}") from None
     except (ValueError, OverflowError, RecursionError) as exc:  # e.g. an int of 5,000 digits

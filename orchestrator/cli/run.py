@@ -40,8 +40,8 @@ def run(recipe: Optional[str] = typer.Argument(None, help="Recipe name (see azbe
     from orchestrator.errors import ConfigError
     from orchestrator.recipes.catalog import check_params, get_recipe
     from orchestrator.runs.execute import attach_run, require_success, run_sweep
-    if attach is None and recipe is None:
-        raise ConfigError("give a recipe name, or --attach RUN")
+    if attach is None and recipe is None and file is None:
+        raise ConfigError("give a recipe name (or a run spec with -f), or --attach RUN")
     check_number("--poll", poll, 0.05, 3600)
     spec = None if attach else load_run_spec(file, {
         "recipe": recipe, "cluster": cluster, "repeats": repeats,

@@ -248,8 +248,8 @@ class RetryPolicy(Frozen):
 
 class HealthPolicy(Frozen):
     enabled: bool = True
-    busbw_warn_fraction: float = Field(0.9, gt=0, le=1)
-    busbw_fail_fraction: float = Field(0.75, gt=0, le=1)
+    busbw_warn_fraction: Annotated[float, between(0.01, 1)] = 0.9
+    busbw_fail_fraction: Annotated[float, between(0.01, 1)] = 0.75
     timeout: Annotated[int, between(1, 86_400, " seconds")] = 300
 
     _durations = field_validator("timeout", mode="before")(
