@@ -503,3 +503,19 @@ def test_any_param_flags_are_typed_values_or_one_config_error(items):
             default = recipe.params[key]
             assert type(value) is type(default) or (isinstance(default, float) and isinstance(value, float))
             assert not isinstance(value, float) or math.isfinite(value)
+
+
+def test_dry_run_shows_the_script_with_the_params_applied(tmp_path):
+    default = azbench_in_process("run", "smoke", "--dry-run", "--sku", "local", home=tmp_path / "h")
+    assert default.code == 0, default.err
+    assert "--target 0.87" in default.out and "--threads 1 " in default.out.replace("'", " ")
+    given_ = azbench_in_process("run", "smoke", "--dry-run", "--sku", "local", "-p", "threads=3",
+                                "-p", "target=0.5", "--nodes", "1,2", home=tmp_path / "h")
+    assert given_.code == 0, given_.err
+    assert given_.out.count("--target 0.5") == 2 and "--target 0.87" not in given_.out
+    assert given_.out.count("--threads 3") == 2
+    spec = tmp_path / "run.yaml"
+    spec.write_text("recipe: smoke\ntime_limit_min: 7\nparams: {max_steps: 40}\n")
+    from_file = azbench_in_process("run", "-f", str(spec), "--dry-run", "--sku", "local", home=tmp_path / "h")
+    assert from_file.code == 0, from_file.err
+    assert "--max-steps 40" in from_file.out and "#SBATCH --time=00:07:00" in from_file.out

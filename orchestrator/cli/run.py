@@ -82,7 +82,8 @@ def _dry_run(spec: Any, sku: Optional[str], as_json: bool) -> None:
     if sku is None:
         with open_store() as store:
             sku = require_cluster(spec.cluster, store).sku
-    previews = [describe_launch(spec.recipe, sku, n, params=spec.params) for n in spec.nodes]
+    previews = [describe_launch(spec.recipe, sku, n, params=spec.params, time_limit_min=spec.time_limit_min)
+                for n in spec.nodes]
     if as_json:
         return emit_json(previews)
     for p in previews:
