@@ -295,6 +295,7 @@ def main(argv: list[str] | None = None) -> None:
         _say("usage error: standard output is closed: nothing could be printed "
              "(redirect it to a file or /dev/null instead)")
         sys.exit(2)
+    _quiet_sdk_loggers(argv if argv is not None else sys.argv[1:])
     try:
         code = app(args=argv, prog_name="azbench", standalone_mode=False)
         # Without standalone mode, typer returns a typer.Exit's code instead of exiting. Typer
@@ -346,6 +347,16 @@ def main(argv: list[str] | None = None) -> None:
                          "(rerun with --debug for the traceback)\n")
         sys.exit(1)
     sys.exit(0)
+
+
+def _quiet_sdk_loggers(argv: list[str]) -> None:
+    """The Azure SDK logs its credential chain's failures as WARNINGs, which Python's last-resort
+    handler prints to stderr (a dozen lines before azbench's one). Errors reach the user through
+    azbench's own line; --debug or AZBENCH_DEBUG keeps the SDK's log."""
+    import logging
+    import os
+    if "--debug" not in argv and not os.environ.get("AZBENCH_DEBUG"):
+        logging.getLogger("azure").setLevel(logging.ERROR + 10)
 
 
 def _say(line: str) -> None:
