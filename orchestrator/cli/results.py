@@ -68,24 +68,32 @@ def report(benchmark: Optional[str] = typer.Option(None, "--benchmark", help="On
            system: Optional[str] = typer.Option(None, "--system", help="Only this system."),
            cluster: Optional[str] = typer.Option(None, "--cluster", help="Only runs on this cluster."),
            since: Optional[str] = typer.Option(None, "--since", help="Only results since this date (YYYY-MM-DD)."),
+           until: Optional[str] = typer.Option(None, "--until", help="Only results until this date (YYYY-MM-DD, inclusive)."),
+           baseline: Optional[str] = typer.Option(None, "--baseline", help="Baseline for the site's history band (default: the latest set)."),
            as_json: bool = JsonOpt,
            markdown: bool = typer.Option(False, "--markdown", help="Print Markdown (for PR comments)."),
-           html: Optional[Path] = typer.Option(None, "--html", help="Write index.html and PNG plots here.")) -> None:
+           html: Optional[Path] = typer.Option(None, "--html", help="Write the interactive site (index.html, pages, assets) here.")) -> None:
     """Scores, time-to-train, step times, scaling efficiency, speedup and cost."""
     from orchestrator.recipes.catalog import model_facts
     from orchestrator.report.build import build_report
-    from orchestrator.report.render import rich_tables, to_json, to_markdown, write_html
-    when = _parse_since(since)
+    from orchestrator.report.render import rich_tables, to_json, to_markdown
+    when, end = _parse_date("--since", since), _parse_date("--until", until, end_of_day=True)
     with open_store() as store:
         results = store.list_results(benchmark=benchmark, system=system, cluster=cluster, since=when)
         runs = store.list_runs(cluster=cluster) if cluster else store.list_runs()
         attempts = [a for r in runs for a in store.list_attempts(r.id)]
         spot = {c.name: c.cluster.sku for c in store.list_clusters(include_terminated=True)
                 if c.cluster.properties.is_spot}
+        history = None
+        if html is not None:
+            from orchestrator.pipelines.history import history_from_store
+            history = history_from_store(store, baseline=baseline, since=when, until=end)
     rep = build_report(results, runs, attempts, benchmark=benchmark, system=system, since=when,
-                       spot_clusters=spot, model_facts=model_facts())
+                       until=end, spot_clusters=spot, model_facts=model_facts())
     if html is not None:
-        files = write_html(rep, results, html)
+        from orchestrator.report.site import write_site
+        kept = [r for r in results if end is None or r.created_at <= end]
+        files = write_site(rep, kept, html, runs=runs, attempts=attempts, history=history)
         sys.stderr.write(f"wrote {len(files)} files to {html} (open {files[0]})\n")
     if as_json:
         sys.stdout.write(to_json(rep) + "\n")
@@ -99,16 +107,19 @@ def report(benchmark: Optional[str] = typer.Option(None, "--benchmark", help="On
             console.print(table)
 
 
-def _parse_since(since: Optional[str]):
-    if since is None:
+def _parse_date(flag: str, value: Optional[str], end_of_day: bool = False):
+    """A date or date-time; a bare --until date means the end of that day (UTC)."""
+    if value is None:
         return None
-    from datetime import datetime, timezone
+    from datetime import datetime, timedelta, timezone
 
     from orchestrator.errors import ConfigError
     try:
-        when = datetime.fromisoformat(since)
+        when = datetime.fromisoformat(value)
     except ValueError:
-        raise ConfigError(f"--since: '{since}' is not a date like 2026-11-01") from None
+        raise ConfigError(f"{flag}: '{value}' is not a date like 2026-11-01") from None
+    if end_of_day and len(value.strip()) == 10:
+        when += timedelta(days=1, microseconds=-1)
     return when if when.tzinfo else when.replace(tzinfo=timezone.utc)
 
 
@@ -164,3 +175,8 @@ def results_import(path: Path = typer.Argument(..., help="Submission tree, resul
                      f"{len(summary.warnings)} warning(s) from {path}\n")
     for warning in summary.warnings:
         sys.stderr.write(f"warning: {warning.path}: {warning.message}\n")
+
+
+def _parse_since(since: Optional[str]):
+    """--since as a UTC date-time (kept for `azbench baseline set --since`)."""
+    return _parse_date("--since", since)
