@@ -12,6 +12,7 @@ from __future__ import annotations
 import statistics
 from collections import defaultdict
 from collections.abc import Sequence
+from datetime import timedelta
 from typing import Any
 
 from orchestrator.report.build import GroupReport, Report, SkuSpeedup, WeakScaling
@@ -26,11 +27,12 @@ BAD, GOOD, BAND = "#c0392b", "#1e8449", "rgba(52, 152, 219, 0.18)"
 
 def layout(title: str, xtitle: str, ytitle: str, **extra: Any) -> dict[str, Any]:
     out: dict[str, Any] = {
-        "title": {"text": title, "font": {"size": 14}}, "height": 340,
-        "margin": {"l": 60, "r": 20, "t": 40, "b": 50}, "hovermode": "closest",
+        "title": {"text": title, "font": {"size": 14}, "x": 0.01, "xanchor": "left"},
+        "height": 380, "margin": {"l": 60, "r": 20, "t": 60, "b": 40}, "hovermode": "closest",
         "xaxis": {"title": {"text": xtitle}, "automargin": True},
         "yaxis": {"title": {"text": ytitle}, "automargin": True},
-        "legend": {"font": {"size": 10}}, "dragmode": "zoom",
+        "legend": {"font": {"size": 10}, "orientation": "h", "y": -0.22, "yanchor": "top"},
+        "dragmode": "zoom",
     }
     out.update(extra)
     return out
@@ -94,7 +96,7 @@ def step_histogram(label: str, rows: Sequence[ResultRow]) -> Figure | None:
     kept = sorted(t for row in rows for t in kept_step_times(summary_of(row)))
     if len(kept) < 2:
         return None
-    lo, hi = kept[0], kept[int(0.999 * (len(kept) - 1))]
+    lo, hi = kept[0], kept[int(0.99 * (len(kept) - 1))]  # outliers pile into the last bin
     bins = min(60, max(10, len(kept) // 5))
     width = (hi - lo) / bins or 1e-9
     counts = [0] * bins
@@ -175,7 +177,7 @@ def mfu(groups: Sequence[GroupReport]) -> Figure | None:
     shown = [g for g in groups if g.mfu is not None or g.mfu_bf16 is not None]
     if not shown:
         return None
-    names = [f"{g.benchmark}: {g.label}" for g in shown]
+    names = [_bar_name(g) for g in shown]
     return {"data": [
         {"type": "bar", "name": "MFU (recipe precision)", "x": names, "y": [g.mfu for g in shown],
          "text": [g.mfu_precision or "" for g in shown]},
@@ -188,7 +190,7 @@ def cost(groups: Sequence[GroupReport]) -> Figure | None:
     shown = [g for g in groups if g.cost_all_runs_usd is not None or g.cost_per_result_usd is not None]
     if not shown:
         return None
-    names = [f"{g.benchmark}: {g.label}" for g in shown]
+    names = [_bar_name(g) for g in shown]
     return {"data": [
         {"type": "bar", "name": "per result", "x": names, "y": [g.cost_per_result_usd for g in shown]},
         {"type": "bar", "name": "all runs", "x": names, "y": [g.cost_all_runs_usd for g in shown]},
@@ -227,9 +229,13 @@ def history(series: HistorySeries) -> Figure:
                            "x": [p.when.isoformat() for p in hits], "y": [p.value for p in hits],
                            "text": [f"{p.occasion}: {verdict}" for p in hits], "hoverinfo": "text",
                            "marker": {"color": colour, "size": 14, "symbol": symbol}})
+    xaxis: dict[str, Any] = {"type": "date", "title": {"text": "when"}}
+    whens = sorted({p.when for p in series.points})
+    if len(whens) == 1:  # one occasion: a day either side, not a millisecond scale
+        xaxis["range"] = [(whens[0] - timedelta(days=1)).isoformat(),
+                          (whens[0] + timedelta(days=1)).isoformat()]
     return {"data": traces, "layout": layout(
-        f"{series.label}: {series.metric_label}", "when", series.metric_label,
-        xaxis={"type": "date", "title": {"text": "when"}})}
+        f"{series.label}: {series.metric_label}", "when", series.metric_label, xaxis=xaxis)}
 
 
 def _count_axis(values: Sequence[int], title: str) -> dict[str, Any]:
@@ -239,6 +245,11 @@ def _count_axis(values: Sequence[int], title: str) -> dict[str, Any]:
     if vals and vals[-1] / vals[0] >= 8:
         axis.update(type="log", tickvals=vals, ticktext=[str(v) for v in vals])
     return axis
+
+
+def _bar_name(g: GroupReport) -> str:
+    """'benchmark<br>system' (the system without round and submitter): bar labels stay legible."""
+    return f"{g.benchmark}<br>{g.system}"
 
 
 def _short(sku: str | None) -> str:

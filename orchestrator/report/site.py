@@ -173,7 +173,8 @@ class _Site:
         h = self.history
         charts: dict[str, Figure | None] = {}
         series = []
-        for i, s in enumerate(h.series if h else []):
+        ordered = sorted(h.series if h else [], key=lambda s: (s.baseline is None, -len(s.points)))
+        for i, s in enumerate(ordered):  # series with a band and the longest histories first
             charts[f"h{i}"] = figs.history(s)
             series.append({"id": f"h{i}", "s": s})
         table = Table("history-points", ["series", "metric", "when", "occasion", "value", "change",
