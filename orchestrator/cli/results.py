@@ -180,3 +180,45 @@ def results_import(path: Path = typer.Argument(..., help="Submission tree, resul
 def _parse_since(since: Optional[str]):
     """--since as a UTC date-time (kept for `azbench baseline set --since`)."""
     return _parse_date("--since", since)
+
+
+AccountOpt = typer.Option(..., "--account", help="Blob service URL, e.g. https://ACCOUNT.blob.core.windows.net "
+                          "(key from $AZURE_STORAGE_KEY, else az login / managed identity).")
+ContainerOpt = typer.Option(..., "--container", help="Blob container (created when missing).")
+
+
+@results_app.command("push")
+def results_push(account: str = AccountOpt, container: str = ContainerOpt, as_json: bool = JsonOpt) -> None:
+    """Archive raw logs (content-hashed) and a store snapshot to Azure Blob Storage; idempotent."""
+    from dataclasses import asdict
+
+    from orchestrator.results.archive import AzureContainer, push
+    with open_store() as store:
+        summary = push(store, AzureContainer(account, container))
+    if as_json:
+        return emit_json(asdict(summary))
+    sys.stdout.write(f"uploaded {len(summary.uploaded)} blob(s), {summary.bytes_uploaded:,} bytes; "
+                     f"{summary.skipped} already there\n")
+    for path in summary.missing_logs:
+        sys.stderr.write(f"warning: {path}: log no longer on disk, not archived\n")
+
+
+@results_app.command("pull")
+def results_pull(account: str = AccountOpt, container: str = ContainerOpt,
+                 into: Path = typer.Option(Path("azbench-archive"), "--into", help="Folder for the logs and snapshot.json."),
+                 do_import: bool = typer.Option(True, "--import/--no-import", help="Add the snapshot's results to the local store."),
+                 as_json: bool = JsonOpt) -> None:
+    """Download archived logs and the latest store snapshot (and import its results)."""
+    from dataclasses import asdict
+
+    from orchestrator.results.archive import AzureContainer, pull
+    remote = AzureContainer(account, container)
+    if do_import:
+        with open_store() as store:
+            summary = pull(remote, into, store)
+    else:
+        summary = pull(remote, into)
+    if as_json:
+        return emit_json(asdict(summary))
+    sys.stdout.write(f"downloaded {len(summary.downloaded)} file(s) into {into}, {summary.skipped} already there; "
+                     f"imported {summary.imported_results} result(s)\n")

@@ -172,18 +172,17 @@ class _Site:
     def history_page(self) -> Page:
         h = self.history
         charts: dict[str, Figure | None] = {}
-        series = []
         ordered = sorted(h.series if h else [], key=lambda s: (s.baseline is None, -len(s.points)))
         for i, s in enumerate(ordered):  # series with a band and the longest histories first
             charts[f"h{i}"] = figs.history(s)
-            series.append({"id": f"h{i}", "s": s})
+        series = [{"id": f"h{i}", "s": s} for i, s in enumerate(ordered)]
         table = Table("history-points", ["series", "metric", "when", "occasion", "value", "change",
                                          "confidence", "verdict"], [
-            [Cell(s["s"].label), Cell(s["s"].metric_label),
+            [Cell(s.label), Cell(s.metric_label),
              Cell(f"{p.when:%Y-%m-%d %H:%M}", p.when.timestamp()), Cell(p.occasion),
              Cell(f"{p.value:.4g}", p.value), _pct_cell(p.change, signed=True),
              _pct_cell(p.confidence), Cell(p.verdict or "-", cls=f"v-{p.verdict or 'none'}")]
-            for s in series for p in s["s"].points], wide_cols=[3])
+            for s in ordered for p in s.points], wide_cols=[3])
         return Page("history.html", "history.html.j2", "History", ctx={
             "history": h, "series": series, "tables": [table] if table.rows else []},
             figures=_present(charts))
