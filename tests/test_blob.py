@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pytest
 
+from orchestrator.errors import RemoteError
 from orchestrator.results import archive
 from orchestrator.store.database import Store
 from orchestrator.store.schema import ResultRow, RunRow
@@ -172,3 +173,32 @@ def test_pull_refuses_corrupt_blob(tmp_path) -> None:
     mem.blobs[f"logs/{archive.sha256(files['a.log'])}"] = b"tampered"
     with pytest.raises(ConfigError, match="does not match its hash"):
         archive.pull(mem, tmp_path / "out")
+
+
+def test_pipeline_pushes_when_configured(azurite, key_env, azbench_home, monkeypatch) -> None:
+    """The archive stage runs after the report; an unreachable account fails the stage only."""
+    from orchestrator.pipelines import pipeline as pl
+    from tests.test_pipeline import _sweep_with
+
+    monkeypatch.setattr("orchestrator.runs.execute.run_sweep", _sweep_with(0.01))
+    spec = pl.PipelineSpec.model_validate({
+        "name": "fp", "cluster": {"provider": "fake", "sku": "local"},
+        "matrix": [{"recipe": "smoke", "nodes": [1], "repeats": 1}],
+        "health": {"enabled": False}, "archive": {"account": azurite, "container": "nightly"}})
+    with Store.open() as store:
+        result = pl.run_pipeline(spec, store)
+    stage = next(g for g in result.summary.stages if g.stage == "archive")
+    assert (result.summary.status, stage.status) == ("passed", "ok")
+    remote = archive.AzureContainer(azurite, "nightly")
+    index = json.loads(remote.get(archive.INDEX) or b"{}")
+    snap = json.loads(remote.get(f"snapshots/{index['snapshot']}.json") or b"{}")
+    assert [r["benchmark"] for r in snap["results"]] == ["smoke"]
+
+    def unreachable(*_: object) -> None:
+        raise RemoteError(f"blob storage {azurite}/nightly: list logs/: connection refused")
+    monkeypatch.setattr(archive, "push", unreachable)
+    with Store.open() as store:
+        result = pl.run_pipeline(spec, store)
+    stage = next(g for g in result.summary.stages if g.stage == "archive")
+    assert result.summary.status == "passed" and stage.status == "failed"
+    assert "blob storage" in stage.message

@@ -23,12 +23,14 @@ import hashlib
 import json
 import os
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import urlparse
 
-from orchestrator.errors import ConfigError, NotFoundError
+from orchestrator.errors import ConfigError, NotFoundError, RemoteError
 from orchestrator.store.schema import AttemptRow, BaselineRow, ResultRow, RunRow
 
 if TYPE_CHECKING:
@@ -206,39 +208,56 @@ class AzureContainer:
     """A container through azure-storage-blob (created on first use when missing)."""
 
     def __init__(self, account_url: str, container: str, credential: Any = None) -> None:
-        from azure.storage.blob import ContainerClient
+        from azure.storage.blob import ContainerClient, ExponentialRetry
 
-        self.url = _check_url(account_url)
-        self.client = ContainerClient(self.url, container,
+        self.url, self.container = _check_url(account_url), container
+        # the SDK's default backoff starts at 15 s: an unreachable account would hold a
+        # pipeline for minutes; 4 tries over ~20 s say "unreachable" soon enough
+        retry = ExponentialRetry(initial_backoff=2, increment_base=2, retry_total=4)
+        self.client = ContainerClient(self.url, container, retry_policy=retry,
                                       credential=credential or credential_for(self.url))
         self._ensured = False
 
-    def _ensure(self) -> None:
+    @contextmanager
+    def _calling(self, what: str) -> Iterator[None]:
+        """Azure SDK failures (auth, network, refusals) as one-line RemoteErrors."""
+        from azure.core.exceptions import AzureError
+
+        try:
+            if not self._ensured:
+                self._ensured = True
+                self._create()
+            yield
+        except AzureError as exc:
+            first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+            raise RemoteError(f"blob storage {self.url}/{self.container}: {what}: {first}",
+                              hint=f"check --account, --container and ${KEY_ENV} or az login"
+                              ) from None
+
+    def _create(self) -> None:
         from azure.core.exceptions import ResourceExistsError
 
-        if not self._ensured:
-            try:
-                self.client.create_container()
-            except ResourceExistsError:
-                pass
-            self._ensured = True
+        try:
+            self.client.create_container()
+        except ResourceExistsError:
+            pass
 
     def names(self, prefix: str) -> set[str]:
-        self._ensure()
-        return {b.name for b in self.client.list_blobs(name_starts_with=prefix)}
+        with self._calling(f"list {prefix}"):
+            return {b.name for b in self.client.list_blobs(name_starts_with=prefix)}
 
     def get(self, name: str) -> bytes | None:
         from azure.core.exceptions import ResourceNotFoundError
 
-        self._ensure()
-        try:
-            return bytes(self.client.download_blob(name).readall())
-        except ResourceNotFoundError:
-            return None
+        with self._calling(f"download {name}"):
+            try:
+                return bytes(self.client.download_blob(name).readall())
+            except ResourceNotFoundError:
+                return None
 
     def put(self, name: str, data: bytes, metadata: dict[str, str]) -> None:
-        self._ensure()
-        self.client.upload_blob(name, data, overwrite=True, metadata=metadata or None)
+        with self._calling(f"upload {name}"):
+            self.client.upload_blob(name, data, overwrite=True, metadata=metadata or None)
 
 
 def credential_for(account_url: str) -> Any:
