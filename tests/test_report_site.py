@@ -23,9 +23,9 @@ from typing import Any
 import pytest
 
 from orchestrator.pipelines import baselines as bl
-from orchestrator.pipelines.history import build_history
+from orchestrator.pipelines.history import build_history, history_from_store
 from orchestrator.store.database import Store
-from orchestrator.store.schema import AttemptRow, ResultRow, RunRow
+from orchestrator.store.schema import AttemptRow, EventRow, ResultRow, RunRow
 from tests.conftest import SHARED
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -71,6 +71,8 @@ def _seed_nights(store: Store, logs: Path) -> None:
                         failure_class="nccl_timeout" if k < tries else None,
                         excluded_nodes=["gpu-node-3"] if k > 1 else [],
                         started_at=when, ended_at=when + timedelta(minutes=20)))
+                store.add_event(EventRow(kind="health_gate", run_id=run_id, cluster="gpu",
+                                         message="gate", data={"busbw_gbps": 180.0 + night}))
                 log = logs / f"{run_id}.log"
                 log.write_text("".join(f":::MLLOG {{\"key\": \"step\", \"value\": {i}}}\n"
                                        for i in range(60)), encoding="utf-8")
@@ -137,11 +139,15 @@ def test_history_marks_the_slow_night_only() -> None:
         hist = build_history(store.list_results(), store.list_runs(), base)
         until = build_history(store.list_results(), store.list_runs(), base,
                               until=DAY0 + timedelta(days=SLOW_NIGHT - 2))
+        stored = history_from_store(store)  # the latest baseline, with the gate's bandwidth
     ttt = next(s for s in hist.series if s.metric == "time_to_train" and s.nodes == 2)
     assert [p.occasion for p in ttt.points] == [f"pipeline run nightly-{n}" for n in range(1, 6)]
     assert [p.occasion for p in ttt.regressions] == [f"pipeline run nightly-{SLOW_NIGHT}"]
     assert ttt.band is not None and ttt.band[0] < ttt.points[0].value < ttt.band[1]
     assert all(len(s.points) == SLOW_NIGHT - 1 and not s.regressions for s in until.series)
+    assert stored.baseline == "nightly"
+    bw = [s for s in stored.series if s.metric == "allreduce_busbw"]
+    assert [len(s.points) for s in bw] == [NIGHTS, NIGHTS] and all(s.band for s in bw)
 
 
 # -- in the browser -------------------------------------------------------------------------------
@@ -246,7 +252,7 @@ def test_history_band_and_regression_marked(browser: Any, site: Path) -> None:
     traces = browser.execute_script(
         "return [...document.querySelectorAll('.chart')].filter(c => c.layout.title.text"
         ".startsWith('smoke')).map(c => c.data.map(t => t.name || ''))")
-    assert len(traces) == 5  # 1 and 2 nodes x time to train and step time; weak scaling at 2
+    assert len(traces) == 7  # 1 and 2 nodes x time to train, step time, busbw; weak scaling at 2
     assert all(any(n.startswith("baseline nightly") for n in t) for t in traces)
     assert any("regression" in t for t in traces)
     assert browser.find_elements(By.CSS_SELECTOR, "td.v-regression")

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import statistics
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING
 
@@ -17,6 +17,7 @@ from orchestrator.pipelines.baselines import (
     METRICS,
     Baseline,
     Tolerances,
+    _gate_busbw,
     compare,
     entries_from,
     find_baseline,
@@ -43,22 +44,27 @@ def history_from_store(store: Store, *, baseline: str | None = None,
     if base is None and not baseline:
         known = sorted(list_baselines(store), key=lambda b: b.updated_at)
         base = known[-1] if known else None
-    hist = build_history(store.list_results(), store.list_runs(), base, tolerances,
-                         since=since, until=until)
+    results = store.list_results()
+    busbw = {rid: bw for rid in sorted({r.run_id for r in results if r.run_id})
+             if (bw := _gate_busbw(store, rid)) is not None}
+    hist = build_history(results, store.list_runs(), base, tolerances, since=since, until=until,
+                         busbw=busbw)
     return hist.model_copy(update={"notes": hist.notes + notes})
 
 
 def build_history(results: Sequence[ResultRow], runs: Sequence[RunRow], baseline: Baseline | None,
                   tolerances: Tolerances | None = None, *, since: datetime | None = None,
-                  until: datetime | None = None) -> History:
-    """Pure: one point per occasion x scale x metric, oldest first, with compare's verdicts."""
+                  until: datetime | None = None, busbw: Mapping[str, float] | None = None
+                  ) -> History:
+    """Pure: one point per occasion x scale x metric, oldest first, with compare's verdicts.
+    `busbw` ({run id: GB/s}, the health gate's all-reduce figures) adds that metric."""
     tol = tolerances or Tolerances()
     occasions = _occasions(results, runs)
     points: dict[SeriesKey, list[HistoryPoint]] = defaultdict(list)
     for (name, when), rows in sorted(occasions.items(), key=lambda kv: kv[0][1]):
         if (since and when < since) or (until and when > until):
             continue
-        entries = entries_from(rows)
+        entries = entries_from(rows, busbw)
         verdicts = {}
         if baseline is not None:
             verdicts = {(d.benchmark, d.sku, d.nodes, d.metric): d
