@@ -38,6 +38,11 @@ def layout(title: str, xtitle: str, ytitle: str, **extra: Any) -> dict[str, Any]
     return out
 
 
+_BAR = {"height": 440, "margin": {"l": 60, "r": 20, "t": 80, "b": 40},
+        "legend": {"orientation": "h", "x": 1, "xanchor": "right", "y": 1.02, "yanchor": "bottom",
+                   "font": {"size": 10}}}  # legend above the plot: long labels fill the bottom
+
+
 def time_to_train(bench: str, groups: Sequence[GroupReport]) -> Figure | None:
     """Every run's minutes against GPU count, one trace per system, the score as a bar marker."""
     traces: list[dict[str, Any]] = []
@@ -170,7 +175,7 @@ def sku_speedup(pairs: Sequence[SkuSpeedup]) -> Figure | None:
         {"type": "bar", "name": "per dollar", "x": names,
          "y": [s.speedup_per_dollar for s in pairs]},
     ], "layout": layout("Speedup between SKUs at equal GPU count", "", "x faster than the slower SKU",
-                        barmode="group")}
+                        barmode="group", **_BAR)}
 
 
 def mfu(groups: Sequence[GroupReport]) -> Figure | None:
@@ -183,7 +188,7 @@ def mfu(groups: Sequence[GroupReport]) -> Figure | None:
          "text": [g.mfu_precision or "" for g in shown]},
         {"type": "bar", "name": "MFU vs dense BF16", "x": names, "y": [g.mfu_bf16 for g in shown]},
     ], "layout": layout("Model FLOPs utilisation (median step)", "", "MFU", barmode="group",
-                        yaxis={"tickformat": ".0%", "title": {"text": "MFU"}})}
+                        yaxis={"tickformat": ".0%", "title": {"text": "MFU"}}, **_BAR)}
 
 
 def cost(groups: Sequence[GroupReport]) -> Figure | None:
@@ -196,7 +201,7 @@ def cost(groups: Sequence[GroupReport]) -> Figure | None:
         {"type": "bar", "name": "all runs", "x": names, "y": [g.cost_all_runs_usd for g in shown]},
         {"type": "bar", "name": "all attempts", "x": names,
          "y": [g.cost_all_attempts_usd for g in shown]},
-    ], "layout": layout("Cost at list price (USD)", "", "USD", barmode="group")}
+    ], "layout": layout("Cost at list price (USD)", "", "USD", barmode="group", **_BAR)}
 
 
 def history(series: HistorySeries) -> Figure:
@@ -239,10 +244,13 @@ def history(series: HistorySeries) -> Figure:
 
 
 def _count_axis(values: Sequence[int], title: str) -> dict[str, Any]:
-    """A log2 axis with ticks at the counts themselves when they span 8x or more."""
+    """A log2 axis with ticks at the counts themselves when they span 8x or more; one count
+    alone is a category (a linear axis would label 10.7515k, 10.752k, ...)."""
     vals = sorted({v for v in values if v})
     axis: dict[str, Any] = {"title": {"text": title}, "automargin": True}
-    if vals and vals[-1] / vals[0] >= 8:
+    if len(vals) == 1:
+        axis["type"] = "category"
+    elif vals and vals[-1] / vals[0] >= 8:
         axis.update(type="log", tickvals=vals, ticktext=[str(v) for v in vals])
     return axis
 
