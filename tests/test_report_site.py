@@ -209,6 +209,7 @@ def _shot(drv: Any, name: str) -> None:
 
 def test_overview_charts_render_and_table_sorts_and_filters(browser: Any, site: Path) -> None:
     from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
 
     _open(browser, site / "index.html")
     charts = browser.find_elements(By.CSS_SELECTOR, ".chart")
@@ -226,7 +227,8 @@ def test_overview_charts_render_and_table_sorts_and_filters(browser: Any, site: 
     assert browser.execute_script(rows) == ["azbench/2xND_H100_v5"]
     # a score's system link goes to the system page
     browser.find_element(By.LINK_TEXT, "azbench/2xND_H100_v5").click()
-    assert browser.current_url.endswith("system/azbench-2xND_H100_v5.html")
+    WebDriverWait(browser, 90).until(lambda d: d.current_url.endswith("system/azbench-2xND_H100_v5.html"))
+    assert browser.find_element(By.TAG_NAME, "h1").text == "azbench/2xND_H100_v5"
 
 
 def test_system_page_run_drill_down(browser: Any, site: Path) -> None:
@@ -293,3 +295,17 @@ def test_until_is_inclusive_of_its_day_and_bad_dates_are_config_errors() -> None
         datetime(2026, 11, 3, 12, tzinfo=timezone.utc)
     with pytest.raises(ConfigError, match="--until: 'yesterday' is not a date"):
         _parse_date("--until", "yesterday")
+
+
+def test_speedup_chart_between_skus() -> None:
+    """Neither the shared logs nor the synthetic nights have two SKUs at one size: the spec."""
+    from orchestrator.report import figures
+    from orchestrator.report.build import SkuSpeedup
+
+    pair = SkuSpeedup(benchmark="llama31_8b", workers=8, sku_a="Standard_ND96isr_H100_v5",
+                      sku_b="Standard_ND96isr_H200_v5", system_a="a", system_b="b", minutes_a=30.0,
+                      minutes_b=20.0, speedup=1.5, speedup_per_gpu=1.5, speedup_per_dollar=1.2)
+    fig = figures.sku_speedup([pair])
+    assert fig is not None and figures.sku_speedup([]) is None
+    assert [t["y"] for t in fig["data"]] == [[1.5], [1.2]]
+    assert fig["data"][0]["x"] == ["llama31_8b 8 GPUs: ND96isr_H200_v5 vs ND96isr_H100_v5"]
