@@ -282,6 +282,13 @@ def test_compare_view_shows_deltas(browser: Any, site: Path) -> None:
              for r in section.find_elements(By.CSS_SELECTOR, "tbody tr")}
     assert cells["GPUs"] == "+100.0%"
     assert cells["score (min)"].startswith("-")  # 2 nodes train faster
+    runs = browser.find_element(By.CSS_SELECTOR, "section[data-kind='runs']")
+    ra, rb = (Select(runs.find_element(By.CSS_SELECTOR, s)) for s in (".pick-a", ".pick-b"))
+    ra.select_by_visible_text("smoke | azbench/1xND_H100_v5 | run 0")
+    rb.select_by_visible_text(f"smoke | azbench/1xND_H100_v5 | run {2 * (SLOW_NIGHT - 1)}")
+    deltas = {r.find_elements(By.TAG_NAME, "td")[0].text: r.find_elements(By.TAG_NAME, "td")[3].text
+              for r in runs.find_elements(By.CSS_SELECTOR, "tbody tr")}
+    assert deltas["minutes"] == "+39.3%"  # the slow night's first run against night 1's
     _shot(browser, "compare")
 
 
