@@ -316,3 +316,13 @@ def test_speedup_chart_between_skus() -> None:
     assert fig is not None and figures.sku_speedup([]) is None
     assert [t["y"] for t in fig["data"]] == [[1.5], [1.2]]
     assert fig["data"][0]["x"] == ["llama31_8b 8 GPUs: ND96isr_H200_v5 vs ND96isr_H100_v5"]
+
+
+def test_log_excerpt_keeps_head_and_tail(tmp_path: Path) -> None:
+    from orchestrator.report.site import log_excerpt
+
+    log = tmp_path / "big.log"
+    log.write_text("".join(f"line {i} " + "x" * 80 + "\n" for i in range(500)))  # ~45 kB
+    text = log_excerpt(str(log), lines=3) or ""
+    assert text.splitlines()[0].startswith("line 0 ") and text.splitlines()[-1].startswith("line 499 ")
+    assert "bytes in all" in text and log_excerpt(str(tmp_path / "gone.log")) is None

@@ -286,8 +286,8 @@ def log_excerpt(path: str | None, lines: int = EXCERPT_LINES) -> str | None:
         with p.open("rb") as fh:
             head = fh.read(32 * 1024)
             tail = b""
-            if size > 64 * 1024:
-                fh.seek(size - 32 * 1024)
+            if size > len(head):  # the end, when the head did not reach it
+                fh.seek(max(len(head), size - 32 * 1024))
                 tail = fh.read()
     except OSError:
         return None
