@@ -12,7 +12,12 @@ echo "==> Debian packages (slurm-wlm munge openssh-server postgresql python3-ven
 $SUDO apt-get update -q
 DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends \
   slurm-wlm munge openssh-server openssh-client postgresql python3 python3-venv python3-dev \
-  procps iproute2 cloud-init chromium chromium-driver nodejs npm >/dev/null
+  procps iproute2 cloud-init chromium chromium-driver >/dev/null
+# Azurite (the Blob Storage emulator) comes from npm. Where Node.js is already installed from
+# NodeSource (its nodejs bundles npm and conflicts with Debian's npm), use it as it is.
+if ! command -v npm >/dev/null; then
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends nodejs npm >/dev/null
+fi
 
 PY="${PYTHON:-python3}"
 if [ ! -x .venv/bin/python ]; then
