@@ -47,6 +47,14 @@ class BaselinePolicy(Frozen):
     tolerances: Tolerances = Field(default_factory=Tolerances)
 
 
+class ArchivePolicy(Frozen):
+    """Push raw logs and a store snapshot to Azure Blob Storage after the report (results.archive);
+    off unless both are set. The key comes from $AZURE_STORAGE_KEY, else az login / identity."""
+
+    account: str | None = Field(None, description="https://ACCOUNT.blob.core.windows.net")
+    container: str | None = None
+
+
 class PipelineSpec(Frozen):
     name: str = Field(pattern=r"^[a-z][a-z0-9-]{0,30}$")
     cluster: ClusterSpec
@@ -56,6 +64,7 @@ class PipelineSpec(Frozen):
     health: HealthPolicy = Field(default_factory=HealthPolicy)
     time_limit_min: Annotated[StrictInt, between(1, WEEK_S // 60, " minutes")] | None = None
     baseline: BaselinePolicy = Field(default_factory=BaselinePolicy)
+    archive: ArchivePolicy = Field(default_factory=ArchivePolicy)
     timeout: Annotated[int, between(60, WEEK_S, " seconds")] = Field(
         6 * 3600, description="the whole pipeline; sets the expires tag")
 
