@@ -172,11 +172,14 @@ class RetryPolicy(Frozen):
     max_attempts: StrictInt = Field(3, ge=1, le=100)
     max_duration: int = 6 * 3600
     resume: Literal["checkpoint", "restart"] = "checkpoint"
-    hang_timeout: int = 600
+    hang_timeout: int = 600  # steady state: the longest silence between two training steps
+    # Until the first step (load, warm-up): None takes the recipe's launch.startup_grace_min,
+    # else hang_timeout.
+    startup_grace: int | None = None
     backoff_s: float = Field(2.0, ge=0)
 
-    _durations = field_validator("max_duration", "hang_timeout", mode="before")(
-        classmethod(lambda cls, v: parse_duration(v)))
+    _durations = field_validator("max_duration", "hang_timeout", "startup_grace", mode="before")(
+        classmethod(lambda cls, v: None if v is None else parse_duration(v)))
 
 
 class HealthPolicy(Frozen):
