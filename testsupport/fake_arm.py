@@ -564,8 +564,10 @@ def restrict(fake: FakeArm, sku: str, location: str = "eastus", *, zones: list[s
 
 
 def arm_writes(fake: FakeArm) -> int:
-    """Requests that change ARM state (PUT, PATCH, POST, DELETE), as the fake's log holds them."""
-    return sum(1 for e in fake.log if e.method in ("PUT", "PATCH", "POST", "DELETE"))
+    """Requests that change ARM state (PUT, PATCH, POST, DELETE under /subscriptions/), as the
+    fake's log holds them; sign-in POSTs to the identity endpoint are not ARM writes."""
+    return sum(1 for e in fake.log if e.method in ("PUT", "PATCH", "POST", "DELETE")
+               and e.path.lower().startswith("/subscriptions/"))
 
 
 def _sku_row(name: str, loc: str, vcpus: int, family: str, arch: str) -> dict[str, Any]:
