@@ -87,6 +87,7 @@ def up(
     Azure and Azure ML clusters cost money: `up` prints the plan in one line and asks first
     (--yes skips the question; without a terminal it refuses unless --yes is given)."""
     from orchestrator.clusters import lifecycle, spending
+    from orchestrator.clusters.specs import wide_ingress_question
     spec = _cluster_spec(file, name=name, provider=provider, sku=sku, nodes=nodes, region=region)
     the_plan = lifecycle.plan(spec)
     spending.check_cost_cap(the_plan, spending.cost_cap(spec, max_cost))
@@ -98,6 +99,9 @@ def up(
             sys.stdout.write(f"creating {summary}\n")
             sys.stdout.flush()
         confirm(f"Create {summary}?", yes)
+    wide = wide_ingress_question(spec)
+    if wide:  # allowed by azure.allow_wide_ssh_ingress, still asked (--yes for pipelines)
+        confirm(wide, yes)
     with open_store() as store:
         result = lifecycle.up(spec, store, on_progress=None if as_json else _step_line)
     if as_json:
