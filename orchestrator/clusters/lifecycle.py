@@ -132,23 +132,6 @@ class NodeView:
     detail: str = ""
 
 
-def node_views(cluster: Cluster) -> list[NodeView]:
-    """Live node states: the scheduler's view where azbench can reach it, else the cloud's."""
-    if cluster.state != ClusterState.READY:
-        return []
-    provider = get_provider(cluster.provider)
-    try:
-        access = provider.connect(cluster)
-    except AzbenchError:
-        if not provider.caps.live_node_states:
-            return []
-        return [NodeView(n["name"], n["state"], n["scale_set"]) for n in provider.node_states(cluster)]
-    with access:
-        infos = access.launcher.node_states()
-    return [NodeView(i.name, i.state + ("" if i.responding else "*"),
-                     "" if i.reason.lower() == "none" else i.reason) for i in infos.values()]
-
-
 @dataclass(frozen=True)
 class ClusterStatus:
     """`azbench status NAME`: the cloud's view (no login; None where the provider has none),
