@@ -319,3 +319,22 @@ def test_the_405b_recipe_sets_a_startup_grace_above_the_published_first_step():
     assert "training_results_v5.0" in launch.startup_grace_source
     spec = RetryPolicy.model_validate({"startup_grace": "45m"})
     assert spec.startup_grace == 2700 and RetryPolicy().startup_grace is None
+
+
+def test_an_attempt_takes_the_runs_grace_else_the_recipes_and_none_without_live_logs():
+    from types import SimpleNamespace
+
+    from orchestrator.clusters.specs import RunSpec
+    from orchestrator.recipes.catalog import get_recipe
+    from orchestrator.runs.attempts import _startup_grace
+    from orchestrator.seams import Capabilities
+    recipe = get_recipe("llama31_405b")
+
+    def ctx(live=True, **retry):
+        return SimpleNamespace(access=SimpleNamespace(caps=Capabilities(live_logs=live)), recipe=recipe,
+                               spec=RunSpec(recipe="llama31_405b", retry=retry))
+    assert _startup_grace(ctx()) == recipe.launch.startup_grace_min * 60 == 1800
+    assert _startup_grace(ctx(startup_grace="45m")) == 2700
+    assert _startup_grace(ctx(live=False)) is None
+    assert _startup_grace(SimpleNamespace(access=ctx().access, recipe=get_recipe("smoke"),
+                                          spec=RunSpec(recipe="smoke"))) is None
