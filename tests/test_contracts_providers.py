@@ -434,6 +434,17 @@ def test_node_states_work_exactly_when_declared_live(h: Harness):
     assert all(n["state"] for n in nodes)
 
 
+def test_live_view_works_exactly_when_declared_live(h: Harness):
+    cluster = h.cluster()
+    if not h.provider.caps.live_node_states:
+        _assert_missing(lambda: h.provider.live_view(cluster), cluster)
+        return
+    mark = len(h.requests())
+    view = h.provider.live_view(cluster)
+    assert view.exists and view.instances == cluster.nodes and all(r.state for r in view.resources)
+    assert [r for r in h.requests()[mark:] if not r.startswith("GET ")] == [], "a status read wrote"
+
+
 def test_restore_capacity_works_exactly_when_declared(h: Harness):
     cluster = h.cluster()
     if not h.provider.caps.restores_capacity:

@@ -97,6 +97,7 @@ def up(
     (--yes skips the question; without a terminal it refuses unless --yes is given)."""
     from orchestrator.clusters import lifecycle, spending
     check_number("--max-cost-per-hour", max_cost, 0.01, 1_000_000)
+    from orchestrator.clusters.specs import wide_ingress_question
     spec = _cluster_spec(file, name=name, provider=provider, sku=sku, nodes=nodes, region=region)
     the_plan = lifecycle.plan(spec)
     spending.check_cost_cap(the_plan, spending.cost_cap(spec, max_cost))
@@ -108,6 +109,9 @@ def up(
             sys.stdout.write(f"creating {summary}\n")
             sys.stdout.flush()
         confirm(f"Create {summary}?", yes)
+    wide = wide_ingress_question(spec)
+    if wide:  # allowed by azure.allow_wide_ssh_ingress, still asked (--yes for pipelines)
+        confirm(wide, yes)
     with open_store() as store:
         result = lifecycle.up(spec, store, on_progress=None if as_json else _step_line)
     if as_json:
@@ -168,27 +172,51 @@ def down(name: str = typer.Argument(..., help="Cluster name."), as_json: bool = 
 @app.command()
 def status(name: Optional[str] = typer.Argument(None, help="Cluster name (default: all)."),
            as_json: bool = JsonOpt) -> None:
-    """Clusters (with live node states and cost so far when one is named) and their runs."""
+    """Clusters and their runs. With NAME: the cloud's view first (VM and scale-set states,
+    instances, cost so far, expiry; no SSH), then Slurm's when the head answers."""
+    import dataclasses
+    from datetime import datetime, timezone
+
     from orchestrator.clusters import lifecycle
     with open_store() as store:
         clusters = [lifecycle.require_cluster(name, store, live=False)] if name else \
             [r.cluster for r in store.list_clusters(include_terminated=True)]
         runs = store.list_runs(cluster=name) if name else store.list_runs()
-    nodes = lifecycle.node_views(clusters[0]) if name else []
+    one = lifecycle.cluster_status(clusters[0]) if name else None
+    nodes = one.nodes if one else []
     costs = {c.name: lifecycle.cost_so_far(c) if c.state.value == "ready" else None for c in clusters}
     left = {c.name: lifecycle.time_left(c) for c in clusters}
+    if one is not None:
+        costs[one.cluster.name] = one.cost_so_far_usd
+        left[one.cluster.name] = one.expires - datetime.now(timezone.utc) if one.expires else None
     if as_json:
+        extra = {} if one is None else {"cloud": one.cloud and dataclasses.asdict(one.cloud),
+                                        "cloud_note": one.cloud_note, "head": one.head}
         return emit_json({"clusters": clusters, "cost_so_far_usd": costs,
                           "expires_in_s": {k: int(v.total_seconds()) if v is not None else None
                                            for k, v in left.items()},
-                            "nodes": [n.__dict__ for n in nodes], "runs": runs})
+                          "nodes": [n.__dict__ for n in nodes], "runs": runs, **extra})
     console = make_console()
     console.print(make_table("Clusters", ["name", "provider", "sku", "nodes", "state", "created", "cost so far (est.)",
                                           "expires in"],
                          [[c.name, c.provider, c.sku, c.nodes, c.state.value, f"{c.created_at:%Y-%m-%d %H:%M}",
                            f"${costs[c.name]:,.2f}" if costs[c.name] is not None else "-",
-                           _left(lifecycle.time_left(c)) if c.state.value != "terminated" else "-"]
+                           _left(left[c.name]) if c.state.value != "terminated" else "-"]
                           for c in clusters]))
+    if one is not None and one.cloud is not None:
+        cloud = one.cloud
+        if not cloud.exists:
+            console.print(f"{one.cluster.provider}: nothing tagged with cluster '{one.cluster.name}' exists")
+        else:
+            console.print(make_table(f"{one.cluster.provider} (no login)", ["kind", "name", "state", "detail"],
+                                     [[r.kind, r.name, r.state, r.detail] for r in cloud.resources]))
+            console.print(f"instances: {cloud.instances} listed, {cloud.running} running; owner "
+                          f"{cloud.owner or '-'}; expires {cloud.expires:%Y-%m-%d %H:%M} UTC"
+                          if cloud.expires else f"instances: {cloud.instances} listed, {cloud.running} running; "
+                          f"owner {cloud.owner or '-'}; no expiry")
+    for note in (one.cloud_note, one.head) if one is not None else ():
+        if note:
+            console.print(note, markup=False)
     if nodes:
         console.print(make_table("Nodes", ["node", "state", "detail"], [[n.name, n.state, n.detail] for n in nodes]))
     console.print(make_table("Runs", ["id", "cluster", "recipe", "nodes", "state", "message"],

@@ -17,11 +17,11 @@ from typing import TYPE_CHECKING, Any, Callable
 from orchestrator.clusters.providers import get_provider
 from orchestrator.clusters.spending import check_cost_cap, cost_cap
 from orchestrator.clusters.specs import ClusterSpec
-from orchestrator.errors import AzbenchError, ConfigError, NotFoundError, PreflightError
+from orchestrator.errors import AzbenchError, ConfigError, MissingCapability, NotFoundError, PreflightError
 from orchestrator.models import Cluster, ClusterState, Plan, utcnow
 
 if TYPE_CHECKING:
-    from orchestrator.clusters.providers.base import Provider
+    from orchestrator.clusters.providers.base import CloudView, Provider
     from orchestrator.seams import Access, Capabilities
     from orchestrator.store.database import Store
     from orchestrator.store.schema import ClusterRow
@@ -155,21 +155,58 @@ class NodeView:
     detail: str = ""
 
 
-def node_views(cluster: Cluster) -> list[NodeView]:
-    """Live node states: the scheduler's view where azbench can reach it, else the cloud's."""
-    if cluster.state != ClusterState.READY:
-        return []
+@dataclass(frozen=True)
+class ClusterStatus:
+    """`azbench status NAME`: the cloud's view (no login; None where the provider has none),
+    then the scheduler's view from the head. `cloud_note` says why the cloud view is missing,
+    `head` why the scheduler's is ("head unreachable: <reason>"); "" when there is nothing to say.
+    """
+
+    cluster: Cluster
+    cloud: CloudView | None
+    nodes: list[NodeView]
+    cost_so_far_usd: float | None
+    expires: datetime | None
+    cloud_note: str = ""
+    head: str = ""
+
+
+def cluster_status(cluster: Cluster, now: datetime | None = None) -> ClusterStatus:
+    """The cloud's view of the cluster (states, instances, its tags' creation time and expiry),
+    then Slurm's when the head answers. Never raises for an unreachable cloud or head: each
+    failure becomes its one-line note."""
     provider = get_provider(cluster.provider)
-    try:
-        access = provider.connect(cluster)
-    except AzbenchError:
-        if not provider.caps.live_node_states:
-            return []
-        return [NodeView(n["name"], n["state"], n["scale_set"]) for n in provider.node_states(cluster)]
-    with access:
-        infos = access.launcher.node_states()
-    return [NodeView(i.name, i.state + ("" if i.responding else "*"),
-                     "" if i.reason.lower() == "none" else i.reason) for i in infos.values()]
+    cloud: CloudView | None = None
+    cloud_note = ""
+    if provider.caps.live_node_states and cluster.state != ClusterState.TERMINATED:
+        try:
+            cloud = provider.live_view(cluster)
+        except Exception as exc:  # status reports; the SDK's network errors are not all ours
+            cloud_note = f"cloud view unavailable: {_one_line(exc)}"
+    nodes: list[NodeView] = []
+    head = ""
+    if cluster.state == ClusterState.READY:
+        try:
+            with provider.connect(cluster) as access:
+                infos = access.launcher.node_states()
+            nodes = [NodeView(i.name, i.state + ("" if i.responding else "*"),
+                              "" if i.reason.lower() == "none" else i.reason) for i in infos.values()]
+        except MissingCapability:
+            pass  # the launcher has no node list (Azure ML): nothing to say
+        except Exception as exc:  # RemoteError, or what paramiko raises before it is wrapped
+            head = f"head unreachable: {_one_line(exc)}"
+    created = cloud.created if cloud is not None and cloud.created else cluster.created_at
+    deadline = cloud.expires if cloud is not None and cloud.expires else expires_at(cluster)
+    cost = None
+    if cluster.state == ClusterState.READY and (cloud is None or cloud.exists):
+        cost = cost_so_far(cluster.model_copy(update={"created_at": created}), now)
+    return ClusterStatus(cluster=cluster, cloud=cloud, nodes=nodes, cost_so_far_usd=cost,
+                         expires=deadline, cloud_note=cloud_note, head=head)
+
+
+def _one_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0] if text else type(exc).__name__
 
 
 def require_cluster(name: str | None, store: Store, *, live: bool = True) -> Cluster:

@@ -17,6 +17,7 @@ from pydantic import (
     Field,
     StrictInt,
     ValidationError,
+    ValidationInfo,
     field_validator,
     model_validator,
 )
@@ -28,6 +29,9 @@ from orchestrator.models import Frozen
 from orchestrator.yamlio import load_yaml, validation_error_to_config_error
 
 RDMA_RESERVED = ipaddress.ip_network("172.16.0.0/16")
+# The widest SSH source range accepted without azure.allow_wide_ssh_ingress, per IP version:
+# an organisation's IPv4 block, or one IPv6 site (a /48 is what one site is assigned).
+WIDEST_INGRESS = {4: 16, 6: 48}
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|m|h|d)?\s*$")
 
 
@@ -102,6 +106,21 @@ def check_arm_endpoint(value: str) -> str:
     return value
 
 
+def is_wide_ingress(net: ipaddress.IPv4Network | ipaddress.IPv6Network) -> bool:
+    """Wider than /16 (IPv4) or /48 (IPv6)."""
+    return net.prefixlen < WIDEST_INGRESS[net.version]
+
+
+def wide_ingress_question(spec: ClusterSpec) -> str | None:
+    """The question `up` asks before opening SSH to a range wider than WIDEST_INGRESS (allowed
+    by azure.allow_wide_ssh_ingress), or None when the range is narrow or unset."""
+    cidr = spec.azure.ssh_ingress_cidr
+    if cidr is None or not is_wide_ingress(ipaddress.ip_network(cidr)):
+        return None
+    net = ipaddress.ip_network(cidr)
+    return f"Open SSH (port 22) on the head to {net} ({net.num_addresses:,} addresses)?"
+
+
 class LocalOptions(Frozen):
     cpus_per_node: StrictInt = Field(1, ge=1, le=64)
     slurmd_timeout: StrictInt = Field(10, ge=5, le=600)
@@ -123,6 +142,8 @@ class AzureOptions(Frozen):
     subscription_id: str | None = None
     resource_group: str | None = None
     vnet_cidr: str = "10.40.0.0/16"
+    # Declared before ssh_ingress_cidr: its validator reads this one.
+    allow_wide_ssh_ingress: bool = False
     ssh_ingress_cidr: str | None = None
     zones: list[str] = Field(default_factory=list)
     fallback_regions: list[str] = Field(default_factory=list)
@@ -177,13 +198,18 @@ class AzureOptions(Frozen):
 
     @field_validator("ssh_ingress_cidr")
     @classmethod
-    def _ingress(cls, value: str | None) -> str | None:
+    def _ingress(cls, value: str | None, info: ValidationInfo) -> str | None:
         if value is None:
             return None
         try:
-            return str(ipaddress.ip_network(value, strict=False))
+            net = ipaddress.ip_network(value, strict=False)
         except ValueError:
             raise ValueError(f"'{value}' is not a CIDR such as 203.0.113.7/32") from None
+        if is_wide_ingress(net) and not info.data.get("allow_wide_ssh_ingress", False):
+            raise ValueError(f"{net} would open SSH to {net.num_addresses:,} addresses (wider than "
+                             f"/{WIDEST_INGRESS[net.version]}); use your own address, e.g. 203.0.113.7/32, "
+                             "or set azure.allow_wide_ssh_ingress: true")
+        return str(net)
 
 
 class AzureMLOptions(Frozen):
@@ -239,11 +265,14 @@ class RetryPolicy(Frozen):
     max_attempts: StrictInt = Field(3, ge=1, le=100)
     max_duration: Seconds = 6 * 3600
     resume: Literal["checkpoint", "restart"] = "checkpoint"
-    hang_timeout: Annotated[int, between(1, WEEK_S, " seconds")] = 600
+    hang_timeout: Annotated[int, between(1, WEEK_S, " seconds")] = 600  # steady state: the
+    # longest silence between two training steps. Until the first step (load, warm-up), None
+    # takes the recipe's launch.startup_grace_min, else hang_timeout.
+    startup_grace: Annotated[int, between(1, WEEK_S, " seconds")] | None = None
     backoff_s: Annotated[float, between(0, 3600, " seconds")] = 2.0
 
-    _durations = field_validator("max_duration", "hang_timeout", mode="before")(
-        classmethod(lambda cls, v: parse_duration(v)))
+    _durations = field_validator("max_duration", "hang_timeout", "startup_grace", mode="before")(
+        classmethod(lambda cls, v: None if v is None else parse_duration(v)))
 
 
 class HealthPolicy(Frozen):

@@ -50,6 +50,10 @@ class Launch(Frozen):
     tasks_per_node: int = Field(1, ge=1)
     time_limit_min: int = Field(30, ge=1)
     env: dict[str, str] = Field(default_factory=dict)
+    # The hang limit until the first training step (load, warm-up), from published logs;
+    # None: the run's hang_timeout from the start.
+    startup_grace_min: int | None = Field(None, ge=1)
+    startup_grace_source: str = ""
 
 
 class Container(Frozen):

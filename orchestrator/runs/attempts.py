@@ -248,6 +248,17 @@ def _hang_timeout(ctx: AttemptContext) -> float:
     return ctx.spec.retry.hang_timeout
 
 
+def _startup_grace(ctx: AttemptContext) -> float | None:
+    """The hang limit until the first step: the run's retry.startup_grace, else the recipe's
+    (None without live logs: _hang_timeout is then infinite from the start)."""
+    if not ctx.access.caps.live_logs:
+        return None
+    if ctx.spec.retry.startup_grace is not None:
+        return float(ctx.spec.retry.startup_grace)
+    minutes = ctx.recipe.launch.startup_grace_min
+    return None if minutes is None else minutes * 60.0
+
+
 def _gate(ctx: AttemptContext, row: RunRow, cur: AttemptRow) -> tuple[list[str], list[str]] | AttemptRow:
     from orchestrator.runs.health import choose_nodes, run_gate
     store, n = ctx.store, cur.attempt
@@ -307,6 +318,7 @@ def _watch_attempt(ctx: AttemptContext, row: RunRow, cur: AttemptRow, ref: JobRe
                                    progress_reader(ctx.launcher, log) if live else no_progress,
                                    run_id=row.id, attempt=cur.attempt, nodes=row.nodes,
                                    hang_timeout=_hang_timeout(ctx), deadline_s=max(left, 0),
+                                   startup_grace=_startup_grace(ctx),
                                    interval=ctx.poll, on_progress=ctx.on_progress)
         except JobLost as lost:
             return lost.status, None
