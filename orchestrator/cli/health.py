@@ -16,8 +16,8 @@ def health(
     name: str = typer.Argument(..., help="Cluster name."),
     nodes: Optional[str] = typer.Option(None, "--nodes", help="Only these nodes (Slurm hostlist, e.g. node[1-64])."),
     undrain: Optional[str] = typer.Option(None, "--undrain", help="Return this drained node to service and stop."),
-    tolerance: float = typer.Option(0.25, "--tolerance", min=0.01, max=0.99,
-                                    help="A straggler is below the median throughput by more than this fraction."),
+    tolerance: float = typer.Option(0.15, "--tolerance", min=0.01, max=0.99,
+                                    help="A straggler must also be below the median throughput by at least this fraction (besides its robust z-score)."),
     no_drain: bool = typer.Option(False, "--no-drain", help="Report only: drain nothing."),
     as_json: bool = JsonOpt,
 ) -> None:
