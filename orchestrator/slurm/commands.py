@@ -92,6 +92,13 @@ def resume(nodes: Sequence[str]) -> str:
     return f"scontrol update nodename={q(','.join(nodes))} state=RESUME"
 
 
+def retire_argv(nodes: Sequence[str], binary: str = "scontrol") -> list[str]:
+    """Take nodes out of the cluster for good: state FUTURE hides them from sinfo and the
+    scheduler while slurm.conf still defines them (Slurm cannot forget a static node without
+    a restart; scontrol(1), "FUTURE")."""
+    return [binary, "update", f"nodename={','.join(nodes)}", "state=FUTURE"]
+
+
 def topology() -> str:
     return "scontrol show topology"
 

@@ -74,6 +74,12 @@ class Provider(Protocol):
         """The cluster's VMs as the cloud lists them (capability `live_node_states`)."""
         ...
 
+    def replace_node(self, cluster: Cluster, node: str, timeout_s: float | None = None) -> str:
+        """Retire `node` for good and bring a fresh one up under a new name, joined to the
+        scheduler and idle; the new node's name (capability `replaces_nodes`). The caller
+        gates the new node before it counts as healthy."""
+        ...
+
 
 class ProviderBase:
     """The answers of a provider that lacks an optional capability: MissingCapability, typed."""
@@ -98,3 +104,7 @@ class ProviderBase:
 
     def node_states(self, cluster: Cluster) -> Sequence[CloudNode]:
         raise MissingCapability(cluster.name, self.name, "list its nodes without logging in")
+
+    def replace_node(self, cluster: Cluster, node: str, timeout_s: float | None = None) -> str:
+        raise MissingCapability(cluster.name, self.name, "replace a node",
+                                hint="drain it (`azbench health`) and replace it by hand")
