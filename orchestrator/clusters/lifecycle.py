@@ -207,3 +207,15 @@ def extend(name: str, hours: float, store: Store, now: datetime | None = None) -
     updated = cluster.model_copy(update={"properties": cluster.properties.with_deadline(new)})
     store.save_cluster(updated)
     return updated
+
+
+def replace_node(cluster: Cluster, node: str, store: Store) -> tuple[Cluster, str]:
+    """The provider retires `node` and brings a fresh one up under a new name (MissingCapability
+    where it cannot); the record is re-read from the provider and stored. The cluster as now
+    described, and the new node's name."""
+    provider = get_provider(cluster.provider)
+    new = provider.replace_node(cluster, node)
+    current = provider.describe(cluster.name) or cluster
+    current = current.model_copy(update={"created_at": cluster.created_at})
+    store.save_cluster(current)
+    return current, new

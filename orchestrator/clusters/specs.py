@@ -184,6 +184,11 @@ class HealthPolicy(Frozen):
     busbw_warn_fraction: float = Field(0.9, gt=0, le=1)
     busbw_fail_fraction: float = Field(0.75, gt=0, le=1)
     timeout: int = 300
+    # Self-healing (runs/fleet_replace.py): replace the nodes the gate drains, where the
+    # provider can (capability replaces_nodes), at most this many per gate and per hour.
+    replace: bool = False
+    max_replacements: int = Field(4, ge=0)
+    max_replacements_per_hour: int = Field(8, ge=0)
 
     _durations = field_validator("timeout", mode="before")(
         classmethod(lambda cls, v: parse_duration(v)))
