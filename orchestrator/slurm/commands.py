@@ -22,6 +22,7 @@ DAEMONS = ("munged", "slurmctld", "slurmd")
 CLIENTS = ("sinfo", "scontrol")
 INSTALL_HINT = "slurm/munge not found: apt-get install slurm-wlm munge"
 NODE_LIST = "sinfo"  # named in messages about a node listing that failed
+CONTROL = "scontrol"  # the client that changes node states (find_binaries key)
 
 SACCT_FORMAT = "JobID,State,ExitCode,NodeList,Elapsed,Reason"
 # The same six columns from squeue (-O "name:" = no padding, "|" = suffix); exit_code is the raw

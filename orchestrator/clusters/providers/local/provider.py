@@ -13,7 +13,7 @@ slurmd of the next spare slot under its new name; Slurm turns a FUTURE node whos
 registers into an idle one. Why not Slurm's dynamic nodes (`slurmd -Z`, 22.05 here): slurmd
 refuses `Port=` in `--conf`, so several dynamic slurmd cannot share this host, a dynamic node is
 in no topology/tree switch (jobs that name it are "never runnable"), and removing a static node
-made the next `scontrol reconfigure` kill slurmctld ("node count has changed ... You have to
+made the next reconfigure kill slurmctld ("node count has changed ... You have to
 restart slurmctld"): all three seen on slurm-wlm 22.05.8. Why not re-rendering slurm.conf:
 adding a node in 22.05 needs a slurmctld restart and every slurmd's conf to name it, or job
 fan-out through the slurmd tree cannot reach it. Pre-defined FUTURE slots need neither. `down` stops exactly those daemons (and the job steps their slurmd spawned) and
@@ -50,7 +50,7 @@ from orchestrator.clusters.remote import LocalRunner
 from orchestrator.errors import CapacityError, ConfigError, ProvisionError
 from orchestrator.models import Cluster, ClusterState, LocalProps, Plan, PlannedResource, ScaleSetPlan
 from orchestrator.seams import Access, Capabilities
-from orchestrator.slurm.commands import (CLIENTS, DAEMONS, INSTALL_HINT, NODE_LIST, find_binaries,
+from orchestrator.slurm.commands import (CLIENTS, CONTROL, DAEMONS, INSTALL_HINT, NODE_LIST, find_binaries,
                                          node_states_argv, retire_argv)
 from orchestrator.slurm.launcher import SlurmLauncher
 from orchestrator.slurm.conf import (SlurmConfParams, SlurmNode, compress_hostlist, render_slurm_conf,
@@ -329,7 +329,7 @@ def _retire(state: LocalState, nodes: Sequence[str], bins: dict[str, str]) -> No
         victims += [(pid, proc.start_time(pid) or 0)
                     for pid in proc.step_pids(f"{state.cluster_dir}:{node}", exact=True)]
     proc.terminate(victims, grace_s=0.0)
-    out = subprocess.run(retire_argv(list(nodes), bins["scontrol"]), capture_output=True, text=True,
+    out = subprocess.run(retire_argv(list(nodes), bins[CONTROL]), capture_output=True, text=True,
                          timeout=30, env={**os.environ, "SLURM_CONF": state.conf})
     if out.returncode != 0:
         raise ProvisionError(f"could not retire {', '.join(nodes)} in Slurm: {out.stderr.strip()[-300:]}")
