@@ -72,3 +72,71 @@ def test_a_provider_without_the_capability_says_so():
     with pytest.raises(MissingCapability) as info:
         ProviderBase().replace_node(cluster, "node1")
     assert "cannot replace a node" in str(info.value) and info.value.exit_code == 7
+
+
+# -- resize -------------------------------------------------------------------------------------
+
+def test_resize_plan_keeps_gb200_in_whole_racks_and_removes_idle_nodes_first():
+    from orchestrator.clusters.lifecycle import plan_resize
+    from orchestrator.errors import ConfigError
+    gb = Cluster(name="gb", provider="azure", sku="gb200", nodes=36,
+                 node_names=[f"gb{i}" for i in range(1, 37)])
+    with pytest.raises(ConfigError, match="whole NVLink racks of 18"):
+        plan_resize(gb, 20)
+    assert plan_resize(gb, 54).after == 54 and plan_resize(gb, 18).remove[0] == "gb36"
+    cpu = Cluster(name="c", provider="local", sku="Local_CPU", nodes=4,
+                  node_names=["node1", "node2", "node3", "node10"])
+    plan = plan_resize(cpu, 2, busy=["node10"])
+    assert plan.remove == ("node3", "node2") and plan.busy == ()
+    plan = plan_resize(cpu, 1, busy=["node10", "node1"])
+    assert plan.remove == ("node3", "node2", "node10") and plan.busy == ("node10",)
+    with pytest.raises(ConfigError, match="at least one node"):
+        plan_resize(cpu, 0)
+
+
+@pytest.fixture(scope="module")
+def resize_cluster(tmp_path_factory):
+    yield from private_cluster(tmp_path_factory, local_spec("grow", 3))
+
+
+@pytest.mark.integration
+def test_resize_grows_then_refuses_to_shrink_under_a_job_unless_forced(resize_cluster, monkeypatch, capsys):
+    from orchestrator.clusters.remote import LocalRunner
+    cluster, home = resize_cluster
+    monkeypatch.setenv("AZBENCH_HOME", str(home))
+    with Store.open() as store:
+        store.save_cluster(cluster)
+    with pytest.raises(SystemExit) as grown:
+        main(["resize", "grow", "--nodes", "4", "--json"])
+    assert grown.value.code in (0, None)
+    out = json.loads(capsys.readouterr().out)
+    assert out["after"] == 4 and out["nodes"] == ["node1", "node2", "node3", "node4"]
+    assert _sinfo(cluster) == {f"node{i}": "idle" for i in range(1, 5)}
+    with pytest.raises(SystemExit) as too_big:  # beyond its slots: the quota preflight says no
+        main(["resize", "grow", "--nodes", "100"])
+    assert too_big.value.code != 0 and "at most" in capsys.readouterr().err
+
+    runner = LocalRunner(cluster.env)  # a job on every node: a shrink would kill it
+    job = runner.run(["sbatch", "--parsable", "-N", "4", "-o", "/dev/null", "--wrap", "sleep 120"])
+    assert job.ok, job.stderr
+    for _ in range(100):
+        if set(_sinfo(cluster).values()) == {"allocated"}:
+            break
+        import time
+        time.sleep(0.1)
+    with pytest.raises(SystemExit) as refused:
+        main(["resize", "grow", "--nodes", "2"])
+    assert refused.value.code == 2 and "a job runs on node4, node3" in capsys.readouterr().err
+    assert len(_sinfo(cluster)) == 4
+    with pytest.raises(SystemExit):
+        main(["resize", "grow", "--nodes", "2", "--force", "--json"])
+    captured = capsys.readouterr()
+    assert captured.out, captured.err
+    out = json.loads(captured.out)
+    assert out["removed"] == ["node4", "node3"] and out["forced"] == ["node4", "node3"]
+    assert sorted(_sinfo(cluster)) == ["node1", "node2"]
+    runner.run(["scancel", job.stdout.strip().split(";")[0]])
+    with Store.open() as store:
+        events = [e for e in store.list_events(cluster="grow") if e.kind == "resize"]
+        assert [e.message for e in events] == ["3 -> 4 nodes", "4 -> 2 nodes"]
+        assert Cluster.model_validate_json(store.get_cluster("grow").cluster_json).nodes == 2

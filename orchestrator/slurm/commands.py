@@ -93,6 +93,11 @@ def resume(nodes: Sequence[str]) -> str:
     return f"scontrol update nodename={q(','.join(nodes))} state=RESUME"
 
 
+def down_argv(nodes: Sequence[str], reason: str, binary: str = "scontrol") -> list[str]:
+    """Mark nodes DOWN (what a job still on them gets killed by) before they are retired."""
+    return [binary, "update", f"nodename={','.join(nodes)}", "state=DOWN", f"reason={reason[:240]}"]
+
+
 def retire_argv(nodes: Sequence[str], binary: str = "scontrol") -> list[str]:
     """Take nodes out of the cluster for good: state FUTURE hides them from sinfo and the
     scheduler while slurm.conf still defines them (Slurm cannot forget a static node without

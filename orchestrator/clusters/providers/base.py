@@ -80,6 +80,13 @@ class Provider(Protocol):
         gates the new node before it counts as healthy."""
         ...
 
+    def resize(self, cluster: Cluster, nodes: int, remove: Sequence[str] = (),
+               timeout_s: float | None = None) -> Cluster:
+        """Grow to `nodes` (fresh nodes, joined and idle) or shrink to it by retiring `remove`
+        (the caller drained them first); the cluster as now described (capability `resizes`).
+        CapacityError when growing needs more than the provider can get (its quota)."""
+        ...
+
 
 class ProviderBase:
     """The answers of a provider that lacks an optional capability: MissingCapability, typed."""
@@ -108,3 +115,8 @@ class ProviderBase:
     def replace_node(self, cluster: Cluster, node: str, timeout_s: float | None = None) -> str:
         raise MissingCapability(cluster.name, self.name, "replace a node",
                                 hint="drain it (`azbench health`) and replace it by hand")
+
+    def resize(self, cluster: Cluster, nodes: int, remove: Sequence[str] = (),
+               timeout_s: float | None = None) -> Cluster:
+        raise MissingCapability(cluster.name, self.name, "be resized while it runs",
+                                hint="`azbench down` it and `up` again at the new size")

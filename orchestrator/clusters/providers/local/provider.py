@@ -30,6 +30,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 from collections.abc import Collection, Sequence
 
@@ -51,7 +52,7 @@ from orchestrator.errors import CapacityError, ConfigError, ProvisionError
 from orchestrator.models import Cluster, ClusterState, LocalProps, Plan, PlannedResource, ScaleSetPlan
 from orchestrator.seams import Access, Capabilities
 from orchestrator.slurm.commands import (CLIENTS, CONTROL, DAEMONS, INSTALL_HINT, NODE_LIST, find_binaries,
-                                         node_states_argv, retire_argv)
+                                         down_argv, node_states_argv, retire_argv)
 from orchestrator.slurm.launcher import SlurmLauncher
 from orchestrator.slurm.conf import (SlurmConfParams, SlurmNode, compress_hostlist, render_slurm_conf,
                                      tree_topology)
@@ -73,7 +74,7 @@ class LocalProvider(ProviderBase):
 
     name = "local"
     caps = Capabilities(shell=True, head_here=True, emulated_nodes=True,
-                        restores_capacity=True, replaces_nodes=True) | SlurmLauncher.caps
+                        restores_capacity=True, replaces_nodes=True, resizes=True) | SlurmLauncher.caps
 
     def __init__(self, *, ready_timeout_s: float = 60.0, poll_s: float = 0.2,
                  grace_s: float = 5.0) -> None:
@@ -205,6 +206,34 @@ class LocalProvider(ProviderBase):
         _wait_idle(state, [new], bins, timeout_s or 60.0)
         return new
 
+    def resize(self, cluster: Cluster, nodes: int, remove: Sequence[str] = (),
+               timeout_s: float | None = None) -> Cluster:
+        """Grow by starting spare slots (the cluster's "quota": CapacityError beyond them), or
+        shrink by retiring `remove` (killed, state FUTURE); the cluster as now described."""
+        state = _state_for(cluster)
+        bins = find_binaries()
+        have = len(state.nodes)
+        if nodes > have:
+            if nodes - have > len(state.spares):
+                raise CapacityError(f"local cluster '{cluster.name}' can grow to at most "
+                                    f"{have + len(state.spares)} nodes (its slurm.conf slots)",
+                                    hint="`azbench down` and `up` again at the new size")
+            fresh, state.spares = state.spares[:nodes - have], state.spares[nodes - have:]
+            _start_nodes(state, fresh)
+            state.nodes = sorted(state.nodes + fresh, key=_natural)
+            save_state(state)
+            _wait_idle(state, fresh, bins, timeout_s or max(60.0, len(fresh) / 20))
+        elif nodes < have:
+            unknown = [n for n in remove if n not in state.nodes]
+            if unknown or len(remove) != have - nodes:
+                raise ConfigError(f"shrinking '{cluster.name}' to {nodes} needs {have - nodes} of its "
+                                  f"nodes to remove, got {', '.join(remove) or 'none'}")
+            _retire(state, remove, bins)
+            state.nodes = [n for n in state.nodes if n not in set(remove)]
+            state.retired += list(remove)
+            save_state(state)
+        return to_cluster(state)
+
     def restart_node(self, cluster: Cluster, node: str, timeout_s: float = 60.0) -> None:
         restart_node(cluster, node, timeout_s=timeout_s)
 
@@ -329,10 +358,22 @@ def _retire(state: LocalState, nodes: Sequence[str], bins: dict[str, str]) -> No
         victims += [(pid, proc.start_time(pid) or 0)
                     for pid in proc.step_pids(f"{state.cluster_dir}:{node}", exact=True)]
     proc.terminate(victims, grace_s=0.0)
-    out = subprocess.run(retire_argv(list(nodes), bins[CONTROL]), capture_output=True, text=True,
-                         timeout=30, env={**os.environ, "SLURM_CONF": state.conf})
-    if out.returncode != 0:
-        raise ProvisionError(f"could not retire {', '.join(nodes)} in Slurm: {out.stderr.strip()[-300:]}")
+    env = {**os.environ, "SLURM_CONF": state.conf}
+
+    def scontrol(argv: list[str]) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(argv, capture_output=True, text=True, timeout=30, env=env)
+
+    # Slurm refuses FUTURE for a node that still holds a job: DOWN first (which ends the job
+    # there, as losing the VM would), then FUTURE once the job has left it.
+    scontrol(down_argv(list(nodes), "azbench: retired", bins[CONTROL]))
+    out = None
+    for _ in range(50):
+        out = scontrol(retire_argv(list(nodes), bins[CONTROL]))
+        if out.returncode == 0:
+            return
+        time.sleep(0.2)
+    why = out.stderr.strip()[-300:] if out is not None else ""
+    raise ProvisionError(f"could not retire {', '.join(nodes)} in Slurm: {why}")
 
 
 def _wait_idle(state: LocalState, nodes: Sequence[str], bins: dict[str, str], timeout_s: float) -> None:
