@@ -360,15 +360,15 @@ def _retire(state: LocalState, nodes: Sequence[str], bins: dict[str, str]) -> No
     proc.terminate(victims, grace_s=0.0)
     env = {**os.environ, "SLURM_CONF": state.conf}
 
-    def scontrol(argv: list[str]) -> subprocess.CompletedProcess[str]:
+    def control(argv: list[str]) -> subprocess.CompletedProcess[str]:
         return subprocess.run(argv, capture_output=True, text=True, timeout=30, env=env)
 
     # Slurm refuses FUTURE for a node that still holds a job: DOWN first (which ends the job
     # there, as losing the VM would), then FUTURE once the job has left it.
-    scontrol(down_argv(list(nodes), "azbench: retired", bins[CONTROL]))
+    control(down_argv(list(nodes), "azbench: retired", bins[CONTROL]))
     out = None
     for _ in range(50):
-        out = scontrol(retire_argv(list(nodes), bins[CONTROL]))
+        out = control(retire_argv(list(nodes), bins[CONTROL]))
         if out.returncode == 0:
             return
         time.sleep(0.2)
