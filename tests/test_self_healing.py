@@ -67,6 +67,23 @@ def test_replace_swaps_a_bad_node_for_a_fresh_gated_one_and_caps_the_rest(heal_c
     assert kinds.count("node_replaced") == 1 and "replace_capped" in kinds
 
 
+@pytest.mark.integration
+def test_a_run_spec_with_health_replace_replaces_what_its_gate_drains(heal_cluster, monkeypatch):
+    from orchestrator.clusters.specs import HealthPolicy, RunSpec
+    from orchestrator.runs.execute import run_sweep
+    cluster, home = heal_cluster
+    monkeypatch.setenv("AZBENCH_HOME", str(home))
+    monkeypatch.setenv("AZBENCH_HEALTH_BAD_NODES", "node2")
+    spec = RunSpec(recipe="smoke", cluster="heal", nodes=[2], params={"target": 0.6, "max_seconds": 120},
+                   health=HealthPolicy(replace=True, max_replacements=1))
+    with Store.open() as store:
+        [out] = run_sweep(spec, store, poll_interval=0.3)
+        assert out.state == "succeeded", out.message
+        replaced = [e.data for e in store.list_events(cluster="heal") if e.kind == "node_replaced"]
+    assert replaced[-1]["node"] == "node2" and replaced[-1]["status"] == "replaced"
+    assert "node2" not in _sinfo(cluster) and _sinfo(cluster)[replaced[-1]["new_node"]] == "idle"
+
+
 def test_a_provider_without_the_capability_says_so():
     cluster = Cluster(name="c1", provider="ssh", sku="Local_CPU", nodes=2)
     with pytest.raises(MissingCapability) as info:
