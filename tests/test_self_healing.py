@@ -69,17 +69,26 @@ def test_replace_swaps_a_bad_node_for_a_fresh_gated_one_and_caps_the_rest(heal_c
 
 @pytest.mark.integration
 def test_a_run_spec_with_health_replace_replaces_what_its_gate_drains(heal_cluster, monkeypatch):
+    """The attempt's fleet gate (runs/attempts._fleet_gate) with `health.replace` in the spec."""
+    from types import SimpleNamespace
+
+    from orchestrator.clusters import lifecycle
     from orchestrator.clusters.specs import HealthPolicy, RunSpec
-    from orchestrator.runs.execute import run_sweep
+    from orchestrator.runs.attempts import AttemptContext, _fleet_gate
     cluster, home = heal_cluster
     monkeypatch.setenv("AZBENCH_HOME", str(home))
     monkeypatch.setenv("AZBENCH_HEALTH_BAD_NODES", "node2")
-    spec = RunSpec(recipe="smoke", cluster="heal", nodes=[2], params={"target": 0.6, "max_seconds": 120},
+    spec = RunSpec(recipe="smoke", cluster="heal", nodes=[2],
                    health=HealthPolicy(replace=True, max_replacements=1))
     with Store.open() as store:
-        [out] = run_sweep(spec, store, poll_interval=0.3)
-        assert out.state == "succeeded", out.message
+        current = Cluster.model_validate_json(store.get_cluster("heal").cluster_json)
+        with lifecycle.connect(current) as access:
+            ctx = AttemptContext(spec=spec, recipe=None, cluster=current, store=store,  # type: ignore[arg-type]
+                                 access=access, on_progress=None, on_event=None, poll=0.3)
+            drained = _fleet_gate(ctx, SimpleNamespace(id="r1", cluster="heal"), 1,  # type: ignore[arg-type]
+                                  ["node1", "node2", "node4"])
         replaced = [e.data for e in store.list_events(cluster="heal") if e.kind == "node_replaced"]
+    assert drained == ["node2"]
     assert replaced[-1]["node"] == "node2" and replaced[-1]["status"] == "replaced"
     assert "node2" not in _sinfo(cluster) and _sinfo(cluster)[replaced[-1]["new_node"]] == "idle"
 
