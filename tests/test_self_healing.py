@@ -166,3 +166,21 @@ def test_resize_grows_then_refuses_to_shrink_under_a_job_unless_forced(resize_cl
         events = [e for e in store.list_events(cluster="grow") if e.kind == "resize"]
         assert [e.message for e in events] == ["3 -> 4 nodes", "4 -> 2 nodes"]
         assert Cluster.model_validate_json(store.get_cluster("grow").cluster_json).nodes == 2
+
+
+def test_the_report_lists_each_replacement_from_the_store_events():
+    from orchestrator.report.build import build_report
+    from orchestrator.report.render import to_markdown
+    from orchestrator.store.schema import EventRow
+    events = [EventRow(kind="node_replaced", cluster="heal", message="node3 -> node7",
+                       data={"node": "node3", "reason": "collective fail: none", "new_node": "node7",
+                             "seconds": 1.25, "cost_usd": 0.0, "status": "replaced"}),
+              EventRow(kind="up", cluster="heal", message="up 6 x Local_CPU"),
+              EventRow(kind="node_replaced", cluster="other", data={"node": "a", "new_node": "b"})]
+    report = build_report([], events=events, cluster=None)
+    assert [(x.cluster, x.node, x.new_node) for x in report.replacements] == [
+        ("heal", "node3", "node7"), ("other", "a", "b")]
+    text = to_markdown(report)
+    assert "Node replacements (self-healing)" in text and "| heal | node3 | node7 | replaced | 1.2" in text
+    only = build_report([], [], events=events, cluster="heal")
+    assert [x.node for x in only.replacements] == ["node3"]

@@ -82,8 +82,9 @@ def report(benchmark: Optional[str] = typer.Option(None, "--benchmark", help="On
         attempts = [a for r in runs for a in store.list_attempts(r.id)]
         spot = {c.name: c.cluster.sku for c in store.list_clusters(include_terminated=True)
                 if c.cluster.properties.is_spot}
+        events = store.list_events(cluster=cluster, limit=5000)
     rep = build_report(results, runs, attempts, benchmark=benchmark, system=system, since=when,
-                       spot_clusters=spot, model_facts=model_facts())
+                       spot_clusters=spot, model_facts=model_facts(), events=events)
     if html is not None:
         files = write_html(rep, results, html)
         sys.stderr.write(f"wrote {len(files)} files to {html} (open {files[0]})\n")
