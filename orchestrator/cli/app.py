@@ -8,6 +8,7 @@ One error handler (`main`) maps AzbenchError subclasses to one stderr line and a
 
 from __future__ import annotations
 
+import errno
 import sys
 from pathlib import Path
 from typing import Any, Optional
@@ -18,13 +19,14 @@ from orchestrator.cli.common import (
     _STATE,
     JsonOpt,
     app,
+    check_number,
     confirm,
     emit_json,
     make_console,
     make_table,
     open_store,
 )
-from orchestrator.errors import EXIT_INTERRUPTED, AzbenchError
+from orchestrator.errors import EXIT_INTERRUPTED, AzbenchError, StoreError
 
 # ---------------------------------------------------------------- catalog / init
 
@@ -51,11 +53,18 @@ def init(path: Path = typer.Argument(Path("cluster.yaml"), help="Where to write 
          force: bool = typer.Option(False, "--force", help="Overwrite an existing file.")) -> None:
     """Write a commented example cluster.yaml."""
     from orchestrator.errors import ConfigError
-    from orchestrator.paths import templates_dir
+    from orchestrator.paths import templates_dir, write_atomic
+    if path.is_dir():
+        raise ConfigError(f"{path} is a directory: give a file name such as {path / 'cluster.yaml'}")
     if path.exists() and not force:
         raise ConfigError(f"{path} exists: pass --force to overwrite it")
+    if not path.parent.is_dir():
+        raise ConfigError(f"cannot write {path}: directory {path.parent} does not exist")
     text = (templates_dir() / "cluster.example.yaml").read_text()
-    path.write_text(text)
+    try:
+        write_atomic(path, text)
+    except (PermissionError, IsADirectoryError, NotADirectoryError, FileNotFoundError) as exc:
+        raise ConfigError(f"cannot write {path}: {exc.strerror or exc}") from None
     sys.stdout.write(f"wrote {path}\n")
 
 
@@ -87,6 +96,7 @@ def up(
     Azure and Azure ML clusters cost money: `up` prints the plan in one line and asks first
     (--yes skips the question; without a terminal it refuses unless --yes is given)."""
     from orchestrator.clusters import lifecycle, spending
+    check_number("--max-cost-per-hour", max_cost, 0.01, 1_000_000)
     spec = _cluster_spec(file, name=name, provider=provider, sku=sku, nodes=nodes, region=region)
     the_plan = lifecycle.plan(spec)
     spending.check_cost_cap(the_plan, spending.cost_cap(spec, max_cost))
@@ -241,6 +251,13 @@ def sweep(dry_run: bool = typer.Option(False, "--dry-run", help="List what would
           as_json: bool = JsonOpt) -> None:
     """Delete Azure clusters whose azbench-expires tag has passed or that azbench has no record of."""
     from orchestrator.clusters.providers.azure import sweep as azure_sweep
+    from orchestrator.clusters.specs import check_arm_endpoint
+    from orchestrator.errors import ConfigError
+    if arm_endpoint is not None:
+        try:
+            check_arm_endpoint(arm_endpoint)
+        except ValueError as exc:
+            raise ConfigError(f"--arm-endpoint: {exc}") from None
     with open_store() as store:
         known = {r.name for r in store.list_clusters()}
     items = azure_sweep(dry_run=dry_run, known_clusters=known, subscription_id=subscription,
@@ -271,10 +288,21 @@ register_compare(app)
 # ---------------------------------------------------------------- entry point
 
 def main(argv: list[str] | None = None) -> None:
-    """Console entry point: run the app; AzbenchError -> one line on stderr + its exit code."""
+    """Console entry point: run the app; AzbenchError -> one line on stderr + its exit code.
+
+    Every way out is one stderr line and a code in errors.EXIT_CODES: usage errors (2), a closed
+    stdout (2), a full disk (6, anywhere), Ctrl-C ("interrupted", 130)."""
+    if _stdout_closed():
+        _say("usage error: standard output is closed: nothing could be printed "
+             "(redirect it to a file or /dev/null instead)")
+        sys.exit(2)
+    _quiet_sdk_loggers(argv if argv is not None else sys.argv[1:])
     try:
         code = app(args=argv, prog_name="azbench", standalone_mode=False)
-        # Without standalone mode, typer returns a typer.Exit's code instead of exiting.
+        # Without standalone mode, typer returns a typer.Exit's code instead of exiting. Typer
+        # turns Ctrl-C (KeyboardInterrupt) into Exit(130) before this handler could see it.
+        if code == EXIT_INTERRUPTED:
+            _say("interrupted")
         if isinstance(code, int) and code:
             sys.exit(code)
     except AzbenchError as exc:
@@ -285,17 +313,34 @@ def main(argv: list[str] | None = None) -> None:
     except typer.Exit as exc:
         sys.exit(exc.exit_code)
     except typer.TyperException as exc:  # usage errors: bad flag, missing argument
-        show = getattr(exc, "show", None)
-        show() if show else sys.stderr.write(f"azbench: {exc.format_message()}\n")
+        if type(exc).__name__ == "NoArgsIsHelpError":  # `azbench results`: the group's help
+            show = getattr(exc, "show", None)
+            show() if show else None
+        else:
+            ctx = getattr(exc, "ctx", None)
+            where = f" (see '{ctx.command_path} --help')" if ctx is not None else ""
+            _say(f"usage error: {' '.join(exc.format_message().split())}{where}")
         sys.exit(getattr(exc, "exit_code", 2))
     except typer.Abort:
         sys.stderr.write("azbench: aborted\n")
         sys.exit(EXIT_INTERRUPTED)
     except KeyboardInterrupt:
-        sys.stderr.write("azbench: interrupted\n")
+        _say("interrupted")
         sys.exit(EXIT_INTERRUPTED)
     except BrokenPipeError:
         sys.exit(0)
+    except OSError as exc:
+        if exc.errno in (errno.ENOSPC, errno.EDQUOT):  # a full disk, wherever it was met
+            _say(f"{StoreError.kind}: no space left on device"
+                 f"{f' writing {exc.filename}' if exc.filename else ''}")
+            sys.exit(StoreError.exit_code)
+        if exc.errno == errno.EBADF and _stdout_closed():
+            _say("usage error: standard output is closed: nothing could be printed")
+            sys.exit(2)
+        if _STATE["debug"]:
+            raise
+        _say(f"internal error: {type(exc).__name__}: {exc} (rerun with --debug for the traceback)")
+        sys.exit(1)
     except Exception as exc:  # a bug: keep it to one line unless --debug
         if _STATE["debug"]:
             raise
@@ -303,3 +348,39 @@ def main(argv: list[str] | None = None) -> None:
                          "(rerun with --debug for the traceback)\n")
         sys.exit(1)
     sys.exit(0)
+
+
+def _quiet_sdk_loggers(argv: list[str]) -> None:
+    """The Azure SDK logs its credential chain's failures as WARNINGs, which Python's last-resort
+    handler prints to stderr (a dozen lines before azbench's one). Errors reach the user through
+    azbench's own line; --debug or AZBENCH_DEBUG keeps the SDK's log."""
+    import logging
+    import os
+    if "--debug" not in argv and not os.environ.get("AZBENCH_DEBUG"):
+        logging.getLogger("azure").setLevel(logging.ERROR + 10)
+
+
+def _say(line: str) -> None:
+    """One line on stderr, if there is a stderr to write to."""
+    try:
+        if sys.stderr is not None:
+            sys.stderr.write(f"azbench: {line}\n")
+            sys.stderr.flush()
+    except OSError:
+        pass
+
+
+def _stdout_closed() -> bool:
+    """True when fd 1 was closed (`azbench ... >&-`): Python then has no sys.stdout at all."""
+    import os
+    if sys.stdout is None:
+        return True
+    try:
+        fd = sys.stdout.fileno()
+    except (OSError, ValueError, AttributeError):  # a StringIO in tests: open unless closed
+        return sys.stdout.closed
+    try:
+        os.fstat(fd)
+    except OSError:
+        return True
+    return False

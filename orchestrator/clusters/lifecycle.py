@@ -1,11 +1,14 @@
 """The use cases behind the CLI: up, down, status, and cluster lookup.
 
 Each function takes typed specs, wires provider + store, and returns data for the CLI to render.
-Every state change is written to the store before the action it describes.
+The cluster record is written before the action it describes (so a crash leaves something
+`down` can use); a history event only after the fact: "up 2 x SKU" once it is up, or
+"... attempted, failed: why" when it is not.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
@@ -22,6 +25,9 @@ if TYPE_CHECKING:
     from orchestrator.seams import Access, Capabilities
     from orchestrator.store.database import Store
     from orchestrator.store.schema import ClusterRow
+
+
+EXTEND_HOURS = (0.25, 168.0)  # `extend --hours`: a quarter hour to a week at a time
 
 
 @dataclass(frozen=True)
@@ -56,18 +62,31 @@ def up(spec: ClusterSpec, store: Store, on_progress: Callable[[Any], None] | Non
     created = previous.created_at if previous is not None and live else utcnow()
     pending = provider.provisional(spec, the_plan).model_copy(update={"created_at": created})
     store.save_cluster(pending, spec.model_dump_json(), plan_json=the_plan.model_dump_json())
-    store.add_event(EventRow(kind="up", cluster=spec.name, message=f"up {spec.nodes} x {the_plan.sku}"))
+    what = f"up {spec.nodes} x {the_plan.sku}"
     try:
         cluster = provider.up(spec, the_plan)
-    except (ConfigError, PreflightError):
+    except (ConfigError, PreflightError) as exc:
         _unwind(store, spec.name, previous)
+        _attempted(store, spec.name, "up", what, exc)
         raise
     except AzbenchError as exc:
         _record_leftovers(spec, provider, store, exc, previous, pending)
+        _attempted(store, spec.name, "up", what, exc)
         raise
     cluster = cluster.model_copy(update={"created_at": created})
     store.save_cluster(cluster, spec.model_dump_json())
+    store.add_event(EventRow(kind="up", cluster=spec.name, message=what))  # after the fact
     return UpResult(plan=the_plan, cluster=cluster, adopted=existing is not None)
+
+
+def _attempted(store: Store, name: str, kind: str, what: str, exc: BaseException) -> None:
+    """History of an action that did not happen: `<what> attempted, failed: <why>`. Best effort:
+    the action's own error is the one the user must see."""
+    from orchestrator.store.schema import EventRow
+    try:
+        store.add_event(EventRow(kind=kind, cluster=name, message=f"{what} attempted, failed: {exc}"))
+    except AzbenchError:
+        pass
 
 
 def _unwind(store: Store, name: str, previous: ClusterRow | None) -> None:
@@ -101,9 +120,13 @@ def down(name: str, store: Store, on_progress: Callable[[Any], None] | None = No
     """Delete the cluster's resources; idempotent; the record ends TERMINATED."""
     from orchestrator.store.schema import EventRow
     cluster = require_cluster(name, store, live=False)
-    store.add_event(EventRow(kind="down", cluster=name, message="down requested"))
-    get_provider(cluster.provider, progress=on_progress).down(cluster)
+    try:
+        get_provider(cluster.provider, progress=on_progress).down(cluster)
+    except AzbenchError as exc:
+        _attempted(store, name, "down", "down", exc)
+        raise
     store.set_cluster_state(name, ClusterState.TERMINATED)
+    store.add_event(EventRow(kind="down", cluster=name, message="down"))  # after the fact
     return cluster.model_copy(update={"state": ClusterState.TERMINATED})
 
 
@@ -191,8 +214,9 @@ def extend(name: str, hours: float, store: Store, now: datetime | None = None) -
     """Move the cluster's deadline `hours` later (from now if it has passed): the provider's tags,
     which the in-cluster expiry agent reads, then the record."""
     from orchestrator.store.schema import EventRow
-    if hours <= 0:
-        raise ConfigError(f"--hours: must be positive, got {hours:g}")
+    if not (math.isfinite(hours) and EXTEND_HOURS[0] <= hours <= EXTEND_HOURS[1]):
+        raise ConfigError(f"--hours: must be between {EXTEND_HOURS[0]:g} and {EXTEND_HOURS[1]:g}, "
+                          f"got {hours:g}")
     cluster = require_cluster(name, store)
     provider = get_provider(cluster.provider)
     deadline = expires_at(cluster)
@@ -201,11 +225,16 @@ def extend(name: str, hours: float, store: Store, now: datetime | None = None) -
                           hint="only clusters that delete themselves (azure) expire")
     now = now or datetime.now(timezone.utc)
     new = max(deadline, now) + timedelta(hours=hours)
-    store.add_event(EventRow(kind="extend", cluster=name, message=f"expiry {deadline:%Y-%m-%dT%H:%M:%SZ} -> "
-                                                                  f"{new:%Y-%m-%dT%H:%M:%SZ}"))
-    provider.extend(cluster, new)
+    what = f"expiry {deadline:%Y-%m-%dT%H:%M:%SZ} -> {new:%Y-%m-%dT%H:%M:%SZ}"
+    try:
+        provider.extend(cluster, new)
+    except AzbenchError as exc:  # the cloud said no: history says so, not that it moved
+        _attempted(store, name, "extend", what, exc)
+        raise
     updated = cluster.model_copy(update={"properties": cluster.properties.with_deadline(new)})
-    store.save_cluster(updated)
+    with store.transaction():
+        store.save_cluster(updated)
+        store.add_event(EventRow(kind="extend", cluster=name, message=what))  # after Azure accepted
     return updated
 
 

@@ -223,6 +223,7 @@ def build_report(
     system: str | None = None,
     cluster: str | None = None,
     since: datetime | None = None,
+    until: datetime | None = None,
     spot_clusters: dict[str, str] | None = None,
     model_facts: Mapping[str, ModelFacts] | None = None,
     events: Sequence[EventRow] | None = None,
@@ -232,13 +233,15 @@ def build_report(
     ({cluster: SKU}) adds the spot section's cost saved; `model_facts` ({benchmark: facts}, as
     recipes.catalog.model_facts() gives them) adds MFU, which is blank without them; `events`
     (the store's) add the node replacements."""
-    rows = _filter(results, runs, benchmark=benchmark, system=system, cluster=cluster, since=since)
+    rows = _filter(results, runs, benchmark=benchmark, system=system, cluster=cluster, since=since,
+                   until=until)
     notes: list[str] = [] if rows else ["no results match"]
     facts = {key.strip().lower(): f for key, f in (model_facts or {}).items()}
     groups = [_group(key, members, runs, attempts, facts)
               for key, members in group_results(rows).items()]
     groups.sort(key=lambda g: (g.benchmark, g.sku or "", g.workers or 0, g.system))
-    asked = {"benchmark": benchmark, "system": system, "cluster": cluster, "since": since}
+    asked = {"benchmark": benchmark, "system": system, "cluster": cluster, "since": since,
+             "until": until}
     filters = {k: str(v) for k, v in asked.items() if v is not None}
     return Report(filters=filters, groups=groups, strong_scaling=strong_scaling(groups),
                   weak_scaling=weak_scaling(groups, notes), speedups=sku_speedups(groups),
@@ -343,18 +346,22 @@ def group_label(key: GroupKey) -> str:
 
 
 def _filter(results: Iterable[ResultRow], runs: Sequence[RunRow] | None, *, benchmark: str | None,
-            system: str | None, cluster: str | None, since: datetime | None) -> list[ResultRow]:
+            system: str | None, cluster: str | None, since: datetime | None,
+            until: datetime | None = None) -> list[ResultRow]:
     if cluster is not None and runs is None:
         raise ConfigError("the cluster filter needs the runs (results only know their run id)",
                           hint="pass runs=store.list_runs(cluster=...)")
     if since is not None and since.tzinfo is None:
         since = since.replace(tzinfo=timezone.utc)  # stored times are UTC
+    if until is not None and until.tzinfo is None:
+        until = until.replace(tzinfo=timezone.utc)
     in_cluster = {r.id for r in runs or () if r.cluster == cluster}
     return [r for r in results
             if (benchmark is None or r.benchmark == benchmark)
             and (system is None or r.system == system)
             and (cluster is None or r.run_id in in_cluster)
-            and (since is None or r.created_at >= since)]
+            and (since is None or r.created_at >= since)
+            and (until is None or r.created_at <= until)]
 
 
 def _series(groups: Iterable[GroupReport]) -> dict[tuple[str, str | None], list[GroupReport]]:

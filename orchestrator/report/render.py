@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from orchestrator.paths import write_atomic
 from orchestrator.report.build import GroupReport, Report, history_section
 from orchestrator.report.preemption import preemption_section
 from orchestrator.report.replacements import replacement_section
@@ -76,9 +77,7 @@ def write_html(report: Report, results: Sequence[ResultRow], out_dir: Path) -> l
             f"<figcaption>{html.escape(p.stem.replace('_', ' '))}</figcaption></figure>"
             for p in pngs))
     index = out_dir / "index.html"
-    tmp = index.with_suffix(".html.tmp")
-    tmp.write_text(_PAGE.format(body="\n".join(body)), encoding="utf-8")
-    tmp.replace(index)
+    write_atomic(index, _PAGE.format(body="\n".join(body)))
     return [index, *pngs]
 
 

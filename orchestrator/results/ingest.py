@@ -6,6 +6,7 @@ content hash makes ingest idempotent; the archive keeps the raw log next to the 
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 import shutil
@@ -13,6 +14,7 @@ from pathlib import Path
 
 from orchestrator import paths
 from orchestrator.clusters.catalog import lookup
+from orchestrator.errors import StoreError
 from orchestrator.models import Cluster
 from orchestrator.store.schema import ResultRow
 
@@ -32,8 +34,14 @@ def archive_log(path: Path, content_hash: str, archive: Path | None = None) -> P
     target = root / f"{content_hash}.log"
     if not target.exists():
         tmp = target.with_suffix(f".tmp{os.getpid()}")
-        shutil.copyfile(path, tmp)
-        os.replace(tmp, target)
+        try:
+            shutil.copyfile(path, tmp)
+            os.replace(tmp, target)
+        except BaseException as exc:  # a full disk or Ctrl-C leaves no partial copy behind
+            tmp.unlink(missing_ok=True)
+            if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
+                raise StoreError(f"no space left on device archiving {path} in {root}") from None
+            raise
     return target
 
 
