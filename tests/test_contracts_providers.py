@@ -458,6 +458,19 @@ def test_restore_capacity_works_exactly_when_declared(h: Harness):
     assert h.owned() == h.owned_after_first
 
 
+def test_replace_node_works_exactly_when_declared(h: Harness):
+    cluster = h.cluster()
+    if not h.provider.caps.replaces_nodes:
+        _assert_missing(lambda: h.provider.replace_node(cluster, (cluster.node_names or ["node1"])[0]), cluster)
+        return
+    old = cluster.node_names[-1]
+    new = h.provider.replace_node(cluster, old)
+    described = h.provider.describe(cluster.name)
+    assert described is not None and new not in cluster.node_names
+    assert sorted(described.node_names) == sorted([*cluster.node_names[:-1], new])
+    h.first = described  # later tests (and the fixture's down) see the cluster as it now is
+
+
 def test_down_is_idempotent_and_leaves_nothing(h: Harness):
     cluster = h.cluster()
     h.provider.down(cluster)

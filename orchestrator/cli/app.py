@@ -304,6 +304,7 @@ def sweep(dry_run: bool = typer.Option(False, "--dry-run", help="List what would
 
 import orchestrator.cli.results  # noqa: E402,F401  (registers recipes, report, results)
 import orchestrator.cli.health  # noqa: E402,F401  (registers health)
+import orchestrator.cli.resize  # noqa: E402,F401  (registers resize)
 import orchestrator.cli.run  # noqa: E402,F401  (registers run, logs)
 from orchestrator.cli.pipeline import baseline_app, pipeline_app, register_compare  # noqa: E402
 

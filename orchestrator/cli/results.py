@@ -87,12 +87,13 @@ def report(benchmark: Optional[str] = typer.Option(None, "--benchmark", help="On
         attempts = [a for r in runs for a in store.list_attempts(r.id)]
         spot = {c.name: c.cluster.sku for c in store.list_clusters(include_terminated=True)
                 if c.cluster.properties.is_spot}
+        events = store.list_events(cluster=cluster, limit=5000)
         history = None
         if html is not None:
             from orchestrator.pipelines.history import history_from_store
             history = history_from_store(store, baseline=baseline, since=when, until=end)
     rep = build_report(results, runs, attempts, benchmark=benchmark, system=system, since=when,
-                       until=end, spot_clusters=spot, model_facts=model_facts())
+                       until=end, spot_clusters=spot, model_facts=model_facts(), events=events)
     if html is not None:
         from orchestrator.report.site import write_site
         kept = [r for r in results if end is None or r.created_at <= end]

@@ -273,3 +273,76 @@ def extend(name: str, hours: float, store: Store, now: datetime | None = None) -
         store.save_cluster(updated)
         store.add_event(EventRow(kind="extend", cluster=name, message=what))  # after Azure accepted
     return updated
+
+
+def replace_node(cluster: Cluster, node: str, store: Store) -> tuple[Cluster, str]:
+    """The provider retires `node` and brings a fresh one up under a new name (MissingCapability
+    where it cannot); the record is re-read from the provider and stored. The cluster as now
+    described, and the new node's name."""
+    provider = get_provider(cluster.provider)
+    new = provider.replace_node(cluster, node)
+    current = provider.describe(cluster.name) or cluster
+    current = current.model_copy(update={"created_at": cluster.created_at})
+    store.save_cluster(current)
+    return current, new
+
+
+@dataclass(frozen=True)
+class ResizePlan:
+    """What `resize` does: the node counts, and the nodes a shrink drains and removes."""
+
+    cluster: str
+    before: int
+    after: int
+    remove: tuple[str, ...] = ()
+    busy: tuple[str, ...] = ()
+
+
+def plan_resize(cluster: Cluster, nodes: int, busy: Sequence[str] = ()) -> ResizePlan:
+    """Check `nodes` (whole NVLink racks on GB200: 18 VMs each) and pick what a shrink removes:
+    the highest-numbered nodes, idle ones first. `busy` are nodes running a job now."""
+    from orchestrator.clusters.catalog import lookup
+    if nodes < 1:
+        raise ConfigError(f"--nodes: a cluster needs at least one node, got {nodes}")
+    rack = lookup(cluster.sku).nvlink_domain_vms
+    if rack > 1 and nodes % rack:
+        raise ConfigError(f"--nodes: {cluster.sku} comes in whole NVLink racks of {rack} VMs; "
+                          f"{nodes} is not a multiple of {rack}")
+    have = len(cluster.node_names) or cluster.nodes
+    if nodes >= have:
+        return ResizePlan(cluster.name, have, nodes)
+    names = sorted(cluster.node_names, key=_natural)
+    taken = set(busy)
+    order = [n for n in reversed(names) if n not in taken] + [n for n in reversed(names) if n in taken]
+    remove = tuple(order[:have - nodes])
+    return ResizePlan(cluster.name, have, nodes, remove, tuple(n for n in remove if n in taken))
+
+
+def resize(name: str, nodes: int, store: Store, *, force: bool = False) -> tuple[Cluster, ResizePlan]:
+    """`azbench resize`: grow (the provider's quota check first) or shrink (drain the nodes to
+    remove, refuse when a job runs on them unless `force`), then store the record and an event."""
+    from orchestrator.store.schema import EventRow
+    cluster = require_cluster(name, store)
+    provider = get_provider(cluster.provider)
+    if not provider.caps.resizes:
+        provider.resize(cluster, nodes)  # MissingCapability, typed
+    with provider.connect(cluster) as access:
+        infos = access.launcher.node_states()
+        busy = [n for n, info in infos.items() if info.state in ("allocated", "mixed", "completing")]
+        plan = plan_resize(cluster, nodes, busy)
+        if plan.busy and not force:
+            raise ConfigError(f"refusing to shrink '{name}': a job runs on {', '.join(plan.busy)}",
+                              hint="wait for it, or pass --force to remove them anyway")
+        if plan.remove:
+            access.launcher.drain({n: "azbench: resize (removing)" for n in plan.remove})
+    resized = provider.resize(cluster, nodes, plan.remove)
+    resized = resized.model_copy(update={"created_at": cluster.created_at})
+    store.save_cluster(resized)
+    store.add_event(EventRow(kind="resize", cluster=name, message=f"{plan.before} -> {plan.after} nodes",
+                             data={"removed": list(plan.remove), "forced": list(plan.busy)}))
+    return resized, plan
+
+
+def _natural(name: str) -> list[object]:
+    import re
+    return [int(p) if p.isdigit() else p for p in re.split(r"(\d+)", name)]

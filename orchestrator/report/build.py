@@ -22,11 +22,12 @@ from orchestrator.clusters.catalog import CATALOG, gpu_row
 from orchestrator.errors import ConfigError
 from orchestrator.models import Frozen, ModelFacts, utcnow
 from orchestrator.report.preemption import PreemptionLine, preemption_lines
+from orchestrator.report.replacements import ReplacementLine, replacement_lines
 from orchestrator.results import metrics
 from orchestrator.results.metrics import StepStats
 from orchestrator.results.stragglers import spread
 from orchestrator.results.summary import kept_step_times, summary_of
-from orchestrator.store.schema import AttemptRow, ResultRow, RunRow
+from orchestrator.store.schema import AttemptRow, EventRow, ResultRow, RunRow
 
 _SAME_BATCH_RTOL = 1e-6  # per-worker batches this close are the same work (weak scaling)
 
@@ -209,6 +210,7 @@ class Report(Frozen):
     speedups: list[SkuSpeedup] = Field(default_factory=list)
     attempt_history: list[AttemptLine] = Field(default_factory=list)
     preemptions: list[PreemptionLine] = Field(default_factory=list)
+    replacements: list[ReplacementLine] = Field(default_factory=list)
     notes: list[str] = Field(default_factory=list)
 
 
@@ -224,11 +226,13 @@ def build_report(
     until: datetime | None = None,
     spot_clusters: dict[str, str] | None = None,
     model_facts: Mapping[str, ModelFacts] | None = None,
+    events: Sequence[EventRow] | None = None,
 ) -> Report:
     """The report over `results` matching the filters. `runs`/`attempts` (optional) add the
     cluster filter and the cost of every attempt, failed ones included; `spot_clusters`
     ({cluster: SKU}) adds the spot section's cost saved; `model_facts` ({benchmark: facts}, as
-    recipes.catalog.model_facts() gives them) adds MFU, which is blank without them."""
+    recipes.catalog.model_facts() gives them) adds MFU, which is blank without them; `events`
+    (the store's) add the node replacements."""
     rows = _filter(results, runs, benchmark=benchmark, system=system, cluster=cluster, since=since,
                    until=until)
     notes: list[str] = [] if rows else ["no results match"]
@@ -242,7 +246,8 @@ def build_report(
     return Report(filters=filters, groups=groups, strong_scaling=strong_scaling(groups),
                   weak_scaling=weak_scaling(groups, notes), speedups=sku_speedups(groups),
                   attempt_history=attempt_history(runs, attempts, rows),
-                  preemptions=preemption_lines(runs, attempts, spot_clusters or {}), notes=notes)
+                  preemptions=preemption_lines(runs, attempts, spot_clusters or {}),
+                  replacements=replacement_lines(events, cluster), notes=notes)
 
 
 def strong_scaling(groups: Sequence[GroupReport]) -> list[StrongScaling]:

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from orchestrator.paths import write_atomic
 from orchestrator.report.build import GroupReport, Report, history_section
 from orchestrator.report.preemption import preemption_section
+from orchestrator.report.replacements import replacement_section
 from orchestrator.store.schema import ResultRow
 
 if TYPE_CHECKING:
@@ -106,6 +107,7 @@ def sections(report: Report) -> list[_Section]:
                   _f(s.speedup_per_dollar, 3)] for s in report.speedups]))
     out.append(history_section(report.attempt_history))
     out.append(preemption_section(report.preemptions))
+    out.append(replacement_section(report.replacements))
     return [s for s in out if s[2]]
 
 

@@ -294,6 +294,11 @@ def _fleet_gate(ctx: AttemptContext, row: RunRow, n: int, nodes: list[str]) -> l
     if report.verdicts or report.fabric:
         ctx.event(row, "health_fleet", f"attempt {n}: " + (report.fabric or "drained " + "; ".join(
             f"{v.node}: {v.reason}" for v in report.verdicts)), drained=report.drained)
+    policy = ctx.spec.health
+    if policy.replace and report.drained and ctx.access.caps.replaces_nodes:
+        from orchestrator.runs.fleet_replace import ReplacePolicy, reasons, replace_drained
+        replace_drained(ctx.cluster, ctx.access, ctx.store, reasons(report),
+                        ReplacePolicy(policy.max_replacements, policy.max_replacements_per_hour))
     return report.drained
 
 

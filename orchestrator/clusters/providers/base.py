@@ -106,6 +106,19 @@ class Provider(Protocol):
         writes (capability `live_node_states`)."""
         ...
 
+    def replace_node(self, cluster: Cluster, node: str, timeout_s: float | None = None) -> str:
+        """Retire `node` for good and bring a fresh one up under a new name, joined to the
+        scheduler and idle; the new node's name (capability `replaces_nodes`). The caller
+        gates the new node before it counts as healthy."""
+        ...
+
+    def resize(self, cluster: Cluster, nodes: int, remove: Sequence[str] = (),
+               timeout_s: float | None = None) -> Cluster:
+        """Grow to `nodes` (fresh nodes, joined and idle) or shrink to it by retiring `remove`
+        (the caller drained them first); the cluster as now described (capability `resizes`).
+        CapacityError when growing needs more than the provider can get (its quota)."""
+        ...
+
 
 class ProviderBase:
     """The answers of a provider that lacks an optional capability: MissingCapability, typed."""
@@ -133,3 +146,12 @@ class ProviderBase:
 
     def live_view(self, cluster: Cluster) -> CloudView:
         raise MissingCapability(cluster.name, self.name, "report its resources without logging in")
+
+    def replace_node(self, cluster: Cluster, node: str, timeout_s: float | None = None) -> str:
+        raise MissingCapability(cluster.name, self.name, "replace a node",
+                                hint="drain it (`azbench health`) and replace it by hand")
+
+    def resize(self, cluster: Cluster, nodes: int, remove: Sequence[str] = (),
+               timeout_s: float | None = None) -> Cluster:
+        raise MissingCapability(cluster.name, self.name, "be resized while it runs",
+                                hint="`azbench down` it and `up` again at the new size")
