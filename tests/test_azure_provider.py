@@ -244,10 +244,15 @@ def test_allocation_failure_without_fallback_is_a_capacity_error(fake, clients, 
 
 @pytest.mark.parametrize("kind,code", [("quota", "OperationNotAllowed"), ("sku", "SkuNotAvailable")])
 def test_quota_and_sku_conflicts_fail_fast(fake, clients, azbench_home, kind, code):
+    # Refused while writing (preflight passed): a runtime failure, exit 4, with the ARM code and
+    # the resource in one line; exit 3 is preflight's own (issue 21).
     fake.add_fault(kind, path_contains="virtualMachineScaleSets/", times=5)
-    with pytest.raises(PreflightError) as err:
+    with pytest.raises(ProvisionError) as err:
         up(clients, spec_for(nodes=2))
+    assert not isinstance(err.value, PreflightError) and err.value.exit_code == 4
     assert err.value.code == code and err.value.request_id
+    assert f"create virtualMachineScaleSets h100t-gpu-00: HTTP 409 {code}:" in str(err.value)
+    assert "\n" not in str(err.value)
     assert fake.count("PUT", "virtualMachineScaleSets/h100t-gpu-00") == 1
 
 
@@ -320,7 +325,7 @@ def test_private_authority_disables_instance_discovery(monkeypatch):
     import azure.identity
     seen = {}
     monkeypatch.setattr(azure.identity, "DefaultAzureCredential", lambda **kw: seen.update(kw) or "cred")
-    monkeypatch.setenv("AZURE_SUBSCRIPTION_ID", "s")
+    monkeypatch.setenv("AZURE_SUBSCRIPTION_ID", SUB)
     monkeypatch.setenv("AZURE_AUTHORITY_HOST", "https://login.sovereign.example")
     monkeypatch.setenv("AZURE_RESOURCE_MANAGER_ENDPOINT", "https://arm.sovereign.example/")
     c = clients_from_config()
