@@ -288,17 +288,18 @@ def test_a_foreign_resource_group_is_never_adopted(fake, clients, azbench_home):
 
 # ---------------------------------------------------------------- sweep, ingress, config
 def test_sweep_finds_expired_and_unrecorded_clusters(fake, clients, azbench_home):
-    past = AzureProvider(clients, owner="t")
+    past = AzureProvider(clients, owner="tester")
     past.opts.now = lambda: datetime.now(timezone.utc) - timedelta(days=3)
     s_old = spec_for("old", nodes=1)
     past.up(s_old, past.plan(s_old))
     up(clients, spec_for("live", nodes=1))
-    assert [(i.cluster, i.deleted) for i in sweep(clients, dry_run=True)] == [("old", False)]
-    assert [i.cluster for i in sweep(clients, dry_run=True, known_clusters={"old"})] == ["live", "old"]
-    found = sweep(clients, dry_run=True, known_clusters={"old", "live"})
+    me = {"principal": "tester"}  # the owner both were made by (and this home's installation)
+    assert [(i.cluster, i.deleted, i.mine) for i in sweep(clients, dry_run=True, **me)] == [("old", False, True)]
+    assert [i.cluster for i in sweep(clients, dry_run=True, known_clusters={"old"}, **me)] == ["live", "old"]
+    found = sweep(clients, dry_run=True, known_clusters={"old", "live"}, **me)
     assert [i.reason.split()[0] for i in found] == ["expired"]
-    assert sweep(clients, dry_run=True, known_clusters=set())[0].reason == "no azbench record of this cluster"
-    done = sweep(clients, dry_run=False, known_clusters={"live"})
+    assert sweep(clients, dry_run=True, known_clusters=set(), **me)[0].reason == "no azbench record of this cluster"
+    done = sweep(clients, dry_run=False, known_clusters={"live"}, **me)
     assert [(i.cluster, i.deleted) for i in done] == [("old", True)]
     assert {r["tags"]["azbench-cluster"] for r in fake.resources.values() if "tags" in r} == {"live"}
     assert {k.split("/")[4] for k in fake.resources} == {"azbench-live"}  # role assignments too

@@ -18,11 +18,17 @@ to preflight (preflight.py), before any write.
 from __future__ import annotations
 
 import contextlib
+import re
 from dataclasses import dataclass
 from enum import Enum
 from typing import Any, Iterator
 
+from orchestrator import paths
 from orchestrator.errors import CapacityError, PreflightError, ProvisionError
+
+
+SDK_LOG_FILE = "azure-debug.log"  # under $AZBENCH_HOME/logs/ (signin.quiet_sdk_loggers)
+_AADSTS = re.compile(r"(AADSTS\d+):\s*(.+?\.)(?=\s|$)")
 
 
 class ArmErrorClass(str, Enum):
@@ -183,7 +189,6 @@ def arm_call(what: str) -> Iterator[None]:
     try:
         yield
     except ClientAuthenticationError as exc:  # the token request failed (or ARM's 401)
-        from orchestrator.clusters.providers.azure.signin import signin_error
         raise signin_error(exc) from exc
     except HttpResponseError as exc:
         raise to_azbench(arm_error(exc), what) from exc
@@ -202,6 +207,28 @@ def is_resumable(exc: BaseException) -> bool:
     if isinstance(exc, (ServiceRequestError, ServiceResponseError, ThrottleBudgetSpent)):
         return True
     return isinstance(exc, HttpResponseError) and arm_error(exc).cls in RESUMABLE
+
+
+def signin_message(text: str) -> str:
+    """'AADSTS7000215: Invalid client secret provided.' (Entra's code and the first sentence of
+    its error_description) from an azure-identity error text, else its first non-empty line."""
+    match = _AADSTS.search(text)
+    if match:
+        return f"{match.group(1)}: {match.group(2)}"
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    return lines[0] if lines else "no credential could sign in"
+
+
+def signin_error(exc: BaseException) -> SignInError:
+    """SignInError for azure-identity's (multi-line) ClientAuthenticationError."""
+    text = str(getattr(exc, "message", None) or exc)
+    match = _AADSTS.search(text)
+    hints = [] if match else ["sign in with `az login`, or set AZURE_TENANT_ID, AZURE_CLIENT_ID and "
+                              "AZURE_CLIENT_SECRET"]
+    hints.append(f"details in {paths.home() / 'logs' / SDK_LOG_FILE}")
+    err = SignInError(signin_message(text), hint="; ".join(hints))
+    err.code = match.group(1) if match else ""
+    return err
 
 
 def _first_line(text: str) -> str:

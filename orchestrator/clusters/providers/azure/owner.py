@@ -21,7 +21,9 @@ from typing import Any
 
 from orchestrator import paths
 from orchestrator.clusters.providers.azure.resources import TAG_INSTALL, TAG_OWNER
-from orchestrator.errors import ConfigError
+from orchestrator.errors import NotOwnerError
+
+__all__ = ["NotOwnerError", "Owner", "foreign", "installation_id", "owner_of", "principal_of", "signed_in"]
 
 INSTALLATION_FILE = "installation-id"
 UNKNOWN = "unknown"
@@ -37,12 +39,6 @@ class Owner:
 
     def describe(self) -> str:
         return f"principal {self.principal}, installation {self.installation}"
-
-
-class NotOwnerError(ConfigError):
-    """The cluster belongs to another owner (exit 2): `down` needs --force, `up` another name."""
-
-    kind = "not yours"
 
 
 def installation_id() -> str:
