@@ -731,6 +731,8 @@ class StubCredential:
     """A token credential that never reaches an identity provider; its tokens carry `oid`
     (the signed-in principal's object id) as Entra's do."""
 
+    oid = STUB_OID  # a class default: subclasses need not call __init__
+
     def __init__(self, oid: str = STUB_OID) -> None:
         self.oid = oid
 
