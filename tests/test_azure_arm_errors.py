@@ -122,3 +122,55 @@ def test_a_runtime_conflict_is_exit_4_with_the_code_and_resource(fake, clients, 
         up(clients, spec_for())
     assert not isinstance(err.value, PreflightError) and err.value.exit_code == 4
     assert str(err.value).startswith(f"create {VMSS_00.replace('/', ' ')}: HTTP 409 SkuNotAvailable:")
+
+
+def test_a_poll_that_fails_with_5xx_resumes_the_operation_from_its_token(tmp_path, monkeypatch):
+    """azure-core's bounded 5xx retries ran out while polling: the operation may still be
+    running, so it is resumed from its continuation token, not PUT again (and the token stays
+    saved until it ends)."""
+    from azure.core.exceptions import HttpResponseError
+
+    from orchestrator.clusters.providers.azure.lro import Reporter, TokenStore, ensure
+
+    class Poller:
+        def __init__(self, fail: bool) -> None:
+            self.fail = fail
+
+        def done(self) -> bool:
+            return True
+
+        def wait(self, timeout: float) -> None:
+            return None
+
+        def continuation_token(self) -> str:
+            return "token-1"
+
+        def result(self):
+            if self.fail:
+                err = HttpResponseError(message="(InternalServerError) busy")
+                err.status_code = 500
+                raise err
+            return "the resource"
+
+    class Ops:
+        def __init__(self) -> None:
+            self.calls: list[tuple] = []
+
+        def begin_create_or_update(self, rg, name, body, continuation_token=None):
+            self.calls.append((body, continuation_token))
+            return Poller(fail=continuation_token is None)
+
+    class Clients:
+        polling_interval = 0.0
+
+    ops = Ops()
+    tokens = TokenStore(tmp_path / "lro.json")
+    events = []
+    import orchestrator.clusters.providers.azure.lro as lro
+    monkeypatch.setattr(lro, "operations", lambda clients, kind: ops)
+    got = ensure(Clients(), "rg", "Microsoft.Network/networkSecurityGroups", "nsg", lambda: {"x": 1},
+                 seen=None, tokens=tokens, report=Reporter(events.append))
+    assert got == "the resource"
+    assert ops.calls == [({"x": 1}, None), (None, "token-1")]  # one PUT, then a resume
+    assert [e.action for e in events] == ["creating", "resumed", "created"]
+    assert tokens.get("Microsoft.Network/networkSecurityGroups/nsg") is None  # it ended: dropped
