@@ -35,6 +35,12 @@ class NotFoundError(ConfigError):
     kind = "not found"
 
 
+class NotOwnerError(ConfigError):
+    """The cluster belongs to another owner: `down` needs --force, `up` another name. Exit 2."""
+
+    kind = "not yours"
+
+
 class PreflightError(AzbenchError):
     """Checks before any resource is created failed (quota, SKU, tools missing). Exit 3."""
 

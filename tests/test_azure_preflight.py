@@ -81,4 +81,4 @@ def test_a_refusal_at_write_time_is_a_runtime_failure_naming_code_and_resource(f
         up(clients, spec_for())
     assert not isinstance(err.value, PreflightError) and err.value.exit_code == 4 and EXIT_CODES[4]
     assert err.value.code == code and "\n" not in str(err.value)
-    assert str(err.value).startswith(f"create virtualMachineScaleSets pf-gpu-00: {code}: ")
+    assert str(err.value).startswith(f"create virtualMachineScaleSets pf-gpu-00: HTTP 409 {code}: ")

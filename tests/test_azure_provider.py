@@ -244,10 +244,15 @@ def test_allocation_failure_without_fallback_is_a_capacity_error(fake, clients, 
 
 @pytest.mark.parametrize("kind,code", [("quota", "OperationNotAllowed"), ("sku", "SkuNotAvailable")])
 def test_quota_and_sku_conflicts_fail_fast(fake, clients, azbench_home, kind, code):
+    # Refused while writing (preflight passed): a runtime failure, exit 4, with the ARM code and
+    # the resource in one line; exit 3 is preflight's own (issue 21).
     fake.add_fault(kind, path_contains="virtualMachineScaleSets/", times=5)
-    with pytest.raises(ProvisionError) as err:  # ARM refused a write: runtime (exit 4), not preflight
+    with pytest.raises(ProvisionError) as err:
         up(clients, spec_for(nodes=2))
+    assert not isinstance(err.value, PreflightError) and err.value.exit_code == 4
     assert err.value.code == code and err.value.request_id
+    assert f"create virtualMachineScaleSets h100t-gpu-00: HTTP 409 {code}:" in str(err.value)
+    assert "\n" not in str(err.value)
     assert fake.count("PUT", "virtualMachineScaleSets/h100t-gpu-00") == 1
 
 
@@ -283,17 +288,18 @@ def test_a_foreign_resource_group_is_never_adopted(fake, clients, azbench_home):
 
 # ---------------------------------------------------------------- sweep, ingress, config
 def test_sweep_finds_expired_and_unrecorded_clusters(fake, clients, azbench_home):
-    past = AzureProvider(clients, owner="t")
+    past = AzureProvider(clients, owner="tester")
     past.opts.now = lambda: datetime.now(timezone.utc) - timedelta(days=3)
     s_old = spec_for("old", nodes=1)
     past.up(s_old, past.plan(s_old))
     up(clients, spec_for("live", nodes=1))
-    assert [(i.cluster, i.deleted) for i in sweep(clients, dry_run=True)] == [("old", False)]
-    assert [i.cluster for i in sweep(clients, dry_run=True, known_clusters={"old"})] == ["live", "old"]
-    found = sweep(clients, dry_run=True, known_clusters={"old", "live"})
+    me = {"principal": "tester"}  # the owner both were made by (and this home's installation)
+    assert [(i.cluster, i.deleted, i.mine) for i in sweep(clients, dry_run=True, **me)] == [("old", False, True)]
+    assert [i.cluster for i in sweep(clients, dry_run=True, known_clusters={"old"}, **me)] == ["live", "old"]
+    found = sweep(clients, dry_run=True, known_clusters={"old", "live"}, **me)
     assert [i.reason.split()[0] for i in found] == ["expired"]
-    assert sweep(clients, dry_run=True, known_clusters=set())[0].reason == "no azbench record of this cluster"
-    done = sweep(clients, dry_run=False, known_clusters={"live"})
+    assert sweep(clients, dry_run=True, known_clusters=set(), **me)[0].reason == "no azbench record of this cluster"
+    done = sweep(clients, dry_run=False, known_clusters={"live"}, **me)
     assert [(i.cluster, i.deleted) for i in done] == [("old", True)]
     assert {r["tags"]["azbench-cluster"] for r in fake.resources.values() if "tags" in r} == {"live"}
     assert {k.split("/")[4] for k in fake.resources} == {"azbench-live"}  # role assignments too
@@ -320,7 +326,7 @@ def test_private_authority_disables_instance_discovery(monkeypatch):
     import azure.identity
     seen = {}
     monkeypatch.setattr(azure.identity, "DefaultAzureCredential", lambda **kw: seen.update(kw) or "cred")
-    monkeypatch.setenv("AZURE_SUBSCRIPTION_ID", "s")
+    monkeypatch.setenv("AZURE_SUBSCRIPTION_ID", SUB)
     monkeypatch.setenv("AZURE_AUTHORITY_HOST", "https://login.sovereign.example")
     monkeypatch.setenv("AZURE_RESOURCE_MANAGER_ENDPOINT", "https://arm.sovereign.example/")
     c = clients_from_config()

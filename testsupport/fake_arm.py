@@ -16,18 +16,23 @@ instance) becomes an emulated VM that boots the real cloud-init on its customDat
 come from the fabric's range; deleting a VM, a scale set or the resource group stops its VMs;
 operations answer Retry-After: 1, as ARM does, so the SDK's pollers need no test-only interval.
 `tls_dir=` serves HTTPS with a CA made there, and an identity endpoint (OpenID configuration and
-client-credential tokens under /<tenant>/), so the CLI's DefaultAzureCredential works unchanged.
+client-credential tokens under /<tenant>/: JWTs with an `oid`, and Entra's 401 AADSTS7000215 for a
+wrong client secret), so the CLI's DefaultAzureCredential works unchanged. A GET of something
+absent answers 404 with its resource provider's code (RoleAssignmentNotFound, ResourceGroupNotFound,
+ResourceNotFound: `_missing`).
 By hand: `python -m testsupport.fake_arm --boot-vms --state DIR` writes DIR/env.sh and serves until killed.
 """
 
 from __future__ import annotations
 
+import base64
 import itertools
 import json
 import re
 import socket
 import threading
 import time
+import uuid
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -109,6 +114,10 @@ class FakeArm:
         self.frozen_client: str | None = None
         # With frozen_client: only ops whose resource path contains this are frozen (None: all).
         self.frozen_match: str | None = None
+        # The identity endpoint: the one client secret it accepts (env_for hands it out) and
+        # the object id (`oid` claim) of each client's tokens.
+        self.client_secret = "not-a-secret"
+        self.client_oids: dict[str, str] = {}
         self.sticky: set[str] = set()  # resource names a delete "succeeds" on but leaves in place
         # Managed identities (testsupport/fake_imds.py): bearer token -> principal id. A request with one
         # of these tokens is allowed only under the scope of a role assignment for its principal.
@@ -201,7 +210,8 @@ class FakeArm:
         parts = urlsplit(raw_path)
         path, query = parts.path, parse_qs(parts.query)
         if path.endswith("/v2.0/.well-known/openid-configuration") or path.endswith("/oauth2/v2.0/token"):
-            return self._record(method, path, query, 200, {}, self._identity(path))
+            status, doc = self._identity(path, body)
+            return self._record(method, path, query, status, {}, doc)
         if not headers.get("authorization", "").startswith("Bearer "):
             return self._record(method, path, query, 401, {}, _err("AuthenticationFailed", "no bearer token"))
         if self.latency_s:
@@ -298,10 +308,28 @@ class FakeArm:
             return 202, self._start_op(key, "action", None), None
         if method == "GET":
             res = self.resources.get(low)
-            return (200, {}, res) if res else (404, {}, _not_found(low))
+            return (200, {}, res) if res else (404, {}, self._missing(low))
         if method == "DELETE":
             return self._delete(low)
         return 405, {}, _err("MethodNotAllowed", method)
+
+    def _missing(self, low: str) -> dict[str, Any]:
+        """The 404 body of a GET on something absent. Each resource provider names its 404
+        differently; the status is the contract (azure-notes.md §10):
+        - a role assignment: RoleAssignmentNotFound, "The role assignment '<name>' is not found."
+          (Microsoft.Authorization, as quoted in hashicorp/terraform-provider-azurerm issues 8584
+          and 9379);
+        - a resource group, or anything in a missing group: ResourceGroupNotFound, "Resource group
+          '<name>' could not be found." (https://learn.microsoft.com/azure/azure-resource-manager/
+          troubleshooting/error-not-found);
+        - any other resource: ResourceNotFound (same page)."""
+        marker = "/providers/microsoft.authorization/roleassignments/"
+        if marker in low:
+            return _err("RoleAssignmentNotFound", f"The role assignment '{low.rsplit('/', 1)[1]}' is not found.")
+        rg = low.split("/providers/")[0]
+        if "/resourcegroups/" in rg and rg not in self.resources:
+            return _err("ResourceGroupNotFound", f"Resource group '{rg.rsplit('/', 1)[1]}' could not be found.")
+        return _not_found(low)
 
     def _put(self, path: str, body: bytes, error: dict[str, Any] | None = None) -> tuple[int, dict[str, str], Any]:
         low = path.lower().rstrip("/")
@@ -467,19 +495,46 @@ class FakeArm:
         self._private_ips[str(net)] = n + 1
         return str(net.network_address + n)
 
-    def _identity(self, path: str) -> dict[str, Any]:
-        """Microsoft identity platform, enough for MSAL's client-credential flow."""
+    def _identity(self, path: str, body: bytes = b"") -> tuple[int, dict[str, Any]]:
+        """Microsoft identity platform, enough for MSAL's client-credential flow.
+
+        A token request with a client secret other than `client_secret` is refused as Entra ID
+        refuses it: HTTP 401, `error: invalid_client`, AADSTS7000215 in error_description and
+        error_codes (https://learn.microsoft.com/entra/identity-platform/reference-error-codes:
+        "AADSTS7000215 InvalidClientSecret - Invalid client secret provided"; the error response
+        shape is that of https://learn.microsoft.com/entra/identity-platform/v2-oauth2-client-creds-grant-flow#error-response,
+        and RFC 6749 §5.2 answers invalid_client with 401). A granted access token is a JWT whose
+        `oid` claim is the client's object id, as Entra's access tokens carry it
+        (https://learn.microsoft.com/entra/identity-platform/access-token-claims-reference, `oid`:
+        the immutable identifier of the user or service principal): `client_oids` by client id,
+        else a stable UUID made from the client id.
+        """
         tenant = path.strip("/").split("/")[0]
         base = f"{self.base_url}/{tenant}"
         if path.endswith("openid-configuration"):
-            return {"token_endpoint": f"{base}/oauth2/v2.0/token",
-                    "authorization_endpoint": f"{base}/oauth2/v2.0/authorize",
-                    "issuer": f"{base}/v2.0", "jwks_uri": f"{base}/discovery/v2.0/keys",
-                    "response_types_supported": ["code"], "subject_types_supported": ["pairwise"],
-                    "id_token_signing_alg_values_supported": ["RS256"], "tenant_region_scope": None,
-                    "device_authorization_endpoint": f"{base}/oauth2/v2.0/devicecode"}
-        return {"token_type": "Bearer", "expires_in": 3600, "ext_expires_in": 3600,
-                "access_token": "fake-token-from-the-fake-identity-endpoint"}
+            return 200, {"token_endpoint": f"{base}/oauth2/v2.0/token",
+                         "authorization_endpoint": f"{base}/oauth2/v2.0/authorize",
+                         "issuer": f"{base}/v2.0", "jwks_uri": f"{base}/discovery/v2.0/keys",
+                         "response_types_supported": ["code"], "subject_types_supported": ["pairwise"],
+                         "id_token_signing_alg_values_supported": ["RS256"], "tenant_region_scope": None,
+                         "device_authorization_endpoint": f"{base}/oauth2/v2.0/devicecode"}
+        form = {k: v[0] for k, v in parse_qs(body.decode(errors="replace")).items()}
+        client = form.get("client_id", "")
+        if "client_secret" in form and form["client_secret"] != self.client_secret:
+            return 401, {"error": "invalid_client", "error_codes": [7000215],
+                         "error_description": (
+                             "AADSTS7000215: Invalid client secret provided. Ensure the secret being sent in "
+                             "the request is the client secret value, not the client secret ID, for a secret "
+                             f"added to app '{client}'. Trace ID: 00000000-0000-0000-0000-000000000001 "
+                             "Correlation ID: 00000000-0000-0000-0000-000000000002 "
+                             "Timestamp: 2026-01-01 00:00:00Z"),
+                         "timestamp": "2026-01-01 00:00:00Z",
+                         "trace_id": "00000000-0000-0000-0000-000000000001",
+                         "correlation_id": "00000000-0000-0000-0000-000000000002",
+                         "error_uri": f"{self.base_url}/error?code=7000215"}
+        oid = self.client_oids.get(client) or str(uuid.uuid5(uuid.NAMESPACE_URL, f"azbench-fake-client:{client}"))
+        return 200, {"token_type": "Bearer", "expires_in": 3600, "ext_expires_in": 3600,
+                     "access_token": unsigned_jwt({"oid": oid, "tid": tenant, "appid": client})}
 
     def _tagged(self, query: dict[str, list[str]], *, groups: bool) -> list[dict[str, Any]]:
         match = _TAG_FILTER.search((query.get("$filter") or [""])[0])
@@ -595,6 +650,8 @@ def _host(vmss: dict[str, Any], i: int) -> str:
 
 def _fault_response(fault: Fault, path: str) -> tuple[int, dict[str, str], Any]:
     if fault.kind == "throttle":
+        # ARM's throttled answer: 429 with Retry-After in seconds
+        # (https://learn.microsoft.com/azure/azure-resource-manager/management/request-limits-and-throttling).
         return 429, {"Retry-After": str(fault.retry_after_s)}, _err(
             "TooManyRequests", "The request is being throttled.")
     if fault.kind == "error500":
@@ -681,12 +738,29 @@ def allow_plain_http_policy(client_tag: str | None = None) -> Any:
     return AllowPlainHttp()
 
 
+def unsigned_jwt(claims: dict[str, Any]) -> str:
+    """A JWT-shaped access token (header.payload.signature, base64url) with `claims`, unsigned:
+    azbench reads claims (the `oid`) but never verifies a token; ARM does that."""
+    def part(doc: dict[str, Any]) -> str:
+        return base64.urlsafe_b64encode(json.dumps(doc).encode()).rstrip(b"=").decode()
+    return f"{part({'typ': 'JWT', 'alg': 'none'})}.{part(claims)}.sig"
+
+
+STUB_OID = "00000000-0000-4000-8000-00000000a11c"
+
+
 class StubCredential:
-    """A token credential that never reaches an identity provider."""
+    """A token credential that never reaches an identity provider; its tokens carry `oid`
+    (the signed-in principal's object id) as Entra's do."""
+
+    oid = STUB_OID  # a class default: subclasses need not call __init__
+
+    def __init__(self, oid: str = STUB_OID) -> None:
+        self.oid = oid
 
     def get_token(self, *scopes: str, **kw: Any) -> Any:
         from azure.core.credentials import AccessToken
-        return AccessToken("fake-token", int(time.time()) + 3600)
+        return AccessToken(unsigned_jwt({"oid": self.oid}), int(time.time()) + 3600)
 
 
 def _keys(os_profile: dict[str, Any]) -> list[str]:

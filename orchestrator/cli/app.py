@@ -159,11 +159,13 @@ def _vmss_settings(props: dict) -> str:
 
 
 @app.command()
-def down(name: str = typer.Argument(..., help="Cluster name."), as_json: bool = JsonOpt) -> None:
+def down(name: str = typer.Argument(..., help="Cluster name."),
+         force: bool = typer.Option(False, "--force", help="Delete it even if another owner made it."),
+         as_json: bool = JsonOpt) -> None:
     """Delete everything the cluster owns and verify nothing is left."""
     from orchestrator.clusters import lifecycle
     with open_store() as store:
-        cluster = lifecycle.down(name, store, on_progress=None if as_json else _step_line)
+        cluster = lifecycle.down(name, store, on_progress=None if as_json else _step_line, force=force)
     if as_json:
         return emit_json(cluster)
     sys.stdout.write(f"cluster '{name}' is down\n")
@@ -274,10 +276,14 @@ def ssh(name: str = typer.Argument(..., help="Cluster name."),
 
 @app.command()
 def sweep(dry_run: bool = typer.Option(False, "--dry-run", help="List what would be deleted; delete nothing."),
+          yes: bool = typer.Option(False, "--yes", "-y", help="Delete without asking (required without a terminal)."),
+          all_owners: bool = typer.Option(False, "--all-owners",
+                                          help="Also delete other owners' expired clusters."),
           subscription: Optional[str] = typer.Option(None, "--subscription", help="Azure subscription id."),
           arm_endpoint: Optional[str] = typer.Option(None, "--arm-endpoint", help="ARM endpoint (sovereign clouds)."),
           as_json: bool = JsonOpt) -> None:
-    """Delete Azure clusters whose azbench-expires tag has passed or that azbench has no record of."""
+    """Delete your Azure clusters whose azbench-expires tag has passed or that this home has no
+    record of (--all-owners: other owners' expired ones too); lists them and asks first."""
     from orchestrator.clusters.providers.azure import sweep as azure_sweep
     from orchestrator.clusters.specs import check_arm_endpoint
     from orchestrator.errors import ConfigError
@@ -288,16 +294,26 @@ def sweep(dry_run: bool = typer.Option(False, "--dry-run", help="List what would
             raise ConfigError(f"--arm-endpoint: {exc}") from None
     with open_store() as store:
         known = {r.name for r in store.list_clusters()}
-    items = azure_sweep(dry_run=dry_run, known_clusters=known, subscription_id=subscription,
-                        arm_endpoint=arm_endpoint)
+    where: dict[str, Any] = {"subscription_id": subscription, "arm_endpoint": arm_endpoint,
+                             "all_owners": all_owners}
+    items = azure_sweep(dry_run=True, known_clusters=known, **where)
+    if not as_json:
+        for item in items:
+            whose = "" if item.mine else f"; owner {item.owner}"
+            sys.stdout.write(f"{'would delete' if dry_run else 'will delete'} {item.cluster}: {item.reason} "
+                             f"({len(item.resources)} resources in {', '.join(item.resource_groups) or 'no group'}"
+                             f"{whose})\n")
+        if not items:
+            sys.stdout.write("nothing to sweep\n")
+        sys.stdout.flush()
+    if not dry_run and items:
+        confirm(f"Delete these {len(items)} cluster(s)?", yes)
+        items = azure_sweep(dry_run=False, known_clusters=known, only={i.cluster for i in items}, **where)
+        if not as_json:
+            for item in items:
+                sys.stdout.write(f"deleted {item.cluster}\n")
     if as_json:
         return emit_json([i.__dict__ for i in items])
-    verb = "would delete" if dry_run else "deleted"
-    for item in items:
-        sys.stdout.write(f"{verb} {item.cluster}: {item.reason} ({len(item.resources)} resources in "
-                         f"{', '.join(item.resource_groups) or 'no group'})\n")
-    if not items:
-        sys.stdout.write("nothing to sweep\n")
 
 
 # ---------------------------------------------------------------- commands in their own modules

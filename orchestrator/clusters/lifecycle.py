@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING, Any, Callable
 from orchestrator.clusters.providers import get_provider
 from orchestrator.clusters.spending import check_cost_cap, cost_cap
 from orchestrator.clusters.specs import ClusterSpec
-from orchestrator.errors import AzbenchError, ConfigError, MissingCapability, NotFoundError, PreflightError
+from orchestrator.errors import (AzbenchError, ConfigError, MissingCapability, NotFoundError, NotOwnerError,
+                                 PreflightError)
 from orchestrator.models import Cluster, ClusterState, Plan, utcnow
 
 if TYPE_CHECKING:
@@ -93,8 +94,8 @@ def _unwind(store: Store, name: str, previous: ClusterRow | None) -> None:
     """Nothing was created: the store goes back to what it held before this `up`."""
     if previous is None:
         store.forget_cluster(name)
-    else:
-        store.save_cluster(previous.cluster)
+    else:  # its spec and plan too: a refused rerun (drift, another owner) changes nothing
+        store.save_cluster(previous.cluster, previous.spec_json, plan_json=previous.plan_json)
 
 
 def _record_leftovers(spec: ClusterSpec, provider: Provider, store: Store, exc: AzbenchError,
@@ -116,17 +117,26 @@ def _record_leftovers(spec: ClusterSpec, provider: Provider, store: Store, exc: 
     exc.hint = f"{exc.hint}; {note}" if exc.hint else note
 
 
-def down(name: str, store: Store, on_progress: Callable[[Any], None] | None = None) -> Cluster:
-    """Delete the cluster's resources; idempotent; the record ends TERMINATED."""
+def down(name: str, store: Store, on_progress: Callable[[Any], None] | None = None, *,
+         force: bool = False) -> Cluster:
+    """Delete the cluster's resources; idempotent; the record ends TERMINATED. A cluster that
+    belongs to another owner (a shared subscription) is refused (NotOwnerError) unless `force`."""
     from orchestrator.store.schema import EventRow
     cluster = require_cluster(name, store, live=False)
+    provider = get_provider(cluster.provider, progress=on_progress)
+    if not force:
+        other = provider.foreign_owner(cluster)
+        if other is not None:
+            raise NotOwnerError(f"cluster '{name}' belongs to another owner ({other})",
+                                hint=f"`azbench down {name} --force` deletes it anyway")
     try:
-        get_provider(cluster.provider, progress=on_progress).down(cluster)
+        provider.down(cluster)
     except AzbenchError as exc:
-        _attempted(store, name, "down", "down", exc)
+        _attempted(store, name, "down", "down" + (" (--force)" if force else ""), exc)
         raise
     store.set_cluster_state(name, ClusterState.TERMINATED)
-    store.add_event(EventRow(kind="down", cluster=name, message="down"))  # after the fact
+    store.add_event(EventRow(kind="down", cluster=name,  # after the fact
+                             message="down" + (" (--force)" if force else "")))
     return cluster.model_copy(update={"state": ClusterState.TERMINATED})
 
 

@@ -83,6 +83,11 @@ class Provider(Protocol):
         """Delete everything the cluster owns and verify it is gone; missing is success."""
         ...
 
+    def foreign_owner(self, cluster: Cluster) -> str | None:
+        """Who else owns the live cluster (one phrase naming them), or None when the caller
+        does or the backend has no owners. `down` refuses another's cluster without --force."""
+        ...
+
     def connect(self, cluster: Cluster) -> Access:
         """The cluster's launcher, login shell (if any) and capabilities. Opens no connection
         until one is used; close the Access when done."""
@@ -131,6 +136,9 @@ class ProviderBase:
         return Cluster(name=spec.name, provider=self.name, sku=plan.sku, nodes=plan.nodes,
                        region=plan.region, state=ClusterState.PROVISIONING,
                        cost_per_hour_usd=plan.cost_per_hour_usd)
+
+    def foreign_owner(self, cluster: Cluster) -> str | None:
+        return None  # no owners: whoever holds the record may delete it
 
     def extend(self, cluster: Cluster, expires: datetime) -> None:
         raise MissingCapability(cluster.name, self.name, "move its expiry",

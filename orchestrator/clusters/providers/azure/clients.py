@@ -10,13 +10,16 @@ credential stub and an AllowPlainHttp policy (azure-notes.md §5.1) without touc
 from __future__ import annotations
 
 import os
+import re
 import threading
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
+from orchestrator.clusters.providers.azure.throttle import ThrottleBudget, retry_policy
 from orchestrator.errors import ConfigError
 
+GUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
 PUBLIC_ARM = "https://management.azure.com"
 PUBLIC_AUTHORITIES = frozenset({"login.microsoftonline.com", "login.microsoftonline.us",
                                 "login.chinacloudapi.cn", "login.partner.microsoftonline.cn"})
@@ -35,6 +38,9 @@ class AzureClients:
     retry_backoff_factor: float | None = None
     transport: Any = None
     credential_scopes: list[str] | None = None
+    # Retry-After waits on 429s, shared by every client and thread (throttle.py); `up` resets it
+    # to azure.throttle_budget_s.
+    throttle: ThrottleBudget = field(default_factory=ThrottleBudget)
     _cache: dict[str, Any] = field(default_factory=dict, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
@@ -59,10 +65,12 @@ class AzureClients:
                               "credential_scopes": self.credential_scopes or [_scope(self.base_url)]}
         if self.per_call_policies:
             kw["per_call_policies"] = list(self.per_call_policies)
+        retry: dict[str, Any] = {}
         if self.retry_total is not None:
-            kw["retry_total"] = self.retry_total
+            retry["retry_total"] = self.retry_total
         if self.retry_backoff_factor is not None:
-            kw["retry_backoff_factor"] = self.retry_backoff_factor
+            retry["retry_backoff_factor"] = self.retry_backoff_factor
+        kw["retry_policy"] = retry_policy(self.throttle, **retry)
         if self.transport is not None:
             kw["transport"] = self.transport
         return kw
@@ -82,8 +90,14 @@ def clients_from_config(*, subscription_id: str | None = None, arm_endpoint: str
     if not sub:
         raise ConfigError("no Azure subscription: set azure.subscription_id in the cluster spec "
                           "or AZURE_SUBSCRIPTION_ID")
+    if not GUID.fullmatch(sub.strip()):
+        where = "azure.subscription_id" if subscription_id else "AZURE_SUBSCRIPTION_ID"
+        raise ConfigError(f"{where} '{sub}' is not a subscription id: expected a GUID such as "
+                          "00000000-0000-0000-0000-000000000000")
+    from orchestrator.clusters.providers.azure.signin import quiet_sdk_loggers
+    quiet_sdk_loggers()
     base_url = (arm_endpoint or os.environ.get("AZURE_RESOURCE_MANAGER_ENDPOINT") or PUBLIC_ARM).rstrip("/")
-    return AzureClients(credential=default_credential(), subscription_id=sub, base_url=base_url,
+    return AzureClients(credential=default_credential(), subscription_id=sub.strip(), base_url=base_url,
                         polling_interval=polling_interval or 30.0)
 
 

@@ -1,20 +1,34 @@
-"""Classify Azure Resource Manager failures by their ARM error code and map them to azbench errors.
+"""Classify Azure Resource Manager failures by HTTP status first, ARM error code second, and map
+them to azbench errors.
 
-The generated SDK code maps every synchronous 409 to ResourceExistsError whatever the code, and an
-async AllocationFailed arrives as a plain HttpResponseError with status 200, so the exception
-class says nothing: `classify` reads `err.error.code`, `details[].code` and, for
-OperationNotAllowed, the message (azure-notes.md §4.1). 429 and 5xx are retried inside azure-core's
-RetryPolicy; only capacity codes are retried by azbench (with zone/region fallback).
+The status is the contract, the code is detail: every resource provider names its 404 codes
+differently (ResourceNotFound, ResourceGroupNotFound, NotFound, ParentResourceNotFound,
+Microsoft.Authorization's RoleAssignmentNotFound; azure-notes.md §10), so any 404 is "gone". 429
+is throttling (retried by throttle.ArmRetryPolicy after Retry-After, within the `up`'s
+throttling budget), 5xx is transient (azure-core's bounded retries), and a 409 is a conflict
+unless its code says quota or SkuNotAvailable. The exception class says nothing (the generated
+SDK code maps every synchronous 409 to ResourceExistsError, and an async AllocationFailed
+arrives as an HttpResponseError with status 200), so for any other status `classify` reads
+`err.error.code`, `details[].code` and, for OperationNotAllowed, the message (azure-notes.md
+§4.1). Only capacity codes are retried by azbench itself (with zone/region fallback). Every
+runtime ARM failure is exit 4 with the ARM code and the resource in one line; exit 3 belongs
+to preflight (preflight.py), before any write.
 """
 
 from __future__ import annotations
 
 import contextlib
+import re
 from dataclasses import dataclass
 from enum import Enum
 from typing import Any, Iterator
 
+from orchestrator import paths
 from orchestrator.errors import CapacityError, PreflightError, ProvisionError
+
+
+SDK_LOG_FILE = "azure-debug.log"  # under $AZBENCH_HOME/logs/ (signin.quiet_sdk_loggers)
+_AADSTS = re.compile(r"(AADSTS\d+):\s*(.+?\.)(?=\s|$)")
 
 
 class ArmErrorClass(str, Enum):
@@ -25,6 +39,7 @@ class ArmErrorClass(str, Enum):
     SKU_UNAVAILABLE = "sku_unavailable"  # fail fast
     QUOTA = "quota"                  # fail fast
     NOT_FOUND = "not_found"          # a delete of something gone is success
+    CONFLICT = "conflict"            # 409: another operation holds the resource, or its state forbids it
     OTHER = "other"
 
 
@@ -43,6 +58,16 @@ CODE_TABLE: dict[str, ArmErrorClass] = {
     "NotFound": ArmErrorClass.NOT_FOUND,
 }
 RETRYABLE_BY_AZBENCH = frozenset({ArmErrorClass.CAPACITY})
+# Kept while the operation may still finish: a rerun resumes it from its continuation token.
+RESUMABLE = frozenset({ArmErrorClass.THROTTLED, ArmErrorClass.TRANSIENT})
+HINTS: dict[ArmErrorClass, str] = {
+    ArmErrorClass.QUOTA: "request more quota in the Azure portal or use fewer nodes",
+    ArmErrorClass.SKU_UNAVAILABLE: "pick another size, zone or region",
+    ArmErrorClass.OVERCONSTRAINED: "relax azure.zones or pick another region",
+    ArmErrorClass.CONFLICT: "another operation holds this resource: wait for it, then rerun",
+    ArmErrorClass.THROTTLED: "ARM is throttling this subscription: rerun later (up resumes where it stopped)",
+    ArmErrorClass.TRANSIENT: "an Azure-side error: rerun (up resumes where it stopped)",
+}
 
 
 @dataclass(frozen=True)
@@ -75,8 +100,39 @@ class AzurePreflightError(AzureErrorMixin, PreflightError):
     pass
 
 
+class SignInError(AzureErrorMixin, PreflightError):
+    """The credential could not get a token (a wrong secret, no login): one line with Entra's
+    AADSTS code and message (azure/signin.py). Exit 3: nothing was written."""
+
+    kind = "sign-in failed"
+
+
+class ThrottleBudgetSpent(AzureErrorMixin, ProvisionError):
+    """ARM kept answering 429 longer than the throttling budget of this `up`
+    (azure.throttle_budget_s): one line naming what was throttled and for how long. Exit 4."""
+
+    kind = "throttled"
+    code = "TooManyRequests"
+
+
+def classify(status: int | None, code: str, message: str = "", details: tuple[str, ...] = ()) -> ArmErrorClass:
+    """The error class of an ARM answer: HTTP status first (404 gone, 429 throttled, 5xx
+    transient, 409 a conflict unless the code says quota or SKU), then the code."""
+    if status == 404:
+        return ArmErrorClass.NOT_FOUND
+    if status == 429:
+        return ArmErrorClass.THROTTLED
+    if status is not None and status >= 500:
+        return ArmErrorClass.TRANSIENT
+    by_code = classify_code(code, message, details)
+    if status == 409 and by_code in (ArmErrorClass.OTHER, ArmErrorClass.NOT_FOUND):
+        return ArmErrorClass.CONFLICT
+    return by_code
+
+
 def classify_code(code: str, message: str = "", details: tuple[str, ...] = ()) -> ArmErrorClass:
-    """The error class for an ARM code (plus details/message for the ambiguous codes)."""
+    """The error class for an ARM code alone (plus details/message for the ambiguous codes): for
+    answers without a telling status, e.g. an async operation's failure (HTTP 200)."""
     if code == "OperationNotAllowed":
         if "TooManyRequests" in details:
             return ArmErrorClass.THROTTLED
@@ -107,24 +163,21 @@ def arm_error(exc: BaseException) -> ArmError:
     if not code and status is not None and status >= 500:
         code = "InternalServerError"
     return ArmError(code=code or type(exc).__name__, message=_first_line(message), request_id=request_id,
-                    status=status, details=details, cls=classify_code(code, message, details))
+                    status=status, details=details, cls=classify(status, code, message, details))
 
 
 def to_azbench(err: ArmError, what: str) -> AzureProvisionError | AzureCapacityError | AzurePreflightError:
     """The azbench error for `err` raised while doing `what` (e.g. 'create scale set x')."""
     rid = f" (x-ms-request-id {err.request_id})" if err.request_id else ""
-    text = f"{what}: {err.code}: {err.message}{rid}"
+    status = f"HTTP {err.status} " if err.status and err.status >= 400 else ""
+    text = f"{what}: {status}{err.code}: {err.message}{rid}"
     if err.cls == ArmErrorClass.CAPACITY:
         out: Any = AzureCapacityError(text, hint="azbench tries the next zone/region from azure.zones "
                                                  "and azure.fallback_regions; or retry later with fewer nodes")
-    elif err.cls in (ArmErrorClass.SKU_UNAVAILABLE, ArmErrorClass.QUOTA):
-        hint = ("request more quota in the Azure portal or use fewer nodes"
-                if err.cls == ArmErrorClass.QUOTA else "pick another size, zone or region")
-        # ARM refused a write: a runtime failure (exit 4) with the code and resource, not a
-        # preflight one (exit 3): writes may already have happened, and `down` must find them.
-        out = AzureProvisionError(text, hint=hint)
     else:
-        out = AzureProvisionError(text)
+        # A refusal that comes while writing is a runtime failure (exit 4), whatever its cause:
+        # preflight's own checks (preflight.py) are the exit-3 ones.
+        out = AzureProvisionError(text, hint=HINTS.get(err.cls))
     out.code, out.request_id, out.arm_message = err.code, err.request_id, err.message
     return out
 
@@ -132,16 +185,50 @@ def to_azbench(err: ArmError, what: str) -> AzureProvisionError | AzureCapacityE
 @contextlib.contextmanager
 def arm_call(what: str) -> Iterator[None]:
     """Turn an azure-core HttpResponseError raised inside into the matching azbench error."""
-    from azure.core.exceptions import HttpResponseError
+    from azure.core.exceptions import ClientAuthenticationError, HttpResponseError
     try:
         yield
+    except ClientAuthenticationError as exc:  # the token request failed (or ARM's 401)
+        raise signin_error(exc) from exc
     except HttpResponseError as exc:
         raise to_azbench(arm_error(exc), what) from exc
 
 
 def is_not_found(exc: BaseException) -> bool:
+    """Gone: any HTTP 404, whatever the resource provider calls it."""
     from azure.core.exceptions import HttpResponseError
     return isinstance(exc, HttpResponseError) and arm_error(exc).cls == ArmErrorClass.NOT_FOUND
+
+
+def is_resumable(exc: BaseException) -> bool:
+    """An operation failure after which the operation may still finish (429, 5xx, a dropped
+    connection): its continuation token must be kept. ThrottleBudgetSpent is one too."""
+    from azure.core.exceptions import HttpResponseError, ServiceRequestError, ServiceResponseError
+    if isinstance(exc, (ServiceRequestError, ServiceResponseError, ThrottleBudgetSpent)):
+        return True
+    return isinstance(exc, HttpResponseError) and arm_error(exc).cls in RESUMABLE
+
+
+def signin_message(text: str) -> str:
+    """'AADSTS7000215: Invalid client secret provided.' (Entra's code and the first sentence of
+    its error_description) from an azure-identity error text, else its first non-empty line."""
+    match = _AADSTS.search(text)
+    if match:
+        return f"{match.group(1)}: {match.group(2)}"
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    return lines[0] if lines else "no credential could sign in"
+
+
+def signin_error(exc: BaseException) -> SignInError:
+    """SignInError for azure-identity's (multi-line) ClientAuthenticationError."""
+    text = str(getattr(exc, "message", None) or exc)
+    match = _AADSTS.search(text)
+    hints = [] if match else ["sign in with `az login`, or set AZURE_TENANT_ID, AZURE_CLIENT_ID and "
+                              "AZURE_CLIENT_SECRET"]
+    hints.append(f"details in {paths.home() / 'logs' / SDK_LOG_FILE}")
+    err = SignInError(signin_message(text), hint="; ".join(hints))
+    err.code = match.group(1) if match else ""
+    return err
 
 
 def _first_line(text: str) -> str:

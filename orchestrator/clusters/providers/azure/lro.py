@@ -3,7 +3,9 @@
 `ensure` adopts a resource that already exists (no PUT), resumes an in-flight create from the
 continuation token a crashed run persisted (`TokenStore`, in the cluster dir), waits on one still
 being created without a token, and otherwise PUTs and persists the token before reporting
-progress. `Reporter` serialises progress callbacks across worker threads and turns an exception
+progress. The token is dropped only once the operation ended (succeeded, or failed for good): a
+poll answered 429 past the throttling budget, 5xx or a dropped connection keeps it, so the
+operation is resumed (in this run up to MAX_RESUMES times, else by the rerun), never PUT again. `Reporter` serialises progress callbacks across worker threads and turns an exception
 raised by one (a crash, in tests) into an abort that stops every other worker before its next
 request.
 """
@@ -18,9 +20,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from orchestrator.clusters.providers.azure.errors import arm_call, is_not_found
+from orchestrator.clusters.providers.azure.errors import (
+    ThrottleBudgetSpent,
+    arm_call,
+    is_not_found,
+    is_resumable,
+)
 from orchestrator.clusters.providers.azure.resources import NIC, NSG, PIP, RG, VM, VMSS, VNET
 
+MAX_RESUMES = 3
 TRANSITIONAL = frozenset({"Creating", "Updating", "Accepted", "Deleting", "Migrating"})
 
 
@@ -143,7 +151,7 @@ def ensure(clients: Any, rg: str, kind: str, name: str, body: Callable[[], Any],
         report.emit("exists", kind, name)
         return seen.model
     ops = operations(clients, kind)
-    token = tokens.get(key)
+    token: str | None = tokens.get(key)
     with arm_call(f"create {kind.rsplit('/', 1)[-1]} {name}"):
         if token and (seen is None or seen.state in TRANSITIONAL):
             report.emit("resumed", kind, name)
@@ -154,16 +162,39 @@ def ensure(clients: Any, rg: str, kind: str, name: str, body: Callable[[], Any],
         else:
             report.check()
             poller = ops.begin_create_or_update(rg, name, body())
-            tokens.put(key, poller.continuation_token())
+            token = poller.continuation_token()
+            tokens.put(key, token)
             report.emit("creating", kind, name)
         try:
-            _wait(poller, report, clients.polling_interval)
-            result = poller.result()
-        finally:
-            if poller.done():
-                tokens.drop(key)
+            result = _finish(ops, rg, name, poller, token or "", report, clients.polling_interval)
+        except Aborted:
+            raise  # the operation runs on: a rerun resumes it
+        except Exception as exc:
+            if not is_resumable(exc):
+                tokens.drop(key)  # it ended (failed for good): a rerun PUTs afresh
+            raise
+        tokens.drop(key)
     report.emit("created", kind, name)
     return result
+
+
+def _finish(ops: Any, rg: str, name: str, poller: Any, token: str, report: Reporter, interval: float) -> Any:
+    """The poller's result. After a poll that failed with a 5xx or a dropped connection (the
+    operation itself may still be running) the operation is resumed from its continuation token,
+    up to MAX_RESUMES times; the token stays saved for a rerun whenever the failure is resumable
+    (a throttling budget spent included). Only a terminal failure lets the caller drop it."""
+    for attempt in range(MAX_RESUMES + 1):
+        try:
+            _wait(poller, report, interval)
+            return poller.result()
+        except ThrottleBudgetSpent:
+            raise
+        except Exception as exc:
+            if not (token and is_resumable(exc)) or attempt == MAX_RESUMES:
+                raise
+            report.emit("resumed", "operation", name, f"after {type(exc).__name__}")
+            poller = ops.begin_create_or_update(rg, name, None, continuation_token=token)
+    raise AssertionError("unreachable")
 
 
 def delete(clients: Any, rg: str, kind: str, name: str, report: Reporter | None = None) -> None:

@@ -3,8 +3,9 @@
 `plan` is plan_azure plus the head's NIC, so what `--dry-run` prints is exactly what `up` creates
 (`up` builds its resource names from the plan). `up` preflights and creates or adopts the cluster
 (up.py), `describe` reads it back from tags and the resources (both build the record with
-cluster.py's to_cluster), `down` deletes by tag and verifies nothing tagged remains, `sweep`
-removes expired or orphaned clusters. The only modules that import azure.* are the ones in
+cluster.py's to_cluster), `down` deletes by tag and verifies nothing tagged remains (lifecycle
+asks `foreign_owner` first: another owner's cluster needs --force), `sweep` removes the caller's
+expired or orphaned clusters (others' expired ones with all_owners). The only modules that import azure.* are the ones in
 providers/azure/, and only inside functions, so `azbench --help` stays fast.
 """
 
@@ -29,6 +30,7 @@ from orchestrator.clusters.providers.azure.cluster import (
 )
 from orchestrator.clusters.providers.azure.errors import arm_call
 from orchestrator.clusters.providers.azure.lro import ProgressEvent
+from orchestrator.clusters.providers.azure.owner import foreign, signed_in
 from orchestrator.clusters.providers.azure.teardown import SweepItem, delete_cluster, tagged
 from orchestrator.clusters.providers.azure.teardown import sweep as _sweep
 from orchestrator.clusters.providers.azure.up import LRO_FILE, UpOptions, UpRun
@@ -124,6 +126,16 @@ class AzureProvider(ProviderBase):
         delete_cluster(clients, cluster.name, workers=self.opts.workers)
         (paths.cluster_dir(cluster.name) / LRO_FILE).unlink(missing_ok=True)
 
+    def foreign_owner(self, cluster: Cluster) -> str | None:
+        """The owner named by the cluster's live resource group tags when it is not the caller
+        (the signed-in principal and this home's installation: azure/owner.py), else None."""
+        clients = self._clients_for(cluster.name, cluster)
+        groups, _ = tagged(clients, cluster.name)
+        if not groups:
+            return None
+        other = foreign(groups[0].tags, signed_in(clients, self.opts.owner))
+        return other.describe() if other is not None else None
+
     def connect(self, cluster: Cluster) -> Access:
         """The head over one pinned SSH connection (opened on first use): launcher and shell."""
         if cluster.ssh is None:
@@ -195,15 +207,21 @@ class AzureProvider(ProviderBase):
 
 def sweep(clients: AzureClients | None = None, *, dry_run: bool = True,
           known_clusters: Collection[str] | None = None, now: datetime | None = None,
-          subscription_id: str | None = None, arm_endpoint: str | None = None) -> list[SweepItem]:
-    """Find (and unless dry_run, delete) clusters past azbench-expires or unknown to azbench.
+          subscription_id: str | None = None, arm_endpoint: str | None = None,
+          all_owners: bool = False, only: Collection[str] | None = None,
+          principal: str | None = None) -> list[SweepItem]:
+    """Find (and unless dry_run, delete) the caller's clusters past azbench-expires or unknown
+    to this home; with `all_owners`, other owners' expired clusters too (azure/teardown.py).
 
     `known_clusters`: names with a live azbench record; None skips the record-gone check.
-    Without `clients`, DefaultAzureCredential clients for AZURE_SUBSCRIPTION_ID are used.
+    `only`: delete no cluster but these (the ones a confirmation listed). `principal` stands in
+    for the signed-in principal's object id (tests). Without `clients`, DefaultAzureCredential
+    clients for AZURE_SUBSCRIPTION_ID are used.
     """
     if clients is None:
         clients = clients_from_config(subscription_id=subscription_id, arm_endpoint=arm_endpoint)
-    return _sweep(clients, dry_run=dry_run, known_clusters=known_clusters, now=now)
+    return _sweep(clients, me=signed_in(clients, principal), dry_run=dry_run, known_clusters=known_clusters,
+                  now=now, all_owners=all_owners, only=only)
 
 
 def _described(name: str, rg: Any, sets: list[Any], clients: Any) -> Cluster:

@@ -30,6 +30,9 @@ KINDS = (RG, NSG, PIP, VNET, NIC, VM, VMSS)  # creation order
 ROLE = "Microsoft.Authorization/roleAssignments"  # the head identity's, made after the head (azure_expiry)
 SUBNET = "nodes"
 TAG_CLUSTER, TAG_OWNER, TAG_EXPIRES = "azbench-cluster", "azbench-owner", "azbench-expires"
+# The owner is two tags (azure/owner.py): the signed-in principal's object id, and the id of the
+# $AZBENCH_HOME that made the cluster.
+TAG_INSTALL = "azbench-installation"
 # When the first `up` created the cluster, and (spot only) how long a restore waits for evicted
 # capacity: describe() reads both back from the resource group, like owner and expiry.
 TAG_CREATED, TAG_SPOT_RESTORE = "azbench-created", "azbench-spot-restore-s"
@@ -82,9 +85,10 @@ def names_from_plan(plan: Plan) -> ClusterNames:
                         head=one[VM], sets=sets, role=one.get(ROLE))
 
 
-def cluster_tags(cluster: str, owner: str, expires: datetime, extra: dict[str, str], *,
+def cluster_tags(cluster: str, owner: dict[str, str], expires: datetime, extra: dict[str, str], *,
                  created: datetime | None = None, spot_restore_s: int | None = None) -> dict[str, str]:
-    tags = {**extra, TAG_CLUSTER: cluster, TAG_OWNER: owner, TAG_EXPIRES: expires.strftime(STAMP)}
+    """`owner`: the owner tags (owner.Owner.tags())."""
+    tags = {**extra, TAG_CLUSTER: cluster, **owner, TAG_EXPIRES: expires.strftime(STAMP)}
     if created is not None:
         tags[TAG_CREATED] = created.strftime(STAMP)
     if spot_restore_s is not None:

@@ -2,8 +2,10 @@
 
 `delete_cluster` deletes every resource group tagged `azbench-cluster=<name>` and every tagged
 resource outside them (by id), waits, then lists by tag again and raises ProvisionError naming what
-is left. `sweep` finds clusters whose `azbench-expires` has passed, or (given the set of clusters
-azbench knows) whose record is gone, across resource groups, and deletes them unless dry_run.
+is left. `sweep` finds the caller's clusters (owner.py) whose `azbench-expires` has passed, or
+(given the set of clusters this home knows) whose record is gone, across resource groups, and
+deletes them unless dry_run; another owner's expired clusters only with all_owners, and another
+owner's live ones never.
 `clear_group` empties one resource group in dependency order (region fallback).
 """
 
@@ -16,6 +18,7 @@ from typing import Any, Collection
 
 from orchestrator.clusters.providers.azure.errors import arm_call, is_not_found
 from orchestrator.clusters.providers.azure.lro import Reporter, delete
+from orchestrator.clusters.providers.azure.owner import Owner, owner_of
 from orchestrator.clusters.providers.azure.resources import (
     NIC,
     NSG,
@@ -43,7 +46,7 @@ DELETE_WAVES = ((VMSS, VM), (NIC,), (VNET, PIP), (NSG,))
 
 @dataclass(frozen=True)
 class SweepItem:
-    """One cluster found by `sweep`: why, what it holds, and whether it was deleted."""
+    """One cluster found by `sweep`: why, what it holds, whose it is, and whether it was deleted."""
 
     cluster: str
     reason: str
@@ -51,6 +54,8 @@ class SweepItem:
     resources: tuple[str, ...]
     expires: str | None
     deleted: bool
+    owner: str = ""
+    mine: bool = True
 
 
 def tag_filter(cluster: str | None = None) -> str:
@@ -96,29 +101,39 @@ def clear_group(clients: Any, rg: str, names_by_kind: dict[str, list[str]], repo
                   for k in wave for n in names_by_kind.get(k, [])], workers)
 
 
-def sweep(clients: Any, *, dry_run: bool = True, known_clusters: Collection[str] | None = None,
-          now: datetime | None = None) -> list[SweepItem]:
-    """Clusters past `azbench-expires` (or unknown to `known_clusters`); deleted unless dry_run."""
+def sweep(clients: Any, *, me: Owner, dry_run: bool = True, known_clusters: Collection[str] | None = None,
+          now: datetime | None = None, all_owners: bool = False,
+          only: Collection[str] | None = None) -> list[SweepItem]:
+    """The clusters to sweep, deleted unless dry_run (and, given `only`, only those named).
+
+    `me`'s clusters go when past `azbench-expires` or unknown to `known_clusters` (this home's
+    records; None skips that check). Another owner's cluster goes only when expired and
+    `all_owners`: a colleague's live cluster is unknown to this home's store, never orphaned."""
     now = now or datetime.now(timezone.utc)
     groups, resources = tagged(clients)
     found: dict[str, dict[str, Any]] = {}
     for item, is_group in [(g, True) for g in groups] + [(r, False) for r in resources]:
         tags = item.tags or {}
-        entry = found.setdefault(tags[TAG_CLUSTER], {"groups": [], "resources": [], "expires": []})
+        entry = found.setdefault(tags[TAG_CLUSTER], {"groups": [], "resources": [], "expires": [], "owners": []})
         entry["groups" if is_group else "resources"].append(item.name if is_group else item.id)
         if tags.get(TAG_EXPIRES):
             entry["expires"].append(tags[TAG_EXPIRES])
+        entry["owners"].append(owner_of(tags))
     out = []
     for cluster, entry in sorted(found.items()):
-        reason = _sweep_reason(cluster, entry["expires"], known_clusters, now)
-        if reason is None:
+        owners = [o for o in entry["owners"] if o is not None]
+        owner = owners[0] if owners else None
+        mine = owner == me
+        reason = _sweep_reason(cluster, entry["expires"], known_clusters if mine else None, now)
+        if reason is None or not (mine or all_owners) or (only is not None and cluster not in only):
             continue
         if not dry_run:
             delete_cluster(clients, cluster)
         out.append(SweepItem(cluster=cluster, reason=reason, resource_groups=tuple(entry["groups"]),
                              resources=tuple(entry["resources"]),
                              expires=min(entry["expires"]) if entry["expires"] else None,
-                             deleted=not dry_run))
+                             deleted=not dry_run, owner=owner.describe() if owner else "no owner tags",
+                             mine=mine))
     return out
 
 

@@ -1,17 +1,17 @@
 """`up` for one Azure cluster: observe, preflight, then create only what is missing, in parallel.
 
-Order: read every planned resource (GETs; adopt what exists, refuse what another cluster owns),
-preflight the VMs still to create, then resource group; NSG and public IP; VNet + subnet; head
+Order: sign in (the caller's owner tags), read every planned resource (GETs; adopt what exists,
+refuse what another cluster or another owner holds, refuse a request that differs from the live
+cluster: drift.py), preflight the VMs still to create, then resource group; NSG and public IP; VNet + subnet; head
 NIC; head VM and every GPU scale set at once (a thread pool). A scale set that fails with
 AllocationFailed/ZonalAllocationFailed is deleted and retried (tenacity) in the next zone of
 `azure.zones`; when the zones are spent, the cluster's regional resources move to the next of
-`azure.fallback_regions`. Quota and SkuNotAvailable fail fast; 429/5xx stay with azure-core.
+`azure.fallback_regions`. Quota and SkuNotAvailable fail fast; 429s wait out Retry-After within azure.throttle_budget_s
+(throttle.py), 5xx stay with azure-core.
 """
 
 from __future__ import annotations
 
-import getpass
-import os
 from collections.abc import Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -21,7 +21,7 @@ from typing import Any, Callable, TypeVar
 
 from orchestrator import paths
 from orchestrator.clusters.providers.azure import cloudinit as ci
-from orchestrator.clusters.providers.azure import expiry
+from orchestrator.clusters.providers.azure import drift, expiry
 from orchestrator.clusters.providers.azure import resources as ar
 from orchestrator.clusters.providers.azure.cluster import Found, image_text, to_cluster
 from orchestrator.clusters.providers.azure.lro import (
@@ -33,6 +33,7 @@ from orchestrator.clusters.providers.azure.lro import (
     ensure,
     observe,
 )
+from orchestrator.clusters.providers.azure.owner import NotOwnerError, Owner, foreign, signed_in
 from orchestrator.clusters.providers.azure.preflight import PreflightNeed, preflight, resolve_ingress
 from orchestrator.clusters.providers.azure.teardown import clear_group
 from orchestrator.clusters.specs import ClusterSpec
@@ -66,11 +67,17 @@ class UpRun:
         self.report = Reporter(opts.progress)
         self.sub = clients.subscription_id
         self.seen: dict[str, Observed | None] = {}
+        self.me = Owner(principal="unknown", installation="unknown")  # execute() signs in
 
     def execute(self) -> Cluster:
+        self.clients.throttle.reset(self.spec.azure.throttle_budget_s)
+        self.me = signed_in(self.clients, self.opts.owner)
         self.seen = self._observe_all()
         region = self._current_region()
         ingress = resolve_ingress(self.spec.azure.ssh_ingress_cidr, self.opts.caller_ip_lookup)
+        # Reads only so far: a request that differs from the live cluster stops here (exit 2).
+        drift.check(self.spec, self.plan, ingress, drift.live_shape(self.clients, self.names.rg,
+                                                                    self.spec.name, self.seen))
         secrets = ci.load_or_create_secrets(self.cdir)
         tags = self._tags()
         regions = [region] + [r for r in self.spec.azure.fallback_regions if r != region]
@@ -100,6 +107,11 @@ class UpRun:
         seen[f"{ar.RG}/{n.rg}"] = group
         if group is not None:
             self._check_owner(ar.RG, n.rg, group)
+            other = foreign(group.tags, self.me)
+            if other is not None:
+                raise NotOwnerError(f"cluster '{self.spec.name}' (resource group {n.rg}) belongs to another "
+                                    f"owner ({other.describe()}); this is {self.me.describe()}",
+                                    hint="pick another cluster name or azure.resource_group")
             jobs = {f"{k}/{name}": partial(observe, self.clients, n.rg, k, name) for k, name in items[1:]}
             seen.update(self._parallel(jobs))
         for key, obs in seen.items():
@@ -137,14 +149,13 @@ class UpRun:
 
     def _tags(self) -> dict[str, str]:
         group = self.seen.get(f"{ar.RG}/{self.names.rg}")
-        owner = self.opts.owner or os.environ.get("AZBENCH_OWNER") or getpass.getuser()
         now, a = self.opts.now(), self.spec.azure
-        tags = ar.cluster_tags(self.spec.name, owner, now + timedelta(hours=a.expires_hours),
+        tags = ar.cluster_tags(self.spec.name, self.me.tags(), now + timedelta(hours=a.expires_hours),
                                dict(self.spec.tags), created=now,
                                spot_restore_s=a.spot_restore_timeout if a.priority == "spot" else None)
         if group is not None:  # a rerun keeps what the group says (owner, expiry, creation...),
             # as describe reads it from there: up and describe return the same record
-            kept = (ar.TAG_OWNER, ar.TAG_EXPIRES, ar.TAG_CREATED, ar.TAG_SPOT_RESTORE)
+            kept = (ar.TAG_EXPIRES, ar.TAG_CREATED, ar.TAG_SPOT_RESTORE)
             tags.update({k: v for k, v in group.tags.items() if k in kept})
         return tags
 

@@ -1,0 +1,176 @@
+"""ARM errors by HTTP status first (issue 21, point 1), throttling within a budget, tokens kept.
+
+Against the fake ARM (testsupport/fake_arm.py), which answers a missing role assignment as
+Microsoft.Authorization does (404 RoleAssignmentNotFound) and throttles with 429 + Retry-After.
+Retry-After waits are recorded, not slept (ThrottleBudget.sleep), so 20 throttled writes cost
+no wall time; the waits asked for are asserted instead.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from orchestrator.clusters.providers.azure import AzureProvider
+from orchestrator.clusters.providers.azure.errors import (
+    ArmErrorClass,
+    ThrottleBudgetSpent,
+    arm_error,
+    classify,
+    is_not_found,
+)
+from orchestrator.clusters.providers.azure.resources import rid
+from orchestrator.clusters.specs import ClusterSpec
+from orchestrator.errors import PreflightError, ProvisionError
+from testsupport.fake_arm import SUB
+
+INGRESS = "203.0.113.7/32"
+VMSS_00 = "virtualMachineScaleSets/h100t-gpu-00"
+
+
+def spec_for(name="h100t", nodes=2, **azure) -> ClusterSpec:
+    opts = {"ssh_ingress_cidr": INGRESS, "max_vms_per_scale_set": 2, "boot_timeout_s": 0, **azure}
+    return ClusterSpec(name=name, provider="azure", sku="h100", nodes=nodes, region="eastus", azure=opts)
+
+
+def up(clients, spec, **kw):
+    p = AzureProvider(clients, capacity_wait_s=0, owner="tester", **kw)
+    return p.up(spec, p.plan(spec))
+
+
+@pytest.fixture
+def waits(clients):
+    """The Retry-After waits the throttling policy asked for, in order (nothing is slept)."""
+    asked: list[float] = []
+    clients.throttle.sleep = asked.append
+    return asked
+
+
+def test_status_decides_before_the_code():
+    assert classify(404, "RoleAssignmentNotFound") is ArmErrorClass.NOT_FOUND
+    assert classify(404, "AnyRpSaysItDifferently") is ArmErrorClass.NOT_FOUND
+    assert classify(429, "OperationNotAllowed", "x", ()) is ArmErrorClass.THROTTLED
+    assert classify(503, "ServiceUnavailable") is ArmErrorClass.TRANSIENT
+    assert classify(409, "AnotherOperationInProgress") is ArmErrorClass.CONFLICT
+    assert classify(409, "SkuNotAvailable") is ArmErrorClass.SKU_UNAVAILABLE
+    assert classify(409, "OperationNotAllowed", "exceeding approved standardNDSH100v5Family Cores quota") \
+        is ArmErrorClass.QUOTA
+    assert classify(200, "AllocationFailed") is ArmErrorClass.CAPACITY  # an async operation's failure
+
+
+def test_a_missing_role_assignment_is_the_authorization_rps_404_and_reads_as_gone(fake, clients, azbench_home):
+    from azure.core.exceptions import HttpResponseError
+    scope = rid(SUB, "azbench-h100t")
+    clients.resources.resource_groups.create_or_update("azbench-h100t", {"location": "eastus"})
+    with pytest.raises(HttpResponseError) as err:
+        clients.authorization.role_assignments.get(scope, "00000000-0000-0000-0000-000000000001")
+    assert (err.value.status_code, arm_error(err.value).code) == (404, "RoleAssignmentNotFound")
+    assert is_not_found(err.value)
+
+
+def test_up_with_self_expiry_reads_the_missing_assignment_then_creates_it(fake, clients, azbench_home):
+    up(clients, spec_for())  # self-expiry is on by default
+    reads = [e for e in fake.log if "roleassignments" in e.path.lower()]
+    assert [(e.method, e.status) for e in reads] == [("GET", 404), ("PUT", 201)]
+
+
+def test_up_survives_20_consecutive_429s_on_a_scale_set_write(fake, clients, azbench_home, waits):
+    fake.add_fault("throttle", path_contains=VMSS_00, times=20)
+    cluster = up(clients, spec_for())
+    assert cluster.nodes == 2
+    puts = [e.status for e in fake.log if e.method == "PUT" and e.path.endswith(VMSS_00)]
+    assert puts == [429] * 20 + [201]
+    assert waits == [1.0] * 20  # each Retry-After: 1 honoured, none counted as azure-core's retries
+    assert clients.throttle.throttled == {f"PUT {VMSS_00}": 20}
+
+
+def test_the_throttling_budget_ends_up_with_one_line_naming_what_and_how_long(fake, clients, azbench_home, waits):
+    fake.add_fault("throttle", path_contains=VMSS_00, times=20, retry_after_s=2)
+    with pytest.raises(ThrottleBudgetSpent) as err:
+        up(clients, spec_for(throttle_budget_s=5))
+    text = str(err.value)
+    assert "\n" not in text and err.value.exit_code == 4
+    assert f"PUT {VMSS_00} x3" in text and "for 4 s in all" in text and "5 s throttling budget" in text
+    assert "azure.throttle_budget_s" in text
+    assert waits == [2.0, 2.0]
+    assert fake.count("PUT", VMSS_00) == 3  # stopped when the next wait no longer fitted
+
+
+def test_a_throttled_poll_keeps_the_continuation_token_and_the_rerun_resumes(fake, clients, azbench_home, waits):
+    # Every operation poll is throttled and the budget ends while the creates are in flight.
+    fault = fake.add_fault("throttle", method="GET", path_contains="/operations/", times=1000)
+    with pytest.raises(ThrottleBudgetSpent):
+        up(clients, spec_for(throttle_budget_s=3))
+    kept = json.loads((azbench_home / "clusters/h100t/azure-lro.json").read_text())
+    assert kept  # the in-flight creates' tokens survive the failure
+    fault.times = 0
+    events = []
+    up(clients, spec_for(), progress=events.append)
+    resumed = {e.name for e in events if e.action == "resumed"}
+    assert resumed == {key.rsplit("/", 1)[1] for key in kept}
+    puts = {}
+    for e in fake.log:
+        if e.method == "PUT" and e.status in (200, 201):
+            puts[e.path.lower()] = puts.get(e.path.lower(), 0) + 1
+    assert set(puts.values()) == {1}  # resumed, never PUT twice
+
+
+def test_a_runtime_conflict_is_exit_4_with_the_code_and_resource(fake, clients, azbench_home):
+    fake.add_fault("sku", path_contains=VMSS_00)
+    with pytest.raises(ProvisionError) as err:
+        up(clients, spec_for())
+    assert not isinstance(err.value, PreflightError) and err.value.exit_code == 4
+    assert str(err.value).startswith(f"create {VMSS_00.replace('/', ' ')}: HTTP 409 SkuNotAvailable:")
+
+
+def test_a_poll_that_fails_with_5xx_resumes_the_operation_from_its_token(tmp_path, monkeypatch):
+    """azure-core's bounded 5xx retries ran out while polling: the operation may still be
+    running, so it is resumed from its continuation token, not PUT again (and the token stays
+    saved until it ends)."""
+    from azure.core.exceptions import HttpResponseError
+
+    from orchestrator.clusters.providers.azure.lro import Reporter, TokenStore, ensure
+
+    class Poller:
+        def __init__(self, fail: bool) -> None:
+            self.fail = fail
+
+        def done(self) -> bool:
+            return True
+
+        def wait(self, timeout: float) -> None:
+            return None
+
+        def continuation_token(self) -> str:
+            return "token-1"
+
+        def result(self):
+            if self.fail:
+                err = HttpResponseError(message="(InternalServerError) busy")
+                err.status_code = 500
+                raise err
+            return "the resource"
+
+    class Ops:
+        def __init__(self) -> None:
+            self.calls: list[tuple] = []
+
+        def begin_create_or_update(self, rg, name, body, continuation_token=None):
+            self.calls.append((body, continuation_token))
+            return Poller(fail=continuation_token is None)
+
+    class Clients:
+        polling_interval = 0.0
+
+    ops = Ops()
+    tokens = TokenStore(tmp_path / "lro.json")
+    events = []
+    import orchestrator.clusters.providers.azure.lro as lro
+    monkeypatch.setattr(lro, "operations", lambda clients, kind: ops)
+    got = ensure(Clients(), "rg", "Microsoft.Network/networkSecurityGroups", "nsg", lambda: {"x": 1},
+                 seen=None, tokens=tokens, report=Reporter(events.append))
+    assert got == "the resource"
+    assert ops.calls == [({"x": 1}, None), (None, "token-1")]  # one PUT, then a resume
+    assert [e.action for e in events] == ["creating", "resumed", "created"]
+    assert tokens.get("Microsoft.Network/networkSecurityGroups/nsg") is None  # it ended: dropped
