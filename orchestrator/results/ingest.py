@@ -14,12 +14,13 @@ from pathlib import Path
 from orchestrator import paths
 from orchestrator.clusters.catalog import lookup
 from orchestrator.models import Cluster
+from orchestrator.results.files import open_regular
 from orchestrator.store.schema import ResultRow
 
 
 def file_hash(path: Path) -> str:
     digest = hashlib.sha256()
-    with path.open("rb") as handle:
+    with open_regular(path, "log file") as handle:
         for block in iter(lambda: handle.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()
@@ -32,7 +33,8 @@ def archive_log(path: Path, content_hash: str, archive: Path | None = None) -> P
     target = root / f"{content_hash}.log"
     if not target.exists():
         tmp = target.with_suffix(f".tmp{os.getpid()}")
-        shutil.copyfile(path, tmp)
+        with open_regular(path, "log file") as src, open(tmp, "wb") as dst:
+            shutil.copyfileobj(src, dst, 1 << 20)
         os.replace(tmp, target)
     return target
 
@@ -47,7 +49,8 @@ def result_from_run(log: Path, *, run_id: str, cluster: Cluster, nodes: int,
     return ResultRow(
         content_hash=content_hash, run_id=run_id, source="run", submitter="azbench",
         system=f"{nodes}x{sku.name}", benchmark=summary.benchmark or benchmark,
-        status=summary.status or "incomplete", converged=summary.converged,
+        status="invalid" if summary.problems else summary.status or "incomplete",
+        converged=summary.converged,
         minutes=summary.minutes, run_start_ms=summary.run_start_ms,
         run_stop_ms=summary.run_stop_ms, global_batch_size=summary.global_batch_size,
         nodes=nodes, gpus=nodes * sku.gpus_per_vm, sku=sku.name,
