@@ -208,9 +208,10 @@ def _contains(path: Path, needle: bytes, block: int = 1 << 20) -> bool:
     tail = b""
     with open_regular(path, "run log") as handle:
         while chunk := handle.read(block):
-            if needle in tail + chunk[: len(needle)] or needle in chunk:
+            window = tail + chunk  # the needle may straddle two blocks
+            if needle in window:
                 return True
-            tail = chunk[-(len(needle) - 1) :]
+            tail = window[max(len(window) - len(needle) + 1, 0) :]
     return False
 
 
