@@ -8,7 +8,8 @@ any spec error in < 1 s and < 100 MB. Each case runs in its own process, whose p
 read from os.wait4's rusage (Linux ru_maxrss is in KiB) and whose address space is capped at
 2 GiB so that a regression fails fast instead of eating the machine. Baselines measured in the
 same run: `python_baseline` (the interpreter with azbench imported, doing nothing) and
-`azbench --help`, the floor under every CLI figure.
+`azbench --help`, the floor under every CLI figure. `cpu_s` (user + system) is reported beside
+wall seconds: on a shared, busy machine wall time mostly measures the queue for a core.
 """
 
 from __future__ import annotations
@@ -55,7 +56,8 @@ def measure(argv: list[str], env: dict[str, str], timeout: float = TIMEOUT_S) ->
     wall = time.perf_counter() - start
     err = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
     lines = [line for line in err.splitlines() if line.strip()]
-    return {"seconds": round(wall, 3), "peak_rss_mb": round(usage.ru_maxrss / 1024, 1),
+    return {"seconds": round(wall, 3), "cpu_s": round(usage.ru_utime + usage.ru_stime, 3),
+            "peak_rss_mb": round(usage.ru_maxrss / 1024, 1),
             "exit": os.waitstatus_to_exitcode(status), "killed_at_timeout": killed,
             "stderr_lines": len(lines),
             "stderr_last": lines[-1][:160] if lines else ""}

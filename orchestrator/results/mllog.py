@@ -330,7 +330,7 @@ class _Accumulator:
         meta = meta if isinstance(meta, dict) else {}
         raw_time = ev.get("time_ms")
         time_ms = as_int(raw_time)
-        if raw_time is not None and (time_ms is None or not 0 <= time_ms < MAX_TIME_MS):
+        if (time_ms is None or not 0 <= time_ms < MAX_TIME_MS) and raw_time is not None:
             field = _FIRST_TIME.get(key)
             if field is not None and field not in self.fields:
                 self.fields[field] = None  # the first one counts, and it is unusable
@@ -511,6 +511,8 @@ def _short(value: Any) -> str:
 
 def as_int(v: Any) -> int | None:
     """An int within signed 64 bits (ints logged as floats or digit strings), else None."""
+    if type(v) is int:  # the common case first: this runs for every decoded event
+        return v if -_INT64 <= v < _INT64 else None
     if isinstance(v, float) and v.is_integer():
         v = int(v)
     elif isinstance(v, str):
