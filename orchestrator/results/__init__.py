@@ -5,5 +5,6 @@ MLPerf compliance checker wrapper, the pure metrics (scores, step times, MFU, sc
 per-node stragglers (median and tolerance) and a stored result's summary read back (the step
 times that count).
 May import: the base, clusters.catalog and store/.
-Exposes: mllog.parse, ingest, importer.import_path, compliance, metrics, summary.
+Exposes: mllog.parse, ingest, importer.import_path, compliance, metrics, summary, files (regular
+files only, opened without blocking).
 """
