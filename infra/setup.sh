@@ -8,11 +8,16 @@ cd "$(dirname "$0")/.."
 SUDO=""
 if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
 
-echo "==> Debian packages (slurm-wlm munge openssh-server postgresql python3-venv cloud-init)"
+echo "==> Debian packages (slurm-wlm munge openssh-server postgresql python3-venv cloud-init chromium nodejs)"
 $SUDO apt-get update -q
 DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends \
   slurm-wlm munge openssh-server openssh-client postgresql python3 python3-venv python3-dev \
-  procps iproute2 cloud-init >/dev/null
+  procps iproute2 cloud-init chromium chromium-driver >/dev/null
+# Azurite (the Blob Storage emulator) comes from npm. Where Node.js is already installed from
+# NodeSource (its nodejs bundles npm and conflicts with Debian's npm), use it as it is.
+if ! command -v npm >/dev/null; then
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends nodejs npm >/dev/null
+fi
 
 PY="${PYTHON:-python3}"
 if [ ! -x .venv/bin/python ]; then
@@ -38,3 +43,9 @@ pip_install --upgrade pip
 pip_install "torch==2.13.0"
 pip_install -e ".[test,local]"
 .venv/bin/python -c "import orchestrator, torch, sqlalchemy, paramiko, mlperf_logging; print('==> ready: torch', torch.__version__)"
+# Azurite, the Azure Storage emulator the blob archive tests run against (tests/test_blob.py),
+# from npm into a project-local folder: nothing global, removed with the checkout.
+if command -v npm >/dev/null; then
+  echo "==> Azurite (npm, into .tools/azurite)"
+  npm install --prefix .tools/azurite --no-audit --no-fund --silent "azurite@3" >/dev/null
+fi

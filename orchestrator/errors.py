@@ -122,7 +122,7 @@ EXIT_CODES: dict[int, str] = {
     3: "preflight failed (quota, SKU availability, missing tools such as Slurm)",
     4: "provisioning failed (cloud or local cluster resources, no capacity)",
     5: "run failed (remote unreachable, wrong host key, launch or benchmark failure)",
-    6: "results store error (unwritable AZBENCH_HOME, corrupt or newer database)",
+    6: "results store error (unwritable AZBENCH_HOME, disk full, corrupt or newer database)",
     7: "not available: a feature not built yet, or a capability this cluster lacks",
     8: "performance regression against the baseline",
     EXIT_UNHEALTHY: "health check flagged nodes (drained, or a fabric-wide fault); "

@@ -8,6 +8,7 @@ force-include) and at the repository root in a source checkout.
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 from dataclasses import dataclass
@@ -33,6 +34,24 @@ def ensure_home() -> Path:
     except OSError as exc:
         raise StoreError(f"AZBENCH_HOME {root} is not writable: {exc.strerror or exc}") from None
     return root
+
+
+def write_atomic(path: Path, data: str | bytes) -> Path:
+    """Write `path` whole or not at all: a temp file beside it, then a rename. On any failure the
+    temp file is removed; a full disk is a StoreError (exit 6) naming the path."""
+    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
+    try:
+        if isinstance(data, bytes):
+            tmp.write_bytes(data)
+        else:
+            tmp.write_text(data, encoding="utf-8")
+        os.replace(tmp, path)
+    except BaseException as exc:
+        tmp.unlink(missing_ok=True)
+        if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
+            raise StoreError(f"no space left on device writing {path}") from None
+        raise
+    return path
 
 
 def cluster_dir(name: str) -> Path:

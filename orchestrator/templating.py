@@ -2,8 +2,9 @@
 cloud-init, health jobs, container launches).
 
 Strict: an undefined name is an error, never an empty string. Blocks trim their own line and
-leading space, the trailing newline is kept and nothing is HTML-escaped: the output is shell,
-config and YAML text. The `q` filter shlex-quotes a value for a shell line; `exports` writes a
+leading space and the trailing newline is kept. Only `*.html.j2` templates (the report site,
+templates/report/) are HTML-escaped; everything else is shell, config and YAML text, never
+escaped. The `q` filter shlex-quotes a value for a shell line; `exports` writes a
 mapping as `export KEY=value` lines (seams.env_exports: names checked, values quoted).
 """
 
@@ -35,7 +36,8 @@ def _environment(folder: str) -> jinja2.Environment:
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(folder),
         undefined=jinja2.StrictUndefined,
-        autoescape=False,
+        autoescape=jinja2.select_autoescape(enabled_extensions=("html.j2",), default=False,
+                                            default_for_string=False),
         keep_trailing_newline=True,
         trim_blocks=True,
         lstrip_blocks=True,

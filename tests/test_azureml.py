@@ -370,7 +370,7 @@ def test_cli_dry_run_shows_the_compute_plan(azbench_home):
 
 @pytest.mark.parametrize("args, code, message", [
     (["--sku", "gb200", "--nodes", "18", "--dry-run"], 2, "not allowed for provider 'azureml'"),
-    (["--sku", "h100", "--nodes", "0", "--dry-run"], 2, "--nodes: Input should be greater than 0"),
+    (["--sku", "h100", "--nodes", "0", "--dry-run"], 2, "--nodes: must be between 1 and 100000, got 0"),
     (["--sku", "h100", "--nodes", "2", "--yes"], 2, "no Azure ML workspace: set"),
 ])
 def test_cli_bad_input_is_one_line(azbench_home, args, code, message):

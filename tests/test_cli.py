@@ -65,8 +65,8 @@ def test_dry_run_table_shows_cost_and_resources(azbench_home):
 @pytest.mark.parametrize("args, code, message", [
     (["up", "--dry-run", "--provider", "azure", "--sku", "h1000", "--nodes", "2", "--region", "eastus"],
      2, "azbench: not found: unknown SKU 'h1000' (did you mean 'h100'?)"),
-    (["up", "--dry-run", "--nodes", "0"], 2, "azbench: config error: --nodes: Input should be greater than 0"),
-    (["up", "--dry-run", "--nodes", "-1"], 2, "azbench: config error: --nodes: Input should be greater than 0"),
+    (["up", "--dry-run", "--nodes", "0"], 2, "azbench: config error: --nodes: must be between 1 and 100000, got 0"),
+    (["up", "--dry-run", "--nodes", "-1"], 2, "azbench: config error: --nodes: must be between 1 and 100000, got -1"),
     (["up", "--dry-run", "--provider", "azure", "--sku", "h100", "--nodes", "2", "--region", "eastuss"],
      2, "azbench: config error: unknown region 'eastuss' (did you mean 'eastus'?)"),
     (["up", "--dry-run", "--provider", "azure", "--sku", "gb200", "--nodes", "20", "--region", "eastus"],

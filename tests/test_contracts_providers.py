@@ -434,6 +434,17 @@ def test_node_states_work_exactly_when_declared_live(h: Harness):
     assert all(n["state"] for n in nodes)
 
 
+def test_live_view_works_exactly_when_declared_live(h: Harness):
+    cluster = h.cluster()
+    if not h.provider.caps.live_node_states:
+        _assert_missing(lambda: h.provider.live_view(cluster), cluster)
+        return
+    mark = len(h.requests())
+    view = h.provider.live_view(cluster)
+    assert view.exists and view.instances == cluster.nodes and all(r.state for r in view.resources)
+    assert [r for r in h.requests()[mark:] if not r.startswith("GET ")] == [], "a status read wrote"
+
+
 def test_restore_capacity_works_exactly_when_declared(h: Harness):
     cluster = h.cluster()
     if not h.provider.caps.restores_capacity:
@@ -445,6 +456,19 @@ def test_restore_capacity_works_exactly_when_declared(h: Harness):
     changes = [r for r in h.requests()[mark:] if not r.startswith("GET ")]
     assert changes == [], "nothing was evicted, yet restore changed the cluster"
     assert h.owned() == h.owned_after_first
+
+
+def test_replace_node_works_exactly_when_declared(h: Harness):
+    cluster = h.cluster()
+    if not h.provider.caps.replaces_nodes:
+        _assert_missing(lambda: h.provider.replace_node(cluster, (cluster.node_names or ["node1"])[0]), cluster)
+        return
+    old = cluster.node_names[-1]
+    new = h.provider.replace_node(cluster, old)
+    described = h.provider.describe(cluster.name)
+    assert described is not None and new not in cluster.node_names
+    assert sorted(described.node_names) == sorted([*cluster.node_names[:-1], new])
+    h.first = described  # later tests (and the fixture's down) see the cluster as it now is
 
 
 def test_down_is_idempotent_and_leaves_nothing(h: Harness):

@@ -71,6 +71,12 @@ def test_gpu_script_checks_gpus_ib_and_busbw_against_the_catalog():
     assert "#SBATCH --ntasks-per-node=8" in script and "#SBATCH --gpus-per-node=8" in script
     assert "--gpus 8" in script and "--ib-ports 8" in script and "--expected-busbw 450.0" in script
     assert "--warn-frac 0.9" in script and "--fail-frac 0.8" in script
+    # Without fractions in the spec: the published baseline (16G, warn below 400 of 450 GB/s).
+    default = render_health_sbatch(run_id="r1", attempt=2, nodes=["gpu1", "gpu2"], out_dir="/o",
+                                   script="/s/h.py", check_dir="/c", python="python3", sku="h100",
+                                   policy=HealthPolicy())
+    assert "--warn-frac 0.8889" in default and "--fail-frac 0.6667" in default
+    assert "--size-mb 17179.869184" in default
     assert "#SBATCH --job-name=azbench-health-r1-a2" in script and "--no-requeue" in script
 
 

@@ -234,3 +234,107 @@ def test_a_forgotten_job_is_settled_by_its_log_exit_line():
     failed = job_status_from_log(unknown, "AZBENCH_ATTEMPT_STOP 17 rc=3\n")
     assert failed.state == S.FAILED and failed.exit_code == 3
     assert job_status_from_log(unknown, "no stop line").state == S.UNKNOWN
+
+
+# -- startup grace (issue 21 point 8a) ----------------------------------------------------
+
+# Timing of NVIDIA's published v5.0 llama31_405b log eos-dfw_n64_ngc25.01_nemo/result_0.txt
+# (mlcommons/training_results_v5.0 @ 0fdc28f, copied in /work/shared/mlperf-logs): the first
+# MLLOG line at 0 s, the warm-up's tracked_stats (step 0) at 608.1 s, the first train_step_time
+# at 662.8 s, then one every ~55 s.
+FIRST_STEP_S, STEP_EVERY_S = 662.8, 55.0
+
+
+class InjectedLog:
+    """A launcher whose MLLOG file grows with the fake clock (lines injected at set times)."""
+
+    def __init__(self, clock, lines):
+        self.clock, self.lines = clock, lines  # [(seconds, mllog line)]
+
+    def poll(self, refs):
+        return {REF.job_id: JobStatus(ref=REF, state=S.RUNNING)}
+
+    def tail(self, path, *, offset=0, nbytes=None):
+        text = "".join(line + "\n" for t, line in self.lines if t <= self.clock.now)
+        return text.encode()[-(nbytes or 0):] if nbytes else text.encode()
+
+
+def _mllog(t_s, key, value, step=None):
+    import json
+    meta = {"step": step} if step is not None else {}
+    return ":::MLLOG " + json.dumps({"namespace": "", "time_ms": int(1_744_812_015_695 + t_s * 1000),
+                                     "event_type": "POINT_IN_TIME", "key": key, "value": value,
+                                     "metadata": meta})
+
+
+def _405b_lines(steps):
+    """The published 405B start, then `steps` training steps, then silence (a hang)."""
+    lines = [(0.0, _mllog(0.0, "cache_clear", True)), (19.3, _mllog(19.3, "init_start", None))]
+    lines += [(FIRST_STEP_S + i * STEP_EVERY_S, _mllog(FIRST_STEP_S + i * STEP_EVERY_S, "tracked_stats",
+                                                      {"train_step_time": STEP_EVERY_S}, step=1152 * (i + 1)))
+              for i in range(steps)]
+    return lines
+
+
+def _watch_405b(steps, *, startup_grace, hang_timeout=600):
+    from orchestrator.runs.monitor import progress_reader
+    clock = FakeClock()
+    log = InjectedLog(clock, _405b_lines(steps))
+    seen = []
+    status, action = watch(REF, log, progress_reader(log, "mllog.txt"), run_id="r", attempt=1, nodes=64,
+                           hang_timeout=hang_timeout, deadline_s=1e6, startup_grace=startup_grace,
+                           interval=5, clock=clock, sleep=clock.sleep, on_progress=lambda p: seen.append(p.step))
+    return action, clock.now, seen
+
+
+def test_without_a_startup_grace_a_405b_start_is_called_a_hang():
+    action, at, seen = _watch_405b(3, startup_grace=None)
+    assert action == Action.CANCEL_HANG and 600 < at < FIRST_STEP_S and set(seen) == {None}
+
+
+def test_the_startup_grace_covers_the_first_step_then_hang_timeout_applies():
+    action, at, seen = _watch_405b(3, startup_grace=1800)
+    last_step_at = FIRST_STEP_S + 2 * STEP_EVERY_S
+    assert action == Action.CANCEL_HANG
+    assert last_step_at + 600 < at <= last_step_at + 610  # the steady-state limit, not the grace
+    assert [s for s in dict.fromkeys(seen) if s is not None] == [1152, 2304, 3456]
+
+
+def test_a_job_that_never_steps_is_cancelled_at_the_end_of_its_grace():
+    action, at, _ = _watch_405b(0, startup_grace=1800)
+    assert action == Action.CANCEL_HANG and 1800 < at <= 1805
+
+
+def test_decide_uses_the_grace_only_before_the_first_step():
+    ws = WatchState(started=0, last_progress_at=0)
+    assert decide(S.RUNNING, ws, 700, hang_timeout=600, deadline_s=1e6, startup_grace=1800) == Action.WAIT
+    ws.last_step = 1
+    assert decide(S.RUNNING, ws, 700, hang_timeout=600, deadline_s=1e6, startup_grace=1800) == Action.CANCEL_HANG
+
+
+def test_the_405b_recipe_sets_a_startup_grace_above_the_published_first_step():
+    from orchestrator.recipes.catalog import get_recipe
+    launch = get_recipe("llama31_405b").launch
+    assert launch.startup_grace_min is not None and launch.startup_grace_min * 60 > FIRST_STEP_S
+    assert "training_results_v5.0" in launch.startup_grace_source
+    spec = RetryPolicy.model_validate({"startup_grace": "45m"})
+    assert spec.startup_grace == 2700 and RetryPolicy().startup_grace is None
+
+
+def test_an_attempt_takes_the_runs_grace_else_the_recipes_and_none_without_live_logs():
+    from types import SimpleNamespace
+
+    from orchestrator.clusters.specs import RunSpec
+    from orchestrator.recipes.catalog import get_recipe
+    from orchestrator.runs.attempts import _startup_grace
+    from orchestrator.seams import Capabilities
+    recipe = get_recipe("llama31_405b")
+
+    def ctx(live=True, **retry):
+        return SimpleNamespace(access=SimpleNamespace(caps=Capabilities(live_logs=live)), recipe=recipe,
+                               spec=RunSpec(recipe="llama31_405b", retry=retry))
+    assert _startup_grace(ctx()) == recipe.launch.startup_grace_min * 60 == 1800
+    assert _startup_grace(ctx(startup_grace="45m")) == 2700
+    assert _startup_grace(ctx(live=False)) is None
+    assert _startup_grace(SimpleNamespace(access=ctx().access, recipe=get_recipe("smoke"),
+                                          spec=RunSpec(recipe="smoke"))) is None

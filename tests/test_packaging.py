@@ -20,6 +20,10 @@ def test_wheel_ships_templates_and_recipes(tmp_path):
                    "orchestrator/_data/templates/sbatch.sh.j2",
                    "orchestrator/_data/templates/slurm.conf.j2",
                    "orchestrator/_data/templates/cluster.example.yaml",
+                   "orchestrator/_data/templates/report/base.html.j2",
+                   "orchestrator/_data/templates/report/static/site.js",
+                   "orchestrator/_data/templates/report/vendor/plotly-basic.min.js",
+                   "orchestrator/_data/templates/report/vendor/LICENSE-plotly.js.txt",
                    "orchestrator/cli/app.py"):
         assert needed in names, needed
     entry = [n for n in names if n.endswith("entry_points.txt")]

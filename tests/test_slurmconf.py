@@ -99,3 +99,22 @@ def test_port_block_is_consecutive_and_skips_a_port_in_use():
         busy.bind(("127.0.0.1", block[10]))
         busy.listen()
         assert not localproc._bindable(range(block[0], block[-1] + 1))
+
+
+def test_local_spare_slots_are_future_nodes_with_ports_and_racks(tmp_path):
+    from orchestrator.clusters.providers.local.provider import _topology_text, spare_slots
+    cdir = tmp_path / "c"
+    nodes, spares = ["node1", "node2", "node3"], [f"node{i}" for i in range(4, 12)]
+    state = LocalState(name="c", cluster_dir=str(cdir), runtime_dir=str(cdir / "run"),
+                       conf=str(cdir / "slurm.conf"), workdir=str(cdir / "shared"),
+                       jobcomp_file=str(cdir / "j"), nodes=nodes, spares=spares, cpus_per_node=1,
+                       slurmctld_port=17000, node_ports={n: 17001 + i for i, n in enumerate(nodes + spares)})
+    text = render_slurm_conf(_conf_params(state, local_spec("c", 3)))
+    lines = [ln for ln in text.splitlines() if ln.startswith(("NodeName=", "PartitionName="))]
+    assert lines[0].startswith("NodeName=node[1-3] ") and "Port=[17001-17003]" in lines[0] and "State=UNKNOWN" in lines[0]
+    assert lines[1].startswith("NodeName=node[4-11] ") and "Port=[17004-17011]" in lines[1] and "State=FUTURE" in lines[1]
+    assert "Nodes=node[1-11]" in lines[2]
+    assert "SwitchName=rack1 Nodes=node[1-11]" in _topology_text(state)  # spares have a rack too
+    assert spare_slots(3) == 8 and spare_slots(2048) == 512
+    with pytest.raises(ValueError):
+        SlurmNode(name="n", hostname="h", addr="a", state="DOWN")

@@ -32,8 +32,8 @@ def test_local_defaults_to_local_cpu_sku():
     ("name: a\nnodes: 2\nazure:\n  vnet_cidr: 10.1.0.0/16\n  colour: red\n",
      "cluster.yaml:5: unknown key 'azure.colour'"),
     ("name: a\nnodes: 2.5\n", "cluster.yaml:2: nodes: Input should be a valid integer"),
-    ("name: a\nnodes: 0\n", "cluster.yaml:2: nodes: Input should be greater than 0"),
-    ("name: a\nnodes: -3\n", "cluster.yaml:2: nodes: Input should be greater than 0"),
+    ("name: a\nnodes: 0\n", "cluster.yaml:2: nodes: must be between 1 and 100000, got 0"),
+    ("name: a\nnodes: -3\n", "cluster.yaml:2: nodes: must be between 1 and 100000, got -3"),
     ("name: a\nnodes: [1\n", "malformed YAML"),
     ("name: a\nnodes: 1\nazure:\n  vnet_cidr: 172.16.4.0/24\n", "cluster.yaml:4: azure.vnet_cidr: "
      "172.16.4.0/24 overlaps 172.16.0.0/16"),
@@ -59,7 +59,7 @@ def test_region_typo_suggests_region():
 
 
 def test_flag_errors_name_the_flag():
-    with pytest.raises(ConfigError, match=r"^--nodes: Input should be greater than 0"):
+    with pytest.raises(ConfigError, match=r"^--nodes: must be between 1 and 100000, got 0$"):
         load_cluster_spec(None, {"name": "a", "nodes": 0})
 
 

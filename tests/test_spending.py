@@ -165,4 +165,4 @@ def test_extend_refuses_clusters_without_an_expiry(azbench_home):
     result = azbench("extend", "free", "--hours", "1", home=azbench_home)
     assert result.code == 2 and "has no expiry to extend" in one_line_error(result)
     bad = azbench("extend", "free", "--hours", "-1", home=azbench_home)
-    assert bad.code == 2 and "--hours: must be positive" in one_line_error(bad)
+    assert bad.code == 2 and "--hours: must be between 0.25 and 168, got -1" in one_line_error(bad)

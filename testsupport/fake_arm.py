@@ -548,6 +548,28 @@ def default_catalogue(fake: FakeArm, location: str = "eastus", *, free_vcpus: in
         "architecture": "x64"}
 
 
+def restrict(fake: FakeArm, sku: str, location: str = "eastus", *, zones: list[str] | None = None,
+             reason: str = "NotAvailableForSubscription") -> None:
+    """Restrict `sku` for this subscription: in `zones` of `location`, or (zones None) the whole
+    location. The row's shape is the Resource SKUs API's
+    (https://learn.microsoft.com/en-us/rest/api/compute/resource-skus/list, ResourceSkuRestrictions):
+    a Location restriction lists the location in `values` and `restrictionInfo.locations`; a
+    Zone restriction lists the location and the zones in `restrictionInfo`, while `locationInfo`
+    still names every zone of the size (what `az vm list-skus` shows as "Restrictions")."""
+    row = next(r for r in fake.skus[location] if r["name"] == sku)
+    entry: dict[str, Any] = {"type": "Location" if zones is None else "Zone", "values": [location],
+                             "restrictionInfo": {"locations": [location], **({"zones": zones} if zones else {})},
+                             "reasonCode": reason}
+    row.setdefault("restrictions", []).append(entry)
+
+
+def arm_writes(fake: FakeArm) -> int:
+    """Requests that change ARM state (PUT, PATCH, POST, DELETE under /subscriptions/), as the
+    fake's log holds them; sign-in POSTs to the identity endpoint are not ARM writes."""
+    return sum(1 for e in fake.log if e.method in ("PUT", "PATCH", "POST", "DELETE")
+               and e.path.lower().startswith("/subscriptions/"))
+
+
 def _sku_row(name: str, loc: str, vcpus: int, family: str, arch: str) -> dict[str, Any]:
     return {"resourceType": "virtualMachines", "name": name, "tier": "Standard", "size": name.split("_", 1)[1],
             "family": family, "locations": [loc], "locationInfo": [{"location": loc, "zones": ["1", "2", "3"]}],

@@ -8,6 +8,7 @@ One error handler (`main`) maps AzbenchError subclasses to one stderr line and a
 
 from __future__ import annotations
 
+import errno
 import sys
 from pathlib import Path
 from typing import Any, Optional
@@ -18,13 +19,14 @@ from orchestrator.cli.common import (
     _STATE,
     JsonOpt,
     app,
+    check_number,
     confirm,
     emit_json,
     make_console,
     make_table,
     open_store,
 )
-from orchestrator.errors import EXIT_INTERRUPTED, AzbenchError
+from orchestrator.errors import EXIT_INTERRUPTED, AzbenchError, StoreError
 
 # ---------------------------------------------------------------- catalog / init
 
@@ -51,11 +53,18 @@ def init(path: Path = typer.Argument(Path("cluster.yaml"), help="Where to write 
          force: bool = typer.Option(False, "--force", help="Overwrite an existing file.")) -> None:
     """Write a commented example cluster.yaml."""
     from orchestrator.errors import ConfigError
-    from orchestrator.paths import templates_dir
+    from orchestrator.paths import templates_dir, write_atomic
+    if path.is_dir():
+        raise ConfigError(f"{path} is a directory: give a file name such as {path / 'cluster.yaml'}")
     if path.exists() and not force:
         raise ConfigError(f"{path} exists: pass --force to overwrite it")
+    if not path.parent.is_dir():
+        raise ConfigError(f"cannot write {path}: directory {path.parent} does not exist")
     text = (templates_dir() / "cluster.example.yaml").read_text()
-    path.write_text(text)
+    try:
+        write_atomic(path, text)
+    except (PermissionError, IsADirectoryError, NotADirectoryError, FileNotFoundError) as exc:
+        raise ConfigError(f"cannot write {path}: {exc.strerror or exc}") from None
     sys.stdout.write(f"wrote {path}\n")
 
 
@@ -87,6 +96,8 @@ def up(
     Azure and Azure ML clusters cost money: `up` prints the plan in one line and asks first
     (--yes skips the question; without a terminal it refuses unless --yes is given)."""
     from orchestrator.clusters import lifecycle, spending
+    check_number("--max-cost-per-hour", max_cost, 0.01, 1_000_000)
+    from orchestrator.clusters.specs import wide_ingress_question
     spec = _cluster_spec(file, name=name, provider=provider, sku=sku, nodes=nodes, region=region)
     the_plan = lifecycle.plan(spec)
     spending.check_cost_cap(the_plan, spending.cost_cap(spec, max_cost))
@@ -98,6 +109,9 @@ def up(
             sys.stdout.write(f"creating {summary}\n")
             sys.stdout.flush()
         confirm(f"Create {summary}?", yes)
+    wide = wide_ingress_question(spec)
+    if wide:  # allowed by azure.allow_wide_ssh_ingress, still asked (--yes for pipelines)
+        confirm(wide, yes)
     with open_store() as store:
         result = lifecycle.up(spec, store, on_progress=None if as_json else _step_line)
     if as_json:
@@ -158,27 +172,51 @@ def down(name: str = typer.Argument(..., help="Cluster name."), as_json: bool = 
 @app.command()
 def status(name: Optional[str] = typer.Argument(None, help="Cluster name (default: all)."),
            as_json: bool = JsonOpt) -> None:
-    """Clusters (with live node states and cost so far when one is named) and their runs."""
+    """Clusters and their runs. With NAME: the cloud's view first (VM and scale-set states,
+    instances, cost so far, expiry; no SSH), then Slurm's when the head answers."""
+    import dataclasses
+    from datetime import datetime, timezone
+
     from orchestrator.clusters import lifecycle
     with open_store() as store:
         clusters = [lifecycle.require_cluster(name, store, live=False)] if name else \
             [r.cluster for r in store.list_clusters(include_terminated=True)]
         runs = store.list_runs(cluster=name) if name else store.list_runs()
-    nodes = lifecycle.node_views(clusters[0]) if name else []
+    one = lifecycle.cluster_status(clusters[0]) if name else None
+    nodes = one.nodes if one else []
     costs = {c.name: lifecycle.cost_so_far(c) if c.state.value == "ready" else None for c in clusters}
     left = {c.name: lifecycle.time_left(c) for c in clusters}
+    if one is not None:
+        costs[one.cluster.name] = one.cost_so_far_usd
+        left[one.cluster.name] = one.expires - datetime.now(timezone.utc) if one.expires else None
     if as_json:
+        extra = {} if one is None else {"cloud": one.cloud and dataclasses.asdict(one.cloud),
+                                        "cloud_note": one.cloud_note, "head": one.head}
         return emit_json({"clusters": clusters, "cost_so_far_usd": costs,
                           "expires_in_s": {k: int(v.total_seconds()) if v is not None else None
                                            for k, v in left.items()},
-                            "nodes": [n.__dict__ for n in nodes], "runs": runs})
+                          "nodes": [n.__dict__ for n in nodes], "runs": runs, **extra})
     console = make_console()
     console.print(make_table("Clusters", ["name", "provider", "sku", "nodes", "state", "created", "cost so far (est.)",
                                           "expires in"],
                          [[c.name, c.provider, c.sku, c.nodes, c.state.value, f"{c.created_at:%Y-%m-%d %H:%M}",
                            f"${costs[c.name]:,.2f}" if costs[c.name] is not None else "-",
-                           _left(lifecycle.time_left(c)) if c.state.value != "terminated" else "-"]
+                           _left(left[c.name]) if c.state.value != "terminated" else "-"]
                           for c in clusters]))
+    if one is not None and one.cloud is not None:
+        cloud = one.cloud
+        if not cloud.exists:
+            console.print(f"{one.cluster.provider}: nothing tagged with cluster '{one.cluster.name}' exists")
+        else:
+            console.print(make_table(f"{one.cluster.provider} (no login)", ["kind", "name", "state", "detail"],
+                                     [[r.kind, r.name, r.state, r.detail] for r in cloud.resources]))
+            console.print(f"instances: {cloud.instances} listed, {cloud.running} running; owner "
+                          f"{cloud.owner or '-'}; expires {cloud.expires:%Y-%m-%d %H:%M} UTC"
+                          if cloud.expires else f"instances: {cloud.instances} listed, {cloud.running} running; "
+                          f"owner {cloud.owner or '-'}; no expiry")
+    for note in (one.cloud_note, one.head) if one is not None else ():
+        if note:
+            console.print(note, markup=False)
     if nodes:
         console.print(make_table("Nodes", ["node", "state", "detail"], [[n.name, n.state, n.detail] for n in nodes]))
     console.print(make_table("Runs", ["id", "cluster", "recipe", "nodes", "state", "message"],
@@ -241,6 +279,13 @@ def sweep(dry_run: bool = typer.Option(False, "--dry-run", help="List what would
           as_json: bool = JsonOpt) -> None:
     """Delete Azure clusters whose azbench-expires tag has passed or that azbench has no record of."""
     from orchestrator.clusters.providers.azure import sweep as azure_sweep
+    from orchestrator.clusters.specs import check_arm_endpoint
+    from orchestrator.errors import ConfigError
+    if arm_endpoint is not None:
+        try:
+            check_arm_endpoint(arm_endpoint)
+        except ValueError as exc:
+            raise ConfigError(f"--arm-endpoint: {exc}") from None
     with open_store() as store:
         known = {r.name for r in store.list_clusters()}
     items = azure_sweep(dry_run=dry_run, known_clusters=known, subscription_id=subscription,
@@ -259,6 +304,7 @@ def sweep(dry_run: bool = typer.Option(False, "--dry-run", help="List what would
 
 import orchestrator.cli.results  # noqa: E402,F401  (registers recipes, report, results)
 import orchestrator.cli.health  # noqa: E402,F401  (registers health)
+import orchestrator.cli.resize  # noqa: E402,F401  (registers resize)
 import orchestrator.cli.run  # noqa: E402,F401  (registers run, logs)
 from orchestrator.cli.pipeline import baseline_app, pipeline_app, register_compare  # noqa: E402
 
@@ -270,10 +316,21 @@ register_compare(app)
 # ---------------------------------------------------------------- entry point
 
 def main(argv: list[str] | None = None) -> None:
-    """Console entry point: run the app; AzbenchError -> one line on stderr + its exit code."""
+    """Console entry point: run the app; AzbenchError -> one line on stderr + its exit code.
+
+    Every way out is one stderr line and a code in errors.EXIT_CODES: usage errors (2), a closed
+    stdout (2), a full disk (6, anywhere), Ctrl-C ("interrupted", 130)."""
+    if _stdout_closed():
+        _say("usage error: standard output is closed: nothing could be printed "
+             "(redirect it to a file or /dev/null instead)")
+        sys.exit(2)
+    _quiet_sdk_loggers(argv if argv is not None else sys.argv[1:])
     try:
         code = app(args=argv, prog_name="azbench", standalone_mode=False)
-        # Without standalone mode, typer returns a typer.Exit's code instead of exiting.
+        # Without standalone mode, typer returns a typer.Exit's code instead of exiting. Typer
+        # turns Ctrl-C (KeyboardInterrupt) into Exit(130) before this handler could see it.
+        if code == EXIT_INTERRUPTED:
+            _say("interrupted")
         if isinstance(code, int) and code:
             sys.exit(code)
     except AzbenchError as exc:
@@ -284,17 +341,34 @@ def main(argv: list[str] | None = None) -> None:
     except typer.Exit as exc:
         sys.exit(exc.exit_code)
     except typer.TyperException as exc:  # usage errors: bad flag, missing argument
-        show = getattr(exc, "show", None)
-        show() if show else sys.stderr.write(f"azbench: {exc.format_message()}\n")
+        if type(exc).__name__ == "NoArgsIsHelpError":  # `azbench results`: the group's help
+            show = getattr(exc, "show", None)
+            show() if show else None
+        else:
+            ctx = getattr(exc, "ctx", None)
+            where = f" (see '{ctx.command_path} --help')" if ctx is not None else ""
+            _say(f"usage error: {' '.join(exc.format_message().split())}{where}")
         sys.exit(getattr(exc, "exit_code", 2))
     except typer.Abort:
         sys.stderr.write("azbench: aborted\n")
         sys.exit(EXIT_INTERRUPTED)
     except KeyboardInterrupt:
-        sys.stderr.write("azbench: interrupted\n")
+        _say("interrupted")
         sys.exit(EXIT_INTERRUPTED)
     except BrokenPipeError:
         sys.exit(0)
+    except OSError as exc:
+        if exc.errno in (errno.ENOSPC, errno.EDQUOT):  # a full disk, wherever it was met
+            _say(f"{StoreError.kind}: no space left on device"
+                 f"{f' writing {exc.filename}' if exc.filename else ''}")
+            sys.exit(StoreError.exit_code)
+        if exc.errno == errno.EBADF and _stdout_closed():
+            _say("usage error: standard output is closed: nothing could be printed")
+            sys.exit(2)
+        if _STATE["debug"]:
+            raise
+        _say(f"internal error: {type(exc).__name__}: {exc} (rerun with --debug for the traceback)")
+        sys.exit(1)
     except Exception as exc:  # a bug: keep it to one line unless --debug
         if _STATE["debug"]:
             raise
@@ -302,3 +376,39 @@ def main(argv: list[str] | None = None) -> None:
                          "(rerun with --debug for the traceback)\n")
         sys.exit(1)
     sys.exit(0)
+
+
+def _quiet_sdk_loggers(argv: list[str]) -> None:
+    """The Azure SDK logs its credential chain's failures as WARNINGs, which Python's last-resort
+    handler prints to stderr (a dozen lines before azbench's one). Errors reach the user through
+    azbench's own line; --debug or AZBENCH_DEBUG keeps the SDK's log."""
+    import logging
+    import os
+    if "--debug" not in argv and not os.environ.get("AZBENCH_DEBUG"):
+        logging.getLogger("azure").setLevel(logging.ERROR + 10)
+
+
+def _say(line: str) -> None:
+    """One line on stderr, if there is a stderr to write to."""
+    try:
+        if sys.stderr is not None:
+            sys.stderr.write(f"azbench: {line}\n")
+            sys.stderr.flush()
+    except OSError:
+        pass
+
+
+def _stdout_closed() -> bool:
+    """True when fd 1 was closed (`azbench ... >&-`): Python then has no sys.stdout at all."""
+    import os
+    if sys.stdout is None:
+        return True
+    try:
+        fd = sys.stdout.fileno()
+    except (OSError, ValueError, AttributeError):  # a StringIO in tests: open unless closed
+        return sys.stdout.closed
+    try:
+        os.fstat(fd)
+    except OSError:
+        return True
+    return False

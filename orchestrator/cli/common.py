@@ -57,6 +57,16 @@ def confirm(question: str, yes: bool) -> None:
         raise typer.Abort()
 
 
+def check_number(flag: str, value: float | None, lo: float, hi: float) -> None:
+    """A flag's number is finite and within [lo, hi]: Typer's ranges let nan through (every
+    comparison with nan is false) and have no upper bound by default."""
+    import math
+
+    from orchestrator.errors import ConfigError
+    if value is not None and not (math.isfinite(value) and lo <= value <= hi):
+        raise ConfigError(f"{flag}: must be between {lo:g} and {hi:g}, got {value:g}")
+
+
 # ---------------------------------------------------------------- output helpers
 
 def to_jsonable(obj: Any) -> Any:

@@ -16,13 +16,18 @@ def health(
     name: str = typer.Argument(..., help="Cluster name."),
     nodes: Optional[str] = typer.Option(None, "--nodes", help="Only these nodes (Slurm hostlist, e.g. node[1-64])."),
     undrain: Optional[str] = typer.Option(None, "--undrain", help="Return this drained node to service and stop."),
-    tolerance: float = typer.Option(0.25, "--tolerance", min=0.01, max=0.99,
-                                    help="A straggler is below the median throughput by more than this fraction."),
+    tolerance: float = typer.Option(0.15, "--tolerance", min=0.01, max=0.99,
+                                    help="A straggler must also be below the median throughput by at least this fraction (besides its robust z-score)."),
     no_drain: bool = typer.Option(False, "--no-drain", help="Report only: drain nothing."),
+    replace: bool = typer.Option(False, "--replace", help="Replace each drained node with a fresh one "
+                                 "under a new name, gate it and return it to service."),
+    max_replacements: int = typer.Option(4, "--max-replacements", min=0,
+                                         help="At most this many replacements now (also at most 8 per hour)."),
     as_json: bool = JsonOpt,
 ) -> None:
-    """Per-node checks, group collectives and a throughput probe; drain the nodes that fail.
-    Exits 9 when any node was flagged (drained, or a fabric-wide fault)."""
+    """Per-node checks, group collectives and a throughput probe; drain the nodes that fail
+    (and with --replace, replace them). Exits 9 when any node was flagged and not replaced
+    by a node that passed its gate (or on a fabric-wide fault)."""
     from orchestrator.clusters import lifecycle
     from orchestrator.runs import fleet_gate
     with open_store() as store:
@@ -36,12 +41,25 @@ def health(
             return
         report = fleet_gate.gate_cluster(cluster, access, only=nodes, tolerance=tolerance,
                                          drain_bad=not no_drain)
+        healed = None
+        if replace and report.drained:
+            from orchestrator.runs import fleet_replace
+            with open_store() as store:
+                healed = fleet_replace.replace_drained(
+                    cluster, access, store, fleet_replace.reasons(report),
+                    fleet_replace.ReplacePolicy(max_replacements=max_replacements))
+    replaced = [r for r in (healed.replacements if healed else []) if r.status == "replaced"]
     if as_json:
         emit_json({**report.__dict__, "verdicts": [v.__dict__ for v in report.verdicts],
-                   "bad_nodes": report.bad_nodes})
+                   "bad_nodes": report.bad_nodes,
+                   "replacements": [r.__dict__ for r in (healed.replacements if healed else [])],
+                   "replace_capped": healed.capped if healed else []})
     else:
         _render(report)
-    if report.bad_nodes:  # drained or a fabric-wide fault: a pipeline must see it
+        if healed:
+            _render_replacements(healed)
+    unhealed = set(report.bad_nodes) - {r.node for r in replaced}
+    if unhealed or report.fabric:  # drained or a fabric-wide fault: a pipeline must see it
         raise typer.Exit(EXIT_UNHEALTHY)
 
 
@@ -58,6 +76,17 @@ def _render(report) -> None:
     if report.fabric:
         sys.stdout.write(f"fabric: {report.fabric}; nothing drained\n")
     sys.stdout.write(f"drained: {', '.join(report.drained) or 'none'}\n")
+
+
+def _render_replacements(healed) -> None:
+    console = make_console()
+    if healed.replacements:
+        console.print(make_table("Replacements", ["node", "new node", "status", "seconds", "cost", "reason"],
+                                 [[r.node, r.new_node or "-", r.status, f"{r.seconds:.1f}",
+                                   "-" if r.cost_usd is None else f"${r.cost_usd:.2f}", r.detail or r.reason]
+                                  for r in healed.replacements]))
+    if healed.capped:
+        sys.stdout.write(f"left drained (replacement cap): {', '.join(healed.capped)}\n")
 
 
 def _fmt(value, unit: str) -> str:

@@ -58,8 +58,13 @@ def pipeline_run(
     5 failed runs, 128+N on signal N, else the failing stage's code."""
     from orchestrator.cli.common import open_store
     from orchestrator.clusters import lifecycle
+    from orchestrator.cli.common import check_number
     from orchestrator.pipelines.pipeline import cluster_specs, load_pipeline_spec, run_pipeline
+    from orchestrator.recipes.catalog import check_params, get_recipe
+    check_number("--poll", poll, 0.05, 3600)
     spec = load_pipeline_spec(file)
+    for entry in spec.matrix:  # before anything costs money: unknown recipes or parameters
+        check_params(get_recipe(entry.recipe), entry.params)
     plans = [lifecycle.plan(c) for c in cluster_specs(spec)]
     cost = sum(p.cost_per_hour_usd or 0.0 for p in plans)
     if cost > 0:
@@ -109,6 +114,7 @@ def pipeline_down(file: Path = typer.Argument(..., help="Pipeline spec YAML."),
 def _write_outputs(result: Any, junit: Optional[Path], markdown: Optional[Path],
                    summary_json: Optional[Path]) -> None:
     from orchestrator.pipelines.junit import to_junit_xml
+    from orchestrator.paths import write_atomic
     from orchestrator.pipelines.results import junit_suites, summary_markdown
     outputs = {junit: lambda: to_junit_xml(junit_suites(result.summary)),
                markdown: lambda: summary_markdown(result),
@@ -116,9 +122,7 @@ def _write_outputs(result: Any, junit: Optional[Path], markdown: Optional[Path],
     for path, render in outputs.items():
         if path is not None:
             path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_name(path.name + ".tmp")
-            tmp.write_text(render(), encoding="utf-8")
-            tmp.replace(path)
+            write_atomic(path, render())
             sys.stderr.write(f"wrote {path}\n")
 
 

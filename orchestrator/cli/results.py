@@ -68,24 +68,41 @@ def report(benchmark: Optional[str] = typer.Option(None, "--benchmark", help="On
            system: Optional[str] = typer.Option(None, "--system", help="Only this system."),
            cluster: Optional[str] = typer.Option(None, "--cluster", help="Only runs on this cluster."),
            since: Optional[str] = typer.Option(None, "--since", help="Only results since this date (YYYY-MM-DD)."),
+           until: Optional[str] = typer.Option(None, "--until", help="Only results until this date (YYYY-MM-DD, inclusive)."),
+           baseline: Optional[str] = typer.Option(None, "--baseline", help="Baseline for the site's history band (default: the latest set)."),
            as_json: bool = JsonOpt,
            markdown: bool = typer.Option(False, "--markdown", help="Print Markdown (for PR comments)."),
-           html: Optional[Path] = typer.Option(None, "--html", help="Write index.html and PNG plots here.")) -> None:
+           html: Optional[Path] = typer.Option(None, "--html", help="Write the interactive site (index.html, pages, assets) here.")) -> None:
     """Scores, time-to-train, step times, scaling efficiency, speedup and cost."""
     from orchestrator.recipes.catalog import model_facts
     from orchestrator.report.build import build_report
-    from orchestrator.report.render import rich_tables, to_json, to_markdown, write_html
-    when = _parse_since(since)
+    from orchestrator.errors import ConfigError
+    from orchestrator.report.render import rich_tables, to_json, to_markdown
+    when, end = _parse_date("--since", since), _parse_date("--until", until, end_of_day=True)
+    if html is not None and html.exists() and not html.is_dir():
+        raise ConfigError(f"--html: {html} is a file: give a directory for the site")
     with open_store() as store:
         results = store.list_results(benchmark=benchmark, system=system, cluster=cluster, since=when)
         runs = store.list_runs(cluster=cluster) if cluster else store.list_runs()
         attempts = [a for r in runs for a in store.list_attempts(r.id)]
         spot = {c.name: c.cluster.sku for c in store.list_clusters(include_terminated=True)
                 if c.cluster.properties.is_spot}
+        events = store.list_events(cluster=cluster, limit=5000)
+        history = None
+        if html is not None:
+            from orchestrator.pipelines.history import history_from_store
+            history = history_from_store(store, baseline=baseline, since=when, until=end)
     rep = build_report(results, runs, attempts, benchmark=benchmark, system=system, since=when,
-                       spot_clusters=spot, model_facts=model_facts())
+                       until=end, spot_clusters=spot, model_facts=model_facts(), events=events)
     if html is not None:
-        files = write_html(rep, results, html)
+        from orchestrator.report.site import write_site
+        kept = [r for r in results if end is None or r.created_at <= end]
+        try:
+            files = write_site(rep, kept, html, runs=runs, attempts=attempts, history=history)
+        except (PermissionError, FileExistsError, NotADirectoryError, IsADirectoryError,
+                FileNotFoundError) as exc:
+            raise ConfigError(f"--html: cannot write {exc.filename or html}: "
+                              f"{exc.strerror or exc}") from None
         sys.stderr.write(f"wrote {len(files)} files to {html} (open {files[0]})\n")
     if as_json:
         sys.stdout.write(to_json(rep) + "\n")
@@ -99,16 +116,19 @@ def report(benchmark: Optional[str] = typer.Option(None, "--benchmark", help="On
             console.print(table)
 
 
-def _parse_since(since: Optional[str]):
-    if since is None:
+def _parse_date(flag: str, value: Optional[str], end_of_day: bool = False):
+    """A date or date-time; a bare --until date means the end of that day (UTC)."""
+    if value is None:
         return None
-    from datetime import datetime, timezone
+    from datetime import datetime, timedelta, timezone
 
     from orchestrator.errors import ConfigError
     try:
-        when = datetime.fromisoformat(since)
+        when = datetime.fromisoformat(value)
     except ValueError:
-        raise ConfigError(f"--since: '{since}' is not a date like 2026-11-01") from None
+        raise ConfigError(f"{flag}: '{value}' is not a date like 2026-11-01") from None
+    if end_of_day and len(value.strip()) == 10:
+        when += timedelta(days=1, microseconds=-1)
     return when if when.tzinfo else when.replace(tzinfo=timezone.utc)
 
 
@@ -164,3 +184,50 @@ def results_import(path: Path = typer.Argument(..., help="Submission tree, resul
                      f"{len(summary.warnings)} warning(s) from {path}\n")
     for warning in summary.warnings:
         sys.stderr.write(f"warning: {warning.path}: {warning.message}\n")
+
+
+def _parse_since(since: Optional[str]):
+    """--since as a UTC date-time (kept for `azbench baseline set --since`)."""
+    return _parse_date("--since", since)
+
+
+AccountOpt = typer.Option(..., "--account", help="Blob service URL, e.g. https://ACCOUNT.blob.core.windows.net "
+                          "(key from $AZURE_STORAGE_KEY, else az login / managed identity).")
+ContainerOpt = typer.Option(..., "--container", help="Blob container (created when missing).")
+
+
+@results_app.command("push")
+def results_push(account: str = AccountOpt, container: str = ContainerOpt, as_json: bool = JsonOpt) -> None:
+    """Archive raw logs (content-hashed) and a store snapshot to Azure Blob Storage; idempotent."""
+    from dataclasses import asdict
+
+    from orchestrator.results.archive import AzureContainer, push
+    with open_store() as store:
+        summary = push(store, AzureContainer(account, container))
+    if as_json:
+        return emit_json(asdict(summary))
+    sys.stdout.write(f"uploaded {len(summary.uploaded)} blob(s), {summary.bytes_uploaded:,} bytes; "
+                     f"{summary.skipped} already there\n")
+    for path in summary.missing_logs:
+        sys.stderr.write(f"warning: {path}: log no longer on disk, not archived\n")
+
+
+@results_app.command("pull")
+def results_pull(account: str = AccountOpt, container: str = ContainerOpt,
+                 into: Path = typer.Option(Path("azbench-archive"), "--into", help="Folder for the logs and snapshot.json."),
+                 do_import: bool = typer.Option(True, "--import/--no-import", help="Add the snapshot's results to the local store."),
+                 as_json: bool = JsonOpt) -> None:
+    """Download archived logs and the latest store snapshot (and import its results)."""
+    from dataclasses import asdict
+
+    from orchestrator.results.archive import AzureContainer, pull
+    remote = AzureContainer(account, container)
+    if do_import:
+        with open_store() as store:
+            summary = pull(remote, into, store)
+    else:
+        summary = pull(remote, into)
+    if as_json:
+        return emit_json(asdict(summary))
+    sys.stdout.write(f"downloaded {len(summary.downloaded)} file(s) into {into}, {summary.skipped} already there; "
+                     f"imported {summary.imported_results} result(s)\n")

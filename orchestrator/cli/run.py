@@ -11,6 +11,7 @@ import typer
 from orchestrator.cli.common import (
     JsonOpt,
     app,
+    check_number,
     emit_json,
     make_console,
     make_table,
@@ -37,12 +38,16 @@ def run(recipe: Optional[str] = typer.Argument(None, help="Recipe name (see azbe
     Ctrl-C asks whether to cancel the job or detach (without a terminal: detach)."""
     from orchestrator.clusters.specs import load_run_spec, parse_node_list
     from orchestrator.errors import ConfigError
+    from orchestrator.recipes.catalog import check_params, get_recipe
     from orchestrator.runs.execute import attach_run, require_success, run_sweep
-    if attach is None and recipe is None:
-        raise ConfigError("give a recipe name, or --attach RUN")
+    if attach is None and recipe is None and file is None:
+        raise ConfigError("give a recipe name (or a run spec with -f), or --attach RUN")
+    check_number("--poll", poll, 0.05, 3600)
     spec = None if attach else load_run_spec(file, {
         "recipe": recipe, "cluster": cluster, "repeats": repeats,
         "nodes": parse_node_list(nodes) if nodes else None, "params": _params(param) if param else None})
+    if spec is not None:  # unknown names refused, values typed like the recipe's defaults
+        spec = spec.model_copy(update={"params": check_params(get_recipe(spec.recipe), spec.params)})
     if dry_run:
         return _dry_run(spec, sku, as_json)
     with open_store() as store, _progress_view(enabled=not as_json) as show:
@@ -77,7 +82,8 @@ def _dry_run(spec: Any, sku: Optional[str], as_json: bool) -> None:
     if sku is None:
         with open_store() as store:
             sku = require_cluster(spec.cluster, store).sku
-    previews = [describe_launch(spec.recipe, sku, n) for n in spec.nodes]
+    previews = [describe_launch(spec.recipe, sku, n, params=spec.params, time_limit_min=spec.time_limit_min)
+                for n in spec.nodes]
     if as_json:
         return emit_json(previews)
     for p in previews:
@@ -134,9 +140,9 @@ def _params(items: list[str]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for item in items:
         key, sep, value = item.partition("=")
-        if not sep or not key:
-            raise ConfigError(f"--param: '{item}' is not KEY=VALUE")
-        out[key] = int(value) if value.lstrip("-").isdigit() else value
+        if not sep or not key.strip():
+            raise ConfigError(f"--param: {item[:40]!r} is not KEY=VALUE")
+        out[key.strip()] = value  # typed against the recipe's defaults by check_params
     return out
 
 

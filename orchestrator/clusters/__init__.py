@@ -7,5 +7,5 @@ commands on cluster hosts (remote), the head-node shell of `azbench ssh` (shell)
 providers/: the registry, the Provider seam, and one folder per backend (azure, azureml,
 local, ssh, fake), each of which connects its clusters to a launcher.
 May import: the base, slurm/ and store/.
-Exposes: specs, catalog, planner, lifecycle (up, down, connect, node_views), remote, providers.
+Exposes: specs, catalog, planner, lifecycle (up, down, connect, cluster_status), remote, providers.
 """

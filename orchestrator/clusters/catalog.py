@@ -13,6 +13,8 @@ from __future__ import annotations
 import difflib
 
 from orchestrator.errors import NotFoundError
+from pydantic import Field
+
 from orchestrator.models import Frozen
 
 # Spot prices float by region, size and hour, so azbench plans with an assumed fraction of the
@@ -22,6 +24,42 @@ from orchestrator.models import Frozen
 SPOT_PRICE_FRACTION = 0.35
 SPOT_PRICE_SOURCE = (f"assumed {SPOT_PRICE_FRACTION:.0%} of pay-as-you-go (spot prices vary; "
                      "Azure Retail Prices API has the live figure)")
+
+
+_AIOA = ("github.com/Azure/ai-infrastructure-on-azure skills/ai-infra/references/sku_baselines.md "
+         "(commit 6ac01e70)")
+_AHC = "github.com/Azure/azurehpc-health-checks conf/{conf} (check_{check} {value} ... 16G)"
+
+
+class NcclBaseline(Frozen):
+    """A published all-reduce baseline for one VM size: nccl-tests all_reduce_perf at `message`
+    bytes, `expected_gbps` bus bandwidth on a healthy node group, `warn_gbps` below which the
+    group is re-tested and its bad member cornered (the health gate's threshold), and
+    `replace_gbps` below which Azure's runbook drains and reports the node (Guest Health
+    Reporting). `scope` says what the figure was measured over; `source` where it is published."""
+
+    message: str = Field(pattern=r"^\d+[KMG]?$")
+    expected_gbps: float | None = Field(None, gt=0)
+    warn_gbps: float = Field(gt=0)
+    replace_gbps: float | None = Field(None, gt=0)
+    scope: str
+    source: str
+
+    @property
+    def message_mb(self) -> float:
+        """The message size in MB of 10^6 bytes (nccl-tests reads G as 2^30)."""
+        units = {"K": 2 ** 10, "M": 2 ** 20, "G": 2 ** 30}
+        text = self.message
+        return (int(text[:-1]) * units[text[-1]] if text[-1] in units else int(text)) / 1e6
+
+    @property
+    def reference_gbps(self) -> float:
+        """What a healthy group reaches: the expected figure, else the warn level."""
+        return self.expected_gbps or self.warn_gbps
+
+    @property
+    def warn_fraction(self) -> float:
+        return self.warn_gbps / self.reference_gbps
 
 
 class GpuSku(Frozen):
@@ -44,6 +82,7 @@ class GpuSku(Frozen):
     peak_tflops_fp8: float | None
     peak_tflops_fp4: float | None = None
     expected_busbw_gbps: float | None = None
+    nccl: NcclBaseline | None = None
     notes: str = ""
 
     @property
@@ -95,6 +134,10 @@ CATALOG: tuple[GpuSku, ...] = (
         ib_links=8, ib_gbps_per_link=400, nvlink_domain_vms=1, cpu_arch="x86_64",
         image=_HPC_IMAGE, quota_family="standardNDSH100v5Family", price_per_hour_usd=98.32,
         peak_tflops_bf16=989.0, peak_tflops_fp8=1979.0, expected_busbw_gbps=450.0,
+        nccl=NcclBaseline(message="16G", expected_gbps=450.0, warn_gbps=400.0, replace_gbps=300.0,
+                          scope="all_reduce_perf busbw, full sweep at 16G (node group)",
+                          source=_AIOA + "; azurehpc-health-checks' single-node check is 460 GB/s: "
+                          + _AHC.format(conf="nd96isr_h100_v5.conf", check="nccl_allreduce", value="460.0")),
         notes="price: eastus list estimate",
     ),
     GpuSku(
@@ -104,6 +147,9 @@ CATALOG: tuple[GpuSku, ...] = (
         ib_links=8, ib_gbps_per_link=400, nvlink_domain_vms=1, cpu_arch="x86_64",
         image=_HPC_IMAGE, quota_family="standardNDISRH200V5Family", price_per_hour_usd=None,
         peak_tflops_bf16=989.0, peak_tflops_fp8=1979.0, expected_busbw_gbps=450.0,
+        nccl=NcclBaseline(message="16G", warn_gbps=431.0, scope="single-node all_reduce_perf, 8 GPUs",
+                          source=_AHC.format(conf="nd96isr_h200_v5.conf", check="nccl_allreduce",
+                                             value="431.0") + " (no published expected figure)"),
         notes="no public list price known: cost shows as unknown",
     ),
     GpuSku(
@@ -115,6 +161,10 @@ CATALOG: tuple[GpuSku, ...] = (
         quota_family="standardNDISRGB200V6NDRFamily", price_per_hour_usd=108.16,
         peak_tflops_bf16=2500.0, peak_tflops_fp8=5000.0, peak_tflops_fp4=10000.0,
         expected_busbw_gbps=680.0,
+        nccl=NcclBaseline(message="16G", warn_gbps=432.0, scope="single-node all_reduce_perf, 4 GPUs",
+                          source=_AHC.format(conf="nd128isr_ndr_gb200_v6.conf", check="nccl_allreduce",
+                                             value="432.0") + " (no published multi-node GB200 figure; "
+                          "the runbook's MNNVL rack figure, 937 GB/s, is for GB300)"),
         notes="18 VMs = one NVL72 rack (NVLink domain); price: eastus list estimate",
     ),
     GpuSku(
@@ -124,6 +174,9 @@ CATALOG: tuple[GpuSku, ...] = (
         ib_links=8, ib_gbps_per_link=400, nvlink_domain_vms=1, cpu_arch="x86_64",
         image="microsoft-dsvm:ubuntu-hpc:2204-rocm:latest", quota_family="standardNDISv5MI300XFamily",
         price_per_hour_usd=None, peak_tflops_bf16=1307.0, peak_tflops_fp8=2615.0,
+        nccl=NcclBaseline(message="16G", warn_gbps=314.0, scope="single-node rccl all_reduce_perf, 8 GPUs",
+                          source=_AHC.format(conf="nd96isr_mi300x_v5.conf", check="rccl_allreduce",
+                                             value="314")),
         notes="not an MLPerf-recipe target yet; no public list price known",
     ),
     _d_v5(4, 0.192),

@@ -1,11 +1,14 @@
 """The use cases behind the CLI: up, down, status, and cluster lookup.
 
 Each function takes typed specs, wires provider + store, and returns data for the CLI to render.
-Every state change is written to the store before the action it describes.
+The cluster record is written before the action it describes (so a crash leaves something
+`down` can use); a history event only after the fact: "up 2 x SKU" once it is up, or
+"... attempted, failed: why" when it is not.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
@@ -14,14 +17,17 @@ from typing import TYPE_CHECKING, Any, Callable
 from orchestrator.clusters.providers import get_provider
 from orchestrator.clusters.spending import check_cost_cap, cost_cap
 from orchestrator.clusters.specs import ClusterSpec
-from orchestrator.errors import AzbenchError, ConfigError, NotFoundError, PreflightError
+from orchestrator.errors import AzbenchError, ConfigError, MissingCapability, NotFoundError, PreflightError
 from orchestrator.models import Cluster, ClusterState, Plan, utcnow
 
 if TYPE_CHECKING:
-    from orchestrator.clusters.providers.base import Provider
+    from orchestrator.clusters.providers.base import CloudView, Provider
     from orchestrator.seams import Access, Capabilities
     from orchestrator.store.database import Store
     from orchestrator.store.schema import ClusterRow
+
+
+EXTEND_HOURS = (0.25, 168.0)  # `extend --hours`: a quarter hour to a week at a time
 
 
 @dataclass(frozen=True)
@@ -56,18 +62,31 @@ def up(spec: ClusterSpec, store: Store, on_progress: Callable[[Any], None] | Non
     created = previous.created_at if previous is not None and live else utcnow()
     pending = provider.provisional(spec, the_plan).model_copy(update={"created_at": created})
     store.save_cluster(pending, spec.model_dump_json(), plan_json=the_plan.model_dump_json())
-    store.add_event(EventRow(kind="up", cluster=spec.name, message=f"up {spec.nodes} x {the_plan.sku}"))
+    what = f"up {spec.nodes} x {the_plan.sku}"
     try:
         cluster = provider.up(spec, the_plan)
-    except (ConfigError, PreflightError):
+    except (ConfigError, PreflightError) as exc:
         _unwind(store, spec.name, previous)
+        _attempted(store, spec.name, "up", what, exc)
         raise
     except AzbenchError as exc:
         _record_leftovers(spec, provider, store, exc, previous, pending)
+        _attempted(store, spec.name, "up", what, exc)
         raise
     cluster = cluster.model_copy(update={"created_at": created})
     store.save_cluster(cluster, spec.model_dump_json())
+    store.add_event(EventRow(kind="up", cluster=spec.name, message=what))  # after the fact
     return UpResult(plan=the_plan, cluster=cluster, adopted=existing is not None)
+
+
+def _attempted(store: Store, name: str, kind: str, what: str, exc: BaseException) -> None:
+    """History of an action that did not happen: `<what> attempted, failed: <why>`. Best effort:
+    the action's own error is the one the user must see."""
+    from orchestrator.store.schema import EventRow
+    try:
+        store.add_event(EventRow(kind=kind, cluster=name, message=f"{what} attempted, failed: {exc}"))
+    except AzbenchError:
+        pass
 
 
 def _unwind(store: Store, name: str, previous: ClusterRow | None) -> None:
@@ -101,9 +120,13 @@ def down(name: str, store: Store, on_progress: Callable[[Any], None] | None = No
     """Delete the cluster's resources; idempotent; the record ends TERMINATED."""
     from orchestrator.store.schema import EventRow
     cluster = require_cluster(name, store, live=False)
-    store.add_event(EventRow(kind="down", cluster=name, message="down requested"))
-    get_provider(cluster.provider, progress=on_progress).down(cluster)
+    try:
+        get_provider(cluster.provider, progress=on_progress).down(cluster)
+    except AzbenchError as exc:
+        _attempted(store, name, "down", "down", exc)
+        raise
     store.set_cluster_state(name, ClusterState.TERMINATED)
+    store.add_event(EventRow(kind="down", cluster=name, message="down"))  # after the fact
     return cluster.model_copy(update={"state": ClusterState.TERMINATED})
 
 
@@ -132,21 +155,58 @@ class NodeView:
     detail: str = ""
 
 
-def node_views(cluster: Cluster) -> list[NodeView]:
-    """Live node states: the scheduler's view where azbench can reach it, else the cloud's."""
-    if cluster.state != ClusterState.READY:
-        return []
+@dataclass(frozen=True)
+class ClusterStatus:
+    """`azbench status NAME`: the cloud's view (no login; None where the provider has none),
+    then the scheduler's view from the head. `cloud_note` says why the cloud view is missing,
+    `head` why the scheduler's is ("head unreachable: <reason>"); "" when there is nothing to say.
+    """
+
+    cluster: Cluster
+    cloud: CloudView | None
+    nodes: list[NodeView]
+    cost_so_far_usd: float | None
+    expires: datetime | None
+    cloud_note: str = ""
+    head: str = ""
+
+
+def cluster_status(cluster: Cluster, now: datetime | None = None) -> ClusterStatus:
+    """The cloud's view of the cluster (states, instances, its tags' creation time and expiry),
+    then Slurm's when the head answers. Never raises for an unreachable cloud or head: each
+    failure becomes its one-line note."""
     provider = get_provider(cluster.provider)
-    try:
-        access = provider.connect(cluster)
-    except AzbenchError:
-        if not provider.caps.live_node_states:
-            return []
-        return [NodeView(n["name"], n["state"], n["scale_set"]) for n in provider.node_states(cluster)]
-    with access:
-        infos = access.launcher.node_states()
-    return [NodeView(i.name, i.state + ("" if i.responding else "*"),
-                     "" if i.reason.lower() == "none" else i.reason) for i in infos.values()]
+    cloud: CloudView | None = None
+    cloud_note = ""
+    if provider.caps.live_node_states and cluster.state != ClusterState.TERMINATED:
+        try:
+            cloud = provider.live_view(cluster)
+        except Exception as exc:  # status reports; the SDK's network errors are not all ours
+            cloud_note = f"cloud view unavailable: {_one_line(exc)}"
+    nodes: list[NodeView] = []
+    head = ""
+    if cluster.state == ClusterState.READY:
+        try:
+            with provider.connect(cluster) as access:
+                infos = access.launcher.node_states()
+            nodes = [NodeView(i.name, i.state + ("" if i.responding else "*"),
+                              "" if i.reason.lower() == "none" else i.reason) for i in infos.values()]
+        except MissingCapability:
+            pass  # the launcher has no node list (Azure ML): nothing to say
+        except Exception as exc:  # RemoteError, or what paramiko raises before it is wrapped
+            head = f"head unreachable: {_one_line(exc)}"
+    created = cloud.created if cloud is not None and cloud.created else cluster.created_at
+    deadline = cloud.expires if cloud is not None and cloud.expires else expires_at(cluster)
+    cost = None
+    if cluster.state == ClusterState.READY and (cloud is None or cloud.exists):
+        cost = cost_so_far(cluster.model_copy(update={"created_at": created}), now)
+    return ClusterStatus(cluster=cluster, cloud=cloud, nodes=nodes, cost_so_far_usd=cost,
+                         expires=deadline, cloud_note=cloud_note, head=head)
+
+
+def _one_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0] if text else type(exc).__name__
 
 
 def require_cluster(name: str | None, store: Store, *, live: bool = True) -> Cluster:
@@ -191,8 +251,9 @@ def extend(name: str, hours: float, store: Store, now: datetime | None = None) -
     """Move the cluster's deadline `hours` later (from now if it has passed): the provider's tags,
     which the in-cluster expiry agent reads, then the record."""
     from orchestrator.store.schema import EventRow
-    if hours <= 0:
-        raise ConfigError(f"--hours: must be positive, got {hours:g}")
+    if not (math.isfinite(hours) and EXTEND_HOURS[0] <= hours <= EXTEND_HOURS[1]):
+        raise ConfigError(f"--hours: must be between {EXTEND_HOURS[0]:g} and {EXTEND_HOURS[1]:g}, "
+                          f"got {hours:g}")
     cluster = require_cluster(name, store)
     provider = get_provider(cluster.provider)
     deadline = expires_at(cluster)
@@ -201,9 +262,87 @@ def extend(name: str, hours: float, store: Store, now: datetime | None = None) -
                           hint="only clusters that delete themselves (azure) expire")
     now = now or datetime.now(timezone.utc)
     new = max(deadline, now) + timedelta(hours=hours)
-    store.add_event(EventRow(kind="extend", cluster=name, message=f"expiry {deadline:%Y-%m-%dT%H:%M:%SZ} -> "
-                                                                  f"{new:%Y-%m-%dT%H:%M:%SZ}"))
-    provider.extend(cluster, new)
+    what = f"expiry {deadline:%Y-%m-%dT%H:%M:%SZ} -> {new:%Y-%m-%dT%H:%M:%SZ}"
+    try:
+        provider.extend(cluster, new)
+    except AzbenchError as exc:  # the cloud said no: history says so, not that it moved
+        _attempted(store, name, "extend", what, exc)
+        raise
     updated = cluster.model_copy(update={"properties": cluster.properties.with_deadline(new)})
-    store.save_cluster(updated)
+    with store.transaction():
+        store.save_cluster(updated)
+        store.add_event(EventRow(kind="extend", cluster=name, message=what))  # after Azure accepted
     return updated
+
+
+def replace_node(cluster: Cluster, node: str, store: Store) -> tuple[Cluster, str]:
+    """The provider retires `node` and brings a fresh one up under a new name (MissingCapability
+    where it cannot); the record is re-read from the provider and stored. The cluster as now
+    described, and the new node's name."""
+    provider = get_provider(cluster.provider)
+    new = provider.replace_node(cluster, node)
+    current = provider.describe(cluster.name) or cluster
+    current = current.model_copy(update={"created_at": cluster.created_at})
+    store.save_cluster(current)
+    return current, new
+
+
+@dataclass(frozen=True)
+class ResizePlan:
+    """What `resize` does: the node counts, and the nodes a shrink drains and removes."""
+
+    cluster: str
+    before: int
+    after: int
+    remove: tuple[str, ...] = ()
+    busy: tuple[str, ...] = ()
+
+
+def plan_resize(cluster: Cluster, nodes: int, busy: Sequence[str] = ()) -> ResizePlan:
+    """Check `nodes` (whole NVLink racks on GB200: 18 VMs each) and pick what a shrink removes:
+    the highest-numbered nodes, idle ones first. `busy` are nodes running a job now."""
+    from orchestrator.clusters.catalog import lookup
+    if nodes < 1:
+        raise ConfigError(f"--nodes: a cluster needs at least one node, got {nodes}")
+    rack = lookup(cluster.sku).nvlink_domain_vms
+    if rack > 1 and nodes % rack:
+        raise ConfigError(f"--nodes: {cluster.sku} comes in whole NVLink racks of {rack} VMs; "
+                          f"{nodes} is not a multiple of {rack}")
+    have = len(cluster.node_names) or cluster.nodes
+    if nodes >= have:
+        return ResizePlan(cluster.name, have, nodes)
+    names = sorted(cluster.node_names, key=_natural)
+    taken = set(busy)
+    order = [n for n in reversed(names) if n not in taken] + [n for n in reversed(names) if n in taken]
+    remove = tuple(order[:have - nodes])
+    return ResizePlan(cluster.name, have, nodes, remove, tuple(n for n in remove if n in taken))
+
+
+def resize(name: str, nodes: int, store: Store, *, force: bool = False) -> tuple[Cluster, ResizePlan]:
+    """`azbench resize`: grow (the provider's quota check first) or shrink (drain the nodes to
+    remove, refuse when a job runs on them unless `force`), then store the record and an event."""
+    from orchestrator.store.schema import EventRow
+    cluster = require_cluster(name, store)
+    provider = get_provider(cluster.provider)
+    if not provider.caps.resizes:
+        provider.resize(cluster, nodes)  # MissingCapability, typed
+    with provider.connect(cluster) as access:
+        infos = access.launcher.node_states()
+        busy = [n for n, info in infos.items() if info.state in ("allocated", "mixed", "completing")]
+        plan = plan_resize(cluster, nodes, busy)
+        if plan.busy and not force:
+            raise ConfigError(f"refusing to shrink '{name}': a job runs on {', '.join(plan.busy)}",
+                              hint="wait for it, or pass --force to remove them anyway")
+        if plan.remove:
+            access.launcher.drain({n: "azbench: resize (removing)" for n in plan.remove})
+    resized = provider.resize(cluster, nodes, plan.remove)
+    resized = resized.model_copy(update={"created_at": cluster.created_at})
+    store.save_cluster(resized)
+    store.add_event(EventRow(kind="resize", cluster=name, message=f"{plan.before} -> {plan.after} nodes",
+                             data={"removed": list(plan.remove), "forced": list(plan.busy)}))
+    return resized, plan
+
+
+def _natural(name: str) -> list[object]:
+    import re
+    return [int(p) if p.isdigit() else p for p in re.split(r"(\d+)", name)]

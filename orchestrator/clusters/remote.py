@@ -29,6 +29,16 @@ if TYPE_CHECKING:  # paramiko and tenacity load on first SSH use: `azbench --hel
 log = logging.getLogger(__name__)
 
 
+def _quiet_paramiko() -> None:
+    """paramiko's transport thread logs a failed handshake (e.g. "Error reading SSH protocol
+    banner") with its traceback at ERROR; with no handler anywhere, Python's last-resort handler
+    printed that traceback on stderr before azbench's one-line RemoteError. A NullHandler keeps
+    it off the console; records still propagate to any handler the application installs."""
+    paramiko_log = logging.getLogger("paramiko")
+    if not any(isinstance(h, logging.NullHandler) for h in paramiko_log.handlers):
+        paramiko_log.addHandler(logging.NullHandler())
+
+
 class LocalRunner:
     """Runs commands on this machine through `bash -c`; put/get are plain copies."""
 
@@ -239,6 +249,7 @@ class SshRunner:
             pkey = paramiko.PKey.from_path(str(self.target.key_path))
         except (OSError, paramiko.SSHException, ValueError) as exc:
             raise RemoteError(f"cannot load SSH key {self.target.key_path}: {_reason(exc)}") from None
+        _quiet_paramiko()
         try:
             client.connect(self.target.host, port=self.target.port, username=self.target.user,
                            pkey=pkey, look_for_keys=False, allow_agent=False,

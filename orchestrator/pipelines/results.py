@@ -103,7 +103,25 @@ def analyse(st: Progress, *, with_results: bool = True
         updated = _update_baseline(st, current, cases, comparison)
     except AzbenchError as exc:
         st.stop = st.stop or exc
+    if with_results:
+        _archive(st)
     return report, comparison, cases, updated
+
+
+def _archive(st: Progress) -> None:
+    """Push logs and a snapshot when the spec names a blob container. A failed push is a failed
+    stage (in the summary and JUnit) but not a failed pipeline: the results are in the store."""
+    policy = st.spec.archive
+    if not (policy.account and policy.container):
+        return
+    from orchestrator.results.archive import AzureContainer, push
+    try:
+        with st.stage("archive") as rec:
+            done = push(st.store, AzureContainer(policy.account, policy.container))
+            rec.message = (f"{len(done.uploaded)} blob(s) uploaded, {done.skipped} already in "
+                           f"{policy.container}")
+    except AzbenchError:
+        pass  # recorded on the stage
 
 
 def build_cases(st: Progress, runs: Sequence[RunRow], attempts: Sequence[AttemptRow],

@@ -5,7 +5,7 @@ the cluster and run specs it expands to. Pure; errors name `file:line`.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import (
     Field,
@@ -15,7 +15,17 @@ from pydantic import (
     model_validator,
 )
 
-from orchestrator.clusters.specs import ClusterSpec, HealthPolicy, RetryPolicy, RunSpec, parse_duration
+from orchestrator.clusters.specs import (
+    WEEK_S,
+    ClusterSpec,
+    HealthPolicy,
+    NodeCount,
+    Params,
+    RetryPolicy,
+    RunSpec,
+    between,
+    parse_duration,
+)
 from orchestrator.errors import ConfigError
 from orchestrator.models import Frozen
 from orchestrator.pipelines.baselines import Tolerances
@@ -24,16 +34,9 @@ from orchestrator.yamlio import load_yaml, validation_error_to_config_error
 
 class MatrixEntry(Frozen):
     recipe: str
-    nodes: list[StrictInt] = Field(default_factory=lambda: [1], min_length=1)
+    nodes: list[NodeCount] = Field(default_factory=lambda: [1], min_length=1, max_length=1000)
     repeats: StrictInt = Field(1, ge=1, le=100)
-    params: dict[str, str | int | float | bool] = Field(default_factory=dict)
-
-    @field_validator("nodes")
-    @classmethod
-    def _positive(cls, value: list[int]) -> list[int]:
-        if any(n <= 0 for n in value):
-            raise ValueError("node counts must be positive")
-        return value
+    params: Params = Field(default_factory=dict)
 
 
 class BaselinePolicy(Frozen):
@@ -44,16 +47,26 @@ class BaselinePolicy(Frozen):
     tolerances: Tolerances = Field(default_factory=Tolerances)
 
 
+class ArchivePolicy(Frozen):
+    """Push raw logs and a store snapshot to Azure Blob Storage after the report (results.archive);
+    off unless both are set. The key comes from $AZURE_STORAGE_KEY, else az login / identity."""
+
+    account: str | None = Field(None, description="https://ACCOUNT.blob.core.windows.net")
+    container: str | None = None
+
+
 class PipelineSpec(Frozen):
     name: str = Field(pattern=r"^[a-z][a-z0-9-]{0,30}$")
     cluster: ClusterSpec
     skus: list[str] = Field(default_factory=list, description="one cluster per SKU, in turn")
-    matrix: list[MatrixEntry] = Field(min_length=1)
+    matrix: list[MatrixEntry] = Field(min_length=1, max_length=1000)
     retry: RetryPolicy = Field(default_factory=RetryPolicy)
     health: HealthPolicy = Field(default_factory=HealthPolicy)
-    time_limit_min: StrictInt | None = Field(None, ge=1)
+    time_limit_min: Annotated[StrictInt, between(1, WEEK_S // 60, " minutes")] | None = None
     baseline: BaselinePolicy = Field(default_factory=BaselinePolicy)
-    timeout: int = Field(6 * 3600, description="the whole pipeline; sets the expires tag")
+    archive: ArchivePolicy = Field(default_factory=ArchivePolicy)
+    timeout: Annotated[int, between(60, WEEK_S, " seconds")] = Field(
+        6 * 3600, description="the whole pipeline; sets the expires tag")
 
     _duration = field_validator("timeout", mode="before")(classmethod(lambda cls, v: parse_duration(v)))
 

@@ -50,6 +50,10 @@ class Launch(Frozen):
     tasks_per_node: int = Field(1, ge=1)
     time_limit_min: int = Field(30, ge=1)
     env: dict[str, str] = Field(default_factory=dict)
+    # The hang limit until the first training step (load, warm-up), from published logs;
+    # None: the run's hang_timeout from the start.
+    startup_grace_min: int | None = Field(None, ge=1)
+    startup_grace_source: str = ""
 
 
 class Container(Frozen):
@@ -203,6 +207,43 @@ def check_request(recipe: Recipe, sku: str, nodes: int, cluster_nodes: int | Non
         raise ConfigError(f"{nodes} nodes requested but the cluster has {cluster_nodes}")
     if recipe.mlperf is not None:
         resolve(recipe, sku, nodes)
+
+
+def check_params(recipe: Recipe, params: dict[str, Scalar] | None) -> dict[str, Scalar]:
+    """`params` checked against the recipe's own: unknown names are a ConfigError naming the
+    known ones; each value takes the type of the recipe's default (a number stays a finite
+    number, so `-p target=--5` is refused here, not by the job an hour later)."""
+    import math
+    out: dict[str, Scalar] = {}
+    known = ", ".join(sorted(recipe.params)) or "none"
+    for key, value in (params or {}).items():
+        if key not in recipe.params:
+            raise ConfigError(f"recipe '{recipe.name}' has no parameter '{key[:40]}' (parameters: {known})")
+        default = recipe.params[key]
+        text = str(value).strip()
+        if isinstance(default, bool):
+            if isinstance(value, bool) or text.lower() in ("true", "false"):
+                out[key] = value if isinstance(value, bool) else text.lower() == "true"
+                continue
+            raise ConfigError(f"parameter '{key}': {text[:40]!r} is not true or false")
+        if isinstance(default, int):
+            if isinstance(value, int) and not isinstance(value, bool) or re.fullmatch(r"-?[0-9]{1,18}", text):
+                out[key] = int(text)
+                continue
+            raise ConfigError(f"parameter '{key}': {text[:40]!r} is not a whole number "
+                              f"(the recipe's default is {default})")
+        if isinstance(default, float):
+            try:
+                number = float(text) if re.fullmatch(r"[-+0-9.eE]{1,40}", text) else math.nan
+            except ValueError:
+                number = math.nan
+            if isinstance(value, bool) or not math.isfinite(number):
+                raise ConfigError(f"parameter '{key}': {text[:40]!r} is not a finite number "
+                                  f"(the recipe's default is {default})")
+            out[key] = number
+            continue
+        out[key] = text if not isinstance(value, (int, float)) else value
+    return out
 
 
 def render_command(recipe: Recipe, *, run_dir: str, nodes: int,

@@ -22,11 +22,12 @@ from orchestrator.clusters.catalog import CATALOG, gpu_row
 from orchestrator.errors import ConfigError
 from orchestrator.models import Frozen, ModelFacts, utcnow
 from orchestrator.report.preemption import PreemptionLine, preemption_lines
+from orchestrator.report.replacements import ReplacementLine, replacement_lines
 from orchestrator.results import metrics
 from orchestrator.results.metrics import StepStats
 from orchestrator.results.stragglers import spread
 from orchestrator.results.summary import kept_step_times, summary_of
-from orchestrator.store.schema import AttemptRow, ResultRow, RunRow
+from orchestrator.store.schema import AttemptRow, EventRow, ResultRow, RunRow
 
 _SAME_BATCH_RTOL = 1e-6  # per-worker batches this close are the same work (weak scaling)
 
@@ -209,6 +210,7 @@ class Report(Frozen):
     speedups: list[SkuSpeedup] = Field(default_factory=list)
     attempt_history: list[AttemptLine] = Field(default_factory=list)
     preemptions: list[PreemptionLine] = Field(default_factory=list)
+    replacements: list[ReplacementLine] = Field(default_factory=list)
     notes: list[str] = Field(default_factory=list)
 
 
@@ -221,25 +223,31 @@ def build_report(
     system: str | None = None,
     cluster: str | None = None,
     since: datetime | None = None,
+    until: datetime | None = None,
     spot_clusters: dict[str, str] | None = None,
     model_facts: Mapping[str, ModelFacts] | None = None,
+    events: Sequence[EventRow] | None = None,
 ) -> Report:
     """The report over `results` matching the filters. `runs`/`attempts` (optional) add the
     cluster filter and the cost of every attempt, failed ones included; `spot_clusters`
     ({cluster: SKU}) adds the spot section's cost saved; `model_facts` ({benchmark: facts}, as
-    recipes.catalog.model_facts() gives them) adds MFU, which is blank without them."""
-    rows = _filter(results, runs, benchmark=benchmark, system=system, cluster=cluster, since=since)
+    recipes.catalog.model_facts() gives them) adds MFU, which is blank without them; `events`
+    (the store's) add the node replacements."""
+    rows = _filter(results, runs, benchmark=benchmark, system=system, cluster=cluster, since=since,
+                   until=until)
     notes: list[str] = [] if rows else ["no results match"]
     facts = {key.strip().lower(): f for key, f in (model_facts or {}).items()}
     groups = [_group(key, members, runs, attempts, facts)
               for key, members in group_results(rows).items()]
     groups.sort(key=lambda g: (g.benchmark, g.sku or "", g.workers or 0, g.system))
-    asked = {"benchmark": benchmark, "system": system, "cluster": cluster, "since": since}
+    asked = {"benchmark": benchmark, "system": system, "cluster": cluster, "since": since,
+             "until": until}
     filters = {k: str(v) for k, v in asked.items() if v is not None}
     return Report(filters=filters, groups=groups, strong_scaling=strong_scaling(groups),
                   weak_scaling=weak_scaling(groups, notes), speedups=sku_speedups(groups),
                   attempt_history=attempt_history(runs, attempts, rows),
-                  preemptions=preemption_lines(runs, attempts, spot_clusters or {}), notes=notes)
+                  preemptions=preemption_lines(runs, attempts, spot_clusters or {}),
+                  replacements=replacement_lines(events, cluster), notes=notes)
 
 
 def strong_scaling(groups: Sequence[GroupReport]) -> list[StrongScaling]:
@@ -338,18 +346,22 @@ def group_label(key: GroupKey) -> str:
 
 
 def _filter(results: Iterable[ResultRow], runs: Sequence[RunRow] | None, *, benchmark: str | None,
-            system: str | None, cluster: str | None, since: datetime | None) -> list[ResultRow]:
+            system: str | None, cluster: str | None, since: datetime | None,
+            until: datetime | None = None) -> list[ResultRow]:
     if cluster is not None and runs is None:
         raise ConfigError("the cluster filter needs the runs (results only know their run id)",
                           hint="pass runs=store.list_runs(cluster=...)")
     if since is not None and since.tzinfo is None:
         since = since.replace(tzinfo=timezone.utc)  # stored times are UTC
+    if until is not None and until.tzinfo is None:
+        until = until.replace(tzinfo=timezone.utc)
     in_cluster = {r.id for r in runs or () if r.cluster == cluster}
     return [r for r in results
             if (benchmark is None or r.benchmark == benchmark)
             and (system is None or r.system == system)
             and (cluster is None or r.run_id in in_cluster)
-            and (since is None or r.created_at >= since)]
+            and (since is None or r.created_at >= since)
+            and (until is None or r.created_at <= until)]
 
 
 def _series(groups: Iterable[GroupReport]) -> dict[tuple[str, str | None], list[GroupReport]]:

@@ -7,11 +7,13 @@ each plot is written only when the report has data for it.
 
 from __future__ import annotations
 
+import errno
 from collections import defaultdict
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from orchestrator.errors import StoreError
 from orchestrator.report.build import Report, group_label, group_results
 from orchestrator.results.summary import kept_step_times, summary_of
 from orchestrator.store.schema import ResultRow
@@ -217,7 +219,14 @@ def _short(sku: str) -> str:
 def _save(plt: Any, fig: Any, path: Path) -> Path:
     fig.tight_layout()
     tmp = path.with_name(path.name + ".tmp")
-    fig.savefig(tmp, dpi=DPI, format="png")
-    plt.close(fig)
-    tmp.replace(path)
+    try:
+        fig.savefig(tmp, dpi=DPI, format="png")
+        tmp.replace(path)
+    except BaseException as exc:  # a full disk or Ctrl-C leaves no half-written plot
+        tmp.unlink(missing_ok=True)
+        if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
+            raise StoreError(f"no space left on device writing {path}") from None
+        raise
+    finally:
+        plt.close(fig)
     return path

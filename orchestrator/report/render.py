@@ -12,8 +12,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from orchestrator.paths import write_atomic
 from orchestrator.report.build import GroupReport, Report, history_section
 from orchestrator.report.preemption import preemption_section
+from orchestrator.report.replacements import replacement_section
 from orchestrator.store.schema import ResultRow
 
 if TYPE_CHECKING:
@@ -75,9 +77,7 @@ def write_html(report: Report, results: Sequence[ResultRow], out_dir: Path) -> l
             f"<figcaption>{html.escape(p.stem.replace('_', ' '))}</figcaption></figure>"
             for p in pngs))
     index = out_dir / "index.html"
-    tmp = index.with_suffix(".html.tmp")
-    tmp.write_text(_PAGE.format(body="\n".join(body)), encoding="utf-8")
-    tmp.replace(index)
+    write_atomic(index, _PAGE.format(body="\n".join(body)))
     return [index, *pngs]
 
 
@@ -107,6 +107,7 @@ def sections(report: Report) -> list[_Section]:
                   _f(s.speedup_per_dollar, 3)] for s in report.speedups]))
     out.append(history_section(report.attempt_history))
     out.append(preemption_section(report.preemptions))
+    out.append(replacement_section(report.replacements))
     return [s for s in out if s[2]]
 
 

@@ -6,6 +6,7 @@ content hash makes ingest idempotent; the archive keeps the raw log next to the 
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 import shutil
@@ -13,6 +14,7 @@ from pathlib import Path
 
 from orchestrator import paths
 from orchestrator.clusters.catalog import lookup
+from orchestrator.errors import StoreError
 from orchestrator.models import Cluster
 from orchestrator.results.files import open_regular
 from orchestrator.store.schema import ResultRow
@@ -33,9 +35,15 @@ def archive_log(path: Path, content_hash: str, archive: Path | None = None) -> P
     target = root / f"{content_hash}.log"
     if not target.exists():
         tmp = target.with_suffix(f".tmp{os.getpid()}")
-        with open_regular(path, "log file") as src, open(tmp, "wb") as dst:
-            shutil.copyfileobj(src, dst, 1 << 20)
-        os.replace(tmp, target)
+        try:
+            with open_regular(path, "log file") as src, open(tmp, "wb") as dst:
+                shutil.copyfileobj(src, dst, 1 << 20)
+            os.replace(tmp, target)
+        except BaseException as exc:  # a full disk or Ctrl-C leaves no partial copy behind
+            tmp.unlink(missing_ok=True)
+            if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
+                raise StoreError(f"no space left on device archiving {path} in {root}") from None
+            raise
     return target
 
 

@@ -2,11 +2,13 @@
 
 Owns: sweeps of runs by node count and repeat (execute), one attempt (attempts), the health
 gates (health: the all-reduce job; fleet, grouptest and fleet_gate: the scale gate behind
-`azbench health` with its group testing, stragglers and drain), the monitor and its decide(),
+`azbench health` with its group testing, stragglers and drain; fleet_stats: its robust
+statistics; fleet_replace: self-healing, replacing what it drained), the monitor and its decide(),
 the failure-class table, recovery after a spot eviction (preemption), a run's logs (logview)
 and a recipe's launch script on Slurm (launch: the join of recipes/ and slurm/).
 May import: the base, clusters/ (lifecycle for `connect`; never clusters.providers), recipes/,
 results/, slurm/ and store/.
-Exposes: execute.run_sweep, attempts, health, fleet_gate.gate_cluster/gate_nodes, monitor,
+Exposes: execute.run_sweep, attempts, health, fleet_gate.gate_cluster/gate_nodes,
+fleet_replace.replace_drained, monitor,
 failures, logview, launch.describe_launch/render_launch/render_stage_data.
 """

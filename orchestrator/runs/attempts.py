@@ -248,6 +248,17 @@ def _hang_timeout(ctx: AttemptContext) -> float:
     return ctx.spec.retry.hang_timeout
 
 
+def _startup_grace(ctx: AttemptContext) -> float | None:
+    """The hang limit until the first step: the run's retry.startup_grace, else the recipe's
+    (None without live logs: _hang_timeout is then infinite from the start)."""
+    if not ctx.access.caps.live_logs:
+        return None
+    if ctx.spec.retry.startup_grace is not None:
+        return float(ctx.spec.retry.startup_grace)
+    minutes = ctx.recipe.launch.startup_grace_min
+    return None if minutes is None else minutes * 60.0
+
+
 def _gate(ctx: AttemptContext, row: RunRow, cur: AttemptRow) -> tuple[list[str], list[str]] | AttemptRow:
     from orchestrator.runs.health import choose_nodes, run_gate
     store, n = ctx.store, cur.attempt
@@ -283,6 +294,11 @@ def _fleet_gate(ctx: AttemptContext, row: RunRow, n: int, nodes: list[str]) -> l
     if report.verdicts or report.fabric:
         ctx.event(row, "health_fleet", f"attempt {n}: " + (report.fabric or "drained " + "; ".join(
             f"{v.node}: {v.reason}" for v in report.verdicts)), drained=report.drained)
+    policy = ctx.spec.health
+    if policy.replace and report.drained and ctx.access.caps.replaces_nodes:
+        from orchestrator.runs.fleet_replace import ReplacePolicy, reasons, replace_drained
+        replace_drained(ctx.cluster, ctx.access, ctx.store, reasons(report),
+                        ReplacePolicy(policy.max_replacements, policy.max_replacements_per_hour))
     return report.drained
 
 
@@ -307,6 +323,7 @@ def _watch_attempt(ctx: AttemptContext, row: RunRow, cur: AttemptRow, ref: JobRe
                                    progress_reader(ctx.launcher, log) if live else no_progress,
                                    run_id=row.id, attempt=cur.attempt, nodes=row.nodes,
                                    hang_timeout=_hang_timeout(ctx), deadline_s=max(left, 0),
+                                   startup_grace=_startup_grace(ctx),
                                    interval=ctx.poll, on_progress=ctx.on_progress)
         except JobLost as lost:
             return lost.status, None

@@ -19,8 +19,8 @@ from orchestrator.clusters.catalog import lookup
 from orchestrator.errors import ConfigError, LaunchError, MissingCapability
 from orchestrator.models import Cluster
 from orchestrator.paths import templates_dir
-from orchestrator.results.stragglers import DEFAULT_TOLERANCE
 from orchestrator.runs.fleet import (
+    GATE_MIN_EFFECT,
     FleetReport,
     GateOptions,
     Probe,
@@ -38,7 +38,10 @@ from orchestrator.slurm.conf import compress_hostlist
 PROBE_SCRIPT = "health_probe.sh"
 AHC_PATH = "/opt/azurehpc/test/azurehpc-health-checks/run-health-checks.sh"
 NCCL_TESTS = "/opt/nccl-tests/build/all_reduce_perf"  # where Azure's Ubuntu-HPC images ship it
-NCCL_ARGS = ("-b", "1G", "-e", "1G", "-f", "2", "-g", "1")
+# all_reduce_perf at one message size: the SKU's published baseline size (catalog.NcclBaseline,
+# 16G on every ND size). Small messages measure latency, not bandwidth, and flag healthy nodes.
+NCCL_MESSAGE = "16G"
+NCCL_ARGS = ("-b", NCCL_MESSAGE, "-e", NCCL_MESSAGE, "-f", "2", "-g", "1")
 INJECT_VARS = ("AZBENCH_HEALTH_SLOW_NODES", "AZBENCH_HEALTH_BAD_NODES", "AZBENCH_HEALTH_SLOW_FACTOR")
 # Nodes per job step on a cluster whose nodes share this machine's cores: one step over 2,048
 # emulated nodes overran munge's credential lifetime (300 s), while steps of 256 nodes one after
@@ -83,7 +86,7 @@ class LauncherProber:
     def nccl(self, tests: Sequence[GroupTest]) -> list[GroupOutcome]:
         """One all_reduce_perf per group, all groups of the round side by side (one call)."""
         self.calls += 1
-        outputs = self.launcher.run_groups([t.nodes for t in tests], [NCCL_TESTS, *NCCL_ARGS],
+        outputs = self.launcher.run_groups([t.nodes for t in tests], [NCCL_TESTS, *nccl_args(self.opts)],
                                            gpus_per_node=self.opts.gpus_per_node,
                                            timeout_s=self.opts.round_timeout_s)
         return parse_nccl_round(outputs, self.opts)
@@ -92,6 +95,11 @@ class LauncherProber:
         if not self._staged:
             self.launcher.stage_file(templates_dir() / PROBE_SCRIPT, self.script)
             self._staged = True
+
+
+def nccl_args(opts: GateOptions) -> list[str]:
+    """all_reduce_perf's arguments at the gate's message size."""
+    return ["-b", opts.nccl_message, "-e", opts.nccl_message, "-f", "2", "-g", "1"]
 
 
 def drain(launcher: Launcher, verdicts: Sequence[Verdict]) -> list[str]:
@@ -121,17 +129,23 @@ def injected() -> dict[str, str]:
     return {k: os.environ[k] for k in INJECT_VARS if os.environ.get(k)}
 
 
-def options_for(cluster: Cluster, access: Access, tolerance: float = DEFAULT_TOLERANCE) -> GateOptions:
-    """Thresholds for this cluster's SKU: the catalog's bus bandwidth on GPU SKUs."""
+def options_for(cluster: Cluster, access: Access, tolerance: float = GATE_MIN_EFFECT) -> GateOptions:
+    """Thresholds for this cluster's SKU: on GPU SKUs the published all-reduce baseline
+    (catalog.NcclBaseline: message size, expected bus bandwidth, warn level as the threshold)."""
     row = lookup(cluster.sku)
-    link = row.expected_busbw_gbps if row.gpus_per_vm and row.expected_busbw_gbps else 100.0
-    return GateOptions(tolerance=tolerance, link_gbps=float(link),
-                       max_nodes_per_step=EMULATED_STEP_NODES if access.caps.emulated_nodes else 0,
-                       gpus_per_node=row.gpus_per_vm)
+    opts = GateOptions(tolerance=tolerance, gpus_per_node=row.gpus_per_vm,
+                       max_nodes_per_step=EMULATED_STEP_NODES if access.caps.emulated_nodes else 0)
+    base = row.nccl if row.gpus_per_vm else None
+    if base is not None:
+        return dataclasses.replace(opts, link_gbps=base.reference_gbps,
+                                   link_fail_fraction=base.warn_fraction, nccl_message=base.message)
+    if row.gpus_per_vm and row.expected_busbw_gbps:
+        return dataclasses.replace(opts, link_gbps=float(row.expected_busbw_gbps))
+    return opts
 
 
 def gate_cluster(cluster: Cluster, access: Access, *, only: str | None = None,
-                 tolerance: float = DEFAULT_TOLERANCE, drain_bad: bool = True) -> FleetReport:
+                 tolerance: float = GATE_MIN_EFFECT, drain_bad: bool = True) -> FleetReport:
     """`azbench health`: the usable nodes (one node listing), restricted to `only`, then gate_nodes."""
     _require(access.caps.health_gate, cluster, access, "run the health gate")
     nodes = candidate_nodes(access.launcher.node_states(), only)
@@ -141,7 +155,7 @@ def gate_cluster(cluster: Cluster, access: Access, *, only: str | None = None,
 
 
 def gate_nodes(access: Access, cluster: Cluster, nodes: Sequence[str], *,
-               tolerance: float = DEFAULT_TOLERANCE, drain_bad: bool = True,
+               tolerance: float = GATE_MIN_EFFECT, drain_bad: bool = True,
                with_ahc: bool = True) -> FleetReport:
     """The gate on `nodes` (leaf switches from one topology call), then drain what it flagged
     unless it is a fabric-wide fault or `drain_bad` is False. Also run before every attempt,

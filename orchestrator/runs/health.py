@@ -4,7 +4,8 @@ Before every attempt azbench picks the usable nodes it may run on (never a suspe
 templates/health_check.sbatch.j2 there (templates/health_check.py per task: disk, memory, and on
 GPU SKUs GPU count, ECC, XID in dmesg and IB port state; then an all-reduce bus-bandwidth test,
 NCCL on GPUs or gloo on CPUs, against the catalog's expected_busbw_gbps with HealthPolicy's
-warn/fail fractions), and reads one verdict per node. The run is then pinned to the healthy
+warn/fail fractions; on GPU sizes with a published baseline, catalog.NcclBaseline's message size,
+expected figure, warn level and replace level instead), and reads one verdict per node. The run is then pinned to the healthy
 checked nodes (everything else goes into --exclude), and each failed node's reason is returned
 for the store. Parsing and node choice are pure; `run_gate` does the Slurm round trip.
 """
@@ -105,14 +106,22 @@ def render_health_sbatch(*, run_id: str, attempt: int, nodes: Sequence[str], out
                          size_mb: float = 4.0) -> str:
     """The gate's batch script (templates/health_check.sbatch.j2) for these nodes and SKU."""
     row = lookup(sku)
+    expected, warn_frac, fail_frac = row.expected_busbw_gbps or 0, policy.busbw_warn_fraction, policy.busbw_fail_fraction
+    if row.nccl is not None and row.gpus_per_vm:  # the published baseline: its size, expected and warn
+        base, chosen = row.nccl, policy.model_fields_set  # fractions the spec sets win
+        expected, size_mb = base.reference_gbps, base.message_mb
+        if "busbw_warn_fraction" not in chosen:
+            warn_frac = base.warn_fraction
+        if base.replace_gbps and "busbw_fail_fraction" not in chosen:
+            fail_frac = base.replace_gbps / base.reference_gbps
     return render(
         "health_check.sbatch.j2", templates_dir,
         run_id=run_id, attempt=attempt, nodelist=compress_hostlist(list(nodes)),
         node_count=len(nodes), tasks_per_node=max(row.gpus_per_vm, 1),
         time_limit=format_time_limit(max(1, math.ceil(policy.timeout / 60))), out_dir=out_dir,
         partition=partition, gpus_per_node=row.gpus_per_vm, python=python, script=script,
-        check_dir=check_dir, ib_ports=row.ib_links, expected_busbw=row.expected_busbw_gbps or 0,
-        warn_frac=policy.busbw_warn_fraction, fail_frac=policy.busbw_fail_fraction,
+        check_dir=check_dir, ib_ports=row.ib_links, expected_busbw=expected,
+        warn_frac=round(warn_frac, 4), fail_frac=round(fail_frac, 4),
         size_mb=size_mb, collective_timeout=max(10, min(policy.timeout // 2, 120)))
 
 

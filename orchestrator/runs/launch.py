@@ -17,6 +17,8 @@ from orchestrator.recipes.catalog import (
     Mlperf,
     Recipe,
     ResolvedConfig,
+    Scalar,
+    check_params,
     get_recipe,
     render_command,
     resolve,
@@ -42,13 +44,19 @@ class LaunchPreview(Frozen):
 
 def describe_launch(recipe_name: str, sku: str, nodes: int, ruleset: str | None = None, *,
                     image: str | None = None, run_dir: str = PREVIEW_RUN_DIR,
-                    data_root: str = DEFAULT_DATA_ROOT) -> LaunchPreview:
-    """The resolved config and the exact scripts (launch, data staging) for a request; submits nothing."""
+                    data_root: str = DEFAULT_DATA_ROOT,
+                    params: dict[str, Scalar] | None = None,
+                    time_limit_min: int | None = None) -> LaunchPreview:
+    """The resolved config and the exact scripts (launch, data staging) for a request, with
+    `params` (checked: unknown names refused) and the run spec's time limit applied as a run
+    would; submits nothing."""
     recipe = get_recipe(recipe_name)
+    params = check_params(recipe, params)
     resolved = resolve(recipe, sku, nodes, ruleset)
     if image:
         resolved = resolved.model_copy(update={"image": image})
-    script = render_launch(resolved, run_dir, data_root=data_root)
+    script = render_launch(resolved, run_dir, data_root=data_root, params=params,
+                           time_limit_min=time_limit_min)
     stage = render_stage_data(recipe, data_root=data_root, image=resolved.image) \
         if recipe.mlperf else None
     return LaunchPreview(resolved=resolved, script=script, stage_script=stage)
@@ -57,11 +65,13 @@ def describe_launch(recipe_name: str, sku: str, nodes: int, ruleset: str | None 
 def render_launch(resolved: ResolvedConfig, run_dir: str, *, run_id: str = "preview",
                   attempt: int = 1, partition: str | None = None, exclude: tuple[str, ...] = (),
                   data_root: str = DEFAULT_DATA_ROOT, seed: int | None = None,
-                  check_compliance: bool = True) -> str:
+                  check_compliance: bool = True, params: dict[str, Scalar] | None = None,
+                  time_limit_min: int | None = None) -> str:
     """The exact batch script for one attempt of `resolved` (one timed run per job)."""
     recipe = get_recipe(resolved.recipe)
     if recipe.mlperf is None:
-        return _render_plain(recipe, resolved, run_dir, run_id, attempt, partition, exclude)
+        return _render_plain(recipe, resolved, run_dir, run_id, attempt, partition, exclude,
+                             params, time_limit_min)
     return _render_container(recipe, recipe.mlperf, resolved, run_dir=run_dir, run_id=run_id,
                              attempt=attempt, partition=partition, exclude=exclude,
                              data_root=data_root, seed=seed, check_compliance=check_compliance)
@@ -86,12 +96,17 @@ def render_stage_data(recipe: Recipe | str, *, data_root: str = DEFAULT_DATA_ROO
 # -- rendering ---------------------------------------------------------------------------------
 
 def _render_plain(recipe: Recipe, resolved: ResolvedConfig, run_dir: str, run_id: str,
-                  attempt: int, partition: str | None, exclude: tuple[str, ...]) -> str:
-    """Plain recipes run through the launcher's own template, so this is its exact script."""
-    command = render_command(recipe, run_dir=run_dir, nodes=resolved.nodes)
+                  attempt: int, partition: str | None, exclude: tuple[str, ...],
+                  params: dict[str, Scalar] | None = None,
+                  time_limit_min: int | None = None) -> str:
+    """Plain recipes run through the launcher's own template, so this is its exact script
+    (the time limit as runs/attempts.py sets it: the run spec's, capped by the recipe's)."""
+    limit = recipe.launch.time_limit_min
+    limit = min(time_limit_min, limit) if time_limit_min else limit
+    command = render_command(recipe, run_dir=run_dir, nodes=resolved.nodes, params=params)
     spec = AttemptSpec(run_id=run_id, attempt=attempt, recipe=recipe.name, nodes=resolved.nodes,
                        run_dir=run_dir, command=command, env=dict(recipe.launch.env),
-                       exclude=list(exclude), time_limit_min=recipe.launch.time_limit_min,
+                       exclude=list(exclude), time_limit_min=limit,
                        tasks_per_node=recipe.launch.tasks_per_node,
                        gpus_per_node=resolved.gpus_per_node)
     return render_sbatch(spec, partition=partition)

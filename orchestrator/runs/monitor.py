@@ -1,7 +1,8 @@
 """Watching a job and deciding what comes next: pure decisions plus one thin watch loop.
 
 `decide()` says, after one poll, whether to keep waiting, stop (the job ended), or cancel (a hang:
-no new training step for `hang_timeout`; or the run's deadline). `decide_retry()` says, after a
+no first training step within `startup_grace` of the job starting, or no new step for
+`hang_timeout` after that; or the run's deadline). `decide_retry()` says, after a
 failed attempt, whether to retry, after what bounded backoff, without which nodes and resuming
 from a checkpoint or not. `watch()` polls the launcher (one batched scheduler call per interval)
 with an injected clock and sleep; when the cluster is unreachable (login node rebooting, sshd
@@ -66,15 +67,23 @@ ProgressReader = Callable[[], tuple]  # (step, eval value, eta[, slowest node])
 
 
 def decide(state: JobState, watch: WatchState, now: float, *, hang_timeout: float,
-           deadline_s: float) -> Action:
-    """Pure: what to do after one poll. Hangs count only while the job is running."""
+           deadline_s: float, startup_grace: float | None = None) -> Action:
+    """Pure: what to do after one poll. Hangs count only while the job is running: until its
+    first training step the limit is `startup_grace` (model load, warm-up: a 405B job's first
+    step comes ~11 min after its first MLLOG line), then `hang_timeout` between steps.
+    `startup_grace` None: `hang_timeout` from the start."""
     if state.terminal:
         return Action.DONE
     if now - watch.started > deadline_s:
         return Action.CANCEL_DEADLINE
-    if state == JobState.RUNNING and now - watch.last_progress_at > hang_timeout:
+    if state == JobState.RUNNING and now - watch.last_progress_at > hang_limit(watch, hang_timeout, startup_grace):
         return Action.CANCEL_HANG
     return Action.WAIT
+
+
+def hang_limit(watch: WatchState, hang_timeout: float, startup_grace: float | None) -> float:
+    """The silence allowed now: the startup grace before the first step, the hang timeout after."""
+    return startup_grace if watch.last_step is None and startup_grace is not None else hang_timeout
 
 
 @dataclass(frozen=True)
@@ -130,11 +139,12 @@ def backoff_s(policy: RetryPolicy, attempt: int, cap: float = BACKOFF_CAP_S) -> 
 
 def watch(ref: JobRef, poller: Poller, read_progress: ProgressReader, *, run_id: str,
           attempt: int, nodes: int, hang_timeout: float, deadline_s: float,
-          interval: float = 1.0, on_progress: Callable[[Progress], None] | None = None,
+          startup_grace: float | None = None, interval: float = 1.0, on_progress: Callable[[Progress], None] | None = None,
           clock: Callable[[], float] = time.monotonic,
           sleep: Callable[[float], None] = time.sleep,
           unreachable_s: float = 600.0) -> tuple[JobStatus, Action]:
     """Poll until `decide` says stop; returns the last status and why the loop ended.
+    `startup_grace`: the hang limit until the first step (see decide).
 
     RemoteError/LaunchError from a poll or a progress read mean "cannot see the cluster right
     now": the loop reports it, keeps the hang clock paused, and re-raises only after
@@ -163,7 +173,8 @@ def watch(ref: JobRef, poller: Poller, read_progress: ProgressReader, *, run_id:
         if on_progress:
             on_progress(Progress(run_id, attempt, nodes, status.state, ws.last_step, value,
                                  now - ws.started, eta, slowest=str(extra[0]) if extra else ""))
-        action = decide(status.state, ws, now, hang_timeout=hang_timeout, deadline_s=deadline_s)
+        action = decide(status.state, ws, now, hang_timeout=hang_timeout, deadline_s=deadline_s,
+                        startup_grace=startup_grace)
         if action != Action.WAIT:
             return status, action
         sleep(interval)

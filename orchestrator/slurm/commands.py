@@ -22,6 +22,7 @@ DAEMONS = ("munged", "slurmctld", "slurmd")
 CLIENTS = ("sinfo", "scontrol")
 INSTALL_HINT = "slurm/munge not found: apt-get install slurm-wlm munge"
 NODE_LIST = "sinfo"  # named in messages about a node listing that failed
+CONTROL = "scontrol"  # the client that changes node states (find_binaries key)
 
 SACCT_FORMAT = "JobID,State,ExitCode,NodeList,Elapsed,Reason"
 # The same six columns from squeue (-O "name:" = no padding, "|" = suffix); exit_code is the raw
@@ -90,6 +91,18 @@ def drain(reasons: Mapping[str, str]) -> str:
 
 def resume(nodes: Sequence[str]) -> str:
     return f"scontrol update nodename={q(','.join(nodes))} state=RESUME"
+
+
+def down_argv(nodes: Sequence[str], reason: str, binary: str = "scontrol") -> list[str]:
+    """Mark nodes DOWN (what a job still on them gets killed by) before they are retired."""
+    return [binary, "update", f"nodename={','.join(nodes)}", "state=DOWN", f"reason={reason[:240]}"]
+
+
+def retire_argv(nodes: Sequence[str], binary: str = "scontrol") -> list[str]:
+    """Take nodes out of the cluster for good: state FUTURE hides them from sinfo and the
+    scheduler while slurm.conf still defines them (Slurm cannot forget a static node without
+    a restart; scontrol(1), "FUTURE")."""
+    return [binary, "update", f"nodename={','.join(nodes)}", "state=FUTURE"]
 
 
 def topology() -> str:

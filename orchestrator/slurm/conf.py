@@ -27,6 +27,9 @@ class SlurmNode(Frozen):
     cpus: int = Field(1, ge=1)
     gpus: int = Field(0, ge=0)
     real_memory: int | None = Field(None, ge=1, description="MiB")
+    # FUTURE: a slot defined for later (a replacement or a resize), hidden and never scheduled
+    # until azbench starts its slurmd and resumes it; every daemon already knows its address.
+    state: str = Field("UNKNOWN", pattern=r"^(UNKNOWN|FUTURE)$")
 
 
 class NodeLine(Frozen):
@@ -42,6 +45,7 @@ class NodeLine(Frozen):
     cpus: int
     gpus: int
     real_memory: int | None
+    state: str = "UNKNOWN"
 
 
 def node_lines(nodes: list[SlurmNode]) -> list[NodeLine]:
@@ -60,15 +64,15 @@ def node_lines(nodes: list[SlurmNode]) -> list[NodeLine]:
             str(first.port) if len(run) == 1 else f"[{first.port}-{last.port}]")
         lines.append(NodeLine(names=compress_hostlist([n.name for n in run]), hostname=first.hostname,
                               addr=first.addr, port=port, cpus=first.cpus, gpus=first.gpus,
-                              real_memory=first.real_memory))
+                              real_memory=first.real_memory, state=first.state))
     return lines
 
 
 def _continues(prev: SlurmNode, node: SlurmNode) -> bool:
     if prev.port is None or node.port != prev.port + 1:
         return False  # one slurmd per host (Azure): one line per node, as before
-    same = (prev.hostname, prev.addr, prev.cpus, prev.gpus, prev.real_memory) == \
-        (node.hostname, node.addr, node.cpus, node.gpus, node.real_memory)
+    same = (prev.hostname, prev.addr, prev.cpus, prev.gpus, prev.real_memory, prev.state) == \
+        (node.hostname, node.addr, node.cpus, node.gpus, node.real_memory, node.state)
     a, b = re.fullmatch(r"(.*?)(\d+)", prev.name), re.fullmatch(r"(.*?)(\d+)", node.name)
     return bool(same and a and b and a.group(1) == b.group(1) and not b.group(2).startswith("0")
                 and int(b.group(2)) == int(a.group(2)) + 1)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import stat
 import threading
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
@@ -339,6 +340,7 @@ class Store:
     @classmethod
     def _open_sqlite(cls, path: Path) -> Store:
         refuse_non_sqlite_file(path)
+        _private_file(path)
         url = sa.engine.URL.create("sqlite", database=str(path))
         engine = sa.create_engine(url, connect_args={"timeout": BUSY_TIMEOUT_MS / 1000})
         event.listen(engine, "connect", _sqlite_on_connect)
@@ -446,6 +448,28 @@ def _parse_url(url: str) -> sa.engine.URL:
     if backend != "sqlite" or not parsed.database or parsed.database == ":memory:":
         raise StoreError("unsupported database URL: want sqlite:///FILE or postgresql+psycopg://")
     return parsed
+
+
+def _private_file(path: Path) -> None:
+    """The database file is the owner's alone (0600), like the SSH keys beside it: created so
+    when missing, tightened when an older azbench left it 0644. SQLite gives its -wal and -shm
+    files the database file's mode; ones already there are tightened too. A file this user
+    does not own (a shared store) is left as it is."""
+    try:
+        os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+    except FileExistsError:
+        pass
+    except OSError as exc:
+        raise StoreError(f"cannot create {path}: {exc.strerror or exc}") from None
+    for file in (path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")):
+        try:
+            st = file.stat()
+            if st.st_uid == os.getuid() and stat.S_IMODE(st.st_mode) & 0o077:
+                file.chmod(stat.S_IMODE(st.st_mode) & 0o700)
+        except FileNotFoundError:
+            continue
+        except OSError as exc:
+            raise StoreError(f"cannot make {file} private: {exc.strerror or exc}") from None
 
 
 def _sqlite_on_connect(dbapi_conn: Any, _record: Any) -> None:

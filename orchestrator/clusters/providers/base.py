@@ -8,6 +8,7 @@ tests/test_contracts_providers.py: `plan` is pure, `up` is idempotent, `describe
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Protocol, TypedDict
 
@@ -25,6 +26,32 @@ class CloudNode(TypedDict):
     name: str
     scale_set: str
     state: str
+
+
+@dataclass(frozen=True)
+class CloudResource:
+    """One compute resource as the cloud reports it: kind ("VM", "scale set"), name,
+    provisioning state, and a detail (power state, instance counts)."""
+
+    kind: str
+    name: str
+    state: str
+    detail: str = ""
+
+
+@dataclass(frozen=True)
+class CloudView:
+    """The cluster as its cloud sees it, read without logging in (`azbench status NAME`):
+    whether it exists, its VMs and scale sets, the scale-set instances listed and running, and
+    the creation time, deadline and owner its tags hold (None where it has none)."""
+
+    exists: bool
+    resources: tuple[CloudResource, ...] = ()
+    instances: int = 0
+    running: int = 0
+    created: datetime | None = None
+    expires: datetime | None = None
+    owner: str | None = None
 
 
 class Provider(Protocol):
@@ -74,6 +101,24 @@ class Provider(Protocol):
         """The cluster's VMs as the cloud lists them (capability `live_node_states`)."""
         ...
 
+    def live_view(self, cluster: Cluster) -> CloudView:
+        """The cluster's resources and their states as the cloud reports them, no login and no
+        writes (capability `live_node_states`)."""
+        ...
+
+    def replace_node(self, cluster: Cluster, node: str, timeout_s: float | None = None) -> str:
+        """Retire `node` for good and bring a fresh one up under a new name, joined to the
+        scheduler and idle; the new node's name (capability `replaces_nodes`). The caller
+        gates the new node before it counts as healthy."""
+        ...
+
+    def resize(self, cluster: Cluster, nodes: int, remove: Sequence[str] = (),
+               timeout_s: float | None = None) -> Cluster:
+        """Grow to `nodes` (fresh nodes, joined and idle) or shrink to it by retiring `remove`
+        (the caller drained them first); the cluster as now described (capability `resizes`).
+        CapacityError when growing needs more than the provider can get (its quota)."""
+        ...
+
 
 class ProviderBase:
     """The answers of a provider that lacks an optional capability: MissingCapability, typed."""
@@ -98,3 +143,15 @@ class ProviderBase:
 
     def node_states(self, cluster: Cluster) -> Sequence[CloudNode]:
         raise MissingCapability(cluster.name, self.name, "list its nodes without logging in")
+
+    def live_view(self, cluster: Cluster) -> CloudView:
+        raise MissingCapability(cluster.name, self.name, "report its resources without logging in")
+
+    def replace_node(self, cluster: Cluster, node: str, timeout_s: float | None = None) -> str:
+        raise MissingCapability(cluster.name, self.name, "replace a node",
+                                hint="drain it (`azbench health`) and replace it by hand")
+
+    def resize(self, cluster: Cluster, nodes: int, remove: Sequence[str] = (),
+               timeout_s: float | None = None) -> Cluster:
+        raise MissingCapability(cluster.name, self.name, "be resized while it runs",
+                                hint="`azbench down` it and `up` again at the new size")

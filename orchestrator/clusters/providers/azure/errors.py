@@ -120,7 +120,9 @@ def to_azbench(err: ArmError, what: str) -> AzureProvisionError | AzureCapacityE
     elif err.cls in (ArmErrorClass.SKU_UNAVAILABLE, ArmErrorClass.QUOTA):
         hint = ("request more quota in the Azure portal or use fewer nodes"
                 if err.cls == ArmErrorClass.QUOTA else "pick another size, zone or region")
-        out = AzurePreflightError(text, hint=hint)
+        # ARM refused a write: a runtime failure (exit 4) with the code and resource, not a
+        # preflight one (exit 3): writes may already have happened, and `down` must find them.
+        out = AzureProvisionError(text, hint=hint)
     else:
         out = AzureProvisionError(text)
     out.code, out.request_id, out.arm_message = err.code, err.request_id, err.message

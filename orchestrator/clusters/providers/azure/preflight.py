@@ -101,13 +101,7 @@ def resolve_image(clients: Any, need: PreflightNeed) -> dict[str, str]:
     arch = "Arm64" if need.sku.cpu_arch == "arm64" else "x64"
     image = need.image or need.sku.image
     if image.startswith("/"):
-        with arm_call(f"check image {image}"):
-            try:
-                clients.resources.resources.get_by_id(image, api_version=GALLERY_API_VERSION)
-            except Exception as exc:
-                if is_not_found(exc):
-                    raise PreflightError(f"image {image} does not exist") from None
-                raise
+        _check_gallery_image(clients, image, arch)
         return image_reference(image)
     if ":" not in image:
         return _find_hpc_image(clients, need.region, arch)
@@ -117,20 +111,43 @@ def resolve_image(clients: Any, need: PreflightNeed) -> dict[str, str]:
 
 
 def _sku_problems(row: Any, name: str, region: str, zones: list[str]) -> list[str]:
+    """What ARM would refuse for `name` in `region` (and `zones`), from its resource-SKU row.
+
+    Restrictions as the Resource SKUs API documents them
+    (https://learn.microsoft.com/en-us/rest/api/compute/resource-skus/list, ResourceSkuRestrictions):
+    `type` Location (values: the locations) or Zone (restrictionInfo.locations and .zones), with
+    `reasonCode` NotAvailableForSubscription or QuotaId. locationInfo.zones still lists a zone
+    restricted for this subscription, so offered and usable are checked apart.
+    """
     if row is None or region not in [loc.lower() for loc in (row.locations or [])]:
         return [f"{name} is not offered in {region}"]
     out = []
+    restricted: set[str] = set()
+    reasons: set[str] = set()
     for r in row.restrictions or []:
         kind = str(getattr(r.type, "value", r.type))
+        reason = str(getattr(r.reason_code, "value", r.reason_code))
+        info = getattr(r, "restriction_info", None)
         # Hybrid models are Mappings: `values` is the dict method, the field is values_property.
-        if kind == "Location" and region in [v.lower() for v in getattr(r, "values_property", None) or []]:
-            out.append(f"{name} is restricted in {region} for this subscription "
-                       f"({getattr(r.reason_code, 'value', r.reason_code)})")
+        where = [v.lower() for v in (getattr(r, "values_property", None) or [])
+                 + list(getattr(info, "locations", None) or [])]
+        if region not in where:
+            continue
+        if kind == "Location":
+            out.append(f"{name} is restricted in {region} for this subscription ({reason})")
+        elif kind == "Zone":
+            restricted |= set(getattr(info, "zones", None) or [])
+            reasons.add(reason)
     offered = {z for info in row.location_info or [] for z in (info.zones or [])}
     missing = [z for z in zones if z not in offered]
     if missing:
         out.append(f"{name} is not offered in zone(s) {', '.join(missing)} of {region} "
                    f"(offered: {', '.join(sorted(offered)) or 'none'})")
+    refused = [z for z in zones if z in restricted and z in offered]
+    if refused:
+        usable = sorted(offered - restricted)
+        out.append(f"{name} is restricted in zone(s) {', '.join(refused)} of {region} for this subscription "
+                   f"({', '.join(sorted(reasons))}; usable zones: {', '.join(usable) or 'none'})")
     return out
 
 
@@ -182,6 +199,32 @@ def _check_urn(clients: Any, region: str, ref: dict[str, str], arch: str) -> Non
     got_arch, gen = _value(img.architecture) or "x64", _value(img.hyper_v_generation) or "V1"
     if got_arch.lower() != arch.lower() or gen != "V2":
         raise PreflightError(f"image {urn} is {got_arch} Hyper-V {gen}; the size needs {arch} Gen2")
+
+
+def _check_gallery_image(clients: Any, image: str, arch: str) -> None:
+    """A gallery image (or one of its versions) exists and its definition's architecture fits.
+
+    The architecture is a property of the image definition, x64 when absent
+    (https://learn.microsoft.com/en-us/rest/api/compute/gallery-images/get, GalleryImageProperties);
+    a version id is checked against its definition. Managed images carry no architecture.
+    """
+    with arm_call(f"check image {image}"):
+        try:
+            clients.resources.resources.get_by_id(image, api_version=GALLERY_API_VERSION)
+        except Exception as exc:
+            if is_not_found(exc):
+                raise PreflightError(f"image {image} does not exist") from None
+            raise
+        low = image.lower()
+        if "/galleries/" not in low or "/images/" not in low:
+            return
+        definition = image[:low.index("/versions/")] if "/versions/" in low else image
+        found = clients.resources.resources.get_by_id(definition, api_version=GALLERY_API_VERSION)
+    props = getattr(found, "properties", None) or {}
+    got = str(props.get("architecture") or "x64") if isinstance(props, dict) else "x64"
+    if got.lower() != arch.lower():
+        raise PreflightError(f"image {image} is {got}; the size needs {arch}",
+                             hint="pick an image built for the size's CPU (GB200's Grace is Arm64)")
 
 
 def _find_hpc_image(clients: Any, region: str, arch: str) -> dict[str, str]:

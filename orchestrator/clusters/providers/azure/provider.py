@@ -32,7 +32,7 @@ from orchestrator.clusters.providers.azure.lro import ProgressEvent
 from orchestrator.clusters.providers.azure.teardown import SweepItem, delete_cluster, tagged
 from orchestrator.clusters.providers.azure.teardown import sweep as _sweep
 from orchestrator.clusters.providers.azure.up import LRO_FILE, UpOptions, UpRun
-from orchestrator.clusters.providers.base import CloudNode, ProviderBase
+from orchestrator.clusters.providers.base import CloudNode, CloudView, ProviderBase
 from orchestrator.clusters.remote import SshRunner
 from orchestrator.clusters.specs import ClusterSpec
 from orchestrator.errors import NotAvailableError
@@ -152,6 +152,11 @@ class AzureProvider(ProviderBase):
                     state = getattr(vm, "provisioning_state", None)
                     out.append(CloudNode(name=host, scale_set=s, state=str(getattr(state, "value", state))))
         return out
+
+    def live_view(self, cluster: Cluster) -> CloudView:
+        """ARM's view, no SSH and no writes: VM and scale-set states, instances, tags (status.py)."""
+        from orchestrator.clusters.providers.azure.status import live_view
+        return live_view(self._clients_for(cluster.name, cluster), cluster.name)
 
     def restore_capacity(self, cluster: Cluster, nodes: Collection[str] = (),
                          timeout_s: float | None = None) -> list[str]:

@@ -5,7 +5,8 @@ Pure builders (no network): `names_from_plan` reads exactly the resources `--dry
 models (imported lazily) for the resource group, NSG (SSH from one CIDR only), VNet + subnet
 (outside 172.16.0.0/16), public IP, head NIC (static private IP), head VM and the GPU scale sets
 (Uniform, single placement group, one fault domain, no overprovisioning, Manual upgrades,
-accelerated networking, SSH keys only).
+accelerated networking, SSH keys only). Every OS disk, NIC and public IP carries deleteOption
+Delete, so deleting a VM (or an instance, or the whole set) leaves nothing billing behind.
 """
 
 from __future__ import annotations
@@ -33,6 +34,12 @@ TAG_CLUSTER, TAG_OWNER, TAG_EXPIRES = "azbench-cluster", "azbench-owner", "azben
 # capacity: describe() reads both back from the resource group, like owner and expiry.
 TAG_CREATED, TAG_SPOT_RESTORE = "azbench-created", "azbench-spot-restore-s"
 STAMP = "%Y-%m-%dT%H:%M:%SZ"
+# What happens to a VM's OS disk, NICs and public IP when the VM is deleted: "Delete". The
+# default is "Detach": they outlive the VM and keep billing (OSDisk.deleteOption: "The default
+# value is set to Detach", api-version 2021-03-01+; NetworkInterfaceReference.properties and
+# PublicIPAddress.properties deleteOption likewise). https://learn.microsoft.com/en-us/azure/
+# virtual-machines/delete and https://learn.microsoft.com/en-us/rest/api/compute/virtual-machines/create-or-update
+DELETE = "Delete"
 # Ubuntu LTS for the head, matching the node image's release so slurmctld and slurmd agree.
 HEAD_IMAGES = {"2204": "Canonical:0001-com-ubuntu-server-jammy:22_04-lts-gen2:latest",
                "2404": "Canonical:ubuntu-24_04-lts:server:latest"}
@@ -139,7 +146,8 @@ def pip_body(location: str, tags: dict[str, str]) -> Any:
     from azure.mgmt.network import models as n
     return n.PublicIPAddress(location=location, tags=tags, sku=n.PublicIPAddressSku(name="Standard"),
                              properties=n.PublicIPAddressPropertiesFormat(public_ip_allocation_method="Static",
-                                                                          public_ip_address_version="IPv4"))
+                                                                          public_ip_address_version="IPv4",
+                                                                          delete_option=DELETE))
 
 
 def nic_body(location: str, tags: dict[str, str], subnet_id: str, pip_id: str, private_ip: str) -> Any:
@@ -157,7 +165,8 @@ def head_vm_body(location: str, tags: dict[str, str], *, size: str, image: dict[
                  identity: bool = False) -> Any:
     """`identity`: a system-assigned managed identity, for the expiry agent (azure_expiry)."""
     from azure.mgmt.compute import models as m
-    nic = m.NetworkInterfaceReference(id=nic_id, properties=m.NetworkInterfaceReferenceProperties(primary=True))
+    nic = m.NetworkInterfaceReference(id=nic_id, properties=m.NetworkInterfaceReferenceProperties(
+        primary=True, delete_option=DELETE))
     return m.VirtualMachine(
         location=location, tags=tags,
         identity=m.VirtualMachineIdentity(type="SystemAssigned") if identity else None,
@@ -166,6 +175,7 @@ def head_vm_body(location: str, tags: dict[str, str], *, size: str, image: dict[
             storage_profile=m.StorageProfile(
                 image_reference=m.ImageReference(**image),
                 os_disk=m.OSDisk(create_option="FromImage", disk_size_gb=256, caching="ReadWrite",
+                                 delete_option=DELETE,
                                  managed_disk=m.ManagedDiskParameters(storage_account_type="Premium_LRS"))),
             os_profile=m.OSProfile(computer_name=computer_name, admin_username=admin, custom_data=custom_data,
                                    linux_configuration=_linux(m, admin, pubkey)),
@@ -197,7 +207,7 @@ def vmss_body(location: str, tags: dict[str, str], *, sku_name: str, scale_set: 
             primary=True, subnet=m.ApiEntityReference(id=subnet_id)))
     nic = m.VirtualMachineScaleSetNetworkConfiguration(
         name="ib-node", properties=m.VirtualMachineScaleSetNetworkConfigurationProperties(
-            primary=True, enable_accelerated_networking=True, ip_configurations=[ipc]))
+            primary=True, enable_accelerated_networking=True, ip_configurations=[ipc], delete_option=DELETE))
     profile = m.VirtualMachineScaleSetVMProfile(
         os_profile=m.VirtualMachineScaleSetOSProfile(computer_name_prefix=prefix, admin_username=admin,
                                                      custom_data=custom_data,
@@ -205,7 +215,7 @@ def vmss_body(location: str, tags: dict[str, str], *, sku_name: str, scale_set: 
         storage_profile=m.VirtualMachineScaleSetStorageProfile(
             image_reference=m.ImageReference(**image),
             os_disk=m.VirtualMachineScaleSetOSDisk(
-                create_option="FromImage", caching="ReadWrite",
+                create_option="FromImage", caching="ReadWrite", delete_option=DELETE,
                 managed_disk=m.VirtualMachineScaleSetManagedDiskParameters(storage_account_type="Premium_LRS"))),
         network_profile=m.VirtualMachineScaleSetNetworkProfile(network_interface_configurations=[nic]),
         **spot_profile(m, spot))

@@ -36,6 +36,10 @@ class LocalState(BaseModel):
     workdir: str
     jobcomp_file: str
     nodes: list[str]
+    # Node slots slurm.conf defines in state FUTURE (with their ports) for replacements and
+    # growth; `retired` are nodes taken out for good (replaced, or shrunk away).
+    spares: list[str] = Field(default_factory=list)
+    retired: list[str] = Field(default_factory=list)
     cpus_per_node: int
     slurmctld_port: int
     node_ports: dict[str, int]

@@ -4,7 +4,19 @@
 emulated node (`slurmd -N nodeK`, each on a free loopback port), all under
 `paths.cluster_dir(name)`, waits until Slurm lists every node idle, and records the pids it
 started (with their kernel start times, so a recycled pid is never mistaken for ours) in
-state.json. `down` stops exactly those daemons (and the job steps their slurmd spawned) and
+state.json.
+
+Replacement (`replace_node`, capability `replaces_nodes`): slurm.conf also defines spare node
+slots in state FUTURE, each with its port and its place in topology.conf. A replacement retires
+the bad node (its slurmd and steps killed, state FUTURE: hidden, never scheduled) and starts the
+slurmd of the next spare slot under its new name; Slurm turns a FUTURE node whose slurmd
+registers into an idle one. Why not Slurm's dynamic nodes (`slurmd -Z`, 22.05 here): slurmd
+refuses `Port=` in `--conf`, so several dynamic slurmd cannot share this host, a dynamic node is
+in no topology/tree switch (jobs that name it are "never runnable"), and removing a static node
+made the next reconfigure kill slurmctld ("node count has changed ... You have to
+restart slurmctld"): all three seen on slurm-wlm 22.05.8. Why not re-rendering slurm.conf:
+adding a node in 22.05 needs a slurmctld restart and every slurmd's conf to name it, or job
+fan-out through the slurmd tree cannot reach it. Pre-defined FUTURE slots need neither. `down` stops exactly those daemons (and the job steps their slurmd spawned) and
 keeps the logs, slurm.conf and the shared run directory for inspection.
 """
 
@@ -13,12 +25,14 @@ from __future__ import annotations
 import getpass
 import hashlib
 import os
+import re
 import shutil
 import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 
 from orchestrator import paths
 from orchestrator.clusters.providers.base import ProviderBase
@@ -34,16 +48,23 @@ from orchestrator.clusters.providers.local.cluster import (
 )
 from orchestrator.clusters.providers.local import proc
 from orchestrator.clusters.remote import LocalRunner
-from orchestrator.errors import ProvisionError
+from orchestrator.errors import CapacityError, ConfigError, ProvisionError
 from orchestrator.models import Cluster, ClusterState, LocalProps, Plan, PlannedResource, ScaleSetPlan
 from orchestrator.seams import Access, Capabilities
-from orchestrator.slurm.commands import CLIENTS, DAEMONS, INSTALL_HINT, NODE_LIST, find_binaries, node_states_argv
+from orchestrator.slurm.commands import (CLIENTS, CONTROL, DAEMONS, INSTALL_HINT, NODE_LIST, find_binaries,
+                                         down_argv, node_states_argv, retire_argv)
 from orchestrator.slurm.launcher import SlurmLauncher
 from orchestrator.slurm.conf import (SlurmConfParams, SlurmNode, compress_hostlist, render_slurm_conf,
                                      tree_topology)
 
 RACK_SIZE = 18  # ND-series VMs per rack (leaf switch), as the Azure provider assumes
 RACKS_PER_SCALE_SET = 5  # 90 VMs: a scale set of at most 100, in whole racks
+
+
+def spare_slots(nodes: int) -> int:
+    """FUTURE node slots in slurm.conf beyond the nodes `up` starts: room for replacements and
+    growth without restarting Slurm (one folded NodeName line; no daemon until used)."""
+    return max(8, nodes // 4)
 # A Unix socket path may hold 107 bytes; slurmd puts step sockets deep inside its spool dir.
 _MAX_RUNTIME_PREFIX = 56
 
@@ -53,7 +74,7 @@ class LocalProvider(ProviderBase):
 
     name = "local"
     caps = Capabilities(shell=True, head_here=True, emulated_nodes=True,
-                        restores_capacity=True) | SlurmLauncher.caps
+                        restores_capacity=True, replaces_nodes=True, resizes=True) | SlurmLauncher.caps
 
     def __init__(self, *, ready_timeout_s: float = 60.0, poll_s: float = 0.2,
                  grace_s: float = 5.0) -> None:
@@ -91,7 +112,8 @@ class LocalProvider(ProviderBase):
         wanted = node_names(spec.nodes)
         state = load_state(cdir)
         if state is not None:
-            same_shape = state.nodes == wanted and state.cpus_per_node == spec.local.cpus_per_node
+            # Replacements rename nodes, so the shape is the node count, not the names.
+            same_shape = len(state.nodes) == len(wanted) and state.cpus_per_node == spec.local.cpus_per_node
             if same_shape and self._healthy(state, bins):
                 return to_cluster(state)
             self._stop(state)  # half-dead or resized: stop our own pids, then start afresh
@@ -165,6 +187,53 @@ class LocalProvider(ProviderBase):
                                      f"{state.node_ports[node]} within {timeout_s or 60.0:g} s") from None
         return list(state.nodes)
 
+    def replace_node(self, cluster: Cluster, node: str, timeout_s: float | None = None) -> str:
+        """Retire `node` and bring the next spare slot up in its place (module docstring);
+        the new node's name, once Slurm shows it idle."""
+        state = _state_for(cluster)
+        if node not in state.nodes:
+            raise ConfigError(f"local cluster '{cluster.name}' has no node {node!r} in service")
+        if not state.spares:
+            raise CapacityError(f"local cluster '{cluster.name}' has no spare node slot left",
+                                hint="`azbench down` and `up` again to get fresh slots")
+        bins = find_binaries()
+        new = state.spares.pop(0)
+        _retire(state, [node], bins)
+        _start_nodes(state, [new])
+        state.nodes = sorted([n for n in state.nodes if n != node] + [new], key=_natural)
+        state.retired.append(node)
+        save_state(state)
+        _wait_idle(state, [new], bins, timeout_s or 60.0)
+        return new
+
+    def resize(self, cluster: Cluster, nodes: int, remove: Sequence[str] = (),
+               timeout_s: float | None = None) -> Cluster:
+        """Grow by starting spare slots (the cluster's "quota": CapacityError beyond them), or
+        shrink by retiring `remove` (killed, state FUTURE); the cluster as now described."""
+        state = _state_for(cluster)
+        bins = find_binaries()
+        have = len(state.nodes)
+        if nodes > have:
+            if nodes - have > len(state.spares):
+                raise CapacityError(f"local cluster '{cluster.name}' can grow to at most "
+                                    f"{have + len(state.spares)} nodes (its slurm.conf slots)",
+                                    hint="`azbench down` and `up` again at the new size")
+            fresh, state.spares = state.spares[:nodes - have], state.spares[nodes - have:]
+            _start_nodes(state, fresh)
+            state.nodes = sorted(state.nodes + fresh, key=_natural)
+            save_state(state)
+            _wait_idle(state, fresh, bins, timeout_s or max(60.0, len(fresh) / 20))
+        elif nodes < have:
+            unknown = [n for n in remove if n not in state.nodes]
+            if unknown or len(remove) != have - nodes:
+                raise ConfigError(f"shrinking '{cluster.name}' to {nodes} needs {have - nodes} of its "
+                                  f"nodes to remove, got {', '.join(remove) or 'none'}")
+            _retire(state, remove, bins)
+            state.nodes = [n for n in state.nodes if n not in set(remove)]
+            state.retired += list(remove)
+            save_state(state)
+        return to_cluster(state)
+
     def restart_node(self, cluster: Cluster, node: str, timeout_s: float = 60.0) -> None:
         restart_node(cluster, node, timeout_s=timeout_s)
 
@@ -192,11 +261,7 @@ class LocalProvider(ProviderBase):
                                  f"10 s:\n{proc.tail(Path(state.daemons['munged'].log))}")
         state.daemons["slurmctld"] = _spawn(cdir, "slurmctld", env,
                                             [bins["slurmctld"], "-D", "-i", "-f", str(conf)])
-        for node in state.nodes:
-            state.daemons[f"slurmd:{node}"] = _spawn(
-                cdir, f"slurmd-{node}", {**env, proc.NODE_MARKER: f"{cdir}:{node}"},
-                [bins["slurmd"], "-D", "-N", node, "-f", str(conf)])
-        save_state(state)
+        _start_nodes(state, state.nodes, bins["slurmd"])
         return state
 
     def _wait_ready(self, state: LocalState, bins: dict[str, str]) -> None:
@@ -267,8 +332,65 @@ def restart_node(cluster: Cluster, node: str, *, timeout_s: float = 60.0) -> Non
                              f"{timeout_s:g} s") from None
 
 
-def node_names(count: int) -> list[str]:
-    return [f"node{i}" for i in range(1, count + 1)]
+def node_names(count: int, first: int = 1) -> list[str]:
+    return [f"node{i}" for i in range(first, first + count)]
+
+
+def _start_nodes(state: LocalState, nodes: Sequence[str], slurmd: str | None = None) -> None:
+    """Spawn each node's slurmd (its spool dir made first) and record it."""
+    cdir, env = Path(state.cluster_dir), _daemon_env(state)
+    binary = slurmd or find_binaries()["slurmd"]
+    for node in nodes:
+        (Path(state.runtime_dir) / "spool" / node).mkdir(parents=True, exist_ok=True, mode=0o700)
+        state.daemons[f"slurmd:{node}"] = _spawn(
+            cdir, f"slurmd-{node}", {**env, proc.NODE_MARKER: f"{cdir}:{node}"},
+            [binary, "-D", "-N", node, "-f", state.conf])
+    save_state(state)
+
+
+def _retire(state: LocalState, nodes: Sequence[str], bins: dict[str, str]) -> None:
+    """Kill the nodes' slurmd and steps, then hide them in Slurm (state FUTURE)."""
+    victims = []
+    for node in nodes:
+        daemon = state.daemons.pop(f"slurmd:{node}", None)
+        if daemon is not None:
+            victims.append((daemon.pid, daemon.start_time))
+        victims += [(pid, proc.start_time(pid) or 0)
+                    for pid in proc.step_pids(f"{state.cluster_dir}:{node}", exact=True)]
+    proc.terminate(victims, grace_s=0.0)
+    env = {**os.environ, "SLURM_CONF": state.conf}
+
+    def control(argv: list[str]) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(argv, capture_output=True, text=True, timeout=30, env=env)
+
+    # Slurm refuses FUTURE for a node that still holds a job: DOWN first (which ends the job
+    # there, as losing the VM would), then FUTURE once the job has left it.
+    control(down_argv(list(nodes), "azbench: retired", bins[CONTROL]))
+    out = None
+    for _ in range(50):
+        out = control(retire_argv(list(nodes), bins[CONTROL]))
+        if out.returncode == 0:
+            return
+        time.sleep(0.2)
+    why = out.stderr.strip()[-300:] if out is not None else ""
+    raise ProvisionError(f"could not retire {', '.join(nodes)} in Slurm: {why}")
+
+
+def _wait_idle(state: LocalState, nodes: Sequence[str], bins: dict[str, str], timeout_s: float) -> None:
+    def check() -> None:
+        for node in nodes:
+            _check_alive(state, f"slurmd:{node}")
+
+    try:
+        proc.wait_for(lambda: all(node_states(state, bins[NODE_LIST]).get(n) == "idle" for n in nodes),
+                      timeout_s, 0.2, check, "idle nodes")
+    except TimeoutError:
+        raise ProvisionError(f"{', '.join(nodes)} of '{state.name}' did not become idle within "
+                             f"{timeout_s:g} s") from None
+
+
+def _natural(name: str) -> list[object]:
+    return [int(p) if p.isdigit() else p for p in re.split(r"(\d+)", name)]
 
 
 def node_states(state: LocalState, binary: str = NODE_LIST) -> dict[str, str]:
@@ -305,24 +427,26 @@ def _layout(spec, cdir: Path) -> LocalState:
         digest = hashlib.sha256(str(cdir).encode()).hexdigest()[:12]
         runtime = Path("/tmp", f"azbench-{os.getuid()}-{digest}")
     nodes = node_names(spec.nodes)
+    spares = node_names(spare_slots(spec.nodes), first=spec.nodes + 1)
     for sub in [runtime / "munge", *(runtime / "spool" / n for n in nodes)]:
         sub.mkdir(parents=True, exist_ok=True, mode=0o700)
     for name in ("log", "slurm-state", "shared"):
         (cdir / name).mkdir(exist_ok=True)
     # One block of consecutive ports, so slurm.conf holds one NodeName line (see slurm/conf.py).
-    ports = proc.free_ports(1) + proc.free_port_block(len(nodes))
+    ports = proc.free_ports(1) + proc.free_port_block(len(nodes) + len(spares))
     return LocalState(
         name=spec.name, cluster_dir=str(cdir), runtime_dir=str(runtime),
         conf=str(cdir / "slurm.conf"), workdir=str(cdir / "shared"),
-        jobcomp_file=str(cdir / "log" / "jobcomp.txt"), nodes=nodes,
+        jobcomp_file=str(cdir / "log" / "jobcomp.txt"), nodes=nodes, spares=spares,
         cpus_per_node=spec.local.cpus_per_node, slurmctld_port=ports[0],
-        node_ports=dict(zip(nodes, ports[1:])))
+        node_ports=dict(zip(nodes + spares, ports[1:])))
 
 
 def _conf_params(state: LocalState, spec) -> SlurmConfParams:
     host = socket.gethostname().split(".")[0]
     user = "root" if os.geteuid() == 0 else getpass.getuser()
     cdir, rt = Path(state.cluster_dir), Path(state.runtime_dir)
+    spares = set(state.spares)
     return SlurmConfParams(
         cluster_name=state.name, controller_host=host, controller_addr="127.0.0.1",
         slurmctld_port=state.slurmctld_port, state_dir=str(cdir / "slurm-state"),
@@ -335,14 +459,20 @@ def _conf_params(state: LocalState, spec) -> SlurmConfParams:
         topology_plugin="topology/tree",
         slurmd_parameters="config_overrides",
         nodes=[SlurmNode(name=n, hostname=host, addr="127.0.0.1", port=state.node_ports[n],
-                         cpus=state.cpus_per_node) for n in state.nodes])
+                         cpus=state.cpus_per_node, state="FUTURE" if n in spares else "UNKNOWN")
+               for n in _slots(state)])
 
 
 def _topology_text(state: LocalState) -> str:
     """topology.conf as the Azure provider would model it: 18-node racks in scale sets."""
     return ("# Slurm topology of local cluster \"" + state.name + "\": a leaf switch per 18 nodes "
             "(a rack), a switch per 5 racks (a scale set), a top switch.\n"
-            + "\n".join(tree_topology(state.nodes, RACK_SIZE, RACKS_PER_SCALE_SET)) + "\n")
+            + "\n".join(tree_topology(_slots(state), RACK_SIZE, RACKS_PER_SCALE_SET)) + "\n")
+
+
+def _slots(state: LocalState) -> list[str]:
+    """Every node slot slurm.conf defines: in service, retired and spare, in name order."""
+    return sorted({*state.nodes, *state.retired, *state.spares}, key=_natural)
 
 
 def _daemon_env(state: LocalState) -> dict[str, str]:

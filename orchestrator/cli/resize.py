@@ -1,0 +1,29 @@
+"""`azbench resize NAME --nodes N`: grow or shrink a live cluster (clusters.lifecycle.resize)."""
+
+from __future__ import annotations
+
+import sys
+
+import typer
+
+from orchestrator.cli.common import JsonOpt, app, emit_json, open_store
+
+
+@app.command()
+def resize(
+    name: str = typer.Argument(..., help="Cluster name."),
+    nodes: int = typer.Option(..., "--nodes", help="The node count to reach (GB200: whole racks of 18)."),
+    force: bool = typer.Option(False, "--force", help="Shrink even when a job runs on the nodes removed."),
+    as_json: bool = JsonOpt,
+) -> None:
+    """Grow (within the provider's quota) or shrink (draining the nodes removed first; refused
+    under a running job without --force) a live cluster."""
+    from orchestrator.clusters import lifecycle
+    with open_store() as store:
+        cluster, plan = lifecycle.resize(name, nodes, store, force=force)
+    if as_json:
+        return emit_json({"cluster": name, "before": plan.before, "after": plan.after,
+                          "removed": list(plan.remove), "forced": list(plan.busy),
+                          "nodes": cluster.node_names})
+    removed = f"; removed {', '.join(plan.remove)}" if plan.remove else ""
+    sys.stdout.write(f"{name}: {plan.before} -> {plan.after} nodes{removed}\n")

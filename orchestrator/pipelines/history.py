@@ -1,0 +1,116 @@
+"""History for the report site: every baseline metric per occasion (a pipeline run's sweep, or
+one day's imports), each occasion compared with the active baseline by `compare`.
+
+Lives in pipelines/ because baselines and `compare` do (the report floor cannot import them);
+it returns orchestrator.report.history's typed History, which the site draws.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+from orchestrator.pipelines.baselines import (
+    METRICS,
+    Baseline,
+    Tolerances,
+    _gate_busbw,
+    compare,
+    entries_from,
+    find_baseline,
+    list_baselines,
+)
+from orchestrator.report.history import History, HistoryPoint, HistorySeries
+from orchestrator.store.schema import ResultRow, RunRow
+
+if TYPE_CHECKING:
+    from orchestrator.store.database import Store
+
+SeriesKey = tuple[str, str | None, int, str]  # benchmark, sku, nodes, metric
+
+
+def history_from_store(store: Store, *, baseline: str | None = None,
+                       tolerances: Tolerances | None = None, since: datetime | None = None,
+                       until: datetime | None = None) -> History:
+    """The history of every stored result; the band is `baseline` (default: the most recently
+    updated baseline, none when the store has none)."""
+    base = find_baseline(store, baseline) if baseline else None
+    notes = []
+    if baseline and base is None:
+        notes.append(f"no baseline named '{baseline}': no band, no verdicts")
+    if base is None and not baseline:
+        known = sorted(list_baselines(store), key=lambda b: b.updated_at)
+        base = known[-1] if known else None
+    results = store.list_results()
+    busbw = {rid: bw for rid in sorted({r.run_id for r in results if r.run_id})
+             if (bw := _gate_busbw(store, rid)) is not None}
+    hist = build_history(results, store.list_runs(), base, tolerances, since=since, until=until,
+                         busbw=busbw)
+    return hist.model_copy(update={"notes": hist.notes + notes})
+
+
+def build_history(results: Sequence[ResultRow], runs: Sequence[RunRow], baseline: Baseline | None,
+                  tolerances: Tolerances | None = None, *, since: datetime | None = None,
+                  until: datetime | None = None, busbw: Mapping[str, float] | None = None
+                  ) -> History:
+    """Pure: one point per occasion x scale x metric, oldest first, with compare's verdicts.
+    `busbw` ({run id: GB/s}, the health gate's all-reduce figures) adds that metric."""
+    tol = tolerances or Tolerances()
+    occasions = _occasions(results, runs)
+    points: dict[SeriesKey, list[HistoryPoint]] = defaultdict(list)
+    for (name, when), rows in sorted(occasions.items(), key=lambda kv: kv[0][1]):
+        if (since and when < since) or (until and when > until):
+            continue
+        entries = entries_from(rows, busbw)
+        verdicts = {}
+        if baseline is not None:
+            verdicts = {(d.benchmark, d.sku, d.nodes, d.metric): d
+                        for d in compare(baseline, entries, tol).deltas}
+        for e in entries:
+            for metric, samples in e.metrics.items():
+                if not samples:
+                    continue
+                d = verdicts.get((e.benchmark, e.sku, e.nodes, metric))
+                points[(e.benchmark, e.sku, e.nodes, metric)].append(HistoryPoint(
+                    when=when, occasion=name, value=statistics.fmean(samples), samples=samples,
+                    verdict=d.verdict if d else None, change=d.change if d else None,
+                    confidence=d.confidence if d else None))
+    base_entries = {(e.benchmark, e.sku, e.nodes): e for e in (baseline.entries if baseline else [])}
+    series = []
+    for key in sorted(points, key=lambda k: (k[0], k[1] or "", k[2], k[3])):
+        bench, sku, nodes, metric = key
+        label, better = METRICS.get(metric, (metric, "lower"))
+        change = getattr(tol, metric).max_change if metric in METRICS else 0.0
+        samples = (base_entries[(bench, sku, nodes)].metrics.get(metric) or []
+                   if (bench, sku, nodes) in base_entries else [])
+        mean = statistics.fmean(samples) if samples else None
+        band = (mean * (1 - change), mean * (1 + change)) if mean is not None else None
+        series.append(HistorySeries(
+            benchmark=bench, sku=sku, nodes=nodes, metric=metric, metric_label=label, better=better,
+            baseline=baseline.name if baseline and mean is not None else None, baseline_mean=mean,
+            band=band, max_change=change, points=points[key]))
+    return History(baseline=baseline.name if baseline else None, since=since, until=until,
+                   series=series)
+
+
+def _occasions(results: Sequence[ResultRow], runs: Sequence[RunRow]
+               ) -> dict[tuple[str, datetime], list[ResultRow]]:
+    """Results per occasion: a pipeline's sweep (its first run's time), else a run of its own,
+    else the day it was imported (that day's first import time)."""
+    by_id = {r.id: r for r in runs}
+    keyed: dict[str, list[ResultRow]] = defaultdict(list)
+    when: dict[str, datetime] = {}
+    for r in results:
+        run = by_id.get(r.run_id or "")
+        if run is not None and run.sweep_id:
+            name, at = f"pipeline run {run.sweep_id}", run.created_at
+        elif run is not None:
+            name, at = f"run {run.id}", run.created_at
+        else:
+            name, at = f"import {r.created_at:%Y-%m-%d}", r.created_at
+        keyed[name].append(r)
+        when[name] = min(when.get(name, at), at)
+    return {(name, when[name]): rows for name, rows in keyed.items()}

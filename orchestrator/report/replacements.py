@@ -1,0 +1,47 @@
+"""The report's self-healing section: every node replacement (runs/fleet_replace.py's
+`node_replaced` events), with its reason, the new node, how long it took and what it cost.
+
+Pure: the store's events in, one line per replacement out (other event kinds are skipped).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+
+from orchestrator.models import Frozen
+from orchestrator.store.schema import EventRow
+
+REPLACED = "node_replaced"  # runs.fleet_replace.REPLACED (report may not import runs/)
+
+
+class ReplacementLine(Frozen):
+    ts: datetime
+    cluster: str
+    node: str
+    new_node: str
+    status: str
+    seconds: float
+    cost_usd: float | None = None
+    reason: str = ""
+
+
+def replacement_lines(events: Sequence[EventRow] | None, cluster: str | None = None) -> list[ReplacementLine]:
+    """One line per `node_replaced` event (of `cluster` when given), oldest first."""
+    out = []
+    for e in events or ():
+        if e.kind != REPLACED or (cluster is not None and e.cluster != cluster):
+            continue
+        d = e.data
+        out.append(ReplacementLine(ts=e.ts, cluster=e.cluster or "", node=str(d.get("node", "")),
+                                   new_node=str(d.get("new_node", "")), status=str(d.get("status", "")),
+                                   seconds=float(d.get("seconds") or 0.0), cost_usd=d.get("cost_usd"),
+                                   reason=str(d.get("reason", ""))))
+    return sorted(out, key=lambda x: x.ts)
+
+
+def replacement_section(lines: Sequence[ReplacementLine]) -> tuple[str, list[str], list[list[str]]]:
+    header = ["when", "cluster", "node", "new node", "status", "seconds", "cost", "reason"]
+    rows = [[f"{x.ts:%Y-%m-%d %H:%M}", x.cluster, x.node, x.new_node, x.status, f"{x.seconds:.1f}",
+             "-" if x.cost_usd is None else f"${x.cost_usd:.2f}", x.reason] for x in lines]
+    return "Node replacements (self-healing)", header, rows

@@ -1,0 +1,354 @@
+"""The report as a self-contained interactive site: `azbench report --html DIR`.
+
+Pages: an overview (index.html), one page per benchmark (bench/) and per system (system/),
+history.html (every metric over time against the active baseline) and compare.html (two systems
+or two runs side by side with deltas). A system page drills down from a score to its runs and
+from a run to its attempts, its step-time chart and an excerpt of its log.
+
+Everything the pages need is written into DIR: the pages (templates/report/*.html.j2 through the
+one Jinja environment), the site's script and style, and the vendored plotly.js with its
+licence, so the site opens from file:// with no network. Charts are plotly specs built by
+orchestrator.report.figures and embedded as JSON; tables sort on a header click and filter on
+typed text. Returns the paths written; prints nothing.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from orchestrator.paths import templates_dir, write_atomic
+from orchestrator.report import figures as figs
+from orchestrator.report.build import GroupReport, Report, group_label, group_results
+from orchestrator.report.figures import Figure
+from orchestrator.report.history import History
+from orchestrator.store.schema import AttemptRow, ResultRow, RunRow
+from orchestrator.templating import render
+
+EXCERPT_LINES = 15  # head and tail of a log shown under a run
+EXCERPT_LINE_CHARS = 240
+_ASSETS = ("static/site.css", "static/site.js", "vendor/plotly-basic.min.js",
+           "vendor/LICENSE-plotly.js.txt")
+
+
+@dataclass
+class Cell:
+    text: str
+    sort: str | float | None = None  # the value a header click sorts by (numbers sort as numbers)
+    href: str | None = None
+    cls: str = ""
+
+
+@dataclass
+class Table:
+    id: str
+    header: list[str]
+    rows: list[list[Cell]]
+    title: str = ""
+    wide_cols: list[int] = field(default_factory=list)  # columns that may wrap anywhere
+
+
+@dataclass
+class Page:
+    """What one template needs besides the shared navigation."""
+
+    path: str  # relative to the site root
+    template: str
+    title: str
+    ctx: dict[str, Any] = field(default_factory=dict)
+    figures: dict[str, Figure] = field(default_factory=dict)
+
+
+def write_site(report: Report, results: Sequence[ResultRow], out_dir: Path, *,
+               runs: Sequence[RunRow] | None = None, attempts: Sequence[AttemptRow] | None = None,
+               history: History | None = None) -> list[Path]:
+    """Write the whole site into out_dir; returns [index.html, other pages..., assets...]."""
+    site = _Site(report, results, runs or [], attempts or [], history)
+    pages = [site.overview(), *site.benchmark_pages(), *site.system_pages(), site.history_page(),
+             site.compare_page()]
+    nav = {"benchmarks": site.bench_links, "systems": site.system_links}
+    out_dir.mkdir(parents=True, exist_ok=True)
+    written = []
+    for page in pages:
+        root = "../" * page.path.count("/")
+        html = render(f"report/{page.template}", title=page.title, root=root, nav=nav,
+                      generated=f"{report.generated_at:%Y-%m-%d %H:%M} UTC",
+                      filters=report.filters, figures=page.figures, current=page.path, **page.ctx)
+        written.append(_write(out_dir / page.path, html))
+    assets = out_dir / "assets"
+    assets.mkdir(exist_ok=True)
+    for name in _ASSETS:
+        target = assets / Path(name).name
+        shutil.copyfile(templates_dir() / "report" / name, target)
+        written.append(target)
+    return written
+
+
+class _Site:
+    def __init__(self, report: Report, results: Sequence[ResultRow], runs: Sequence[RunRow],
+                 attempts: Sequence[AttemptRow], history: History | None) -> None:
+        self.report, self.history = report, history
+        self.rows: dict[tuple[str, str], list[ResultRow]] = {
+            (key[0], group_label(key)): members for key, members in group_results(results).items()}
+        self.runs = {r.id: r for r in runs}
+        self.attempts: dict[str, list[AttemptRow]] = defaultdict(list)
+        for a in sorted(attempts, key=lambda a: a.attempt):
+            self.attempts[a.run_id].append(a)
+        self.bench_slug = _slugs(sorted({g.benchmark for g in report.groups}))
+        self.system_slug = _slugs(sorted({g.label for g in report.groups}))
+        self.bench_links = [(b, f"bench/{s}.html") for b, s in self.bench_slug.items()]
+        self.system_links = [(n, f"system/{s}.html") for n, s in self.system_slug.items()]
+
+    # -- pages ---------------------------------------------------------------------------
+
+    def overview(self) -> Page:
+        groups = self.report.groups
+        charts: dict[str, Figure | None] = {
+            f"ttt-{self.bench_slug[b]}": figs.time_to_train(b, [g for g in groups if g.benchmark == b])
+            for b in self.bench_slug}
+        charts.update({"strong": figs.strong_scaling(groups),
+                       "weak": figs.weak_scaling(self.report.weak_scaling),
+                       "speedup": figs.sku_speedup(self.report.speedups),
+                       "mfu": figs.mfu(groups), "cost": figs.cost(groups)})
+        regressions = [(s, p) for s in (self.history.series if self.history else [])
+                       for p in s.regressions]
+        return Page("index.html", "overview.html.j2", "azbench report", ctx={
+            "tables": [self._scores(groups, "scores"), self._scaling_table(), self._cost_table(groups)],
+            "counts": {"benchmarks": len(self.bench_slug), "systems": len(self.system_slug),
+                       "results": sum(g.runs for g in groups),
+                       "scored": sum(1 for g in groups if g.score_minutes is not None),
+                       "regressions": len(regressions)},
+            "regressions": [f"{s.label} {s.metric_label}: {p.occasion} ({p.change:+.1%})"
+                            if p.change is not None else f"{s.label} {s.metric_label}: {p.occasion}"
+                            for s, p in regressions],
+            "notes": self.report.notes}, figures=_present(charts))
+
+    def benchmark_pages(self) -> list[Page]:
+        pages = []
+        for bench, slug in self.bench_slug.items():
+            groups = [g for g in self.report.groups if g.benchmark == bench]
+            charts: dict[str, Figure | None] = {
+                "ttt": figs.time_to_train(bench, groups),
+                "strong": figs.strong_scaling(groups),
+                "weak": figs.weak_scaling([w for w in self.report.weak_scaling if w.benchmark == bench]),
+                "speedup": figs.sku_speedup([s for s in self.report.speedups if s.benchmark == bench]),
+                "mfu": figs.mfu(groups)}
+            pages.append(Page(f"bench/{slug}.html", "benchmark.html.j2", f"{bench}", ctx={
+                "tables": [self._scores(groups, "scores"), self._steps_table(groups)]},
+                figures=_present(charts)))
+        return pages
+
+    def system_pages(self) -> list[Page]:
+        pages = []
+        for label, slug in self.system_slug.items():
+            sections, charts = [], {}
+            for g in (g for g in self.report.groups if g.label == label):
+                rows = self.rows.get((g.benchmark, label), [])
+                key = self.bench_slug[g.benchmark]
+                names = [f"run {i}" for i in range(len(rows))]
+                charts[f"steps-{key}"] = figs.step_series(f"{g.benchmark}", rows, names)
+                charts[f"hist-{key}"] = figs.step_histogram(g.benchmark, rows)
+                runs = []
+                for i, (line, row) in enumerate(zip(g.run_lines, rows)):
+                    anchor = f"run-{key}-{i}"
+                    charts[f"{anchor}-steps"] = figs.step_series(f"run {i}", [row])
+                    runs.append({"anchor": anchor, "name": f"run {i}", "line": line, "row": row,
+                                 "run": self.runs.get(row.run_id or ""),
+                                 "attempts": self._attempts_table(anchor, row),
+                                 "excerpt": log_excerpt(row.log_path)})
+                sections.append({"group": g, "key": key, "bench_href": f"bench/{key}.html",
+                                 "score": self._scores([g], f"score-{key}", link_system=False),
+                                 "runs_table": self._runs_table(g, key), "runs": runs,
+                                 "mfu_note": g.mfu_note, "cost_note": g.cost_note})
+            pages.append(Page(f"system/{slug}.html", "system.html.j2", label,
+                              ctx={"sections": sections}, figures=_present(charts)))
+        return pages
+
+    def history_page(self) -> Page:
+        h = self.history
+        charts: dict[str, Figure | None] = {}
+        ordered = sorted(h.series if h else [], key=lambda s: (s.baseline is None, -len(s.points)))
+        for i, s in enumerate(ordered):  # series with a band and the longest histories first
+            charts[f"h{i}"] = figs.history(s)
+        series = [{"id": f"h{i}", "s": s} for i, s in enumerate(ordered)]
+        table = Table("history-points", ["series", "metric", "when", "occasion", "value", "change",
+                                         "confidence", "verdict"], [
+            [Cell(s.label), Cell(s.metric_label),
+             Cell(f"{p.when:%Y-%m-%d %H:%M}", p.when.timestamp()), Cell(p.occasion),
+             Cell(f"{p.value:.4g}", p.value), _pct_cell(p.change, signed=True),
+             _pct_cell(p.confidence), Cell(p.verdict or "-", cls=f"v-{p.verdict or 'none'}")]
+            for s in ordered for p in s.points], wide_cols=[3])
+        return Page("history.html", "history.html.j2", "History", ctx={
+            "history": h, "series": series, "tables": [table] if table.rows else []},
+            figures=_present(charts))
+
+    def compare_page(self) -> Page:
+        groups = [{"key": f"{g.benchmark} | {g.label}", "metrics": _group_metrics(g)}
+                  for g in self.report.groups]
+        runs = [{"key": f"{g.benchmark} | {g.label} | run {i}",
+                 "metrics": {"minutes": r.minutes, "median step (s)": r.median_step_s,
+                             "progress per minute": r.progress_per_minute,
+                             "node spread": r.node_spread}}
+                for g in self.report.groups for i, r in enumerate(g.run_lines)]
+        return Page("compare.html", "compare.html.j2", "Compare",
+                    ctx={"compare_data": {"systems": groups, "runs": runs}})
+
+    # -- tables --------------------------------------------------------------------------
+
+    def _scores(self, groups: Sequence[GroupReport], tid: str, link_system: bool = True) -> Table:
+        rows = []
+        for g in groups:
+            kind = _kind(g)
+            rows.append([
+                Cell(g.benchmark, href=f"bench/{self.bench_slug[g.benchmark]}.html"),
+                Cell(g.label, href=f"system/{self.system_slug[g.label]}.html" if link_system else None),
+                Cell(_short(g.sku)), _num_cell(g.nodes, 0), _num_cell(g.gpus, 0),
+                Cell(f"{g.runs} ({g.required_runs or '-'})", g.runs),
+                _num_cell(g.score_raw_minutes, 3), _num_cell(g.score_minutes, 3),
+                Cell(kind, cls=f"k-{kind.replace(' ', '-')}"),
+                _num_cell(g.step_stats.median if g.step_stats else None, 4),
+                _pct_cell(g.mfu), _num_cell(g.cost_per_result_usd, 2),
+                Cell(g.score_note or "", cls="note")])
+        return Table(tid, ["benchmark", "system", "SKU", "nodes", "GPUs", "runs (req.)",
+                           "score (min)", "x scaling", "kind", "median step (s)", "MFU",
+                           "$ / result", "note"], rows, "Scores", wide_cols=[1, 2, 12])
+
+    def _steps_table(self, groups: Sequence[GroupReport]) -> Table:
+        rows = [[Cell(g.label, href=f"system/{self.system_slug[g.label]}.html"),
+                 _num_cell(g.nodes, 0), _num_cell(s.count, 0), _num_cell(s.median, 4),
+                 _num_cell(s.mean, 4), _num_cell(s.p99, 4), _pct_cell(s.cv), _num_cell(s.slow_steps, 0),
+                 _num_cell(g.throughput_per_minute, 1), _num_cell(g.throughput_per_worker_minute, 3),
+                 _num_cell(g.model_tflops_per_gpu, 1), _pct_cell(g.mfu), _pct_cell(g.mfu_bf16)]
+                for g in groups if (s := g.step_stats) is not None]
+        return Table("steps", ["system", "nodes", "steps", "median (s)", "mean (s)", "p99 (s)", "CV",
+                               "slow", "tput/min", "per GPU/min", "TF/s/GPU", "MFU", "MFU bf16"],
+                     rows, "Step times and throughput", wide_cols=[0])
+
+    def _scaling_table(self) -> Table:
+        rows = [[Cell(s.benchmark), Cell(f"{s.small} → {s.large}"),
+                 Cell(f"{s.workers_small} → {s.workers_large}", s.workers_large),
+                 _num_cell(s.speedup, 3), _pct_cell(s.efficiency), _pct_cell(s.efficiency_scaled),
+                 _pct_cell(s.throughput_efficiency)] for s in self.report.strong_scaling]
+        rows += [[Cell(w.benchmark), Cell(f"{w.base} → {w.system} (weak)"),
+                  Cell(f"{w.nodes_base} → {w.nodes} nodes", w.nodes), _num_cell(None, 0),
+                  _pct_cell(w.efficiency), _num_cell(None, 0), _num_cell(None, 0)]
+                 for w in self.report.weak_scaling]
+        return Table("scaling", ["benchmark", "from → to", "GPUs", "speedup", "efficiency",
+                                 "eff. x scaling", "tput/GPU eff."], rows, "Scaling", wide_cols=[1])
+
+    def _cost_table(self, groups: Sequence[GroupReport]) -> Table:
+        rows = [[Cell(g.benchmark), Cell(g.label, href=f"system/{self.system_slug[g.label]}.html"),
+                 _num_cell(g.price_per_vm_hour, 2), _num_cell(g.cost_per_result_usd, 2),
+                 _num_cell(g.cost_all_runs_usd, 2), _num_cell(g.cost_all_attempts_usd, 2),
+                 Cell(g.cost_note, cls="note")] for g in groups]
+        return Table("cost", ["benchmark", "system", "$/VM-hour", "per result ($)", "all runs ($)",
+                              "all attempts ($)", "note"], rows, "Cost", wide_cols=[1, 6])
+
+    def _runs_table(self, g: GroupReport, key: str) -> Table:
+        rows = [[Cell(f"run {i}", i, href=f"#run-{key}-{i}"), Cell(r.status),
+                 _num_cell(r.minutes, 3), Cell("resumed" if r.resumed else ("yes" if r.scored else "")),
+                 _num_cell(r.median_step_s, 4), _num_cell(r.progress_per_minute, 1),
+                 Cell({True: "ok", False: "FAILED", None: "-"}[r.compliance_ok]),
+                 Cell(f"{r.slowest_node} ({r.node_spread:.2f})" if r.slowest_node else "-"),
+                 Cell(Path(r.log).name if r.log else "-")]
+                for i, r in enumerate(g.run_lines)]
+        return Table(f"runs-{key}", ["run", "status", "minutes", "scored", "median step (s)",
+                                     "progress/min", "compliance", "slowest node", "log"], rows,
+                     "Runs", wide_cols=[8])
+
+    def _attempts_table(self, anchor: str, row: ResultRow) -> Table | None:
+        tries = self.attempts.get(row.run_id or "", [])
+        if not tries:
+            return None
+        rows = [[_num_cell(a.attempt, 0), Cell(str(a.state)), Cell(a.job_id or "-"),
+                 Cell(a.failure_class or "-"), Cell(", ".join(a.excluded_nodes) or "-"),
+                 _num_cell(a.resumed_from_step, 0), _num_cell(a.lost_steps, 0),
+                 Cell(f"{a.started_at:%Y-%m-%d %H:%M:%S}" if a.started_at else "-"),
+                 Cell(f"{a.ended_at:%Y-%m-%d %H:%M:%S}" if a.ended_at else "-"),
+                 Cell(a.message or "", cls="note")] for a in tries]
+        return Table(f"{anchor}-attempts", ["attempt", "state", "job", "failure", "excluded",
+                                            "resumed from", "lost steps", "started", "ended",
+                                            "message"], rows, "Attempts", wide_cols=[4, 9])
+
+
+def log_excerpt(path: str | None, lines: int = EXCERPT_LINES) -> str | None:
+    """The first and last `lines` lines of a log (long lines cut), None when it is not here."""
+    if not path:
+        return None
+    p = Path(path)
+    try:
+        size = p.stat().st_size
+        with p.open("rb") as fh:
+            head = fh.read(32 * 1024)
+            tail = b""
+            if size > len(head):  # the end, when the head did not reach it
+                fh.seek(max(len(head), size - 32 * 1024))
+                tail = fh.read()
+    except OSError:
+        return None
+    cut = [ln[:EXCERPT_LINE_CHARS] for ln in head.decode("utf-8", "replace").splitlines()]
+    if not tail:
+        if len(cut) <= 2 * lines:
+            return "\n".join(cut)
+        return "\n".join(cut[:lines] + ["…"] + cut[-lines:])
+    end = [ln[:EXCERPT_LINE_CHARS] for ln in tail.decode("utf-8", "replace").splitlines()[1:]]
+    return "\n".join(cut[:lines] + [f"… ({size:,} bytes in all) …"] + end[-lines:])
+
+
+def _group_metrics(g: GroupReport) -> dict[str, float | None]:
+    s = g.step_stats
+    return {"score (min)": g.score_raw_minutes, "score x scaling (min)": g.score_minutes,
+            "GPUs": g.gpus, "median step (s)": s.median if s else None,
+            "p99 step (s)": s.p99 if s else None,
+            "throughput per GPU per minute": g.throughput_per_worker_minute,
+            "model TFLOP/s per GPU": g.model_tflops_per_gpu, "MFU": g.mfu,
+            "cost per result ($)": g.cost_per_result_usd}
+
+
+def _kind(g: GroupReport) -> str:
+    if g.score_minutes is None:
+        return "no score"
+    return "official" if g.official else ("partial" if g.partial else "unofficial")
+
+
+def _num_cell(v: float | int | None, digits: int) -> Cell:
+    return Cell("-", None) if v is None else Cell(f"{v:,.{digits}f}", float(v))
+
+
+def _pct_cell(v: float | None, signed: bool = False) -> Cell:
+    if v is None:
+        return Cell("-", None)
+    return Cell(f"{v * 100:+.1f}%" if signed else f"{v * 100:.1f}%", v)
+
+
+def _short(sku: str | None) -> str:
+    return (sku or "-").removeprefix("Standard_")
+
+
+def _present(charts: dict[str, Figure | None]) -> dict[str, Figure]:
+    return {k: v for k, v in charts.items() if v is not None}
+
+
+def _slugs(names: Sequence[str]) -> dict[str, str]:
+    """A file-name-safe, unique slug per name."""
+    out: dict[str, str] = {}
+    taken: set[str] = set()
+    for name in names:
+        base = re.sub(r"[^A-Za-z0-9._-]+", "-", name).strip("-.") or "x"
+        slug, n = base, 1
+        while slug.lower() in taken:
+            n += 1
+            slug = f"{base}-{n}"
+        taken.add(slug.lower())
+        out[name] = slug
+    return out
+
+
+def _write(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return write_atomic(path, text)  # a full disk: StoreError (exit 6), no temp file left

@@ -1,0 +1,327 @@
+"""Results kept in Azure Blob Storage: raw logs, content-hashed, and a snapshot of the store.
+
+Layout in the container:
+  logs/<sha256>               a raw log, byte for byte (metadata: its file name)
+  snapshots/<sha256>.json     the store's runs, attempts, results and baselines as JSON
+  index.json                  {"logs": {sha256: file name}, "snapshot": sha256}, keys sorted
+
+`push` is idempotent: a blob named by its content's hash is uploaded only when the container
+lacks it, and index.json (merged with the one already there, so colleagues' logs stay listed)
+only when its bytes change; a second push of the same store uploads nothing. `pull` downloads
+what the index lists into a folder (logs/<sha256 prefix>_<name>, snapshot.json), skipping files
+already there with the right hash, and can import the snapshot into the local store (idempotent:
+results are unique by content hash).
+
+The container is a Protocol (`Container`); `AzureContainer` is azure-storage-blob's
+ContainerClient, imported lazily, authenticated by an account key (AZURE_STORAGE_KEY) or
+else azure-identity's DefaultAzureCredential.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+from urllib.parse import urlparse
+
+from orchestrator.errors import ConfigError, NotFoundError, RemoteError
+from orchestrator.store.schema import AttemptRow, BaselineRow, ResultRow, RunRow
+
+if TYPE_CHECKING:
+    from orchestrator.store.database import Store
+
+INDEX = "index.json"
+KEY_ENV = "AZURE_STORAGE_KEY"
+_NAME_SAFE = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+class Container(Protocol):
+    """The few blob operations the archive needs."""
+
+    def names(self, prefix: str) -> set[str]: ...
+    def get(self, name: str) -> bytes | None: ...  # None when absent
+    def put(self, name: str, data: bytes, metadata: dict[str, str]) -> None: ...
+
+
+@dataclass
+class PushSummary:
+    uploaded: list[str] = field(default_factory=list)
+    skipped: int = 0
+    bytes_uploaded: int = 0
+    missing_logs: list[str] = field(default_factory=list)
+
+
+@dataclass
+class PullSummary:
+    downloaded: list[str] = field(default_factory=list)
+    skipped: int = 0
+    imported_results: int = 0
+    folder: str = ""
+
+
+def sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def snapshot(store: Store, log_hashes: dict[str, str]) -> bytes:
+    """The store as deterministic JSON (same store, same bytes): runs, attempts, results (each
+    with the hash of its log, ids left out: they are local) and baselines."""
+    runs = store.list_runs()
+    attempts = [a for r in runs for a in store.list_attempts(r.id)]
+    results = []
+    for r in store.list_results():
+        data = r.model_dump(mode="json", exclude={"id"})
+        data["log_sha256"] = log_hashes.get(r.log_path or "")
+        results.append(data)
+    body = {
+        "format": "azbench-snapshot/1",
+        "runs": sorted((r.model_dump(mode="json") for r in runs), key=lambda d: d["id"]),
+        "attempts": sorted((a.model_dump(mode="json", exclude={"id"}) for a in attempts),
+                           key=lambda d: (d["run_id"], d["attempt"])),
+        "results": sorted(results, key=lambda d: d["content_hash"]),
+        "baselines": sorted((b.model_dump(mode="json") for b in store.list_baselines()),
+                            key=lambda d: d["name"]),
+    }
+    return json.dumps(body, sort_keys=True, indent=1).encode()
+
+
+def push(store: Store, container: Container) -> PushSummary:
+    """Upload every stored result's log (those still on disk) and a snapshot; see the module."""
+    out = PushSummary()
+    hashes: dict[str, str] = {}
+    logs: dict[str, tuple[str, Path]] = {}
+    for r in store.list_results():
+        if not r.log_path or r.log_path in hashes:
+            continue
+        p = Path(r.log_path)
+        if not p.is_file():
+            out.missing_logs.append(r.log_path)
+            continue
+        digest = _file_sha256(p)
+        hashes[r.log_path] = digest
+        logs[digest] = (p.name, p)
+    present = container.names("logs/")
+    for digest, (name, path) in sorted(logs.items()):
+        blob = f"logs/{digest}"
+        if blob in present:
+            out.skipped += 1
+            continue
+        data = path.read_bytes()
+        if sha256(data) != digest:
+            raise ConfigError(f"{path}: changed while being archived; push again")
+        container.put(blob, data, {"name": name})
+        out.uploaded.append(blob)
+        out.bytes_uploaded += len(data)
+    snap = snapshot(store, hashes)
+    snap_hash = sha256(snap)
+    snap_blob = f"snapshots/{snap_hash}.json"
+    if snap_blob in container.names("snapshots/"):
+        out.skipped += 1
+    else:
+        container.put(snap_blob, snap, {})
+        out.uploaded.append(snap_blob)
+        out.bytes_uploaded += len(snap)
+    old = container.get(INDEX)
+    index = _read_index(old)
+    index["logs"].update({d: name for d, (name, _) in logs.items()})
+    index["snapshot"] = snap_hash
+    new = json.dumps(index, sort_keys=True, indent=1).encode()
+    if new == old:
+        out.skipped += 1
+    else:
+        container.put(INDEX, new, {})
+        out.uploaded.append(INDEX)
+        out.bytes_uploaded += len(new)
+    return out
+
+
+def pull(container: Container, folder: Path, store: Store | None = None) -> PullSummary:
+    """Download the indexed logs and the latest snapshot into `folder`; with `store`, import
+    the snapshot's runs, attempts and results (log paths pointing at the pulled files)."""
+    raw = container.get(INDEX)
+    if raw is None:
+        raise NotFoundError("the container has no index.json: nothing was pushed there",
+                            hint="azbench results push --account URL --container NAME")
+    index = _read_index(raw)
+    out = PullSummary(folder=str(folder))
+    (folder / "logs").mkdir(parents=True, exist_ok=True)
+    local: dict[str, Path] = {}
+    for digest, name in sorted(index["logs"].items()):
+        target = folder / "logs" / f"{digest[:12]}_{_NAME_SAFE.sub('_', name) or 'log'}"
+        local[digest] = target
+        if target.is_file() and _file_sha256(target) == digest:
+            out.skipped += 1
+            continue
+        data = _checked(container, f"logs/{digest}", digest)
+        _write(target, data)
+        out.downloaded.append(target.name)
+    if index.get("snapshot"):
+        snap = _checked(container, f"snapshots/{index['snapshot']}.json", index["snapshot"])
+        target = folder / "snapshot.json"
+        if target.is_file() and target.read_bytes() == snap:
+            out.skipped += 1
+        else:
+            _write(target, snap)
+            out.downloaded.append(target.name)
+        if store is not None:
+            out.imported_results = import_snapshot(store, json.loads(snap), local)
+    return out
+
+
+def import_snapshot(store: Store, snap: dict[str, Any], logs: dict[str, Path]) -> int:
+    """Add the snapshot's runs, attempts and results the store lacks; returns results added."""
+    have_runs = {r.id for r in store.list_runs()}
+    with store.transaction():
+        new_runs = set()
+        for data in snap.get("runs", []):
+            if data["id"] not in have_runs:
+                store.create_run(RunRow.model_validate(data))
+                new_runs.add(data["id"])
+        for data in snap.get("attempts", []):
+            if data["run_id"] in new_runs:
+                store.add_attempt(AttemptRow.model_validate(data))
+        rows = []
+        for data in snap.get("results", []):
+            data = dict(data)
+            digest = data.pop("log_sha256", None)
+            if digest in logs:
+                data["log_path"] = str(logs[digest])
+            rows.append(ResultRow.model_validate(data))
+        added = sum(1 for _, new in store.add_results(rows) if new)
+        known = {b.name for b in store.list_baselines()}
+        for data in snap.get("baselines", []):
+            if data["name"] not in known:
+                store.save_baseline(BaselineRow.model_validate(data))
+    return added
+
+
+# -- Azure Blob Storage --------------------------------------------------------------------
+
+
+class AzureContainer:
+    """A container through azure-storage-blob (created on first use when missing)."""
+
+    def __init__(self, account_url: str, container: str, credential: Any = None) -> None:
+        from azure.storage.blob import ContainerClient, ExponentialRetry
+
+        self.url, self.container = _check_url(account_url), container
+        # the SDK's default backoff starts at 15 s: an unreachable account would hold a
+        # pipeline for minutes; 4 tries over ~20 s say "unreachable" soon enough
+        retry = ExponentialRetry(initial_backoff=2, increment_base=2, retry_total=4)
+        self.client = ContainerClient(self.url, container, retry_policy=retry,
+                                      credential=credential or credential_for(self.url))
+        self._ensured = False
+
+    @contextmanager
+    def _calling(self, what: str) -> Iterator[None]:
+        """Azure SDK failures (auth, network, refusals) as one-line RemoteErrors."""
+        from azure.core.exceptions import AzureError
+
+        try:
+            if not self._ensured:
+                self._ensured = True
+                self._create()
+            yield
+        except AzureError as exc:
+            first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+            raise RemoteError(f"blob storage {self.url}/{self.container}: {what}: {first}",
+                              hint=f"check --account, --container and ${KEY_ENV} or az login"
+                              ) from None
+
+    def _create(self) -> None:
+        from azure.core.exceptions import ResourceExistsError
+
+        try:
+            self.client.create_container()
+        except ResourceExistsError:
+            pass
+
+    def names(self, prefix: str) -> set[str]:
+        with self._calling(f"list {prefix}"):
+            return {b.name for b in self.client.list_blobs(name_starts_with=prefix)}
+
+    def get(self, name: str) -> bytes | None:
+        from azure.core.exceptions import ResourceNotFoundError
+
+        with self._calling(f"download {name}"):
+            try:
+                return bytes(self.client.download_blob(name).readall())
+            except ResourceNotFoundError:
+                return None
+
+    def put(self, name: str, data: bytes, metadata: dict[str, str]) -> None:
+        with self._calling(f"upload {name}"):
+            self.client.upload_blob(name, data, overwrite=True, metadata=metadata or None)
+
+
+def credential_for(account_url: str) -> Any:
+    """An account key from $AZURE_STORAGE_KEY (named for the account in the URL), else
+    DefaultAzureCredential (az login, managed identity, environment)."""
+    key = os.environ.get(KEY_ENV)
+    if key:
+        from azure.core.credentials import AzureNamedKeyCredential
+
+        return AzureNamedKeyCredential(account_name(account_url), key)
+    from azure.identity import DefaultAzureCredential
+
+    return DefaultAzureCredential()
+
+
+def account_name(account_url: str) -> str:
+    """https://NAME.blob.core.windows.net -> NAME; http://127.0.0.1:10000/NAME (Azurite's
+    path-style URL) -> NAME."""
+    url = urlparse(account_url)
+    path = url.path.strip("/")
+    if path:
+        return path.split("/")[0]
+    return (url.hostname or "").split(".")[0]
+
+
+def _check_url(account_url: str) -> str:
+    url = urlparse(account_url)
+    if url.scheme not in ("https", "http") or not url.hostname:
+        raise ConfigError(f"--account: '{account_url}' is not a URL like "
+                          "https://ACCOUNT.blob.core.windows.net")
+    return account_url.rstrip("/")
+
+
+def _read_index(raw: bytes | None) -> dict[str, Any]:
+    if raw is None:
+        return {"logs": {}, "snapshot": None}
+    try:
+        data = json.loads(raw)
+        if not isinstance(data, dict) or not isinstance(data.get("logs"), dict):
+            raise ValueError("no logs mapping")
+    except ValueError as exc:
+        raise ConfigError(f"the container's {INDEX} is not an azbench index: {exc}") from None
+    data.setdefault("snapshot", None)
+    return data
+
+
+def _checked(container: Container, name: str, digest: str) -> bytes:
+    data = container.get(name)
+    if data is None:
+        raise NotFoundError(f"{name} is listed in {INDEX} but not in the container")
+    if sha256(data) != digest:
+        raise ConfigError(f"{name}: content does not match its hash (corrupt upload?)")
+    return data
+
+
+def _file_sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def _write(path: Path, data: bytes) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_bytes(data)
+    tmp.replace(path)
