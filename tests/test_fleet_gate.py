@@ -10,15 +10,23 @@ import re
 import pytest
 
 from orchestrator.cli import main
-from orchestrator.clusters.specs import RunSpec
+from orchestrator.clusters.specs import RetryPolicy, RunSpec
 from orchestrator.runs.execute import run_sweep
 from orchestrator.store.database import Store
 from tests.fixtures.slurm import local_spec, private_cluster
 
-pytestmark = pytest.mark.integration
+# 64 nodes on two cores: the gate test took 290 s under a load average of 40-90 (CI runs after
+# a stop on a machine that may still be busy), so the suite's 300 s per-test limit was a speed
+# test of the machine. 900 s still stops a real hang.
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(900)]
 
 NODES = 64
 SLOW, BAD = ("node1", "node40"), "node2"  # node1/node2 are where a run would land first
+SLOW_FACTOR = 10
+# Before the first step the hang limit is the startup grace (issue 21), so torch starting slowly
+# on a busy machine is not a hang; where this checkout has none, hang_timeout alone covers it.
+SLOW_START_OK = ({"startup_grace": 180} if "startup_grace" in RetryPolicy.model_fields
+                 else {"hang_timeout": 40})
 
 
 @pytest.fixture(scope="module")
@@ -39,6 +47,10 @@ def test_gate_drains_slow_and_bad_nodes_and_a_run_avoids_them(big_cluster, monke
     with Store.open() as store:
         store.save_cluster(cluster)
     monkeypatch.setenv("AZBENCH_HEALTH_SLOW_NODES", ",".join(SLOW))
+    # 10x slower, not 2x: a probe measured under contention in the first round against one
+    # measured alone in the re-probe can differ by well over 1.3x on a busy machine; 10x cannot
+    # flip a verdict at the 25 % tolerance.
+    monkeypatch.setenv("AZBENCH_HEALTH_SLOW_FACTOR", str(SLOW_FACTOR))
     monkeypatch.setenv("AZBENCH_HEALTH_BAD_NODES", BAD)
     with pytest.raises(SystemExit) as done:
         main(["health", "fleet", "--json"])
@@ -54,11 +66,12 @@ def test_gate_drains_slow_and_bad_nodes_and_a_run_avoids_them(big_cluster, monke
     assert report["group_rounds"] <= 2 * 6  # 2 * log2(64)
     drained = reasons(cluster)
     assert sorted(drained) == ["node1", "node2", "node40"]
-    assert re.match(r"azbench: collective slow: 50 GB/s \(threshold 75 GB/s\)", drained["node1"])
+    assert re.match(r"azbench: collective slow: 10 GB/s \(threshold 75 GB/s\)", drained["node1"])
     assert "throughput slow" in drained["node40"] and "collective fail" in drained[BAD]
 
     # A run now lands elsewhere: the gate's node choice skips drained nodes.
     monkeypatch.delenv("AZBENCH_HEALTH_SLOW_NODES")
+    monkeypatch.delenv("AZBENCH_HEALTH_SLOW_FACTOR")
     monkeypatch.delenv("AZBENCH_HEALTH_BAD_NODES")
     with Store.open() as store:
         [out] = run_sweep(RunSpec(recipe="smoke", cluster="fleet", nodes=[2],
@@ -85,7 +98,6 @@ def test_a_straggler_in_a_run_is_recorded_and_the_retry_excludes_it(big_cluster,
     """Attempt 1 runs with one slow node and hangs after its first eval block (step 25), so the
     node's step time is logged; the retry must run without it. The hang timeout leaves room for
     three torch start-ups on two busy cores (6 s was too short under load)."""
-    from orchestrator.clusters.specs import RetryPolicy
     from orchestrator.slurm.states import expand_hostlist
     cluster, home = big_cluster
     monkeypatch.setenv("AZBENCH_HOME", str(home))
@@ -98,7 +110,7 @@ def test_a_straggler_in_a_run_is_recorded_and_the_retry_excludes_it(big_cluster,
         store.save_cluster(cluster)
         [out] = run_sweep(RunSpec(recipe="smoke", cluster="fleet", nodes=[3],
                                   params={"target": 0.6, "max_seconds": 120},
-                                  retry=RetryPolicy(hang_timeout=30, backoff_s=0)),
+                                  retry=RetryPolicy(**{"hang_timeout": 30, "backoff_s": 0, **SLOW_START_OK})),
                           store, poll_interval=0.3)
         run = store.get_run(out.run_id)
         attempts = store.list_attempts(out.run_id)

@@ -389,10 +389,11 @@ def test_archive_on_a_full_disk_keeps_no_partial_copy(tmp_path, monkeypatch):
     log.write_text(":::MLLOG {}\n" * 100)
     archive = tmp_path / "archive"
 
-    def copy(src, dst):
-        Path(dst).write_bytes(b"partial")
-        raise OSError(errno.ENOSPC, "No space left on device", str(dst))
-    monkeypatch.setattr(shutil, "copyfile", copy)
+    def copy(src, dst, *length):  # archive_log streams from the opened regular file
+        dst.write(b"partial")
+        dst.flush()
+        raise OSError(errno.ENOSPC, "No space left on device", dst.name)
+    monkeypatch.setattr(shutil, "copyfileobj", copy)
     with pytest.raises(StoreError, match="no space left on device archiving"):
         archive_log(log, "abc", archive)
     assert list(archive.iterdir()) == []

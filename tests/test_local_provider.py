@@ -108,7 +108,7 @@ def test_half_dead_cluster_is_restarted_on_up(small_cluster):
     before = load_state(paths.cluster_dir(spec.name))
     ctld = before.daemons["slurmctld"]
     os.kill(ctld.pid, 9)
-    _wait(lambda: not localproc.alive(ctld.pid, ctld.start_time), 10, "slurmctld to die")
+    _wait(lambda: not localproc.alive(ctld.pid, ctld.start_time), 60, "slurmctld to die")
     assert provider.describe(spec.name).state == ClusterState.FAILED
     provider.up(spec, provider.plan(spec))
     after = load_state(paths.cluster_dir(spec.name))

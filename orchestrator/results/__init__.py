@@ -6,5 +6,5 @@ per-node stragglers (median and tolerance), a stored result's summary read back 
 times that count) and the archive of raw logs and store snapshots in Azure Blob Storage.
 May import: the base, clusters.catalog and store/.
 Exposes: mllog.parse, ingest, importer.import_path, compliance, metrics, summary,
-archive.push/pull.
+archive.push/pull, files (regular files only, opened without blocking).
 """

@@ -8,6 +8,11 @@ from the log (some logs say SUBMISSION_ORG_PLACEHOLDER); nodes and GPUs from the
 Results are unique by the sha256 of the raw bytes, archived as `<archive>/<hash>.log`. A file
 that is not an MLPerf log or a folder mixing benchmarks fails the whole import (ConfigError);
 a log without run_start, a cut log or a missing system JSON imports with a warning.
+
+Every file it opens must be a regular file (a FIFO or a link to a device fails the import in one
+line, it never hangs), and is read as a stream or with a size cap. A log whose timing is
+impossible (time_ms out of range, run_stop before run_start) imports as status "invalid", with
+the reason as a warning; the rest of the import goes on.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -25,8 +31,9 @@ from orchestrator import paths
 from orchestrator.clusters.catalog import lookup
 from orchestrator.errors import ConfigError, NotFoundError
 from orchestrator.models import Frozen
+from orchestrator.results.files import check_regular, kind_of, open_regular, read_small
 from orchestrator.results.ingest import archive_log, file_hash
-from orchestrator.results.mllog import RunSummary, parse_file
+from orchestrator.results.mllog import MAX_LINE, RunSummary, parse_file
 from orchestrator.store.database import ResultRow, Store
 
 RESULT_RE = re.compile(r"^result_\d+\.txt$")
@@ -34,6 +41,7 @@ ROUND_RE = re.compile(r"^v(\d+)\.(\d+)(?:\.(\d+))?$")
 ATTEMPT_RE = re.compile(r"^attempt-(\d+)$")
 RUN_LOG = "train.log"
 PLACEHOLDER = "PLACEHOLDER"
+JSON_LIMIT = 1 << 20  # bytes: a system description or scaling.json is a few hundred
 # Azure VM families named in system ids / names ("ND_H100_v5_n1344_pytorch", "2048xAzure_GB200").
 _ND_RE = re.compile(r"ND[_ ]?(H100|H200|GB200|MI300X)[_ ]v\d", re.IGNORECASE)
 _AZURE_GPU_RE = re.compile(r"Azure[_ ](H100|H200|GB200)", re.IGNORECASE)
@@ -122,11 +130,17 @@ class LogSource:
 
 def discover(path: Path) -> list[LogSource]:
     """The logs under `path` (a tree, a folder, one file or an azbench run dir), sorted."""
-    if not path.exists():
-        raise NotFoundError(f"{path} does not exist")
+    try:
+        mode = path.stat().st_mode
+    except FileNotFoundError:
+        raise NotFoundError(f"{path} does not exist") from None
+    except OSError as exc:
+        raise ConfigError(f"cannot read {path}: {exc.strerror or exc}") from None
     root = path.resolve()
-    if root.is_file():
+    if stat.S_ISREG(mode):
         return [_layout_source(root)]
+    if not stat.S_ISDIR(mode):
+        raise ConfigError(f"{path} is {kind_of(mode)}: give a folder or a log file")
     if _is_run_dir(root):
         return [_run_dir_source(root)]
     results: list[Path] = []
@@ -135,10 +149,14 @@ def discover(path: Path) -> list[LogSource]:
         dirnames.sort()
         here = Path(dirpath)
         if ATTEMPT_RE.match(here.name) and RUN_LOG in filenames:
+            check_regular(here / RUN_LOG, "run log")
             if here.parent not in run_dirs:
                 run_dirs.append(here.parent)
             continue
-        results.extend(here / f for f in sorted(filenames) if RESULT_RE.match(f))
+        for name in sorted(filenames):
+            if RESULT_RE.match(name):
+                check_regular(here / name, "result log")  # a FIFO named result_1.txt: refused
+                results.append(here / name)
     if not results and not run_dirs:
         raise NotFoundError(
             f"no MLPerf result logs (result_N.txt) or azbench run logs "
@@ -178,9 +196,23 @@ def _run_dir_source(run_dir: Path) -> LogSource:
     attempts = sorted(
         (int(m[1]), p / RUN_LOG) for p in run_dir.iterdir()
         if (m := ATTEMPT_RE.match(p.name)) and (p / RUN_LOG).is_file())
-    started = (log for _, log in reversed(attempts) if b'"key": "run_start"' in log.read_bytes())
+    if not attempts:
+        raise ConfigError(f"{run_dir}: no attempt-N/{RUN_LOG} is a regular file")
+    started = (log for _, log in reversed(attempts) if _contains(log, b'"key": "run_start"'))
     chosen = next(started, attempts[-1][1])
     return LogSource(log=chosen, run_dir=run_dir, earlier_attempts=len(attempts) - 1)
+
+
+def _contains(path: Path, needle: bytes, block: int = 1 << 20) -> bool:
+    """Whether the file holds `needle`, read in blocks (a long log is never held whole)."""
+    tail = b""
+    with open_regular(path, "run log") as handle:
+        while chunk := handle.read(block):
+            window = tail + chunk  # the needle may straddle two blocks
+            if needle in window:
+                return True
+            tail = window[max(len(window) - len(needle) + 1, 0) :]
+    return False
 
 
 @dataclass
@@ -196,6 +228,8 @@ def _prepare(src: LogSource) -> _Prepared:
     decoded = summary.mllog_lines - summary.bad_lines
     if decoded <= 0:
         kind = "binary or garbage" if summary.non_utf8_lines or summary.other_lines else "empty"
+        if summary.long_lines:
+            kind = f"{summary.long_lines} line(s) over {MAX_LINE >> 20} MiB skipped"
         raise ConfigError(
             f"{src.log} is not an MLPerf result log ({kind}: no readable ':::MLLOG' line in "
             f"{summary.lines_total} lines); nothing was imported",
@@ -207,15 +241,21 @@ def _prepare(src: LogSource) -> _Prepared:
 
 
 def _log_warnings(s: RunSummary) -> list[str]:
-    out = []
-    if s.run_start_ms is None:
+    out = [f"invalid result, not scored: {why}" for why in s.problems]
+    for key in ("run_start", "run_stop"):
+        if s.key_counts.get(key, 0) > 1:
+            out.append(f"{s.key_counts[key]} {key} events in the log: the first one is used")
+    said = " ".join(s.problems)
+    if s.run_start_ms is None and "run_start" not in said:
         out.append("no run_start in the log: imported as incomplete (not converged)")
-    elif s.run_stop_ms is None:
+    elif s.run_stop_ms is None and "run_stop" not in said:
         out.append("no run_stop in the log (run killed or log cut): imported as incomplete")
     if s.truncated:
         out.append("the file ends mid-line (cut short?)")
     if s.bad_lines:
         out.append(f"{s.bad_lines} undecodable ':::MLLOG' line(s) skipped")
+    if s.long_lines:
+        out.append(f"{s.long_lines} line(s) over {MAX_LINE >> 20} MiB skipped unread")
     return out
 
 
@@ -273,11 +313,11 @@ def _row(src: LogSource, s: RunSummary, facts: dict[str, Any], warnings: list[st
     if benchmark == "unknown":
         warnings.append("no benchmark folder and no submission_benchmark in the log")
     complete = s.run_start_ms is not None and s.run_stop_ms is not None
-    status = (s.status or "unknown") if complete else "incomplete"
+    status = "invalid" if s.problems else (s.status or "unknown") if complete else "incomplete"
     return ResultRow(
         content_hash=file_hash(src.log), source="import", benchmark=benchmark,
         ruleset=ruleset_of_round(facts["round"]) or _clean(s.ruleset), status=status,
-        converged=complete and status == "success", minutes=s.minutes,
+        converged=complete and s.converged, minutes=s.minutes,
         run_start_ms=s.run_start_ms, run_stop_ms=s.run_stop_ms,
         global_batch_size=s.global_batch_size, summary_json=s.model_dump_json(), **facts)
 
@@ -328,9 +368,9 @@ def _system_json(path: Path | None, warnings: list[str]) -> dict[str, Any]:
     if path is None:
         return {}
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        why = "is missing" if isinstance(exc, FileNotFoundError) else f"is unreadable ({exc})"
+        data = json.loads(read_small(path, JSON_LIMIT, "system description"))
+    except (OSError, ValueError, ConfigError, NotFoundError) as exc:
+        why = "is missing" if isinstance(exc, NotFoundError) else f"is unreadable ({exc})"
         warnings.append(f"system description {path} {why}: GPUs unknown, nodes only from the "
                         "logged NxPLATFORM")
         return {}
@@ -343,11 +383,11 @@ def _scaling_factor(path: Path | None, warnings: list[str]) -> float | None:
     if path is None:
         return None
     try:
-        value = json.loads(path.read_text(encoding="utf-8")).get("scaling_factor")
-    except (OSError, ValueError, AttributeError) as exc:
+        value = json.loads(read_small(path, JSON_LIMIT, "scaling file")).get("scaling_factor")
+    except (OSError, ValueError, AttributeError, ConfigError, NotFoundError) as exc:
         warnings.append(f"{path} is unreadable ({exc}): no RCP scaling applied")
         return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < 1e6:
         warnings.append(f"{path}: scaling_factor {value!r} is not a positive number: ignored")
         return None
     return float(value)
@@ -377,7 +417,7 @@ def _dlpal_nodes(dlpal: str | None) -> int | None:
 
 
 def _platform_nodes(platform: str | None) -> int | None:
-    m = re.match(r"^(\d+)x", _clean(platform) or "")
+    m = re.match(r"^([0-9]{1,9})x", _clean(platform) or "")
     return int(m[1]) if m else None
 
 
@@ -389,7 +429,9 @@ def _clean(value: Any) -> str | None:
 
 
 def _as_int(value: Any) -> int | None:
-    if isinstance(value, int):
-        return None if isinstance(value, bool) else value
-    text = str(value or "").strip()
-    return int(text) if text.isdigit() else None
+    """A count from a system JSON or a log: 0 to 10^9, else None (never a crash on '²')."""
+    if isinstance(value, bool):
+        return None
+    text = str(value).strip() if isinstance(value, (int, str)) else ""
+    ok = text.isascii() and text.isdigit() and len(text) <= 9
+    return int(text) if ok else None

@@ -16,12 +16,13 @@ from orchestrator import paths
 from orchestrator.clusters.catalog import lookup
 from orchestrator.errors import StoreError
 from orchestrator.models import Cluster
+from orchestrator.results.files import open_regular
 from orchestrator.store.schema import ResultRow
 
 
 def file_hash(path: Path) -> str:
     digest = hashlib.sha256()
-    with path.open("rb") as handle:
+    with open_regular(path, "log file") as handle:
         for block in iter(lambda: handle.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()
@@ -35,7 +36,8 @@ def archive_log(path: Path, content_hash: str, archive: Path | None = None) -> P
     if not target.exists():
         tmp = target.with_suffix(f".tmp{os.getpid()}")
         try:
-            shutil.copyfile(path, tmp)
+            with open_regular(path, "log file") as src, open(tmp, "wb") as dst:
+                shutil.copyfileobj(src, dst, 1 << 20)
             os.replace(tmp, target)
         except BaseException as exc:  # a full disk or Ctrl-C leaves no partial copy behind
             tmp.unlink(missing_ok=True)
@@ -55,7 +57,8 @@ def result_from_run(log: Path, *, run_id: str, cluster: Cluster, nodes: int,
     return ResultRow(
         content_hash=content_hash, run_id=run_id, source="run", submitter="azbench",
         system=f"{nodes}x{sku.name}", benchmark=summary.benchmark or benchmark,
-        status=summary.status or "incomplete", converged=summary.converged,
+        status="invalid" if summary.problems else summary.status or "incomplete",
+        converged=summary.converged,
         minutes=summary.minutes, run_start_ms=summary.run_start_ms,
         run_stop_ms=summary.run_stop_ms, global_batch_size=summary.global_batch_size,
         nodes=nodes, gpus=nodes * sku.gpus_per_vm, sku=sku.name,

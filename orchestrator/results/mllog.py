@@ -7,6 +7,12 @@ with `bytes.count` when a block holds nothing but well-formed MLLOG lines, else 
 after sniffing the key with `bytes.find`. JSON is decoded only for the few hundred lines that
 carry information. Garbage lines, undecodable JSON, invalid UTF-8 and a file cut mid-line are
 counted in the summary, never raised.
+
+Bounded in time and memory whatever the input: only regular files are opened (files.py); a line
+longer than MAX_LINE (1 MiB) is skipped and counted in `long_lines`, never buffered, so a 500 MB
+line without a newline costs one pass and no more than a chunk of memory. A timing event whose
+`time_ms` is outside 0..2^53 ms, or a run_stop before its run_start, makes the summary invalid:
+the reason goes to `problems`, its minutes are None and it is not converged.
 """
 
 from __future__ import annotations
@@ -23,8 +29,9 @@ from typing import Any, Literal, NamedTuple
 
 from pydantic import ConfigDict, Field, computed_field
 
-from orchestrator.errors import ConfigError, NotFoundError
+from orchestrator.errors import ConfigError
 from orchestrator.models import Frozen
+from orchestrator.results.files import open_regular
 
 MARKER = b":::MLLOG"
 NODE_STEP_TIME = "azbench_node_step_time"  # {node: compute seconds per step}, one event per block
@@ -43,6 +50,9 @@ _INTERESTING = re.compile(
     b'"key": "(?!(?:' + b"|".join(sorted(_COUNT_ONLY | _FIRST_THEN_COUNT)) + b')")')
 _JSON = json.JSONDecoder()
 _CHUNK = 1 << 22
+MAX_LINE = 1 << 20  # bytes: a longer line is skipped and counted (long_lines), never buffered
+MAX_TIME_MS = 1 << 53  # time_ms must be in [0, 2^53): epoch ms up to the year 287396, exact as float
+_INT64 = 1 << 63  # ints beyond a signed 64-bit (what the SQL store keeps) are not numbers here
 _BATCH = 4096
 
 Scalar = str | int | float | bool | None
@@ -100,6 +110,9 @@ class RunSummary(Frozen):
     non_utf8_lines: int = 0
     other_lines: int = 0
     truncated: bool = False
+    long_lines: int = 0  # lines over MAX_LINE bytes, skipped unread
+    # Why the result is invalid (out-of-range time_ms, run_stop before run_start); empty if valid.
+    problems: list[str] = Field(default_factory=list)
     key_counts: dict[str, int] = Field(default_factory=dict)
     params: dict[str, Scalar] = Field(default_factory=dict)
     dlpal: str | None = None
@@ -121,7 +134,7 @@ class RunSummary(Frozen):
     @computed_field  # type: ignore[prop-decorator]
     @property
     def converged(self) -> bool:
-        return self.status == "success"
+        return self.status == "success" and not self.problems
 
     @computed_field  # type: ignore[prop-decorator]
     @property
@@ -130,22 +143,35 @@ class RunSummary(Frozen):
 
 
 def parse_file(path: Path) -> RunSummary:
-    """Stream one log file (any size) into a RunSummary. Raises NotFoundError if it is missing."""
+    """Stream one log file (any size) into a RunSummary, in O(size) time and O(chunk) memory.
+
+    Raises NotFoundError if it is missing, ConfigError if it is not a regular file or unreadable.
+    """
     acc = _Accumulator()
-    try:
-        with open(path, "rb") as fh:
-            carry = b""
+    carry = b""
+    skipping = False  # inside a line over MAX_LINE: drop bytes up to its newline
+    with open_regular(path, "log file") as fh:
+        try:
             while chunk := fh.read(_CHUNK):
+                if skipping:
+                    nl = chunk.find(b"\n")
+                    if nl < 0:
+                        continue
+                    skipping = False
+                    chunk = chunk[nl + 1 :]
                 data = carry + chunk if carry else chunk
                 cut = data.rfind(b"\n") + 1
                 carry = data[cut:]
-                if cut and not acc.feed_block(data[:cut] if carry else data):
-                    acc.feed(data[: cut - 1].split(b"\n"))
-    except FileNotFoundError:
-        raise NotFoundError(f"log file {path} does not exist") from None
-    except OSError as exc:
-        raise ConfigError(f"cannot read log file {path}: {exc.strerror or exc}") from None
-    if carry:
+                if cut:
+                    acc.feed_whole(data[:cut] if carry else data)
+                if len(carry) > MAX_LINE:  # carry stays small: no copy grows with the line
+                    acc.long_line()
+                    carry, skipping = b"", True
+        except OSError as exc:
+            raise ConfigError(f"cannot read log file {path}: {exc.strerror or exc}") from None
+    if skipping:
+        acc.truncated = True
+    elif carry:
         acc.feed_last(carry, terminated=False)
     return acc.summary()
 
@@ -154,17 +180,26 @@ def parse_lines(lines: Iterable[str | bytes]) -> RunSummary:
     """Summarise lines from any source (a socket, a test). A last item without '\\n' may be cut."""
     acc = _Accumulator()
     last: bytes | None = None
+    long_cut = False  # the last item was a long line without its newline
     batch: list[bytes] = []
     for item in lines:
         if last is not None:
             batch.append(last.rstrip(b"\n"))
-        last = item.encode("utf-8", "surrogateescape") if isinstance(item, str) else item
+            last = None
+        raw = item.encode("utf-8", "surrogateescape") if isinstance(item, str) else item
+        long_cut = len(raw) - raw.endswith(b"\n") > MAX_LINE
+        if long_cut:
+            acc.long_line()
+            long_cut = not raw.endswith(b"\n")
+        else:
+            last = raw
         if len(batch) >= _BATCH:
             acc.feed(batch)
             batch = []
     acc.feed(batch)
     if last is not None:
         acc.feed_last(last.rstrip(b"\n"), terminated=last.endswith(b"\n"))
+    acc.truncated = acc.truncated or long_cut
     return acc.summary()
 
 
@@ -182,8 +217,31 @@ class _Accumulator:
         self.eval_stops: list[int] = []
         self.node_times: dict[str, list[float]] = {}  # azbench_node_step_time, per block
         self.evals_key: Literal["samples_count", "epoch_num"] | None = None
-        self.lines = self.mllog = self.bad = self.non_utf8 = self.other = 0
+        self.lines = self.mllog = self.bad = self.non_utf8 = self.other = self.long = 0
         self.truncated = False
+        self.problems: list[str] = []
+
+    def long_line(self) -> None:
+        self.lines += 1
+        self.long += 1
+
+    def feed_whole(self, data: bytes) -> None:
+        """Whole lines (data ends in a newline), any number of them longer than MAX_LINE."""
+        spans = _long_spans(data) if len(data) > MAX_LINE else []
+        start = 0
+        for begin, end in spans:
+            if begin > start:
+                self._feed_lines(data[start:begin])
+            self.long_line()
+            start = end
+        if start == 0:
+            self._feed_lines(data)
+        elif start < len(data):
+            self._feed_lines(data[start:])
+
+    def _feed_lines(self, data: bytes) -> None:
+        if not self.feed_block(data):
+            self.feed(data[:-1].split(b"\n"))
 
     def feed(self, lines: list[bytes]) -> None:
         """Line path (about 0.5 us a skipped line): locals only, counters folded in per batch."""
@@ -270,7 +328,16 @@ class _Accumulator:
             self.skip.add(bkey)
         meta = ev.get("metadata")
         meta = meta if isinstance(meta, dict) else {}
-        _on_event(self, key, ev.get("value"), as_int(ev.get("time_ms")), meta)
+        raw_time = ev.get("time_ms")
+        time_ms = as_int(raw_time)
+        if (time_ms is None or not 0 <= time_ms < MAX_TIME_MS) and raw_time is not None:
+            field = _FIRST_TIME.get(key)
+            if field is not None and field not in self.fields:
+                self.fields[field] = None  # the first one counts, and it is unusable
+                self.problems.append(f"{key} has time_ms {_short(raw_time)}: not a whole "
+                                     "number of ms in 0..2^53")
+            time_ms = None
+        _on_event(self, key, ev.get("value"), time_ms, meta)
         return True
 
     def _provenance(self, raw: bytes) -> None:
@@ -295,12 +362,20 @@ class _Accumulator:
         if resume is None and ckpt and f.get("benchmark") not in STARTS_FROM_CHECKPOINT:
             resume = ckpt
         counts = {k.decode("utf-8", "replace"): v for k, v in self.counts.items()}
+        problems = list(self.problems)
+        for first, last, what in (("run_start_ms", "run_stop_ms", "run"),
+                                  ("init_start_ms", "init_stop_ms", "init")):
+            begin, end = f.get(first), f.get(last)
+            if begin is not None and end is not None and end < begin:
+                problems.append(f"{what}_stop precedes {what}_start by "
+                                f"{(begin - end) / 60000.0:.2f} min: no time to train")
         return RunSummary(
             **{k: v for k, v in f.items() if k != "resume_step"}, resume_step=resume,
             eval_points=self.evals, progress_key=self.evals_key, step_times=step_times,
             step_time_source=source, eval_steps=eval_steps, lines_total=self.lines,
             mllog_lines=self.mllog, bad_lines=self.bad, non_utf8_lines=self.non_utf8,
-            other_lines=self.other, truncated=self.truncated, key_counts=counts,
+            other_lines=self.other, truncated=self.truncated, long_lines=self.long,
+            problems=problems, key_counts=counts,
             params=self.params,
             node_step_times={n: statistics.median(v) for n, v in self.node_times.items()},
         )
@@ -401,22 +476,65 @@ def _line_body(data: bytes, pos: int) -> bytes:
     return data[data.rfind(b"\n", 0, pos) + 1 + len(MARKER) : data.find(b"\n", pos)]
 
 
+def _long_spans(data: bytes) -> list[tuple[int, int]]:
+    """(start, end past its newline) of each line over MAX_LINE in `data` (which ends in one).
+
+    Probes windows of MAX_LINE/2 bytes for a newline: a line over MAX_LINE holds a whole window,
+    so a block of ordinary lines costs one short `find` per window, and nothing is copied.
+    """
+    spans: list[tuple[int, int]] = []
+    width, pos, size = MAX_LINE // 2, 0, len(data)
+    while pos + width <= size:
+        if data.find(b"\n", pos, pos + width) >= 0:
+            pos += width
+            continue
+        begin = data.rfind(b"\n", 0, pos) + 1
+        end = data.find(b"\n", pos + width) + 1
+        if end - 1 - begin > MAX_LINE:
+            spans.append((begin, end))
+        pos = end
+    return spans
+
+
 def _minutes(start_ms: int | None, stop_ms: int | None) -> float | None:
-    return None if start_ms is None or stop_ms is None else (stop_ms - start_ms) / 60000.0
+    if start_ms is None or stop_ms is None or stop_ms < start_ms:
+        return None
+    return (stop_ms - start_ms) / 60000.0
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
 
 
 # -- lenient value coercion (ints logged as floats or strings, JSON bodies) ------------------
 
 def as_int(v: Any) -> int | None:
+    """An int within signed 64 bits (ints logged as floats or digit strings), else None."""
+    if type(v) is int:  # the common case first: this runs for every decoded event
+        return v if -_INT64 <= v < _INT64 else None
     if isinstance(v, float) and v.is_integer():
-        return int(v)
-    if isinstance(v, str) and v.strip().lstrip("-").isdigit():
-        return int(v)
-    return v if isinstance(v, int) and not isinstance(v, bool) else None
+        v = int(v)
+    elif isinstance(v, str):
+        text = v.strip()
+        digits = text[1:] if text.startswith("-") else text
+        if not (digits.isascii() and digits.isdigit() and len(digits) <= 19):
+            return None
+        v = int(text)
+    if not isinstance(v, int) or isinstance(v, bool):
+        return None
+    return v if -_INT64 <= v < _INT64 else None
 
 
 def as_float(v: Any) -> float | None:
-    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+    """A finite float, else None (bools, NaN, infinities and ints too large for a float)."""
+    if not isinstance(v, (int, float)) or isinstance(v, bool):
+        return None
+    try:
+        out = float(v)
+    except OverflowError:
+        return None
+    return out if math.isfinite(out) else None
 
 
 def json_dict(text: str) -> dict[str, Any] | None:

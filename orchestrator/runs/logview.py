@@ -32,7 +32,7 @@ def stream_log(store: Store, run_id: str, sink: Callable[[str], None], *, attemp
     attempts = store.list_attempts(run_id)
     number = attempt or (attempts[-1].attempt if attempts else 1)
     local = local_train_log(run_id, number)
-    if local.exists() and run.state in FINAL:
+    if local.is_file() and run.state in FINAL:  # never a FIFO or a device
         decode = _decoder()
         with local.open("rb") as handle:
             while chunk := handle.read(CHUNK):
