@@ -20,6 +20,7 @@ from orchestrator.clusters import catalog
 from orchestrator.errors import ConfigError, NotFoundError
 from orchestrator.models import Frozen, ModelFacts
 from orchestrator.paths import recipes_dir
+from orchestrator.recipes.configs import effective_env, reads
 from orchestrator.recipes.parallelism import (
     LAYOUT_FIELDS,
     GbsRule,
@@ -157,6 +158,13 @@ class ResolvedConfig(Frozen):
     placement: Placement | None = None
     image: str | None = None
     env: dict[str, str] = Field(default_factory=dict)
+    # The submission's config (recipes/configs/<recipe>/<config>), sourced before `env`; what it
+    # exports, and where every variable of the effective environment (config_env then env) came from.
+    config: str | None = None
+    config_files: list[str] = Field(default_factory=list)
+    config_env: dict[str, str] = Field(default_factory=dict)
+    env_sources: dict[str, str] = Field(default_factory=dict)
+    estimate: bool = False
     network_env: dict[str, str] = Field(default_factory=dict)
     target: Target
     required_runs: int
@@ -244,6 +252,8 @@ def _validate_mlperf(recipe: Recipe, spec: Mlperf) -> None:
     if unknown:
         raise ValueError(f"mlperf.gbs_rules names ruleset {sorted(unknown)[0]} not in rulesets")
     bad_env = set(spec.env_names) - set(LAYOUT_FIELDS)
+    for configs in spec.scales.values():
+        bad_env |= {f for c in configs for f in c.env_names} - set(LAYOUT_FIELDS)
     if bad_env:
         raise ValueError(f"mlperf.env_names: unknown layout field '{sorted(bad_env)[0]}'")
     for key, configs in spec.scales.items():
@@ -278,6 +288,38 @@ def _resolve_mlperf(recipe: Recipe, spec: Mlperf, row: catalog.GpuSku, nodes: in
     placement = place(layout, row, nodes)
     label = f"{what} (ruleset {ruleset})"
     warnings = check_gbs(spec.gbs_rules.get(ruleset or ""), layout.gbs, label, spec.gbs_source)
+    base = chosen.base
+    yaml_name = f"recipes/{Path(recipe.source).name}"
+    scale_at = f"{yaml_name} mlperf.scales ({row.short}, {base.nodes} nodes)"
+    layers: list[tuple[dict[str, str], str]] = [
+        (nvidia_config_env(layout, placement, row, nodes, ruleset, chosen.walltime_min,
+                           {**spec.env_names, **base.env_names}),
+         f"azbench: layout of {scale_at}" + (f" ({chosen.rule})" if chosen.derived else "")),
+        ({item.var: item.mount for item in spec.data if item.var}, f"{yaml_name} mlperf.data (mount)"),
+        (dict(spec.env), f"{yaml_name} mlperf.env"),
+        (dict(base.env), f"{scale_at}.env"),
+    ]
+    env: dict[str, str] = {}
+    sources: dict[str, str] = {}
+    config_env: dict[str, str] = {}
+    config_files: list[str] = []
+    if base.config:
+        loaded = effective_env(recipe.name, base.config, layers[0][0])
+        config_env, config_files = dict(loaded.values), list(loaded.files)
+        sources.update(loaded.sources)
+        # azbench's own layout/topology and data-mount variables go out only where this
+        # implementation reads them (recipes/configs/<recipe>/<dir>/READS.txt); the recipe's
+        # explicit env is kept, and tests/test_recipe_configs.py checks that it is read too.
+        read = reads(recipe.name, base.config)
+        for values, _ in layers[:2]:
+            for name in set(values) - read:
+                del values[name]
+    for values, where in layers:
+        env.update(values)
+        for name, value in values.items():
+            same = (config_env.get(name) == value and name in sources
+                    and not sources[name].startswith("azbench"))
+            sources[name] = f"{sources[name]} (= {where})" if same else where
     return ResolvedConfig(
         recipe=recipe.name, benchmark=recipe.benchmark,
         benchmark_key=spec.names.get(ruleset or "", recipe.benchmark), ruleset=ruleset,
@@ -288,9 +330,8 @@ def _resolve_mlperf(recipe: Recipe, spec: Mlperf, row: catalog.GpuSku, nodes: in
         derived=chosen.derived, rule=chosen.rule, base_nodes=chosen.base.nodes,
         source=chosen.base.source, placement=placement,
         image=spec.container.for_arch(row.cpu_arch),
-        env={**nvidia_config_env(layout, placement, row, nodes, ruleset, chosen.walltime_min,
-                                 spec.env_names),
-             **{item.var: item.mount for item in spec.data if item.var}, **spec.env,
-             **chosen.base.env},
+        env=env, config=f"recipes/configs/{recipe.name}/{base.config}" if base.config else None,
+        config_files=config_files, config_env=config_env, env_sources=sources,
+        estimate=base.estimate or chosen.derived,
         network_env=dict(network_profile(row).env), target=recipe.target,
         required_runs=recipe.required_runs, warnings=warnings)
