@@ -57,7 +57,13 @@ def recipes_show(name: str = typer.Argument(..., help="Recipe name."),
     lines.append(f"config: {'derived: ' + (r.rule or '') if r.derived else 'listed'} ({r.source or 'recipe'})")
     if r.image:
         lines.append(f"image: {r.image}")
+    if r.config:
+        lines.append(f"submission config{' (an estimate scales from it)' if r.estimate else ''}: {r.config}")
     lines += [f"warning: {w}" for w in r.warnings]
+    effective = {**r.config_env, **r.env}
+    if effective:
+        lines += ["", "environment (effective value, where it came from):"]
+        lines += [f"  {k}={effective[k]}  [{r.env_sources.get(k, 'azbench')}]" for k in sorted(effective)]
     sys.stdout.write("\n".join(lines) + "\n\n--- script ---\n" + preview.script.rstrip() + "\n")
     if preview.stage_script:
         sys.stdout.write("\n--- data staging job ---\n" + preview.stage_script.rstrip() + "\n")

@@ -91,9 +91,7 @@ def _effective(recipe: str, config: str, pre: tuple[tuple[str, str], ...]) -> Co
     if done.returncode != 0:
         raise ConfigError(f"recipes/configs/{recipe}/{config} failed when sourced "
                           f"(bash exit {done.returncode})")
-    bare = subprocess.run(["bash", "--noprofile", "--norc", "-c", "env -0"], env=base_env,
-                          capture_output=True, timeout=30).stdout
-    skip = {k for k in _parse_env(bare)} - set(dict(pre))
+    skip = _bash_own_names() - set(dict(pre))
     values = {k: v for k, v in _parse_env(done.stdout).items() if k not in skip}
     files = [_rel(p if p.is_absolute() else entry.parent / p) for p in sourced]
     # Sourcing order is entry first; its own assignments follow its `source` lines, so the entry
@@ -114,6 +112,15 @@ def _effective(recipe: str, config: str, pre: tuple[tuple[str, str], ...]) -> Co
     return ConfigEnv(entry=f"recipes/configs/{recipe}/{config}",
                      files=[f"recipes/configs/{f}" for f in dict.fromkeys(files)],
                      values=values, sources=sources)
+
+
+@lru_cache(maxsize=1)
+def _bash_own_names() -> frozenset[str]:
+    """What bash itself exports in the sandbox (PWD, SHLVL, _ ...), so it is not blamed on a config."""
+    bare = subprocess.run(["bash", "--noprofile", "--norc", "-c", "env -0"], capture_output=True,
+                          env={"PATH": "/usr/bin:/bin", "HOME": "/nonexistent", "LC_ALL": "C"},
+                          timeout=30).stdout
+    return frozenset(_parse_env(bare))
 
 
 def _parse_env(raw: bytes) -> dict[str, str]:
