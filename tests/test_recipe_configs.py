@@ -74,3 +74,12 @@ def test_the_launch_sources_the_config_before_azbench_overrides() -> None:
     assert script.index("cat > \"$AZBENCH_ATTEMPT_DIR/submission-config/config_common.sh\"") < source
     assert source < script.index("export DGXSYSTEM=azbench_ND_H200_v5_64x8x288xtp8pp8cp2")
     assert "export FP8=True" in script  # the vendored config_common.sh travels verbatim
+
+
+def test_recipes_show_prints_fp8_and_tp_overlap_with_their_source_files(azbench_home) -> None:
+    from tests.cli_helpers import azbench
+    result = azbench("recipes", "show", "llama31_405b", "--sku", "h100", "--nodes", "64")
+    assert result.code == 0, result.err
+    folder = "recipes/configs/llama31_405b/v5.0_NVIDIA_eos-dfw_n64_ngc25.01_nemo"
+    assert f"  FP8=True  [{folder}/config_common.sh]" in result.out
+    assert f"  TP_COMM_OVERLAP=True  [{folder}/config_DGXH100_64x8x288xtp8pp8cp2.sh]" in result.out
