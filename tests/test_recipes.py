@@ -186,7 +186,7 @@ REFUSALS = [
     (("gpt3", "h100", 1344, "5.0.0"), ConfigError,
      "'gpt3' is not an MLPerf Training 5.0.0 benchmark (valid rulesets: 3.0.0, 3.1.0, 4.0.0, 4.1.0)"),
     (("llama2_70b_lora", "h200", 256, None), ConfigError,
-     "llama2_70b_lora on 256 x ND H200 v5 (ruleset 6.1.0): global batch 256 exceeds the largest "
+     "llama2_70b_lora on 256 x ND H200 v5 (ruleset 4.1.0): global batch 256 exceeds the largest "
      "reference convergence point (128); the RCP checker would demand new RCPs"),
     (("llama31_405b", "h100", 0, None), ConfigError, "node count must be at least 1, got 0"),
 ]

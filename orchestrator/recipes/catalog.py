@@ -239,10 +239,19 @@ def resolve(recipe: Recipe | str, sku: str, nodes: int, ruleset: str | None = No
                           f"(supported: {', '.join(recipe.skus)})")
     if nodes < 1:
         raise ConfigError(f"node count must be at least 1, got {nodes}")
+    explicit = ruleset is not None
     ruleset = pick_ruleset(recipe.rulesets, ruleset, recipe.benchmark)
     if recipe.mlperf is None:
         return _resolve_plain(recipe, row, nodes, ruleset)
-    return _resolve_mlperf(recipe, recipe.mlperf, row, nodes, ruleset)
+    return _resolve_mlperf(recipe, recipe.mlperf, row, nodes, ruleset, explicit=explicit)
+
+
+def container_ruleset(recipe: Recipe, config: str | None) -> str | None:
+    """The ruleset of the round whose implementation (and so container) a scale's config comes
+    from: recipes/configs/<recipe>/v5.0_... -> 5.0.0; None when unknown or not a recipe ruleset."""
+    m = re.match(r"v(\d+)\.(\d+)_", config or "")
+    found = f"{m.group(1)}.{m.group(2)}.0" if m else None
+    return found if found in recipe.rulesets else None
 
 
 # -- resolution --------------------------------------------------------------------------------
@@ -278,12 +287,14 @@ def _resolve_plain(recipe: Recipe, row: catalog.GpuSku, nodes: int,
 
 
 def _resolve_mlperf(recipe: Recipe, spec: Mlperf, row: catalog.GpuSku, nodes: int,
-                    ruleset: str | None) -> ResolvedConfig:
+                    ruleset: str | None, *, explicit: bool = True) -> ResolvedConfig:
     what = f"{recipe.name} on {nodes} x {row.short}"
     configs = recipe.scales_for(row.name)
     if not configs:
         raise ConfigError(f"recipe '{recipe.name}' lists no scale configs for {row.short}")
     chosen = choose(configs, row.gpus_per_vm, nodes, what)
+    if not explicit:  # default: the round of the implementation the container is built from
+        ruleset = container_ruleset(recipe, chosen.base.config) or ruleset
     layout = chosen.layout
     placement = place(layout, row, nodes)
     label = f"{what} (ruleset {ruleset})"

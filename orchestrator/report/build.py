@@ -370,8 +370,15 @@ def _group(key: GroupKey, rows: list[ResultRow], runs: Sequence[RunRow] | None,
     sku = _mode(r.sku for r in rows)
     factor = next((r.scaling_factor for r in rows if r.scaling_factor), None) or 1.0
     scoring = [i for i, r in enumerate(rows) if not r.resumed]
-    minutes = [rows[i].minutes if rows[i].converged else None for i in scoring]
+    # A run the compliance checker failed counts as not converged, as the result summarizer
+    # drops it (mlperf-notes §4.2); a run not checked (compliance_ok None) is scored as logged.
+    minutes = [rows[i].minutes if rows[i].converged and rows[i].compliance_ok is not False
+               else None for i in scoring]
     score, note = _score(minutes, bench, factor)
+    failed = [r.id or 0 for r in rows if r.compliance_ok is False]
+    if failed:
+        note = "; ".join(filter(None, [note, f"{len(failed)} run(s) failed compliance: not "
+                                             "scored (counted as not converged)"]))
     scored = {scoring[j] for j in (score.scored_indices if score else [])}
     progress = [_last_progress(s) for s in summaries]
     tput = metrics.scored_throughput_per_minute([progress[i] for i in scoring], minutes, score) \

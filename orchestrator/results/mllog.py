@@ -34,6 +34,10 @@ _KEY_TAG = b'"key": "'
 _COUNT_ONLY = frozenset({b"cache_clear", b"weights_initialization"})
 _FIRST_THEN_COUNT = frozenset({b"init_start"})
 _LINE_ENDS = (b"}", b"}\r", b"} ")
+# Survey of tracked_stats value keys in NVIDIA/Azure result_0.txt files (R41/R50/R51 @ the commits
+# of recipes/configs/ATTRIBUTION.md): v4.1 "throughput", "train_step_timing in s",
+# "validation_step_timing in s", "train_time", "walltime"; v5.0/v5.1 "train_step_time",
+# "validation_step_time", "throughput", "train_loss", "validation_time", "warmup_time", ...
 # Per-step keys of tracked_stats in real logs: "train_step_time" (NVIDIA mlperf_common v5.x, Azure
 # v6.0), "train_step_timing in s" (NVIDIA v4.1 GPT-3 NeMo, R41 eos_n64 result_0.txt), and
 # "train_step_timing". "validation_step_timing in s" is an eval step and is not one of them.
@@ -48,7 +52,8 @@ StepTimeSource = Literal["tracked_stats", "tracked_block_avg", "block_derived", 
 # Benchmarks whose reference definition starts from a checkpoint: init_checkpoint_step > 0 is the
 # rule there (closed_gpt3.yaml requires it), not a resumed run.
 STARTS_FROM_CHECKPOINT = frozenset({"gpt3"})
-_PROVENANCE = ((":::DLPAL", "dlpal"), (":::GITCOMMITID", "git_commit"), (":::SYSJSON", "sysjson"))
+_PROVENANCE = ((":::DLPAL", "dlpal"), (":::GITCOMMITID", "git_commit"), (":::SYSJSON", "sysjson"),
+               (":::AZBENCH_COMPLIANCE", "compliance_line"))  # templates/container_launch.sh.j2
 _INTERESTING = re.compile(
     b'"key": "(?!(?:' + b"|".join(sorted(_COUNT_ONLY | _FIRST_THEN_COUNT)) + b')")')
 _JSON = json.JSONDecoder()
@@ -116,6 +121,8 @@ class RunSummary(Frozen):
     sysjson: dict[str, Any] | None = None
     git_commit: str | None = None
     result_line: str | None = None
+    # "rc=N ruleset=R" of the in-container compliance checker (container_launch.sh.j2).
+    compliance_line: str | None = None
 
     @computed_field  # type: ignore[prop-decorator]
     @property
