@@ -109,7 +109,9 @@ def test_azure_v60_405b_is_128_racks_with_segment_16_and_dp_nodes_over_16():
     # SEGMENT goes to --segment, not to the environment: the v5.1 scripts do not read it.
     assert "SEGMENT" not in r.env and r.env["DGXNNODES"] == "2048" and r.env["MINIBS"] == "8"
     # Below the smallest 6.0.0 RCP batch (1152): legal, flagged.
-    assert len(r.warnings) == 1 and "below the smallest RCP batch 1152" in r.warnings[0]
+    assert len(r.warnings) == 2 and "below the smallest RCP batch 1152" in r.warnings[0]
+    # An estimate scaled from NVIDIA's 1,280-node config: its LR/MAX_STEPS are flagged.
+    assert "is an estimate" in r.warnings[1] and "config_GB200_1280x4x16" in r.warnings[1]
 
 
 def test_published_batch_and_grad_accum_match_the_shared_logs(shared_logs):

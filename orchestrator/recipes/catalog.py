@@ -37,6 +37,10 @@ from orchestrator.recipes.parallelism import (
 from orchestrator.yamlio import load_yaml, validation_error_to_config_error
 
 Scalar = str | int | float | bool
+# Config variables whose published value depends on the global batch (learning rate, schedule,
+# eval cadence): kept from the config an estimate scales from, with a warning.
+_BATCH_DEPENDENT = ("LR", "MAX_STEPS", "WARMUP_STEPS", "VAL_CHECK_INTERVAL", "SKIP_EVALS",
+                    "OPT_LR_WARMUP_STEPS", "LEARNING_RATE", "WARMUP", "MIN_LR")
 _SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 
 
@@ -325,6 +329,11 @@ def _resolve_mlperf(recipe: Recipe, spec: Mlperf, row: catalog.GpuSku, nodes: in
         for values, _ in layers[:2]:
             for name in set(values) - read:
                 del values[name]
+    hyper = {k: config_env[k] for k in _BATCH_DEPENDENT if k in config_env and k not in env}
+    if (base.estimate or chosen.derived) and hyper:
+        warnings.append(f"{what} is an estimate: {', '.join(f'{k}={v}' for k, v in hyper.items())}"
+                        f" come from {base.config} at its own global batch; check them against the"
+                        f" ruleset's rules for GBS {layout.gbs}")
     for values, where in layers:
         env.update(values)
         for name, value in values.items():

@@ -126,7 +126,7 @@ def _runs_section(groups: Sequence[GroupReport]) -> _Section:
     header = ["benchmark", "system", "run", "status", "minutes", "scored", "progress",
               "progress/min", "median step (s)", "slowest node (x median)", "compliance"]
     rows = []
-    verdicts = {None: "-", True: "pass", False: "FAIL"}
+    verdicts = {None: "not checked", True: "pass", False: "FAIL"}
     for g in groups:
         for i, r in enumerate(g.run_lines):
             flag = "resumed" if r.resumed else ("yes" if r.scored else "")
