@@ -83,3 +83,19 @@ def test_recipes_show_prints_fp8_and_tp_overlap_with_their_source_files(azbench_
     folder = "recipes/configs/llama31_405b/v5.0_NVIDIA_eos-dfw_n64_ngc25.01_nemo"
     assert f"  FP8=True  [{folder}/config_common.sh]" in result.out
     assert f"  TP_COMM_OVERLAP=True  [{folder}/config_DGXH100_64x8x288xtp8pp8cp2.sh]" in result.out
+
+
+def test_the_rendered_config_section_runs_and_leaves_the_effective_environment(tmp_path) -> None:
+    import subprocess
+    r = resolve("llama31_405b", "h200", 64)  # estimate: the H100 config, azbench's name on top
+    script = render_launch(r, "/shared/azbench/runs/x")
+    section = script[script.index("# The submission's own configuration"):script.index("\nCONT=")]
+    done = subprocess.run(["bash", "-c", "set -uo pipefail\n" + section + "\nenv -0"],
+                          env={"PATH": "/usr/bin:/bin", "AZBENCH_ATTEMPT_DIR": str(tmp_path)},
+                          capture_output=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    env = dict(item.split("=", 1) for item in done.stdout.decode().split("\0") if "=" in item)
+    assert env["FP8"] == "True" and env["TP_COMM_OVERLAP"] == "True" and env["MINIBS"] == "288"
+    assert env["DGXSYSTEM"] == "azbench_ND_H200_v5_64x8x288xtp8pp8cp2"  # azbench wins
+    assert {k: env[k] for k in r.env} == r.env
+    assert (tmp_path / "submission-config" / "config_common.sh").is_file()
