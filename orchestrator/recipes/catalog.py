@@ -76,6 +76,22 @@ class DataItem(Frozen):
     size_gb: float | None = None
     stage: str
     source: str = ""
+    # Relative path under the item's folder -> sha256: the staging job checks them before it marks
+    # the item staged (an item without them is marked once its command succeeds).
+    checksums: dict[str, str] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _check_checksums(self) -> DataItem:
+        for rel, digest in self.checksums.items():
+            if not re.fullmatch(r"[A-Za-z0-9._-][A-Za-z0-9._/-]*", rel) or ".." in rel.split("/"):
+                raise ValueError(f"data item '{self.name}': checksum path {rel!r} is not a plain relative path")
+            if not re.fullmatch(r"[0-9a-f]{64}", digest):
+                raise ValueError(f"data item '{self.name}': checksum for {rel} is not a sha256 hex digest")
+        return self
+
+    def sha256_list(self) -> str:
+        """The items's checksums in `sha256sum -c` format ("" when it has none)."""
+        return "".join(f"{digest}  {rel}\n" for rel, digest in sorted(self.checksums.items()))
 
     def host_path(self, data_root: str) -> str:
         return self.path.replace("{data_root}", data_root.rstrip("/"))

@@ -69,7 +69,8 @@ def render_launch(resolved: ResolvedConfig, run_dir: str, *, run_id: str = "prev
 
 
 def render_stage_data(recipe: Recipe | str, *, data_root: str = DEFAULT_DATA_ROOT,
-                      image: str | None = None, partition: str | None = None) -> str:
+                      image: str | None = None, partition: str | None = None,
+                      import_image: bool = True) -> str:
     """The one-node batch job that stages a recipe's datasets/checkpoints and its image under data_root."""
     recipe = get_recipe(recipe) if isinstance(recipe, str) else recipe
     if recipe.mlperf is None:
@@ -81,7 +82,8 @@ def render_stage_data(recipe: Recipe | str, *, data_root: str = DEFAULT_DATA_ROO
     return render(
         "stage_data.sbatch.j2", recipe=recipe.name, data_root=data_root.rstrip("/"),
         partition=partition, items=items, image=image,
-        squashfs=f"{data_root.rstrip('/')}/containers/{_squash_name(image)}.sqsh")
+        squashfs=f"{data_root.rstrip('/')}/containers/{_squash_name(image)}.sqsh"
+        if import_image else None)
 
 
 # -- rendering ---------------------------------------------------------------------------------
