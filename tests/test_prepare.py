@@ -15,7 +15,8 @@ import pytest
 from orchestrator.clusters import lifecycle
 from orchestrator.recipes.catalog import Recipe
 from orchestrator.runs.launch import render_stage_data
-from orchestrator.runs.prepare import prepare
+from orchestrator.errors import PreflightError
+from orchestrator.runs.prepare import check_staged, prepare
 
 PAYLOAD = b"c4 shard 0\n" * 4096
 TOKENIZER = b'{"vocab": 128256}\n'
@@ -75,6 +76,8 @@ def test_prepare_stages_checks_and_resumes_on_the_local_cluster(local_cluster, h
     root = str(tmp_path / "mlperf")
     wrong = hashlib.sha256(b"another file").hexdigest()
     with lifecycle.connect(local_cluster) as access:
+        with pytest.raises(PreflightError, match="dataset 'c4' is not staged under .* \\(and 1 more\\)"):
+            check_staged(_recipe(http_server, wrong), access.launcher, "local", data_root=root)
         first = prepare(_recipe(http_server, wrong), access.launcher, data_root=root,
                         import_image=False, poll_interval=0.3, timeout_s=300)
         # The dataset is staged; the tokenizer's checksum does not match: no marker, job failed.
@@ -88,6 +91,7 @@ def test_prepare_stages_checks_and_resumes_on_the_local_cluster(local_cluster, h
         right = hashlib.sha256(TOKENIZER).hexdigest()
         second = prepare(_recipe(http_server, right), access.launcher, data_root=root,
                          import_image=False, poll_interval=0.3, timeout_s=300)
+        check_staged(_recipe(http_server, right), access.launcher, "local", data_root=root)  # run may go
     assert [(i.name, i.state) for i in second.items] == [("c4", "already staged"),
                                                          ("tokenizer", "staged")]
     assert second.ok and second.job_state == "completed"

@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable
 from typing import Literal
 
-from orchestrator.errors import ConfigError
+from orchestrator.errors import ConfigError, PreflightError
 from orchestrator.models import Frozen, JobState
 from orchestrator.recipes.catalog import Recipe, get_recipe
 from orchestrator.runs.launch import DEFAULT_DATA_ROOT, render_stage_data
@@ -46,6 +46,23 @@ class PrepareResult(Frozen):
     @property
     def ok(self) -> bool:
         return all(i.ok for i in self.items) and self.job_state == JobState.COMPLETED.value
+
+
+def check_staged(recipe: Recipe, launcher: Launcher, cluster: str, *,
+                 data_root: str = DEFAULT_DATA_ROOT) -> None:
+    """PreflightError naming the first item of `recipe` whose `.azbench-staged` marker is absent
+    on the cluster (the launch script would stop on it after queueing; `run` refuses first)."""
+    if recipe.mlperf is None:
+        return
+    root = data_root.rstrip("/") or "/"
+    missing = [d for d in recipe.mlperf.data
+               if not launcher.tail(f"{d.host_path(root)}/.azbench-staged", nbytes=64).strip()]
+    if missing:
+        first = missing[0]
+        more = f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""
+        raise PreflightError(f"{recipe.name}: {first.kind} '{first.name}' is not staged under "
+                             f"{first.host_path(root)}{more}",
+                             hint=f"azbench prepare {recipe.name} --cluster {cluster}")
 
 
 def prepare(recipe: Recipe | str, launcher: Launcher, *, data_root: str = DEFAULT_DATA_ROOT,
