@@ -457,12 +457,20 @@ class ModelFacts(Frozen):
     d_model: int = Field(ge=1)
     seq_len: int = Field(ge=1, description="used when the log has no max_sequence_length")
     precision: str = Field(pattern="^(bf16|fp8|fp4)$")
+    # Parameters that get weight gradients; None = all (pre-training). A frozen base (LoRA) still
+    # runs forward (2N) and the activation-gradient backward (2N), but no weight gradients.
+    trainable_params: float | None = Field(None, gt=0)
     source: str
 
     def flops_per_token(self, seq_len: int | None = None) -> float:
         seq = seq_len or self.seq_len
-        return 6.0 * self.params + 12.0 * self.layers * self.d_model * seq
+        trained = self.params if self.trainable_params is None else self.trainable_params
+        return 4.0 * self.params + 2.0 * trained + 12.0 * self.layers * self.d_model * seq
 
     @property
     def formula(self) -> str:
+        if self.trainable_params is not None:
+            return (f"4N + 2N_trainable + 12*L*d*s per token (frozen base: forward 2N and "
+                    f"activation gradients 2N, weight gradients only for {self.trainable_params:,.0f}"
+                    f" trainable parameters; attention: PaLM app. B)")
         return "6N + 12*L*d*s per token (6N: Kaplan et al. 2020; attention: PaLM app. B)"

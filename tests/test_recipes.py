@@ -82,7 +82,9 @@ PUBLISHED = [
     # recipe, sku, nodes, ruleset, (tp, pp, cp, vp, dp, mbs, gbs, grad_accum)
     ("llama31_405b", "gb200", 2048, "6.0.0", (4, 8, 2, 8, 128, 1, 1024, 8)),   # Azure v6.0
     ("llama31_405b", "gb200", 640, "5.1.0", (4, 8, 2, 8, 40, 1, 960, 24)),     # NVIDIA v5.1 hsg
-    ("llama31_405b", "gb200", 128, "5.1.0", (4, 16, 1, 8, 8, 1, 1152, 144)),   # 512 GB200, GBS 1152
+    ("llama31_405b", "gb200", 128, "5.1.0", (4, 8, 2, 8, 8, 1, 1152, 144)),    # NVIDIA v5.1 tyche_ngpu512
+    ("gpt3", "h100", 64, "4.1.0", (4, 8, 1, 6, 16, 2, 2048, 64)),              # NVIDIA v4.1 eos_n64
+    ("llama2_70b_lora", "h100", 8, "4.1.0", (4, 1, 2, None, 8, 1, 8, 1)),      # NVIDIA v4.1 eos_n8
     ("llama31_405b", "h100", 1024, "5.0.0", (8, 8, 2, 8, 64, 1, 1536, 24)),    # NVIDIA v5.0 Eos
     ("llama31_405b", "h100", 256, "5.0.0", (8, 8, 2, 8, 16, 1, 1152, 72)),
     ("llama31_405b", "h100", 64, "5.0.0", (8, 8, 2, 8, 4, 1, 1152, 288)),
@@ -104,9 +106,12 @@ def test_azure_v60_405b_is_128_racks_with_segment_16_and_dp_nodes_over_16():
     assert r.gpus == 8192 and r.dp == 2048 // 16 and r.minibs == 8
     assert r.placement.segment == 16 and r.placement.racks == 128
     assert r.placement.links == {"tp": "nvlink", "cp": "nvlink", "pp": "nvlink", "dp": "infiniband"}
-    assert r.env["SEGMENT"] == "16" and r.env["DGXNNODES"] == "2048" and r.env["MINIBS"] == "8"
+    # SEGMENT goes to --segment, not to the environment: the v5.1 scripts do not read it.
+    assert "SEGMENT" not in r.env and r.env["DGXNNODES"] == "2048" and r.env["MINIBS"] == "8"
     # Below the smallest 6.0.0 RCP batch (1152): legal, flagged.
-    assert len(r.warnings) == 1 and "below the smallest RCP batch 1152" in r.warnings[0]
+    assert len(r.warnings) == 2 and "below the smallest RCP batch 1152" in r.warnings[0]
+    # An estimate scaled from NVIDIA's 1,280-node config: its LR/MAX_STEPS are flagged.
+    assert "is an estimate" in r.warnings[1] and "config_GB200_1280x4x16" in r.warnings[1]
 
 
 def test_published_batch_and_grad_accum_match_the_shared_logs(shared_logs):
@@ -177,13 +182,13 @@ REFUSALS = [
      "8*8*2 = 128 GPUs; use a multiple of 16 nodes"),
     (("llama31_405b", "gb200", 100, None), ConfigError,
      "llama31_405b on 100 x ND GB200 v6: 400 GPUs do not divide into replicas of TP*PP*CP = "
-     "4*16*1 = 64 GPUs; use a multiple of 16 nodes"),
+     "4*8*2 = 64 GPUs; use a multiple of 16 nodes"),
     (("llama31_405b", "h100", 64, "4.1.0"), ConfigError,
      "'llama31_405b' is not an MLPerf Training 4.1.0 benchmark (valid rulesets: 5.0.0, 5.1.0, 6.0.0)"),
     (("gpt3", "h100", 1344, "5.0.0"), ConfigError,
      "'gpt3' is not an MLPerf Training 5.0.0 benchmark (valid rulesets: 3.0.0, 3.1.0, 4.0.0, 4.1.0)"),
     (("llama2_70b_lora", "h200", 256, None), ConfigError,
-     "llama2_70b_lora on 256 x ND H200 v5 (ruleset 6.1.0): global batch 256 exceeds the largest "
+     "llama2_70b_lora on 256 x ND H200 v5 (ruleset 4.1.0): global batch 256 exceeds the largest "
      "reference convergence point (128); the RCP checker would demand new RCPs"),
     (("llama31_405b", "h100", 0, None), ConfigError, "node count must be at least 1, got 0"),
 ]

@@ -57,10 +57,48 @@ def recipes_show(name: str = typer.Argument(..., help="Recipe name."),
     lines.append(f"config: {'derived: ' + (r.rule or '') if r.derived else 'listed'} ({r.source or 'recipe'})")
     if r.image:
         lines.append(f"image: {r.image}")
+    if r.config:
+        lines.append(f"submission config{' (an estimate scales from it)' if r.estimate else ''}: {r.config}")
     lines += [f"warning: {w}" for w in r.warnings]
+    effective = {**r.config_env, **r.env}
+    if effective:
+        lines += ["", "environment (effective value, where it came from):"]
+        lines += [f"  {k}={effective[k]}  [{r.env_sources.get(k, 'azbench')}]" for k in sorted(effective)]
     sys.stdout.write("\n".join(lines) + "\n\n--- script ---\n" + preview.script.rstrip() + "\n")
     if preview.stage_script:
         sys.stdout.write("\n--- data staging job ---\n" + preview.stage_script.rstrip() + "\n")
+
+
+@app.command()
+def prepare(recipe: str = typer.Argument(..., help="Recipe name."),
+            cluster: str = typer.Option(..., "--cluster", help="Cluster to stage on."),
+            data_root: str = typer.Option("/shared/mlperf", "--data-root",
+                                          help="Shared folder the recipe's data goes under."),
+            partition: Optional[str] = typer.Option(None, "--partition", help="Slurm partition."),
+            no_image: bool = typer.Option(False, "--no-image",
+                                          help="Stage data only, not the container squashfs."),
+            as_json: bool = JsonOpt) -> None:
+    """Stage a recipe's datasets, checkpoints and tokenizers (checksummed; a rerun resumes) as a
+    batch job on the cluster, and say per item what happened. Exits 5 when an item is not staged."""
+    from orchestrator.clusters import lifecycle
+    from orchestrator.errors import RunFailedError
+    from orchestrator.runs.prepare import prepare as stage
+    with open_store() as store:
+        found = lifecycle.require_cluster(cluster, store)
+    with lifecycle.connect(found) as access:
+        result = stage(recipe, access.launcher, data_root=data_root, partition=partition,
+                       import_image=not no_image)
+    if as_json:
+        emit_json(result)
+    else:
+        for item in result.items:
+            sys.stdout.write(f"{item.name:24} {item.kind:10} {item.state:18} {item.path}\n")
+        sys.stdout.write(f"job {result.job_id}: {result.job_state}; output {result.output}\n")
+    if not result.ok:
+        bad = next((i for i in result.items if not i.ok), None)
+        raise RunFailedError(f"prepare {recipe}: " + (f"{bad.name} {bad.state}" if bad else
+                                                      f"staging job {result.job_state}"),
+                             hint=f"see {result.output}; rerun prepare to resume")
 
 
 @app.command()

@@ -20,6 +20,7 @@ from orchestrator.clusters import catalog
 from orchestrator.errors import ConfigError, NotFoundError
 from orchestrator.models import Frozen, ModelFacts
 from orchestrator.paths import recipes_dir
+from orchestrator.recipes.configs import effective_env, reads
 from orchestrator.recipes.parallelism import (
     LAYOUT_FIELDS,
     GbsRule,
@@ -36,6 +37,10 @@ from orchestrator.recipes.parallelism import (
 from orchestrator.yamlio import load_yaml, validation_error_to_config_error
 
 Scalar = str | int | float | bool
+# Config variables whose published value depends on the global batch (learning rate, schedule,
+# eval cadence): kept from the config an estimate scales from, with a warning.
+_BATCH_DEPENDENT = ("LR", "MAX_STEPS", "WARMUP_STEPS", "VAL_CHECK_INTERVAL", "SKIP_EVALS",
+                    "OPT_LR_WARMUP_STEPS", "LEARNING_RATE", "WARMUP", "MIN_LR")
 _SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 
 
@@ -75,6 +80,22 @@ class DataItem(Frozen):
     size_gb: float | None = None
     stage: str
     source: str = ""
+    # Relative path under the item's folder -> sha256: the staging job checks them before it marks
+    # the item staged (an item without them is marked once its command succeeds).
+    checksums: dict[str, str] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _check_checksums(self) -> DataItem:
+        for rel, digest in self.checksums.items():
+            if not re.fullmatch(r"[A-Za-z0-9._-][A-Za-z0-9._/-]*", rel) or ".." in rel.split("/"):
+                raise ValueError(f"data item '{self.name}': checksum path {rel!r} is not a plain relative path")
+            if not re.fullmatch(r"[0-9a-f]{64}", digest):
+                raise ValueError(f"data item '{self.name}': checksum for {rel} is not a sha256 hex digest")
+        return self
+
+    def sha256_list(self) -> str:
+        """The items's checksums in `sha256sum -c` format ("" when it has none)."""
+        return "".join(f"{digest}  {rel}\n" for rel, digest in sorted(self.checksums.items()))
 
     def host_path(self, data_root: str) -> str:
         return self.path.replace("{data_root}", data_root.rstrip("/"))
@@ -161,6 +182,13 @@ class ResolvedConfig(Frozen):
     placement: Placement | None = None
     image: str | None = None
     env: dict[str, str] = Field(default_factory=dict)
+    # The submission's config (recipes/configs/<recipe>/<config>), sourced before `env`; what it
+    # exports, and where every variable of the effective environment (config_env then env) came from.
+    config: str | None = None
+    config_files: list[str] = Field(default_factory=list)
+    config_env: dict[str, str] = Field(default_factory=dict)
+    env_sources: dict[str, str] = Field(default_factory=dict)
+    estimate: bool = False
     network_env: dict[str, str] = Field(default_factory=dict)
     target: Target
     required_runs: int
@@ -272,10 +300,19 @@ def resolve(recipe: Recipe | str, sku: str, nodes: int, ruleset: str | None = No
                           f"(supported: {', '.join(recipe.skus)})")
     if nodes < 1:
         raise ConfigError(f"node count must be at least 1, got {nodes}")
+    explicit = ruleset is not None
     ruleset = pick_ruleset(recipe.rulesets, ruleset, recipe.benchmark)
     if recipe.mlperf is None:
         return _resolve_plain(recipe, row, nodes, ruleset)
-    return _resolve_mlperf(recipe, recipe.mlperf, row, nodes, ruleset)
+    return _resolve_mlperf(recipe, recipe.mlperf, row, nodes, ruleset, explicit=explicit)
+
+
+def container_ruleset(recipe: Recipe, config: str | None) -> str | None:
+    """The ruleset of the round whose implementation (and so container) a scale's config comes
+    from: recipes/configs/<recipe>/v5.0_... -> 5.0.0; None when unknown or not a recipe ruleset."""
+    m = re.match(r"v(\d+)\.(\d+)_", config or "")
+    found = f"{m.group(1)}.{m.group(2)}.0" if m else None
+    return found if found in recipe.rulesets else None
 
 
 # -- resolution --------------------------------------------------------------------------------
@@ -285,6 +322,8 @@ def _validate_mlperf(recipe: Recipe, spec: Mlperf) -> None:
     if unknown:
         raise ValueError(f"mlperf.gbs_rules names ruleset {sorted(unknown)[0]} not in rulesets")
     bad_env = set(spec.env_names) - set(LAYOUT_FIELDS)
+    for configs in spec.scales.values():
+        bad_env |= {f for c in configs for f in c.env_names} - set(LAYOUT_FIELDS)
     if bad_env:
         raise ValueError(f"mlperf.env_names: unknown layout field '{sorted(bad_env)[0]}'")
     for key, configs in spec.scales.items():
@@ -309,16 +348,55 @@ def _resolve_plain(recipe: Recipe, row: catalog.GpuSku, nodes: int,
 
 
 def _resolve_mlperf(recipe: Recipe, spec: Mlperf, row: catalog.GpuSku, nodes: int,
-                    ruleset: str | None) -> ResolvedConfig:
+                    ruleset: str | None, *, explicit: bool = True) -> ResolvedConfig:
     what = f"{recipe.name} on {nodes} x {row.short}"
     configs = recipe.scales_for(row.name)
     if not configs:
         raise ConfigError(f"recipe '{recipe.name}' lists no scale configs for {row.short}")
     chosen = choose(configs, row.gpus_per_vm, nodes, what)
+    if not explicit:  # default: the round of the implementation the container is built from
+        ruleset = container_ruleset(recipe, chosen.base.config) or ruleset
     layout = chosen.layout
     placement = place(layout, row, nodes)
     label = f"{what} (ruleset {ruleset})"
     warnings = check_gbs(spec.gbs_rules.get(ruleset or ""), layout.gbs, label, spec.gbs_source)
+    base = chosen.base
+    yaml_name = f"recipes/{Path(recipe.source).name}"
+    scale_at = f"{yaml_name} mlperf.scales ({row.short}, {base.nodes} nodes)"
+    layers: list[tuple[dict[str, str], str]] = [
+        (nvidia_config_env(layout, placement, row, nodes, ruleset, chosen.walltime_min,
+                           {**spec.env_names, **base.env_names}),
+         f"azbench: layout of {scale_at}" + (f" ({chosen.rule})" if chosen.derived else "")),
+        ({item.var: item.mount for item in spec.data if item.var}, f"{yaml_name} mlperf.data (mount)"),
+        (dict(spec.env), f"{yaml_name} mlperf.env"),
+        (dict(base.env), f"{scale_at}.env"),
+    ]
+    env: dict[str, str] = {}
+    sources: dict[str, str] = {}
+    config_env: dict[str, str] = {}
+    config_files: list[str] = []
+    if base.config:
+        loaded = effective_env(recipe.name, base.config, layers[0][0])
+        config_env, config_files = dict(loaded.values), list(loaded.files)
+        sources.update(loaded.sources)
+        # azbench's own layout/topology and data-mount variables go out only where this
+        # implementation reads them (recipes/configs/<recipe>/<dir>/READS.txt); the recipe's
+        # explicit env is kept, and tests/test_recipe_configs.py checks that it is read too.
+        read = reads(recipe.name, base.config)
+        for values, _ in layers[:2]:
+            for name in set(values) - read:
+                del values[name]
+    hyper = {k: config_env[k] for k in _BATCH_DEPENDENT if k in config_env and k not in env}
+    if (base.estimate or chosen.derived) and hyper:
+        warnings.append(f"{what} is an estimate: {', '.join(f'{k}={v}' for k, v in hyper.items())}"
+                        f" come from {base.config} at its own global batch; check them against the"
+                        f" ruleset's rules for GBS {layout.gbs}")
+    for values, where in layers:
+        env.update(values)
+        for name, value in values.items():
+            same = (config_env.get(name) == value and name in sources
+                    and not sources[name].startswith("azbench"))
+            sources[name] = f"{sources[name]} (= {where})" if same else where
     return ResolvedConfig(
         recipe=recipe.name, benchmark=recipe.benchmark,
         benchmark_key=spec.names.get(ruleset or "", recipe.benchmark), ruleset=ruleset,
@@ -329,9 +407,8 @@ def _resolve_mlperf(recipe: Recipe, spec: Mlperf, row: catalog.GpuSku, nodes: in
         derived=chosen.derived, rule=chosen.rule, base_nodes=chosen.base.nodes,
         source=chosen.base.source, placement=placement,
         image=spec.container.for_arch(row.cpu_arch),
-        env={**nvidia_config_env(layout, placement, row, nodes, ruleset, chosen.walltime_min,
-                                 spec.env_names),
-             **{item.var: item.mount for item in spec.data if item.var}, **spec.env,
-             **chosen.base.env},
+        env=env, config=f"recipes/configs/{recipe.name}/{base.config}" if base.config else None,
+        config_files=config_files, config_env=config_env, env_sources=sources,
+        estimate=base.estimate or chosen.derived,
         network_env=dict(network_profile(row).env), target=recipe.target,
         required_runs=recipe.required_runs, warnings=warnings)

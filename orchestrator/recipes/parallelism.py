@@ -78,6 +78,16 @@ class ScaleConfig(Frozen):
     walltime_min: int = Field(ge=1)
     source: str = ""
     env: dict[str, str] = Field(default_factory=dict)
+    # The submission's config_*.sh sourced before azbench's values (path under recipes/configs/
+    # <recipe>/): the published config at this scale, or for an estimate the one it scales from.
+    config: str | None = Field(None, pattern=r"^[A-Za-z0-9][A-Za-z0-9._+-]*/config_[A-Za-z0-9._+-]*\.sh$")
+    # Layout field -> variable name where this scale's implementation differs from the recipe's.
+    env_names: dict[str, str] = Field(default_factory=dict)
+
+    @property
+    def estimate(self) -> bool:
+        """True when no submission used this exact layout (its source says "azbench estimate")."""
+        return self.source.startswith("azbench estimate")
 
     def layout(self, gpus_per_vm: int, what: str) -> Layout:
         return make_layout(gpus=self.nodes * gpus_per_vm, tp=self.tp, pp=self.pp, cp=self.cp,

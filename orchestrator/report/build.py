@@ -132,6 +132,7 @@ class GroupReport(Frozen):
     throughput_per_minute: float | None = None
     throughput_per_worker_minute: float | None = None
     step_stats: StepStats | None = None
+    step_time_source: str = Field("", description="where the step times came from (STEP_SOURCES)")
     model_tflops_per_gpu: float | None = Field(None, description="model FLOP/s per GPU / 1e12")
     mfu: float | None = Field(None, description="against the dense peak at mfu_precision")
     mfu_precision: str | None = None
@@ -381,8 +382,15 @@ def _group(key: GroupKey, rows: list[ResultRow], runs: Sequence[RunRow] | None,
     sku = _mode(r.sku for r in rows)
     factor = next((r.scaling_factor for r in rows if r.scaling_factor), None) or 1.0
     scoring = [i for i, r in enumerate(rows) if not r.resumed]
-    minutes = [rows[i].minutes if rows[i].converged else None for i in scoring]
+    # A run the compliance checker failed counts as not converged, as the result summarizer
+    # drops it (mlperf-notes §4.2); a run not checked (compliance_ok None) is scored as logged.
+    minutes = [rows[i].minutes if rows[i].converged and rows[i].compliance_ok is not False
+               else None for i in scoring]
     score, note = _score(minutes, bench, factor)
+    failed = [r.id or 0 for r in rows if r.compliance_ok is False]
+    if failed:
+        note = "; ".join(filter(None, [note, f"{len(failed)} run(s) failed compliance: not "
+                                             "scored (counted as not converged)"]))
     scored = {scoring[j] for j in (score.scored_indices if score else [])}
     progress = [_last_progress(s) for s in summaries]
     tput = metrics.scored_throughput_per_minute([progress[i] for i in scoring], minutes, score) \
@@ -390,6 +398,7 @@ def _group(key: GroupKey, rows: list[ResultRow], runs: Sequence[RunRow] | None,
     workers = gpus or nodes  # a CPU node has no GPU: scale by nodes
     stats = metrics.step_time_stats([(0, t) for s in summaries for t in kept_step_times(s)],
                                     drop_first=False)
+    source = step_source_label(summaries)
     resumed = [r.id or 0 for r in rows if r.resumed]
     if resumed:
         note = "; ".join(filter(None, [note, f"{len(resumed)} resumed run(s) not scored"]))
@@ -409,23 +418,40 @@ def _group(key: GroupKey, rows: list[ResultRow], runs: Sequence[RunRow] | None,
                              None),
         throughput_per_minute=tput,
         throughput_per_worker_minute=tput / workers if tput is not None and workers else None,
-        step_stats=stats,
+        step_stats=stats, step_time_source=source,
         **model_flops_utilisation(facts.get(bench.strip().lower()), bench, sku, gpus,
                                   _mode(r.global_batch_size for r in rows),
-                                  _mode(s.get("max_sequence_length") for s in summaries), stats),
+                                  _mode(s.get("max_sequence_length") for s in summaries), stats,
+                                  source=source),
         **group_costs(rows, sku, nodes, score.raw_minutes if score else None, runs, attempts))
+
+
+# RunSummary.step_time_source -> what the report says about it (results.mllog.StepTimeSource).
+STEP_SOURCES = {
+    "tracked_stats": "per-step tracked_stats",
+    "tracked_block_avg": "per-block average step time (tracked_stats)",
+    "block_derived": "derived: block duration / (block samples / GBS)",
+    "block": "whole-block durations only: not step times, not used",
+}
+
+
+def step_source_label(summaries: Sequence[Mapping[str, Any]]) -> str:
+    """Which source the group's step times used, e.g. "per-step tracked_stats" (all runs alike)."""
+    found = sorted({str(s.get("step_time_source")) for s in summaries if s.get("step_time_source")})
+    return "; ".join(STEP_SOURCES.get(k, k) for k in found)
 
 
 def model_flops_utilisation(facts: ModelFacts | None, bench: str, sku: str | None,
                             gpus: int | None, gbs: int | None, seq_len: int | None,
-                            stats: StepStats | None) -> dict[str, Any]:
+                            stats: StepStats | None, *, source: str = "") -> dict[str, Any]:
     """MFU at the median step time (mlperf-notes 10.3): F x tokens/step / step / (GPUs x peak),
     against dense BF16 and against the recipe's GEMM precision (`facts`: the benchmark's model).
     Blank with the reason in `mfu_note` when a fact is missing."""
     row = gpu_row(sku)
     missing = [why for bad, why in (
         (facts is None, f"no model facts for '{bench}' in the recipe catalog"),
-        (stats is None or stats.median <= 0, "no step times in the log"),
+        (stats is None or stats.median <= 0,
+         f"no step times in the log ({source})" if source else "no step times in the log"),
         (not gpus, "GPU count unknown"), (not gbs, "no global_batch_size logged"),
         (row is None or row.peak_tflops_bf16 is None, f"no peak FLOP/s for {sku or 'this system'}"),
     ) if bad]
@@ -440,7 +466,7 @@ def model_flops_utilisation(facts: ModelFacts | None, bench: str, sku: str | Non
         "mfu": metrics.mfu(flops, tokens, stats.median, gpus, peak) if peak else None,
         "mfu_precision": facts.precision, "mfu_peak_tflops": peak,
         "mfu_note": (f"{facts.formula}; {tokens:,} tokens/step (GBS {gbs} x seq {seq}); median "
-                     f"step {stats.median:.4f} s; dense peaks of {row.gpu_model}: "
+                     f"step {stats.median:.4f} s ({source or 'step times'}); dense peaks of {row.gpu_model}: "
                      f"{facts.precision} {peak}, bf16 {row.peak_tflops_bf16} TFLOP/s"),
     }
 

@@ -127,7 +127,7 @@ def _runs_section(groups: Sequence[GroupReport]) -> _Section:
     header = ["benchmark", "system", "run", "status", "minutes", "scored", "progress",
               "progress/min", "median step (s)", "slowest node (x median)", "compliance"]
     rows = []
-    verdicts = {None: "-", True: "pass", False: "FAIL"}
+    verdicts = {None: "not checked", True: "pass", False: "FAIL"}
     for g in groups:
         for i, r in enumerate(g.run_lines):
             flag = "resumed" if r.resumed else ("yes" if r.scored else "")
@@ -141,11 +141,11 @@ def _runs_section(groups: Sequence[GroupReport]) -> _Section:
 def _steps_section(groups: Sequence[GroupReport]) -> _Section:
     header = ["benchmark", "system", "nodes", "steps", "median (s)", "mean (s)", "p99 (s)",
               "CV", "slow steps", "throughput/min", "per GPU/min", "model TF/s/GPU", "MFU",
-              "MFU bf16"]
+              "MFU bf16", "step source"]
     rows = [[g.benchmark, g.label, _i(g.nodes), str(s.count), _f(s.median, 4), _f(s.mean, 4),
              _f(s.p99, 4), _pct(s.cv), str(s.slow_steps), _f(g.throughput_per_minute, 1),
              _f(g.throughput_per_worker_minute, 3), _f(g.model_tflops_per_gpu, 1), _mfu(g),
-             _pct(g.mfu_bf16)]
+             _pct(g.mfu_bf16), g.step_time_source or "-"]
             for g in groups if (s := g.step_stats) is not None]
     return "Step times and throughput", header, rows
 

@@ -3,7 +3,8 @@
 The checker runs as a subprocess of the current interpreter with an explicit ruleset, because
 the pip version of mlperf-logging does not say which rulesets it checks and its default drifts
 (docs/mlperf-notes §3.1). A ruleset the installed package lacks, a missing package or a timeout
-is a failed Verdict, not an exception; only a missing log file or a malformed ruleset raises.
+is a Verdict with checked=False ("not checked", never "did not pass"); only a missing log file or
+a malformed ruleset raises. `in_container` reads the verdict the launch script recorded.
 """
 
 from __future__ import annotations
@@ -33,6 +34,35 @@ class Verdict(Frozen):
     ok: bool
     ruleset: str
     messages: list[str] = []
+    # False when the checker could not judge the log (no mlperf_logging, a ruleset it lacks, a
+    # timeout): such a log is "not checked", and ok says nothing.
+    checked: bool = True
+
+    @property
+    def label(self) -> str:
+        return "passed" if self.ok else ("did not pass" if self.checked else "not checked")
+
+
+# Exit codes the launch script's checker step uses besides the checker's own 0 / non-zero.
+NOT_INSTALLED_RC, RULESET_MISSING_RC = 90, 91
+_LINE_RE = re.compile(r"rc=(\d+)\s+ruleset=(\S+)")
+
+
+def in_container(line: str | None) -> Verdict | None:
+    """The verdict of the in-container checker from the log's ":::AZBENCH_COMPLIANCE rc=N ruleset=R"
+    line (templates/container_launch.sh.j2); None when the launch did not run it."""
+    m = _LINE_RE.search(line or "")
+    if not m:
+        return None
+    rc, ruleset = int(m.group(1)), m.group(2)
+    if rc == NOT_INSTALLED_RC:
+        return Verdict(ok=False, ruleset=ruleset, checked=False,
+                       messages=["mlperf_logging is not installed in the container"])
+    if rc == RULESET_MISSING_RC:
+        return Verdict(ok=False, ruleset=ruleset, checked=False, messages=[
+            f"ruleset {ruleset} not supported by the container's mlperf_logging"])
+    return Verdict(ok=rc == 0, ruleset=ruleset,
+                   messages=[] if rc == 0 else [f"compliance checker exited {rc} (compliance.out)"])
 
 
 def ruleset_for(round_or_ruleset: str) -> str:
@@ -71,10 +101,11 @@ def check_log(
     if not Path(log).is_file():
         raise NotFoundError(f"log file {log} does not exist")
     if importlib.util.find_spec("mlperf_logging") is None:
-        return Verdict(ok=False, ruleset=ruleset, messages=["mlperf_logging is not installed"])
+        return Verdict(ok=False, ruleset=ruleset, checked=False,
+                       messages=["mlperf_logging is not installed"])
     if ruleset not in supported_rulesets(usage):
         msg = f"ruleset {ruleset} not supported by installed mlperf_logging"
-        return Verdict(ok=False, ruleset=ruleset, messages=[msg])
+        return Verdict(ok=False, ruleset=ruleset, checked=False, messages=[msg])
     with tempfile.TemporaryDirectory(prefix="azbench-compliance-") as tmp:
         cmd = [sys.executable, "-m", CHECKER_MODULE, "--usage", usage, "--ruleset", ruleset,
                "--log_output", str(Path(tmp) / "compliance.log"), str(Path(log).resolve())]
@@ -83,7 +114,7 @@ def check_log(
                                   errors="replace", timeout=timeout_s, check=False)
         except subprocess.TimeoutExpired:
             msg = f"compliance checker timed out after {timeout_s:g} s"
-            return Verdict(ok=False, ruleset=ruleset, messages=[msg])
+            return Verdict(ok=False, ruleset=ruleset, checked=False, messages=[msg])
     output = proc.stdout + "\n" + proc.stderr
     ok = proc.returncode == 0 and "SUCCESS" in output
     return Verdict(ok=ok, ruleset=ruleset, messages=trim_messages(output))

@@ -329,8 +329,10 @@ def _with_compliance(row: ResultRow, src: LogSource, warnings: list[str]) -> Res
         return row
     verdict = check_log(src.log, row.ruleset)
     if not verdict.ok:
-        warnings.append(f"compliance checker (ruleset {verdict.ruleset}) did not pass")
-    return row.model_copy(update={"compliance_ok": verdict.ok,
+        warnings.append(f"compliance (ruleset {verdict.ruleset}) {verdict.label}"
+                        + (f": {verdict.messages[0]}" if not verdict.checked and verdict.messages else ""))
+    # compliance_ok: True passed, False did not pass, None not checked.
+    return row.model_copy(update={"compliance_ok": verdict.ok if verdict.checked else None,
                                   "compliance_json": verdict.model_dump_json()})
 
 

@@ -50,8 +50,10 @@ def archive_log(path: Path, content_hash: str, archive: Path | None = None) -> P
 def result_from_run(log: Path, *, run_id: str, cluster: Cluster, nodes: int,
                     benchmark: str) -> ResultRow:
     """The ResultRow for a log that `azbench run` fetched from `cluster`."""
+    from orchestrator.results.compliance import in_container
     from orchestrator.results.mllog import parse_file
     summary = parse_file(log)
+    verdict = in_container(summary.compliance_line)
     content_hash = file_hash(log)
     sku = lookup(cluster.sku)
     return ResultRow(
@@ -64,4 +66,6 @@ def result_from_run(log: Path, *, run_id: str, cluster: Cluster, nodes: int,
         nodes=nodes, gpus=nodes * sku.gpus_per_vm, sku=sku.name,
         resumed=summary.resume_step is not None, summary_json=summary.model_dump_json(),
         log_path=str(archive_log(log, content_hash)),
+        compliance_ok=verdict.ok if verdict is not None and verdict.checked else None,
+        compliance_json=verdict.model_dump_json() if verdict is not None else None,
     )

@@ -41,11 +41,26 @@ _KEY_TAG = b'"key": "'
 _COUNT_ONLY = frozenset({b"cache_clear", b"weights_initialization"})
 _FIRST_THEN_COUNT = frozenset({b"init_start"})
 _LINE_ENDS = (b"}", b"}\r", b"} ")
-STEP_TIME_FIELDS = ("train_step_time", "train_step_timing")
+# Survey of tracked_stats value keys in NVIDIA/Azure result_0.txt files (R41/R50/R51 @ the commits
+# of recipes/configs/ATTRIBUTION.md): v4.1 "throughput", "train_step_timing in s",
+# "validation_step_timing in s", "train_time", "walltime"; v5.0/v5.1 "train_step_time",
+# "validation_step_time", "throughput", "train_loss", "validation_time", "warmup_time", ...
+# Per-step keys of tracked_stats in real logs: "train_step_time" (NVIDIA mlperf_common v5.x, Azure
+# v6.0), "train_step_timing in s" (NVIDIA v4.1 GPT-3 NeMo, R41 eos_n64 result_0.txt), and
+# "train_step_timing". "validation_step_timing in s" is an eval step and is not one of them.
+STEP_TIME_FIELDS = ("train_step_time", "train_step_timing in s", "train_step_timing")
+# Where a summary's step times came from (RunSummary.step_time_source):
+#   tracked_stats:  one train step each (metadata.step; post-eval steps marked)
+#   tracked_block_avg: one per-block average per block (NVIDIA v5.1 mlperf_common, e.g. LoRA: a
+#       train_step_time with no metadata.step just before each block_stop), so no post-eval marking
+#   block_derived:  block duration / (block samples_count / global_batch_size), per block
+#   block:          whole block durations; not step times, and never used as such
+StepTimeSource = Literal["tracked_stats", "tracked_block_avg", "block_derived", "block"]
 # Benchmarks whose reference definition starts from a checkpoint: init_checkpoint_step > 0 is the
 # rule there (closed_gpt3.yaml requires it), not a resumed run.
 STARTS_FROM_CHECKPOINT = frozenset({"gpt3"})
-_PROVENANCE = ((":::DLPAL", "dlpal"), (":::GITCOMMITID", "git_commit"), (":::SYSJSON", "sysjson"))
+_PROVENANCE = ((":::DLPAL", "dlpal"), (":::GITCOMMITID", "git_commit"), (":::SYSJSON", "sysjson"),
+               (":::AZBENCH_COMPLIANCE", "compliance_line"))  # templates/container_launch.sh.j2
 _INTERESTING = re.compile(
     b'"key": "(?!(?:' + b"|".join(sorted(_COUNT_ONLY | _FIRST_THEN_COUNT)) + b')")')
 _JSON = json.JSONDecoder()
@@ -98,7 +113,7 @@ class RunSummary(Frozen):
     progress_key: Literal["samples_count", "epoch_num"] | None = None
     eval_points: list[EvalPoint] = Field(default_factory=list)
     step_times: list[StepTime] = Field(default_factory=list)
-    step_time_source: Literal["tracked_stats", "block"] | None = None
+    step_time_source: StepTimeSource | None = None
     # Median over blocks of each node's compute time per step (azbench recipes log it).
     node_step_times: dict[str, float] = Field(default_factory=dict)
     eval_steps: list[int] = Field(default_factory=list)
@@ -119,6 +134,8 @@ class RunSummary(Frozen):
     sysjson: dict[str, Any] | None = None
     git_commit: str | None = None
     result_line: str | None = None
+    # "rc=N ruleset=R" of the in-container compliance checker (container_launch.sh.j2).
+    compliance_line: str | None = None
 
     @computed_field  # type: ignore[prop-decorator]
     @property
@@ -214,6 +231,7 @@ class _Accumulator:
         self.evals: list[EvalPoint] = []
         self.steps: list[tuple[int, int | None, float]] = []  # (time_ms, step, seconds)
         self.blocks: list[tuple[str, int]] = []
+        self.block_samples: list[float | None] = []  # samples_count of each block_start
         self.eval_stops: list[int] = []
         self.node_times: dict[str, list[float]] = {}  # azbench_node_step_time, per block
         self.evals_key: Literal["samples_count", "epoch_num"] | None = None
@@ -356,7 +374,8 @@ class _Accumulator:
 
     def summary(self) -> RunSummary:
         f = self.fields
-        step_times, source, eval_steps = _step_times(self.steps, self.blocks, self.eval_stops)
+        step_times, source, eval_steps = _step_times(self.steps, self.blocks, self.eval_stops,
+                                                     self.block_samples, f.get("global_batch_size"))
         resume = f.get("resume_step")
         ckpt = f.get("init_checkpoint_step")
         if resume is None and ckpt and f.get("benchmark") not in STARTS_FROM_CHECKPOINT:
@@ -418,6 +437,8 @@ def _on_event(acc: _Accumulator, key: str, value: Any, time_ms: int | None, meta
                 acc.node_times.setdefault(str(node), []).append(secs)
     elif key in ("block_start", "block_stop") and time_ms is not None:
         acc.blocks.append((key, time_ms))
+        if key == "block_start":
+            acc.block_samples.append(as_float(meta.get("samples_count")))
     elif key == "target_accuracy":
         f.setdefault("target_accuracy", as_float(value))
     elif key == "resumed_from_checkpoint":
@@ -448,12 +469,18 @@ def _on_tracked(acc: _Accumulator, value: Any, time_ms: int | None, meta: dict) 
 
 
 def _step_times(
-    steps: list[tuple[int, int | None, float]], blocks: list[tuple[str, int]], eval_stops: list[int]
-) -> tuple[list[StepTime], Literal["tracked_stats", "block"] | None, list[int]]:
-    """Per-step times from tracked_stats; else block_start/stop durations (no eval marking)."""
+    steps: list[tuple[int, int | None, float]], blocks: list[tuple[str, int]],
+    eval_stops: list[int], block_samples: list[float | None] | None = None,
+    gbs: int | None = None,
+) -> tuple[list[StepTime], StepTimeSource | None, list[int]]:
+    """Per-step times and their source (StepTimeSource): tracked_stats per step, else per-block
+    averages, else block duration / steps in the block, else whole blocks (labelled, not steps)."""
     if steps:
         ordered = sorted(steps, key=lambda s: s[0])  # rank output may interleave out of order
         out = [StepTime(s if s is not None else i, sec) for i, (_, s, sec) in enumerate(ordered)]
+        stops = sum(1 for key, _ in blocks if key == "block_stop")
+        if all(s is None for _, s, _ in ordered) and 0 < len(ordered) <= stops:
+            return out, "tracked_block_avg", []
         times = [t for t, _, _ in ordered]
         marked: list[int] = []
         for stop in eval_stops:
@@ -461,14 +488,21 @@ def _step_times(
             if j < len(out) and out[j].step not in marked:
                 marked.append(out[j].step)
         return out, "tracked_stats", marked
-    out, start = [], None
+    spans: list[tuple[float, float | None]] = []  # (block seconds, steps in the block)
+    start: int | None = None
+    count: float | None = None
+    samples = iter(block_samples or [])
     for key, t in blocks:
         if key == "block_start":
-            start = t
+            start, count = t, next(samples, None)
         elif start is not None:
-            out.append(StepTime(len(out), (t - start) / 1000.0))
+            spans.append(((t - start) / 1000.0, count / gbs if count and gbs else None))
             start = None
-    return out, ("block" if out else None), []
+    if not spans:
+        return [], None, []
+    if all(n is not None and n >= 1 for _, n in spans):
+        return [StepTime(i, sec / (n or 1)) for i, (sec, n) in enumerate(spans)], "block_derived", []
+    return [StepTime(i, sec) for i, (sec, _) in enumerate(spans)], "block", []
 
 
 def _line_body(data: bytes, pos: int) -> bytes:

@@ -23,7 +23,12 @@ def summary_of(row: ResultRow) -> dict[str, Any]:
 
 
 def kept_step_times(summary: dict[str, Any]) -> list[float]:
-    """Step seconds without the first step and the first step after each eval (§10.4)."""
+    """Step seconds without the first step and the first step after each eval (§10.4).
+
+    Whole block durations (step_time_source "block": no per-step key and no samples count) are
+    not step times: none are kept, and the report says why."""
+    if summary.get("step_time_source") == "block":
+        return []
     after_eval = set(summary.get("eval_steps") or [])
     return [float(sec) for pos, (step, sec) in enumerate(summary.get("step_times") or [])
             if pos > 0 and step not in after_eval]

@@ -146,7 +146,10 @@ def container_fields(recipe: Recipe, sku: str, nodes: int) -> dict[str, Any]:
     if recipe.mlperf is None:
         return {}
     resolved = resolve(recipe, sku, nodes)
-    return {"env": dict(resolved.env), "image": resolved.image, "distribution": "mpi",
+    # The submission config's environment (sourced on Slurm by the launch script) with azbench's
+    # values on top: a launcher without batch scripts cannot source the files itself.
+    return {"env": {**resolved.config_env, **resolved.env}, "image": resolved.image,
+            "distribution": "mpi",
             "data": [DataInput(name=d.name, path=d.host_path("").lstrip("/"), var=d.var)
                      for d in recipe.mlperf.data]}
 

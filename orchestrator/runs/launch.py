@@ -23,6 +23,7 @@ from orchestrator.recipes.catalog import (
     render_command,
     resolve,
 )
+from orchestrator.recipes.configs import PRE_ENV, bundle
 from orchestrator.recipes.parallelism import network_profile
 from orchestrator.slurm.batch import format_time_limit, render_sbatch
 from orchestrator.templating import render
@@ -78,7 +79,8 @@ def render_launch(resolved: ResolvedConfig, run_dir: str, *, run_id: str = "prev
 
 
 def render_stage_data(recipe: Recipe | str, *, data_root: str = DEFAULT_DATA_ROOT,
-                      image: str | None = None, partition: str | None = None) -> str:
+                      image: str | None = None, partition: str | None = None,
+                      import_image: bool = True) -> str:
     """The one-node batch job that stages a recipe's datasets/checkpoints and its image under data_root."""
     recipe = get_recipe(recipe) if isinstance(recipe, str) else recipe
     if recipe.mlperf is None:
@@ -90,7 +92,8 @@ def render_stage_data(recipe: Recipe | str, *, data_root: str = DEFAULT_DATA_ROO
     return render(
         "stage_data.sbatch.j2", recipe=recipe.name, data_root=data_root.rstrip("/"),
         partition=partition, items=items, image=image,
-        squashfs=f"{data_root.rstrip('/')}/containers/{_squash_name(image)}.sqsh")
+        squashfs=f"{data_root.rstrip('/')}/containers/{_squash_name(image)}.sqsh"
+        if import_image else None)
 
 
 # -- rendering ---------------------------------------------------------------------------------
@@ -131,13 +134,28 @@ def _render_container(recipe: Recipe, spec: Mlperf, resolved: ResolvedConfig, *,
     wrapper = render(
         "run_and_time.sh.j2", command=command, benchmark=resolved.benchmark_key, recipe=recipe.name)
     net = network_profile(catalog.lookup(resolved.sku))
+    files: dict[str, str] = {}
+    entry = None
+    pre_env: dict[str, str] = {}
+    if resolved.config:
+        rel = resolved.config.split(f"recipes/configs/{recipe.name}/", 1)[1]
+        files = bundle(recipe.name, rel)
+        for name, text in files.items():
+            if "\nAZBENCH_CONFIG_FILE\n" in f"\n{text}":
+                raise ConfigError(f"{resolved.config}: {name} contains the here-document delimiter")
+            files[name] = text if text.endswith("\n") else text + "\n"
+        entry = rel.rsplit("/", 1)[-1]
+        pre_env = {k: resolved.env[k] for k in PRE_ENV if k in resolved.env}
+        pre_env.update({k: v for k, v in (("DGXNNODES", str(resolved.nodes)),
+                                          ("DGXNGPU", str(resolved.gpus_per_node)),
+                                          ("NEXP", "1")) if k not in pre_env})
     return render(
         "container_launch.sh.j2", r=resolved, run_id=run_id, attempt=attempt, run_dir=run_dir,
         attempt_dir=attempt_dir, partition=partition, exclude=list(exclude), job_time=format_time_limit(
             resolved.walltime_min + 20), step_time=format_time_limit(resolved.walltime_min),
         mounts=",".join(mounts), workdir=spec.container.workdir, network=net,
         seed=seed, check_compliance=check_compliance, wrapper=wrapper, data=spec.data,
-        data_root=data_root)
+        data_root=data_root, config_files=files, config_entry=entry, pre_env=pre_env)
 
 
 def _check_plain(what: str, value: str, pattern: re.Pattern[str]) -> None:

@@ -20,19 +20,28 @@ mlc_r2() {
   bash "$script" "$@"
 }
 
-stage() {  # stage NAME DEST COMMAND: run COMMAND in DEST (with $DEST set) unless already staged.
-  local name=$1 dest=$2 cmd=$3
+# stage NAME DEST COMMAND SHA256LIST: run COMMAND in DEST (with $DEST set) unless already staged,
+# then check SHA256LIST (sha256sum -c format; empty: no check) before marking it staged. A failed
+# command or checksum leaves no marker, so a rerun resumes with this item (runs/prepare.py reads
+# the "NAME: ..." lines).
+stage() {
+  local name=$1 dest=$2 cmd=$3 sums=$4
   if [ -e "$dest/.azbench-staged" ]; then echo "$name: already staged in $dest"; return 0; fi
   mkdir -p "$dest"
   echo "$name: staging into $dest"
-  ( cd "$dest" && DEST="$dest" && export DEST && eval "$cmd" ) || { echo "$name: staging failed" >&2; exit 3; }
+  ( cd "$dest" && DEST="$dest" && export DEST && eval "$cmd" ) || { echo "$name: staging failed"; exit 3; }
+  if [ -n "$sums" ]; then
+    printf '%s' "$sums" >"$dest/.azbench-sha256"
+    ( cd "$dest" && sha256sum --quiet -c .azbench-sha256 ) || { echo "$name: checksum mismatch"; exit 3; }
+  fi
   date -u +%Y-%m-%dT%H:%M:%SZ >"$dest/.azbench-staged"
+  echo "$name: staged in $dest"
 }
 
 # govreport: dataset
-stage govreport /shared/mlperf/llama2_70b_lora/gov_report 'echo "manual step: download the preprocessed GovReport set per mlcommons/training llama2_70b_lora README; put it in $DEST" >&2; exit 3'
+stage govreport /shared/mlperf/llama2_70b_lora/gov_report 'echo "manual step: download the preprocessed GovReport set per mlcommons/training llama2_70b_lora README; put it in $DEST" >&2; exit 3' ''
 # model: checkpoint
-stage model /shared/mlperf/llama2_70b_lora/model 'echo "manual step: Llama 2 70B in NeMo format per the REF README (licence-gated); put it in $DEST" >&2; exit 3'
+stage model /shared/mlperf/llama2_70b_lora/model 'echo "manual step: Llama 2 70B in NeMo format per the REF README (licence-gated); put it in $DEST" >&2; exit 3' ''
 
 # One squashfs of the image on shared storage, so thousands of nodes need not each pull from a
 # registry: pass it as the image (--image /shared/mlperf/containers/myregistry.azurecr.io+mlperf-nvidia+llama2_70b_lora+v4.1-x86_64.sqsh) once it exists.

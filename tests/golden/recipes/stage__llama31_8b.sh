@@ -20,19 +20,28 @@ mlc_r2() {
   bash "$script" "$@"
 }
 
-stage() {  # stage NAME DEST COMMAND: run COMMAND in DEST (with $DEST set) unless already staged.
-  local name=$1 dest=$2 cmd=$3
+# stage NAME DEST COMMAND SHA256LIST: run COMMAND in DEST (with $DEST set) unless already staged,
+# then check SHA256LIST (sha256sum -c format; empty: no check) before marking it staged. A failed
+# command or checksum leaves no marker, so a rerun resumes with this item (runs/prepare.py reads
+# the "NAME: ..." lines).
+stage() {
+  local name=$1 dest=$2 cmd=$3 sums=$4
   if [ -e "$dest/.azbench-staged" ]; then echo "$name: already staged in $dest"; return 0; fi
   mkdir -p "$dest"
   echo "$name: staging into $dest"
-  ( cd "$dest" && DEST="$dest" && export DEST && eval "$cmd" ) || { echo "$name: staging failed" >&2; exit 3; }
+  ( cd "$dest" && DEST="$dest" && export DEST && eval "$cmd" ) || { echo "$name: staging failed"; exit 3; }
+  if [ -n "$sums" ]; then
+    printf '%s' "$sums" >"$dest/.azbench-sha256"
+    ( cd "$dest" && sha256sum --quiet -c .azbench-sha256 ) || { echo "$name: checksum mismatch"; exit 3; }
+  fi
   date -u +%Y-%m-%dT%H:%M:%SZ >"$dest/.azbench-staged"
+  echo "$name: staged in $dest"
 }
 
 # c4-preprocessed: dataset; MLCommons R2 (as in training_results_v5.1 Verda llama31_8b data_scripts/download_8b.sh)
-stage c4-preprocessed /shared/mlperf/llama31_8b/c4 'mlc_r2 -d . https://training.mlcommons-storage.org/metadata/llama-3-1-8b-preprocessed-c4-dataset.uri'
+stage c4-preprocessed /shared/mlperf/llama31_8b/c4 'mlc_r2 -d . https://training.mlcommons-storage.org/metadata/llama-3-1-8b-preprocessed-c4-dataset.uri' ''
 # tokenizer: tokenizer; MLCommons R2
-stage tokenizer /shared/mlperf/llama31_8b/tokenizer 'mlc_r2 -d . https://training.mlcommons-storage.org/metadata/llama-3-1-8b-tokenizer.uri'
+stage tokenizer /shared/mlperf/llama31_8b/tokenizer 'mlc_r2 -d . https://training.mlcommons-storage.org/metadata/llama-3-1-8b-tokenizer.uri' ''
 
 # One squashfs of the image on shared storage, so thousands of nodes need not each pull from a
 # registry: pass it as the image (--image /shared/mlperf/containers/myregistry.azurecr.io+mlperf-nvidia+llama31_8b+v5.1-x86_64.sqsh) once it exists.
