@@ -299,9 +299,15 @@ def test_local_pipeline_seeds_baseline_then_fails_on_slower_recipe(pipeline_home
 @pytest.mark.integration
 @needs_slurm
 def test_local_pipeline_error_after_up_tears_down(pipeline_home, tmp_path):
-    spec = _write_spec(tmp_path / "bad.yaml", "broken", health=False, recipe="nosuch")
-    res = _cli(["pipeline", "run", str(spec), "--summary-json", str(tmp_path / "s.json")], pipeline_home)
+    # An unknown recipe is refused while the spec loads, before anything is created (issue 22)...
+    unknown = _write_spec(tmp_path / "unknown.yaml", "broken", health=False, recipe="nosuch")
+    res = _cli(["pipeline", "run", str(unknown), "--summary-json", str(tmp_path / "u.json")], pipeline_home)
     assert res.returncode == 2 and "unknown recipe 'nosuch'" in res.stderr
+    assert not (pipeline_home / "clusters" / "broken").exists()
+    # ...while a recipe the cluster cannot run fails after `up`, and `down` still runs.
+    spec = _write_spec(tmp_path / "bad.yaml", "broken", health=False, recipe="llama31_8b", params="{}")
+    res = _cli(["pipeline", "run", str(spec), "--summary-json", str(tmp_path / "s.json")], pipeline_home)
+    assert res.returncode == 2 and "does not support local CPU node" in res.stderr
     summary = json.loads((tmp_path / "s.json").read_text())
     assert [g["stage"] for g in summary["stages"]][0] == "up" and summary["stages"][-1]["stage"] == "down"
     _assert_down(pipeline_home, "broken")

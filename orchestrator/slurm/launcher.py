@@ -190,8 +190,15 @@ class SlurmLauncher:
         raise LaunchError(f"returning {', '.join(nodes)} to service failed: {message}")
 
     def leaf_switches(self) -> dict[str, list[str]]:
+        """Each leaf switch and the cluster's nodes under it. The topology may also list spare
+        slots (FUTURE nodes kept for replacement and resize): they are not the cluster's yet."""
         result = self._run(commands.topology())
-        return parse_leaf_switches(result.stdout) if result.ok else {}
+        if not result.ok:
+            return {}
+        mine = set(self.cluster.node_names)
+        switches = {sw: [n for n in members if n in mine]
+                    for sw, members in parse_leaf_switches(result.stdout).items()}
+        return {sw: members for sw, members in switches.items() if members}
 
     def stage_file(self, local: Path, remote: str) -> None:
         made = self._run(f"mkdir -p {shlex.quote(str(PurePosixPath(remote).parent))}")
