@@ -120,7 +120,7 @@ def _slurm(tmp: Path, request: pytest.FixtureRequest) -> Iterator[LH]:
     from orchestrator.clusters.remote import LocalRunner
     from tests.fixtures.slurm import local_spec, private_cluster
     for cluster, _home in private_cluster(request.getfixturevalue("tmp_path_factory"),
-                                          local_spec("ctr-launch", 2, slurmd_timeout=5)):
+                                          local_spec("ctr-launch", 2)):
         launcher = SlurmLauncher(LocalRunner(env=dict(cluster.env)), cluster)
         run_dir = f"{cluster.workdir}/runs/ctr-{os.getpid()}"
         attempts: dict[str, int] = {}

@@ -166,7 +166,7 @@ def _local(home: Path, request: pytest.FixtureRequest) -> Harness:
         find_binaries()
     except PreflightError as exc:
         pytest.skip(str(exc))
-    spec = local_spec("ctr-local", 1, slurmd_timeout=5)
+    spec = local_spec("ctr-local", 1)
     cdir = home / "clusters" / spec.name
 
     def owned() -> set[str]:
