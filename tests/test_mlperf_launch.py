@@ -3,6 +3,10 @@ and a real attempt submits exactly that script (pinned nodes excluded, never res
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import pytest
+
 from orchestrator.clusters.specs import RunSpec
 from orchestrator.models import Cluster
 from orchestrator.recipes.catalog import get_recipe
@@ -42,3 +46,26 @@ def test_run_dry_run_prints_resolved_parallelism_and_script(azbench_home):
     bad = azbench("run", "llama31_405b", "--dry-run", "--sku", "h100", "--nodes", "1",
                   home=azbench_home)
     assert bad.code == 2 and "at least 16 VMs" in one_line_error(bad)
+
+
+def _master_port(template: str, cluster: str, job_id: int) -> int:
+    """Run the template's own port lines in bash, as Slurm would, for one cluster and job."""
+    import subprocess
+    lines = [ln for ln in (Path(__file__).resolve().parents[1] / "templates" / template).read_text().splitlines()
+             if ln.startswith(("CLUSTER_SALT=", "export MASTER_PORT="))]
+    assert len(lines) == 2, f"{template}: expected the salt and the port line, got {lines}"
+    out = subprocess.run(["bash", "-c", "\n".join(lines) + '\necho "$MASTER_PORT"'], check=True,
+                         capture_output=True, text=True,
+                         env={"PATH": "/usr/bin:/bin", "SLURM_JOB_ID": str(job_id),
+                              "SLURM_CLUSTER_NAME": cluster})
+    return int(out.stdout)
+
+
+@pytest.mark.parametrize("template", ["sbatch.sh.j2", "container_launch.sh.j2"])
+def test_rendezvous_port_is_salted_per_cluster_and_stable_per_job(template):
+    """Two clusters sharing hosts (local emulation) with the same job id get different ports."""
+    ports = {name: _master_port(template, name, 42) for name in ("alpha", "beta", "faults")}
+    assert len(set(ports.values())) == 3, ports
+    assert all(20000 <= p < 30000 for p in ports.values()), ports
+    assert _master_port(template, "alpha", 42) == ports["alpha"]
+    assert _master_port(template, "alpha", 43) != ports["alpha"]

@@ -27,7 +27,10 @@ export AZBENCH_CHECKPOINT_DIR=/shared/azbench/runs/preview/checkpoints
 export AZBENCH_RESUME=0
 MASTER_ADDR="$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n 1)"
 export MASTER_ADDR
-export MASTER_PORT=$(( 20000 + SLURM_JOB_ID % 10000 ))
+# As in sbatch.sh.j2: from the job id, below the ephemeral range, spread per cluster by a
+# checksum of its name so two clusters sharing hosts do not pick the same port.
+CLUSTER_SALT=$(printf '%s' "${SLURM_CLUSTER_NAME:-}" | cksum | cut -d' ' -f1)
+export MASTER_PORT=$(( 20000 + (SLURM_JOB_ID + CLUSTER_SALT) % 10000 ))
 export SEED="${SEED:-$RANDOM}"
 
 # Azure network for ND GB200 v6: Azure v6.0 405B submission configs/azure/config_mrc_env.sh (R60F), without its MRC verbs plugin; no topology file: NCCL discovers the NVL72 fabric through IMEX (MNNVL)

@@ -27,7 +27,10 @@ export AZBENCH_CHECKPOINT_DIR=/shared/azbench/runs/preview/checkpoints
 export AZBENCH_RESUME=0
 MASTER_ADDR="$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n 1)"
 export MASTER_ADDR
-export MASTER_PORT=$(( 20000 + SLURM_JOB_ID % 10000 ))
+# As in sbatch.sh.j2: from the job id, below the ephemeral range, spread per cluster by a
+# checksum of its name so two clusters sharing hosts do not pick the same port.
+CLUSTER_SALT=$(printf '%s' "${SLURM_CLUSTER_NAME:-}" | cksum | cut -d' ' -f1)
+export MASTER_PORT=$(( 20000 + (SLURM_JOB_ID + CLUSTER_SALT) % 10000 ))
 export SEED="${SEED:-$RANDOM}"
 
 # Azure network for ND H100 v5: Azure HPC image /opt/microsoft/ndv5-topo.xml (also set in its /etc/nccl.conf); H200 v5 shares the ND v5 host layout: verify the file on your image
