@@ -99,8 +99,16 @@ def test_a_straggler_in_a_run_is_recorded_and_the_retry_excludes_it(big_cluster,
     node's step time is logged; the retry must run without it. The hang timeout leaves room for
     three torch start-ups on two busy cores (6 s was too short under load)."""
     from orchestrator.slurm.states import expand_hostlist
+    from orchestrator.clusters.remote import LocalRunner
     cluster, home = big_cluster
     monkeypatch.setenv("AZBENCH_HOME", str(home))
+    # Slurm fills the lowest free node names first: with node1 and node2 out of service the
+    # 3-node attempt lands on node3-node5, so node4 is in it whether or not the gate test ran
+    # first (it leaves node1 drained and node2 returned).
+    drained = LocalRunner(cluster.env).run(["scontrol", "update", "NodeName=node1,node2", "State=DRAIN",
+                                            "Reason=test: keep attempt 1 on node3-node5"])
+    assert drained.ok, drained.stderr
+    assert {"node1", "node2"} <= set(reasons(cluster))
     script = tmp_path / "hang-first.sh"
     script.write_text('if [ "${AZBENCH_ATTEMPT:-}" = 1 ]; then export AZBENCH_SMOKE_HANG_AT_STEP=30; fi\n')
     monkeypatch.setenv("BASH_ENV", str(script))
