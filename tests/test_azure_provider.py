@@ -398,7 +398,9 @@ def test_custom_data_for_2048_gb200_vms_fits_azure_limit():
     agent = agent_context("big", SUB, "azbench-big", "https://management.azure.com", 30)  # as up renders it
     text = ci.head_cloud_init("big", lookup("gb200"), sets, "10.40.0.4", "10.40.0.0/16", FIXED, expiry=agent)
     packed = base64.b64decode(ci.custom_data(text, "head"))
-    assert text.count("NodeName=") == 2048 and len(packed) <= ci.MAX_CUSTOM_DATA
+    assert text.count("State=UNKNOWN") == 2048 and len(packed) <= ci.MAX_CUSTOM_DATA
+    # Spare slots for replacement and resize: whole NVL72 racks per set (2 for 96 VMs, 1 for 32).
+    assert text.count("State=FUTURE") == 21 * 36 + 18
 
 
 def test_cli_progress_callback_reaches_the_azure_provider():

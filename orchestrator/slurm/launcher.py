@@ -40,9 +40,14 @@ class SlurmLauncher:
     backend = "slurm"
     caps = Capabilities(live_logs=True, health_gate=True, node_control=True)
 
-    def __init__(self, runner: Runner, cluster: Cluster, templates_dir: Path | None = None) -> None:
+    def __init__(self, runner: Runner, cluster: Cluster, templates_dir: Path | None = None, *,
+                 admin: str = "") -> None:
         self.runner = runner
         self.cluster = cluster
+        # Prefix of the node-state changes (drain, resume, retire): Slurm lets only root and
+        # SlurmUser change a node (scontrol(1), "update"); on a cloud head azbench logs in as the
+        # admin user, so "sudo -n". Empty where azbench runs as SlurmUser (the local cluster).
+        self.admin = admin
         self.templates_dir = templates_dir or default_templates()
         self.sacct_calls = 0
         self.squeue_calls = 0
@@ -167,7 +172,7 @@ class SlurmLauncher:
         """Drain each node with its reason, in one shell call; the nodes drained."""
         if not reasons:
             return []
-        result = self._run(commands.drain(reasons), timeout=120)
+        result = self._run(commands.as_admin(commands.drain(reasons), self.admin), timeout=120)
         if not result.ok:
             raise LaunchError(f"draining {', '.join(reasons)} failed: {_last_line(result.stderr)}")
         return list(reasons)
@@ -179,7 +184,7 @@ class SlurmLauncher:
                 raise ConfigError(f"{node!r} is not a node name")
         if not nodes:
             return
-        result = self._run(commands.resume(nodes))
+        result = self._run(commands.as_admin(commands.resume(nodes), self.admin))
         if result.ok:
             return
         message = _last_line(result.stderr)
@@ -188,6 +193,17 @@ class SlurmLauncher:
         if "invalid node state" in message.lower():
             raise ConfigError(f"{', '.join(nodes)} is not drained or down (nothing to return)")
         raise LaunchError(f"returning {', '.join(nodes)} to service failed: {message}")
+
+    def retire(self, nodes: Sequence[str], reason: str) -> None:
+        """Take nodes out of the cluster for good (their VMs are gone or going): DOWN, which ends
+        a job still there, then FUTURE once it has left (commands.retire). LaunchError if Slurm
+        refuses."""
+        if not nodes:
+            return
+        result = self._run(commands.as_admin(commands.retire(nodes, reason), self.admin), timeout=120)
+        if not result.ok:
+            raise LaunchError(f"retiring {', '.join(nodes)} in Slurm failed: "
+                              f"{_last_line(result.stderr or result.stdout)}")
 
     def leaf_switches(self) -> dict[str, list[str]]:
         """Each leaf switch and the cluster's nodes under it. The topology may also list spare

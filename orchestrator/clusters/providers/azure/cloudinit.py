@@ -111,13 +111,39 @@ def computer_name_prefix(scale_set: ScaleSetPlan) -> str:
     return f"{scale_set.name}-"
 
 
+def host_of(scale_set: str, instance_id: int) -> str:
+    """The computer name of instance `instance_id` of `scale_set` (see node_hostnames)."""
+    return f"{scale_set}-{_base36(instance_id)}"
+
+
+def slot_count(scale_set: ScaleSetPlan, rack: int = 1) -> int:
+    """Instance-id slots slurm.conf defines for a scale set: its VMs plus spares in state FUTURE
+    (at least 8, a quarter of the set, whole NVLink racks where the size has them). A replaced or
+    added VM gets the next unused instance id (Azure never reuses one), so its computer name is
+    already a Slurm node: slurmd registers it and Slurm makes the FUTURE node idle, with no
+    slurm.conf rewrite and no slurmctld restart (the local provider's finding on 22.05,
+    providers/local/provider.py). The count is kept as the scale set's azbench-slots tag."""
+    spares = max(8, scale_set.vms // 4)
+    if rack > 1:
+        spares = -(-spares // rack) * rack
+    return scale_set.vms + spares
+
+
+def spare_hostnames(scale_set: ScaleSetPlan, rack: int = 1) -> list[str]:
+    """The FUTURE slots of a fresh scale set: instance ids vms .. slot_count - 1."""
+    return [host_of(scale_set.name, i) for i in range(scale_set.vms, slot_count(scale_set, rack))]
+
+
 def head_hostname(cluster: str) -> str:
     return f"{cluster}-head"
 
 
 def slurm_params(cluster: str, head_addr: str, sku: GpuSku, sets: list[ScaleSetPlan]) -> SlurmConfParams:
-    nodes = [SlurmNode(name=h, hostname=h, addr=h, cpus=sku.vcpus, gpus=sku.gpus_per_vm)
-             for s in sets for h in node_hostnames(s)]
+    rack = max(sku.nvlink_domain_vms, 1)
+    nodes = [SlurmNode(name=h, hostname=h, addr=h, cpus=sku.vcpus, gpus=sku.gpus_per_vm, state=state)
+             for s in sets
+             for hosts, state in ((node_hostnames(s), "UNKNOWN"), (spare_hostnames(s, rack), "FUTURE"))
+             for h in hosts]
     block = sku.nvlink_domain_vms > 1
     plugin = "topology/block" if block else "topology/tree" if sku.ib_links else None
     return SlurmConfParams(
@@ -140,7 +166,8 @@ def topology(sku: GpuSku, sets: list[ScaleSetPlan]) -> tuple[list[str], str]:
         return lines, "one block per NVL72 rack (NVLink domain), racks by instance order"
     if not sku.ib_links:
         return [], "none: no InfiniBand on this size, Slurm's topology plugin is off"
-    lines = [f"SwitchName={s.name} Nodes={compress_hostlist(node_hostnames(s))}" for s in sets]
+    lines = [f"SwitchName={s.name} Nodes={compress_hostlist(node_hostnames(s) + spare_hostnames(s))}"
+             for s in sets]
     if len(sets) > 1:
         lines.append(f"SwitchName=top Switches={','.join(s.name for s in sets)}")
     return lines, "one switch per scale set (each scale set is one InfiniBand fabric)"

@@ -188,7 +188,10 @@ class UpRun:
             **common))}
 
         def vmss_body(s: ScaleSetPlan, zone: str | None) -> Any:
-            return ar.vmss_body(region, tags, sku_name=self.sku.name, scale_set=s, zone=zone, image=image,
+            # The set's slurm.conf slots (cloudinit.slot_count) ride on it, for replace and resize.
+            slots = ci.slot_count(s, max(self.sku.nvlink_domain_vms, 1))
+            return ar.vmss_body(region, {**tags, ar.TAG_SLOTS: str(slots)}, sku_name=self.sku.name,
+                                scale_set=s, zone=zone, image=image,
                                 custom_data=node_cd, subnet_id=subnet_id, prefix=ci.computer_name_prefix(s),
                                 spot=self._spot(), **common)
         for s in sets:
