@@ -260,7 +260,7 @@ class AzureProvider(ProviderBase):
             return
         from orchestrator.clusters.providers.azure.boot import wait_booted
         wait_booted(cluster.model_copy(update={"node_names": list(hosts)}), ci.head_hostname(cluster.name),
-                    timeout_s=limit, poll_s=2.0, progress=self._boot_progress)
+                    timeout_s=limit, poll_s=1.0, progress=self._boot_progress)
 
     # ------------------------------------------------------------ helpers
     def _clients_for_spec(self, spec: ClusterSpec) -> AzureClients:
