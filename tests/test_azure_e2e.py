@@ -135,7 +135,7 @@ def test_up_heal_run_resize_status_down_on_emulated_vms(booting_fake, tmp_path):
     assert set(_sinfo(fake).values()) == {"idle"}
     arm = sum(1 for e in fake.log[mark:] if e.path.lower().startswith("/subscriptions/"))
 
-    run = timed("run", "run", "smoke", "--nodes", "3", "--json", timeout=900)
+    run = timed("run", "run", "smoke", "--nodes", "3", "-p", "target=0.6", "--poll", "0.3", "--json", timeout=900)
     assert run.code == 0, run.err
     rows = json.loads(run.out)
     runs = rows["runs"] if isinstance(rows, dict) else rows

@@ -118,14 +118,15 @@ def host_of(scale_set: str, instance_id: int) -> str:
 
 def slot_count(scale_set: ScaleSetPlan, rack: int = 1) -> int:
     """Instance-id slots slurm.conf defines for a scale set: its VMs plus spares in state FUTURE
-    (at least 8, a quarter of the set, whole NVLink racks where the size has them). A replaced or
+    (at least 8, a quarter of the set; where the size has NVLink racks, that in whole racks plus
+    one rack more, for a resize that grows by a rack). A replaced or
     added VM gets the next unused instance id (Azure never reuses one), so its computer name is
     already a Slurm node: slurmd registers it and Slurm makes the FUTURE node idle, with no
     slurm.conf rewrite and no slurmctld restart (the local provider's finding on 22.05,
     providers/local/provider.py). The count is kept as the scale set's azbench-slots tag."""
     spares = max(8, scale_set.vms // 4)
-    if rack > 1:
-        spares = -(-spares // rack) * rack
+    if rack > 1:  # whole racks, and one more: a resize grows a set by whole racks
+        spares = (-(-spares // rack) + 1) * rack
     return scale_set.vms + spares
 
 

@@ -91,13 +91,14 @@ def set_capacity(clients: Any, rg: str, view: SetView, capacity: int) -> None:
                 sku=m.Sku(name=view.sku_name, tier=view.sku_tier, capacity=capacity))).result()
 
 
-def grow(clients: Any, rg: str, sets: Sequence[SetView], count: int, cluster: str) -> list[str]:
-    """Add `count` VMs across the sets with spare slots (roomiest first); the new hosts. A VM
-    that lands beyond its set's slots is deleted again and CapacityError names the set."""
+def grow(clients: Any, rg: str, sets: Sequence[SetView], count: int, cluster: str, unit: int = 1) -> list[str]:
+    """Add `count` VMs across the sets with spare slots (roomiest first), `unit` at a time
+    (an NVL72 rack stays in one set); the new hosts. A VM that lands beyond its set's slots is
+    deleted again and CapacityError names the set."""
     plan: dict[str, int] = {}
     left = count
     for s in sorted(sets, key=lambda v: -v.room):
-        take = min(s.room, left)
+        take = min(s.room // unit * unit, left)
         if take:
             plan[s.name] = take
             left -= take

@@ -199,8 +199,11 @@ class AzureProvider(ProviderBase):
         its new computer name (azure/heal.py); the new node's name."""
         from orchestrator.clusters.providers.azure import heal
         clients, rg = self._clients_for(cluster.name, cluster), _rg(cluster)
-        sets = heal.read_sets(clients, rg, cluster.properties_as(AzureProps).scale_sets)
-        view, instance = heal.find_host(sets, node, cluster.name)
+        names = cluster.properties_as(AzureProps).scale_sets
+        # The node's own set only (its computer name is the set's prefix + id): requests per
+        # replacement do not grow with the number of sets.
+        mine = [s for s in names if node.startswith(f"{s}-")] or names
+        view, instance = heal.find_host(heal.read_sets(clients, rg, mine), node, cluster.name)
         if view.room < 1:
             raise CapacityError(f"scale set {view.name} of '{cluster.name}' has no spare Slurm slot left "
                                 f"(slurm.conf defines {view.slots or 0})",
@@ -227,7 +230,8 @@ class AzureProvider(ProviderBase):
         if nodes > have:
             quota_check(clients, cluster.region or "", lookup(cluster.sku), nodes - have,
                         spot=props.priority == "spot")
-            fresh = heal.grow(clients, rg, sets, nodes - have, cluster.name)
+            fresh = heal.grow(clients, rg, sets, nodes - have, cluster.name,
+                              unit=max(lookup(cluster.sku).nvlink_domain_vms, 1))
             self._wait_joined(cluster, fresh, timeout_s)
         elif nodes < have:
             if len(remove) != have - nodes or len(set(remove)) != len(remove):
