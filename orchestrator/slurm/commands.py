@@ -118,6 +118,11 @@ def as_admin(cmd: str, prefix: str) -> str:
     return f"{prefix} sh -c {q(cmd)}" if prefix else cmd
 
 
+def reconfigure() -> str:
+    """slurmctld and every slurmd re-read slurm.conf and topology.conf (scontrol(1) "reconfigure")."""
+    return "scontrol reconfigure"
+
+
 def topology() -> str:
     return "scontrol show topology"
 

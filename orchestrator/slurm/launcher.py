@@ -23,7 +23,7 @@ from orchestrator.models import AttemptSpec, Cluster, ExecResult, JobRef, JobSta
 from orchestrator.paths import RunLayout, safe_local_path
 from orchestrator.paths import templates_dir as default_templates
 from orchestrator.seams import Capabilities, Runner, command_line
-from orchestrator.slurm import commands
+from orchestrator.slurm import commands, topology
 from orchestrator.slurm.batch import parse_sbatch_id, render_sbatch
 from orchestrator.slurm.conf import compress_hostlist
 from orchestrator.slurm.states import SlurmRow, map_state, parse_jobs, parse_leaf_switches, parse_sinfo
@@ -204,6 +204,27 @@ class SlurmLauncher:
         if not result.ok:
             raise LaunchError(f"retiring {', '.join(nodes)} in Slurm failed: "
                               f"{_last_line(result.stderr or result.stdout)}")
+
+    def swap_topology(self, old: str, new: str, paths: Sequence[str]) -> bool:
+        """Put `new` where `old` was in topology.conf (its NVLink block or leaf switch;
+        slurm/topology.swap), in each of `paths` (the head's copy and the shared one the nodes
+        read), then `scontrol reconfigure`. False when the first file does not exist."""
+        try:
+            text = self.runner.read(paths[0]).decode()
+        except Exception:  # noqa: BLE001 - no topology file: nothing to move
+            return False
+        swapped = topology.swap(text, old, new)
+        staged = f"/tmp/azbench-topology-{new}.conf"
+        with tempfile.TemporaryDirectory(prefix="azbench-topology-") as tmp:
+            local = Path(tmp) / "topology.conf"
+            local.write_text(swapped)
+            self.runner.put(local, staged)
+        installs = " && ".join(f"install -m 0644 {shlex.quote(staged)} {shlex.quote(p)}" for p in paths)
+        result = self._run(commands.as_admin(f"{installs} && {commands.reconfigure()}", self.admin), timeout=120)
+        if not result.ok:
+            raise LaunchError(f"moving {new} into {old}'s place in topology.conf failed: "
+                              f"{_last_line(result.stderr or result.stdout)}")
+        return True
 
     def leaf_switches(self) -> dict[str, list[str]]:
         """Each leaf switch and the cluster's nodes under it. The topology may also list spare

@@ -215,6 +215,12 @@ class AzureProvider(ProviderBase):
         heal.set_capacity(clients, rg, after, view.capacity)
         [new] = heal.new_hosts(clients, rg, [after], cluster.name)
         self._wait_joined(cluster, [new], timeout_s)
+        if lookup(cluster.sku).nvlink_domain_vms > 1 and self.join_timeout_s > 0:
+            # NVL72: the new VM came up in a spare rack's block; it takes the old one's place.
+            with self.connect(cluster) as access:
+                launcher = access.launcher
+                assert isinstance(launcher, SlurmLauncher)
+                launcher.swap_topology(node, new, ci.TOPOLOGY_FILES)
         return new
 
     def resize(self, cluster: Cluster, nodes: int, remove: Sequence[str] = (),

@@ -178,7 +178,7 @@ class UpRun:
         agent = (expiry.agent_context(self.spec.name, self.sub, rg, self.clients.base_url, self.spec.azure.idle_minutes)
                  if n.role else None)
         head_cd = ci.custom_data(ci.head_cloud_init(self.spec.name, self.sku, sets, head_ip, subnet_cidr, sec,
-                                                    expiry=agent), "head")
+                                                    expiry=agent, slurm_version=ci.image_slurm(image)), "head")
         node_cd = ci.custom_data(ci.node_cloud_init(self.spec.name, self.sku, sets, head_ip, sec,
                                                      spot=self._spot() is not None), "nodes")
         common = {"admin": self.spec.azure.admin_user, "pubkey": sec.admin_public_key}
