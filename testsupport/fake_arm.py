@@ -127,6 +127,7 @@ class FakeArm:
         self.instances: dict[str, list[int]] = {}
         self.deallocated: dict[str, set[int]] = {}
         self._next_instance: dict[str, int] = {}
+        self.impacts: dict[str, dict[str, Any]] = {}  # Guest Health Reporting, by impact name
         self.lock = threading.RLock()
         self._ids = itertools.count(1)
         self._ips = itertools.count(10)
@@ -285,6 +286,8 @@ class FakeArm:
                 op = self.ops.get(op_id)
                 frozen = op is not None and self.frozen_match in op.key
             return self._poll(op_id, frozen)
+        if "/providers/microsoft.impact/workloadimpacts/" in low and method == "PUT":
+            return self._workload_impact(path, body)
         if low.endswith("/providers/microsoft.compute/skus"):
             loc = _filter_location(query)
             return 200, {}, {"value": self.skus.get(loc, [])}
@@ -314,6 +317,30 @@ class FakeArm:
         if method == "DELETE":
             return self._delete(low)
         return 405, {}, _err("MethodNotAllowed", method)
+
+    def _workload_impact(self, path: str, body: bytes) -> tuple[int, dict[str, str], Any]:
+        """Guest Health Reporting: PUT /subscriptions/{sub}/providers/Microsoft.Impact/workloadImpacts/
+        {impactName} (https://learn.microsoft.com/en-us/azure/azure-impact-reporting/
+        guest-health-impact-report, "REST client reporting"). As documented there: field names are
+        case sensitive; startDateTime, impactCategory, impactDescription, impactedResourceId and
+        additionalProperties.PhysicalHostName are required; an HPC category starts with
+        "Resource.Hpc"; 200 means accepted; a failed validation is a 4xx with a message (the page
+        names no code: 400 BadRequest here); reusing an impact name does not get 200 (the page
+        names no code: 409 Conflict here). Accepted reports are kept in `impacts`."""
+        name = path.rstrip("/").rsplit("/", 1)[1]
+        if name in self.impacts:
+            return 409, {}, _err("Conflict", f"workload impact '{name}' already exists")
+        doc = json.loads(body or b"{}")
+        props = doc.get("properties") or {}
+        extra = props.get("additionalProperties") or {}
+        missing = [k for k in ("startDateTime", "impactCategory", "impactDescription", "impactedResourceId")
+                   if not props.get(k)] + ([] if extra.get("PhysicalHostName") else ["PhysicalHostName"])
+        if missing:
+            return 400, {}, _err("BadRequest", f"missing required fields: {', '.join(missing)}")
+        if not str(props["impactCategory"]).startswith("Resource.Hpc"):
+            return 400, {}, _err("BadRequest", f"impactCategory '{props['impactCategory']}' is not an HPC category")
+        self.impacts[name] = doc
+        return 200, {}, {"id": path, "name": name, "type": "Microsoft.Impact/workloadImpacts", **doc}
 
     def _missing(self, low: str) -> dict[str, Any]:
         """The 404 body of a GET on something absent. Each resource provider names its 404

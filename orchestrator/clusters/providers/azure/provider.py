@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 from datetime import datetime
-from typing import Any, Callable, Collection, Sequence
+from typing import Any, Callable, Collection, Mapping, Sequence
 
 from orchestrator import paths
 from orchestrator.clusters.planner import plan_azure
@@ -34,7 +34,7 @@ from orchestrator.clusters.providers.azure.owner import foreign, signed_in
 from orchestrator.clusters.providers.azure.teardown import SweepItem, delete_cluster, tagged
 from orchestrator.clusters.providers.azure.teardown import sweep as _sweep
 from orchestrator.clusters.providers.azure.up import LRO_FILE, UpOptions, UpRun
-from orchestrator.clusters.providers.base import CloudNode, CloudView, ProviderBase
+from orchestrator.clusters.providers.base import CloudNode, CloudView, HostReport, ProviderBase
 from orchestrator.clusters.remote import SshRunner
 from orchestrator.clusters.specs import ClusterSpec
 from orchestrator.clusters.catalog import lookup
@@ -58,7 +58,7 @@ class AzureProvider(ProviderBase):
 
     name = "azure"
     caps = Capabilities(spends_money=True, expires=True, restores_capacity=True, live_node_states=True,
-                        shell=True, replaces_nodes=True, resizes=True) | SlurmLauncher.caps
+                        shell=True, replaces_nodes=True, resizes=True, reports_hosts=True) | SlurmLauncher.caps
 
     def __init__(self, clients: AzureClients | None = None, *,
                  progress: Callable[[ProgressEvent], None] | None = None,
@@ -253,6 +253,53 @@ class AzureProvider(ProviderBase):
         if described is None:
             raise ProvisionError(f"Azure cluster '{cluster.name}' is gone after the resize")
         return described
+
+    def report_unhealthy(self, cluster: Cluster, reasons: Mapping[str, str]) -> list[HostReport]:
+        """Report each drained node to Azure Guest Health Reporting (azure/guest_health.py, with
+        the documentation cited): its VM's resource id, the physical host name its cloud-init
+        saved from Hyper-V KVP, a documented HPC category. One result per node; a node without
+        a physical host name is skipped, an ARM refusal (e.g. a subscription not allow-listed
+        for the preview) is that node's "failed"."""
+        from orchestrator.clusters.providers.azure import guest_health as ghr
+        from orchestrator.clusters.providers.azure import heal
+        from orchestrator.errors import AzbenchError
+        clients, rg = self._clients_for(cluster.name, cluster), _rg(cluster)
+        sets = heal.read_sets(clients, rg, cluster.properties_as(AzureProps).scale_sets)
+        physical = self._physical_hosts(cluster, list(reasons))
+        has_ib = bool(lookup(cluster.sku).ib_links)
+        out: list[HostReport] = []
+        for node, reason in reasons.items():
+            category = ghr.category(reason, has_ib)
+            if not physical.get(node):
+                out.append(HostReport(node, "skipped", f"no PhysicalHostName for {node} in "
+                                      f"{ghr.HOSTS_DIR} (its Hyper-V KVP had none)", category))
+                continue
+            view, instance = heal.find_host(sets, node, cluster.name)
+            resource = (f"/subscriptions/{clients.subscription_id}/resourceGroups/{rg}/providers/"
+                        f"Microsoft.Compute/virtualMachineScaleSets/{view.name}/virtualMachines/{instance}")
+            name = ghr.impact_name(cluster.name, node)
+            body = ghr.impact_body(start=ghr.now(), category=category, description=f"azbench health gate: {reason}",
+                                   resource_id=resource, physical_host=physical[node])
+            try:
+                ghr.report(clients, name, body)
+            except AzbenchError as exc:
+                out.append(HostReport(node, "failed", exc.message, category))
+                continue
+            out.append(HostReport(node, "reported", name, category))
+        return out
+
+    def _physical_hosts(self, cluster: Cluster, nodes: Sequence[str]) -> dict[str, str]:
+        """{node: physical host name} from the files the nodes' cloud-init wrote on /shared."""
+        from orchestrator.clusters.providers.azure.guest_health import HOSTS_DIR
+        out: dict[str, str] = {}
+        with self.connect(cluster) as access:
+            assert access.shell is not None
+            for node in nodes:
+                try:
+                    out[node] = access.shell.read(f"{HOSTS_DIR}/{node}.physical").decode().strip()
+                except Exception:  # noqa: BLE001 - no file: the node had no KVP value
+                    continue
+        return out
 
     def _retire(self, cluster: Cluster, nodes: Sequence[str], reason: str) -> None:
         if self.join_timeout_s <= 0:
