@@ -4,7 +4,8 @@ Every VM ARM creates boots the real cloud-init on azbench's customData in its ow
 (testsupport/vm_emulator.py). One cluster, one test (a boot-mode `up` is the expensive part):
 `up` of a D4s_v5 head + 3 nodes, waiting until Slurm is idle; SSH to the head with the host key
 pinned from cloud-init (a wrong pin is refused); self-healing (issue 23): `health --replace`
-with one injected bad node drains it, deletes its scale-set instance in ARM (delete instances),
+with one injected bad node drains it (and, with --report-to-azure, skips the Guest Health
+report an emulated VM cannot make: no Hyper-V KVP), deletes its scale-set instance in ARM (delete instances),
 restores the set's capacity, and the new VM boots through the same cloud-init and joins Slurm
 under its new computer name (a FUTURE slot of slurm.conf) and passes its gate; `run smoke
 --nodes 3` through Slurm into the results store; `status` shows the nodes; `resize` 3 -> 4 -> 2
@@ -122,11 +123,15 @@ def test_up_heal_run_resize_status_down_on_emulated_vms(booting_fake, tmp_path):
     # -- replace: the gate drains the bad node; ARM deletes its instance and makes a new one.
     bad, new = f"{SET}-000001", f"{SET}-000003"  # the next instance id: Azure never reuses one
     mark = len(fake.log)
-    health = timed("health --replace", "health", "reh", "--replace", "--json",
+    health = timed("health --replace", "health", "reh", "--replace", "--report-to-azure", "--json",
                    extra={"AZBENCH_HEALTH_BAD_NODES": bad})
     assert health.code == 0, health.out + health.err
     report = json.loads(health.out)
     assert report["drained"] == [bad]
+    # Guest Health Reporting needs the host's name from Hyper-V KVP, which an emulated VM lacks.
+    [ghr] = report["reported"]
+    assert (ghr["node"], ghr["status"]) == (bad, "skipped") and "PhysicalHostName" in ghr["detail"]
+    assert fake.impacts == {}
     [rep] = report["replacements"]
     assert (rep["node"], rep["new_node"], rep["status"]) == (bad, new, "replaced")
     deletes = [e for e in fake.log[mark:] if e.method == "POST" and e.path.endswith(f"{SET}/delete")]
