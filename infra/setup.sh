@@ -8,11 +8,11 @@ cd "$(dirname "$0")/.."
 SUDO=""
 if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
 
-echo "==> Debian packages (slurm-wlm munge openssh-server postgresql python3-venv cloud-init chromium nodejs)"
+echo "==> Debian packages (slurm-wlm munge openssh-server postgresql python3-venv cloud-init sudo chromium nodejs)"
 $SUDO apt-get update -q
 DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends \
   slurm-wlm munge openssh-server openssh-client postgresql python3 python3-venv python3-dev \
-  procps iproute2 cloud-init chromium chromium-driver >/dev/null
+  procps iproute2 cloud-init sudo chromium chromium-driver >/dev/null
 # Azurite (the Blob Storage emulator) comes from npm. Where Node.js is already installed from
 # NodeSource (its nodejs bundles npm and conflicts with Debian's npm), use it as it is.
 if ! command -v npm >/dev/null; then

@@ -1,11 +1,18 @@
 """The Azure path end to end: the real SDKs and CLI against the booting fake ARM server.
 
 Every VM ARM creates boots the real cloud-init on azbench's customData in its own namespaces
-(testsupport/vm_emulator.py). Covers: `up` of a D4s_v5 head + 2 nodes, waiting until Slurm is idle;
-SSH to the head with the host key pinned from cloud-init (a wrong pin is refused); `run smoke
---nodes 1,2` through Slurm into the results store; `status` shows the nodes; `down` stops every
-emulated VM process and leaves the fake empty. A failing boot step fails `up` with one line
-naming the VM and the step. Needs root and network namespaces; skips with the reason otherwise.
+(testsupport/vm_emulator.py). One cluster, one test (a boot-mode `up` is the expensive part):
+`up` of a D4s_v5 head + 3 nodes, waiting until Slurm is idle; SSH to the head with the host key
+pinned from cloud-init (a wrong pin is refused); self-healing (issue 23): `health --replace`
+with one injected bad node drains it (and, with --report-to-azure, skips the Guest Health
+report an emulated VM cannot make: no Hyper-V KVP), deletes its scale-set instance in ARM (delete instances),
+restores the set's capacity, and the new VM boots through the same cloud-init and joins Slurm
+under its new computer name (a FUTURE slot of slurm.conf) and passes its gate; `run smoke
+--nodes 3` through Slurm into the results store; `status` shows the nodes; `resize` 3 -> 4 -> 2
+with ARM's instances and Slurm's idle nodes matching each time (a shrink under a running job is
+refused without --force); `down` stops every emulated VM process and leaves the fake empty. A
+failing boot step fails `up` with one line naming the VM and the step. Needs root and network
+namespaces; skips with the reason otherwise.
 """
 
 from __future__ import annotations
@@ -31,7 +38,7 @@ needs_vms = pytest.mark.skipif(REASON is not None, reason=REASON or "")
 SPEC = """name: {name}
 provider: azure
 sku: d4s_v5
-nodes: 2
+nodes: 3
 region: eastus
 azure:
   polling_interval: 0.2
@@ -53,21 +60,54 @@ def _vm_pids(fake: FakeArm) -> list[int]:
     return [pid for name in list(fake.fabric.vms) for pid in fake.fabric.live_pids(name)]
 
 
+SET = "reh-cpu-00"
+
+
+def _instances(fake: FakeArm) -> list[str]:
+    """The scale set's VMs (computer names) as ARM lists them, checked against the VMs running."""
+    booted = sorted(n for n in fake.fabric.vms if n.startswith(SET))
+    key = fake._vmss_key(SET)
+    listed = [f"{SET}_{i}" for i in fake.instances.get(key, range(fake.resources[key]["sku"]["capacity"]))]
+    assert sorted(listed) == booted, "ARM's instances and the running VMs differ"
+    return sorted(f"{SET}-{int(n.rsplit('_', 1)[1]):06d}" for n in booted)
+
+
+def _sinfo(fake: FakeArm) -> dict[str, str]:
+    out = fake.fabric.exec("reh-head", ["sinfo", "-h", "-N", "-o", "%N %T"])
+    assert out.returncode == 0, out.stderr
+    return dict(line.split() for line in out.stdout.splitlines())
+
+
+def _wait_sinfo(fake: FakeArm, done, tries: int = 100) -> None:
+    """Poll sinfo on the head until done(states) (at most tries x 0.2 s; the caller asserts)."""
+    for _ in range(tries):
+        if done(set(_sinfo(fake).values())):
+            return
+        time.sleep(0.2)
+
+
+@pytest.mark.integration
 @needs_vms
-def test_up_run_status_down_on_emulated_vms(booting_fake, tmp_path):
+def test_up_heal_run_resize_status_down_on_emulated_vms(booting_fake, tmp_path):
     fake, home = booting_fake, tmp_path / "home"
     env = env_for(fake, fake.fabric.gateway)
     spec = tmp_path / "rehearsal.yaml"
     spec.write_text(SPEC.format(name="reh"))
     timings = {}
 
-    t0 = time.monotonic()
-    up = azbench("up", "-f", str(spec), "--yes", home=home, env=env, timeout=600)
-    timings["up"] = time.monotonic() - t0
+    def timed(label: str, *args: str, timeout: float = 600, extra: dict | None = None):
+        t0 = time.monotonic()
+        try:
+            return azbench(*args, home=home, env={**env, **(extra or {})}, timeout=timeout)
+        finally:
+            timings[label] = time.monotonic() - t0
+
+    up = timed("up", "up", "-f", str(spec), "--yes")
     assert up.code == 0, up.err
-    assert "cluster 'reh' up: 2 x Standard_D4s_v5" in up.out
-    assert sorted(fake.fabric.vms) == ["reh-cpu-00_0", "reh-cpu-00_1", "reh-head"]
+    assert "cluster 'reh' up: 3 x Standard_D4s_v5" in up.out
+    assert sorted(fake.fabric.vms) == ["reh-cpu-00_0", "reh-cpu-00_1", "reh-cpu-00_2", "reh-head"]
     assert all(fake.fabric.boot_state(n) == {"stage": "done", "rc": 0} for n in fake.fabric.vms)
+    assert _instances(fake) == sorted(_sinfo(fake)) == [f"{SET}-00000{i}" for i in range(3)]
     pids = _vm_pids(fake)
     assert pids, "the emulated VMs run processes"
 
@@ -80,27 +120,68 @@ def test_up_run_status_down_on_emulated_vms(booting_fake, tmp_path):
     assert served == injected
     _assert_wrong_pin_is_refused(cdir, head_ip)
 
-    t0 = time.monotonic()
-    run = azbench("run", "smoke", "--nodes", "1,2", "--json", home=home, env=env, timeout=900)
-    timings["run"] = time.monotonic() - t0
+    # -- replace: the gate drains the bad node; ARM deletes its instance and makes a new one.
+    bad, new = f"{SET}-000001", f"{SET}-000003"  # the next instance id: Azure never reuses one
+    mark = len(fake.log)
+    health = timed("health --replace", "health", "reh", "--replace", "--report-to-azure", "--json",
+                   extra={"AZBENCH_HEALTH_BAD_NODES": bad})
+    assert health.code == 0, health.out + health.err
+    report = json.loads(health.out)
+    assert report["drained"] == [bad]
+    # Guest Health Reporting needs the host's name from Hyper-V KVP, which an emulated VM lacks.
+    [ghr] = report["reported"]
+    assert (ghr["node"], ghr["status"]) == (bad, "skipped") and "PhysicalHostName" in ghr["detail"]
+    assert fake.impacts == {}
+    [rep] = report["replacements"]
+    assert (rep["node"], rep["new_node"], rep["status"]) == (bad, new, "replaced")
+    deletes = [e for e in fake.log[mark:] if e.method == "POST" and e.path.endswith(f"{SET}/delete")]
+    assert len(deletes) == 1, "the bad instance is deleted through delete instances"
+    assert _instances(fake) == sorted(_sinfo(fake)) == [f"{SET}-000000", f"{SET}-000002", new]
+    assert set(_sinfo(fake).values()) == {"idle"}
+    arm = sum(1 for e in fake.log[mark:] if e.path.lower().startswith("/subscriptions/"))
+
+    run = timed("run", "run", "smoke", "--nodes", "3", "-p", "target=0.6", "--poll", "0.3", "--json", timeout=900)
     assert run.code == 0, run.err
     rows = json.loads(run.out)
     runs = rows["runs"] if isinstance(rows, dict) else rows
-    assert sorted((r["nodes"], r["state"]) for r in runs) == [(1, "succeeded"), (2, "succeeded")]
+    assert [(r["nodes"], r["state"]) for r in runs] == [(3, "succeeded")]
     results = azbench("results", "list", "--json", home=home, env=env)
     assert results.code == 0 and "smoke" in results.out
 
     status = azbench("status", "reh", "--json", home=home, env=env)
     assert status.code == 0, status.err
-    assert "reh-cpu-00-000000" in status.out and "reh-cpu-00-000001" in status.out and "idle" in status.out
+    assert new in status.out and bad not in status.out and "idle" in status.out
 
-    t0 = time.monotonic()
-    down = azbench("down", "reh", home=home, env=env, timeout=600)
-    timings["down"] = time.monotonic() - t0
+    # -- resize 3 -> 4: the next instance id, a FUTURE slot that turns idle.
+    grow = timed("resize 4", "resize", "reh", "--nodes", "4", "--json")
+    assert grow.code == 0, grow.err
+    four = _instances(fake)
+    assert json.loads(grow.out)["after"] == 4 and len(four) == 4 and f"{SET}-000004" in four
+    assert sorted(_sinfo(fake)) == four and set(_sinfo(fake).values()) == {"idle"}
+
+    # -- a job on every node: a shrink is refused without --force and changes nothing.
+    hold = fake.fabric.exec("reh-head", ["su", "azureuser", "-c", "sbatch -N 4 --wrap 'sleep 120' -o /dev/null"])
+    assert hold.returncode == 0, hold.stderr
+    _wait_sinfo(fake, lambda states: "allocated" in states)
+    refused = timed("resize refused", "resize", "reh", "--nodes", "2")
+    assert refused.code != 0 and "a job runs on" in refused.err
+    assert _instances(fake) == four
+    fake.fabric.exec("reh-head", ["scancel", "-u", "azureuser"])
+    _wait_sinfo(fake, lambda states: states == {"idle"})
+
+    # -- resize 4 -> 2: drained, retired in Slurm (FUTURE: gone from sinfo), deleted in ARM.
+    shrink = timed("resize 2", "resize", "reh", "--nodes", "2", "--json")
+    assert shrink.code == 0, shrink.err
+    removed, two = json.loads(shrink.out)["removed"], _instances(fake)
+    assert len(two) == 2 and len(removed) == 2 and not set(removed) & set(two)
+    assert sorted(_sinfo(fake)) == two and set(_sinfo(fake).values()) == {"idle"}
+
+    down = timed("down", "down", "reh")
     assert down.code == 0, down.err
     assert fake.fabric.vms == {}
     assert [k for k in fake.resources if "/providers/" in k or k.endswith("azbench-reh")] == []
     assert [p for p in pids if Path(f"/proc/{p}").exists()] == []
+    print(f"replacement: {timings['health --replace']:.1f} s (gate + replace + gate), {arm} ARM requests")
     print("wall time (s): " + ", ".join(f"{k} {v:.1f}" for k, v in timings.items()))
 
 

@@ -358,6 +358,8 @@ FIXED = ci.ClusterSecrets(admin_key_path=Path("/dev/null"), admin_public_key="ss
 CASES = {
     "h100": ("h100t", "h100", [ScaleSetPlan(name="h100t-gpu-00", vms=2, gpus=16), ScaleSetPlan(name="h100t-gpu-01", vms=1, gpus=8)]),
     "gb200": ("gbt", "gb200", [ScaleSetPlan(name="gbt-gpu-00", vms=36, gpus=144, racks=2)]),
+    # The GB200 image (Ubuntu 24.04) has Slurm 23.11: blocks; on an older Slurm, leaf switches.
+    "gb200-tree": ("gbt", "gb200", [ScaleSetPlan(name="gbt-gpu-00", vms=36, gpus=144, racks=2)]),
     "h100-spot": ("h100t", "h100", [ScaleSetPlan(name="h100t-gpu-00", vms=2, gpus=16)]),
     "d4s_v5": ("cput", "d4s_v5", [ScaleSetPlan(name="cput-cpu-00", vms=2, gpus=0)]),
 }
@@ -366,7 +368,8 @@ CASES = {
 def _rendered(case: str) -> dict[str, str]:
     name, sku, sets = CASES[case]
     row = lookup(sku)
-    return {"head": ci.head_cloud_init(name, row, sets, "10.40.0.4", "10.40.0.0/16", FIXED),
+    version = (23, 11) if case == "gb200" else (22, 5)
+    return {"head": ci.head_cloud_init(name, row, sets, "10.40.0.4", "10.40.0.0/16", FIXED, slurm_version=version),
             "node": ci.node_cloud_init(name, row, sets, "10.40.0.4", FIXED, spot=case.endswith("-spot"))}
 
 
@@ -398,7 +401,9 @@ def test_custom_data_for_2048_gb200_vms_fits_azure_limit():
     agent = agent_context("big", SUB, "azbench-big", "https://management.azure.com", 30)  # as up renders it
     text = ci.head_cloud_init("big", lookup("gb200"), sets, "10.40.0.4", "10.40.0.0/16", FIXED, expiry=agent)
     packed = base64.b64decode(ci.custom_data(text, "head"))
-    assert text.count("NodeName=") == 2048 and len(packed) <= ci.MAX_CUSTOM_DATA
+    assert text.count("State=UNKNOWN") == 2048 and len(packed) <= ci.MAX_CUSTOM_DATA
+    # Spare slots for replacement and resize: whole NVL72 racks per set, plus one (3 for 96 VMs, 2 for 32).
+    assert text.count("State=FUTURE") == 21 * 54 + 36
 
 
 def test_cli_progress_callback_reaches_the_azure_provider():

@@ -234,7 +234,9 @@ def _azure(home: Path, request: pytest.FixtureRequest) -> Harness:
             return {k for k, r in server.resources.items()
                     if (r.get("tags") or {}).get("azbench-cluster") == spec.name}
 
-    return Harness("azure", lambda: AzureProvider(clients, capacity_wait_s=0, owner="tester"), spec, owned,
+    # join_timeout_s 0 likewise: replace_node and resize change ARM and wait for no Slurm join.
+    return Harness("azure", lambda: AzureProvider(clients, capacity_wait_s=0, owner="tester", join_timeout_s=0),
+                   spec, owned,
                    requests=_arm_requests(server), credentials_used=lambda: credential.tokens)
 
 

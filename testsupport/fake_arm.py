@@ -4,8 +4,8 @@ Implements what the Azure provider uses (azure-notes.md §5.2): resource groups;
 public IPs, NICs, VMs and VM scale sets with the Azure-AsyncOperation LRO protocol; tag-filtered
 resource and resource-group lists; tags at scope (PATCH merge); resource SKUs, usages and VM
 images; scale-set instances, which `evict()` deletes or deallocates as a spot eviction would, a
-PATCH of the set's capacity adds back (new instance ids, as Azure gives) and POST .../start starts
-again; role assignments, and system-assigned VM identities whose tokens (testsupport/fake_imds.py) are
+PATCH of the set's capacity adds back (new instance ids, as Azure gives), POST .../delete deletes
+(delete instances: the capacity drops) and POST .../start starts again; role assignments, and system-assigned VM identities whose tokens (testsupport/fake_imds.py) are
 held to the scopes of their role assignments (403 AuthorizationFailed).
 Every request is logged (method, path, status). Failure switches (`Fault`) inject 429 with
 Retry-After, 500, async AllocationFailed/ZonalAllocationFailed, 409 quota OperationNotAllowed and
@@ -127,6 +127,7 @@ class FakeArm:
         self.instances: dict[str, list[int]] = {}
         self.deallocated: dict[str, set[int]] = {}
         self._next_instance: dict[str, int] = {}
+        self.impacts: dict[str, dict[str, Any]] = {}  # Guest Health Reporting, by impact name
         self.lock = threading.RLock()
         self._ids = itertools.count(1)
         self._ips = itertools.count(10)
@@ -285,6 +286,8 @@ class FakeArm:
                 op = self.ops.get(op_id)
                 frozen = op is not None and self.frozen_match in op.key
             return self._poll(op_id, frozen)
+        if "/providers/microsoft.impact/workloadimpacts/" in low and method == "PUT":
+            return self._workload_impact(path, body)
         if low.endswith("/providers/microsoft.compute/skus"):
             loc = _filter_location(query)
             return 200, {}, {"value": self.skus.get(loc, [])}
@@ -302,6 +305,8 @@ class FakeArm:
             return self._put(path, body)
         if method == "PATCH":
             return self._patch(path, body)
+        if method == "POST" and low.endswith("/delete") and "/virtualmachinescalesets/" in low:
+            return self._delete_instances(low.rsplit("/", 1)[0], body)
         if method == "POST" and low.endswith("/start") and "/virtualmachinescalesets/" in low:
             key = low.rsplit("/", 1)[0]
             self.deallocated.pop(key, None)
@@ -312,6 +317,30 @@ class FakeArm:
         if method == "DELETE":
             return self._delete(low)
         return 405, {}, _err("MethodNotAllowed", method)
+
+    def _workload_impact(self, path: str, body: bytes) -> tuple[int, dict[str, str], Any]:
+        """Guest Health Reporting: PUT /subscriptions/{sub}/providers/Microsoft.Impact/workloadImpacts/
+        {impactName} (https://learn.microsoft.com/en-us/azure/azure-impact-reporting/
+        guest-health-impact-report, "REST client reporting"). As documented there: field names are
+        case sensitive; startDateTime, impactCategory, impactDescription, impactedResourceId and
+        additionalProperties.PhysicalHostName are required; an HPC category starts with
+        "Resource.Hpc"; 200 means accepted; a failed validation is a 4xx with a message (the page
+        names no code: 400 BadRequest here); reusing an impact name does not get 200 (the page
+        names no code: 409 Conflict here). Accepted reports are kept in `impacts`."""
+        name = path.rstrip("/").rsplit("/", 1)[1]
+        if name in self.impacts:
+            return 409, {}, _err("Conflict", f"workload impact '{name}' already exists")
+        doc = json.loads(body or b"{}")
+        props = doc.get("properties") or {}
+        extra = props.get("additionalProperties") or {}
+        missing = [k for k in ("startDateTime", "impactCategory", "impactDescription", "impactedResourceId")
+                   if not props.get(k)] + ([] if extra.get("PhysicalHostName") else ["PhysicalHostName"])
+        if missing:
+            return 400, {}, _err("BadRequest", f"missing required fields: {', '.join(missing)}")
+        if not str(props["impactCategory"]).startswith("Resource.Hpc"):
+            return 400, {}, _err("BadRequest", f"impactCategory '{props['impactCategory']}' is not an HPC category")
+        self.impacts[name] = doc
+        return 200, {}, {"id": path, "name": name, "type": "Microsoft.Impact/workloadImpacts", **doc}
 
     def _missing(self, low: str) -> dict[str, Any]:
         """The 404 body of a GET on something absent. Each resource provider names its 404
@@ -380,6 +409,32 @@ class FakeArm:
         self.resources[low]["properties"]["provisioningState"] = "Deleting"
         return 202, self._start_op(low, "delete", None), None
 
+    def _delete_instances(self, key: str, body: bytes) -> tuple[int, dict[str, str], Any]:
+        """VirtualMachineScaleSets - Delete Instances: POST .../virtualMachineScaleSets/{name}/delete
+        with {"instanceIds": [...]}, answered 200 or 202 with an async operation
+        (https://learn.microsoft.com/en-us/rest/api/compute/virtual-machine-scale-sets/delete-instances;
+        azure-mgmt-compute 39's build_virtual_machine_scale_sets_delete_instances_request and
+        _delete_instances_initial, which accept [200, 202]). The instances go and the set's
+        sku.capacity drops by as many (the page's "Deletes virtual machines in a VM scale set";
+        a later capacity increase creates instances with new ids: `_resize`). An id the set does
+        not hold is refused 404 NotFound, as ARM answers for an instance that is gone. Here the
+        VMs stop at the request, not when the operation finishes."""
+        vmss = self.resources.get(key)
+        if vmss is None:
+            return 404, {}, _not_found(key)
+        wanted = [int(i) for i in (json.loads(body or b"{}").get("instanceIds") or [])]
+        ids = self._instance_ids(key)
+        missing = [i for i in wanted if i not in ids]
+        if missing:
+            return 404, {}, _err("NotFound", f"The entity was not found: instance ids {missing} of {vmss['name']}.")
+        self.instances[key] = [i for i in ids if i not in wanted]
+        vmss["sku"]["capacity"] = len(self.instances[key])
+        self.deallocated.get(key, set()).difference_update(wanted)
+        if self.fabric is not None:
+            for i in wanted:
+                self.fabric.delete(f"{vmss['name']}_{i}")
+        return 202, self._start_op(key, "action", None), None
+
     def _start_op(self, key: str, kind: str, error: dict[str, Any] | None) -> dict[str, str]:
         op_id = f"op-{next(self._ids)}"
         self.ops[op_id] = _Op(key=key, kind=kind, polls_left=self.polls_to_finish, error=error)
@@ -417,6 +472,8 @@ class FakeArm:
                 if self.resources[key]["name"].lower() not in self.sticky:
                     self._stop_vms(key)
                     del self.resources[key]
+                    for table in (self.instances, self.deallocated, self._next_instance):
+                        table.pop(key, None)  # a scale set made again under this name starts at id 0
             return
         if res is None:
             return
@@ -426,7 +483,7 @@ class FakeArm:
         if kind == "publicipaddresses":
             props["ipAddress"] = self.fabric.public_ip() if self.fabric else f"20.0.0.{next(self._ips)}"
         if self.fabric is not None and not op.error and kind in ("virtualmachines", "virtualmachinescalesets"):
-            for spec in (self._head_spec(res) if kind == "virtualmachines" else self._instance_specs(res)):
+            for spec in (self._head_spec(res) if kind == "virtualmachines" else self._instance_specs(op.key, res)):
                 self.fabric.boot(spec)
 
     # ------------------------------------------------------------ boot mode
@@ -438,7 +495,7 @@ class FakeArm:
         if kind == "virtualmachines":
             self.fabric.delete(res["name"])
         elif kind == "virtualmachinescalesets":
-            for i in range(res.get("sku", {}).get("capacity", 0)):
+            for i in self.instances.get(key, range(res.get("sku", {}).get("capacity", 0))):
                 self.fabric.delete(f"{res['name']}_{i}")
 
     def _subnet(self, subnet_id: str) -> Any:
@@ -472,7 +529,9 @@ class FakeArm:
                        custom_data=os_profile.get("customData", ""), admin_user=os_profile["adminUsername"],
                        ssh_keys=_keys(os_profile), size=size, vcpus=self._vcpus(size))]
 
-    def _instance_specs(self, vmss: dict[str, Any]) -> list[Any]:
+    def _instance_specs(self, key: str, vmss: dict[str, Any]) -> list[Any]:
+        """The instances of the set not yet booted: by instance id, so a capacity PATCH after a
+        delete boots only the new ids (the ones `_resize` handed out), each with a new address."""
         from testsupport.vm_emulator import VmSpec
         profile = vmss["properties"]["virtualMachineProfile"]
         os_profile = profile["osProfile"]
@@ -483,7 +542,7 @@ class FakeArm:
                        prefix_len=net.prefixlen, public_ip=None, custom_data=os_profile.get("customData", ""),
                        admin_user=os_profile["adminUsername"], ssh_keys=_keys(os_profile), size=size,
                        vcpus=self._vcpus(size))
-                for i in range(vmss["sku"].get("capacity", 0))]
+                for i in self._instance_ids(key) if f"{vmss['name']}_{i}" not in self.fabric.vms]
 
     def _dhcp(self, net: Any) -> str:
         """The next dynamic address of the subnet: Azure keeps .0-.3; static ones are skipped."""

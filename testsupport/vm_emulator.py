@@ -335,7 +335,8 @@ def can_emulate() -> str | None:
     """None when VMs can be emulated here, else the reason (for pytest.skip)."""
     if os.geteuid() != 0:
         return "the VM emulator needs root (network, mount and PID namespaces)"
-    for tool in ("ip", "unshare", "nsenter", "cloud-init", "sshd", "slurmctld", "slurmd", "munged"):
+    # sudo: Azure's images have it and azbench changes Slurm node states through it as the admin user.
+    for tool in ("ip", "unshare", "nsenter", "cloud-init", "sshd", "slurmctld", "slurmd", "munged", "sudo"):
         if shutil.which(tool, path="/usr/sbin:/usr/bin:/sbin:/bin") is None:
             return f"the VM emulator needs {tool} (infra/setup.sh installs it)"
     probe = f"azbprobe-{os.getpid()}"

@@ -23,6 +23,9 @@ def health(
                                  "under a new name, gate it and return it to service."),
     max_replacements: int = typer.Option(4, "--max-replacements", min=0,
                                          help="At most this many replacements now (also at most 8 per hour)."),
+    report_to_azure: bool = typer.Option(False, "--report-to-azure", help="Before replacing, report each "
+                                         "drained node to Azure Guest Health Reporting (preview; the "
+                                         "subscription must be allow-listed)."),
     as_json: bool = JsonOpt,
 ) -> None:
     """Per-node checks, group collectives and a throughput probe; drain the nodes that fail
@@ -41,7 +44,11 @@ def health(
             return
         report = fleet_gate.gate_cluster(cluster, access, only=nodes, tolerance=tolerance,
                                          drain_bad=not no_drain)
-        healed = None
+        healed, reported = None, []
+        if report_to_azure and report.drained:
+            from orchestrator.runs import fleet_replace
+            with open_store() as store:
+                reported = lifecycle.report_unhealthy(cluster, fleet_replace.reasons(report), store)
         if replace and report.drained:
             from orchestrator.runs import fleet_replace
             with open_store() as store:
@@ -53,9 +60,12 @@ def health(
         emit_json({**report.__dict__, "verdicts": [v.__dict__ for v in report.verdicts],
                    "bad_nodes": report.bad_nodes,
                    "replacements": [r.__dict__ for r in (healed.replacements if healed else [])],
-                   "replace_capped": healed.capped if healed else []})
+                   "replace_capped": healed.capped if healed else [],
+                   "reported": [r.__dict__ for r in reported]})
     else:
         _render(report)
+        for r in reported:
+            sys.stdout.write(f"reported to Azure: {r.node} {r.status} ({r.detail})\n")
         if healed:
             _render_replacements(healed)
     unhealed = set(report.bad_nodes) - {r.node for r in replaced}

@@ -9,7 +9,7 @@ The cluster record is written before the action it describes (so a crash leaves 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Any, Callable
@@ -22,7 +22,7 @@ from orchestrator.errors import (AzbenchError, ConfigError, MissingCapability, N
 from orchestrator.models import Cluster, ClusterState, Plan, utcnow
 
 if TYPE_CHECKING:
-    from orchestrator.clusters.providers.base import CloudView, Provider
+    from orchestrator.clusters.providers.base import CloudView, HostReport, Provider
     from orchestrator.seams import Access, Capabilities
     from orchestrator.store.database import Store
     from orchestrator.store.schema import ClusterRow
@@ -295,6 +295,19 @@ def replace_node(cluster: Cluster, node: str, store: Store) -> tuple[Cluster, st
     current = current.model_copy(update={"created_at": cluster.created_at})
     store.save_cluster(current)
     return current, new
+
+
+def report_unhealthy(cluster: Cluster, reasons: Mapping[str, str], store: Store) -> list[HostReport]:
+    """Report drained nodes (node -> reason) to the cloud as faulty hosts (MissingCapability
+    where the provider has no documented way); one `host_reported` event per node."""
+    from orchestrator.store.schema import EventRow
+    results = get_provider(cluster.provider).report_unhealthy(cluster, reasons)
+    for r in results:
+        store.add_event(EventRow(kind="host_reported", cluster=cluster.name,
+                                 message=f"{r.node}: {r.status} ({r.detail})",
+                                 data={"node": r.node, "status": r.status, "detail": r.detail,
+                                       "category": r.category}))
+    return results
 
 
 @dataclass(frozen=True)

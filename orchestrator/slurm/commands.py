@@ -105,6 +105,24 @@ def retire_argv(nodes: Sequence[str], binary: str = "scontrol") -> list[str]:
     return [binary, "update", f"nodename={','.join(nodes)}", "state=FUTURE"]
 
 
+def retire(nodes: Sequence[str], reason: str, tries: int = 50) -> str:
+    """Shell text: DOWN (ends a job still on the nodes), then FUTURE, retried every 0.2 s while
+    the job is leaving (Slurm refuses FUTURE for a node that still holds one)."""
+    down, future = shlex.join(down_argv(nodes, reason)), shlex.join(retire_argv(nodes))
+    return (f"{down} && for i in $(seq {tries}); do {future} 2>/dev/null && exit 0; sleep 0.2; done; "
+            f"{future}")
+
+
+def as_admin(cmd: str, prefix: str) -> str:
+    """`cmd` run through `prefix` (e.g. "sudo -n") as one shell, or `cmd` itself without one."""
+    return f"{prefix} sh -c {q(cmd)}" if prefix else cmd
+
+
+def reconfigure() -> str:
+    """slurmctld and every slurmd re-read slurm.conf and topology.conf (scontrol(1) "reconfigure")."""
+    return "scontrol reconfigure"
+
+
 def topology() -> str:
     return "scontrol show topology"
 

@@ -23,7 +23,7 @@ from orchestrator.models import AttemptSpec, Cluster, ExecResult, JobRef, JobSta
 from orchestrator.paths import RunLayout, safe_local_path
 from orchestrator.paths import templates_dir as default_templates
 from orchestrator.seams import Capabilities, Runner, command_line
-from orchestrator.slurm import commands
+from orchestrator.slurm import commands, topology
 from orchestrator.slurm.batch import parse_sbatch_id, render_sbatch
 from orchestrator.slurm.conf import compress_hostlist
 from orchestrator.slurm.states import SlurmRow, map_state, parse_jobs, parse_leaf_switches, parse_sinfo
@@ -40,9 +40,14 @@ class SlurmLauncher:
     backend = "slurm"
     caps = Capabilities(live_logs=True, health_gate=True, node_control=True)
 
-    def __init__(self, runner: Runner, cluster: Cluster, templates_dir: Path | None = None) -> None:
+    def __init__(self, runner: Runner, cluster: Cluster, templates_dir: Path | None = None, *,
+                 admin: str = "") -> None:
         self.runner = runner
         self.cluster = cluster
+        # Prefix of the node-state changes (drain, resume, retire): Slurm lets only root and
+        # SlurmUser change a node (scontrol(1), "update"); on a cloud head azbench logs in as the
+        # admin user, so "sudo -n". Empty where azbench runs as SlurmUser (the local cluster).
+        self.admin = admin
         self.templates_dir = templates_dir or default_templates()
         self.sacct_calls = 0
         self.squeue_calls = 0
@@ -167,7 +172,7 @@ class SlurmLauncher:
         """Drain each node with its reason, in one shell call; the nodes drained."""
         if not reasons:
             return []
-        result = self._run(commands.drain(reasons), timeout=120)
+        result = self._run(commands.as_admin(commands.drain(reasons), self.admin), timeout=120)
         if not result.ok:
             raise LaunchError(f"draining {', '.join(reasons)} failed: {_last_line(result.stderr)}")
         return list(reasons)
@@ -179,7 +184,7 @@ class SlurmLauncher:
                 raise ConfigError(f"{node!r} is not a node name")
         if not nodes:
             return
-        result = self._run(commands.resume(nodes))
+        result = self._run(commands.as_admin(commands.resume(nodes), self.admin))
         if result.ok:
             return
         message = _last_line(result.stderr)
@@ -188,6 +193,38 @@ class SlurmLauncher:
         if "invalid node state" in message.lower():
             raise ConfigError(f"{', '.join(nodes)} is not drained or down (nothing to return)")
         raise LaunchError(f"returning {', '.join(nodes)} to service failed: {message}")
+
+    def retire(self, nodes: Sequence[str], reason: str) -> None:
+        """Take nodes out of the cluster for good (their VMs are gone or going): DOWN, which ends
+        a job still there, then FUTURE once it has left (commands.retire). LaunchError if Slurm
+        refuses."""
+        if not nodes:
+            return
+        result = self._run(commands.as_admin(commands.retire(nodes, reason), self.admin), timeout=120)
+        if not result.ok:
+            raise LaunchError(f"retiring {', '.join(nodes)} in Slurm failed: "
+                              f"{_last_line(result.stderr or result.stdout)}")
+
+    def swap_topology(self, old: str, new: str, paths: Sequence[str]) -> bool:
+        """Put `new` where `old` was in topology.conf (its NVLink block or leaf switch;
+        slurm/topology.swap), in each of `paths` (the head's copy and the shared one the nodes
+        read), then `scontrol reconfigure`. False when the first file does not exist."""
+        try:
+            text = self.runner.read(paths[0]).decode()
+        except Exception:  # noqa: BLE001 - no topology file: nothing to move
+            return False
+        swapped = topology.swap(text, old, new)
+        staged = f"/tmp/azbench-topology-{new}.conf"
+        with tempfile.TemporaryDirectory(prefix="azbench-topology-") as tmp:
+            local = Path(tmp) / "topology.conf"
+            local.write_text(swapped)
+            self.runner.put(local, staged)
+        installs = " && ".join(f"install -m 0644 {shlex.quote(staged)} {shlex.quote(p)}" for p in paths)
+        result = self._run(commands.as_admin(f"{installs} && {commands.reconfigure()}", self.admin), timeout=120)
+        if not result.ok:
+            raise LaunchError(f"moving {new} into {old}'s place in topology.conf failed: "
+                              f"{_last_line(result.stderr or result.stdout)}")
+        return True
 
     def leaf_switches(self) -> dict[str, list[str]]:
         """Each leaf switch and the cluster's nodes under it. The topology may also list spare

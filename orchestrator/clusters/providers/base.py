@@ -7,7 +7,7 @@ tests/test_contracts_providers.py: `plan` is pure, `up` is idempotent, `describe
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Protocol, TypedDict
@@ -26,6 +26,17 @@ class CloudNode(TypedDict):
     name: str
     scale_set: str
     state: str
+
+
+@dataclass(frozen=True)
+class HostReport:
+    """One node reported to the cloud as faulty: `status` "reported", "skipped" or "failed",
+    `detail` the report's name or why not, `category` what it was reported as."""
+
+    node: str
+    status: str
+    detail: str
+    category: str = ""
 
 
 @dataclass(frozen=True)
@@ -124,6 +135,11 @@ class Provider(Protocol):
         CapacityError when growing needs more than the provider can get (its quota)."""
         ...
 
+    def report_unhealthy(self, cluster: Cluster, reasons: Mapping[str, str]) -> list[HostReport]:
+        """Report each drained node (node -> the gate's reason) to the cloud as a faulty host;
+        one result per node (capability `reports_hosts`)."""
+        ...
+
 
 class ProviderBase:
     """The answers of a provider that lacks an optional capability: MissingCapability, typed."""
@@ -158,6 +174,10 @@ class ProviderBase:
     def replace_node(self, cluster: Cluster, node: str, timeout_s: float | None = None) -> str:
         raise MissingCapability(cluster.name, self.name, "replace a node",
                                 hint="drain it (`azbench health`) and replace it by hand")
+
+    def report_unhealthy(self, cluster: Cluster, reasons: Mapping[str, str]) -> list[HostReport]:
+        raise MissingCapability(cluster.name, self.name, "report a faulty host to its cloud",
+                                hint="only Azure documents a way (Guest Health Reporting)")
 
     def resize(self, cluster: Cluster, nodes: int, remove: Sequence[str] = (),
                timeout_s: float | None = None) -> Cluster:

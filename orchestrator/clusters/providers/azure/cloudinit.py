@@ -4,8 +4,9 @@
 the head's SSH host key pair (injected through cloud-init, so known_hosts is pinned at `up`) and
 the munge key. `head_cloud_init` / `node_cloud_init` render templates/cloud-init-*.yaml.j2 with
 the same slurm.conf template as the local provider and a topology from the scale sets (one IB
-switch per scale set; GB200: one Slurm block per NVL72 rack; none for CPU sizes, which have no
-IB). For CPU sizes the head also installs, once, a Python environment with CPU torch on the
+switch per scale set; GB200: one Slurm block per NVL72 rack where the image's Slurm has
+topology/block, else a leaf switch per rack (slurm/topology.py); none for CPU sizes, which have
+no IB). For CPU sizes the head also installs, once, a Python environment with CPU torch on the
 shared file system (PYTHON_ENV), which every node's recipes use. `custom_data` gzips and base64s.
 """
 
@@ -15,6 +16,7 @@ import base64
 import gzip
 import os
 import secrets as pysecrets
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -23,6 +25,7 @@ from orchestrator.errors import ProvisionError
 from orchestrator.models import ScaleSetPlan
 from orchestrator.paths import templates_dir
 from orchestrator.slurm.conf import SlurmConfParams, SlurmNode, compress_hostlist, render_slurm_conf
+from orchestrator.slurm.topology import BLOCK, rack_topology
 from orchestrator.templating import render
 
 ADMIN_KEY = "id_ed25519"
@@ -34,6 +37,8 @@ PYTHON_ENV = f"{WORKDIR}/python"  # CPU sizes: made by the head's cloud-init, sh
 TORCH_CPU_INDEX = "https://download.pytorch.org/whl/cpu"
 PARTITION = "gpu"
 SPOT_AGENT = "spot_agent.py"
+# The head's slurmctld reads the first; the nodes' /etc/slurm/topology.conf links to the second.
+TOPOLOGY_FILES = ("/etc/slurm/topology.conf", "/shared/slurm/topology.conf")
 MAX_CUSTOM_DATA = 65_535  # bytes before base64 (Azure's customData limit)
 _B36 = "0123456789abcdefghijklmnopqrstuvwxyz"
 
@@ -111,15 +116,67 @@ def computer_name_prefix(scale_set: ScaleSetPlan) -> str:
     return f"{scale_set.name}-"
 
 
+def host_of(scale_set: str, instance_id: int) -> str:
+    """The computer name of instance `instance_id` of `scale_set` (see node_hostnames)."""
+    return f"{scale_set}-{_base36(instance_id)}"
+
+
+def slot_count(scale_set: ScaleSetPlan, rack: int = 1) -> int:
+    """Instance-id slots slurm.conf defines for a scale set: its VMs plus spares in state FUTURE
+    (at least 8, a quarter of the set; where the size has NVLink racks, that in whole racks plus
+    one rack more, for a resize that grows by a rack). A replaced or
+    added VM gets the next unused instance id (Azure never reuses one), so its computer name is
+    already a Slurm node: slurmd registers it and Slurm makes the FUTURE node idle, with no
+    slurm.conf rewrite and no slurmctld restart (the local provider's finding on 22.05,
+    providers/local/provider.py). The count is kept as the scale set's azbench-slots tag."""
+    spares = max(8, scale_set.vms // 4)
+    if rack > 1:  # whole racks, and one more: a resize grows a set by whole racks
+        spares = (-(-spares // rack) + 1) * rack
+    return scale_set.vms + spares
+
+
+def spare_hostnames(scale_set: ScaleSetPlan, rack: int = 1) -> list[str]:
+    """The FUTURE slots of a fresh scale set: instance ids vms .. slot_count - 1."""
+    return [host_of(scale_set.name, i) for i in range(scale_set.vms, slot_count(scale_set, rack))]
+
+
 def head_hostname(cluster: str) -> str:
     return f"{cluster}-head"
 
 
-def slurm_params(cluster: str, head_addr: str, sku: GpuSku, sets: list[ScaleSetPlan]) -> SlurmConfParams:
-    nodes = [SlurmNode(name=h, hostname=h, addr=h, cpus=sku.vcpus, gpus=sku.gpus_per_vm)
-             for s in sets for h in node_hostnames(s)]
-    block = sku.nvlink_domain_vms > 1
-    plugin = "topology/block" if block else "topology/tree" if sku.ib_links else None
+def image_slurm(image: Mapping[str, str] | None) -> tuple[int, int] | None:
+    """The Slurm (major, minor) the node image's distribution installs, where azbench knows it:
+    Ubuntu 24.04 (the Ubuntu-HPC "2404*" skus) ships slurm-wlm 23.11 (https://manpages.ubuntu.com/
+    manpages/noble/man5/topology.conf.5.html: "Provided by: slurm-client_23.11.4-1.2ubuntu5").
+    None otherwise (Ubuntu 22.04 ships an older one): topology/tree, which every version has."""
+    sku = (image or {}).get("sku") or ""
+    return (23, 11) if sku.startswith("2404") else None
+
+
+def nvlink_racks(sku: GpuSku, sets: list[ScaleSetPlan]) -> dict[str, list[str]]:
+    """Each set's NVL72 racks by instance order, then its spare slots as spare racks."""
+    rack = max(sku.nvlink_domain_vms, 1)
+    out: dict[str, list[str]] = {}
+    for s in sets:
+        hosts, racks = node_hostnames(s), s.racks or 1
+        per_rack = s.vms // racks
+        for r in range(racks):
+            out[f"{s.name}-rack{r}"] = hosts[r * per_rack:(r + 1) * per_rack]
+        spares = spare_hostnames(s, rack)
+        for k in range(0, len(spares), rack):
+            out[f"{s.name}-spare{k // rack}"] = spares[k:k + rack]
+    return out
+
+
+def slurm_params(cluster: str, head_addr: str, sku: GpuSku, sets: list[ScaleSetPlan],
+                 slurm_version: tuple[int, int] | None = None) -> SlurmConfParams:
+    rack = max(sku.nvlink_domain_vms, 1)
+    nodes = [SlurmNode(name=h, hostname=h, addr=h, cpus=sku.vcpus, gpus=sku.gpus_per_vm, state=state)
+             for s in sets
+             for hosts, state in ((node_hostnames(s), "UNKNOWN"), (spare_hostnames(s, rack), "FUTURE"))
+             for h in hosts]
+    plugin = (rack_topology({}, slurm_version)[0] if sku.nvlink_domain_vms > 1
+              else "topology/tree" if sku.ib_links else None)
     return SlurmConfParams(
         cluster_name=cluster, controller_host=head_hostname(cluster), controller_addr=head_addr,
         state_dir="/var/spool/slurmctld", spool_dir="/var/spool/slurmd", log_dir="/var/log/slurm",
@@ -128,31 +185,35 @@ def slurm_params(cluster: str, head_addr: str, sku: GpuSku, sets: list[ScaleSetP
         topology_plugin=plugin)
 
 
-def topology(sku: GpuSku, sets: list[ScaleSetPlan]) -> tuple[list[str], str]:
-    """topology.conf lines and a one-line note saying what they model."""
+def topology(sku: GpuSku, sets: list[ScaleSetPlan],
+             slurm_version: tuple[int, int] | None = None) -> tuple[list[str], str]:
+    """topology.conf lines and a one-line note saying what they model (slurm/topology.py
+    renders the NVLink racks: blocks on Slurm >= 23.11, leaf switches before)."""
     if sku.nvlink_domain_vms > 1:
-        lines = []
-        for s in sets:
-            hosts, racks = node_hostnames(s), s.racks or 1
-            per_rack = s.vms // racks
-            lines += [f"BlockName={s.name}-rack{r} Nodes={compress_hostlist(hosts[r * per_rack:(r + 1) * per_rack])}"
-                      for r in range(racks)]
-        return lines, "one block per NVL72 rack (NVLink domain), racks by instance order"
+        plugin, lines = rack_topology(nvlink_racks(sku, sets), slurm_version)
+        if plugin == BLOCK:
+            return lines, "one block per NVL72 rack (NVLink domain), racks by instance order, then spare racks"
+        return lines, ("one leaf switch per NVL72 rack (this Slurm has no topology/block), racks by "
+                       "instance order, then spare racks")
     if not sku.ib_links:
         return [], "none: no InfiniBand on this size, Slurm's topology plugin is off"
-    lines = [f"SwitchName={s.name} Nodes={compress_hostlist(node_hostnames(s))}" for s in sets]
+    lines = [f"SwitchName={s.name} Nodes={compress_hostlist(node_hostnames(s) + spare_hostnames(s))}"
+             for s in sets]
     if len(sets) > 1:
         lines.append(f"SwitchName=top Switches={','.join(s.name for s in sets)}")
     return lines, "one switch per scale set (each scale set is one InfiniBand fabric)"
 
 
 def head_cloud_init(cluster: str, sku: GpuSku, sets: list[ScaleSetPlan], head_addr: str,
-                    subnet_cidr: str, sec: ClusterSecrets, expiry: object | None = None) -> str:
-    lines, note = topology(sku, sets)
+                    subnet_cidr: str, sec: ClusterSecrets, expiry: object | None = None,
+                    slurm_version: tuple[int, int] | None = None) -> str:
+    """`slurm_version`: the node image's Slurm (image_slurm), which picks the rack topology."""
+    lines, note = topology(sku, sets, slurm_version)
+    params = slurm_params(cluster, head_addr, sku, sets, slurm_version)
     ctx = HeadContext(cluster=cluster, host_private_key=sec.host_private_key,
                       host_public_key=sec.host_public_key, munge_key_b64=sec.munge_key_b64,
                       subnet_cidr=subnet_cidr,
-                      slurm_conf=render_slurm_conf(slurm_params(cluster, head_addr, sku, sets)).rstrip("\n"),
+                      slurm_conf=render_slurm_conf(params).rstrip("\n"),
                       topology=lines, topology_note=note, expiry=expiry,
                       python_env=None if sku.gpus_per_vm else PYTHON_ENV)
     return _render("cloud-init-head.yaml.j2", ctx)

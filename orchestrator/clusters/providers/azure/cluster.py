@@ -45,6 +45,9 @@ class Found:
     image: str | None = None
     admin_user: str = "azureuser"
     spot: ar.SpotTerms | None = None
+    # The scale-set VMs' computer names as ARM lists them (describe); None: a fresh cluster's,
+    # instance ids 0..n-1 (up). They differ once a node was replaced, added or removed.
+    hosts: tuple[str, ...] | None = None
 
 
 def to_cluster(found: Found, state: ClusterState) -> Cluster:
@@ -69,7 +72,8 @@ def to_cluster(found: Found, state: ClusterState) -> Cluster:
         spot_restore_timeout=int(restore) if found.spot and restore and restore.isdigit() else None)
     return Cluster(name=found.name, provider="azure", sku=found.sku or "unknown", nodes=nodes,
                    region=found.region, state=state,
-                   node_names=[h for s in found.sets for h in ci.node_hostnames(s)],
+                   node_names=list(found.hosts) if found.hosts is not None else
+                   [h for s in found.sets for h in ci.node_hostnames(s)],
                    partition=ci.PARTITION, workdir=ci.WORKDIR,
                    env=ci.recipe_env(row) if row else {}, ssh=ssh,
                    cost_per_hour_usd=hourly_cost(row, nodes, found.spot),

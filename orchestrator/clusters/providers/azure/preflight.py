@@ -68,6 +68,17 @@ def preflight(clients: Any, need: PreflightNeed) -> dict[str, str]:
     return image
 
 
+def quota_check(clients: Any, region: str, sku: GpuSku, new_vms: int, *, spot: bool = False) -> None:
+    """Before a live cluster grows: the family and regional vCPU quotas (usages) cover `new_vms`
+    more VMs, or CapacityError with the shortfall (one usages call)."""
+    from orchestrator.errors import CapacityError
+    need = PreflightNeed(region=region, sku=sku, new_vms=new_vms, head_size="", new_head=False, spot=spot)
+    problems = _quota_problems(clients, need, None)
+    if problems:
+        raise CapacityError(f"cannot add {new_vms} x {sku.name}: " + "; ".join(problems),
+                            hint="ask for more quota (Azure portal, Quotas) or resize to fewer nodes")
+
+
 def resolve_ingress(configured: str | None, lookup: Callable[[], str] | None = None) -> str:
     """SSH source CIDR: azure.ssh_ingress_cidr, else $AZBENCH_CALLER_IP, else lookup() (/32)."""
     if configured:

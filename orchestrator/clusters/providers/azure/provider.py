@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 from datetime import datetime
-from typing import Any, Callable, Collection
+from typing import Any, Callable, Collection, Mapping, Sequence
 
 from orchestrator import paths
 from orchestrator.clusters.planner import plan_azure
@@ -34,10 +34,11 @@ from orchestrator.clusters.providers.azure.owner import foreign, signed_in
 from orchestrator.clusters.providers.azure.teardown import SweepItem, delete_cluster, tagged
 from orchestrator.clusters.providers.azure.teardown import sweep as _sweep
 from orchestrator.clusters.providers.azure.up import LRO_FILE, UpOptions, UpRun
-from orchestrator.clusters.providers.base import CloudNode, CloudView, ProviderBase
+from orchestrator.clusters.providers.base import CloudNode, CloudView, HostReport, ProviderBase
 from orchestrator.clusters.remote import SshRunner
 from orchestrator.clusters.specs import ClusterSpec
-from orchestrator.errors import NotAvailableError
+from orchestrator.clusters.catalog import lookup
+from orchestrator.errors import CapacityError, ConfigError, NotAvailableError, ProvisionError
 from orchestrator.models import AzureProps, Cluster, ClusterState, Plan, ScaleSetPlan
 from orchestrator.seams import Access, Capabilities
 from orchestrator.slurm.launcher import SlurmLauncher
@@ -57,14 +58,17 @@ class AzureProvider(ProviderBase):
 
     name = "azure"
     caps = Capabilities(spends_money=True, expires=True, restores_capacity=True, live_node_states=True,
-                        shell=True) | SlurmLauncher.caps
+                        shell=True, replaces_nodes=True, resizes=True, reports_hosts=True) | SlurmLauncher.caps
 
     def __init__(self, clients: AzureClients | None = None, *,
                  progress: Callable[[ProgressEvent], None] | None = None,
                  caller_ip_lookup: Callable[[], str] | None = None, owner: str | None = None,
                  capacity_wait_s: float = 120.0, workers: int = 8,
-                 sleep: Callable[[float], None] | None = None) -> None:
+                 sleep: Callable[[float], None] | None = None, join_timeout_s: float = 900.0) -> None:
         self.clients = clients
+        # How long replace_node and resize wait for a new VM to boot and join Slurm; 0 (a fake
+        # ARM whose VMs do not boot, like azure.boot_timeout_s: 0) skips every Slurm step.
+        self.join_timeout_s = join_timeout_s
         self.opts = UpOptions(progress=progress, caller_ip_lookup=caller_ip_lookup, owner=owner,
                               capacity_wait_s=capacity_wait_s, workers=workers, sleep=sleep)
         self._spec: ClusterSpec | None = None
@@ -142,7 +146,8 @@ class AzureProvider(ProviderBase):
             raise NotAvailableError(f"cluster '{cluster.name}' has no SSH login recorded (its keys are "
                                     f"not in {paths.cluster_dir(cluster.name)})")
         runner = SshRunner(cluster.ssh, env=dict(cluster.env))
-        return Access(launcher=SlurmLauncher(runner, cluster), shell=runner, caps=self.caps,
+        # The admin user changes node states through sudo (slurm/launcher.py, `admin`).
+        return Access(launcher=SlurmLauncher(runner, cluster, admin="sudo -n"), shell=runner, caps=self.caps,
                       python=cluster.env.get("AZBENCH_PYTHON", "python3"), closers=[runner.close])
 
     # ------------------------------------------------------------ capabilities
@@ -187,6 +192,132 @@ class AzureProvider(ProviderBase):
         done = restore(clients, rg, planned, timeout_s=limit, wait_s=self.opts.capacity_wait_s,
                        sleep=self.opts.sleep or _sleep)
         return [h for r in done for h in r.hosts]
+
+    def replace_node(self, cluster: Cluster, node: str, timeout_s: float | None = None) -> str:
+        """Retire `node` in Slurm, delete its scale-set instance, restore the set's capacity and
+        wait until the new VM has booted through the same cloud-init and is idle in Slurm under
+        its new computer name (azure/heal.py); the new node's name."""
+        from orchestrator.clusters.providers.azure import heal
+        clients, rg = self._clients_for(cluster.name, cluster), _rg(cluster)
+        names = cluster.properties_as(AzureProps).scale_sets
+        # The node's own set only (its computer name is the set's prefix + id): requests per
+        # replacement do not grow with the number of sets.
+        mine = [s for s in names if node.startswith(f"{s}-")] or names
+        view, instance = heal.find_host(heal.read_sets(clients, rg, mine), node, cluster.name)
+        if view.room < 1:
+            raise CapacityError(f"scale set {view.name} of '{cluster.name}' has no spare Slurm slot left "
+                                f"(slurm.conf defines {view.slots or 0})",
+                                hint="`azbench down` and `up` again to get fresh slots")
+        self._retire(cluster, [node], "azbench: replaced")
+        heal.delete_instances(clients, rg, view.name, [instance])
+        after = heal.SetView(view.name, view.sku_name, view.sku_tier, view.capacity - 1, view.slots,
+                             {h: i for h, i in view.hosts.items() if h != node})
+        heal.set_capacity(clients, rg, after, view.capacity)
+        [new] = heal.new_hosts(clients, rg, [after], cluster.name)
+        self._wait_joined(cluster, [new], timeout_s)
+        if lookup(cluster.sku).nvlink_domain_vms > 1 and self.join_timeout_s > 0:
+            # NVL72: the new VM came up in a spare rack's block; it takes the old one's place.
+            with self.connect(cluster) as access:
+                launcher = access.launcher
+                assert isinstance(launcher, SlurmLauncher)
+                launcher.swap_topology(node, new, ci.TOPOLOGY_FILES)
+        return new
+
+    def resize(self, cluster: Cluster, nodes: int, remove: Sequence[str] = (),
+               timeout_s: float | None = None) -> Cluster:
+        """Grow: the vCPU quota preflight for the VMs to add, then capacity up on the sets with
+        spare Slurm slots, waiting until the new VMs are idle in Slurm. Shrink: retire `remove`
+        in Slurm (the caller drained them) and delete their instances. The cluster as described."""
+        from orchestrator.clusters.providers.azure import heal
+        from orchestrator.clusters.providers.azure.preflight import quota_check
+        clients, rg, props = self._clients_for(cluster.name, cluster), _rg(cluster), cluster.properties_as(AzureProps)
+        sets = heal.read_sets(clients, rg, props.scale_sets)
+        have = sum(len(s.hosts) for s in sets)
+        if nodes > have:
+            quota_check(clients, cluster.region or "", lookup(cluster.sku), nodes - have,
+                        spot=props.priority == "spot")
+            fresh = heal.grow(clients, rg, sets, nodes - have, cluster.name,
+                              unit=max(lookup(cluster.sku).nvlink_domain_vms, 1))
+            self._wait_joined(cluster, fresh, timeout_s)
+        elif nodes < have:
+            if len(remove) != have - nodes or len(set(remove)) != len(remove):
+                raise ConfigError(f"shrinking '{cluster.name}' to {nodes} needs {have - nodes} of its "
+                                  f"nodes to remove, got {', '.join(remove) or 'none'}")
+            where = [heal.find_host(sets, host, cluster.name) for host in remove]
+            self._retire(cluster, remove, "azbench: resize (removed)")
+            for view in sets:
+                ids = [i for v, i in where if v.name == view.name]
+                if ids:
+                    heal.delete_instances(clients, rg, view.name, ids)
+        described = self.describe(cluster.name)
+        if described is None:
+            raise ProvisionError(f"Azure cluster '{cluster.name}' is gone after the resize")
+        return described
+
+    def report_unhealthy(self, cluster: Cluster, reasons: Mapping[str, str]) -> list[HostReport]:
+        """Report each drained node to Azure Guest Health Reporting (azure/guest_health.py, with
+        the documentation cited): its VM's resource id, the physical host name its cloud-init
+        saved from Hyper-V KVP, a documented HPC category. One result per node; a node without
+        a physical host name is skipped, an ARM refusal (e.g. a subscription not allow-listed
+        for the preview) is that node's "failed"."""
+        from orchestrator.clusters.providers.azure import guest_health as ghr
+        from orchestrator.clusters.providers.azure import heal
+        from orchestrator.errors import AzbenchError
+        clients, rg = self._clients_for(cluster.name, cluster), _rg(cluster)
+        sets = heal.read_sets(clients, rg, cluster.properties_as(AzureProps).scale_sets)
+        physical = self._physical_hosts(cluster, list(reasons))
+        has_ib = bool(lookup(cluster.sku).ib_links)
+        out: list[HostReport] = []
+        for node, reason in reasons.items():
+            category = ghr.category(reason, has_ib)
+            if not physical.get(node):
+                out.append(HostReport(node, "skipped", f"no PhysicalHostName for {node} in "
+                                      f"{ghr.HOSTS_DIR} (its Hyper-V KVP had none)", category))
+                continue
+            view, instance = heal.find_host(sets, node, cluster.name)
+            resource = (f"/subscriptions/{clients.subscription_id}/resourceGroups/{rg}/providers/"
+                        f"Microsoft.Compute/virtualMachineScaleSets/{view.name}/virtualMachines/{instance}")
+            name = ghr.impact_name(cluster.name, node)
+            body = ghr.impact_body(start=ghr.now(), category=category, description=f"azbench health gate: {reason}",
+                                   resource_id=resource, physical_host=physical[node])
+            try:
+                ghr.report(clients, name, body)
+            except AzbenchError as exc:
+                out.append(HostReport(node, "failed", exc.message, category))
+                continue
+            out.append(HostReport(node, "reported", name, category))
+        return out
+
+    def _physical_hosts(self, cluster: Cluster, nodes: Sequence[str]) -> dict[str, str]:
+        """{node: physical host name} from the files the nodes' cloud-init wrote on /shared."""
+        from orchestrator.clusters.providers.azure.guest_health import HOSTS_DIR
+        out: dict[str, str] = {}
+        with self.connect(cluster) as access:
+            assert access.shell is not None
+            for node in nodes:
+                try:
+                    out[node] = access.shell.read(f"{HOSTS_DIR}/{node}.physical").decode().strip()
+                except Exception:  # noqa: BLE001 - no file: the node had no KVP value
+                    continue
+        return out
+
+    def _retire(self, cluster: Cluster, nodes: Sequence[str], reason: str) -> None:
+        if self.join_timeout_s <= 0:
+            return  # no Slurm to talk to (see join_timeout_s)
+        with self.connect(cluster) as access:
+            launcher = access.launcher
+            assert isinstance(launcher, SlurmLauncher)
+            launcher.retire(nodes, reason)
+
+    def _wait_joined(self, cluster: Cluster, hosts: Sequence[str], timeout_s: float | None) -> None:
+        """Until `hosts` are idle in Slurm (boot.wait_booted on just them), or ProvisionError
+        naming the VM whose boot step failed, or what is missing at the deadline."""
+        limit = self.join_timeout_s if timeout_s is None else timeout_s
+        if self.join_timeout_s <= 0 or limit <= 0:
+            return
+        from orchestrator.clusters.providers.azure.boot import wait_booted
+        wait_booted(cluster.model_copy(update={"node_names": list(hosts)}), ci.head_hostname(cluster.name),
+                    timeout_s=limit, poll_s=1.0, progress=self._boot_progress)
 
     # ------------------------------------------------------------ helpers
     def _clients_for_spec(self, spec: ClusterSpec) -> AzureClients:
@@ -238,6 +369,8 @@ def _described(name: str, rg: Any, sets: list[Any], clients: Any) -> Cluster:
     profile = getattr(ours[0], "virtual_machine_profile", None) if ours else None
     storage = getattr(profile, "storage_profile", None)
     ref = getattr(storage, "image_reference", None)
+    from orchestrator.clusters.providers.azure.spot import read_set
+    hosts = tuple(h for s in ours for h in read_set(clients, rg.name, s.name).hosts)
     found = Found(name=name, region=ours[0].location if ours else rg.location, resource_group=rg.name,
                   tags=rg.tags or {}, subscription_id=clients.subscription_id, arm_endpoint=clients.base_url,
                   sku=ours[0].sku.name if ours else None,
@@ -245,8 +378,12 @@ def _described(name: str, rg: Any, sets: list[Any], clients: Any) -> Cluster:
                   head_ip=getattr(pip.model, "ip_address", None) if pip else None,
                   head_private_ip=getattr(configs[0], "private_ip_address", None) if configs else None,
                   image=image_text({k: getattr(ref, k, None) for k in ("id", *IMAGE_PARTS)}) if ref else None,
-                  admin_user=_admin(ours), spot=spot_terms(profile) if profile else None)
+                  admin_user=_admin(ours), spot=spot_terms(profile) if profile else None, hosts=hosts)
     return to_cluster(found, state)
+
+
+def _rg(cluster: Cluster) -> str:
+    return cluster.properties_as(AzureProps).resource_group or f"azbench-{cluster.name}"
 
 
 def _sleep(seconds: float) -> None:

@@ -36,6 +36,8 @@ TAG_INSTALL = "azbench-installation"
 # When the first `up` created the cluster, and (spot only) how long a restore waits for evicted
 # capacity: describe() reads both back from the resource group, like owner and expiry.
 TAG_CREATED, TAG_SPOT_RESTORE = "azbench-created", "azbench-spot-restore-s"
+# On each scale set: how many instance-id slots (0..n-1) its slurm.conf defines (cloudinit.slot_count).
+TAG_SLOTS = "azbench-slots"
 STAMP = "%Y-%m-%dT%H:%M:%SZ"
 # What happens to a VM's OS disk, NICs and public IP when the VM is deleted: "Delete". The
 # default is "Detach": they outlive the VM and keep billing (OSDisk.deleteOption: "The default

@@ -178,7 +178,7 @@ class UpRun:
         agent = (expiry.agent_context(self.spec.name, self.sub, rg, self.clients.base_url, self.spec.azure.idle_minutes)
                  if n.role else None)
         head_cd = ci.custom_data(ci.head_cloud_init(self.spec.name, self.sku, sets, head_ip, subnet_cidr, sec,
-                                                    expiry=agent), "head")
+                                                    expiry=agent, slurm_version=ci.image_slurm(image)), "head")
         node_cd = ci.custom_data(ci.node_cloud_init(self.spec.name, self.sku, sets, head_ip, sec,
                                                      spot=self._spot() is not None), "nodes")
         common = {"admin": self.spec.azure.admin_user, "pubkey": sec.admin_public_key}
@@ -188,7 +188,10 @@ class UpRun:
             **common))}
 
         def vmss_body(s: ScaleSetPlan, zone: str | None) -> Any:
-            return ar.vmss_body(region, tags, sku_name=self.sku.name, scale_set=s, zone=zone, image=image,
+            # The set's slurm.conf slots (cloudinit.slot_count) ride on it, for replace and resize.
+            slots = ci.slot_count(s, max(self.sku.nvlink_domain_vms, 1))
+            return ar.vmss_body(region, {**tags, ar.TAG_SLOTS: str(slots)}, sku_name=self.sku.name,
+                                scale_set=s, zone=zone, image=image,
                                 custom_data=node_cd, subnet_id=subnet_id, prefix=ci.computer_name_prefix(s),
                                 spot=self._spot(), **common)
         for s in sets:
