@@ -258,6 +258,10 @@ def pipeline_home(tmp_path_factory) -> Path:
 
 @pytest.mark.integration
 @needs_slurm
+# Two whole pipelines (up, gate, four runs, down; then again with no gate): about 100 s on a
+# quiet 2-core machine, over 300 s beside two CPU hogs and a busy neighbour. 900 s still stops a
+# real hang; each CLI call keeps its own 400 s limit.
+@pytest.mark.timeout(900)
 def test_local_pipeline_seeds_baseline_then_fails_on_slower_recipe(pipeline_home, tmp_path):
     home, out = pipeline_home, tmp_path
     spec = _write_spec(tmp_path / "nightly.yaml", "nightly", health=True)
