@@ -284,9 +284,15 @@ def test_local_pipeline_seeds_baseline_then_fails_on_slower_recipe(pipeline_home
     assert [(e.nodes, len(e.metrics["step_time"])) for e in base.entries] == [(1, 2), (2, 2)]
     assert base.entries[0].metrics.get("allreduce_busbw")  # the health gate measured it
 
+    # The injected slowness is relative to the step time the baseline measured on this machine
+    # (a fixed 0.15 s was under the 25 % tolerance when a busy machine had made the baseline's
+    # steps slow): 2x the slowest baseline step makes the slow run's median 3x the baseline's,
+    # so only a machine more than 2.4x slower than at the baseline could hide the regression.
+    slowest = max(s for e in base.entries for s in e.metrics["step_time"])
+    sleep = f"{min(max(0.15, 2 * slowest), 2.0):.3f}"
     slow_spec = _write_spec(tmp_path / "slow.yaml", "nightly", health=False)
     slow = _cli(["pipeline", "run", str(slow_spec), "--junit", str(out / "j2.xml"), "--json", "--poll", "0.3"],
-                home, env={"AZBENCH_SMOKE_STEP_SLEEP": "0.15"})
+                home, env={"AZBENCH_SMOKE_STEP_SLEEP": sleep})
     assert slow.returncode == 8, slow.stderr[-3000:]
     s2 = json.loads(slow.stdout)
     assert s2["status"] == "regressed" and not s2["baseline_updated"]
