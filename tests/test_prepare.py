@@ -198,3 +198,53 @@ def test_prepare_stages_verifies_builds_and_resumes_on_the_local_cluster(local_c
         ("container", "already staged")]
     assert second.ok and second.job_state == "completed"
     assert len(calls.read_text().splitlines()) == 1, "the squashfs for this digest is never rebuilt"
+
+
+# -- the CLI ------------------------------------------------------------------------------------
+
+def test_cli_prints_one_instruction_line_per_missing_gated_item_and_exits_3(monkeypatch, tmp_path):
+    """`azbench prepare` on a job whose gated items are missing: each gets one line saying where
+    to get it and where to place it (also in --json), the error is one line, exit 3."""
+    import contextlib
+    import json
+
+    from orchestrator.clusters import lifecycle as lc
+    from orchestrator.models import Cluster
+    from orchestrator.runs import prepare as prep
+    from tests.cli_helpers import azbench_in_process, one_line_error
+
+    recipe = _recipe()
+    seen: dict[str, object] = {}
+
+    def fake_prepare(r, launcher, **kw):
+        seen.update(kw)
+        items = [prep.ItemStatus(name=d.name, kind=d.kind, path=d.host_path("/shared/mlperf"),
+                                 state="missing" if d.gated else "staged", gated=d.gated is not None,
+                                 optional=d.optional,
+                                 instructions=d.instructions("/shared/mlperf") if d.gated else "")
+                 for d in recipe.mlperf.data]  # type: ignore[union-attr]
+        return prep.PrepareResult(recipe=r.name, job_id="7", job_state="failed",
+                                  output="/shared/mlperf/staging/stagetest-7.out", items=items)
+
+    cluster = Cluster(name="c1", provider="ssh", sku="Standard_ND96isr_H100_v5", nodes=8,
+                      workdir="/shared/azbench")
+    monkeypatch.setattr(prep, "prepare", fake_prepare)
+    monkeypatch.setattr("orchestrator.recipes.catalog.get_recipe", lambda name: recipe)
+    monkeypatch.setattr(lc, "require_cluster", lambda name, store: cluster)
+    monkeypatch.setattr(lc, "connect", lambda c: contextlib.nullcontext(type("A", (), {"launcher": None})()))
+    env = {"AZBENCH_R2_ORIGIN": "http://127.0.0.1:9", "AZBENCH_IMAGE_BUILDER": "/opt/stub"}
+    text = azbench_in_process("prepare", "stagetest", "--cluster", "c1", "--no-image",
+                              home=tmp_path, env=env)
+    assert text.code == 3
+    assert one_line_error(text).endswith("prepare stagetest: 1 licence-gated item(s) missing: weights "
+                                         "(place them as printed above, then rerun prepare)")
+    lines = [line for line in text.out.splitlines() if "missing: " in line]
+    assert lines == [f"missing: {recipe.mlperf.data[1].instructions('/shared/mlperf')}",  # type: ignore[union-attr]
+                     f"optional, missing: {recipe.mlperf.data[2].instructions('/shared/mlperf')}"]  # type: ignore[union-attr]
+    assert seen["r2_origin"] == "http://127.0.0.1:9" and seen["builder"] == "/opt/stub"
+    assert seen["container"] is None  # --no-image
+    as_json = azbench_in_process("prepare", "stagetest", "--cluster", "c1", "--no-image", "--json",
+                                 home=tmp_path, env=env)
+    assert as_json.code == 3
+    items = json.loads(as_json.out)["items"]
+    assert [i["name"] for i in items if i["instructions"]] == ["weights", "extras"]
