@@ -248,3 +248,36 @@ def test_cli_prints_one_instruction_line_per_missing_gated_item_and_exits_3(monk
     assert as_json.code == 3
     items = json.loads(as_json.out)["items"]
     assert [i["name"] for i in items if i["instructions"]] == ["weights", "extras"]
+
+
+def _mlc_r2(script: str, workdir: Path, origin: str, uri: str) -> "subprocess.CompletedProcess[str]":
+    """Run the job's own mlc_r2 function (cut from the rendered script) in `workdir`."""
+    import subprocess
+    functions = script[script.index("r2_url() {"):script.index("# check_sums DEST")]
+    return subprocess.run(["bash", "-c", f'set -euo pipefail\nMLC_R2_ORIGIN={origin}\n{functions}\n'
+                           'mlc_r2 -d "$1" "$2"', "mlc_r2", str(workdir), uri],
+                          capture_output=True, text=True, timeout=60)
+
+
+def test_mlc_r2_keeps_good_files_refetches_bad_ones_and_refuses_escaping_paths(r2_server, tmp_path):
+    script = render_stage_data(_recipe())
+    origin, uri = f"http://127.0.0.1:{r2_server}", f"{ORIGIN}/metadata/tinyds.uri"
+    dest = tmp_path / "dest"
+    (dest / "sub").mkdir(parents=True)
+    (dest / "shard0.txt").write_bytes(SHARD0)  # already complete: kept
+    (dest / "sub/shard1.txt").write_bytes(b"truncated")  # a broken earlier download: fetched again
+    done = _mlc_r2(script, dest, origin, uri)
+    assert done.returncode == 0, done.stderr
+    assert (dest / "sub/shard1.txt").read_bytes() == SHARD1
+    # The bucket's md5 list is checked: a file that differs from it fails the item.
+    served = tmp_path / "served/datasets/tinyds/sub/shard1.txt"
+    served.write_bytes(b"tampered\n")
+    (dest / "sub/shard1.txt").unlink()
+    bad = _mlc_r2(script, dest, origin, uri)
+    assert bad.returncode != 0 and "shard1.txt: FAILED" in bad.stdout + bad.stderr
+    # A list naming a path outside the item's folder is refused before anything is fetched.
+    (tmp_path / "served/metadata/tinyds.md5").write_text(f"{'0' * 32}  ../escape.txt\n")
+    (dest / "tinyds.md5").unlink()
+    escape = _mlc_r2(script, dest, origin, uri)
+    assert escape.returncode != 0 and "refusing path ../escape.txt" in escape.stderr
+    assert not (tmp_path / "escape.txt").exists()
