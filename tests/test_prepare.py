@@ -102,6 +102,8 @@ def test_hostile_origins_and_bad_items_are_refused() -> None:
         DataItem.model_validate({**base, "r2": {".": "http://evil/metadata/a.uri"}})
     with pytest.raises(ValueError, match="not a plain relative path"):
         DataItem.model_validate({**base, "gated": {"licence": "l", "get": "g", "files": ["../etc"]}})
+    with pytest.raises(ValueError, match="after runs only after r2 downloads"):
+        DataItem.model_validate({**base, "stage": "true", "after": "true"})
     with pytest.raises(ValueError, match="not a sha256 hex digest"):
         DataItem.model_validate({**base, "stage": "true", "checksums": {"a": "nothex"}})
 

@@ -96,6 +96,9 @@ class DataItem(Frozen):
     # MLCommons R2 downloads: sub-folder of the item ("." for the item's own) -> metadata URI,
     # each run as the README's `mlc-r2-downloader.sh -d SUBFOLDER URI`.
     r2: dict[str, str] = Field(default_factory=dict)
+    # After the r2 downloads, in the item's folder: the reference's own layout fix-ups (cited in
+    # `source`); written to be rerun safely.
+    after: str = ""
     gated: Gated | None = None
     optional: bool = False  # the implementation can run without it: prepare reports, run does not refuse
     source: str = ""
@@ -112,6 +115,8 @@ class DataItem(Frozen):
         if (self.r2 or self.gated) and not self.source:
             raise ValueError(f"data item '{self.name}': an r2 or gated item needs its source "
                              "(repository, commit, README path)")
+        if self.after and not self.r2:
+            raise ValueError(f"data item '{self.name}': after runs only after r2 downloads")
         for sub, uri in self.r2.items():
             if sub != "." and (not _REL_PATH.fullmatch(sub) or ".." in sub.split("/")):
                 raise ValueError(f"data item '{self.name}': r2 folder {sub!r} is not a plain relative path")

@@ -137,8 +137,9 @@ def render_stage_data(recipe: Recipe | str, *, data_root: str = DEFAULT_DATA_ROO
     root = data_root.rstrip("/")
     data = recipe.mlperf.data
     items = [{"item": d, "dest": d.host_path(root),
-              "r2_command": " && ".join(f"mlc_r2 -d {shlex.quote(sub)} {shlex.quote(uri)}"
-                                        for sub, uri in d.r2.items())}
+              "r2_command": " && ".join([*(f"mlc_r2 -d {shlex.quote(sub)} {shlex.quote(uri)}"
+                                           for sub, uri in d.r2.items()),
+                                         *([f"( {d.after} )"] if d.after else [])])}
              for d in sorted(data, key=lambda d: d.gated is None)]
     return render(
         "stage_data.sbatch.j2", recipe=recipe.name, data_root=root, partition=partition,

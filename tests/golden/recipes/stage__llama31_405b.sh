@@ -105,8 +105,8 @@ verify checkpoint /shared/mlperf/llama31_405b/checkpoint '405b/context/io.json
 405b/context/model.yaml
 405b/weights/metadata.json
 405b/weights/common.pt' '' 0
-# c4-preprocessed: dataset; mlcommons/training_results_v5.1@441d65f4445cd59687466533fd9f55399136e7a4 NVIDIA/benchmarks/llama31_405b/implementations/theia_ngpu512_ngc25.09_nemo/data_scripts/download.sh (its cleanup.sh, which drops unused shards and renames the validation files, is not run); mlcommons/training@aa344c7fb900e82ed19fb94aebfed50c63ab2204 large_language_model_pretraining/nemo/README.md (line 67)
-stage c4-preprocessed /shared/mlperf/llama31_405b/c4 'mlc_r2 -d . https://training.mlcommons-storage.org/metadata/mixtral-8x22b-preprocessed-c4-dataset.uri' ''
+# c4-preprocessed: dataset; mlcommons/training_results_v5.1@441d65f4445cd59687466533fd9f55399136e7a4 NVIDIA/benchmarks/llama31_405b/implementations/theia_ngpu512_ngc25.09_nemo/data_scripts/download.sh and data_scripts/cleanup.sh (its validation-file fix; the shards it deletes, c4-train.en_0..5 and the other validation sets, are kept); mlcommons/training@aa344c7fb900e82ed19fb94aebfed50c63ab2204 large_language_model_pretraining/nemo/README.md (line 67)
+stage c4-preprocessed /shared/mlperf/llama31_405b/c4 'mlc_r2 -d . https://training.mlcommons-storage.org/metadata/mixtral-8x22b-preprocessed-c4-dataset.uri && ( for f in c4-validation-91205-samples.en_text_document.bin c4-validation-91205-samples.en_text_document.idx; do if [ -d "$f" ]; then mv "$f/c4-validationn-91205-samples.${f#*.}" "_$f" && rm -r "$f" && mv "_$f" "$f"; fi; done )' ''
 # tokenizer: tokenizer; mlcommons/training_results_v5.1@441d65f4445cd59687466533fd9f55399136e7a4 NVIDIA/benchmarks/llama31_405b/implementations/theia_ngpu512_ngc25.09_nemo/data_scripts/download.sh (the benchmark uses the Mixtral 8x22B tokenizer, README 3.3.2); mlcommons/training@aa344c7fb900e82ed19fb94aebfed50c63ab2204 large_language_model_pretraining/nemo/README.md (line 79)
 stage tokenizer /shared/mlperf/llama31_405b/tokenizer 'mlc_r2 -d . https://training.mlcommons-storage.org/metadata/mixtral-8x22b-tokenizer.uri' ''
 
