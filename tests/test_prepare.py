@@ -171,8 +171,9 @@ def test_prepare_stages_verifies_builds_and_resumes_on_the_local_cluster(local_c
     builder.write_text(f'#!/bin/bash\necho "$2 $3 $4 $5" >>{calls}\nprintf "hsqs stub" >"$1"\n')
     builder.chmod(0o755)
     origin = f"http://127.0.0.1:{r2_server}"
+    lines: list[str] = []
     kw = dict(data_root=root, container=BUILD, builder=str(builder), r2_origin=origin,
-              poll_interval=0.3, timeout_s=300)
+              poll_interval=0.3, timeout_s=300, on_progress=lines.append)
     with lifecycle.connect(local_cluster) as access:
         with pytest.raises(PreflightError, match="dataset 'c4' is not staged under .* \\(and 2 more\\)"):
             check_staged(_recipe(), access.launcher, "local", data_root=root, container=BUILD)
@@ -190,6 +191,10 @@ def test_prepare_stages_verifies_builds_and_resumes_on_the_local_cluster(local_c
         assert (c4 / ".azbench-staged").is_file()
         assert Path(BUILD.squashfs(root)).read_bytes() == b"hsqs stub"
         assert calls.read_text() == f"{BUILD.digest} {BUILD.repo} {BUILD.commit} {BUILD.path}\n"
+        # Progress: every line of the job's output, once, in order.
+        assert lines[lines.index(f"c4: staging into {c4}"):][1:3] == ["  [1/2] shard0.txt",
+                                                                       "  [2/2] sub/shard1.txt"]
+        assert len(lines) == len(set(lines)) and lines[-1] == "1 licence-gated item(s) missing: see the lines above"
         # The user places the weights; the rerun keeps the download and the squashfs.
         (Path(root) / "stagetest/weights/model").mkdir(parents=True)
         (Path(root) / "stagetest/weights/model/w.bin").write_bytes(WEIGHTS)
@@ -250,6 +255,11 @@ def test_cli_prints_one_instruction_line_per_missing_gated_item_and_exits_3(monk
     assert as_json.code == 3
     items = json.loads(as_json.out)["items"]
     assert [i["name"] for i in items if i["instructions"]] == ["weights", "extras"]
+    # Without --no-image the container comes from the scale the cluster resolves to; none here.
+    no_scale = azbench_in_process("prepare", "stagetest", "--cluster", "c1", home=tmp_path, env=env)
+    assert no_scale.code == 2
+    assert "prepare stagetest: no container for 8 x Standard_ND96isr_H100_v5: " in one_line_error(no_scale)
+    assert one_line_error(no_scale).endswith("(give --sku and --nodes of the runs to come, or --no-image)")
 
 
 def _mlc_r2(script: str, workdir: Path, origin: str, uri: str) -> "subprocess.CompletedProcess[str]":

@@ -93,19 +93,25 @@ def prepare(recipe: str = typer.Argument(..., help="Recipe name."),
     import os
 
     from orchestrator.clusters import lifecycle
-    from orchestrator.errors import PreflightError, RunFailedError
+    from orchestrator.errors import ConfigError, PreflightError, RunFailedError
     from orchestrator.recipes.catalog import get_recipe
     from orchestrator.runs.launch import container_build
     from orchestrator.runs.prepare import prepare as stage
     found_recipe = get_recipe(recipe)
     with open_store() as store:
         found = lifecycle.require_cluster(cluster, store)
-    build = None if no_image or found_recipe.mlperf is None else \
-        container_build(found_recipe, sku or found.sku, nodes or found.nodes)
+    try:
+        build = None if no_image or found_recipe.mlperf is None else \
+            container_build(found_recipe, sku or found.sku, nodes or found.nodes)
+    except ConfigError as exc:
+        raise ConfigError(f"prepare {recipe}: no container for {nodes or found.nodes} x "
+                          f"{sku or found.sku}: {exc.message}",
+                          hint="give --sku and --nodes of the runs to come, or --no-image") from None
     with lifecycle.connect(found) as access:
         result = stage(found_recipe, access.launcher, data_root=data_root, partition=partition,
                        container=build, builder=os.environ.get("AZBENCH_IMAGE_BUILDER") or None,
-                       r2_origin=os.environ.get("AZBENCH_R2_ORIGIN") or None)
+                       r2_origin=os.environ.get("AZBENCH_R2_ORIGIN") or None,
+                       on_progress=None if as_json else lambda line: sys.stdout.write(f"  {line}\n"))
     if as_json:
         emit_json(result)
     else:

@@ -89,10 +89,12 @@ def check_staged(recipe: Recipe, launcher: Launcher, cluster: str, *,
 def prepare(recipe: Recipe | str, launcher: Launcher, *, data_root: str = DEFAULT_DATA_ROOT,
             partition: str | None = None, container: ContainerBuild | None = None,
             builder: str | None = None, r2_origin: str | None = None,
+            on_progress: Callable[[str], None] | None = None,
             poll_interval: float = 2.0, timeout_s: float = 24 * 3600.0,
             sleep: Callable[[float], None] = time.sleep,
             clock: Callable[[], float] = time.monotonic) -> PrepareResult:
-    """Submit the staging job for `recipe`, wait for it, and report each item."""
+    """Submit the staging job for `recipe`, wait for it, and report each item; `on_progress`
+    gets each line the job prints as it appears (items started, files fetched, the build)."""
     recipe = get_recipe(recipe) if isinstance(recipe, str) else recipe
     if recipe.mlperf is None:
         raise ConfigError(f"recipe '{recipe.name}' has no data to stage")
@@ -100,6 +102,8 @@ def prepare(recipe: Recipe | str, launcher: Launcher, *, data_root: str = DEFAUL
     script = render_stage_data(recipe, data_root=root, partition=partition, container=container,
                                builder=builder, r2_origin=r2_origin)
     ref = launcher.submit_script(script, workdir=f"{root}/staging")
+    output = f"{root}/staging/{recipe.name}-{ref.job_id}.out"
+    progress = _Progress(launcher, output, on_progress)
     deadline = clock() + timeout_s
     state: JobState | None = None
     while clock() < deadline:
@@ -107,10 +111,11 @@ def prepare(recipe: Recipe | str, launcher: Launcher, *, data_root: str = DEFAUL
         if status.state.terminal:
             state = status.state
             break
+        progress.read()
         sleep(poll_interval)
     if state is None:
         launcher.cancel(ref)
-    output = f"{root}/staging/{recipe.name}-{ref.job_id}.out"
+    progress.read(final=True)
     text = launcher.tail(output).decode(errors="replace")
     seen: dict[str, ItemState] = {}
     for m in _LINE.finditer(text):
@@ -128,3 +133,23 @@ def prepare(recipe: Recipe | str, launcher: Launcher, *, data_root: str = DEFAUL
     return PrepareResult(recipe=recipe.name, job_id=ref.job_id,
                          job_state=state.value if state else "timed out", output=output,
                          items=items)
+
+
+class _Progress:
+    """The job's output, passed on line by line as it grows (bytes counted, so a line split
+    across two reads is passed once, whole)."""
+
+    def __init__(self, launcher: Launcher, path: str, sink: Callable[[str], None] | None) -> None:
+        self.launcher, self.path, self.sink = launcher, path, sink
+        self.offset, self.partial = 0, b""
+
+    def read(self, *, final: bool = False) -> None:
+        if self.sink is None:
+            return
+        data = self.launcher.tail(self.path, offset=self.offset)
+        self.offset += len(data)
+        *lines, self.partial = (self.partial + data).split(b"\n")
+        if final and self.partial:
+            lines, self.partial = [*lines, self.partial], b""
+        for line in lines:
+            self.sink(line.decode(errors="replace"))

@@ -42,9 +42,13 @@ mlc_r2_here() {
   base=$(r2_url "${base%/}")
   sums="$name.md5"
   curl -fsSL --retry 3 -o "$sums" "${uri%/*}/$sums" || { echo "mlc_r2: cannot read ${uri%/*}/$sums" >&2; return 1; }
+  local total count=0
+  total=$(grep -c . "$sums" || true)
   while read -r md5 rel; do
     rel=${rel#./}
     [ -n "$rel" ] || continue
+    count=$((count + 1))
+    echo "  [$count/$total] $rel"
     case "/$rel/" in */../*|//*) echo "mlc_r2: refusing path $rel" >&2; return 1 ;; esac
     if [ -f "$rel" ] && printf '%s  %s\n' "$md5" "$rel" | md5sum --quiet -c - >/dev/null 2>&1; then
       continue
