@@ -69,6 +69,11 @@ def recipes_show(name: str = typer.Argument(..., help="Recipe name."),
         sys.stdout.write("\n--- data staging job ---\n" + preview.stage_script.rstrip() + "\n")
 
 
+def _print_progress(line: str) -> None:
+    sys.stdout.write(f"  {line}\n")
+    sys.stdout.flush()
+
+
 @app.command()
 def prepare(recipe: str = typer.Argument(..., help="Recipe name."),
             cluster: str = typer.Option(..., "--cluster", help="Cluster to stage on."),
@@ -111,7 +116,7 @@ def prepare(recipe: str = typer.Argument(..., help="Recipe name."),
         result = stage(found_recipe, access.launcher, data_root=data_root, partition=partition,
                        container=build, builder=os.environ.get("AZBENCH_IMAGE_BUILDER") or None,
                        r2_origin=os.environ.get("AZBENCH_R2_ORIGIN") or None,
-                       on_progress=None if as_json else lambda line: sys.stdout.write(f"  {line}\n"))
+                       on_progress=None if as_json else _print_progress)
     if as_json:
         emit_json(result)
     else:
