@@ -194,7 +194,9 @@ def test_prepare_stages_verifies_builds_and_resumes_on_the_local_cluster(local_c
         # Progress: every line of the job's output, once, in order.
         assert lines[lines.index(f"c4: staging into {c4}"):][1:3] == ["  [1/2] shard0.txt",
                                                                        "  [2/2] sub/shard1.txt"]
-        assert len(lines) == len(set(lines)) and lines[-1] == "1 licence-gated item(s) missing: see the lines above"
+        assert len(lines) == len(set(lines))
+        assert lines[-1] == ("1 item(s) you must provide (licence-gated or made in the container) "
+                             "missing: see the lines above")
         # The user places the weights; the rerun keeps the download and the squashfs.
         (Path(root) / "stagetest/weights/model").mkdir(parents=True)
         (Path(root) / "stagetest/weights/model/w.bin").write_bytes(WEIGHTS)
@@ -243,7 +245,7 @@ def test_cli_prints_one_instruction_line_per_missing_gated_item_and_exits_3(monk
     text = azbench_in_process("prepare", "stagetest", "--cluster", "c1", "--no-image",
                               home=tmp_path, env=env)
     assert text.code == 3
-    assert one_line_error(text).endswith("prepare stagetest: 1 licence-gated item(s) missing: weights "
+    assert one_line_error(text).endswith("prepare stagetest: 1 item(s) you must provide are missing: weights "
                                          "(place them as printed above, then rerun prepare)")
     lines = [line for line in text.out.splitlines() if "missing: " in line]
     assert lines == [f"missing: {recipe.mlperf.data[1].instructions('/shared/mlperf')}",  # type: ignore[union-attr]

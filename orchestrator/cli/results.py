@@ -128,7 +128,7 @@ def prepare(recipe: str = typer.Argument(..., help="Recipe name."),
         sys.stdout.write(f"job {result.job_id}: {result.job_state}; output {result.output}\n")
     gated = result.missing_gated
     if gated:
-        raise PreflightError(f"prepare {recipe}: {len(gated)} licence-gated item(s) missing: "
+        raise PreflightError(f"prepare {recipe}: {len(gated)} item(s) you must provide are missing: "
                              + ", ".join(i.name for i in gated),
                              hint="place them as printed above, then rerun prepare")
     if not result.ok:

@@ -147,7 +147,7 @@ else
 fi
 
 if [ "$MISSING" -gt 0 ]; then
-  echo "$MISSING licence-gated item(s) missing: see the lines above"
+  echo "$MISSING item(s) you must provide (licence-gated or made in the container) missing: see the lines above"
   exit 3
 fi
 echo "staged dlrm_dcnv2 under $DATA_ROOT"
