@@ -295,3 +295,18 @@ def test_mlc_r2_keeps_good_files_refetches_bad_ones_and_refuses_escaping_paths(r
     escape = _mlc_r2(script, dest, origin, uri)
     assert escape.returncode != 0 and "refusing path ../escape.txt" in escape.stderr
     assert not (tmp_path / "escape.txt").exists()
+
+
+def test_run_on_a_slurm_cluster_refuses_until_data_and_container_are_staged(tmp_path):
+    """`azbench run` of an MLPerf recipe on a cluster with a shell (the fake provider: Slurm
+    launcher, files read on this machine) refuses before submitting, in one line that counts the
+    container squashfs among what is missing and names the prepare command for that scale."""
+    from tests.cli_helpers import azbench_in_process, one_line_error
+    up = azbench_in_process("up", "--provider", "fake", "--name", "pf", "--sku", "h100", "--nodes",
+                            "8", "--region", "eastus", home=tmp_path)
+    assert up.code == 0, up.err
+    run = azbench_in_process("run", "llama31_8b", "--cluster", "pf", "--nodes", "1", home=tmp_path)
+    assert run.code == 3
+    assert one_line_error(run).endswith(
+        "llama31_8b: dataset 'c4-preprocessed' is not staged under /shared/mlperf/llama31_8b/c4 "
+        "(and 2 more) (azbench prepare llama31_8b --cluster pf --nodes 1)")
