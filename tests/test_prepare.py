@@ -280,9 +280,11 @@ def test_mlc_r2_keeps_good_files_refetches_bad_ones_and_refuses_escaping_paths(r
     (dest / "sub").mkdir(parents=True)
     (dest / "shard0.txt").write_bytes(SHARD0)  # already complete: kept
     (dest / "sub/shard1.txt").write_bytes(b"truncated")  # a broken earlier download: fetched again
+    (dest / "sub/shard1.txt.part").write_bytes(SHARD1[:100])  # a partial one: continued, or
+    # fetched afresh where the server has no byte ranges (http.server has none)
     done = _mlc_r2(script, dest, origin, uri)
     assert done.returncode == 0, done.stderr
-    assert (dest / "sub/shard1.txt").read_bytes() == SHARD1
+    assert (dest / "sub/shard1.txt").read_bytes() == SHARD1 and not (dest / "sub/shard1.txt.part").exists()
     # The bucket's md5 list is checked: a file that differs from it fails the item.
     served = tmp_path / "served/datasets/tinyds/sub/shard1.txt"
     served.write_bytes(b"tampered\n")

@@ -28,7 +28,9 @@ r2_url() {
 # (commit 239a3557f8fd04c4fbbd1b5a91b35a1deaf8caef, mlc-r2-downloader.sh): the metadata file's body
 # is the dataset's base URL; <name>.md5 in the metadata file's folder lists "MD5  [./]PATH" for
 # every file; each file is <base URL>/PATH, saved as PATH; `md5sum -c <name>.md5` checks them all.
-# A file whose md5 already matches is kept, so a rerun resumes.
+# A file whose md5 already matches is kept and a partial one is continued (as the script's
+# `wget --continue`), so a rerun resumes. Only http(s) URLs are followed.
+R2_CURL=(curl -fsSL --retry 3 --proto =http,https --proto-redir =http,https)
 mlc_r2() {
   [ "$1" = -d ] && [ $# -eq 3 ] || { echo "usage: mlc_r2 -d DIR URI" >&2; return 1; }
   mkdir -p "$2" && ( cd "$2" && mlc_r2_here "$3" )
@@ -37,11 +39,11 @@ mlc_r2_here() {
   local uri name base sums md5 rel
   uri=$(r2_url "$1")
   name=$(basename "$uri" .uri)
-  base=$(curl -fsSL --retry 3 "$uri" | tr -d '\r\n') || { echo "mlc_r2: cannot read $uri" >&2; return 1; }
+  base=$("${R2_CURL[@]}" "$uri" | tr -d '\r\n') || { echo "mlc_r2: cannot read $uri" >&2; return 1; }
   [ -n "$base" ] || { echo "mlc_r2: $uri is empty" >&2; return 1; }
   base=$(r2_url "${base%/}")
   sums="$name.md5"
-  curl -fsSL --retry 3 -o "$sums" "${uri%/*}/$sums" || { echo "mlc_r2: cannot read ${uri%/*}/$sums" >&2; return 1; }
+  "${R2_CURL[@]}" -o "$sums" "${uri%/*}/$sums" || { echo "mlc_r2: cannot read ${uri%/*}/$sums" >&2; return 1; }
   local total count=0
   total=$(grep -c . "$sums" || true)
   while read -r md5 rel; do
@@ -54,7 +56,9 @@ mlc_r2_here() {
       continue
     fi
     mkdir -p "$(dirname "$rel")"
-    curl -fsSL --retry 3 -o "$rel.part" "$base/$rel" && mv -f "$rel.part" "$rel" \
+    # Continue a partial file; a server without byte ranges gets a fresh download.
+    { "${R2_CURL[@]}" -C - -o "$rel.part" "$base/$rel" 2>/dev/null \
+      || { rm -f "$rel.part"; "${R2_CURL[@]}" -o "$rel.part" "$base/$rel"; }; } && mv -f "$rel.part" "$rel" \
       || { echo "mlc_r2: cannot fetch $base/$rel" >&2; return 1; }
   done <"$sums"
   md5sum --quiet -c "$sums"
