@@ -110,8 +110,8 @@ verify() {
 
 # c4-preprocessed: dataset; mlcommons/training@aa344c7fb900e82ed19fb94aebfed50c63ab2204 small_llm_pretraining/nemo/README.md (line 31); mlcommons/training_results_v5.1@441d65f4445cd59687466533fd9f55399136e7a4 Verda/benchmarks/llama31_8b/implementations/b200_8x8_ngc25.09/data_scripts/download_8b.sh
 stage c4-preprocessed /shared/mlperf/llama31_8b/c4 'mlc_r2 -d . https://training.mlcommons-storage.org/metadata/llama-3-1-8b-preprocessed-c4-dataset.uri' ''
-# tokenizer: tokenizer; mlcommons/training@aa344c7fb900e82ed19fb94aebfed50c63ab2204 small_llm_pretraining/nemo/README.md (line 37)
-stage tokenizer /shared/mlperf/llama31_8b/tokenizer 'mlc_r2 -d . https://training.mlcommons-storage.org/metadata/llama-3-1-8b-tokenizer.uri' ''
+# tokenizer: tokenizer; mlcommons/training@aa344c7fb900e82ed19fb94aebfed50c63ab2204 small_llm_pretraining/nemo/README.md (line 37); clean-up as mlcommons/training_results_v5.1@441d65f4445cd59687466533fd9f55399136e7a4 NVIDIA/benchmarks/llama31_8b/implementations/nemo/data_scripts/cleanup_8b.sh
+stage tokenizer /shared/mlperf/llama31_8b/tokenizer 'mlc_r2 -d . https://training.mlcommons-storage.org/metadata/llama-3-1-8b-tokenizer.uri && ( rm -rf config.json generation_config.json model*.safetensors* original )' ''
 
 # container: built from mlcommons/training_results_v5.1 at 441d65f4445cd59687466533fd9f55399136e7a4, NVIDIA/benchmarks/llama31_8b/implementations/nemo/Dockerfile
 # (its folder is the build context), on this node (x86_64), and saved as one enroot
