@@ -1,10 +1,13 @@
-"""`azbench prepare`: the staging job, checksummed and resumable, end to end on the local Slurm
-cluster against a loopback HTTP server (http.server, started and stopped here)."""
+"""`azbench prepare`: the staging job (licence-gated items verified, public data through MLCommons'
+R2 path, the container built once per digest), checksummed and resumable, end to end on the local
+Slurm cluster against a loopback HTTP server (http.server, started and stopped here) that serves a
+small dataset in the R2 metadata format, and a stub image builder (no docker/enroot there)."""
 
 from __future__ import annotations
 
 import hashlib
 import http.server
+import re
 import threading
 from collections.abc import Iterator
 from functools import partial
@@ -13,17 +16,21 @@ from pathlib import Path
 import pytest
 
 from orchestrator.clusters import lifecycle
-from orchestrator.recipes.catalog import Recipe
-from orchestrator.runs.launch import render_stage_data
 from orchestrator.errors import PreflightError
+from orchestrator.recipes.catalog import DataItem, Recipe, list_recipes
+from orchestrator.runs.launch import ContainerBuild, container_build, render_stage_data
 from orchestrator.runs.prepare import check_staged, prepare
 
-PAYLOAD = b"c4 shard 0\n" * 4096
-TOKENIZER = b'{"vocab": 128256}\n'
+SHARD0 = b"c4 shard 0\n" * 4096
+SHARD1 = b"c4 shard 1\n" * 512
+WEIGHTS = b"licence-gated weights\n"
+ORIGIN = "https://training.mlcommons-storage.org"
+BUILD = ContainerBuild(recipe="stagetest", repo="mlcommons/training_results_v5.1",
+                       commit="441d65f4445cd59687466533fd9f55399136e7a4",
+                       path="NVIDIA/benchmarks/llama31_8b/implementations/nemo", arch="x86_64")
 
 
-def _recipe(port: int, tokenizer_sha: str) -> Recipe:
-    base = f"http://127.0.0.1:{port}"
+def _recipe() -> Recipe:
     return Recipe.model_validate({
         "name": "stagetest", "benchmark": "llama31_8b", "description": "prepare test",
         "required_runs": 1, "target": {"metric": "x", "value": 1.0}, "skus": ["local"],
@@ -33,20 +40,32 @@ def _recipe(port: int, tokenizer_sha: str) -> Recipe:
             "scales": {},
             "data": [
                 {"name": "c4", "kind": "dataset", "path": "{data_root}/stagetest/c4",
-                 "mount": "/data", "stage": f"curl -fsS -C - -o shard0.txt {base}/shard0.txt",
-                 "checksums": {"shard0.txt": hashlib.sha256(PAYLOAD).hexdigest()}},
-                {"name": "tokenizer", "kind": "tokenizer", "path": "{data_root}/stagetest/tok",
-                 "mount": "/tok", "stage": f"curl -fsS -o tokenizer.json {base}/tokenizer.json",
-                 "checksums": {"tokenizer.json": tokenizer_sha}},
+                 "mount": "/data", "r2": {".": f"{ORIGIN}/metadata/tinyds.uri"},
+                 "source": "test: the R2 metadata format",
+                 "checksums": {"shard0.txt": hashlib.sha256(SHARD0).hexdigest()}},
+                {"name": "weights", "kind": "checkpoint", "path": "{data_root}/stagetest/weights",
+                 "mount": "/ckpt", "source": "test",
+                 "gated": {"licence": "Test Licence", "get": "ask the test", "files": ["model/w.bin"]},
+                 "checksums": {"model/w.bin": hashlib.sha256(WEIGHTS).hexdigest()}},
+                {"name": "extras", "kind": "checkpoint", "path": "{data_root}/stagetest/extras",
+                 "mount": "/extras", "source": "test", "optional": True,
+                 "gated": {"licence": "Other Licence", "get": "not needed", "files": ["e.bin"]}},
             ]}})
 
 
 @pytest.fixture
-def http_server(tmp_path: Path) -> Iterator[int]:
+def r2_server(tmp_path: Path) -> Iterator[int]:
+    """A bucket laid out as MLCommons' (mlcommons/r2-downloader@239a355 mlc-r2-downloader.sh):
+    metadata/<name>.uri holds the dataset's base URL, metadata/<name>.md5 lists its files."""
     served = tmp_path / "served"
-    served.mkdir()
-    (served / "shard0.txt").write_bytes(PAYLOAD)
-    (served / "tokenizer.json").write_bytes(TOKENIZER)
+    (served / "metadata").mkdir(parents=True)
+    (served / "datasets/tinyds/sub").mkdir(parents=True)
+    (served / "datasets/tinyds/shard0.txt").write_bytes(SHARD0)
+    (served / "datasets/tinyds/sub/shard1.txt").write_bytes(SHARD1)
+    # The real host in the metadata: the job must rewrite it to the mirror (AZBENCH_R2_ORIGIN).
+    (served / "metadata/tinyds.uri").write_text(f"{ORIGIN}/datasets/tinyds\n")
+    (served / "metadata/tinyds.md5").write_text(
+        f"{hashlib.md5(SHARD0).hexdigest()}  ./shard0.txt\n{hashlib.md5(SHARD1).hexdigest()}  sub/shard1.txt\n")
     handler = partial(http.server.SimpleHTTPRequestHandler, directory=str(served))
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
@@ -59,40 +78,237 @@ def http_server(tmp_path: Path) -> Iterator[int]:
         thread.join(timeout=10)
 
 
-def test_the_staging_job_checks_sums_before_it_marks_an_item() -> None:
-    script = render_stage_data(_recipe(1, "0" * 64), data_root="/shared/mlperf", import_image=False)
-    assert "sha256sum --quiet -c .azbench-sha256" in script and "enroot" not in script
-    assert f"'{hashlib.sha256(PAYLOAD).hexdigest()}  shard0.txt\n'" in script
+# -- the job as text ---------------------------------------------------------------------------
+
+def test_the_job_verifies_gated_items_first_and_downloads_through_r2() -> None:
+    script = render_stage_data(_recipe(), data_root="/shared/mlperf", r2_origin="http://127.0.0.1:8000")
+    verify, stage = script.index("\nverify weights "), script.index("\nstage c4 ")
+    assert verify < stage, "licence-gated items are checked before any long download"
+    assert f"'mlc_r2 -d . {ORIGIN}/metadata/tinyds.uri'" in script
+    assert "MLC_R2_ORIGIN=http://127.0.0.1:8000\n" in script
+    assert f"'{hashlib.sha256(SHARD0).hexdigest()}  shard0.txt\n'" in script
+    assert "\nverify extras /shared/mlperf/stagetest/extras e.bin '' 1\n" in script  # optional
+    assert "enroot" not in script, "no container section without a ContainerBuild"
 
 
-def test_bad_checksums_are_refused_when_the_recipe_loads() -> None:
+def test_hostile_origins_and_bad_items_are_refused() -> None:
+    from orchestrator.errors import ConfigError
+    with pytest.raises(ConfigError, match="is not scheme://host"):
+        render_stage_data(_recipe(), r2_origin="http://x;rm -rf /")
+    base = {"name": "x", "kind": "dataset", "path": "{data_root}/x", "mount": "/x", "source": "s"}
+    with pytest.raises(ValueError, match="exactly one of stage, r2, gated"):
+        DataItem.model_validate({**base, "stage": "true", "r2": {".": f"{ORIGIN}/metadata/a.uri"}})
+    with pytest.raises(ValueError, match="not an https URL of a .uri"):
+        DataItem.model_validate({**base, "r2": {".": "http://evil/metadata/a.uri"}})
+    with pytest.raises(ValueError, match="not a plain relative path"):
+        DataItem.model_validate({**base, "gated": {"licence": "l", "get": "g", "files": ["../etc"]}})
+    with pytest.raises(ValueError, match="after runs only after r2 downloads"):
+        DataItem.model_validate({**base, "stage": "true", "after": "true"})
     with pytest.raises(ValueError, match="not a sha256 hex digest"):
-        _recipe(1, "nothex")
+        DataItem.model_validate({**base, "stage": "true", "checksums": {"a": "nothex"}})
 
+
+def test_every_recipe_cites_where_its_r2_uris_and_gated_items_come_from() -> None:
+    seen = 0
+    for recipe in list_recipes():
+        for item in recipe.mlperf.data if recipe.mlperf else []:
+            for uri in item.r2.values():
+                seen += 1
+                assert uri.startswith(f"{ORIGIN}/metadata/"), (recipe.name, uri)
+            if item.r2 or item.gated:
+                assert re.search(r"mlcommons/training\S*@[0-9a-f]{40} \S+\.(md|MD|sh)", item.source), \
+                    (recipe.name, item.name, "source must name repository@commit and the file")
+            if item.gated:
+                assert "place it on the cluster's shared filesystem under /d/" in item.instructions("/d")
+    assert seen >= 10
+
+
+def test_the_container_is_cached_by_digest_of_the_pinned_implementation() -> None:
+    build = container_build("llama31_8b", "gb200", 2)
+    assert build is not None and build.arch == "arm64"
+    assert build.path == "NVIDIA/benchmarks/llama31_8b/implementations/nemo"
+    assert build.commit == "441d65f4445cd59687466533fd9f55399136e7a4"
+    assert build.squashfs("/s") == f"/s/containers/llama31_8b-{build.digest}.sqsh"
+    other = build.model_copy(update={"arch": "x86_64"})
+    assert other.digest != build.digest, "another architecture is another squashfs"
+    script = render_stage_data("llama31_8b", container=build)
+    assert 'if [ -s "$SQSH" ]; then' in script and 'mv -f "$SQSH.partial" "$SQSH"' in script
+    assert "docker build" in script and 'enroot import -o "$out" "dockerd://$tag"' in script
+
+
+class _Files:
+    """A Launcher's tail over a dict of the cluster's files (check_staged reads only that)."""
+
+    def __init__(self, files: dict[str, bytes]) -> None:
+        self.files = files
+
+    def tail(self, path: str, *, offset: int = 0, nbytes: int | None = None) -> bytes:
+        return self.files.get(path, b"")
+
+
+def test_run_refuses_in_one_line_when_the_container_is_not_built() -> None:
+    staged = {"/r/stagetest/c4/.azbench-staged": b"x", "/r/stagetest/weights/.azbench-staged": b"x"}
+    launcher = _Files(staged)
+    check_staged(_recipe(), launcher, "c1", data_root="/r")  # type: ignore[arg-type]  # extras optional
+    with pytest.raises(PreflightError) as caught:
+        check_staged(_recipe(), launcher, "c1", data_root="/r", container=BUILD,  # type: ignore[arg-type]
+                     prepare_args=" --nodes 2")
+    assert str(caught.value) == (f"stagetest: container {BUILD.squashfs('/r')} is not built (from "
+                                 f"{BUILD.repo} {BUILD.path}/Dockerfile) (azbench prepare stagetest "
+                                 "--cluster c1 --nodes 2)")
+    launcher.files[BUILD.squashfs("/r")] = b"hsqs"
+    check_staged(_recipe(), launcher, "c1", data_root="/r", container=BUILD)  # type: ignore[arg-type]
+
+
+# -- end to end on the local cluster ------------------------------------------------------------
 
 @pytest.mark.integration
-def test_prepare_stages_checks_and_resumes_on_the_local_cluster(local_cluster, http_server,
-                                                                  tmp_path: Path) -> None:
+def test_prepare_stages_verifies_builds_and_resumes_on_the_local_cluster(local_cluster, r2_server,
+                                                                         tmp_path: Path) -> None:
     root = str(tmp_path / "mlperf")
-    wrong = hashlib.sha256(b"another file").hexdigest()
+    calls = tmp_path / "builder-calls"
+    builder = tmp_path / "stub-builder"
+    builder.write_text(f'#!/bin/bash\necho "$2 $3 $4 $5" >>{calls}\nprintf "hsqs stub" >"$1"\n')
+    builder.chmod(0o755)
+    origin = f"http://127.0.0.1:{r2_server}"
+    lines: list[str] = []
+    kw = dict(data_root=root, container=BUILD, builder=str(builder), r2_origin=origin,
+              poll_interval=0.3, timeout_s=300, on_progress=lines.append)
     with lifecycle.connect(local_cluster) as access:
-        with pytest.raises(PreflightError, match="dataset 'c4' is not staged under .* \\(and 1 more\\)"):
-            check_staged(_recipe(http_server, wrong), access.launcher, "local", data_root=root)
-        first = prepare(_recipe(http_server, wrong), access.launcher, data_root=root,
-                        import_image=False, poll_interval=0.3, timeout_s=300)
-        # The dataset is staged; the tokenizer's checksum does not match: no marker, job failed.
-        assert [(i.name, i.state) for i in first.items] == [("c4", "staged"),
-                                                            ("tokenizer", "checksum mismatch")]
+        with pytest.raises(PreflightError, match="dataset 'c4' is not staged under .* \\(and 2 more\\)"):
+            check_staged(_recipe(), access.launcher, "local", data_root=root, container=BUILD)
+        first = prepare(_recipe(), access.launcher, **kw)  # type: ignore[arg-type]
+        # The gated item is missing (with where to put it); the rest is staged; the job fails.
+        states = [(i.name, i.state) for i in first.items]
+        assert states == [("c4", "staged"), ("weights", "missing"), ("extras", "missing"),
+                          ("container", "staged")]
         assert not first.ok and first.job_state == "failed"
-        assert (Path(root) / "stagetest/c4/shard0.txt").read_bytes() == PAYLOAD
-        assert (Path(root) / "stagetest/c4/.azbench-staged").is_file()
-        assert not (Path(root) / "stagetest/tok/.azbench-staged").exists()
-        # Rerun with the right checksum: the staged item is skipped, the other one finishes.
-        right = hashlib.sha256(TOKENIZER).hexdigest()
-        second = prepare(_recipe(http_server, right), access.launcher, data_root=root,
-                         import_image=False, poll_interval=0.3, timeout_s=300)
-        check_staged(_recipe(http_server, right), access.launcher, "local", data_root=root)  # run may go
-    assert [(i.name, i.state) for i in second.items] == [("c4", "already staged"),
-                                                         ("tokenizer", "staged")]
+        assert [i.name for i in first.missing_gated] == ["weights"]
+        assert f"under {root}/stagetest/weights so that model/w.bin exist" in first.items[1].instructions
+        c4 = Path(root) / "stagetest/c4"
+        assert (c4 / "shard0.txt").read_bytes() == SHARD0
+        assert (c4 / "sub/shard1.txt").read_bytes() == SHARD1 and (c4 / "tinyds.md5").is_file()
+        assert (c4 / ".azbench-staged").is_file()
+        assert Path(BUILD.squashfs(root)).read_bytes() == b"hsqs stub"
+        assert calls.read_text() == f"{BUILD.digest} {BUILD.repo} {BUILD.commit} {BUILD.path}\n"
+        # Progress: every line of the job's output, once, in order.
+        assert lines[lines.index(f"c4: staging into {c4}"):][1:3] == ["  [1/2] shard0.txt",
+                                                                       "  [2/2] sub/shard1.txt"]
+        assert len(lines) == len(set(lines))
+        assert lines[-1] == ("1 item(s) you must provide (licence-gated or made in the container) "
+                             "missing: see the lines above")
+        # The user places the weights; the rerun keeps the download and the squashfs.
+        (Path(root) / "stagetest/weights/model").mkdir(parents=True)
+        (Path(root) / "stagetest/weights/model/w.bin").write_bytes(WEIGHTS)
+        second = prepare(_recipe(), access.launcher, **kw)  # type: ignore[arg-type]
+        check_staged(_recipe(), access.launcher, "local", data_root=root, container=BUILD)  # run may go
+    assert [(i.name, i.state) for i in second.items] == [
+        ("c4", "already staged"), ("weights", "staged"), ("extras", "missing"),
+        ("container", "already staged")]
     assert second.ok and second.job_state == "completed"
-    assert (Path(root) / "stagetest/tok/.azbench-staged").is_file()
+    assert len(calls.read_text().splitlines()) == 1, "the squashfs for this digest is never rebuilt"
+
+
+# -- the CLI ------------------------------------------------------------------------------------
+
+def test_cli_prints_one_instruction_line_per_missing_gated_item_and_exits_3(monkeypatch, tmp_path):
+    """`azbench prepare` on a job whose gated items are missing: each gets one line saying where
+    to get it and where to place it (also in --json), the error is one line, exit 3."""
+    import contextlib
+    import json
+
+    from orchestrator.clusters import lifecycle as lc
+    from orchestrator.models import Cluster
+    from orchestrator.runs import prepare as prep
+    from tests.cli_helpers import azbench_in_process, one_line_error
+
+    recipe = _recipe()
+    seen: dict[str, object] = {}
+
+    def fake_prepare(r, launcher, **kw):
+        seen.update(kw)
+        items = [prep.ItemStatus(name=d.name, kind=d.kind, path=d.host_path("/shared/mlperf"),
+                                 state="missing" if d.gated else "staged", gated=d.gated is not None,
+                                 optional=d.optional,
+                                 instructions=d.instructions("/shared/mlperf") if d.gated else "")
+                 for d in recipe.mlperf.data]  # type: ignore[union-attr]
+        return prep.PrepareResult(recipe=r.name, job_id="7", job_state="failed",
+                                  output="/shared/mlperf/staging/stagetest-7.out", items=items)
+
+    cluster = Cluster(name="c1", provider="ssh", sku="Standard_ND96isr_H100_v5", nodes=8,
+                      workdir="/shared/azbench")
+    monkeypatch.setattr(prep, "prepare", fake_prepare)
+    monkeypatch.setattr("orchestrator.recipes.catalog.get_recipe", lambda name: recipe)
+    monkeypatch.setattr(lc, "require_cluster", lambda name, store: cluster)
+    monkeypatch.setattr(lc, "connect", lambda c: contextlib.nullcontext(type("A", (), {"launcher": None})()))
+    env = {"AZBENCH_R2_ORIGIN": "http://127.0.0.1:9", "AZBENCH_IMAGE_BUILDER": "/opt/stub"}
+    text = azbench_in_process("prepare", "stagetest", "--cluster", "c1", "--no-image",
+                              home=tmp_path, env=env)
+    assert text.code == 3
+    assert one_line_error(text).endswith("prepare stagetest: 1 item(s) you must provide are missing: weights "
+                                         "(place them as printed above, then rerun prepare)")
+    lines = [line for line in text.out.splitlines() if "missing: " in line]
+    assert lines == [f"missing: {recipe.mlperf.data[1].instructions('/shared/mlperf')}",  # type: ignore[union-attr]
+                     f"optional, missing: {recipe.mlperf.data[2].instructions('/shared/mlperf')}"]  # type: ignore[union-attr]
+    assert seen["r2_origin"] == "http://127.0.0.1:9" and seen["builder"] == "/opt/stub"
+    assert seen["container"] is None  # --no-image
+    as_json = azbench_in_process("prepare", "stagetest", "--cluster", "c1", "--no-image", "--json",
+                                 home=tmp_path, env=env)
+    assert as_json.code == 3
+    items = json.loads(as_json.out)["items"]
+    assert [i["name"] for i in items if i["instructions"]] == ["weights", "extras"]
+    # Without --no-image the container comes from the scale the cluster resolves to; none here.
+    no_scale = azbench_in_process("prepare", "stagetest", "--cluster", "c1", home=tmp_path, env=env)
+    assert no_scale.code == 2
+    assert "prepare stagetest: no container for 8 x Standard_ND96isr_H100_v5: " in one_line_error(no_scale)
+    assert one_line_error(no_scale).endswith("(give --sku and --nodes of the runs to come, or --no-image)")
+
+
+def _mlc_r2(script: str, workdir: Path, origin: str, uri: str) -> "subprocess.CompletedProcess[str]":
+    """Run the job's own mlc_r2 function (cut from the rendered script) in `workdir`."""
+    import subprocess
+    functions = script[script.index("r2_url() {"):script.index("# check_sums DEST")]
+    return subprocess.run(["bash", "-c", f'set -euo pipefail\nMLC_R2_ORIGIN={origin}\n{functions}\n'
+                           'mlc_r2 -d "$1" "$2"', "mlc_r2", str(workdir), uri],
+                          capture_output=True, text=True, timeout=60)
+
+
+def test_mlc_r2_keeps_good_files_refetches_bad_ones_and_refuses_escaping_paths(r2_server, tmp_path):
+    script = render_stage_data(_recipe())
+    origin, uri = f"http://127.0.0.1:{r2_server}", f"{ORIGIN}/metadata/tinyds.uri"
+    dest = tmp_path / "dest"
+    (dest / "sub").mkdir(parents=True)
+    (dest / "shard0.txt").write_bytes(SHARD0)  # already complete: kept
+    (dest / "sub/shard1.txt").write_bytes(b"truncated")  # a broken earlier download: fetched again
+    (dest / "sub/shard1.txt.part").write_bytes(SHARD1[:100])  # a partial one: continued, or
+    # fetched afresh where the server has no byte ranges (http.server has none)
+    done = _mlc_r2(script, dest, origin, uri)
+    assert done.returncode == 0, done.stderr
+    assert (dest / "sub/shard1.txt").read_bytes() == SHARD1 and not (dest / "sub/shard1.txt.part").exists()
+    # The bucket's md5 list is checked: a file that differs from it fails the item.
+    served = tmp_path / "served/datasets/tinyds/sub/shard1.txt"
+    served.write_bytes(b"tampered\n")
+    (dest / "sub/shard1.txt").unlink()
+    bad = _mlc_r2(script, dest, origin, uri)
+    assert bad.returncode != 0 and "shard1.txt: FAILED" in bad.stdout + bad.stderr
+    # A list naming a path outside the item's folder is refused before anything is fetched.
+    (tmp_path / "served/metadata/tinyds.md5").write_text(f"{'0' * 32}  ../escape.txt\n")
+    (dest / "tinyds.md5").unlink()
+    escape = _mlc_r2(script, dest, origin, uri)
+    assert escape.returncode != 0 and "refusing path ../escape.txt" in escape.stderr
+    assert not (tmp_path / "escape.txt").exists()
+
+
+def test_run_on_a_slurm_cluster_refuses_until_data_and_container_are_staged(tmp_path):
+    """`azbench run` of an MLPerf recipe on a cluster with a shell (the fake provider: Slurm
+    launcher, files read on this machine) refuses before submitting, in one line that counts the
+    container squashfs among what is missing and names the prepare command for that scale."""
+    from tests.cli_helpers import azbench_in_process, one_line_error
+    up = azbench_in_process("up", "--provider", "fake", "--name", "pf", "--sku", "h100", "--nodes",
+                            "8", "--region", "eastus", home=tmp_path)
+    assert up.code == 0, up.err
+    run = azbench_in_process("run", "llama31_8b", "--cluster", "pf", "--nodes", "1", home=tmp_path)
+    assert run.code == 3
+    assert one_line_error(run).endswith(
+        "llama31_8b: dataset 'c4-preprocessed' is not staged under /shared/mlperf/llama31_8b/c4 "
+        "(and 2 more) (azbench prepare llama31_8b --cluster pf --nodes 1)")

@@ -69,31 +69,68 @@ def recipes_show(name: str = typer.Argument(..., help="Recipe name."),
         sys.stdout.write("\n--- data staging job ---\n" + preview.stage_script.rstrip() + "\n")
 
 
+def _print_progress(line: str) -> None:
+    sys.stdout.write(f"  {line}\n")
+    sys.stdout.flush()
+
+
 @app.command()
 def prepare(recipe: str = typer.Argument(..., help="Recipe name."),
             cluster: str = typer.Option(..., "--cluster", help="Cluster to stage on."),
+            sku: Optional[str] = typer.Option(None, "--sku", help="SKU whose container to build "
+                                              "(default: the cluster's)."),
+            nodes: Optional[int] = typer.Option(None, "--nodes", help="Scale whose submission "
+                                                "config picks the implementation (default: the cluster's nodes)."),
             data_root: str = typer.Option("/shared/mlperf", "--data-root",
                                           help="Shared folder the recipe's data goes under."),
             partition: Optional[str] = typer.Option(None, "--partition", help="Slurm partition."),
             no_image: bool = typer.Option(False, "--no-image",
-                                          help="Stage data only, not the container squashfs."),
+                                          help="Stage data only, do not build the container squashfs."),
             as_json: bool = JsonOpt) -> None:
-    """Stage a recipe's datasets, checkpoints and tokenizers (checksummed; a rerun resumes) as a
-    batch job on the cluster, and say per item what happened. Exits 5 when an item is not staged."""
+    """Stage a recipe on the cluster as one batch job: verify its licence-gated weights and
+    tokenizers (printing where to get and place each missing one), download its public data
+    through MLCommons' R2 path (checksummed; a rerun resumes) and build its container from the
+    implementation's pinned Dockerfile into an enroot squashfs cached by digest. Exits 3 when a
+    licence-gated item is missing, 5 when anything else is not staged.
+
+    AZBENCH_R2_ORIGIN (scheme://host[:port]) points the R2 downloads at a mirror of MLCommons'
+    bucket; AZBENCH_IMAGE_BUILDER names a program on the cluster run instead of docker + enroot."""
+    import os
+
     from orchestrator.clusters import lifecycle
-    from orchestrator.errors import RunFailedError
+    from orchestrator.errors import ConfigError, PreflightError, RunFailedError
+    from orchestrator.recipes.catalog import get_recipe
+    from orchestrator.runs.launch import container_build
     from orchestrator.runs.prepare import prepare as stage
+    found_recipe = get_recipe(recipe)
     with open_store() as store:
         found = lifecycle.require_cluster(cluster, store)
+    try:
+        build = None if no_image or found_recipe.mlperf is None else \
+            container_build(found_recipe, sku or found.sku, nodes or found.nodes)
+    except ConfigError as exc:
+        raise ConfigError(f"prepare {recipe}: no container for {nodes or found.nodes} x "
+                          f"{sku or found.sku}: {exc.message}",
+                          hint="give --sku and --nodes of the runs to come, or --no-image") from None
     with lifecycle.connect(found) as access:
-        result = stage(recipe, access.launcher, data_root=data_root, partition=partition,
-                       import_image=not no_image)
+        result = stage(found_recipe, access.launcher, data_root=data_root, partition=partition,
+                       container=build, builder=os.environ.get("AZBENCH_IMAGE_BUILDER") or None,
+                       r2_origin=os.environ.get("AZBENCH_R2_ORIGIN") or None,
+                       on_progress=None if as_json else _print_progress)
     if as_json:
         emit_json(result)
     else:
         for item in result.items:
             sys.stdout.write(f"{item.name:24} {item.kind:10} {item.state:18} {item.path}\n")
+        for item in result.items:
+            if item.instructions:
+                sys.stdout.write(f"{'optional, ' if item.optional else ''}missing: {item.instructions}\n")
         sys.stdout.write(f"job {result.job_id}: {result.job_state}; output {result.output}\n")
+    gated = result.missing_gated
+    if gated:
+        raise PreflightError(f"prepare {recipe}: {len(gated)} item(s) you must provide are missing: "
+                             + ", ".join(i.name for i in gated),
+                             hint="place them as printed above, then rerun prepare")
     if not result.ok:
         bad = next((i for i in result.items if not i.ok), None)
         raise RunFailedError(f"prepare {recipe}: " + (f"{bad.name} {bad.state}" if bad else

@@ -71,6 +71,18 @@ class Container(Frozen):
         return self.image_arm64 if arch == "arm64" and self.image_arm64 else self.image
 
 
+_REL_PATH = re.compile(r"[A-Za-z0-9._-][A-Za-z0-9._/-]*")
+
+
+class Gated(Frozen):
+    """A licence-gated item azbench cannot fetch: the user gets it and places it, the staging job
+    verifies `files` (and the item's checksums, where published) before it marks it staged."""
+
+    licence: str  # whose terms, e.g. "Llama 3.1 Community License"
+    get: str  # where and how to obtain it, exactly
+    files: list[str] = Field(min_length=1)  # relative paths that must exist under the item's folder
+
+
 class DataItem(Frozen):
     name: str = Field(pattern=r"^[a-z0-9][a-z0-9_.-]*$")
     kind: str = Field(pattern="^(dataset|checkpoint|tokenizer)$")
@@ -78,7 +90,17 @@ class DataItem(Frozen):
     mount: str = Field(pattern=r"^/[A-Za-z0-9._/-]*$")
     var: str | None = Field(None, pattern=r"^[A-Z_][A-Z0-9_]*$")
     size_gb: float | None = None
-    stage: str
+    # Exactly one way to stage it: a command run in the item's folder, an MLCommons R2 metadata
+    # URI (fetched and md5-checked by the staging job's mlc_r2), or a licence-gated item to verify.
+    stage: str = ""
+    # MLCommons R2 downloads: sub-folder of the item ("." for the item's own) -> metadata URI,
+    # each run as the README's `mlc-r2-downloader.sh -d SUBFOLDER URI`.
+    r2: dict[str, str] = Field(default_factory=dict)
+    # After the r2 downloads, in the item's folder: the reference's own layout fix-ups (cited in
+    # `source`); written to be rerun safely.
+    after: str = ""
+    gated: Gated | None = None
+    optional: bool = False  # the implementation can run without it: prepare reports, run does not refuse
     source: str = ""
     # Relative path under the item's folder -> sha256: the staging job checks them before it marks
     # the item staged (an item without them is marked once its command succeeds).
@@ -86,12 +108,38 @@ class DataItem(Frozen):
 
     @model_validator(mode="after")
     def _check_checksums(self) -> DataItem:
+        ways = [w for w, v in (("stage", self.stage), ("r2", self.r2), ("gated", self.gated)) if v]
+        if len(ways) != 1:
+            raise ValueError(f"data item '{self.name}': give exactly one of stage, r2, gated "
+                             f"(got {', '.join(ways) or 'none'})")
+        if (self.r2 or self.gated) and not self.source:
+            raise ValueError(f"data item '{self.name}': an r2 or gated item needs its source "
+                             "(repository, commit, README path)")
+        if self.after and not self.r2:
+            raise ValueError(f"data item '{self.name}': after runs only after r2 downloads")
+        for sub, uri in self.r2.items():
+            if sub != "." and (not _REL_PATH.fullmatch(sub) or ".." in sub.split("/")):
+                raise ValueError(f"data item '{self.name}': r2 folder {sub!r} is not a plain relative path")
+            if not re.fullmatch(r"https://[A-Za-z0-9.-]+/[A-Za-z0-9._/-]+\.uri", uri):
+                raise ValueError(f"data item '{self.name}': r2 {uri!r} is not an https URL of a .uri metadata file")
+        for rel in self.gated.files if self.gated else []:
+            if not _REL_PATH.fullmatch(rel) or ".." in rel.split("/"):
+                raise ValueError(f"data item '{self.name}': gated file {rel!r} is not a plain relative path")
         for rel, digest in self.checksums.items():
-            if not re.fullmatch(r"[A-Za-z0-9._-][A-Za-z0-9._/-]*", rel) or ".." in rel.split("/"):
+            if not _REL_PATH.fullmatch(rel) or ".." in rel.split("/"):
                 raise ValueError(f"data item '{self.name}': checksum path {rel!r} is not a plain relative path")
             if not re.fullmatch(r"[0-9a-f]{64}", digest):
                 raise ValueError(f"data item '{self.name}': checksum for {rel} is not a sha256 hex digest")
         return self
+
+    def instructions(self, data_root: str) -> str:
+        """One line: what to do when this gated item is missing on the cluster."""
+        if self.gated is None:
+            return ""
+        dest = self.host_path(data_root)
+        return (f"{self.name} ({self.kind}, {self.gated.licence}): {self.gated.get}; place it on "
+                f"the cluster's shared filesystem under {dest} so that "
+                f"{', '.join(self.gated.files)} exist there, then rerun prepare")
 
     def sha256_list(self) -> str:
         """The items's checksums in `sha256sum -c` format ("" when it has none)."""

@@ -134,3 +134,27 @@ def _parse_env(raw: bytes) -> dict[str, str]:
 
 def _rel(path: Path) -> str:
     return str(path.resolve().relative_to(configs_dir().resolve()))
+
+
+class Implementation(Frozen):
+    """Where a vendored config's implementation lives: its Dockerfile and build context are the
+    folder `path` of `repo` at `commit` (recipes/configs/ATTRIBUTION.md, the READS.txt row)."""
+
+    repo: str
+    commit: str
+    path: str
+
+
+def implementation(recipe: str, config: str) -> Implementation:
+    """The implementation folder the vendored `config` (a path under recipes/configs/<recipe>/)
+    was copied from, read from ATTRIBUTION.md."""
+    folder = f"{recipe}/{Path(config).parent.as_posix()}/READS.txt"
+    attribution = configs_dir() / "ATTRIBUTION.md"
+    for line in attribution.read_text().splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) == 4 and cells[0] == folder:
+            path = cells[3].split(" ", 1)[0].rstrip("/")
+            if not re.fullmatch(r"[0-9a-f]{40}", cells[2]) or not re.fullmatch(r"[A-Za-z0-9._/+-]+", path):
+                break
+            return Implementation(repo=cells[1], commit=cells[2], path=path)
+    raise ConfigError(f"recipes/configs/ATTRIBUTION.md has no implementation row for {folder}")

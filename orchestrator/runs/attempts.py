@@ -127,8 +127,11 @@ def _mlperf_attempt(row: RunRow, recipe: Recipe, cluster: Cluster, attempt: int,
                     exclude: list[str], run_dir: str) -> AttemptSpec:
     """An MLPerf recipe runs its container launch script; timed runs never resume (rules)."""
     from orchestrator.recipes.catalog import resolve
-    from orchestrator.runs.launch import render_launch
+    from orchestrator.runs.launch import container_build, render_launch
     resolved = resolve(recipe, cluster.sku, row.nodes)
+    build = container_build(recipe, cluster.sku, row.nodes)
+    if build is not None:  # the squashfs `azbench prepare` built from the pinned Dockerfile
+        resolved = resolved.model_copy(update={"image": build.squashfs()})
     script = render_launch(resolved, run_dir, run_id=row.id, attempt=attempt,
                            partition=cluster.partition, exclude=tuple(exclude))
     return AttemptSpec(run_id=row.id, attempt=attempt, recipe=recipe.name, nodes=row.nodes,

@@ -129,8 +129,13 @@ def _create_runs(spec: RunSpec, recipe: Recipe, cluster: Cluster, store: Store) 
 def _drive_all(rows, spec, recipe, cluster, store, on_progress, on_event, poll) -> list[RunOutcome]:
     with connect(cluster) as access:
         if recipe.mlperf is not None and access.caps.shell:  # files on the cluster are readable
+            from orchestrator.runs.launch import container_build
             from orchestrator.runs.prepare import check_staged
-            check_staged(recipe, access.launcher, cluster.name)
+            # A Slurm launch runs the squashfs `prepare` built (attempts._mlperf_attempt).
+            for nodes in sorted({r.nodes for r in rows}):
+                check_staged(recipe, access.launcher, cluster.name,
+                             container=container_build(recipe, cluster.sku, nodes),
+                             prepare_args=f" --nodes {nodes}")
         ctx = AttemptContext(spec, recipe, cluster, store, access, on_progress, on_event, poll)
         outcomes = []
         for row in rows:

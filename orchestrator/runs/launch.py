@@ -8,7 +8,9 @@ recipe catalog to the Slurm renderer: recipes/ stays free of Slurm.
 
 from __future__ import annotations
 
+import hashlib
 import re
+import shlex
 
 from orchestrator.clusters import catalog
 from orchestrator.errors import ConfigError
@@ -23,7 +25,7 @@ from orchestrator.recipes.catalog import (
     render_command,
     resolve,
 )
-from orchestrator.recipes.configs import PRE_ENV, bundle
+from orchestrator.recipes.configs import PRE_ENV, bundle, implementation
 from orchestrator.recipes.parallelism import network_profile
 from orchestrator.slurm.batch import format_time_limit, render_sbatch
 from orchestrator.templating import render
@@ -54,11 +56,14 @@ def describe_launch(recipe_name: str, sku: str, nodes: int, ruleset: str | None 
     recipe = get_recipe(recipe_name)
     params = check_params(recipe, params)
     resolved = resolve(recipe, sku, nodes, ruleset)
+    build = None if image else container_build(recipe, sku, nodes)
     if image:
         resolved = resolved.model_copy(update={"image": image})
+    elif build:  # a run uses the squashfs `prepare` builds (attempts._mlperf_attempt)
+        resolved = resolved.model_copy(update={"image": build.squashfs(data_root)})
     script = render_launch(resolved, run_dir, data_root=data_root, params=params,
                            time_limit_min=time_limit_min)
-    stage = render_stage_data(recipe, data_root=data_root, image=resolved.image) \
+    stage = render_stage_data(recipe, data_root=data_root, container=build) \
         if recipe.mlperf else None
     return LaunchPreview(resolved=resolved, script=script, stage_script=stage)
 
@@ -78,22 +83,68 @@ def render_launch(resolved: ResolvedConfig, run_dir: str, *, run_id: str = "prev
                              data_root=data_root, seed=seed, check_compliance=check_compliance)
 
 
+class ContainerBuild(Frozen):
+    """A recipe's container for one resolved config: built on a node from the implementation's
+    pinned Dockerfile (the folder `path` of `repo` at `commit` is the build context) and saved as
+    an enroot squashfs on the shared filesystem. `digest` names the squashfs: the commit pins the
+    Dockerfile and every file of the context, so a new commit, folder or CPU architecture is a new
+    file and an existing one is never rebuilt."""
+
+    recipe: str
+    repo: str
+    commit: str
+    path: str
+    arch: str
+
+    @property
+    def digest(self) -> str:
+        key = f"{self.repo}@{self.commit}:{self.path}/Dockerfile {self.arch}"
+        return hashlib.sha256(key.encode()).hexdigest()[:16]
+
+    def squashfs(self, data_root: str = DEFAULT_DATA_ROOT) -> str:
+        return f"{data_root.rstrip('/')}/containers/{self.recipe}-{self.digest}.sqsh"
+
+
+def container_build(recipe: Recipe | str, sku: str, nodes: int) -> ContainerBuild | None:
+    """The container a run of `recipe` on `nodes` x `sku` uses: the implementation its resolved
+    config was vendored from (None: the scale names no vendored config, the recipe's image stays)."""
+    recipe = get_recipe(recipe) if isinstance(recipe, str) else recipe
+    if recipe.mlperf is None:
+        return None
+    resolved = resolve(recipe, sku, nodes)
+    if not resolved.config:
+        return None
+    impl = implementation(recipe.name, resolved.config.split(f"recipes/configs/{recipe.name}/", 1)[1])
+    return ContainerBuild(recipe=recipe.name, repo=impl.repo, commit=impl.commit, path=impl.path,
+                          arch=catalog.lookup(resolved.sku).cpu_arch)
+
+
 def render_stage_data(recipe: Recipe | str, *, data_root: str = DEFAULT_DATA_ROOT,
-                      image: str | None = None, partition: str | None = None,
-                      import_image: bool = True) -> str:
-    """The one-node batch job that stages a recipe's datasets/checkpoints and its image under data_root."""
+                      partition: str | None = None, container: ContainerBuild | None = None,
+                      builder: str | None = None, r2_origin: str | None = None) -> str:
+    """The one-node batch job that verifies a recipe's licence-gated items, downloads the rest
+    (MLCommons R2 or the item's command) and builds its container under data_root.
+
+    `r2_origin` replaces the scheme and host of every R2 URL (a mirror; the tests' loopback
+    server); `builder` is a program run instead of the docker + enroot build (AZBENCH_IMAGE_BUILDER)."""
     recipe = get_recipe(recipe) if isinstance(recipe, str) else recipe
     if recipe.mlperf is None:
         raise ConfigError(f"recipe '{recipe.name}' has no data to stage")
     _check_plain("data_root", data_root, _SAFE_PATH)
     _check_plain("partition", partition or "p", _SAFE_NAME)
-    image = image or recipe.mlperf.container.image
-    items = [{"item": d, "dest": d.host_path(data_root)} for d in recipe.mlperf.data]
+    if r2_origin is not None and not re.fullmatch(r"https?://[A-Za-z0-9.-]+(:[0-9]{1,5})?", r2_origin):
+        raise ConfigError(f"R2 origin {r2_origin!r} is not scheme://host[:port]")
+    root = data_root.rstrip("/")
+    data = recipe.mlperf.data
+    items = [{"item": d, "dest": d.host_path(root),
+              "r2_command": " && ".join([*(f"mlc_r2 -d {shlex.quote(sub)} {shlex.quote(uri)}"
+                                           for sub, uri in d.r2.items()),
+                                         *([f"( {d.after} )"] if d.after else [])])}
+             for d in sorted(data, key=lambda d: d.gated is None)]
     return render(
-        "stage_data.sbatch.j2", recipe=recipe.name, data_root=data_root.rstrip("/"),
-        partition=partition, items=items, image=image,
-        squashfs=f"{data_root.rstrip('/')}/containers/{_squash_name(image)}.sqsh"
-        if import_image else None)
+        "stage_data.sbatch.j2", recipe=recipe.name, data_root=root, partition=partition,
+        items=items, r2_origin=r2_origin, builder=builder, container=container,
+        squashfs=container.squashfs(root) if container else None)
 
 
 # -- rendering ---------------------------------------------------------------------------------
@@ -162,6 +213,3 @@ def _check_plain(what: str, value: str, pattern: re.Pattern[str]) -> None:
     if not pattern.fullmatch(value):
         raise ConfigError(f"{what} {value!r} has characters azbench will not put in a batch script")
 
-
-def _squash_name(image: str) -> str:
-    return re.sub(r"[^A-Za-z0-9._-]+", "+", image).strip("+") or "image"

@@ -1,10 +1,14 @@
 """`azbench prepare`: stage what an MLPerf recipe needs on a cluster, as one batch job.
 
-The job is templates/stage_data.sbatch.j2 (launch.render_stage_data): each data item is fetched
-by its recipe command into `<data_root>/...`, checked against its sha256 list, then marked
-`.azbench-staged`; a marked item is skipped, so rerunning `prepare` resumes after a failure. The
-job prints one "NAME: ..." line per item; this module submits it through the cluster's Launcher,
-waits, and turns those lines into an ItemStatus per item.
+The job is templates/stage_data.sbatch.j2 (launch.render_stage_data): licence-gated items are
+verified where the user placed them (expected files, checksums where published); public data is
+fetched into `<data_root>/...` through MLCommons' R2 path (mlc_r2: the metadata URI the reference
+README gives, md5-checked) or the item's command, checked against its sha256 list, then marked
+`.azbench-staged`; the container is built from the implementation's pinned Dockerfile into an
+enroot squashfs named by its digest (launch.ContainerBuild). A marked item and an existing
+squashfs are skipped, so rerunning `prepare` resumes after a failure. The job prints one
+"NAME: ..." line per item; this module submits it through the cluster's Launcher, waits, and
+turns those lines into an ItemStatus per item.
 """
 
 from __future__ import annotations
@@ -17,23 +21,29 @@ from typing import Literal
 from orchestrator.errors import ConfigError, PreflightError
 from orchestrator.models import Frozen, JobState
 from orchestrator.recipes.catalog import Recipe, get_recipe
-from orchestrator.runs.launch import DEFAULT_DATA_ROOT, render_stage_data
+from orchestrator.runs.launch import DEFAULT_DATA_ROOT, ContainerBuild, render_stage_data
 from orchestrator.seams import Launcher
 
-ItemState = Literal["staged", "already staged", "staging failed", "checksum mismatch", "not reached"]
+ItemState = Literal["staged", "already staged", "staging failed", "checksum mismatch", "missing",
+                    "not reached"]
 _LINE = re.compile(r"^(?P<name>[a-z0-9][a-z0-9_.-]*): (?P<what>already staged|staged|staging failed|"
-                   r"checksum mismatch)\b", re.M)
+                   r"checksum mismatch|missing)\b", re.M)
+CONTAINER = "container"  # the ItemStatus name (and job line) of the container squashfs
 
 
 class ItemStatus(Frozen):
     name: str
-    kind: str
+    kind: str  # dataset, checkpoint, tokenizer, container
     path: str
     state: ItemState
+    gated: bool = False
+    optional: bool = False
+    # For a missing licence-gated item: where to get it and where to place it, in one line.
+    instructions: str = ""
 
     @property
     def ok(self) -> bool:
-        return self.state in ("staged", "already staged")
+        return self.state in ("staged", "already staged") or self.optional
 
 
 class PrepareResult(Frozen):
@@ -48,36 +58,52 @@ class PrepareResult(Frozen):
         return all(i.ok for i in self.items) and self.job_state == JobState.COMPLETED.value
 
 
+    @property
+    def missing_gated(self) -> list[ItemStatus]:
+        """Licence-gated items the user must place (prepare exits 3 on them, not 5)."""
+        return [i for i in self.items if i.gated and not i.optional and not i.ok]
+
+
 def check_staged(recipe: Recipe, launcher: Launcher, cluster: str, *,
-                 data_root: str = DEFAULT_DATA_ROOT) -> None:
+                 data_root: str = DEFAULT_DATA_ROOT, container: ContainerBuild | None = None,
+                 prepare_args: str = "") -> None:
     """PreflightError naming the first item of `recipe` whose `.azbench-staged` marker is absent
-    on the cluster (the launch script would stop on it after queueing; `run` refuses first)."""
+    on the cluster, or the container squashfs when `container` is given and it is absent (the
+    launch script would stop on them after queueing; `run` refuses first). Optional items are
+    not required."""
     if recipe.mlperf is None:
         return
     root = data_root.rstrip("/") or "/"
-    missing = [d for d in recipe.mlperf.data
-               if not launcher.tail(f"{d.host_path(root)}/.azbench-staged", nbytes=64).strip()]
+    missing = [f"{d.kind} '{d.name}' is not staged under {d.host_path(root)}"
+               for d in recipe.mlperf.data if not d.optional
+               and not launcher.tail(f"{d.host_path(root)}/.azbench-staged", nbytes=64).strip()]
+    if container is not None and not launcher.tail(container.squashfs(root), nbytes=64):
+        missing.append(f"container {container.squashfs(root)} is not built "
+                       f"(from {container.repo} {container.path}/Dockerfile)")
     if missing:
-        first = missing[0]
         more = f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""
-        raise PreflightError(f"{recipe.name}: {first.kind} '{first.name}' is not staged under "
-                             f"{first.host_path(root)}{more}",
-                             hint=f"azbench prepare {recipe.name} --cluster {cluster}")
+        raise PreflightError(f"{recipe.name}: {missing[0]}{more}",
+                             hint=f"azbench prepare {recipe.name} --cluster {cluster}{prepare_args}")
 
 
 def prepare(recipe: Recipe | str, launcher: Launcher, *, data_root: str = DEFAULT_DATA_ROOT,
-            partition: str | None = None, import_image: bool = True,
+            partition: str | None = None, container: ContainerBuild | None = None,
+            builder: str | None = None, r2_origin: str | None = None,
+            on_progress: Callable[[str], None] | None = None,
             poll_interval: float = 2.0, timeout_s: float = 24 * 3600.0,
             sleep: Callable[[float], None] = time.sleep,
             clock: Callable[[], float] = time.monotonic) -> PrepareResult:
-    """Submit the staging job for `recipe`, wait for it, and report each item."""
+    """Submit the staging job for `recipe`, wait for it, and report each item; `on_progress`
+    gets each line the job prints as it appears (items started, files fetched, the build)."""
     recipe = get_recipe(recipe) if isinstance(recipe, str) else recipe
     if recipe.mlperf is None:
         raise ConfigError(f"recipe '{recipe.name}' has no data to stage")
     root = data_root.rstrip("/") or "/"
-    script = render_stage_data(recipe, data_root=root, partition=partition,
-                               import_image=import_image)
+    script = render_stage_data(recipe, data_root=root, partition=partition, container=container,
+                               builder=builder, r2_origin=r2_origin)
     ref = launcher.submit_script(script, workdir=f"{root}/staging")
+    output = f"{root}/staging/{recipe.name}-{ref.job_id}.out"
+    progress = _Progress(launcher, output, on_progress)
     deadline = clock() + timeout_s
     state: JobState | None = None
     while clock() < deadline:
@@ -85,17 +111,45 @@ def prepare(recipe: Recipe | str, launcher: Launcher, *, data_root: str = DEFAUL
         if status.state.terminal:
             state = status.state
             break
+        progress.read()
         sleep(poll_interval)
     if state is None:
         launcher.cancel(ref)
-    output = f"{root}/staging/{recipe.name}-{ref.job_id}.out"
+    progress.read(final=True)
     text = launcher.tail(output).decode(errors="replace")
     seen: dict[str, ItemState] = {}
     for m in _LINE.finditer(text):
         what = m.group("what")
         seen[m.group("name")] = "already staged" if what == "already staged" else what  # type: ignore[assignment]
     items = [ItemStatus(name=d.name, kind=d.kind, path=d.host_path(root),
-                        state=seen.get(d.name, "not reached")) for d in recipe.mlperf.data]
+                        state=seen.get(d.name, "not reached"), gated=d.gated is not None,
+                        optional=d.optional,
+                        instructions=d.instructions(root) if d.gated and seen.get(d.name) in
+                        ("missing", "checksum mismatch") else "")
+             for d in recipe.mlperf.data]
+    if container is not None:
+        items.append(ItemStatus(name=CONTAINER, kind=CONTAINER, path=container.squashfs(root),
+                                state=seen.get(CONTAINER, "not reached")))
     return PrepareResult(recipe=recipe.name, job_id=ref.job_id,
                          job_state=state.value if state else "timed out", output=output,
                          items=items)
+
+
+class _Progress:
+    """The job's output, passed on line by line as it grows (bytes counted, so a line split
+    across two reads is passed once, whole)."""
+
+    def __init__(self, launcher: Launcher, path: str, sink: Callable[[str], None] | None) -> None:
+        self.launcher, self.path, self.sink = launcher, path, sink
+        self.offset, self.partial = 0, b""
+
+    def read(self, *, final: bool = False) -> None:
+        if self.sink is None:
+            return
+        data = self.launcher.tail(self.path, offset=self.offset)
+        self.offset += len(data)
+        *lines, self.partial = (self.partial + data).split(b"\n")
+        if final and self.partial:
+            lines, self.partial = [*lines, self.partial], b""
+        for line in lines:
+            self.sink(line.decode(errors="replace"))

@@ -115,7 +115,7 @@ export MLPERF_RULESET=5.1.0
 export NEXP=1
 export WALLTIME_RUNANDTIME=15
 
-CONT='myregistry.azurecr.io#mlperf-nvidia/dlrm_dcnv2:v5.0-arm64'
+CONT=/shared/mlperf/containers/dlrm_dcnv2-212bcf65887e59e0.sqsh
 CONT_NAME="azbench_dlrm_dcnv2_${SLURM_JOB_ID}"
 MOUNTS=/shared/mlperf/dlrm_dcnv2/criteo_1tb_multihot_raw:/data:ro,/shared/azbench/runs/preview/attempt-1:/results,/shared/azbench/runs/preview/checkpoints:/checkpoints,/dev/nvidia-caps-imex-channels:/dev/nvidia-caps-imex-channels
 PYXIS=(--no-container-mount-home --container-writable)

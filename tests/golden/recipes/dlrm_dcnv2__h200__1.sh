@@ -91,7 +91,7 @@ export DGXSYSTEM=azbench_ND_H200_v5_1x8x6912xtp1pp1cp1
 export MLPERF_RULESET=4.1.0
 export NEXP=1
 
-CONT='myregistry.azurecr.io#mlperf-nvidia/dlrm_dcnv2:v5.0-x86_64'
+CONT=/shared/mlperf/containers/dlrm_dcnv2-3f5ac6ce770e70f7.sqsh
 CONT_NAME="azbench_dlrm_dcnv2_${SLURM_JOB_ID}"
 MOUNTS=/shared/mlperf/dlrm_dcnv2/criteo_1tb_multihot_raw:/data:ro,/shared/azbench/runs/preview/attempt-1:/results,/shared/azbench/runs/preview/checkpoints:/checkpoints,/opt/microsoft:/opt/microsoft:ro
 PYXIS=(--no-container-mount-home --container-writable)

@@ -215,18 +215,14 @@ export NEXP=1
 export TP=1
 export WALLTIME_RUNANDTIME=60
 
-CONT='myregistry.azurecr.io#mlperf-nvidia/flux1:v5.1-x86_64'
+CONT=/shared/mlperf/containers/flux1-a127fc0e7f05c399.sqsh
 CONT_NAME="azbench_flux1_${SLURM_JOB_ID}"
-MOUNTS=/shared/mlperf/flux1/data:/dataset:ro,/shared/mlperf/flux1/encoders:/checkpoints/encoders:ro,/shared/azbench/runs/preview/attempt-1:/results,/shared/azbench/runs/preview/checkpoints:/checkpoints,/opt/microsoft:/opt/microsoft:ro
+MOUNTS=/shared/mlperf/flux1/data:/dataset:ro,/shared/azbench/runs/preview/attempt-1:/results,/shared/azbench/runs/preview/checkpoints:/checkpoints,/opt/microsoft:/opt/microsoft:ro
 PYXIS=(--no-container-mount-home --container-writable)
 LOG="$AZBENCH_ATTEMPT_DIR/train.log"
 mkdir -p "$AZBENCH_CHECKPOINT_DIR"
 if [ ! -e /shared/mlperf/flux1/data/.azbench-staged ]; then
   echo "cc12m-preprocessed is not staged under /shared/mlperf/flux1/data: run the staging job first" >&2
-  exit 3
-fi
-if [ ! -e /shared/mlperf/flux1/encoders/.azbench-staged ]; then
-  echo "encoders is not staged under /shared/mlperf/flux1/encoders: run the staging job first" >&2
   exit 3
 fi
 

@@ -195,7 +195,7 @@ export PREPROC_DATA=/preproc_data
 export TENSOR_MODEL_PARALLEL=4
 export WALLTIME_RUNANDTIME=170
 
-CONT='myregistry.azurecr.io#mlperf-nvidia/gpt3:v3.1-x86_64'
+CONT=/shared/mlperf/containers/gpt3-e1cb2d8dd0c4ea1d.sqsh
 CONT_NAME="azbench_gpt3_${SLURM_JOB_ID}"
 MOUNTS=/shared/mlperf/gpt3/c4:/preproc_data:ro,/shared/mlperf/gpt3/checkpoint:/load_checkpoints:ro,/shared/azbench/runs/preview/attempt-1:/results,/shared/azbench/runs/preview/checkpoints:/checkpoints,/opt/microsoft:/opt/microsoft:ro
 PYXIS=(--no-container-mount-home --container-writable)

@@ -167,7 +167,7 @@ export PP=1
 export TP=1
 export WALLTIME_RUNANDTIME=10
 
-CONT='myregistry.azurecr.io#mlperf-nvidia/llama2_70b_lora:v5.0-arm64'
+CONT=/shared/mlperf/containers/llama2_70b_lora-076316d0a395b117.sqsh
 CONT_NAME="azbench_llama2_70b_lora_${SLURM_JOB_ID}"
 MOUNTS=/shared/mlperf/llama2_70b_lora/gov_report:/data:ro,/shared/mlperf/llama2_70b_lora/model:/ckpt:ro,/shared/azbench/runs/preview/attempt-1:/results,/shared/azbench/runs/preview/checkpoints:/checkpoints,/dev/nvidia-caps-imex-channels:/dev/nvidia-caps-imex-channels
 PYXIS=(--no-container-mount-home --container-writable)

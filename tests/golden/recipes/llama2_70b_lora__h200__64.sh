@@ -156,7 +156,7 @@ export PP=1
 export TP=4
 export WALLTIME_RUNANDTIME=50
 
-CONT='myregistry.azurecr.io#mlperf-nvidia/llama2_70b_lora:v4.1-x86_64'
+CONT=/shared/mlperf/containers/llama2_70b_lora-5ad0764d6b49a6f8.sqsh
 CONT_NAME="azbench_llama2_70b_lora_${SLURM_JOB_ID}"
 MOUNTS=/shared/mlperf/llama2_70b_lora/gov_report:/data:ro,/shared/mlperf/llama2_70b_lora/model:/ckpt:ro,/shared/azbench/runs/preview/attempt-1:/results,/shared/azbench/runs/preview/checkpoints:/checkpoints,/opt/microsoft:/opt/microsoft:ro
 PYXIS=(--no-container-mount-home --container-writable)

@@ -274,7 +274,7 @@ export PIPELINE_MODEL_PARALLEL=8
 export TENSOR_MODEL_PARALLEL=4
 export WALLTIME_RUNANDTIME=170
 
-CONT='myregistry.azurecr.io#mlperf-nvidia/llama31_405b:v6.0-arm64'
+CONT=/shared/mlperf/containers/llama31_405b-1dd7da4283a7e15a.sqsh
 CONT_NAME="azbench_llama31_405b_${SLURM_JOB_ID}"
 MOUNTS=/shared/mlperf/llama31_405b/c4:/preproc_data:ro,/shared/mlperf/llama31_405b/tokenizer:/workspace/llm/nemo_tokenizer:ro,/shared/mlperf/llama31_405b/checkpoint:/load_checkpoints:ro,/shared/azbench/runs/preview/attempt-1:/results,/shared/azbench/runs/preview/checkpoints:/checkpoints,/dev/nvidia-caps-imex-channels:/dev/nvidia-caps-imex-channels
 PYXIS=(--no-container-mount-home --container-writable)

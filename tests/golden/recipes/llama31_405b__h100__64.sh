@@ -177,7 +177,7 @@ export PREPROC_DATA=/preproc_data
 export TENSOR_MODEL_PARALLEL=8
 export WALLTIME_RUNANDTIME=420
 
-CONT='myregistry.azurecr.io#mlperf-nvidia/llama31_405b:v5.0-x86_64'
+CONT=/shared/mlperf/containers/llama31_405b-5e29d1a96660fda7.sqsh
 CONT_NAME="azbench_llama31_405b_${SLURM_JOB_ID}"
 MOUNTS=/shared/mlperf/llama31_405b/c4:/preproc_data:ro,/shared/mlperf/llama31_405b/tokenizer:/workspace/llm/nemo_tokenizer:ro,/shared/mlperf/llama31_405b/checkpoint:/load_checkpoints:ro,/shared/azbench/runs/preview/attempt-1:/results,/shared/azbench/runs/preview/checkpoints:/checkpoints,/opt/microsoft:/opt/microsoft:ro
 PYXIS=(--no-container-mount-home --container-writable)

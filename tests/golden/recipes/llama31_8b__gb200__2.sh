@@ -270,7 +270,7 @@ export PIPELINE_MODEL_PARALLEL=1
 export TENSOR_MODEL_PARALLEL=1
 export WALLTIME_RUNANDTIME=140
 
-CONT='myregistry.azurecr.io#mlperf-nvidia/llama31_8b:v5.1-arm64'
+CONT=/shared/mlperf/containers/llama31_8b-aa1de8bfb808e836.sqsh
 CONT_NAME="azbench_llama31_8b_${SLURM_JOB_ID}"
 MOUNTS=/shared/mlperf/llama31_8b/c4:/preproc_data:ro,/shared/mlperf/llama31_8b/tokenizer:/workspace/llm/nemo_tokenizer:ro,/shared/azbench/runs/preview/attempt-1:/results,/shared/azbench/runs/preview/checkpoints:/checkpoints,/dev/nvidia-caps-imex-channels:/dev/nvidia-caps-imex-channels
 PYXIS=(--no-container-mount-home --container-writable)

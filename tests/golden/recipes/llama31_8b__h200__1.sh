@@ -269,7 +269,7 @@ export PIPELINE_MODEL_PARALLEL=1
 export TENSOR_MODEL_PARALLEL=1
 export WALLTIME_RUNANDTIME=120
 
-CONT='myregistry.azurecr.io#mlperf-nvidia/llama31_8b:v5.1-x86_64'
+CONT=/shared/mlperf/containers/llama31_8b-acf502cf72c16807.sqsh
 CONT_NAME="azbench_llama31_8b_${SLURM_JOB_ID}"
 MOUNTS=/shared/mlperf/llama31_8b/c4:/preproc_data:ro,/shared/mlperf/llama31_8b/tokenizer:/workspace/llm/nemo_tokenizer:ro,/shared/azbench/runs/preview/attempt-1:/results,/shared/azbench/runs/preview/checkpoints:/checkpoints,/opt/microsoft:/opt/microsoft:ro
 PYXIS=(--no-container-mount-home --container-writable)

@@ -105,7 +105,7 @@ export MLPERF_RULESET=5.1.0
 export NEXP=1
 export WALLTIME_RUNANDTIME=30
 
-CONT='myregistry.azurecr.io#mlperf-nvidia/retinanet:v5.0-arm64'
+CONT=/shared/mlperf/containers/retinanet-7c93b62d3c7684bc.sqsh
 CONT_NAME="azbench_retinanet_${SLURM_JOB_ID}"
 MOUNTS=/shared/mlperf/retinanet/open-images-v6:/datasets/open-images-v6:ro,/shared/mlperf/retinanet/torch-home:/root/.cache/torch:ro,/shared/azbench/runs/preview/attempt-1:/results,/shared/azbench/runs/preview/checkpoints:/checkpoints,/dev/nvidia-caps-imex-channels:/dev/nvidia-caps-imex-channels
 PYXIS=(--no-container-mount-home --container-writable)

@@ -91,7 +91,7 @@ export DGXSYSTEM=azbench_ND_H200_v5_1x8x32xtp1pp1cp1
 export MLPERF_RULESET=4.1.0
 export NEXP=1
 
-CONT='myregistry.azurecr.io#mlperf-nvidia/retinanet:v5.0-x86_64'
+CONT=/shared/mlperf/containers/retinanet-11ac1b0b14ec6894.sqsh
 CONT_NAME="azbench_retinanet_${SLURM_JOB_ID}"
 MOUNTS=/shared/mlperf/retinanet/open-images-v6:/datasets/open-images-v6:ro,/shared/mlperf/retinanet/torch-home:/root/.cache/torch:ro,/shared/azbench/runs/preview/attempt-1:/results,/shared/azbench/runs/preview/checkpoints:/checkpoints,/opt/microsoft:/opt/microsoft:ro
 PYXIS=(--no-container-mount-home --container-writable)

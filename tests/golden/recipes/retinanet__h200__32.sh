@@ -109,7 +109,7 @@ export MLPERF_RULESET=4.1.0
 export NEXP=1
 export WALLTIME_RUNANDTIME=15
 
-CONT='myregistry.azurecr.io#mlperf-nvidia/retinanet:v5.0-x86_64'
+CONT=/shared/mlperf/containers/retinanet-5ee8816b0e5c8915.sqsh
 CONT_NAME="azbench_retinanet_${SLURM_JOB_ID}"
 MOUNTS=/shared/mlperf/retinanet/open-images-v6:/datasets/open-images-v6:ro,/shared/mlperf/retinanet/torch-home:/root/.cache/torch:ro,/shared/azbench/runs/preview/attempt-1:/results,/shared/azbench/runs/preview/checkpoints:/checkpoints,/opt/microsoft:/opt/microsoft:ro
 PYXIS=(--no-container-mount-home --container-writable)

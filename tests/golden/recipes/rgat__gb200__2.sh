@@ -145,7 +145,7 @@ export MLPERF_RULESET=5.1.0
 export NEXP=1
 export WALLTIME_RUNANDTIME=30
 
-CONT='myregistry.azurecr.io#mlperf-nvidia/rgat:v5.0-arm64'
+CONT=/shared/mlperf/containers/rgat-b5ec74c4035a455c.sqsh
 CONT_NAME="azbench_rgat_${SLURM_JOB_ID}"
 MOUNTS=/shared/mlperf/rgat/igbh:/data:ro,/shared/azbench/runs/preview/attempt-1:/results,/shared/azbench/runs/preview/checkpoints:/checkpoints,/dev/nvidia-caps-imex-channels:/dev/nvidia-caps-imex-channels
 PYXIS=(--no-container-mount-home --container-writable)

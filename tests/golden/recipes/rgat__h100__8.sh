@@ -128,7 +128,7 @@ export MLPERF_RULESET=4.1.0
 export NEXP=1
 export WALLTIME_RUNANDTIME=8
 
-CONT='myregistry.azurecr.io#mlperf-nvidia/rgat:v5.0-x86_64'
+CONT=/shared/mlperf/containers/rgat-9fbf2bad60a9d1b1.sqsh
 CONT_NAME="azbench_rgat_${SLURM_JOB_ID}"
 MOUNTS=/shared/mlperf/rgat/igbh:/data:ro,/shared/azbench/runs/preview/attempt-1:/results,/shared/azbench/runs/preview/checkpoints:/checkpoints,/opt/microsoft:/opt/microsoft:ro
 PYXIS=(--no-container-mount-home --container-writable)

@@ -109,7 +109,7 @@ export DGXSYSTEM=azbench_ND_H200_v5_1x8x2048xtp1pp1cp1
 export MLPERF_RULESET=4.1.0
 export NEXP=1
 
-CONT='myregistry.azurecr.io#mlperf-nvidia/rgat:v5.0-x86_64'
+CONT=/shared/mlperf/containers/rgat-2b06245ef310e547.sqsh
 CONT_NAME="azbench_rgat_${SLURM_JOB_ID}"
 MOUNTS=/shared/mlperf/rgat/igbh:/data:ro,/shared/azbench/runs/preview/attempt-1:/results,/shared/azbench/runs/preview/checkpoints:/checkpoints,/opt/microsoft:/opt/microsoft:ro
 PYXIS=(--no-container-mount-home --container-writable)
