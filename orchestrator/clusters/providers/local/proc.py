@@ -14,6 +14,7 @@ import socket
 import subprocess
 import time
 from pathlib import Path
+from collections.abc import Collection
 from typing import Callable
 
 CLUSTER_MARKER = "AZBENCH_LOCAL_CLUSTER"
@@ -142,16 +143,50 @@ def _bindable(ports: range) -> bool:
 
 
 def wait_for(done: Callable[[], bool], timeout_s: float, poll_s: float,
-             check: Callable[[], None], what: str) -> None:
-    """Poll `done` until true; `check` may raise to stop early. TimeoutError(what) at the end."""
+             check: Callable[[], None], what: str, *, max_poll_s: float | None = None) -> None:
+    """Poll `done` until true; `check` may raise to stop early. TimeoutError(what) at the end.
+    With `max_poll_s`, the pause doubles after each miss up to that cap (for a `done` that asks
+    a daemon, so a slow machine is asked fewer times, not more)."""
     deadline = time.monotonic() + timeout_s
+    pause = poll_s
     while True:
         if done():
             return
         check()
-        if time.monotonic() >= deadline:
+        now = time.monotonic()
+        if now >= deadline:
             raise TimeoutError(what)
-        time.sleep(poll_s)
+        time.sleep(min(pause, max(deadline - now, 0.0)))
+        if max_poll_s is not None:
+            pause = min(pause * 2, max_poll_s)
+
+
+def listening(ports: Collection[int]) -> set[int]:
+    """Which of `ports` have a TCP socket listening on this host, read from the kernel's socket
+    tables (/proc/net/tcp and tcp6: state 0A is LISTEN, proc(5)) rather than by connecting, so
+    the daemon behind each port is not disturbed. One read covers every port."""
+    wanted, found = set(ports), set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            lines = Path(table).read_text().splitlines()[1:]
+        except OSError:
+            continue
+        for line in lines:
+            fields = line.split(None, 4)
+            if len(fields) > 3 and fields[3] == "0A":
+                port = int(fields[1].rsplit(":", 1)[1], 16)
+                if port in wanted:
+                    found.add(port)
+    return found
+
+
+def pidfile_names(path: Path, pid: int) -> bool:
+    """Whether the pid file at `path` exists and holds `pid` (a stale one from an earlier daemon
+    holds another number)."""
+    try:
+        return path.read_text().strip() == str(pid)
+    except OSError:
+        return False
 
 
 def tail(path: Path, lines: int = 8) -> str:
