@@ -32,8 +32,9 @@ class SlurmNode(Frozen):
     cpus: int = Field(1, ge=1)
     gpus: int = Field(0, ge=0)
     real_memory: int | None = Field(None, ge=1, description="MiB")
-    # FUTURE: a slot defined for later (a replacement or a resize), hidden and never scheduled
-    # until azbench starts its slurmd and resumes it; every daemon already knows its address.
+    # FUTURE: a slot defined for later (a replacement or a resize), hidden, never contacted and
+    # never scheduled until its slurmd registers (then idle); every daemon already knows its
+    # address. The local provider starts every node this way (see its module docstring).
     state: str = Field("UNKNOWN", pattern=r"^(UNKNOWN|FUTURE)$")
 
 

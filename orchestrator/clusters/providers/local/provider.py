@@ -19,16 +19,23 @@ adding a node in 22.05 needs a slurmctld restart and every slurmd's conf to name
 fan-out through the slurmd tree cannot reach it. Pre-defined FUTURE slots need neither. `down` stops exactly those daemons (and the job steps their slurmd spawned) and
 keeps the logs, slurm.conf and the shared run directory for inspection.
 
-Bring-up (measured by benchmarks/bench_scale.py): the time goes into slurmd itself, each start
-parsing the whole node table and topology (O(nodes) CPU per slurmd, so O(nodes^2) in all; a
-profile of slurmd 22.05.8 at 2,560 slots: slurmd's node-table build and topology build are
-half of its start-up CPU). azbench adds no per-node round trip with the scheduler: the
-slurmd start first, at most `start_parallelism()` at a time, each known to be up by its pid file
-(a local file, no scheduler call); slurmctld starts only when every slurmd is up, so each
-slurmd registers once when slurmctld opens its port, and slurmctld's periodic ping never asks
-a node whose daemon is not running yet to register (which, with slurmctld first, made 2,048
-nodes send 3,469 registrations); then one node listing for all nodes, repeated with a doubling
-pause until every node is idle.
+Bring-up (measured by benchmarks/bench_scale.py --up-only): the time goes into slurmd itself,
+each start building the whole node table and topology: O(nodes) CPU per slurmd, so O(nodes^2)
+in all (slurmd 22.05.8 at 2,560 slots: 37 ms of CPU per start against 9 ms at 72 slots; its
+topology/tree build runs Floyd-Warshall over the switches, O(switches^3), topology_tree.c).
+azbench adds no per-node round trip with the scheduler: the slurmd start at most
+`start_parallelism()` at a time, each known to be up by its pid file (a local file), then one
+node listing for all nodes, repeated with a doubling pause until every node is idle.
+The order keeps slurmctld's own traffic to one registration per node. slurmctld pings every
+node it knows every SlurmdTimeout/3 s and asks those not registered yet to register
+(ping_nodes.c, slurm-22-05-8-1); with slurmctld first and 2,048 nodes starting over a minute,
+that made 3,469 registrations and a ping storm. So up to SLURMCTLD_FIRST_UP_TO nodes,
+slurmctld starts first and the nodes are FUTURE in slurm.conf: it contacts no FUTURE node ("nor
+will any attempt be made to contact them", slurm.conf(5) State=FUTURE) and makes one whose
+slurmd registers idle (node_mgr.c validate_node_specs treats FUTURE as UNKNOWN), so each slurmd
+registers the moment it is up. Above that, every slurmd starts first and slurmctld last: the
+slurmd retry their registration each second until it listens (slurm_open_controller_conn), and
+slurmctld pings nothing while the slurmd start.
 """
 
 from __future__ import annotations
@@ -282,10 +289,9 @@ class LocalProvider(ProviderBase):
         except TimeoutError:
             raise ProvisionError(f"munged of '{state.name}' did not create {socket_path} within "
                                  f"10 s:\n{proc.tail(Path(state.daemons['munged'].log))}")
-        # Every slurmd first, slurmctld last (module docstring, "Bring-up"): each slurmd then
-        # registers once, and slurmctld never pings a node whose daemon is not up yet.
-        _start_nodes(state, state.nodes, bins["slurmd"],
-                     timeout_s=max(self.ready_timeout_s, len(state.nodes) / 10))
+        slurmd_timeout = max(self.ready_timeout_s, len(state.nodes) / 10)
+        if not slurmctld_first(len(state.nodes)):  # module docstring, "Bring-up"
+            _start_nodes(state, state.nodes, bins["slurmd"], timeout_s=slurmd_timeout)
         state.daemons["slurmctld"] = _spawn(cdir, "slurmctld", env,
                                             [bins["slurmctld"], "-D", "-i", "-f", str(conf)])
         save_state(state)
@@ -298,6 +304,8 @@ class LocalProvider(ProviderBase):
                 f"slurmctld of '{state.name}' did not listen on port {state.slurmctld_port} within "
                 f"{max(self.ready_timeout_s, 10.0):g} s; last lines of slurmctld.log:\n"
                 + proc.tail(Path(state.cluster_dir) / "log" / "slurmctld.log")) from None
+        if slurmctld_first(len(state.nodes)):
+            _start_nodes(state, state.nodes, bins["slurmd"], timeout_s=slurmd_timeout)
         return state
 
     def _wait_ready(self, state: LocalState, bins: dict[str, str]) -> None:
@@ -372,6 +380,15 @@ def restart_node(cluster: Cluster, node: str, *, timeout_s: float = 60.0) -> Non
 
 def node_names(count: int, first: int = 1) -> list[str]:
     return [f"node{i}" for i in range(first, first + count)]
+
+
+# Up to this many nodes, slurmctld starts before the slurmd (module docstring, "Bring-up"); the
+# same line below which slurm.conf keeps the short MessageTimeout.
+SLURMCTLD_FIRST_UP_TO = 256
+
+
+def slurmctld_first(nodes: int) -> bool:
+    return nodes <= SLURMCTLD_FIRST_UP_TO
 
 
 def start_parallelism() -> int:
@@ -526,6 +543,10 @@ def _conf_params(state: LocalState, spec) -> SlurmConfParams:
     user = "root" if os.geteuid() == 0 else getpass.getuser()
     cdir, rt = Path(state.cluster_dir), Path(state.runtime_dir)
     spares = set(state.spares)
+    # How nodes in service start out (module docstring, "Bring-up"): FUTURE where slurmctld
+    # starts first, UNKNOWN where it starts last, so that its ping asks a slurmd that gave up
+    # waiting for it (and backs off, up to 128 s: slurmd.c _registration_engine) to register.
+    first = "FUTURE" if slurmctld_first(len(state.nodes)) else "UNKNOWN"
     return SlurmConfParams(
         cluster_name=state.name, controller_host=host, controller_addr="127.0.0.1",
         slurmctld_port=state.slurmctld_port, state_dir=str(cdir / "slurm-state"),
@@ -534,12 +555,12 @@ def _conf_params(state: LocalState, spec) -> SlurmConfParams:
         jobcomp_file=state.jobcomp_file, partition=PARTITION,
         slurmd_timeout=spec.local.slurmd_timeout, multiple_slurmd=True,
         # Thousands of daemons on two cores answer slowly: a short timeout reads as lost nodes.
-        message_timeout=5 if len(state.nodes) <= 256 else 30,
+        message_timeout=5 if len(state.nodes) <= SLURMCTLD_FIRST_UP_TO else 30,
         topology_plugin="topology/tree",
         slurmd_parameters="config_overrides",
         # No NodeHostname (SlurmNode.hostname): slurmd is started with `-N name`, found at its port.
         nodes=[SlurmNode(name=n, addr="127.0.0.1", port=state.node_ports[n],
-                         cpus=state.cpus_per_node, state="FUTURE" if n in spares else "UNKNOWN")
+                         cpus=state.cpus_per_node, state="FUTURE" if n in spares else first)
                for n in _slots(state)])
 
 
