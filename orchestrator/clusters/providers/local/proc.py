@@ -7,8 +7,10 @@ found by a marker variable that slurmd passes on to them in their environment.
 
 from __future__ import annotations
 
+import ctypes
 import os
 import random
+import select
 import signal
 import socket
 import subprocess
@@ -178,6 +180,45 @@ def listening(ports: Collection[int]) -> set[int]:
                 if port in wanted:
                     found.add(port)
     return found
+
+
+class DirWatch:
+    """Wakes a waiter when a file in one directory is created or written: Linux inotify
+    (inotify(7): IN_CREATE, IN_MODIFY) through libc, so that waiting for many daemons' pid files
+    costs one wake-up per write instead of a poll every few milliseconds. Where inotify is not
+    available, `wait` just sleeps its timeout (the caller re-checks either way)."""
+
+    _IN_CREATE, _IN_MODIFY, _IN_NONBLOCK, _IN_CLOEXEC = 0x100, 0x2, 0o4000, 0o2000000
+
+    def __init__(self, directory: Path) -> None:
+        self.fd = -1
+        try:
+            libc = ctypes.CDLL(None, use_errno=True)
+            fd = libc.inotify_init1(self._IN_NONBLOCK | self._IN_CLOEXEC)
+            if fd >= 0 and libc.inotify_add_watch(fd, os.fsencode(directory),
+                                                  self._IN_CREATE | self._IN_MODIFY) < 0:
+                os.close(fd)
+                fd = -1
+            self.fd = fd
+        except (OSError, AttributeError):
+            self.fd = -1
+
+    def wait(self, timeout_s: float) -> None:
+        """Return after the next event (or at once if some are pending), or after `timeout_s`."""
+        if self.fd < 0:
+            time.sleep(timeout_s)
+            return
+        if select.select([self.fd], [], [], timeout_s)[0]:
+            try:
+                while os.read(self.fd, 65536):
+                    pass
+            except BlockingIOError:
+                pass
+
+    def close(self) -> None:
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
 
 
 def pidfile_names(path: Path, pid: int) -> bool:

@@ -403,13 +403,15 @@ def _start_nodes(state: LocalState, nodes: Sequence[str], slurmd: str | None = N
     `start_parallelism()`) still starting at a time, and return once every one is up, recorded
     in the state as it goes. Up = its pid file holds its pid: slurmd writes the file right after
     it opens its listening socket (slurmd.c main(), `_create_msg_socket()` then
-    `create_pidfile()`, slurm-22-05-8-1). Local files only: no scheduler round trip."""
+    `create_pidfile()`, slurm-22-05-8-1), waited for as a file event (proc.DirWatch). Local
+    files only: no scheduler round trip."""
     cdir, env, rt = Path(state.cluster_dir), _daemon_env(state), Path(state.runtime_dir)
     binary = slurmd or find_binaries()["slurmd"]
     limit = max(1, parallel or start_parallelism())
     todo, starting = list(nodes), dict[str, int]()
     deadline = time.monotonic() + timeout_s
     next_check = time.monotonic() + 0.5
+    watch = proc.DirWatch(rt)  # the pid files' directory (_slurmd_pidfile)
     try:
         while todo or starting:
             while todo and len(starting) < limit:
@@ -433,8 +435,9 @@ def _start_nodes(state: LocalState, nodes: Sequence[str], slurmd: str | None = N
             if now > deadline:
                 raise ProvisionError(f"slurmd of {compress_hostlist(sorted(starting, key=_natural))} "
                                      f"('{state.name}') did not start within {timeout_s:g} s")
-            time.sleep(0.01)
+            watch.wait(0.5)
     finally:
+        watch.close()
         save_state(state)
 
 
