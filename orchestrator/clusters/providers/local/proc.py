@@ -13,6 +13,7 @@ import random
 import select
 import signal
 import socket
+import struct
 import subprocess
 import time
 from pathlib import Path
@@ -203,17 +204,26 @@ class DirWatch:
         except (OSError, AttributeError):
             self.fd = -1
 
-    def wait(self, timeout_s: float) -> None:
-        """Return after the next event (or at once if some are pending), or after `timeout_s`."""
+    def wait(self, timeout_s: float) -> set[str] | None:
+        """After the next events (at once if some are pending), the names of the files they
+        concern; an empty set after `timeout_s` with none; None where there is no inotify (the
+        caller then checks every file)."""
         if self.fd < 0:
             time.sleep(timeout_s)
-            return
+            return None
+        names: set[str] = set()
         if select.select([self.fd], [], [], timeout_s)[0]:
             try:
-                while os.read(self.fd, 65536):
-                    pass
+                while data := os.read(self.fd, 65536):
+                    offset = 0
+                    while offset + 16 <= len(data):  # struct inotify_event: wd, mask, cookie, len, name
+                        _, _, _, size = struct.unpack_from("iIII", data, offset)
+                        name = data[offset + 16:offset + 16 + size].rstrip(b"\0")
+                        names.add(os.fsdecode(name))
+                        offset += 16 + size
             except BlockingIOError:
                 pass
+        return names
 
     def close(self) -> None:
         if self.fd >= 0:

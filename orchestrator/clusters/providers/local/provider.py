@@ -415,6 +415,7 @@ def _start_nodes(state: LocalState, nodes: Sequence[str], slurmd: str | None = N
     deadline = time.monotonic() + timeout_s
     next_check = time.monotonic() + 0.5
     watch = proc.DirWatch(rt)  # the pid files' directory (_slurmd_pidfile)
+    changed: set[str] | None = None  # pid file names an event named; None: look at every one
     try:
         while todo or starting:
             while todo and len(starting) < limit:
@@ -426,19 +427,22 @@ def _start_nodes(state: LocalState, nodes: Sequence[str], slurmd: str | None = N
                     [binary, "-D", "-N", node, "-f", state.conf])
                 starting[node] = daemon.pid
             for node, pid in list(starting.items()):
-                if proc.pidfile_names(_slurmd_pidfile(state, node), pid):
+                pidfile = _slurmd_pidfile(state, node)
+                if (changed is None or pidfile.name in changed) and proc.pidfile_names(pidfile, pid):
                     del starting[node]
+            changed = set()
             if not starting or (todo and len(starting) < limit):
                 continue
             now = time.monotonic()
             if now >= next_check:  # a slurmd that died starting never writes its pid file
                 for node in starting:
                     _check_alive(state, f"slurmd:{node}")
-                next_check = now + 0.5
+                next_check, changed = now + 0.5, None  # and look at every pid file again
             if now > deadline:
                 raise ProvisionError(f"slurmd of {compress_hostlist(sorted(starting, key=_natural))} "
                                      f"('{state.name}') did not start within {timeout_s:g} s")
-            watch.wait(0.5)
+            named = watch.wait(0.5)
+            changed = None if named is None or changed is None else changed | named
     finally:
         watch.close()
         save_state(state)
