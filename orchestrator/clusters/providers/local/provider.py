@@ -416,6 +416,7 @@ def _start_nodes(state: LocalState, nodes: Sequence[str], slurmd: str | None = N
     next_check = time.monotonic() + 0.5
     watch = proc.DirWatch(rt)  # the pid files' directory (_slurmd_pidfile)
     changed: set[str] | None = None  # pid file names an event named; None: look at every one
+    by_pidfile: dict[str, str] = {}  # pid file name -> node
     try:
         while todo or starting:
             while todo and len(starting) < limit:
@@ -426,9 +427,11 @@ def _start_nodes(state: LocalState, nodes: Sequence[str], slurmd: str | None = N
                     cdir, f"slurmd-{node}", {**env, proc.NODE_MARKER: f"{cdir}:{node}"},
                     [binary, "-D", "-N", node, "-f", state.conf])
                 starting[node] = daemon.pid
-            for node, pid in list(starting.items()):
-                pidfile = _slurmd_pidfile(state, node)
-                if (changed is None or pidfile.name in changed) and proc.pidfile_names(pidfile, pid):
+                by_pidfile[_slurmd_pidfile(state, node).name] = node
+            look = list(starting) if changed is None else \
+                [n for n in map(by_pidfile.get, changed) if n is not None and n in starting]
+            for node in look:
+                if proc.pidfile_names(_slurmd_pidfile(state, node), starting[node]):
                     del starting[node]
             changed = set()
             if not starting or (todo and len(starting) < limit):
