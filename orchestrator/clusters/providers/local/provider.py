@@ -298,7 +298,8 @@ class LocalProvider(ProviderBase):
         try:
             proc.wait_for(lambda: state.slurmctld_port in proc.listening([state.slurmctld_port]),
                           max(self.ready_timeout_s, 10.0), 0.05,
-                          lambda: _check_alive(state, "slurmctld"), "slurmctld port")
+                          lambda: _check_alive(state, "slurmctld"), "slurmctld port",
+                          max_poll_s=0.4)  # the socket table holds a line per slurmd port
         except TimeoutError:
             raise ProvisionError(
                 f"slurmctld of '{state.name}' did not listen on port {state.slurmctld_port} within "
