@@ -383,9 +383,12 @@ def node_names(count: int, first: int = 1) -> list[str]:
     return [f"node{i}" for i in range(first, first + count)]
 
 
-# Up to this many nodes, slurmctld starts before the slurmd (module docstring, "Bring-up"); the
-# same line below which slurm.conf keeps the short MessageTimeout.
-SLURMCTLD_FIRST_UP_TO = 256
+# Up to this many nodes, slurmctld starts before the slurmd (module docstring, "Bring-up").
+# Measured on 2 cores (bench_scale.py --up-only): at 300 nodes slurmctld first took 3.0 s and
+# slurmd first 5.0 s (their registration retry waits a second, and slurmctld starts after);
+# at 1,024 both took 14-16 s and 24-26 s of CPU, slurmctld first with 1.2 registrations per
+# node; at 2,048 slurmd first saved a tenth of the CPU and 0.6-0.8 registrations per node.
+SLURMCTLD_FIRST_UP_TO = 1024
 
 
 def slurmctld_first(nodes: int) -> bool:
@@ -569,7 +572,7 @@ def _conf_params(state: LocalState, spec) -> SlurmConfParams:
         jobcomp_file=state.jobcomp_file, partition=PARTITION,
         slurmd_timeout=spec.local.slurmd_timeout, multiple_slurmd=True,
         # Thousands of daemons on two cores answer slowly: a short timeout reads as lost nodes.
-        message_timeout=5 if len(state.nodes) <= SLURMCTLD_FIRST_UP_TO else 30,
+        message_timeout=5 if len(state.nodes) <= 256 else 30,
         topology_plugin="topology/tree",
         slurmd_parameters="config_overrides",
         # No NodeHostname (SlurmNode.hostname): slurmd is started with `-N name`, found at its port.
