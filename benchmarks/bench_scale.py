@@ -6,21 +6,34 @@
 - the monitor's poll of a job holding every node: scheduler calls per poll (target 1) and the
   CPU time azbench spends per poll (parse included), and sinfo's node table (2,048 rows) parse;
 - `down` wall time.
+- `--up-only [--baseline REF]`: only `up` and `down`, profiled (issue 23, point 5): wall time per
+  phase (slurmd start, slurmctld start, wait for idle), CPU time of azbench, of its Slurm client
+  calls, of every slurmd and of slurmctld (from /proc: independent of how busy the machine is),
+  the Slurm client calls azbench made (counted by wrapping subprocess.run), and the RPCs
+  slurmctld received (its own statistics: node registrations per node). With `--baseline REF`
+  the same figures for the code at git REF (e.g. main), measured first in the same run.
 The machine's load average is printed beside the figures (it is shared). Needs slurm-wlm and
-munge. Run: python benchmarks/bench_scale.py [N]
+munge. Run: python benchmarks/bench_scale.py [N] [--up-only [--baseline REF]]
 """
 
 from __future__ import annotations
 
+import json
 import math
 import os
+import re
 import resource
+import shutil
+import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+REPO = Path(__file__).resolve().parents[1]
+# The code under test: this checkout, or (for the --baseline child) another tree of the repo.
+sys.path.insert(0, os.environ.get("AZB_BENCH_CODE", str(REPO)))
+sys.path.insert(1, str(REPO))
 
 from benchmarks.harness import emit  # noqa: E402
 
@@ -29,6 +42,13 @@ BAD = "node777"
 
 
 def main() -> None:
+    args = sys.argv[1:]
+    if "--profile-up-child" in args:
+        return profile_up_child(int(args[0]), args[args.index("--profile-up-child") + 1])
+    if "--up-only" in args:
+        n = int(args[0]) if args and args[0].isdigit() else 2048
+        baseline = args[args.index("--baseline") + 1] if "--baseline" in args else None
+        return up_only(n, baseline)
     n = int(sys.argv[1]) if len(sys.argv) > 1 else 2048
     home = Path(tempfile.mkdtemp(prefix="azb-scale-"))
     os.environ["AZBENCH_HOME"] = str(home)
@@ -139,6 +159,118 @@ def report_parse(n: int, blocks: int = 80) -> None:
     emit(f"report_{n}_nodes", time.perf_counter() - start, "s", parse_s=round(parsed, 4),
          log_mib=round(sum(map(len, lines)) / 2**20, 2), blocks=blocks,
          slowest=report.groups[0].run_lines[0].slowest_node)
+
+
+def up_only(n: int, baseline: str | None) -> None:
+    """`up` + `down` at n nodes, profiled in a child process each: first the code at git
+    `baseline` (exported to a temp dir), then this checkout; one JSON line each."""
+    runs = []
+    if baseline:
+        tree = Path(tempfile.mkdtemp(prefix="azb-baseline-"))
+        archive = subprocess.run(["git", "-C", str(REPO), "archive", baseline], check=True,
+                                 capture_output=True).stdout
+        subprocess.run(["tar", "-x", "-C", str(tree)], input=archive, check=True)
+        runs.append((f"baseline {baseline}", tree))
+    runs.append(("this checkout", REPO))
+    for label, code in runs:
+        out = subprocess.run([sys.executable, __file__, str(n), "--profile-up-child", label],
+                             env={**os.environ, "AZB_BENCH_CODE": str(code)},
+                             capture_output=True, text=True)
+        if out.returncode != 0:
+            sys.stderr.write(out.stdout + out.stderr)
+            raise SystemExit(f"profiled up of {label} failed")
+        fig = json.loads(out.stdout.strip().splitlines()[-1])
+        emit(f"local_up_{n}_nodes_profiled", fig.pop("wall_s"), "s", code=label, **fig)
+        if code != REPO:
+            shutil.rmtree(code, ignore_errors=True)
+
+
+def profile_up_child(n: int, label: str) -> None:
+    """One profiled up + down (see up_only); prints one JSON object."""
+    home = Path(tempfile.mkdtemp(prefix="azb-upprof-"))
+    os.environ["AZBENCH_HOME"] = str(home)
+    import orchestrator
+    from orchestrator import paths
+    from orchestrator.clusters.providers.local import proc
+    from orchestrator.clusters.providers.local import provider as local
+    from orchestrator.clusters.specs import load_cluster_spec
+    calls: dict[str, int] = {}
+    real_run = subprocess.run
+
+    def counting_run(argv, *a, **k):  # every Slurm client call azbench makes goes through here
+        prog = os.path.basename(argv[0] if isinstance(argv, list) else str(argv).split()[0])
+        calls[prog] = calls.get(prog, 0) + 1
+        return real_run(argv, *a, **k)
+
+    phases: dict[str, float] = {}
+    t0 = time.perf_counter()
+
+    def timed(name: str, fn):
+        def wrapper(*a, **k):
+            start = time.perf_counter()
+            phases.setdefault(f"{name}_starts_at_s", round(start - t0, 2))
+            try:
+                return fn(*a, **k)
+            finally:
+                phases[f"{name}_s"] = round(phases.get(f"{name}_s", 0) + time.perf_counter() - start, 2)
+        return wrapper
+
+    local.subprocess.run = counting_run  # the module object: the provider's calls only
+    local._start_nodes = timed("slurmd_start", local._start_nodes)
+    local.LocalProvider._wait_ready = timed("wait_idle", local.LocalProvider._wait_ready)
+    provider = local.LocalProvider()
+    spec = load_cluster_spec(None, {"name": "upprof", "nodes": n})
+    load0, cpu0 = _load(), os.times()
+    cluster = provider.up(spec, provider.plan(spec))
+    wall, cpu1, load1 = time.perf_counter() - t0, os.times(), _load()
+    local.subprocess.run = real_run
+    state = local.load_state(paths.cluster_dir(spec.name))
+    slurmd_ms = [_cpu_ms(d.pid) for k, d in state.daemons.items() if k.startswith("slurmd:")]
+    ctld = Path(f"/proc/{state.daemons['slurmctld'].pid}/stat").read_text().rsplit(")", 1)[1].split()
+    rpcs = _rpc_counts(state.conf)
+    try:
+        figures = dict(
+            wall_s=round(wall, 2), **phases,
+            azbench_cpu_s=round(cpu1.user + cpu1.system - cpu0.user - cpu0.system, 2),
+            client_cpu_s=round(cpu1.children_user + cpu1.children_system
+                               - cpu0.children_user - cpu0.children_system, 2),
+            slurmd_start_cpu_ms_each=round(sum(slurmd_ms) / max(len(slurmd_ms), 1), 1),
+            slurmctld_cpu_s=round((int(ctld[11]) + int(ctld[12])) / os.sysconf("SC_CLK_TCK"), 2),
+            scheduler_calls=sum(calls.values()), scheduler_calls_by_program=calls,
+            scheduler_calls_per_node=round(sum(calls.values()) / n, 4),
+            registrations_per_node=round(rpcs.get("MESSAGE_NODE_REGISTRATION_STATUS", 0) / n, 3),
+            rpcs_received=rpcs, load_before=load0, load_after=load1,
+            code_path=str(Path(orchestrator.__file__).parents[1]))
+    finally:
+        start = time.perf_counter()
+        provider.down(cluster)
+        left = [d.pid for d in state.daemons.values() if proc.alive(d.pid, d.start_time)]
+        proc.terminate([(d.pid, d.start_time) for d in state.daemons.values()], grace_s=0)
+    cpu2 = os.times()  # the daemons were our children: reaped by down, their CPU (all threads) is here
+    daemons = cpu2.children_user + cpu2.children_system - cpu1.children_user - cpu1.children_system
+    figures.update(down_s=round(time.perf_counter() - start, 1), daemons_left_after_down=len(left),
+                   daemons_cpu_s=round(daemons, 1), total_cpu_s=round(
+                       daemons + figures["azbench_cpu_s"] + figures["client_cpu_s"], 1))
+    shutil.rmtree(home, ignore_errors=True)
+    print(json.dumps(figures))
+
+
+def _cpu_ms(pid: int) -> float:
+    """CPU time of a live process's main thread, in ms (/proc/PID/schedstat: ns on CPU; proc(5)):
+    for slurmd, its start-up (parse, plugins, node table, topology)."""
+    try:
+        return int(Path(f"/proc/{pid}/schedstat").read_text().split()[0]) / 1e6
+    except (OSError, ValueError, IndexError):
+        return 0.0
+
+
+def _rpc_counts(conf: str) -> dict[str, int]:
+    """RPCs slurmctld has received, by message type (sdiag(1), "Remote Procedure Call statistics
+    by message type")."""
+    out = subprocess.run(["sdiag"], capture_output=True, text=True, env={**os.environ, "SLURM_CONF": conf})
+    section = out.stdout.split("by message type")[-1].split("by user")[0]
+    return {m.group(1): int(m.group(2))
+            for m in re.finditer(r"^\s*(\w+)\s+\(\s*\d+\)\s+count:(\d+)", section, re.M)}
 
 
 def _children_cpu() -> float:

@@ -101,7 +101,8 @@ def test_port_block_is_consecutive_and_skips_a_port_in_use():
         assert not localproc._bindable(range(block[0], block[-1] + 1))
 
 
-def test_local_spare_slots_are_future_nodes_with_ports_and_racks(tmp_path):
+def test_local_spare_slots_are_future_nodes_with_ports_and_racks(tmp_path, monkeypatch):
+    from orchestrator.clusters.providers.local import provider
     from orchestrator.clusters.providers.local.provider import _topology_text, spare_slots
     cdir = tmp_path / "c"
     nodes, spares = ["node1", "node2", "node3"], [f"node{i}" for i in range(4, 12)]
@@ -109,6 +110,13 @@ def test_local_spare_slots_are_future_nodes_with_ports_and_racks(tmp_path):
                        conf=str(cdir / "slurm.conf"), workdir=str(cdir / "shared"),
                        jobcomp_file=str(cdir / "j"), nodes=nodes, spares=spares, cpus_per_node=1,
                        slurmctld_port=17000, node_ports={n: 17001 + i for i, n in enumerate(nodes + spares)})
+    # Where slurmctld starts first, nodes in service are FUTURE too (until they register).
+    text = render_slurm_conf(_conf_params(state, local_spec("c", 3)))
+    lines = [ln for ln in text.splitlines() if ln.startswith(("NodeName=", "PartitionName="))]
+    assert lines[0].startswith("NodeName=node[1-11] ") and "Port=[17001-17011]" in lines[0] and "State=FUTURE" in lines[0]
+    assert "Nodes=node[1-11]" in lines[1]
+    # Where the slurmd start first (large clusters), nodes in service are UNKNOWN.
+    monkeypatch.setattr(provider, "SLURMCTLD_FIRST_UP_TO", 2)
     text = render_slurm_conf(_conf_params(state, local_spec("c", 3)))
     lines = [ln for ln in text.splitlines() if ln.startswith(("NodeName=", "PartitionName="))]
     assert lines[0].startswith("NodeName=node[1-3] ") and "Port=[17001-17003]" in lines[0] and "State=UNKNOWN" in lines[0]

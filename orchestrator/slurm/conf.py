@@ -21,14 +21,20 @@ class SlurmNode(Frozen):
     """One NodeName line. `port` is set when several slurmd share a host."""
 
     name: str
-    hostname: str
+    # None leaves NodeHostname out: Slurm then takes the NodeName (slurm.conf(5), NodeHostname
+    # "By default, the NodeHostname will be identical in value to NodeName"). Several slurmd on
+    # one host (each started with `-N name`, reached at NodeAddr:Port) need no shared hostname,
+    # and a shared one costs every daemon a walk of one hash chain per node on start
+    # (read_config.c _push_to_hashtbls appends at the chain's tail, slurm-22-05-8-1): quadratic.
+    hostname: str | None = None
     addr: str
     port: int | None = None
     cpus: int = Field(1, ge=1)
     gpus: int = Field(0, ge=0)
     real_memory: int | None = Field(None, ge=1, description="MiB")
-    # FUTURE: a slot defined for later (a replacement or a resize), hidden and never scheduled
-    # until azbench starts its slurmd and resumes it; every daemon already knows its address.
+    # FUTURE: a slot defined for later (a replacement or a resize), hidden, never contacted and
+    # never scheduled until its slurmd registers (then idle); every daemon already knows its
+    # address. The local provider starts every node this way (see its module docstring).
     state: str = Field("UNKNOWN", pattern=r"^(UNKNOWN|FUTURE)$")
 
 
@@ -39,7 +45,7 @@ class NodeLine(Frozen):
     on an emulated cluster) from growing with the square of the node count."""
 
     names: str
-    hostname: str
+    hostname: str | None
     addr: str
     port: str | None = None
     cpus: int
@@ -190,7 +196,7 @@ def _check_values(params: SlurmConfParams) -> None:
               params.slurm_user, params.slurmd_user, params.partition, params.auth_socket or "x",
               params.jobcomp_file or "x"]
     for node in params.nodes:
-        values += [node.name, node.hostname, node.addr]
+        values += [node.name, node.hostname or node.name, node.addr]
     for value in values:
         if not _SAFE.match(value):
             raise ValueError(f"slurm.conf value {value!r} contains a space, '#' or another "

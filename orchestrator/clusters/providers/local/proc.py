@@ -7,13 +7,17 @@ found by a marker variable that slurmd passes on to them in their environment.
 
 from __future__ import annotations
 
+import ctypes
 import os
 import random
+import select
 import signal
 import socket
+import struct
 import subprocess
 import time
 from pathlib import Path
+from collections.abc import Collection
 from typing import Callable
 
 CLUSTER_MARKER = "AZBENCH_LOCAL_CLUSTER"
@@ -142,16 +146,98 @@ def _bindable(ports: range) -> bool:
 
 
 def wait_for(done: Callable[[], bool], timeout_s: float, poll_s: float,
-             check: Callable[[], None], what: str) -> None:
-    """Poll `done` until true; `check` may raise to stop early. TimeoutError(what) at the end."""
+             check: Callable[[], None], what: str, *, max_poll_s: float | None = None) -> None:
+    """Poll `done` until true; `check` may raise to stop early. TimeoutError(what) at the end.
+    With `max_poll_s`, the pause doubles after each miss up to that cap (for a `done` that asks
+    a daemon, so a slow machine is asked fewer times, not more)."""
     deadline = time.monotonic() + timeout_s
+    pause = poll_s
     while True:
         if done():
             return
         check()
-        if time.monotonic() >= deadline:
+        now = time.monotonic()
+        if now >= deadline:
             raise TimeoutError(what)
-        time.sleep(poll_s)
+        time.sleep(min(pause, max(deadline - now, 0.0)))
+        if max_poll_s is not None:
+            pause = min(pause * 2, max_poll_s)
+
+
+def listening(ports: Collection[int]) -> set[int]:
+    """Which of `ports` have a TCP socket listening on this host, read from the kernel's socket
+    tables (/proc/net/tcp and tcp6: state 0A is LISTEN, proc(5)) rather than by connecting, so
+    the daemon behind each port is not disturbed. One read covers every port."""
+    wanted, found = set(ports), set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            lines = Path(table).read_text().splitlines()[1:]
+        except OSError:
+            continue
+        for line in lines:
+            fields = line.split(None, 4)
+            if len(fields) > 3 and fields[3] == "0A":
+                port = int(fields[1].rsplit(":", 1)[1], 16)
+                if port in wanted:
+                    found.add(port)
+    return found
+
+
+class DirWatch:
+    """Wakes a waiter when a file in one directory is created or written: Linux inotify
+    (inotify(7): IN_CREATE, IN_MODIFY) through libc, so that waiting for many daemons' pid files
+    costs one wake-up per write instead of a poll every few milliseconds. Where inotify is not
+    available, `wait` just sleeps its timeout (the caller re-checks either way)."""
+
+    _IN_CREATE, _IN_MODIFY, _IN_NONBLOCK, _IN_CLOEXEC = 0x100, 0x2, 0o4000, 0o2000000
+
+    def __init__(self, directory: Path) -> None:
+        self.fd = -1
+        try:
+            libc = ctypes.CDLL(None, use_errno=True)
+            fd = libc.inotify_init1(self._IN_NONBLOCK | self._IN_CLOEXEC)
+            if fd >= 0 and libc.inotify_add_watch(fd, os.fsencode(directory),
+                                                  self._IN_CREATE | self._IN_MODIFY) < 0:
+                os.close(fd)
+                fd = -1
+            self.fd = fd
+        except (OSError, AttributeError):
+            self.fd = -1
+
+    def wait(self, timeout_s: float) -> set[str] | None:
+        """After the next events (at once if some are pending), the names of the files they
+        concern; an empty set after `timeout_s` with none; None where there is no inotify (the
+        caller then checks every file)."""
+        if self.fd < 0:
+            time.sleep(timeout_s)
+            return None
+        names: set[str] = set()
+        if select.select([self.fd], [], [], timeout_s)[0]:
+            try:
+                while data := os.read(self.fd, 65536):
+                    offset = 0
+                    while offset + 16 <= len(data):  # struct inotify_event: wd, mask, cookie, len, name
+                        _, _, _, size = struct.unpack_from("iIII", data, offset)
+                        name = data[offset + 16:offset + 16 + size].rstrip(b"\0")
+                        names.add(os.fsdecode(name))
+                        offset += 16 + size
+            except BlockingIOError:
+                pass
+        return names
+
+    def close(self) -> None:
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+
+
+def pidfile_names(path: Path, pid: int) -> bool:
+    """Whether the pid file at `path` exists and holds `pid` (a stale one from an earlier daemon
+    holds another number)."""
+    try:
+        return path.read_text().strip() == str(pid)
+    except OSError:
+        return False
 
 
 def tail(path: Path, lines: int = 8) -> str:

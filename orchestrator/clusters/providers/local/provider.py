@@ -18,6 +18,24 @@ restart slurmctld"): all three seen on slurm-wlm 22.05.8. Why not re-rendering s
 adding a node in 22.05 needs a slurmctld restart and every slurmd's conf to name it, or job
 fan-out through the slurmd tree cannot reach it. Pre-defined FUTURE slots need neither. `down` stops exactly those daemons (and the job steps their slurmd spawned) and
 keeps the logs, slurm.conf and the shared run directory for inspection.
+
+Bring-up (measured by benchmarks/bench_scale.py --up-only): the time goes into slurmd itself,
+each start building the whole node table and topology: O(nodes) CPU per slurmd, so O(nodes^2)
+in all (slurmd 22.05.8 at 2,560 slots: 37 ms of CPU per start against 9 ms at 72 slots; its
+topology/tree build runs Floyd-Warshall over the switches, O(switches^3), topology_tree.c).
+azbench adds no per-node round trip with the scheduler: the slurmd start at most
+`start_parallelism()` at a time, each known to be up by its pid file (a local file), then one
+node listing for all nodes, repeated with a doubling pause until every node is idle.
+The order keeps slurmctld's own traffic to one registration per node. slurmctld pings every
+node it knows every SlurmdTimeout/3 s and asks those not registered yet to register
+(ping_nodes.c, slurm-22-05-8-1); with slurmctld first and 2,048 nodes starting over a minute,
+that made 3,469 registrations and a ping storm. So up to SLURMCTLD_FIRST_UP_TO nodes,
+slurmctld starts first and the nodes are FUTURE in slurm.conf: it contacts no FUTURE node ("nor
+will any attempt be made to contact them", slurm.conf(5) State=FUTURE) and makes one whose
+slurmd registers idle (node_mgr.c validate_node_specs treats FUTURE as UNKNOWN), so each slurmd
+registers the moment it is up. Above that, every slurmd starts first and slurmctld last: the
+slurmd retry their registration each second until it listens (slurm_open_controller_conn), and
+slurmctld pings nothing while the slurmd start.
 """
 
 from __future__ import annotations
@@ -178,13 +196,25 @@ class LocalProvider(ProviderBase):
                                             daemon.argv)
                 started.append(node)
         save_state(state)
-        for node in started:
-            try:
-                proc.wait_for(lambda: _listening(state.node_ports[node]), timeout_s or 60.0, 0.1,
-                              lambda: _check_alive(state, f"slurmd:{node}"), f"{node} slurmd")
-            except TimeoutError:
-                raise ProvisionError(f"slurmd of {node} ('{cluster.name}') did not listen on port "
-                                     f"{state.node_ports[node]} within {timeout_s or 60.0:g} s") from None
+        ports = {state.node_ports[node]: node for node in started}
+        waiting = dict(ports)
+
+        def all_listen() -> bool:
+            for port in proc.listening(waiting):
+                waiting.pop(port)
+            return not waiting
+
+        def check() -> None:
+            for node in waiting.values():
+                _check_alive(state, f"slurmd:{node}")
+
+        try:
+            proc.wait_for(all_listen, timeout_s or 60.0, 0.1, check, "slurmd ports")
+        except TimeoutError:
+            late = sorted(waiting.values(), key=_natural)
+            raise ProvisionError(f"slurmd of {compress_hostlist(late)} ('{cluster.name}') did not listen on "
+                                 f"port {', '.join(str(state.node_ports[n]) for n in late)} within "
+                                 f"{timeout_s or 60.0:g} s") from None
         return list(state.nodes)
 
     def replace_node(self, cluster: Cluster, node: str, timeout_s: float | None = None) -> str:
@@ -259,15 +289,32 @@ class LocalProvider(ProviderBase):
         except TimeoutError:
             raise ProvisionError(f"munged of '{state.name}' did not create {socket_path} within "
                                  f"10 s:\n{proc.tail(Path(state.daemons['munged'].log))}")
+        slurmd_timeout = max(self.ready_timeout_s, len(state.nodes) / 10)
+        if not slurmctld_first(len(state.nodes)):  # module docstring, "Bring-up"
+            _start_nodes(state, state.nodes, bins["slurmd"], timeout_s=slurmd_timeout)
         state.daemons["slurmctld"] = _spawn(cdir, "slurmctld", env,
                                             [bins["slurmctld"], "-D", "-i", "-f", str(conf)])
-        _start_nodes(state, state.nodes, bins["slurmd"])
+        save_state(state)
+        try:
+            proc.wait_for(lambda: state.slurmctld_port in proc.listening([state.slurmctld_port]),
+                          max(self.ready_timeout_s, 10.0), 0.05,
+                          lambda: _check_alive(state, "slurmctld"), "slurmctld port",
+                          max_poll_s=0.4)  # the socket table holds a line per slurmd port
+        except TimeoutError:
+            raise ProvisionError(
+                f"slurmctld of '{state.name}' did not listen on port {state.slurmctld_port} within "
+                f"{max(self.ready_timeout_s, 10.0):g} s; last lines of slurmctld.log:\n"
+                + proc.tail(Path(state.cluster_dir) / "log" / "slurmctld.log")) from None
+        if slurmctld_first(len(state.nodes)):
+            _start_nodes(state, state.nodes, bins["slurmd"], timeout_s=slurmd_timeout)
         return state
 
     def _wait_ready(self, state: LocalState, bins: dict[str, str]) -> None:
+        """Every slurmd is up and slurmctld listens: ask the node listing (one call for all
+        nodes) until each node is idle, the pause doubling up to 2 s, so the number of calls
+        depends on how long registration takes, never on the node count."""
         last: dict[str, str] = {}
-        # Registration of a few thousand slurmd on two cores takes time of its own.
-        timeout = max(self.ready_timeout_s, len(state.nodes) / 20)
+        timeout = self.ready_timeout_s
 
         def ready() -> bool:
             last.clear()
@@ -279,7 +326,7 @@ class LocalProvider(ProviderBase):
                 _check_alive(state, key)
 
         try:
-            proc.wait_for(ready, timeout, self.poll_s, check, "idle nodes")
+            proc.wait_for(ready, timeout, self.poll_s, check, "idle nodes", max_poll_s=2.0)
         except TimeoutError:
             seen = ", ".join(f"{n}={s}" for n, s in sorted(last.items())) or f"{NODE_LIST} did not answer"
             raise ProvisionError(
@@ -336,16 +383,81 @@ def node_names(count: int, first: int = 1) -> list[str]:
     return [f"node{i}" for i in range(first, first + count)]
 
 
-def _start_nodes(state: LocalState, nodes: Sequence[str], slurmd: str | None = None) -> None:
-    """Spawn each node's slurmd (its spool dir made first) and record it."""
-    cdir, env = Path(state.cluster_dir), _daemon_env(state)
+# Up to this many nodes, slurmctld starts before the slurmd (module docstring, "Bring-up").
+# Measured on 2 cores (bench_scale.py --up-only): at 300 nodes slurmctld first took 3.0 s and
+# slurmd first 5.0 s (their registration retry waits a second, and slurmctld starts after);
+# at 1,024 both took 14-16 s and 24-26 s of CPU, slurmctld first with 1.2 registrations per
+# node; at 2,048 slurmd first saved a tenth of the CPU and 0.6-0.8 registrations per node.
+SLURMCTLD_FIRST_UP_TO = 1024
+
+
+def slurmctld_first(nodes: int) -> bool:
+    return nodes <= SLURMCTLD_FIRST_UP_TO
+
+
+def start_parallelism() -> int:
+    """How many slurmd may be starting at once: 16 per core. Each start is CPU-bound (it builds
+    the whole node table), so a few per core keep an idle machine busy; but each slurmd is a
+    session of its own, and so its own CPU scheduling group (sched(7), autogroup): on a machine
+    others keep busy, 4 at a time got a small share and took 111 s for 2,048 nodes where
+    starting all at once took 66 s. The bound still keeps thousands from forking at once."""
+    return 16 * (os.cpu_count() or 1)
+
+
+def _start_nodes(state: LocalState, nodes: Sequence[str], slurmd: str | None = None, *,
+                 timeout_s: float = 60.0, parallel: int | None = None) -> None:
+    """Start each node's slurmd (its spool dir made first), at most `parallel` (default
+    `start_parallelism()`) still starting at a time, and return once every one is up, recorded
+    in the state as it goes. Up = its pid file holds its pid: slurmd writes the file right after
+    it opens its listening socket (slurmd.c main(), `_create_msg_socket()` then
+    `create_pidfile()`, slurm-22-05-8-1), waited for as a file event (proc.DirWatch). Local
+    files only: no scheduler round trip."""
+    cdir, env, rt = Path(state.cluster_dir), _daemon_env(state), Path(state.runtime_dir)
     binary = slurmd or find_binaries()["slurmd"]
-    for node in nodes:
-        (Path(state.runtime_dir) / "spool" / node).mkdir(parents=True, exist_ok=True, mode=0o700)
-        state.daemons[f"slurmd:{node}"] = _spawn(
-            cdir, f"slurmd-{node}", {**env, proc.NODE_MARKER: f"{cdir}:{node}"},
-            [binary, "-D", "-N", node, "-f", state.conf])
-    save_state(state)
+    limit = max(1, parallel or start_parallelism())
+    todo, starting = list(nodes), dict[str, int]()
+    deadline = time.monotonic() + timeout_s
+    next_check = time.monotonic() + 0.5
+    watch = proc.DirWatch(rt)  # the pid files' directory (_slurmd_pidfile)
+    changed: set[str] | None = None  # pid file names an event named; None: look at every one
+    by_pidfile: dict[str, str] = {}  # pid file name -> node
+    try:
+        while todo or starting:
+            while todo and len(starting) < limit:
+                node = todo.pop(0)
+                (rt / "spool" / node).mkdir(parents=True, exist_ok=True, mode=0o700)
+                _slurmd_pidfile(state, node).unlink(missing_ok=True)  # a killed slurmd's leftover
+                daemon = state.daemons[f"slurmd:{node}"] = _spawn(
+                    cdir, f"slurmd-{node}", {**env, proc.NODE_MARKER: f"{cdir}:{node}"},
+                    [binary, "-D", "-N", node, "-f", state.conf])
+                starting[node] = daemon.pid
+                by_pidfile[_slurmd_pidfile(state, node).name] = node
+            look = list(starting) if changed is None else \
+                [n for n in map(by_pidfile.get, changed) if n is not None and n in starting]
+            for node in look:
+                if proc.pidfile_names(_slurmd_pidfile(state, node), starting[node]):
+                    del starting[node]
+            changed = set()
+            if not starting or (todo and len(starting) < limit):
+                continue
+            now = time.monotonic()
+            if now >= next_check:  # a slurmd that died starting never writes its pid file
+                for node in starting:
+                    _check_alive(state, f"slurmd:{node}")
+                next_check, changed = now + 0.5, None  # and look at every pid file again
+            if now > deadline:
+                raise ProvisionError(f"slurmd of {compress_hostlist(sorted(starting, key=_natural))} "
+                                     f"('{state.name}') did not start within {timeout_s:g} s")
+            named = watch.wait(0.5)
+            changed = None if named is None or changed is None else changed | named
+    finally:
+        watch.close()
+        save_state(state)
+
+
+def _slurmd_pidfile(state: LocalState, node: str) -> Path:
+    """SlurmdPidFile of `node` (slurm.conf: `<pid_dir>/slurmd-%n.pid`, pid_dir = runtime dir)."""
+    return Path(state.runtime_dir) / f"slurmd-{node}.pid"
 
 
 def _retire(state: LocalState, nodes: Sequence[str], bins: dict[str, str]) -> None:
@@ -382,8 +494,9 @@ def _wait_idle(state: LocalState, nodes: Sequence[str], bins: dict[str, str], ti
             _check_alive(state, f"slurmd:{node}")
 
     try:
-        proc.wait_for(lambda: all(node_states(state, bins[NODE_LIST]).get(n) == "idle" for n in nodes),
-                      timeout_s, 0.2, check, "idle nodes")
+        listing = lambda: node_states(state, bins[NODE_LIST])  # noqa: E731
+        proc.wait_for(lambda: all(listing().get(n) == "idle" for n in nodes),
+                      timeout_s, 0.2, check, "idle nodes", max_poll_s=2.0)
     except TimeoutError:
         raise ProvisionError(f"{', '.join(nodes)} of '{state.name}' did not become idle within "
                              f"{timeout_s:g} s") from None
@@ -447,6 +560,10 @@ def _conf_params(state: LocalState, spec) -> SlurmConfParams:
     user = "root" if os.geteuid() == 0 else getpass.getuser()
     cdir, rt = Path(state.cluster_dir), Path(state.runtime_dir)
     spares = set(state.spares)
+    # How nodes in service start out (module docstring, "Bring-up"): FUTURE where slurmctld
+    # starts first, UNKNOWN where it starts last, so that its ping asks a slurmd that gave up
+    # waiting for it (and backs off, up to 128 s: slurmd.c _registration_engine) to register.
+    first = "FUTURE" if slurmctld_first(len(state.nodes)) else "UNKNOWN"
     return SlurmConfParams(
         cluster_name=state.name, controller_host=host, controller_addr="127.0.0.1",
         slurmctld_port=state.slurmctld_port, state_dir=str(cdir / "slurm-state"),
@@ -458,8 +575,9 @@ def _conf_params(state: LocalState, spec) -> SlurmConfParams:
         message_timeout=5 if len(state.nodes) <= 256 else 30,
         topology_plugin="topology/tree",
         slurmd_parameters="config_overrides",
-        nodes=[SlurmNode(name=n, hostname=host, addr="127.0.0.1", port=state.node_ports[n],
-                         cpus=state.cpus_per_node, state="FUTURE" if n in spares else "UNKNOWN")
+        # No NodeHostname (SlurmNode.hostname): slurmd is started with `-N name`, found at its port.
+        nodes=[SlurmNode(name=n, addr="127.0.0.1", port=state.node_ports[n],
+                         cpus=state.cpus_per_node, state="FUTURE" if n in spares else first)
                for n in _slots(state)])
 
 
@@ -483,14 +601,6 @@ def _spawn(cdir: Path, name: str, env: dict[str, str], argv: list[str]) -> Daemo
     log = cdir / "log" / f"{name}.out"
     pid, started = proc.spawn(argv, log, env, cwd=cdir)
     return Daemon(pid=pid, start_time=started, argv=argv, log=str(log))
-
-
-def _listening(port: int) -> bool:
-    try:
-        socket.create_connection(("127.0.0.1", port), timeout=1.0).close()
-        return True
-    except OSError:
-        return False
 
 
 def _check_alive(state: LocalState, key: str) -> None:
