@@ -96,7 +96,7 @@ def prepare(recipe: str = typer.Argument(..., help="Recipe name."),
 
     AZBENCH_R2_ORIGIN (scheme://host[:port]) points the R2 downloads at a mirror of MLCommons'
     bucket; AZBENCH_IMAGE_BUILDER names a program on the cluster run instead of docker + enroot;
-    AZBENCH_CONTAINER_RUNNER one run instead of pyxis' srun --container-image for each step
+    AZBENCH_CONTAINER_RUNNER one run instead of the pyxis job step (--container-image) for each step
     the implementation's README runs in its container (energon conversion, FP16 preprocessing)."""
     import os
 

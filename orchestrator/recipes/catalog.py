@@ -86,7 +86,7 @@ class Gated(Frozen):
 class ContainerStep(Frozen):
     """A preparation step the implementation's README runs inside its container once the data is
     downloaded (energon conversion, FP16 preprocessing, ...). The staging job runs it with the
-    built squashfs (pyxis `srun --container-image`), the host folders in `mounts` mounted, in the
+    built squashfs (a pyxis job step with `--container-image`), the host folders in `mounts` mounted, in the
     container's workdir, as `bash -c RUN`; on success it writes `<item>/.azbench-step-NAME` holding
     a key over RUN, the mounts, the sha256 of every `inputs` file (the item's R2 md5 lists always
     count) and the previous step's key, so a rerun skips a step whose key is unchanged."""
@@ -100,6 +100,10 @@ class ContainerStep(Frozen):
     inputs: list[str] = Field(default_factory=list)
     # repository@commit path of the README/script the step is taken from.
     source: str = Field(min_length=1)
+    # The implementation folders (ContainerBuild.path) the step is for (their READMEs give it,
+    # their containers have its scripts); empty: every implementation of the recipe. With another
+    # container the job skips it, or reports it missing when the item is made by its steps alone.
+    implementations: list[str] = Field(default_factory=list)
 
 
 def _host(path: str, dest: str, data_root: str) -> str:
@@ -195,6 +199,11 @@ class DataItem(Frozen):
 
     def host_path(self, data_root: str) -> str:
         return self.path.replace("{data_root}", data_root.rstrip("/"))
+
+    def steps_for(self, implementation: str | None) -> list[ContainerStep]:
+        """The steps a run from `implementation`'s container needs (None: all)."""
+        return [s for s in self.steps if implementation is None or not s.implementations
+                or implementation in s.implementations]
 
     def step_marker(self, step: ContainerStep, data_root: str) -> str:
         return f"{self.host_path(data_root)}/.azbench-step-{step.name}"

@@ -129,7 +129,7 @@ def render_stage_data(recipe: Recipe | str, *, data_root: str = DEFAULT_DATA_ROO
 
     `r2_origin` replaces the scheme and host of every R2 URL (a mirror; the tests' loopback
     server); `builder` is a program run instead of the docker + enroot build (AZBENCH_IMAGE_BUILDER);
-    `runner` one run instead of pyxis' `srun --container-image` for each step
+    `runner` one run instead of a pyxis job step with `--container-image` for each step
     (AZBENCH_CONTAINER_RUNNER)."""
     recipe = get_recipe(recipe) if isinstance(recipe, str) else recipe
     if recipe.mlperf is None:
@@ -156,6 +156,8 @@ def render_stage_data(recipe: Recipe | str, *, data_root: str = DEFAULT_DATA_ROO
                           "dest": d.host_path(root), "marker": marker, "prev": prev,
                           "mounts": d.step_mounts(step, root), "workdir": workdir,
                           "inputs": "\n".join(d.step_inputs(step, root)),
+                          "other_impl": container is not None and bool(step.implementations)
+                          and container.path not in step.implementations,
                           "last_of_own": i == len(d.steps) - 1 and not (d.stage or d.r2 or d.gated)})
             prev = marker
     return render(

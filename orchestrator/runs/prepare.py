@@ -28,9 +28,9 @@ from orchestrator.runs.launch import DEFAULT_DATA_ROOT, ContainerBuild, render_s
 from orchestrator.seams import Launcher
 
 ItemState = Literal["staged", "already staged", "staging failed", "checksum mismatch", "missing",
-                    "not reached"]
+                    "not reached", "skipped"]
 _LINE = re.compile(r"^(?P<name>[a-z0-9][a-z0-9_.-]*(/[a-z0-9][a-z0-9_.-]*)?): (?P<what>already staged|staged|staging failed|"
-                   r"checksum mismatch|missing)\b", re.M)
+                   r"checksum mismatch|missing|skipped)\b", re.M)
 CONTAINER = "container"  # the ItemStatus name (and job line) of the container squashfs
 
 
@@ -46,7 +46,8 @@ class ItemStatus(Frozen):
 
     @property
     def ok(self) -> bool:
-        return self.state in ("staged", "already staged") or self.optional
+        # skipped: a step for another implementation than the container's
+        return self.state in ("staged", "already staged", "skipped") or self.optional
 
 
 class PrepareResult(Frozen):
@@ -82,7 +83,8 @@ def check_staged(recipe: Recipe, launcher: Launcher, cluster: str, *,
                and not launcher.tail(f"{d.host_path(root)}/.azbench-staged", nbytes=64).strip()]
     missing += [f"{d.kind} '{d.name}': step '{s.name}' has not run in the container "
                 f"(no {d.step_marker(s, root)})"
-                for d in recipe.mlperf.data if not d.optional for s in d.steps
+                for d in recipe.mlperf.data if not d.optional
+                for s in d.steps_for(container.path if container else None)
                 if not launcher.tail(d.step_marker(s, root), nbytes=64).strip()]
     if container is not None and not launcher.tail(container.squashfs(root), nbytes=64):
         missing.append(f"container {container.squashfs(root)} is not built "
