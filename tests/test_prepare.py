@@ -342,7 +342,7 @@ echo "$(basename "$1")|$2|$3|$4" >>"$CALLS"
 cmd=$4
 IFS=, read -ra pairs <<<"$2"
 for pair in "${pairs[@]}"; do cmd=${cmd//"${pair#*:}"/"${pair%%:*}"}; done
-bash -c "$cmd"
+bash -e -c "$cmd"
 '''
 
 
@@ -351,7 +351,7 @@ def test_steps_render_as_quoted_srun_calls_after_the_build_with_chained_keys() -
     build, first = script.index('echo "container: building into $SQSH"'), script.index("\nstep c4/convert ")
     assert build < first, "steps run after the container is built"
     assert ('srun --nodes=1 --ntasks=1 --container-image="$1" --container-mounts="$2" '
-            '--container-workdir="$3" \\\n    bash -c "$4"') in script
+            '--container-workdir="$3" \\\n    bash -e -c "$4"') in script
     assert ("\nstep c4/index /r/stagetest/c4 /r/stagetest/c4/.azbench-step-index /r/stagetest/c4:/data "
             "/workspace 'test ! -e /data/FAIL && ls /data/sub >/data/index.txt' "
             "/r/stagetest/c4/tinyds.md5 /r/stagetest/c4/.azbench-step-convert 0\n") in script

@@ -156,7 +156,7 @@ AZBENCH_CONTAINER_RUNNER=""
 run_in_container() {  # SQSH MOUNTS WORKDIR COMMAND
   if [ -n "$AZBENCH_CONTAINER_RUNNER" ]; then "$AZBENCH_CONTAINER_RUNNER" "$@"; return; fi
   srun --nodes=1 --ntasks=1 --container-image="$1" --container-mounts="$2" --container-workdir="$3" \
-    bash -c "$4"
+    bash -e -c "$4"
 }
 # step_key COMMAND MOUNTS INPUTS PREV_MARKER: sha256 over the command, the mounts, each input
 # file's sha256 (or "absent") and the previous step's key.
