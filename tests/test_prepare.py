@@ -109,7 +109,7 @@ def test_hostile_origins_and_bad_items_are_refused() -> None:
 
 
 def test_every_recipe_cites_where_its_r2_uris_and_gated_items_come_from() -> None:
-    seen = 0
+    seen = steps = 0
     for recipe in list_recipes():
         for item in recipe.mlperf.data if recipe.mlperf else []:
             for uri in item.r2.values():
@@ -120,7 +120,12 @@ def test_every_recipe_cites_where_its_r2_uris_and_gated_items_come_from() -> Non
                     (recipe.name, item.name, "source must name repository@commit and the file")
             if item.gated:
                 assert "place it on the cluster's shared filesystem under /d/" in item.instructions("/d")
+            for step in item.steps:
+                steps += 1
+                assert re.search(r"mlcommons/training\S*@[0-9a-f]{40} \S+\.(md|MD|sh|sub)", step.source), \
+                    (recipe.name, item.name, step.name, "a step cites repository@commit and the file")
     assert seen >= 10
+    assert steps >= 10, "FLUX.1, LoRA, GPT-3, R-GAT and DLRM prepare in the container"
 
 
 def test_the_container_is_cached_by_digest_of_the_pinned_implementation() -> None:
@@ -359,6 +364,23 @@ def test_steps_render_as_quoted_srun_calls_after_the_build_with_chained_keys() -
             "/r/stagetest/made:/out,/r/stagetest/c4:/data /workspace 'echo made >/out/made.txt' '' '' 1\n"
             ) in script
     assert "\nstage made " not in script, "an item made by steps alone has no download"
+    # A step taken from another implementation: skipped where the item has its own download,
+    # missing where the step alone makes the item; run does not require a skipped one.
+    spec = _steps_recipe().model_dump()
+    for item in spec["mlperf"]["data"]:
+        for st in item.get("steps") or []:
+            st["implementations"] = ["NVIDIA/benchmarks/other/implementations/x"]
+    other = Recipe.model_validate(spec)
+    text = render_stage_data(other, data_root="/r", container=BUILD)
+    assert (f"\necho 'c4/convert: skipped: only for NVIDIA/benchmarks/other/implementations/x, "
+            f"not {BUILD.path}'\n") in text
+    assert "\necho 'made/download: missing in /r/stagetest/made: azbench has this step from" in text
+    assert "\nstep " not in text
+    marked = {f"/r/stagetest/{n}/.azbench-staged": b"x" for n in ("c4", "weights", "made")}
+    marked[BUILD.squashfs("/r")] = b"hsqs"
+    check_staged(other, _Files(marked), "c1", data_root="/r", container=BUILD)  # type: ignore[arg-type]
+    with pytest.raises(PreflightError, match="step 'convert' has not run in the container"):
+        check_staged(_steps_recipe(), _Files(marked), "c1", data_root="/r", container=BUILD)  # type: ignore[arg-type]
     # Without a container (--no-image) a step not yet done is reported missing, never run.
     assert 'SQSH=""' in render_stage_data(_steps_recipe(), container=None)
     with pytest.raises(ValueError, match="not '.', a plain relative path"):
