@@ -109,7 +109,7 @@ def test_hostile_origins_and_bad_items_are_refused() -> None:
 
 
 def test_every_recipe_cites_where_its_r2_uris_and_gated_items_come_from() -> None:
-    seen = 0
+    seen = steps = 0
     for recipe in list_recipes():
         for item in recipe.mlperf.data if recipe.mlperf else []:
             for uri in item.r2.values():
@@ -120,7 +120,12 @@ def test_every_recipe_cites_where_its_r2_uris_and_gated_items_come_from() -> Non
                     (recipe.name, item.name, "source must name repository@commit and the file")
             if item.gated:
                 assert "place it on the cluster's shared filesystem under /d/" in item.instructions("/d")
+            for step in item.steps:
+                steps += 1
+                assert re.search(r"mlcommons/training\S*@[0-9a-f]{40} \S+\.(md|MD|sh|sub)", step.source), \
+                    (recipe.name, item.name, step.name, "a step cites repository@commit and the file")
     assert seen >= 10
+    assert steps >= 10, "FLUX.1, LoRA, GPT-3, R-GAT and DLRM prepare in the container"
 
 
 def test_the_container_is_cached_by_digest_of_the_pinned_implementation() -> None:
@@ -312,3 +317,161 @@ def test_run_on_a_slurm_cluster_refuses_until_data_and_container_are_staged(tmp_
     assert one_line_error(run).endswith(
         "llama31_8b: dataset 'c4-preprocessed' is not staged under /shared/mlperf/llama31_8b/c4 "
         "(and 2 more) (azbench prepare llama31_8b --cluster pf --nodes 1)")
+
+
+# -- in-container steps ------------------------------------------------------------------------
+
+def _steps_recipe() -> Recipe:
+    """_recipe() with two in-container steps on the downloaded c4 (the second fails while
+    /data/FAIL exists) and an item made by a step alone, as LoRA's GovReport is."""
+    spec = _recipe().model_dump()
+    c4, weights = spec["mlperf"]["data"][0], spec["mlperf"]["data"][1]
+    c4["steps"] = [
+        {"name": "convert", "run": "wc -c </data/shard0.txt >/data/converted.txt",
+         "source": "test: a conversion as a README runs it in the container"},
+        {"name": "index", "run": "test ! -e /data/FAIL && ls /data/sub >/data/index.txt",
+         "source": "test"}]
+    made = {"name": "made", "kind": "dataset", "path": "{data_root}/stagetest/made",
+            "mount": "/made", "source": "test",
+            "steps": [{"name": "download", "run": "echo made >/out/made.txt",
+                       "mounts": {".": "/out", "{data_root}/stagetest/c4": "/data"},
+                       "source": "test: a download_dataset.py run in the container"}]}
+    spec["mlperf"]["data"] = [c4, weights, made]
+    return Recipe.model_validate(spec)
+
+
+# A stand-in for pyxis (no enroot on the local cluster): logs each call and runs the command with
+# every container path of --container-mounts (HOST:PATH,...) replaced by its host folder.
+RUNNER = r'''#!/bin/bash
+echo "$(basename "$1")|$2|$3|$4" >>"$CALLS"
+cmd=$4
+IFS=, read -ra pairs <<<"$2"
+for pair in "${pairs[@]}"; do cmd=${cmd//"${pair#*:}"/"${pair%%:*}"}; done
+bash -e -c "$cmd"
+'''
+
+
+def test_steps_render_as_quoted_srun_calls_after_the_build_with_chained_keys() -> None:
+    script = render_stage_data(_steps_recipe(), data_root="/r", container=BUILD)
+    build, first = script.index('echo "container: building into $SQSH"'), script.index("\nstep c4/convert ")
+    assert build < first, "steps run after the container is built"
+    assert ('srun --nodes=1 --ntasks=1 --container-image="$1" --container-mounts="$2" '
+            '--container-workdir="$3" \\\n    bash -e -c "$4"') in script
+    assert ("\nstep c4/index /r/stagetest/c4 /r/stagetest/c4/.azbench-step-index /r/stagetest/c4:/data "
+            "/workspace 'test ! -e /data/FAIL && ls /data/sub >/data/index.txt' "
+            "/r/stagetest/c4/tinyds.md5 /r/stagetest/c4/.azbench-step-convert 0\n") in script
+    assert ("\nstep made/download /r/stagetest/made /r/stagetest/made/.azbench-step-download "
+            "/r/stagetest/made:/out,/r/stagetest/c4:/data /workspace 'echo made >/out/made.txt' '' '' 1\n"
+            ) in script
+    assert "\nstage made " not in script, "an item made by steps alone has no download"
+    # A step taken from another implementation: skipped where the item has its own download,
+    # missing where the step alone makes the item; run does not require a skipped one.
+    spec = _steps_recipe().model_dump()
+    for item in spec["mlperf"]["data"]:
+        for st in item.get("steps") or []:
+            st["implementations"] = ["NVIDIA/benchmarks/other/implementations/x"]
+    other = Recipe.model_validate(spec)
+    text = render_stage_data(other, data_root="/r", container=BUILD)
+    assert (f"\necho 'c4/convert: skipped: only for NVIDIA/benchmarks/other/implementations/x, "
+            f"not {BUILD.path}'\n") in text
+    assert "\necho 'made/download: missing in /r/stagetest/made: azbench has this step from" in text
+    assert "\nstep " not in text
+    marked = {f"/r/stagetest/{n}/.azbench-staged": b"x" for n in ("c4", "weights", "made")}
+    marked[BUILD.squashfs("/r")] = b"hsqs"
+    check_staged(other, _Files(marked), "c1", data_root="/r", container=BUILD)  # type: ignore[arg-type]
+    with pytest.raises(PreflightError, match="step 'convert' has not run in the container"):
+        check_staged(_steps_recipe(), _Files(marked), "c1", data_root="/r", container=BUILD)  # type: ignore[arg-type]
+    # Without a container (--no-image) a step not yet done is reported missing, never run.
+    assert 'SQSH=""' in render_stage_data(_steps_recipe(), container=None)
+    with pytest.raises(ValueError, match="not '.', a plain relative path"):
+        DataItem.model_validate({"name": "x", "kind": "dataset", "path": "{data_root}/x", "mount": "/x",
+                                 "steps": [{"name": "s", "run": "true", "source": "s",
+                                            "mounts": {"../etc": "/x"}}]})
+    with pytest.raises(ValueError, match="exactly one of stage, r2, gated or only steps"):
+        DataItem.model_validate({"name": "x", "kind": "dataset", "path": "{data_root}/x", "mount": "/x"})
+
+
+def test_a_step_runs_again_when_its_input_changes_and_not_otherwise(tmp_path: Path) -> None:
+    """The job's own step function (cut from the rendered script), with the stub runner."""
+    import subprocess
+    script = render_stage_data(_steps_recipe(), data_root=str(tmp_path), container=BUILD)
+    functions = script[script.index("run_in_container() {"):script.index("\n# c4/convert")]
+    dest = tmp_path / "d"
+    dest.mkdir()
+    (dest / "in.md5").write_text("a\n")
+    runner = tmp_path / "runner"
+    runner.write_text(RUNNER)
+    runner.chmod(0o755)
+    calls = tmp_path / "calls"
+
+    def step() -> str:
+        done = subprocess.run(
+            ["bash", "-c", f'set -euo pipefail\nMISSING=0\nSQSH=/x.sqsh\nAZBENCH_CONTAINER_RUNNER={runner}\n'
+             f'{functions}\nstep d/s "$1" "$1/.azbench-step-s" "$1:/d" /w "date >>/d/runs" "$1/in.md5" "" 0',
+             "step", str(dest)], capture_output=True, text=True, timeout=30, env={"CALLS": str(calls),
+                                                                               "PATH": "/usr/bin:/bin"})
+        assert done.returncode == 0, done.stderr
+        return done.stdout.strip()
+
+    assert step() == f"d/s: staging into {dest} in the container\nd/s: staged in {dest}"
+    assert step() == f"d/s: already staged in {dest}"
+    (dest / "in.md5").write_text("b\n")  # the data was downloaded again with other content
+    assert step().endswith(f"d/s: staged in {dest}")
+    assert len((dest / "runs").read_text().splitlines()) == 2
+    assert calls.read_text().splitlines()[0] == f"x.sqsh|{dest}:/d|/w|date >>/d/runs"
+
+
+@pytest.mark.integration
+def test_prepare_runs_in_container_steps_once_and_resumes_after_a_failed_one(local_cluster, r2_server,
+                                                                              tmp_path: Path) -> None:
+    root = str(tmp_path / "mlperf")
+    builder, runner, calls = tmp_path / "stub-builder", tmp_path / "stub-runner", tmp_path / "calls"
+    builder.write_text('#!/bin/bash\nprintf "hsqs stub" >"$1"\n')
+    runner.write_text(RUNNER.replace('"$CALLS"', str(calls)))
+    for program in (builder, runner):
+        program.chmod(0o755)
+    recipe = _steps_recipe()
+    (Path(root) / "stagetest/weights/model").mkdir(parents=True)
+    (Path(root) / "stagetest/weights/model/w.bin").write_bytes(WEIGHTS)
+    (Path(root) / "stagetest/c4").mkdir(parents=True)
+    (Path(root) / "stagetest/c4/FAIL").write_text("")
+    lines: list[str] = []
+    kw = dict(data_root=root, container=BUILD, builder=str(builder), runner=str(runner),
+              r2_origin=f"http://127.0.0.1:{r2_server}", poll_interval=0.3, timeout_s=300,
+              on_progress=lines.append)
+    c4 = Path(root) / "stagetest/c4"
+    with lifecycle.connect(local_cluster) as access:
+        first = prepare(recipe, access.launcher, **kw)  # type: ignore[arg-type]
+        states = {i.name: i.state for i in first.items}
+        assert states["c4/convert"] == "staged" and states["c4/index"] == "staging failed"
+        assert states["made/download"] == "not reached" and first.job_state == "failed"
+        assert (c4 / "converted.txt").read_text().strip() == str(len(SHARD0))
+        assert f"c4/index: staging into {c4} in the container" in lines
+        with pytest.raises(PreflightError) as refused:
+            check_staged(recipe, access.launcher, "local", data_root=root, container=BUILD)
+        assert f"dataset 'made' is not staged under {root}/stagetest/made (and 2 more)" in str(refused.value)
+        (Path(root) / "stagetest/made").mkdir()
+        (Path(root) / "stagetest/made/.azbench-staged").write_text("x")  # only the steps are left
+        with pytest.raises(PreflightError, match="dataset 'c4': step 'index' has not run in the "
+                           f"container \\(no {c4}/.azbench-step-index\\) \\(and 1 more\\)"):
+            check_staged(recipe, access.launcher, "local", data_root=root, container=BUILD)
+        (Path(root) / "stagetest/made/.azbench-staged").unlink()
+        (c4 / "FAIL").unlink()
+        second = prepare(recipe, access.launcher, **kw)  # type: ignore[arg-type]
+        check_staged(recipe, access.launcher, "local", data_root=root, container=BUILD)  # run may go
+        third = prepare(recipe, access.launcher, **kw)  # type: ignore[arg-type]
+    assert [(i.name, i.state) for i in second.items] == [
+        ("c4", "already staged"), ("weights", "already staged"), ("made", "staged"),
+        ("container", "already staged"), ("c4/convert", "already staged"), ("c4/index", "staged"),
+        ("made/download", "staged")]
+    assert second.ok and third.ok
+    assert {i.state for i in third.items} == {"already staged"}
+    assert (c4 / "index.txt").read_text() == "shard1.txt\n"
+    assert (Path(root) / "stagetest/made/made.txt").read_text() == "made\n"
+    assert (Path(root) / "stagetest/made/.azbench-staged").is_file()
+    ran = [line.split("|")[3] for line in calls.read_text().splitlines()]
+    assert ran == ["wc -c </data/shard0.txt >/data/converted.txt",
+                   "test ! -e /data/FAIL && ls /data/sub >/data/index.txt",
+                   "test ! -e /data/FAIL && ls /data/sub >/data/index.txt", "echo made >/out/made.txt"]
+    assert calls.read_text().splitlines()[0].split("|")[:3] == [
+        BUILD.squashfs(root).rsplit("/", 1)[1], f"{c4}:/data", "/workspace"]

@@ -90,11 +90,14 @@ def prepare(recipe: str = typer.Argument(..., help="Recipe name."),
     """Stage a recipe on the cluster as one batch job: verify its licence-gated weights and
     tokenizers (printing where to get and place each missing one), download its public data
     through MLCommons' R2 path (checksummed; a rerun resumes) and build its container from the
-    implementation's pinned Dockerfile into an enroot squashfs cached by digest. Exits 3 when a
+    implementation's pinned Dockerfile into an enroot squashfs cached by digest, then run the
+    README's preprocessing inside it (each step skipped when done). Exits 3 when a
     licence-gated item is missing, 5 when anything else is not staged.
 
     AZBENCH_R2_ORIGIN (scheme://host[:port]) points the R2 downloads at a mirror of MLCommons'
-    bucket; AZBENCH_IMAGE_BUILDER names a program on the cluster run instead of docker + enroot."""
+    bucket; AZBENCH_IMAGE_BUILDER names a program on the cluster run instead of docker + enroot;
+    AZBENCH_CONTAINER_RUNNER one run instead of the pyxis job step (--container-image) for each step
+    the implementation's README runs in its container (energon conversion, FP16 preprocessing)."""
     import os
 
     from orchestrator.clusters import lifecycle
@@ -116,6 +119,7 @@ def prepare(recipe: str = typer.Argument(..., help="Recipe name."),
         result = stage(found_recipe, access.launcher, data_root=data_root, partition=partition,
                        container=build, builder=os.environ.get("AZBENCH_IMAGE_BUILDER") or None,
                        r2_origin=os.environ.get("AZBENCH_R2_ORIGIN") or None,
+                       runner=os.environ.get("AZBENCH_CONTAINER_RUNNER") or None,
                        on_progress=None if as_json else _print_progress)
     if as_json:
         emit_json(result)

@@ -83,6 +83,43 @@ class Gated(Frozen):
     files: list[str] = Field(min_length=1)  # relative paths that must exist under the item's folder
 
 
+class ContainerStep(Frozen):
+    """A preparation step the implementation's README runs inside its container once the data is
+    downloaded (energon conversion, FP16 preprocessing, ...). The staging job runs it with the
+    built squashfs (a pyxis job step with `--container-image`), the host folders in `mounts` mounted, in the
+    container's workdir, as `bash -c RUN`; on success it writes `<item>/.azbench-step-NAME` holding
+    a key over RUN, the mounts, the sha256 of every `inputs` file (the item's R2 md5 lists always
+    count) and the previous step's key, so a rerun skips a step whose key is unchanged."""
+
+    name: str = Field(pattern=r"^[a-z0-9][a-z0-9_.-]*$")
+    run: str = Field(min_length=1)
+    # Host folder -> container path: "." is the item's folder, a relative path is under it,
+    # "{data_root}/..." is under the data root (another item's folder). Default: {".": item.mount}.
+    mounts: dict[str, str] = Field(default_factory=dict)
+    # Small files (same forms as mounts' keys) whose content pins the step's input.
+    inputs: list[str] = Field(default_factory=list)
+    # repository@commit path of the README/script the step is taken from.
+    source: str = Field(min_length=1)
+    # The implementation folders (ContainerBuild.path) the step is for (their READMEs give it,
+    # their containers have its scripts); empty: every implementation of the recipe. With another
+    # container the job skips it, or reports it missing when the item is made by its steps alone.
+    implementations: list[str] = Field(default_factory=list)
+
+
+def _host(path: str, dest: str, data_root: str) -> str:
+    """A step's host path ("." / relative to the item / "{data_root}/...") made absolute."""
+    if path.startswith("{data_root}/"):
+        return data_root.rstrip("/") + path[len("{data_root}"):]
+    return dest if path == "." else f"{dest}/{path}"
+
+
+def _check_step_path(item: str, what: str, path: str) -> None:
+    rel = path[len("{data_root}/"):] if path.startswith("{data_root}/") else path
+    if path != "." and (not _REL_PATH.fullmatch(rel) or ".." in rel.split("/")):
+        raise ValueError(f"data item '{item}': step {what} {path!r} is not '.', a plain relative "
+                         "path or {data_root}/PATH")
+
+
 class DataItem(Frozen):
     name: str = Field(pattern=r"^[a-z0-9][a-z0-9_.-]*$")
     kind: str = Field(pattern="^(dataset|checkpoint|tokenizer)$")
@@ -100,6 +137,9 @@ class DataItem(Frozen):
     # `source`); written to be rerun safely.
     after: str = ""
     gated: Gated | None = None
+    # In the implementation's container, after the downloads and the container build, in order.
+    # An item with steps and no other way to stage is made by its steps alone.
+    steps: list[ContainerStep] = Field(default_factory=list)
     optional: bool = False  # the implementation can run without it: prepare reports, run does not refuse
     source: str = ""
     # Relative path under the item's folder -> sha256: the staging job checks them before it marks
@@ -109,9 +149,21 @@ class DataItem(Frozen):
     @model_validator(mode="after")
     def _check_checksums(self) -> DataItem:
         ways = [w for w, v in (("stage", self.stage), ("r2", self.r2), ("gated", self.gated)) if v]
-        if len(ways) != 1:
+        if len(ways) > 1 or (not ways and not self.steps):
             raise ValueError(f"data item '{self.name}': give exactly one of stage, r2, gated "
-                             f"(got {', '.join(ways) or 'none'})")
+                             f"or only steps (got {', '.join(ways) or 'none'})")
+        if self.gated and self.steps:
+            raise ValueError(f"data item '{self.name}': a gated item is placed by hand, not made by steps")
+        names = [s.name for s in self.steps]
+        if len(set(names)) != len(names):
+            raise ValueError(f"data item '{self.name}': step names repeat: {names}")
+        for step in self.steps:
+            for host, inside in step.mounts.items():
+                _check_step_path(self.name, "mount", host)
+                if not re.fullmatch(r"/[A-Za-z0-9._/-]*", inside) or ".." in inside.split("/"):
+                    raise ValueError(f"data item '{self.name}': step mount target {inside!r} is not an absolute plain path")
+            for rel in step.inputs:
+                _check_step_path(self.name, "input", rel)
         if (self.r2 or self.gated) and not self.source:
             raise ValueError(f"data item '{self.name}': an r2 or gated item needs its source "
                              "(repository, commit, README path)")
@@ -147,6 +199,29 @@ class DataItem(Frozen):
 
     def host_path(self, data_root: str) -> str:
         return self.path.replace("{data_root}", data_root.rstrip("/"))
+
+    def steps_for(self, implementation: str | None) -> list[ContainerStep]:
+        """The steps a run from `implementation`'s container needs (None: all)."""
+        return [s for s in self.steps if implementation is None or not s.implementations
+                or implementation in s.implementations]
+
+    def step_marker(self, step: ContainerStep, data_root: str) -> str:
+        return f"{self.host_path(data_root)}/.azbench-step-{step.name}"
+
+    def step_mounts(self, step: ContainerStep, data_root: str) -> str:
+        """pyxis --container-mounts for `step`: HOST:PATH pairs joined by commas."""
+        dest = self.host_path(data_root)
+        mounts = step.mounts or {".": self.mount}
+        return ",".join(f"{_host(h, dest, data_root)}:{c}" for h, c in mounts.items())
+
+    def step_inputs(self, step: ContainerStep, data_root: str) -> list[str]:
+        """The files whose sha256 key `step`'s marker: the md5 list of each R2 download (as the
+        staging job's mlc_r2 saves it: SUBFOLDER/NAME.md5), then the step's own inputs."""
+        dest = self.host_path(data_root)
+        lists = [_host(f"{sub}/{uri.rsplit('/', 1)[1][:-len('.uri')]}.md5" if sub != "." else
+                       f"{uri.rsplit('/', 1)[1][:-len('.uri')]}.md5", dest, data_root)
+                 for sub, uri in self.r2.items()]
+        return [*lists, *(_host(p, dest, data_root) for p in step.inputs)]
 
 
 class Mlperf(Frozen):

@@ -7,7 +7,8 @@ statistics; fleet_replace: self-healing, replacing what it drained), the monitor
 the failure-class table, recovery after a spot eviction (preemption), a run's logs (logview)
 a recipe's launch script on Slurm (launch: the join of recipes/ and slurm/) and its staging
 (prepare: data through MLCommons' R2 path, licence-gated items verified, the container built
-into a squashfs named by the digest of its pinned implementation).
+into a squashfs named by the digest of its pinned implementation, then the READMEs' preprocessing
+run in that container, each step marked by a key over its command and inputs).
 May import: the base, clusters/ (lifecycle for `connect`; never clusters.providers), recipes/,
 results/, slurm/ and store/.
 Exposes: execute.run_sweep, attempts, health, fleet_gate.gate_cluster/gate_nodes,

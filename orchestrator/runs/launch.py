@@ -121,12 +121,16 @@ def container_build(recipe: Recipe | str, sku: str, nodes: int) -> ContainerBuil
 
 def render_stage_data(recipe: Recipe | str, *, data_root: str = DEFAULT_DATA_ROOT,
                       partition: str | None = None, container: ContainerBuild | None = None,
-                      builder: str | None = None, r2_origin: str | None = None) -> str:
+                      builder: str | None = None, r2_origin: str | None = None,
+                      runner: str | None = None) -> str:
     """The one-node batch job that verifies a recipe's licence-gated items, downloads the rest
-    (MLCommons R2 or the item's command) and builds its container under data_root.
+    (MLCommons R2 or the item's command), builds its container under data_root, then runs the
+    items' preparation steps inside that container (DataItem.steps).
 
     `r2_origin` replaces the scheme and host of every R2 URL (a mirror; the tests' loopback
-    server); `builder` is a program run instead of the docker + enroot build (AZBENCH_IMAGE_BUILDER)."""
+    server); `builder` is a program run instead of the docker + enroot build (AZBENCH_IMAGE_BUILDER);
+    `runner` one run instead of a pyxis job step with `--container-image` for each step
+    (AZBENCH_CONTAINER_RUNNER)."""
     recipe = get_recipe(recipe) if isinstance(recipe, str) else recipe
     if recipe.mlperf is None:
         raise ConfigError(f"recipe '{recipe.name}' has no data to stage")
@@ -140,11 +144,26 @@ def render_stage_data(recipe: Recipe | str, *, data_root: str = DEFAULT_DATA_ROO
               "r2_command": " && ".join([*(f"mlc_r2 -d {shlex.quote(sub)} {shlex.quote(uri)}"
                                            for sub, uri in d.r2.items()),
                                          *([f"( {d.after} )"] if d.after else [])])}
-             for d in sorted(data, key=lambda d: d.gated is None)]
+             for d in sorted(data, key=lambda d: d.gated is None) if d.gated or d.r2 or d.stage]
+    workdir = recipe.mlperf.container.workdir or "/"
+    _check_plain("container workdir", workdir, _SAFE_PATH)
+    steps = []
+    for d in data:
+        prev = ""
+        for i, step in enumerate(d.steps):
+            marker = d.step_marker(step, root)
+            steps.append({"label": f"{d.name}/{step.name}", "item": d, "step": step,
+                          "dest": d.host_path(root), "marker": marker, "prev": prev,
+                          "mounts": d.step_mounts(step, root), "workdir": workdir,
+                          "inputs": "\n".join(d.step_inputs(step, root)),
+                          "other_impl": container is not None and bool(step.implementations)
+                          and container.path not in step.implementations,
+                          "last_of_own": i == len(d.steps) - 1 and not (d.stage or d.r2 or d.gated)})
+            prev = marker
     return render(
         "stage_data.sbatch.j2", recipe=recipe.name, data_root=root, partition=partition,
         items=items, r2_origin=r2_origin, builder=builder, container=container,
-        squashfs=container.squashfs(root) if container else None)
+        squashfs=container.squashfs(root) if container else None, steps=steps, runner=runner)
 
 
 # -- rendering ---------------------------------------------------------------------------------

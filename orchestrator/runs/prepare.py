@@ -5,8 +5,11 @@ verified where the user placed them (expected files, checksums where published);
 fetched into `<data_root>/...` through MLCommons' R2 path (mlc_r2: the metadata URI the reference
 README gives, md5-checked) or the item's command, checked against its sha256 list, then marked
 `.azbench-staged`; the container is built from the implementation's pinned Dockerfile into an
-enroot squashfs named by its digest (launch.ContainerBuild). A marked item and an existing
-squashfs are skipped, so rerunning `prepare` resumes after a failure. The job prints one
+enroot squashfs named by its digest (launch.ContainerBuild); then each item's in-container steps
+(DataItem.steps: the README's preprocessing) run with that squashfs, each marked
+`.azbench-step-NAME` with a key over its command and inputs. A marked item, an existing squashfs
+and a step whose marker holds the current key are skipped, so rerunning `prepare` resumes after a
+failure. The job prints one
 "NAME: ..." line per item; this module submits it through the cluster's Launcher, waits, and
 turns those lines into an ItemStatus per item.
 """
@@ -25,15 +28,15 @@ from orchestrator.runs.launch import DEFAULT_DATA_ROOT, ContainerBuild, render_s
 from orchestrator.seams import Launcher
 
 ItemState = Literal["staged", "already staged", "staging failed", "checksum mismatch", "missing",
-                    "not reached"]
-_LINE = re.compile(r"^(?P<name>[a-z0-9][a-z0-9_.-]*): (?P<what>already staged|staged|staging failed|"
-                   r"checksum mismatch|missing)\b", re.M)
+                    "not reached", "skipped"]
+_LINE = re.compile(r"^(?P<name>[a-z0-9][a-z0-9_.-]*(/[a-z0-9][a-z0-9_.-]*)?): (?P<what>already staged|staged|staging failed|"
+                   r"checksum mismatch|missing|skipped)\b", re.M)
 CONTAINER = "container"  # the ItemStatus name (and job line) of the container squashfs
 
 
 class ItemStatus(Frozen):
     name: str
-    kind: str  # dataset, checkpoint, tokenizer, container
+    kind: str  # dataset, checkpoint, tokenizer, container, step (ITEM/STEP, in the container)
     path: str
     state: ItemState
     gated: bool = False
@@ -43,7 +46,8 @@ class ItemStatus(Frozen):
 
     @property
     def ok(self) -> bool:
-        return self.state in ("staged", "already staged") or self.optional
+        # skipped: a step for another implementation than the container's
+        return self.state in ("staged", "already staged", "skipped") or self.optional
 
 
 class PrepareResult(Frozen):
@@ -77,6 +81,11 @@ def check_staged(recipe: Recipe, launcher: Launcher, cluster: str, *,
     missing = [f"{d.kind} '{d.name}' is not staged under {d.host_path(root)}"
                for d in recipe.mlperf.data if not d.optional
                and not launcher.tail(f"{d.host_path(root)}/.azbench-staged", nbytes=64).strip()]
+    missing += [f"{d.kind} '{d.name}': step '{s.name}' has not run in the container "
+                f"(no {d.step_marker(s, root)})"
+                for d in recipe.mlperf.data if not d.optional
+                for s in d.steps_for(container.path if container else None)
+                if not launcher.tail(d.step_marker(s, root), nbytes=64).strip()]
     if container is not None and not launcher.tail(container.squashfs(root), nbytes=64):
         missing.append(f"container {container.squashfs(root)} is not built "
                        f"(from {container.repo} {container.path}/Dockerfile)")
@@ -89,7 +98,7 @@ def check_staged(recipe: Recipe, launcher: Launcher, cluster: str, *,
 def prepare(recipe: Recipe | str, launcher: Launcher, *, data_root: str = DEFAULT_DATA_ROOT,
             partition: str | None = None, container: ContainerBuild | None = None,
             builder: str | None = None, r2_origin: str | None = None,
-            on_progress: Callable[[str], None] | None = None,
+            runner: str | None = None, on_progress: Callable[[str], None] | None = None,
             poll_interval: float = 2.0, timeout_s: float = 24 * 3600.0,
             sleep: Callable[[float], None] = time.sleep,
             clock: Callable[[], float] = time.monotonic) -> PrepareResult:
@@ -100,7 +109,7 @@ def prepare(recipe: Recipe | str, launcher: Launcher, *, data_root: str = DEFAUL
         raise ConfigError(f"recipe '{recipe.name}' has no data to stage")
     root = data_root.rstrip("/") or "/"
     script = render_stage_data(recipe, data_root=root, partition=partition, container=container,
-                               builder=builder, r2_origin=r2_origin)
+                               builder=builder, r2_origin=r2_origin, runner=runner)
     ref = launcher.submit_script(script, workdir=f"{root}/staging")
     output = f"{root}/staging/{recipe.name}-{ref.job_id}.out"
     progress = _Progress(launcher, output, on_progress)
@@ -121,15 +130,23 @@ def prepare(recipe: Recipe | str, launcher: Launcher, *, data_root: str = DEFAUL
     for m in _LINE.finditer(text):
         what = m.group("what")
         seen[m.group("name")] = "already staged" if what == "already staged" else what  # type: ignore[assignment]
-    items = [ItemStatus(name=d.name, kind=d.kind, path=d.host_path(root),
-                        state=seen.get(d.name, "not reached"), gated=d.gated is not None,
-                        optional=d.optional,
-                        instructions=d.instructions(root) if d.gated and seen.get(d.name) in
-                        ("missing", "checksum mismatch") else "")
-             for d in recipe.mlperf.data]
+    items: list[ItemStatus] = []
+    for d in recipe.mlperf.data:
+        steps = [seen.get(f"{d.name}/{s.name}", "not reached") for s in d.steps]
+        # An item made by its steps alone prints no line of its own: its state is its steps'.
+        own = seen.get(d.name, "not reached") if d.stage or d.r2 or d.gated else \
+            next((st for st in steps if st not in ("staged", "already staged")),
+                 "staged" if "staged" in steps else "already staged")
+        items.append(ItemStatus(name=d.name, kind=d.kind, path=d.host_path(root), state=own,
+                                gated=d.gated is not None, optional=d.optional,
+                                instructions=d.instructions(root) if d.gated and own in
+                                ("missing", "checksum mismatch") else ""))
     if container is not None:
         items.append(ItemStatus(name=CONTAINER, kind=CONTAINER, path=container.squashfs(root),
                                 state=seen.get(CONTAINER, "not reached")))
+    items += [ItemStatus(name=f"{d.name}/{s.name}", kind="step", path=d.step_marker(s, root),
+                         state=seen.get(f"{d.name}/{s.name}", "not reached"), optional=d.optional)
+              for d in recipe.mlperf.data for s in d.steps]
     return PrepareResult(recipe=recipe.name, job_id=ref.job_id,
                          job_state=state.value if state else "timed out", output=output,
                          items=items)

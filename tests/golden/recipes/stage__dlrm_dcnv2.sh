@@ -108,8 +108,8 @@ verify() {
   echo "$name: staged in $dest"
 }
 
-# criteo-multihot: dataset; mlcommons/training@aa344c7fb900e82ed19fb94aebfed50c63ab2204 recommendation_v2/torchrec_dlrm/README.MD (line 146); HugeCTR's raw multi-hot conversion (NVIDIA's README) is not done by prepare
-stage criteo-multihot /shared/mlperf/dlrm_dcnv2/criteo_1tb_multihot_raw 'mlc_r2 -d . https://training.mlcommons-storage.org/metadata/dlrmv2-preprocessed-criteo-click-logs.uri' ''
+# criteo-multihot: dataset; mlcommons/training@aa344c7fb900e82ed19fb94aebfed50c63ab2204 recommendation_v2/torchrec_dlrm/README.MD (lines 141-147)
+stage criteo-multihot /shared/mlperf/dlrm_dcnv2/criteo_1tb_multihot_raw 'mlc_r2 -d multi_hot_npy https://training.mlcommons-storage.org/metadata/dlrmv2-preprocessed-criteo-click-logs.uri' ''
 
 # container: built from mlcommons/training_results_v4.1 at b87b9e396f771345d4ef122ba33456304f15228d, NVIDIA/benchmarks/dlrm_dcnv2/implementations/eos_ngc24.04_merlin_hugectr/Dockerfile
 # (its folder is the build context), on this node (x86_64), and saved as one enroot
@@ -149,6 +149,66 @@ else
     exit 3
   fi
 fi
+
+# In-container steps: what each implementation's README runs inside its container once the data
+# is downloaded, run here with the squashfs above (pyxis: srun --container-image). A step is done
+# when its marker holds the key of what it ran on (step_key); a failed step leaves no marker, so a
+# rerun resumes with it, and a step whose inputs changed runs again.
+AZBENCH_CONTAINER_RUNNER=""
+run_in_container() {  # SQSH MOUNTS WORKDIR COMMAND
+  if [ -n "$AZBENCH_CONTAINER_RUNNER" ]; then "$AZBENCH_CONTAINER_RUNNER" "$@"; return; fi
+  srun --nodes=1 --ntasks=1 --container-image="$1" --container-mounts="$2" --container-workdir="$3" \
+    bash -e -c "$4"
+}
+# step_key COMMAND MOUNTS INPUTS PREV_MARKER: sha256 over the command, the mounts, each input
+# file's sha256 (or "absent") and the previous step's key.
+step_key() {
+  local f
+  {
+    printf '%s\n%s\n' "$1" "$2"
+    while IFS= read -r f; do
+      [ -n "$f" ] || continue
+      if [ -f "$f" ]; then sha256sum "$f"; else echo "absent $f"; fi
+    done <<<"$3"
+    if [ -n "$4" ]; then cat "$4" 2>/dev/null || echo "absent $4"; fi
+  } | sha256sum | cut -d' ' -f1
+}
+# step LABEL DEST MARKER MOUNTS WORKDIR COMMAND INPUTS PREV_MARKER OWN: run COMMAND in the
+# container unless MARKER holds the current key; OWN=1 marks DEST staged after its last step.
+step() {
+  local label=$1 dest=$2 marker=$3 mounts=$4 workdir=$5 cmd=$6 inputs=$7 prev=$8 own=$9 key
+  key=$(step_key "$cmd" "$mounts" "$inputs" "$prev")
+  if [ -f "$marker" ] && [ "$(cat "$marker")" = "$key" ]; then
+    echo "$label: already staged in $dest"
+  elif [ -z "${SQSH:-}" ]; then
+    echo "$label: missing in $dest: runs in the container (prepare without --no-image)"
+    MISSING=$((MISSING + 1))
+    return 0
+  else
+    rm -f "$marker"
+    local pair pairs
+    IFS=, read -ra pairs <<<"$mounts"
+    for pair in "${pairs[@]}"; do mkdir -p "${pair%%:*}"; done  # pyxis mounts existing folders only
+    echo "$label: staging into $dest in the container"
+    run_in_container "$SQSH" "$mounts" "$workdir" "$cmd" || { echo "$label: staging failed"; exit 3; }
+    printf '%s\n' "$key" >"$marker"
+    echo "$label: staged in $dest"
+  fi
+  if [ "$own" = 1 ] && [ ! -e "$dest/.azbench-staged" ]; then
+    date -u +%Y-%m-%dT%H:%M:%SZ >"$dest/.azbench-staged"
+  fi
+}
+
+# criteo-multihot/convert-to-raw: mlcommons/training_results_v5.1@441d65f4445cd59687466533fd9f55399136e7a4 NVIDIA/benchmarks/dlrm_dcnv2/implementations/hugectr/README.md 3.2.4 (lines 98-117: convert_to_raw.py and the md5 of its output); the v4.1 implementations (H100, H200) carry it as preprocessing/convert_to_raw.py with the same arguments and md5s: mlcommons/training_results_v4.1@b87b9e396f771345d4ef122ba33456304f15228d NVIDIA/benchmarks/dlrm_dcnv2/implementations/eos_ngc24.04_merlin_hugectr/README.md 1.6 (lines 58-74) and preprocessing/md5sums_raw_dataset.txt
+step criteo-multihot/convert-to-raw /shared/mlperf/dlrm_dcnv2/criteo_1tb_multihot_raw /shared/mlperf/dlrm_dcnv2/criteo_1tb_multihot_raw/.azbench-step-convert-to-raw /shared/mlperf/dlrm_dcnv2/criteo_1tb_multihot_raw:/data /workspace/dlrm 'npy=$(dirname "$(find /data/multi_hot_npy -name day_0_sparse_multi_hot.npz | sort | head -n 1)")
+test -e "$npy/day_0_labels.npy" || { echo "no day_*_labels.npy beside $npy/day_0_sparse_multi_hot.npz" >&2; exit 1; }
+script=scripts/convert_to_raw.py; [ -e "$script" ] || script=preprocessing/convert_to_raw.py  # v5.1, v4.1
+python "$script" \
+   --input_dir_labels_and_dense "$npy" \
+   --input_dir_sparse_multihot "$npy" \
+   --output_dir /data \
+   --stages train val
+cd /data && printf '"'"'%s\n'"'"' '"'"'4d48daf07cc244f6fa933b832d7fe5a3  train_data.bin'"'"' '"'"'c7ca591ad3fd2b09b75d99fa4fc210e2  val_data.bin'"'"' | md5sum -c' /shared/mlperf/dlrm_dcnv2/criteo_1tb_multihot_raw/multi_hot_npy/dlrmv2-preprocessed-criteo-click-logs.md5 '' 0
 
 if [ "$MISSING" -gt 0 ]; then
   echo "$MISSING item(s) you must provide (licence-gated or made in the container) missing: see the lines above"

@@ -108,7 +108,7 @@ verify() {
   echo "$name: staged in $dest"
 }
 
-# cc12m-preprocessed: dataset; mlcommons/training_results_v5.1@441d65f4445cd59687466533fd9f55399136e7a4 NVIDIA/benchmarks/flux1/implementations/tyche_ngpu16_ngc25.09_nemo/README.md 3.2 (lines 40-42; its energon conversion, run inside the container, is not done by prepare); mlcommons/training@aa344c7fb900e82ed19fb94aebfed50c63ab2204 text_to_image/README.md (lines 117-119). The T5/CLIP/autoencoder weights (FLUX.1-schnell, licence-gated) are not needed when training from these embeddings (same README, line 104)
+# cc12m-preprocessed: dataset; mlcommons/training_results_v5.1@441d65f4445cd59687466533fd9f55399136e7a4 NVIDIA/benchmarks/flux1/implementations/tyche_ngpu16_ngc25.09_nemo/README.md 3.2 (lines 40-42); mlcommons/training@aa344c7fb900e82ed19fb94aebfed50c63ab2204 text_to_image/README.md (lines 117-119). The T5/CLIP/autoencoder weights (FLUX.1-schnell, licence-gated) are not needed when training from these embeddings (same README, line 104)
 stage cc12m-preprocessed /shared/mlperf/flux1/data 'mlc_r2 -d cc12m_preprocessed https://training.mlcommons-storage.org/metadata/flux-1-cc12m-preprocessed.uri && mlc_r2 -d coco_preprocessed https://training.mlcommons-storage.org/metadata/flux-1-coco-preprocessed.uri && mlc_r2 -d empty_encodings https://training.mlcommons-storage.org/metadata/flux-1-empty-encodings.uri' ''
 
 # container: built from mlcommons/training_results_v5.1 at 441d65f4445cd59687466533fd9f55399136e7a4, NVIDIA/benchmarks/flux1/implementations/tyche_ngpu16_ngc25.09_nemo/Dockerfile
@@ -149,6 +149,71 @@ else
     exit 3
   fi
 fi
+
+# In-container steps: what each implementation's README runs inside its container once the data
+# is downloaded, run here with the squashfs above (pyxis: srun --container-image). A step is done
+# when its marker holds the key of what it ran on (step_key); a failed step leaves no marker, so a
+# rerun resumes with it, and a step whose inputs changed runs again.
+AZBENCH_CONTAINER_RUNNER=""
+run_in_container() {  # SQSH MOUNTS WORKDIR COMMAND
+  if [ -n "$AZBENCH_CONTAINER_RUNNER" ]; then "$AZBENCH_CONTAINER_RUNNER" "$@"; return; fi
+  srun --nodes=1 --ntasks=1 --container-image="$1" --container-mounts="$2" --container-workdir="$3" \
+    bash -e -c "$4"
+}
+# step_key COMMAND MOUNTS INPUTS PREV_MARKER: sha256 over the command, the mounts, each input
+# file's sha256 (or "absent") and the previous step's key.
+step_key() {
+  local f
+  {
+    printf '%s\n%s\n' "$1" "$2"
+    while IFS= read -r f; do
+      [ -n "$f" ] || continue
+      if [ -f "$f" ]; then sha256sum "$f"; else echo "absent $f"; fi
+    done <<<"$3"
+    if [ -n "$4" ]; then cat "$4" 2>/dev/null || echo "absent $4"; fi
+  } | sha256sum | cut -d' ' -f1
+}
+# step LABEL DEST MARKER MOUNTS WORKDIR COMMAND INPUTS PREV_MARKER OWN: run COMMAND in the
+# container unless MARKER holds the current key; OWN=1 marks DEST staged after its last step.
+step() {
+  local label=$1 dest=$2 marker=$3 mounts=$4 workdir=$5 cmd=$6 inputs=$7 prev=$8 own=$9 key
+  key=$(step_key "$cmd" "$mounts" "$inputs" "$prev")
+  if [ -f "$marker" ] && [ "$(cat "$marker")" = "$key" ]; then
+    echo "$label: already staged in $dest"
+  elif [ -z "${SQSH:-}" ]; then
+    echo "$label: missing in $dest: runs in the container (prepare without --no-image)"
+    MISSING=$((MISSING + 1))
+    return 0
+  else
+    rm -f "$marker"
+    local pair pairs
+    IFS=, read -ra pairs <<<"$mounts"
+    for pair in "${pairs[@]}"; do mkdir -p "${pair%%:*}"; done  # pyxis mounts existing folders only
+    echo "$label: staging into $dest in the container"
+    run_in_container "$SQSH" "$mounts" "$workdir" "$cmd" || { echo "$label: staging failed"; exit 3; }
+    printf '%s\n' "$key" >"$marker"
+    echo "$label: staged in $dest"
+  fi
+  if [ "$own" = 1 ] && [ ! -e "$dest/.azbench-staged" ]; then
+    date -u +%Y-%m-%dT%H:%M:%SZ >"$dest/.azbench-staged"
+  fi
+}
+
+# cc12m-preprocessed/webdataset: mlcommons/training_results_v5.1@441d65f4445cd59687466533fd9f55399136e7a4 NVIDIA/benchmarks/flux1/implementations/tyche_ngpu16_ngc25.09_nemo/scripts/download.sub (CMD_DOWNLOAD's pip install, CMD_PREPROCESS lines 62-65; README.md 3.2)
+step cc12m-preprocessed/webdataset /shared/mlperf/flux1/data /shared/mlperf/flux1/data/.azbench-step-webdataset /shared/mlperf/flux1/data:/dataset /workspace/flux 'pip install datasets
+cd /dataset
+mkdir -p energon
+python /workspace/flux/scripts/to_webdataset.py --input_path /dataset/cc12m_preprocessed --output_path /dataset/energon/train --num_workers 8
+python /workspace/flux/scripts/to_webdataset.py --input_path /dataset/coco_preprocessed --output_path /dataset/energon/val --num_workers 8' '/shared/mlperf/flux1/data/cc12m_preprocessed/flux-1-cc12m-preprocessed.md5
+/shared/mlperf/flux1/data/coco_preprocessed/flux-1-coco-preprocessed.md5
+/shared/mlperf/flux1/data/empty_encodings/flux-1-empty-encodings.md5' '' 0
+
+# cc12m-preprocessed/energon: mlcommons/training_results_v5.1@441d65f4445cd59687466533fd9f55399136e7a4 NVIDIA/benchmarks/flux1/implementations/tyche_ngpu16_ngc25.09_nemo/scripts/download.sub (CMD_PREPROCESS lines 67-72)
+step cc12m-preprocessed/energon /shared/mlperf/flux1/data /shared/mlperf/flux1/data/.azbench-step-energon /shared/mlperf/flux1/data:/dataset /workspace/flux 'cd /dataset/energon
+python /workspace/flux/scripts/energon_prepare.py ./ --num-workers 8 --template-dir /workspace/flux/scripts/dataset_template/
+cp -r ../empty_encodings .' '/shared/mlperf/flux1/data/cc12m_preprocessed/flux-1-cc12m-preprocessed.md5
+/shared/mlperf/flux1/data/coco_preprocessed/flux-1-coco-preprocessed.md5
+/shared/mlperf/flux1/data/empty_encodings/flux-1-empty-encodings.md5' /shared/mlperf/flux1/data/.azbench-step-webdataset 0
 
 if [ "$MISSING" -gt 0 ]; then
   echo "$MISSING item(s) you must provide (licence-gated or made in the container) missing: see the lines above"

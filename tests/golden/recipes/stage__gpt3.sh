@@ -152,6 +152,73 @@ else
   fi
 fi
 
+# In-container steps: what each implementation's README runs inside its container once the data
+# is downloaded, run here with the squashfs above (pyxis: srun --container-image). A step is done
+# when its marker holds the key of what it ran on (step_key); a failed step leaves no marker, so a
+# rerun resumes with it, and a step whose inputs changed runs again.
+AZBENCH_CONTAINER_RUNNER=""
+run_in_container() {  # SQSH MOUNTS WORKDIR COMMAND
+  if [ -n "$AZBENCH_CONTAINER_RUNNER" ]; then "$AZBENCH_CONTAINER_RUNNER" "$@"; return; fi
+  srun --nodes=1 --ntasks=1 --container-image="$1" --container-mounts="$2" --container-workdir="$3" \
+    bash -e -c "$4"
+}
+# step_key COMMAND MOUNTS INPUTS PREV_MARKER: sha256 over the command, the mounts, each input
+# file's sha256 (or "absent") and the previous step's key.
+step_key() {
+  local f
+  {
+    printf '%s\n%s\n' "$1" "$2"
+    while IFS= read -r f; do
+      [ -n "$f" ] || continue
+      if [ -f "$f" ]; then sha256sum "$f"; else echo "absent $f"; fi
+    done <<<"$3"
+    if [ -n "$4" ]; then cat "$4" 2>/dev/null || echo "absent $4"; fi
+  } | sha256sum | cut -d' ' -f1
+}
+# step LABEL DEST MARKER MOUNTS WORKDIR COMMAND INPUTS PREV_MARKER OWN: run COMMAND in the
+# container unless MARKER holds the current key; OWN=1 marks DEST staged after its last step.
+step() {
+  local label=$1 dest=$2 marker=$3 mounts=$4 workdir=$5 cmd=$6 inputs=$7 prev=$8 own=$9 key
+  key=$(step_key "$cmd" "$mounts" "$inputs" "$prev")
+  if [ -f "$marker" ] && [ "$(cat "$marker")" = "$key" ]; then
+    echo "$label: already staged in $dest"
+  elif [ -z "${SQSH:-}" ]; then
+    echo "$label: missing in $dest: runs in the container (prepare without --no-image)"
+    MISSING=$((MISSING + 1))
+    return 0
+  else
+    rm -f "$marker"
+    local pair pairs
+    IFS=, read -ra pairs <<<"$mounts"
+    for pair in "${pairs[@]}"; do mkdir -p "${pair%%:*}"; done  # pyxis mounts existing folders only
+    echo "$label: staging into $dest in the container"
+    run_in_container "$SQSH" "$mounts" "$workdir" "$cmd" || { echo "$label: staging failed"; exit 3; }
+    printf '%s\n' "$key" >"$marker"
+    echo "$label: staged in $dest"
+  fi
+  if [ "$own" = 1 ] && [ ! -e "$dest/.azbench-staged" ]; then
+    date -u +%Y-%m-%dT%H:%M:%SZ >"$dest/.azbench-staged"
+  fi
+}
+
+# c4-preprocessed/unpack: mlcommons/training_results_v4.1@b87b9e396f771345d4ef122ba33456304f15228d NVIDIA/benchmarks/gpt3/implementations/eos_n64_ngc24.09_nemo/README.md 3.2 (lines 27-59: unpack, PREPROC_DATA is preprocessed_c4_spm)
+step c4-preprocessed/unpack /shared/mlperf/gpt3/c4 /shared/mlperf/gpt3/c4/.azbench-step-unpack /shared/mlperf/gpt3/c4:/preproc_data /workspace/llm 'cd /preproc_data
+for t in *.tar; do [ -e "$t" ] || continue; tar -xf "$t"; done
+d=$(find . -mindepth 1 -maxdepth 3 -type d -name preprocessed_c4_spm | sort | head -n 1)
+[ -n "$d" ] || { echo "no preprocessed_c4_spm in the archive" >&2; exit 1; }
+for f in "$d"/*; do ln -sfn "$f" .; done
+test -e c4_en_validation_subset_c4_spm_text_document.idx' /shared/mlperf/gpt3/c4/gpt-3-megatron-preprocessed-dataset.md5 '' 0
+
+# checkpoint/unpack: mlcommons/training_results_v4.1@b87b9e396f771345d4ef122ba33456304f15228d NVIDIA/benchmarks/gpt3/implementations/eos_n64_ngc24.09_nemo/README.md 3.3.3 (lines 71-76)
+step checkpoint/unpack /shared/mlperf/gpt3/checkpoint /shared/mlperf/gpt3/checkpoint/.azbench-step-unpack /shared/mlperf/gpt3/checkpoint:/load_checkpoints /workspace/llm 'cd /load_checkpoints
+for t in *.tar; do [ -e "$t" ] || continue; tar -xf "$t"; done
+find . -mindepth 1 -maxdepth 3 -type d -name '"'"'ckpt4000-consumed_samples=0'"'"' | grep -q .' /shared/mlperf/gpt3/checkpoint/gpt-3-megatron-bf16-checkpoint.md5 '' 0
+
+# checkpoint/rename-v4.1: mlcommons/training_results_v4.1@b87b9e396f771345d4ef122ba33456304f15228d NVIDIA/benchmarks/gpt3/implementations/eos_n64_ngc24.09_nemo/README.md 3.3.3 (line 80) and convert_v4.0_checkpoint_to_v4.1.sh
+step checkpoint/rename-v4.1 /shared/mlperf/gpt3/checkpoint /shared/mlperf/gpt3/checkpoint/.azbench-step-rename-v4.1 /shared/mlperf/gpt3/checkpoint:/load_checkpoints /workspace/llm 'd=$(find /load_checkpoints -mindepth 1 -maxdepth 3 -type d -name '"'"'ckpt4000-consumed_samples=0'"'"' | sort | head -n 1)
+bash /workspace/llm/convert_v4.0_checkpoint_to_v4.1.sh "$d" || echo "convert_v4.0_checkpoint_to_v4.1.sh exited $? (its last line, python -c, does not parse: no '"'"';'"'"' before torch.save; the renames before it are what v4.1 reads)"
+test -d "$d/model.decoder.final_layernorm.weight"' /shared/mlperf/gpt3/checkpoint/gpt-3-megatron-bf16-checkpoint.md5 /shared/mlperf/gpt3/checkpoint/.azbench-step-unpack 0
+
 if [ "$MISSING" -gt 0 ]; then
   echo "$MISSING item(s) you must provide (licence-gated or made in the container) missing: see the lines above"
   exit 3

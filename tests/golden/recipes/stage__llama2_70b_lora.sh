@@ -108,17 +108,6 @@ verify() {
   echo "$name: staged in $dest"
 }
 
-# govreport: dataset; mlcommons/training_results_v5.1@441d65f4445cd59687466533fd9f55399136e7a4 NVIDIA/benchmarks/llama2_70b_lora/implementations/nemo/README.md 3.2 (line 40) and scripts/download_dataset.py
-verify govreport /shared/mlperf/llama2_70b_lora/gov_report 'train.npy
-validation.npy' '' 0
-# model: checkpoint; mlcommons/training_results_v5.1@441d65f4445cd59687466533fd9f55399136e7a4 NVIDIA/benchmarks/llama2_70b_lora/implementations/nemo/README.md 3.2 (lines 41, 53, layout lines 60-76) and scripts/download_model.py
-verify model /shared/mlperf/llama2_70b_lora/model 'context/io.json
-context/model.yaml
-context/nemo_tokenizer/tokenizer.model
-weights/__0_0.distcp
-weights/__0_1.distcp
-weights/common.pt
-weights/metadata.json' '' 0
 
 # container: built from mlcommons/training_results_v4.1 at b87b9e396f771345d4ef122ba33456304f15228d, NVIDIA/benchmarks/llama2_70b_lora/implementations/eos_ngc24.09_nemo/Dockerfile
 # (its folder is the build context), on this node (x86_64), and saved as one enroot
@@ -158,6 +147,63 @@ else
     exit 3
   fi
 fi
+
+# In-container steps: what each implementation's README runs inside its container once the data
+# is downloaded, run here with the squashfs above (pyxis: srun --container-image). A step is done
+# when its marker holds the key of what it ran on (step_key); a failed step leaves no marker, so a
+# rerun resumes with it, and a step whose inputs changed runs again.
+AZBENCH_CONTAINER_RUNNER=""
+run_in_container() {  # SQSH MOUNTS WORKDIR COMMAND
+  if [ -n "$AZBENCH_CONTAINER_RUNNER" ]; then "$AZBENCH_CONTAINER_RUNNER" "$@"; return; fi
+  srun --nodes=1 --ntasks=1 --container-image="$1" --container-mounts="$2" --container-workdir="$3" \
+    bash -e -c "$4"
+}
+# step_key COMMAND MOUNTS INPUTS PREV_MARKER: sha256 over the command, the mounts, each input
+# file's sha256 (or "absent") and the previous step's key.
+step_key() {
+  local f
+  {
+    printf '%s\n%s\n' "$1" "$2"
+    while IFS= read -r f; do
+      [ -n "$f" ] || continue
+      if [ -f "$f" ]; then sha256sum "$f"; else echo "absent $f"; fi
+    done <<<"$3"
+    if [ -n "$4" ]; then cat "$4" 2>/dev/null || echo "absent $4"; fi
+  } | sha256sum | cut -d' ' -f1
+}
+# step LABEL DEST MARKER MOUNTS WORKDIR COMMAND INPUTS PREV_MARKER OWN: run COMMAND in the
+# container unless MARKER holds the current key; OWN=1 marks DEST staged after its last step.
+step() {
+  local label=$1 dest=$2 marker=$3 mounts=$4 workdir=$5 cmd=$6 inputs=$7 prev=$8 own=$9 key
+  key=$(step_key "$cmd" "$mounts" "$inputs" "$prev")
+  if [ -f "$marker" ] && [ "$(cat "$marker")" = "$key" ]; then
+    echo "$label: already staged in $dest"
+  elif [ -z "${SQSH:-}" ]; then
+    echo "$label: missing in $dest: runs in the container (prepare without --no-image)"
+    MISSING=$((MISSING + 1))
+    return 0
+  else
+    rm -f "$marker"
+    local pair pairs
+    IFS=, read -ra pairs <<<"$mounts"
+    for pair in "${pairs[@]}"; do mkdir -p "${pair%%:*}"; done  # pyxis mounts existing folders only
+    echo "$label: staging into $dest in the container"
+    run_in_container "$SQSH" "$mounts" "$workdir" "$cmd" || { echo "$label: staging failed"; exit 3; }
+    printf '%s\n' "$key" >"$marker"
+    echo "$label: staged in $dest"
+  fi
+  if [ "$own" = 1 ] && [ ! -e "$dest/.azbench-staged" ]; then
+    date -u +%Y-%m-%dT%H:%M:%SZ >"$dest/.azbench-staged"
+  fi
+}
+
+# govreport/download: mlcommons/training_results_v5.1@441d65f4445cd59687466533fd9f55399136e7a4 NVIDIA/benchmarks/llama2_70b_lora/implementations/nemo/README.md 3.2 (line 40, layout lines 52-56) and scripts/download_dataset.py (Hugging Face regisss/scrolls_gov_report_preprocessed_mlperf_2, public)
+echo 'govreport/download: missing in /shared/mlperf/llama2_70b_lora/gov_report: azbench has this step from NVIDIA/benchmarks/llama2_70b_lora/implementations/nemo, not from NVIDIA/benchmarks/llama2_70b_lora/implementations/eos_ngc24.09_nemo (prepare it by its README)'
+MISSING=$((MISSING + 1))
+
+# model/download: mlcommons/training_results_v5.1@441d65f4445cd59687466533fd9f55399136e7a4 NVIDIA/benchmarks/llama2_70b_lora/implementations/nemo/README.md 3.2 (line 41, layout lines 57-76) and scripts/download_model.py (Hugging Face michal1270/llama2_70b_nemo_torch_dist; Llama 2 Community License)
+echo 'model/download: missing in /shared/mlperf/llama2_70b_lora/model: azbench has this step from NVIDIA/benchmarks/llama2_70b_lora/implementations/nemo, not from NVIDIA/benchmarks/llama2_70b_lora/implementations/eos_ngc24.09_nemo (prepare it by its README)'
+MISSING=$((MISSING + 1))
 
 if [ "$MISSING" -gt 0 ]; then
   echo "$MISSING item(s) you must provide (licence-gated or made in the container) missing: see the lines above"

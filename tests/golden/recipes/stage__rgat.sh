@@ -108,7 +108,7 @@ verify() {
   echo "$name: staged in $dest"
 }
 
-# igbh-full: dataset; mlcommons/training@aa344c7fb900e82ed19fb94aebfed50c63ab2204 retired_benchmarks/rgat/README.md (line 67); NVIDIA's FP16/graph preprocessing (mlcommons/training_results_v5.1@441d65f4445cd59687466533fd9f55399136e7a4 NVIDIA/benchmarks/rgat/implementations/tyche_ngpu8_ngc25.03_dgl/README.md 3.2) runs in the container and is not done by prepare
+# igbh-full: dataset; mlcommons/training@aa344c7fb900e82ed19fb94aebfed50c63ab2204 retired_benchmarks/rgat/README.md (line 67); then NVIDIA's seeds and FP16/graph preprocessing in the container (steps)
 stage igbh-full /shared/mlperf/rgat/igbh 'mlc_r2 -d . https://training.mlcommons-storage.org/metadata/gnn-igbh-dataset-full.uri' ''
 
 # container: built from mlcommons/training_results_v4.1 at b87b9e396f771345d4ef122ba33456304f15228d, NVIDIA/benchmarks/gnn/implementations/eos_ngc24.09_dgl/Dockerfile
@@ -149,6 +149,64 @@ else
     exit 3
   fi
 fi
+
+# In-container steps: what each implementation's README runs inside its container once the data
+# is downloaded, run here with the squashfs above (pyxis: srun --container-image). A step is done
+# when its marker holds the key of what it ran on (step_key); a failed step leaves no marker, so a
+# rerun resumes with it, and a step whose inputs changed runs again.
+AZBENCH_CONTAINER_RUNNER=""
+run_in_container() {  # SQSH MOUNTS WORKDIR COMMAND
+  if [ -n "$AZBENCH_CONTAINER_RUNNER" ]; then "$AZBENCH_CONTAINER_RUNNER" "$@"; return; fi
+  srun --nodes=1 --ntasks=1 --container-image="$1" --container-mounts="$2" --container-workdir="$3" \
+    bash -e -c "$4"
+}
+# step_key COMMAND MOUNTS INPUTS PREV_MARKER: sha256 over the command, the mounts, each input
+# file's sha256 (or "absent") and the previous step's key.
+step_key() {
+  local f
+  {
+    printf '%s\n%s\n' "$1" "$2"
+    while IFS= read -r f; do
+      [ -n "$f" ] || continue
+      if [ -f "$f" ]; then sha256sum "$f"; else echo "absent $f"; fi
+    done <<<"$3"
+    if [ -n "$4" ]; then cat "$4" 2>/dev/null || echo "absent $4"; fi
+  } | sha256sum | cut -d' ' -f1
+}
+# step LABEL DEST MARKER MOUNTS WORKDIR COMMAND INPUTS PREV_MARKER OWN: run COMMAND in the
+# container unless MARKER holds the current key; OWN=1 marks DEST staged after its last step.
+step() {
+  local label=$1 dest=$2 marker=$3 mounts=$4 workdir=$5 cmd=$6 inputs=$7 prev=$8 own=$9 key
+  key=$(step_key "$cmd" "$mounts" "$inputs" "$prev")
+  if [ -f "$marker" ] && [ "$(cat "$marker")" = "$key" ]; then
+    echo "$label: already staged in $dest"
+  elif [ -z "${SQSH:-}" ]; then
+    echo "$label: missing in $dest: runs in the container (prepare without --no-image)"
+    MISSING=$((MISSING + 1))
+    return 0
+  else
+    rm -f "$marker"
+    local pair pairs
+    IFS=, read -ra pairs <<<"$mounts"
+    for pair in "${pairs[@]}"; do mkdir -p "${pair%%:*}"; done  # pyxis mounts existing folders only
+    echo "$label: staging into $dest in the container"
+    run_in_container "$SQSH" "$mounts" "$workdir" "$cmd" || { echo "$label: staging failed"; exit 3; }
+    printf '%s\n' "$key" >"$marker"
+    echo "$label: staged in $dest"
+  fi
+  if [ "$own" = 1 ] && [ ! -e "$dest/.azbench-staged" ]; then
+    date -u +%Y-%m-%dT%H:%M:%SZ >"$dest/.azbench-staged"
+  fi
+}
+
+# igbh-full/seeds: mlcommons/training_results_v5.1@441d65f4445cd59687466533fd9f55399136e7a4 NVIDIA/benchmarks/rgat/implementations/tyche_ngpu8_ngc25.03_dgl/README.md 3.2.2 (lines 52-83)
+step igbh-full/seeds /shared/mlperf/rgat/igbh /shared/mlperf/rgat/igbh/.azbench-step-seeds /shared/mlperf/rgat/igbh:/data/igbh /workspace/gnn 'test -d /data/igbh/full/processed || { echo "no /data/igbh/full/processed: the bucket'"'"'s layout is not the README'"'"'s" >&2; exit 1; }
+python3 utility/split_seeds.py --dataset_size="full" --path /data/igbh
+python3 utility/verify_dataset_correctness.py --data_dir /data/igbh --dataset_size full' /shared/mlperf/rgat/igbh/gnn-igbh-dataset-full.md5 '' 0
+
+# igbh-full/fp16: mlcommons/training_results_v5.1@441d65f4445cd59687466533fd9f55399136e7a4 NVIDIA/benchmarks/rgat/implementations/tyche_ngpu8_ngc25.03_dgl/README.md 3.2.3 (lines 86-103; its two missing line continuations joined)
+step igbh-full/fp16 /shared/mlperf/rgat/igbh /shared/mlperf/rgat/igbh/.azbench-step-fp16 /shared/mlperf/rgat/igbh:/data/igbh,/shared/mlperf/rgat/converted:/converted,/shared/mlperf/rgat/graph:/graph /workspace/gnn 'python3 utility/preprocessing.py --data_dir /data/igbh --convert_dir /converted --precision float16 --size full --shuffle paper author conference journal fos institute --graph_storage_copy /graph --seed 0 --concat_features
+test -s /converted/full/float16/config.yml' /shared/mlperf/rgat/igbh/gnn-igbh-dataset-full.md5 /shared/mlperf/rgat/igbh/.azbench-step-seeds 0
 
 if [ "$MISSING" -gt 0 ]; then
   echo "$MISSING item(s) you must provide (licence-gated or made in the container) missing: see the lines above"
