@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import typer
 
@@ -19,6 +19,9 @@ from orchestrator.cli.common import (
     recipes_app,
     results_app,
 )
+
+if TYPE_CHECKING:  # the CLI imports runs/ lazily: --help stays fast
+    from orchestrator.runs.prepare import PrepareResult
 
 # ---------------------------------------------------------------- recipes
 
@@ -101,7 +104,7 @@ def prepare(recipe: str = typer.Argument(..., help="Recipe name."),
     import os
 
     from orchestrator.clusters import lifecycle
-    from orchestrator.errors import ConfigError, PreflightError, RunFailedError
+    from orchestrator.errors import ConfigError
     from orchestrator.recipes.catalog import get_recipe
     from orchestrator.runs.launch import container_build
     from orchestrator.runs.prepare import prepare as stage
@@ -124,12 +127,22 @@ def prepare(recipe: str = typer.Argument(..., help="Recipe name."),
     if as_json:
         emit_json(result)
     else:
-        for item in result.items:
-            sys.stdout.write(f"{item.name:24} {item.kind:10} {item.state:18} {item.path}\n")
-        for item in result.items:
-            if item.instructions:
-                sys.stdout.write(f"{'optional, ' if item.optional else ''}missing: {item.instructions}\n")
-        sys.stdout.write(f"job {result.job_id}: {result.job_state}; output {result.output}\n")
+        _print_prepared(result)
+    _refuse_unless_staged(recipe, result)
+
+
+def _print_prepared(result: PrepareResult) -> None:
+    for item in result.items:
+        sys.stdout.write(f"{item.name:24} {item.kind:10} {item.state:18} {item.path}\n")
+    for item in result.items:
+        if item.instructions:
+            sys.stdout.write(f"{'optional, ' if item.optional else ''}missing: {item.instructions}\n")
+    sys.stdout.write(f"job {result.job_id}: {result.job_state}; output {result.output}\n")
+
+
+def _refuse_unless_staged(recipe: str, result: PrepareResult) -> None:
+    """Exit 3 when an item the user must provide is missing, 5 when anything else is not staged."""
+    from orchestrator.errors import PreflightError, RunFailedError
     gated = result.missing_gated
     if gated:
         raise PreflightError(f"prepare {recipe}: {len(gated)} item(s) you must provide are missing: "
