@@ -145,11 +145,13 @@ def test_resize_grows_then_refuses_to_shrink_under_a_job_unless_forced(resize_cl
     runner = LocalRunner(cluster.env)  # a job on every node: a shrink would kill it
     job = runner.run(["sbatch", "--parsable", "-N", "4", "-o", "/dev/null", "--wrap", "sleep 120"])
     assert job.ok, job.stderr
-    for _ in range(100):
-        if set(_sinfo(cluster).values()) == {"allocated"}:
-            break
-        import time
+    # Wait for the event, not a fixed time: up to 120 s (a busy machine starts jobs slowly),
+    # usually well under a second; then the job must really be running.
+    import time
+    deadline = time.monotonic() + 120
+    while set(_sinfo(cluster).values()) != {"allocated"} and time.monotonic() < deadline:
         time.sleep(0.1)
+    assert set(_sinfo(cluster).values()) == {"allocated"}, _sinfo(cluster)
     with pytest.raises(SystemExit) as refused:
         main(["resize", "grow", "--nodes", "2"])
     assert refused.value.code == 2 and "a job runs on node4, node3" in capsys.readouterr().err
