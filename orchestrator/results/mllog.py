@@ -381,7 +381,8 @@ class _Accumulator:
         if resume is None and ckpt and f.get("benchmark") not in STARTS_FROM_CHECKPOINT:
             resume = ckpt
         counts = {k.decode("utf-8", "replace"): v for k, v in self.counts.items()}
-        problems = list(self.problems)
+        # Sorted: the block fast path meets keys out of line order, and both paths must agree.
+        problems = sorted(self.problems)
         for first, last, what in (("run_start_ms", "run_stop_ms", "run"),
                                   ("init_start_ms", "init_stop_ms", "init")):
             begin, end = f.get(first), f.get(last)
