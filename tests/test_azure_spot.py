@@ -161,3 +161,31 @@ def test_cli_dry_run_shows_spot_and_rejects_a_bad_max_price(tmp_path, azbench_ho
     bad = azbench("up", "-f", str(spec), "--dry-run", home=azbench_home)
     assert bad.code == 2 and "Traceback" not in bad.err
     assert f"{spec}:9" in bad.err and "max_price must be -1" in bad.err
+
+
+def test_restore_waits_for_the_noticed_vm_to_be_evicted_first(fake, clients, azbench_home):
+    # The job leaves a noticed node before Azure evicts it: restoring then would find the set
+    # full, and the eviction would land after it.
+    p, cluster = up(clients, spot_spec(eviction_policy="delete"))
+    victim = "h100t-gpu-00-000001"
+    slept: list[float] = []
+
+    def sleep(s: float) -> None:
+        slept.append(s)
+        if len(slept) == 2:  # the eviction lands during the second pause
+            fake.evict("h100t-gpu-00", [1])
+
+    p.opts.sleep = sleep
+    hosts = p.restore_capacity(cluster, [victim], timeout_s=5, evict_wait_s=60)
+    assert slept == [5.0, 5.0]
+    assert victim not in hosts and len(hosts) == 3  # restored after the eviction, under a new id
+    assert fake.count("PATCH", "virtualMachineScaleSets/h100t-gpu-00") == 1
+
+
+def test_restore_after_a_notice_that_never_evicts_is_bounded(fake, clients, azbench_home):
+    p, cluster = up(clients, spot_spec())
+    slept: list[float] = []
+    p.opts.sleep = slept.append
+    hosts = p.restore_capacity(cluster, ["h100t-gpu-01-000000"], timeout_s=5, evict_wait_s=12)
+    assert slept == [5.0, 5.0]  # 2 pauses of 5 s fit in 12 s; then it restores anyway
+    assert sorted(hosts) == sorted(cluster.node_names) and fake.count("PATCH") == 0

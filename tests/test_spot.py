@@ -151,8 +151,11 @@ def test_preempt_notice_checkpoints_and_the_run_resumes_elsewhere(spot_cluster, 
     monkeypatch.setenv("AZBENCH_SMOKE_STEP_SLEEP", "0.1")
     noticed: dict[str, object] = {}
 
-    def evict(event) -> None:  # Azure evicts as soon as the event is acknowledged
-        kill_node(spot_cluster, str(noticed["node"]))
+    def evict(event) -> None:
+        # Azure evicts once the event is acknowledged, but not at once: the eviction lands 2 s
+        # later, after azbench has seen the job leave. Restoring before it (a node still up
+        # counts as capacity) put the second attempt on the dying node.
+        threading.Timer(2.0, kill_node, (spot_cluster, str(noticed["node"]))).start()
 
     def preempt_mid_run() -> None:
         launcher = connect(spot_cluster).launcher
@@ -179,7 +182,9 @@ def test_preempt_notice_checkpoints_and_the_run_resumes_elsewhere(spot_cluster, 
     assert "event" in noticed, "the job never reached step 25"
     victim, imds = str(noticed["node"]), agents[str(noticed["node"])]
     assert out.state == "succeeded", out.message
-    first, second = store.list_attempts(out.run_id)
+    attempts = store.list_attempts(out.run_id)
+    assert len(attempts) == 2, [(a.failure_class, a.message) for a in attempts]
+    first, second = attempts
     assert first.failure_class == "preempted" and victim in first.message
     # the checkpoint was taken on the notice and before the acknowledgement, inside the window
     log1 = Path(store.get_run(out.run_id).run_dir, "attempt-1", "train.log").read_text()

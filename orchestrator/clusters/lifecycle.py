@@ -150,10 +150,11 @@ def capabilities(cluster: Cluster) -> Capabilities:
     return get_provider(cluster.provider).caps
 
 
-def restore_capacity(cluster: Cluster, nodes: Sequence[str] = ()) -> list[str]:
-    """After an eviction: the provider brings the cluster's nodes back (MissingCapability where
-    it cannot); the host names now in the cluster."""
-    return get_provider(cluster.provider).restore_capacity(cluster, nodes)
+def restore_capacity(cluster: Cluster, nodes: Sequence[str] = (), evict_wait_s: float = 0.0) -> list[str]:
+    """After an eviction: the provider waits (at most `evict_wait_s`) until `nodes` are gone, then
+    brings the cluster's nodes back (MissingCapability where it cannot); the host names now in
+    the cluster."""
+    return get_provider(cluster.provider).restore_capacity(cluster, nodes, evict_wait_s=evict_wait_s)
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,10 @@ The run's next attempt resumes from the newest checkpoint like any retry; this m
 sure there are nodes to resume on. Where the cluster `restores_capacity`, its provider brings
 the nodes back (Azure grows each GPU scale set back to its planned size or starts the
 deallocated VMs, waiting at most azure.spot_restore_timeout; the local provider restarts the
-emulated nodes' daemons); elsewhere the nodes are left to their owner. Then, where the launcher
+emulated nodes' daemons); elsewhere the nodes are left to their owner. The provider first waits
+for the noticed nodes to be gone: the spot agent acknowledges the notice only after the job has
+left, so the job's end reaches azbench before the eviction does, and a node restored (resumed)
+in that gap would take the next attempt down with it. Then, where the launcher
 has `node_control`, the nodes the spot agent drained are resumed, and what happened (resumed,
 already in service, or why not) is what the event records.
 """
@@ -17,6 +20,12 @@ from orchestrator.clusters.lifecycle import restore_capacity
 from orchestrator.errors import AzbenchError, ConfigError
 from orchestrator.runs.failures import Failure
 
+# How long to wait for the eviction after the job has left a noticed node: Azure's Preempt
+# notice is 30 s ahead (learn.microsoft.com/azure/virtual-machines/linux/scheduled-events, event
+# types: "Preempt", minimum notice 30 seconds) and the agent acknowledges by NotBefore - 5 s, so
+# the eviction starts within 30 s of the job's end; the rest is for ARM to show it.
+EVICTION_WAIT_S = 60.0
+
 if TYPE_CHECKING:
     from orchestrator.runs.attempts import AttemptContext
     from orchestrator.store.schema import RunRow
@@ -28,7 +37,7 @@ def recover(ctx: AttemptContext, row: RunRow, failure: Failure) -> str | None:
     hosts: list[str] = []
     if caps.restores_capacity:
         try:
-            hosts = restore_capacity(ctx.cluster, failure.suspects)
+            hosts = restore_capacity(ctx.cluster, failure.suspects, evict_wait_s=EVICTION_WAIT_S)
         except AzbenchError as exc:
             return exc.message
     nodes = ", ".join(failure.suspects) or "nodes"

@@ -109,8 +109,13 @@ class Provider(Protocol):
         ...
 
     def restore_capacity(self, cluster: Cluster, nodes: Collection[str] = (),
-                         timeout_s: float | None = None) -> list[str]:
-        """Bring evicted nodes back; the host names now in the cluster (`restores_capacity`)."""
+                         timeout_s: float | None = None, evict_wait_s: float = 0.0) -> list[str]:
+        """Bring evicted nodes back; the host names now in the cluster (`restores_capacity`).
+
+        First waits, at most `evict_wait_s`, until `nodes` are really gone (deleted, deallocated,
+        dead): a job leaves a noticed node before Azure evicts it, and a node restored while
+        still up would count as capacity, then vanish under the next attempt. Past the wait it
+        restores anyway (the eviction may have been called off)."""
         ...
 
     def node_states(self, cluster: Cluster) -> Sequence[CloudNode]:
@@ -161,7 +166,7 @@ class ProviderBase:
                                 hint="only clusters that delete themselves (azure) expire")
 
     def restore_capacity(self, cluster: Cluster, nodes: Collection[str] = (),
-                         timeout_s: float | None = None) -> list[str]:
+                         timeout_s: float | None = None, evict_wait_s: float = 0.0) -> list[str]:
         raise MissingCapability(cluster.name, self.name, "restore evicted capacity",
                                 hint="its nodes are left to their owner")
 

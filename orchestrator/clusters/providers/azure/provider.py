@@ -176,17 +176,22 @@ class AzureProvider(ProviderBase):
         return live_view(self._clients_for(cluster.name, cluster), cluster.name)
 
     def restore_capacity(self, cluster: Cluster, nodes: Collection[str] = (),
-                         timeout_s: float | None = None) -> list[str]:
-        """After a spot eviction: every GPU scale set back to its planned VMs (azure/spot.py);
-        `nodes` (the evicted ones) is informational: whole sets are restored.
+                         timeout_s: float | None = None, evict_wait_s: float = 0.0) -> list[str]:
+        """After a spot eviction: wait (at most `evict_wait_s`) until `nodes` are no longer
+        running instances, then every GPU scale set back to its planned VMs (azure/spot.py);
+        whole sets are restored, not only `nodes`.
 
         Returns the hostnames now in the sets; CapacityError when Azure has no spot capacity
         within `timeout_s` (default: the cluster's azure.spot_restore_timeout).
         """
-        from orchestrator.clusters.providers.azure.spot import restore
+        from orchestrator.clusters.providers.azure.spot import await_eviction, restore
         clients = self._clients_for(cluster.name, cluster)
         props = cluster.properties_as(AzureProps)
         rg = props.resource_group or f"azbench-{cluster.name}"
+        if nodes and evict_wait_s > 0:
+            mine = [s for s in props.scale_sets if any(n.startswith(f"{s}-") for n in nodes)]
+            await_eviction(clients, rg, mine or list(props.scale_sets), set(nodes), timeout_s=evict_wait_s,
+                           poll_s=min(5.0, evict_wait_s), sleep=self.opts.sleep or _sleep)
         planned = {s: sum(1 for h in cluster.node_names if h.startswith(f"{s}-")) for s in props.scale_sets}
         limit = timeout_s if timeout_s is not None else float(props.spot_restore_timeout or 1800)
         done = restore(clients, rg, planned, timeout_s=limit, wait_s=self.opts.capacity_wait_s,

@@ -52,6 +52,28 @@ def read_set(clients: Any, rg: str, name: str) -> SetState:
     return SetState(name, tuple(ids), tuple(off), tuple(hosts))
 
 
+def await_eviction(clients: Any, rg: str, sets: list[str], hosts: set[str], *, timeout_s: float,
+                   poll_s: float = 5.0, sleep: Callable[[float], None] = time.sleep,
+                   clock: Callable[[], float] = time.monotonic) -> set[str]:
+    """Until none of `hosts` is a running instance of `sets` (deleted, or deallocated), at most
+    `timeout_s`; the ones still running then. The agent acknowledges a Preempt event once the
+    job has left and Azure evicts on the acknowledgement or at NotBefore (Scheduled Events:
+    learn.microsoft.com/azure/virtual-machines/linux/scheduled-events, "Preempt", minimum notice
+    30 seconds), so the job's end comes before the eviction. One list call per set per poll."""
+    deadline, waited = clock() + timeout_s, 0.0
+    while True:
+        up = set()
+        for name in sets:
+            state = read_set(clients, rg, name)
+            off = set(state.deallocated)
+            up |= {h for h, i in zip(state.hosts, state.instance_ids) if h in hosts and i not in off}
+        # Both the time slept and the wall clock count, as in `restore`.
+        if not up or waited + poll_s > timeout_s or clock() + poll_s > deadline:
+            return up
+        sleep(poll_s)
+        waited += poll_s
+
+
 def restore(clients: Any, rg: str, planned: dict[str, int], *, timeout_s: float, wait_s: float,
             sleep: Callable[[float], None] = time.sleep,
             clock: Callable[[], float] = time.monotonic) -> list[Restored]:

@@ -179,13 +179,15 @@ class LocalProvider(ProviderBase):
         kill_node(cluster, node)
 
     def restore_capacity(self, cluster: Cluster, nodes: Collection[str] = (),
-                         timeout_s: float | None = None) -> list[str]:
-        """After an emulated spot eviction (a killed node): start those nodes' slurmd again and
-        wait (at most `timeout_s`, default 60 s) until each accepts connections on its port, as a
-        replacement VM is back once its slurmd answers; the caller then resumes them in Slurm.
-        A job step sent to a node whose slurmd was still starting failed its launch."""
+                         timeout_s: float | None = None, evict_wait_s: float = 0.0) -> list[str]:
+        """After an emulated spot eviction (a killed node): wait (at most `evict_wait_s`) until
+        those nodes' slurmd is dead, start it again and wait (at most `timeout_s`, default 60 s)
+        until each accepts connections on its port, as a replacement VM is back once its slurmd
+        answers; the caller then resumes them in Slurm. A job step sent to a node whose slurmd
+        was still starting failed its launch."""
         state = _state_for(cluster)
         cdir = Path(state.cluster_dir)
+        _await_eviction(state, nodes, evict_wait_s)
         started = []
         for node in nodes:
             key = f"slurmd:{node}"
@@ -355,6 +357,16 @@ def kill_node(cluster: Cluster, node: str) -> None:
     victims += [(pid, proc.start_time(pid) or 0)
                 for pid in proc.step_pids(f"{state.cluster_dir}:{node}", exact=True)]
     proc.terminate(victims, grace_s=0.0)
+
+
+def _await_eviction(state: LocalState, nodes: Collection[str], wait_s: float) -> None:
+    """Until the nodes' slurmd is dead (the emulated eviction has landed), at most `wait_s`."""
+    daemons = [d for d in (state.daemons.get(f"slurmd:{n}") for n in nodes) if d is not None]
+    try:
+        proc.wait_for(lambda: not any(proc.alive(d.pid, d.start_time) for d in daemons),
+                      wait_s, 0.1, lambda: None, "eviction")
+    except TimeoutError:
+        pass  # not evicted after all: the nodes are restored (resumed) as they are
 
 
 def restart_node(cluster: Cluster, node: str, *, timeout_s: float = 60.0) -> None:
