@@ -7,16 +7,19 @@ cd "$(dirname "$0")/.."
 
 SUDO=""
 if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+# A fresh machine may still be running unattended-upgrades (or another install): wait for
+# dpkg's and the package lists' locks instead of failing at once.
+APT=(apt-get -o DPkg::Lock::Timeout=600)
 
 echo "==> Debian packages (slurm-wlm munge openssh-server postgresql python3-venv cloud-init sudo chromium nodejs)"
-$SUDO apt-get update -q
-DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends \
+$SUDO "${APT[@]}" update -q
+DEBIAN_FRONTEND=noninteractive $SUDO "${APT[@]}" install -y -q --no-install-recommends \
   slurm-wlm munge openssh-server openssh-client postgresql python3 python3-venv python3-dev \
   procps iproute2 cloud-init sudo chromium chromium-driver >/dev/null
 # Azurite (the Blob Storage emulator) comes from npm. Where Node.js is already installed from
 # NodeSource (its nodejs bundles npm and conflicts with Debian's npm), use it as it is.
 if ! command -v npm >/dev/null; then
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends nodejs npm >/dev/null
+  DEBIAN_FRONTEND=noninteractive $SUDO "${APT[@]}" install -y -q --no-install-recommends nodejs npm >/dev/null
 fi
 
 PY="${PYTHON:-python3}"
