@@ -88,3 +88,34 @@ def test_a_drifted_up_leaves_the_store_as_it_was(tls_arm, tmp_path, monkeypatch)
     assert arm_writes(fake) == writes
     assert (after.spec_json, after.plan_json, after.nodes, after.state) == (
         before.spec_json, before.plan_json, 2, before.state)
+
+
+def test_a_rerun_after_a_crash_between_scale_sets_resumes_and_is_not_drift(fake, azbench_home):
+    # A killed `up` created d-gpu-00 (2 VMs) but never reached d-gpu-01 (1 VM): its rerun
+    # resumes. CI once saw the rerun read the 2 live VMs as drift from the 3 requested.
+    from orchestrator.clusters.providers.azure.clients import AzureClients
+    from testsupport.fake_arm import SUB, StubCredential, allow_plain_http_policy
+
+    def crash(event):
+        if event.action == "creating" and event.name == "d-gpu-00":
+            raise KeyboardInterrupt("killed")
+
+    def clients_as(name: str) -> AzureClients:
+        return AzureClients(credential=StubCredential(), subscription_id=SUB, base_url=fake.base_url,
+                            per_call_policies=[allow_plain_http_policy(name)], polling_interval=0.01)
+
+    fake.frozen_client, fake.frozen_match = "first", "virtualmachinescalesets/d-gpu-00"
+    one_at_a_time = AzureProvider(clients_as("first"), capacity_wait_s=0, owner="tester", workers=1,
+                                  progress=crash)
+    with pytest.raises(KeyboardInterrupt):
+        one_at_a_time.up(spec_for(nodes=3), one_at_a_time.plan(spec_for(nodes=3)))
+    assert set(fake.of_type("virtualMachineScaleSets")) == {"d-gpu-00"}
+    lro = azbench_home / "clusters/d/azure-lro.json"
+    tokens = lro.read_text()
+    # Without the crashed run's tokens nothing says an `up` is unfinished: that is drift.
+    lro.unlink()
+    with pytest.raises(DriftError, match="nodes 2 -> 3"):
+        up(clients_as("second"), spec_for(nodes=3))
+    lro.write_text(tokens)
+    cluster = up(clients_as("second"), spec_for(nodes=3))
+    assert cluster.nodes == 3 and set(fake.of_type("virtualMachineScaleSets")) == {"d-gpu-00", "d-gpu-01"}

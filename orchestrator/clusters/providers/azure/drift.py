@@ -6,6 +6,9 @@ old SSH range). So before any write `up` compares the live resources (read with 
 observed resources plus one list of the group's scale sets) with the request: node count, VM
 size, region, priority, SSH range and node image. Any difference is DriftError (exit 2), one
 line with the whole diff, and nothing is written. The node count changes with `azbench resize`.
+
+An `up` that was killed mid-way (its continuation tokens still on disk) left only some scale
+sets: its rerun resumes, so then the node count is compared only over the sets that exist.
 """
 
 from __future__ import annotations
@@ -44,6 +47,7 @@ class LiveShape:
     """What Azure holds for the cluster; None where nothing live says it."""
 
     nodes: int | None = None
+    sets: tuple[tuple[str, int], ...] = ()  # (scale set, VMs) of the cluster's sets
     sku: str | None = None
     region: str | None = None
     priority: str | None = None
@@ -74,16 +78,23 @@ def live_shape(clients: Any, rg: str, cluster: str, seen: dict[str, Any]) -> Liv
     ref = getattr(getattr(profile, "storage_profile", None), "image_reference", None)
     priority = str(getattr(getattr(profile, "priority", None), "value", getattr(profile, "priority", None)) or "")
     return LiveShape(nodes=sum(int(s.sku.capacity or 0) for s in sets),
+                     sets=tuple((str(s.name), int(s.sku.capacity or 0)) for s in sets),
                      sku=sets[0].sku.name, region=region,
                      priority="spot" if priority.lower() == "spot" else "regular", ssh_range=ssh,
                      image=image_text({k: getattr(ref, k, None) for k in IMAGE_KEYS}) if ref else None)
 
 
-def differences(spec: ClusterSpec, plan: Plan, ingress: str, live: LiveShape) -> list[Difference]:
-    """What the request changes in the live cluster (empty: adopt it as it is)."""
+def differences(spec: ClusterSpec, plan: Plan, ingress: str, live: LiveShape,
+                resuming: bool = False) -> list[Difference]:
+    """What the request changes in the live cluster (empty: adopt it as it is). `resuming`: an
+    earlier `up` did not finish, so planned sets not created yet are not a difference."""
     a = spec.azure
     out: list[Difference] = []
-    if live.nodes is not None and live.nodes != plan.nodes:
+    wanted_nodes = plan.nodes
+    if resuming:
+        made = {name for name, _ in live.sets}
+        wanted_nodes = sum(s.vms for s in plan.scale_sets if s.name in made)
+    if live.nodes is not None and live.nodes != wanted_nodes:
         out.append(Difference("nodes", str(live.nodes), str(plan.nodes)))
     if live.sku is not None and live.sku.lower() != plan.sku.lower():
         out.append(Difference("sku", live.sku, plan.sku))
@@ -100,9 +111,9 @@ def differences(spec: ClusterSpec, plan: Plan, ingress: str, live: LiveShape) ->
     return out
 
 
-def check(spec: ClusterSpec, plan: Plan, ingress: str, live: LiveShape) -> None:
+def check(spec: ClusterSpec, plan: Plan, ingress: str, live: LiveShape, resuming: bool = False) -> None:
     """DriftError naming every difference, in one line; nothing when the request matches."""
-    diffs = differences(spec, plan, ingress, live)
+    diffs = differences(spec, plan, ingress, live, resuming)
     if not diffs:
         return
     hints = []

@@ -93,6 +93,11 @@ class TokenStore:
         with self._lock:
             self.path.unlink(missing_ok=True)
 
+    def pending(self) -> bool:
+        """Whether any create is still in flight (an earlier run stopped before it finished)."""
+        with self._lock:
+            return bool(self._read())
+
     def _read(self) -> dict[str, str]:
         return json.loads(self.path.read_text()) if self.path.exists() else {}
 

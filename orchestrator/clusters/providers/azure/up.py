@@ -76,8 +76,9 @@ class UpRun:
         region = self._current_region()
         ingress = resolve_ingress(self.spec.azure.ssh_ingress_cidr, self.opts.caller_ip_lookup)
         # Reads only so far: a request that differs from the live cluster stops here (exit 2).
-        drift.check(self.spec, self.plan, ingress, drift.live_shape(self.clients, self.names.rg,
-                                                                    self.spec.name, self.seen))
+        drift.check(self.spec, self.plan, ingress,
+                    drift.live_shape(self.clients, self.names.rg, self.spec.name, self.seen),
+                    resuming=self.tokens.pending())
         secrets = ci.load_or_create_secrets(self.cdir)
         tags = self._tags()
         regions = [region] + [r for r in self.spec.azure.fallback_regions if r != region]
