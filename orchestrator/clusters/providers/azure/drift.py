@@ -46,13 +46,17 @@ class Difference:
 class LiveShape:
     """What Azure holds for the cluster; None where nothing live says it."""
 
-    nodes: int | None = None
     sets: tuple[tuple[str, int], ...] = ()  # (scale set, VMs) of the cluster's sets
     sku: str | None = None
     region: str | None = None
     priority: str | None = None
     ssh_range: str | None = None
     image: str | None = None
+
+    @property
+    def nodes(self) -> int | None:
+        """VMs in the cluster's scale sets; None when it has none yet."""
+        return sum(vms for _, vms in self.sets) if self.sets else None
 
 
 def live_shape(clients: Any, rg: str, cluster: str, seen: dict[str, Any]) -> LiveShape:
@@ -77,8 +81,7 @@ def live_shape(clients: Any, rg: str, cluster: str, seen: dict[str, Any]) -> Liv
     profile = getattr(sets[0], "virtual_machine_profile", None)
     ref = getattr(getattr(profile, "storage_profile", None), "image_reference", None)
     priority = str(getattr(getattr(profile, "priority", None), "value", getattr(profile, "priority", None)) or "")
-    return LiveShape(nodes=sum(int(s.sku.capacity or 0) for s in sets),
-                     sets=tuple((str(s.name), int(s.sku.capacity or 0)) for s in sets),
+    return LiveShape(sets=tuple((str(s.name), int(s.sku.capacity or 0)) for s in sets),
                      sku=sets[0].sku.name, region=region,
                      priority="spot" if priority.lower() == "spot" else "regular", ssh_range=ssh,
                      image=image_text({k: getattr(ref, k, None) for k in IMAGE_KEYS}) if ref else None)
@@ -90,10 +93,8 @@ def differences(spec: ClusterSpec, plan: Plan, ingress: str, live: LiveShape,
     earlier `up` did not finish, so planned sets not created yet are not a difference."""
     a = spec.azure
     out: list[Difference] = []
-    wanted_nodes = plan.nodes
-    if resuming:
-        made = {name for name, _ in live.sets}
-        wanted_nodes = sum(s.vms for s in plan.scale_sets if s.name in made)
+    made = {name for name, _ in live.sets}
+    wanted_nodes = sum(s.vms for s in plan.scale_sets if s.name in made) if resuming else plan.nodes
     if live.nodes is not None and live.nodes != wanted_nodes:
         out.append(Difference("nodes", str(live.nodes), str(plan.nodes)))
     if live.sku is not None and live.sku.lower() != plan.sku.lower():

@@ -189,8 +189,7 @@ class AzureProvider(ProviderBase):
         props = cluster.properties_as(AzureProps)
         rg = props.resource_group or f"azbench-{cluster.name}"
         if nodes and evict_wait_s > 0:
-            mine = [s for s in props.scale_sets if any(n.startswith(f"{s}-") for n in nodes)]
-            await_eviction(clients, rg, mine or list(props.scale_sets), set(nodes), timeout_s=evict_wait_s,
+            await_eviction(clients, rg, _sets_of(props.scale_sets, nodes), set(nodes), timeout_s=evict_wait_s,
                            poll_s=min(5.0, evict_wait_s), sleep=self.opts.sleep or _sleep)
         planned = {s: sum(1 for h in cluster.node_names if h.startswith(f"{s}-")) for s in props.scale_sets}
         limit = timeout_s if timeout_s is not None else float(props.spot_restore_timeout or 1800)
@@ -207,7 +206,7 @@ class AzureProvider(ProviderBase):
         names = cluster.properties_as(AzureProps).scale_sets
         # The node's own set only (its computer name is the set's prefix + id): requests per
         # replacement do not grow with the number of sets.
-        mine = [s for s in names if node.startswith(f"{s}-")] or names
+        mine = _sets_of(names, [node])
         view, instance = heal.find_host(heal.read_sets(clients, rg, mine), node, cluster.name)
         if view.room < 1:
             raise CapacityError(f"scale set {view.name} of '{cluster.name}' has no spare Slurm slot left "
@@ -389,6 +388,12 @@ def _described(name: str, rg: Any, sets: list[Any], clients: Any) -> Cluster:
 
 def _rg(cluster: Cluster) -> str:
     return cluster.properties_as(AzureProps).resource_group or f"azbench-{cluster.name}"
+
+
+def _sets_of(sets: Sequence[str], hosts: Collection[str]) -> list[str]:
+    """The scale sets whose VMs `hosts` are (a computer name is its set's name, '-', the id);
+    every set when none matches."""
+    return [s for s in sets if any(h.startswith(f"{s}-") for h in hosts)] or list(sets)
 
 
 def _sleep(seconds: float) -> None:

@@ -198,8 +198,7 @@ class LocalProvider(ProviderBase):
                                             daemon.argv)
                 started.append(node)
         save_state(state)
-        ports = {state.node_ports[node]: node for node in started}
-        waiting = dict(ports)
+        waiting = {state.node_ports[node]: node for node in started}  # port -> node, until it listens
 
         def all_listen() -> bool:
             for port in proc.listening(waiting):
