@@ -128,7 +128,7 @@ def provider_name_branches(tree: ast.AST) -> list[int]:
 
 
 # The CLI's error handler reads typer's usage exceptions (its vendored click classes are private).
-PROBES_ALLOWED = {("orchestrator.cli.app", "main")}
+PROBES_ALLOWED = {("orchestrator.cli.app", "_usage_error")}
 
 
 def probes(tree: ast.AST, module: str = "") -> list[int]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import errno
 import sys
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, NoReturn, Optional
 
 import typer
 
@@ -357,14 +357,7 @@ def main(argv: list[str] | None = None) -> None:
     except typer.Exit as exc:
         sys.exit(exc.exit_code)
     except typer.TyperException as exc:  # usage errors: bad flag, missing argument
-        if type(exc).__name__ == "NoArgsIsHelpError":  # `azbench results`: the group's help
-            show = getattr(exc, "show", None)
-            show() if show else None
-        else:
-            ctx = getattr(exc, "ctx", None)
-            where = f" (see '{ctx.command_path} --help')" if ctx is not None else ""
-            _say(f"usage error: {' '.join(exc.format_message().split())}{where}")
-        sys.exit(getattr(exc, "exit_code", 2))
+        _usage_error(exc)
     except typer.Abort:
         sys.stderr.write("azbench: aborted\n")
         sys.exit(EXIT_INTERRUPTED)
@@ -374,24 +367,43 @@ def main(argv: list[str] | None = None) -> None:
     except BrokenPipeError:
         sys.exit(0)
     except OSError as exc:
-        if exc.errno in (errno.ENOSPC, errno.EDQUOT):  # a full disk, wherever it was met
-            _say(f"{StoreError.kind}: no space left on device"
-                 f"{f' writing {exc.filename}' if exc.filename else ''}")
-            sys.exit(StoreError.exit_code)
-        if exc.errno == errno.EBADF and _stdout_closed():
-            _say("usage error: standard output is closed: nothing could be printed")
-            sys.exit(2)
-        if _STATE["debug"]:
-            raise
-        _say(f"internal error: {type(exc).__name__}: {exc} (rerun with --debug for the traceback)")
-        sys.exit(1)
+        _os_error(exc)
     except Exception as exc:  # a bug: keep it to one line unless --debug
-        if _STATE["debug"]:
-            raise
-        sys.stderr.write(f"azbench: internal error: {type(exc).__name__}: {exc} "
-                         "(rerun with --debug for the traceback)\n")
-        sys.exit(1)
+        _internal_error(exc)
     sys.exit(0)
+
+
+def _usage_error(exc: typer.TyperException) -> NoReturn:
+    """A bad flag or a missing argument: one line naming the command's help; a group called
+    with no command (`azbench results`) shows the group's help."""
+    if type(exc).__name__ == "NoArgsIsHelpError":
+        show = getattr(exc, "show", None)
+        show() if show else None
+    else:
+        ctx = getattr(exc, "ctx", None)
+        where = f" (see '{ctx.command_path} --help')" if ctx is not None else ""
+        _say(f"usage error: {' '.join(exc.format_message().split())}{where}")
+    sys.exit(getattr(exc, "exit_code", 2))
+
+
+def _os_error(exc: OSError) -> NoReturn:
+    """A full disk (wherever it was met) is a store error; a closed stdout a usage error."""
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        _say(f"{StoreError.kind}: no space left on device"
+             f"{f' writing {exc.filename}' if exc.filename else ''}")
+        sys.exit(StoreError.exit_code)
+    if exc.errno == errno.EBADF and _stdout_closed():
+        _say("usage error: standard output is closed: nothing could be printed")
+        sys.exit(2)
+    _internal_error(exc)
+
+
+def _internal_error(exc: Exception) -> NoReturn:
+    """A bug: one line, exit 1; the traceback with --debug."""
+    if _STATE["debug"]:
+        raise exc
+    _say(f"internal error: {type(exc).__name__}: {exc} (rerun with --debug for the traceback)")
+    sys.exit(1)
 
 
 def _quiet_sdk_loggers(argv: list[str]) -> None:
