@@ -470,6 +470,21 @@ def _resolve_plain(recipe: Recipe, row: catalog.GpuSku, nodes: int,
         source=recipe.source)
 
 
+def _merge_layers(layers: list[tuple[dict[str, str], str]], config_env: dict[str, str],
+                  sources: dict[str, str]) -> dict[str, str]:
+    """The job's environment: `layers` applied in order, the last one winning. `sources` gets
+    where each value came from; a layer that restates the config's own value keeps the
+    config's source and names the layer beside it."""
+    env: dict[str, str] = {}
+    for values, where in layers:
+        env.update(values)
+        for name, value in values.items():
+            same = (config_env.get(name) == value and name in sources
+                    and not sources[name].startswith("azbench"))
+            sources[name] = f"{sources[name]} (= {where})" if same else where
+    return env
+
+
 def _resolve_mlperf(recipe: Recipe, spec: Mlperf, row: catalog.GpuSku, nodes: int,
                     ruleset: str | None, *, explicit: bool = True) -> ResolvedConfig:
     what = f"{recipe.name} on {nodes} x {row.short}"
@@ -494,7 +509,6 @@ def _resolve_mlperf(recipe: Recipe, spec: Mlperf, row: catalog.GpuSku, nodes: in
         (dict(spec.env), f"{yaml_name} mlperf.env"),
         (dict(base.env), f"{scale_at}.env"),
     ]
-    env: dict[str, str] = {}
     sources: dict[str, str] = {}
     config_env: dict[str, str] = {}
     config_files: list[str] = []
@@ -509,17 +523,12 @@ def _resolve_mlperf(recipe: Recipe, spec: Mlperf, row: catalog.GpuSku, nodes: in
         for values, _ in layers[:2]:
             for name in set(values) - read:
                 del values[name]
-    hyper = {k: config_env[k] for k in _BATCH_DEPENDENT if k in config_env and k not in env}
+    hyper = {k: config_env[k] for k in _BATCH_DEPENDENT if k in config_env}
     if (base.estimate or chosen.derived) and hyper:
         warnings.append(f"{what} is an estimate: {', '.join(f'{k}={v}' for k, v in hyper.items())}"
                         f" come from {base.config} at its own global batch; check them against the"
                         f" ruleset's rules for GBS {layout.gbs}")
-    for values, where in layers:
-        env.update(values)
-        for name, value in values.items():
-            same = (config_env.get(name) == value and name in sources
-                    and not sources[name].startswith("azbench"))
-            sources[name] = f"{sources[name]} (= {where})" if same else where
+    env = _merge_layers(layers, config_env, sources)
     return ResolvedConfig(
         recipe=recipe.name, benchmark=recipe.benchmark,
         benchmark_key=spec.names.get(ruleset or "", recipe.benchmark), ruleset=ruleset,
