@@ -98,8 +98,8 @@ def real_trials(n: int, trials: int, rng: random.Random) -> tuple[list[float], l
     home = Path(tempfile.mkdtemp(prefix="azb-detector-"))
     os.environ["AZBENCH_HOME"] = str(home)
     from orchestrator.clusters.lifecycle import connect
-    from orchestrator.clusters.providers.local import LocalProvider
-    from orchestrator.clusters.specs import load_cluster_spec
+    from orchestrator.providers.local import LocalProvider
+    from orchestrator.specs.cluster import load_cluster_spec
     from orchestrator.runs.fleet_gate import LauncherProber, options_for
     provider = LocalProvider()
     spec = load_cluster_spec(None, {"name": "detector", "nodes": n})

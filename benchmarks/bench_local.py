@@ -22,8 +22,8 @@ from benchmarks.harness import emit  # noqa: E402
 def main() -> None:
     home = Path(tempfile.mkdtemp(prefix="azb-bench-"))
     os.environ["AZBENCH_HOME"] = str(home)
-    from orchestrator.clusters.providers.local import LocalProvider
-    from orchestrator.clusters.specs import load_cluster_spec
+    from orchestrator.providers.local import LocalProvider
+    from orchestrator.specs.cluster import load_cluster_spec
     provider = LocalProvider()
     spec = load_cluster_spec(None, {"name": "bench", "nodes": 4})
     start = time.perf_counter()
@@ -40,7 +40,7 @@ def main() -> None:
 
 
 def concurrent_polls(cluster) -> None:
-    from orchestrator.clusters.remote import LocalRunner
+    from orchestrator.hosts.remote import LocalRunner
     from orchestrator.models import AttemptSpec
     from orchestrator.slurm.launcher import SlurmLauncher
     launcher = SlurmLauncher(LocalRunner(env=dict(cluster.env)), cluster)
@@ -65,8 +65,8 @@ def ssh_connections(cluster, home: Path) -> None:
     """One watched smoke run through a real sshd, counting paramiko connections."""
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     from orchestrator.clusters import lifecycle
-    from orchestrator.clusters.remote import SshRunner
-    from orchestrator.clusters.specs import RunSpec, load_cluster_spec
+    from orchestrator.hosts.remote import SshRunner
+    from orchestrator.specs.cluster import RunSpec, load_cluster_spec
     from orchestrator.runs.execute import run_sweep
     from orchestrator.store.database import Store
     from testsupport.sshd import prepare_sshd

@@ -23,8 +23,8 @@ def main() -> None:
     home = Path(tempfile.mkdtemp(prefix="azb-replace-"))
     os.environ["AZBENCH_HOME"] = str(home)
     from orchestrator.clusters import lifecycle
-    from orchestrator.clusters.providers.local import LocalProvider
-    from orchestrator.clusters.specs import load_cluster_spec
+    from orchestrator.providers.local import LocalProvider
+    from orchestrator.specs.cluster import load_cluster_spec
     from orchestrator.runs import fleet_gate, fleet_replace
     from orchestrator.store.database import Store
     provider = LocalProvider()

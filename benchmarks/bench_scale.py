@@ -52,8 +52,8 @@ def main() -> None:
     n = int(sys.argv[1]) if len(sys.argv) > 1 else 2048
     home = Path(tempfile.mkdtemp(prefix="azb-scale-"))
     os.environ["AZBENCH_HOME"] = str(home)
-    from orchestrator.clusters.providers.local import LocalProvider, load_state
-    from orchestrator.clusters.specs import load_cluster_spec
+    from orchestrator.providers.local import LocalProvider, load_state
+    from orchestrator.specs.cluster import load_cluster_spec
     from orchestrator import paths
     report_parse(n)
     provider = LocalProvider()
@@ -97,7 +97,7 @@ def gate(cluster, n: int) -> None:
 
 def polls(cluster, n: int) -> None:
     """A job over every node (its batch step runs on one node only: cheap), polled 20 times."""
-    from orchestrator.clusters.remote import LocalRunner
+    from orchestrator.hosts.remote import LocalRunner
     from orchestrator.models import JobRef
     from orchestrator.slurm.launcher import SlurmLauncher
     runner = LocalRunner(env=dict(cluster.env))
@@ -191,9 +191,9 @@ def profile_up_child(n: int, label: str) -> None:
     os.environ["AZBENCH_HOME"] = str(home)
     import orchestrator
     from orchestrator import paths
-    from orchestrator.clusters.providers.local import proc
-    from orchestrator.clusters.providers.local import provider as local
-    from orchestrator.clusters.specs import load_cluster_spec
+    from orchestrator.providers.local import proc
+    from orchestrator.providers.local import provider as local
+    from orchestrator.specs.cluster import load_cluster_spec
     calls: dict[str, int] = {}
     real_run = subprocess.run
 

@@ -1,10 +1,10 @@
 """The seams between azbench's packages: the protocols one side calls and the other implements.
 
-- Runner: commands and files on one host (LocalRunner, SshRunner in clusters/remote.py).
+- Runner: commands and files on one host (LocalRunner, SshRunner in hosts/remote.py).
 - Launcher: jobs, logs and nodes of one cluster's scheduler (SlurmLauncher in slurm/launcher.py,
-  AzureMLLauncher in clusters/providers/azureml/launcher.py).
+  AzureMLLauncher in providers/azureml/launcher.py).
 - Capabilities and Access: what `Provider.connect(cluster)` hands to the code above the
-  providers (the Provider protocol itself is in clusters/providers/base.py: it takes a
+  providers (the Provider protocol itself is in providers/base.py: it takes a
   ClusterSpec). Code above the providers asks `caps`, never a provider's name, and never probes
   an object with getattr. A capability that is absent answers MissingCapability (exit 7), typed
   and in one line, never a silent failure.

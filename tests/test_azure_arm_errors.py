@@ -12,16 +12,16 @@ import json
 
 import pytest
 
-from orchestrator.clusters.providers.azure import AzureProvider
-from orchestrator.clusters.providers.azure.errors import (
+from orchestrator.providers.azure import AzureProvider
+from orchestrator.providers.azure.errors import (
     ArmErrorClass,
     ThrottleBudgetSpent,
     arm_error,
     classify,
     is_not_found,
 )
-from orchestrator.clusters.providers.azure.resources import rid
-from orchestrator.clusters.specs import ClusterSpec
+from orchestrator.providers.azure.resources import rid
+from orchestrator.specs.cluster import ClusterSpec
 from orchestrator.errors import PreflightError, ProvisionError
 from testsupport.fake_arm import SUB
 
@@ -130,7 +130,7 @@ def test_a_poll_that_fails_with_5xx_resumes_the_operation_from_its_token(tmp_pat
     saved until it ends)."""
     from azure.core.exceptions import HttpResponseError
 
-    from orchestrator.clusters.providers.azure.lro import Reporter, TokenStore, ensure
+    from orchestrator.providers.azure.lro import Reporter, TokenStore, ensure
 
     class Poller:
         def __init__(self, fail: bool) -> None:
@@ -166,7 +166,7 @@ def test_a_poll_that_fails_with_5xx_resumes_the_operation_from_its_token(tmp_pat
     ops = Ops()
     tokens = TokenStore(tmp_path / "lro.json")
     events = []
-    import orchestrator.clusters.providers.azure.lro as lro
+    import orchestrator.providers.azure.lro as lro
     monkeypatch.setattr(lro, "operations", lambda clients, kind: ops)
     got = ensure(Clients(), "rg", "Microsoft.Network/networkSecurityGroups", "nsg", lambda: {"x": 1},
                  seen=None, tokens=tokens, report=Reporter(events.append))

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import pytest
 
-from orchestrator.clusters.providers.azure import AzureProvider
-from orchestrator.clusters.providers.azure.drift import DriftError
-from orchestrator.clusters.specs import ClusterSpec
+from orchestrator.providers.azure import AzureProvider
+from orchestrator.providers.azure.drift import DriftError
+from orchestrator.specs.cluster import ClusterSpec
 
 INGRESS = "203.0.113.7/32"
 WRITES = ("PUT", "PATCH", "DELETE", "POST")
@@ -93,7 +93,7 @@ def test_a_drifted_up_leaves_the_store_as_it_was(tls_arm, tmp_path, monkeypatch)
 def test_a_rerun_after_a_crash_between_scale_sets_resumes_and_is_not_drift(fake, azbench_home):
     # A killed `up` created d-gpu-00 (2 VMs) but never reached d-gpu-01 (1 VM): its rerun
     # resumes. CI once saw the rerun read the 2 live VMs as drift from the 3 requested.
-    from orchestrator.clusters.providers.azure.clients import AzureClients
+    from orchestrator.providers.azure.clients import AzureClients
     from testsupport.fake_arm import SUB, StubCredential, allow_plain_http_policy
 
     def crash(event):

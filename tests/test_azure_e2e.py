@@ -25,7 +25,7 @@ from pathlib import Path
 import pytest
 
 from orchestrator.clusters import lifecycle
-from orchestrator.clusters.providers.azure import boot as boot
+from orchestrator.providers.azure import boot as boot
 from orchestrator.errors import ProvisionError
 from orchestrator.models import Cluster, ClusterState
 from orchestrator.store.database import Store
@@ -202,7 +202,7 @@ def _assert_wrong_pin_is_refused(cdir: Path, head_ip: str) -> None:
     from cryptography.hazmat.primitives import serialization
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-    from orchestrator.clusters.remote import SshRunner
+    from orchestrator.hosts.remote import SshRunner
     from orchestrator.errors import RemoteError
     from orchestrator.models import SshTarget
     other = Ed25519PrivateKey.generate().public_key().public_bytes(
@@ -218,10 +218,10 @@ def _assert_wrong_pin_is_refused(cdir: Path, head_ip: str) -> None:
 
 @needs_vms
 def test_a_failing_boot_step_fails_up_with_one_line_naming_vm_and_step(tmp_path, azbench_home, monkeypatch):
-    from orchestrator.clusters.providers.azure import cloudinit as ci
-    from orchestrator.clusters.providers.azure import AzureProvider
-    from orchestrator.clusters.providers.azure.clients import AzureClients
-    from orchestrator.clusters.specs import ClusterSpec
+    from orchestrator.providers.azure import cloudinit as ci
+    from orchestrator.providers.azure import AzureProvider
+    from orchestrator.providers.azure.clients import AzureClients
+    from orchestrator.specs.cluster import ClusterSpec
     from testsupport.vm_emulator import Fabric
     templates = tmp_path / "templates"
     shutil.copytree(ci.templates_dir(), templates)

@@ -10,8 +10,8 @@ from datetime import datetime, timezone
 
 import pytest
 
-from orchestrator.clusters.providers.azure import guest_health as ghr
-from orchestrator.clusters.providers.fake import FakeProvider
+from orchestrator.providers.azure import guest_health as ghr
+from orchestrator.providers.fake import FakeProvider
 from orchestrator.errors import MissingCapability
 from tests.test_azure_provider import spec_for, up
 
@@ -58,7 +58,7 @@ def test_drained_nodes_are_reported_skipped_or_failed(fake, clients, azbench_hom
 
 def test_a_provider_without_a_documented_way_says_so(azbench_home):
     provider = FakeProvider()
-    from orchestrator.clusters.specs import ClusterSpec
+    from orchestrator.specs.cluster import ClusterSpec
     spec = ClusterSpec(name="nog", provider="fake", sku="h100", nodes=2, region="eastus")
     cluster = provider.up(spec, provider.plan(spec))
     assert not provider.caps.reports_hosts

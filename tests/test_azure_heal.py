@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from orchestrator.clusters.providers.azure import resources as ar
+from orchestrator.providers.azure import resources as ar
 from orchestrator.errors import CapacityError
 from tests.test_azure_provider import spec_for, up
 

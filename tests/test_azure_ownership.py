@@ -12,9 +12,9 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from orchestrator.clusters.providers.azure import AzureProvider, sweep
-from orchestrator.clusters.providers.azure.clients import AzureClients
-from orchestrator.clusters.specs import ClusterSpec
+from orchestrator.providers.azure import AzureProvider, sweep
+from orchestrator.providers.azure.clients import AzureClients
+from orchestrator.specs.cluster import ClusterSpec
 from orchestrator.errors import NotOwnerError
 from testsupport.fake_arm import STUB_OID, SUB, StubCredential
 from tests.cli_helpers import azbench, one_line_error

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from orchestrator.clusters.providers.azure import AzureProvider
-from orchestrator.clusters.specs import ClusterSpec
+from orchestrator.providers.azure import AzureProvider
+from orchestrator.specs.cluster import ClusterSpec
 from orchestrator.errors import EXIT_CODES, PreflightError, ProvisionError
 from testsupport.fake_arm import arm_writes, restrict
 

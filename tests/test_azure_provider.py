@@ -21,13 +21,13 @@ from pathlib import Path
 import pytest
 import yaml
 
-from orchestrator.clusters.catalog import lookup
-from orchestrator.clusters.providers.azure import cloudinit as ci
-from orchestrator.clusters.providers.azure import AzureProvider, sweep
-from orchestrator.clusters.providers.azure.clients import AzureClients, clients_from_config
-from orchestrator.clusters.providers.azure.errors import ArmErrorClass, classify_code
-from orchestrator.clusters.providers.azure.preflight import resolve_ingress
-from orchestrator.clusters.specs import ClusterSpec
+from orchestrator.hardware.catalog import lookup
+from orchestrator.providers.azure import cloudinit as ci
+from orchestrator.providers.azure import AzureProvider, sweep
+from orchestrator.providers.azure.clients import AzureClients, clients_from_config
+from orchestrator.providers.azure.errors import ArmErrorClass, classify_code
+from orchestrator.providers.azure.preflight import resolve_ingress
+from orchestrator.specs.cluster import ClusterSpec
 from orchestrator.errors import CapacityError, ConfigError, PreflightError, ProvisionError
 from orchestrator.models import ScaleSetPlan
 from testsupport.fake_arm import SUB, StubCredential, allow_plain_http_policy
@@ -344,7 +344,7 @@ def test_error_codes_not_exception_classes_decide():
 
 
 def test_get_provider_returns_azure_and_sdk_loads_lazily():
-    code = ("import sys; from orchestrator.clusters.providers import get_provider; p = get_provider('azure'); "
+    code = ("import sys; from orchestrator.providers import get_provider; p = get_provider('azure'); "
             "print(type(p).__name__, any(m.startswith('azure.') for m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          cwd=Path(__file__).parents[1]).stdout.split()
@@ -397,7 +397,7 @@ def test_cloud_init_matches_golden_and_parses(case, role, tmp_path):
 def test_custom_data_for_2048_gb200_vms_fits_azure_limit():
     sets = [ScaleSetPlan(name=f"big-gpu-{i:02d}", vms=96, gpus=384, racks=6) for i in range(21)]
     sets.append(ScaleSetPlan(name="big-gpu-21", vms=32, gpus=128, racks=2))
-    from orchestrator.clusters.providers.azure.expiry import agent_context
+    from orchestrator.providers.azure.expiry import agent_context
     agent = agent_context("big", SUB, "azbench-big", "https://management.azure.com", 30)  # as up renders it
     text = ci.head_cloud_init("big", lookup("gb200"), sets, "10.40.0.4", "10.40.0.0/16", FIXED, expiry=agent)
     packed = base64.b64decode(ci.custom_data(text, "head"))
@@ -407,7 +407,7 @@ def test_custom_data_for_2048_gb200_vms_fits_azure_limit():
 
 
 def test_cli_progress_callback_reaches_the_azure_provider():
-    from orchestrator.clusters.providers import get_provider
+    from orchestrator.providers import get_provider
     def show(event):
         return None
     provider = get_provider("azure", progress=show)

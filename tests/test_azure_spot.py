@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from orchestrator.clusters.catalog import SPOT_PRICE_FRACTION, lookup
-from orchestrator.clusters.planner import plan_azure
+from orchestrator.hardware.catalog import SPOT_PRICE_FRACTION, lookup
+from orchestrator.providers.azure.plan import plan_azure
 from orchestrator.errors import CapacityError, ConfigError, PreflightError
 from tests.test_azure_provider import spec_for, up
 

@@ -10,8 +10,8 @@ import socket
 import pytest
 
 from orchestrator.clusters import lifecycle
-from orchestrator.clusters.providers.azure import AzureProvider
-from orchestrator.clusters.specs import ClusterSpec
+from orchestrator.providers.azure import AzureProvider
+from orchestrator.specs.cluster import ClusterSpec
 from orchestrator.store.database import Store
 from tests.cli_helpers import azbench
 from testsupport.fake_arm import FakeArm, arm_writes, default_catalogue, env_for
@@ -96,7 +96,7 @@ def hangup_port():
 
 def test_status_shows_arms_view_and_an_unreachable_head_in_one_line(tls_fake, tmp_path, monkeypatch,
                                                                      hangup_port):
-    from orchestrator.clusters.specs import load_cluster_spec
+    from orchestrator.specs.cluster import load_cluster_spec
     home = tmp_path / "home"
     env = env_for(tls_fake, "203.0.113.7")
     for key, value in {**env, "AZBENCH_HOME": str(home)}.items():
@@ -121,7 +121,7 @@ def test_status_shows_arms_view_and_an_unreachable_head_in_one_line(tls_fake, tm
 
 
 def test_cluster_status_never_raises_when_the_cloud_is_unreachable(azbench_home, monkeypatch):
-    from orchestrator.clusters.providers.azure.clients import AzureClients
+    from orchestrator.providers.azure.clients import AzureClients
     from orchestrator.models import AzureProps, Cluster, ClusterState
     from testsupport.fake_arm import StubCredential
     dead = AzureClients(credential=StubCredential(), subscription_id="00000000-0000-0000-0000-0000000000aa",

@@ -15,11 +15,11 @@ from typing import Any
 
 import pytest
 
-from orchestrator.clusters.providers.azureml import provider as P
-from orchestrator.clusters.specs import ClusterSpec
+from orchestrator.providers.azureml import provider as P
+from orchestrator.specs.cluster import ClusterSpec
 from orchestrator.errors import ConfigError, LaunchError, NotFoundError, PreflightError
 from orchestrator.models import AttemptSpec, Cluster, JobRef, JobState
-from orchestrator.clusters.providers.azureml import launcher as L
+from orchestrator.providers.azureml import launcher as L
 from tests.cli_helpers import azbench, one_line_error
 from testsupport.fake_azureml import FakeML
 from testsupport.fake_arm import SUB, FakeArm, StubCredential, allow_plain_http_policy, default_catalogue
@@ -179,7 +179,7 @@ def fake(arm, monkeypatch):
 
 
 def provider(fake: FakeAml) -> P.AzureMLProvider:
-    from orchestrator.clusters.providers.azure.clients import AzureClients
+    from orchestrator.providers.azure.clients import AzureClients
     policy = allow_plain_http_policy()
 
     def ml(target: P.AmlTarget) -> Any:  # the production factory, aimed at the fake
@@ -326,7 +326,7 @@ def test_node_states_mark_unusable_nodes_down():
 
 
 def test_the_monitor_retries_a_not_responding_job_and_not_a_failed_one():
-    from orchestrator.clusters.specs import RetryPolicy
+    from orchestrator.specs.cluster import RetryPolicy
     from orchestrator.runs.failures import Observation, classify
     from orchestrator.runs.monitor import Action, AttemptRecord, decide_retry, watch
     decisions = {}

@@ -131,7 +131,7 @@ def test_the_spot_report_counts_a_cluster_recorded_through_describe(fake, client
 
 
 def test_a_provisional_azure_record_carries_what_down_needs(azbench_home, monkeypatch):
-    from orchestrator.clusters.providers.azure import AzureProvider
+    from orchestrator.providers.azure import AzureProvider
     monkeypatch.setenv("AZURE_SUBSCRIPTION_ID", SUB)
     monkeypatch.setenv("AZURE_RESOURCE_MANAGER_ENDPOINT", "https://arm.example/")
     spec = spec_for(priority="spot")

@@ -24,7 +24,7 @@ from typing import Any
 
 import pytest
 
-from orchestrator.clusters.providers.azureml.launcher import AzureMLLauncher
+from orchestrator.providers.azureml.launcher import AzureMLLauncher
 from orchestrator.errors import MissingCapability
 from orchestrator.models import AttemptSpec, Cluster, ExecResult, JobRef, JobState, JobStatus
 from orchestrator.paths import RunLayout, job_name
@@ -117,7 +117,7 @@ def _poller(launcher: Launcher, *, pause: float, limit: float) -> Callable[..., 
 
 
 def _slurm(tmp: Path, request: pytest.FixtureRequest) -> Iterator[LH]:
-    from orchestrator.clusters.remote import LocalRunner
+    from orchestrator.hosts.remote import LocalRunner
     from tests.fixtures.slurm import local_spec, private_cluster
     for cluster, _home in private_cluster(request.getfixturevalue("tmp_path_factory"),
                                           local_spec("ctr-launch", 2)):

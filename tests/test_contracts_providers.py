@@ -1,4 +1,4 @@
-"""The Provider contract (clusters/providers/base.py), proven against every provider in the registry.
+"""The Provider contract (providers/base.py), proven against every provider in the registry.
 
 Each provider runs against the real thing or the fake it is tested with elsewhere: fake (its JSON
 file), local (a real one-node Slurm cluster), ssh (the session's real sshd in front of the
@@ -27,9 +27,9 @@ from typing import Any
 import pytest
 
 from orchestrator.clusters import spending
-from orchestrator.clusters.providers import REGISTRY, capabilities, get_provider
-from orchestrator.clusters.providers.base import Provider
-from orchestrator.clusters.specs import ClusterSpec
+from orchestrator.providers import REGISTRY, capabilities, get_provider
+from orchestrator.providers.base import Provider
+from orchestrator.specs.cluster import ClusterSpec
 from orchestrator.errors import ConfigError, MissingCapability, PreflightError
 from orchestrator.models import Cluster, ClusterState
 from orchestrator.seams import Access, Capabilities, Launcher
@@ -159,7 +159,7 @@ def _fake(home: Path, request: pytest.FixtureRequest) -> Harness:
 
 
 def _local(home: Path, request: pytest.FixtureRequest) -> Harness:
-    from orchestrator.clusters.providers.local import provider as local
+    from orchestrator.providers.local import provider as local
     from orchestrator.slurm.commands import find_binaries
     from tests.fixtures.slurm import local_spec
     try:
@@ -180,9 +180,9 @@ def _local(home: Path, request: pytest.FixtureRequest) -> Harness:
 
 
 def _ssh(home: Path, request: pytest.FixtureRequest) -> Harness:
-    from orchestrator.clusters.providers.ssh import SshProvider
-    from orchestrator.clusters.remote import SshRunner
-    from orchestrator.clusters.specs import SshOptions
+    from orchestrator.providers.ssh import SshProvider
+    from orchestrator.hosts.remote import SshRunner
+    from orchestrator.specs.cluster import SshOptions
     sshd = request.getfixturevalue("sshd")
     slurm = request.getfixturevalue("local_cluster")
     built: list[object] = []
@@ -214,8 +214,8 @@ def _arm_requests(server: Any) -> Callable[[], list[str]]:
 
 
 def _azure(home: Path, request: pytest.FixtureRequest) -> Harness:
-    from orchestrator.clusters.providers.azure import AzureProvider
-    from orchestrator.clusters.providers.azure.clients import AzureClients
+    from orchestrator.providers.azure import AzureProvider
+    from orchestrator.providers.azure.clients import AzureClients
     from testsupport.fake_arm import SUB, FakeArm, allow_plain_http_policy, default_catalogue
     server = FakeArm(polls_to_finish=1).start()
     request.addfinalizer(server.stop)
@@ -241,7 +241,7 @@ def _azure(home: Path, request: pytest.FixtureRequest) -> Harness:
 
 
 def _azureml(home: Path, request: pytest.FixtureRequest) -> Harness:
-    from orchestrator.clusters.providers.azureml import provider as P
+    from orchestrator.providers.azureml import provider as P
     from testsupport.fake_arm import default_catalogue
     from tests.test_azureml import FakeAml
     from tests.test_azureml import provider as aml_provider
@@ -295,7 +295,7 @@ def h(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) 
         if name == "azureml":
             patch.setenv("AZUREML_CURRENT_CLOUD", "AzureCloud")  # MLClient sets it; restored after
             # describe/down NAME without the spec find the workspace as a user sets it up
-            from orchestrator.clusters.providers.azureml.provider import GROUP_ENV, WORKSPACE_ENV
+            from orchestrator.providers.azureml.provider import GROUP_ENV, WORKSPACE_ENV
             patch.setenv("AZURE_SUBSCRIPTION_ID", server_sub())
             patch.setenv(WORKSPACE_ENV, "ws1")
             patch.setenv(GROUP_ENV, "rg1")

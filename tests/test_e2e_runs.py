@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from orchestrator.clusters.specs import RunSpec, load_cluster_spec
+from orchestrator.specs.cluster import RunSpec, load_cluster_spec
 from orchestrator.results.mllog import parse_file
 from orchestrator.runs.execute import run_sweep
 from orchestrator.store.database import Store

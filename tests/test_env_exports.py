@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from orchestrator.clusters.providers.azureml.launcher import wrap_command
+from orchestrator.providers.azureml.launcher import wrap_command
 from orchestrator.errors import ConfigError
 from orchestrator.models import AttemptSpec
 from orchestrator.seams import command_line, env_exports, shell_name

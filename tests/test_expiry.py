@@ -23,11 +23,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from orchestrator.clusters.catalog import lookup
-from orchestrator.clusters.providers.azure import cloudinit as ci
-from orchestrator.clusters.providers.azure import AzureProvider
-from orchestrator.clusters.providers.azure.expiry import CONTRIBUTOR_ROLE, agent_context, move_expiry
-from orchestrator.clusters.specs import ClusterSpec
+from orchestrator.hardware.catalog import lookup
+from orchestrator.providers.azure import cloudinit as ci
+from orchestrator.providers.azure import AzureProvider
+from orchestrator.providers.azure.expiry import CONTRIBUTOR_ROLE, agent_context, move_expiry
+from orchestrator.specs.cluster import ClusterSpec
 from orchestrator.errors import ProvisionError
 from orchestrator.models import ScaleSetPlan
 from orchestrator.paths import templates_dir

@@ -10,7 +10,7 @@ import re
 import pytest
 
 from orchestrator.cli import main
-from orchestrator.clusters.specs import RetryPolicy, RunSpec
+from orchestrator.specs.cluster import RetryPolicy, RunSpec
 from orchestrator.runs.execute import run_sweep
 from orchestrator.store.database import Store
 from tests.fixtures.slurm import local_spec, private_cluster
@@ -35,7 +35,7 @@ def big_cluster(tmp_path_factory):
 
 
 def reasons(cluster) -> dict[str, str]:
-    from orchestrator.clusters.remote import LocalRunner
+    from orchestrator.hosts.remote import LocalRunner
     out = LocalRunner(cluster.env).run(["sinfo", "-h", "-R", "-N", "-o", "%N|%E"])
     assert out.ok, out.stderr
     return dict(line.split("|", 1) for line in out.stdout.splitlines() if "|" in line)
@@ -99,7 +99,7 @@ def test_a_straggler_in_a_run_is_recorded_and_the_retry_excludes_it(big_cluster,
     node's step time is logged; the retry must run without it. The hang timeout leaves room for
     three torch start-ups on two busy cores (6 s was too short under load)."""
     from orchestrator.slurm.states import expand_hostlist
-    from orchestrator.clusters.remote import LocalRunner
+    from orchestrator.hosts.remote import LocalRunner
     cluster, home = big_cluster
     monkeypatch.setenv("AZBENCH_HOME", str(home))
     # Slurm fills the lowest free node names first: with node1 and node2 out of service the

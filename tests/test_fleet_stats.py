@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from orchestrator.clusters.catalog import lookup
+from orchestrator.hardware.catalog import lookup
 from orchestrator.runs.fleet import GateOptions, Probe, check_fleet
 from orchestrator.runs.fleet_stats import (
     MAD_SCALE,

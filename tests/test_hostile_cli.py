@@ -326,7 +326,7 @@ def test_a_closed_stdout_is_one_line_and_exit_2(tmp_path):
 # -- Ctrl-C, disk full, read-only paths: the failure paths at unit level -----------------------
 
 def test_ctrl_c_says_interrupted_and_exits_130_even_where_typer_catches_it(tmp_path, monkeypatch):
-    import orchestrator.clusters.catalog as catalog
+    import orchestrator.hardware.catalog as catalog
 
     class Boom:
         def __iter__(self):
@@ -370,7 +370,7 @@ def test_a_full_disk_is_exit_6_in_one_line_and_leaves_no_temp_file(tmp_path, mon
 
 
 def test_enospc_anywhere_is_exit_6_not_an_internal_error(tmp_path, monkeypatch):
-    import orchestrator.clusters.catalog as catalog
+    import orchestrator.hardware.catalog as catalog
 
     class Full:
         def __iter__(self):
@@ -485,7 +485,7 @@ def test_any_text_loads_or_is_one_config_error(text):
 def test_any_cluster_document_is_a_spec_or_one_config_error(doc, tmp_path_factory):
     import yaml
 
-    from orchestrator.clusters.specs import load_cluster_spec
+    from orchestrator.specs.cluster import load_cluster_spec
     path = tmp_path_factory.mktemp("p") / "c.yaml"
     path.write_text(yaml.safe_dump(doc))
     try:

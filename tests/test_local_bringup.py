@@ -28,8 +28,8 @@ from pathlib import Path
 import pytest
 
 from orchestrator import paths
-from orchestrator.clusters.providers.local import proc
-from orchestrator.clusters.providers.local import provider as local_mod
+from orchestrator.providers.local import proc
+from orchestrator.providers.local import provider as local_mod
 from tests.fixtures.slurm import local_spec
 
 SH_DAEMON_MUNGED = """#!/bin/sh

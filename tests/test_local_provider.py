@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 from orchestrator import paths
-from orchestrator.clusters.providers.local import provider as local_mod
-from orchestrator.clusters.providers.local import proc as localproc
-from orchestrator.clusters.providers.local.provider import LocalProvider, kill_node, load_state, restart_node
-from orchestrator.clusters.remote import LocalRunner
+from orchestrator.providers.local import provider as local_mod
+from orchestrator.providers.local import proc as localproc
+from orchestrator.providers.local.provider import LocalProvider, kill_node, load_state, restart_node
+from orchestrator.hosts.remote import LocalRunner
 from orchestrator.errors import PreflightError, ProvisionError
 from orchestrator.models import ClusterState
 from tests.fixtures.slurm import local_spec

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.clusters.providers.azureml.launcher import AzureMLLauncher
+from orchestrator.providers.azureml.launcher import AzureMLLauncher
 from orchestrator.errors import MissingCapability
 from orchestrator.models import AttemptSpec, Cluster, JobRef
 from orchestrator.paths import RunLayout

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from orchestrator.clusters.planner import plan_azure
-from orchestrator.clusters.specs import load_cluster_spec
+from orchestrator.providers.azure.plan import plan_azure
+from orchestrator.specs.cluster import load_cluster_spec
 from orchestrator.errors import ConfigError
 
 

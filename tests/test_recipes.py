@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.clusters import catalog
+from orchestrator.hardware import catalog
 from orchestrator.errors import ConfigError, NotFoundError
 from orchestrator.recipes import catalog as R
 from orchestrator.runs import launch as L

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.clusters.remote import LocalRunner, SshRunner, command_line
+from orchestrator.hosts.remote import LocalRunner, SshRunner, command_line
 from orchestrator.errors import ConfigError, RemoteError
 from orchestrator.models import SshTarget
 

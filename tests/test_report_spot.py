@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
 
-from orchestrator.clusters.catalog import SPOT_PRICE_FRACTION, lookup
+from orchestrator.hardware.catalog import SPOT_PRICE_FRACTION, lookup
 from orchestrator.report.build import build_report
 from orchestrator.report.render import to_json, to_markdown
 from orchestrator.store.database import AttemptRow, RunRow

@@ -9,7 +9,7 @@ import stat
 
 import pytest
 
-from orchestrator.clusters.specs import ClusterSpec, load_cluster_spec, wide_ingress_question
+from orchestrator.specs.cluster import ClusterSpec, load_cluster_spec, wide_ingress_question
 from orchestrator.errors import ConfigError
 
 
@@ -60,7 +60,7 @@ def test_the_allow_flag_accepts_a_wide_range_and_up_asks_about_it(tmp_path, monk
 
 
 def test_every_disk_nic_and_public_ip_is_deleted_with_its_vm(fake, clients, azbench_home):
-    from orchestrator.clusters.providers.azure import AzureProvider
+    from orchestrator.providers.azure import AzureProvider
     spec = ClusterSpec(name="dl", provider="azure", sku="h100", nodes=2, region="eastus",
                        azure={"ssh_ingress_cidr": "203.0.113.7/32", "boot_timeout_s": 0})
     p = AzureProvider(clients, capacity_wait_s=0, owner="tester")

@@ -10,7 +10,7 @@ import json
 import pytest
 
 from orchestrator.cli import main
-from orchestrator.clusters.providers.base import ProviderBase
+from orchestrator.providers.base import ProviderBase
 from orchestrator.errors import MissingCapability
 from orchestrator.models import Cluster
 from orchestrator.store.database import Store
@@ -23,7 +23,7 @@ def heal_cluster(tmp_path_factory):
 
 
 def _sinfo(cluster) -> dict[str, str]:
-    from orchestrator.clusters.remote import LocalRunner
+    from orchestrator.hosts.remote import LocalRunner
     out = LocalRunner(cluster.env).run(["sinfo", "-h", "-N", "-o", "%N %T"])
     assert out.ok, out.stderr
     return dict(line.split() for line in out.stdout.splitlines())
@@ -73,7 +73,7 @@ def test_a_run_spec_with_health_replace_replaces_what_its_gate_drains(heal_clust
     from types import SimpleNamespace
 
     from orchestrator.clusters import lifecycle
-    from orchestrator.clusters.specs import HealthPolicy, RunSpec
+    from orchestrator.specs.cluster import HealthPolicy, RunSpec
     from orchestrator.runs.attempts import AttemptContext, _fleet_gate
     cluster, home = heal_cluster
     monkeypatch.setenv("AZBENCH_HOME", str(home))
@@ -127,7 +127,7 @@ def resize_cluster(tmp_path_factory):
 
 @pytest.mark.integration
 def test_resize_grows_then_refuses_to_shrink_under_a_job_unless_forced(resize_cluster, monkeypatch, capsys):
-    from orchestrator.clusters.remote import LocalRunner
+    from orchestrator.hosts.remote import LocalRunner
     cluster, home = resize_cluster
     monkeypatch.setenv("AZBENCH_HOME", str(home))
     with Store.open() as store:

@@ -412,10 +412,10 @@ def test_node_states_one_call():
 
 @pytest.mark.integration
 def test_two_node_attempt_on_the_local_cluster(request, tmp_path):
-    pytest.importorskip("orchestrator.clusters.providers.local", reason="local provider not built yet")
+    pytest.importorskip("orchestrator.providers.local", reason="local provider not built yet")
     import time
 
-    from orchestrator.clusters.remote import LocalRunner
+    from orchestrator.hosts.remote import LocalRunner
 
     cluster = request.getfixturevalue("local_cluster")
     launcher = SlurmLauncher(LocalRunner(env=cluster.env), cluster)

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.clusters.catalog import lookup
-from orchestrator.clusters.providers.azure import cloudinit as ci
+from orchestrator.hardware.catalog import lookup
+from orchestrator.providers.azure import cloudinit as ci
 from orchestrator.models import Cluster, ClusterState, ExecResult, ScaleSetPlan
 from orchestrator.slurm import topology as topo
 from orchestrator.slurm.launcher import SlurmLauncher

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.clusters.providers.local.provider import LocalState, _conf_params
+from orchestrator.providers.local.provider import LocalState, _conf_params
 from orchestrator.slurm.conf import SlurmConfParams, SlurmNode, compress_hostlist, render_slurm_conf
 from tests.fixtures.slurm import local_spec
 from testsupport.golden import check_golden
@@ -91,7 +91,7 @@ def test_tree_topology_has_racks_of_18_in_scale_sets_under_a_top_switch():
 def test_port_block_is_consecutive_and_skips_a_port_in_use():
     import socket
 
-    from orchestrator.clusters.providers.local import proc as localproc
+    from orchestrator.providers.local import proc as localproc
     block = localproc.free_port_block(64)
     assert block == list(range(block[0], block[0] + 64))
     assert localproc.PORT_BLOCK_RANGE[0] <= block[0] and block[-1] < localproc.PORT_BLOCK_RANGE[1]
@@ -102,8 +102,8 @@ def test_port_block_is_consecutive_and_skips_a_port_in_use():
 
 
 def test_local_spare_slots_are_future_nodes_with_ports_and_racks(tmp_path, monkeypatch):
-    from orchestrator.clusters.providers.local import provider
-    from orchestrator.clusters.providers.local.provider import _topology_text, spare_slots
+    from orchestrator.providers.local import provider
+    from orchestrator.providers.local.provider import _topology_text, spare_slots
     cdir = tmp_path / "c"
     nodes, spares = ["node1", "node2", "node3"], [f"node{i}" for i in range(4, 12)]
     state = LocalState(name="c", cluster_dir=str(cdir), runtime_dir=str(cdir / "run"),

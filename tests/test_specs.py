@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.clusters.specs import load_cluster_spec, load_run_spec, parse_duration, parse_node_list
+from orchestrator.specs.cluster import load_cluster_spec, load_run_spec, parse_duration, parse_node_list
 from orchestrator.errors import ConfigError, NotFoundError
 
 

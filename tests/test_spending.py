@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 
 from orchestrator.clusters import spending
-from orchestrator.clusters.providers.azure.clients import AzureClients
-from orchestrator.clusters.specs import ClusterSpec
+from orchestrator.providers.azure.clients import AzureClients
+from orchestrator.specs.cluster import ClusterSpec
 from orchestrator.errors import ConfigError
 from tests.cli_helpers import azbench, one_line_error
 from testsupport.fake_arm import SUB, StubCredential, allow_plain_http_policy
@@ -46,7 +46,7 @@ class CountingCredential(StubCredential):
 @pytest.fixture
 def wired(fake, azbench_home, monkeypatch, tmp_path):
     """The azure provider's production client factory replaced by one aimed at the fake."""
-    from orchestrator.clusters.providers.azure import provider as azure
+    from orchestrator.providers.azure import provider as azure
     cred = CountingCredential()
     clients = AzureClients(credential=cred, subscription_id=SUB, base_url=fake.base_url,
                            per_call_policies=[allow_plain_http_policy()], polling_interval=0.01,

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.clusters.providers.ssh import SshProvider
-from orchestrator.clusters.specs import ClusterSpec, SshOptions
+from orchestrator.providers.ssh import SshProvider
+from orchestrator.specs.cluster import ClusterSpec, SshOptions
 from orchestrator.models import Cluster, ClusterState, SshTarget
 from orchestrator.store.database import Store
 from tests.cli_helpers import azbench, one_line_error
@@ -89,7 +89,7 @@ def test_the_openssh_client_itself_refuses_a_wrong_key(sshd, local_cluster, azbe
 
 
 def test_azure_head_command_pins_the_injected_host_key(azbench_home):
-    from orchestrator.clusters.providers.azure import cloudinit as ci
+    from orchestrator.providers.azure import cloudinit as ci
     from orchestrator.clusters.shell import head_command
     if shutil.which("ssh") is None:
         pytest.skip("OpenSSH client not installed")

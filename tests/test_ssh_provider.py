@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 
 from orchestrator import paths
-from orchestrator.clusters.providers.ssh import SshProvider
-from orchestrator.clusters.remote import SshRunner
-from orchestrator.clusters.specs import ClusterSpec, SshOptions
+from orchestrator.providers.ssh import SshProvider
+from orchestrator.hosts.remote import SshRunner
+from orchestrator.specs.cluster import ClusterSpec, SshOptions
 from orchestrator.errors import ConfigError, ProvisionError
 from orchestrator.models import ClusterState
 

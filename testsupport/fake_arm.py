@@ -649,7 +649,7 @@ class FakeArm:
 
 def default_catalogue(fake: FakeArm, location: str = "eastus", *, free_vcpus: int = 100_000) -> None:
     """Offer the GPU and CPU sizes, generous quota, the Ubuntu-HPC and Ubuntu images in `location`."""
-    from orchestrator.clusters.catalog import cpu_azure_skus, gpu_skus
+    from orchestrator.hardware.catalog import cpu_azure_skus, gpu_skus
     rows = gpu_skus() + cpu_azure_skus()
     fake.skus[location] = [_sku_row(s.name, location, s.vcpus, s.quota_family, s.cpu_arch) for s in rows]
     families = {s.quota_family for s in rows}

@@ -33,7 +33,7 @@ from orchestrator.errors import EXIT_INTERRUPTED, AzbenchError, StoreError
 @app.command()
 def catalog(as_json: bool = JsonOpt) -> None:
     """The GPU VM sizes azbench knows (prices are list-price estimates)."""
-    from orchestrator.clusters.catalog import CATALOG
+    from orchestrator.hardware.catalog import CATALOG
     if as_json:
         return emit_json(list(CATALOG))
     rows = [[s.short, s.name, ", ".join(s.aliases), f"{s.gpus_per_vm} x {s.gpu_model}",
@@ -71,7 +71,7 @@ def init(path: Path = typer.Argument(Path("cluster.yaml"), help="Where to write 
 # ---------------------------------------------------------------- up / down / status
 
 def _cluster_spec(file: Optional[Path], **flags: Any):
-    from orchestrator.clusters.specs import load_cluster_spec
+    from orchestrator.specs.cluster import load_cluster_spec
     if file is None and flags.get("name") is None:
         flags["name"] = flags.get("provider") or "local"
     return load_cluster_spec(file, flags)
@@ -97,7 +97,7 @@ def up(
     (--yes skips the question; without a terminal it refuses unless --yes is given)."""
     from orchestrator.clusters import lifecycle, spending
     check_number("--max-cost-per-hour", max_cost, 0.01, 1_000_000)
-    from orchestrator.clusters.specs import wide_ingress_question
+    from orchestrator.specs.cluster import wide_ingress_question
     spec = _cluster_spec(file, name=name, provider=provider, sku=sku, nodes=nodes, region=region)
     the_plan = lifecycle.plan(spec)
     spending.check_cost_cap(the_plan, spending.cost_cap(spec, max_cost))
@@ -284,8 +284,8 @@ def sweep(dry_run: bool = typer.Option(False, "--dry-run", help="List what would
           as_json: bool = JsonOpt) -> None:
     """Delete your Azure clusters whose azbench-expires tag has passed or that this home has no
     record of (--all-owners: other owners' expired ones too); lists them and asks first."""
-    from orchestrator.clusters.providers.azure import sweep as azure_sweep
-    from orchestrator.clusters.specs import check_arm_endpoint
+    from orchestrator.providers.azure import sweep as azure_sweep
+    from orchestrator.specs.cluster import check_arm_endpoint
     from orchestrator.errors import ConfigError
     if arm_endpoint is not None:
         try:

@@ -14,15 +14,15 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Any, Callable
 
-from orchestrator.clusters.providers import get_provider
+from orchestrator.providers import get_provider
 from orchestrator.clusters.spending import check_cost_cap, cost_cap
-from orchestrator.clusters.specs import ClusterSpec
+from orchestrator.specs.cluster import ClusterSpec
 from orchestrator.errors import (AzbenchError, ConfigError, MissingCapability, NotFoundError, NotOwnerError,
                                  PreflightError)
 from orchestrator.models import Cluster, ClusterState, Plan, utcnow
 
 if TYPE_CHECKING:
-    from orchestrator.clusters.providers.base import CloudView, HostReport, Provider
+    from orchestrator.providers.base import CloudView, HostReport, Provider
     from orchestrator.seams import Access, Capabilities
     from orchestrator.store.database import Store
     from orchestrator.store.schema import ClusterRow
@@ -325,7 +325,7 @@ class ResizePlan:
 def plan_resize(cluster: Cluster, nodes: int, busy: Sequence[str] = ()) -> ResizePlan:
     """Check `nodes` (whole NVLink racks on GB200: 18 VMs each) and pick what a shrink removes:
     the highest-numbered nodes, idle ones first. `busy` are nodes running a job now."""
-    from orchestrator.clusters.catalog import lookup
+    from orchestrator.hardware.catalog import lookup
     if nodes < 1:
         raise ConfigError(f"--nodes: a cluster needs at least one node, got {nodes}")
     rack = lookup(cluster.sku).nvlink_domain_vms

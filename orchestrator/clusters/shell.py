@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from orchestrator import paths
-from orchestrator.clusters.remote import command_line
+from orchestrator.hosts.remote import command_line
 from orchestrator.clusters.lifecycle import capabilities
 from orchestrator.errors import MissingCapability, NotAvailableError, RemoteError
 from orchestrator.models import Cluster, SshTarget
@@ -56,7 +56,7 @@ def check_head(cluster: Cluster, connect_timeout: float = 15.0) -> None:
     key, a refused login key, or an unreachable head. No-op for local clusters."""
     if cluster.ssh is None:
         return
-    from orchestrator.clusters.remote import SshRunner
+    from orchestrator.hosts.remote import SshRunner
     target = cluster.ssh.model_copy(update={"known_hosts": pinned_known_hosts(cluster)})
     with SshRunner(target, connect_timeout=connect_timeout, connect_attempts=1) as runner:
         runner.run("true", timeout=connect_timeout)

@@ -6,13 +6,13 @@ before any credential is read or any request is sent.
 
 from __future__ import annotations
 
-from orchestrator.clusters.specs import ClusterSpec
+from orchestrator.specs.cluster import ClusterSpec
 from orchestrator.errors import ConfigError
 from orchestrator.models import Plan
 
 def spends_money(provider: str) -> bool:
     """True for providers whose `up` starts billing (the ones `up` asks about)."""
-    from orchestrator.clusters.providers import capabilities
+    from orchestrator.providers import capabilities
     return capabilities(provider).spends_money
 
 

@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-from orchestrator.clusters.specs import ClusterSpec, RunSpec
+from orchestrator.specs.cluster import ClusterSpec, RunSpec
 from orchestrator.errors import AzbenchError, RegressionError, RunFailedError
 from orchestrator.models import FINAL_RUN_STATES, ClusterState, RunState, utcnow
 from orchestrator.pipelines.baselines import Comparison
@@ -144,7 +144,7 @@ def down_cluster(cspec: ClusterSpec, store: Store) -> str:
     """Tear down `cspec`'s cluster, idempotently; also one whose `up` was cut short before the
     store knew it (the provider's describe finds it). Returns the final state."""
     from orchestrator.clusters import lifecycle
-    from orchestrator.clusters.providers import get_provider
+    from orchestrator.providers import get_provider
     if store.get_cluster(cspec.name) is None:
         found = get_provider(cspec.provider).describe(cspec.name)
         if found is None:

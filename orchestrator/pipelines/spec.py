@@ -15,7 +15,7 @@ from pydantic import (
     model_validator,
 )
 
-from orchestrator.clusters.specs import (
+from orchestrator.specs.cluster import (
     WEEK_S,
     ClusterSpec,
     HealthPolicy,
@@ -99,7 +99,7 @@ def load_pipeline_spec(path: Path) -> PipelineSpec:
 
 def cluster_specs(spec: PipelineSpec) -> list[ClusterSpec]:
     """One ClusterSpec per SKU (named <cluster>-<sku>), expiring one hour after the timeout."""
-    from orchestrator.clusters.catalog import lookup
+    from orchestrator.hardware.catalog import lookup
     expires_h = spec.timeout / 3600 + 1.0
     base = spec.cluster.model_copy(update={"azure": spec.cluster.azure.model_copy(
         update={"expires_hours": min(spec.cluster.azure.expires_hours, expires_h)})})

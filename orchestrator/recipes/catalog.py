@@ -16,7 +16,7 @@ from pathlib import Path
 
 from pydantic import Field, ValidationError, model_validator
 
-from orchestrator.clusters import catalog
+from orchestrator.hardware import catalog
 from orchestrator.errors import ConfigError, NotFoundError
 from orchestrator.models import Frozen, ModelFacts
 from orchestrator.paths import recipes_dir

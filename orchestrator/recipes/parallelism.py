@@ -15,7 +15,7 @@ import math
 
 from pydantic import Field
 
-from orchestrator.clusters.catalog import GpuSku
+from orchestrator.hardware.catalog import GpuSku
 from orchestrator.errors import ConfigError
 from orchestrator.models import Frozen
 

@@ -18,7 +18,7 @@ from typing import Any
 
 from pydantic import Field
 
-from orchestrator.clusters.catalog import CATALOG, gpu_row
+from orchestrator.hardware.catalog import CATALOG, gpu_row
 from orchestrator.errors import ConfigError
 from orchestrator.models import Frozen, ModelFacts, utcnow
 from orchestrator.report.preemption import PreemptionLine, preemption_lines

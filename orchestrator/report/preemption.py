@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from orchestrator.clusters.catalog import SPOT_PRICE_SOURCE, lookup
+from orchestrator.hardware.catalog import SPOT_PRICE_SOURCE, lookup
 from orchestrator.models import Frozen
 from orchestrator.store.schema import AttemptRow, RunRow
 

@@ -28,7 +28,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from orchestrator import paths
-from orchestrator.clusters.catalog import lookup
+from orchestrator.hardware.catalog import lookup
 from orchestrator.errors import ConfigError, NotFoundError
 from orchestrator.models import Frozen
 from orchestrator.results.files import check_regular, kind_of, open_regular, read_small

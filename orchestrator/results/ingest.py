@@ -13,7 +13,7 @@ import shutil
 from pathlib import Path
 
 from orchestrator import paths
-from orchestrator.clusters.catalog import lookup
+from orchestrator.hardware.catalog import lookup
 from orchestrator.errors import StoreError
 from orchestrator.models import Cluster
 from orchestrator.results.files import open_regular

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
 from orchestrator import paths
-from orchestrator.clusters.specs import RunSpec
+from orchestrator.specs.cluster import RunSpec
 from orchestrator.errors import AzbenchError
 from orchestrator.models import (
     FINAL_ATTEMPT_STATES,
@@ -100,7 +100,7 @@ class AttemptContext:
 
 
 def cluster_gpus_per_node(cluster: Cluster) -> int:
-    from orchestrator.clusters.catalog import lookup
+    from orchestrator.hardware.catalog import lookup
     return lookup(cluster.sku).gpus_per_vm
 
 

@@ -15,7 +15,7 @@ import os
 import re
 from collections.abc import Sequence
 
-from orchestrator.clusters.catalog import lookup
+from orchestrator.hardware.catalog import lookup
 from orchestrator.errors import ConfigError, LaunchError, MissingCapability
 from orchestrator.models import Cluster
 from orchestrator.paths import templates_dir

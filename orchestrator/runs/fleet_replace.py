@@ -23,7 +23,7 @@ from datetime import datetime, timedelta, timezone
 from typing import Callable, Mapping
 
 from orchestrator.clusters import lifecycle
-from orchestrator.clusters.catalog import lookup
+from orchestrator.hardware.catalog import lookup
 from orchestrator.errors import AzbenchError, MissingCapability
 from orchestrator.models import Cluster, utcnow
 from orchestrator.runs.fleet import FleetReport

@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Mapping, Sequence
 
-from orchestrator.clusters.catalog import lookup
-from orchestrator.clusters.specs import HealthPolicy
+from orchestrator.hardware.catalog import lookup
+from orchestrator.specs.cluster import HealthPolicy
 from orchestrator.models import Cluster, JobRef, JobState
 from orchestrator.paths import RunLayout
 from orchestrator.paths import templates_dir as default_templates_dir

@@ -12,7 +12,7 @@ import hashlib
 import re
 import shlex
 
-from orchestrator.clusters import catalog
+from orchestrator.hardware import catalog
 from orchestrator.errors import ConfigError
 from orchestrator.models import AttemptSpec, Frozen
 from orchestrator.recipes.catalog import (

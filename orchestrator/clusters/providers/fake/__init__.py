@@ -1,6 +1,0 @@
-"""The fake backend: Azure-shaped plans (provider.py) and clusters kept in a JSON file
-(cluster.py), with failure switches."""
-
-from orchestrator.clusters.providers.fake.provider import FakeProvider
-
-__all__ = ["FakeProvider"]

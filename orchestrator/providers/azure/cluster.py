@@ -1,0 +1,142 @@
+"""The Azure cluster record: one `to_cluster` for what `up` made and what `describe` reads back.
+
+`up` and `describe` each gather the same facts (`Found`: the resource group and its tags, the
+GPU scale sets, the head's addresses, the node image, the spot terms), `up` from what it just
+created and `describe` from ARM, and both build the Cluster here, so a cluster recorded
+through either carries the same AzureProps (the spot report reads its priority). The tags are
+the truth for owner, expiry, creation time and the spot restore timeout. `provisional` is the
+record stored before `up` creates anything: where `down` finds the resources.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from orchestrator import paths
+from orchestrator.hardware.catalog import GpuSku, lookup
+from orchestrator.providers.azure.plan import HEAD_PRICE_PER_HOUR_USD
+from orchestrator.providers.azure import cloudinit as ci
+from orchestrator.providers.azure import resources as ar
+from orchestrator.specs.cluster import ClusterSpec
+from orchestrator.errors import NotFoundError
+from orchestrator.models import AzureProps, Cluster, ClusterState, Plan, ScaleSetPlan, SshTarget, parse_utc
+
+IMAGE_PARTS = ("publisher", "offer", "sku", "version")
+
+
+@dataclass(frozen=True)
+class Found:
+    """What Azure holds for one cluster. `sku` is None before any scale set exists; `spot` is
+    None for regular priority; `tags` are the resource group's."""
+
+    name: str
+    region: str | None
+    resource_group: str
+    tags: Mapping[str, str]
+    subscription_id: str
+    arm_endpoint: str
+    sku: str | None = None
+    sets: tuple[ScaleSetPlan, ...] = ()
+    head_ip: str | None = None
+    head_private_ip: str | None = None
+    image: str | None = None
+    admin_user: str = "azureuser"
+    spot: ar.SpotTerms | None = None
+    # The scale-set VMs' computer names as ARM lists them (describe); None: a fresh cluster's,
+    # instance ids 0..n-1 (up). They differ once a node was replaced, added or removed.
+    hosts: tuple[str, ...] | None = None
+
+
+def to_cluster(found: Found, state: ClusterState) -> Cluster:
+    """The Cluster record of `found`. Its SSH login is set once the head has an address and
+    azbench holds the keys (the cluster directory's admin key and pinned known_hosts)."""
+    row = _sku_row(found.sku)
+    cdir = paths.cluster_dir(found.name)
+    ssh = None
+    if found.head_ip and (cdir / ci.ADMIN_KEY).exists() and (cdir / ci.KNOWN_HOSTS).exists():
+        ssh = SshTarget(host=found.head_ip, port=22, user=found.admin_user, key_path=cdir / ci.ADMIN_KEY,
+                        known_hosts=cdir / ci.KNOWN_HOSTS)
+    nodes = sum(s.vms for s in found.sets)
+    created = parse_utc(found.tags.get(ar.TAG_CREATED))
+    restore = found.tags.get(ar.TAG_SPOT_RESTORE)
+    props = AzureProps(
+        subscription_id=found.subscription_id, resource_group=found.resource_group,
+        arm_endpoint=found.arm_endpoint, head_ip=found.head_ip, head_private_ip=found.head_private_ip,
+        scale_sets=[s.name for s in found.sets], image=found.image,
+        owner=found.tags.get(ar.TAG_OWNER), expires=found.tags.get(ar.TAG_EXPIRES),
+        priority="spot" if found.spot else "regular",
+        eviction_policy=found.spot.eviction_policy if found.spot else None,
+        spot_restore_timeout=int(restore) if found.spot and restore and restore.isdigit() else None)
+    return Cluster(name=found.name, provider="azure", sku=found.sku or "unknown", nodes=nodes,
+                   region=found.region, state=state,
+                   node_names=list(found.hosts) if found.hosts is not None else
+                   [h for s in found.sets for h in ci.node_hostnames(s)],
+                   partition=ci.PARTITION, workdir=ci.WORKDIR,
+                   env=ci.recipe_env(row) if row else {}, ssh=ssh,
+                   cost_per_hour_usd=hourly_cost(row, nodes, found.spot),
+                   properties=props, **({"created_at": created} if created else {}))
+
+
+def provisional(spec: ClusterSpec, plan: Plan, *, subscription_id: str | None = None,
+                arm_endpoint: str | None = None) -> Cluster:
+    """The PROVISIONING record: the subscription, ARM endpoint (the spec's, else the
+    environment's, as `up` resolves them) and resource group `down` deletes from, and the
+    planned scale sets. Reads no network and no credential."""
+    a = spec.azure
+    sub = subscription_id or a.subscription_id or os.environ.get("AZURE_SUBSCRIPTION_ID")
+    endpoint = arm_endpoint or a.arm_endpoint or os.environ.get("AZURE_RESOURCE_MANAGER_ENDPOINT")
+    spot = a.priority == "spot"
+    props = AzureProps(subscription_id=sub, arm_endpoint=endpoint.rstrip("/") if endpoint else None,
+                       resource_group=ar.names_from_plan(plan).rg,
+                       scale_sets=[s.name for s in plan.scale_sets], priority=a.priority,
+                       eviction_policy=a.eviction_policy if spot else None,
+                       spot_restore_timeout=a.spot_restore_timeout if spot else None)
+    return Cluster(name=spec.name, provider="azure", sku=plan.sku, nodes=plan.nodes, region=plan.region,
+                   state=ClusterState.PROVISIONING, cost_per_hour_usd=plan.cost_per_hour_usd,
+                   properties=props)
+
+
+def hourly_cost(row: GpuSku | None, nodes: int, spot: ar.SpotTerms | None) -> float | None:
+    """List-price estimate per hour: the nodes (spot estimate under max_price for spot) plus the
+    head; the planner's figure for the same cluster."""
+    if row is None or row.price_per_hour_usd is None:
+        return None
+    per_vm = row.spot_price_per_hour_usd(spot.max_price) if spot else None
+    if per_vm is None:
+        per_vm = row.price_per_hour_usd
+    return round(nodes * per_vm + HEAD_PRICE_PER_HOUR_USD, 2)
+
+
+def image_text(ref: Mapping[str, Any]) -> str | None:
+    """An image reference as azbench writes it: the resource id, or publisher:offer:sku:version."""
+    if ref.get("id"):
+        return str(ref["id"])
+    parts = [ref.get(k) for k in IMAGE_PARTS]
+    return ":".join(str(p) for p in parts) if all(parts) else None
+
+
+def spot_terms(profile: Any) -> ar.SpotTerms | None:
+    """A scale set's VM profile read back as SpotTerms, or None for regular priority."""
+    if _text(getattr(profile, "priority", None)).lower() != "spot":
+        return None
+    billing = getattr(profile, "billing_profile", None)
+    max_price = getattr(billing, "max_price", None)
+    return ar.SpotTerms(eviction_policy=(_text(getattr(profile, "eviction_policy", None)) or "deallocate").lower(),
+                        max_price=float(max_price) if max_price is not None else -1.0)
+
+
+def _text(value: Any) -> str:
+    """An SDK enum member (or a plain string, as ARM may send) as its string value."""
+    return str(getattr(value, "value", value) or "")
+
+
+def _sku_row(sku: str | None) -> GpuSku | None:
+    if not sku:
+        return None
+    try:
+        return lookup(sku)
+    except NotFoundError:
+        return None

@@ -1,0 +1,260 @@
+"""Create-or-adopt and delete one Azure resource through its long-running operation (LRO).
+
+`ensure` adopts a resource that already exists (no PUT), resumes an in-flight create from the
+continuation token a crashed run persisted (`TokenStore`, in the cluster dir), waits on one still
+being created without a token, and otherwise PUTs and persists the token before reporting
+progress. The token is dropped only once the operation ended (succeeded, or failed for good): a
+poll answered 429 past the throttling budget, 5xx or a dropped connection keeps it, so the
+operation is resumed (in this run up to MAX_RESUMES times, else by the rerun), never PUT again. `Reporter` serialises progress callbacks across worker threads and turns an exception
+raised by one (a crash, in tests) into an abort that stops every other worker before its next
+request.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+from orchestrator.providers.azure.errors import (
+    ThrottleBudgetSpent,
+    arm_call,
+    is_not_found,
+    is_resumable,
+)
+from orchestrator.providers.azure.resources import NIC, NSG, PIP, RG, VM, VMSS, VNET
+
+MAX_RESUMES = 3
+TRANSITIONAL = frozenset({"Creating", "Updating", "Accepted", "Deleting", "Migrating"})
+
+
+@dataclass(frozen=True)
+class ProgressEvent:
+    """One step of `up`/`down`: action is exists | creating | resumed | waiting | created |
+    retry | deleting | deleted."""
+
+    action: str
+    kind: str
+    name: str
+    detail: str = ""
+
+
+ProgressCallback = Callable[[ProgressEvent], None]
+
+
+class Aborted(Exception):
+    """Another worker failed (or the progress callback raised): stop before the next request."""
+
+
+class Reporter:
+    def __init__(self, callback: ProgressCallback | None) -> None:
+        self.callback = callback
+        self.abort = threading.Event()
+        self._lock = threading.Lock()
+
+    def check(self) -> None:
+        if self.abort.is_set():
+            raise Aborted()
+
+    def emit(self, action: str, kind: str, name: str, detail: str = "") -> None:
+        self.check()
+        if self.callback is None:
+            return
+        with self._lock:
+            try:
+                self.callback(ProgressEvent(action, kind.rsplit("/", 1)[-1], name, detail))
+            except BaseException:
+                self.abort.set()
+                raise
+
+
+class TokenStore:
+    """Continuation tokens of in-flight creates, keyed 'kind/name', in one JSON file."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._lock = threading.Lock()
+
+    def get(self, key: str) -> str | None:
+        with self._lock:
+            return self._read().get(key)
+
+    def put(self, key: str, token: str) -> None:
+        self._update(lambda d: d.__setitem__(key, token))
+
+    def drop(self, key: str) -> None:
+        self._update(lambda d: d.pop(key, None))
+
+    def clear(self) -> None:
+        with self._lock:
+            self.path.unlink(missing_ok=True)
+
+    def pending(self) -> bool:
+        """Whether any create is still in flight (an earlier run stopped before it finished)."""
+        with self._lock:
+            return bool(self._read())
+
+    def _read(self) -> dict[str, str]:
+        return json.loads(self.path.read_text()) if self.path.exists() else {}
+
+    def _update(self, change: Callable[[dict[str, str]], Any]) -> None:
+        with self._lock:
+            data = self._read()
+            change(data)
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = self.path.with_suffix(".tmp")
+            tmp.write_text(json.dumps(data, indent=1))
+            os.replace(tmp, self.path)
+
+
+@dataclass(frozen=True)
+class Observed:
+    state: str
+    location: str | None
+    tags: dict[str, str]
+    model: Any
+
+
+def operations(clients: Any, kind: str) -> Any:
+    """The SDK operation group for a resource kind (get / begin_create_or_update / begin_delete)."""
+    table = {VNET: lambda: clients.network.virtual_networks,
+             NSG: lambda: clients.network.network_security_groups,
+             PIP: lambda: clients.network.public_ip_addresses,
+             NIC: lambda: clients.network.network_interfaces,
+             VM: lambda: clients.compute.virtual_machines,
+             VMSS: lambda: clients.compute.virtual_machine_scale_sets}
+    return table[kind]()
+
+
+def observe(clients: Any, rg: str, kind: str, name: str) -> Observed | None:
+    """The resource as ARM has it now, or None when it does not exist."""
+    with arm_call(f"read {kind} {name}"):
+        try:
+            model = (clients.resources.resource_groups.get(name) if kind == RG
+                     else operations(clients, kind).get(rg, name))
+        except Exception as exc:
+            if is_not_found(exc):
+                return None
+            raise
+    state = _state(model)
+    return Observed(state=state, location=getattr(model, "location", None),
+                    tags=dict(getattr(model, "tags", None) or {}), model=model)
+
+
+def ensure(clients: Any, rg: str, kind: str, name: str, body: Callable[[], Any], *,
+           seen: Observed | None, tokens: TokenStore, report: Reporter) -> Any:
+    """Adopt, resume or create `kind/name`; return the final model. Raises azbench errors."""
+    key = f"{kind}/{name}"
+    if kind == RG:
+        return _ensure_group(clients, name, body, seen, report)
+    if seen is not None and seen.state == "Succeeded":
+        tokens.drop(key)
+        report.emit("exists", kind, name)
+        return seen.model
+    ops = operations(clients, kind)
+    token: str | None = tokens.get(key)
+    with arm_call(f"create {kind.rsplit('/', 1)[-1]} {name}"):
+        if token and (seen is None or seen.state in TRANSITIONAL):
+            report.emit("resumed", kind, name)
+            poller = ops.begin_create_or_update(rg, name, None, continuation_token=token)
+        elif seen is not None and seen.state in TRANSITIONAL:
+            report.emit("waiting", kind, name, seen.state)
+            return _wait_terminal(clients, rg, kind, name, report)
+        else:
+            report.check()
+            poller = ops.begin_create_or_update(rg, name, body())
+            token = poller.continuation_token()
+            tokens.put(key, token)
+            report.emit("creating", kind, name)
+        try:
+            result = _finish(ops, rg, name, poller, token or "", report, clients.polling_interval)
+        except Aborted:
+            raise  # the operation runs on: a rerun resumes it
+        except Exception as exc:
+            if not is_resumable(exc):
+                tokens.drop(key)  # it ended (failed for good): a rerun PUTs afresh
+            raise
+        tokens.drop(key)
+    report.emit("created", kind, name)
+    return result
+
+
+def _finish(ops: Any, rg: str, name: str, poller: Any, token: str, report: Reporter, interval: float) -> Any:
+    """The poller's result. After a poll that failed with a 5xx or a dropped connection (the
+    operation itself may still be running) the operation is resumed from its continuation token,
+    up to MAX_RESUMES times; the token stays saved for a rerun whenever the failure is resumable
+    (a throttling budget spent included). Only a terminal failure lets the caller drop it."""
+    for attempt in range(MAX_RESUMES + 1):
+        try:
+            _wait(poller, report, interval)
+            return poller.result()
+        except ThrottleBudgetSpent:
+            raise
+        except Exception as exc:
+            if not (token and is_resumable(exc)) or attempt == MAX_RESUMES:
+                raise
+            report.emit("resumed", "operation", name, f"after {type(exc).__name__}")
+            poller = ops.begin_create_or_update(rg, name, None, continuation_token=token)
+    raise AssertionError("unreachable")
+
+
+def delete(clients: Any, rg: str, kind: str, name: str, report: Reporter | None = None) -> None:
+    """Delete `kind/name` and wait; a resource already gone is success."""
+    if report:
+        report.emit("deleting", kind, name)
+    with arm_call(f"delete {kind.rsplit('/', 1)[-1]} {name}"):
+        try:
+            ops = clients.resources.resource_groups if kind == RG else operations(clients, kind)
+            poller = ops.begin_delete(name) if kind == RG else ops.begin_delete(rg, name)
+            poller.result()
+        except Exception as exc:
+            if not is_not_found(exc):
+                raise
+    if report:
+        report.emit("deleted", kind, name)
+
+
+def _ensure_group(clients: Any, name: str, body: Callable[[], Any], seen: Observed | None,
+                  report: Reporter) -> Any:
+    if seen is not None:
+        report.emit("exists", RG, name)
+        return seen.model
+    report.check()
+    with arm_call(f"create resource group {name}"):
+        model = clients.resources.resource_groups.create_or_update(name, body())
+    report.emit("created", RG, name)
+    return model
+
+
+def _wait(poller: Any, report: Reporter, interval: float) -> None:
+    # Wake up now and then so an abort (another worker failed, or a crash) stops this wait too;
+    # the continuation token stays saved, so a rerun resumes the operation.
+    while not poller.done():
+        report.check()
+        poller.wait(timeout=max(0.05, min(5.0, interval)))
+
+
+def _wait_terminal(clients: Any, rg: str, kind: str, name: str, report: Reporter) -> Any:
+    # No token (the crash came between PUT and saving it): poll the resource itself.
+    while True:
+        time.sleep(clients.polling_interval)
+        report.check()
+        seen = observe(clients, rg, kind, name)
+        if seen is None or seen.state not in TRANSITIONAL:
+            break
+    if seen is None or seen.state != "Succeeded":
+        from orchestrator.providers.azure.errors import AzureProvisionError
+        raise AzureProvisionError(f"{kind} {name} ended {seen.state if seen else 'deleted'} while azbench waited")
+    report.emit("created", kind, name)
+    return seen.model
+
+
+def _state(model: Any) -> str:
+    state = getattr(model, "provisioning_state", None)
+    if state is None and getattr(model, "properties", None) is not None:
+        state = getattr(model.properties, "provisioning_state", None)
+    return str(getattr(state, "value", state) or "Succeeded")

@@ -1,0 +1,410 @@
+"""The Azure provider: ND H100 v5 / ND H200 v5 / ND GB200 v6 Slurm clusters through the Azure SDKs.
+
+`plan` is plan_azure plus the head's NIC, so what `--dry-run` prints is exactly what `up` creates
+(`up` builds its resource names from the plan). `up` preflights and creates or adopts the cluster
+(up.py), `describe` reads it back from tags and the resources (both build the record with
+cluster.py's to_cluster), `down` deletes by tag and verifies nothing tagged remains (lifecycle
+asks `foreign_owner` first: another owner's cluster needs --force), `sweep` removes the caller's
+expired or orphaned clusters (others' expired ones with all_owners). The only modules that import azure.* are the ones in
+providers/azure/, and only inside functions, so `azbench --help` stays fast.
+"""
+
+from __future__ import annotations
+
+import os
+from datetime import datetime
+from typing import Any, Callable, Collection, Mapping, Sequence
+
+from orchestrator import paths
+from orchestrator.providers.azure.plan import plan_azure
+from orchestrator.providers.azure import cloudinit as ci
+from orchestrator.providers.azure import resources as ar
+from orchestrator.providers.azure.clients import AzureClients, clients_from_config
+from orchestrator.providers.azure.cluster import (
+    IMAGE_PARTS,
+    Found,
+    image_text,
+    provisional,
+    spot_terms,
+    to_cluster,
+)
+from orchestrator.providers.azure.errors import arm_call
+from orchestrator.providers.azure.lro import ProgressEvent
+from orchestrator.providers.azure.owner import foreign, signed_in
+from orchestrator.providers.azure.teardown import SweepItem, delete_cluster, tagged
+from orchestrator.providers.azure.teardown import sweep as _sweep
+from orchestrator.providers.azure.up import LRO_FILE, UpOptions, UpRun
+from orchestrator.providers.base import CloudNode, CloudView, HostReport, ProviderBase
+from orchestrator.hosts.remote import SshRunner
+from orchestrator.specs.cluster import ClusterSpec
+from orchestrator.hardware.catalog import lookup
+from orchestrator.errors import CapacityError, ConfigError, NotAvailableError, ProvisionError
+from orchestrator.models import AzureProps, Cluster, ClusterState, Plan, ScaleSetPlan
+from orchestrator.seams import Access, Capabilities
+from orchestrator.slurm.launcher import SlurmLauncher
+
+__all__ = ["AzureProvider", "AzureClients", "ProgressEvent", "SweepItem", "sweep"]
+
+
+class AzureProvider(ProviderBase):
+    """Provider for `--provider azure`.
+
+    `clients` defaults to DefaultAzureCredential clients built from the spec (or, for describe/
+    down/sweep, the cluster record and the environment). `progress` receives ProgressEvents from
+    worker threads (serialised); an exception it raises aborts `up` like a crash would.
+    `caller_ip_lookup` returns the caller's public IP when neither azure.ssh_ingress_cidr nor
+    AZBENCH_CALLER_IP is set. `capacity_wait_s` is the pause before retrying AllocationFailed.
+    """
+
+    name = "azure"
+    caps = Capabilities(spends_money=True, expires=True, restores_capacity=True, live_node_states=True,
+                        shell=True, replaces_nodes=True, resizes=True, reports_hosts=True) | SlurmLauncher.caps
+
+    def __init__(self, clients: AzureClients | None = None, *,
+                 progress: Callable[[ProgressEvent], None] | None = None,
+                 caller_ip_lookup: Callable[[], str] | None = None, owner: str | None = None,
+                 capacity_wait_s: float = 120.0, workers: int = 8,
+                 sleep: Callable[[float], None] | None = None, join_timeout_s: float = 900.0) -> None:
+        self.clients = clients
+        # How long replace_node and resize wait for a new VM to boot and join Slurm; 0 (a fake
+        # ARM whose VMs do not boot, like azure.boot_timeout_s: 0) skips every Slurm step.
+        self.join_timeout_s = join_timeout_s
+        self.opts = UpOptions(progress=progress, caller_ip_lookup=caller_ip_lookup, owner=owner,
+                              capacity_wait_s=capacity_wait_s, workers=workers, sleep=sleep)
+        self._spec: ClusterSpec | None = None
+        self._last_boot_line = ""
+
+    # ------------------------------------------------------------ Provider protocol
+    def plan(self, spec: ClusterSpec) -> Plan:
+        """plan_azure(spec) with the head NIC listed after the public IP. Pure."""
+        self._spec = spec  # lets describe(spec.name) right after find the spec's subscription
+        base = plan_azure(spec)
+        resources = list(base.resources)
+        at = next(i for i, r in enumerate(resources) if r.kind == ar.PIP) + 1
+        resources.insert(at, ar.head_nic_resource(base))
+        return base.model_copy(update={"provider": self.name, "resources": resources})
+
+    def up(self, spec: ClusterSpec, plan: Plan) -> Cluster:
+        """Create or adopt the cluster, then wait (azure.boot_timeout_s) until it has booted.
+
+        A rerun after a crash creates only what is missing. The wait ends when the head's
+        cloud-init is done and every node is idle in Slurm; a failed boot step or the deadline
+        raises ProvisionError naming the VM.
+        """
+        self._spec = spec
+        cluster = UpRun(self._clients_for_spec(spec), spec, plan, self.opts).execute()
+        if spec.azure.boot_timeout_s > 0:
+            from orchestrator.providers.azure.boot import wait_booted
+            wait_booted(cluster, ci.head_hostname(spec.name), timeout_s=spec.azure.boot_timeout_s,
+                        progress=self._boot_progress)
+        return cluster
+
+    def _boot_progress(self, line: str) -> None:
+        if self.opts.progress is not None and line != self._last_boot_line:
+            self._last_boot_line = line
+            name = self._spec.name if self._spec else "cluster"
+            self.opts.progress(ProgressEvent(action="booting", kind="cluster", name=name, detail=line))
+
+    def provisional(self, spec: ClusterSpec, plan: Plan) -> Cluster:
+        """PROVISIONING, with the subscription, ARM endpoint and resource group `down` deletes
+        from (azure/cluster.py)."""
+        clients = self.clients
+        return provisional(spec, plan, subscription_id=clients.subscription_id if clients else None,
+                           arm_endpoint=clients.base_url if clients else None)
+
+    def describe(self, name: str) -> Cluster | None:
+        """The cluster as Azure has it (found by its azbench-cluster tag), or None: the same
+        record `up` returns (azure/cluster.py's to_cluster)."""
+        clients = self._clients_for(name, None)
+        groups, _ = tagged(clients, name)
+        if not groups:
+            return None
+        rg = groups[0]
+        with arm_call(f"list scale sets of {rg.name}"):
+            sets = list(clients.compute.virtual_machine_scale_sets.list(rg.name))
+        return _described(name, rg, sets, clients)
+
+    def down(self, cluster: Cluster) -> None:
+        """Delete everything tagged with the cluster, wait, verify none is left. Idempotent."""
+        clients = self._clients_for(cluster.name, cluster)
+        delete_cluster(clients, cluster.name, workers=self.opts.workers)
+        (paths.cluster_dir(cluster.name) / LRO_FILE).unlink(missing_ok=True)
+
+    def foreign_owner(self, cluster: Cluster) -> str | None:
+        """The owner named by the cluster's live resource group tags when it is not the caller
+        (the signed-in principal and this home's installation: azure/owner.py), else None."""
+        clients = self._clients_for(cluster.name, cluster)
+        groups, _ = tagged(clients, cluster.name)
+        if not groups:
+            return None
+        other = foreign(groups[0].tags, signed_in(clients, self.opts.owner))
+        return other.describe() if other is not None else None
+
+    def connect(self, cluster: Cluster) -> Access:
+        """The head over one pinned SSH connection (opened on first use): launcher and shell."""
+        if cluster.ssh is None:
+            raise NotAvailableError(f"cluster '{cluster.name}' has no SSH login recorded (its keys are "
+                                    f"not in {paths.cluster_dir(cluster.name)})")
+        runner = SshRunner(cluster.ssh, env=dict(cluster.env))
+        # The admin user changes node states through sudo (slurm/launcher.py, `admin`).
+        return Access(launcher=SlurmLauncher(runner, cluster, admin="sudo -n"), shell=runner, caps=self.caps,
+                      python=cluster.env.get("AZBENCH_PYTHON", "python3"), closers=[runner.close])
+
+    # ------------------------------------------------------------ capabilities
+    def extend(self, cluster: Cluster, expires: datetime) -> None:
+        """Move azbench-expires on everything the cluster owns; the head's agent reads it each tick."""
+        from orchestrator.providers.azure.expiry import move_expiry
+        move_expiry(self._clients_for(cluster.name, cluster), cluster.name, expires)
+
+    def node_states(self, cluster: Cluster) -> list[CloudNode]:
+        """One row per VM from one list call per scale set (never one GET per VM)."""
+        clients = self._clients_for(cluster.name, cluster)
+        props = cluster.properties_as(AzureProps)
+        rg = props.resource_group or f"azbench-{cluster.name}"
+        out: list[CloudNode] = []
+        for s in props.scale_sets:
+            with arm_call(f"list VMs of {s}"):
+                for vm in clients.compute.virtual_machine_scale_set_vms.list(rg, s):
+                    host = getattr(getattr(vm, "os_profile", None), "computer_name", None) or vm.name
+                    state = getattr(vm, "provisioning_state", None)
+                    out.append(CloudNode(name=host, scale_set=s, state=str(getattr(state, "value", state))))
+        return out
+
+    def live_view(self, cluster: Cluster) -> CloudView:
+        """ARM's view, no SSH and no writes: VM and scale-set states, instances, tags (status.py)."""
+        from orchestrator.providers.azure.status import live_view
+        return live_view(self._clients_for(cluster.name, cluster), cluster.name)
+
+    def restore_capacity(self, cluster: Cluster, nodes: Collection[str] = (),
+                         timeout_s: float | None = None, evict_wait_s: float = 0.0) -> list[str]:
+        """After a spot eviction: wait (at most `evict_wait_s`) until `nodes` are no longer
+        running instances, then every GPU scale set back to its planned VMs (azure/spot.py);
+        whole sets are restored, not only `nodes`.
+
+        Returns the hostnames now in the sets; CapacityError when Azure has no spot capacity
+        within `timeout_s` (default: the cluster's azure.spot_restore_timeout).
+        """
+        from orchestrator.providers.azure.spot import await_eviction, restore
+        clients = self._clients_for(cluster.name, cluster)
+        props = cluster.properties_as(AzureProps)
+        rg = props.resource_group or f"azbench-{cluster.name}"
+        if nodes and evict_wait_s > 0:
+            await_eviction(clients, rg, _sets_of(props.scale_sets, nodes), set(nodes), timeout_s=evict_wait_s,
+                           poll_s=min(5.0, evict_wait_s), sleep=self.opts.sleep or _sleep)
+        planned = {s: sum(1 for h in cluster.node_names if h.startswith(f"{s}-")) for s in props.scale_sets}
+        limit = timeout_s if timeout_s is not None else float(props.spot_restore_timeout or 1800)
+        done = restore(clients, rg, planned, timeout_s=limit, wait_s=self.opts.capacity_wait_s,
+                       sleep=self.opts.sleep or _sleep)
+        return [h for r in done for h in r.hosts]
+
+    def replace_node(self, cluster: Cluster, node: str, timeout_s: float | None = None) -> str:
+        """Retire `node` in Slurm, delete its scale-set instance, restore the set's capacity and
+        wait until the new VM has booted through the same cloud-init and is idle in Slurm under
+        its new computer name (azure/heal.py); the new node's name."""
+        from orchestrator.providers.azure import heal
+        clients, rg = self._clients_for(cluster.name, cluster), _rg(cluster)
+        names = cluster.properties_as(AzureProps).scale_sets
+        # The node's own set only (its computer name is the set's prefix + id): requests per
+        # replacement do not grow with the number of sets.
+        mine = _sets_of(names, [node])
+        view, instance = heal.find_host(heal.read_sets(clients, rg, mine), node, cluster.name)
+        if view.room < 1:
+            raise CapacityError(f"scale set {view.name} of '{cluster.name}' has no spare Slurm slot left "
+                                f"(slurm.conf defines {view.slots or 0})",
+                                hint="`azbench down` and `up` again to get fresh slots")
+        self._retire(cluster, [node], "azbench: replaced")
+        heal.delete_instances(clients, rg, view.name, [instance])
+        after = heal.SetView(view.name, view.sku_name, view.sku_tier, view.capacity - 1, view.slots,
+                             {h: i for h, i in view.hosts.items() if h != node})
+        heal.set_capacity(clients, rg, after, view.capacity)
+        [new] = heal.new_hosts(clients, rg, [after], cluster.name)
+        self._wait_joined(cluster, [new], timeout_s)
+        if lookup(cluster.sku).nvlink_domain_vms > 1 and self.join_timeout_s > 0:
+            # NVL72: the new VM came up in a spare rack's block; it takes the old one's place.
+            with self.connect(cluster) as access:
+                launcher = access.launcher
+                assert isinstance(launcher, SlurmLauncher)
+                launcher.swap_topology(node, new, ci.TOPOLOGY_FILES)
+        return new
+
+    def resize(self, cluster: Cluster, nodes: int, remove: Sequence[str] = (),
+               timeout_s: float | None = None) -> Cluster:
+        """Grow: the vCPU quota preflight for the VMs to add, then capacity up on the sets with
+        spare Slurm slots, waiting until the new VMs are idle in Slurm. Shrink: retire `remove`
+        in Slurm (the caller drained them) and delete their instances. The cluster as described."""
+        from orchestrator.providers.azure import heal
+        from orchestrator.providers.azure.preflight import quota_check
+        clients, rg, props = self._clients_for(cluster.name, cluster), _rg(cluster), cluster.properties_as(AzureProps)
+        sets = heal.read_sets(clients, rg, props.scale_sets)
+        have = sum(len(s.hosts) for s in sets)
+        if nodes > have:
+            quota_check(clients, cluster.region or "", lookup(cluster.sku), nodes - have,
+                        spot=props.priority == "spot")
+            fresh = heal.grow(clients, rg, sets, nodes - have, cluster.name,
+                              unit=max(lookup(cluster.sku).nvlink_domain_vms, 1))
+            self._wait_joined(cluster, fresh, timeout_s)
+        elif nodes < have:
+            if len(remove) != have - nodes or len(set(remove)) != len(remove):
+                raise ConfigError(f"shrinking '{cluster.name}' to {nodes} needs {have - nodes} of its "
+                                  f"nodes to remove, got {', '.join(remove) or 'none'}")
+            where = [heal.find_host(sets, host, cluster.name) for host in remove]
+            self._retire(cluster, remove, "azbench: resize (removed)")
+            for view in sets:
+                ids = [i for v, i in where if v.name == view.name]
+                if ids:
+                    heal.delete_instances(clients, rg, view.name, ids)
+        described = self.describe(cluster.name)
+        if described is None:
+            raise ProvisionError(f"Azure cluster '{cluster.name}' is gone after the resize")
+        return described
+
+    def report_unhealthy(self, cluster: Cluster, reasons: Mapping[str, str]) -> list[HostReport]:
+        """Report each drained node to Azure Guest Health Reporting (azure/guest_health.py, with
+        the documentation cited): its VM's resource id, the physical host name its cloud-init
+        saved from Hyper-V KVP, a documented HPC category. One result per node; a node without
+        a physical host name is skipped, an ARM refusal (e.g. a subscription not allow-listed
+        for the preview) is that node's "failed"."""
+        from orchestrator.providers.azure import guest_health as ghr
+        from orchestrator.providers.azure import heal
+        from orchestrator.errors import AzbenchError
+        clients, rg = self._clients_for(cluster.name, cluster), _rg(cluster)
+        sets = heal.read_sets(clients, rg, cluster.properties_as(AzureProps).scale_sets)
+        physical = self._physical_hosts(cluster, list(reasons))
+        has_ib = bool(lookup(cluster.sku).ib_links)
+        out: list[HostReport] = []
+        for node, reason in reasons.items():
+            category = ghr.category(reason, has_ib)
+            if not physical.get(node):
+                out.append(HostReport(node, "skipped", f"no PhysicalHostName for {node} in "
+                                      f"{ghr.HOSTS_DIR} (its Hyper-V KVP had none)", category))
+                continue
+            view, instance = heal.find_host(sets, node, cluster.name)
+            resource = (f"/subscriptions/{clients.subscription_id}/resourceGroups/{rg}/providers/"
+                        f"Microsoft.Compute/virtualMachineScaleSets/{view.name}/virtualMachines/{instance}")
+            name = ghr.impact_name(cluster.name, node)
+            body = ghr.impact_body(start=ghr.now(), category=category, description=f"azbench health gate: {reason}",
+                                   resource_id=resource, physical_host=physical[node])
+            try:
+                ghr.report(clients, name, body)
+            except AzbenchError as exc:
+                out.append(HostReport(node, "failed", exc.message, category))
+                continue
+            out.append(HostReport(node, "reported", name, category))
+        return out
+
+    def _physical_hosts(self, cluster: Cluster, nodes: Sequence[str]) -> dict[str, str]:
+        """{node: physical host name} from the files the nodes' cloud-init wrote on /shared."""
+        from orchestrator.providers.azure.guest_health import HOSTS_DIR
+        out: dict[str, str] = {}
+        with self.connect(cluster) as access:
+            assert access.shell is not None
+            for node in nodes:
+                try:
+                    out[node] = access.shell.read(f"{HOSTS_DIR}/{node}.physical").decode().strip()
+                except Exception:  # noqa: BLE001 - no file: the node had no KVP value
+                    continue
+        return out
+
+    def _retire(self, cluster: Cluster, nodes: Sequence[str], reason: str) -> None:
+        if self.join_timeout_s <= 0:
+            return  # no Slurm to talk to (see join_timeout_s)
+        with self.connect(cluster) as access:
+            launcher = access.launcher
+            assert isinstance(launcher, SlurmLauncher)
+            launcher.retire(nodes, reason)
+
+    def _wait_joined(self, cluster: Cluster, hosts: Sequence[str], timeout_s: float | None) -> None:
+        """Until `hosts` are idle in Slurm (boot.wait_booted on just them), or ProvisionError
+        naming the VM whose boot step failed, or what is missing at the deadline."""
+        limit = self.join_timeout_s if timeout_s is None else timeout_s
+        if self.join_timeout_s <= 0 or limit <= 0:
+            return
+        from orchestrator.providers.azure.boot import wait_booted
+        wait_booted(cluster.model_copy(update={"node_names": list(hosts)}), ci.head_hostname(cluster.name),
+                    timeout_s=limit, poll_s=1.0, progress=self._boot_progress)
+
+    # ------------------------------------------------------------ helpers
+    def _clients_for_spec(self, spec: ClusterSpec) -> AzureClients:
+        if self.clients is not None:
+            return self.clients
+        return clients_from_config(subscription_id=spec.azure.subscription_id,
+                                   arm_endpoint=spec.azure.arm_endpoint,
+                                   polling_interval=spec.azure.polling_interval)
+
+    def _clients_for(self, name: str, cluster: Cluster | None) -> AzureClients:
+        if self.clients is not None:
+            return self.clients
+        if self._spec is not None and self._spec.name == name:
+            return self._clients_for_spec(self._spec)
+        props = cluster.properties_as(AzureProps) if cluster else AzureProps()
+        return clients_from_config(subscription_id=props.subscription_id, arm_endpoint=props.arm_endpoint)
+
+
+def sweep(clients: AzureClients | None = None, *, dry_run: bool = True,
+          known_clusters: Collection[str] | None = None, now: datetime | None = None,
+          subscription_id: str | None = None, arm_endpoint: str | None = None,
+          all_owners: bool = False, only: Collection[str] | None = None,
+          principal: str | None = None) -> list[SweepItem]:
+    """Find (and unless dry_run, delete) the caller's clusters past azbench-expires or unknown
+    to this home; with `all_owners`, other owners' expired clusters too (azure/teardown.py).
+
+    `known_clusters`: names with a live azbench record; None skips the record-gone check.
+    `only`: delete no cluster but these (the ones a confirmation listed). `principal` stands in
+    for the signed-in principal's object id (tests). Without `clients`, DefaultAzureCredential
+    clients for AZURE_SUBSCRIPTION_ID are used.
+    """
+    if clients is None:
+        clients = clients_from_config(subscription_id=subscription_id, arm_endpoint=arm_endpoint)
+    return _sweep(clients, me=signed_in(clients, principal), dry_run=dry_run, known_clusters=known_clusters,
+                  now=now, all_owners=all_owners, only=only)
+
+
+def _described(name: str, rg: Any, sets: list[Any], clients: Any) -> Cluster:
+    """Read what `up` knew from ARM: the scale sets tagged with the cluster, the resource
+    group's tags, the head's public and private addresses; then the one to_cluster."""
+    from orchestrator.providers.azure.lro import observe
+    ours = sorted((s for s in sets if (s.tags or {}).get(ar.TAG_CLUSTER) == name), key=lambda s: s.name)
+    states = {str(getattr(s.provisioning_state, "value", s.provisioning_state)) for s in ours}
+    state = (ClusterState.FAILED if "Failed" in states else
+             ClusterState.READY if ours and states == {"Succeeded"} else ClusterState.PROVISIONING)
+    pip = observe(clients, rg.name, ar.PIP, f"{name}-head-ip")
+    nic = observe(clients, rg.name, ar.NIC, f"{name}-head-nic")
+    configs = (getattr(nic.model, "ip_configurations", None) or []) if nic else []
+    profile = getattr(ours[0], "virtual_machine_profile", None) if ours else None
+    storage = getattr(profile, "storage_profile", None)
+    ref = getattr(storage, "image_reference", None)
+    from orchestrator.providers.azure.spot import read_set
+    hosts = tuple(h for s in ours for h in read_set(clients, rg.name, s.name).hosts)
+    found = Found(name=name, region=ours[0].location if ours else rg.location, resource_group=rg.name,
+                  tags=rg.tags or {}, subscription_id=clients.subscription_id, arm_endpoint=clients.base_url,
+                  sku=ours[0].sku.name if ours else None,
+                  sets=tuple(ScaleSetPlan(name=s.name, vms=int(s.sku.capacity or 0), gpus=0) for s in ours),
+                  head_ip=getattr(pip.model, "ip_address", None) if pip else None,
+                  head_private_ip=getattr(configs[0], "private_ip_address", None) if configs else None,
+                  image=image_text({k: getattr(ref, k, None) for k in ("id", *IMAGE_PARTS)}) if ref else None,
+                  admin_user=_admin(ours), spot=spot_terms(profile) if profile else None, hosts=hosts)
+    return to_cluster(found, state)
+
+
+def _rg(cluster: Cluster) -> str:
+    return cluster.properties_as(AzureProps).resource_group or f"azbench-{cluster.name}"
+
+
+def _sets_of(sets: Sequence[str], hosts: Collection[str]) -> list[str]:
+    """The scale sets whose VMs `hosts` are (a computer name is its set's name, '-', the id);
+    every set when none matches."""
+    return [s for s in sets if any(h.startswith(f"{s}-") for h in hosts)] or list(sets)
+
+
+def _sleep(seconds: float) -> None:
+    import time
+    time.sleep(seconds)
+
+
+def _admin(sets: list[Any]) -> str:
+    for s in sets:
+        profile = getattr(getattr(s, "virtual_machine_profile", None), "os_profile", None)
+        if profile is not None and profile.admin_username:
+            return str(profile.admin_username)
+    return os.environ.get("AZBENCH_ADMIN_USER", "azureuser")
+

@@ -1,0 +1,292 @@
+"""`up` for one Azure cluster: observe, preflight, then create only what is missing, in parallel.
+
+Order: sign in (the caller's owner tags), read every planned resource (GETs; adopt what exists,
+refuse what another cluster or another owner holds, refuse a request that differs from the live
+cluster: drift.py), preflight the VMs still to create, then resource group; NSG and public IP; VNet + subnet; head
+NIC; head VM and every GPU scale set at once (a thread pool). A scale set that fails with
+AllocationFailed/ZonalAllocationFailed is deleted and retried (tenacity) in the next zone of
+`azure.zones`; when the zones are spent, the cluster's regional resources move to the next of
+`azure.fallback_regions`. Quota and SkuNotAvailable fail fast; 429s wait out Retry-After within azure.throttle_budget_s
+(throttle.py), 5xx stay with azure-core.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
+from functools import partial
+from typing import Any, Callable, TypeVar
+
+from orchestrator import paths
+from orchestrator.providers.azure import cloudinit as ci
+from orchestrator.providers.azure import drift, expiry
+from orchestrator.providers.azure import resources as ar
+from orchestrator.providers.azure.cluster import Found, image_text, to_cluster
+from orchestrator.providers.azure.lro import (
+    Aborted,
+    Observed,
+    Reporter,
+    TokenStore,
+    delete,
+    ensure,
+    observe,
+)
+from orchestrator.providers.azure.owner import NotOwnerError, Owner, foreign, signed_in
+from orchestrator.providers.azure.preflight import PreflightNeed, preflight, resolve_ingress
+from orchestrator.providers.azure.teardown import clear_group
+from orchestrator.specs.cluster import ClusterSpec
+from orchestrator.errors import CapacityError, ProvisionError
+from orchestrator.models import Cluster, ClusterState, Plan, ScaleSetPlan
+
+LRO_FILE = "azure-lro.json"
+T = TypeVar("T")
+
+
+@dataclass
+class UpOptions:
+    progress: Callable[[Any], None] | None = None
+    caller_ip_lookup: Callable[[], str] | None = None
+    owner: str | None = None
+    capacity_wait_s: float = 120.0
+    workers: int = 8
+    sleep: Callable[[float], None] | None = None
+    now: Callable[[], datetime] = field(default=lambda: datetime.now(timezone.utc))
+
+
+class UpRun:
+    """One `up` of one cluster; see the module docstring."""
+
+    def __init__(self, clients: Any, spec: ClusterSpec, plan: Plan, opts: UpOptions) -> None:
+        self.clients, self.spec, self.plan, self.opts = clients, spec, plan, opts
+        self.names = ar.names_from_plan(plan)
+        self.sku = spec.sku_row
+        self.cdir = paths.cluster_dir(spec.name)
+        self.tokens = TokenStore(self.cdir / LRO_FILE)
+        self.report = Reporter(opts.progress)
+        self.sub = clients.subscription_id
+        self.seen: dict[str, Observed | None] = {}
+        self.me = Owner(principal="unknown", installation="unknown")  # execute() signs in
+
+    def execute(self) -> Cluster:
+        self.clients.throttle.reset(self.spec.azure.throttle_budget_s)
+        self.me = signed_in(self.clients, self.opts.owner)
+        self.seen = self._observe_all()
+        region = self._current_region()
+        ingress = resolve_ingress(self.spec.azure.ssh_ingress_cidr, self.opts.caller_ip_lookup)
+        # Reads only so far: a request that differs from the live cluster stops here (exit 2).
+        drift.check(self.spec, self.plan, ingress,
+                    drift.live_shape(self.clients, self.names.rg, self.spec.name, self.seen),
+                    resuming=self.tokens.pending())
+        secrets = ci.load_or_create_secrets(self.cdir)
+        tags = self._tags()
+        regions = [region] + [r for r in self.spec.azure.fallback_regions if r != region]
+        for reg, following in zip(regions, regions[1:]):
+            zones, image = self._preflight(reg)
+            try:
+                return self._build(reg, zones, image, ingress, secrets, tags)
+            except CapacityError:
+                self.report.emit("retry", ar.RG, self.names.rg, f"no capacity in {reg}: moving to {following}")
+                self._clear_regional()
+                self.seen = self._observe_all()
+        zones, image = self._preflight(regions[-1])
+        return self._build(regions[-1], zones, image, ingress, secrets, tags)  # the last region: no fallback
+
+    def _preflight(self, region: str) -> tuple[list[str], dict[str, str]]:
+        """The zones to try in `region` (azure.zones in the spec's region only) and the image."""
+        zones = self.spec.azure.zones if region == self.spec.region else []
+        return zones, preflight(self.clients, self._need(region, zones))
+
+    # ------------------------------------------------------------ observe + preflight
+    def _observe_all(self) -> dict[str, Observed | None]:
+        n = self.names
+        items = [(ar.RG, n.rg), (ar.NSG, n.nsg), (ar.PIP, n.pip), (ar.VNET, n.vnet), (ar.NIC, n.nic),
+                 (ar.VM, n.head)] + [(ar.VMSS, s.name) for s in n.sets]
+        seen: dict[str, Observed | None] = {}
+        group = observe(self.clients, n.rg, ar.RG, n.rg)
+        seen[f"{ar.RG}/{n.rg}"] = group
+        if group is not None:
+            self._check_owner(ar.RG, n.rg, group)
+            other = foreign(group.tags, self.me)
+            if other is not None:
+                raise NotOwnerError(f"cluster '{self.spec.name}' (resource group {n.rg}) belongs to another "
+                                    f"owner ({other.describe()}); this is {self.me.describe()}",
+                                    hint="pick another cluster name or azure.resource_group")
+            jobs = {f"{k}/{name}": partial(observe, self.clients, n.rg, k, name) for k, name in items[1:]}
+            seen.update(self._parallel(jobs))
+        for key, obs in seen.items():
+            if obs is not None:
+                kind, name = key.rsplit("/", 1)
+                self._check_owner(kind, name, obs)
+        return seen
+
+    def _check_owner(self, kind: str, name: str, obs: Observed) -> None:
+        owner = obs.tags.get(ar.TAG_CLUSTER)
+        if owner != self.spec.name:
+            what = f"owned by azbench cluster '{owner}'" if owner else "not created by azbench"
+            raise ProvisionError(f"{kind.rsplit('/', 1)[-1]} {name} already exists and is {what}",
+                                 hint="pick another cluster name or azure.resource_group")
+
+    def _current_region(self) -> str:
+        for key, obs in self.seen.items():
+            if obs is not None and not key.startswith(ar.RG) and obs.location:
+                return obs.location
+        return self.spec.region or ""
+
+    def _need(self, region: str, zones: list[str]) -> PreflightNeed:
+        new_vms = sum(s.vms for s in self.names.sets if not self._live(ar.VMSS, s.name))
+        return PreflightNeed(region=region, sku=self.sku, new_vms=new_vms, head_size=self.spec.azure.head_size,
+                             new_head=not self._live(ar.VM, self.names.head), zones=zones,
+                             image=self.spec.azure.image, spot=self.spec.azure.priority == "spot")
+
+    def _spot(self) -> ar.SpotTerms | None:
+        a = self.spec.azure
+        return ar.SpotTerms(a.eviction_policy, a.max_price) if a.priority == "spot" else None
+
+    def _live(self, kind: str, name: str) -> bool:
+        obs = self.seen.get(f"{kind}/{name}")
+        return obs is not None and obs.state != "Failed"
+
+    def _tags(self) -> dict[str, str]:
+        group = self.seen.get(f"{ar.RG}/{self.names.rg}")
+        now, a = self.opts.now(), self.spec.azure
+        tags = ar.cluster_tags(self.spec.name, self.me.tags(), now + timedelta(hours=a.expires_hours),
+                               dict(self.spec.tags), created=now,
+                               spot_restore_s=a.spot_restore_timeout if a.priority == "spot" else None)
+        if group is not None:  # a rerun keeps what the group says (owner, expiry, creation...),
+            # as describe reads it from there: up and describe return the same record
+            kept = (ar.TAG_EXPIRES, ar.TAG_CREATED, ar.TAG_SPOT_RESTORE)
+            tags.update({k: v for k, v in group.tags.items() if k in kept})
+        return tags
+
+    # ------------------------------------------------------------ creation
+    def _build(self, region: str, zones: list[str], image: dict[str, str], ingress: str,
+               sec: ci.ClusterSecrets, tags: dict[str, str]) -> Cluster:
+        n, rg = self.names, self.names.rg
+        subnet_cidr, head_ip = ar.subnet_layout(self.spec.azure.vnet_cidr, self.plan.nodes)
+        ids = {k: ar.rid(self.sub, rg, k, name) for k, name in
+               ((ar.NSG, n.nsg), (ar.PIP, n.pip), (ar.VNET, n.vnet), (ar.NIC, n.nic))}
+        subnet_id = f"{ids[ar.VNET]}/subnets/{ar.SUBNET}"
+        self._ensure(ar.RG, rg, lambda: {"location": self.spec.region, "tags": tags})
+        self._parallel({
+            "nsg": lambda: self._ensure(ar.NSG, n.nsg, lambda: ar.nsg_body(region, tags, ingress)),
+            "pip": lambda: self._ensure(ar.PIP, n.pip, lambda: ar.pip_body(region, tags))})
+        self._ensure(ar.VNET, n.vnet, lambda: ar.vnet_body(region, tags, self.spec.azure.vnet_cidr,
+                                                           subnet_cidr, ids[ar.NSG]))
+        self._ensure(ar.NIC, n.nic, lambda: ar.nic_body(region, tags, subnet_id, ids[ar.PIP], head_ip))
+        sets = list(n.sets)
+        agent = (expiry.agent_context(self.spec.name, self.sub, rg, self.clients.base_url, self.spec.azure.idle_minutes)
+                 if n.role else None)
+        head_cd = ci.custom_data(ci.head_cloud_init(self.spec.name, self.sku, sets, head_ip, subnet_cidr, sec,
+                                                    expiry=agent, slurm_version=ci.image_slurm(image)), "head")
+        node_cd = ci.custom_data(ci.node_cloud_init(self.spec.name, self.sku, sets, head_ip, sec,
+                                                     spot=self._spot() is not None), "nodes")
+        common = {"admin": self.spec.azure.admin_user, "pubkey": sec.admin_public_key}
+        jobs: dict[str, Callable[[], Any]] = {"head": lambda: self._ensure(ar.VM, n.head, lambda: ar.head_vm_body(
+            region, tags, size=self.spec.azure.head_size, image=ar.head_image(image), custom_data=head_cd,
+            nic_id=ids[ar.NIC], computer_name=ci.head_hostname(self.spec.name), identity=n.role is not None,
+            **common))}
+
+        def vmss_body(s: ScaleSetPlan, zone: str | None) -> Any:
+            # The set's slurm.conf slots (cloudinit.slot_count) ride on it, for replace and resize.
+            slots = ci.slot_count(s, max(self.sku.nvlink_domain_vms, 1))
+            return ar.vmss_body(region, {**tags, ar.TAG_SLOTS: str(slots)}, sku_name=self.sku.name,
+                                scale_set=s, zone=zone, image=image,
+                                custom_data=node_cd, subnet_id=subnet_id, prefix=ci.computer_name_prefix(s),
+                                spot=self._spot(), **common)
+        for s in sets:
+            jobs[s.name] = partial(self._ensure_vmss, region, zones, s, partial(vmss_body, s))
+        made = self._parallel(jobs)
+        if n.role:
+            self._grant_self_delete(made["head"])
+        return self._cluster(region, image, sec, tags, head_ip)
+
+    def _grant_self_delete(self, head_vm: Any) -> None:
+        """The head's identity may delete this cluster's group, for its expiry agent."""
+        n = self.names
+        principal = expiry.head_principal(head_vm, n.head)
+        self.report.check()
+        outcome = expiry.grant_self_delete(self.clients, n.rg, n.role or "", principal)
+        self.report.emit(outcome, ar.ROLE, n.role or "", f"Contributor on {n.rg} for {n.head}'s identity")
+
+    def _ensure(self, kind: str, name: str, body: Callable[[], Any]) -> Any:
+        return ensure(self.clients, self.names.rg, kind, name, body,
+                      seen=self.seen.get(f"{kind}/{name}"), tokens=self.tokens, report=self.report)
+
+    def _ensure_vmss(self, region: str, zones: list[str], s: ScaleSetPlan,
+                     body: Callable[[str | None], Any]) -> Any:
+        from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait_fixed
+        placements: list[str | None] = list(zones) or [None]
+        retrying = Retrying(stop=stop_after_attempt(len(placements)), reraise=True,
+                            wait=wait_fixed(self.opts.capacity_wait_s),
+                            retry=retry_if_exception_type(CapacityError),
+                            sleep=self.opts.sleep or _real_sleep)
+        for attempt in retrying:
+            with attempt:
+                zone = placements[attempt.retry_state.attempt_number - 1]
+                return self._create_vmss(region, zone, s, body)
+        return None
+
+    def _create_vmss(self, region: str, zone: str | None, s: ScaleSetPlan,
+                     body: Callable[[str | None], Any]) -> Any:
+        key = f"{ar.VMSS}/{s.name}"
+        seen = self.seen.get(key)
+        if seen is not None and seen.state == "Failed":
+            delete(self.clients, self.names.rg, ar.VMSS, s.name, self.report)
+            self.seen[key] = None
+        try:
+            return self._ensure(ar.VMSS, s.name, lambda: body(zone))
+        except CapacityError as exc:
+            where = f"zone {zone} of {region}" if zone else region
+            self.report.emit("retry", ar.VMSS, s.name, f"{getattr(exc, 'code', 'AllocationFailed')} in {where}")
+            delete(self.clients, self.names.rg, ar.VMSS, s.name, self.report)
+            self.seen[key] = None
+            raise
+
+    def _clear_regional(self) -> None:
+        n = self.names
+        clear_group(self.clients, n.rg, {ar.VMSS: [s.name for s in n.sets], ar.VM: [n.head], ar.NIC: [n.nic],
+                                         ar.VNET: [n.vnet], ar.PIP: [n.pip], ar.NSG: [n.nsg]},
+                    self.report, self.opts.workers)
+        self.tokens.clear()
+
+    def _parallel(self, jobs: Mapping[str, Callable[[], T]]) -> dict[str, T]:
+        """Run independent jobs at once; on the first failure the others stop at their next step."""
+        def stop_the_others(fut: Future[T]) -> None:
+            if fut.exception() is not None:
+                self.report.abort.set()
+        with ThreadPoolExecutor(max_workers=max(1, min(self.opts.workers, len(jobs)))) as pool:
+            futures = {key: pool.submit(job) for key, job in jobs.items()}
+            for fut in futures.values():
+                fut.add_done_callback(stop_the_others)
+        errors = [exc for fut in futures.values() if (exc := fut.exception()) is not None]
+        real = [e for e in errors if not isinstance(e, Aborted)]
+        if real:
+            # Capacity last: a fail-fast error (quota, SKU) is what the user must act on.
+            real.sort(key=lambda e: isinstance(e, CapacityError))
+            if all(isinstance(e, CapacityError) for e in real):
+                self.report.abort.clear()
+            raise real[0]
+        if errors:
+            raise errors[0]
+        return {key: fut.result() for key, fut in futures.items()}
+
+    def _cluster(self, region: str, image: dict[str, str], sec: ci.ClusterSecrets, tags: dict[str, str],
+                 head_ip: str) -> Cluster:
+        pip = observe(self.clients, self.names.rg, ar.PIP, self.names.pip)
+        address = getattr(pip.model, "ip_address", None) if pip else None
+        if not address:
+            raise ProvisionError(f"public IP {self.names.pip} has no address after creation")
+        ci.write_known_hosts(self.cdir, address, sec.host_public_key)
+        found = Found(name=self.spec.name, region=region, resource_group=self.names.rg, tags=tags,
+                      subscription_id=self.sub, arm_endpoint=self.clients.base_url, sku=self.sku.name,
+                      sets=self.names.sets, head_ip=address, head_private_ip=head_ip,
+                      image=image_text(image), admin_user=self.spec.azure.admin_user, spot=self._spot())
+        return to_cluster(found, ClusterState.READY)
+
+
+def _real_sleep(seconds: float) -> None:
+    import time
+    time.sleep(seconds)
+

@@ -1,0 +1,337 @@
+"""The Azure ML provider: an AmlCompute cluster (ND H100 v5 / ND H200 v5) in an existing workspace.
+
+`plan` is pure: the AmlCompute it would create (size, min/max instances, idle scale-down, tags)
+and the preflight `up` runs. `up` checks the workspace exists, preflights the size (Compute RP
+resource SKUs, reusing azure_preflight) and Azure ML's own per-family quota, then creates the
+compute with MLClient.compute.begin_create_or_update, or adopts one of the same name. `down`
+deletes a compute azbench created (missing is success) and leaves an adopted one alone.
+azure.ai.ml is imported only inside functions here and in launchers/azureml.py; the MLClient
+comes from an injectable factory, so tests point the real SDK at a loopback fake ARM.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+from dataclasses import dataclass
+from types import SimpleNamespace
+from typing import Any, Callable
+
+from orchestrator.providers.azure.resources import TAG_CLUSTER, TAG_OWNER
+from orchestrator.providers.azure.errors import is_missing
+from orchestrator.providers.azureml.cluster import WORKDIR  # noqa: F401 (re-exported)
+from orchestrator.providers.azureml.cluster import provisional, to_cluster
+from orchestrator.providers.azureml.launcher import AzureMLLauncher
+from orchestrator.providers.base import ProviderBase
+from orchestrator.specs.cluster import ClusterSpec
+from orchestrator.errors import ConfigError, NotFoundError, PreflightError
+from orchestrator.models import AzureMLProps, Cluster, Plan, PlannedResource, ScaleSetPlan
+from orchestrator.seams import Access, Capabilities
+
+COMPUTE_KIND = "Microsoft.MachineLearningServices/workspaces/computes"
+ALLOWED_SIZES = ("Standard_ND96isr_H100_v5", "Standard_ND96isr_H200_v5")
+TOTAL_QUOTA = "Total Cluster Dedicated Regional vCPUs"
+WORKSPACE_ENV, GROUP_ENV = "AZBENCH_AZUREML_WORKSPACE", "AZBENCH_AZUREML_RESOURCE_GROUP"
+_COMPUTE_NAME = re.compile(r"^[a-z][a-z0-9-]{1,15}$")
+
+
+@dataclass(frozen=True)
+class AmlTarget:
+    """One workspace: where the compute lives and where jobs go."""
+
+    subscription_id: str
+    resource_group: str
+    workspace: str
+    arm_endpoint: str | None = None
+
+
+MLClientFactory = Callable[[AmlTarget], Any]
+ArmClientsFactory = Callable[[AmlTarget], Any]
+
+
+class AzureMLProvider(ProviderBase):
+    """Provider for `--provider azureml`. `ml_client` builds an MLClient for a target (default:
+    DefaultAzureCredential); `arm_clients` builds the Compute RP clients used by the size check."""
+
+    name = "azureml"
+    caps = Capabilities(spends_money=True) | AzureMLLauncher.caps
+
+    def __init__(self, ml_client: MLClientFactory | None = None,
+                 arm_clients: ArmClientsFactory | None = None, *, owner: str | None = None) -> None:
+        self.ml_client = ml_client or default_ml_client
+        self.arm_clients = arm_clients or default_arm_clients
+        self.owner = owner or os.environ.get("USER") or "azbench"
+        self._spec: ClusterSpec | None = None
+
+    # ------------------------------------------------------------ Provider protocol
+    def plan(self, spec: ClusterSpec) -> Plan:
+        """The AmlCompute `up` would create and the checks it runs first. Pure."""
+        self._spec = spec
+        sku = _allowed_sku(spec)
+        opts = spec.azureml
+        if opts.min_instances > spec.nodes:
+            raise ConfigError(f"azureml.min_instances {opts.min_instances} exceeds nodes {spec.nodes}")
+        ws = opts.workspace or os.environ.get(WORKSPACE_ENV) or f"<${WORKSPACE_ENV} at up>"
+        props: dict[str, str | int | bool | None] = {
+            "workspace": ws, "size": sku.name, "tier": "Dedicated", "min_instances": opts.min_instances,
+            "max_instances": spec.nodes, "idle_time_before_scale_down_s": opts.idle_seconds,
+            "gpus": spec.nodes * sku.gpus_per_vm,
+            **{f"tag:{k}": v for k, v in compute_tags(spec, "<caller at up>").items()}}
+        name = compute_name(spec.name)
+        cost = round(spec.nodes * sku.price_per_hour_usd, 2) if sku.price_per_hour_usd else None
+        warnings = [] if cost is not None else [f"no list price known for {sku.name}: cost unknown"]
+        if opts.min_instances == 0:
+            warnings.append("min_instances 0: nodes are allocated when the first job starts, so "
+                            "its queue time includes VM allocation and image pull")
+        return Plan(cluster=spec.name, provider=self.name, sku=sku.name, region=spec.region,
+                    nodes=spec.nodes, gpus_per_node=sku.gpus_per_vm,
+                    total_gpus=spec.nodes * sku.gpus_per_vm,
+                    scale_sets=[ScaleSetPlan(name=name, vms=spec.nodes, gpus=spec.nodes * sku.gpus_per_vm)],
+                    resources=[PlannedResource(kind=COMPUTE_KIND, name=name, count=spec.nodes, properties=props)],
+                    cost_per_hour_usd=cost, preflight=preflight_checks(spec), warnings=warnings,
+                    lifetime=f"scales to {opts.min_instances} nodes after {opts.idle_seconds} s idle")
+
+    def up(self, spec: ClusterSpec, plan: Plan) -> Cluster:
+        """Create the compute, or adopt the existing one of the same name; idempotent."""
+        from orchestrator.providers.azure.errors import arm_call
+        self._spec = spec
+        target = target_from_spec(spec)
+        ml = self.ml_client(target)
+        name = compute_name(spec.name)
+        check_workspace(ml, target)
+        existing = _get_compute(ml, name)
+        if existing is not None:
+            return self._adopt(spec, target, existing)
+        self.preflight(spec, ml=ml)
+        with arm_call(f"create AmlCompute {name}"):
+            created = ml.compute.begin_create_or_update(build_compute(spec, self.owner)).result()
+        return to_cluster(spec.name, target, created, owned=True)
+
+    def describe(self, name: str) -> Cluster | None:
+        """The compute as Azure ML has it, or None (needs the spec's or the environment's workspace)."""
+        spec = self._spec if self._spec is not None and self._spec.name == name else None
+        target = target_from_spec(spec) if spec else target_from_env()
+        compute = _get_compute(self.ml_client(target), compute_name(name))
+        if compute is None:
+            return None
+        return to_cluster(name, target, compute, owned=(compute.tags or {}).get(TAG_CLUSTER) == name)
+
+    def provisional(self, spec: ClusterSpec, plan: Plan) -> Cluster:
+        """PROVISIONING, with the workspace and compute name `down` needs (azureml/cluster.py)."""
+        return provisional(spec.name, plan, target_from_spec(spec), compute_name(spec.name))
+
+    def down(self, cluster: Cluster) -> None:
+        """Delete the compute azbench created; missing is success; an adopted one is left alone.
+        From a provisional record (ownership unknown) the compute's azbench-cluster tag decides."""
+        from orchestrator.providers.azure.errors import arm_call
+        props = cluster.properties_as(AzureMLProps)
+        if props.owned is False:
+            return
+        ml = self.ml_client(target_from_cluster(cluster))
+        name = props.compute or compute_name(cluster.name)
+        if props.owned is None:
+            found = _get_compute(ml, name)
+            if found is None or (found.tags or {}).get(TAG_CLUSTER) != cluster.name:
+                return  # gone, or not one azbench made for this cluster: never delete it
+        with arm_call(f"delete AmlCompute {name}"):
+            try:
+                ml.compute.begin_delete(name).result()
+            except Exception as exc:
+                if not is_missing(exc):
+                    raise
+        if _get_compute(ml, name) is not None:
+            from orchestrator.errors import ProvisionError
+            raise ProvisionError(f"AmlCompute {name} still exists after delete")
+
+    def connect(self, cluster: Cluster) -> Access:
+        """Jobs through the workspace's MLClient (built on first use); no login shell."""
+        launcher = AzureMLLauncher(cluster, ml_factory=lambda: self.ml_client(target_from_cluster(cluster)))
+        return Access(launcher=launcher, shell=None, caps=self.caps)
+
+    # ------------------------------------------------------------ preflight
+    def preflight(self, spec: ClusterSpec, *, ml: Any = None) -> None:
+        """Size offered and unrestricted in the region (Compute RP), Azure ML family and
+        regional vCPU quota free for the nodes; PreflightError listing every shortfall."""
+        from orchestrator.providers.azure.errors import arm_call
+        from orchestrator.providers.azure.preflight import (
+            PreflightNeed,
+            _quota_problems,
+            _sku_problems,
+        )
+        sku, region = _allowed_sku(spec), str(spec.region)
+        target = target_from_spec(spec)
+        arm = self.arm_clients(target)
+        with arm_call(f"list VM sizes in {region}"):
+            rows = {s.name: s for s in arm.compute.resource_skus.list(filter=f"location eq '{region}'")
+                    if s.resource_type == "virtualMachines"}
+        problems = _sku_problems(rows.get(sku.name), sku.name, region, [])
+        need = PreflightNeed(region=region, sku=sku, new_vms=spec.nodes, head_size="", new_head=False)
+        ml = ml if ml is not None else self.ml_client(target)
+        with arm_call(f"read Azure ML quotas in {region}"):
+            usages = list(ml.compute.list_usage(location=region))
+        # azure_preflight reads `clients.compute.usage.list`: hand it Azure ML's own quota rows.
+        quota_view = SimpleNamespace(compute=SimpleNamespace(usage=SimpleNamespace(
+            list=lambda _region: [_aml_usage_row(u) for u in usages])))
+        problems += [p.replace("quota ", "Azure ML quota ", 1) for p in _quota_problems(quota_view, need, None)]
+        if problems:
+            raise PreflightError("; ".join(problems))
+
+    def _adopt(self, spec: ClusterSpec, target: AmlTarget, compute: Any) -> Cluster:
+        ours = (compute.tags or {}).get(TAG_CLUSTER) == spec.name
+        size = str(getattr(compute, "size", "") or "")
+        if size.lower() != spec.sku_row.name.lower():
+            raise ConfigError(f"AmlCompute {compute.name} in workspace {target.workspace} is {size}, "
+                              f"not {spec.sku_row.name}: pick another --name")
+        if int(compute.max_instances or 0) < spec.nodes and not ours:
+            raise ConfigError(f"AmlCompute {compute.name} scales to {compute.max_instances} nodes, "
+                              f"{spec.nodes} requested (azbench does not resize a compute it did not create)")
+        if ours and int(compute.max_instances or 0) != spec.nodes:
+            from orchestrator.providers.azure.errors import arm_call
+            with arm_call(f"update AmlCompute {compute.name}"):
+                compute = self.ml_client(target).compute.begin_create_or_update(
+                    build_compute(spec, self.owner)).result()
+        return to_cluster(spec.name, target, compute, owned=ours)
+
+
+# ------------------------------------------------------------------ building blocks
+def build_compute(spec: ClusterSpec, owner: str) -> Any:
+    """The azure.ai.ml AmlCompute entity for `spec` (its REST body is golden-tested)."""
+    from azure.ai.ml.entities import AmlCompute
+    sku = _allowed_sku(spec)
+    return AmlCompute(name=compute_name(spec.name), size=sku.name, location=spec.region,
+                      min_instances=spec.azureml.min_instances, max_instances=spec.nodes,
+                      idle_time_before_scale_down=spec.azureml.idle_seconds, tier="Dedicated",
+                      tags=compute_tags(spec, owner))
+
+
+def compute_tags(spec: ClusterSpec, owner: str) -> dict[str, str]:
+    return {**spec.tags, "azbench": "1", TAG_CLUSTER: spec.name, TAG_OWNER: owner}
+
+
+def compute_name(cluster: str) -> str:
+    """Azure ML compute names are 2-16 characters: longer cluster names get a stable hash suffix."""
+    if _COMPUTE_NAME.fullmatch(cluster):
+        return cluster
+    digest = hashlib.sha1(cluster.encode()).hexdigest()[:4]
+    return f"{cluster[:11].rstrip('-')}-{digest}"
+
+
+def preflight_checks(spec: ClusterSpec) -> list[str]:
+    sku = spec.sku_row
+    vcpus = sku.vcpus * spec.nodes
+    ws = spec.azureml.workspace or f"${WORKSPACE_ENV}"
+    return [f"workspace {ws} exists in its resource group",
+            f"{sku.name} is offered in {spec.region} and not restricted for the subscription (resource SKUs)",
+            f"Azure ML quota {sku.quota_family} has {vcpus:,} free vCPUs ({spec.nodes:,} x {sku.vcpus})",
+            f"Azure ML quota '{TOTAL_QUOTA}' has {vcpus:,} free vCPUs"]
+
+
+def check_workspace(ml: Any, target: AmlTarget) -> None:
+    """NotFoundError (exit 2) naming the workspace when it does not exist."""
+    from orchestrator.providers.azure.errors import arm_call, is_missing
+    with arm_call(f"read workspace {target.workspace}"):
+        try:
+            ml.workspaces.get(target.workspace)
+        except Exception as exc:
+            if is_missing(exc):
+                raise NotFoundError(f"Azure ML workspace '{target.workspace}' not found in resource "
+                                    f"group '{target.resource_group}'") from None
+            raise
+
+
+def target_from_spec(spec: ClusterSpec) -> AmlTarget:
+    o = spec.azureml
+    return _target(o.subscription_id, o.resource_group, o.workspace, spec.azure.arm_endpoint)
+
+
+def target_from_cluster(cluster: Cluster) -> AmlTarget:
+    p = cluster.properties_as(AzureMLProps)
+    return _target(p.subscription_id, p.resource_group, p.workspace, p.arm_endpoint)
+
+
+def target_from_env() -> AmlTarget:
+    return _target(None, None, None, None)
+
+
+def default_ml_client(target: AmlTarget, credential: Any = None, **kwargs: Any) -> Any:
+    """An MLClient for the workspace; a non-public ARM endpoint is registered as its own cloud."""
+    from azure.ai.ml import MLClient
+
+    from orchestrator.providers.azure.clients import PUBLIC_ARM, default_credential
+    credential = credential or default_credential()
+    endpoint = (target.arm_endpoint or PUBLIC_ARM).rstrip("/")
+    if endpoint != PUBLIC_ARM:
+        from azure.ai.ml._azure_environments import EndpointURLS as E
+        kwargs["cloud"] = f"azbench-{hashlib.sha1(endpoint.encode()).hexdigest()[:10]}"
+        kwargs["cloud_metadata"] = {E.AZURE_PORTAL_ENDPOINT: endpoint + "/", E.RESOURCE_MANAGER_ENDPOINT: endpoint + "/",
+                                    E.ACTIVE_DIRECTORY_ENDPOINT: os.environ.get("AZURE_AUTHORITY_HOST", endpoint) + "/",
+                                    E.AML_RESOURCE_ID: endpoint + "/", E.STORAGE_ENDPOINT: "core.windows.net",
+                                    E.REGISTRY_DISCOVERY_ENDPOINT: endpoint + "/"}
+    kwargs.setdefault("enable_telemetry", False)  # no Application Insights traffic from azbench
+    kwargs.setdefault("show_progress", False)
+    return MLClient(credential, target.subscription_id, target.resource_group, target.workspace, **kwargs)
+
+
+def default_arm_clients(target: AmlTarget) -> Any:
+    from orchestrator.providers.azure.clients import clients_from_config
+    return clients_from_config(subscription_id=target.subscription_id, arm_endpoint=target.arm_endpoint)
+
+
+# ------------------------------------------------------------------ helpers
+def _allowed_sku(spec: ClusterSpec) -> Any:
+    sku = spec.sku_row
+    if sku.name not in ALLOWED_SIZES:
+        raise ConfigError(f"size {sku.name} is not allowed for provider 'azureml' "
+                          f"(use h100 or h200: {', '.join(ALLOWED_SIZES)})")
+    return sku
+
+
+def _target(sub: str | None, group: str | None, ws: str | None, endpoint: str | None) -> AmlTarget:
+    sub = sub or os.environ.get("AZURE_SUBSCRIPTION_ID")
+    group = group or os.environ.get(GROUP_ENV)
+    ws = ws or os.environ.get(WORKSPACE_ENV)
+    missing = [what for what, v in (("azureml.subscription_id or AZURE_SUBSCRIPTION_ID", sub),
+                                    (f"azureml.resource_group or {GROUP_ENV}", group),
+                                    (f"azureml.workspace or {WORKSPACE_ENV}", ws)) if not v]
+    if missing:
+        raise ConfigError(f"no Azure ML workspace: set {', '.join(missing)}")
+    endpoint = endpoint or os.environ.get("AZURE_RESOURCE_MANAGER_ENDPOINT")
+    return AmlTarget(str(sub), str(group), str(ws), endpoint.rstrip("/") if endpoint else None)
+
+
+def _get_compute(ml: Any, name: str) -> Any | None:
+    from orchestrator.providers.azure.errors import arm_call, is_missing
+    with arm_call(f"read AmlCompute {name}"):
+        try:
+            return ml.compute.get(name)
+        except Exception as exc:
+            if is_missing(exc):
+                return None
+            raise
+
+
+def _aml_usage_row(u: Any) -> Any:
+    """An Azure ML usage row keyed like a Compute RP one: 'Standard NDSH100v5 Family Cluster
+    Dedicated vCPUs' -> 'standardNDSH100v5Family' (compared case-blind), the total -> 'cores'."""
+    name = u.name  # the SDK's Usage copies the REST dict in: `name` is a plain dict there
+    label = str((name.get("value") if isinstance(name, dict) else getattr(name, "value", name)) or "")
+    key = "cores" if label == TOTAL_QUOTA else label.replace("Cluster Dedicated vCPUs", "").replace(" ", "")
+    return SimpleNamespace(name=SimpleNamespace(value=_family_key(key)),
+                           current_value=_field(u, "current_value", "currentValue") or 0,
+                           limit=_field(u, "limit", "limit") or 0)
+
+
+def _field(obj: Any, attr: str, rest_key: str) -> Any:
+    """azure-ai-ml 1.35's Usage copies the REST dict with camelCase keys, leaving the
+    snake_case attribute None: read whichever is set."""
+    value = getattr(obj, attr, None)
+    return value if value is not None else vars(obj).get(rest_key)
+
+
+def _family_key(key: str) -> str:
+    from orchestrator.hardware.catalog import gpu_skus
+    for row in gpu_skus():
+        if row.quota_family.lower() == key.lower():
+            return row.quota_family
+    return key

@@ -1,0 +1,190 @@
+"""The Provider seam: where clusters come from, and how the code above reaches one.
+
+Every provider (fake, local, ssh, azure, azureml) passes one contract suite,
+tests/test_contracts_providers.py: `plan` is pure, `up` is idempotent, `describe` matches `up`,
+`down` is idempotent, and the capabilities it declares match what it does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING, Protocol, TypedDict
+
+from orchestrator.errors import MissingCapability
+from orchestrator.models import Cluster, ClusterState, Plan
+from orchestrator.seams import Access, Capabilities
+
+if TYPE_CHECKING:
+    from orchestrator.specs.cluster import ClusterSpec
+
+
+class CloudNode(TypedDict):
+    """One VM as the cloud lists it (no login needed): host name, scale set, provisioning state."""
+
+    name: str
+    scale_set: str
+    state: str
+
+
+@dataclass(frozen=True)
+class HostReport:
+    """One node reported to the cloud as faulty: `status` "reported", "skipped" or "failed",
+    `detail` the report's name or why not, `category` what it was reported as."""
+
+    node: str
+    status: str
+    detail: str
+    category: str = ""
+
+
+@dataclass(frozen=True)
+class CloudResource:
+    """One compute resource as the cloud reports it: kind ("VM", "scale set"), name,
+    provisioning state, and a detail (power state, instance counts)."""
+
+    kind: str
+    name: str
+    state: str
+    detail: str = ""
+
+
+@dataclass(frozen=True)
+class CloudView:
+    """The cluster as its cloud sees it, read without logging in (`azbench status NAME`):
+    whether it exists, its VMs and scale sets, the scale-set instances listed and running, and
+    the creation time, deadline and owner its tags hold (None where it has none)."""
+
+    exists: bool
+    resources: tuple[CloudResource, ...] = ()
+    instances: int = 0
+    running: int = 0
+    created: datetime | None = None
+    expires: datetime | None = None
+    owner: str | None = None
+
+
+class Provider(Protocol):
+    """A source of clusters. `caps` declares what its clusters can do; an operation whose
+    capability is absent raises MissingCapability (ProviderBase supplies those answers)."""
+
+    name: str
+    caps: Capabilities
+
+    def plan(self, spec: ClusterSpec) -> Plan:
+        """Pure: what `up` would create. No credentials, no network, no side effects."""
+        ...
+
+    def provisional(self, spec: ClusterSpec, plan: Plan) -> Cluster:
+        """The record stored (PROVISIONING) before `up` creates anything: enough for `down` to
+        find and delete whatever a crashed `up` left behind. Pure."""
+        ...
+
+    def up(self, spec: ClusterSpec, plan: Plan) -> Cluster:
+        """Create or adopt the cluster; idempotent (a rerun after a crash adopts what exists)."""
+        ...
+
+    def describe(self, name: str) -> Cluster | None:
+        """The live cluster or None; the provider's own state is the truth, the store a cache.
+        The same record `up` returns (one to_cluster per provider)."""
+        ...
+
+    def down(self, cluster: Cluster) -> None:
+        """Delete everything the cluster owns and verify it is gone; missing is success."""
+        ...
+
+    def foreign_owner(self, cluster: Cluster) -> str | None:
+        """Who else owns the live cluster (one phrase naming them), or None when the caller
+        does or the backend has no owners. `down` refuses another's cluster without --force."""
+        ...
+
+    def connect(self, cluster: Cluster) -> Access:
+        """The cluster's launcher, login shell (if any) and capabilities. Opens no connection
+        until one is used; close the Access when done."""
+        ...
+
+    def extend(self, cluster: Cluster, expires: datetime) -> None:
+        """Move the cluster's self-enforced deadline (capability `expires`)."""
+        ...
+
+    def restore_capacity(self, cluster: Cluster, nodes: Collection[str] = (),
+                         timeout_s: float | None = None, evict_wait_s: float = 0.0) -> list[str]:
+        """Bring evicted nodes back; the host names now in the cluster (`restores_capacity`).
+
+        First waits, at most `evict_wait_s`, until `nodes` are really gone (deleted, deallocated,
+        dead): a job leaves a noticed node before Azure evicts it, and a node restored while
+        still up would count as capacity, then vanish under the next attempt. Past the wait it
+        restores anyway (the eviction may have been called off)."""
+        ...
+
+    def node_states(self, cluster: Cluster) -> Sequence[CloudNode]:
+        """The cluster's VMs as the cloud lists them (capability `live_node_states`)."""
+        ...
+
+    def live_view(self, cluster: Cluster) -> CloudView:
+        """The cluster's resources and their states as the cloud reports them, no login and no
+        writes (capability `live_node_states`)."""
+        ...
+
+    def replace_node(self, cluster: Cluster, node: str, timeout_s: float | None = None) -> str:
+        """Retire `node` for good and bring a fresh one up under a new name, joined to the
+        scheduler and idle; the new node's name (capability `replaces_nodes`). The caller
+        gates the new node before it counts as healthy."""
+        ...
+
+    def resize(self, cluster: Cluster, nodes: int, remove: Sequence[str] = (),
+               timeout_s: float | None = None) -> Cluster:
+        """Grow to `nodes` (fresh nodes, joined and idle) or shrink to it by retiring `remove`
+        (the caller drained them first); the cluster as now described (capability `resizes`).
+        CapacityError when growing needs more than the provider can get (its quota)."""
+        ...
+
+    def report_unhealthy(self, cluster: Cluster, reasons: Mapping[str, str]) -> list[HostReport]:
+        """Report each drained node (node -> the gate's reason) to the cloud as a faulty host;
+        one result per node (capability `reports_hosts`)."""
+        ...
+
+
+class ProviderBase:
+    """The answers of a provider that lacks an optional capability: MissingCapability, typed."""
+
+    name: str = "provider"
+    caps: Capabilities = Capabilities()
+
+    def provisional(self, spec: ClusterSpec, plan: Plan) -> Cluster:
+        """The plan's shape, PROVISIONING; a backend adds what its `down` needs to find it."""
+        return Cluster(name=spec.name, provider=self.name, sku=plan.sku, nodes=plan.nodes,
+                       region=plan.region, state=ClusterState.PROVISIONING,
+                       cost_per_hour_usd=plan.cost_per_hour_usd)
+
+    def foreign_owner(self, cluster: Cluster) -> str | None:
+        return None  # no owners: whoever holds the record may delete it
+
+    def extend(self, cluster: Cluster, expires: datetime) -> None:
+        raise MissingCapability(cluster.name, self.name, "move its expiry",
+                                hint="only clusters that delete themselves (azure) expire")
+
+    def restore_capacity(self, cluster: Cluster, nodes: Collection[str] = (),
+                         timeout_s: float | None = None, evict_wait_s: float = 0.0) -> list[str]:
+        raise MissingCapability(cluster.name, self.name, "restore evicted capacity",
+                                hint="its nodes are left to their owner")
+
+    def node_states(self, cluster: Cluster) -> Sequence[CloudNode]:
+        raise MissingCapability(cluster.name, self.name, "list its nodes without logging in")
+
+    def live_view(self, cluster: Cluster) -> CloudView:
+        raise MissingCapability(cluster.name, self.name, "report its resources without logging in")
+
+    def replace_node(self, cluster: Cluster, node: str, timeout_s: float | None = None) -> str:
+        raise MissingCapability(cluster.name, self.name, "replace a node",
+                                hint="drain it (`azbench health`) and replace it by hand")
+
+    def report_unhealthy(self, cluster: Cluster, reasons: Mapping[str, str]) -> list[HostReport]:
+        raise MissingCapability(cluster.name, self.name, "report a faulty host to its cloud",
+                                hint="only Azure documents a way (Guest Health Reporting)")
+
+    def resize(self, cluster: Cluster, nodes: int, remove: Sequence[str] = (),
+               timeout_s: float | None = None) -> Cluster:
+        raise MissingCapability(cluster.name, self.name, "be resized while it runs",
+                                hint="`azbench down` it and `up` again at the new size")

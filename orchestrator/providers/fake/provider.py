@@ -1,0 +1,80 @@
+"""The fake provider: Azure-shaped plans, clusters kept in a JSON file, failure switches.
+
+FakeProvider backs `--dry-run` for every Azure-shaped provider and lets the whole flow run
+without a cloud: its clusters live in `$AZBENCH_HOME/clusters/<name>/fake.json` (cluster.py).
+Failure switches come from `AZBENCH_FAKE_FAIL` (capacity | quota | sku) and every call is
+recorded in `calls`.
+"""
+
+from __future__ import annotations
+
+import os
+
+from orchestrator.providers.azure.plan import plan_azure
+from orchestrator.providers.base import ProviderBase
+from orchestrator.providers.fake.cluster import load, save, state_file, to_cluster
+from orchestrator.hosts.remote import LocalRunner
+from orchestrator.specs.cluster import ClusterSpec
+from orchestrator.errors import CapacityError, PreflightError
+from orchestrator.models import Cluster, Plan, PlannedResource, ScaleSetPlan
+from orchestrator.seams import Access, Capabilities
+from orchestrator.slurm.launcher import SlurmLauncher
+
+
+class FakeProvider(ProviderBase):
+    """Azure-shaped and in memory; its clusters are reached like local ones (commands run here)."""
+
+    name = "fake"
+    caps = Capabilities(shell=True, head_here=True) | SlurmLauncher.caps
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, str]] = []
+
+    def plan(self, spec: ClusterSpec) -> Plan:
+        self.calls.append(("plan", spec.name))
+        if spec.sku_row.gpus_per_vm == 0:
+            return _cpu_plan(spec)
+        return plan_azure(spec)
+
+    def up(self, spec: ClusterSpec, plan: Plan) -> Cluster:
+        self.calls.append(("up", spec.name))
+        _maybe_fail(spec)
+        cluster = to_cluster(spec.name, plan)
+        save(cluster)
+        return cluster
+
+    def describe(self, name: str) -> Cluster | None:
+        self.calls.append(("describe", name))
+        return load(name)
+
+    def down(self, cluster: Cluster) -> None:
+        self.calls.append(("down", cluster.name))
+        state_file(cluster.name).unlink(missing_ok=True)
+
+    def connect(self, cluster: Cluster) -> Access:
+        self.calls.append(("connect", cluster.name))
+        return _connect(self, cluster)
+
+
+def _connect(provider: FakeProvider, cluster: Cluster) -> Access:
+    runner = LocalRunner(env=dict(cluster.env))
+    return Access(launcher=SlurmLauncher(runner, cluster), shell=runner, caps=provider.caps,
+                  python=cluster.env.get("AZBENCH_PYTHON", "python3"), closers=[runner.close])
+
+
+def _maybe_fail(spec: ClusterSpec) -> None:
+    switch = os.environ.get("AZBENCH_FAKE_FAIL", "")
+    if switch == "capacity":
+        raise CapacityError(f"AllocationFailed: no capacity for {spec.nodes} x {spec.sku} in {spec.region}")
+    if switch == "quota":
+        raise PreflightError(f"quota: {spec.sku_row.quota_family} has too few free vCPUs in {spec.region}")
+    if switch == "sku":
+        raise PreflightError(f"SkuNotAvailable: {spec.sku} is not offered in {spec.region}")
+
+
+def _cpu_plan(spec: ClusterSpec) -> Plan:
+    return Plan(cluster=spec.name, provider="fake", sku=spec.sku or "Local_CPU", region=spec.region,
+                nodes=spec.nodes, gpus_per_node=0, total_gpus=0,
+                scale_sets=[ScaleSetPlan(name=f"{spec.name}-nodes", vms=spec.nodes, gpus=0)],
+                resources=[PlannedResource(kind="fake/node", name=f"{spec.name}-nodes", count=spec.nodes)],
+                cost_per_hour_usd=0.0)
