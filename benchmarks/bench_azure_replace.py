@@ -28,10 +28,10 @@ from benchmarks.harness import emit  # noqa: E402
 def main() -> None:
     n = int(sys.argv[1]) if len(sys.argv) > 1 else 2048
     os.environ["AZBENCH_HOME"] = tempfile.mkdtemp(prefix="azb-azreplace-")
-    from orchestrator.providers.azure import AzureProvider
+    from orchestrator.providers.azure.provider import AzureProvider
     from orchestrator.providers.azure.clients import AzureClients
     from orchestrator.specs.cluster import ClusterSpec
-    from orchestrator.models import AzureProps
+    from orchestrator.providers.azure.props import AzureProps
     from testsupport.fake_arm import SUB, FakeArm, StubCredential, allow_plain_http_policy, default_catalogue
     fake = FakeArm(polls_to_finish=1).start()
     default_catalogue(fake, free_vcpus=1_000_000)

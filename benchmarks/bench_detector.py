@@ -98,7 +98,7 @@ def real_trials(n: int, trials: int, rng: random.Random) -> tuple[list[float], l
     home = Path(tempfile.mkdtemp(prefix="azb-detector-"))
     os.environ["AZBENCH_HOME"] = str(home)
     from orchestrator.clusters.lifecycle import connect
-    from orchestrator.providers.local import LocalProvider
+    from orchestrator.providers.local.provider import LocalProvider
     from orchestrator.specs.cluster import load_cluster_spec
     from orchestrator.runs.fleet_gate import LauncherProber, options_for
     provider = LocalProvider()

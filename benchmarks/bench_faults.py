@@ -34,7 +34,7 @@ def main() -> None:
     parser.add_argument("--slurmd-timeout", type=int, default=10)
     args = parser.parse_args()
     os.environ["AZBENCH_HOME"] = tempfile.mkdtemp(prefix="azb-bench-faults-")
-    from orchestrator.providers.local import LocalProvider
+    from orchestrator.providers.local.provider import LocalProvider
     from orchestrator.specs.cluster import load_cluster_spec
     from orchestrator.store.database import Store
     provider = LocalProvider()
@@ -51,8 +51,8 @@ def main() -> None:
 
 
 def node_death(cluster, store, slurmd_timeout: int) -> None:
-    from orchestrator.providers.local import kill_node, restart_node
-    from orchestrator.specs.cluster import RetryPolicy, RunSpec
+    from orchestrator.providers.local.provider import kill_node, restart_node
+    from orchestrator.specs.run import RetryPolicy, RunSpec
     from orchestrator.models import JobRef
     from orchestrator.clusters.lifecycle import connect
     from orchestrator.runs.execute import run_sweep
@@ -95,7 +95,7 @@ def node_death(cluster, store, slurmd_timeout: int) -> None:
 
 
 def hang(store) -> None:
-    from orchestrator.specs.cluster import HealthPolicy, RetryPolicy, RunSpec
+    from orchestrator.specs.run import HealthPolicy, RetryPolicy, RunSpec
     from orchestrator.runs.execute import run_sweep
     script = Path(tempfile.mkdtemp()) / "hang.sh"
     script.write_text('if [ "${AZBENCH_ATTEMPT:-}" = 1 ]; then export AZBENCH_SMOKE_HANG_AT_STEP=15; fi\n')

@@ -22,7 +22,7 @@ from benchmarks.harness import emit  # noqa: E402
 def main() -> None:
     home = Path(tempfile.mkdtemp(prefix="azb-bench-"))
     os.environ["AZBENCH_HOME"] = str(home)
-    from orchestrator.providers.local import LocalProvider
+    from orchestrator.providers.local.provider import LocalProvider
     from orchestrator.specs.cluster import load_cluster_spec
     provider = LocalProvider()
     spec = load_cluster_spec(None, {"name": "bench", "nodes": 4})
@@ -66,7 +66,8 @@ def ssh_connections(cluster, home: Path) -> None:
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     from orchestrator.clusters import lifecycle
     from orchestrator.hosts.remote import SshRunner
-    from orchestrator.specs.cluster import RunSpec, load_cluster_spec
+    from orchestrator.specs.run import RunSpec
+    from orchestrator.specs.cluster import load_cluster_spec
     from orchestrator.runs.execute import run_sweep
     from orchestrator.store.database import Store
     from testsupport.sshd import prepare_sshd

@@ -23,7 +23,7 @@ def main() -> None:
     home = Path(tempfile.mkdtemp(prefix="azb-replace-"))
     os.environ["AZBENCH_HOME"] = str(home)
     from orchestrator.clusters import lifecycle
-    from orchestrator.providers.local import LocalProvider
+    from orchestrator.providers.local.provider import LocalProvider
     from orchestrator.specs.cluster import load_cluster_spec
     from orchestrator.runs import fleet_gate, fleet_replace
     from orchestrator.store.database import Store

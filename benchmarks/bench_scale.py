@@ -52,7 +52,7 @@ def main() -> None:
     n = int(sys.argv[1]) if len(sys.argv) > 1 else 2048
     home = Path(tempfile.mkdtemp(prefix="azb-scale-"))
     os.environ["AZBENCH_HOME"] = str(home)
-    from orchestrator.providers.local import LocalProvider, load_state
+    from orchestrator.providers.local.provider import LocalProvider, load_state
     from orchestrator.specs.cluster import load_cluster_spec
     from orchestrator import paths
     report_parse(n)

@@ -11,9 +11,11 @@ from datetime import datetime, timezone
 from enum import Enum, StrEnum
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Annotated, Any, Literal, TypeVar, Union
+from typing import Annotated, Any, ClassVar, Literal, TypeVar, Union
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, SerializeAsAny, field_validator, model_validator
+
+from orchestrator import backends
 
 
 def utcnow() -> datetime:
@@ -33,6 +35,26 @@ def parse_utc(text: object) -> datetime | None:
 
 class Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class SpecSection(Frozen):
+    """A backend's own section of a cluster spec (`azure:`, `local:`, ...), keyed by `KEY`, the
+    backend's name. The hooks let code above the providers use a section without knowing its
+    backend; a section overrides those its backend honours."""
+
+    KEY: ClassVar[str] = ""
+
+    def cost_cap(self) -> float | None:
+        """The most USD per hour the spec allows its cluster to cost, or None."""
+        return None
+
+    def capped_lifetime(self, hours: float) -> SpecSection:
+        """This section with the cluster's self-enforced lifetime at most `hours`."""
+        return self
+
+    def up_questions(self) -> list[str]:
+        """What `up` must ask before it creates anything from this section (e.g. a wide SSH range)."""
+        return []
 
 
 class ExecResult(Frozen):
@@ -174,9 +196,12 @@ class SshTarget(Frozen):
 class ProviderProps(Frozen):
     """What one provider records about a cluster beyond the common fields (Cluster.properties).
 
-    One model per provider, told apart by `kind` (the provider's name). Every field has a
-    default, so the PROVISIONING record (stored before `up` creates anything) and older stores
-    load; a backend fills in what its `down` and capabilities need."""
+    One model per backend, in its folder (providers/<backend>/props.py, named by the registry's
+    `Backend.props`), told apart by `kind` (the provider's name). Every field has a default, so
+    the PROVISIONING record (stored before `up` creates anything) and older stores load; a
+    backend fills in what its `down` and capabilities need."""
+
+    kind: str = ""
 
     def deadline(self) -> datetime | None:
         """When the cluster deletes itself, or None (only self-expiring clusters have one)."""
@@ -192,107 +217,23 @@ class ProviderProps(Frozen):
         return False
 
 
-class LocalProps(ProviderProps):
-    """An emulated local Slurm cluster: where its files are and how its controller listens."""
-
-    kind: Literal["local"] = "local"
-    cluster_dir: str | None = None
-    jobcomp_file: str | None = None
-    slurmctld_log: str | None = None
-    slurmctld_port: int | None = None
-
-
-class SshProps(ProviderProps):
-    """An adopted Slurm cluster: the smallest node's CPUs and GPUs as Slurm listed them at `up`."""
-
-    kind: Literal["ssh"] = "ssh"
-    cpus_per_node: int | None = None
-    gpus_per_node: int | None = None
-    usable_nodes: int | None = None
-    cluster_dir: str | None = None
-
-
-class AzureProps(ProviderProps):
-    """An Azure cluster: where its resources live (what `down` needs to find them), its head's
-    addresses, its scale sets, the node image, its tags (owner, expiry) and its spot terms.
-    `priority` is "regular" or "spot"; `eviction_policy` and `spot_restore_timeout` (seconds)
-    are set for spot only."""
-
-    kind: Literal["azure"] = "azure"
-    subscription_id: str | None = None
-    resource_group: str | None = None
-    arm_endpoint: str | None = None
-    head_ip: str | None = None
-    head_private_ip: str | None = None
-    scale_sets: list[str] = Field(default_factory=list)
-    image: str | None = None
-    owner: str | None = None
-    expires: str | None = Field(None, description="the azbench-expires tag: %Y-%m-%dT%H:%M:%SZ")
-    priority: Literal["regular", "spot"] = "regular"
-    eviction_policy: str | None = None
-    spot_restore_timeout: int | None = None
-
-    @field_validator("scale_sets", mode="before")
-    @classmethod
-    def _comma_list(cls, value: object) -> object:
-        """Older records joined the scale-set names with commas."""
-        return [s for s in value.split(",") if s] if isinstance(value, str) else value
-
-    def deadline(self) -> datetime | None:
-        return parse_utc(self.expires)
-
-    def with_deadline(self, when: datetime) -> AzureProps:
-        return self.model_copy(update={"expires": when.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")})
-
-    @property
-    def is_spot(self) -> bool:
-        return self.priority == "spot"
-
-
-class AzureMLProps(ProviderProps):
-    """An Azure ML compute: its workspace (what `down` and the launcher need), its name, and
-    whether azbench created it (`owned`: None until `up` knows; `down` then reads its tags)."""
-
-    kind: Literal["azureml"] = "azureml"
-    subscription_id: str | None = None
-    resource_group: str | None = None
-    workspace: str | None = None
-    arm_endpoint: str | None = None
-    compute: str | None = None
-    owned: bool | None = None
-    min_instances: int | None = None
-
-
-class FakeProps(ProviderProps):
-    """The fake provider's cluster: how many planned resources it pretends to hold."""
-
-    kind: Literal["fake"] = "fake"
-    resources: int | None = None
-
-
-AnyProps = Union[LocalProps, SshProps, AzureProps, AzureMLProps, FakeProps]
-ClusterProps = Annotated[AnyProps, Field(discriminator="kind")]
-_PROPS_BY_KIND: dict[str, type[AnyProps]] = {
-    str(cls.model_fields["kind"].default): cls
-    for cls in (LocalProps, SshProps, AzureProps, AzureMLProps, FakeProps)}
 P = TypeVar("P", bound=ProviderProps)
 
 
-def legacy_props(provider: str, data: Mapping[str, object]) -> dict[str, object]:
-    """A properties dict as stores before typed properties held it (no `kind`): the kind is the
-    cluster's provider, and keys that model no longer has (Azure ML's unused `image`, ...) go."""
-    cls = _PROPS_BY_KIND.get(provider)
-    if cls is None:
-        return dict(data)  # the discriminator then names the unknown kind
-    return {**{k: v for k, v in data.items() if k in cls.model_fields}, "kind": provider}
+def props_model(provider: str) -> type[ProviderProps]:
+    """The model of what clusters of `provider` record (its backend's `props`); ValueError when
+    no backend of that name is registered."""
+    if provider not in backends.names():
+        raise ValueError(f"no properties model for provider '{provider}'")
+    model = backends.load(provider).props
+    if not issubclass(model, ProviderProps):
+        raise TypeError(f"provider '{provider}' records {model.__name__}, not a ProviderProps")
+    return model
 
 
-def _props_for(data: dict[str, Any]) -> AnyProps:
+def _props_for(data: dict[str, Any]) -> ProviderProps:
     """The empty properties of the cluster's provider (a record with none recorded yet)."""
-    cls = _PROPS_BY_KIND.get(str(data.get("provider")))
-    if cls is None:
-        raise ValueError(f"no properties model for provider '{data.get('provider')}'")
-    return cls()
+    return props_model(str(data.get("provider")))()
 
 
 class Cluster(Frozen):
@@ -313,18 +254,25 @@ class Cluster(Frozen):
     ssh: SshTarget | None = None
     cost_per_hour_usd: float | None = None
     created_at: datetime = Field(default_factory=utcnow)
-    properties: ClusterProps = Field(default_factory=_props_for)
+    properties: SerializeAsAny[ProviderProps] = Field(default_factory=_props_for)
 
     @model_validator(mode="before")
     @classmethod
-    def _legacy_properties(cls, data: Any) -> Any:
-        """Rows stored before typed properties hold a plain dict without `kind`: its kind is
-        the cluster's provider."""
-        if isinstance(data, Mapping):
-            props = data.get("properties")
-            if isinstance(props, Mapping) and "kind" not in props:
-                return {**data, "properties": legacy_props(str(data.get("provider")), props)}
-        return data
+    def _typed_properties(cls, data: Any) -> Any:
+        """A properties dict becomes the model its `kind` names (its backend's props). Rows
+        stored before typed properties hold a plain dict without `kind`: its kind is the
+        cluster's provider, and keys that model no longer has (Azure ML's unused `image`, ...)
+        go."""
+        if not isinstance(data, Mapping):
+            return data
+        props = data.get("properties")
+        if not isinstance(props, Mapping):
+            return data
+        kind = props.get("kind", data.get("provider"))
+        model = props_model(str(kind))
+        if "kind" not in props:
+            props = {k: v for k, v in props.items() if k in model.model_fields}
+        return {**data, "properties": model.model_validate(props)}
 
     @model_validator(mode="after")
     def _props_match_provider(self) -> Cluster:

@@ -91,6 +91,7 @@ class Capabilities:
     replaces_nodes: bool = False  # a bad node can be swapped for a fresh one
     resizes: bool = False  # a live cluster grows or shrinks (`azbench resize`)
     reports_hosts: bool = False  # a drained node can be reported to the cloud as faulty (Azure GHR)
+    sweeps: bool = False  # the cloud is searched for expired clusters to delete (`azbench sweep`)
     shell: bool = False  # commands run on a login node: Access.shell is a Runner
     head_here: bool = False  # the head node is this machine (`azbench ssh` runs here)
     emulated_nodes: bool = False  # the nodes share this machine's cores (probe them in chunks)

@@ -12,7 +12,7 @@ import json
 
 import pytest
 
-from orchestrator.providers.azure import AzureProvider
+from orchestrator.providers.azure.provider import AzureProvider
 from orchestrator.providers.azure.errors import (
     ArmErrorClass,
     ThrottleBudgetSpent,

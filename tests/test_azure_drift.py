@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from orchestrator.providers.azure import AzureProvider
+from orchestrator.providers.azure.provider import AzureProvider
 from orchestrator.providers.azure.drift import DriftError
 from orchestrator.specs.cluster import ClusterSpec
 

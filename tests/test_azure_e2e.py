@@ -219,7 +219,7 @@ def _assert_wrong_pin_is_refused(cdir: Path, head_ip: str) -> None:
 @needs_vms
 def test_a_failing_boot_step_fails_up_with_one_line_naming_vm_and_step(tmp_path, azbench_home, monkeypatch):
     from orchestrator.providers.azure import cloudinit as ci
-    from orchestrator.providers.azure import AzureProvider
+    from orchestrator.providers.azure.provider import AzureProvider
     from orchestrator.providers.azure.clients import AzureClients
     from orchestrator.specs.cluster import ClusterSpec
     from testsupport.vm_emulator import Fabric

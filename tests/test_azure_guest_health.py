@@ -11,7 +11,7 @@ from datetime import datetime, timezone
 import pytest
 
 from orchestrator.providers.azure import guest_health as ghr
-from orchestrator.providers.fake import FakeProvider
+from orchestrator.providers.fake.provider import FakeProvider
 from orchestrator.errors import MissingCapability
 from tests.test_azure_provider import spec_for, up
 

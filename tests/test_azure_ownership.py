@@ -12,7 +12,7 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from orchestrator.providers.azure import AzureProvider, sweep
+from orchestrator.providers.azure.provider import AzureProvider, sweep
 from orchestrator.providers.azure.clients import AzureClients
 from orchestrator.specs.cluster import ClusterSpec
 from orchestrator.errors import NotOwnerError

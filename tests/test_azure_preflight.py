@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from orchestrator.providers.azure import AzureProvider
+from orchestrator.providers.azure.provider import AzureProvider
 from orchestrator.specs.cluster import ClusterSpec
 from orchestrator.errors import EXIT_CODES, PreflightError, ProvisionError
 from testsupport.fake_arm import arm_writes, restrict

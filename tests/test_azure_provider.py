@@ -23,7 +23,7 @@ import yaml
 
 from orchestrator.hardware.catalog import lookup
 from orchestrator.providers.azure import cloudinit as ci
-from orchestrator.providers.azure import AzureProvider, sweep
+from orchestrator.providers.azure.provider import AzureProvider, sweep
 from orchestrator.providers.azure.clients import AzureClients, clients_from_config
 from orchestrator.providers.azure.errors import ArmErrorClass, classify_code
 from orchestrator.providers.azure.preflight import resolve_ingress

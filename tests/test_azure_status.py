@@ -10,7 +10,7 @@ import socket
 import pytest
 
 from orchestrator.clusters import lifecycle
-from orchestrator.providers.azure import AzureProvider
+from orchestrator.providers.azure.provider import AzureProvider
 from orchestrator.specs.cluster import ClusterSpec
 from orchestrator.store.database import Store
 from tests.cli_helpers import azbench
@@ -122,7 +122,8 @@ def test_status_shows_arms_view_and_an_unreachable_head_in_one_line(tls_fake, tm
 
 def test_cluster_status_never_raises_when_the_cloud_is_unreachable(azbench_home, monkeypatch):
     from orchestrator.providers.azure.clients import AzureClients
-    from orchestrator.models import AzureProps, Cluster, ClusterState
+    from orchestrator.models import Cluster, ClusterState
+    from orchestrator.providers.azure.props import AzureProps
     from testsupport.fake_arm import StubCredential
     dead = AzureClients(credential=StubCredential(), subscription_id="00000000-0000-0000-0000-0000000000aa",
                         base_url=f"https://127.0.0.1:{_closed_port()}", retry_total=0)

@@ -326,7 +326,7 @@ def test_node_states_mark_unusable_nodes_down():
 
 
 def test_the_monitor_retries_a_not_responding_job_and_not_a_failed_one():
-    from orchestrator.specs.cluster import RetryPolicy
+    from orchestrator.specs.run import RetryPolicy
     from orchestrator.runs.failures import Observation, classify
     from orchestrator.runs.monitor import Action, AttemptRecord, decide_retry, watch
     decisions = {}

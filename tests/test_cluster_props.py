@@ -10,15 +10,12 @@ import sqlite3
 
 import pytest
 
-from orchestrator.models import (
-    AzureMLProps,
-    AzureProps,
-    Cluster,
-    ClusterState,
-    FakeProps,
-    LocalProps,
-    SshProps,
-)
+from orchestrator.models import Cluster, ClusterState
+from orchestrator.providers.azureml.props import AzureMLProps
+from orchestrator.providers.azure.props import AzureProps
+from orchestrator.providers.fake.props import FakeProps
+from orchestrator.providers.local.props import LocalProps
+from orchestrator.providers.ssh.props import SshProps
 from orchestrator.store.database import AttemptRow, RunRow, Store
 from tests.cli_helpers import azbench
 from tests.test_azure_provider import provider, spec_for, up
@@ -131,7 +128,7 @@ def test_the_spot_report_counts_a_cluster_recorded_through_describe(fake, client
 
 
 def test_a_provisional_azure_record_carries_what_down_needs(azbench_home, monkeypatch):
-    from orchestrator.providers.azure import AzureProvider
+    from orchestrator.providers.azure.provider import AzureProvider
     monkeypatch.setenv("AZURE_SUBSCRIPTION_ID", SUB)
     monkeypatch.setenv("AZURE_RESOURCE_MANAGER_ENDPOINT", "https://arm.example/")
     spec = spec_for(priority="spot")

@@ -27,7 +27,8 @@ from typing import Any
 import pytest
 
 from orchestrator.clusters import spending
-from orchestrator.providers import REGISTRY, capabilities, get_provider
+from orchestrator import backends
+from orchestrator.providers import capabilities, get_provider
 from orchestrator.providers.base import Provider
 from orchestrator.specs.cluster import ClusterSpec
 from orchestrator.errors import ConfigError, MissingCapability, PreflightError
@@ -38,7 +39,7 @@ PROVIDERS = ("fake", "local", "ssh", "azure", "azureml")
 
 
 def test_the_suite_covers_every_registered_provider():
-    assert set(PROVIDERS) == set(REGISTRY)
+    assert set(PROVIDERS) == set(backends.names())
 
 
 # -- observing purity ------------------------------------------------------------------------
@@ -180,9 +181,9 @@ def _local(home: Path, request: pytest.FixtureRequest) -> Harness:
 
 
 def _ssh(home: Path, request: pytest.FixtureRequest) -> Harness:
-    from orchestrator.providers.ssh import SshProvider
+    from orchestrator.providers.ssh.provider import SshProvider
     from orchestrator.hosts.remote import SshRunner
-    from orchestrator.specs.cluster import SshOptions
+    from orchestrator.providers.ssh.settings import SshSettings
     sshd = request.getfixturevalue("sshd")
     slurm = request.getfixturevalue("local_cluster")
     built: list[object] = []
@@ -192,7 +193,7 @@ def _ssh(home: Path, request: pytest.FixtureRequest) -> Harness:
         return SshRunner(target, env, connect_timeout=5)
 
     spec = ClusterSpec(name="ctr-ssh", provider="ssh", sku="local", nodes=2,
-                       ssh=SshOptions(host=sshd.host, port=sshd.port, user=sshd.user,
+                       ssh=SshSettings(host=sshd.host, port=sshd.port, user=sshd.user,
                                       key_path=sshd.client_key, host_key=sshd.host_key_line,
                                       workdir=slurm.workdir, env=dict(slurm.env)))
     return Harness("ssh", lambda: SshProvider(factory), spec, lambda: _files(home / "clusters" / spec.name),
@@ -214,7 +215,7 @@ def _arm_requests(server: Any) -> Callable[[], list[str]]:
 
 
 def _azure(home: Path, request: pytest.FixtureRequest) -> Harness:
-    from orchestrator.providers.azure import AzureProvider
+    from orchestrator.providers.azure.provider import AzureProvider
     from orchestrator.providers.azure.clients import AzureClients
     from testsupport.fake_arm import SUB, FakeArm, allow_plain_http_policy, default_catalogue
     server = FakeArm(polls_to_finish=1).start()

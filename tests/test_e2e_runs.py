@@ -9,7 +9,8 @@ import sys
 
 import pytest
 
-from orchestrator.specs.cluster import RunSpec, load_cluster_spec
+from orchestrator.specs.run import RunSpec
+from orchestrator.specs.cluster import load_cluster_spec
 from orchestrator.results.mllog import parse_file
 from orchestrator.runs.execute import run_sweep
 from orchestrator.store.database import Store

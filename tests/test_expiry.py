@@ -25,7 +25,7 @@ import yaml
 
 from orchestrator.hardware.catalog import lookup
 from orchestrator.providers.azure import cloudinit as ci
-from orchestrator.providers.azure import AzureProvider
+from orchestrator.providers.azure.provider import AzureProvider
 from orchestrator.providers.azure.expiry import CONTRIBUTOR_ROLE, agent_context, move_expiry
 from orchestrator.specs.cluster import ClusterSpec
 from orchestrator.errors import ProvisionError

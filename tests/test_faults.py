@@ -18,7 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.specs.cluster import HealthPolicy, RetryPolicy, RunSpec, load_cluster_spec
+from orchestrator.specs.run import HealthPolicy, RetryPolicy, RunSpec
+from orchestrator.specs.cluster import load_cluster_spec
 from orchestrator.errors import RunFailedError
 from orchestrator.runs.execute import require_success, run_sweep
 from orchestrator.store.database import Store
@@ -65,7 +66,7 @@ def job_nodes(store: Store, run_id: str, attempt: int) -> list[str]:
 
 
 def test_node_killed_after_checkpoint_resumes_elsewhere(fault_cluster, store, monkeypatch):
-    from orchestrator.providers.local import kill_node, restart_node
+    from orchestrator.providers.local.provider import kill_node, restart_node
     from orchestrator.models import JobRef
     from orchestrator.clusters.lifecycle import connect
     monkeypatch.setenv("AZBENCH_SMOKE_STEP_SLEEP", "0.1")  # 20-step checkpoints ~5 s apart

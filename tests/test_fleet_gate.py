@@ -10,7 +10,7 @@ import re
 import pytest
 
 from orchestrator.cli import main
-from orchestrator.specs.cluster import RetryPolicy, RunSpec
+from orchestrator.specs.run import RetryPolicy, RunSpec
 from orchestrator.runs.execute import run_sweep
 from orchestrator.store.database import Store
 from tests.fixtures.slurm import local_spec, private_cluster

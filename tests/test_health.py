@@ -7,7 +7,7 @@ import json
 import subprocess
 import sys
 
-from orchestrator.specs.cluster import HealthPolicy
+from orchestrator.specs.run import HealthPolicy
 from orchestrator.models import JobState
 from orchestrator.paths import templates_dir as default_templates_dir
 from orchestrator.runs.health import choose_nodes, parse_gate_output, render_health_sbatch

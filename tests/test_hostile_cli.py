@@ -421,7 +421,7 @@ def test_a_failed_extend_is_recorded_as_attempted_and_a_good_one_after_the_fact(
 
     from orchestrator.clusters import lifecycle
     from orchestrator.errors import ProvisionError
-    from orchestrator.models import FakeProps
+    from orchestrator.providers.fake.props import FakeProps
     from orchestrator.store.database import Store
 
     deadline = datetime(2030, 1, 1, tzinfo=timezone.utc)

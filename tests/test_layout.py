@@ -20,8 +20,9 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 PKG = ROOT / "orchestrator"
-BASE = {"models", "errors", "paths", "yamlio", "seams", "templating"}
-FOLDERS = ("store", "slurm", "clusters", "results", "recipes", "report", "runs", "pipelines", "cli")
+BASE = {"models", "errors", "paths", "yamlio", "seams", "templating", "backends"}
+FOLDERS = ("store", "slurm", "hardware", "hosts", "specs", "providers", "clusters", "results", "recipes", "report",
+           "runs", "pipelines", "cli")
 REGISTRY = "orchestrator.providers"
 PROVIDER_NAMES = {"local", "ssh", "azure", "azureml", "fake"}
 SLURM_WORDS = re.compile(r"(?<![\w./-])(sbatch|srun|salloc|squeue|sinfo|scontrol|scancel|sacct)(?![\w.-])")
@@ -241,6 +242,6 @@ def test_the_rule_checkers_see_what_they_forbid() -> None:
                      '    f = getattr(p, "extend", None)\nok = x == "other"\n')
     assert provider_name_branches(code) == [1] and probes(code) == [2]
     assert SLURM_WORDS.search('run(f"sbatch --parsable {x}")') and not SLURM_WORDS.search("slurm/batch.py")
-    assert _permits(["clusters.catalog"], "orchestrator.hardware.catalog")
-    assert not _permits(["clusters.catalog"], "orchestrator.clusters.lifecycle")
-    assert _permits(["clusters"], "orchestrator.providers.azure.up")
+    assert _permits(["hardware.catalog"], "orchestrator.hardware.catalog")
+    assert not _permits(["hardware.catalog"], "orchestrator.hardware.layout")
+    assert _permits(["providers"], "orchestrator.providers.azure.up")

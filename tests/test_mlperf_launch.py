@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.specs.cluster import RunSpec
+from orchestrator.specs.run import RunSpec
 from orchestrator.models import Cluster
 from orchestrator.recipes.catalog import get_recipe
 from orchestrator.runs.attempts import attempt_spec

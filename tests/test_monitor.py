@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from orchestrator.specs.cluster import RetryPolicy
+from orchestrator.specs.run import RetryPolicy
 from orchestrator.errors import RemoteError
 from orchestrator.models import JobRef, JobState, JobStatus
 from orchestrator.runs.failures import (
@@ -324,7 +324,7 @@ def test_the_405b_recipe_sets_a_startup_grace_above_the_published_first_step():
 def test_an_attempt_takes_the_runs_grace_else_the_recipes_and_none_without_live_logs():
     from types import SimpleNamespace
 
-    from orchestrator.specs.cluster import RunSpec
+    from orchestrator.specs.run import RunSpec
     from orchestrator.recipes.catalog import get_recipe
     from orchestrator.runs.attempts import _startup_grace
     from orchestrator.seams import Capabilities

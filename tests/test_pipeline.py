@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from orchestrator.providers.azure.settings import AzureSettings
 from orchestrator.errors import ConfigError, LaunchError
 from orchestrator.models import ClusterState
 from orchestrator.pipelines import pipeline as pl
@@ -44,7 +45,7 @@ def test_example_spec_loads_with_one_cluster_per_sku():
     assert [c.name for c in clusters] == ["nightly-h100", "nightly-h200"]
     assert [c.sku for c in clusters] == ["Standard_ND96isr_H100_v5", "Standard_ND96isr_H200_v5"]
     assert all(c.nodes == 4 for c in clusters)  # the largest scale in the matrix
-    assert clusters[0].azure.expires_hours == pytest.approx(9.0)  # timeout 8h + 1h, under 24h
+    assert clusters[0].section(AzureSettings).expires_hours == pytest.approx(9.0)  # timeout 8h + 1h, under 24h
     runs = pl.run_specs(spec, "nightly-h100")
     assert [(r.recipe, r.nodes, r.repeats) for r in runs] == [("llama31_8b", [1, 2, 4], 3), ("smoke", [1, 2], 2)]
     assert runs[0].retry.hang_timeout == 900 and runs[1].params == {"target": 0.6}

@@ -9,7 +9,8 @@ import stat
 
 import pytest
 
-from orchestrator.specs.cluster import ClusterSpec, load_cluster_spec, wide_ingress_question
+from orchestrator.specs.cluster import ClusterSpec, load_cluster_spec
+from orchestrator.providers.azure.settings import AzureSettings, wide_ingress_question
 from orchestrator.errors import ConfigError
 
 
@@ -32,7 +33,7 @@ def test_a_wide_ssh_range_is_refused_with_file_and_line(tmp_path, cidr):
 @pytest.mark.parametrize("cidr", ["203.0.113.7/32", "10.1.0.0/16", "2001:db8:1::/48", "2001:db8::1/128"])
 def test_ranges_up_to_the_limit_pass_and_ask_nothing(cidr):
     spec = _azure(ssh_ingress_cidr=cidr)
-    assert spec.azure.ssh_ingress_cidr is not None and wide_ingress_question(spec) is None
+    assert spec.section(AzureSettings).ssh_ingress_cidr is not None and wide_ingress_question(spec.section(AzureSettings)) is None
 
 
 def test_the_allow_flag_accepts_a_wide_range_and_up_asks_about_it(tmp_path, monkeypatch, azbench_home):
@@ -42,7 +43,7 @@ def test_the_allow_flag_accepts_a_wide_range_and_up_asks_about_it(tmp_path, monk
     from orchestrator.cli import app as cli
     from orchestrator.clusters import lifecycle
     spec = _azure(ssh_ingress_cidr="10.0.0.0/8", allow_wide_ssh_ingress=True)
-    assert wide_ingress_question(spec) == "Open SSH (port 22) on the head to 10.0.0.0/8 (16,777,216 addresses)?"
+    assert wide_ingress_question(spec.section(AzureSettings)) == "Open SSH (port 22) on the head to 10.0.0.0/8 (16,777,216 addresses)?"
     asked: list[tuple[str, bool]] = []
 
     def confirm(question: str, yes: bool) -> None:
@@ -60,7 +61,7 @@ def test_the_allow_flag_accepts_a_wide_range_and_up_asks_about_it(tmp_path, monk
 
 
 def test_every_disk_nic_and_public_ip_is_deleted_with_its_vm(fake, clients, azbench_home):
-    from orchestrator.providers.azure import AzureProvider
+    from orchestrator.providers.azure.provider import AzureProvider
     spec = ClusterSpec(name="dl", provider="azure", sku="h100", nodes=2, region="eastus",
                        azure={"ssh_ingress_cidr": "203.0.113.7/32", "boot_timeout_s": 0})
     p = AzureProvider(clients, capacity_wait_s=0, owner="tester")

@@ -73,7 +73,7 @@ def test_a_run_spec_with_health_replace_replaces_what_its_gate_drains(heal_clust
     from types import SimpleNamespace
 
     from orchestrator.clusters import lifecycle
-    from orchestrator.specs.cluster import HealthPolicy, RunSpec
+    from orchestrator.specs.run import HealthPolicy, RunSpec
     from orchestrator.runs.attempts import AttemptContext, _fleet_gate
     cluster, home = heal_cluster
     monkeypatch.setenv("AZBENCH_HOME", str(home))

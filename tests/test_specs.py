@@ -6,7 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.specs.cluster import load_cluster_spec, load_run_spec, parse_duration, parse_node_list
+from orchestrator.providers.local.settings import LocalSettings
+from orchestrator.specs.cluster import load_cluster_spec
+from orchestrator.specs.run import load_run_spec, parse_node_list
+from orchestrator.specs.values import parse_duration
 from orchestrator.errors import ConfigError, NotFoundError
 
 
@@ -24,7 +27,7 @@ def test_flags_override_file(tmp_path):
 
 def test_local_defaults_to_local_cpu_sku():
     spec = load_cluster_spec(None, {"name": "local", "nodes": 4})
-    assert spec.provider == "local" and spec.sku == "Local_CPU" and spec.local.slurmd_timeout == 10
+    assert spec.provider == "local" and spec.sku == "Local_CPU" and spec.section(LocalSettings).slurmd_timeout == 10
 
 
 @pytest.mark.parametrize("text, expected", [

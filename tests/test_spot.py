@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.specs.cluster import HealthPolicy, RetryPolicy, RunSpec
+from orchestrator.specs.run import HealthPolicy, RetryPolicy, RunSpec
 from orchestrator.models import JobState
 from orchestrator.runs.failures import (
     FAILURES,
@@ -145,7 +145,7 @@ def agents(spot_cluster, tmp_path):
 
 def test_preempt_notice_checkpoints_and_the_run_resumes_elsewhere(spot_cluster, store, agents,
                                                                   tmp_path, monkeypatch):
-    from orchestrator.providers.local import kill_node
+    from orchestrator.providers.local.provider import kill_node
     from orchestrator.models import JobRef
     from orchestrator.clusters.lifecycle import connect
     monkeypatch.setenv("AZBENCH_SMOKE_STEP_SLEEP", "0.1")

@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.providers.ssh import SshProvider
-from orchestrator.specs.cluster import ClusterSpec, SshOptions
+from orchestrator.providers.ssh.provider import SshProvider
+from orchestrator.specs.cluster import ClusterSpec
+from orchestrator.providers.ssh.settings import SshSettings
 from orchestrator.models import Cluster, ClusterState, SshTarget
 from orchestrator.store.database import Store
 from tests.cli_helpers import azbench, one_line_error
@@ -27,7 +28,7 @@ def save(cluster: Cluster) -> None:
 def ssh_cluster(sshd, local_cluster, name="viassh", **overrides) -> Cluster:
     opts = dict(host=sshd.host, port=sshd.port, user=sshd.user, key_path=sshd.client_key,
                 host_key=sshd.host_key_line, workdir=local_cluster.workdir, env=dict(local_cluster.env))
-    spec = ClusterSpec(name=name, provider="ssh", sku="local", nodes=4, ssh=SshOptions(**{**opts, **overrides}))
+    spec = ClusterSpec(name=name, provider="ssh", sku="local", nodes=4, ssh=SshSettings(**{**opts, **overrides}))
     cluster = SshProvider(connect_timeout=5).up(spec)
     save(cluster)
     return cluster

@@ -7,9 +7,10 @@ from pathlib import Path
 import pytest
 
 from orchestrator import paths
-from orchestrator.providers.ssh import SshProvider
+from orchestrator.providers.ssh.provider import SshProvider
 from orchestrator.hosts.remote import SshRunner
-from orchestrator.specs.cluster import ClusterSpec, SshOptions
+from orchestrator.specs.cluster import ClusterSpec
+from orchestrator.providers.ssh.settings import SshSettings
 from orchestrator.errors import ConfigError, ProvisionError
 from orchestrator.models import ClusterState
 
@@ -20,7 +21,7 @@ def _spec(sshd, local_cluster=None, **overrides) -> ClusterSpec:
                   workdir=local_cluster.workdir if local_cluster else "/tmp",
                   env=dict(local_cluster.env) if local_cluster else {})
     return ClusterSpec(name="viassh", provider="ssh", sku="local", nodes=4,
-                       ssh=SshOptions(**{**fields, **overrides}))
+                       ssh=SshSettings(**{**fields, **overrides}))
 
 
 @pytest.mark.integration

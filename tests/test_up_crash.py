@@ -13,7 +13,8 @@ import time
 
 import pytest
 
-from orchestrator.models import AzureProps, ClusterState, Plan
+from orchestrator.models import ClusterState, Plan
+from orchestrator.providers.azure.props import AzureProps
 from orchestrator.store.database import Store
 from tests.cli_helpers import azbench, one_line_error
 from testsupport.fake_arm import SUB, FakeArm, default_catalogue, env_for

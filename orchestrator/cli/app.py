@@ -97,7 +97,6 @@ def up(
     (--yes skips the question; without a terminal it refuses unless --yes is given)."""
     from orchestrator.clusters import lifecycle, spending
     check_number("--max-cost-per-hour", max_cost, 0.01, 1_000_000)
-    from orchestrator.specs.cluster import wide_ingress_question
     spec = _cluster_spec(file, name=name, provider=provider, sku=sku, nodes=nodes, region=region)
     the_plan = lifecycle.plan(spec)
     spending.check_cost_cap(the_plan, spending.cost_cap(spec, max_cost))
@@ -109,9 +108,9 @@ def up(
             sys.stdout.write(f"creating {summary}\n")
             sys.stdout.flush()
         confirm(f"Create {summary}?", yes)
-    wide = wide_ingress_question(spec)
-    if wide:  # allowed by azure.allow_wide_ssh_ingress, still asked (--yes for pipelines)
-        confirm(wide, yes)
+    own = spec.own_section()
+    for question in own.up_questions() if own else []:  # e.g. a wide SSH range: allowed by
+        confirm(question, yes)                          # azure.allow_wide_ssh_ingress, still asked
     with open_store() as store:
         result = lifecycle.up(spec, store, on_progress=None if as_json else _step_line)
     if as_json:
@@ -284,9 +283,11 @@ def sweep(dry_run: bool = typer.Option(False, "--dry-run", help="List what would
           as_json: bool = JsonOpt) -> None:
     """Delete your Azure clusters whose azbench-expires tag has passed or that this home has no
     record of (--all-owners: other owners' expired ones too); lists them and asks first."""
-    from orchestrator.providers.azure import sweep as azure_sweep
-    from orchestrator.specs.cluster import check_arm_endpoint
+    import dataclasses
+    from orchestrator.clusters import lifecycle
     from orchestrator.errors import ConfigError
+    from orchestrator.providers.azure_shared.endpoints import check_arm_endpoint
+    from orchestrator.providers.base import SweepRequest
     if arm_endpoint is not None:
         try:
             check_arm_endpoint(arm_endpoint)
@@ -294,9 +295,9 @@ def sweep(dry_run: bool = typer.Option(False, "--dry-run", help="List what would
             raise ConfigError(f"--arm-endpoint: {exc}") from None
     with open_store() as store:
         known = {r.name for r in store.list_clusters()}
-    where: dict[str, Any] = {"subscription_id": subscription, "arm_endpoint": arm_endpoint,
-                             "all_owners": all_owners}
-    items = azure_sweep(dry_run=True, known_clusters=known, **where)
+    request = SweepRequest(dry_run=True, known=known, all_owners=all_owners, account=subscription,
+                           endpoint=arm_endpoint)
+    items = lifecycle.sweep(request)
     if not as_json:
         for item in items:
             whose = "" if item.mine else f"; owner {item.owner}"
@@ -308,7 +309,7 @@ def sweep(dry_run: bool = typer.Option(False, "--dry-run", help="List what would
         sys.stdout.flush()
     if not dry_run and items:
         confirm(f"Delete these {len(items)} cluster(s)?", yes)
-        items = azure_sweep(dry_run=False, known_clusters=known, only={i.cluster for i in items}, **where)
+        items = lifecycle.sweep(dataclasses.replace(request, dry_run=False, only={i.cluster for i in items}))
         if not as_json:
             for item in items:
                 sys.stdout.write(f"deleted {item.cluster}\n")

@@ -36,7 +36,7 @@ def run(recipe: Optional[str] = typer.Argument(None, help="Recipe name (see azbe
 
     A rerun of the same command while its sweep is unfinished reattaches instead of resubmitting.
     Ctrl-C asks whether to cancel the job or detach (without a terminal: detach)."""
-    from orchestrator.specs.cluster import load_run_spec, parse_node_list
+    from orchestrator.specs.run import load_run_spec, parse_node_list
     from orchestrator.errors import ConfigError
     from orchestrator.recipes.catalog import check_params, get_recipe
     from orchestrator.runs.execute import attach_run, require_success, run_sweep

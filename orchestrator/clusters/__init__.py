@@ -1,11 +1,10 @@
-"""Clusters: what a cluster is and how it comes and goes.
+"""Clusters: the use cases of a cluster's life, over any backend.
 
-Owns: user specs (ClusterSpec, RunSpec, policies), the GPU VM catalog, region names, the
-planner (scale sets, IB rules, cost per hour), the spending guards (confirmation summary, cost
-cap), the up/down/status/extend use cases and `connect` (lifecycle), the runners that execute
-commands on cluster hosts (remote), the head-node shell of `azbench ssh` (shell), and
-providers/: the registry, the Provider seam, and one folder per backend (azure, azureml,
-local, ssh, fake), each of which connects its clusters to a launcher.
-May import: the base, slurm/ and store/.
-Exposes: specs, catalog, planner, lifecycle (up, down, connect, cluster_status), remote, providers.
+Owns up/down/status/extend/resize/replace/sweep and `connect` (lifecycle.py: plan, store the
+PROVISIONING record, call the provider, record the outcome), the spending guards (spending.py:
+the confirmation summary and the cost cap), and the head-node shell of `azbench ssh` (shell.py).
+Reaches backends only through the providers registry (`providers.get_provider(name)`), and asks
+a provider's `caps`, never its name.
+May import: the base, specs/, hardware/, hosts/, providers/ (the registry and base.py only) and store/.
+Exposes: lifecycle (up, down, connect, cluster_status, sweep, ...), spending, shell.
 """

@@ -22,7 +22,7 @@ from orchestrator.errors import (AzbenchError, ConfigError, MissingCapability, N
 from orchestrator.models import Cluster, ClusterState, Plan, utcnow
 
 if TYPE_CHECKING:
-    from orchestrator.providers.base import CloudView, HostReport, Provider
+    from orchestrator.providers.base import CloudView, HostReport, Provider, SweepItem, SweepRequest
     from orchestrator.seams import Access, Capabilities
     from orchestrator.store.database import Store
     from orchestrator.store.schema import ClusterRow
@@ -140,6 +140,16 @@ def down(name: str, store: Store, on_progress: Callable[[Any], None] | None = No
     return cluster.model_copy(update={"state": ClusterState.TERMINATED})
 
 
+def record_if_live(spec: ClusterSpec, store: Store) -> bool:
+    """Store the cluster `spec` names as its provider describes it (an `up` cut short before the
+    store knew it); False when the provider finds no such cluster."""
+    found = get_provider(spec.provider).describe(spec.name)
+    if found is None:
+        return False
+    store.save_cluster(found, spec.model_dump_json())
+    return True
+
+
 def connect(cluster: Cluster) -> Access:
     """The cluster's launcher, shell and capabilities (close the Access when done)."""
     return get_provider(cluster.provider).connect(cluster)
@@ -180,6 +190,18 @@ class ClusterStatus:
     expires: datetime | None
     cloud_note: str = ""
     head: str = ""
+
+
+def sweep(request: SweepRequest) -> list[SweepItem]:
+    """Every backend that can (capability `sweeps`) searches its cloud for expired clusters and,
+    unless a dry run, deletes them; their items in registry order. NotFoundError-free: a
+    backend's own errors (no subscription, sign-in) pass through."""
+    from orchestrator.providers import capabilities, names
+    items: list[SweepItem] = []
+    for name in names():
+        if capabilities(name).sweeps:
+            items += get_provider(name).sweep(request)
+    return items
 
 
 def cluster_status(cluster: Cluster, now: datetime | None = None) -> ClusterStatus:

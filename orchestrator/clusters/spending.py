@@ -10,6 +10,7 @@ from orchestrator.specs.cluster import ClusterSpec
 from orchestrator.errors import ConfigError
 from orchestrator.models import Plan
 
+
 def spends_money(provider: str) -> bool:
     """True for providers whose `up` starts billing (the ones `up` asks about)."""
     from orchestrator.providers import capabilities
@@ -17,8 +18,9 @@ def spends_money(provider: str) -> bool:
 
 
 def cost_cap(spec: ClusterSpec, flag: float | None = None) -> float | None:
-    """The cap in force: the lower of --max-cost-per-hour and azure.max_cost_per_hour."""
-    caps = [c for c in (flag, spec.azure.max_cost_per_hour) if c is not None]
+    """The cap in force: the lower of --max-cost-per-hour and the spec sections' own caps
+    (azure.max_cost_per_hour)."""
+    caps = [c for c in (flag, *(s.cost_cap() for s in spec.sections.values())) if c is not None]
     return min(caps) if caps else None
 
 

@@ -20,7 +20,8 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-from orchestrator.specs.cluster import ClusterSpec, RunSpec
+from orchestrator.specs.cluster import ClusterSpec
+from orchestrator.specs.run import RunSpec
 from orchestrator.errors import AzbenchError, RegressionError, RunFailedError
 from orchestrator.models import FINAL_RUN_STATES, ClusterState, RunState, utcnow
 from orchestrator.pipelines.baselines import Comparison
@@ -144,12 +145,8 @@ def down_cluster(cspec: ClusterSpec, store: Store) -> str:
     """Tear down `cspec`'s cluster, idempotently; also one whose `up` was cut short before the
     store knew it (the provider's describe finds it). Returns the final state."""
     from orchestrator.clusters import lifecycle
-    from orchestrator.providers import get_provider
-    if store.get_cluster(cspec.name) is None:
-        found = get_provider(cspec.provider).describe(cspec.name)
-        if found is None:
-            return "not created"
-        store.save_cluster(found, cspec.model_dump_json())
+    if store.get_cluster(cspec.name) is None and not lifecycle.record_if_live(cspec, store):
+        return "not created"
     lifecycle.down(cspec.name, store)
     return ClusterState.TERMINATED.value
 

@@ -15,17 +15,9 @@ from pydantic import (
     model_validator,
 )
 
-from orchestrator.specs.cluster import (
-    WEEK_S,
-    ClusterSpec,
-    HealthPolicy,
-    NodeCount,
-    Params,
-    RetryPolicy,
-    RunSpec,
-    between,
-    parse_duration,
-)
+from orchestrator.specs.values import NodeCount, Params, WEEK_S, between, parse_duration
+from orchestrator.specs.cluster import ClusterSpec
+from orchestrator.specs.run import HealthPolicy, RetryPolicy, RunSpec
 from orchestrator.errors import ConfigError
 from orchestrator.models import Frozen
 from orchestrator.pipelines.baselines import Tolerances
@@ -101,8 +93,9 @@ def cluster_specs(spec: PipelineSpec) -> list[ClusterSpec]:
     """One ClusterSpec per SKU (named <cluster>-<sku>), expiring one hour after the timeout."""
     from orchestrator.hardware.catalog import lookup
     expires_h = spec.timeout / 3600 + 1.0
-    base = spec.cluster.model_copy(update={"azure": spec.cluster.azure.model_copy(
-        update={"expires_hours": min(spec.cluster.azure.expires_hours, expires_h)})})
+    base, own = spec.cluster, spec.cluster.own_section()
+    if own is not None:
+        base = base.with_section(own.capped_lifetime(expires_h))
     if not spec.skus:
         return [base]
     out = []

@@ -65,6 +65,39 @@ class CloudView:
     owner: str | None = None
 
 
+@dataclass(frozen=True)
+class SweepRequest:
+    """What `azbench sweep` asks of a backend that sweeps: find (and unless `dry_run`, delete)
+    the caller's expired clusters; `all_owners` adds other owners' expired ones. `known`: the
+    cluster names with a live record in this home (None: do not compare). `only`: delete no
+    cluster but these (the ones a confirmation listed). `account` and `endpoint` narrow where to
+    look (a subscription id, a sovereign cloud's API endpoint); None takes the backend's default.
+    `principal` stands in for the signed-in caller (tests)."""
+
+    dry_run: bool = True
+    known: Collection[str] | None = None
+    all_owners: bool = False
+    only: Collection[str] | None = None
+    account: str | None = None
+    endpoint: str | None = None
+    now: datetime | None = None
+    principal: str | None = None
+
+
+@dataclass(frozen=True)
+class SweepItem:
+    """One cluster found by `sweep`: why, what it holds, whose it is, and whether it was deleted."""
+
+    cluster: str
+    reason: str
+    resource_groups: tuple[str, ...]
+    resources: tuple[str, ...]
+    expires: str | None
+    deleted: bool
+    owner: str = ""
+    mine: bool = True
+
+
 class Provider(Protocol):
     """A source of clusters. `caps` declares what its clusters can do; an operation whose
     capability is absent raises MissingCapability (ProviderBase supplies those answers)."""
@@ -145,6 +178,11 @@ class Provider(Protocol):
         one result per node (capability `reports_hosts`)."""
         ...
 
+    def sweep(self, request: SweepRequest) -> list[SweepItem]:
+        """The clusters in the cloud past their deadline, found by their tags, and (unless
+        `request.dry_run`) deleted; one item each (capability `sweeps`)."""
+        ...
+
 
 class ProviderBase:
     """The answers of a provider that lacks an optional capability: MissingCapability, typed."""
@@ -188,3 +226,7 @@ class ProviderBase:
                timeout_s: float | None = None) -> Cluster:
         raise MissingCapability(cluster.name, self.name, "be resized while it runs",
                                 hint="`azbench down` it and `up` again at the new size")
+
+    def sweep(self, request: SweepRequest) -> list[SweepItem]:
+        raise MissingCapability(f"{self.name} clusters", self.name, "be swept",
+                                hint="its clusters hold no deadline the cloud can be searched by")

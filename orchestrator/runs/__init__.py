@@ -9,7 +9,7 @@ a recipe's launch script on Slurm (launch: the join of recipes/ and slurm/) and 
 (prepare: data through MLCommons' R2 path, licence-gated items verified, the container built
 into a squashfs named by the digest of its pinned implementation, then the READMEs' preprocessing
 run in that container, each step marked by a key over its command and inputs).
-May import: the base, clusters/ (lifecycle for `connect`; never clusters.providers), recipes/,
+May import: the base, specs/, hardware/, clusters/ (lifecycle for `connect`; never providers/), recipes/,
 results/, slurm/ and store/.
 Exposes: execute.run_sweep, attempts, health, fleet_gate.gate_cluster/gate_nodes,
 fleet_replace.replace_drained, monitor,

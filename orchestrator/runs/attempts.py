@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
 from orchestrator import paths
-from orchestrator.specs.cluster import RunSpec
+from orchestrator.specs.run import RunSpec
 from orchestrator.errors import AzbenchError
 from orchestrator.models import (
     FINAL_ATTEMPT_STATES,

@@ -19,7 +19,7 @@ from typing import Callable, Iterator
 
 from orchestrator import paths
 from orchestrator.clusters.lifecycle import connect, require_cluster
-from orchestrator.specs.cluster import RunSpec
+from orchestrator.specs.run import RunSpec
 from orchestrator.errors import ConfigError, NotFoundError, RunFailedError, StoreError
 from orchestrator.models import AttemptState, Cluster, JobRef, RunState, utcnow
 from orchestrator.paths import RunLayout

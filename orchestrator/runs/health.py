@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Callable, Mapping, Sequence
 
 from orchestrator.hardware.catalog import lookup
-from orchestrator.specs.cluster import HealthPolicy
+from orchestrator.specs.run import HealthPolicy
 from orchestrator.models import Cluster, JobRef, JobState
 from orchestrator.paths import RunLayout
 from orchestrator.paths import templates_dir as default_templates_dir

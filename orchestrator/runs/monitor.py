@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Callable, Protocol, Sequence
 
-from orchestrator.specs.cluster import RetryPolicy
+from orchestrator.specs.run import RetryPolicy
 from orchestrator.errors import LaunchError, RemoteError
 from orchestrator.models import JobRef, JobState, JobStatus
 from orchestrator.runs.failures import NOT_EXCLUDED, Failure, infra_retryable

@@ -22,7 +22,9 @@ from orchestrator.providers.azure import cloudinit as ci
 from orchestrator.providers.azure import resources as ar
 from orchestrator.specs.cluster import ClusterSpec
 from orchestrator.errors import NotFoundError
-from orchestrator.models import AzureProps, Cluster, ClusterState, Plan, ScaleSetPlan, SshTarget, parse_utc
+from orchestrator.models import Cluster, ClusterState, Plan, ScaleSetPlan, SshTarget, parse_utc
+from orchestrator.providers.azure.props import AzureProps
+from orchestrator.providers.azure.settings import AzureSettings
 
 IMAGE_PARTS = ("publisher", "offer", "sku", "version")
 
@@ -85,7 +87,7 @@ def provisional(spec: ClusterSpec, plan: Plan, *, subscription_id: str | None = 
     """The PROVISIONING record: the subscription, ARM endpoint (the spec's, else the
     environment's, as `up` resolves them) and resource group `down` deletes from, and the
     planned scale sets. Reads no network and no credential."""
-    a = spec.azure
+    a = spec.section(AzureSettings)
     sub = subscription_id or a.subscription_id or os.environ.get("AZURE_SUBSCRIPTION_ID")
     endpoint = arm_endpoint or a.arm_endpoint or os.environ.get("AZURE_RESOURCE_MANAGER_ENDPOINT")
     spot = a.priority == "spot"

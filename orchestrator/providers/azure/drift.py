@@ -22,6 +22,7 @@ from orchestrator.providers.azure.errors import arm_call
 from orchestrator.specs.cluster import ClusterSpec
 from orchestrator.errors import ConfigError
 from orchestrator.models import Plan
+from orchestrator.providers.azure.settings import AzureSettings
 
 IMAGE_KEYS = ("id", "publisher", "offer", "sku", "version")
 
@@ -91,7 +92,7 @@ def differences(spec: ClusterSpec, plan: Plan, ingress: str, live: LiveShape,
                 resuming: bool = False) -> list[Difference]:
     """What the request changes in the live cluster (empty: adopt it as it is). `resuming`: an
     earlier `up` did not finish, so planned sets not created yet are not a difference."""
-    a = spec.azure
+    a = spec.section(AzureSettings)
     out: list[Difference] = []
     made = {name for name, _ in live.sets}
     wanted_nodes = sum(s.vms for s in plan.scale_sets if s.name in made) if resuming else plan.nodes

@@ -8,13 +8,14 @@ No credentials, no network: `azbench up --dry-run` prints exactly this.
 
 from __future__ import annotations
 
-import math
 import uuid
 
 from orchestrator.hardware.catalog import SPOT_PRICE_SOURCE, GpuSku
+from orchestrator.hardware.layout import scale_set_layout
 from orchestrator.specs.cluster import ClusterSpec
 from orchestrator.errors import ConfigError
 from orchestrator.models import Plan, PlannedResource, ScaleSetPlan
+from orchestrator.providers.azure.settings import AzureSettings
 
 HEAD_PRICE_PER_HOUR_USD = 0.384  # Standard_D8s_v5 Linux list estimate (eastus)
 
@@ -24,7 +25,7 @@ def plan_azure(spec: ClusterSpec) -> Plan:
     sku = spec.sku_row
     if not sku.is_azure_size:
         raise ConfigError(f"sku '{sku.name}' is not an Azure VM size (see azbench catalog)")
-    sets, warnings = scale_set_layout(spec, sku)
+    sets, warnings = _layout(spec, sku)
     resources = _network_resources(spec) + _head_resources(spec)
     resources += [PlannedResource(kind="Microsoft.Compute/virtualMachineScaleSets", name=s.name,
                                   count=s.vms, properties=_vmss_properties(spec, sku, s))
@@ -39,7 +40,7 @@ def plan_azure(spec: ClusterSpec) -> Plan:
 
 def azure_lifetime(spec: ClusterSpec) -> str:
     """How an Azure cluster ends by itself: its expiry, and the idle rule when one is set."""
-    a = spec.azure
+    a = spec.section(AzureSettings)
     text = f"expires after {a.expires_hours:g} h"
     if a.idle_minutes:
         text += f" or {a.idle_minutes} min without a Slurm job"
@@ -48,36 +49,11 @@ def azure_lifetime(spec: ClusterSpec) -> str:
     return text
 
 
-def scale_set_layout(spec: ClusterSpec, sku: GpuSku) -> tuple[list[ScaleSetPlan], list[str]]:
-    """Split the nodes into IB scale sets; GB200 sets hold whole racks."""
-    cap = spec.azure.max_vms_per_scale_set
-    warnings: list[str] = []
-    if cap > 100:
-        warnings.append(f"max_vms_per_scale_set {cap} > 100: only valid if Azure support raised "
-                        "your single-placement-group limit")
-    if sku.nvlink_domain_vms > 1:
-        groups, per_rack = _rack_groups(spec, sku, cap)
-        if per_rack < sku.nvlink_domain_vms:
-            warnings.append(f"{spec.nodes // per_rack} NVL72 racks x {per_rack} VMs: "
-                            f"{sku.nvlink_domain_vms - per_rack} of {sku.nvlink_domain_vms} slots per "
-                            "rack stay free (as in Azure's 128-rack v6.0 record run)")
-    else:
-        groups, per_rack = _even_groups(spec.nodes, cap), None
-    role = "gpu" if sku.gpus_per_vm else "cpu"
-    sets = [ScaleSetPlan(name=f"{spec.name}-{role}-{i:02d}", vms=vms, gpus=vms * sku.gpus_per_vm,
-                         racks=(vms // per_rack) if per_rack else None)
-            for i, vms in enumerate(groups)]
-    if len(sets) > 1 and sku.ib_links:
-        warnings.append(f"{len(sets)} scale sets: InfiniBand RDMA is only guaranteed inside one "
-                        "scale set; the health gate's all-reduce test checks the fabric across them")
-    return sets, warnings
-
-
 def preflight_checks(spec: ClusterSpec, sku: GpuSku) -> list[str]:
     """What `up` checks against Azure before the first PUT (shown by --dry-run)."""
     vcpus = sku.vcpus * spec.nodes
     arch = "arm64" if sku.cpu_arch == "arm64" else "x64"
-    if spec.azure.priority == "spot":  # spot vCPUs count against their own regional quota only
+    if spec.section(AzureSettings).priority == "spot":  # spot vCPUs count against their own regional quota only
         quotas = [f"low-priority quota lowPriorityCores (Total Regional Low-priority vCPUs) has "
                   f"{vcpus:,} free vCPUs ({spec.nodes:,} x {sku.vcpus}, spot)",
                   "total regional vCPU quota has 8 free vCPUs (the head)"]
@@ -88,58 +64,29 @@ def preflight_checks(spec: ClusterSpec, sku: GpuSku) -> list[str]:
     return [
         f"{sku.name} is offered in {spec.region} and not restricted for the subscription (resource SKUs)",
         *quotas,
-        f"image {spec.azure.image or sku.image} exists for {arch}, Hyper-V Gen2",
-        f"VNet {spec.azure.vnet_cidr} does not overlap 172.16.0.0/16 (checked: ok)",
+        f"image {spec.section(AzureSettings).image or sku.image} exists for {arch}, Hyper-V Gen2",
+        f"VNet {spec.section(AzureSettings).vnet_cidr} does not overlap 172.16.0.0/16 (checked: ok)",
     ]
 
 
-def _rack_groups(spec: ClusterSpec, sku: GpuSku, cap: int) -> tuple[list[int], int]:
-    rack = sku.nvlink_domain_vms
-    per_rack = spec.azure.vms_per_rack or _default_vms_per_rack(spec.nodes, rack)
-    if per_rack is None or spec.nodes % per_rack:
-        raise ConfigError(
-            f"{sku.short} comes in NVL72 racks of {rack} VMs: {spec.nodes} nodes is not a whole "
-            f"number of racks",
-            hint=f"use a multiple of {rack} (or of 16, as Azure's 128-rack record run did), "
-                 "or set azure.vms_per_rack")
-    racks_per_set = cap // per_rack
-    if racks_per_set == 0:
-        raise ConfigError(f"azure.vms_per_rack {per_rack} exceeds max_vms_per_scale_set {cap}")
-    racks = spec.nodes // per_rack
-    return [r * per_rack for r in _spread(racks, racks_per_set)], per_rack
-
-
-def _default_vms_per_rack(nodes: int, rack: int) -> int | None:
-    for candidate in (rack, 16):
-        if nodes % candidate == 0:
-            return candidate
-    return None
-
-
-def _even_groups(nodes: int, cap: int) -> list[int]:
-    return _spread(nodes, cap)
-
-
-def _spread(total: int, cap: int) -> list[int]:
-    """Split `total` into the fewest parts of at most `cap`, as even as possible."""
-    parts = math.ceil(total / cap)
-    base, extra = divmod(total, parts)
-    return [base + (1 if i < extra else 0) for i in range(parts)]
+def _layout(spec: ClusterSpec, sku: GpuSku) -> tuple[list[ScaleSetPlan], list[str]]:
+    a = spec.section(AzureSettings)
+    return scale_set_layout(spec.name, spec.nodes, sku, a.max_vms_per_scale_set, a.vms_per_rack)
 
 
 def _tags(spec: ClusterSpec) -> dict[str, str | int | bool | None]:
     return {"tag:azbench-cluster": spec.name, "tag:azbench-owner": "<caller at up>",
-            "tag:azbench-expires": f"now + {spec.azure.expires_hours:g} h"}
+            "tag:azbench-expires": f"now + {spec.section(AzureSettings).expires_hours:g} h"}
 
 
 def _network_resources(spec: ClusterSpec) -> list[PlannedResource]:
-    rg = spec.azure.resource_group or f"azbench-{spec.name}"
-    ingress = spec.azure.ssh_ingress_cidr or "caller's public address/32 (detected at up)"
+    rg = spec.section(AzureSettings).resource_group or f"azbench-{spec.name}"
+    ingress = spec.section(AzureSettings).ssh_ingress_cidr or "caller's public address/32 (detected at up)"
     return [
         PlannedResource(kind="Microsoft.Resources/resourceGroups", name=rg,
                         properties={"location": spec.region, **_tags(spec)}),
         PlannedResource(kind="Microsoft.Network/virtualNetworks", name=f"{spec.name}-vnet",
-                        properties={"address_space": spec.azure.vnet_cidr, **_tags(spec)}),
+                        properties={"address_space": spec.section(AzureSettings).vnet_cidr, **_tags(spec)}),
         PlannedResource(kind="Microsoft.Network/networkSecurityGroups", name=f"{spec.name}-nsg",
                         properties={"allow": "tcp/22", "source": ingress, **_tags(spec)}),
     ]
@@ -150,12 +97,12 @@ def _head_resources(spec: ClusterSpec) -> list[PlannedResource]:
         PlannedResource(kind="Microsoft.Network/publicIPAddresses", name=f"{spec.name}-head-ip",
                         properties=_tags(spec)),
         PlannedResource(kind="Microsoft.Compute/virtualMachines", name=f"{spec.name}-head",
-                        properties={"size": spec.azure.head_size,
+                        properties={"size": spec.section(AzureSettings).head_size,
                                     "role": "login + slurmctld + NFS (/home, /shared)",
-                                    **({"identity": "SystemAssigned"} if spec.azure.self_expiry else {}),
+                                    **({"identity": "SystemAssigned"} if spec.section(AzureSettings).self_expiry else {}),
                                     **_tags(spec)}),
     ]
-    if spec.azure.self_expiry:
+    if spec.section(AzureSettings).self_expiry:
         head.append(_self_expiry_role(spec))
     return head
 
@@ -164,8 +111,8 @@ def _self_expiry_role(spec: ClusterSpec) -> PlannedResource:
     """The head identity's one role: Contributor on the cluster's own group, so its expiry agent
     can delete the cluster and nothing else. Role assignment names are GUIDs: derived from the
     group and cluster, so a rerun finds the same one."""
-    rg = spec.azure.resource_group or f"azbench-{spec.name}"
-    idle = f", or {spec.azure.idle_minutes} min without a Slurm job" if spec.azure.idle_minutes else ""
+    rg = spec.section(AzureSettings).resource_group or f"azbench-{spec.name}"
+    idle = f", or {spec.section(AzureSettings).idle_minutes} min without a Slurm job" if spec.section(AzureSettings).idle_minutes else ""
     return PlannedResource(kind="Microsoft.Authorization/roleAssignments",
                            name=str(uuid.uuid5(uuid.NAMESPACE_URL, f"azbench:{rg}:{spec.name}:head-expiry")),
                            properties={"role": "Contributor", "scope": f"resource group {rg}",
@@ -177,11 +124,11 @@ def _vmss_properties(spec: ClusterSpec, sku: GpuSku, s: ScaleSetPlan) -> dict[st
     return {"size": sku.name, "orchestration": "Uniform", "single_placement_group": True,
             "platform_fault_domain_count": 1, "overprovision": False,
             "accelerated_networking": True, "gpus": s.gpus, "racks": s.racks,
-            "image": spec.azure.image or sku.image, **_spot_properties(spec), **_tags(spec)}
+            "image": spec.section(AzureSettings).image or sku.image, **_spot_properties(spec), **_tags(spec)}
 
 
 def _spot_properties(spec: ClusterSpec) -> dict[str, str | int | bool | None]:
-    a = spec.azure
+    a = spec.section(AzureSettings)
     if a.priority != "spot":
         return {}
     return {"priority": "Spot", "eviction_policy": a.eviction_policy.capitalize(),
@@ -189,18 +136,18 @@ def _spot_properties(spec: ClusterSpec) -> dict[str, str | int | bool | None]:
 
 
 def _cost(spec: ClusterSpec, sku: GpuSku, warnings: list[str]) -> float | None:
-    if spec.azure.priority != "spot" and spec.azure.max_price != -1:
+    if spec.section(AzureSettings).priority != "spot" and spec.section(AzureSettings).max_price != -1:
         warnings.append("azure.max_price applies only with azure.priority: spot (ignored)")
     if sku.price_per_hour_usd is None:
         warnings.append(f"no list price known for {sku.name}: cost per hour unknown")
         return None
     payg = round(spec.nodes * sku.price_per_hour_usd + HEAD_PRICE_PER_HOUR_USD, 2)
-    spot = sku.spot_price_per_hour_usd(spec.azure.max_price)
-    if spec.azure.priority != "spot" or spot is None:
+    spot = sku.spot_price_per_hour_usd(spec.section(AzureSettings).max_price)
+    if spec.section(AzureSettings).priority != "spot" or spot is None:
         return payg
     estimate = sku.spot_price_per_hour_usd()
-    if estimate is not None and spec.azure.max_price != -1 and spec.azure.max_price < estimate:
-        warnings.append(f"azure.max_price ${spec.azure.max_price:g}/h is below the estimated spot "
+    if estimate is not None and spec.section(AzureSettings).max_price != -1 and spec.section(AzureSettings).max_price < estimate:
+        warnings.append(f"azure.max_price ${spec.section(AzureSettings).max_price:g}/h is below the estimated spot "
                         f"price ${estimate:g}/h: Azure may not allocate the VMs, or evict them early")
     total = round(spec.nodes * spot + HEAD_PRICE_PER_HOUR_USD, 2)
     warnings.append(f"spot: ~${total:,.2f}/h estimated vs ${payg:,.2f}/h pay-as-you-go "

@@ -31,17 +31,19 @@ from orchestrator.providers.azure.cluster import (
 from orchestrator.providers.azure.errors import arm_call
 from orchestrator.providers.azure.lro import ProgressEvent
 from orchestrator.providers.azure.owner import foreign, signed_in
-from orchestrator.providers.azure.teardown import SweepItem, delete_cluster, tagged
+from orchestrator.providers.azure.teardown import delete_cluster, tagged
 from orchestrator.providers.azure.teardown import sweep as _sweep
 from orchestrator.providers.azure.up import LRO_FILE, UpOptions, UpRun
-from orchestrator.providers.base import CloudNode, CloudView, HostReport, ProviderBase
+from orchestrator.providers.base import CloudNode, CloudView, HostReport, ProviderBase, SweepItem, SweepRequest
 from orchestrator.hosts.remote import SshRunner
 from orchestrator.specs.cluster import ClusterSpec
 from orchestrator.hardware.catalog import lookup
 from orchestrator.errors import CapacityError, ConfigError, NotAvailableError, ProvisionError
-from orchestrator.models import AzureProps, Cluster, ClusterState, Plan, ScaleSetPlan
+from orchestrator.models import Cluster, ClusterState, Plan, ScaleSetPlan
+from orchestrator.providers.azure.props import AzureProps
 from orchestrator.seams import Access, Capabilities
 from orchestrator.slurm.launcher import SlurmLauncher
+from orchestrator.providers.azure.settings import AzureSettings
 
 __all__ = ["AzureProvider", "AzureClients", "ProgressEvent", "SweepItem", "sweep"]
 
@@ -58,7 +60,8 @@ class AzureProvider(ProviderBase):
 
     name = "azure"
     caps = Capabilities(spends_money=True, expires=True, restores_capacity=True, live_node_states=True,
-                        shell=True, replaces_nodes=True, resizes=True, reports_hosts=True) | SlurmLauncher.caps
+                        shell=True, replaces_nodes=True, resizes=True, reports_hosts=True,
+                        sweeps=True) | SlurmLauncher.caps
 
     def __init__(self, clients: AzureClients | None = None, *,
                  progress: Callable[[ProgressEvent], None] | None = None,
@@ -93,9 +96,9 @@ class AzureProvider(ProviderBase):
         """
         self._spec = spec
         cluster = UpRun(self._clients_for_spec(spec), spec, plan, self.opts).execute()
-        if spec.azure.boot_timeout_s > 0:
+        if spec.section(AzureSettings).boot_timeout_s > 0:
             from orchestrator.providers.azure.boot import wait_booted
-            wait_booted(cluster, ci.head_hostname(spec.name), timeout_s=spec.azure.boot_timeout_s,
+            wait_booted(cluster, ci.head_hostname(spec.name), timeout_s=spec.section(AzureSettings).boot_timeout_s,
                         progress=self._boot_progress)
         return cluster
 
@@ -258,6 +261,13 @@ class AzureProvider(ProviderBase):
             raise ProvisionError(f"Azure cluster '{cluster.name}' is gone after the resize")
         return described
 
+    def sweep(self, request: SweepRequest) -> list[SweepItem]:
+        """The caller's clusters past azbench-expires or unknown to this home (and with
+        `all_owners` other owners' expired ones), deleted unless a dry run (azure/teardown.py)."""
+        return sweep(self.clients, dry_run=request.dry_run, known_clusters=request.known, now=request.now,
+                     subscription_id=request.account, arm_endpoint=request.endpoint,
+                     all_owners=request.all_owners, only=request.only, principal=request.principal)
+
     def report_unhealthy(self, cluster: Cluster, reasons: Mapping[str, str]) -> list[HostReport]:
         """Report each drained node to Azure Guest Health Reporting (azure/guest_health.py, with
         the documentation cited): its VM's resource id, the physical host name its cloud-init
@@ -327,9 +337,9 @@ class AzureProvider(ProviderBase):
     def _clients_for_spec(self, spec: ClusterSpec) -> AzureClients:
         if self.clients is not None:
             return self.clients
-        return clients_from_config(subscription_id=spec.azure.subscription_id,
-                                   arm_endpoint=spec.azure.arm_endpoint,
-                                   polling_interval=spec.azure.polling_interval)
+        return clients_from_config(subscription_id=spec.section(AzureSettings).subscription_id,
+                                   arm_endpoint=spec.section(AzureSettings).arm_endpoint,
+                                   polling_interval=spec.section(AzureSettings).polling_interval)
 
     def _clients_for(self, name: str, cluster: Cluster | None) -> AzureClients:
         if self.clients is not None:

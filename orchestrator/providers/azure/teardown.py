@@ -12,7 +12,6 @@ owner's live ones never.
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, Collection
 
@@ -30,6 +29,7 @@ from orchestrator.providers.azure.resources import (
     VNET,
 )
 from orchestrator.errors import ProvisionError
+from orchestrator.providers.base import SweepItem
 from orchestrator.models import parse_utc
 
 # api-version for deletes by id of resources azbench may leave outside its resource group.
@@ -42,20 +42,6 @@ DELETE_API_VERSIONS = {
 DEFAULT_DELETE_API = "2021-04-01"
 # Delete order inside a group: what uses a resource goes before the resource.
 DELETE_WAVES = ((VMSS, VM), (NIC,), (VNET, PIP), (NSG,))
-
-
-@dataclass(frozen=True)
-class SweepItem:
-    """One cluster found by `sweep`: why, what it holds, whose it is, and whether it was deleted."""
-
-    cluster: str
-    reason: str
-    resource_groups: tuple[str, ...]
-    resources: tuple[str, ...]
-    expires: str | None
-    deleted: bool
-    owner: str = ""
-    mine: bool = True
 
 
 def tag_filter(cluster: str | None = None) -> str:

@@ -13,7 +13,8 @@ from typing import Any
 
 from orchestrator.hardware.catalog import lookup
 from orchestrator.errors import NotFoundError
-from orchestrator.models import AzureMLProps, Cluster, ClusterState, Plan, parse_utc
+from orchestrator.models import Cluster, ClusterState, Plan, parse_utc
+from orchestrator.providers.azureml.props import AzureMLProps
 
 WORKDIR = "/tmp/azbench"  # node-local: each job links its code and checkpoint mount under it
 

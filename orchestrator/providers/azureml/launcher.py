@@ -22,16 +22,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from orchestrator.errors import ConfigError, LaunchError, MissingCapability
-from orchestrator.models import (
-    AttemptSpec,
-    AzureMLProps,
-    Cluster,
-    ExecResult,
-    JobRef,
-    JobState,
-    JobStatus,
-    NodeInfo,
-)
+from orchestrator.models import AttemptSpec, Cluster, ExecResult, JobRef, JobState, JobStatus, NodeInfo
+from orchestrator.providers.azureml.props import AzureMLProps
 from orchestrator.paths import RunLayout, job_name, safe_local_path
 from orchestrator.seams import Capabilities, shell_name
 

@@ -26,8 +26,10 @@ from orchestrator.providers.azureml.launcher import AzureMLLauncher
 from orchestrator.providers.base import ProviderBase
 from orchestrator.specs.cluster import ClusterSpec
 from orchestrator.errors import ConfigError, NotFoundError, PreflightError
-from orchestrator.models import AzureMLProps, Cluster, Plan, PlannedResource, ScaleSetPlan
+from orchestrator.models import Cluster, Plan, PlannedResource, ScaleSetPlan
+from orchestrator.providers.azureml.props import AzureMLProps
 from orchestrator.seams import Access, Capabilities
+from orchestrator.providers.azureml.settings import AzureMLSettings
 
 COMPUTE_KIND = "Microsoft.MachineLearningServices/workspaces/computes"
 ALLOWED_SIZES = ("Standard_ND96isr_H100_v5", "Standard_ND96isr_H200_v5")
@@ -69,7 +71,7 @@ class AzureMLProvider(ProviderBase):
         """The AmlCompute `up` would create and the checks it runs first. Pure."""
         self._spec = spec
         sku = _allowed_sku(spec)
-        opts = spec.azureml
+        opts = spec.section(AzureMLSettings)
         if opts.min_instances > spec.nodes:
             raise ConfigError(f"azureml.min_instances {opts.min_instances} exceeds nodes {spec.nodes}")
         ws = opts.workspace or os.environ.get(WORKSPACE_ENV) or f"<${WORKSPACE_ENV} at up>"
@@ -200,8 +202,8 @@ def build_compute(spec: ClusterSpec, owner: str) -> Any:
     from azure.ai.ml.entities import AmlCompute
     sku = _allowed_sku(spec)
     return AmlCompute(name=compute_name(spec.name), size=sku.name, location=spec.region,
-                      min_instances=spec.azureml.min_instances, max_instances=spec.nodes,
-                      idle_time_before_scale_down=spec.azureml.idle_seconds, tier="Dedicated",
+                      min_instances=spec.section(AzureMLSettings).min_instances, max_instances=spec.nodes,
+                      idle_time_before_scale_down=spec.section(AzureMLSettings).idle_seconds, tier="Dedicated",
                       tags=compute_tags(spec, owner))
 
 
@@ -220,7 +222,7 @@ def compute_name(cluster: str) -> str:
 def preflight_checks(spec: ClusterSpec) -> list[str]:
     sku = spec.sku_row
     vcpus = sku.vcpus * spec.nodes
-    ws = spec.azureml.workspace or f"${WORKSPACE_ENV}"
+    ws = spec.section(AzureMLSettings).workspace or f"${WORKSPACE_ENV}"
     return [f"workspace {ws} exists in its resource group",
             f"{sku.name} is offered in {spec.region} and not restricted for the subscription (resource SKUs)",
             f"Azure ML quota {sku.quota_family} has {vcpus:,} free vCPUs ({spec.nodes:,} x {sku.vcpus})",
@@ -241,8 +243,8 @@ def check_workspace(ml: Any, target: AmlTarget) -> None:
 
 
 def target_from_spec(spec: ClusterSpec) -> AmlTarget:
-    o = spec.azureml
-    return _target(o.subscription_id, o.resource_group, o.workspace, spec.azure.arm_endpoint)
+    o = spec.section(AzureMLSettings)
+    return _target(o.subscription_id, o.resource_group, o.workspace, o.arm_endpoint)
 
 
 def target_from_cluster(cluster: Cluster) -> AmlTarget:

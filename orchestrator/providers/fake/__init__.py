@@ -1,6 +1,26 @@
 """The fake backend: Azure-shaped plans (provider.py) and clusters kept in a JSON file
-(cluster.py), with failure switches."""
+(cluster.py), with failure switches; props.py is what its records keep. It reads no spec section."""
 
-from orchestrator.providers.fake.provider import FakeProvider
+from __future__ import annotations
 
-__all__ = ["FakeProvider"]
+from collections.abc import Callable
+from typing import Any
+
+from orchestrator.backends import Backend
+from orchestrator.providers.fake.props import FakeProps
+from orchestrator.providers.base import Provider
+from orchestrator.seams import Capabilities
+
+
+def _make(progress: Callable[[Any], None] | None = None) -> Provider:
+    """A new FakeProvider (the Azure SDKs, where it uses them, load only now)."""
+    from orchestrator.providers.fake.provider import FakeProvider
+    return FakeProvider()
+
+
+def _caps() -> Capabilities:
+    from orchestrator.providers.fake.provider import FakeProvider
+    return FakeProvider.caps
+
+
+BACKEND = Backend(settings=None, props=FakeProps, make=_make, caps=_caps)

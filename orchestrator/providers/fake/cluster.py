@@ -8,7 +8,8 @@ import os
 from pathlib import Path
 
 from orchestrator import paths
-from orchestrator.models import Cluster, ClusterState, FakeProps, Plan
+from orchestrator.models import Cluster, ClusterState, Plan
+from orchestrator.providers.fake.props import FakeProps
 
 STATE_FILE = "fake.json"
 

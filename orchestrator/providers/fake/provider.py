@@ -1,7 +1,6 @@
 """The fake provider: Azure-shaped plans, clusters kept in a JSON file, failure switches.
 
-FakeProvider backs `--dry-run` for every Azure-shaped provider and lets the whole flow run
-without a cloud: its clusters live in `$AZBENCH_HOME/clusters/<name>/fake.json` (cluster.py).
+FakeProvider lets the whole flow run without a cloud: its clusters live in `$AZBENCH_HOME/clusters/<name>/fake.json` (cluster.py).
 Failure switches come from `AZBENCH_FAKE_FAIL` (capacity | quota | sku) and every call is
 recorded in `calls`.
 """
@@ -10,7 +9,7 @@ from __future__ import annotations
 
 import os
 
-from orchestrator.providers.azure.plan import plan_azure
+from orchestrator.hardware.layout import scale_set_layout
 from orchestrator.providers.base import ProviderBase
 from orchestrator.providers.fake.cluster import load, save, state_file, to_cluster
 from orchestrator.hosts.remote import LocalRunner
@@ -34,7 +33,7 @@ class FakeProvider(ProviderBase):
         self.calls.append(("plan", spec.name))
         if spec.sku_row.gpus_per_vm == 0:
             return _cpu_plan(spec)
-        return plan_azure(spec)
+        return _gpu_plan(spec)
 
     def up(self, spec: ClusterSpec, plan: Plan) -> Cluster:
         self.calls.append(("up", spec.name))
@@ -70,6 +69,19 @@ def _maybe_fail(spec: ClusterSpec) -> None:
         raise PreflightError(f"quota: {spec.sku_row.quota_family} has too few free vCPUs in {spec.region}")
     if switch == "sku":
         raise PreflightError(f"SkuNotAvailable: {spec.sku} is not offered in {spec.region}")
+
+
+def _gpu_plan(spec: ClusterSpec) -> Plan:
+    """Azure's layout (scale sets of at most 100 VMs, GB200 in whole racks) with one pretend
+    resource per scale set, priced at the catalog's list price."""
+    sku = spec.sku_row
+    sets, warnings = scale_set_layout(spec.name, spec.nodes, sku)
+    price = sku.price_per_hour_usd
+    return Plan(cluster=spec.name, provider="fake", sku=sku.name, region=spec.region, nodes=spec.nodes,
+                gpus_per_node=sku.gpus_per_vm, total_gpus=spec.nodes * sku.gpus_per_vm, scale_sets=sets,
+                resources=[PlannedResource(kind="fake/scaleSet", name=s.name, count=s.vms) for s in sets],
+                cost_per_hour_usd=round(spec.nodes * price, 2) if price is not None else None,
+                warnings=warnings)
 
 
 def _cpu_plan(spec: ClusterSpec) -> Plan:

@@ -1,16 +1,31 @@
-"""The local backend: a real multi-node Slurm cluster emulated on this machine (provider.py),
-its records (cluster.py: state.json and the Cluster built from it), and its daemons started
-and stopped by pid (proc.py)."""
+"""The local backend: a real multi-node Slurm cluster emulated on this machine.
 
-from orchestrator.providers.local.provider import (
-    INSTALL_HINT,
-    LocalProvider,
-    find_binaries,
-    kill_node,
-    load_state,
-    node_states,
-    restart_node,
-)
+settings.py is its `local:` spec section, props.py what its records keep, provider.py the
+Provider (plan, up, down, connect to a SlurmLauncher over a LocalRunner), cluster.py its
+state.json and the Cluster built from it, proc.py its daemons, started and stopped by pid."""
 
-__all__ = ["LocalProvider", "kill_node", "restart_node", "find_binaries", "node_states", "load_state",
-           "INSTALL_HINT"]
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from orchestrator.backends import LOCAL_SKU, Backend
+from orchestrator.providers.local.props import LocalProps
+from orchestrator.providers.local.settings import LocalSettings
+from orchestrator.providers.base import Provider
+from orchestrator.seams import Capabilities
+
+
+def _make(progress: Callable[[Any], None] | None = None) -> Provider:
+    """A new LocalProvider (the Azure SDKs, where it uses them, load only now)."""
+    from orchestrator.providers.local.provider import LocalProvider
+    return LocalProvider()
+
+
+def _caps() -> Capabilities:
+    from orchestrator.providers.local.provider import LocalProvider
+    return LocalProvider.caps
+
+
+BACKEND = Backend(settings=LocalSettings, props=LocalProps, make=_make, caps=_caps,
+                  sku_required=False, only_sku=LOCAL_SKU)

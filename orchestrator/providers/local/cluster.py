@@ -12,7 +12,8 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from orchestrator.models import Cluster, ClusterState, LocalProps, utcnow
+from orchestrator.models import Cluster, ClusterState, utcnow
+from orchestrator.providers.local.props import LocalProps
 
 PARTITION = "local"
 SKU = "Local_CPU"

@@ -67,13 +67,15 @@ from orchestrator.providers.local.cluster import (
 from orchestrator.providers.local import proc
 from orchestrator.hosts.remote import LocalRunner
 from orchestrator.errors import CapacityError, ConfigError, ProvisionError
-from orchestrator.models import Cluster, ClusterState, LocalProps, Plan, PlannedResource, ScaleSetPlan
+from orchestrator.models import Cluster, ClusterState, Plan, PlannedResource, ScaleSetPlan
+from orchestrator.providers.local.props import LocalProps
 from orchestrator.seams import Access, Capabilities
 from orchestrator.slurm.commands import (CLIENTS, CONTROL, DAEMONS, INSTALL_HINT, NODE_LIST, find_binaries,
                                          down_argv, node_states_argv, retire_argv)
 from orchestrator.slurm.launcher import SlurmLauncher
 from orchestrator.slurm.conf import (SlurmConfParams, SlurmNode, compress_hostlist, render_slurm_conf,
                                      tree_topology)
+from orchestrator.providers.local.settings import LocalSettings
 
 RACK_SIZE = 18  # ND-series VMs per rack (leaf switch), as the Azure provider assumes
 RACKS_PER_SCALE_SET = 5  # 90 VMs: a scale set of at most 100, in whole racks
@@ -102,7 +104,7 @@ class LocalProvider(ProviderBase):
 
     def plan(self, spec) -> Plan:
         nodes = node_names(spec.nodes)
-        cpus = spec.local.cpus_per_node
+        cpus = spec.section(LocalSettings).cpus_per_node
         warnings = []
         if spec.nodes * cpus > (os.cpu_count() or 1):
             warnings.append(f"{spec.nodes} nodes x {cpus} CPUs share {os.cpu_count()} cores "
@@ -131,7 +133,7 @@ class LocalProvider(ProviderBase):
         state = load_state(cdir)
         if state is not None:
             # Replacements rename nodes, so the shape is the node count, not the names.
-            same_shape = len(state.nodes) == len(wanted) and state.cpus_per_node == spec.local.cpus_per_node
+            same_shape = len(state.nodes) == len(wanted) and state.cpus_per_node == spec.section(LocalSettings).cpus_per_node
             if same_shape and self._healthy(state, bins):
                 return to_cluster(state)
             self._stop(state)  # half-dead or resized: stop our own pids, then start afresh
@@ -562,7 +564,7 @@ def _layout(spec, cdir: Path) -> LocalState:
         name=spec.name, cluster_dir=str(cdir), runtime_dir=str(runtime),
         conf=str(cdir / "slurm.conf"), workdir=str(cdir / "shared"),
         jobcomp_file=str(cdir / "log" / "jobcomp.txt"), nodes=nodes, spares=spares,
-        cpus_per_node=spec.local.cpus_per_node, slurmctld_port=ports[0],
+        cpus_per_node=spec.section(LocalSettings).cpus_per_node, slurmctld_port=ports[0],
         node_ports=dict(zip(nodes + spares, ports[1:])))
 
 
@@ -581,7 +583,7 @@ def _conf_params(state: LocalState, spec) -> SlurmConfParams:
         spool_dir=str(rt / "spool"), log_dir=str(cdir / "log"), pid_dir=str(rt),
         slurm_user=user, slurmd_user=user, auth_socket=str(rt / "munge" / "munge.socket"),
         jobcomp_file=state.jobcomp_file, partition=PARTITION,
-        slurmd_timeout=spec.local.slurmd_timeout, multiple_slurmd=True,
+        slurmd_timeout=spec.section(LocalSettings).slurmd_timeout, multiple_slurmd=True,
         # Thousands of daemons on two cores answer slowly: a short timeout reads as lost nodes.
         message_timeout=5 if len(state.nodes) <= 256 else 30,
         topology_plugin="topology/tree",

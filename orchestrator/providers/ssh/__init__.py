@@ -1,6 +1,31 @@
-"""The ssh backend: adopt an existing Slurm cluster behind an SSH login with a pinned host key
-(provider.py); its record, saved locally (cluster.py)."""
+"""The ssh backend: adopt an existing Slurm cluster behind an SSH login with a pinned host key.
 
-from orchestrator.providers.ssh.provider import SshProvider, pin_host_key
+settings.py is its `ssh:` spec section (required), props.py what its records keep, provider.py
+the Provider (connects a SlurmLauncher over an SshRunner), cluster.py its record, saved locally."""
 
-__all__ = ["SshProvider", "pin_host_key"]
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from orchestrator.backends import Backend
+from orchestrator.providers.ssh.props import SshProps
+from orchestrator.providers.ssh.settings import SshSettings
+from orchestrator.providers.base import Provider
+from orchestrator.seams import Capabilities
+
+
+def _make(progress: Callable[[Any], None] | None = None) -> Provider:
+    """A new SshProvider (the Azure SDKs, where it uses them, load only now)."""
+    from orchestrator.providers.ssh.provider import SshProvider
+    return SshProvider()
+
+
+def _caps() -> Capabilities:
+    from orchestrator.providers.ssh.provider import SshProvider
+    return SshProvider.caps
+
+
+BACKEND = Backend(settings=SshSettings, props=SshProps, make=_make, caps=_caps,
+                  sku_required=False, section_required=True,
+                  section_hint="host, user, key_path, workdir")

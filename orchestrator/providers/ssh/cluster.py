@@ -7,19 +7,23 @@ from __future__ import annotations
 from pathlib import Path
 
 from orchestrator import paths
-from orchestrator.models import Cluster, ClusterState, SshProps, SshTarget
+from orchestrator.models import Cluster, ClusterState, SshTarget
+from orchestrator.providers.ssh.props import SshProps
+from orchestrator.providers.ssh.settings import SshSettings
+from orchestrator.specs.cluster import ClusterSpec
 
 RECORD = "cluster.json"
 
 
-def to_cluster(spec, target: SshTarget, partition: str, nodes: list[dict], usable: int) -> Cluster:
+def to_cluster(spec: ClusterSpec, target: SshTarget, partition: str, nodes: list[dict], usable: int) -> Cluster:
     """The adopted cluster: the partition's nodes (`nodes`: name, cpus, gpus as parsed from
     Slurm's listing), the smallest node's CPUs and GPUs, and how many nodes are `usable`."""
+    ssh = spec.section(SshSettings)
     props = SshProps(cpus_per_node=min(n["cpus"] for n in nodes), gpus_per_node=min(n["gpus"] for n in nodes),
                      usable_nodes=usable, cluster_dir=str(paths.cluster_dir(spec.name)))
     return Cluster(name=spec.name, provider="ssh", sku=spec.sku, nodes=spec.nodes,
                    state=ClusterState.READY, node_names=[n["name"] for n in nodes], partition=partition,
-                   workdir=spec.ssh.workdir, env=dict(spec.ssh.env), ssh=target, cost_per_hour_usd=None,
+                   workdir=ssh.workdir, env=dict(ssh.env), ssh=target, cost_per_hour_usd=None,
                    properties=props)
 
 

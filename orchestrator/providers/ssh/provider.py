@@ -23,6 +23,8 @@ from orchestrator.slurm import commands
 from orchestrator.slurm.launcher import SlurmLauncher
 from orchestrator.errors import AzbenchError, ConfigError, NotAvailableError, ProvisionError
 from orchestrator.models import Cluster, ExecResult, Plan, ScaleSetPlan, SshTarget
+from orchestrator.providers.ssh.settings import SshSettings
+from orchestrator.specs.cluster import ClusterSpec
 
 _GRES_GPU = re.compile(r"(?:^|,)gpu(?::[^:,()]+)?:(\d+)")
 _UNUSABLE = ("down", "drain", "fail", "maint", "unknown", "future", "inval")
@@ -106,7 +108,7 @@ def connect(provider: SshProvider, cluster: Cluster) -> Access:
 
 
 def pin_host_key(spec) -> Path:
-    """The known_hosts file to trust: spec.ssh.host_key written out, or spec.ssh.known_hosts."""
+    """The known_hosts file to trust: ssh.host_key written out, or ssh.known_hosts."""
     opts = _options(spec)
     if opts.host_key is not None:
         name = opts.host if opts.port == 22 else f"[{opts.host}]:{opts.port}"
@@ -167,11 +169,11 @@ def _partition_nodes(result: ExecResult, wanted: str | None, url: str) -> tuple[
     return chosen, by_partition[chosen]
 
 
-def _options(spec):
-    if getattr(spec, "ssh", None) is None:
+def _options(spec: ClusterSpec) -> SshSettings:
+    if SshSettings.KEY not in spec.sections:
         raise ConfigError(f"cluster '{spec.name}' uses provider 'ssh' but has no 'ssh:' section "
                           "(host, user, key_path, workdir)")
-    return spec.ssh
+    return spec.section(SshSettings)
 
 
 def _sku_gpus(sku: str | None) -> int:

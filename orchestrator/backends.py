@@ -1,0 +1,101 @@
+"""The backend registry: every backend's name and the package that implements it.
+
+This is the one list that knows the backends. Each entry names a package under
+orchestrator/providers/ whose `__init__` exposes `BACKEND`, a `Backend` saying what a cluster
+spec must hold for it (its settings section, SKU and region rules), the model of what its
+cluster records keep (`props`), and how to build its Provider. Packages load lazily, by the
+name written here, so `azbench --help` imports no cloud SDK, and no module but this one imports
+a backend: code above the providers asks a provider's `caps`, never its name.
+
+Adding a backend: one folder under providers/ and one line in `_REGISTRY` (docs/architecture.md
+has the recipe). `register` adds one at run time, for the tests' own test-only backend.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import BaseModel
+
+from orchestrator.errors import ConfigError
+
+_REGISTRY: dict[str, str] = {
+    "local": "orchestrator.providers.local",
+    "ssh": "orchestrator.providers.ssh",
+    "azure": "orchestrator.providers.azure",
+    "azureml": "orchestrator.providers.azureml",
+    "fake": "orchestrator.providers.fake",
+}
+LOCAL_SKU = "Local_CPU"  # the one size a backend with `only_sku` (local) and a spec without a sku get
+
+
+@dataclass(frozen=True)
+class Backend:
+    """What one backend tells the rest of azbench, read from its package's `BACKEND`.
+
+    `settings` is the model of its section of a cluster spec (the section's key is the
+    backend's name; None: it reads none); `props` the model of what its Cluster records keep;
+    `make(progress)` builds its Provider (`progress` receives step events from backends that
+    emit them); `caps()` says what its clusters can do without building one. The rest are the
+    spec rules `check_spec` applies."""
+
+    settings: type[BaseModel] | None
+    props: type[BaseModel]
+    make: Callable[[Callable[[Any], None] | None], Any]
+    caps: Callable[[], Any]
+    sku_required: bool = True  # else the spec's sku defaults to LOCAL_SKU
+    region_required: bool = False
+    only_sku: str | None = None  # the one size it runs
+    section_required: bool = False  # its settings section has no defaults
+    section_hint: str = ""
+    aliases: tuple[str, ...] = field(default_factory=tuple)
+
+
+def names() -> tuple[str, ...]:
+    """The registered backends' names, in registry order."""
+    return tuple(_REGISTRY)
+
+
+def load(name: str) -> Backend:
+    """The backend called `name` (ConfigError naming the choices when there is none)."""
+    package = _REGISTRY.get(name)
+    if package is None:
+        raise ConfigError(f"unknown provider '{name}' (choose from {', '.join(_REGISTRY)})")
+    backend = importlib.import_module(package).BACKEND
+    if not isinstance(backend, Backend):
+        raise TypeError(f"{package}.BACKEND is a {type(backend).__name__}, not a Backend")
+    return backend
+
+
+def check_spec(name: str, sku: str | None, region: str | None, sections: set[str]) -> str:
+    """The spec's SKU after backend `name`'s rules; ValueError saying which rule failed.
+    `sections` are the settings sections the spec wrote."""
+    if name not in _REGISTRY:
+        raise ValueError(f"unknown provider '{name}' (choose from {', '.join(_REGISTRY)})")
+    backend = load(name)
+    if sku is None:
+        if backend.sku_required:
+            raise ValueError(f"sku is required for provider '{name}' (see azbench catalog)")
+        sku = LOCAL_SKU
+    if backend.only_sku is not None and sku != backend.only_sku:
+        raise ValueError(f"the {name} provider emulates CPU nodes: use sku 'local'")
+    if backend.region_required and region is None:
+        raise ValueError(f"region is required for provider '{name}'")
+    if backend.section_required and name not in sections:
+        raise ValueError(f"provider '{name}' needs an '{name}:' section ({backend.section_hint})")
+    return sku
+
+
+def register(name: str, package: str) -> None:
+    """Add a backend at run time (the tests' test-only backend); ValueError if the name is taken."""
+    if name in _REGISTRY:
+        raise ValueError(f"provider '{name}' is already registered")
+    _REGISTRY[name] = package
+
+
+def unregister(name: str) -> None:
+    """Remove a backend `register` added; the built-in ones stay."""
+    _REGISTRY.pop(name, None)

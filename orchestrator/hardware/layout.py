@@ -1,0 +1,72 @@
+"""How nodes lay out on Azure-shaped capacity: scale sets (one InfiniBand fabric each, at most
+`max_vms_per_scale_set` VMs, 100 by default) and GB200's NVL72 racks (whole racks per set).
+
+Applies the IB design rules of azure-notes.md §2. Pure arithmetic over the catalog: the azure
+backend's plan and resize, and the fake backend's plan, use it.
+"""
+
+from __future__ import annotations
+
+import math
+
+from orchestrator.errors import ConfigError
+from orchestrator.hardware.catalog import GpuSku
+from orchestrator.models import ScaleSetPlan
+
+
+def scale_set_layout(cluster: str, nodes: int, sku: GpuSku, cap: int = 100,
+                     vms_per_rack: int | None = None) -> tuple[list[ScaleSetPlan], list[str]]:
+    """Split `nodes` into scale sets (one InfiniBand fabric each) of at most `cap` VMs, named
+    <cluster>-gpu-NN (or -cpu-NN), as even as possible; GB200 sets hold whole racks of
+    `vms_per_rack` VMs (default: a full NVL72 rack, else 16). The warnings say what a user must
+    know about the layout."""
+    warnings: list[str] = []
+    if cap > 100:
+        warnings.append(f"max_vms_per_scale_set {cap} > 100: only valid if Azure support raised "
+                        "your single-placement-group limit")
+    if sku.nvlink_domain_vms > 1:
+        groups, per_rack = _rack_groups(nodes, sku, cap, vms_per_rack)
+        if per_rack < sku.nvlink_domain_vms:
+            warnings.append(f"{nodes // per_rack} NVL72 racks x {per_rack} VMs: "
+                            f"{sku.nvlink_domain_vms - per_rack} of {sku.nvlink_domain_vms} slots per "
+                            "rack stay free (as in Azure's 128-rack v6.0 record run)")
+    else:
+        groups, per_rack = _spread(nodes, cap), None
+    role = "gpu" if sku.gpus_per_vm else "cpu"
+    sets = [ScaleSetPlan(name=f"{cluster}-{role}-{i:02d}", vms=vms, gpus=vms * sku.gpus_per_vm,
+                         racks=(vms // per_rack) if per_rack else None)
+            for i, vms in enumerate(groups)]
+    if len(sets) > 1 and sku.ib_links:
+        warnings.append(f"{len(sets)} scale sets: InfiniBand RDMA is only guaranteed inside one "
+                        "scale set; the health gate's all-reduce test checks the fabric across them")
+    return sets, warnings
+
+
+def _rack_groups(nodes: int, sku: GpuSku, cap: int, vms_per_rack: int | None) -> tuple[list[int], int]:
+    rack = sku.nvlink_domain_vms
+    per_rack = vms_per_rack or _default_vms_per_rack(nodes, rack)
+    if per_rack is None or nodes % per_rack:
+        raise ConfigError(
+            f"{sku.short} comes in NVL72 racks of {rack} VMs: {nodes} nodes is not a whole "
+            f"number of racks",
+            hint=f"use a multiple of {rack} (or of 16, as Azure's 128-rack record run did), "
+                 "or set azure.vms_per_rack")
+    racks_per_set = cap // per_rack
+    if racks_per_set == 0:
+        raise ConfigError(f"azure.vms_per_rack {per_rack} exceeds max_vms_per_scale_set {cap}")
+    racks = nodes // per_rack
+    return [r * per_rack for r in _spread(racks, racks_per_set)], per_rack
+
+
+def _default_vms_per_rack(nodes: int, rack: int) -> int | None:
+    for candidate in (rack, 16):
+        if nodes % candidate == 0:
+            return candidate
+    return None
+
+
+def _spread(total: int, cap: int) -> list[int]:
+    """Split `total` into the fewest parts of at most `cap`, as even as possible."""
+    parts = math.ceil(total / cap)
+    base, extra = divmod(total, parts)
+    return [base + (1 if i < extra else 0) for i in range(parts)]

@@ -1,0 +1,22 @@
+"""Where Azure Resource Manager answers: the public cloud's endpoint, and the check that a
+sovereign cloud's endpoint a user gives is an https URL."""
+
+from __future__ import annotations
+
+PUBLIC_ARM = "https://management.azure.com"
+
+
+def check_arm_endpoint(value: str) -> str:
+    """An Azure Resource Manager endpoint: an https URL with a host (sovereign clouds have their
+    own, e.g. https://management.usgovcloudapi.net); ValueError saying what is wrong."""
+    from urllib.parse import urlsplit
+    shown = value if len(value) <= 60 else value[:57] + "..."
+    try:
+        url = urlsplit(value)
+        url.port  # noqa: B018 - raises ValueError on a port out of range
+    except ValueError as exc:
+        raise ValueError(f"arm endpoint {shown!r} is not a URL: {exc}") from None
+    if url.scheme != "https" or not url.hostname or any(c.isspace() for c in value) or url.username:
+        raise ValueError(f"arm endpoint {shown!r} is not an https URL such as "
+                         "https://management.azure.com")
+    return value
