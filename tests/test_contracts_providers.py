@@ -185,7 +185,9 @@ def _ssh(home: Path, request: pytest.FixtureRequest) -> Harness:
     from orchestrator.hosts.remote import SshRunner
     from orchestrator.providers.ssh.settings import SshSettings
     sshd = request.getfixturevalue("sshd")
-    slurm = request.getfixturevalue("local_cluster")
+    from tests.fixtures.slurm import wait_all_idle
+    slurm = request.getfixturevalue("session_local_cluster")
+    wait_all_idle(slurm)
     built: list[object] = []
 
     def factory(target: Any, env: dict[str, str]) -> Any:

@@ -47,6 +47,26 @@ def test_missing_binaries_raise_preflight_with_install_hint(monkeypatch, azbench
     assert str(err.value) == "slurm/munge not found: apt-get install slurm-wlm munge"
 
 
+def test_the_cluster_fixture_waits_until_every_node_is_idle(tmp_path_factory):
+    """`local_cluster` promises four idle nodes: the wait returns only once a downed node is
+    back, and fails naming the states when one stays down past its bound."""
+    import threading
+
+    from tests.fixtures.slurm import private_cluster, wait_all_idle
+    for cluster, _ in private_cluster(tmp_path_factory, local_spec("idlewait", 2)):
+        runner = LocalRunner(cluster.env)
+        down = runner.run(["scontrol", "update", "nodename=node2", "state=down", "reason=test"])
+        assert down.ok, down.stderr
+        with pytest.raises(pytest.fail.Exception, match=r"nodes not all idle after 1 s: .*'node2': 'down'"):
+            wait_all_idle(cluster, timeout_s=1.0)
+        timer = threading.Timer(1.0, runner.run, [["scontrol", "update", "nodename=node2", "state=resume"]])
+        timer.start()
+        try:
+            assert wait_all_idle(cluster, timeout_s=60.0) == {"node1": "idle", "node2": "idle"}
+        finally:
+            timer.join()
+
+
 def test_session_cluster_runs_a_two_node_job(local_cluster):
     runner = LocalRunner(local_cluster.env)
     idle = runner.run(["sinfo", "-h", "-N", "-o", "%N %T"])
