@@ -11,7 +11,7 @@ from __future__ import annotations
 import errno
 import sys
 from pathlib import Path
-from typing import Any, NoReturn, Optional
+from typing import TYPE_CHECKING, Any, NoReturn, Optional
 
 import typer
 
@@ -27,6 +27,9 @@ from orchestrator.cli.common import (
     open_store,
 )
 from orchestrator.errors import EXIT_INTERRUPTED, AzbenchError, StoreError
+
+if TYPE_CHECKING:
+    from orchestrator.specs.cluster import ClusterSpec
 
 # ---------------------------------------------------------------- catalog / init
 
@@ -70,7 +73,7 @@ def init(path: Path = typer.Argument(Path("cluster.yaml"), help="Where to write 
 
 # ---------------------------------------------------------------- up / down / status
 
-def _cluster_spec(file: Optional[Path], **flags: Any):
+def _cluster_spec(file: Optional[Path], **flags: Any) -> ClusterSpec:
     from orchestrator.specs.cluster import load_cluster_spec
     if file is None and flags.get("name") is None:
         flags["name"] = flags.get("provider") or "local"
@@ -151,7 +154,7 @@ def _render_plan(plan: Any) -> None:
         console.print(f"[yellow]warning:[/yellow] {warning}")
 
 
-def _vmss_settings(props: dict) -> str:
+def _vmss_settings(props: dict[str, object]) -> str:
     keys = ("orchestration", "single_placement_group", "platform_fault_domain_count", "overprovision",
             "priority", "eviction_policy", "max_price")
     return ", ".join(f"{k}={props[k]}" for k in keys if k in props)

@@ -9,11 +9,17 @@ from __future__ import annotations
 import json
 import os
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 
 from orchestrator.errors import EXIT_CODES
+
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.table import Table
+
+    from orchestrator.store.database import Store
 
 
 def exit_codes_epilog() -> str:
@@ -84,7 +90,7 @@ def emit_json(obj: Any) -> None:
     sys.stdout.write(json.dumps(to_jsonable(obj), indent=2, default=str) + "\n")
 
 
-def make_console():
+def make_console() -> Console:
     """A rich Console; when piped (CI logs, files) it is wide, so tables do not fold to 80 columns."""
     from rich.console import Console
     if not sys.stdout.isatty() and "COLUMNS" not in os.environ:
@@ -92,7 +98,7 @@ def make_console():
     return Console()
 
 
-def make_table(title: str, columns: list[str], rows: list[list[Any]]):
+def make_table(title: str, columns: list[str], rows: list[list[Any]]) -> Table:
     from rich.table import Table
     table = Table(title=title, title_justify="left")
     for col in columns:
@@ -102,6 +108,6 @@ def make_table(title: str, columns: list[str], rows: list[list[Any]]):
     return table
 
 
-def open_store():
+def open_store() -> Store:
     from orchestrator.store.database import Store
     return Store.open()

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import sys
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import typer
 
 from orchestrator.cli.common import JsonOpt, app, emit_json, make_console, make_table, open_store
 from orchestrator.errors import EXIT_UNHEALTHY
+
+if TYPE_CHECKING:
+    from orchestrator.runs.fleet import FleetReport
+    from orchestrator.runs.fleet_replace import ReplaceReport
 
 
 @app.command()
@@ -73,7 +77,7 @@ def health(
         raise typer.Exit(EXIT_UNHEALTHY)
 
 
-def _render(report) -> None:
+def _render(report: FleetReport) -> None:
     console = make_console()
     if report.verdicts:
         console.print(make_table("Health verdicts", ["node", "check", "status", "value", "threshold", "detail"],
@@ -88,7 +92,7 @@ def _render(report) -> None:
     sys.stdout.write(f"drained: {', '.join(report.drained) or 'none'}\n")
 
 
-def _render_replacements(healed) -> None:
+def _render_replacements(healed: ReplaceReport) -> None:
     console = make_console()
     if healed.replacements:
         console.print(make_table("Replacements", ["node", "new node", "status", "seconds", "cost", "reason"],
@@ -99,5 +103,5 @@ def _render_replacements(healed) -> None:
         sys.stdout.write(f"left drained (replacement cap): {', '.join(healed.capped)}\n")
 
 
-def _fmt(value, unit: str) -> str:
+def _fmt(value: float | None, unit: str) -> str:
     return "-" if value is None else f"{value:.4g}{unit}"

@@ -21,6 +21,8 @@ from orchestrator.cli.common import (
 )
 
 if TYPE_CHECKING:  # the CLI imports runs/ lazily: --help stays fast
+    from datetime import datetime
+
     from orchestrator.runs.prepare import PrepareResult
 
 # ---------------------------------------------------------------- recipes
@@ -208,7 +210,7 @@ def report(benchmark: Optional[str] = typer.Option(None, "--benchmark", help="On
             console.print(table)
 
 
-def _parse_date(flag: str, value: Optional[str], end_of_day: bool = False):
+def _parse_date(flag: str, value: Optional[str], end_of_day: bool = False) -> datetime | None:
     """A date or date-time; a bare --until date means the end of that day (UTC)."""
     if value is None:
         return None
@@ -278,7 +280,7 @@ def results_import(path: Path = typer.Argument(..., help="Submission tree, resul
         sys.stderr.write(f"warning: {warning.path}: {warning.message}\n")
 
 
-def _parse_since(since: Optional[str]):
+def _parse_since(since: Optional[str]) -> datetime | None:
     """--since as a UTC date-time (kept for `azbench baseline set --since`)."""
     return _parse_date("--since", since)
 

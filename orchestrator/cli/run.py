@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Optional, Self
 
 import typer
 
@@ -154,7 +154,7 @@ class _progress_view:
         self.last: dict[str, str] = {}
         self.tty = sys.stderr.isatty()
 
-    def __enter__(self):
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -30,15 +30,20 @@ from orchestrator.pipelines.results import PipelineResult, PipelineSummary, Scal
 from orchestrator.pipelines.spec import PipelineSpec, cluster_specs, load_pipeline_spec, run_specs  # noqa: F401
 
 if TYPE_CHECKING:
+    from orchestrator.runs.attempts import RunEvent
+    from orchestrator.runs.monitor import Progress as RunProgress
     from orchestrator.store.database import Store
+
+# What a run reports as it goes (runs.monitor.Progress) and its state changes (runs.attempts.RunEvent).
+OnProgress = Callable[["RunProgress"], None]
+OnEvent = Callable[["RunEvent"], None]
 
 EXIT_RUN_FAILED, EXIT_REGRESSION = RunFailedError.exit_code, RegressionError.exit_code
 _SIGNALS = (signal.SIGTERM, signal.SIGHUP)  # POSIX: azbench runs on Linux
 
 
 def run_pipeline(spec: PipelineSpec, store: Store, *, on_line: Callable[[str], None] | None = None,
-                 on_progress: Callable[[Any], None] | None = None,
-                 on_event: Callable[[Any], None] | None = None,
+                 on_progress: OnProgress | None = None, on_event: OnEvent | None = None,
                  poll_interval: float = 1.0) -> PipelineResult:
     """Run the whole pipeline; never raises for a failed stage (see summary.status/exit_code).
     Every cluster it brought up (or adopted) is down when this returns."""
@@ -55,7 +60,8 @@ def run_pipeline(spec: PipelineSpec, store: Store, *, on_line: Callable[[str], N
             return _finish(st, analyse=False)
 
 
-def _one_cluster(st: Progress, cspec: ClusterSpec, on_progress, on_event, poll: float) -> None:
+def _one_cluster(st: Progress, cspec: ClusterSpec, on_progress: OnProgress | None, on_event: OnEvent | None,
+                 poll: float) -> None:
     from orchestrator.clusters import lifecycle
     st.skus[cspec.name] = cspec.sku
     st.clusters[cspec.name] = "planned"
@@ -76,7 +82,8 @@ def _one_cluster(st: Progress, cspec: ClusterSpec, on_progress, on_event, poll: 
         _teardown(st, cspec)
 
 
-def _run_entry(st: Progress, rspec: RunSpec, on_progress, on_event, poll: float) -> None:
+def _run_entry(st: Progress, rspec: RunSpec, on_progress: OnProgress | None, on_event: OnEvent | None,
+               poll: float) -> None:
     from orchestrator.runs.execute import run_sweep
     kwargs: dict[str, Any] = {"spec": rspec, "store": st.store, "on_progress": on_progress,
                               "poll_interval": poll}

@@ -63,7 +63,8 @@ class Poller(Protocol):
     def poll(self, refs: Sequence[JobRef]) -> dict[str, JobStatus]: ...
 
 
-ProgressReader = Callable[[], tuple]  # (step, eval value, eta[, slowest node])
+# (step, eval value, eta[, slowest node]): a reader may leave out the slowest node
+ProgressReader = Callable[[], tuple[int | None, float | None, float | None] | tuple[int | None, float | None, float | None, str]]
 
 
 def decide(state: JobState, watch: WatchState, now: float, *, hang_timeout: float,

@@ -24,7 +24,7 @@ CLUSTER_MARKER = "AZBENCH_LOCAL_CLUSTER"
 NODE_MARKER = "AZBENCH_LOCAL_NODE"
 
 # Popen objects of the daemons this process started, so that stopping them also reaps them.
-_CHILDREN: dict[int, subprocess.Popen] = {}
+_CHILDREN: dict[int, subprocess.Popen[bytes]] = {}
 
 
 def spawn(argv: list[str], log: Path, env: dict[str, str], cwd: Path) -> tuple[int, int]:

@@ -76,6 +76,7 @@ from orchestrator.slurm.launcher import SlurmLauncher
 from orchestrator.slurm.conf import (SlurmConfParams, SlurmNode, compress_hostlist, render_slurm_conf,
                                      tree_topology)
 from orchestrator.providers.local.settings import LocalSettings
+from orchestrator.specs.cluster import ClusterSpec
 
 RACK_SIZE = 18  # ND-series VMs per rack (leaf switch), as the Azure provider assumes
 RACKS_PER_SCALE_SET = 5  # 90 VMs: a scale set of at most 100, in whole racks
@@ -102,7 +103,7 @@ class LocalProvider(ProviderBase):
         self.poll_s = poll_s
         self.grace_s = grace_s
 
-    def plan(self, spec) -> Plan:
+    def plan(self, spec: ClusterSpec) -> Plan:
         nodes = node_names(spec.nodes)
         cpus = spec.section(LocalSettings).cpus_per_node
         warnings = []
@@ -125,7 +126,7 @@ class LocalProvider(ProviderBase):
             preflight=[f"binaries on PATH or in /usr/sbin: {', '.join((*DAEMONS, *CLIENTS))}"],
             warnings=warnings)
 
-    def up(self, spec, plan: Plan | None = None) -> Cluster:
+    def up(self, spec: ClusterSpec, plan: Plan | None = None) -> Cluster:
         """Start the cluster, or adopt it when its daemons are alive and Slurm answers."""
         bins = find_binaries()
         cdir = paths.cluster_dir(spec.name)
@@ -272,7 +273,7 @@ class LocalProvider(ProviderBase):
 
     # -- internals --------------------------------------------------------------------------
 
-    def _start(self, spec, cdir: Path, bins: dict[str, str]) -> LocalState:
+    def _start(self, spec: ClusterSpec, cdir: Path, bins: dict[str, str]) -> LocalState:
         state = _layout(spec, cdir)
         conf = Path(state.conf)
         conf.write_text(render_slurm_conf(_conf_params(state, spec)))
@@ -546,7 +547,7 @@ def _state_for(cluster: Cluster) -> LocalState:
     return state
 
 
-def _layout(spec, cdir: Path) -> LocalState:
+def _layout(spec: ClusterSpec, cdir: Path) -> LocalState:
     cdir.mkdir(parents=True, exist_ok=True, mode=0o700)
     runtime = cdir / "run"
     if len(str(runtime)) > _MAX_RUNTIME_PREFIX:
@@ -568,7 +569,7 @@ def _layout(spec, cdir: Path) -> LocalState:
         node_ports=dict(zip(nodes + spares, ports[1:])))
 
 
-def _conf_params(state: LocalState, spec) -> SlurmConfParams:
+def _conf_params(state: LocalState, spec: ClusterSpec) -> SlurmConfParams:
     host = socket.gethostname().split(".")[0]
     user = "root" if os.geteuid() == 0 else getpass.getuser()
     cdir, rt = Path(state.cluster_dir), Path(state.runtime_dir)

@@ -5,6 +5,7 @@ that file is the provider's own state)."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TypedDict
 
 from orchestrator import paths
 from orchestrator.models import Cluster, ClusterState, SshTarget
@@ -15,7 +16,17 @@ from orchestrator.specs.cluster import ClusterSpec
 RECORD = "cluster.json"
 
 
-def to_cluster(spec: ClusterSpec, target: SshTarget, partition: str, nodes: list[dict], usable: int) -> Cluster:
+class SlurmNodeRow(TypedDict):
+    """One node as the cluster's Slurm lists it: name, CPUs, GPUs (from its gres), state."""
+
+    name: str
+    cpus: int
+    gpus: int
+    state: str
+
+
+def to_cluster(spec: ClusterSpec, target: SshTarget, partition: str, nodes: list[SlurmNodeRow],
+               usable: int) -> Cluster:
     """The adopted cluster: the partition's nodes (`nodes`: name, cpus, gpus as parsed from
     Slurm's listing), the smallest node's CPUs and GPUs, and how many nodes are `usable`."""
     ssh = spec.section(SshSettings)

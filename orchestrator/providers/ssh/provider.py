@@ -16,7 +16,7 @@ import paramiko
 from orchestrator import paths
 from orchestrator.hardware import catalog
 from orchestrator.providers.base import ProviderBase
-from orchestrator.providers.ssh.cluster import RECORD, cluster_dir, load, save, to_cluster
+from orchestrator.providers.ssh.cluster import RECORD, SlurmNodeRow, cluster_dir, load, save, to_cluster
 from orchestrator.hosts.remote import SshRunner
 from orchestrator.seams import Access, Capabilities, Runner
 from orchestrator.slurm import commands
@@ -43,7 +43,7 @@ class SshProvider(ProviderBase):
         self._factory = runner_factory or (
             lambda target, env: SshRunner(target, env, connect_timeout=connect_timeout))
 
-    def plan(self, spec) -> Plan:
+    def plan(self, spec: ClusterSpec) -> Plan:
         opts = _options(spec)
         gpus = _sku_gpus(spec.sku)
         partition = opts.partition or "the default partition"
@@ -62,7 +62,7 @@ class SshProvider(ProviderBase):
                        f"use {opts.workdir} as the shared run directory"],
             warnings=["azbench creates nothing on an ssh cluster and down only forgets it"])
 
-    def up(self, spec, plan: Plan | None = None) -> Cluster:
+    def up(self, spec: ClusterSpec, plan: Plan | None = None) -> Cluster:
         opts = _options(spec)
         target = SshTarget(host=opts.host, port=opts.port, user=opts.user,
                            key_path=Path(opts.key_path).expanduser(),
@@ -107,7 +107,7 @@ def connect(provider: SshProvider, cluster: Cluster) -> Access:
                   python=cluster.env.get("AZBENCH_PYTHON", "python3"), closers=[runner.close])
 
 
-def pin_host_key(spec) -> Path:
+def pin_host_key(spec: ClusterSpec) -> Path:
     """The known_hosts file to trust: ssh.host_key written out, or ssh.known_hosts."""
     opts = _options(spec)
     if opts.host_key is not None:
@@ -144,11 +144,11 @@ def _parse_host_key(name: str, line: str) -> paramiko.hostkeys.HostKeyEntry:
     return entry
 
 
-def _partition_nodes(result: ExecResult, wanted: str | None, url: str) -> tuple[str, list[dict]]:
+def _partition_nodes(result: ExecResult, wanted: str | None, url: str) -> tuple[str, list[SlurmNodeRow]]:
     if not result.ok:
         reason = (result.stderr.strip() or result.stdout.strip() or f"exit {result.exit_code}")
         raise ProvisionError(f"{commands.NODE_LIST} failed on {url}: {reason.splitlines()[0]}")
-    by_partition: dict[str, list[dict]] = {}
+    by_partition: dict[str, list[SlurmNodeRow]] = {}
     default = None
     for line in result.stdout.splitlines():
         fields = line.strip().split("|")
@@ -159,8 +159,8 @@ def _partition_nodes(result: ExecResult, wanted: str | None, url: str) -> tuple[
             part = default = part[:-1]
         match = _GRES_GPU.search(gres)
         by_partition.setdefault(part, []).append(
-            {"name": name, "cpus": int(cpus) if cpus.isdigit() else 0,
-             "gpus": int(match.group(1)) if match else 0, "state": state})
+            SlurmNodeRow(name=name, cpus=int(cpus) if cpus.isdigit() else 0,
+                         gpus=int(match.group(1)) if match else 0, state=state))
     chosen = wanted or default
     if chosen is None or chosen not in by_partition:
         known = ", ".join(sorted(by_partition)) or "none"
