@@ -14,11 +14,18 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 import typer
 
 from orchestrator.cli.common import confirm
+
+if TYPE_CHECKING:  # the use cases load inside the commands: --help stays fast
+    from orchestrator.pipelines.baselines import Comparison, Tolerances
+    from orchestrator.pipelines.results import PipelineResult, PipelineSummary
+    from orchestrator.runs.attempts import RunEvent
+    from orchestrator.runs.monitor import Progress as RunProgress
+    from orchestrator.store.database import Store
 
 pipeline_app = typer.Typer(help="Scheduled benchmark pipelines: up, runs, report, compare, down.",
                            no_args_is_help=True, rich_markup_mode=None)
@@ -111,7 +118,7 @@ def pipeline_down(file: Path = typer.Argument(..., help="Pipeline spec YAML."),
         sys.stdout.write(f"cluster '{name}': {state}\n")
 
 
-def _write_outputs(result: Any, junit: Optional[Path], markdown: Optional[Path],
+def _write_outputs(result: PipelineResult, junit: Optional[Path], markdown: Optional[Path],
                    summary_json: Optional[Path]) -> None:
     from orchestrator.pipelines.junit import to_junit_xml
     from orchestrator.paths import write_atomic
@@ -126,7 +133,7 @@ def _write_outputs(result: Any, junit: Optional[Path], markdown: Optional[Path],
             sys.stderr.write(f"wrote {path}\n")
 
 
-def _print_cases(s: Any) -> None:
+def _print_cases(s: PipelineSummary) -> None:
     from orchestrator.cli.common import make_console, make_table
     from orchestrator.pipelines.baselines import METRICS
     keys = ("time_to_train", "step_time", "weak_scaling_efficiency", "allreduce_busbw")
@@ -161,10 +168,10 @@ class _Lines:
             sys.stderr.write(f"{prefix}{time.strftime('%H:%M:%S')} {text}\n")
             sys.stderr.flush()
 
-    def event(self, e: Any) -> None:
+    def event(self, e: RunEvent) -> None:
         self.line(f"{e.run_id}: {e.message}")
 
-    def progress(self, p: Any) -> None:
+    def progress(self, p: RunProgress) -> None:
         if self.quiet:
             return
         step = f"step {p.step}" if p.step is not None else "step -"
@@ -289,7 +296,7 @@ def compare_cmd(
                               + result.regressions[0].describe())
 
 
-def _print_comparison(result: Any) -> None:
+def _print_comparison(result: Comparison) -> None:
     from orchestrator.cli.common import make_console, make_table
     from orchestrator.pipelines.baselines import METRICS
     rows = [[d.label, METRICS[d.metric][0], f"{_fmt(d.baseline_mean)} (n={d.n_baseline})",
@@ -306,12 +313,12 @@ def _print_comparison(result: Any) -> None:
         sys.stdout.write(f"improvement: {d.describe()}\n")
 
 
-def _tolerances(items: list[str], min_confidence: Optional[float]) -> Any:
+def _tolerances(items: list[str], min_confidence: Optional[float]) -> Tolerances:
     from pydantic import ValidationError
 
     from orchestrator.errors import ConfigError
     from orchestrator.pipelines.baselines import METRICS, Tolerance, Tolerances
-    data: dict[str, Any] = {}
+    data: dict[str, dict[str, object]] = {}
     for item in items:
         metric, sep, value = item.partition("=")
         if not sep or metric not in METRICS:
@@ -328,7 +335,7 @@ def _tolerances(items: list[str], min_confidence: Optional[float]) -> Any:
         raise ConfigError(f"--tolerance/--min-confidence: {msg}") from None
 
 
-def _selection(store: Any, sweeps: list[str], cluster: Optional[str], benchmark: Optional[str],
+def _selection(store: Store, sweeps: list[str], cluster: Optional[str], benchmark: Optional[str],
                since: Optional[str]) -> dict[str, Any]:
     """collect() keywords; with no filter at all, the newest sweep."""
     from orchestrator.cli.results import _parse_since
@@ -352,5 +359,5 @@ def _describe(source: dict[str, Any]) -> str:
     return "; ".join(parts).replace("sweep_ids", "sweeps") or "all results"
 
 
-def _fmt(value: Any) -> str:
+def _fmt(value: float | None) -> str:
     return "-" if value is None else f"{value:.4g}"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any, Optional, Self
+from typing import TYPE_CHECKING, Any, Optional, Self
 
 import typer
 
@@ -17,6 +17,12 @@ from orchestrator.cli.common import (
     make_table,
     open_store,
 )
+
+if TYPE_CHECKING:  # the use cases load inside the commands: --help stays fast
+    from orchestrator.runs.attempts import RunEvent, RunOutcome
+    from orchestrator.runs.monitor import Progress as RunProgress
+    from orchestrator.specs.run import RunSpec
+    from orchestrator.store.database import Store
 
 # ---------------------------------------------------------------- run / logs / report / results
 
@@ -73,7 +79,7 @@ def run(recipe: Optional[str] = typer.Argument(None, help="Recipe name (see azbe
     require_success(outcomes)
 
 
-def _dry_run(spec: Any, sku: Optional[str], as_json: bool) -> None:
+def _dry_run(spec: RunSpec | None, sku: Optional[str], as_json: bool) -> None:
     from orchestrator.clusters.lifecycle import require_cluster
     from orchestrator.errors import ConfigError
     from orchestrator.runs.launch import describe_launch
@@ -96,7 +102,7 @@ def _dry_run(spec: Any, sku: Optional[str], as_json: bool) -> None:
         sys.stdout.write(p.script.rstrip() + "\n\n")
 
 
-def _attempt_table(outcomes: list[Any]) -> None:
+def _attempt_table(outcomes: list[RunOutcome]) -> None:
     """Attempt history of runs that needed more than one attempt (lost work, resumed step)."""
     retried = [o for o in outcomes if o.attempts > 1]
     if not retried:
@@ -111,16 +117,18 @@ def _attempt_table(outcomes: list[Any]) -> None:
                                          "resumed from step", "lost steps", "lost s"], rows))
 
 
-def _interrupted(store: Any, spec: Any, attach: Optional[str]) -> None:
+def _interrupted(store: Store, spec: RunSpec | None, attach: Optional[str]) -> None:
     """Ctrl-C: on a terminal ask cancel or detach; otherwise detach and say how to come back."""
     from orchestrator.errors import EXIT_INTERRUPTED, RunFailedError
     from orchestrator.runs.execute import FINAL, cancel_runs, live_sweep
     if attach:
         row = store.get_run(attach)
         live = [r for r in store.list_runs(sweep_id=row.sweep_id) if r.state not in FINAL] if row else []
-    else:
+    elif spec is not None:
         from orchestrator.clusters.lifecycle import require_cluster
         live = live_sweep(spec, store, require_cluster(spec.cluster, store).name)
+    else:
+        live = []
     if not live:
         raise KeyboardInterrupt
     ids = [r.id for r in live]
@@ -161,14 +169,14 @@ class _progress_view:
         if self.enabled and self.tty:
             sys.stderr.write("\n")
 
-    def event(self, e: Any) -> None:
+    def event(self, e: RunEvent) -> None:
         if self.enabled:
             sys.stderr.write(("\r\033[K" if self.tty else "") + f"{e.run_id}: {e.message}\n")
 
-    def __call__(self, p: Any) -> None:
+    def __call__(self, p: RunProgress) -> None:
         self.show(p)
 
-    def show(self, p: Any) -> None:
+    def show(self, p: RunProgress) -> None:
         if not self.enabled:
             return
         if p.note:

@@ -537,14 +537,14 @@ def _minutes(start_ms: int | None, stop_ms: int | None) -> float | None:
     return (stop_ms - start_ms) / 60000.0
 
 
-def _short(value: Any) -> str:
+def _short(value: object) -> str:
     text = repr(value)
     return text if len(text) <= 40 else text[:37] + "..."
 
 
 # -- lenient value coercion (ints logged as floats or strings, JSON bodies) ------------------
 
-def as_int(v: Any) -> int | None:
+def as_int(v: object) -> int | None:
     """An int within signed 64 bits (ints logged as floats or digit strings), else None."""
     if type(v) is int:  # the common case first: this runs for every decoded event
         return v if -_INT64 <= v < _INT64 else None
@@ -561,7 +561,7 @@ def as_int(v: Any) -> int | None:
     return v if -_INT64 <= v < _INT64 else None
 
 
-def as_float(v: Any) -> float | None:
+def as_float(v: object) -> float | None:
     """A finite float, else None (bools, NaN, infinities and ints too large for a float)."""
     if not isinstance(v, (int, float)) or isinstance(v, bool):
         return None
