@@ -390,6 +390,37 @@ class AttemptSpec(Frozen):
     data: list[DataInput] = Field(default_factory=list)
 
 
+# -- jobs a launcher writes itself ------------------------------------------------------------
+# runs/ describes each job as data; the launcher writes its scheduler's script from it (Slurm:
+# slurm/health.py, slurm/staging.py, slurm/container.py), so no script text crosses the seam.
+
+
+@dataclass(frozen=True)
+class HealthCheckPlan:
+    """The pre-run health gate on chosen nodes (runs/health.py fills it in): the per-task checks
+    (templates/health_check.py, which the launcher copies to `script`), one task per GPU or per
+    node on CPU sizes, then an all-reduce judged against `expected_busbw` GB/s (0: no figure)
+    with the warn and fail fractions. The job's output lands in `out_dir`
+    (paths.RunLayout.health_output)."""
+
+    run_id: str
+    attempt: int
+    nodes: tuple[str, ...]
+    out_dir: str
+    script: str  # where health_check.py goes on the cluster
+    check_dir: str  # the folder whose file system the disk check measures
+    python: str
+    gpus_per_node: int
+    ib_ports: int
+    expected_busbw: float
+    warn_frac: float
+    fail_frac: float
+    size_mb: float  # the all-reduce's message size
+    collective_timeout: float  # seconds the all-reduce may take
+    time_limit_min: int  # the whole job's
+    partition: str | None = None
+
+
 class ModelFacts(Frozen):
     """What MFU needs to know of a benchmark's model, each fact with its source.
 

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Protocol
 
 from orchestrator.errors import ConfigError
-from orchestrator.models import AttemptSpec, ExecResult, JobRef, JobStatus, NodeInfo
+from orchestrator.models import AttemptSpec, ExecResult, HealthCheckPlan, JobRef, JobStatus, NodeInfo
 
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
@@ -152,6 +152,12 @@ class Launcher(Protocol):
                sleep: Callable[[float], None] | None = None) -> int:
         """Hand every new byte of `path` to `sink` until `stop()` is true and nothing is left;
         returns the offset reached."""
+        ...
+
+    # -- jobs the launcher writes itself (runs/ passes data, never script text) -------------
+    def run_health_check(self, plan: HealthCheckPlan) -> JobRef:
+        """Copy the check script to plan.script and submit the gate job on exactly plan.nodes
+        (capability `health_gate`); its output lands at RunLayout.health_output."""
         ...
 
     # -- nodes ----------------------------------------------------------------------------

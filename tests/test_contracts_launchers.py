@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import inspect
 import os
+import sys
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -26,14 +27,14 @@ import pytest
 
 from orchestrator.providers.azureml.launcher import AzureMLLauncher
 from orchestrator.errors import MissingCapability
-from orchestrator.models import AttemptSpec, Cluster, ExecResult, JobRef, JobState, JobStatus
+from orchestrator.models import AttemptSpec, Cluster, ExecResult, HealthCheckPlan, JobRef, JobState, JobStatus
 from orchestrator.paths import RunLayout, job_name
 from orchestrator.seams import Capabilities, Launcher
 from orchestrator.slurm.launcher import SlurmLauncher
 
 LAUNCHERS = (SlurmLauncher, AzureMLLauncher)
 # The protocol's methods that need a capability, by the capability (seams.Capabilities).
-NEEDS = {"health_gate": ("submit_script", "run_on_nodes", "run_groups", "stage_file"),
+NEEDS = {"health_gate": ("submit_script", "run_health_check", "run_on_nodes", "run_groups", "stage_file"),
          "node_control": ("drain", "resume")}
 # Bytes a job writes to its log: multi-byte UTF-8 and a byte that is not UTF-8 at all.
 PAYLOAD = "contract na\\303\\257ve \\342\\230\\203 \\377 end"
@@ -56,7 +57,8 @@ COVERED = {"submit": "submit_then_find", "find": "submit_then_find", "poll": "po
            "cancel": "cancel_of_a_*", "fetch_logs": "fetch_logs_*", "tail": "tail_of_*",
            "follow": "follow_of_a_finished_job_*", "node_states": "node_states_list_the_nodes",
            "leaf_switches": "leaf_switches_*", "latest_checkpoint": "latest_checkpoint",
-           "submit_script": "what_the_launcher_lacks_*", "run_on_nodes": "what_the_launcher_lacks_*",
+           "submit_script": "what_the_launcher_lacks_*", "run_health_check": "what_the_launcher_lacks_*",
+           "run_on_nodes": "what_the_launcher_lacks_*",
            "run_groups": "what_the_launcher_lacks_*", "stage_file": "what_the_launcher_lacks_*",
            "drain": "what_the_launcher_lacks_*", "resume": "what_the_launcher_lacks_*",
            "close": "the fixture's teardown"}
@@ -314,6 +316,7 @@ def test_what_the_launcher_lacks_raises_missing_capability(lh: LH, cap: str, tmp
         "submit_script": lambda: lh.launcher.submit_script(
             f"#!/bin/bash\n#SBATCH --nodes=1\n#SBATCH --output={lh.run_dir}/batch/out.txt\n"
             "echo batch-ok\n", workdir=f"{lh.run_dir}/batch"),
+        "run_health_check": lambda: lh.launcher.run_health_check(_health_plan(lh, node)),
         "run_on_nodes": lambda: lh.launcher.run_on_nodes([node], ["echo", "step-ok"], timeout_s=60),
         "run_groups": lambda: lh.launcher.run_groups([[node]], ["echo", "group-ok"], gpus_per_node=0,
                                                      timeout_s=60),
@@ -334,6 +337,11 @@ def _check_works(lh: LH, method: str, result: Any, node: str, remote: str) -> No
         assert isinstance(result, JobRef)
         assert lh.wait(result, lambda s: s.state.terminal).state is JobState.COMPLETED
         assert Path(lh.run_dir, "batch", "out.txt").read_text() == "batch-ok\n"
+    elif method == "run_health_check":
+        assert isinstance(result, JobRef)
+        assert lh.wait(result, lambda s: s.state.terminal).state is JobState.COMPLETED
+        out = Path(RunLayout(lh.run_dir).health_output(9, result.job_id)).read_text()
+        assert f'"node": "{node}", "check": "disk"' in out and "AZBENCH_HEALTH_STOP" in out, out
     elif method == "run_on_nodes":
         assert isinstance(result, ExecResult) and result.exit_code == 0, result
         assert "step-ok" in result.stdout
@@ -350,6 +358,15 @@ def _check_works(lh: LH, method: str, result: Any, node: str, remote: str) -> No
         while not lh.launcher.node_states()[node].usable and time.monotonic() < deadline:
             time.sleep(0.2)  # Slurm counts a resumed node as not responding until its next ping
         assert lh.launcher.node_states()[node].usable
+
+
+def _health_plan(lh: LH, node: str) -> HealthCheckPlan:
+    """The gate on one CPU node, quick: a small all-reduce (a single rank), a short limit."""
+    layout = RunLayout(lh.run_dir)
+    return HealthCheckPlan(run_id=layout.run_id, attempt=9, nodes=(node,), out_dir=layout.health_dir(9),
+                           script=layout.health_script, check_dir=lh.run_dir, python=sys.executable,
+                           gpus_per_node=0, ib_ports=0, expected_busbw=0, warn_frac=0.8, fail_frac=0.5,
+                           size_mb=0.1, collective_timeout=30, time_limit_min=2)
 
 
 def _assert_missing(call: Callable[[], Any], lh: LH) -> None:

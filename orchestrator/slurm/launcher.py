@@ -19,13 +19,15 @@ from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
 
 from orchestrator.errors import ConfigError, LaunchError, NotFoundError
-from orchestrator.models import AttemptSpec, Cluster, ExecResult, JobRef, JobState, JobStatus, NodeInfo
+from orchestrator.models import (AttemptSpec, Cluster, ExecResult, HealthCheckPlan, JobRef, JobState,
+                                 JobStatus, NodeInfo)
 from orchestrator.paths import RunLayout, safe_local_path
 from orchestrator.paths import templates_dir as default_templates
 from orchestrator.seams import Capabilities, Runner, command_line
 from orchestrator.slurm import commands, topology
 from orchestrator.slurm.batch import parse_sbatch_id, render_sbatch
 from orchestrator.slurm.conf import compress_hostlist
+from orchestrator.slurm.health import render_health_check
 from orchestrator.slurm.states import SlurmRow, map_state, parse_jobs, parse_leaf_switches, parse_sinfo
 
 # scancel's complaints that mean "nothing left to cancel", which cancel() treats as success.
@@ -76,13 +78,12 @@ class SlurmLauncher:
     def submit_script(self, script: str, *, workdir: str,
                       files: Mapping[str, Path] | None = None) -> JobRef:
         """Create `workdir`, copy `files` there (remote path -> local file), submit `script`."""
-        made = self._run(f"mkdir -p {shlex.quote(workdir)}")
-        if not made.ok:
-            raise LaunchError(f"cannot create {workdir} on {self.cluster.name}: {_last_line(made.stderr)}")
-        for remote, local in (files or {}).items():
-            self.runner.put(local, remote)
-        name = PurePosixPath(workdir).name
-        return self._submit(script, f"{workdir}/job.sbatch", f"batch job in {name}")
+        return self._submit_in(workdir, script, f"batch job in {PurePosixPath(workdir).name}", files)
+
+    def run_health_check(self, plan: HealthCheckPlan) -> JobRef:
+        """Copy templates/health_check.py to plan.script, submit the gate job from plan.out_dir."""
+        return self._submit_in(plan.out_dir, render_health_check(plan, self.templates_dir),
+                               "the health gate job", {plan.script: self.templates_dir / "health_check.py"})
 
     def find(self, name: str) -> JobRef | None:
         """The newest job called `name`, in any state Slurm still remembers."""
@@ -288,6 +289,17 @@ class SlurmLauncher:
         if not result.ok:
             raise LaunchError(f"submitting {what} failed: {_last_line(result.stderr or result.stdout)}")
         return JobRef(cluster=self.cluster.name, job_id=parse_sbatch_id(result.stdout), backend=self.backend)
+
+    def _submit_in(self, workdir: str, script: str, what: str,
+                   files: Mapping[str, Path] | None = None) -> JobRef:
+        """Create `workdir`, copy `files` (remote path -> local file), submit `script` from
+        `workdir`/job.sbatch."""
+        made = self._run(f"mkdir -p {shlex.quote(workdir)}")
+        if not made.ok:
+            raise LaunchError(f"cannot create {workdir} on {self.cluster.name}: {_last_line(made.stderr)}")
+        for remote, local in (files or {}).items():
+            self.runner.put(local, remote)
+        return self._submit(script, f"{workdir}/job.sbatch", what)
 
     def _prepare_dirs(self, layout: RunLayout, attempt_dir: str) -> bool:
         """Create the attempt and checkpoint dirs; True when the recipe is already staged."""

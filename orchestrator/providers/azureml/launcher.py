@@ -22,7 +22,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from orchestrator.errors import ConfigError, LaunchError, MissingCapability
-from orchestrator.models import AttemptSpec, Cluster, ExecResult, JobRef, JobState, JobStatus, NodeInfo
+from orchestrator.models import (AttemptSpec, Cluster, ExecResult, HealthCheckPlan, JobRef, JobState,
+                                 JobStatus, NodeInfo)
 from orchestrator.providers.azureml.props import AzureMLProps
 from orchestrator.paths import RunLayout, job_name, safe_local_path
 from orchestrator.seams import Capabilities, shell_name
@@ -110,6 +111,10 @@ class AzureMLLauncher:
     def submit_script(self, script: str, *, workdir: str,
                       files: Mapping[str, Path] | None = None) -> JobRef:
         raise self._missing("run a batch script")
+
+    def run_health_check(self, plan: HealthCheckPlan) -> JobRef:
+        raise self._missing("run the health gate on chosen nodes",
+                            hint="Azure ML places a job's nodes itself: none can be picked or left out")
 
     def find(self, name: str) -> JobRef | None:
         """The job called `name` in the workspace (job names are unique there), or None."""
