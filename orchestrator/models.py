@@ -6,6 +6,7 @@ contract between providers, launchers, the monitor and the CLI.
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from enum import Enum, StrEnum
@@ -16,6 +17,7 @@ from typing import Annotated, Any, ClassVar, Literal, TypeVar, Union
 from pydantic import BaseModel, ConfigDict, Field, SerializeAsAny, field_validator, model_validator
 
 from orchestrator import backends
+from orchestrator.paths import DEFAULT_DATA_ROOT
 
 
 def utcnow() -> datetime:
@@ -419,6 +421,93 @@ class HealthCheckPlan:
     collective_timeout: float  # seconds the all-reduce may take
     time_limit_min: int  # the whole job's
     partition: str | None = None
+
+
+class ContainerBuild(Frozen):
+    """A recipe's container for one resolved config: built on a node from the implementation's
+    pinned Dockerfile (the folder `path` of `repo` at `commit` is the build context) and saved as
+    an enroot squashfs on the shared filesystem. `digest` names the squashfs: the commit pins the
+    Dockerfile and every file of the context, so a new commit, folder or CPU architecture is a new
+    file and an existing one is never rebuilt."""
+
+    recipe: str
+    repo: str
+    commit: str
+    path: str
+    arch: str
+
+    @property
+    def digest(self) -> str:
+        key = f"{self.repo}@{self.commit}:{self.path}/Dockerfile {self.arch}"
+        return hashlib.sha256(key.encode()).hexdigest()[:16]
+
+    def squashfs(self, data_root: str = DEFAULT_DATA_ROOT) -> str:
+        return f"{data_root.rstrip('/')}/containers/{self.recipe}-{self.digest}.sqsh"
+
+
+@dataclass(frozen=True)
+class StageItem:
+    """One data item of a staging job: licence-gated (`gated_files` set: only verified where the
+    user placed them, never fetched) or fetched by running `command` in `dest`; then checked
+    against `sha256` (`sha256sum -c` lines, empty: none) and marked staged."""
+
+    name: str
+    kind: str  # dataset, checkpoint, tokenizer
+    dest: str
+    sha256: str
+    command: str = ""
+    gated_files: tuple[str, ...] = ()
+    optional: bool = False  # reported when missing, never fails the job
+    size_gb: float | None = None
+    source: str = ""  # where the item and its command come from
+
+
+@dataclass(frozen=True)
+class StageStep:
+    """One in-container step of a staging job (an implementation README's preprocessing): `run`
+    in the built container with `mounts` ("HOST:PATH,...") and `workdir`; done when `marker`
+    holds the key over the command, mounts, `inputs` (one file a line) and the previous step's
+    marker `prev`. `other_impl`: the step is another implementation's than the container's
+    (`implementations`), so it is not run; `last_of_own`: its item has no download of its own,
+    so this step marks it staged."""
+
+    label: str  # ITEM/STEP
+    source: str
+    run: str
+    dest: str
+    marker: str
+    mounts: str
+    workdir: str
+    inputs: str
+    prev: str = ""
+    implementations: tuple[str, ...] = ()
+    other_impl: bool = False
+    last_of_own: bool = False
+
+
+@dataclass(frozen=True)
+class StageRequest:
+    """`azbench prepare`'s job for one recipe (runs/launch.py fills it in): gated items verified
+    first, the rest fetched, then `container` built (None: data only), then the steps. The job
+    prints one "NAME: ..." line per item into `output(job_id)`.
+
+    `r2_origin` replaces the scheme and host of every R2 URL (a mirror); `builder` is a program
+    run instead of the docker + enroot build; `runner` one run instead of the container job step
+    of each step."""
+
+    recipe: str
+    data_root: str  # without a trailing slash ("" is the root)
+    items: tuple[StageItem, ...] = ()
+    steps: tuple[StageStep, ...] = ()
+    container: ContainerBuild | None = None
+    partition: str | None = None
+    r2_origin: str | None = None
+    builder: str | None = None
+    runner: str | None = None
+
+    def output(self, job_id: str) -> str:
+        """The job's output file on the cluster."""
+        return f"{self.data_root}/staging/{self.recipe}-{job_id}.out"
 
 
 class ModelFacts(Frozen):

@@ -27,7 +27,8 @@ import pytest
 
 from orchestrator.providers.azureml.launcher import AzureMLLauncher
 from orchestrator.errors import MissingCapability
-from orchestrator.models import AttemptSpec, Cluster, ExecResult, HealthCheckPlan, JobRef, JobState, JobStatus
+from orchestrator.models import (AttemptSpec, Cluster, ExecResult, HealthCheckPlan, JobRef, JobState, JobStatus,
+                                 StageRequest)
 from orchestrator.paths import RunLayout, job_name
 from orchestrator.seams import Capabilities, Launcher
 from orchestrator.slurm.launcher import SlurmLauncher
@@ -35,7 +36,7 @@ from orchestrator.slurm.launcher import SlurmLauncher
 LAUNCHERS = (SlurmLauncher, AzureMLLauncher)
 # The protocol's methods that need a capability, by the capability (seams.Capabilities).
 NEEDS = {"health_gate": ("submit_script", "run_health_check", "run_on_nodes", "run_groups", "stage_file"),
-         "node_control": ("drain", "resume")}
+         "node_control": ("drain", "resume"), "stages_data": ("stage",)}
 # Bytes a job writes to its log: multi-byte UTF-8 and a byte that is not UTF-8 at all.
 PAYLOAD = "contract na\\303\\257ve \\342\\230\\203 \\377 end"
 PAYLOAD_BYTES = "contract naïve ☃ ".encode() + b"\xff end"
@@ -58,7 +59,7 @@ COVERED = {"submit": "submit_then_find", "find": "submit_then_find", "poll": "po
            "follow": "follow_of_a_finished_job_*", "node_states": "node_states_list_the_nodes",
            "leaf_switches": "leaf_switches_*", "latest_checkpoint": "latest_checkpoint",
            "submit_script": "what_the_launcher_lacks_*", "run_health_check": "what_the_launcher_lacks_*",
-           "run_on_nodes": "what_the_launcher_lacks_*",
+           "stage": "what_the_launcher_lacks_*", "run_on_nodes": "what_the_launcher_lacks_*",
            "run_groups": "what_the_launcher_lacks_*", "stage_file": "what_the_launcher_lacks_*",
            "drain": "what_the_launcher_lacks_*", "resume": "what_the_launcher_lacks_*",
            "close": "the fixture's teardown"}
@@ -317,6 +318,7 @@ def test_what_the_launcher_lacks_raises_missing_capability(lh: LH, cap: str, tmp
             f"#!/bin/bash\n#SBATCH --nodes=1\n#SBATCH --output={lh.run_dir}/batch/out.txt\n"
             "echo batch-ok\n", workdir=f"{lh.run_dir}/batch"),
         "run_health_check": lambda: lh.launcher.run_health_check(_health_plan(lh, node)),
+        "stage": lambda: lh.launcher.stage(StageRequest(recipe="ctr", data_root=f"{lh.run_dir}/data")),
         "run_on_nodes": lambda: lh.launcher.run_on_nodes([node], ["echo", "step-ok"], timeout_s=60),
         "run_groups": lambda: lh.launcher.run_groups([[node]], ["echo", "group-ok"], gpus_per_node=0,
                                                      timeout_s=60),
@@ -342,6 +344,11 @@ def _check_works(lh: LH, method: str, result: Any, node: str, remote: str) -> No
         assert lh.wait(result, lambda s: s.state.terminal).state is JobState.COMPLETED
         out = Path(RunLayout(lh.run_dir).health_output(9, result.job_id)).read_text()
         assert f'"node": "{node}", "check": "disk"' in out and "AZBENCH_HEALTH_STOP" in out, out
+    elif method == "stage":  # nothing to stage: the job only says so
+        assert isinstance(result, JobRef)
+        assert lh.wait(result, lambda s: s.state.terminal).state is JobState.COMPLETED
+        out = Path(StageRequest(recipe="ctr", data_root=f"{lh.run_dir}/data").output(result.job_id))
+        assert out.read_text().endswith(f"staged ctr under {lh.run_dir}/data\n")
     elif method == "run_on_nodes":
         assert isinstance(result, ExecResult) and result.exit_code == 0, result
         assert "step-ok" in result.stdout

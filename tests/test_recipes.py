@@ -18,6 +18,7 @@ from orchestrator.hardware import catalog
 from orchestrator.errors import ConfigError, NotFoundError
 from orchestrator.recipes import catalog as R
 from orchestrator.runs import launch as L
+from orchestrator.slurm.staging import render_stage
 from orchestrator.recipes.parallelism import Layout, make_layout, place
 from orchestrator.templating import render
 from testsupport.golden import check_golden
@@ -258,7 +259,7 @@ def test_gb200_scripts_pass_segment_to_sbatch_and_srun_and_set_mnnvl():
     assert "#SBATCH --segment=16" in script and "  --segment=16 \\" in script
     assert "export NCCL_MNNVL_ENABLE=1" in script and "NCCL_TOPO_FILE" not in script
     assert "#SBATCH --ntasks-per-node=4" in script
-    # The squashfs `prepare` builds from the arm64 implementation's Dockerfile (runs.launch.ContainerBuild).
+    # The squashfs `prepare` builds from the arm64 implementation's Dockerfile (models.ContainerBuild).
     build = L.container_build("llama31_405b", "gb200", 2048)
     assert build is not None and build.arch == "arm64"
     assert f"CONT={build.squashfs()}\n" in script
@@ -296,7 +297,7 @@ def test_golden_stage_data_script(name):
     recipe = R.get_recipe(name)
     sku = recipe.skus[0]
     build = L.container_build(recipe, sku, recipe.scales_for(sku)[0].nodes)
-    check_golden(GOLDEN / f"stage__{name}.sh", L.render_stage_data(name, container=build))
+    check_golden(GOLDEN / f"stage__{name}.sh", render_stage(L.stage_request(name, container=build)))
 
 
 # Stage scripts with another scale's container where the in-container steps differ by
@@ -308,7 +309,7 @@ STAGE_EXTRA = [("llama2_70b_lora", "gb200", 2)]
 @pytest.mark.parametrize("name,sku,nodes", STAGE_EXTRA)
 def test_golden_stage_data_script_of_another_implementation(name, sku, nodes):
     build = L.container_build(name, sku, nodes)
-    check_golden(GOLDEN / f"stage__{name}__{sku}.sh", L.render_stage_data(name, container=build))
+    check_golden(GOLDEN / f"stage__{name}__{sku}.sh", render_stage(L.stage_request(name, container=build)))
 
 
 def test_every_golden_script_is_valid_bash():

@@ -18,7 +18,6 @@ import math
 import re
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Callable, Mapping, Sequence
 
 from orchestrator.hardware.catalog import lookup

@@ -8,14 +8,15 @@ recipe catalog to the Slurm renderer: recipes/ stays free of Slurm.
 
 from __future__ import annotations
 
-import hashlib
 import re
 import shlex
 
 from orchestrator.hardware import catalog
 from orchestrator.errors import ConfigError
-from orchestrator.models import AttemptSpec, Frozen
+from orchestrator.models import AttemptSpec, ContainerBuild, Frozen, StageItem, StageRequest, StageStep
+from orchestrator.paths import DEFAULT_DATA_ROOT
 from orchestrator.recipes.catalog import (
+    DataItem,
     Mlperf,
     Recipe,
     ResolvedConfig,
@@ -28,9 +29,9 @@ from orchestrator.recipes.catalog import (
 from orchestrator.recipes.configs import PRE_ENV, bundle, implementation
 from orchestrator.recipes.parallelism import network_profile
 from orchestrator.slurm.batch import format_time_limit, render_sbatch
+from orchestrator.slurm.staging import render_stage
 from orchestrator.templating import render
 
-DEFAULT_DATA_ROOT = "/shared/mlperf"
 PREVIEW_RUN_DIR = "/shared/azbench/runs/preview"
 # Values that land in #SBATCH lines or comma-separated --container-mounts: keep them plain.
 _SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
@@ -63,7 +64,7 @@ def describe_launch(recipe_name: str, sku: str, nodes: int, ruleset: str | None 
         resolved = resolved.model_copy(update={"image": build.squashfs(data_root)})
     script = render_launch(resolved, run_dir, data_root=data_root, params=params,
                            time_limit_min=time_limit_min)
-    stage = render_stage_data(recipe, data_root=data_root, container=build) \
+    stage = render_stage(stage_request(recipe, data_root=data_root, container=build)) \
         if recipe.mlperf else None
     return LaunchPreview(resolved=resolved, script=script, stage_script=stage)
 
@@ -83,28 +84,6 @@ def render_launch(resolved: ResolvedConfig, run_dir: str, *, run_id: str = "prev
                              data_root=data_root, seed=seed, check_compliance=check_compliance)
 
 
-class ContainerBuild(Frozen):
-    """A recipe's container for one resolved config: built on a node from the implementation's
-    pinned Dockerfile (the folder `path` of `repo` at `commit` is the build context) and saved as
-    an enroot squashfs on the shared filesystem. `digest` names the squashfs: the commit pins the
-    Dockerfile and every file of the context, so a new commit, folder or CPU architecture is a new
-    file and an existing one is never rebuilt."""
-
-    recipe: str
-    repo: str
-    commit: str
-    path: str
-    arch: str
-
-    @property
-    def digest(self) -> str:
-        key = f"{self.repo}@{self.commit}:{self.path}/Dockerfile {self.arch}"
-        return hashlib.sha256(key.encode()).hexdigest()[:16]
-
-    def squashfs(self, data_root: str = DEFAULT_DATA_ROOT) -> str:
-        return f"{data_root.rstrip('/')}/containers/{self.recipe}-{self.digest}.sqsh"
-
-
 def container_build(recipe: Recipe | str, sku: str, nodes: int) -> ContainerBuild | None:
     """The container a run of `recipe` on `nodes` x `sku` uses: the implementation its resolved
     config was vendored from (None: the scale names no vendored config, the recipe's image stays)."""
@@ -119,51 +98,59 @@ def container_build(recipe: Recipe | str, sku: str, nodes: int) -> ContainerBuil
                           arch=catalog.lookup(resolved.sku).cpu_arch)
 
 
-def render_stage_data(recipe: Recipe | str, *, data_root: str = DEFAULT_DATA_ROOT,
-                      partition: str | None = None, container: ContainerBuild | None = None,
-                      builder: str | None = None, r2_origin: str | None = None,
-                      runner: str | None = None) -> str:
-    """The one-node batch job that verifies a recipe's licence-gated items, downloads the rest
+def stage_request(recipe: Recipe | str, *, data_root: str = DEFAULT_DATA_ROOT,
+                  partition: str | None = None, container: ContainerBuild | None = None,
+                  builder: str | None = None, r2_origin: str | None = None,
+                  runner: str | None = None) -> StageRequest:
+    """The one-node job that verifies a recipe's licence-gated items, downloads the rest
     (MLCommons R2 or the item's command), builds its container under data_root, then runs the
-    items' preparation steps inside that container (DataItem.steps).
+    items' preparation steps inside that container (DataItem.steps), as data for
+    `Launcher.stage`.
 
     `r2_origin` replaces the scheme and host of every R2 URL (a mirror; the tests' loopback
     server); `builder` is a program run instead of the docker + enroot build (AZBENCH_IMAGE_BUILDER);
-    `runner` one run instead of a pyxis job step with `--container-image` for each step
-    (AZBENCH_CONTAINER_RUNNER)."""
+    `runner` one run instead of the container job step of each step (AZBENCH_CONTAINER_RUNNER)."""
     recipe = get_recipe(recipe) if isinstance(recipe, str) else recipe
     if recipe.mlperf is None:
         raise ConfigError(f"recipe '{recipe.name}' has no data to stage")
-    _check_plain("data_root", data_root, _SAFE_PATH)
-    _check_plain("partition", partition or "p", _SAFE_NAME)
-    if r2_origin is not None and not re.fullmatch(r"https?://[A-Za-z0-9.-]+(:[0-9]{1,5})?", r2_origin):
-        raise ConfigError(f"R2 origin {r2_origin!r} is not scheme://host[:port]")
     root = data_root.rstrip("/")
     data = recipe.mlperf.data
-    items = [{"item": d, "dest": d.host_path(root),
-              "r2_command": " && ".join([*(f"mlc_r2 -d {shlex.quote(sub)} {shlex.quote(uri)}"
-                                           for sub, uri in d.r2.items()),
-                                         *([f"( {d.after} )"] if d.after else [])])}
-             for d in sorted(data, key=lambda d: d.gated is None) if d.gated or d.r2 or d.stage]
+    # Licence-gated items first: a missing one is reported before any long download.
+    items = tuple(_stage_item(d, root) for d in sorted(data, key=lambda d: d.gated is None)
+                  if d.gated or d.r2 or d.stage)
     workdir = recipe.mlperf.container.workdir or "/"
-    _check_plain("container workdir", workdir, _SAFE_PATH)
-    steps = []
-    for d in data:
-        prev = ""
-        for i, step in enumerate(d.steps):
-            marker = d.step_marker(step, root)
-            steps.append({"label": f"{d.name}/{step.name}", "item": d, "step": step,
-                          "dest": d.host_path(root), "marker": marker, "prev": prev,
-                          "mounts": d.step_mounts(step, root), "workdir": workdir,
-                          "inputs": "\n".join(d.step_inputs(step, root)),
-                          "other_impl": container is not None and bool(step.implementations)
-                          and container.path not in step.implementations,
-                          "last_of_own": i == len(d.steps) - 1 and not (d.stage or d.r2 or d.gated)})
-            prev = marker
-    return render(
-        "stage_data.sbatch.j2", recipe=recipe.name, data_root=root, partition=partition,
-        items=items, r2_origin=r2_origin, builder=builder, container=container,
-        squashfs=container.squashfs(root) if container else None, steps=steps, runner=runner)
+    steps = tuple(s for d in data for s in _stage_steps(d, root, workdir, container))
+    return StageRequest(recipe=recipe.name, data_root=root, items=items, steps=steps,
+                        container=container, partition=partition, r2_origin=r2_origin,
+                        builder=builder, runner=runner)
+
+
+def _stage_item(d: DataItem, root: str) -> StageItem:
+    """A gated item is verified; an R2 one fetched with mlc_r2 (then its `after`), the rest by
+    its own command."""
+    command = " && ".join([*(f"mlc_r2 -d {shlex.quote(sub)} {shlex.quote(uri)}" for sub, uri in d.r2.items()),
+                           *([f"( {d.after} )"] if d.after else [])]) if d.r2 else d.stage
+    return StageItem(name=d.name, kind=d.kind, dest=d.host_path(root), sha256=d.sha256_list(),
+                     command=command, gated_files=tuple(d.gated.files) if d.gated else (),
+                     optional=d.optional, size_gb=d.size_gb, source=d.source)
+
+
+def _stage_steps(d: DataItem, root: str, workdir: str, container: ContainerBuild | None) -> list[StageStep]:
+    """The item's steps in order, each keyed on the one before (its marker)."""
+    steps: list[StageStep] = []
+    prev = ""
+    for i, step in enumerate(d.steps):
+        marker = d.step_marker(step, root)
+        steps.append(StageStep(
+            label=f"{d.name}/{step.name}", source=step.source, run=step.run, dest=d.host_path(root),
+            marker=marker, mounts=d.step_mounts(step, root), workdir=workdir,
+            inputs="\n".join(d.step_inputs(step, root)), prev=prev,
+            implementations=tuple(step.implementations),
+            other_impl=container is not None and bool(step.implementations)
+            and container.path not in step.implementations,
+            last_of_own=i == len(d.steps) - 1 and not (d.stage or d.r2 or d.gated)))
+        prev = marker
+    return steps
 
 
 # -- rendering ---------------------------------------------------------------------------------

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 
 from orchestrator.errors import ConfigError, LaunchError, NotFoundError
 from orchestrator.models import (AttemptSpec, Cluster, ExecResult, HealthCheckPlan, JobRef, JobState,
-                                 JobStatus, NodeInfo)
+                                 JobStatus, NodeInfo, StageRequest)
 from orchestrator.paths import RunLayout, safe_local_path
 from orchestrator.paths import templates_dir as default_templates
 from orchestrator.seams import Capabilities, Runner, command_line
@@ -28,6 +28,7 @@ from orchestrator.slurm import commands, topology
 from orchestrator.slurm.batch import parse_sbatch_id, render_sbatch
 from orchestrator.slurm.conf import compress_hostlist
 from orchestrator.slurm.health import render_health_check
+from orchestrator.slurm.staging import render_stage
 from orchestrator.slurm.states import SlurmRow, map_state, parse_jobs, parse_leaf_switches, parse_sinfo
 
 # scancel's complaints that mean "nothing left to cancel", which cancel() treats as success.
@@ -40,7 +41,7 @@ class SlurmLauncher:
     """Launcher over Slurm. `sacct_calls`/`squeue_calls` count scheduler queries (benchmarks)."""
 
     backend = "slurm"
-    caps = Capabilities(live_logs=True, health_gate=True, node_control=True)
+    caps = Capabilities(live_logs=True, health_gate=True, node_control=True, stages_data=True)
 
     def __init__(self, runner: Runner, cluster: Cluster, templates_dir: Path | None = None, *,
                  admin: str = "") -> None:
@@ -84,6 +85,12 @@ class SlurmLauncher:
         """Copy templates/health_check.py to plan.script, submit the gate job from plan.out_dir."""
         return self._submit_in(plan.out_dir, render_health_check(plan, self.templates_dir),
                                "the health gate job", {plan.script: self.templates_dir / "health_check.py"})
+
+    def stage(self, request: StageRequest) -> JobRef:
+        """Submit the staging job from <data_root>/staging (Slurm writes its output there, and
+        does not create the folder itself)."""
+        return self._submit_in(f"{request.data_root}/staging", render_stage(request, self.templates_dir),
+                               f"the staging job of {request.recipe}")
 
     def find(self, name: str) -> JobRef | None:
         """The newest job called `name`, in any state Slurm still remembers."""
