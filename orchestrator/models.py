@@ -369,29 +369,6 @@ class DataInput(Frozen):
     var: str | None = None
 
 
-class AttemptSpec(Frozen):
-    """Everything a launcher needs to submit one attempt of one run."""
-
-    run_id: str
-    attempt: int
-    recipe: str
-    nodes: int
-    run_dir: str
-    command: str
-    env: dict[str, str] = Field(default_factory=dict)
-    exclude: list[str] = Field(default_factory=list)
-    resume: bool = False
-    time_limit_min: int = 30
-    tasks_per_node: int = 1
-    gpus_per_node: int = 0
-    script: str | None = Field(None, description="a complete batch script (MLPerf container "
-                               "launch); when set the launcher submits it instead of its own")
-    # What a launcher without batch scripts (Azure ML) builds its job from.
-    image: str | None = Field(None, description="container image (enroot form registry#repo:tag)")
-    distribution: Literal["torch", "mpi"] = "torch"
-    data: list[DataInput] = Field(default_factory=list)
-
-
 # -- jobs a launcher writes itself ------------------------------------------------------------
 # runs/ describes each job as data; the launcher writes its scheduler's script from it (Slurm:
 # slurm/health.py, slurm/staging.py, slurm/container.py), so no script text crosses the seam.
@@ -508,6 +485,89 @@ class StageRequest:
     def output(self, job_id: str) -> str:
         """The job's output file on the cluster."""
         return f"{self.data_root}/staging/{self.recipe}-{job_id}.out"
+
+
+class MountedData(Frozen):
+    """A staged data item a container job mounts read-only: staged at `path` on the cluster
+    (marked `.azbench-staged` by the staging job), seen at `mount` inside the container."""
+
+    name: str
+    path: str
+    mount: str
+
+
+class Parallelism(Frozen):
+    """How a run splits its model over its GPUs: tensor, pipeline, context, virtual-pipeline and
+    data parallel sizes, micro and global batch, gradient accumulation."""
+
+    tp: int = 1
+    pp: int = 1
+    cp: int = 1
+    vp: int | None = None
+    dp: int
+    mbs: int | None = None
+    gbs: int | None = None
+    grad_accum: int | None = None
+
+
+class ContainerRun(Frozen):
+    """An MLPerf attempt as one container task per GPU on every node, for a launcher that writes
+    its own batch script (Slurm: pyxis/enroot, slurm/container.py). runs/launch.py fills it from
+    the recipe's resolved config; the attempt's own paths and excluded nodes come from the
+    AttemptSpec that carries it."""
+
+    recipe: str
+    benchmark: str  # the MLPerf benchmark key the result line names
+    command: str  # each task's command in the container, writing under /results
+    image: str | None  # registry#repo:tag, or the squashfs `azbench prepare` built
+    workdir: str  # the container's working directory
+    sku_short: str
+    nodes: int
+    gpus_per_node: int
+    gpus: int
+    walltime_min: int  # the timed run's limit (the job gets 20 minutes more for setup)
+    parallelism: Parallelism
+    mp_gpus: int | None = None  # GPUs of one model-parallel group (TP*PP*CP) where it is placed
+    segment: int | None = None  # VMs of one such group, kept inside one NVLink rack
+    derived: bool = False
+    rule: str | None = None  # how a derived config was derived
+    source: str = ""  # which listed config it is
+    ruleset: str | None = None  # the MLPerf ruleset the log is checked against (None: not checked)
+    env: dict[str, str] = Field(default_factory=dict)  # the benchmark's variables, set last
+    network_env: dict[str, str] = Field(default_factory=dict)  # the SKU's NCCL/UCX/IB setup
+    network_source: str = ""
+    network_mounts: list[str] = Field(default_factory=list)  # host folders the network needs
+    data_root: str  # where the recipe's data is staged; `data` lies under it
+    data: list[MountedData] = Field(default_factory=list)
+    config: str | None = None  # the submission's config file, as vendored in recipes/configs/
+    config_files: dict[str, str] = Field(default_factory=dict)  # it and what it sources, by name
+    config_entry: str | None = None  # the file sourced first
+    pre_env: dict[str, str] = Field(default_factory=dict)  # what the config reads while sourced
+    seed: int | None = None  # None: a random seed per job
+    check_compliance: bool = True  # run MLPerf's compliance checker on the log after the run
+
+
+class AttemptSpec(Frozen):
+    """Everything a launcher needs to submit one attempt of one run."""
+
+    run_id: str
+    attempt: int
+    recipe: str
+    nodes: int
+    run_dir: str
+    command: str
+    env: dict[str, str] = Field(default_factory=dict)
+    exclude: list[str] = Field(default_factory=list)
+    resume: bool = False
+    time_limit_min: int = 30
+    tasks_per_node: int = 1
+    gpus_per_node: int = 0
+    container: ContainerRun | None = Field(None, description="an MLPerf recipe's container job; "
+                                           "a launcher with batch scripts writes its script from it")
+    # What a launcher without batch scripts (Azure ML) builds its job from.
+    image: str | None = Field(None, description="container image (enroot form registry#repo:tag)")
+    distribution: Literal["torch", "mpi"] = "torch"
+    data: list[DataInput] = Field(default_factory=list)
 
 
 class ModelFacts(Frozen):

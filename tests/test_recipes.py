@@ -18,6 +18,7 @@ from orchestrator.hardware import catalog
 from orchestrator.errors import ConfigError, NotFoundError
 from orchestrator.recipes import catalog as R
 from orchestrator.runs import launch as L
+from orchestrator.slurm.launcher import attempt_script
 from orchestrator.slurm.staging import render_stage
 from orchestrator.recipes.parallelism import Layout, make_layout, place
 from orchestrator.templating import render
@@ -150,7 +151,7 @@ def test_weak_scaling_derivation_keeps_per_gpu_work_and_says_so():
     assert (r.tp, r.pp, r.cp, r.vp, r.mbs, r.grad_accum) == (4, 8, 2, 8, 1, 8)
     assert (r.gpus, r.dp, r.gbs) == (7168, 112, 896) and r.placement.racks == 112
     assert r.rule.startswith("weak scaling from the listed 2048-node config")
-    assert "DERIVED config" in L.render_launch(r, "/shared/runs/x")
+    assert "DERIVED config" in attempt_script(L.launch_attempt(r, "/shared/runs/x"))
 
 
 def test_derivation_below_the_smallest_listed_scale_grows_walltime():
@@ -270,9 +271,9 @@ def test_image_override_and_hostile_values_are_quoted_or_refused():
     assert "CONT='x; touch /tmp/pwned'" in preview.script
     resolved = R.resolve("llama31_8b", "h100", 1)
     with pytest.raises(ConfigError, match="has characters azbench will not put"):
-        L.render_launch(resolved, "/runs/a b")
+        attempt_script(L.launch_attempt(resolved, "/runs/a b"))
     with pytest.raises(ConfigError, match="has characters azbench will not put"):
-        L.render_launch(resolved, "/runs/x", partition="gpu;id")
+        attempt_script(L.launch_attempt(resolved, "/runs/x"), partition="gpu;id")
 
 
 def test_smoke_preview_is_the_launchers_own_script():

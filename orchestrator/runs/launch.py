@@ -1,19 +1,31 @@
-"""A recipe's launch on Slurm: the exact batch script for one attempt of a resolved config.
+"""A recipe's launch as data: the attempt a resolved config becomes, and its staging job.
 
-Plain recipes (smoke) keep the launcher's own sbatch.sh.j2; MLPerf recipes render
-templates/container_launch.sh.j2 (pyxis/enroot) with templates/run_and_time.sh.j2 inside, and
-templates/stage_data.sbatch.j2 pre-stages their data. Here, not in recipes/, because it joins the
-recipe catalog to the Slurm renderer: recipes/ stays free of Slurm.
+Plain recipes (smoke) run their command in the launcher's own script; an MLPerf recipe runs as
+a ContainerRun (its image, its per-GPU command, its data mounts, its SKU's network, its
+submission config), and its data and container are staged first (StageRequest). The launcher
+writes the scripts (Slurm: slurm/); previews ask slurm/ for them, so `azbench run --dry-run`
+shows exactly what a run submits. Here, not in recipes/, because it joins the recipe catalog to
+the jobs: recipes/ stays free of launchers.
 """
 
 from __future__ import annotations
 
-import re
 import shlex
+from collections.abc import Sequence
 
 from orchestrator.hardware import catalog
 from orchestrator.errors import ConfigError
-from orchestrator.models import AttemptSpec, ContainerBuild, Frozen, StageItem, StageRequest, StageStep
+from orchestrator.models import (
+    AttemptSpec,
+    ContainerBuild,
+    ContainerRun,
+    Frozen,
+    MountedData,
+    Parallelism,
+    StageItem,
+    StageRequest,
+    StageStep,
+)
 from orchestrator.paths import DEFAULT_DATA_ROOT
 from orchestrator.recipes.catalog import (
     DataItem,
@@ -28,14 +40,10 @@ from orchestrator.recipes.catalog import (
 )
 from orchestrator.recipes.configs import PRE_ENV, bundle, implementation
 from orchestrator.recipes.parallelism import network_profile
-from orchestrator.slurm.batch import format_time_limit, render_sbatch
+from orchestrator.slurm.launcher import attempt_script
 from orchestrator.slurm.staging import render_stage
-from orchestrator.templating import render
 
 PREVIEW_RUN_DIR = "/shared/azbench/runs/preview"
-# Values that land in #SBATCH lines or comma-separated --container-mounts: keep them plain.
-_SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
-_SAFE_PATH = re.compile(r"/[A-Za-z0-9._/+-]*")
 
 
 class LaunchPreview(Frozen):
@@ -51,9 +59,9 @@ def describe_launch(recipe_name: str, sku: str, nodes: int, ruleset: str | None 
                     data_root: str = DEFAULT_DATA_ROOT,
                     params: dict[str, Scalar] | None = None,
                     time_limit_min: int | None = None) -> LaunchPreview:
-    """The resolved config and the exact scripts (launch, data staging) for a request, with
-    `params` (checked: unknown names refused) and the run spec's time limit applied as a run
-    would; submits nothing."""
+    """The resolved config and the exact Slurm scripts (launch, data staging) for a request,
+    with `params` (checked: unknown names refused) and the run spec's time limit applied as a
+    run would; submits nothing."""
     recipe = get_recipe(recipe_name)
     params = check_params(recipe, params)
     resolved = resolve(recipe, sku, nodes, ruleset)
@@ -62,26 +70,54 @@ def describe_launch(recipe_name: str, sku: str, nodes: int, ruleset: str | None 
         resolved = resolved.model_copy(update={"image": image})
     elif build:  # a run uses the squashfs `prepare` builds (attempts._mlperf_attempt)
         resolved = resolved.model_copy(update={"image": build.squashfs(data_root)})
-    script = render_launch(resolved, run_dir, data_root=data_root, params=params,
-                           time_limit_min=time_limit_min)
-    stage = render_stage(stage_request(recipe, data_root=data_root, container=build)) \
-        if recipe.mlperf else None
-    return LaunchPreview(resolved=resolved, script=script, stage_script=stage)
+    attempt = launch_attempt(resolved, run_dir, data_root=data_root, params=params,
+                             time_limit_min=time_limit_min)
+    stage = stage_request(recipe, data_root=data_root, container=build) if recipe.mlperf else None
+    return LaunchPreview(resolved=resolved, script=attempt_script(attempt),
+                         stage_script=render_stage(stage) if stage else None)
 
 
-def render_launch(resolved: ResolvedConfig, run_dir: str, *, run_id: str = "preview",
-                  attempt: int = 1, partition: str | None = None, exclude: tuple[str, ...] = (),
-                  data_root: str = DEFAULT_DATA_ROOT, seed: int | None = None,
-                  check_compliance: bool = True, params: dict[str, Scalar] | None = None,
-                  time_limit_min: int | None = None) -> str:
-    """The exact batch script for one attempt of `resolved` (one timed run per job)."""
+def launch_attempt(resolved: ResolvedConfig, run_dir: str, *, run_id: str = "preview",
+                   attempt: int = 1, exclude: Sequence[str] = (),
+                   data_root: str = DEFAULT_DATA_ROOT, params: dict[str, Scalar] | None = None,
+                   time_limit_min: int | None = None) -> AttemptSpec:
+    """One attempt of `resolved` as a launcher receives it (one timed run per job): a plain
+    recipe's command, with the run spec's time limit capped by the recipe's (as
+    runs/attempts.py sets it), or an MLPerf recipe's container job, never resumed."""
     recipe = get_recipe(resolved.recipe)
     if recipe.mlperf is None:
-        return _render_plain(recipe, resolved, run_dir, run_id, attempt, partition, exclude,
-                             params, time_limit_min)
-    return _render_container(recipe, recipe.mlperf, resolved, run_dir=run_dir, run_id=run_id,
-                             attempt=attempt, partition=partition, exclude=exclude,
-                             data_root=data_root, seed=seed, check_compliance=check_compliance)
+        return _plain_attempt(recipe, resolved, run_dir, run_id, attempt, exclude, params,
+                              time_limit_min)
+    return AttemptSpec(run_id=run_id, attempt=attempt, recipe=recipe.name, nodes=resolved.nodes,
+                       run_dir=run_dir, command=recipe.launch.command, exclude=list(exclude),
+                       resume=False, time_limit_min=resolved.walltime_min,
+                       tasks_per_node=resolved.gpus_per_node or 1,
+                       gpus_per_node=resolved.gpus_per_node,
+                       container=container_run(recipe, recipe.mlperf, resolved, data_root))
+
+
+def container_run(recipe: Recipe, spec: Mlperf, resolved: ResolvedConfig,
+                  data_root: str = DEFAULT_DATA_ROOT) -> ContainerRun:
+    """An MLPerf recipe's container job for `resolved`: its command per GPU task (results under
+    /results), image, staged data, the SKU's network profile and the submission's config files."""
+    net = network_profile(catalog.lookup(resolved.sku))
+    files, entry, pre_env = _submission_config(recipe.name, resolved)
+    place = resolved.placement
+    return ContainerRun(
+        recipe=recipe.name, benchmark=resolved.benchmark_key,
+        command=render_command(recipe, run_dir="/results", nodes=resolved.nodes),
+        image=resolved.image, workdir=spec.container.workdir, sku_short=resolved.sku_short,
+        nodes=resolved.nodes, gpus_per_node=resolved.gpus_per_node, gpus=resolved.gpus,
+        walltime_min=resolved.walltime_min,
+        parallelism=Parallelism(tp=resolved.tp, pp=resolved.pp, cp=resolved.cp, vp=resolved.vp,
+                                dp=resolved.dp, mbs=resolved.mbs, gbs=resolved.gbs,
+                                grad_accum=resolved.grad_accum),
+        mp_gpus=place.mp_gpus if place else None, segment=place.segment if place else None,
+        derived=resolved.derived, rule=resolved.rule, source=resolved.source,
+        ruleset=resolved.ruleset, env=dict(resolved.env), network_env=dict(resolved.network_env),
+        network_source=net.source, network_mounts=list(net.mounts), data_root=data_root,
+        data=[MountedData(name=d.name, path=d.host_path(data_root), mount=d.mount) for d in spec.data],
+        config=resolved.config, config_files=files, config_entry=entry, pre_env=pre_env)
 
 
 def container_build(recipe: Recipe | str, sku: str, nodes: int) -> ContainerBuild | None:
@@ -153,69 +189,30 @@ def _stage_steps(d: DataItem, root: str, workdir: str, container: ContainerBuild
     return steps
 
 
-# -- rendering ---------------------------------------------------------------------------------
+# -- helpers -----------------------------------------------------------------------------------
 
-def _render_plain(recipe: Recipe, resolved: ResolvedConfig, run_dir: str, run_id: str,
-                  attempt: int, partition: str | None, exclude: tuple[str, ...],
-                  params: dict[str, Scalar] | None = None,
-                  time_limit_min: int | None = None) -> str:
-    """Plain recipes run through the launcher's own template, so this is its exact script
-    (the time limit as runs/attempts.py sets it: the run spec's, capped by the recipe's)."""
+def _plain_attempt(recipe: Recipe, resolved: ResolvedConfig, run_dir: str, run_id: str,
+                   attempt: int, exclude: Sequence[str], params: dict[str, Scalar] | None,
+                   time_limit_min: int | None) -> AttemptSpec:
+    """A plain recipe's attempt: its command, run through the launcher's own script."""
     limit = recipe.launch.time_limit_min
     limit = min(time_limit_min, limit) if time_limit_min else limit
     command = render_command(recipe, run_dir=run_dir, nodes=resolved.nodes, params=params)
-    spec = AttemptSpec(run_id=run_id, attempt=attempt, recipe=recipe.name, nodes=resolved.nodes,
+    return AttemptSpec(run_id=run_id, attempt=attempt, recipe=recipe.name, nodes=resolved.nodes,
                        run_dir=run_dir, command=command, env=dict(recipe.launch.env),
                        exclude=list(exclude), time_limit_min=limit,
                        tasks_per_node=recipe.launch.tasks_per_node,
                        gpus_per_node=resolved.gpus_per_node)
-    return render_sbatch(spec, partition=partition)
 
 
-def _render_container(recipe: Recipe, spec: Mlperf, resolved: ResolvedConfig, *, run_dir: str,
-                      run_id: str, attempt: int, partition: str | None, exclude: tuple[str, ...],
-                      data_root: str, seed: int | None, check_compliance: bool) -> str:
-    run_dir = run_dir.rstrip("/") or "/"
-    for what, value, pattern in (("run_id", run_id, _SAFE_NAME), ("run_dir", run_dir, _SAFE_PATH),
-                                 ("partition", partition or "p", _SAFE_NAME),
-                                 ("data_root", data_root, _SAFE_PATH),
-                                 *(("exclude", n, _SAFE_NAME) for n in exclude)):
-        _check_plain(what, value, pattern)
-    attempt_dir = f"{run_dir}/attempt-{attempt}"
-    mounts = [f"{d.host_path(data_root)}:{d.mount}:ro" for d in spec.data]
-    mounts += [f"{attempt_dir}:/results", f"{run_dir}/checkpoints:/checkpoints"]
-    mounts += network_profile(catalog.lookup(resolved.sku)).mounts
-    for mount in mounts:
-        _check_plain("container mount", mount.replace(":", "/"), _SAFE_PATH)
-    command = render_command(recipe, run_dir="/results", nodes=resolved.nodes)
-    wrapper = render(
-        "run_and_time.sh.j2", command=command, benchmark=resolved.benchmark_key, recipe=recipe.name)
-    net = network_profile(catalog.lookup(resolved.sku))
-    files: dict[str, str] = {}
-    entry = None
-    pre_env: dict[str, str] = {}
-    if resolved.config:
-        rel = resolved.config.split(f"recipes/configs/{recipe.name}/", 1)[1]
-        files = bundle(recipe.name, rel)
-        for name, text in files.items():
-            if "\nAZBENCH_CONFIG_FILE\n" in f"\n{text}":
-                raise ConfigError(f"{resolved.config}: {name} contains the here-document delimiter")
-            files[name] = text if text.endswith("\n") else text + "\n"
-        entry = rel.rsplit("/", 1)[-1]
-        pre_env = {k: resolved.env[k] for k in PRE_ENV if k in resolved.env}
-        pre_env.update({k: v for k, v in (("DGXNNODES", str(resolved.nodes)),
-                                          ("DGXNGPU", str(resolved.gpus_per_node)),
-                                          ("NEXP", "1")) if k not in pre_env})
-    return render(
-        "container_launch.sh.j2", r=resolved, run_id=run_id, attempt=attempt, run_dir=run_dir,
-        attempt_dir=attempt_dir, partition=partition, exclude=list(exclude), job_time=format_time_limit(
-            resolved.walltime_min + 20), step_time=format_time_limit(resolved.walltime_min),
-        mounts=",".join(mounts), workdir=spec.container.workdir, network=net,
-        seed=seed, check_compliance=check_compliance, wrapper=wrapper, data=spec.data,
-        data_root=data_root, config_files=files, config_entry=entry, pre_env=pre_env)
-
-
-def _check_plain(what: str, value: str, pattern: re.Pattern[str]) -> None:
-    if not pattern.fullmatch(value):
-        raise ConfigError(f"{what} {value!r} has characters azbench will not put in a batch script")
-
+def _submission_config(recipe: str, resolved: ResolvedConfig) -> tuple[dict[str, str], str | None, dict[str, str]]:
+    """The vendored submission config's files by name, the one to source first, and the
+    topology values it reads while sourced; nothing for a config-less scale."""
+    if not resolved.config:
+        return {}, None, {}
+    rel = resolved.config.split(f"recipes/configs/{recipe}/", 1)[1]
+    pre_env = {k: resolved.env[k] for k in PRE_ENV if k in resolved.env}
+    pre_env.update({k: v for k, v in (("DGXNNODES", str(resolved.nodes)),
+                                      ("DGXNGPU", str(resolved.gpus_per_node)),
+                                      ("NEXP", "1")) if k not in pre_env})
+    return bundle(recipe, rel), rel.rsplit("/", 1)[-1], pre_env

@@ -27,6 +27,7 @@ from orchestrator.seams import Capabilities, Runner, command_line
 from orchestrator.slurm import commands, topology
 from orchestrator.slurm.batch import parse_sbatch_id, render_sbatch
 from orchestrator.slurm.conf import compress_hostlist
+from orchestrator.slurm.container import render_container_launch
 from orchestrator.slurm.health import render_health_check
 from orchestrator.slurm.staging import render_stage
 from orchestrator.slurm.states import SlurmRow, map_state, parse_jobs, parse_leaf_switches, parse_sinfo
@@ -35,6 +36,16 @@ from orchestrator.slurm.states import SlurmRow, map_state, parse_jobs, parse_lea
 _ALREADY_GONE = ("already completing or completed", "invalid job id")
 _CKPT = re.compile(r"^(?!\.).*?(\d+)\D*$")
 FOLLOW_CHUNK = 1 << 20  # bytes per read while following a log: a large one is never read whole
+
+
+def attempt_script(attempt: AttemptSpec, *, partition: str | None = None,
+                   templates_dir: Path | None = None) -> str:
+    """The batch script an attempt is submitted as: its container job's (MLPerf recipes), else
+    templates/sbatch.sh.j2 around its command. Pure; `azbench run --dry-run` shows exactly this."""
+    if attempt.container is not None:
+        return render_container_launch(attempt, attempt.container, partition=partition,
+                                       templates_dir=templates_dir)
+    return render_sbatch(attempt, partition=partition, templates_dir=templates_dir)
 
 
 class SlurmLauncher:
@@ -65,8 +76,7 @@ class SlurmLauncher:
         layout = RunLayout(self.resolve_run_dir(attempt.run_dir))
         attempt = attempt.model_copy(update={"run_dir": layout.run_dir})
         attempt_dir = layout.attempt_dir(attempt.attempt)
-        script = attempt.script or render_sbatch(attempt, partition=self.cluster.partition,
-                                                 templates_dir=self.templates_dir)
+        script = attempt_script(attempt, partition=self.cluster.partition, templates_dir=self.templates_dir)
         staged = self._prepare_dirs(layout, attempt_dir)
         if recipe_dir is not None and not staged:
             if not recipe_dir.is_dir():
