@@ -122,11 +122,6 @@ class Launcher(Protocol):
         """Stage the recipe and submit one attempt; returns once the scheduler accepted it."""
         ...
 
-    def submit_script(self, script: str, *, workdir: str, files: Mapping[str, Path] | None = None) -> JobRef:
-        """Copy `files` (remote path -> local file) and submit `script` as a batch job whose
-        output lands in `workdir` (health gate jobs)."""
-        ...
-
     def find(self, name: str) -> JobRef | None:
         """The newest job called `name` (adopting what a crashed azbench submitted), or None."""
         ...

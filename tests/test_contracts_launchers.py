@@ -7,9 +7,9 @@ testsupport/fake_azureml.FakeML, the stateful stand-in for azure-ai-ml's MLClien
 The contract: each launcher class has every member of the protocol with the protocol's
 signature; a submitted job is found by name, polls to a terminal state, and cancelling it after
 the end is harmless; its log comes back byte for byte (fetch_logs and tail); a running job's log
-can be tailed exactly when the launcher declares `live_logs`; every other method works when its
-capability is declared and raises MissingCapability (one line, naming the cluster) when not,
-never a silent empty answer or exit 127.
+can be tailed exactly when the launcher declares `live_logs`; every other method works where
+the launcher supports it (SUPPORTS, which its capabilities must declare) and raises
+MissingCapability (one line, naming the cluster) where not, never a silent empty answer or exit 127.
 """
 
 from __future__ import annotations
@@ -35,8 +35,14 @@ from orchestrator.slurm.launcher import SlurmLauncher
 
 LAUNCHERS = (SlurmLauncher, AzureMLLauncher)
 # The protocol's methods that need a capability, by the capability (seams.Capabilities).
-NEEDS = {"health_gate": ("submit_script", "run_health_check", "run_on_nodes", "run_groups", "stage_file"),
+NEEDS = {"health_gate": ("run_health_check", "run_on_nodes", "run_groups", "stage_file"),
          "node_control": ("drain", "resume"), "stages_data": ("stage",)}
+# Which of those each launcher does (by its backend); it raises MissingCapability for the rest.
+SUPPORTS = {"slurm": ("run_health_check", "run_on_nodes", "run_groups", "stage_file", "drain", "resume",
+                      "stage"),
+            # Azure ML places a job's nodes itself (no gate, step or drain on chosen nodes) and
+            # mounts a job's data from the workspace's datastore (nothing to stage on the cluster).
+            "azureml": ()}
 # Bytes a job writes to its log: multi-byte UTF-8 and a byte that is not UTF-8 at all.
 PAYLOAD = "contract na\\303\\257ve \\342\\230\\203 \\377 end"
 PAYLOAD_BYTES = "contract naïve ☃ ".encode() + b"\xff end"
@@ -58,7 +64,7 @@ COVERED = {"submit": "submit_then_find", "find": "submit_then_find", "poll": "po
            "cancel": "cancel_of_a_*", "fetch_logs": "fetch_logs_*", "tail": "tail_of_*",
            "follow": "follow_of_a_finished_job_*", "node_states": "node_states_list_the_nodes",
            "leaf_switches": "leaf_switches_*", "latest_checkpoint": "latest_checkpoint",
-           "submit_script": "what_the_launcher_lacks_*", "run_health_check": "what_the_launcher_lacks_*",
+           "run_health_check": "what_the_launcher_lacks_*",
            "stage": "what_the_launcher_lacks_*", "run_on_nodes": "what_the_launcher_lacks_*",
            "run_groups": "what_the_launcher_lacks_*", "stage_file": "what_the_launcher_lacks_*",
            "drain": "what_the_launcher_lacks_*", "resume": "what_the_launcher_lacks_*",
@@ -70,9 +76,15 @@ def test_every_protocol_method_has_a_contract_test():
 
 
 def test_the_protocol_is_what_runs_needs():
-    assert {"submit", "submit_script", "find", "poll", "cancel", "fetch_logs", "tail", "follow",
+    assert {"submit", "run_health_check", "stage", "find", "poll", "cancel", "fetch_logs", "tail", "follow",
             "node_states", "drain", "resume", "latest_checkpoint"} <= set(_protocol_methods())
-    assert set(NEEDS["health_gate"] + NEEDS["node_control"]) <= set(_protocol_methods())
+    assert set(NEEDS["health_gate"] + NEEDS["node_control"] + NEEDS["stages_data"]) <= set(_protocol_methods())
+
+
+@pytest.mark.parametrize("cls", LAUNCHERS, ids=lambda c: c.__name__)
+def test_each_launcher_supports_exactly_what_its_capabilities_declare(cls: type):
+    declared = {op for cap, ops in NEEDS.items() if getattr(cls.caps, cap) for op in ops}
+    assert declared == set(SUPPORTS[cls.backend])
 
 
 @pytest.mark.parametrize("cls", LAUNCHERS, ids=lambda c: c.__name__)
@@ -314,9 +326,6 @@ def test_what_the_launcher_lacks_raises_missing_capability(lh: LH, cap: str, tmp
     local.write_bytes(b"staged \xff\n")
     remote = f"{lh.run_dir}/stage/staged.txt"
     calls: dict[str, Callable[[], Any]] = {
-        "submit_script": lambda: lh.launcher.submit_script(
-            f"#!/bin/bash\n#SBATCH --nodes=1\n#SBATCH --output={lh.run_dir}/batch/out.txt\n"
-            "echo batch-ok\n", workdir=f"{lh.run_dir}/batch"),
         "run_health_check": lambda: lh.launcher.run_health_check(_health_plan(lh, node)),
         "stage": lambda: lh.launcher.stage(StageRequest(recipe="ctr", data_root=f"{lh.run_dir}/data")),
         "run_on_nodes": lambda: lh.launcher.run_on_nodes([node], ["echo", "step-ok"], timeout_s=60),
@@ -327,7 +336,7 @@ def test_what_the_launcher_lacks_raises_missing_capability(lh: LH, cap: str, tmp
         "resume": lambda: lh.launcher.resume([node]),
     }
     for method in NEEDS[cap]:
-        if not getattr(lh.launcher.caps, cap):
+        if method not in SUPPORTS[lh.backend]:
             _assert_missing(calls[method], lh)
             continue
         result = calls[method]()
@@ -335,11 +344,7 @@ def test_what_the_launcher_lacks_raises_missing_capability(lh: LH, cap: str, tmp
 
 
 def _check_works(lh: LH, method: str, result: Any, node: str, remote: str) -> None:
-    if method == "submit_script":
-        assert isinstance(result, JobRef)
-        assert lh.wait(result, lambda s: s.state.terminal).state is JobState.COMPLETED
-        assert Path(lh.run_dir, "batch", "out.txt").read_text() == "batch-ok\n"
-    elif method == "run_health_check":
+    if method == "run_health_check":
         assert isinstance(result, JobRef)
         assert lh.wait(result, lambda s: s.state.terminal).state is JobState.COMPLETED
         out = Path(RunLayout(lh.run_dir).health_output(9, result.job_id)).read_text()

@@ -86,11 +86,6 @@ class SlurmLauncher:
                            f"{attempt.run_id} attempt {attempt.attempt}")
         return ref.model_copy(update={"run_dir": layout.run_dir})
 
-    def submit_script(self, script: str, *, workdir: str,
-                      files: Mapping[str, Path] | None = None) -> JobRef:
-        """Create `workdir`, copy `files` there (remote path -> local file), submit `script`."""
-        return self._submit_in(workdir, script, f"batch job in {PurePosixPath(workdir).name}", files)
-
     def run_health_check(self, plan: HealthCheckPlan) -> JobRef:
         """Copy templates/health_check.py to plan.script, submit the gate job from plan.out_dir."""
         return self._submit_in(plan.out_dir, render_health_check(plan, self.templates_dir),

@@ -109,10 +109,6 @@ class AzureMLLauncher:
                 raise
         return ref
 
-    def submit_script(self, script: str, *, workdir: str,
-                      files: Mapping[str, Path] | None = None) -> JobRef:
-        raise self._missing("run a batch script")
-
     def run_health_check(self, plan: HealthCheckPlan) -> JobRef:
         raise self._missing("run the health gate on chosen nodes",
                             hint="Azure ML places a job's nodes itself: none can be picked or left out")
