@@ -425,14 +425,18 @@ class ContainerBuild(Frozen):
 @dataclass(frozen=True)
 class StageItem:
     """One data item of a staging job: licence-gated (`gated_files` set: only verified where the
-    user placed them, never fetched) or fetched by running `command` in `dest`; then checked
-    against `sha256` (`sha256sum -c` lines, empty: none) and marked staged."""
+    user placed them, never fetched), fetched through MLCommons' R2 path (`r2`: each folder
+    under `dest` and its metadata URI, then the shell command `after`), or fetched by the
+    recipe's shell `command` run in `dest`; then checked against `sha256` (`sha256sum -c` lines,
+    empty: none) and marked staged."""
 
     name: str
     kind: str  # dataset, checkpoint, tokenizer
     dest: str
     sha256: str
     command: str = ""
+    r2: tuple[tuple[str, str], ...] = ()
+    after: str = ""
     gated_files: tuple[str, ...] = ()
     optional: bool = False  # reported when missing, never fails the job
     size_gb: float | None = None

@@ -10,7 +10,6 @@ the jobs: recipes/ stays free of launchers.
 
 from __future__ import annotations
 
-import shlex
 from collections.abc import Sequence
 
 from orchestrator.hardware import catalog
@@ -162,13 +161,10 @@ def stage_request(recipe: Recipe | str, *, data_root: str = DEFAULT_DATA_ROOT,
 
 
 def _stage_item(d: DataItem, root: str) -> StageItem:
-    """A gated item is verified; an R2 one fetched with mlc_r2 (then its `after`), the rest by
-    its own command."""
-    command = " && ".join([*(f"mlc_r2 -d {shlex.quote(sub)} {shlex.quote(uri)}" for sub, uri in d.r2.items()),
-                           *([f"( {d.after} )"] if d.after else [])]) if d.r2 else d.stage
     return StageItem(name=d.name, kind=d.kind, dest=d.host_path(root), sha256=d.sha256_list(),
-                     command=command, gated_files=tuple(d.gated.files) if d.gated else (),
-                     optional=d.optional, size_gb=d.size_gb, source=d.source)
+                     command=d.stage, r2=tuple(d.r2.items()), after=d.after,
+                     gated_files=tuple(d.gated.files) if d.gated else (), optional=d.optional,
+                     size_gb=d.size_gb, source=d.source)
 
 
 def _stage_steps(d: DataItem, root: str, workdir: str, container: ContainerBuild | None) -> list[StageStep]:

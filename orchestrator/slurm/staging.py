@@ -8,10 +8,11 @@ checked to be plain, and the mirror origin to be only scheme://host[:port].
 from __future__ import annotations
 
 import re
+import shlex
 from pathlib import Path
 
 from orchestrator.errors import ConfigError
-from orchestrator.models import StageRequest
+from orchestrator.models import StageItem, StageRequest
 from orchestrator.slurm.batch import SAFE_NAME, SAFE_PATH, check_plain
 from orchestrator.templating import render
 
@@ -31,6 +32,16 @@ def render_stage(request: StageRequest, templates_dir: Path | None = None) -> st
     return render(
         "stage_data.sbatch.j2", templates_dir, recipe=request.recipe, data_root=request.data_root,
         output=request.output("%j"), partition=request.partition, items=request.items,
+        fetch={item.name: _fetch(item) for item in request.items},
         r2_origin=request.r2_origin, builder=request.builder, container=container,
         squashfs=container.squashfs(request.data_root) if container else None,
         steps=request.steps, runner=request.runner)
+
+
+def _fetch(item: StageItem) -> str:
+    """The shell command that fetches an item in its folder: each R2 folder through the job's
+    mlc_r2 (then the item's `after`), else the item's own command."""
+    if not item.r2:
+        return item.command
+    return " && ".join([*(f"mlc_r2 -d {shlex.quote(sub)} {shlex.quote(uri)}" for sub, uri in item.r2),
+                        *([f"( {item.after} )"] if item.after else [])])
