@@ -22,7 +22,8 @@ from pathlib import Path
 from typing import Protocol
 
 from orchestrator.errors import ConfigError
-from orchestrator.models import AttemptSpec, ExecResult, HealthCheckPlan, JobRef, JobStatus, NodeInfo, StageRequest
+from orchestrator.models import (AttemptSpec, ExecResult, HealthCheckPlan, JobRef, JobStatus, NodeInfo,
+                                 StageRequest)
 
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 

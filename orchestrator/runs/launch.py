@@ -160,6 +160,8 @@ def stage_request(recipe: Recipe | str, *, data_root: str = DEFAULT_DATA_ROOT,
                         builder=builder, runner=runner)
 
 
+# -- helpers -----------------------------------------------------------------------------------
+
 def _stage_item(d: DataItem, root: str) -> StageItem:
     return StageItem(name=d.name, kind=d.kind, dest=d.host_path(root), sha256=d.sha256_list(),
                      command=d.stage, r2=tuple(d.r2.items()), after=d.after,
@@ -185,8 +187,6 @@ def _stage_steps(d: DataItem, root: str, workdir: str, container: ContainerBuild
     return steps
 
 
-# -- helpers -----------------------------------------------------------------------------------
-
 def _plain_attempt(recipe: Recipe, resolved: ResolvedConfig, run_dir: str, run_id: str,
                    attempt: int, exclude: Sequence[str], params: dict[str, Scalar] | None,
                    time_limit_min: int | None) -> AttemptSpec:
@@ -201,7 +201,8 @@ def _plain_attempt(recipe: Recipe, resolved: ResolvedConfig, run_dir: str, run_i
                        gpus_per_node=resolved.gpus_per_node)
 
 
-def _submission_config(recipe: str, resolved: ResolvedConfig) -> tuple[dict[str, str], str | None, dict[str, str]]:
+def _submission_config(recipe: str,
+                       resolved: ResolvedConfig) -> tuple[dict[str, str], str | None, dict[str, str]]:
     """The vendored submission config's files by name, the one to source first, and the
     topology values it reads while sourced; nothing for a config-less scale."""
     if not resolved.config:

@@ -10,8 +10,8 @@ is built from the implementation's pinned Dockerfile into an enroot squashfs nam
 preprocessing) run with that squashfs, each marked `.azbench-step-NAME` with a key over its
 command and inputs. A marked item, an existing squashfs and a step whose marker holds the current
 key are skipped, so rerunning `prepare` resumes after a failure. The job prints one "NAME: ..."
-line per item; this module submits it through the cluster's Launcher, waits, and
-turns those lines into an ItemStatus per item.
+line per item; this module submits it through the cluster's Launcher, waits, and turns those
+lines into an ItemStatus per item.
 """
 
 from __future__ import annotations
@@ -22,10 +22,9 @@ from collections.abc import Callable
 from typing import Literal
 
 from orchestrator.errors import ConfigError, PreflightError
-from orchestrator.models import Frozen, JobState
-from orchestrator.recipes.catalog import Recipe, get_recipe
-from orchestrator.models import ContainerBuild
+from orchestrator.models import ContainerBuild, Frozen, JobState
 from orchestrator.paths import DEFAULT_DATA_ROOT
+from orchestrator.recipes.catalog import Recipe, get_recipe
 from orchestrator.runs.launch import stage_request
 from orchestrator.seams import Launcher
 
