@@ -6,6 +6,7 @@ contract between providers, launchers, the monitor and the CLI.
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from enum import Enum, StrEnum
@@ -16,6 +17,7 @@ from typing import Annotated, Any, ClassVar, Literal, TypeVar, Union
 from pydantic import BaseModel, ConfigDict, Field, SerializeAsAny, field_validator, model_validator
 
 from orchestrator import backends
+from orchestrator.paths import DEFAULT_DATA_ROOT
 
 
 def utcnow() -> datetime:
@@ -367,6 +369,188 @@ class DataInput(Frozen):
     var: str | None = None
 
 
+# -- jobs a launcher writes itself ------------------------------------------------------------
+# runs/ describes each job as data; the launcher writes its scheduler's script from it (Slurm:
+# slurm/health.py, slurm/staging.py, slurm/container.py), so no script text crosses the seam.
+
+
+@dataclass(frozen=True)
+class HealthCheckPlan:
+    """The pre-run health gate on chosen nodes (runs/health.py fills it in): the per-task checks
+    (templates/health_check.py, which the launcher copies to `script`), one task per GPU or per
+    node on CPU sizes, then an all-reduce judged against `expected_busbw` GB/s (0: no figure)
+    with the warn and fail fractions. The job's output lands in `out_dir`
+    (paths.RunLayout.health_output)."""
+
+    run_id: str
+    attempt: int
+    nodes: tuple[str, ...]
+    out_dir: str
+    script: str  # where health_check.py goes on the cluster
+    check_dir: str  # the folder whose file system the disk check measures
+    python: str
+    gpus_per_node: int
+    ib_ports: int
+    expected_busbw: float
+    warn_frac: float
+    fail_frac: float
+    size_mb: float  # the all-reduce's message size
+    collective_timeout: float  # seconds the all-reduce may take
+    time_limit_min: int  # the whole job's
+    partition: str | None = None
+
+
+class ContainerBuild(Frozen):
+    """A recipe's container for one resolved config: built on a node from the implementation's
+    pinned Dockerfile (the folder `path` of `repo` at `commit` is the build context) and saved as
+    an enroot squashfs on the shared filesystem. `digest` names the squashfs: the commit pins the
+    Dockerfile and every file of the context, so a new commit, folder or CPU architecture is a new
+    file and an existing one is never rebuilt."""
+
+    recipe: str
+    repo: str
+    commit: str
+    path: str
+    arch: str
+
+    @property
+    def digest(self) -> str:
+        key = f"{self.repo}@{self.commit}:{self.path}/Dockerfile {self.arch}"
+        return hashlib.sha256(key.encode()).hexdigest()[:16]
+
+    def squashfs(self, data_root: str = DEFAULT_DATA_ROOT) -> str:
+        return f"{data_root.rstrip('/')}/containers/{self.recipe}-{self.digest}.sqsh"
+
+
+@dataclass(frozen=True)
+class StageItem:
+    """One data item of a staging job: licence-gated (`gated_files` set: only verified where the
+    user placed them, never fetched), fetched through MLCommons' R2 path (`r2`: each folder
+    under `dest` and its metadata URI, then the shell command `after`), or fetched by the
+    recipe's shell `command` run in `dest`; then checked against `sha256` (`sha256sum -c` lines,
+    empty: none) and marked staged."""
+
+    name: str
+    kind: str  # dataset, checkpoint, tokenizer
+    dest: str
+    sha256: str
+    command: str = ""
+    r2: tuple[tuple[str, str], ...] = ()
+    after: str = ""
+    gated_files: tuple[str, ...] = ()
+    optional: bool = False  # reported when missing, never fails the job
+    size_gb: float | None = None
+    source: str = ""  # where the item and its command come from
+
+
+@dataclass(frozen=True)
+class StageStep:
+    """One in-container step of a staging job (an implementation README's preprocessing): `run`
+    in the built container with `mounts` ("HOST:PATH,...") and `workdir`; done when `marker`
+    holds the key over the command, mounts, `inputs` (one file a line) and the previous step's
+    marker `prev`. `other_impl`: the step is another implementation's than the container's
+    (`implementations`), so it is not run; `last_of_own`: its item has no download of its own,
+    so this step marks it staged."""
+
+    label: str  # ITEM/STEP
+    source: str
+    run: str
+    dest: str
+    marker: str
+    mounts: str
+    workdir: str
+    inputs: str
+    prev: str = ""
+    implementations: tuple[str, ...] = ()
+    other_impl: bool = False
+    last_of_own: bool = False
+
+
+@dataclass(frozen=True)
+class StageRequest:
+    """`azbench prepare`'s job for one recipe (runs/launch.py fills it in): gated items verified
+    first, the rest fetched, then `container` built (None: data only), then the steps. The job
+    prints one "NAME: ..." line per item into `output(job_id)`.
+
+    `r2_origin` replaces the scheme and host of every R2 URL (a mirror); `builder` is a program
+    run instead of the docker + enroot build; `runner` one run instead of the container job step
+    of each step."""
+
+    recipe: str
+    data_root: str  # without a trailing slash ("" is the root)
+    items: tuple[StageItem, ...] = ()
+    steps: tuple[StageStep, ...] = ()
+    container: ContainerBuild | None = None
+    partition: str | None = None
+    r2_origin: str | None = None
+    builder: str | None = None
+    runner: str | None = None
+
+    def output(self, job_id: str) -> str:
+        """The job's output file on the cluster."""
+        return f"{self.data_root}/staging/{self.recipe}-{job_id}.out"
+
+
+class MountedData(Frozen):
+    """A staged data item a container job mounts read-only: staged at `path` on the cluster
+    (marked `.azbench-staged` by the staging job), seen at `mount` inside the container."""
+
+    name: str
+    path: str
+    mount: str
+
+
+class Parallelism(Frozen):
+    """How a run splits its model over its GPUs: tensor, pipeline, context, virtual-pipeline and
+    data parallel sizes, micro and global batch, gradient accumulation."""
+
+    tp: int = 1
+    pp: int = 1
+    cp: int = 1
+    vp: int | None = None
+    dp: int
+    mbs: int | None = None
+    gbs: int | None = None
+    grad_accum: int | None = None
+
+
+class ContainerRun(Frozen):
+    """An MLPerf attempt as one container task per GPU on every node, for a launcher that writes
+    its own batch script (Slurm: pyxis/enroot, slurm/container.py). runs/launch.py fills it from
+    the recipe's resolved config; the attempt's own paths and excluded nodes come from the
+    AttemptSpec that carries it."""
+
+    recipe: str
+    benchmark: str  # the MLPerf benchmark key the result line names
+    command: str  # each task's command in the container, writing under /results
+    image: str | None  # registry#repo:tag, or the squashfs `azbench prepare` built
+    workdir: str  # the container's working directory
+    sku_short: str
+    nodes: int
+    gpus_per_node: int
+    gpus: int
+    walltime_min: int  # the timed run's limit (the job gets 20 minutes more for setup)
+    parallelism: Parallelism
+    mp_gpus: int | None = None  # GPUs of one model-parallel group (TP*PP*CP) where it is placed
+    segment: int | None = None  # VMs of one such group, kept inside one NVLink rack
+    derived: bool = False
+    rule: str | None = None  # how a derived config was derived
+    source: str = ""  # which listed config it is
+    ruleset: str | None = None  # the MLPerf ruleset the log is checked against (None: not checked)
+    env: dict[str, str] = Field(default_factory=dict)  # the benchmark's variables, set last
+    network_env: dict[str, str] = Field(default_factory=dict)  # the SKU's NCCL/UCX/IB setup
+    network_source: str = ""
+    network_mounts: list[str] = Field(default_factory=list)  # host folders the network needs
+    data_root: str  # where the recipe's data is staged; `data` lies under it
+    data: list[MountedData] = Field(default_factory=list)
+    config: str | None = None  # the submission's config file, as vendored in recipes/configs/
+    config_files: dict[str, str] = Field(default_factory=dict)  # it and what it sources, by name
+    config_entry: str | None = None  # the file sourced first
+    pre_env: dict[str, str] = Field(default_factory=dict)  # what the config reads while sourced
+    seed: int | None = None  # None: a random seed per job
+    check_compliance: bool = True  # run MLPerf's compliance checker on the log after the run
+
+
 class AttemptSpec(Frozen):
     """Everything a launcher needs to submit one attempt of one run."""
 
@@ -382,8 +566,8 @@ class AttemptSpec(Frozen):
     time_limit_min: int = 30
     tasks_per_node: int = 1
     gpus_per_node: int = 0
-    script: str | None = Field(None, description="a complete batch script (MLPerf container "
-                               "launch); when set the launcher submits it instead of its own")
+    container: ContainerRun | None = Field(None, description="an MLPerf recipe's container job; "
+                                           "a launcher with batch scripts writes its script from it")
     # What a launcher without batch scripts (Azure ML) builds its job from.
     image: str | None = Field(None, description="container image (enroot form registry#repo:tag)")
     distribution: Literal["torch", "mpi"] = "torch"

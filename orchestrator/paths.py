@@ -87,6 +87,8 @@ def recipes_dir() -> Path:
 # the batch templates receive these paths) and here (local_*: what azbench fetched home).
 
 ATTEMPT_DIR = re.compile(r"^attempt-(\d+)$")
+# Where an MLPerf recipe's data and containers are staged on a cluster's shared file system.
+DEFAULT_DATA_ROOT = "/shared/mlperf"
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,8 @@ from pathlib import Path
 from typing import Protocol
 
 from orchestrator.errors import ConfigError
-from orchestrator.models import AttemptSpec, ExecResult, JobRef, JobStatus, NodeInfo
+from orchestrator.models import (AttemptSpec, ExecResult, HealthCheckPlan, JobRef, JobStatus, NodeInfo,
+                                 StageRequest)
 
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
@@ -96,8 +97,9 @@ class Capabilities:
     head_here: bool = False  # the head node is this machine (`azbench ssh` runs here)
     emulated_nodes: bool = False  # the nodes share this machine's cores (probe them in chunks)
     live_logs: bool = False  # the launcher reads a running job's log: progress and hang detection
-    health_gate: bool = False  # the launcher runs batch scripts and job steps on chosen nodes
+    health_gate: bool = False  # the launcher runs the gate job and job steps on chosen nodes
     node_control: bool = False  # the launcher drains and resumes nodes and knows their switches
+    stages_data: bool = False  # the launcher runs `azbench prepare`'s job on the shared file system
 
     def __or__(self, other: Capabilities) -> Capabilities:
         return Capabilities(**{f.name: getattr(self, f.name) or getattr(other, f.name)
@@ -114,16 +116,11 @@ class Launcher(Protocol):
     capability the backend lacks raises MissingCapability."""
 
     backend: str
-    caps: Capabilities  # the launcher side: live_logs, health_gate, node_control
+    caps: Capabilities  # the launcher side: live_logs, health_gate, node_control, stages_data
 
     # -- jobs -----------------------------------------------------------------------------
     def submit(self, attempt: AttemptSpec, recipe_dir: Path | None = None) -> JobRef:
         """Stage the recipe and submit one attempt; returns once the scheduler accepted it."""
-        ...
-
-    def submit_script(self, script: str, *, workdir: str, files: Mapping[str, Path] | None = None) -> JobRef:
-        """Copy `files` (remote path -> local file) and submit `script` as a batch job whose
-        output lands in `workdir` (health gate jobs)."""
         ...
 
     def find(self, name: str) -> JobRef | None:
@@ -152,6 +149,17 @@ class Launcher(Protocol):
                sleep: Callable[[float], None] | None = None) -> int:
         """Hand every new byte of `path` to `sink` until `stop()` is true and nothing is left;
         returns the offset reached."""
+        ...
+
+    # -- jobs the launcher writes itself (runs/ passes data, never script text) -------------
+    def run_health_check(self, plan: HealthCheckPlan) -> JobRef:
+        """Copy the check script to plan.script and submit the gate job on exactly plan.nodes
+        (capability `health_gate`); its output lands at RunLayout.health_output."""
+        ...
+
+    def stage(self, request: StageRequest) -> JobRef:
+        """Submit the staging job on one node (capability `stages_data`); its output lands at
+        request.output(job_id)."""
         ...
 
     # -- nodes ----------------------------------------------------------------------------

@@ -11,7 +11,8 @@ from orchestrator.recipes.catalog import resolve
 from orchestrator.report.build import build_report
 from orchestrator.results.compliance import check_log, in_container
 from orchestrator.results.mllog import parse_lines
-from orchestrator.runs.launch import render_launch
+from orchestrator.runs.launch import launch_attempt
+from orchestrator.slurm.launcher import attempt_script
 from orchestrator.store.database import ResultRow
 
 
@@ -60,7 +61,7 @@ def test_the_launch_records_the_checker_and_defaults_to_the_container_round() ->
     assert r.ruleset == "5.0.0" and r.env["MLPERF_RULESET"] == "5.0.0"
     assert resolve("llama31_405b", "h100", 64, "5.1.0").ruleset == "5.1.0"  # explicit wins
     assert resolve("rgat", "h100", 1).benchmark_key == "gnn"  # v4.1 gnn implementation
-    script = render_launch(r, "/shared/azbench/runs/x")
+    script = attempt_script(launch_attempt(r, "/shared/azbench/runs/x"))
     tail = script[script.index("mlperf_logging.compliance_checker"):]
     assert "|| true" not in tail
     assert 'echo ":::AZBENCH_COMPLIANCE rc=$crc ruleset=5.0.0" >>"$LOG"' in tail

@@ -7,15 +7,16 @@ testsupport/fake_azureml.FakeML, the stateful stand-in for azure-ai-ml's MLClien
 The contract: each launcher class has every member of the protocol with the protocol's
 signature; a submitted job is found by name, polls to a terminal state, and cancelling it after
 the end is harmless; its log comes back byte for byte (fetch_logs and tail); a running job's log
-can be tailed exactly when the launcher declares `live_logs`; every other method works when its
-capability is declared and raises MissingCapability (one line, naming the cluster) when not,
-never a silent empty answer or exit 127.
+can be tailed exactly when the launcher declares `live_logs`; every other method works where
+the launcher supports it (SUPPORTS, which its capabilities must declare) and raises
+MissingCapability (one line, naming the cluster) where not, never a silent empty answer or exit 127.
 """
 
 from __future__ import annotations
 
 import inspect
 import os
+import sys
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -26,15 +27,22 @@ import pytest
 
 from orchestrator.providers.azureml.launcher import AzureMLLauncher
 from orchestrator.errors import MissingCapability
-from orchestrator.models import AttemptSpec, Cluster, ExecResult, JobRef, JobState, JobStatus
+from orchestrator.models import (AttemptSpec, Cluster, ExecResult, HealthCheckPlan, JobRef, JobState,
+                                 JobStatus, StageRequest)
 from orchestrator.paths import RunLayout, job_name
 from orchestrator.seams import Capabilities, Launcher
 from orchestrator.slurm.launcher import SlurmLauncher
 
 LAUNCHERS = (SlurmLauncher, AzureMLLauncher)
 # The protocol's methods that need a capability, by the capability (seams.Capabilities).
-NEEDS = {"health_gate": ("submit_script", "run_on_nodes", "run_groups", "stage_file"),
-         "node_control": ("drain", "resume")}
+NEEDS = {"health_gate": ("run_health_check", "run_on_nodes", "run_groups", "stage_file"),
+         "node_control": ("drain", "resume"), "stages_data": ("stage",)}
+# Which of those each launcher does (by its backend); it raises MissingCapability for the rest.
+SUPPORTS = {"slurm": ("run_health_check", "run_on_nodes", "run_groups", "stage_file", "drain", "resume",
+                      "stage"),
+            # Azure ML places a job's nodes itself (no gate, step or drain on chosen nodes) and
+            # mounts a job's data from the workspace's datastore (nothing to stage on the cluster).
+            "azureml": ()}
 # Bytes a job writes to its log: multi-byte UTF-8 and a byte that is not UTF-8 at all.
 PAYLOAD = "contract na\\303\\257ve \\342\\230\\203 \\377 end"
 PAYLOAD_BYTES = "contract naïve ☃ ".encode() + b"\xff end"
@@ -56,7 +64,8 @@ COVERED = {"submit": "submit_then_find", "find": "submit_then_find", "poll": "po
            "cancel": "cancel_of_a_*", "fetch_logs": "fetch_logs_*", "tail": "tail_of_*",
            "follow": "follow_of_a_finished_job_*", "node_states": "node_states_list_the_nodes",
            "leaf_switches": "leaf_switches_*", "latest_checkpoint": "latest_checkpoint",
-           "submit_script": "what_the_launcher_lacks_*", "run_on_nodes": "what_the_launcher_lacks_*",
+           "run_health_check": "what_the_launcher_lacks_*",
+           "stage": "what_the_launcher_lacks_*", "run_on_nodes": "what_the_launcher_lacks_*",
            "run_groups": "what_the_launcher_lacks_*", "stage_file": "what_the_launcher_lacks_*",
            "drain": "what_the_launcher_lacks_*", "resume": "what_the_launcher_lacks_*",
            "close": "the fixture's teardown"}
@@ -67,9 +76,15 @@ def test_every_protocol_method_has_a_contract_test():
 
 
 def test_the_protocol_is_what_runs_needs():
-    assert {"submit", "submit_script", "find", "poll", "cancel", "fetch_logs", "tail", "follow",
+    assert {"submit", "run_health_check", "stage", "find", "poll", "cancel", "fetch_logs", "tail", "follow",
             "node_states", "drain", "resume", "latest_checkpoint"} <= set(_protocol_methods())
-    assert set(NEEDS["health_gate"] + NEEDS["node_control"]) <= set(_protocol_methods())
+    assert {op for ops in NEEDS.values() for op in ops} <= set(_protocol_methods())
+
+
+@pytest.mark.parametrize("cls", LAUNCHERS, ids=lambda c: c.__name__)
+def test_each_launcher_supports_exactly_what_its_capabilities_declare(cls: type):
+    declared = {op for cap, ops in NEEDS.items() if getattr(cls.caps, cap) for op in ops}
+    assert declared == set(SUPPORTS[cls.backend])
 
 
 @pytest.mark.parametrize("cls", LAUNCHERS, ids=lambda c: c.__name__)
@@ -311,9 +326,8 @@ def test_what_the_launcher_lacks_raises_missing_capability(lh: LH, cap: str, tmp
     local.write_bytes(b"staged \xff\n")
     remote = f"{lh.run_dir}/stage/staged.txt"
     calls: dict[str, Callable[[], Any]] = {
-        "submit_script": lambda: lh.launcher.submit_script(
-            f"#!/bin/bash\n#SBATCH --nodes=1\n#SBATCH --output={lh.run_dir}/batch/out.txt\n"
-            "echo batch-ok\n", workdir=f"{lh.run_dir}/batch"),
+        "run_health_check": lambda: lh.launcher.run_health_check(_health_plan(lh, node)),
+        "stage": lambda: lh.launcher.stage(StageRequest(recipe="ctr", data_root=f"{lh.run_dir}/data")),
         "run_on_nodes": lambda: lh.launcher.run_on_nodes([node], ["echo", "step-ok"], timeout_s=60),
         "run_groups": lambda: lh.launcher.run_groups([[node]], ["echo", "group-ok"], gpus_per_node=0,
                                                      timeout_s=60),
@@ -322,7 +336,7 @@ def test_what_the_launcher_lacks_raises_missing_capability(lh: LH, cap: str, tmp
         "resume": lambda: lh.launcher.resume([node]),
     }
     for method in NEEDS[cap]:
-        if not getattr(lh.launcher.caps, cap):
+        if method not in SUPPORTS[lh.backend]:
             _assert_missing(calls[method], lh)
             continue
         result = calls[method]()
@@ -330,10 +344,16 @@ def test_what_the_launcher_lacks_raises_missing_capability(lh: LH, cap: str, tmp
 
 
 def _check_works(lh: LH, method: str, result: Any, node: str, remote: str) -> None:
-    if method == "submit_script":
+    if method == "run_health_check":
         assert isinstance(result, JobRef)
         assert lh.wait(result, lambda s: s.state.terminal).state is JobState.COMPLETED
-        assert Path(lh.run_dir, "batch", "out.txt").read_text() == "batch-ok\n"
+        out = Path(RunLayout(lh.run_dir).health_output(9, result.job_id)).read_text()
+        assert f'"node": "{node}", "check": "disk"' in out and "AZBENCH_HEALTH_STOP" in out, out
+    elif method == "stage":  # nothing to stage: the job only says so
+        assert isinstance(result, JobRef)
+        assert lh.wait(result, lambda s: s.state.terminal).state is JobState.COMPLETED
+        out = Path(StageRequest(recipe="ctr", data_root=f"{lh.run_dir}/data").output(result.job_id))
+        assert out.read_text().endswith(f"staged ctr under {lh.run_dir}/data\n")
     elif method == "run_on_nodes":
         assert isinstance(result, ExecResult) and result.exit_code == 0, result
         assert "step-ok" in result.stdout
@@ -350,6 +370,15 @@ def _check_works(lh: LH, method: str, result: Any, node: str, remote: str) -> No
         while not lh.launcher.node_states()[node].usable and time.monotonic() < deadline:
             time.sleep(0.2)  # Slurm counts a resumed node as not responding until its next ping
         assert lh.launcher.node_states()[node].usable
+
+
+def _health_plan(lh: LH, node: str) -> HealthCheckPlan:
+    """The gate on one CPU node, quick: a small all-reduce (a single rank), a short limit."""
+    layout = RunLayout(lh.run_dir)
+    return HealthCheckPlan(run_id=layout.run_id, attempt=9, nodes=(node,), out_dir=layout.health_dir(9),
+                           script=layout.health_script, check_dir=lh.run_dir, python=sys.executable,
+                           gpus_per_node=0, ib_ports=0, expected_busbw=0, warn_frac=0.8, fail_frac=0.5,
+                           size_mb=0.1, collective_timeout=30, time_limit_min=2)
 
 
 def _assert_missing(call: Callable[[], Any], lh: LH) -> None:

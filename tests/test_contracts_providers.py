@@ -382,7 +382,7 @@ def test_connect_hands_out_the_declared_capabilities(h: Harness):
         launcher = access.launcher
         assert _protocol_members(Launcher) <= set(dir(launcher)), "launcher lacks protocol members"
         assert _flags(launcher.caps) <= _flags(access.caps), "the launcher can do more than declared"
-        for flag in ("live_logs", "health_gate", "node_control"):  # the launcher's side
+        for flag in ("live_logs", "health_gate", "node_control", "stages_data"):  # the launcher's side
             assert getattr(launcher.caps, flag) == getattr(access.caps, flag), flag
         if access.caps.head_here:  # the login shell is this machine: it sees our files
             marker = Path(os.environ["AZBENCH_HOME"]) / f"here-{os.getpid()}"

@@ -10,7 +10,8 @@ import sys
 from orchestrator.specs.run import HealthPolicy
 from orchestrator.models import JobState
 from orchestrator.paths import templates_dir as default_templates_dir
-from orchestrator.runs.health import choose_nodes, parse_gate_output, render_health_sbatch
+from orchestrator.runs.health import choose_nodes, health_plan, parse_gate_output
+from orchestrator.slurm.health import render_health_check
 from orchestrator.slurm.states import NodeInfo
 
 
@@ -62,28 +63,28 @@ def test_collective_failing_everywhere_is_a_fabric_fault():
 
 
 def test_gpu_script_checks_gpus_ib_and_busbw_against_the_catalog():
-    script = render_health_sbatch(run_id="r1", attempt=2, nodes=["gpu1", "gpu2", "gpu3"],
-                                  out_dir="/shared/runs/r1/health/attempt-2", script="/s/h.py",
-                                  check_dir="/shared/runs/r1", python="python3", sku="h100",
-                                  policy=HealthPolicy(busbw_warn_fraction=0.9, busbw_fail_fraction=0.8),
-                                  partition="gpu")
+    script = render_health_check(health_plan(
+        run_id="r1", attempt=2, nodes=["gpu1", "gpu2", "gpu3"],
+        out_dir="/shared/runs/r1/health/attempt-2", script="/s/h.py", check_dir="/shared/runs/r1",
+        python="python3", sku="h100",
+        policy=HealthPolicy(busbw_warn_fraction=0.9, busbw_fail_fraction=0.8), partition="gpu"))
     assert "#SBATCH --nodelist=gpu[1-3]" in script and "#SBATCH --nodes=3" in script
     assert "#SBATCH --ntasks-per-node=8" in script and "#SBATCH --gpus-per-node=8" in script
     assert "--gpus 8" in script and "--ib-ports 8" in script and "--expected-busbw 450.0" in script
     assert "--warn-frac 0.9" in script and "--fail-frac 0.8" in script
     # Without fractions in the spec: the published baseline (16G, warn below 400 of 450 GB/s).
-    default = render_health_sbatch(run_id="r1", attempt=2, nodes=["gpu1", "gpu2"], out_dir="/o",
-                                   script="/s/h.py", check_dir="/c", python="python3", sku="h100",
-                                   policy=HealthPolicy())
+    default = render_health_check(health_plan(
+        run_id="r1", attempt=2, nodes=["gpu1", "gpu2"], out_dir="/o", script="/s/h.py",
+        check_dir="/c", python="python3", sku="h100", policy=HealthPolicy()))
     assert "--warn-frac 0.8889" in default and "--fail-frac 0.6667" in default
     assert "--size-mb 17179.869184" in default
     assert "#SBATCH --job-name=azbench-health-r1-a2" in script and "--no-requeue" in script
 
 
 def test_cpu_script_has_no_gpu_lines():
-    script = render_health_sbatch(run_id="r1", attempt=1, nodes=["node1"], out_dir="/o",
-                                  script="/s/h.py", check_dir="/d", python="/usr/bin/python3",
-                                  sku="local", policy=HealthPolicy())
+    script = render_health_check(health_plan(
+        run_id="r1", attempt=1, nodes=["node1"], out_dir="/o", script="/s/h.py", check_dir="/d",
+        python="/usr/bin/python3", sku="local", policy=HealthPolicy()))
     assert "--gpus-per-node" not in script and "--gpus 0" in script and "--expected-busbw 0" in script
 
 

@@ -11,7 +11,7 @@ from orchestrator.specs.run import RunSpec
 from orchestrator.models import Cluster
 from orchestrator.recipes.catalog import get_recipe
 from orchestrator.runs.attempts import attempt_spec
-from orchestrator.slurm.launcher import SlurmLauncher
+from orchestrator.slurm.launcher import SlurmLauncher, attempt_script
 from orchestrator.store.schema import RunRow
 from tests.cli_helpers import azbench, one_line_error
 from testsupport.fake_runner import FakeRunner
@@ -26,15 +26,16 @@ def test_mlperf_attempt_submits_the_container_launch_script():
                  run_dir="/shared/azbench/runs/r1")
     spec = attempt_spec(row, RunSpec(recipe=recipe.name, nodes=[8]), recipe, GPU, 2,
                         resume=True, exclude=["gpu-0007"])
-    assert spec.script and "--container-image" in spec.script
+    script = attempt_script(spec, partition=GPU.partition)
+    assert spec.container and "--container-image" in script
     assert spec.resume is False, "timed MLPerf runs restart, never resume"
-    assert "gpu-0007" in spec.script and spec.gpus_per_node == 8
+    assert "gpu-0007" in script and spec.gpus_per_node == 8
     fake = FakeRunner()
     fake.on("mkdir -p", stdout="")
     fake.on("sbatch", stdout="4242\n")
     ref = SlurmLauncher(fake, GPU).submit(spec)
     assert ref.job_id == "4242"
-    assert fake.files["/shared/azbench/runs/r1/attempt-2/job.sbatch"].decode() == spec.script
+    assert fake.files["/shared/azbench/runs/r1/attempt-2/job.sbatch"].decode() == script
 
 
 def test_run_dry_run_prints_resolved_parallelism_and_script(azbench_home):

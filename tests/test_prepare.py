@@ -18,7 +18,9 @@ import pytest
 from orchestrator.clusters import lifecycle
 from orchestrator.errors import PreflightError
 from orchestrator.recipes.catalog import DataItem, Recipe, list_recipes
-from orchestrator.runs.launch import ContainerBuild, container_build, render_stage_data
+from orchestrator.models import ContainerBuild
+from orchestrator.runs.launch import container_build, stage_request
+from orchestrator.slurm.staging import render_stage
 from orchestrator.runs.prepare import check_staged, prepare
 
 SHARD0 = b"c4 shard 0\n" * 4096
@@ -81,7 +83,8 @@ def r2_server(tmp_path: Path) -> Iterator[int]:
 # -- the job as text ---------------------------------------------------------------------------
 
 def test_the_job_verifies_gated_items_first_and_downloads_through_r2() -> None:
-    script = render_stage_data(_recipe(), data_root="/shared/mlperf", r2_origin="http://127.0.0.1:8000")
+    script = render_stage(stage_request(_recipe(), data_root="/shared/mlperf",
+                                        r2_origin="http://127.0.0.1:8000"))
     verify, stage = script.index("\nverify weights "), script.index("\nstage c4 ")
     assert verify < stage, "licence-gated items are checked before any long download"
     assert f"'mlc_r2 -d . {ORIGIN}/metadata/tinyds.uri'" in script
@@ -94,7 +97,7 @@ def test_the_job_verifies_gated_items_first_and_downloads_through_r2() -> None:
 def test_hostile_origins_and_bad_items_are_refused() -> None:
     from orchestrator.errors import ConfigError
     with pytest.raises(ConfigError, match="is not scheme://host"):
-        render_stage_data(_recipe(), r2_origin="http://x;rm -rf /")
+        render_stage(stage_request(_recipe(), r2_origin="http://x;rm -rf /"))
     base = {"name": "x", "kind": "dataset", "path": "{data_root}/x", "mount": "/x", "source": "s"}
     with pytest.raises(ValueError, match="exactly one of stage, r2, gated"):
         DataItem.model_validate({**base, "stage": "true", "r2": {".": f"{ORIGIN}/metadata/a.uri"}})
@@ -136,7 +139,7 @@ def test_the_container_is_cached_by_digest_of_the_pinned_implementation() -> Non
     assert build.squashfs("/s") == f"/s/containers/llama31_8b-{build.digest}.sqsh"
     other = build.model_copy(update={"arch": "x86_64"})
     assert other.digest != build.digest, "another architecture is another squashfs"
-    script = render_stage_data("llama31_8b", container=build)
+    script = render_stage(stage_request("llama31_8b", container=build))
     assert 'if [ -s "$SQSH" ]; then' in script and 'mv -f "$SQSH.partial" "$SQSH"' in script
     assert "docker build" in script and 'enroot import -o "$out" "dockerd://$tag"' in script
 
@@ -279,7 +282,7 @@ def _mlc_r2(script: str, workdir: Path, origin: str, uri: str) -> "subprocess.Co
 
 
 def test_mlc_r2_keeps_good_files_refetches_bad_ones_and_refuses_escaping_paths(r2_server, tmp_path):
-    script = render_stage_data(_recipe())
+    script = render_stage(stage_request(_recipe()))
     origin, uri = f"http://127.0.0.1:{r2_server}", f"{ORIGIN}/metadata/tinyds.uri"
     dest = tmp_path / "dest"
     (dest / "sub").mkdir(parents=True)
@@ -352,7 +355,7 @@ bash -e -c "$cmd"
 
 
 def test_steps_render_as_quoted_srun_calls_after_the_build_with_chained_keys() -> None:
-    script = render_stage_data(_steps_recipe(), data_root="/r", container=BUILD)
+    script = render_stage(stage_request(_steps_recipe(), data_root="/r", container=BUILD))
     build, first = script.index('echo "container: building into $SQSH"'), script.index("\nstep c4/convert ")
     assert build < first, "steps run after the container is built"
     assert ('srun --nodes=1 --ntasks=1 --container-image="$1" --container-mounts="$2" '
@@ -371,7 +374,7 @@ def test_steps_render_as_quoted_srun_calls_after_the_build_with_chained_keys() -
         for st in item.get("steps") or []:
             st["implementations"] = ["NVIDIA/benchmarks/other/implementations/x"]
     other = Recipe.model_validate(spec)
-    text = render_stage_data(other, data_root="/r", container=BUILD)
+    text = render_stage(stage_request(other, data_root="/r", container=BUILD))
     assert (f"\necho 'c4/convert: skipped: only for NVIDIA/benchmarks/other/implementations/x, "
             f"not {BUILD.path}'\n") in text
     assert "\necho 'made/download: missing in /r/stagetest/made: azbench has this step from" in text
@@ -382,7 +385,7 @@ def test_steps_render_as_quoted_srun_calls_after_the_build_with_chained_keys() -
     with pytest.raises(PreflightError, match="step 'convert' has not run in the container"):
         check_staged(_steps_recipe(), _Files(marked), "c1", data_root="/r", container=BUILD)  # type: ignore[arg-type]
     # Without a container (--no-image) a step not yet done is reported missing, never run.
-    assert 'SQSH=""' in render_stage_data(_steps_recipe(), container=None)
+    assert 'SQSH=""' in render_stage(stage_request(_steps_recipe(), container=None))
     with pytest.raises(ValueError, match="not '.', a plain relative path"):
         DataItem.model_validate({"name": "x", "kind": "dataset", "path": "{data_root}/x", "mount": "/x",
                                  "steps": [{"name": "s", "run": "true", "source": "s",
@@ -394,7 +397,7 @@ def test_steps_render_as_quoted_srun_calls_after_the_build_with_chained_keys() -
 def test_a_step_runs_again_when_its_input_changes_and_not_otherwise(tmp_path: Path) -> None:
     """The job's own step function (cut from the rendered script), with the stub runner."""
     import subprocess
-    script = render_stage_data(_steps_recipe(), data_root=str(tmp_path), container=BUILD)
+    script = render_stage(stage_request(_steps_recipe(), data_root=str(tmp_path), container=BUILD))
     functions = script[script.index("run_in_container() {"):script.index("\n# c4/convert")]
     dest = tmp_path / "d"
     dest.mkdir()

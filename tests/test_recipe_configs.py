@@ -8,7 +8,8 @@ import pytest
 
 from orchestrator.recipes.catalog import list_recipes, resolve
 from orchestrator.recipes.configs import configs_dir, reads
-from orchestrator.runs.launch import render_launch
+from orchestrator.runs.launch import launch_attempt
+from orchestrator.slurm.launcher import attempt_script
 
 SCALES = [(r.name, sku, s.nodes) for r in list_recipes() if r.mlperf
           for sku, scales in r.mlperf.scales.items() for s in scales]
@@ -68,7 +69,7 @@ def test_every_vendored_file_is_attributed() -> None:
 
 def test_the_launch_sources_the_config_before_azbench_overrides() -> None:
     r = resolve("llama31_405b", "h200", 64)  # an estimate: azbench's values must win
-    script = render_launch(r, "/shared/azbench/runs/x")
+    script = attempt_script(launch_attempt(r, "/shared/azbench/runs/x"))
     source = script.index('source "$AZBENCH_ATTEMPT_DIR/submission-config/'
                           'config_DGXH100_64x8x288xtp8pp8cp2.sh"')
     assert script.index("cat > \"$AZBENCH_ATTEMPT_DIR/submission-config/config_common.sh\"") < source
@@ -88,7 +89,7 @@ def test_recipes_show_prints_fp8_and_tp_overlap_with_their_source_files(azbench_
 def test_the_rendered_config_section_runs_and_leaves_the_effective_environment(tmp_path) -> None:
     import subprocess
     r = resolve("llama31_405b", "h200", 64)  # estimate: the H100 config, azbench's name on top
-    script = render_launch(r, "/shared/azbench/runs/x")
+    script = attempt_script(launch_attempt(r, "/shared/azbench/runs/x"))
     section = script[script.index("# The submission's own configuration"):script.index("\nCONT=")]
     done = subprocess.run(["bash", "-c", "set -uo pipefail\n" + section + "\nenv -0"],
                           env={"PATH": "/usr/bin:/bin", "AZBENCH_ATTEMPT_DIR": str(tmp_path)},

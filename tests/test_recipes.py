@@ -18,6 +18,8 @@ from orchestrator.hardware import catalog
 from orchestrator.errors import ConfigError, NotFoundError
 from orchestrator.recipes import catalog as R
 from orchestrator.runs import launch as L
+from orchestrator.slurm.launcher import attempt_script
+from orchestrator.slurm.staging import render_stage
 from orchestrator.recipes.parallelism import Layout, make_layout, place
 from orchestrator.templating import render
 from testsupport.golden import check_golden
@@ -149,7 +151,7 @@ def test_weak_scaling_derivation_keeps_per_gpu_work_and_says_so():
     assert (r.tp, r.pp, r.cp, r.vp, r.mbs, r.grad_accum) == (4, 8, 2, 8, 1, 8)
     assert (r.gpus, r.dp, r.gbs) == (7168, 112, 896) and r.placement.racks == 112
     assert r.rule.startswith("weak scaling from the listed 2048-node config")
-    assert "DERIVED config" in L.render_launch(r, "/shared/runs/x")
+    assert "DERIVED config" in attempt_script(L.launch_attempt(r, "/shared/runs/x"))
 
 
 def test_derivation_below_the_smallest_listed_scale_grows_walltime():
@@ -258,7 +260,7 @@ def test_gb200_scripts_pass_segment_to_sbatch_and_srun_and_set_mnnvl():
     assert "#SBATCH --segment=16" in script and "  --segment=16 \\" in script
     assert "export NCCL_MNNVL_ENABLE=1" in script and "NCCL_TOPO_FILE" not in script
     assert "#SBATCH --ntasks-per-node=4" in script
-    # The squashfs `prepare` builds from the arm64 implementation's Dockerfile (runs.launch.ContainerBuild).
+    # The squashfs `prepare` builds from the arm64 implementation's Dockerfile (models.ContainerBuild).
     build = L.container_build("llama31_405b", "gb200", 2048)
     assert build is not None and build.arch == "arm64"
     assert f"CONT={build.squashfs()}\n" in script
@@ -269,9 +271,9 @@ def test_image_override_and_hostile_values_are_quoted_or_refused():
     assert "CONT='x; touch /tmp/pwned'" in preview.script
     resolved = R.resolve("llama31_8b", "h100", 1)
     with pytest.raises(ConfigError, match="has characters azbench will not put"):
-        L.render_launch(resolved, "/runs/a b")
+        attempt_script(L.launch_attempt(resolved, "/runs/a b"))
     with pytest.raises(ConfigError, match="has characters azbench will not put"):
-        L.render_launch(resolved, "/runs/x", partition="gpu;id")
+        attempt_script(L.launch_attempt(resolved, "/runs/x"), partition="gpu;id")
 
 
 def test_smoke_preview_is_the_launchers_own_script():
@@ -296,7 +298,7 @@ def test_golden_stage_data_script(name):
     recipe = R.get_recipe(name)
     sku = recipe.skus[0]
     build = L.container_build(recipe, sku, recipe.scales_for(sku)[0].nodes)
-    check_golden(GOLDEN / f"stage__{name}.sh", L.render_stage_data(name, container=build))
+    check_golden(GOLDEN / f"stage__{name}.sh", render_stage(L.stage_request(name, container=build)))
 
 
 # Stage scripts with another scale's container where the in-container steps differ by
@@ -308,7 +310,7 @@ STAGE_EXTRA = [("llama2_70b_lora", "gb200", 2)]
 @pytest.mark.parametrize("name,sku,nodes", STAGE_EXTRA)
 def test_golden_stage_data_script_of_another_implementation(name, sku, nodes):
     build = L.container_build(name, sku, nodes)
-    check_golden(GOLDEN / f"stage__{name}__{sku}.sh", L.render_stage_data(name, container=build))
+    check_golden(GOLDEN / f"stage__{name}__{sku}.sh", render_stage(L.stage_request(name, container=build)))
 
 
 def test_every_golden_script_is_valid_bash():

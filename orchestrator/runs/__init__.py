@@ -4,15 +4,17 @@ Owns: sweeps of runs by node count and repeat (execute), one attempt (attempts),
 gates (health: the all-reduce job; fleet, grouptest and fleet_gate: the scale gate behind
 `azbench health` with its group testing, stragglers and drain; fleet_stats: its robust
 statistics; fleet_replace: self-healing, replacing what it drained), the monitor and its decide(),
-the failure-class table, recovery after a spot eviction (preemption), a run's logs (logview)
-a recipe's launch script on Slurm (launch: the join of recipes/ and slurm/) and its staging
-(prepare: data through MLCommons' R2 path, licence-gated items verified, the container built
-into a squashfs named by the digest of its pinned implementation, then the READMEs' preprocessing
-run in that container, each step marked by a key over its command and inputs).
+the failure-class table, recovery after a spot eviction (preemption), a run's logs (logview),
+a recipe's attempt and staging job as data for the launcher (launch: the join of recipes/ and
+the job models; its previews ask slurm/ for the exact scripts), and `azbench prepare` (prepare: data
+through MLCommons' R2 path, licence-gated items verified, the container built into a squashfs
+named by the digest of its pinned implementation, then the READMEs' preprocessing run in that
+container, each step marked by a key over its command and inputs). runs/ hands the launcher
+data, never script text.
 May import: the base, specs/, hardware/, clusters/ (lifecycle for `connect`; never providers/), recipes/,
 results/, slurm/ and store/.
 Exposes: execute.run_sweep, attempts, health, fleet_gate.gate_cluster/gate_nodes,
 fleet_replace.replace_drained, monitor,
-failures, logview, launch.describe_launch/render_launch/render_stage_data/container_build,
+failures, logview, launch.describe_launch/launch_attempt/container_run/stage_request/container_build,
 prepare.prepare/check_staged.
 """

@@ -125,21 +125,15 @@ def attempt_spec(row: RunRow, spec: RunSpec, recipe: Recipe, cluster: Cluster, a
 
 def _mlperf_attempt(row: RunRow, recipe: Recipe, cluster: Cluster, attempt: int,
                     exclude: list[str], run_dir: str) -> AttemptSpec:
-    """An MLPerf recipe runs its container launch script; timed runs never resume (rules)."""
+    """An MLPerf recipe runs as its container job; timed runs never resume (rules)."""
     from orchestrator.recipes.catalog import resolve
-    from orchestrator.runs.launch import container_build, render_launch
+    from orchestrator.runs.launch import container_build, launch_attempt
     resolved = resolve(recipe, cluster.sku, row.nodes)
     build = container_build(recipe, cluster.sku, row.nodes)
     if build is not None:  # the squashfs `azbench prepare` built from the pinned Dockerfile
         resolved = resolved.model_copy(update={"image": build.squashfs()})
-    script = render_launch(resolved, run_dir, run_id=row.id, attempt=attempt,
-                           partition=cluster.partition, exclude=tuple(exclude))
-    return AttemptSpec(run_id=row.id, attempt=attempt, recipe=recipe.name, nodes=row.nodes,
-                       run_dir=run_dir, command=recipe.launch.command, exclude=exclude,
-                       resume=False, time_limit_min=resolved.walltime_min,
-                       tasks_per_node=resolved.gpus_per_node or 1,
-                       gpus_per_node=resolved.gpus_per_node, script=script,
-                       **container_fields(recipe, cluster.sku, row.nodes))
+    spec = launch_attempt(resolved, run_dir, run_id=row.id, attempt=attempt, exclude=exclude)
+    return spec.model_copy(update=container_fields(recipe, cluster.sku, row.nodes))
 
 
 def container_fields(recipe: Recipe, sku: str, nodes: int) -> dict[str, Any]:

@@ -134,7 +134,16 @@ class FleetReport:
 
 
 class Prober(Protocol):
-    def probe(self, nodes: Sequence[str]) -> dict[str, Probe]: ...
+    """What the gate's rounds run on (runs/fleet_gate.LauncherProber on a cluster; fakes in tests)."""
+
+    def probe(self, nodes: Sequence[str]) -> dict[str, Probe]:
+        """One probe line per node of `nodes` that answered (a silent node is absent)."""
+        ...
+
+    def nccl(self, tests: Sequence[GroupTest]) -> list[GroupOutcome]:
+        """One outcome per group test, in order, from a real collective run per group side by
+        side; check_fleet calls it only when GateOptions.collective is "nccl"."""
+        ...
 
 
 def parse_probes(text: str) -> dict[str, Probe]:
@@ -203,7 +212,7 @@ def check_fleet(prober: Prober, nodes: Sequence[str], switches: Mapping[str, lis
         if not first:
             first.update(probes)
         if opts.collective == "nccl":
-            return prober.nccl(tests)  # type: ignore[attr-defined]
+            return prober.nccl(tests)
         if opts.collective == "none":
             return [GroupOutcome(True, None, None, "no collective test available") for _ in tests]
         return [group_outcome(t, probes, opts) for t in tests]

@@ -1,13 +1,14 @@
-"""The pre-run health gate: a Slurm job across the nodes a run may use, and its verdicts.
+"""The pre-run health gate: a job across the nodes a run may use, and its verdicts.
 
-Before every attempt azbench picks the usable nodes it may run on (never a suspect), submits
-templates/health_check.sbatch.j2 there (templates/health_check.py per task: disk, memory, and on
-GPU SKUs GPU count, ECC, XID in dmesg and IB port state; then an all-reduce bus-bandwidth test,
-NCCL on GPUs or gloo on CPUs, against the catalog's expected_busbw_gbps with HealthPolicy's
-warn/fail fractions; on GPU sizes with a published baseline, catalog.NcclBaseline's message size,
-expected figure, warn level and replace level instead), and reads one verdict per node. The run is then pinned to the healthy
-checked nodes (everything else goes into --exclude), and each failed node's reason is returned
-for the store. Parsing and node choice are pure; `run_gate` does the Slurm round trip.
+Before every attempt azbench picks the usable nodes it may run on (never a suspect), has the
+launcher run the gate job there (`Launcher.run_health_check` with a HealthCheckPlan:
+templates/health_check.py per task: disk, memory, and on GPU SKUs GPU count, ECC, XID in dmesg
+and IB port state; then an all-reduce bus-bandwidth test, NCCL on GPUs or gloo on CPUs, against
+the catalog's expected_busbw_gbps with HealthPolicy's warn/fail fractions; on GPU sizes with a
+published baseline, catalog.NcclBaseline's message size, expected figure, warn level and replace
+level instead), and reads one verdict per node. The run is then pinned to the healthy checked
+nodes (everything else is excluded), and each failed node's reason is returned for the store.
+The plan, parsing and node choice are pure; `run_gate` does the round trip through the launcher.
 """
 
 from __future__ import annotations
@@ -17,19 +18,13 @@ import math
 import re
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Callable, Mapping, Sequence
 
 from orchestrator.hardware.catalog import lookup
 from orchestrator.specs.run import HealthPolicy
-from orchestrator.models import Cluster, JobRef, JobState
+from orchestrator.models import Cluster, HealthCheckPlan, JobRef, JobState, NodeInfo
 from orchestrator.paths import RunLayout
-from orchestrator.paths import templates_dir as default_templates_dir
 from orchestrator.seams import Launcher
-from orchestrator.slurm.conf import compress_hostlist
-from orchestrator.slurm.batch import format_time_limit
-from orchestrator.slurm.states import NodeInfo
-from orchestrator.templating import render
 
 _LINE = re.compile(r"AZBENCH_HEALTH (\{.*\})\s*$")
 _NUM = re.compile(r"(\d+)")
@@ -100,11 +95,12 @@ def parse_gate_output(text: str, checked: Sequence[str], job_state: JobState | N
                       fabric=fabric, busbw_gbps=busbw.value if busbw else None)
 
 
-def render_health_sbatch(*, run_id: str, attempt: int, nodes: Sequence[str], out_dir: str,
-                         script: str, check_dir: str, python: str, sku: str, policy: HealthPolicy,
-                         partition: str | None = None, templates_dir: Path | None = None,
-                         size_mb: float = 4.0) -> str:
-    """The gate's batch script (templates/health_check.sbatch.j2) for these nodes and SKU."""
+def health_plan(*, run_id: str, attempt: int, nodes: Sequence[str], out_dir: str, script: str,
+                check_dir: str, python: str, sku: str, policy: HealthPolicy,
+                partition: str | None = None, size_mb: float = 4.0) -> HealthCheckPlan:
+    """The gate's job for these nodes and SKU: the catalog's expected bus bandwidth with the
+    policy's fractions, or on GPU sizes with a published baseline its message size, expected
+    figure and warn level (fractions the spec sets win)."""
     row = lookup(sku)
     expected, warn_frac, fail_frac = row.expected_busbw_gbps or 0, policy.busbw_warn_fraction, policy.busbw_fail_fraction
     if row.nccl is not None and row.gpus_per_vm:  # the published baseline: its size, expected and warn
@@ -114,15 +110,12 @@ def render_health_sbatch(*, run_id: str, attempt: int, nodes: Sequence[str], out
             warn_frac = base.warn_fraction
         if base.replace_gbps and "busbw_fail_fraction" not in chosen:
             fail_frac = base.replace_gbps / base.reference_gbps
-    return render(
-        "health_check.sbatch.j2", templates_dir,
-        run_id=run_id, attempt=attempt, nodelist=compress_hostlist(list(nodes)),
-        node_count=len(nodes), tasks_per_node=max(row.gpus_per_vm, 1),
-        time_limit=format_time_limit(max(1, math.ceil(policy.timeout / 60))), out_dir=out_dir,
-        partition=partition, gpus_per_node=row.gpus_per_vm, python=python, script=script,
-        check_dir=check_dir, ib_ports=row.ib_links, expected_busbw=expected,
-        warn_frac=round(warn_frac, 4), fail_frac=round(fail_frac, 4),
-        size_mb=size_mb, collective_timeout=max(10, min(policy.timeout // 2, 120)))
+    return HealthCheckPlan(
+        run_id=run_id, attempt=attempt, nodes=tuple(nodes), out_dir=out_dir, script=script,
+        check_dir=check_dir, python=python, gpus_per_node=row.gpus_per_vm, ib_ports=row.ib_links,
+        expected_busbw=expected, warn_frac=round(warn_frac, 4), fail_frac=round(fail_frac, 4),
+        size_mb=size_mb, collective_timeout=max(10, min(policy.timeout // 2, 120)),
+        time_limit_min=max(1, math.ceil(policy.timeout / 60)), partition=partition)
 
 
 def run_gate(launcher: Launcher, cluster: Cluster, *, run_id: str, attempt: int, run_dir: str,
@@ -133,12 +126,10 @@ def run_gate(launcher: Launcher, cluster: Cluster, *, run_id: str, attempt: int,
     """Submit the gate on `nodes`, wait (at most policy.timeout), return the verdicts."""
     started = clock()
     layout = RunLayout(run_dir)
-    out_dir = layout.health_dir(attempt)
-    script = render_health_sbatch(run_id=run_id, attempt=attempt, nodes=nodes, out_dir=out_dir,
-                                  script=layout.health_script, check_dir=run_dir, python=python,
-                                  sku=cluster.sku, policy=policy, partition=cluster.partition)
-    ref = launcher.submit_script(script, workdir=out_dir, files={
-        layout.health_script: default_templates_dir() / "health_check.py"})
+    ref = launcher.run_health_check(health_plan(
+        run_id=run_id, attempt=attempt, nodes=nodes, out_dir=layout.health_dir(attempt),
+        script=layout.health_script, check_dir=run_dir, python=python, sku=cluster.sku,
+        policy=policy, partition=cluster.partition))
     if on_submit:
         on_submit(ref.job_id)
     state = _wait(launcher, ref, policy.timeout, poll_interval, clock, sleep)

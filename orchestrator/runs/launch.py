@@ -1,21 +1,33 @@
-"""A recipe's launch on Slurm: the exact batch script for one attempt of a resolved config.
+"""A recipe's launch as data: the attempt a resolved config becomes, and its staging job.
 
-Plain recipes (smoke) keep the launcher's own sbatch.sh.j2; MLPerf recipes render
-templates/container_launch.sh.j2 (pyxis/enroot) with templates/run_and_time.sh.j2 inside, and
-templates/stage_data.sbatch.j2 pre-stages their data. Here, not in recipes/, because it joins the
-recipe catalog to the Slurm renderer: recipes/ stays free of Slurm.
+Plain recipes (smoke) run their command in the launcher's own script; an MLPerf recipe runs as
+a ContainerRun (its image, its per-GPU command, its data mounts, its SKU's network, its
+submission config), and its data and container are staged first (StageRequest). The launcher
+writes the scripts (Slurm: slurm/); previews ask slurm/ for them, so `azbench run --dry-run`
+shows exactly what a run submits. Here, not in recipes/, because it joins the recipe catalog to
+the jobs: recipes/ stays free of launchers.
 """
 
 from __future__ import annotations
 
-import hashlib
-import re
-import shlex
+from collections.abc import Sequence
 
 from orchestrator.hardware import catalog
 from orchestrator.errors import ConfigError
-from orchestrator.models import AttemptSpec, Frozen
+from orchestrator.models import (
+    AttemptSpec,
+    ContainerBuild,
+    ContainerRun,
+    Frozen,
+    MountedData,
+    Parallelism,
+    StageItem,
+    StageRequest,
+    StageStep,
+)
+from orchestrator.paths import DEFAULT_DATA_ROOT
 from orchestrator.recipes.catalog import (
+    DataItem,
     Mlperf,
     Recipe,
     ResolvedConfig,
@@ -27,14 +39,10 @@ from orchestrator.recipes.catalog import (
 )
 from orchestrator.recipes.configs import PRE_ENV, bundle, implementation
 from orchestrator.recipes.parallelism import network_profile
-from orchestrator.slurm.batch import format_time_limit, render_sbatch
-from orchestrator.templating import render
+from orchestrator.slurm.launcher import attempt_script
+from orchestrator.slurm.staging import render_stage
 
-DEFAULT_DATA_ROOT = "/shared/mlperf"
 PREVIEW_RUN_DIR = "/shared/azbench/runs/preview"
-# Values that land in #SBATCH lines or comma-separated --container-mounts: keep them plain.
-_SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
-_SAFE_PATH = re.compile(r"/[A-Za-z0-9._/+-]*")
 
 
 class LaunchPreview(Frozen):
@@ -50,9 +58,9 @@ def describe_launch(recipe_name: str, sku: str, nodes: int, ruleset: str | None 
                     data_root: str = DEFAULT_DATA_ROOT,
                     params: dict[str, Scalar] | None = None,
                     time_limit_min: int | None = None) -> LaunchPreview:
-    """The resolved config and the exact scripts (launch, data staging) for a request, with
-    `params` (checked: unknown names refused) and the run spec's time limit applied as a run
-    would; submits nothing."""
+    """The resolved config and the exact Slurm scripts (launch, data staging) for a request,
+    with `params` (checked: unknown names refused) and the run spec's time limit applied as a
+    run would; submits nothing."""
     recipe = get_recipe(recipe_name)
     params = check_params(recipe, params)
     resolved = resolve(recipe, sku, nodes, ruleset)
@@ -61,48 +69,54 @@ def describe_launch(recipe_name: str, sku: str, nodes: int, ruleset: str | None 
         resolved = resolved.model_copy(update={"image": image})
     elif build:  # a run uses the squashfs `prepare` builds (attempts._mlperf_attempt)
         resolved = resolved.model_copy(update={"image": build.squashfs(data_root)})
-    script = render_launch(resolved, run_dir, data_root=data_root, params=params,
-                           time_limit_min=time_limit_min)
-    stage = render_stage_data(recipe, data_root=data_root, container=build) \
-        if recipe.mlperf else None
-    return LaunchPreview(resolved=resolved, script=script, stage_script=stage)
+    attempt = launch_attempt(resolved, run_dir, data_root=data_root, params=params,
+                             time_limit_min=time_limit_min)
+    stage = stage_request(recipe, data_root=data_root, container=build) if recipe.mlperf else None
+    return LaunchPreview(resolved=resolved, script=attempt_script(attempt),
+                         stage_script=render_stage(stage) if stage else None)
 
 
-def render_launch(resolved: ResolvedConfig, run_dir: str, *, run_id: str = "preview",
-                  attempt: int = 1, partition: str | None = None, exclude: tuple[str, ...] = (),
-                  data_root: str = DEFAULT_DATA_ROOT, seed: int | None = None,
-                  check_compliance: bool = True, params: dict[str, Scalar] | None = None,
-                  time_limit_min: int | None = None) -> str:
-    """The exact batch script for one attempt of `resolved` (one timed run per job)."""
+def launch_attempt(resolved: ResolvedConfig, run_dir: str, *, run_id: str = "preview",
+                   attempt: int = 1, exclude: Sequence[str] = (),
+                   data_root: str = DEFAULT_DATA_ROOT, params: dict[str, Scalar] | None = None,
+                   time_limit_min: int | None = None) -> AttemptSpec:
+    """One attempt of `resolved` as a launcher receives it (one timed run per job): a plain
+    recipe's command, with the run spec's time limit capped by the recipe's (as
+    runs/attempts.py sets it), or an MLPerf recipe's container job, never resumed."""
     recipe = get_recipe(resolved.recipe)
     if recipe.mlperf is None:
-        return _render_plain(recipe, resolved, run_dir, run_id, attempt, partition, exclude,
-                             params, time_limit_min)
-    return _render_container(recipe, recipe.mlperf, resolved, run_dir=run_dir, run_id=run_id,
-                             attempt=attempt, partition=partition, exclude=exclude,
-                             data_root=data_root, seed=seed, check_compliance=check_compliance)
+        return _plain_attempt(recipe, resolved, run_dir, run_id, attempt, exclude, params,
+                              time_limit_min)
+    return AttemptSpec(run_id=run_id, attempt=attempt, recipe=recipe.name, nodes=resolved.nodes,
+                       run_dir=run_dir, command=recipe.launch.command, exclude=list(exclude),
+                       resume=False, time_limit_min=resolved.walltime_min,
+                       tasks_per_node=resolved.gpus_per_node or 1,
+                       gpus_per_node=resolved.gpus_per_node,
+                       container=container_run(recipe, recipe.mlperf, resolved, data_root))
 
 
-class ContainerBuild(Frozen):
-    """A recipe's container for one resolved config: built on a node from the implementation's
-    pinned Dockerfile (the folder `path` of `repo` at `commit` is the build context) and saved as
-    an enroot squashfs on the shared filesystem. `digest` names the squashfs: the commit pins the
-    Dockerfile and every file of the context, so a new commit, folder or CPU architecture is a new
-    file and an existing one is never rebuilt."""
-
-    recipe: str
-    repo: str
-    commit: str
-    path: str
-    arch: str
-
-    @property
-    def digest(self) -> str:
-        key = f"{self.repo}@{self.commit}:{self.path}/Dockerfile {self.arch}"
-        return hashlib.sha256(key.encode()).hexdigest()[:16]
-
-    def squashfs(self, data_root: str = DEFAULT_DATA_ROOT) -> str:
-        return f"{data_root.rstrip('/')}/containers/{self.recipe}-{self.digest}.sqsh"
+def container_run(recipe: Recipe, spec: Mlperf, resolved: ResolvedConfig,
+                  data_root: str = DEFAULT_DATA_ROOT) -> ContainerRun:
+    """An MLPerf recipe's container job for `resolved`: its command per GPU task (results under
+    /results), image, staged data, the SKU's network profile and the submission's config files."""
+    net = network_profile(catalog.lookup(resolved.sku))
+    files, entry, pre_env = _submission_config(recipe.name, resolved)
+    place = resolved.placement
+    return ContainerRun(
+        recipe=recipe.name, benchmark=resolved.benchmark_key,
+        command=render_command(recipe, run_dir="/results", nodes=resolved.nodes),
+        image=resolved.image, workdir=spec.container.workdir, sku_short=resolved.sku_short,
+        nodes=resolved.nodes, gpus_per_node=resolved.gpus_per_node, gpus=resolved.gpus,
+        walltime_min=resolved.walltime_min,
+        parallelism=Parallelism(tp=resolved.tp, pp=resolved.pp, cp=resolved.cp, vp=resolved.vp,
+                                dp=resolved.dp, mbs=resolved.mbs, gbs=resolved.gbs,
+                                grad_accum=resolved.grad_accum),
+        mp_gpus=place.mp_gpus if place else None, segment=place.segment if place else None,
+        derived=resolved.derived, rule=resolved.rule, source=resolved.source,
+        ruleset=resolved.ruleset, env=dict(resolved.env), network_env=dict(resolved.network_env),
+        network_source=net.source, network_mounts=list(net.mounts), data_root=data_root,
+        data=[MountedData(name=d.name, path=d.host_path(data_root), mount=d.mount) for d in spec.data],
+        config=resolved.config, config_files=files, config_entry=entry, pre_env=pre_env)
 
 
 def container_build(recipe: Recipe | str, sku: str, nodes: int) -> ContainerBuild | None:
@@ -119,116 +133,83 @@ def container_build(recipe: Recipe | str, sku: str, nodes: int) -> ContainerBuil
                           arch=catalog.lookup(resolved.sku).cpu_arch)
 
 
-def render_stage_data(recipe: Recipe | str, *, data_root: str = DEFAULT_DATA_ROOT,
-                      partition: str | None = None, container: ContainerBuild | None = None,
-                      builder: str | None = None, r2_origin: str | None = None,
-                      runner: str | None = None) -> str:
-    """The one-node batch job that verifies a recipe's licence-gated items, downloads the rest
+def stage_request(recipe: Recipe | str, *, data_root: str = DEFAULT_DATA_ROOT,
+                  partition: str | None = None, container: ContainerBuild | None = None,
+                  builder: str | None = None, r2_origin: str | None = None,
+                  runner: str | None = None) -> StageRequest:
+    """The one-node job that verifies a recipe's licence-gated items, downloads the rest
     (MLCommons R2 or the item's command), builds its container under data_root, then runs the
-    items' preparation steps inside that container (DataItem.steps).
+    items' preparation steps inside that container (DataItem.steps), as data for
+    `Launcher.stage`.
 
     `r2_origin` replaces the scheme and host of every R2 URL (a mirror; the tests' loopback
     server); `builder` is a program run instead of the docker + enroot build (AZBENCH_IMAGE_BUILDER);
-    `runner` one run instead of a pyxis job step with `--container-image` for each step
-    (AZBENCH_CONTAINER_RUNNER)."""
+    `runner` one run instead of the container job step of each step (AZBENCH_CONTAINER_RUNNER)."""
     recipe = get_recipe(recipe) if isinstance(recipe, str) else recipe
     if recipe.mlperf is None:
         raise ConfigError(f"recipe '{recipe.name}' has no data to stage")
-    _check_plain("data_root", data_root, _SAFE_PATH)
-    _check_plain("partition", partition or "p", _SAFE_NAME)
-    if r2_origin is not None and not re.fullmatch(r"https?://[A-Za-z0-9.-]+(:[0-9]{1,5})?", r2_origin):
-        raise ConfigError(f"R2 origin {r2_origin!r} is not scheme://host[:port]")
     root = data_root.rstrip("/")
     data = recipe.mlperf.data
-    items = [{"item": d, "dest": d.host_path(root),
-              "r2_command": " && ".join([*(f"mlc_r2 -d {shlex.quote(sub)} {shlex.quote(uri)}"
-                                           for sub, uri in d.r2.items()),
-                                         *([f"( {d.after} )"] if d.after else [])])}
-             for d in sorted(data, key=lambda d: d.gated is None) if d.gated or d.r2 or d.stage]
+    # Licence-gated items first: a missing one is reported before any long download.
+    items = tuple(_stage_item(d, root) for d in sorted(data, key=lambda d: d.gated is None)
+                  if d.gated or d.r2 or d.stage)
     workdir = recipe.mlperf.container.workdir or "/"
-    _check_plain("container workdir", workdir, _SAFE_PATH)
-    steps = []
-    for d in data:
-        prev = ""
-        for i, step in enumerate(d.steps):
-            marker = d.step_marker(step, root)
-            steps.append({"label": f"{d.name}/{step.name}", "item": d, "step": step,
-                          "dest": d.host_path(root), "marker": marker, "prev": prev,
-                          "mounts": d.step_mounts(step, root), "workdir": workdir,
-                          "inputs": "\n".join(d.step_inputs(step, root)),
-                          "other_impl": container is not None and bool(step.implementations)
-                          and container.path not in step.implementations,
-                          "last_of_own": i == len(d.steps) - 1 and not (d.stage or d.r2 or d.gated)})
-            prev = marker
-    return render(
-        "stage_data.sbatch.j2", recipe=recipe.name, data_root=root, partition=partition,
-        items=items, r2_origin=r2_origin, builder=builder, container=container,
-        squashfs=container.squashfs(root) if container else None, steps=steps, runner=runner)
+    steps = tuple(s for d in data for s in _stage_steps(d, root, workdir, container))
+    return StageRequest(recipe=recipe.name, data_root=root, items=items, steps=steps,
+                        container=container, partition=partition, r2_origin=r2_origin,
+                        builder=builder, runner=runner)
 
 
-# -- rendering ---------------------------------------------------------------------------------
+# -- helpers -----------------------------------------------------------------------------------
 
-def _render_plain(recipe: Recipe, resolved: ResolvedConfig, run_dir: str, run_id: str,
-                  attempt: int, partition: str | None, exclude: tuple[str, ...],
-                  params: dict[str, Scalar] | None = None,
-                  time_limit_min: int | None = None) -> str:
-    """Plain recipes run through the launcher's own template, so this is its exact script
-    (the time limit as runs/attempts.py sets it: the run spec's, capped by the recipe's)."""
+def _stage_item(d: DataItem, root: str) -> StageItem:
+    return StageItem(name=d.name, kind=d.kind, dest=d.host_path(root), sha256=d.sha256_list(),
+                     command=d.stage, r2=tuple(d.r2.items()), after=d.after,
+                     gated_files=tuple(d.gated.files) if d.gated else (), optional=d.optional,
+                     size_gb=d.size_gb, source=d.source)
+
+
+def _stage_steps(d: DataItem, root: str, workdir: str, container: ContainerBuild | None) -> list[StageStep]:
+    """The item's steps in order, each keyed on the one before (its marker)."""
+    steps: list[StageStep] = []
+    prev = ""
+    for i, step in enumerate(d.steps):
+        marker = d.step_marker(step, root)
+        steps.append(StageStep(
+            label=f"{d.name}/{step.name}", source=step.source, run=step.run, dest=d.host_path(root),
+            marker=marker, mounts=d.step_mounts(step, root), workdir=workdir,
+            inputs="\n".join(d.step_inputs(step, root)), prev=prev,
+            implementations=tuple(step.implementations),
+            other_impl=container is not None and bool(step.implementations)
+            and container.path not in step.implementations,
+            last_of_own=i == len(d.steps) - 1 and not (d.stage or d.r2 or d.gated)))
+        prev = marker
+    return steps
+
+
+def _plain_attempt(recipe: Recipe, resolved: ResolvedConfig, run_dir: str, run_id: str,
+                   attempt: int, exclude: Sequence[str], params: dict[str, Scalar] | None,
+                   time_limit_min: int | None) -> AttemptSpec:
+    """A plain recipe's attempt: its command, run through the launcher's own script."""
     limit = recipe.launch.time_limit_min
     limit = min(time_limit_min, limit) if time_limit_min else limit
     command = render_command(recipe, run_dir=run_dir, nodes=resolved.nodes, params=params)
-    spec = AttemptSpec(run_id=run_id, attempt=attempt, recipe=recipe.name, nodes=resolved.nodes,
+    return AttemptSpec(run_id=run_id, attempt=attempt, recipe=recipe.name, nodes=resolved.nodes,
                        run_dir=run_dir, command=command, env=dict(recipe.launch.env),
                        exclude=list(exclude), time_limit_min=limit,
                        tasks_per_node=recipe.launch.tasks_per_node,
                        gpus_per_node=resolved.gpus_per_node)
-    return render_sbatch(spec, partition=partition)
 
 
-def _render_container(recipe: Recipe, spec: Mlperf, resolved: ResolvedConfig, *, run_dir: str,
-                      run_id: str, attempt: int, partition: str | None, exclude: tuple[str, ...],
-                      data_root: str, seed: int | None, check_compliance: bool) -> str:
-    run_dir = run_dir.rstrip("/") or "/"
-    for what, value, pattern in (("run_id", run_id, _SAFE_NAME), ("run_dir", run_dir, _SAFE_PATH),
-                                 ("partition", partition or "p", _SAFE_NAME),
-                                 ("data_root", data_root, _SAFE_PATH),
-                                 *(("exclude", n, _SAFE_NAME) for n in exclude)):
-        _check_plain(what, value, pattern)
-    attempt_dir = f"{run_dir}/attempt-{attempt}"
-    mounts = [f"{d.host_path(data_root)}:{d.mount}:ro" for d in spec.data]
-    mounts += [f"{attempt_dir}:/results", f"{run_dir}/checkpoints:/checkpoints"]
-    mounts += network_profile(catalog.lookup(resolved.sku)).mounts
-    for mount in mounts:
-        _check_plain("container mount", mount.replace(":", "/"), _SAFE_PATH)
-    command = render_command(recipe, run_dir="/results", nodes=resolved.nodes)
-    wrapper = render(
-        "run_and_time.sh.j2", command=command, benchmark=resolved.benchmark_key, recipe=recipe.name)
-    net = network_profile(catalog.lookup(resolved.sku))
-    files: dict[str, str] = {}
-    entry = None
-    pre_env: dict[str, str] = {}
-    if resolved.config:
-        rel = resolved.config.split(f"recipes/configs/{recipe.name}/", 1)[1]
-        files = bundle(recipe.name, rel)
-        for name, text in files.items():
-            if "\nAZBENCH_CONFIG_FILE\n" in f"\n{text}":
-                raise ConfigError(f"{resolved.config}: {name} contains the here-document delimiter")
-            files[name] = text if text.endswith("\n") else text + "\n"
-        entry = rel.rsplit("/", 1)[-1]
-        pre_env = {k: resolved.env[k] for k in PRE_ENV if k in resolved.env}
-        pre_env.update({k: v for k, v in (("DGXNNODES", str(resolved.nodes)),
-                                          ("DGXNGPU", str(resolved.gpus_per_node)),
-                                          ("NEXP", "1")) if k not in pre_env})
-    return render(
-        "container_launch.sh.j2", r=resolved, run_id=run_id, attempt=attempt, run_dir=run_dir,
-        attempt_dir=attempt_dir, partition=partition, exclude=list(exclude), job_time=format_time_limit(
-            resolved.walltime_min + 20), step_time=format_time_limit(resolved.walltime_min),
-        mounts=",".join(mounts), workdir=spec.container.workdir, network=net,
-        seed=seed, check_compliance=check_compliance, wrapper=wrapper, data=spec.data,
-        data_root=data_root, config_files=files, config_entry=entry, pre_env=pre_env)
-
-
-def _check_plain(what: str, value: str, pattern: re.Pattern[str]) -> None:
-    if not pattern.fullmatch(value):
-        raise ConfigError(f"{what} {value!r} has characters azbench will not put in a batch script")
-
+def _submission_config(recipe: str,
+                       resolved: ResolvedConfig) -> tuple[dict[str, str], str | None, dict[str, str]]:
+    """The vendored submission config's files by name, the one to source first, and the
+    topology values it reads while sourced; nothing for a config-less scale."""
+    if not resolved.config:
+        return {}, None, {}
+    rel = resolved.config.split(f"recipes/configs/{recipe}/", 1)[1]
+    pre_env = {k: resolved.env[k] for k in PRE_ENV if k in resolved.env}
+    pre_env.update({k: v for k, v in (("DGXNNODES", str(resolved.nodes)),
+                                      ("DGXNGPU", str(resolved.gpus_per_node)),
+                                      ("NEXP", "1")) if k not in pre_env})
+    return bundle(recipe, rel), rel.rsplit("/", 1)[-1], pre_env

@@ -1,17 +1,17 @@
 """`azbench prepare`: stage what an MLPerf recipe needs on a cluster, as one batch job.
 
-The job is templates/stage_data.sbatch.j2 (launch.render_stage_data): licence-gated items are
-verified where the user placed them (expected files, checksums where published); public data is
-fetched into `<data_root>/...` through MLCommons' R2 path (mlc_r2: the metadata URI the reference
-README gives, md5-checked) or the item's command, checked against its sha256 list, then marked
-`.azbench-staged`; the container is built from the implementation's pinned Dockerfile into an
-enroot squashfs named by its digest (launch.ContainerBuild); then each item's in-container steps
-(DataItem.steps: the README's preprocessing) run with that squashfs, each marked
-`.azbench-step-NAME` with a key over its command and inputs. A marked item, an existing squashfs
-and a step whose marker holds the current key are skipped, so rerunning `prepare` resumes after a
-failure. The job prints one
-"NAME: ..." line per item; this module submits it through the cluster's Launcher, waits, and
-turns those lines into an ItemStatus per item.
+The job is described as data (launch.stage_request) and written and submitted by the cluster's
+launcher (`Launcher.stage`): licence-gated items are verified where the user placed them
+(expected files, checksums where published); public data is fetched into `<data_root>/...`
+through MLCommons' R2 path (mlc_r2: the metadata URI the reference README gives, md5-checked) or
+the item's command, checked against its sha256 list, then marked `.azbench-staged`; the container
+is built from the implementation's pinned Dockerfile into an enroot squashfs named by its digest
+(models.ContainerBuild); then each item's in-container steps (DataItem.steps: the README's
+preprocessing) run with that squashfs, each marked `.azbench-step-NAME` with a key over its
+command and inputs. A marked item, an existing squashfs and a step whose marker holds the current
+key are skipped, so rerunning `prepare` resumes after a failure. The job prints one "NAME: ..."
+line per item; this module submits it through the cluster's Launcher, waits, and turns those
+lines into an ItemStatus per item.
 """
 
 from __future__ import annotations
@@ -22,9 +22,10 @@ from collections.abc import Callable
 from typing import Literal
 
 from orchestrator.errors import ConfigError, PreflightError
-from orchestrator.models import Frozen, JobState
+from orchestrator.models import ContainerBuild, Frozen, JobState
+from orchestrator.paths import DEFAULT_DATA_ROOT
 from orchestrator.recipes.catalog import Recipe, get_recipe
-from orchestrator.runs.launch import DEFAULT_DATA_ROOT, ContainerBuild, render_stage_data
+from orchestrator.runs.launch import stage_request
 from orchestrator.seams import Launcher
 
 ItemState = Literal["staged", "already staged", "staging failed", "checksum mismatch", "missing",
@@ -108,10 +109,10 @@ def prepare(recipe: Recipe | str, launcher: Launcher, *, data_root: str = DEFAUL
     if recipe.mlperf is None:
         raise ConfigError(f"recipe '{recipe.name}' has no data to stage")
     root = data_root.rstrip("/") or "/"
-    script = render_stage_data(recipe, data_root=root, partition=partition, container=container,
-                               builder=builder, r2_origin=r2_origin, runner=runner)
-    ref = launcher.submit_script(script, workdir=f"{root}/staging")
-    output = f"{root}/staging/{recipe.name}-{ref.job_id}.out"
+    request = stage_request(recipe, data_root=root, partition=partition, container=container,
+                            builder=builder, r2_origin=r2_origin, runner=runner)
+    ref = launcher.stage(request)
+    output = request.output(ref.job_id)
     progress = _Progress(launcher, output, on_progress)
     deadline = clock() + timeout_s
     state: JobState | None = None

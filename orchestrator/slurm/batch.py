@@ -13,10 +13,11 @@ from orchestrator.errors import ConfigError, LaunchError
 from orchestrator.models import AttemptSpec
 from orchestrator.templating import render
 
-# Values written into #SBATCH lines, which sbatch splits itself without a shell: keep them plain.
-_SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
-_SAFE_PATH = re.compile(r"/[A-Za-z0-9._/+-]*")
-_SAFE_HOSTLIST = re.compile(r"[A-Za-z0-9._\[\],-]+")
+# Values written into #SBATCH lines (which sbatch splits itself without a shell) or into
+# comma-separated container mounts: keep them plain.
+SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+SAFE_PATH = re.compile(r"/[A-Za-z0-9._/+-]*")
+SAFE_HOSTLIST = re.compile(r"[A-Za-z0-9._\[\],-]+")
 
 
 def render_sbatch(attempt: AttemptSpec, *, partition: str | None = None,
@@ -63,16 +64,21 @@ def format_time_limit(minutes: int) -> str:
     return f"{minutes // 60:02d}:{minutes % 60:02d}:00"
 
 
+def check_plain(what: str, value: str, pattern: re.Pattern[str]) -> None:
+    """ConfigError naming `what` unless `value` is wholly `pattern` (SAFE_NAME, SAFE_PATH, ...)."""
+    if not pattern.fullmatch(value):
+        raise ConfigError(f"{what} {value!r} has characters azbench will not put in a batch script")
+
+
 def _check_attempt(attempt: AttemptSpec, partition: str | None) -> None:
     checks = [
-        ("run_id", attempt.run_id, _SAFE_NAME),
-        ("run_dir", attempt.run_dir, _SAFE_PATH),
-        ("partition", partition or "p", _SAFE_NAME),
-        *(("exclude", node, _SAFE_HOSTLIST) for node in attempt.exclude),
+        ("run_id", attempt.run_id, SAFE_NAME),
+        ("run_dir", attempt.run_dir, SAFE_PATH),
+        ("partition", partition or "p", SAFE_NAME),
+        *(("exclude", node, SAFE_HOSTLIST) for node in attempt.exclude),
     ]
     for what, value, pattern in checks:
-        if not pattern.fullmatch(value):
-            raise ConfigError(f"{what} {value!r} has characters azbench will not put in a batch script")
+        check_plain(what, value, pattern)
     for what, number in (("nodes", attempt.nodes), ("tasks_per_node", attempt.tasks_per_node),
                          ("attempt", attempt.attempt)):
         if number < 1:

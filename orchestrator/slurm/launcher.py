@@ -19,13 +19,17 @@ from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
 
 from orchestrator.errors import ConfigError, LaunchError, NotFoundError
-from orchestrator.models import AttemptSpec, Cluster, ExecResult, JobRef, JobState, JobStatus, NodeInfo
+from orchestrator.models import (AttemptSpec, Cluster, ExecResult, HealthCheckPlan, JobRef, JobState,
+                                 JobStatus, NodeInfo, StageRequest)
 from orchestrator.paths import RunLayout, safe_local_path
 from orchestrator.paths import templates_dir as default_templates
 from orchestrator.seams import Capabilities, Runner, command_line
 from orchestrator.slurm import commands, topology
 from orchestrator.slurm.batch import parse_sbatch_id, render_sbatch
 from orchestrator.slurm.conf import compress_hostlist
+from orchestrator.slurm.container import render_container_launch
+from orchestrator.slurm.health import render_health_check
+from orchestrator.slurm.staging import render_stage
 from orchestrator.slurm.states import SlurmRow, map_state, parse_jobs, parse_leaf_switches, parse_sinfo
 
 # scancel's complaints that mean "nothing left to cancel", which cancel() treats as success.
@@ -34,11 +38,21 @@ _CKPT = re.compile(r"^(?!\.).*?(\d+)\D*$")
 FOLLOW_CHUNK = 1 << 20  # bytes per read while following a log: a large one is never read whole
 
 
+def attempt_script(attempt: AttemptSpec, *, partition: str | None = None,
+                   templates_dir: Path | None = None) -> str:
+    """The batch script an attempt is submitted as: its container job's (MLPerf recipes), else
+    templates/sbatch.sh.j2 around its command. Pure; `azbench run --dry-run` shows exactly this."""
+    if attempt.container is not None:
+        return render_container_launch(attempt, attempt.container, partition=partition,
+                                       templates_dir=templates_dir)
+    return render_sbatch(attempt, partition=partition, templates_dir=templates_dir)
+
+
 class SlurmLauncher:
     """Launcher over Slurm. `sacct_calls`/`squeue_calls` count scheduler queries (benchmarks)."""
 
     backend = "slurm"
-    caps = Capabilities(live_logs=True, health_gate=True, node_control=True)
+    caps = Capabilities(live_logs=True, health_gate=True, node_control=True, stages_data=True)
 
     def __init__(self, runner: Runner, cluster: Cluster, templates_dir: Path | None = None, *,
                  admin: str = "") -> None:
@@ -62,8 +76,7 @@ class SlurmLauncher:
         layout = RunLayout(self.resolve_run_dir(attempt.run_dir))
         attempt = attempt.model_copy(update={"run_dir": layout.run_dir})
         attempt_dir = layout.attempt_dir(attempt.attempt)
-        script = attempt.script or render_sbatch(attempt, partition=self.cluster.partition,
-                                                 templates_dir=self.templates_dir)
+        script = attempt_script(attempt, partition=self.cluster.partition, templates_dir=self.templates_dir)
         staged = self._prepare_dirs(layout, attempt_dir)
         if recipe_dir is not None and not staged:
             if not recipe_dir.is_dir():
@@ -73,16 +86,16 @@ class SlurmLauncher:
                            f"{attempt.run_id} attempt {attempt.attempt}")
         return ref.model_copy(update={"run_dir": layout.run_dir})
 
-    def submit_script(self, script: str, *, workdir: str,
-                      files: Mapping[str, Path] | None = None) -> JobRef:
-        """Create `workdir`, copy `files` there (remote path -> local file), submit `script`."""
-        made = self._run(f"mkdir -p {shlex.quote(workdir)}")
-        if not made.ok:
-            raise LaunchError(f"cannot create {workdir} on {self.cluster.name}: {_last_line(made.stderr)}")
-        for remote, local in (files or {}).items():
-            self.runner.put(local, remote)
-        name = PurePosixPath(workdir).name
-        return self._submit(script, f"{workdir}/job.sbatch", f"batch job in {name}")
+    def run_health_check(self, plan: HealthCheckPlan) -> JobRef:
+        """Copy templates/health_check.py to plan.script, submit the gate job from plan.out_dir."""
+        return self._submit_in(plan.out_dir, render_health_check(plan, self.templates_dir),
+                               "the health gate job", {plan.script: self.templates_dir / "health_check.py"})
+
+    def stage(self, request: StageRequest) -> JobRef:
+        """Submit the staging job from <data_root>/staging (Slurm writes its output there, and
+        does not create the folder itself)."""
+        return self._submit_in(f"{request.data_root}/staging", render_stage(request, self.templates_dir),
+                               f"the staging job of {request.recipe}")
 
     def find(self, name: str) -> JobRef | None:
         """The newest job called `name`, in any state Slurm still remembers."""
@@ -288,6 +301,17 @@ class SlurmLauncher:
         if not result.ok:
             raise LaunchError(f"submitting {what} failed: {_last_line(result.stderr or result.stdout)}")
         return JobRef(cluster=self.cluster.name, job_id=parse_sbatch_id(result.stdout), backend=self.backend)
+
+    def _submit_in(self, workdir: str, script: str, what: str,
+                   files: Mapping[str, Path] | None = None) -> JobRef:
+        """Create `workdir`, copy `files` (remote path -> local file), submit `script` from
+        `workdir`/job.sbatch."""
+        made = self._run(f"mkdir -p {shlex.quote(workdir)}")
+        if not made.ok:
+            raise LaunchError(f"cannot create {workdir} on {self.cluster.name}: {_last_line(made.stderr)}")
+        for remote, local in (files or {}).items():
+            self.runner.put(local, remote)
+        return self._submit(script, f"{workdir}/job.sbatch", what)
 
     def _prepare_dirs(self, layout: RunLayout, attempt_dir: str) -> bool:
         """Create the attempt and checkpoint dirs; True when the recipe is already staged."""

@@ -22,7 +22,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from orchestrator.errors import ConfigError, LaunchError, MissingCapability
-from orchestrator.models import AttemptSpec, Cluster, ExecResult, JobRef, JobState, JobStatus, NodeInfo
+from orchestrator.models import (AttemptSpec, Cluster, ExecResult, HealthCheckPlan, JobRef, JobState,
+                                 JobStatus, NodeInfo, StageRequest)
 from orchestrator.providers.azureml.props import AzureMLProps
 from orchestrator.paths import RunLayout, job_name, safe_local_path
 from orchestrator.seams import Capabilities, shell_name
@@ -67,7 +68,8 @@ class AzureMLLauncher:
     same operations); else `ml_factory` builds one on first use (the provider's connect passes
     one for the cluster's workspace).
 
-    Azure ML runs jobs, not commands: there is no batch script, job step, drain or topology
+    Azure ML runs jobs, not commands, on nodes it picks itself: there is no job step, drain or
+    topology, no health gate on chosen nodes and no shared file system to stage data on
     (MissingCapability), and a running job's log is only served as a stream (`follow`, through
     `jobs.stream`), so progress and hang detection from the log are not available."""
 
@@ -107,9 +109,13 @@ class AzureMLLauncher:
                 raise
         return ref
 
-    def submit_script(self, script: str, *, workdir: str,
-                      files: Mapping[str, Path] | None = None) -> JobRef:
-        raise self._missing("run a batch script")
+    def run_health_check(self, plan: HealthCheckPlan) -> JobRef:
+        raise self._missing("run the health gate on chosen nodes",
+                            hint="Azure ML places a job's nodes itself: none can be picked or left out")
+
+    def stage(self, request: StageRequest) -> JobRef:
+        raise self._missing("stage data on a shared file system",
+                            hint="Azure ML jobs mount their data from the workspace's datastore")
 
     def find(self, name: str) -> JobRef | None:
         """The job called `name` in the workspace (job names are unique there), or None."""

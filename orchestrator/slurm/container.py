@@ -1,0 +1,56 @@
+"""An MLPerf attempt's batch script: templates/container_launch.sh.j2 (pyxis/enroot) with
+templates/run_and_time.sh.j2 inside, for an AttemptSpec that carries a ContainerRun.
+
+Pure: what the job runs (image, command, data, network, submission config) is runs/launch.py's
+choice; here it becomes #SBATCH lines, container mounts and job steps. Values that land in
+#SBATCH lines or in the comma-separated mount list are checked to be plain first, and the
+submission's files must not contain the here-document delimiter they are written with.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from orchestrator.errors import ConfigError
+from orchestrator.models import AttemptSpec, ContainerRun
+from orchestrator.slurm.batch import SAFE_NAME, SAFE_PATH, check_plain, format_time_limit
+from orchestrator.templating import render
+
+# The here-document each submission-config file is written into the attempt directory with.
+_HEREDOC = "AZBENCH_CONFIG_FILE"
+
+
+def render_container_launch(attempt: AttemptSpec, job: ContainerRun, *, partition: str | None = None,
+                            templates_dir: Path | None = None) -> str:
+    """The batch script of one timed run: the image imported on every node, then one task per
+    GPU in the container, the log checked for compliance after it; ConfigError for a value it
+    will not put in the script."""
+    run_dir = attempt.run_dir.rstrip("/") or "/"
+    for what, value, pattern in (("run_id", attempt.run_id, SAFE_NAME), ("run_dir", run_dir, SAFE_PATH),
+                                 ("partition", partition or "p", SAFE_NAME),
+                                 ("data_root", job.data_root, SAFE_PATH),
+                                 *(("exclude", n, SAFE_NAME) for n in attempt.exclude)):
+        check_plain(what, value, pattern)
+    attempt_dir = f"{run_dir}/attempt-{attempt.attempt}"
+    mounts = [f"{d.path}:{d.mount}:ro" for d in job.data]
+    mounts += [f"{attempt_dir}:/results", f"{run_dir}/checkpoints:/checkpoints", *job.network_mounts]
+    for mount in mounts:
+        check_plain("container mount", mount.replace(":", "/"), SAFE_PATH)
+    wrapper = render("run_and_time.sh.j2", templates_dir, command=job.command,
+                     benchmark=job.benchmark, recipe=job.recipe)
+    return render(
+        "container_launch.sh.j2", templates_dir, job=job, p=job.parallelism,
+        run_id=attempt.run_id, attempt=attempt.attempt, run_dir=run_dir, attempt_dir=attempt_dir,
+        partition=partition, exclude=list(attempt.exclude),
+        job_time=format_time_limit(job.walltime_min + 20), step_time=format_time_limit(job.walltime_min),
+        mounts=",".join(mounts), wrapper=wrapper, config_files=_config_files(job))
+
+
+def _config_files(job: ContainerRun) -> dict[str, str]:
+    """The submission's files, each ending in a newline (the here-document's end must start a line)."""
+    files = {}
+    for name, text in job.config_files.items():
+        if f"\n{_HEREDOC}\n" in f"\n{text}":
+            raise ConfigError(f"{job.config}: {name} contains the here-document delimiter")
+        files[name] = text if text.endswith("\n") else text + "\n"
+    return files
