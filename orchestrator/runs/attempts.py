@@ -41,7 +41,7 @@ from orchestrator.runs.monitor import (
     watch,
 )
 from orchestrator.store.database import Store
-from orchestrator.store.schema import AttemptRow, EventRow, RunRow
+from orchestrator.store.schema import AttemptRow, EventRow, ResultRow, RunRow
 
 if TYPE_CHECKING:
     from orchestrator.seams import Access, Launcher
@@ -383,12 +383,12 @@ def _resume_step_of(text: str) -> int | None:
     return parse_lines(text.splitlines()).resume_step
 
 
-def _resume_step_of_result(result) -> int | None:
+def _resume_step_of_result(result: ResultRow | None) -> int | None:
     import json
     return json.loads(result.summary_json or "{}").get("resume_step") if result else None
 
 
-def _result(ctx: AttemptContext, row: RunRow, n: int, fetch: bool = True):
+def _result(ctx: AttemptContext, row: RunRow, n: int, fetch: bool = True) -> ResultRow | None:
     """The ResultRow of attempt n's log, carrying the run's attempt history; None without a log."""
     import json
 
@@ -410,7 +410,7 @@ def _result(ctx: AttemptContext, row: RunRow, n: int, fetch: bool = True):
     return result.model_copy(update={"summary_json": json.dumps(summary), "log_path": result.log_path})
 
 
-def _finish(ctx: AttemptContext, row: RunRow, n: int, state: RunState, message: str, *, result=None,
+def _finish(ctx: AttemptContext, row: RunRow, n: int, state: RunState, message: str, *, result: ResultRow | None = None,
             end_attempt: bool = True) -> RunOutcome:
     """The run's final state (and its last attempt's, unless already recorded), its result
     stored, all in one transaction."""

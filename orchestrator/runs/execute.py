@@ -126,7 +126,9 @@ def _create_runs(spec: RunSpec, recipe: Recipe, cluster: Cluster, store: Store) 
     return rows
 
 
-def _drive_all(rows, spec, recipe, cluster, store, on_progress, on_event, poll) -> list[RunOutcome]:
+def _drive_all(rows: list[RunRow], spec: RunSpec, recipe: Recipe, cluster: Cluster, store: Store,
+               on_progress: Callable[[Progress], None] | None, on_event: Callable[[RunEvent], None] | None,
+               poll: float) -> list[RunOutcome]:
     with connect(cluster) as access:
         if recipe.mlperf is not None and access.caps.shell:  # files on the cluster are readable
             from orchestrator.runs.launch import container_build

@@ -142,7 +142,8 @@ def run_gate(launcher: Launcher, cluster: Cluster, *, run_id: str, attempt: int,
                       result.busbw_gbps, ref.job_id, clock() - started)
 
 
-def _wait(launcher: Launcher, ref: JobRef, timeout: float, interval: float, clock, sleep) -> JobState | None:
+def _wait(launcher: Launcher, ref: JobRef, timeout: float, interval: float, clock: Callable[[], float],
+          sleep: Callable[[float], None]) -> JobState | None:
     """The gate job's final state, or None after cancelling it at `timeout`."""
     deadline = clock() + timeout
     while clock() < deadline:
