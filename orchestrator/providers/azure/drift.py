@@ -18,7 +18,7 @@ from typing import Any
 
 from orchestrator.providers.azure import resources as ar
 from orchestrator.providers.azure.cluster import image_text
-from orchestrator.providers.azure.errors import arm_call
+from orchestrator.providers.azure_shared.errors import arm_call
 from orchestrator.specs.cluster import ClusterSpec
 from orchestrator.errors import ConfigError
 from orchestrator.models import Plan

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from orchestrator.providers.azure.errors import arm_call, arm_error, is_not_found
+from orchestrator.providers.azure_shared.errors import arm_call, arm_error, is_not_found
 from orchestrator.providers.azure.resources import TAG_EXPIRES, rid
 from orchestrator.providers.azure.teardown import tagged
 from orchestrator.errors import NotFoundError, ProvisionError

@@ -27,7 +27,7 @@ import uuid
 from datetime import datetime, timezone
 from typing import Any
 
-from orchestrator.providers.azure.errors import arm_call
+from orchestrator.providers.azure_shared.errors import arm_call
 
 API_VERSION = "2025-01-01-preview"
 IB_PERFORMANCE = "Resource.Hpc.Unhealthy.IBPerformance"

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from orchestrator.providers.azure import resources as ar
-from orchestrator.providers.azure.errors import arm_call
+from orchestrator.providers.azure_shared.errors import arm_call
 from orchestrator.errors import CapacityError, ConfigError, ProvisionError
 
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from orchestrator.providers.azure.errors import (
+from orchestrator.providers.azure_shared.errors import (
     ThrottleBudgetSpent,
     arm_call,
     is_not_found,
@@ -247,7 +247,7 @@ def _wait_terminal(clients: Any, rg: str, kind: str, name: str, report: Reporter
         if seen is None or seen.state not in TRANSITIONAL:
             break
     if seen is None or seen.state != "Succeeded":
-        from orchestrator.providers.azure.errors import AzureProvisionError
+        from orchestrator.providers.azure_shared.errors import AzureProvisionError
         raise AzureProvisionError(f"{kind} {name} ended {seen.state if seen else 'deleted'} while azbench waited")
     report.emit("created", kind, name)
     return seen.model

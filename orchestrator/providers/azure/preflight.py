@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from orchestrator.hardware.catalog import GpuSku
-from orchestrator.providers.azure.errors import arm_call, is_not_found
+from orchestrator.providers.azure_shared.errors import arm_call, is_not_found
 from orchestrator.providers.azure.resources import image_reference
 from orchestrator.errors import PreflightError
 

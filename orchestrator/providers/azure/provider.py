@@ -28,7 +28,7 @@ from orchestrator.providers.azure.cluster import (
     spot_terms,
     to_cluster,
 )
-from orchestrator.providers.azure.errors import arm_call
+from orchestrator.providers.azure_shared.errors import arm_call
 from orchestrator.providers.azure.lro import ProgressEvent
 from orchestrator.providers.azure.owner import foreign, signed_in
 from orchestrator.providers.azure.teardown import delete_cluster, tagged

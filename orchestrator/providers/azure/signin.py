@@ -17,7 +17,7 @@ import os
 from typing import Iterator
 
 from orchestrator import paths
-from orchestrator.providers.azure.errors import SDK_LOG_FILE, signin_error
+from orchestrator.providers.azure_shared.errors import SDK_LOG_FILE, signin_error
 
 # Per-request HTTP logs and urllib3's connection chatter only under --debug/AZBENCH_DEBUG.
 NOISY = ("azure.core.pipeline.policies.http_logging_policy", "urllib3")

@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from orchestrator.providers.azure.errors import arm_call
+from orchestrator.providers.azure_shared.errors import arm_call
 from orchestrator.errors import CapacityError
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from orchestrator.providers.azure import resources as ar
-from orchestrator.providers.azure.errors import arm_call
+from orchestrator.providers.azure_shared.errors import arm_call
 from orchestrator.providers.azure.lro import observe
 from orchestrator.providers.azure.teardown import tagged
 from orchestrator.providers.base import CloudResource, CloudView

@@ -15,7 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timezone
 from typing import Any, Collection
 
-from orchestrator.providers.azure.errors import arm_call, is_not_found
+from orchestrator.providers.azure_shared.errors import arm_call, is_not_found
 from orchestrator.providers.azure.lro import Reporter, delete
 from orchestrator.providers.azure.owner import Owner, owner_of
 from orchestrator.providers.azure.resources import (

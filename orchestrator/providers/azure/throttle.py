@@ -20,7 +20,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from orchestrator.providers.azure.errors import ThrottleBudgetSpent
+from orchestrator.providers.azure_shared.errors import ThrottleBudgetSpent
 
 DEFAULT_BUDGET_S = 1200.0  # the longest Retry-After ARM documents for the Compute RP (20 min)
 NO_RETRY_AFTER_WAIT_S = 10.0  # ARM always sends Retry-After with a 429; this is the fallback

@@ -19,7 +19,7 @@ from types import SimpleNamespace
 from typing import Any, Callable
 
 from orchestrator.providers.azure.resources import TAG_CLUSTER, TAG_OWNER
-from orchestrator.providers.azure.errors import is_missing
+from orchestrator.providers.azure_shared.errors import is_missing
 from orchestrator.providers.azureml.cluster import WORKDIR  # noqa: F401 (re-exported)
 from orchestrator.providers.azureml.cluster import provisional, to_cluster
 from orchestrator.providers.azureml.launcher import AzureMLLauncher
@@ -96,7 +96,7 @@ class AzureMLProvider(ProviderBase):
 
     def up(self, spec: ClusterSpec, plan: Plan) -> Cluster:
         """Create the compute, or adopt the existing one of the same name; idempotent."""
-        from orchestrator.providers.azure.errors import arm_call
+        from orchestrator.providers.azure_shared.errors import arm_call
         self._spec = spec
         target = target_from_spec(spec)
         ml = self.ml_client(target)
@@ -126,7 +126,7 @@ class AzureMLProvider(ProviderBase):
     def down(self, cluster: Cluster) -> None:
         """Delete the compute azbench created; missing is success; an adopted one is left alone.
         From a provisional record (ownership unknown) the compute's azbench-cluster tag decides."""
-        from orchestrator.providers.azure.errors import arm_call
+        from orchestrator.providers.azure_shared.errors import arm_call
         props = cluster.properties_as(AzureMLProps)
         if props.owned is False:
             return
@@ -155,7 +155,7 @@ class AzureMLProvider(ProviderBase):
     def preflight(self, spec: ClusterSpec, *, ml: Any = None) -> None:
         """Size offered and unrestricted in the region (Compute RP), Azure ML family and
         regional vCPU quota free for the nodes; PreflightError listing every shortfall."""
-        from orchestrator.providers.azure.errors import arm_call
+        from orchestrator.providers.azure_shared.errors import arm_call
         from orchestrator.providers.azure.preflight import (
             PreflightNeed,
             _quota_problems,
@@ -189,7 +189,7 @@ class AzureMLProvider(ProviderBase):
             raise ConfigError(f"AmlCompute {compute.name} scales to {compute.max_instances} nodes, "
                               f"{spec.nodes} requested (azbench does not resize a compute it did not create)")
         if ours and int(compute.max_instances or 0) != spec.nodes:
-            from orchestrator.providers.azure.errors import arm_call
+            from orchestrator.providers.azure_shared.errors import arm_call
             with arm_call(f"update AmlCompute {compute.name}"):
                 compute = self.ml_client(target).compute.begin_create_or_update(
                     build_compute(spec, self.owner)).result()
@@ -231,7 +231,7 @@ def preflight_checks(spec: ClusterSpec) -> list[str]:
 
 def check_workspace(ml: Any, target: AmlTarget) -> None:
     """NotFoundError (exit 2) naming the workspace when it does not exist."""
-    from orchestrator.providers.azure.errors import arm_call, is_missing
+    from orchestrator.providers.azure_shared.errors import arm_call, is_missing
     with arm_call(f"read workspace {target.workspace}"):
         try:
             ml.workspaces.get(target.workspace)
@@ -303,7 +303,7 @@ def _target(sub: str | None, group: str | None, ws: str | None, endpoint: str | 
 
 
 def _get_compute(ml: Any, name: str) -> Any | None:
-    from orchestrator.providers.azure.errors import arm_call, is_missing
+    from orchestrator.providers.azure_shared.errors import arm_call, is_missing
     with arm_call(f"read AmlCompute {name}"):
         try:
             return ml.compute.get(name)

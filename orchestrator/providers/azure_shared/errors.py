@@ -12,7 +12,7 @@ arrives as an HttpResponseError with status 200), so for any other status `class
 `err.error.code`, `details[].code` and, for OperationNotAllowed, the message (azure-notes.md
 §4.1). Only capacity codes are retried by azbench itself (with zone/region fallback). Every
 runtime ARM failure is exit 4 with the ARM code and the resource in one line; exit 3 belongs
-to preflight (preflight.py), before any write.
+to preflight (azure/preflight.py), before any write.
 """
 
 from __future__ import annotations
@@ -102,7 +102,7 @@ class AzurePreflightError(AzureErrorMixin, PreflightError):
 
 class SignInError(AzureErrorMixin, PreflightError):
     """The credential could not get a token (a wrong secret, no login): one line with Entra's
-    AADSTS code and message (azure/signin.py). Exit 3: nothing was written."""
+    AADSTS code and message (signin.py). Exit 3: nothing was written."""
 
     kind = "sign-in failed"
 
