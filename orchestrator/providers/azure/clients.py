@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
-from orchestrator.providers.azure.throttle import ThrottleBudget, retry_policy
+from orchestrator.providers.azure_shared.throttle import ThrottleBudget, retry_policy
 from orchestrator.errors import ConfigError
 
 GUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
