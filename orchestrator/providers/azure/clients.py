@@ -94,7 +94,7 @@ def clients_from_config(*, subscription_id: str | None = None, arm_endpoint: str
         where = "azure.subscription_id" if subscription_id else "AZURE_SUBSCRIPTION_ID"
         raise ConfigError(f"{where} '{sub}' is not a subscription id: expected a GUID such as "
                           "00000000-0000-0000-0000-000000000000")
-    from orchestrator.providers.azure.signin import quiet_sdk_loggers
+    from orchestrator.providers.azure_shared.signin import quiet_sdk_loggers
     quiet_sdk_loggers()
     base_url = (arm_endpoint or os.environ.get("AZURE_RESOURCE_MANAGER_ENDPOINT") or PUBLIC_ARM).rstrip("/")
     return AzureClients(credential=default_credential(), subscription_id=sub.strip(), base_url=base_url,

@@ -74,7 +74,7 @@ def signed_in(clients: Any, principal: str | None = None) -> Owner:
     """The caller: `principal` if given (tests), else the oid of the clients' ARM token."""
     if principal is None:
         scopes = clients.credential_scopes or [f"{clients.base_url.rstrip('/')}/.default"]
-        from orchestrator.providers.azure.signin import signin_call
+        from orchestrator.providers.azure_shared.signin import signin_call
         with signin_call():
             token = clients.credential.get_token(*scopes).token
         principal = principal_of(token) or UNKNOWN
