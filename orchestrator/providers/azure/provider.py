@@ -168,7 +168,7 @@ class AzureProvider(ProviderBase):
         for s in props.scale_sets:
             with arm_call(f"list VMs of {s}"):
                 for vm in clients.compute.virtual_machine_scale_set_vms.list(rg, s):
-                    host = getattr(getattr(vm, "os_profile", None), "computer_name", None) or vm.name
+                    host = getattr(getattr(vm, "os_profile", None), "computer_name", None) or vm.name or ""
                     state = getattr(vm, "provisioning_state", None)
                     out.append(CloudNode(name=host, scale_set=s, state=str(getattr(state, "value", state))))
         return out

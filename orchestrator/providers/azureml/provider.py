@@ -19,6 +19,7 @@ from types import SimpleNamespace
 from typing import Any, Callable
 
 from orchestrator.providers.azure.resources import TAG_CLUSTER, TAG_OWNER
+from orchestrator.providers.azure_shared.clients import ArmClients, arm_from_config
 from orchestrator.providers.azure_shared.errors import is_missing
 from orchestrator.providers.azureml.cluster import WORKDIR  # noqa: F401 (re-exported)
 from orchestrator.providers.azureml.cluster import provisional, to_cluster
@@ -49,7 +50,7 @@ class AmlTarget:
 
 
 MLClientFactory = Callable[[AmlTarget], Any]
-ArmClientsFactory = Callable[[AmlTarget], Any]
+ArmClientsFactory = Callable[[AmlTarget], ArmClients]
 
 
 class AzureMLProvider(ProviderBase):
@@ -260,7 +261,8 @@ def default_ml_client(target: AmlTarget, credential: Any = None, **kwargs: Any) 
     """An MLClient for the workspace; a non-public ARM endpoint is registered as its own cloud."""
     from azure.ai.ml import MLClient
 
-    from orchestrator.providers.azure.clients import PUBLIC_ARM, default_credential
+    from orchestrator.providers.azure_shared.endpoints import PUBLIC_ARM
+    from orchestrator.providers.azure_shared.signin import default_credential
     credential = credential or default_credential()
     endpoint = (target.arm_endpoint or PUBLIC_ARM).rstrip("/")
     if endpoint != PUBLIC_ARM:
@@ -275,9 +277,9 @@ def default_ml_client(target: AmlTarget, credential: Any = None, **kwargs: Any) 
     return MLClient(credential, target.subscription_id, target.resource_group, target.workspace, **kwargs)
 
 
-def default_arm_clients(target: AmlTarget) -> Any:
-    from orchestrator.providers.azure.clients import clients_from_config
-    return clients_from_config(subscription_id=target.subscription_id, arm_endpoint=target.arm_endpoint)
+def default_arm_clients(target: AmlTarget) -> ArmClients:
+    """The Compute RP client's connection for the workspace's subscription (the size check)."""
+    return arm_from_config(ArmClients, subscription_id=target.subscription_id, arm_endpoint=target.arm_endpoint)
 
 
 # ------------------------------------------------------------------ helpers
