@@ -25,6 +25,7 @@ from orchestrator.errors import NotFoundError
 from orchestrator.models import Cluster, ClusterState, Plan, ScaleSetPlan, SshTarget, parse_utc
 from orchestrator.providers.azure.props import AzureProps
 from orchestrator.providers.azure.settings import AzureSettings
+from orchestrator.providers.azure_shared.tags import TAG_CREATED, TAG_EXPIRES, TAG_OWNER, TAG_SPOT_RESTORE
 
 IMAGE_PARTS = ("publisher", "offer", "sku", "version")
 
@@ -62,13 +63,13 @@ def to_cluster(found: Found, state: ClusterState) -> Cluster:
         ssh = SshTarget(host=found.head_ip, port=22, user=found.admin_user, key_path=cdir / ci.ADMIN_KEY,
                         known_hosts=cdir / ci.KNOWN_HOSTS)
     nodes = sum(s.vms for s in found.sets)
-    created = parse_utc(found.tags.get(ar.TAG_CREATED))
-    restore = found.tags.get(ar.TAG_SPOT_RESTORE)
+    created = parse_utc(found.tags.get(TAG_CREATED))
+    restore = found.tags.get(TAG_SPOT_RESTORE)
     props = AzureProps(
         subscription_id=found.subscription_id, resource_group=found.resource_group,
         arm_endpoint=found.arm_endpoint, head_ip=found.head_ip, head_private_ip=found.head_private_ip,
         scale_sets=[s.name for s in found.sets], image=found.image,
-        owner=found.tags.get(ar.TAG_OWNER), expires=found.tags.get(ar.TAG_EXPIRES),
+        owner=found.tags.get(TAG_OWNER), expires=found.tags.get(TAG_EXPIRES),
         priority="spot" if found.spot else "regular",
         eviction_policy=found.spot.eviction_policy if found.spot else None,
         spot_restore_timeout=int(restore) if found.spot and restore and restore.isdigit() else None)

@@ -23,6 +23,7 @@ from orchestrator.specs.cluster import ClusterSpec
 from orchestrator.errors import ConfigError
 from orchestrator.models import Plan
 from orchestrator.providers.azure.settings import AzureSettings
+from orchestrator.providers.azure_shared.tags import TAG_CLUSTER
 
 IMAGE_KEYS = ("id", "publisher", "offer", "sku", "version")
 
@@ -68,7 +69,7 @@ def live_shape(clients: Any, rg: str, cluster: str, seen: dict[str, Any]) -> Liv
         return LiveShape()
     with arm_call(f"list scale sets of {rg}"):
         sets = [s for s in clients.compute.virtual_machine_scale_sets.list(rg)
-                if (s.tags or {}).get(ar.TAG_CLUSTER) == cluster]
+                if (s.tags or {}).get(TAG_CLUSTER) == cluster]
     region = next((o.location for k, o in seen.items() if o is not None and not k.startswith(ar.RG)
                    and o.location), None) or (sets[0].location if sets else None)
     ssh = None

@@ -16,10 +16,11 @@ from datetime import datetime
 from typing import Any
 
 from orchestrator.providers.azure_shared.errors import arm_call, arm_error, is_not_found
-from orchestrator.providers.azure.resources import TAG_EXPIRES, rid
+from orchestrator.providers.azure.resources import rid
 from orchestrator.providers.azure.teardown import tagged
 from orchestrator.errors import NotFoundError, ProvisionError
 from orchestrator.paths import templates_dir
+from orchestrator.providers.azure_shared.tags import TAG_EXPIRES
 
 # Built-in "Contributor": delete (and read the tags of) what is in the group the role is scoped to.
 CONTRIBUTOR_ROLE = "b24988ac-6180-42a0-ab88-20f7382dd24c"

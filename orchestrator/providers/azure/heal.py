@@ -31,6 +31,7 @@ from typing import Any
 from orchestrator.providers.azure import resources as ar
 from orchestrator.providers.azure_shared.errors import arm_call
 from orchestrator.errors import CapacityError, ConfigError, ProvisionError
+from orchestrator.providers.azure_shared.tags import TAG_SLOTS
 
 
 @dataclass(frozen=True)
@@ -59,7 +60,7 @@ def read_sets(clients: Any, rg: str, names: Iterable[str]) -> list[SetView]:
         with arm_call(f"read scale set {name}"):
             vmss = clients.compute.virtual_machine_scale_sets.get(rg, name)
             vms = list(clients.compute.virtual_machine_scale_set_vms.list(rg, name))
-        slots = (vmss.tags or {}).get(ar.TAG_SLOTS)
+        slots = (vmss.tags or {}).get(TAG_SLOTS)
         hosts = {(getattr(getattr(vm, "os_profile", None), "computer_name", None) or vm.name): int(vm.instance_id)
                  for vm in vms}
         out.append(SetView(name=name, sku_name=vmss.sku.name, sku_tier=vmss.sku.tier,

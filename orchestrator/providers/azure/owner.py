@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from orchestrator import paths
-from orchestrator.providers.azure.resources import TAG_INSTALL, TAG_OWNER
 from orchestrator.errors import NotOwnerError
+from orchestrator.providers.azure_shared.tags import TAG_INSTALL, TAG_OWNER
 
 __all__ = ["NotOwnerError", "Owner", "foreign", "installation_id", "owner_of", "principal_of", "signed_in"]
 

@@ -44,6 +44,7 @@ from orchestrator.providers.azure.props import AzureProps
 from orchestrator.seams import Access, Capabilities
 from orchestrator.slurm.launcher import SlurmLauncher
 from orchestrator.providers.azure.settings import AzureSettings
+from orchestrator.providers.azure_shared.tags import TAG_CLUSTER
 
 __all__ = ["AzureProvider", "AzureClients", "ProgressEvent", "SweepItem", "sweep"]
 
@@ -373,7 +374,7 @@ def _described(name: str, rg: Any, sets: list[Any], clients: Any) -> Cluster:
     """Read what `up` knew from ARM: the scale sets tagged with the cluster, the resource
     group's tags, the head's public and private addresses; then the one to_cluster."""
     from orchestrator.providers.azure.lro import observe
-    ours = sorted((s for s in sets if (s.tags or {}).get(ar.TAG_CLUSTER) == name), key=lambda s: s.name)
+    ours = sorted((s for s in sets if (s.tags or {}).get(TAG_CLUSTER) == name), key=lambda s: s.name)
     states = {str(getattr(s.provisioning_state, "value", s.provisioning_state)) for s in ours}
     state = (ClusterState.FAILED if "Failed" in states else
              ClusterState.READY if ours and states == {"Succeeded"} else ClusterState.PROVISIONING)

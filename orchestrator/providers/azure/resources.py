@@ -18,6 +18,7 @@ from typing import Any
 
 from orchestrator.errors import PreflightError, ProvisionError
 from orchestrator.models import Plan, PlannedResource, ScaleSetPlan
+from orchestrator.providers.azure_shared.tags import TAG_CLUSTER, TAG_CREATED, TAG_EXPIRES, TAG_SPOT_RESTORE
 
 RG = "Microsoft.Resources/resourceGroups"
 VNET = "Microsoft.Network/virtualNetworks"
@@ -29,15 +30,6 @@ VMSS = "Microsoft.Compute/virtualMachineScaleSets"
 KINDS = (RG, NSG, PIP, VNET, NIC, VM, VMSS)  # creation order
 ROLE = "Microsoft.Authorization/roleAssignments"  # the head identity's, made after the head (azure_expiry)
 SUBNET = "nodes"
-TAG_CLUSTER, TAG_OWNER, TAG_EXPIRES = "azbench-cluster", "azbench-owner", "azbench-expires"
-# The owner is two tags (azure/owner.py): the signed-in principal's object id, and the id of the
-# $AZBENCH_HOME that made the cluster.
-TAG_INSTALL = "azbench-installation"
-# When the first `up` created the cluster, and (spot only) how long a restore waits for evicted
-# capacity: describe() reads both back from the resource group, like owner and expiry.
-TAG_CREATED, TAG_SPOT_RESTORE = "azbench-created", "azbench-spot-restore-s"
-# On each scale set: how many instance-id slots (0..n-1) its slurm.conf defines (cloudinit.slot_count).
-TAG_SLOTS = "azbench-slots"
 STAMP = "%Y-%m-%dT%H:%M:%SZ"
 # What happens to a VM's OS disk, NICs and public IP when the VM is deleted: "Delete". The
 # default is "Detach": they outlive the VM and keep billing (OSDisk.deleteOption: "The default

@@ -17,6 +17,7 @@ from orchestrator.providers.azure.lro import observe
 from orchestrator.providers.azure.teardown import tagged
 from orchestrator.providers.base import CloudResource, CloudView
 from orchestrator.models import parse_utc
+from orchestrator.providers.azure_shared.tags import TAG_CLUSTER, TAG_CREATED, TAG_EXPIRES, TAG_OWNER
 
 
 def live_view(clients: Any, name: str) -> CloudView:
@@ -31,7 +32,7 @@ def live_view(clients: Any, name: str) -> CloudView:
     rows = [CloudResource("VM", head_name, head.state if head else "missing", _head_detail(head))]
     with arm_call(f"list scale sets of {rg.name}"):
         sets = sorted((s for s in clients.compute.virtual_machine_scale_sets.list(rg.name)
-                       if (s.tags or {}).get(ar.TAG_CLUSTER) == name), key=lambda s: s.name)
+                       if (s.tags or {}).get(TAG_CLUSTER) == name), key=lambda s: s.name)
     listed = running = 0
     for s in sets:
         powers = _power_states(clients, rg.name, s.name)
@@ -42,8 +43,8 @@ def live_view(clients: Any, name: str) -> CloudView:
         rows.append(CloudResource("scale set", s.name, state,
                                   f"{s.sku.name}, capacity {int(s.sku.capacity or 0)}: {counts}"))
     return CloudView(exists=True, resources=tuple(rows), instances=listed, running=running,
-                     created=parse_utc(tags.get(ar.TAG_CREATED)), expires=parse_utc(tags.get(ar.TAG_EXPIRES)),
-                     owner=tags.get(ar.TAG_OWNER))
+                     created=parse_utc(tags.get(TAG_CREATED)), expires=parse_utc(tags.get(TAG_EXPIRES)),
+                     owner=tags.get(TAG_OWNER))
 
 
 def _head_detail(head: Any) -> str:

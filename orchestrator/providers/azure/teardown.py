@@ -22,8 +22,6 @@ from orchestrator.providers.azure.resources import (
     NIC,
     NSG,
     PIP,
-    TAG_CLUSTER,
-    TAG_EXPIRES,
     VM,
     VMSS,
     VNET,
@@ -31,6 +29,7 @@ from orchestrator.providers.azure.resources import (
 from orchestrator.errors import ProvisionError
 from orchestrator.providers.base import SweepItem
 from orchestrator.models import parse_utc
+from orchestrator.providers.azure_shared.tags import TAG_CLUSTER, TAG_EXPIRES
 
 # api-version for deletes by id of resources azbench may leave outside its resource group.
 DELETE_API_VERSIONS = {

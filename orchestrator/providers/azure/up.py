@@ -40,6 +40,7 @@ from orchestrator.specs.cluster import ClusterSpec
 from orchestrator.errors import CapacityError, ProvisionError
 from orchestrator.models import Cluster, ClusterState, Plan, ScaleSetPlan
 from orchestrator.providers.azure.settings import AzureSettings
+from orchestrator.providers.azure_shared.tags import TAG_CLUSTER, TAG_CREATED, TAG_EXPIRES, TAG_SLOTS, TAG_SPOT_RESTORE
 
 LRO_FILE = "azure-lro.json"
 T = TypeVar("T")
@@ -123,7 +124,7 @@ class UpRun:
         return seen
 
     def _check_owner(self, kind: str, name: str, obs: Observed) -> None:
-        owner = obs.tags.get(ar.TAG_CLUSTER)
+        owner = obs.tags.get(TAG_CLUSTER)
         if owner != self.spec.name:
             what = f"owned by azbench cluster '{owner}'" if owner else "not created by azbench"
             raise ProvisionError(f"{kind.rsplit('/', 1)[-1]} {name} already exists and is {what}",
@@ -157,7 +158,7 @@ class UpRun:
                                spot_restore_s=a.spot_restore_timeout if a.priority == "spot" else None)
         if group is not None:  # a rerun keeps what the group says (owner, expiry, creation...),
             # as describe reads it from there: up and describe return the same record
-            kept = (ar.TAG_EXPIRES, ar.TAG_CREATED, ar.TAG_SPOT_RESTORE)
+            kept = (TAG_EXPIRES, TAG_CREATED, TAG_SPOT_RESTORE)
             tags.update({k: v for k, v in group.tags.items() if k in kept})
         return tags
 
@@ -192,7 +193,7 @@ class UpRun:
         def vmss_body(s: ScaleSetPlan, zone: str | None) -> Any:
             # The set's slurm.conf slots (cloudinit.slot_count) ride on it, for replace and resize.
             slots = ci.slot_count(s, max(self.sku.nvlink_domain_vms, 1))
-            return ar.vmss_body(region, {**tags, ar.TAG_SLOTS: str(slots)}, sku_name=self.sku.name,
+            return ar.vmss_body(region, {**tags, TAG_SLOTS: str(slots)}, sku_name=self.sku.name,
                                 scale_set=s, zone=zone, image=image,
                                 custom_data=node_cd, subnet_id=subnet_id, prefix=ci.computer_name_prefix(s),
                                 spot=self._spot(), **common)

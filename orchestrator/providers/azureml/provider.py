@@ -18,9 +18,9 @@ from dataclasses import dataclass
 from types import SimpleNamespace
 from typing import Any, Callable
 
-from orchestrator.providers.azure.resources import TAG_CLUSTER, TAG_OWNER
 from orchestrator.providers.azure_shared.clients import ArmClients, arm_from_config
 from orchestrator.providers.azure_shared.errors import is_missing
+from orchestrator.providers.azure_shared.tags import TAG_CLUSTER, TAG_OWNER
 from orchestrator.providers.azureml.cluster import WORKDIR  # noqa: F401 (re-exported)
 from orchestrator.providers.azureml.cluster import provisional, to_cluster
 from orchestrator.providers.azureml.launcher import AzureMLLauncher
