@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from orchestrator.errors import ConfigError, LaunchError, MissingCapability
 from orchestrator.models import AttemptSpec, Cluster, ExecResult, JobRef, JobState, JobStatus, NodeInfo
+from orchestrator.providers.azure_shared.errors import arm_call, is_missing
 from orchestrator.providers.azureml.props import AzureMLProps
 from orchestrator.paths import RunLayout, job_name, safe_local_path
 from orchestrator.seams import Capabilities, shell_name
@@ -92,7 +93,6 @@ class AzureMLLauncher:
 
     def submit(self, attempt: AttemptSpec, recipe_dir: Path | None = None) -> JobRef:
         """Create the command job (or adopt the one a crashed azbench already created)."""
-        from orchestrator.providers.azure_shared.errors import arm_call
         name = job_name(attempt.run_id, attempt.attempt)
         ref = JobRef(cluster=self.cluster.name, job_id=name, backend=self.backend, run_dir=attempt.run_dir)
         if self._get(name) is not None:
@@ -212,7 +212,6 @@ class AzureMLLauncher:
 
     def node_states(self) -> dict[str, NodeInfo]:
         """The compute's current nodes (none while it is scaled to zero)."""
-        from orchestrator.providers.azure_shared.errors import arm_call
         compute = _compute(self.cluster)
         with arm_call(f"list nodes of {compute}"):
             nodes = list(self.ml.compute.list_nodes(compute))
@@ -257,7 +256,6 @@ class AzureMLLauncher:
         return MissingCapability(self.cluster.name, self.backend, what, hint=hint)
 
     def _get(self, name: str) -> Any | None:
-        from orchestrator.providers.azure_shared.errors import arm_call, is_missing
         with arm_call(f"read Azure ML job {name}"):
             try:
                 return self.ml.jobs.get(name)
@@ -284,7 +282,6 @@ class AzureMLLauncher:
         return found
 
     def _download(self, name: str, k: int, tmp: Path, root: Path) -> list[Path]:
-        from orchestrator.providers.azure_shared.errors import arm_call
         with arm_call(f"download Azure ML job {name}"):
             try:
                 self.ml.jobs.download(name, download_path=str(tmp))

@@ -2,10 +2,10 @@
 
 `plan` is pure: the AmlCompute it would create (size, min/max instances, idle scale-down, tags)
 and the preflight `up` runs. `up` checks the workspace exists, preflights the size (Compute RP
-resource SKUs, reusing azure_preflight) and Azure ML's own per-family quota, then creates the
+resource SKUs, with azure_shared/capacity.py's checks) and Azure ML's own per-family quota, then creates the
 compute with MLClient.compute.begin_create_or_update, or adopts one of the same name. `down`
 deletes a compute azbench created (missing is success) and leaves an adopted one alone.
-azure.ai.ml is imported only inside functions here and in launchers/azureml.py; the MLClient
+azure.ai.ml is imported only inside functions here and in launcher.py; the MLClient
 comes from an injectable factory, so tests point the real SDK at a loopback fake ARM.
 """
 
@@ -15,15 +15,17 @@ import hashlib
 import os
 import re
 from dataclasses import dataclass
-from types import SimpleNamespace
 from typing import Any, Callable
 
+from orchestrator.providers.azure_shared.capacity import TOTAL_CORES, quota_problems, sku_problems, vm_sizes
 from orchestrator.providers.azure_shared.clients import ArmClients, arm_from_config
-from orchestrator.providers.azure_shared.errors import is_missing
+from orchestrator.providers.azure_shared.errors import arm_call, is_missing
+from orchestrator.providers.azure_shared.records import QuotaRow
 from orchestrator.providers.azure_shared.tags import TAG_CLUSTER, TAG_OWNER
 from orchestrator.providers.azureml.cluster import WORKDIR  # noqa: F401 (re-exported)
 from orchestrator.providers.azureml.cluster import provisional, to_cluster
 from orchestrator.providers.azureml.launcher import AzureMLLauncher
+from orchestrator.providers.azureml.records import quota_row
 from orchestrator.providers.base import ProviderBase
 from orchestrator.specs.cluster import ClusterSpec
 from orchestrator.errors import ConfigError, NotFoundError, PreflightError
@@ -97,7 +99,6 @@ class AzureMLProvider(ProviderBase):
 
     def up(self, spec: ClusterSpec, plan: Plan) -> Cluster:
         """Create the compute, or adopt the existing one of the same name; idempotent."""
-        from orchestrator.providers.azure_shared.errors import arm_call
         self._spec = spec
         target = target_from_spec(spec)
         ml = self.ml_client(target)
@@ -127,7 +128,6 @@ class AzureMLProvider(ProviderBase):
     def down(self, cluster: Cluster) -> None:
         """Delete the compute azbench created; missing is success; an adopted one is left alone.
         From a provisional record (ownership unknown) the compute's azbench-cluster tag decides."""
-        from orchestrator.providers.azure_shared.errors import arm_call
         props = cluster.properties_as(AzureMLProps)
         if props.owned is False:
             return
@@ -156,27 +156,16 @@ class AzureMLProvider(ProviderBase):
     def preflight(self, spec: ClusterSpec, *, ml: Any = None) -> None:
         """Size offered and unrestricted in the region (Compute RP), Azure ML family and
         regional vCPU quota free for the nodes; PreflightError listing every shortfall."""
-        from orchestrator.providers.azure_shared.errors import arm_call
-        from orchestrator.providers.azure.preflight import (
-            PreflightNeed,
-            _quota_problems,
-            _sku_problems,
-        )
         sku, region = _allowed_sku(spec), str(spec.region)
         target = target_from_spec(spec)
-        arm = self.arm_clients(target)
-        with arm_call(f"list VM sizes in {region}"):
-            rows = {s.name: s for s in arm.compute.resource_skus.list(filter=f"location eq '{region}'")
-                    if s.resource_type == "virtualMachines"}
-        problems = _sku_problems(rows.get(sku.name), sku.name, region, [])
-        need = PreflightNeed(region=region, sku=sku, new_vms=spec.nodes, head_size="", new_head=False)
+        sizes = vm_sizes(self.arm_clients(target).compute, region)
+        problems = sku_problems(sizes.get(sku.name), sku.name, region, [])
         ml = ml if ml is not None else self.ml_client(target)
         with arm_call(f"read Azure ML quotas in {region}"):
-            usages = list(ml.compute.list_usage(location=region))
-        # azure_preflight reads `clients.compute.usage.list`: hand it Azure ML's own quota rows.
-        quota_view = SimpleNamespace(compute=SimpleNamespace(usage=SimpleNamespace(
-            list=lambda _region: [_aml_usage_row(u) for u in usages])))
-        problems += [p.replace("quota ", "Azure ML quota ", 1) for p in _quota_problems(quota_view, need, None)]
+            usages = [_keyed(quota_row(u)) for u in ml.compute.list_usage(location=region)]
+        vcpus = sku.vcpus * spec.nodes  # Azure ML draws on the size family's and the regional total
+        problems += quota_problems({u.name: u for u in usages}, {sku.quota_family: vcpus, TOTAL_CORES: vcpus},
+                                   region, what="Azure ML quota")
         if problems:
             raise PreflightError("; ".join(problems))
 
@@ -190,7 +179,6 @@ class AzureMLProvider(ProviderBase):
             raise ConfigError(f"AmlCompute {compute.name} scales to {compute.max_instances} nodes, "
                               f"{spec.nodes} requested (azbench does not resize a compute it did not create)")
         if ours and int(compute.max_instances or 0) != spec.nodes:
-            from orchestrator.providers.azure_shared.errors import arm_call
             with arm_call(f"update AmlCompute {compute.name}"):
                 compute = self.ml_client(target).compute.begin_create_or_update(
                     build_compute(spec, self.owner)).result()
@@ -232,7 +220,6 @@ def preflight_checks(spec: ClusterSpec) -> list[str]:
 
 def check_workspace(ml: Any, target: AmlTarget) -> None:
     """NotFoundError (exit 2) naming the workspace when it does not exist."""
-    from orchestrator.providers.azure_shared.errors import arm_call, is_missing
     with arm_call(f"read workspace {target.workspace}"):
         try:
             ml.workspaces.get(target.workspace)
@@ -305,7 +292,6 @@ def _target(sub: str | None, group: str | None, ws: str | None, endpoint: str | 
 
 
 def _get_compute(ml: Any, name: str) -> Any | None:
-    from orchestrator.providers.azure_shared.errors import arm_call, is_missing
     with arm_call(f"read AmlCompute {name}"):
         try:
             return ml.compute.get(name)
@@ -315,22 +301,12 @@ def _get_compute(ml: Any, name: str) -> Any | None:
             raise
 
 
-def _aml_usage_row(u: Any) -> Any:
+def _keyed(row: QuotaRow) -> QuotaRow:
     """An Azure ML usage row keyed like a Compute RP one: 'Standard NDSH100v5 Family Cluster
     Dedicated vCPUs' -> 'standardNDSH100v5Family' (compared case-blind), the total -> 'cores'."""
-    name = u.name  # the SDK's Usage copies the REST dict in: `name` is a plain dict there
-    label = str((name.get("value") if isinstance(name, dict) else getattr(name, "value", name)) or "")
-    key = "cores" if label == TOTAL_QUOTA else label.replace("Cluster Dedicated vCPUs", "").replace(" ", "")
-    return SimpleNamespace(name=SimpleNamespace(value=_family_key(key)),
-                           current_value=_field(u, "current_value", "currentValue") or 0,
-                           limit=_field(u, "limit", "limit") or 0)
-
-
-def _field(obj: Any, attr: str, rest_key: str) -> Any:
-    """azure-ai-ml 1.35's Usage copies the REST dict with camelCase keys, leaving the
-    snake_case attribute None: read whichever is set."""
-    value = getattr(obj, attr, None)
-    return value if value is not None else vars(obj).get(rest_key)
+    label = row.name
+    key = TOTAL_CORES if label == TOTAL_QUOTA else label.replace("Cluster Dedicated vCPUs", "").replace(" ", "")
+    return QuotaRow(name=_family_key(key), current=row.current, limit=row.limit)
 
 
 def _family_key(key: str) -> str:
