@@ -16,10 +16,12 @@ import os
 import re
 import urllib.request
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Callable
 
 from orchestrator.hardware.catalog import GpuSku
 from orchestrator.providers.azure_shared.errors import arm_call, is_not_found
+from orchestrator.providers.azure import records
+from orchestrator.providers.azure.clients import AzureClients
 from orchestrator.providers.azure.resources import image_reference
 from orchestrator.providers.azure_shared.capacity import (
     LOW_PRIORITY_QUOTA,
@@ -49,7 +51,7 @@ class PreflightNeed:
     spot: bool = False
 
 
-def preflight(clients: Any, need: PreflightNeed) -> dict[str, str]:
+def preflight(clients: AzureClients, need: PreflightNeed) -> dict[str, str]:
     """Raise PreflightError listing every shortfall; return the node image reference to use."""
     problems: list[str] = []
     rows: dict[str, SkuRow] = {}
@@ -73,7 +75,7 @@ def preflight(clients: Any, need: PreflightNeed) -> dict[str, str]:
     return image
 
 
-def quota_check(clients: Any, region: str, sku: GpuSku, new_vms: int, *, spot: bool = False) -> None:
+def quota_check(clients: AzureClients, region: str, sku: GpuSku, new_vms: int, *, spot: bool = False) -> None:
     """Before a live cluster grows: the family and regional vCPU quotas (usages) cover `new_vms`
     more VMs, or CapacityError with the shortfall (one usages call)."""
     from orchestrator.errors import CapacityError
@@ -112,7 +114,7 @@ def public_ip_lookup(url: str = IP_ECHO_URL, timeout_s: float = 5.0) -> str:
                              hint=f"set azure.ssh_ingress_cidr or {CALLER_IP_ENV}") from None
 
 
-def resolve_image(clients: Any, need: PreflightNeed) -> dict[str, str]:
+def resolve_image(clients: AzureClients, need: PreflightNeed) -> dict[str, str]:
     """The node image reference, checked to exist for the size's architecture, Gen2."""
     arch = "Arm64" if need.sku.cpu_arch == "arm64" else "x64"
     image = need.image or need.sku.image
@@ -126,7 +128,7 @@ def resolve_image(clients: Any, need: PreflightNeed) -> dict[str, str]:
     return ref
 
 
-def _quota_problems(clients: Any, need: PreflightNeed, head_row: SkuRow | None) -> list[str]:
+def _quota_problems(clients: AzureClients, need: PreflightNeed, head_row: SkuRow | None) -> list[str]:
     with arm_call(f"read vCPU quotas in {need.region}"):
         usage = {row.name: row for row in map(compute_usage, clients.compute.usage.list(need.region))}
     return quota_problems(usage, _wants(need, head_row), need.region)
@@ -146,7 +148,7 @@ def _wants(need: PreflightNeed, head_row: SkuRow | None) -> dict[str, int]:
     return wants
 
 
-def _check_urn(clients: Any, region: str, ref: dict[str, str], arch: str) -> None:
+def _check_urn(clients: AzureClients, region: str, ref: dict[str, str], arch: str) -> None:
     version = ref["version"]
     urn = ":".join(ref[k] for k in ("publisher", "offer", "sku", "version"))
     with arm_call(f"check image {urn}"):
@@ -156,18 +158,18 @@ def _check_urn(clients: Any, region: str, ref: dict[str, str], arch: str) -> Non
                 raise PreflightError(f"image {urn} has no versions in {region}")
             version = latest
         try:
-            img = clients.compute.virtual_machine_images.get(region, ref["publisher"], ref["offer"],
-                                                            ref["sku"], version)
+            img = records.vm_image(clients.compute.virtual_machine_images.get(
+                region, ref["publisher"], ref["offer"], ref["sku"], version))
         except Exception as exc:
             if is_not_found(exc):
                 raise PreflightError(f"image {urn} does not exist in {region}") from None
             raise
-    got_arch, gen = _value(img.architecture) or "x64", _value(img.hyper_v_generation) or "V1"
-    if got_arch.lower() != arch.lower() or gen != "V2":
-        raise PreflightError(f"image {urn} is {got_arch} Hyper-V {gen}; the size needs {arch} Gen2")
+    if img.architecture.lower() != arch.lower() or img.generation != "V2":
+        raise PreflightError(f"image {urn} is {img.architecture} Hyper-V {img.generation}; "
+                             f"the size needs {arch} Gen2")
 
 
-def _check_gallery_image(clients: Any, image: str, arch: str) -> None:
+def _check_gallery_image(clients: AzureClients, image: str, arch: str) -> None:
     """A gallery image (or one of its versions) exists and its definition's architecture fits.
 
     The architecture is a property of the image definition, x64 when absent
@@ -185,17 +187,16 @@ def _check_gallery_image(clients: Any, image: str, arch: str) -> None:
         if "/galleries/" not in low or "/images/" not in low:
             return
         definition = image[:low.index("/versions/")] if "/versions/" in low else image
-        found = clients.resources.resources.get_by_id(definition, api_version=GALLERY_API_VERSION)
-    props = getattr(found, "properties", None) or {}
-    got = str(props.get("architecture") or "x64") if isinstance(props, dict) else "x64"
+        got = records.gallery_architecture(
+            clients.resources.resources.get_by_id(definition, api_version=GALLERY_API_VERSION))
     if got.lower() != arch.lower():
         raise PreflightError(f"image {image} is {got}; the size needs {arch}",
                              hint="pick an image built for the size's CPU (GB200's Grace is Arm64)")
 
 
-def _find_hpc_image(clients: Any, region: str, arch: str) -> dict[str, str]:
+def _find_hpc_image(clients: AzureClients, region: str, arch: str) -> dict[str, str]:
     with arm_call(f"list {HPC_OFFER} images in {region}"):
-        skus = [s.name for s in clients.compute.virtual_machine_images.list_skus(region, HPC_PUBLISHER, HPC_OFFER)]
+        skus = records.image_names(clients.compute.virtual_machine_images.list_skus(region, HPC_PUBLISHER, HPC_OFFER))
     # Newest release first; arm64-named SKUs first among equals.
     for sku in sorted(skus, key=lambda s: (s[:4], arch.lower() in s.lower()), reverse=True):
         ref = {"publisher": HPC_PUBLISHER, "offer": HPC_OFFER, "sku": sku, "version": "latest"}
@@ -208,11 +209,6 @@ def _find_hpc_image(clients: Any, region: str, arch: str) -> dict[str, str]:
                          hint="set azure.image to a URN or a gallery image id")
 
 
-def _latest(clients: Any, region: str, publisher: str, offer: str, sku: str) -> str | None:
-    rows = clients.compute.virtual_machine_images.list(region, publisher, offer, sku)
-    names = [r.name for r in rows]
+def _latest(clients: AzureClients, region: str, publisher: str, offer: str, sku: str) -> str | None:
+    names = records.image_names(clients.compute.virtual_machine_images.list(region, publisher, offer, sku))
     return max(names, key=lambda v: [int(p) if p.isdigit() else -1 for p in re.split(r"[.]", v)]) if names else None
-
-
-def _value(x: Any) -> str | None:
-    return None if x is None else str(getattr(x, "value", x))

@@ -12,6 +12,7 @@ Delete, so deleting a VM (or an instance, or the whole set) leaves nothing billi
 from __future__ import annotations
 
 import ipaddress
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -31,6 +32,7 @@ KINDS = (RG, NSG, PIP, VNET, NIC, VM, VMSS)  # creation order
 ROLE = "Microsoft.Authorization/roleAssignments"  # the head identity's, made after the head (azure_expiry)
 SUBNET = "nodes"
 STAMP = "%Y-%m-%dT%H:%M:%SZ"
+IMAGE_PARTS = ("publisher", "offer", "sku", "version")  # a URN's, in order
 # What happens to a VM's OS disk, NICs and public IP when the VM is deleted: "Delete". The
 # default is "Detach": they outlive the VM and keep billing (OSDisk.deleteOption: "The default
 # value is set to Detach", api-version 2021-03-01+; NetworkInterfaceReference.properties and
@@ -111,7 +113,16 @@ def image_reference(image: str) -> dict[str, str]:
     parts = image.split(":")
     if len(parts) != 4:
         raise PreflightError(f"image '{image}' is neither publisher:offer:sku:version nor a resource id")
-    return dict(zip(("publisher", "offer", "sku", "version"), parts))
+    return dict(zip(IMAGE_PARTS, parts))
+
+
+def image_text(ref: Mapping[str, str | None]) -> str | None:
+    """An image reference as azbench writes it (image_reference's inverse): the resource id,
+    or publisher:offer:sku:version; None when it has neither."""
+    if ref.get("id"):
+        return str(ref["id"])
+    parts = [ref.get(k) for k in IMAGE_PARTS]
+    return ":".join(str(p) for p in parts) if all(parts) else None
 
 
 def head_image(node_image: dict[str, str]) -> dict[str, str]:
