@@ -14,8 +14,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-from dataclasses import dataclass
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from orchestrator.providers.azure_shared.capacity import TOTAL_CORES, quota_problems, sku_problems, vm_sizes
 from orchestrator.providers.azure_shared.clients import ArmClients, arm_from_config
@@ -23,9 +22,9 @@ from orchestrator.providers.azure_shared.errors import arm_call, is_missing
 from orchestrator.providers.azure_shared.records import QuotaRow
 from orchestrator.providers.azure_shared.tags import TAG_CLUSTER, TAG_OWNER
 from orchestrator.providers.azureml.cluster import WORKDIR  # noqa: F401 (re-exported)
-from orchestrator.providers.azureml.cluster import provisional, to_cluster
+from orchestrator.providers.azureml.cluster import AmlTarget, provisional, to_cluster
 from orchestrator.providers.azureml.launcher import AzureMLLauncher
-from orchestrator.providers.azureml.records import quota_row
+from orchestrator.providers.azureml.records import AmlComputeInfo, compute as compute_info, quota_row
 from orchestrator.providers.base import ProviderBase
 from orchestrator.specs.cluster import ClusterSpec
 from orchestrator.errors import ConfigError, NotFoundError, PreflightError
@@ -34,6 +33,13 @@ from orchestrator.providers.azureml.props import AzureMLProps
 from orchestrator.seams import Access, Capabilities
 from orchestrator.providers.azureml.settings import AzureMLSettings
 
+if TYPE_CHECKING:
+    from azure.ai.ml import MLClient
+    from azure.ai.ml.entities import AmlCompute
+    from azure.core.credentials import TokenCredential
+
+    from orchestrator.hardware.catalog import GpuSku
+
 COMPUTE_KIND = "Microsoft.MachineLearningServices/workspaces/computes"
 ALLOWED_SIZES = ("Standard_ND96isr_H100_v5", "Standard_ND96isr_H200_v5")
 TOTAL_QUOTA = "Total Cluster Dedicated Regional vCPUs"
@@ -41,17 +47,7 @@ WORKSPACE_ENV, GROUP_ENV = "AZBENCH_AZUREML_WORKSPACE", "AZBENCH_AZUREML_RESOURC
 _COMPUTE_NAME = re.compile(r"^[a-z][a-z0-9-]{1,15}$")
 
 
-@dataclass(frozen=True)
-class AmlTarget:
-    """One workspace: where the compute lives and where jobs go."""
-
-    subscription_id: str
-    resource_group: str
-    workspace: str
-    arm_endpoint: str | None = None
-
-
-MLClientFactory = Callable[[AmlTarget], Any]
+MLClientFactory = Callable[[AmlTarget], "MLClient"]
 ArmClientsFactory = Callable[[AmlTarget], ArmClients]
 
 
@@ -109,7 +105,7 @@ class AzureMLProvider(ProviderBase):
             return self._adopt(spec, target, existing)
         self.preflight(spec, ml=ml)
         with arm_call(f"create AmlCompute {name}"):
-            created = ml.compute.begin_create_or_update(build_compute(spec, self.owner)).result()
+            created = compute_info(ml.compute.begin_create_or_update(build_compute(spec, self.owner)).result())
         return to_cluster(spec.name, target, created, owned=True)
 
     def describe(self, name: str) -> Cluster | None:
@@ -119,7 +115,7 @@ class AzureMLProvider(ProviderBase):
         compute = _get_compute(self.ml_client(target), compute_name(name))
         if compute is None:
             return None
-        return to_cluster(name, target, compute, owned=(compute.tags or {}).get(TAG_CLUSTER) == name)
+        return to_cluster(name, target, compute, owned=compute.tags.get(TAG_CLUSTER) == name)
 
     def provisional(self, spec: ClusterSpec, plan: Plan) -> Cluster:
         """PROVISIONING, with the workspace and compute name `down` needs (azureml/cluster.py)."""
@@ -135,7 +131,7 @@ class AzureMLProvider(ProviderBase):
         name = props.compute or compute_name(cluster.name)
         if props.owned is None:
             found = _get_compute(ml, name)
-            if found is None or (found.tags or {}).get(TAG_CLUSTER) != cluster.name:
+            if found is None or found.tags.get(TAG_CLUSTER) != cluster.name:
                 return  # gone, or not one azbench made for this cluster: never delete it
         with arm_call(f"delete AmlCompute {name}"):
             try:
@@ -153,7 +149,7 @@ class AzureMLProvider(ProviderBase):
         return Access(launcher=launcher, shell=None, caps=self.caps)
 
     # ------------------------------------------------------------ preflight
-    def preflight(self, spec: ClusterSpec, *, ml: Any = None) -> None:
+    def preflight(self, spec: ClusterSpec, *, ml: MLClient | None = None) -> None:
         """Size offered and unrestricted in the region (Compute RP), Azure ML family and
         regional vCPU quota free for the nodes; PreflightError listing every shortfall."""
         sku, region = _allowed_sku(spec), str(spec.region)
@@ -169,24 +165,23 @@ class AzureMLProvider(ProviderBase):
         if problems:
             raise PreflightError("; ".join(problems))
 
-    def _adopt(self, spec: ClusterSpec, target: AmlTarget, compute: Any) -> Cluster:
-        ours = (compute.tags or {}).get(TAG_CLUSTER) == spec.name
-        size = str(getattr(compute, "size", "") or "")
-        if size.lower() != spec.sku_row.name.lower():
-            raise ConfigError(f"AmlCompute {compute.name} in workspace {target.workspace} is {size}, "
+    def _adopt(self, spec: ClusterSpec, target: AmlTarget, compute: AmlComputeInfo) -> Cluster:
+        ours = compute.tags.get(TAG_CLUSTER) == spec.name
+        if compute.size.lower() != spec.sku_row.name.lower():
+            raise ConfigError(f"AmlCompute {compute.name} in workspace {target.workspace} is {compute.size}, "
                               f"not {spec.sku_row.name}: pick another --name")
-        if int(compute.max_instances or 0) < spec.nodes and not ours:
+        if compute.max_instances < spec.nodes and not ours:
             raise ConfigError(f"AmlCompute {compute.name} scales to {compute.max_instances} nodes, "
                               f"{spec.nodes} requested (azbench does not resize a compute it did not create)")
-        if ours and int(compute.max_instances or 0) != spec.nodes:
+        if ours and compute.max_instances != spec.nodes:
             with arm_call(f"update AmlCompute {compute.name}"):
-                compute = self.ml_client(target).compute.begin_create_or_update(
-                    build_compute(spec, self.owner)).result()
+                compute = compute_info(self.ml_client(target).compute.begin_create_or_update(
+                    build_compute(spec, self.owner)).result())
         return to_cluster(spec.name, target, compute, owned=ours)
 
 
 # ------------------------------------------------------------------ building blocks
-def build_compute(spec: ClusterSpec, owner: str) -> Any:
+def build_compute(spec: ClusterSpec, owner: str) -> AmlCompute:
     """The azure.ai.ml AmlCompute entity for `spec` (its REST body is golden-tested)."""
     from azure.ai.ml.entities import AmlCompute
     sku = _allowed_sku(spec)
@@ -218,7 +213,7 @@ def preflight_checks(spec: ClusterSpec) -> list[str]:
             f"Azure ML quota '{TOTAL_QUOTA}' has {vcpus:,} free vCPUs"]
 
 
-def check_workspace(ml: Any, target: AmlTarget) -> None:
+def check_workspace(ml: MLClient, target: AmlTarget) -> None:
     """NotFoundError (exit 2) naming the workspace when it does not exist."""
     with arm_call(f"read workspace {target.workspace}"):
         try:
@@ -244,8 +239,9 @@ def target_from_env() -> AmlTarget:
     return _target(None, None, None, None)
 
 
-def default_ml_client(target: AmlTarget, credential: Any = None, **kwargs: Any) -> Any:
-    """An MLClient for the workspace; a non-public ARM endpoint is registered as its own cloud."""
+def default_ml_client(target: AmlTarget, credential: TokenCredential | None = None, **kwargs: Any) -> MLClient:
+    """An MLClient for the workspace; a non-public ARM endpoint is registered as its own cloud.
+    `kwargs` go to MLClient (and on to its azure-core pipelines: policies, polling, retries)."""
     from azure.ai.ml import MLClient
 
     from orchestrator.providers.azure_shared.endpoints import PUBLIC_ARM
@@ -270,7 +266,7 @@ def default_arm_clients(target: AmlTarget) -> ArmClients:
 
 
 # ------------------------------------------------------------------ helpers
-def _allowed_sku(spec: ClusterSpec) -> Any:
+def _allowed_sku(spec: ClusterSpec) -> GpuSku:
     sku = spec.sku_row
     if sku.name not in ALLOWED_SIZES:
         raise ConfigError(f"size {sku.name} is not allowed for provider 'azureml' "
@@ -291,10 +287,10 @@ def _target(sub: str | None, group: str | None, ws: str | None, endpoint: str | 
     return AmlTarget(str(sub), str(group), str(ws), endpoint.rstrip("/") if endpoint else None)
 
 
-def _get_compute(ml: Any, name: str) -> Any | None:
+def _get_compute(ml: MLClient, name: str) -> AmlComputeInfo | None:
     with arm_call(f"read AmlCompute {name}"):
         try:
-            return ml.compute.get(name)
+            return compute_info(ml.compute.get(name))
         except Exception as exc:
             if is_missing(exc):
                 return None
