@@ -106,7 +106,7 @@ class TokenStore:
     def _read(self) -> dict[str, str]:
         return json.loads(self.path.read_text()) if self.path.exists() else {}
 
-    def _update(self, change: Callable[[dict[str, str]], Any]) -> None:
+    def _update(self, change: Callable[[dict[str, str]], object]) -> None:
         with self._lock:
             data = self._read()
             change(data)

@@ -184,7 +184,7 @@ def gallery_architecture(found: GenericResource) -> str:
     """A gallery image definition's architecture, x64 when absent (GalleryImageProperties,
     https://learn.microsoft.com/en-us/rest/api/compute/gallery-images/get). get_by_id returns
     the generic resource, whose `properties` is the untyped JSON object."""
-    props: Any = found.properties
+    props = found.properties  # Any in the SDK: the resource type's own JSON
     return str(props.get("architecture") or "x64") if isinstance(props, dict) else "x64"
 
 

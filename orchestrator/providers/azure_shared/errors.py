@@ -21,7 +21,7 @@ import contextlib
 import re
 from dataclasses import dataclass
 from enum import Enum
-from typing import Any, Iterator
+from typing import Iterator
 
 from orchestrator import paths
 from orchestrator.errors import CapacityError, PreflightError, ProvisionError
@@ -175,7 +175,7 @@ def to_azbench(err: ArmError, what: str) -> AzureProvisionError | AzureCapacityE
     status = f"HTTP {err.status} " if err.status and err.status >= 400 else ""
     text = f"{what}: {status}{err.code}: {err.message}{rid}"
     if err.cls == ArmErrorClass.CAPACITY:
-        out: Any = AzureCapacityError(text, hint="azbench tries the next zone/region from azure.zones "
+        out: AzureProvisionError | AzureCapacityError = AzureCapacityError(text, hint="azbench tries the next zone/region from azure.zones "
                                                  "and azure.fallback_regions; or retry later with fewer nodes")
     else:
         # A refusal that comes while writing is a runtime failure (exit 4), whatever its cause:
