@@ -12,7 +12,7 @@ guest-health-impact-report ("Report node health by using Guest Health Reporting"
   InfiniBand, else `Resource.Hpc.Unhealthy.HpcGenericFailure` ("Issue doesn't fall into any
   other category");
 - 200: accepted (not a promise of repair); 4xx: failed validation; 429: retry later. Errors are
-  classified by HTTP status first (errors.arm_call).
+  classified by HTTP status first (azure_shared/errors.py, arm_call).
 - `PhysicalHostName` is "available in metadata": the page reads it inside the VM from Hyper-V
   KVP (its linked kvp_client.c). Each node's cloud-init copies it, once at boot, to
   /shared/azbench/hosts/<hostname>.physical (templates/cloud-init-node.yaml.j2); a node without

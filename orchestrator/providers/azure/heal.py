@@ -18,7 +18,7 @@ ARM side, all through azure-mgmt-compute:
   Specifies the number of virtual machines in the scale set"), which creates the missing
   instances under new ids;
 - instances: VirtualMachineScaleSetVMs.list, one call per set (never one GET per VM).
-Errors are classified by HTTP status first (errors.arm_call). A new VM whose id lies beyond the
+Errors are classified by HTTP status first (azure_shared/errors.py, arm_call). A new VM whose id lies beyond the
 set's slots would never join: it is deleted again and the call fails with CapacityError.
 """
 

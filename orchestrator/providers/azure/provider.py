@@ -5,8 +5,8 @@
 (up.py), `describe` reads it back from tags and the resources (both build the record with
 cluster.py's to_cluster), `down` deletes by tag and verifies nothing tagged remains (lifecycle
 asks `foreign_owner` first: another owner's cluster needs --force), `sweep` removes the caller's
-expired or orphaned clusters (others' expired ones with all_owners). The only modules that import azure.* are the ones in
-providers/azure/, and only inside functions, so `azbench --help` stays fast.
+expired or orphaned clusters (others' expired ones with all_owners). The SDK's objects are read
+in records.py only; azure.* is imported only inside functions, so `azbench --help` stays fast.
 """
 
 from __future__ import annotations

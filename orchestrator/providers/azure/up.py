@@ -7,7 +7,7 @@ NIC; head VM and every GPU scale set at once (a thread pool). A scale set that f
 AllocationFailed/ZonalAllocationFailed is deleted and retried (tenacity) in the next zone of
 `azure.zones`; when the zones are spent, the cluster's regional resources move to the next of
 `azure.fallback_regions`. Quota and SkuNotAvailable fail fast; 429s wait out Retry-After within azure.throttle_budget_s
-(throttle.py), 5xx stay with azure-core.
+(azure_shared/throttle.py), 5xx stay with azure-core.
 """
 
 from __future__ import annotations
