@@ -13,7 +13,7 @@ import json
 import pytest
 
 from orchestrator.providers.azure.provider import AzureProvider
-from orchestrator.providers.azure.errors import (
+from orchestrator.providers.azure_shared.errors import (
     ArmErrorClass,
     ThrottleBudgetSpent,
     arm_error,

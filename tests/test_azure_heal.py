@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from orchestrator.providers.azure import resources as ar
+from orchestrator.providers.azure_shared.tags import TAG_SLOTS
 from orchestrator.errors import CapacityError
 from tests.test_azure_provider import spec_for, up
 
@@ -18,7 +18,7 @@ def _writes(fake, since: int) -> list[str]:
 
 def test_replace_deletes_the_instance_and_restores_capacity_under_the_next_id(fake, clients, azbench_home):
     p, cluster = up(clients, spec_for(nodes=3), join_timeout_s=0)
-    assert fake.of_type("virtualMachineScaleSets")["h100t-gpu-00"]["tags"][ar.TAG_SLOTS] == "10"  # 2 + 8 spare
+    assert fake.of_type("virtualMachineScaleSets")["h100t-gpu-00"]["tags"][TAG_SLOTS] == "10"  # 2 + 8 spare
     mark = len(fake.log)
     new = p.replace_node(cluster, "h100t-gpu-00-000000")
     assert new == "h100t-gpu-00-000002"
@@ -53,9 +53,9 @@ def test_growing_past_the_slots_or_the_quota_changes_nothing(fake, clients, azbe
 
 def test_a_vm_that_lands_beyond_the_slots_is_deleted_again(fake, clients, azbench_home):
     p, cluster = up(clients, spec_for(nodes=3), join_timeout_s=0)
-    fake.resources[fake._vmss_key("h100t-gpu-00")]["tags"][ar.TAG_SLOTS] = "2"  # full: no room
+    fake.resources[fake._vmss_key("h100t-gpu-00")]["tags"][TAG_SLOTS] = "2"  # full: no room
     key = fake._vmss_key("h100t-gpu-01")
-    fake.resources[key]["tags"][ar.TAG_SLOTS] = "3"
+    fake.resources[key]["tags"][TAG_SLOTS] = "3"
     fake._instance_ids(key)
     fake._next_instance[key] = 5  # ids 1-4 were used and deleted earlier: Azure gives 5 next
     with pytest.raises(CapacityError, match="beyond the 3 slots"):

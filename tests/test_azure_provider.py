@@ -25,7 +25,7 @@ from orchestrator.hardware.catalog import lookup
 from orchestrator.providers.azure import cloudinit as ci
 from orchestrator.providers.azure.provider import AzureProvider, sweep
 from orchestrator.providers.azure.clients import AzureClients, clients_from_config
-from orchestrator.providers.azure.errors import ArmErrorClass, classify_code
+from orchestrator.providers.azure_shared.errors import ArmErrorClass, classify_code
 from orchestrator.providers.azure.preflight import resolve_ingress
 from orchestrator.specs.cluster import ClusterSpec
 from orchestrator.errors import CapacityError, ConfigError, PreflightError, ProvisionError

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from orchestrator.providers.azure.clients import clients_from_config
-from orchestrator.providers.azure.errors import signin_message
+from orchestrator.providers.azure_shared.errors import signin_message
 from orchestrator.errors import ConfigError
 from tests.cli_helpers import azbench, one_line_error
 

@@ -2,13 +2,17 @@
 
 settings.py is its `azure:` spec section, props.py what its records keep, plan.py the pure plan
 (resources, scale sets, cost, preflight list), provider.py the Provider; cluster.py builds its
-Cluster record (one to_cluster for up and describe, and the provisional one); up.py creates,
-teardown.py deletes and sweeps, preflight.py checks quota and sizes, resources.py builds the ARM
-bodies, records.py turns SDK objects into typed records, cloudinit.py the VMs' cloud-init, lro.py
-waits on long-running operations, boot.py waits for the VMs to boot, expiry.py and spot.py are
-the self-expiry and spot-capacity helpers, clients.py builds the SDK clients. What it shares with
-azureml (credentials, ARM errors, the throttle policy) is in providers/azure_shared/. Only these
-modules import azure.*, and only inside functions.
+Cluster record (one to_cluster for up and describe, and the provisional one); up.py creates
+(drift.py refuses a rerun of another shape), teardown.py deletes and sweeps, preflight.py checks
+quota, sizes and images, resources.py names the resources and builds the ARM bodies, lro.py
+creates, adopts and deletes one resource through its long-running operation, boot.py waits for
+the VMs to boot, status.py is ARM's view, owner.py who owns a cluster, expiry.py and spot.py the
+self-expiry and spot-capacity helpers, heal.py replaces and resizes, guest_health.py reports bad
+hosts, cloudinit.py the VMs' cloud-init, clients.py the management clients (AzureClients).
+records.py is the one module that reads the SDK's objects: the rest consumes its typed records.
+What it shares with azureml (credentials, ARM errors, the throttle policy, tags, the size and
+quota checks, the ARM connection) is in providers/azure_shared/; it never imports azureml/.
+Exposes: BACKEND (the registry's entry). azure.* is imported only inside functions.
 """
 
 from __future__ import annotations

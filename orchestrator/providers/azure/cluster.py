@@ -13,7 +13,6 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from orchestrator import paths
 from orchestrator.hardware.catalog import GpuSku, lookup
@@ -25,8 +24,7 @@ from orchestrator.errors import NotFoundError
 from orchestrator.models import Cluster, ClusterState, Plan, ScaleSetPlan, SshTarget, parse_utc
 from orchestrator.providers.azure.props import AzureProps
 from orchestrator.providers.azure.settings import AzureSettings
-
-IMAGE_PARTS = ("publisher", "offer", "sku", "version")
+from orchestrator.providers.azure_shared.tags import TAG_CREATED, TAG_EXPIRES, TAG_OWNER, TAG_SPOT_RESTORE
 
 
 @dataclass(frozen=True)
@@ -62,13 +60,13 @@ def to_cluster(found: Found, state: ClusterState) -> Cluster:
         ssh = SshTarget(host=found.head_ip, port=22, user=found.admin_user, key_path=cdir / ci.ADMIN_KEY,
                         known_hosts=cdir / ci.KNOWN_HOSTS)
     nodes = sum(s.vms for s in found.sets)
-    created = parse_utc(found.tags.get(ar.TAG_CREATED))
-    restore = found.tags.get(ar.TAG_SPOT_RESTORE)
+    created = parse_utc(found.tags.get(TAG_CREATED))
+    restore = found.tags.get(TAG_SPOT_RESTORE)
     props = AzureProps(
         subscription_id=found.subscription_id, resource_group=found.resource_group,
         arm_endpoint=found.arm_endpoint, head_ip=found.head_ip, head_private_ip=found.head_private_ip,
         scale_sets=[s.name for s in found.sets], image=found.image,
-        owner=found.tags.get(ar.TAG_OWNER), expires=found.tags.get(ar.TAG_EXPIRES),
+        owner=found.tags.get(TAG_OWNER), expires=found.tags.get(TAG_EXPIRES),
         priority="spot" if found.spot else "regular",
         eviction_policy=found.spot.eviction_policy if found.spot else None,
         spot_restore_timeout=int(restore) if found.spot and restore and restore.isdigit() else None)
@@ -110,29 +108,6 @@ def hourly_cost(row: GpuSku | None, nodes: int, spot: ar.SpotTerms | None) -> fl
     if per_vm is None:
         per_vm = row.price_per_hour_usd
     return round(nodes * per_vm + HEAD_PRICE_PER_HOUR_USD, 2)
-
-
-def image_text(ref: Mapping[str, Any]) -> str | None:
-    """An image reference as azbench writes it: the resource id, or publisher:offer:sku:version."""
-    if ref.get("id"):
-        return str(ref["id"])
-    parts = [ref.get(k) for k in IMAGE_PARTS]
-    return ":".join(str(p) for p in parts) if all(parts) else None
-
-
-def spot_terms(profile: Any) -> ar.SpotTerms | None:
-    """A scale set's VM profile read back as SpotTerms, or None for regular priority."""
-    if _text(getattr(profile, "priority", None)).lower() != "spot":
-        return None
-    billing = getattr(profile, "billing_profile", None)
-    max_price = getattr(billing, "max_price", None)
-    return ar.SpotTerms(eviction_policy=(_text(getattr(profile, "eviction_policy", None)) or "deallocate").lower(),
-                        max_price=float(max_price) if max_price is not None else -1.0)
-
-
-def _text(value: Any) -> str:
-    """An SDK enum member (or a plain string, as ARM may send) as its string value."""
-    return str(getattr(value, "value", value) or "")
 
 
 def _sku_row(sku: str | None) -> GpuSku | None:

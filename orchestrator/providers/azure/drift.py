@@ -13,18 +13,19 @@ sets: its rerun resumes, so then the node count is compared only over the sets t
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
+from orchestrator.providers.azure import records
 from orchestrator.providers.azure import resources as ar
-from orchestrator.providers.azure.cluster import image_text
-from orchestrator.providers.azure.errors import arm_call
+from orchestrator.providers.azure.clients import AzureClients
+from orchestrator.providers.azure.lro import Observed
+from orchestrator.providers.azure_shared.errors import arm_call
 from orchestrator.specs.cluster import ClusterSpec
 from orchestrator.errors import ConfigError
 from orchestrator.models import Plan
 from orchestrator.providers.azure.settings import AzureSettings
-
-IMAGE_KEYS = ("id", "publisher", "offer", "sku", "version")
+from orchestrator.providers.azure_shared.tags import TAG_CLUSTER
 
 
 class DriftError(ConfigError):
@@ -60,32 +61,23 @@ class LiveShape:
         return sum(vms for _, vms in self.sets) if self.sets else None
 
 
-def live_shape(clients: Any, rg: str, cluster: str, seen: dict[str, Any]) -> LiveShape:
+def live_shape(clients: AzureClients, rg: str, cluster: str, seen: Mapping[str, Observed | None]) -> LiveShape:
     """The live facts, from the observed resources (lro.Observed by 'kind/name') and one list of
     the group's scale sets (only when the group exists)."""
     group = seen.get(f"{ar.RG}/{rg}")
     if group is None:
         return LiveShape()
     with arm_call(f"list scale sets of {rg}"):
-        sets = [s for s in clients.compute.virtual_machine_scale_sets.list(rg)
-                if (s.tags or {}).get(ar.TAG_CLUSTER) == cluster]
+        sets = [s for s in map(records.scale_set, clients.compute.virtual_machine_scale_sets.list(rg))
+                if s.tags.get(TAG_CLUSTER) == cluster]
     region = next((o.location for k, o in seen.items() if o is not None and not k.startswith(ar.RG)
                    and o.location), None) or (sets[0].location if sets else None)
-    ssh = None
     nsg = next((o for k, o in seen.items() if o is not None and k.startswith(ar.NSG + "/")), None)
-    if nsg is not None:
-        for rule in getattr(nsg.model, "security_rules", None) or []:
-            if getattr(rule, "destination_port_range", None) == "22":
-                ssh = getattr(rule, "source_address_prefix", None)
+    ssh = nsg.facts.ssh_source if nsg is not None else None
     if not sets:
         return LiveShape(region=region, ssh_range=ssh)
-    profile = getattr(sets[0], "virtual_machine_profile", None)
-    ref = getattr(getattr(profile, "storage_profile", None), "image_reference", None)
-    priority = str(getattr(getattr(profile, "priority", None), "value", getattr(profile, "priority", None)) or "")
-    return LiveShape(sets=tuple((str(s.name), int(s.sku.capacity or 0)) for s in sets),
-                     sku=sets[0].sku.name, region=region,
-                     priority="spot" if priority.lower() == "spot" else "regular", ssh_range=ssh,
-                     image=image_text({k: getattr(ref, k, None) for k in IMAGE_KEYS}) if ref else None)
+    return LiveShape(sets=tuple((s.name, s.capacity) for s in sets), sku=sets[0].sku_name, region=region,
+                     priority="spot" if sets[0].spot else "regular", ssh_range=ssh, image=sets[0].image)
 
 
 def differences(spec: ClusterSpec, plan: Plan, ingress: str, live: LiveShape,

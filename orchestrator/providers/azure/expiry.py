@@ -13,13 +13,19 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING
 
-from orchestrator.providers.azure.errors import arm_call, arm_error, is_not_found
-from orchestrator.providers.azure.resources import TAG_EXPIRES, rid
+from orchestrator.providers.azure import records
+from orchestrator.providers.azure.clients import AzureClients
+from orchestrator.providers.azure_shared.errors import arm_call, arm_error, is_not_found
+from orchestrator.providers.azure.resources import rid
 from orchestrator.providers.azure.teardown import tagged
 from orchestrator.errors import NotFoundError, ProvisionError
 from orchestrator.paths import templates_dir
+from orchestrator.providers.azure_shared.tags import TAG_EXPIRES
+
+if TYPE_CHECKING:
+    from azure.mgmt.authorization.v2022_04_01.operations import RoleAssignmentsOperations
 
 # Built-in "Contributor": delete (and read the tags of) what is in the group the role is scoped to.
 CONTRIBUTOR_ROLE = "b24988ac-6180-42a0-ab88-20f7382dd24c"
@@ -47,9 +53,9 @@ def agent_context(cluster: str, subscription_id: str, resource_group: str, arm_e
                         source=(templates_dir() / AGENT_FILE).read_text())
 
 
-def head_principal(vm: Any, head: str) -> str:
+def head_principal(vm: records.ArmResource, head: str) -> str:
     """The object id of the head VM's system-assigned identity."""
-    principal = getattr(getattr(vm, "identity", None), "principal_id", None)
+    principal = vm.principal_id
     if not principal:
         raise ProvisionError(f"head VM {head} has no system-assigned identity, so it cannot delete "
                              "its cluster when it expires",
@@ -57,19 +63,20 @@ def head_principal(vm: Any, head: str) -> str:
     return str(principal)
 
 
-def grant_self_delete(clients: Any, rg: str, name: str, principal_id: str) -> str:
+def grant_self_delete(clients: AzureClients, rg: str, name: str, principal_id: str) -> str:
     """Contributor on `rg` for `principal_id`, as role assignment `name`; returns "exists" or
     "created". A rerun finds the assignment and sends no PUT."""
     scope = rid(clients.subscription_id, rg)
-    ops = clients.authorization.role_assignments
+    # The multi-API client types the property by no version: it serves the package default's.
+    ops: RoleAssignmentsOperations = clients.authorization.role_assignments
     with arm_call(f"read role assignment {name}"):
         try:
-            current = ops.get(scope, name)
+            current: records.Assignment | None = records.assignment(ops.get(scope, name))
         except Exception as exc:
             if not is_not_found(exc):
                 raise
             current = None
-    if current is not None and getattr(current, "principal_id", None) == principal_id:
+    if current is not None and current.principal_id == principal_id:
         return "exists"
     if current is not None:  # the head was recreated: its identity is a new principal
         with arm_call(f"delete stale role assignment {name}"):
@@ -93,7 +100,7 @@ def grant_self_delete(clients: Any, rg: str, name: str, principal_id: str) -> st
     return "created"
 
 
-def move_expiry(clients: Any, cluster: str, expires: datetime) -> list[str]:
+def move_expiry(clients: AzureClients, cluster: str, expires: datetime) -> list[str]:
     """Set `azbench-expires` on the cluster's groups and tagged resources (tags merged, others
     kept); returns the scopes changed. NotFoundError when Azure holds nothing of the cluster."""
     from azure.mgmt.resource.resources.models import Tags, TagsPatchResource

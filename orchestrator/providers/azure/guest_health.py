@@ -12,7 +12,7 @@ guest-health-impact-report ("Report node health by using Guest Health Reporting"
   InfiniBand, else `Resource.Hpc.Unhealthy.HpcGenericFailure` ("Issue doesn't fall into any
   other category");
 - 200: accepted (not a promise of repair); 4xx: failed validation; 429: retry later. Errors are
-  classified by HTTP status first (errors.arm_call).
+  classified by HTTP status first (azure_shared/errors.py, arm_call).
 - `PhysicalHostName` is "available in metadata": the page reads it inside the VM from Hyper-V
   KVP (its linked kvp_client.c). Each node's cloud-init copies it, once at boot, to
   /shared/azbench/hosts/<hostname>.physical (templates/cloud-init-node.yaml.j2); a node without
@@ -25,9 +25,10 @@ from __future__ import annotations
 
 import uuid
 from datetime import datetime, timezone
-from typing import Any
+from orchestrator.providers.azure.clients import AzureClients
+from orchestrator.providers.azure_shared.errors import arm_call
 
-from orchestrator.providers.azure.errors import arm_call
+ImpactBody = dict[str, dict[str, object]]  # {"properties": {...}}: JSON
 
 API_VERSION = "2025-01-01-preview"
 IB_PERFORMANCE = "Resource.Hpc.Unhealthy.IBPerformance"
@@ -41,7 +42,7 @@ def category(reason: str, has_ib: bool) -> str:
 
 
 def impact_body(*, start: datetime, category: str, description: str, resource_id: str,
-                physical_host: str) -> dict[str, Any]:
+                physical_host: str) -> ImpactBody:
     """The request body, exactly the documented shape (module docstring)."""
     stamp = start.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
     return {"properties": {"startDateTime": stamp, "impactCategory": category,
@@ -54,7 +55,7 @@ def impact_name(cluster: str, node: str) -> str:
     return f"azbench-{cluster}-{node}-{uuid.uuid4().hex[:12]}"
 
 
-def report(clients: Any, name: str, body: dict[str, Any]) -> None:
+def report(clients: AzureClients, name: str, body: ImpactBody) -> None:
     """PUT the impact through the resources client's pipeline (credential, retries, policies)."""
     from azure.core.exceptions import HttpResponseError
     from azure.core.rest import HttpRequest

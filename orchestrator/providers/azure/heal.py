@@ -18,7 +18,7 @@ ARM side, all through azure-mgmt-compute:
   Specifies the number of virtual machines in the scale set"), which creates the missing
   instances under new ids;
 - instances: VirtualMachineScaleSetVMs.list, one call per set (never one GET per VM).
-Errors are classified by HTTP status first (errors.arm_call). A new VM whose id lies beyond the
+Errors are classified by HTTP status first (azure_shared/errors.py, arm_call). A new VM whose id lies beyond the
 set's slots would never join: it is deleted again and the call fails with CapacityError.
 """
 
@@ -26,11 +26,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
 
-from orchestrator.providers.azure import resources as ar
-from orchestrator.providers.azure.errors import arm_call
+from orchestrator.providers.azure import records
+from orchestrator.providers.azure.clients import AzureClients
+from orchestrator.providers.azure_shared.errors import arm_call
 from orchestrator.errors import CapacityError, ConfigError, ProvisionError
+from orchestrator.providers.azure_shared.tags import TAG_SLOTS
 
 
 @dataclass(frozen=True)
@@ -52,19 +53,17 @@ class SetView:
         return max(self.slots - (max(self.hosts.values(), default=-1) + 1), 0)
 
 
-def read_sets(clients: Any, rg: str, names: Iterable[str]) -> list[SetView]:
+def read_sets(clients: AzureClients, rg: str, names: Iterable[str]) -> list[SetView]:
     """Each set's GET (capacity, tags) and VM list: two calls per set."""
     out = []
     for name in names:
         with arm_call(f"read scale set {name}"):
-            vmss = clients.compute.virtual_machine_scale_sets.get(rg, name)
-            vms = list(clients.compute.virtual_machine_scale_set_vms.list(rg, name))
-        slots = (vmss.tags or {}).get(ar.TAG_SLOTS)
-        hosts = {(getattr(getattr(vm, "os_profile", None), "computer_name", None) or vm.name): int(vm.instance_id)
-                 for vm in vms}
-        out.append(SetView(name=name, sku_name=vmss.sku.name, sku_tier=vmss.sku.tier,
-                           capacity=int(vmss.sku.capacity or 0),
-                           slots=int(slots) if slots and slots.isdigit() else None, hosts=hosts))
+            vmss = records.scale_set(clients.compute.virtual_machine_scale_sets.get(rg, name))
+            vms = [records.scale_set_vm(vm) for vm in clients.compute.virtual_machine_scale_set_vms.list(rg, name)]
+        slots = vmss.tags.get(TAG_SLOTS)
+        out.append(SetView(name=name, sku_name=vmss.sku_name, sku_tier=vmss.sku_tier, capacity=vmss.capacity,
+                           slots=int(slots) if slots and slots.isdigit() else None,
+                           hosts={vm.host: int(vm.instance_id) for vm in vms}))
     return out
 
 
@@ -76,14 +75,14 @@ def find_host(sets: Sequence[SetView], host: str, cluster: str) -> tuple[SetView
                       f"({', '.join(s.name for s in sets)})")
 
 
-def delete_instances(clients: Any, rg: str, scale_set: str, ids: Sequence[int]) -> None:
+def delete_instances(clients: AzureClients, rg: str, scale_set: str, ids: Sequence[int]) -> None:
     from azure.mgmt.compute import models as m
     with arm_call(f"delete instances {', '.join(map(str, ids))} of {scale_set}"):
         clients.compute.virtual_machine_scale_sets.begin_delete_instances(
             rg, scale_set, m.VirtualMachineScaleSetVMInstanceRequiredIDs(instance_ids=[str(i) for i in ids])).result()
 
 
-def set_capacity(clients: Any, rg: str, view: SetView, capacity: int) -> None:
+def set_capacity(clients: AzureClients, rg: str, view: SetView, capacity: int) -> None:
     from azure.mgmt.compute import models as m
     with arm_call(f"set the capacity of {view.name} to {capacity} VMs"):
         clients.compute.virtual_machine_scale_sets.begin_update(
@@ -91,7 +90,7 @@ def set_capacity(clients: Any, rg: str, view: SetView, capacity: int) -> None:
                 sku=m.Sku(name=view.sku_name, tier=view.sku_tier, capacity=capacity))).result()
 
 
-def grow(clients: Any, rg: str, sets: Sequence[SetView], count: int, cluster: str, unit: int = 1) -> list[str]:
+def grow(clients: AzureClients, rg: str, sets: Sequence[SetView], count: int, cluster: str, unit: int = 1) -> list[str]:
     """Add `count` VMs across the sets with spare slots (roomiest first), `unit` at a time
     (an NVL72 rack stays in one set); the new hosts. A VM that lands beyond its set's slots is
     deleted again and CapacityError names the set."""
@@ -113,7 +112,7 @@ def grow(clients: Any, rg: str, sets: Sequence[SetView], count: int, cluster: st
     return new_hosts(clients, rg, [by_name[n] for n in plan], cluster)
 
 
-def new_hosts(clients: Any, rg: str, before: Sequence[SetView], cluster: str) -> list[str]:
+def new_hosts(clients: AzureClients, rg: str, before: Sequence[SetView], cluster: str) -> list[str]:
     after = read_sets(clients, rg, [s.name for s in before])
     new: list[str] = []
     for old, now in zip(before, after):

@@ -18,15 +18,20 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Protocol
 
-from orchestrator.providers.azure.errors import (
+from orchestrator.providers.azure import records
+from orchestrator.providers.azure.clients import AzureClients
+from orchestrator.providers.azure.resources import NIC, NSG, PIP, RG, VM, VMSS, VNET
+from orchestrator.providers.azure_shared.errors import (
     ThrottleBudgetSpent,
     arm_call,
     is_not_found,
     is_resumable,
 )
-from orchestrator.providers.azure.resources import NIC, NSG, PIP, RG, VM, VMSS, VNET
+
+if TYPE_CHECKING:
+    from azure.core.polling import LROPoller
 
 MAX_RESUMES = 3
 TRANSITIONAL = frozenset({"Creating", "Updating", "Accepted", "Deleting", "Migrating"})
@@ -101,7 +106,7 @@ class TokenStore:
     def _read(self) -> dict[str, str]:
         return json.loads(self.path.read_text()) if self.path.exists() else {}
 
-    def _update(self, change: Callable[[dict[str, str]], Any]) -> None:
+    def _update(self, change: Callable[[dict[str, str]], object]) -> None:
         with self._lock:
             data = self._read()
             change(data)
@@ -113,24 +118,52 @@ class TokenStore:
 
 @dataclass(frozen=True)
 class Observed:
-    state: str
-    location: str | None
-    tags: dict[str, str]
-    model: Any
+    """A resource as ARM has it now: what azbench reads of it (records.ArmResource) and the SDK
+    model itself, which `ensure` hands back for an existing resource as for a created one."""
+
+    facts: records.ArmResource
+    model: object
+
+    @property
+    def state(self) -> str:
+        return self.facts.state
+
+    @property
+    def location(self) -> str | None:
+        return self.facts.location
+
+    @property
+    def tags(self) -> Mapping[str, str]:
+        return self.facts.tags
 
 
-def operations(clients: Any, kind: str) -> Any:
+class Operations(Protocol):
+    """What `ensure` and `delete` use of a resource kind's operation group: the SDK's six
+    (virtual networks, NSGs, public IPs, NICs, VMs, scale sets) share no base class, and name
+    their parameters differently, so the arguments are positional."""
+
+    def get(self, resource_group_name: str, name: str, /) -> object: ...
+
+    # `body`: the kind's model (or None when resuming from a continuation token)
+    def begin_create_or_update(self, resource_group_name: str, name: str, body: Any, /,
+                               *, continuation_token: str = ...) -> LROPoller[Any]: ...
+
+    def begin_delete(self, resource_group_name: str, name: str, /) -> LROPoller[None]: ...
+
+
+def operations(clients: AzureClients, kind: str) -> Operations:
     """The SDK operation group for a resource kind (get / begin_create_or_update / begin_delete)."""
-    table = {VNET: lambda: clients.network.virtual_networks,
-             NSG: lambda: clients.network.network_security_groups,
-             PIP: lambda: clients.network.public_ip_addresses,
-             NIC: lambda: clients.network.network_interfaces,
-             VM: lambda: clients.compute.virtual_machines,
-             VMSS: lambda: clients.compute.virtual_machine_scale_sets}
+    table: dict[str, Callable[[], Operations]] = {
+        VNET: lambda: clients.network.virtual_networks,
+        NSG: lambda: clients.network.network_security_groups,
+        PIP: lambda: clients.network.public_ip_addresses,
+        NIC: lambda: clients.network.network_interfaces,
+        VM: lambda: clients.compute.virtual_machines,
+        VMSS: lambda: clients.compute.virtual_machine_scale_sets}
     return table[kind]()
 
 
-def observe(clients: Any, rg: str, kind: str, name: str) -> Observed | None:
+def observe(clients: AzureClients, rg: str, kind: str, name: str) -> Observed | None:
     """The resource as ARM has it now, or None when it does not exist."""
     with arm_call(f"read {kind} {name}"):
         try:
@@ -140,14 +173,13 @@ def observe(clients: Any, rg: str, kind: str, name: str) -> Observed | None:
             if is_not_found(exc):
                 return None
             raise
-    state = _state(model)
-    return Observed(state=state, location=getattr(model, "location", None),
-                    tags=dict(getattr(model, "tags", None) or {}), model=model)
+    return Observed(facts=records.resource(kind, model), model=model)
 
 
-def ensure(clients: Any, rg: str, kind: str, name: str, body: Callable[[], Any], *,
-           seen: Observed | None, tokens: TokenStore, report: Reporter) -> Any:
-    """Adopt, resume or create `kind/name`; return the final model. Raises azbench errors."""
+def ensure(clients: AzureClients, rg: str, kind: str, name: str, body: Callable[[], object], *,
+           seen: Observed | None, tokens: TokenStore, report: Reporter) -> object:
+    """Adopt, resume or create `kind/name`; return the final SDK model (read it through
+    records.resource). Raises azbench errors."""
     key = f"{kind}/{name}"
     if kind == RG:
         return _ensure_group(clients, name, body, seen, report)
@@ -183,7 +215,8 @@ def ensure(clients: Any, rg: str, kind: str, name: str, body: Callable[[], Any],
     return result
 
 
-def _finish(ops: Any, rg: str, name: str, poller: Any, token: str, report: Reporter, interval: float) -> Any:
+def _finish(ops: Operations, rg: str, name: str, poller: LROPoller[Any], token: str, report: Reporter,
+            interval: float) -> object:
     """The poller's result. After a poll that failed with a 5xx or a dropped connection (the
     operation itself may still be running) the operation is resumed from its continuation token,
     up to MAX_RESUMES times; the token stays saved for a rerun whenever the failure is resumable
@@ -202,14 +235,14 @@ def _finish(ops: Any, rg: str, name: str, poller: Any, token: str, report: Repor
     raise AssertionError("unreachable")
 
 
-def delete(clients: Any, rg: str, kind: str, name: str, report: Reporter | None = None) -> None:
+def delete(clients: AzureClients, rg: str, kind: str, name: str, report: Reporter | None = None) -> None:
     """Delete `kind/name` and wait; a resource already gone is success."""
     if report:
         report.emit("deleting", kind, name)
     with arm_call(f"delete {kind.rsplit('/', 1)[-1]} {name}"):
         try:
-            ops = clients.resources.resource_groups if kind == RG else operations(clients, kind)
-            poller = ops.begin_delete(name) if kind == RG else ops.begin_delete(rg, name)
+            poller = (clients.resources.resource_groups.begin_delete(name) if kind == RG
+                      else operations(clients, kind).begin_delete(rg, name))
             poller.result()
         except Exception as exc:
             if not is_not_found(exc):
@@ -218,8 +251,8 @@ def delete(clients: Any, rg: str, kind: str, name: str, report: Reporter | None 
         report.emit("deleted", kind, name)
 
 
-def _ensure_group(clients: Any, name: str, body: Callable[[], Any], seen: Observed | None,
-                  report: Reporter) -> Any:
+def _ensure_group(clients: AzureClients, name: str, body: Callable[[], Any], seen: Observed | None,
+                  report: Reporter) -> object:
     if seen is not None:
         report.emit("exists", RG, name)
         return seen.model
@@ -230,7 +263,7 @@ def _ensure_group(clients: Any, name: str, body: Callable[[], Any], seen: Observ
     return model
 
 
-def _wait(poller: Any, report: Reporter, interval: float) -> None:
+def _wait(poller: LROPoller[Any], report: Reporter, interval: float) -> None:
     # Wake up now and then so an abort (another worker failed, or a crash) stops this wait too;
     # the continuation token stays saved, so a rerun resumes the operation.
     while not poller.done():
@@ -238,7 +271,7 @@ def _wait(poller: Any, report: Reporter, interval: float) -> None:
         poller.wait(timeout=max(0.05, min(5.0, interval)))
 
 
-def _wait_terminal(clients: Any, rg: str, kind: str, name: str, report: Reporter) -> Any:
+def _wait_terminal(clients: AzureClients, rg: str, kind: str, name: str, report: Reporter) -> object:
     # No token (the crash came between PUT and saving it): poll the resource itself.
     while True:
         time.sleep(clients.polling_interval)
@@ -247,14 +280,8 @@ def _wait_terminal(clients: Any, rg: str, kind: str, name: str, report: Reporter
         if seen is None or seen.state not in TRANSITIONAL:
             break
     if seen is None or seen.state != "Succeeded":
-        from orchestrator.providers.azure.errors import AzureProvisionError
+        from orchestrator.providers.azure_shared.errors import AzureProvisionError
         raise AzureProvisionError(f"{kind} {name} ended {seen.state if seen else 'deleted'} while azbench waited")
     report.emit("created", kind, name)
     return seen.model
 
-
-def _state(model: Any) -> str:
-    state = getattr(model, "provisioning_state", None)
-    if state is None and getattr(model, "properties", None) is not None:
-        state = getattr(model.properties, "provisioning_state", None)
-    return str(getattr(state, "value", state) or "Succeeded")

@@ -17,11 +17,12 @@ import os
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from orchestrator import paths
-from orchestrator.providers.azure.resources import TAG_INSTALL, TAG_OWNER
 from orchestrator.errors import NotOwnerError
+from orchestrator.providers.azure_shared.clients import ArmClients
+from orchestrator.providers.azure_shared.endpoints import arm_scope
+from orchestrator.providers.azure_shared.tags import TAG_INSTALL, TAG_OWNER
 
 __all__ = ["NotOwnerError", "Owner", "foreign", "installation_id", "owner_of", "principal_of", "signed_in"]
 
@@ -70,11 +71,11 @@ def principal_of(token: str) -> str | None:
     return str(oid) if oid else None
 
 
-def signed_in(clients: Any, principal: str | None = None) -> Owner:
+def signed_in(clients: ArmClients, principal: str | None = None) -> Owner:
     """The caller: `principal` if given (tests), else the oid of the clients' ARM token."""
     if principal is None:
-        scopes = clients.credential_scopes or [f"{clients.base_url.rstrip('/')}/.default"]
-        from orchestrator.providers.azure.signin import signin_call
+        scopes = clients.credential_scopes or [arm_scope(clients.base_url)]
+        from orchestrator.providers.azure_shared.signin import signin_call
         with signin_call():
             token = clients.credential.get_token(*scopes).token
         principal = principal_of(token) or UNKNOWN

@@ -4,7 +4,9 @@ Checks, with the exact shortfall in the message: the GPU and head sizes are offe
 (and zones) and not restricted for the subscription (resource SKUs); the family and total regional
 vCPU quotas cover the VMs still to create (usages); the image exists with the right architecture
 and Hyper-V Gen2 (for GB200 an arm64 Ubuntu-HPC image is resolved here); and the SSH ingress CIDR
-is the caller's address or a configured range, never the whole internet.
+is the caller's address or a configured range, never the whole internet. The size and quota
+checks themselves are azure_shared/capacity.py's (azureml runs them too); this module says which
+quotas the cluster's VMs draw on.
 """
 
 from __future__ import annotations
@@ -14,20 +16,27 @@ import os
 import re
 import urllib.request
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Callable
 
 from orchestrator.hardware.catalog import GpuSku
-from orchestrator.providers.azure.errors import arm_call, is_not_found
+from orchestrator.providers.azure_shared.errors import arm_call, is_not_found
+from orchestrator.providers.azure import records
+from orchestrator.providers.azure.clients import AzureClients
 from orchestrator.providers.azure.resources import image_reference
+from orchestrator.providers.azure_shared.capacity import (
+    LOW_PRIORITY_QUOTA,
+    TOTAL_CORES,
+    quota_problems,
+    sku_problems,
+    vm_sizes,
+)
+from orchestrator.providers.azure_shared.records import SkuRow, compute_usage
 from orchestrator.errors import PreflightError
 
 HPC_PUBLISHER, HPC_OFFER = "microsoft-dsvm", "ubuntu-hpc"
 CALLER_IP_ENV = "AZBENCH_CALLER_IP"
 IP_ECHO_URL = "https://api.ipify.org"
 GALLERY_API_VERSION = "2023-07-03"
-# Spot VMs count against this regional quota ("Total Regional Low-priority vCPUs") instead of
-# the size family's quota and the regional total.
-LOW_PRIORITY_QUOTA = "lowPriorityCores"
 
 
 @dataclass(frozen=True)
@@ -42,19 +51,17 @@ class PreflightNeed:
     spot: bool = False
 
 
-def preflight(clients: Any, need: PreflightNeed) -> dict[str, str]:
+def preflight(clients: AzureClients, need: PreflightNeed) -> dict[str, str]:
     """Raise PreflightError listing every shortfall; return the node image reference to use."""
     problems: list[str] = []
-    rows: dict[str, Any] = {}
+    rows: dict[str, SkuRow] = {}
     if need.new_vms or need.new_head:  # an adopting rerun skips the large SKU list
-        with arm_call(f"list VM sizes in {need.region}"):
-            rows = {s.name: s for s in clients.compute.resource_skus.list(filter=f"location eq '{need.region}'")
-                    if s.resource_type == "virtualMachines"}
+        rows = vm_sizes(clients.compute, need.region)
     head_row = rows.get(need.head_size)
     if need.new_vms:
-        problems += _sku_problems(rows.get(need.sku.name), need.sku.name, need.region, need.zones)
+        problems += sku_problems(rows.get(need.sku.name), need.sku.name, need.region, need.zones)
     if need.new_head:
-        problems += _sku_problems(head_row, need.head_size, need.region, [])
+        problems += sku_problems(head_row, need.head_size, need.region, [])
     if need.new_vms or need.new_head:
         problems += _quota_problems(clients, need, head_row)
     image = None
@@ -68,7 +75,7 @@ def preflight(clients: Any, need: PreflightNeed) -> dict[str, str]:
     return image
 
 
-def quota_check(clients: Any, region: str, sku: GpuSku, new_vms: int, *, spot: bool = False) -> None:
+def quota_check(clients: AzureClients, region: str, sku: GpuSku, new_vms: int, *, spot: bool = False) -> None:
     """Before a live cluster grows: the family and regional vCPU quotas (usages) cover `new_vms`
     more VMs, or CapacityError with the shortfall (one usages call)."""
     from orchestrator.errors import CapacityError
@@ -107,7 +114,7 @@ def public_ip_lookup(url: str = IP_ECHO_URL, timeout_s: float = 5.0) -> str:
                              hint=f"set azure.ssh_ingress_cidr or {CALLER_IP_ENV}") from None
 
 
-def resolve_image(clients: Any, need: PreflightNeed) -> dict[str, str]:
+def resolve_image(clients: AzureClients, need: PreflightNeed) -> dict[str, str]:
     """The node image reference, checked to exist for the size's architecture, Gen2."""
     arch = "Arm64" if need.sku.cpu_arch == "arm64" else "x64"
     image = need.image or need.sku.image
@@ -121,77 +128,27 @@ def resolve_image(clients: Any, need: PreflightNeed) -> dict[str, str]:
     return ref
 
 
-def _sku_problems(row: Any, name: str, region: str, zones: list[str]) -> list[str]:
-    """What ARM would refuse for `name` in `region` (and `zones`), from its resource-SKU row.
-
-    Restrictions as the Resource SKUs API documents them
-    (https://learn.microsoft.com/en-us/rest/api/compute/resource-skus/list, ResourceSkuRestrictions):
-    `type` Location (values: the locations) or Zone (restrictionInfo.locations and .zones), with
-    `reasonCode` NotAvailableForSubscription or QuotaId. locationInfo.zones still lists a zone
-    restricted for this subscription, so offered and usable are checked apart.
-    """
-    if row is None or region not in [loc.lower() for loc in (row.locations or [])]:
-        return [f"{name} is not offered in {region}"]
-    out = []
-    restricted: set[str] = set()
-    reasons: set[str] = set()
-    for r in row.restrictions or []:
-        kind = str(getattr(r.type, "value", r.type))
-        reason = str(getattr(r.reason_code, "value", r.reason_code))
-        info = getattr(r, "restriction_info", None)
-        # Hybrid models are Mappings: `values` is the dict method, the field is values_property.
-        where = [v.lower() for v in (getattr(r, "values_property", None) or [])
-                 + list(getattr(info, "locations", None) or [])]
-        if region not in where:
-            continue
-        if kind == "Location":
-            out.append(f"{name} is restricted in {region} for this subscription ({reason})")
-        elif kind == "Zone":
-            restricted |= set(getattr(info, "zones", None) or [])
-            reasons.add(reason)
-    offered = {z for info in row.location_info or [] for z in (info.zones or [])}
-    missing = [z for z in zones if z not in offered]
-    if missing:
-        out.append(f"{name} is not offered in zone(s) {', '.join(missing)} of {region} "
-                   f"(offered: {', '.join(sorted(offered)) or 'none'})")
-    refused = [z for z in zones if z in restricted and z in offered]
-    if refused:
-        usable = sorted(offered - restricted)
-        out.append(f"{name} is restricted in zone(s) {', '.join(refused)} of {region} for this subscription "
-                   f"({', '.join(sorted(reasons))}; usable zones: {', '.join(usable) or 'none'})")
-    return out
-
-
-def _quota_problems(clients: Any, need: PreflightNeed, head_row: Any) -> list[str]:
+def _quota_problems(clients: AzureClients, need: PreflightNeed, head_row: SkuRow | None) -> list[str]:
     with arm_call(f"read vCPU quotas in {need.region}"):
-        usage = {u.name.value: u for u in clients.compute.usage.list(need.region)}
-    head_vcpus = _capability(head_row, "vCPUs", 8) if need.new_head else 0
+        usage = {row.name: row for row in map(compute_usage, clients.compute.usage.list(need.region))}
+    return quota_problems(usage, _wants(need, head_row), need.region)
+
+
+def _wants(need: PreflightNeed, head_row: SkuRow | None) -> dict[str, int]:
+    """vCPUs per quota for what `need` creates: the GPU VMs draw on their family (spot: the
+    low-priority quota) and the regional total, the head on its family and the total."""
+    head_vcpus = (head_row.capability("vCPUs", 8) if head_row is not None else 8) if need.new_head else 0
     wants: dict[str, int] = {}
     gpu_vcpus = need.sku.vcpus * need.new_vms
     if need.new_vms:
         wants[LOW_PRIORITY_QUOTA if need.spot else need.sku.quota_family] = gpu_vcpus
     if head_vcpus and head_row is not None and head_row.family:
         wants[head_row.family] = wants.get(head_row.family, 0) + head_vcpus
-    wants["cores"] = (0 if need.spot else gpu_vcpus) + head_vcpus
-    out = []
-    for family, want in wants.items():
-        if not want:
-            continue
-        label = {"cores": "total regional vCPUs",
-                 LOW_PRIORITY_QUOTA: "Total Regional Low-priority vCPUs (lowPriorityCores)"}.get(family, family)
-        row = usage.get(family)
-        if row is None:
-            out.append(f"quota {label} in {need.region}: not listed for this subscription "
-                       f"(need {want:,} vCPUs)")
-            continue
-        free = int(row.limit) - int(row.current_value)
-        if free < want:
-            out.append(f"quota {label} in {need.region}: need {want:,} vCPUs, {free:,} free "
-                       f"(limit {int(row.limit):,}, used {int(row.current_value):,})")
-    return out
+    wants[TOTAL_CORES] = (0 if need.spot else gpu_vcpus) + head_vcpus
+    return wants
 
 
-def _check_urn(clients: Any, region: str, ref: dict[str, str], arch: str) -> None:
+def _check_urn(clients: AzureClients, region: str, ref: dict[str, str], arch: str) -> None:
     version = ref["version"]
     urn = ":".join(ref[k] for k in ("publisher", "offer", "sku", "version"))
     with arm_call(f"check image {urn}"):
@@ -201,18 +158,18 @@ def _check_urn(clients: Any, region: str, ref: dict[str, str], arch: str) -> Non
                 raise PreflightError(f"image {urn} has no versions in {region}")
             version = latest
         try:
-            img = clients.compute.virtual_machine_images.get(region, ref["publisher"], ref["offer"],
-                                                            ref["sku"], version)
+            img = records.vm_image(clients.compute.virtual_machine_images.get(
+                region, ref["publisher"], ref["offer"], ref["sku"], version))
         except Exception as exc:
             if is_not_found(exc):
                 raise PreflightError(f"image {urn} does not exist in {region}") from None
             raise
-    got_arch, gen = _value(img.architecture) or "x64", _value(img.hyper_v_generation) or "V1"
-    if got_arch.lower() != arch.lower() or gen != "V2":
-        raise PreflightError(f"image {urn} is {got_arch} Hyper-V {gen}; the size needs {arch} Gen2")
+    if img.architecture.lower() != arch.lower() or img.generation != "V2":
+        raise PreflightError(f"image {urn} is {img.architecture} Hyper-V {img.generation}; "
+                             f"the size needs {arch} Gen2")
 
 
-def _check_gallery_image(clients: Any, image: str, arch: str) -> None:
+def _check_gallery_image(clients: AzureClients, image: str, arch: str) -> None:
     """A gallery image (or one of its versions) exists and its definition's architecture fits.
 
     The architecture is a property of the image definition, x64 when absent
@@ -230,17 +187,16 @@ def _check_gallery_image(clients: Any, image: str, arch: str) -> None:
         if "/galleries/" not in low or "/images/" not in low:
             return
         definition = image[:low.index("/versions/")] if "/versions/" in low else image
-        found = clients.resources.resources.get_by_id(definition, api_version=GALLERY_API_VERSION)
-    props = getattr(found, "properties", None) or {}
-    got = str(props.get("architecture") or "x64") if isinstance(props, dict) else "x64"
+        got = records.gallery_architecture(
+            clients.resources.resources.get_by_id(definition, api_version=GALLERY_API_VERSION))
     if got.lower() != arch.lower():
         raise PreflightError(f"image {image} is {got}; the size needs {arch}",
                              hint="pick an image built for the size's CPU (GB200's Grace is Arm64)")
 
 
-def _find_hpc_image(clients: Any, region: str, arch: str) -> dict[str, str]:
+def _find_hpc_image(clients: AzureClients, region: str, arch: str) -> dict[str, str]:
     with arm_call(f"list {HPC_OFFER} images in {region}"):
-        skus = [s.name for s in clients.compute.virtual_machine_images.list_skus(region, HPC_PUBLISHER, HPC_OFFER)]
+        skus = records.image_names(clients.compute.virtual_machine_images.list_skus(region, HPC_PUBLISHER, HPC_OFFER))
     # Newest release first; arm64-named SKUs first among equals.
     for sku in sorted(skus, key=lambda s: (s[:4], arch.lower() in s.lower()), reverse=True):
         ref = {"publisher": HPC_PUBLISHER, "offer": HPC_OFFER, "sku": sku, "version": "latest"}
@@ -253,18 +209,6 @@ def _find_hpc_image(clients: Any, region: str, arch: str) -> dict[str, str]:
                          hint="set azure.image to a URN or a gallery image id")
 
 
-def _latest(clients: Any, region: str, publisher: str, offer: str, sku: str) -> str | None:
-    rows = clients.compute.virtual_machine_images.list(region, publisher, offer, sku)
-    names = [r.name for r in rows]
+def _latest(clients: AzureClients, region: str, publisher: str, offer: str, sku: str) -> str | None:
+    names = records.image_names(clients.compute.virtual_machine_images.list(region, publisher, offer, sku))
     return max(names, key=lambda v: [int(p) if p.isdigit() else -1 for p in re.split(r"[.]", v)]) if names else None
-
-
-def _capability(row: Any, name: str, default: int) -> int:
-    for cap in (row.capabilities if row is not None else None) or []:
-        if cap.name == name:
-            return int(float(cap.value))
-    return default
-
-
-def _value(x: Any) -> str | None:
-    return None if x is None else str(getattr(x, "value", x))

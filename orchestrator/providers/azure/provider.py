@@ -5,30 +5,24 @@
 (up.py), `describe` reads it back from tags and the resources (both build the record with
 cluster.py's to_cluster), `down` deletes by tag and verifies nothing tagged remains (lifecycle
 asks `foreign_owner` first: another owner's cluster needs --force), `sweep` removes the caller's
-expired or orphaned clusters (others' expired ones with all_owners). The only modules that import azure.* are the ones in
-providers/azure/, and only inside functions, so `azbench --help` stays fast.
+expired or orphaned clusters (others' expired ones with all_owners). The SDK's objects are read
+in records.py only; azure.* is imported only inside functions, so `azbench --help` stays fast.
 """
 
 from __future__ import annotations
 
 import os
 from datetime import datetime
-from typing import Any, Callable, Collection, Mapping, Sequence
+from typing import Callable, Collection, Mapping, Sequence
 
 from orchestrator import paths
 from orchestrator.providers.azure.plan import plan_azure
 from orchestrator.providers.azure import cloudinit as ci
+from orchestrator.providers.azure import records
 from orchestrator.providers.azure import resources as ar
 from orchestrator.providers.azure.clients import AzureClients, clients_from_config
-from orchestrator.providers.azure.cluster import (
-    IMAGE_PARTS,
-    Found,
-    image_text,
-    provisional,
-    spot_terms,
-    to_cluster,
-)
-from orchestrator.providers.azure.errors import arm_call
+from orchestrator.providers.azure.cluster import Found, provisional, to_cluster
+from orchestrator.providers.azure_shared.errors import arm_call
 from orchestrator.providers.azure.lro import ProgressEvent
 from orchestrator.providers.azure.owner import foreign, signed_in
 from orchestrator.providers.azure.teardown import delete_cluster, tagged
@@ -44,6 +38,7 @@ from orchestrator.providers.azure.props import AzureProps
 from orchestrator.seams import Access, Capabilities
 from orchestrator.slurm.launcher import SlurmLauncher
 from orchestrator.providers.azure.settings import AzureSettings
+from orchestrator.providers.azure_shared.tags import TAG_CLUSTER
 
 __all__ = ["AzureProvider", "AzureClients", "ProgressEvent", "SweepItem", "sweep"]
 
@@ -124,7 +119,7 @@ class AzureProvider(ProviderBase):
             return None
         rg = groups[0]
         with arm_call(f"list scale sets of {rg.name}"):
-            sets = list(clients.compute.virtual_machine_scale_sets.list(rg.name))
+            sets = [records.scale_set(s) for s in clients.compute.virtual_machine_scale_sets.list(rg.name)]
         return _described(name, rg, sets, clients)
 
     def down(self, cluster: Cluster) -> None:
@@ -167,10 +162,8 @@ class AzureProvider(ProviderBase):
         out: list[CloudNode] = []
         for s in props.scale_sets:
             with arm_call(f"list VMs of {s}"):
-                for vm in clients.compute.virtual_machine_scale_set_vms.list(rg, s):
-                    host = getattr(getattr(vm, "os_profile", None), "computer_name", None) or vm.name
-                    state = getattr(vm, "provisioning_state", None)
-                    out.append(CloudNode(name=host, scale_set=s, state=str(getattr(state, "value", state))))
+                vms = [records.scale_set_vm(vm) for vm in clients.compute.virtual_machine_scale_set_vms.list(rg, s)]
+            out += [CloudNode(name=vm.host, scale_set=s, state=str(vm.state)) for vm in vms]
         return out
 
     def live_view(self, cluster: Cluster) -> CloudView:
@@ -369,30 +362,26 @@ def sweep(clients: AzureClients | None = None, *, dry_run: bool = True,
                   now=now, all_owners=all_owners, only=only)
 
 
-def _described(name: str, rg: Any, sets: list[Any], clients: Any) -> Cluster:
+def _described(name: str, rg: records.Group, sets: list[records.ScaleSet], clients: AzureClients) -> Cluster:
     """Read what `up` knew from ARM: the scale sets tagged with the cluster, the resource
     group's tags, the head's public and private addresses; then the one to_cluster."""
     from orchestrator.providers.azure.lro import observe
-    ours = sorted((s for s in sets if (s.tags or {}).get(ar.TAG_CLUSTER) == name), key=lambda s: s.name)
-    states = {str(getattr(s.provisioning_state, "value", s.provisioning_state)) for s in ours}
+    from orchestrator.providers.azure.spot import read_set
+    ours = sorted((s for s in sets if s.tags.get(TAG_CLUSTER) == name), key=lambda s: s.name)
+    states = {str(s.state) for s in ours}
     state = (ClusterState.FAILED if "Failed" in states else
              ClusterState.READY if ours and states == {"Succeeded"} else ClusterState.PROVISIONING)
     pip = observe(clients, rg.name, ar.PIP, f"{name}-head-ip")
     nic = observe(clients, rg.name, ar.NIC, f"{name}-head-nic")
-    configs = (getattr(nic.model, "ip_configurations", None) or []) if nic else []
-    profile = getattr(ours[0], "virtual_machine_profile", None) if ours else None
-    storage = getattr(profile, "storage_profile", None)
-    ref = getattr(storage, "image_reference", None)
-    from orchestrator.providers.azure.spot import read_set
     hosts = tuple(h for s in ours for h in read_set(clients, rg.name, s.name).hosts)
-    found = Found(name=name, region=ours[0].location if ours else rg.location, resource_group=rg.name,
-                  tags=rg.tags or {}, subscription_id=clients.subscription_id, arm_endpoint=clients.base_url,
-                  sku=ours[0].sku.name if ours else None,
-                  sets=tuple(ScaleSetPlan(name=s.name, vms=int(s.sku.capacity or 0), gpus=0) for s in ours),
-                  head_ip=getattr(pip.model, "ip_address", None) if pip else None,
-                  head_private_ip=getattr(configs[0], "private_ip_address", None) if configs else None,
-                  image=image_text({k: getattr(ref, k, None) for k in ("id", *IMAGE_PARTS)}) if ref else None,
-                  admin_user=_admin(ours), spot=spot_terms(profile) if profile else None, hosts=hosts)
+    first = ours[0] if ours else None
+    found = Found(name=name, region=first.location if first else rg.location, resource_group=rg.name,
+                  tags=rg.tags, subscription_id=clients.subscription_id, arm_endpoint=clients.base_url,
+                  sku=first.sku_name if first else None,
+                  sets=tuple(ScaleSetPlan(name=s.name, vms=s.capacity, gpus=0) for s in ours),
+                  head_ip=pip.facts.public_ip if pip else None, head_private_ip=nic.facts.private_ip if nic else None,
+                  image=first.image if first else None, admin_user=_admin(ours),
+                  spot=first.spot if first else None, hosts=hosts)
     return to_cluster(found, state)
 
 
@@ -411,10 +400,10 @@ def _sleep(seconds: float) -> None:
     time.sleep(seconds)
 
 
-def _admin(sets: list[Any]) -> str:
+def _admin(sets: list[records.ScaleSet]) -> str:
+    """The admin user of the first set that names one, else the default `up` would use."""
     for s in sets:
-        profile = getattr(getattr(s, "virtual_machine_profile", None), "os_profile", None)
-        if profile is not None and profile.admin_username:
-            return str(profile.admin_username)
+        if s.admin_user:
+            return s.admin_user
     return os.environ.get("AZBENCH_ADMIN_USER", "azureuser")
 

@@ -12,12 +12,18 @@ Delete, so deleting a VM (or an instance, or the whole set) leaves nothing billi
 from __future__ import annotations
 
 import ipaddress
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, TypedDict
 
 from orchestrator.errors import PreflightError, ProvisionError
 from orchestrator.models import Plan, PlannedResource, ScaleSetPlan
+from orchestrator.providers.azure_shared.tags import TAG_CLUSTER, TAG_CREATED, TAG_EXPIRES, TAG_SPOT_RESTORE
+
+if TYPE_CHECKING:
+    from azure.mgmt.compute.models import BillingProfile, LinuxConfiguration, VirtualMachine, VirtualMachineScaleSet
+    from azure.mgmt.network.models import NetworkInterface, NetworkSecurityGroup, PublicIPAddress, VirtualNetwork
 
 RG = "Microsoft.Resources/resourceGroups"
 VNET = "Microsoft.Network/virtualNetworks"
@@ -29,16 +35,8 @@ VMSS = "Microsoft.Compute/virtualMachineScaleSets"
 KINDS = (RG, NSG, PIP, VNET, NIC, VM, VMSS)  # creation order
 ROLE = "Microsoft.Authorization/roleAssignments"  # the head identity's, made after the head (azure_expiry)
 SUBNET = "nodes"
-TAG_CLUSTER, TAG_OWNER, TAG_EXPIRES = "azbench-cluster", "azbench-owner", "azbench-expires"
-# The owner is two tags (azure/owner.py): the signed-in principal's object id, and the id of the
-# $AZBENCH_HOME that made the cluster.
-TAG_INSTALL = "azbench-installation"
-# When the first `up` created the cluster, and (spot only) how long a restore waits for evicted
-# capacity: describe() reads both back from the resource group, like owner and expiry.
-TAG_CREATED, TAG_SPOT_RESTORE = "azbench-created", "azbench-spot-restore-s"
-# On each scale set: how many instance-id slots (0..n-1) its slurm.conf defines (cloudinit.slot_count).
-TAG_SLOTS = "azbench-slots"
 STAMP = "%Y-%m-%dT%H:%M:%SZ"
+IMAGE_PARTS = ("publisher", "offer", "sku", "version")  # a URN's, in order
 # What happens to a VM's OS disk, NICs and public IP when the VM is deleted: "Delete". The
 # default is "Detach": they outlive the VM and keep billing (OSDisk.deleteOption: "The default
 # value is set to Detach", api-version 2021-03-01+; NetworkInterfaceReference.properties and
@@ -119,7 +117,16 @@ def image_reference(image: str) -> dict[str, str]:
     parts = image.split(":")
     if len(parts) != 4:
         raise PreflightError(f"image '{image}' is neither publisher:offer:sku:version nor a resource id")
-    return dict(zip(("publisher", "offer", "sku", "version"), parts))
+    return dict(zip(IMAGE_PARTS, parts))
+
+
+def image_text(ref: Mapping[str, str | None]) -> str | None:
+    """An image reference as azbench writes it (image_reference's inverse): the resource id,
+    or publisher:offer:sku:version; None when it has neither."""
+    if ref.get("id"):
+        return str(ref["id"])
+    parts = [ref.get(k) for k in IMAGE_PARTS]
+    return ":".join(str(p) for p in parts) if all(parts) else None
 
 
 def head_image(node_image: dict[str, str]) -> dict[str, str]:
@@ -130,7 +137,7 @@ def head_image(node_image: dict[str, str]) -> dict[str, str]:
 # The builders below pass each model's `properties=` as the typed (TypeSpec-generated) signatures
 # declare; the SDKs' flattened keywords (SecurityRule(priority=...)) only work through an untyped
 # back-compat shim. Either way ARM receives the same JSON.
-def nsg_body(location: str, tags: dict[str, str], ingress_cidr: str) -> Any:
+def nsg_body(location: str, tags: dict[str, str], ingress_cidr: str) -> NetworkSecurityGroup:
     from azure.mgmt.network import models as n
     rule = n.SecurityRule(name="ssh-from-caller", properties=n.SecurityRulePropertiesFormat(
         priority=100, direction="Inbound", access="Allow", protocol="Tcp",
@@ -140,7 +147,7 @@ def nsg_body(location: str, tags: dict[str, str], ingress_cidr: str) -> Any:
                                   properties=n.NetworkSecurityGroupPropertiesFormat(security_rules=[rule]))
 
 
-def vnet_body(location: str, tags: dict[str, str], cidr: str, subnet_cidr: str, nsg_id: str) -> Any:
+def vnet_body(location: str, tags: dict[str, str], cidr: str, subnet_cidr: str, nsg_id: str) -> VirtualNetwork:
     from azure.mgmt.network import models as n
     subnet = n.Subnet(name=SUBNET, properties=n.SubnetPropertiesFormat(
         address_prefix=subnet_cidr, network_security_group=n.NetworkSecurityGroup(id=nsg_id)))
@@ -148,7 +155,7 @@ def vnet_body(location: str, tags: dict[str, str], cidr: str, subnet_cidr: str, 
         address_space=n.AddressSpace(address_prefixes=[cidr]), subnets=[subnet]))
 
 
-def pip_body(location: str, tags: dict[str, str]) -> Any:
+def pip_body(location: str, tags: dict[str, str]) -> PublicIPAddress:
     from azure.mgmt.network import models as n
     return n.PublicIPAddress(location=location, tags=tags, sku=n.PublicIPAddressSku(name="Standard"),
                              properties=n.PublicIPAddressPropertiesFormat(public_ip_allocation_method="Static",
@@ -156,7 +163,8 @@ def pip_body(location: str, tags: dict[str, str]) -> Any:
                                                                           delete_option=DELETE))
 
 
-def nic_body(location: str, tags: dict[str, str], subnet_id: str, pip_id: str, private_ip: str) -> Any:
+def nic_body(location: str, tags: dict[str, str], subnet_id: str, pip_id: str,
+             private_ip: str) -> NetworkInterface:
     from azure.mgmt.network import models as n
     ipc = n.NetworkInterfaceIPConfiguration(
         name="ipconfig", properties=n.NetworkInterfaceIPConfigurationPropertiesFormat(
@@ -168,7 +176,7 @@ def nic_body(location: str, tags: dict[str, str], subnet_id: str, pip_id: str, p
 
 def head_vm_body(location: str, tags: dict[str, str], *, size: str, image: dict[str, str], admin: str,
                  pubkey: str, custom_data: str, nic_id: str, computer_name: str,
-                 identity: bool = False) -> Any:
+                 identity: bool = False) -> VirtualMachine:
     """`identity`: a system-assigned managed identity, for the expiry agent (azure_expiry)."""
     from azure.mgmt.compute import models as m
     nic = m.NetworkInterfaceReference(id=nic_id, properties=m.NetworkInterfaceReferenceProperties(
@@ -184,7 +192,7 @@ def head_vm_body(location: str, tags: dict[str, str], *, size: str, image: dict[
                                  delete_option=DELETE,
                                  managed_disk=m.ManagedDiskParameters(storage_account_type="Premium_LRS"))),
             os_profile=m.OSProfile(computer_name=computer_name, admin_username=admin, custom_data=custom_data,
-                                   linux_configuration=_linux(m, admin, pubkey)),
+                                   linux_configuration=_linux(admin, pubkey)),
             network_profile=m.NetworkProfile(network_interfaces=[nic])))
 
 
@@ -196,17 +204,26 @@ class SpotTerms:
     max_price: float = -1.0
 
 
-def spot_profile(m: Any, spot: SpotTerms | None) -> dict[str, Any]:
+class SpotFields(TypedDict, total=False):
+    """The VM-profile fields of a spot scale set; none for regular priority."""
+
+    priority: str
+    eviction_policy: str
+    billing_profile: BillingProfile
+
+
+def spot_profile(spot: SpotTerms | None) -> SpotFields:
     """The VM-profile fields of a spot scale set (priority, evictionPolicy, billingProfile)."""
     if spot is None:
         return {}
+    from azure.mgmt.compute.models import BillingProfile
     return {"priority": "Spot", "eviction_policy": spot.eviction_policy.capitalize(),
-            "billing_profile": m.BillingProfile(max_price=spot.max_price)}
+            "billing_profile": BillingProfile(max_price=spot.max_price)}
 
 
 def vmss_body(location: str, tags: dict[str, str], *, sku_name: str, scale_set: ScaleSetPlan,
               zone: str | None, image: dict[str, str], admin: str, pubkey: str, custom_data: str,
-              subnet_id: str, prefix: str, spot: SpotTerms | None = None) -> Any:
+              subnet_id: str, prefix: str, spot: SpotTerms | None = None) -> VirtualMachineScaleSet:
     from azure.mgmt.compute import models as m
     ipc = m.VirtualMachineScaleSetIPConfiguration(
         name="ipconfig", properties=m.VirtualMachineScaleSetIPConfigurationProperties(
@@ -217,14 +234,14 @@ def vmss_body(location: str, tags: dict[str, str], *, sku_name: str, scale_set: 
     profile = m.VirtualMachineScaleSetVMProfile(
         os_profile=m.VirtualMachineScaleSetOSProfile(computer_name_prefix=prefix, admin_username=admin,
                                                      custom_data=custom_data,
-                                                     linux_configuration=_linux(m, admin, pubkey)),
+                                                     linux_configuration=_linux(admin, pubkey)),
         storage_profile=m.VirtualMachineScaleSetStorageProfile(
             image_reference=m.ImageReference(**image),
             os_disk=m.VirtualMachineScaleSetOSDisk(
                 create_option="FromImage", caching="ReadWrite", delete_option=DELETE,
                 managed_disk=m.VirtualMachineScaleSetManagedDiskParameters(storage_account_type="Premium_LRS"))),
         network_profile=m.VirtualMachineScaleSetNetworkProfile(network_interface_configurations=[nic]),
-        **spot_profile(m, spot))
+        **spot_profile(spot))
     return m.VirtualMachineScaleSet(
         location=location, tags=tags, zones=[zone] if zone else None,
         sku=m.Sku(name=sku_name, tier="Standard", capacity=scale_set.vms),
@@ -233,7 +250,8 @@ def vmss_body(location: str, tags: dict[str, str], *, sku_name: str, scale_set: 
             overprovision=False, upgrade_policy=m.UpgradePolicy(mode="Manual"), virtual_machine_profile=profile))
 
 
-def _linux(m: Any, admin: str, pubkey: str) -> Any:
+def _linux(admin: str, pubkey: str) -> LinuxConfiguration:
+    from azure.mgmt.compute import models as m
     key = m.SshPublicKey(path=f"/home/{admin}/.ssh/authorized_keys", key_data=pubkey)
     return m.LinuxConfiguration(disable_password_authentication=True,
                                 ssh=m.SshConfiguration(public_keys=[key]))

@@ -63,7 +63,7 @@ class AzureSettings(SpecSection):
     self_expiry: bool = True
     arm_endpoint: str | None = None
     polling_interval: Annotated[float, between(0.01, 600, " seconds")] = 30.0
-    # Seconds one `up` may spend waiting out ARM's 429s (Retry-After) in all (azure/throttle.py).
+    # Seconds one `up` may spend waiting out ARM's 429s (Retry-After) in all (azure_shared/throttle.py).
     throttle_budget_s: Annotated[float, between(1, 24 * 3600, " seconds")] = 1200.0
     # -- spot capacity (evictable GPU nodes; the head is always pay-as-you-go) --
     priority: Literal["regular", "spot"] = "regular"

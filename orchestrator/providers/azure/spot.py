@@ -13,9 +13,11 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Callable
 
-from orchestrator.providers.azure.errors import arm_call
+from orchestrator.providers.azure import records
+from orchestrator.providers.azure.clients import AzureClients
+from orchestrator.providers.azure_shared.errors import arm_call
 from orchestrator.errors import CapacityError
 
 
@@ -39,20 +41,16 @@ class Restored:
     hosts: tuple[str, ...]
 
 
-def read_set(clients: Any, rg: str, name: str) -> SetState:
+def read_set(clients: AzureClients, rg: str, name: str) -> SetState:
     """The scale set's instances and power states from one list call."""
-    ids, off, hosts = [], [], []
     with arm_call(f"list VMs of {name}"):
-        for vm in clients.compute.virtual_machine_scale_set_vms.list(rg, name, expand="instanceView"):
-            ids.append(str(vm.instance_id))
-            hosts.append(getattr(getattr(vm, "os_profile", None), "computer_name", None) or vm.name)
-            statuses = getattr(getattr(vm, "instance_view", None), "statuses", None) or []
-            if any((s.code or "").lower() == "powerstate/deallocated" for s in statuses):
-                off.append(str(vm.instance_id))
-    return SetState(name, tuple(ids), tuple(off), tuple(hosts))
+        vms = [records.scale_set_vm(vm)
+               for vm in clients.compute.virtual_machine_scale_set_vms.list(rg, name, expand="instanceView")]
+    return SetState(name, tuple(vm.instance_id for vm in vms), tuple(vm.instance_id for vm in vms if vm.deallocated),
+                    tuple(vm.host for vm in vms))
 
 
-def await_eviction(clients: Any, rg: str, sets: list[str], hosts: set[str], *, timeout_s: float,
+def await_eviction(clients: AzureClients, rg: str, sets: list[str], hosts: set[str], *, timeout_s: float,
                    poll_s: float = 5.0, sleep: Callable[[float], None] = time.sleep,
                    clock: Callable[[], float] = time.monotonic) -> set[str]:
     """Until none of `hosts` is a running instance of `sets` (deleted, or deallocated), at most
@@ -74,7 +72,7 @@ def await_eviction(clients: Any, rg: str, sets: list[str], hosts: set[str], *, t
         waited += poll_s
 
 
-def restore(clients: Any, rg: str, planned: dict[str, int], *, timeout_s: float, wait_s: float,
+def restore(clients: AzureClients, rg: str, planned: dict[str, int], *, timeout_s: float, wait_s: float,
             sleep: Callable[[float], None] = time.sleep,
             clock: Callable[[], float] = time.monotonic) -> list[Restored]:
     """Every set in `planned` ({name: VMs}) back to its size, or CapacityError after timeout_s."""
@@ -95,14 +93,14 @@ def restore(clients: Any, rg: str, planned: dict[str, int], *, timeout_s: float,
             waited += wait_s
 
 
-def _restore_one(clients: Any, rg: str, name: str, want: int) -> Restored:
+def _restore_one(clients: AzureClients, rg: str, name: str, want: int) -> Restored:
     from azure.mgmt.compute import models as m
     now = read_set(clients, rg, name)
     added = max(want - len(now.instance_ids), 0)
     if added:
         with arm_call(f"restore capacity of {name} to {want} VMs"):
-            vmss = clients.compute.virtual_machine_scale_sets.get(rg, name)
-            sku = m.Sku(name=vmss.sku.name, tier=vmss.sku.tier, capacity=want)
+            vmss = records.scale_set(clients.compute.virtual_machine_scale_sets.get(rg, name))
+            sku = m.Sku(name=vmss.sku_name, tier=vmss.sku_tier, capacity=want)
             clients.compute.virtual_machine_scale_sets.begin_update(
                 rg, name, m.VirtualMachineScaleSetUpdate(sku=sku)).result()
     if now.deallocated:
@@ -113,7 +111,7 @@ def _restore_one(clients: Any, rg: str, name: str, want: int) -> Restored:
     return Restored(name, added, len(now.deallocated), after.hosts)
 
 
-def _shortfall(clients: Any, rg: str, planned: dict[str, int]) -> str:
+def _shortfall(clients: AzureClients, rg: str, planned: dict[str, int]) -> str:
     parts = []
     for name, want in planned.items():
         try:

@@ -9,56 +9,48 @@ documents: without it the list carries no power state).
 
 from __future__ import annotations
 
-from typing import Any
-
+from orchestrator.providers.azure import records
 from orchestrator.providers.azure import resources as ar
-from orchestrator.providers.azure.errors import arm_call
-from orchestrator.providers.azure.lro import observe
+from orchestrator.providers.azure.clients import AzureClients
+from orchestrator.providers.azure_shared.errors import arm_call
+from orchestrator.providers.azure.lro import Observed, observe
 from orchestrator.providers.azure.teardown import tagged
 from orchestrator.providers.base import CloudResource, CloudView
 from orchestrator.models import parse_utc
+from orchestrator.providers.azure_shared.tags import TAG_CLUSTER, TAG_CREATED, TAG_EXPIRES, TAG_OWNER
 
 
-def live_view(clients: Any, name: str) -> CloudView:
+def live_view(clients: AzureClients, name: str) -> CloudView:
     """ARM's view of cluster `name`: CloudView(exists=False) when nothing is tagged with it."""
     groups, _ = tagged(clients, name)
     if not groups:
         return CloudView(exists=False)
     rg = groups[0]
-    tags = dict(rg.tags or {})
     head_name = f"{name}-head"
     head = observe(clients, rg.name, ar.VM, head_name)
     rows = [CloudResource("VM", head_name, head.state if head else "missing", _head_detail(head))]
     with arm_call(f"list scale sets of {rg.name}"):
-        sets = sorted((s for s in clients.compute.virtual_machine_scale_sets.list(rg.name)
-                       if (s.tags or {}).get(ar.TAG_CLUSTER) == name), key=lambda s: s.name)
+        sets = sorted((s for s in map(records.scale_set, clients.compute.virtual_machine_scale_sets.list(rg.name))
+                       if s.tags.get(TAG_CLUSTER) == name), key=lambda s: s.name)
     listed = running = 0
     for s in sets:
         powers = _power_states(clients, rg.name, s.name)
         listed += len(powers)
         running += powers.count("running")
-        state = str(getattr(s.provisioning_state, "value", s.provisioning_state))
         counts = ", ".join(f"{powers.count(p)} {p}" for p in sorted(set(powers))) or "none listed"
-        rows.append(CloudResource("scale set", s.name, state,
-                                  f"{s.sku.name}, capacity {int(s.sku.capacity or 0)}: {counts}"))
+        rows.append(CloudResource("scale set", s.name, str(s.state),
+                                  f"{s.sku_name}, capacity {s.capacity}: {counts}"))
     return CloudView(exists=True, resources=tuple(rows), instances=listed, running=running,
-                     created=parse_utc(tags.get(ar.TAG_CREATED)), expires=parse_utc(tags.get(ar.TAG_EXPIRES)),
-                     owner=tags.get(ar.TAG_OWNER))
+                     created=parse_utc(rg.tags.get(TAG_CREATED)), expires=parse_utc(rg.tags.get(TAG_EXPIRES)),
+                     owner=rg.tags.get(TAG_OWNER))
 
 
-def _head_detail(head: Any) -> str:
-    if head is None:
-        return ""
-    hardware = getattr(head.model, "hardware_profile", None)
-    return str(getattr(hardware, "vm_size", "") or "")
+def _head_detail(head: Observed | None) -> str:
+    return (head.facts.vm_size or "") if head is not None else ""
 
 
-def _power_states(clients: Any, rg: str, scale_set: str) -> list[str]:
+def _power_states(clients: AzureClients, rg: str, scale_set: str) -> list[str]:
     """Each instance's PowerState/<x> as x ("running", "deallocated", ...; "unknown" without one)."""
-    out = []
     with arm_call(f"list VMs of {scale_set}"):
-        for vm in clients.compute.virtual_machine_scale_set_vms.list(rg, scale_set, expand="instanceView"):
-            statuses = getattr(getattr(vm, "instance_view", None), "statuses", None) or []
-            codes = [str(st.code or "") for st in statuses if str(st.code or "").lower().startswith("powerstate/")]
-            out.append(codes[0].split("/", 1)[1].lower() if codes else "unknown")
-    return out
+        return [records.scale_set_vm(vm).power
+                for vm in clients.compute.virtual_machine_scale_set_vms.list(rg, scale_set, expand="instanceView")]

@@ -11,19 +11,23 @@ owner's live ones never.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Any, Collection
+from functools import partial
+from typing import Collection
 
-from orchestrator.providers.azure.errors import arm_call, is_not_found
+from orchestrator.providers.azure import records
+from orchestrator.providers.azure.clients import AzureClients
+from orchestrator.providers.azure_shared.errors import arm_call, is_not_found
 from orchestrator.providers.azure.lro import Reporter, delete
 from orchestrator.providers.azure.owner import Owner, owner_of
 from orchestrator.providers.azure.resources import (
     NIC,
     NSG,
     PIP,
-    TAG_CLUSTER,
-    TAG_EXPIRES,
+    RG,
     VM,
     VMSS,
     VNET,
@@ -31,6 +35,7 @@ from orchestrator.providers.azure.resources import (
 from orchestrator.errors import ProvisionError
 from orchestrator.providers.base import SweepItem
 from orchestrator.models import parse_utc
+from orchestrator.providers.azure_shared.tags import TAG_CLUSTER, TAG_EXPIRES
 
 # api-version for deletes by id of resources azbench may leave outside its resource group.
 DELETE_API_VERSIONS = {
@@ -50,27 +55,27 @@ def tag_filter(cluster: str | None = None) -> str:
     return f"tagName eq '{TAG_CLUSTER}' and tagValue eq '{cluster}'"
 
 
-def tagged(clients: Any, cluster: str | None = None) -> tuple[list[Any], list[Any]]:
+def tagged(clients: AzureClients, cluster: str | None = None) -> tuple[list[records.Group], list[records.Tagged]]:
     """(resource groups, resources) tagged with the cluster (any azbench cluster if None)."""
     with arm_call("list resources by tag"):
-        groups = list(clients.resources.resource_groups.list(filter=tag_filter(cluster)))
-        resources = list(clients.resources.resources.list(filter=tag_filter(cluster)))
+        groups = records.groups(clients.resources.resource_groups.list(filter=tag_filter(cluster)))
+        resources = records.tagged(clients.resources.resources.list(filter=tag_filter(cluster)))
     return groups, resources
 
 
-def delete_cluster(clients: Any, cluster: str, *, workers: int = 8) -> list[str]:
+def delete_cluster(clients: AzureClients, cluster: str, *, workers: int = 8) -> list[str]:
     """Delete everything tagged with `cluster`, wait, verify; return the deleted ids/groups."""
     groups, resources = tagged(clients, cluster)
     names = {g.name.lower() for g in groups}
     loose = [r for r in resources if _group_of(r.id).lower() not in names]
-    jobs = [lambda g=g: delete(clients, "", "Microsoft.Resources/resourceGroups", g.name) for g in groups]
-    jobs += [lambda r=r: _delete_by_id(clients, r.id, r.type) for r in loose]
+    jobs = [partial(delete, clients, "", RG, g.name) for g in groups]
+    jobs += [partial(_delete_by_id, clients, r.id, r.type) for r in loose]
     _run_all(jobs, workers)
     verify_gone(clients, cluster)
     return [g.name for g in groups] + [r.id for r in loose]
 
 
-def verify_gone(clients: Any, cluster: str) -> None:
+def verify_gone(clients: AzureClients, cluster: str) -> None:
     groups, resources = tagged(clients, cluster)
     left = [f"resource group {g.name}" for g in groups] + [r.id for r in resources]
     if left:
@@ -79,15 +84,15 @@ def verify_gone(clients: Any, cluster: str) -> None:
                              f"{', '.join(left[:5])}{more}", hint="rerun `azbench down`; check the portal")
 
 
-def clear_group(clients: Any, rg: str, names_by_kind: dict[str, list[str]], report: Reporter,
+def clear_group(clients: AzureClients, rg: str, names_by_kind: dict[str, list[str]], report: Reporter,
                 workers: int = 8) -> None:
     """Delete the given resources of `rg` in dependency order, keeping the group itself."""
     for wave in DELETE_WAVES:
-        _run_all([lambda k=k, n=n: delete(clients, rg, k, n, report)
-                  for k in wave for n in names_by_kind.get(k, [])], workers)
+        _run_all([partial(delete, clients, rg, k, n, report) for k in wave for n in names_by_kind.get(k, [])],
+                 workers)
 
 
-def sweep(clients: Any, *, me: Owner, dry_run: bool = True, known_clusters: Collection[str] | None = None,
+def sweep(clients: AzureClients, *, me: Owner, dry_run: bool = True, known_clusters: Collection[str] | None = None,
           now: datetime | None = None, all_owners: bool = False,
           only: Collection[str] | None = None) -> list[SweepItem]:
     """The clusters to sweep, deleted unless dry_run (and, given `only`, only those named).
@@ -96,31 +101,43 @@ def sweep(clients: Any, *, me: Owner, dry_run: bool = True, known_clusters: Coll
     records; None skips that check). Another owner's cluster goes only when expired and
     `all_owners`: a colleague's live cluster is unknown to this home's store, never orphaned."""
     now = now or datetime.now(timezone.utc)
-    groups, resources = tagged(clients)
-    found: dict[str, dict[str, Any]] = {}
-    for item, is_group in [(g, True) for g in groups] + [(r, False) for r in resources]:
-        tags = item.tags or {}
-        entry = found.setdefault(tags[TAG_CLUSTER], {"groups": [], "resources": [], "expires": [], "owners": []})
-        entry["groups" if is_group else "resources"].append(item.name if is_group else item.id)
-        if tags.get(TAG_EXPIRES):
-            entry["expires"].append(tags[TAG_EXPIRES])
-        entry["owners"].append(owner_of(tags))
     out = []
-    for cluster, entry in sorted(found.items()):
-        owners = [o for o in entry["owners"] if o is not None]
+    for cluster, entry in sorted(_by_cluster(*tagged(clients)).items()):
+        owners = [o for o in entry.owners if o is not None]
         owner = owners[0] if owners else None
         mine = owner == me
-        reason = _sweep_reason(cluster, entry["expires"], known_clusters if mine else None, now)
+        reason = _sweep_reason(cluster, entry.expires, known_clusters if mine else None, now)
         if reason is None or not (mine or all_owners) or (only is not None and cluster not in only):
             continue
         if not dry_run:
             delete_cluster(clients, cluster)
-        out.append(SweepItem(cluster=cluster, reason=reason, resource_groups=tuple(entry["groups"]),
-                             resources=tuple(entry["resources"]),
-                             expires=min(entry["expires"]) if entry["expires"] else None,
+        out.append(SweepItem(cluster=cluster, reason=reason, resource_groups=tuple(entry.groups),
+                             resources=tuple(entry.resources), expires=min(entry.expires) if entry.expires else None,
                              deleted=not dry_run, owner=owner.describe() if owner else "no owner tags",
                              mine=mine))
     return out
+
+
+@dataclass
+class _Found:
+    """What the tags say of one cluster: its groups, resources outside them, expiries, owners."""
+
+    groups: list[str] = field(default_factory=list)
+    resources: list[str] = field(default_factory=list)
+    expires: list[str] = field(default_factory=list)
+    owners: list[Owner | None] = field(default_factory=list)
+
+
+def _by_cluster(groups: list[records.Group], resources: list[records.Tagged]) -> dict[str, _Found]:
+    found: dict[str, _Found] = {}
+    items = [(g.tags, g.name, True) for g in groups] + [(r.tags, r.id, False) for r in resources]
+    for tags, key, is_group in items:
+        entry = found.setdefault(tags[TAG_CLUSTER], _Found())
+        (entry.groups if is_group else entry.resources).append(key)
+        if tags.get(TAG_EXPIRES):
+            entry.expires.append(tags[TAG_EXPIRES])
+        entry.owners.append(owner_of(tags))
+    return found
 
 
 def _sweep_reason(cluster: str, expires: list[str], known: Collection[str] | None,
@@ -136,7 +153,7 @@ def _sweep_reason(cluster: str, expires: list[str], known: Collection[str] | Non
     return None
 
 
-def _delete_by_id(clients: Any, resource_id: str, rtype: str) -> None:
+def _delete_by_id(clients: AzureClients, resource_id: str, rtype: str) -> None:
     low = (rtype or "").lower()
     api = DELETE_API_VERSIONS.get(low) or DELETE_API_VERSIONS.get(low.split("/")[0], DEFAULT_DELETE_API)
     with arm_call(f"delete {resource_id}"):
@@ -153,7 +170,7 @@ def _group_of(resource_id: str) -> str:
     return parts[low.index("resourcegroups") + 1] if "resourcegroups" in low else ""
 
 
-def _run_all(jobs: list[Any], workers: int) -> None:
+def _run_all(jobs: Sequence[Callable[[], object]], workers: int) -> None:
     if not jobs:
         return
     with ThreadPoolExecutor(max_workers=max(1, min(workers, len(jobs)))) as pool:

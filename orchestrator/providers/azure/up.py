@@ -7,7 +7,7 @@ NIC; head VM and every GPU scale set at once (a thread pool). A scale set that f
 AllocationFailed/ZonalAllocationFailed is deleted and retried (tenacity) in the next zone of
 `azure.zones`; when the zones are spent, the cluster's regional resources move to the next of
 `azure.fallback_regions`. Quota and SkuNotAvailable fail fast; 429s wait out Retry-After within azure.throttle_budget_s
-(throttle.py), 5xx stay with azure-core.
+(azure_shared/throttle.py), 5xx stay with azure-core.
 """
 
 from __future__ import annotations
@@ -17,16 +17,18 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from functools import partial
-from typing import Any, Callable, TypeVar
+from typing import Callable, TypeVar
 
 from orchestrator import paths
 from orchestrator.providers.azure import cloudinit as ci
-from orchestrator.providers.azure import drift, expiry
+from orchestrator.providers.azure import drift, expiry, records
 from orchestrator.providers.azure import resources as ar
-from orchestrator.providers.azure.cluster import Found, image_text, to_cluster
+from orchestrator.providers.azure.clients import AzureClients
+from orchestrator.providers.azure.cluster import Found, to_cluster
 from orchestrator.providers.azure.lro import (
     Aborted,
     Observed,
+    ProgressCallback,
     Reporter,
     TokenStore,
     delete,
@@ -38,8 +40,10 @@ from orchestrator.providers.azure.preflight import PreflightNeed, preflight, res
 from orchestrator.providers.azure.teardown import clear_group
 from orchestrator.specs.cluster import ClusterSpec
 from orchestrator.errors import CapacityError, ProvisionError
+from orchestrator.providers.azure_shared.errors import AzureErrorMixin
 from orchestrator.models import Cluster, ClusterState, Plan, ScaleSetPlan
 from orchestrator.providers.azure.settings import AzureSettings
+from orchestrator.providers.azure_shared.tags import TAG_CLUSTER, TAG_CREATED, TAG_EXPIRES, TAG_SLOTS, TAG_SPOT_RESTORE
 
 LRO_FILE = "azure-lro.json"
 T = TypeVar("T")
@@ -47,7 +51,7 @@ T = TypeVar("T")
 
 @dataclass
 class UpOptions:
-    progress: Callable[[Any], None] | None = None
+    progress: ProgressCallback | None = None
     caller_ip_lookup: Callable[[], str] | None = None
     owner: str | None = None
     capacity_wait_s: float = 120.0
@@ -59,7 +63,7 @@ class UpOptions:
 class UpRun:
     """One `up` of one cluster; see the module docstring."""
 
-    def __init__(self, clients: Any, spec: ClusterSpec, plan: Plan, opts: UpOptions) -> None:
+    def __init__(self, clients: AzureClients, spec: ClusterSpec, plan: Plan, opts: UpOptions) -> None:
         self.clients, self.spec, self.plan, self.opts = clients, spec, plan, opts
         self.names = ar.names_from_plan(plan)
         self.sku = spec.sku_row
@@ -123,7 +127,7 @@ class UpRun:
         return seen
 
     def _check_owner(self, kind: str, name: str, obs: Observed) -> None:
-        owner = obs.tags.get(ar.TAG_CLUSTER)
+        owner = obs.tags.get(TAG_CLUSTER)
         if owner != self.spec.name:
             what = f"owned by azbench cluster '{owner}'" if owner else "not created by azbench"
             raise ProvisionError(f"{kind.rsplit('/', 1)[-1]} {name} already exists and is {what}",
@@ -157,7 +161,7 @@ class UpRun:
                                spot_restore_s=a.spot_restore_timeout if a.priority == "spot" else None)
         if group is not None:  # a rerun keeps what the group says (owner, expiry, creation...),
             # as describe reads it from there: up and describe return the same record
-            kept = (ar.TAG_EXPIRES, ar.TAG_CREATED, ar.TAG_SPOT_RESTORE)
+            kept = (TAG_EXPIRES, TAG_CREATED, TAG_SPOT_RESTORE)
             tags.update({k: v for k, v in group.tags.items() if k in kept})
         return tags
 
@@ -184,15 +188,15 @@ class UpRun:
         node_cd = ci.custom_data(ci.node_cloud_init(self.spec.name, self.sku, sets, head_ip, sec,
                                                      spot=self._spot() is not None), "nodes")
         common = {"admin": self.spec.section(AzureSettings).admin_user, "pubkey": sec.admin_public_key}
-        jobs: dict[str, Callable[[], Any]] = {"head": lambda: self._ensure(ar.VM, n.head, lambda: ar.head_vm_body(
+        jobs: dict[str, Callable[[], object]] = {"head": lambda: self._ensure(ar.VM, n.head, lambda: ar.head_vm_body(
             region, tags, size=self.spec.section(AzureSettings).head_size, image=ar.head_image(image), custom_data=head_cd,
             nic_id=ids[ar.NIC], computer_name=ci.head_hostname(self.spec.name), identity=n.role is not None,
             **common))}
 
-        def vmss_body(s: ScaleSetPlan, zone: str | None) -> Any:
+        def vmss_body(s: ScaleSetPlan, zone: str | None) -> object:
             # The set's slurm.conf slots (cloudinit.slot_count) ride on it, for replace and resize.
             slots = ci.slot_count(s, max(self.sku.nvlink_domain_vms, 1))
-            return ar.vmss_body(region, {**tags, ar.TAG_SLOTS: str(slots)}, sku_name=self.sku.name,
+            return ar.vmss_body(region, {**tags, TAG_SLOTS: str(slots)}, sku_name=self.sku.name,
                                 scale_set=s, zone=zone, image=image,
                                 custom_data=node_cd, subnet_id=subnet_id, prefix=ci.computer_name_prefix(s),
                                 spot=self._spot(), **common)
@@ -203,20 +207,20 @@ class UpRun:
             self._grant_self_delete(made["head"])
         return self._cluster(region, image, sec, tags, head_ip)
 
-    def _grant_self_delete(self, head_vm: Any) -> None:
+    def _grant_self_delete(self, head_vm: object) -> None:
         """The head's identity may delete this cluster's group, for its expiry agent."""
         n = self.names
-        principal = expiry.head_principal(head_vm, n.head)
+        principal = expiry.head_principal(records.resource(ar.VM, head_vm), n.head)
         self.report.check()
         outcome = expiry.grant_self_delete(self.clients, n.rg, n.role or "", principal)
         self.report.emit(outcome, ar.ROLE, n.role or "", f"Contributor on {n.rg} for {n.head}'s identity")
 
-    def _ensure(self, kind: str, name: str, body: Callable[[], Any]) -> Any:
+    def _ensure(self, kind: str, name: str, body: Callable[[], object]) -> object:
         return ensure(self.clients, self.names.rg, kind, name, body,
                       seen=self.seen.get(f"{kind}/{name}"), tokens=self.tokens, report=self.report)
 
     def _ensure_vmss(self, region: str, zones: list[str], s: ScaleSetPlan,
-                     body: Callable[[str | None], Any]) -> Any:
+                     body: Callable[[str | None], object]) -> object:
         from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait_fixed
         placements: list[str | None] = list(zones) or [None]
         retrying = Retrying(stop=stop_after_attempt(len(placements)), reraise=True,
@@ -230,7 +234,7 @@ class UpRun:
         return None
 
     def _create_vmss(self, region: str, zone: str | None, s: ScaleSetPlan,
-                     body: Callable[[str | None], Any]) -> Any:
+                     body: Callable[[str | None], object]) -> object:
         key = f"{ar.VMSS}/{s.name}"
         seen = self.seen.get(key)
         if seen is not None and seen.state == "Failed":
@@ -240,7 +244,7 @@ class UpRun:
             return self._ensure(ar.VMSS, s.name, lambda: body(zone))
         except CapacityError as exc:
             where = f"zone {zone} of {region}" if zone else region
-            self.report.emit("retry", ar.VMSS, s.name, f"{getattr(exc, 'code', 'AllocationFailed')} in {where}")
+            self.report.emit("retry", ar.VMSS, s.name, f"{_code(exc)} in {where}")
             delete(self.clients, self.names.rg, ar.VMSS, s.name, self.report)
             self.seen[key] = None
             raise
@@ -276,15 +280,20 @@ class UpRun:
     def _cluster(self, region: str, image: dict[str, str], sec: ci.ClusterSecrets, tags: dict[str, str],
                  head_ip: str) -> Cluster:
         pip = observe(self.clients, self.names.rg, ar.PIP, self.names.pip)
-        address = getattr(pip.model, "ip_address", None) if pip else None
+        address = pip.facts.public_ip if pip else None
         if not address:
             raise ProvisionError(f"public IP {self.names.pip} has no address after creation")
         ci.write_known_hosts(self.cdir, address, sec.host_public_key)
         found = Found(name=self.spec.name, region=region, resource_group=self.names.rg, tags=tags,
                       subscription_id=self.sub, arm_endpoint=self.clients.base_url, sku=self.sku.name,
                       sets=self.names.sets, head_ip=address, head_private_ip=head_ip,
-                      image=image_text(image), admin_user=self.spec.section(AzureSettings).admin_user, spot=self._spot())
+                      image=ar.image_text(image), admin_user=self.spec.section(AzureSettings).admin_user, spot=self._spot())
         return to_cluster(found, ClusterState.READY)
+
+
+def _code(exc: CapacityError) -> str:
+    """The ARM code of a capacity failure (an AzureCapacityError carries it)."""
+    return exc.code if isinstance(exc, AzureErrorMixin) else "AllocationFailed"
 
 
 def _real_sleep(seconds: float) -> None:

@@ -1,5 +1,5 @@
-"""Where Azure Resource Manager answers: the public cloud's endpoint, and the check that a
-sovereign cloud's endpoint a user gives is an https URL."""
+"""Where Azure Resource Manager answers: the public cloud's endpoint, the check that a
+sovereign cloud's endpoint a user gives is an https URL, and the token scope of an endpoint."""
 
 from __future__ import annotations
 
@@ -20,3 +20,9 @@ def check_arm_endpoint(value: str) -> str:
         raise ValueError(f"arm endpoint {shown!r} is not an https URL such as "
                          "https://management.azure.com")
     return value
+
+
+def arm_scope(base_url: str) -> str:
+    """The token scope for ARM at `base_url` ('<endpoint>/.default'): what the clients ask
+    the credential for, and what owner.signed_in reads the caller's object id from."""
+    return f"{base_url.rstrip('/')}/.default"

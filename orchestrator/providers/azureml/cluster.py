@@ -8,41 +8,49 @@ created it (`owned`; None in the provisional record, where `down` reads the comp
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
-from typing import Any
+from dataclasses import dataclass
 
-from orchestrator.hardware.catalog import lookup
 from orchestrator.errors import NotFoundError
-from orchestrator.models import Cluster, ClusterState, Plan, parse_utc
+from orchestrator.hardware.catalog import lookup
+from orchestrator.models import Cluster, ClusterState, Plan
 from orchestrator.providers.azureml.props import AzureMLProps
+from orchestrator.providers.azureml.records import AmlComputeInfo
 
 WORKDIR = "/tmp/azbench"  # node-local: each job links its code and checkpoint mount under it
 
 
-def to_cluster(name: str, target: Any, compute: Any, *, owned: bool) -> Cluster:
-    """The Cluster for an AmlCompute entity in workspace `target` (an AmlTarget). Its creation
-    time is the compute's own where the service reports one."""
-    size = str(getattr(compute, "size", "") or "unknown")
-    state = str(getattr(compute, "provisioning_state", "") or "")
-    state = state.split(".")[-1].lower()
+@dataclass(frozen=True)
+class AmlTarget:
+    """One workspace: where the compute lives and where jobs go."""
+
+    subscription_id: str
+    resource_group: str
+    workspace: str
+    arm_endpoint: str | None = None
+
+
+def to_cluster(name: str, target: AmlTarget, compute: AmlComputeInfo, *, owned: bool) -> Cluster:
+    """The Cluster for an AmlCompute of workspace `target`. Its creation time is the compute's
+    own where the service reports one."""
+    size = compute.size or "unknown"
+    state = compute.provisioning_state.split(".")[-1].lower()
     cstate = (ClusterState.FAILED if state == "failed" else
               ClusterState.READY if state in ("succeeded", "") else ClusterState.PROVISIONING)
     try:
         price = lookup(size).price_per_hour_usd
     except NotFoundError:
         price = None
-    nodes = int(getattr(compute, "max_instances", 0) or 0)
-    created = _created(getattr(compute, "created_on", None))
+    nodes = compute.max_instances
     props = AzureMLProps(workspace=target.workspace, resource_group=target.resource_group,
                          subscription_id=target.subscription_id, arm_endpoint=target.arm_endpoint,
-                         compute=compute.name, owned=owned, min_instances=int(compute.min_instances or 0))
+                         compute=compute.name, owned=owned, min_instances=compute.min_instances)
     return Cluster(name=name, provider="azureml", sku=size, nodes=nodes, region=compute.location,
                    state=cstate, workdir=WORKDIR,
                    cost_per_hour_usd=round(price * nodes, 2) if price else None,
-                   properties=props, **({"created_at": created} if created else {}))
+                   properties=props, **({"created_at": compute.created} if compute.created else {}))
 
 
-def provisional(name: str, plan: Plan, target: Any, compute: str) -> Cluster:
+def provisional(name: str, plan: Plan, target: AmlTarget, compute: str) -> Cluster:
     """PROVISIONING: the workspace and compute name `down` needs; ownership still unknown."""
     props = AzureMLProps(workspace=target.workspace, resource_group=target.resource_group,
                          subscription_id=target.subscription_id, arm_endpoint=target.arm_endpoint,
@@ -51,8 +59,3 @@ def provisional(name: str, plan: Plan, target: Any, compute: str) -> Cluster:
                    state=ClusterState.PROVISIONING, workdir=WORKDIR,
                    cost_per_hour_usd=plan.cost_per_hour_usd, properties=props)
 
-
-def _created(value: object) -> datetime | None:
-    if isinstance(value, datetime):
-        return value if value.tzinfo else value.replace(tzinfo=timezone.utc)
-    return parse_utc(value)

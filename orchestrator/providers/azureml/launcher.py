@@ -19,12 +19,14 @@ import shutil
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from orchestrator.errors import ConfigError, LaunchError, MissingCapability
 from orchestrator.models import (AttemptSpec, Cluster, ExecResult, HealthCheckPlan, JobRef, JobState,
                                  JobStatus, NodeInfo, StageRequest)
+from orchestrator.providers.azure_shared.errors import arm_call, is_missing
 from orchestrator.providers.azureml.props import AzureMLProps
+from orchestrator.providers.azureml.records import JobInfo, job as job_info, node as node_info
 from orchestrator.paths import RunLayout, job_name, safe_local_path
 from orchestrator.seams import Capabilities, shell_name
 
@@ -76,8 +78,8 @@ class AzureMLLauncher:
     backend = "azureml"
     caps = Capabilities()
 
-    def __init__(self, cluster: Cluster, ml_client: Any = None, *, image: str | None = None,
-                 datastore: str = DEFAULT_DATASTORE, ml_factory: Callable[[], Any] | None = None) -> None:
+    def __init__(self, cluster: Cluster, ml_client: MLClient | None = None, *, image: str | None = None,
+                 datastore: str = DEFAULT_DATASTORE, ml_factory: Callable[[], MLClient] | None = None) -> None:
         self.cluster = cluster
         self._ml = ml_client
         self._factory = ml_factory
@@ -85,7 +87,7 @@ class AzureMLLauncher:
         self.datastore = datastore
 
     @property
-    def ml(self) -> Any:
+    def ml(self) -> MLClient:
         if self._ml is None:
             if self._factory is None:
                 raise LaunchError(f"no Azure ML client for cluster '{self.cluster.name}'")
@@ -94,7 +96,6 @@ class AzureMLLauncher:
 
     def submit(self, attempt: AttemptSpec, recipe_dir: Path | None = None) -> JobRef:
         """Create the command job (or adopt the one a crashed azbench already created)."""
-        from orchestrator.providers.azure.errors import arm_call
         name = job_name(attempt.run_id, attempt.attempt)
         ref = JobRef(cluster=self.cluster.name, job_id=name, backend=self.backend, run_dir=attempt.run_dir)
         if self._get(name) is not None:
@@ -218,15 +219,14 @@ class AzureMLLauncher:
 
     def node_states(self) -> dict[str, NodeInfo]:
         """The compute's current nodes (none while it is scaled to zero)."""
-        from orchestrator.providers.azure.errors import arm_call
         compute = _compute(self.cluster)
         with arm_call(f"list nodes of {compute}"):
-            nodes = list(self.ml.compute.list_nodes(compute))
+            nodes = [node_info(n) for n in self.ml.compute.list_nodes(compute)]
         out = {}
         for node in nodes:
-            state = str(getattr(node, "node_state", "") or "unknown").lower()
-            out[str(node.node_id)] = NodeInfo(str(node.node_id), "down" if state in _BAD_NODES else state,
-                                              reason=f"Azure ML node state {state}" if state in _BAD_NODES else "")
+            bad = node.state in _BAD_NODES
+            out[node.node_id] = NodeInfo(node.node_id, "down" if bad else node.state,
+                                         reason=f"Azure ML node state {node.state}" if bad else "")
         return out
 
     def drain(self, reasons: Mapping[str, str]) -> list[str]:
@@ -262,11 +262,10 @@ class AzureMLLauncher:
     def _missing(self, what: str, hint: str | None = None) -> MissingCapability:
         return MissingCapability(self.cluster.name, self.backend, what, hint=hint)
 
-    def _get(self, name: str) -> Any | None:
-        from orchestrator.providers.azure.errors import arm_call, is_missing
+    def _get(self, name: str) -> JobInfo | None:
         with arm_call(f"read Azure ML job {name}"):
             try:
-                return self.ml.jobs.get(name)
+                return job_info(self.ml.jobs.get(name))
             except Exception as exc:
                 if is_missing(exc):
                     return None
@@ -290,7 +289,6 @@ class AzureMLLauncher:
         return found
 
     def _download(self, name: str, k: int, tmp: Path, root: Path) -> list[Path]:
-        from orchestrator.providers.azure.errors import arm_call
         with arm_call(f"download Azure ML job {name}"):
             try:
                 self.ml.jobs.download(name, download_path=str(tmp))
@@ -317,7 +315,7 @@ class AzureMLLauncher:
 
 
 def build_job(attempt: AttemptSpec, recipe_dir: Path | None, cluster: Cluster, *,
-              image: str | None = None, datastore: str = DEFAULT_DATASTORE) -> Any:
+              image: str | None = None, datastore: str = DEFAULT_DATASTORE) -> Command:
     """The azure.ai.ml Command for one attempt (its REST body is golden-tested).
 
     Everything recipe-specific comes in on the attempt: its image, its distribution (MPI for
@@ -389,10 +387,10 @@ def job_env(attempt: AttemptSpec) -> dict[str, str]:
     return env
 
 
-def _status(ref: JobRef, job: Any) -> JobStatus:
+def _status(ref: JobRef, job: JobInfo | None) -> JobStatus:
     if job is None:
         return JobStatus(ref=ref, state=S.UNKNOWN, reason="Azure ML has no such job")
-    native = str(job.status or "")
+    native = job.status
     state = map_state(native)
     exit_code = 0 if state == S.COMPLETED else None  # Azure ML reports no exit status
     reason = "" if state in (S.RUNNING, S.COMPLETED) else native
@@ -445,6 +443,9 @@ def _one_line(text: str) -> str:
 
 
 if TYPE_CHECKING:
+    from azure.ai.ml import MLClient
+    from azure.ai.ml.entities import Command
+
     from orchestrator.seams import Launcher
 
     _CONFORMS: type[Launcher] = AzureMLLauncher  # proven by mypy (CI), not assumed

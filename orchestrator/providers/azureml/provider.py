@@ -2,10 +2,10 @@
 
 `plan` is pure: the AmlCompute it would create (size, min/max instances, idle scale-down, tags)
 and the preflight `up` runs. `up` checks the workspace exists, preflights the size (Compute RP
-resource SKUs, reusing azure_preflight) and Azure ML's own per-family quota, then creates the
+resource SKUs, with azure_shared/capacity.py's checks) and Azure ML's own per-family quota, then creates the
 compute with MLClient.compute.begin_create_or_update, or adopts one of the same name. `down`
 deletes a compute azbench created (missing is success) and leaves an adopted one alone.
-azure.ai.ml is imported only inside functions here and in launchers/azureml.py; the MLClient
+azure.ai.ml is imported only inside functions here and in launcher.py; the MLClient
 comes from an injectable factory, so tests point the real SDK at a loopback fake ARM.
 """
 
@@ -14,15 +14,17 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-from dataclasses import dataclass
-from types import SimpleNamespace
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
-from orchestrator.providers.azure.resources import TAG_CLUSTER, TAG_OWNER
-from orchestrator.providers.azure.errors import is_missing
+from orchestrator.providers.azure_shared.capacity import TOTAL_CORES, quota_problems, sku_problems, vm_sizes
+from orchestrator.providers.azure_shared.clients import ArmClients, arm_from_config
+from orchestrator.providers.azure_shared.errors import arm_call, is_missing
+from orchestrator.providers.azure_shared.records import QuotaRow
+from orchestrator.providers.azure_shared.tags import TAG_CLUSTER, TAG_OWNER
 from orchestrator.providers.azureml.cluster import WORKDIR  # noqa: F401 (re-exported)
-from orchestrator.providers.azureml.cluster import provisional, to_cluster
+from orchestrator.providers.azureml.cluster import AmlTarget, provisional, to_cluster
 from orchestrator.providers.azureml.launcher import AzureMLLauncher
+from orchestrator.providers.azureml.records import AmlComputeInfo, compute as compute_info, quota_row
 from orchestrator.providers.base import ProviderBase
 from orchestrator.specs.cluster import ClusterSpec
 from orchestrator.errors import ConfigError, NotFoundError, PreflightError
@@ -31,6 +33,13 @@ from orchestrator.providers.azureml.props import AzureMLProps
 from orchestrator.seams import Access, Capabilities
 from orchestrator.providers.azureml.settings import AzureMLSettings
 
+if TYPE_CHECKING:
+    from azure.ai.ml import MLClient
+    from azure.ai.ml.entities import AmlCompute
+    from azure.core.credentials import TokenCredential
+
+    from orchestrator.hardware.catalog import GpuSku
+
 COMPUTE_KIND = "Microsoft.MachineLearningServices/workspaces/computes"
 ALLOWED_SIZES = ("Standard_ND96isr_H100_v5", "Standard_ND96isr_H200_v5")
 TOTAL_QUOTA = "Total Cluster Dedicated Regional vCPUs"
@@ -38,18 +47,8 @@ WORKSPACE_ENV, GROUP_ENV = "AZBENCH_AZUREML_WORKSPACE", "AZBENCH_AZUREML_RESOURC
 _COMPUTE_NAME = re.compile(r"^[a-z][a-z0-9-]{1,15}$")
 
 
-@dataclass(frozen=True)
-class AmlTarget:
-    """One workspace: where the compute lives and where jobs go."""
-
-    subscription_id: str
-    resource_group: str
-    workspace: str
-    arm_endpoint: str | None = None
-
-
-MLClientFactory = Callable[[AmlTarget], Any]
-ArmClientsFactory = Callable[[AmlTarget], Any]
+MLClientFactory = Callable[[AmlTarget], "MLClient"]
+ArmClientsFactory = Callable[[AmlTarget], ArmClients]
 
 
 class AzureMLProvider(ProviderBase):
@@ -96,7 +95,6 @@ class AzureMLProvider(ProviderBase):
 
     def up(self, spec: ClusterSpec, plan: Plan) -> Cluster:
         """Create the compute, or adopt the existing one of the same name; idempotent."""
-        from orchestrator.providers.azure.errors import arm_call
         self._spec = spec
         target = target_from_spec(spec)
         ml = self.ml_client(target)
@@ -107,7 +105,7 @@ class AzureMLProvider(ProviderBase):
             return self._adopt(spec, target, existing)
         self.preflight(spec, ml=ml)
         with arm_call(f"create AmlCompute {name}"):
-            created = ml.compute.begin_create_or_update(build_compute(spec, self.owner)).result()
+            created = compute_info(ml.compute.begin_create_or_update(build_compute(spec, self.owner)).result())
         return to_cluster(spec.name, target, created, owned=True)
 
     def describe(self, name: str) -> Cluster | None:
@@ -117,7 +115,7 @@ class AzureMLProvider(ProviderBase):
         compute = _get_compute(self.ml_client(target), compute_name(name))
         if compute is None:
             return None
-        return to_cluster(name, target, compute, owned=(compute.tags or {}).get(TAG_CLUSTER) == name)
+        return to_cluster(name, target, compute, owned=compute.tags.get(TAG_CLUSTER) == name)
 
     def provisional(self, spec: ClusterSpec, plan: Plan) -> Cluster:
         """PROVISIONING, with the workspace and compute name `down` needs (azureml/cluster.py)."""
@@ -126,7 +124,6 @@ class AzureMLProvider(ProviderBase):
     def down(self, cluster: Cluster) -> None:
         """Delete the compute azbench created; missing is success; an adopted one is left alone.
         From a provisional record (ownership unknown) the compute's azbench-cluster tag decides."""
-        from orchestrator.providers.azure.errors import arm_call
         props = cluster.properties_as(AzureMLProps)
         if props.owned is False:
             return
@@ -134,7 +131,7 @@ class AzureMLProvider(ProviderBase):
         name = props.compute or compute_name(cluster.name)
         if props.owned is None:
             found = _get_compute(ml, name)
-            if found is None or (found.tags or {}).get(TAG_CLUSTER) != cluster.name:
+            if found is None or found.tags.get(TAG_CLUSTER) != cluster.name:
                 return  # gone, or not one azbench made for this cluster: never delete it
         with arm_call(f"delete AmlCompute {name}"):
             try:
@@ -152,52 +149,39 @@ class AzureMLProvider(ProviderBase):
         return Access(launcher=launcher, shell=None, caps=self.caps)
 
     # ------------------------------------------------------------ preflight
-    def preflight(self, spec: ClusterSpec, *, ml: Any = None) -> None:
+    def preflight(self, spec: ClusterSpec, *, ml: MLClient | None = None) -> None:
         """Size offered and unrestricted in the region (Compute RP), Azure ML family and
         regional vCPU quota free for the nodes; PreflightError listing every shortfall."""
-        from orchestrator.providers.azure.errors import arm_call
-        from orchestrator.providers.azure.preflight import (
-            PreflightNeed,
-            _quota_problems,
-            _sku_problems,
-        )
         sku, region = _allowed_sku(spec), str(spec.region)
         target = target_from_spec(spec)
-        arm = self.arm_clients(target)
-        with arm_call(f"list VM sizes in {region}"):
-            rows = {s.name: s for s in arm.compute.resource_skus.list(filter=f"location eq '{region}'")
-                    if s.resource_type == "virtualMachines"}
-        problems = _sku_problems(rows.get(sku.name), sku.name, region, [])
-        need = PreflightNeed(region=region, sku=sku, new_vms=spec.nodes, head_size="", new_head=False)
+        sizes = vm_sizes(self.arm_clients(target).compute, region)
+        problems = sku_problems(sizes.get(sku.name), sku.name, region, [])
         ml = ml if ml is not None else self.ml_client(target)
         with arm_call(f"read Azure ML quotas in {region}"):
-            usages = list(ml.compute.list_usage(location=region))
-        # azure_preflight reads `clients.compute.usage.list`: hand it Azure ML's own quota rows.
-        quota_view = SimpleNamespace(compute=SimpleNamespace(usage=SimpleNamespace(
-            list=lambda _region: [_aml_usage_row(u) for u in usages])))
-        problems += [p.replace("quota ", "Azure ML quota ", 1) for p in _quota_problems(quota_view, need, None)]
+            usages = [_keyed(quota_row(u)) for u in ml.compute.list_usage(location=region)]
+        vcpus = sku.vcpus * spec.nodes  # Azure ML draws on the size family's and the regional total
+        problems += quota_problems({u.name: u for u in usages}, {sku.quota_family: vcpus, TOTAL_CORES: vcpus},
+                                   region, what="Azure ML quota")
         if problems:
             raise PreflightError("; ".join(problems))
 
-    def _adopt(self, spec: ClusterSpec, target: AmlTarget, compute: Any) -> Cluster:
-        ours = (compute.tags or {}).get(TAG_CLUSTER) == spec.name
-        size = str(getattr(compute, "size", "") or "")
-        if size.lower() != spec.sku_row.name.lower():
-            raise ConfigError(f"AmlCompute {compute.name} in workspace {target.workspace} is {size}, "
+    def _adopt(self, spec: ClusterSpec, target: AmlTarget, compute: AmlComputeInfo) -> Cluster:
+        ours = compute.tags.get(TAG_CLUSTER) == spec.name
+        if compute.size.lower() != spec.sku_row.name.lower():
+            raise ConfigError(f"AmlCompute {compute.name} in workspace {target.workspace} is {compute.size}, "
                               f"not {spec.sku_row.name}: pick another --name")
-        if int(compute.max_instances or 0) < spec.nodes and not ours:
+        if compute.max_instances < spec.nodes and not ours:
             raise ConfigError(f"AmlCompute {compute.name} scales to {compute.max_instances} nodes, "
                               f"{spec.nodes} requested (azbench does not resize a compute it did not create)")
-        if ours and int(compute.max_instances or 0) != spec.nodes:
-            from orchestrator.providers.azure.errors import arm_call
+        if ours and compute.max_instances != spec.nodes:
             with arm_call(f"update AmlCompute {compute.name}"):
-                compute = self.ml_client(target).compute.begin_create_or_update(
-                    build_compute(spec, self.owner)).result()
+                compute = compute_info(self.ml_client(target).compute.begin_create_or_update(
+                    build_compute(spec, self.owner)).result())
         return to_cluster(spec.name, target, compute, owned=ours)
 
 
 # ------------------------------------------------------------------ building blocks
-def build_compute(spec: ClusterSpec, owner: str) -> Any:
+def build_compute(spec: ClusterSpec, owner: str) -> AmlCompute:
     """The azure.ai.ml AmlCompute entity for `spec` (its REST body is golden-tested)."""
     from azure.ai.ml.entities import AmlCompute
     sku = _allowed_sku(spec)
@@ -229,9 +213,8 @@ def preflight_checks(spec: ClusterSpec) -> list[str]:
             f"Azure ML quota '{TOTAL_QUOTA}' has {vcpus:,} free vCPUs"]
 
 
-def check_workspace(ml: Any, target: AmlTarget) -> None:
+def check_workspace(ml: MLClient, target: AmlTarget) -> None:
     """NotFoundError (exit 2) naming the workspace when it does not exist."""
-    from orchestrator.providers.azure.errors import arm_call, is_missing
     with arm_call(f"read workspace {target.workspace}"):
         try:
             ml.workspaces.get(target.workspace)
@@ -256,11 +239,13 @@ def target_from_env() -> AmlTarget:
     return _target(None, None, None, None)
 
 
-def default_ml_client(target: AmlTarget, credential: Any = None, **kwargs: Any) -> Any:
-    """An MLClient for the workspace; a non-public ARM endpoint is registered as its own cloud."""
+def default_ml_client(target: AmlTarget, credential: TokenCredential | None = None, **kwargs: Any) -> MLClient:
+    """An MLClient for the workspace; a non-public ARM endpoint is registered as its own cloud.
+    `kwargs` go to MLClient (and on to its azure-core pipelines: policies, polling, retries)."""
     from azure.ai.ml import MLClient
 
-    from orchestrator.providers.azure.clients import PUBLIC_ARM, default_credential
+    from orchestrator.providers.azure_shared.endpoints import PUBLIC_ARM
+    from orchestrator.providers.azure_shared.signin import default_credential
     credential = credential or default_credential()
     endpoint = (target.arm_endpoint or PUBLIC_ARM).rstrip("/")
     if endpoint != PUBLIC_ARM:
@@ -275,13 +260,13 @@ def default_ml_client(target: AmlTarget, credential: Any = None, **kwargs: Any) 
     return MLClient(credential, target.subscription_id, target.resource_group, target.workspace, **kwargs)
 
 
-def default_arm_clients(target: AmlTarget) -> Any:
-    from orchestrator.providers.azure.clients import clients_from_config
-    return clients_from_config(subscription_id=target.subscription_id, arm_endpoint=target.arm_endpoint)
+def default_arm_clients(target: AmlTarget) -> ArmClients:
+    """The Compute RP client's connection for the workspace's subscription (the size check)."""
+    return arm_from_config(ArmClients, subscription_id=target.subscription_id, arm_endpoint=target.arm_endpoint)
 
 
 # ------------------------------------------------------------------ helpers
-def _allowed_sku(spec: ClusterSpec) -> Any:
+def _allowed_sku(spec: ClusterSpec) -> GpuSku:
     sku = spec.sku_row
     if sku.name not in ALLOWED_SIZES:
         raise ConfigError(f"size {sku.name} is not allowed for provider 'azureml' "
@@ -302,33 +287,22 @@ def _target(sub: str | None, group: str | None, ws: str | None, endpoint: str | 
     return AmlTarget(str(sub), str(group), str(ws), endpoint.rstrip("/") if endpoint else None)
 
 
-def _get_compute(ml: Any, name: str) -> Any | None:
-    from orchestrator.providers.azure.errors import arm_call, is_missing
+def _get_compute(ml: MLClient, name: str) -> AmlComputeInfo | None:
     with arm_call(f"read AmlCompute {name}"):
         try:
-            return ml.compute.get(name)
+            return compute_info(ml.compute.get(name))
         except Exception as exc:
             if is_missing(exc):
                 return None
             raise
 
 
-def _aml_usage_row(u: Any) -> Any:
+def _keyed(row: QuotaRow) -> QuotaRow:
     """An Azure ML usage row keyed like a Compute RP one: 'Standard NDSH100v5 Family Cluster
     Dedicated vCPUs' -> 'standardNDSH100v5Family' (compared case-blind), the total -> 'cores'."""
-    name = u.name  # the SDK's Usage copies the REST dict in: `name` is a plain dict there
-    label = str((name.get("value") if isinstance(name, dict) else getattr(name, "value", name)) or "")
-    key = "cores" if label == TOTAL_QUOTA else label.replace("Cluster Dedicated vCPUs", "").replace(" ", "")
-    return SimpleNamespace(name=SimpleNamespace(value=_family_key(key)),
-                           current_value=_field(u, "current_value", "currentValue") or 0,
-                           limit=_field(u, "limit", "limit") or 0)
-
-
-def _field(obj: Any, attr: str, rest_key: str) -> Any:
-    """azure-ai-ml 1.35's Usage copies the REST dict with camelCase keys, leaving the
-    snake_case attribute None: read whichever is set."""
-    value = getattr(obj, attr, None)
-    return value if value is not None else vars(obj).get(rest_key)
+    label = row.name
+    key = TOTAL_CORES if label == TOTAL_QUOTA else label.replace("Cluster Dedicated vCPUs", "").replace(" ", "")
+    return QuotaRow(name=_family_key(key), current=row.current, limit=row.limit)
 
 
 def _family_key(key: str) -> str:

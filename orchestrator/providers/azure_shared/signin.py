@@ -1,4 +1,8 @@
-"""Sign-in failures in one line, and the Azure SDKs' loggers kept off the console.
+"""Signing in to Azure: the production credential, sign-in failures in one line, and the Azure
+SDKs' loggers kept off the console.
+
+`default_credential` is DefaultAzureCredential (CLI login, managed identity, workload identity,
+environment), with instance discovery off for an authority that is not one of Microsoft's.
 
 azure-identity raises ClientAuthenticationError with a multi-line text (DefaultAzureCredential
 lists every credential it tried) and logs the same at WARNING, which Python's last-resort handler
@@ -14,14 +18,36 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-from typing import Iterator
+from typing import TYPE_CHECKING, Iterator
+from urllib.parse import urlsplit
 
 from orchestrator import paths
-from orchestrator.providers.azure.errors import SDK_LOG_FILE, signin_error
+from orchestrator.providers.azure_shared.errors import SDK_LOG_FILE, signin_error
+
+if TYPE_CHECKING:
+    from azure.identity import DefaultAzureCredential
+
+PUBLIC_AUTHORITIES = frozenset({"login.microsoftonline.com", "login.microsoftonline.us",
+                                "login.chinacloudapi.cn", "login.partner.microsoftonline.cn"})
 
 # Per-request HTTP logs and urllib3's connection chatter only under --debug/AZBENCH_DEBUG.
 NOISY = ("azure.core.pipeline.policies.http_logging_policy", "urllib3")
 _handler: logging.Handler | None = None
+
+
+def default_credential() -> DefaultAzureCredential:
+    """DefaultAzureCredential (CLI login, managed identity, workload identity, environment).
+
+    Instance discovery is turned off for an authority that is not one of Microsoft's public
+    hosts: MSAL would otherwise validate it against login.microsoftonline.com first, which fails
+    in sovereign or air-gapped clouds (azure-notes.md §3.5).
+    """
+    from azure.identity import DefaultAzureCredential
+    authority = os.environ.get("AZURE_AUTHORITY_HOST", "")
+    host = urlsplit(authority if "//" in authority else f"https://{authority}").hostname or ""
+    if authority and host not in PUBLIC_AUTHORITIES:
+        return DefaultAzureCredential(disable_instance_discovery=True)
+    return DefaultAzureCredential()
 
 
 @contextlib.contextmanager

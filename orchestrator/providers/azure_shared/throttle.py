@@ -18,9 +18,14 @@ import threading
 import time
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
-from orchestrator.providers.azure.errors import ThrottleBudgetSpent
+from orchestrator.providers.azure_shared.errors import ThrottleBudgetSpent
+
+if TYPE_CHECKING:
+    from azure.core.pipeline import PipelineRequest, PipelineResponse
+    from azure.core.pipeline.policies import RetryPolicy
+    from azure.core.rest import HttpRequest, HttpResponse
 
 DEFAULT_BUDGET_S = 1200.0  # the longest Retry-After ARM documents for the Compute RP (20 min)
 NO_RETRY_AFTER_WAIT_S = 10.0  # ARM always sends Retry-After with a 429; this is the fallback
@@ -63,7 +68,7 @@ class ThrottleBudget:
                 f"(azure.throttle_budget_s); throttled: {top}{more}")
 
 
-def _what(request: Any) -> str:
+def _what(request: HttpRequest) -> str:
     """'PUT virtualMachineScaleSets/x' (or 'GET operation') for a throttled request."""
     path = request.url.split("?", 1)[0].rstrip("/")
     if "/operations/" in path.lower():
@@ -71,17 +76,22 @@ def _what(request: Any) -> str:
     return f"{request.method} {'/'.join(path.split('/')[-2:])}"
 
 
-def retry_policy(budget: ThrottleBudget, **settings: Any) -> Any:
-    """An ArmRetryPolicy (azure-core RetryPolicy subclass, imported lazily) over `budget`."""
+def retry_policy(budget: ThrottleBudget, *, retry_total: int | None = None,
+                 retry_backoff_factor: float | None = None) -> RetryPolicy[HttpRequest, HttpResponse]:
+    """An ArmRetryPolicy (azure-core RetryPolicy subclass, imported lazily) over `budget`;
+    azure-core's defaults for the settings left None."""
     from azure.core.pipeline.policies import RetryPolicy
+    from azure.core.rest import HttpRequest, HttpResponse
 
-    class ArmRetryPolicy(RetryPolicy):
-        def is_retry(self, settings: dict[str, Any], response: Any) -> bool:
+    class ArmRetryPolicy(RetryPolicy[HttpRequest, HttpResponse]):
+        # As RetryPolicyBase.is_retry types them: `settings` a dict of its retry counters, the
+        # request and response types method-level variables over azure-core's (legacy, async) ones.
+        def is_retry(self, settings: dict[str, Any], response: PipelineResponse[Any, Any]) -> bool:
             if response.http_response.status_code == 429:
                 return False  # ours, below: not counted against retry_total
             return bool(super().is_retry(settings, response))
 
-        def send(self, request: Any) -> Any:
+        def send(self, request: PipelineRequest[HttpRequest]) -> PipelineResponse[HttpRequest, HttpResponse]:
             while True:
                 response = super().send(request)
                 if response.http_response.status_code != 429:
@@ -91,4 +101,9 @@ def retry_policy(budget: ThrottleBudget, **settings: Any) -> Any:
                 budget.take(wait, _what(request.http_request))
                 budget.sleep(wait)
 
+    settings: dict[str, float] = {}
+    if retry_total is not None:
+        settings["retry_total"] = retry_total
+    if retry_backoff_factor is not None:
+        settings["retry_backoff_factor"] = retry_backoff_factor
     return ArmRetryPolicy(**settings)

@@ -12,7 +12,7 @@ arrives as an HttpResponseError with status 200), so for any other status `class
 `err.error.code`, `details[].code` and, for OperationNotAllowed, the message (azure-notes.md
 §4.1). Only capacity codes are retried by azbench itself (with zone/region fallback). Every
 runtime ARM failure is exit 4 with the ARM code and the resource in one line; exit 3 belongs
-to preflight (preflight.py), before any write.
+to preflight (azure/preflight.py), before any write.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ import contextlib
 import re
 from dataclasses import dataclass
 from enum import Enum
-from typing import Any, Iterator
+from typing import Iterator
 
 from orchestrator import paths
 from orchestrator.errors import CapacityError, PreflightError, ProvisionError
@@ -102,7 +102,7 @@ class AzurePreflightError(AzureErrorMixin, PreflightError):
 
 class SignInError(AzureErrorMixin, PreflightError):
     """The credential could not get a token (a wrong secret, no login): one line with Entra's
-    AADSTS code and message (azure/signin.py). Exit 3: nothing was written."""
+    AADSTS code and message (signin.py). Exit 3: nothing was written."""
 
     kind = "sign-in failed"
 
@@ -148,16 +148,19 @@ def classify_code(code: str, message: str = "", details: tuple[str, ...] = ()) -
 
 
 def arm_error(exc: BaseException) -> ArmError:
-    """The ARM error inside an azure-core HttpResponseError (or any exception)."""
-    odata = getattr(exc, "error", None)
-    response = getattr(exc, "response", None)
-    status = getattr(exc, "status_code", None)
-    code = getattr(odata, "code", None) or ""
-    message = getattr(odata, "message", None) or getattr(exc, "message", None) or str(exc)
-    details = tuple(getattr(d, "code", "") or "" for d in (getattr(odata, "details", None) or []))
-    request_id = None
-    if response is not None and getattr(response, "headers", None) is not None:
-        request_id = response.headers.get("x-ms-request-id")
+    """The ARM error inside an azure-core HttpResponseError (or any exception: no status, its
+    class name for a code). azure-core leaves `error` None when the body was no OData error."""
+    from azure.core.exceptions import AzureError, HttpResponseError
+    status = code = request_id = None
+    message = exc.message if isinstance(exc, AzureError) else ""
+    details: tuple[str, ...] = ()
+    if isinstance(exc, HttpResponseError):
+        status = exc.status_code
+        if exc.error is not None:
+            code, message = exc.error.code, exc.error.message or message
+            details = tuple(d.code or "" for d in exc.error.details)
+        request_id = _request_id(exc.response)
+    code, message = code or "", message or str(exc)
     if not code and status == 404:
         code = "NotFound"
     if not code and status is not None and status >= 500:
@@ -172,7 +175,7 @@ def to_azbench(err: ArmError, what: str) -> AzureProvisionError | AzureCapacityE
     status = f"HTTP {err.status} " if err.status and err.status >= 400 else ""
     text = f"{what}: {status}{err.code}: {err.message}{rid}"
     if err.cls == ArmErrorClass.CAPACITY:
-        out: Any = AzureCapacityError(text, hint="azbench tries the next zone/region from azure.zones "
+        out: AzureProvisionError | AzureCapacityError = AzureCapacityError(text, hint="azbench tries the next zone/region from azure.zones "
                                                  "and azure.fallback_regions; or retry later with fewer nodes")
     else:
         # A refusal that comes while writing is a runtime failure (exit 4), whatever its cause:
@@ -221,7 +224,8 @@ def signin_message(text: str) -> str:
 
 def signin_error(exc: BaseException) -> SignInError:
     """SignInError for azure-identity's (multi-line) ClientAuthenticationError."""
-    text = str(getattr(exc, "message", None) or exc)
+    from azure.core.exceptions import AzureError
+    text = (exc.message if isinstance(exc, AzureError) else "") or str(exc)
     match = _AADSTS.search(text)
     hints = [] if match else ["sign in with `az login`, or set AZURE_TENANT_ID, AZURE_CLIENT_ID and "
                               "AZURE_CLIENT_SECRET"]
@@ -229,6 +233,17 @@ def signin_error(exc: BaseException) -> SignInError:
     err = SignInError(signin_message(text), hint="; ".join(hints))
     err.code = match.group(1) if match else ""
     return err
+
+
+def _request_id(response: object) -> str | None:
+    """ARM's x-ms-request-id of a failed response. azure-core types an error's response as a
+    protocol without headers (exceptions._HttpResponseCommonAPI); the responses its pipelines
+    produce, current (azure.core.rest) and legacy (pipeline.transport), carry them."""
+    from azure.core.pipeline.transport import HttpResponse as LegacyResponse
+    from azure.core.rest import HttpResponse
+    if isinstance(response, (HttpResponse, LegacyResponse)):
+        return response.headers.get("x-ms-request-id")
+    return None
 
 
 def _first_line(text: str) -> str:
@@ -239,6 +254,7 @@ def _first_line(text: str) -> str:
 
 
 def is_missing(exc: BaseException) -> bool:
-    """Gone: an ARM not-found code, or any 404 (Azure ML answers e.g. UserError or
-    WorkspaceNotFound with 404 for a missing job or workspace)."""
-    return is_not_found(exc) or getattr(exc, "status_code", None) == 404
+    """Gone, as Azure ML says it: any 404 (it answers e.g. UserError or WorkspaceNotFound with
+    404 for a missing job or workspace), which `classify` already reads as not found before any
+    code. Kept as the azureml backend's name for is_not_found."""
+    return is_not_found(exc)

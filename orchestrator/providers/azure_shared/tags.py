@@ -1,0 +1,20 @@
+"""The tags azbench writes on what it creates in Azure, and reads back as the truth.
+
+Cloud tags, not the local store, say which cluster a resource belongs to, who owns it and when
+it expires (a store is a cache, and a subscription is shared: azure-notes.md §10). The azure
+backend tags every resource it creates; the azureml backend tags its AmlCompute.
+"""
+
+from __future__ import annotations
+
+TAG_CLUSTER = "azbench-cluster"  # the azbench cluster a resource belongs to
+# The owner: on the azure backend, the object id of the principal that signed in (with
+# TAG_INSTALL, owner.py); on azureml, the user name the compute was created under.
+TAG_OWNER = "azbench-owner"
+TAG_INSTALL = "azbench-installation"  # the id of the $AZBENCH_HOME that made the cluster
+TAG_EXPIRES = "azbench-expires"  # %Y-%m-%dT%H:%M:%SZ; the head's expiry agent reads it each tick
+# When the first `up` created the cluster, and (spot only) how long a restore waits for evicted
+# capacity: describe() reads both back from the resource group, like owner and expiry.
+TAG_CREATED, TAG_SPOT_RESTORE = "azbench-created", "azbench-spot-restore-s"
+# On each scale set: how many instance-id slots (0..n-1) its slurm.conf defines (cloudinit.slot_count).
+TAG_SLOTS = "azbench-slots"
