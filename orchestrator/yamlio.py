@@ -30,7 +30,8 @@ from pydantic import ValidationError
 
 from orchestrator.errors import ConfigError
 
-LineMap = dict[tuple[Any, ...], int]
+Loc = tuple[str | int | float, ...]  # a path into a document: keys (YAML allows numbers) and list indexes
+LineMap = dict[Loc, int]
 
 MAX_BYTES = 1 << 20  # 1 MiB: specs are a few KiB; a recipe is the largest at ~10 KiB
 MAX_DEPTH = 64  # mappings/sequences inside each other
@@ -196,7 +197,7 @@ def parse_yaml(text: str, source: str) -> tuple[Any, LineMap]:
     return data, lines
 
 
-def _walk(node: yaml.Node, path: tuple[Any, ...], lines: LineMap) -> None:
+def _walk(node: yaml.Node, path: Loc, lines: LineMap) -> None:
     """Key paths -> lines. Bounded: the composer refused documents over MAX_NODES expanded
     values and deeper than MAX_DEPTH, so this visits at most MAX_NODES paths."""
     lines[path] = node.start_mark.line + 1
@@ -233,7 +234,7 @@ def validation_error_to_config_error(
     return ConfigError(f"{where}: {message}{suffix}")
 
 
-def _line_for(loc: tuple[Any, ...], lines: LineMap) -> int | None:
+def _line_for(loc: Loc, lines: LineMap) -> int | None:
     for end in range(len(loc), -1, -1):
         if loc[:end] in lines:
             return lines[loc[:end]]

@@ -411,7 +411,7 @@ _FIRST_INT = {"global_batch_size", "gradient_accumulation_steps", "seed", "max_s
               "init_checkpoint_step"}
 
 
-def _on_event(acc: _Accumulator, key: str, value: Any, time_ms: int | None, meta: dict[str, Any]) -> None:
+def _on_event(acc: _Accumulator, key: str, value: object, time_ms: int | None, meta: dict[str, Any]) -> None:
     """Route one decoded event into the accumulator; the first occurrence of a key wins."""
     f = acc.fields
     if key in _FIRST_TIME:
@@ -449,7 +449,7 @@ def _on_event(acc: _Accumulator, key: str, value: Any, time_ms: int | None, meta
         acc.params[key] = value
 
 
-def _on_eval(acc: _Accumulator, value: Any, time_ms: int | None, meta: dict[str, Any]) -> None:
+def _on_eval(acc: _Accumulator, value: object, time_ms: int | None, meta: dict[str, Any]) -> None:
     acc.evals_key = "samples_count" if "samples_count" in meta else "epoch_num"
     progress = meta.get(acc.evals_key)
     if as_float(progress) is None:
@@ -457,7 +457,7 @@ def _on_eval(acc: _Accumulator, value: Any, time_ms: int | None, meta: dict[str,
     acc.evals.append(EvalPoint(progress, as_float(value), time_ms or 0))
 
 
-def _on_tracked(acc: _Accumulator, value: Any, time_ms: int | None, meta: dict[str, Any]) -> None:
+def _on_tracked(acc: _Accumulator, value: object, time_ms: int | None, meta: dict[str, Any]) -> None:
     # NVIDIA's mlperf_common also logs a per-block average {"throughput", "train_step_time", ...}
     # with step 0; it is not a step.
     if not isinstance(value, dict) or "throughput" in value:

@@ -8,6 +8,7 @@ backend's section needs no line here. Errors keep their place: `spec.yaml:7: azu
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -141,6 +142,6 @@ class ClusterSpec(Frozen):
         return self.model_copy(update={"sections": {**self.sections, section.KEY: section}})
 
 
-def load_cluster_spec(path: Path | None, overrides: dict[str, Any] | None = None) -> ClusterSpec:
+def load_cluster_spec(path: Path | None, overrides: Mapping[str, object] | None = None) -> ClusterSpec:
     """ClusterSpec from a YAML file (optional) with CLI flag values layered on top."""
     return load_spec(ClusterSpec, path, overrides)

@@ -4,6 +4,7 @@ and CLI flags (specs.values.load_spec), and the `--nodes 1,2,4` list."""
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -64,7 +65,7 @@ class RunSpec(Frozen):
     time_limit_min: Annotated[StrictInt, between(1, WEEK_S // 60, " minutes")] = 30
 
 
-def load_run_spec(path: Path | None, overrides: dict[str, Any] | None = None) -> RunSpec:
+def load_run_spec(path: Path | None, overrides: Mapping[str, object] | None = None) -> RunSpec:
     """RunSpec from a YAML file (optional) with CLI flag values layered on top."""
     return load_spec(RunSpec, path, overrides)
 

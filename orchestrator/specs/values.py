@@ -10,12 +10,13 @@ from __future__ import annotations
 import math
 import re
 from pathlib import Path
+from collections.abc import Mapping
 from typing import Annotated, Any, TypeVar
 
 from pydantic import AfterValidator, BaseModel, StrictInt, ValidationError
 
 from orchestrator.errors import ConfigError
-from orchestrator.yamlio import load_yaml, validation_error_to_config_error
+from orchestrator.yamlio import LineMap, load_yaml, validation_error_to_config_error
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|m|h|d)?\s*$")
 M = TypeVar("M", bound=BaseModel)
@@ -64,7 +65,7 @@ NodeCount = Annotated[StrictInt, between(1, MAX_NODES)]
 Seconds = Annotated[int, between(1, 30 * 24 * 3600, " seconds")]
 
 
-def _finite_params(value: dict[str, Any]) -> dict[str, Any]:
+def _finite_params(value: dict[str, object]) -> dict[str, object]:
     for key, item in value.items():
         if not key:
             raise ValueError("a parameter needs a name")
@@ -76,17 +77,18 @@ def _finite_params(value: dict[str, Any]) -> dict[str, Any]:
 Params = Annotated[dict[str, str | int | float | bool], AfterValidator(_finite_params)]
 
 
-def load_spec(model: type[M], path: Path | None, overrides: dict[str, Any] | None) -> M:
+def load_spec(model: type[M], path: Path | None, overrides: Mapping[str, object] | None) -> M:
     """`model` from a YAML file (optional) with CLI flag values layered on top; ConfigError
     naming file:line, or the flag, of the first bad value."""
-    data: Any = {}
-    lines: dict[tuple[Any, ...], int] = {}
+    data: dict[str, object] = {}
+    lines: LineMap = {}
     if path is not None:
-        data, lines = load_yaml(path)
-        if data is None:
-            data = {}
-        if not isinstance(data, dict):
+        loaded, lines = load_yaml(path)
+        if loaded is None:
+            loaded = {}
+        if not isinstance(loaded, dict):
             raise ConfigError(f"{path}:1: expected a mapping of keys at the top level")
+        data = loaded
     flags = {k: v for k, v in (overrides or {}).items() if v is not None}
     merged = {**data, **flags}
     try:

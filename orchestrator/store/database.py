@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import sqlite3
 import re
 import stat
 import threading
@@ -195,7 +196,7 @@ class Store:
             conn.execute(runs.insert().values(**run.model_dump()))
         return run
 
-    def update_run(self, id: str, **fields: Any) -> RunRow:
+    def update_run(self, id: str, **fields: object) -> RunRow:
         """Change some fields of run `id` (validated as a RunRow); updated_at defaults to now."""
         if "id" in fields:
             raise ValueError("a run's id cannot change")
@@ -235,7 +236,7 @@ class Store:
             new_id = _new_id(conn.execute(attempts.insert().values(**values)))
         return attempt.model_copy(update={"id": new_id})
 
-    def update_attempt(self, run_id: str, attempt: int, **fields: Any) -> AttemptRow:
+    def update_attempt(self, run_id: str, attempt: int, **fields: object) -> AttemptRow:
         """Change some fields of attempt number `attempt` of run `run_id`."""
         if {"id", "run_id", "attempt"} & set(fields):
             raise ValueError("an attempt's id, run_id and attempt number cannot change")
@@ -472,7 +473,7 @@ def _private_file(path: Path) -> None:
             raise StoreError(f"cannot make {file} private: {exc.strerror or exc}") from None
 
 
-def _sqlite_on_connect(dbapi_conn: Any, _record: Any) -> None:
+def _sqlite_on_connect(dbapi_conn: sqlite3.Connection, _record: object) -> None:
     # We issue BEGIN ourselves (see _sqlite_on_begin): pysqlite's implicit transactions skip
     # DDL, which would make migrations non-atomic.
     dbapi_conn.isolation_level = None
