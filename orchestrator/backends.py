@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel
@@ -29,6 +29,7 @@ _REGISTRY: dict[str, str] = {
     "azureml": "orchestrator.providers.azureml",
     "fake": "orchestrator.providers.fake",
 }
+_BUILT_IN = frozenset(_REGISTRY)
 LOCAL_SKU = "Local_CPU"  # the one size a backend with `only_sku` (local) and a spec without a sku get
 
 
@@ -51,12 +52,16 @@ class Backend:
     only_sku: str | None = None  # the one size it runs
     section_required: bool = False  # its settings section has no defaults
     section_hint: str = ""
-    aliases: tuple[str, ...] = field(default_factory=tuple)
 
 
 def names() -> tuple[str, ...]:
     """The registered backends' names, in registry order."""
     return tuple(_REGISTRY)
+
+
+def packages() -> dict[str, str]:
+    """Each registered backend's name and the package that implements it (a copy)."""
+    return dict(_REGISTRY)
 
 
 def load(name: str) -> Backend:
@@ -98,4 +103,5 @@ def register(name: str, package: str) -> None:
 
 def unregister(name: str) -> None:
     """Remove a backend `register` added; the built-in ones stay."""
-    _REGISTRY.pop(name, None)
+    if name not in _BUILT_IN:
+        _REGISTRY.pop(name, None)

@@ -5,8 +5,7 @@ violations as `module:line: what`; each whole-tree test asserts there are none. 
 proven by planted tests (PLANTED): the violation is appended to one real module, in memory (the
 real tree with one mutation), and the rule must report something new at that module, below its
 original last line; ALLOWED holds what each rule must let pass (the registry and a backend's own
-package, plain values, dynamic names). A rule the current code breaks is marked xfail(strict)
-naming the violations, with a ratchet test beside it that fails on any violation beyond those.
+package, plain values, dynamic names).
 tests/test_toy_backend.py registers a test-only backend and shows the rules counting it.
 
 What counts as an import: `import x`, `from x import y` (`from pkg import mod` counts as
@@ -128,7 +127,7 @@ def planted(tree: Tree, name: str, code: str) -> Tree:
 def backend_packages() -> dict[str, str]:
     """name -> package of every registered backend, as the registry holds them now (the test-only
     ones a test registered included). The registry exposes names(), not packages: read its table."""
-    table = dict(backends._REGISTRY)
+    table = backends.packages()
     assert tuple(table) == backends.names()
     return table
 
@@ -549,36 +548,9 @@ def test_imports_follow_each_contract_and_floors_point_down() -> None:
 
 # -- the seams ---------------------------------------------------------------------------------
 
-# Known violations (issue 29 point 1), by importer and imported module so that moved lines do not
-# matter: azureml reaches into the azure backend for what both use. Move that to azure_shared/,
-# then empty this set and drop the xfail below.
-AZUREML_IMPORTS_AZURE = {
-    ("orchestrator.providers.azureml.provider", "orchestrator.providers.azure.resources"),  # :21 TAG_CLUSTER, TAG_OWNER
-    ("orchestrator.providers.azureml.provider", "orchestrator.providers.azure.errors"),  # :22 :99 :129 :158 :192 :234 :306
-    ("orchestrator.providers.azureml.provider", "orchestrator.providers.azure.preflight"),  # :159
-    ("orchestrator.providers.azureml.provider", "orchestrator.providers.azure.clients"),  # :263 :279
-    ("orchestrator.providers.azureml.launcher", "orchestrator.providers.azure.errors"),  # :95 :215 :260 :287
-}
-
-
-@pytest.mark.xfail(strict=True, reason=(
-    "azureml imports the azure backend (issue 29 point 1: move what both use to azure_shared/): "
-    "providers/azureml/provider.py:21 azure.resources, :22 azure.errors, :99/:129/:158/:192/:234/:306 "
-    "azure.errors, :159 azure.preflight, :263/:279 azure.clients; providers/azureml/launcher.py:95/"
-    ":215/:260/:287 azure.errors"))
 def test_only_the_registry_imports_a_backend() -> None:
     wrong = backend_import_violations(real_tree())
     assert not wrong, "\n".join(wrong)
-
-
-def test_no_backend_import_beyond_the_known_ones() -> None:
-    """The ratchet while the test above is xfail: a new backend import still fails the suite."""
-    found = backend_imports(real_tree())
-    new = [f"{m}:{line}: imports backend '{name}' ({target})" for m, line, name, target in found
-           if (m, target) not in AZUREML_IMPORTS_AZURE]
-    assert not new, "\n".join(new)
-    gone = AZUREML_IMPORTS_AZURE - {(m, target) for m, _, _, target in found}
-    assert not gone, f"fixed, drop them from AZUREML_IMPORTS_AZURE: {sorted(gone)}"
 
 
 def test_runs_never_imports_a_provider() -> None:
