@@ -57,7 +57,8 @@ COLUMNS = ("round", "org", "submitter", "division", "availability", "system", "s
 # Systems re-scored by the official summarizer CLI after generation: round/org/system.
 CHECK = ("v3.1/Azure/ND_H100_v5_pytorch", "v3.1/Azure+NVIDIA/ND_H100_v5_n1344_pytorch",
          "v4.1/Azure/ND_H200_v5_n64_nemo", "v5.0/NVIDIA/eos-dfw_n64_ngc25.01_nemo",
-         "v5.1/NVIDIA/tyche_ngpu8_ngc25.04_pytorch", "v4.0/Dell/XE9680x8H100-SXM-80GB")
+         "v5.1/NVIDIA/tyche_ngpu8_ngc25.04_pytorch", "v4.0/Dell/XE9680x8H100-SXM-80GB",
+         "v3.0/Dell/2xXE9680x8H100-SXM-80GB")  # its resnet folder has a dropped (non-converged) run
 
 
 def ruleset(round_: str) -> str:
@@ -308,26 +309,45 @@ def check(rows: list[dict[str, Any]], work: Path, sample: list[str]) -> list[str
     return failures
 
 
-def attribution(commits: dict[str, str]) -> None:
+def licence(repo: Path) -> str:
+    """What the tree at HEAD says about its licence: the top-level LICENSE.md, else the
+    submitter folders' own LICENSE.md files."""
+    def apache(path: str) -> bool:
+        return "Apache License" in git(repo, "show", f"HEAD:{path}")[:400]
+
+    top = [p for p in git(repo, "ls-tree", "--name-only", "HEAD").splitlines() if p.upper().startswith("LICENSE")]
+    if top:
+        return "Apache-2.0 (top-level " + ", ".join(top) + ")" if all(apache(p) for p in top) else \
+            "see top-level " + ", ".join(top)
+    orgs = [p for p in git(repo, "ls-tree", "-r", "--name-only", "HEAD").splitlines()
+            if p.count("/") == 1 and p.split("/")[1].upper().startswith("LICENSE")]
+    named = ", ".join(f"{p} ({'Apache-2.0' if apache(p) else 'other'})" for p in orgs)
+    return f"no top-level licence file at this commit; submitter folders: {named or 'none'}"
+
+
+def attribution(commits: dict[str, str], mirrors: Path) -> None:
     lines = ["# Attribution",
              "",
-             "`training_results.csv` is derived from the MLCommons Training results repositories,",
-             "licensed under the Apache License 2.0 (https://www.apache.org/licenses/LICENSE-2.0; each",
-             "repository's top-level LICENSE.md); copyright their submitters. No log, code or system",
-             "description is copied: each row holds fields of a system JSON (`<org>/systems/<system>.json`:",
-             "submitter, division, status, system_name, accelerator_model_name, accelerators_per_node,",
-             "number_of_nodes, host_processor_model_name, framework), the count of result logs in",
-             "`<org>/results/<system>/<benchmark>/`, the olympic mean time-to-train computed from those",
-             "logs by mlperf_logging's result_summarizer (the runs it accepts after its compliance check),",
-             "the `scaling_factor` of that folder's `scaling.json` (1.0 when absent) and their product, the",
-             "published score. Regenerate with `python recipes/published/generate.py MIRRORS` (see its",
-             "docstring); result folders whose logs were absent from the mirrors are not in the table.",
+             "`training_results.csv` is derived from the MLCommons Training results repositories below;",
+             "copyright their submitters. They carry the Apache License 2.0",
+             "(https://www.apache.org/licenses/LICENSE-2.0) as a top-level LICENSE.md, or, where a tree has",
+             "none at the commit used, only in some submitter folders: the licence column says which. No log,",
+             "code or system description is copied: each row holds fields of a system JSON",
+             "(`<org>/systems/<system>.json`: submitter, division, status, system_name,",
+             "accelerator_model_name, accelerators_per_node, number_of_nodes, host_processor_model_name,",
+             "framework), the count of result logs in `<org>/results/<system>/<benchmark>/`, the olympic",
+             "mean time-to-train computed from those logs by mlperf_logging's result_summarizer (the runs",
+             "it accepts after its compliance check), the `scaling_factor` of that folder's `scaling.json`",
+             "(1.0 when absent) and their product, the published score. Regenerate with",
+             "`python recipes/published/generate.py MIRRORS` (see its docstring); result folders whose",
+             "logs were absent from the mirrors are not in the table.",
              "",
              "| round | repository | commit | licence | derived |",
              "|---|---|---|---|---|"]
-    lines += [f"| {r} | https://github.com/mlcommons/training_results_{r} | {c} | Apache-2.0 | "
-              f"`<org>/systems/*.json` fields; scores of `<org>/results/*/*/result_*.txt` x `scaling.json` |"
-              for r, c in sorted(commits.items())]
+    for r, c in sorted(commits.items()):
+        repo = mirrors / f"mlcommons+training_results_{r}" / "repo"
+        lines.append(f"| {r} | https://github.com/mlcommons/training_results_{r} | {c} | {licence(repo)} | "
+                     f"`<org>/systems/*.json` fields; scores of `<org>/results/*/*/result_*.txt` x `scaling.json` |")
     (HERE / "ATTRIBUTION.md").write_text("\n".join(lines) + "\n")
 
 
@@ -370,7 +390,7 @@ def main() -> None:
         work = args.work or Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="published-")))
         rows, skipped, commits = generate(args.mirrors, args.rounds, work, args.jobs, args.orgs)
         write(rows)
-        attribution(commits)
+        attribution(commits, args.mirrors)
         summary(rows, skipped)
         failures = check(rows, work, [c for c in args.check if c.split("/")[0] in args.rounds])
     for line in failures:
