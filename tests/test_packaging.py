@@ -17,6 +17,7 @@ def test_wheel_ships_templates_and_recipes(tmp_path):
     names = set(zipfile.ZipFile(wheel).namelist())
     for needed in ("orchestrator/_data/recipes/smoke.yaml", "orchestrator/_data/recipes/smoke/train.py",
                    "orchestrator/_data/recipes/llama31_405b.yaml",
+                   "orchestrator/_data/recipes/published/training_results.csv",
                    "orchestrator/_data/templates/sbatch.sh.j2",
                    "orchestrator/_data/templates/slurm.conf.j2",
                    "orchestrator/_data/templates/cluster.example.yaml",

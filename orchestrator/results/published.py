@@ -1,0 +1,211 @@
+"""Published MLPerf Training results: the vendored table read back as typed rows, and lookups.
+
+The table (recipes/published/training_results.csv) has one row per published result (round,
+submitter, system, benchmark) of the mlcommons/training_results_v* repositories, scored by
+mlperf_logging's result_summarizer; recipes/published/generate.py builds it by hand and
+recipes/published/ATTRIBUTION.md names the sources. The report puts a run beside `nearest()`;
+the planner fits time-to-train against scale over `series()`.
+
+Accelerators are matched through `catalog_gpu()`: an MLPerf `accelerator_model_name`, exactly as a
+system JSON spells it, maps to the catalog alias of the Azure size with that GPU ("h100", "h200",
+"gb200", "mi300x"), or to None where azbench's catalog has no such GPU (B200, GB300, PCIe and NVL
+cards, ...). Benchmarks are matched by their current key: the logs of rounds up to v4.1 say
+"ssd" for RetinaNet and "gnn" for R-GAT.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+from functools import lru_cache
+
+from orchestrator.errors import NotFoundError
+from orchestrator.hardware.catalog import lookup
+from orchestrator.models import Frozen
+from orchestrator.paths import recipes_dir
+
+DATA_FILE = "published/training_results.csv"
+
+# Every accelerator_model_name in the system JSONs of training_results v3.0-v5.1 (as listed by
+# recipes/published/generate.py), plus a few spellings seen elsewhere (marked), mapped to the
+# catalog alias of the Azure size whose GPU it is. None: no catalog row has that GPU. PCIe/NVL
+# cards are not the SXM parts of ND H100 v5 / ND H200 v5 (lower power, no NVSwitch), and the
+# 96 GB H100 has more memory than ND H100 v5's, so none of them stand in for a catalog size.
+ACCELERATORS: dict[str, str | None] = {
+    # H100 SXM 80 GB: ND H100 v5
+    "NVIDIA H100-SXM5-80GB": "h100",
+    "NVIDIA H100-SXM-80GB": "h100",            # v3.0/v3.1 Azure ND_H100_v5
+    "NVIDIA H100 80GB HBM3": "h100",           # nvidia-smi's name for the SXM part (v4.1 FlexAI)
+    "NVIDIA H100-SXM5-96GB": None,
+    "NVIDIA H100-PCIe-80GB": None,
+    "NVIDIA H100-PCIe": None,
+    "H100 NVL Tensor Core GPU (PCIe)": None,
+    # H200 SXM 141 GB: ND H200 v5
+    "NVIDIA H200-SXM5-141GB": "h200",
+    "NVIDIA H200-SXM-141GB": "h200",           # not in the trees (spelling used elsewhere)
+    "NVIDIA H200-NVL-141GB": None,
+    # GB200: ND GB200 v6
+    "NVIDIA Blackwell GPU (GB200)": "gb200",
+    "NVIDIA GB200": "gb200",                   # not in the trees (spelling used elsewhere)
+    "NVIDIA Blackwell GPU (B200-SXM-180GB)": None,
+    "NVIDIA B200-SXM-180GB": None,             # not in the trees (spelling used elsewhere)
+    "NVIDIA Blackwell Ultra GPU (GB300)": None,
+    "NVIDIA Blackwell Ultra GPU (B300-SXM-270GB)": None,
+    # AMD MI300X: ND MI300X v5
+    "AMD Instinct MI300X 192GB HBM3": "mi300x",
+    "AMD Instinct MI325X 256GB HBM3E": None,
+    "AMD Instinct MI325X 256GB HBM3e": None,
+    "AMD Instinct MI325X 256GB HBM3E DLC": None,
+    "AMD Instinct MI350X": None,
+    "AMD Instinct MI355X": None,
+    "AMD Radeon RX 7900 XTX": None,
+    # Older or other NVIDIA parts
+    "NVIDIA A100-SXM-40GB": None,
+    "NVIDIA A100-SXM4-40GB": None,
+    "NVIDIA A100-SXM4-80GB": None,
+    "NVIDIA A100-SXM-80GB CTS": None,
+    "NVIDIA A100-PCIe-80GB": None,
+    "NVIDIA A100 - PCIe - 80 GB": None,
+    "NVIDIA A10G": None,
+    "NVIDIA A30": None,
+    "NVIDIA A30-PCIE-24GB": None,
+    "NVIDIA A40": None,
+    "NVIDIA L4": None,
+    "NVIDIA L40": None,
+    "NVIDIA L40S": None,
+    "NVIDIA RTX A5000": None,
+    "NVIDIA RTX Pro 6000 SE PCIe 96GB": None,
+    "NVIDIA GeForce RTX 4090": None,
+    # Other accelerators, and the CPU-only systems ("N/A", 0 per node)
+    "Habana Gaudi2": None,
+    "Intel Gaudi2": None,
+    "Intel(R) Gaudi(R) 2 AI Accelerator": None,
+    "TPU-v5e": None,
+    "TPU-v5p": None,
+    "TPU-trillium": None,
+    "N/A": None,
+}
+
+# Old benchmark keys (as the logs of earlier rounds say) -> the current key.
+BENCHMARK_ALIASES: dict[str, str] = {"ssd": "retinanet", "gnn": "rgat", "mask": "maskrcnn"}
+
+
+def catalog_gpu(accelerator: str | None) -> str | None:
+    """The catalog alias ("h100", "h200", "gb200", "mi300x") for an MLPerf accelerator name, or
+    for a catalog size name or alias; None when unknown or when no catalog size has that GPU."""
+    if not accelerator:
+        return None
+    if accelerator in ACCELERATORS:
+        return ACCELERATORS[accelerator]
+    try:
+        row = lookup(accelerator)
+    except NotFoundError:
+        return None
+    return row.aliases[0] if row.gpus_per_vm and row.aliases else None
+
+
+def canonical_benchmark(key: str) -> str:
+    return BENCHMARK_ALIASES.get(key, key)
+
+
+def round_key(name: str) -> tuple[int, ...]:
+    """"v5.1" -> (5, 1), for ordering rounds."""
+    return tuple(int(part) for part in name.lstrip("v").split(".") if part.isdigit())
+
+
+class PublishedResult(Frozen):
+    """One published result: a system's olympic-mean time-to-train on one benchmark.
+
+    `mean_minutes` is the olympic mean over the result files the summarizer accepted;
+    `score_minutes` = mean_minutes x scaling_factor (scaling.json, 1.0 when absent) is the
+    published score. `system` is the results folder (= system JSON basename) under `org`."""
+
+    round: str
+    org: str
+    submitter: str
+    division: str
+    availability: str
+    system: str
+    system_name: str
+    accelerator: str
+    accelerators_per_node: int
+    nodes: int
+    accelerators: int
+    host_processor: str
+    framework: str
+    benchmark: str
+    result_files: int
+    runs_required: int
+    runs_dropped: int
+    mean_minutes: float
+    scaling_factor: float
+    score_minutes: float
+    repo: str
+    commit: str
+
+    @property
+    def gpu(self) -> str | None:
+        """The catalog alias of this result's accelerator (see catalog_gpu)."""
+        return catalog_gpu(self.accelerator)
+
+    @property
+    def benchmark_key(self) -> str:
+        """The current benchmark key ("ssd" results are "retinanet", "gnn" ones "rgat")."""
+        return canonical_benchmark(self.benchmark)
+
+    @property
+    def category(self) -> str:
+        """The system JSON's status folded to MLPerf's categories: "available", "preview" or "rdi"
+        (the raw `availability` is spelled many ways: "onprem", "Available Cloud", "cloud", ...)."""
+        status = self.availability.lower()
+        if "preview" in status:
+            return "preview"
+        if "research" in status or "rdi" in status:
+            return "rdi"
+        return "available"
+
+    @property
+    def complete(self) -> bool:
+        """As many result files as the benchmark requires (an official-looking score)."""
+        return self.result_files >= self.runs_required
+
+
+@lru_cache(maxsize=1)
+def _rows() -> tuple[PublishedResult, ...]:
+    path = recipes_dir() / DATA_FILE
+    with path.open(encoding="utf-8", newline="") as handle:
+        return tuple(PublishedResult.model_validate(row) for row in csv.DictReader(handle))
+
+
+def load_published() -> list[PublishedResult]:
+    """Every row of the vendored table (read once, then cached)."""
+    return list(_rows())
+
+
+def series(benchmark: str, accelerator: str, division: str | None = "closed") -> list[PublishedResult]:
+    """The results for one benchmark on one GPU (catalog alias, size name or MLPerf accelerator
+    name), in `division` (None: both), by GPU count, then round, then score."""
+    gpu = catalog_gpu(accelerator)
+    if gpu is None:
+        return []
+    bench = canonical_benchmark(benchmark)
+    rows = [row for row in _rows() if row.gpu == gpu and row.benchmark_key == bench
+            and (division is None or row.division == division)]
+    return sorted(rows, key=lambda r: (r.accelerators, round_key(r.round), r.score_minutes))
+
+
+def nearest(benchmark: str, accelerator: str, gpus: int,
+            division: str | None = "closed") -> PublishedResult | None:
+    """The published result to put beside a run of `benchmark` on `gpus` GPUs of `accelerator`:
+    the same GPU count if published, else the count closest in log space (|log a - log gpus|).
+    Ties go to the newest round, then the fastest score. None when nothing matches."""
+    rows = series(benchmark, accelerator, division)
+    if not rows:
+        return None
+    want = math.log(max(gpus, 1))
+
+    def rank(row: PublishedResult) -> tuple[float, tuple[int, ...], float]:
+        distance = abs(math.log(max(row.accelerators, 1)) - want)
+        return (distance, tuple(-part for part in round_key(row.round)), row.score_minutes)
+
+    return min(rows, key=rank)
