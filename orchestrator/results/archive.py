@@ -6,11 +6,17 @@ Layout in the container:
   index.json                  {"logs": {sha256: file name}, "snapshot": sha256}, keys sorted
 
 `push` is idempotent: a blob named by its content's hash is uploaded only when the container
-lacks it, and index.json (merged with the one already there, so colleagues' logs stay listed)
-only when its bytes change; a second push of the same store uploads nothing. `pull` downloads
-what the index lists into a folder (logs/<sha256 prefix>_<name>, snapshot.json), skipping files
-already there with the right hash, and can import the snapshot into the local store (idempotent:
-results are unique by content hash).
+lacks it, and index.json (merged with the one already there, so colleagues' logs stay listed
+under the name they were first pushed with) only when its bytes change; a second push of the
+same store uploads nothing. `pull` downloads what the index lists into a folder
+(logs/<sha256 prefix>_<name>, snapshot.json), skipping files already there with the right hash,
+and can import the snapshot into the local store (idempotent: results are unique by content
+hash). Results keep their ids where the local store has them free, so a fresh home that pulls
+sees the pusher's ids.
+
+Nothing local goes into a snapshot: a result names its log by hash (log_sha256), never by the
+path it has on one machine. A home that pulled an archive and pushes it back therefore makes the
+same snapshot, names its logs as the index does, and uploads nothing.
 
 The container is a Protocol (`Container`); `AzureContainer` is azure-storage-blob's
 ContainerClient, imported lazily, authenticated by an account key (AZURE_STORAGE_KEY) or
@@ -69,18 +75,23 @@ def sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
+SNAPSHOT_FORMAT = "azbench-snapshot/2"
+_READABLE_FORMATS = ("azbench-snapshot/1", SNAPSHOT_FORMAT)
+
+
 def snapshot(store: Store, log_hashes: dict[str, str]) -> bytes:
-    """The store as deterministic JSON (same store, same bytes): runs, attempts, results (each
-    with the hash of its log, ids left out: they are local) and baselines."""
+    """The store as deterministic JSON (same store, same bytes): runs, attempts (their row ids
+    left out), results (each with its id and the hash of its log, not the log's local path) and
+    baselines. Format 1 had no result ids and the pusher's log paths."""
     runs = store.list_runs()
     attempts = [a for r in runs for a in store.list_attempts(r.id)]
     results = []
     for r in store.list_results():
-        data = r.model_dump(mode="json", exclude={"id"})
+        data = r.model_dump(mode="json", exclude={"log_path"})
         data["log_sha256"] = log_hashes.get(r.log_path or "")
         results.append(data)
     body = {
-        "format": "azbench-snapshot/1",
+        "format": SNAPSHOT_FORMAT,
         "runs": sorted((r.model_dump(mode="json") for r in runs), key=lambda d: d["id"]),
         "attempts": sorted((a.model_dump(mode="json", exclude={"id"}) for a in attempts),
                            key=lambda d: (d["run_id"], d["attempt"])),
@@ -105,7 +116,7 @@ def push(store: Store, container: Container) -> PushSummary:
             continue
         digest = _file_sha256(p)
         hashes[r.log_path] = digest
-        logs[digest] = (p.name, p)
+        logs[digest] = (p.name.removeprefix(f"{digest[:12]}_"), p)  # a pulled log: its own name
     present = container.names("logs/")
     for digest, (name, path) in sorted(logs.items()):
         blob = f"logs/{digest}"
@@ -129,7 +140,8 @@ def push(store: Store, container: Container) -> PushSummary:
         out.bytes_uploaded += len(snap)
     old = container.get(INDEX)
     index = _read_index(old)
-    index["logs"].update({d: name for d, (name, _) in logs.items()})
+    for digest, (name, _) in logs.items():
+        index["logs"].setdefault(digest, name)
     index["snapshot"] = snap_hash
     new = json.dumps(index, sort_keys=True, indent=1).encode()
     if new == old:
@@ -151,6 +163,7 @@ def pull(container: Container, folder: Path, store: Store | None = None) -> Pull
     index = _read_index(raw)
     out = PullSummary(folder=str(folder))
     (folder / "logs").mkdir(parents=True, exist_ok=True)
+    folder = folder.resolve()  # results point at their logs by absolute path
     local: dict[str, Path] = {}
     for digest, name in sorted(index["logs"].items()):
         target = folder / "logs" / f"{digest[:12]}_{_NAME_SAFE.sub('_', name) or 'log'}"
@@ -175,7 +188,12 @@ def pull(container: Container, folder: Path, store: Store | None = None) -> Pull
 
 
 def import_snapshot(store: Store, snap: dict[str, Any], logs: dict[str, Path]) -> int:
-    """Add the snapshot's runs, attempts and results the store lacks; returns results added."""
+    """Add the snapshot's runs, attempts and results the store lacks; returns results added.
+    Results keep the snapshot's ids where the store has them free (in a fresh home, all of
+    them); the others get new ids, in the order of the pusher's."""
+    if snap.get("format") not in _READABLE_FORMATS:
+        raise ConfigError(f"snapshot format {snap.get('format')!r} is not one this azbench reads "
+                          f"({', '.join(_READABLE_FORMATS)})", hint="upgrade azbench")
     have_runs = {r.id for r in store.list_runs()}
     with store.transaction():
         new_runs = set()
@@ -193,7 +211,8 @@ def import_snapshot(store: Store, snap: dict[str, Any], logs: dict[str, Path]) -
             if digest in logs:
                 data["log_path"] = str(logs[digest])
             rows.append(ResultRow.model_validate(data))
-        added = sum(1 for _, new in store.add_results(rows) if new)
+        rows.sort(key=lambda r: (r.id is None, r.id or 0, r.created_at, r.content_hash))
+        added = sum(1 for _, new in store.add_results(rows, keep_ids=True) if new)
         known = {b.name for b in store.list_baselines()}
         for data in snap.get("baselines", []):
             if data["name"] not in known:

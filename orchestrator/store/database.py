@@ -264,10 +264,18 @@ class Store:
         with self._conn(write=True) as conn:
             return self._add_result(conn, result)
 
-    def add_results(self, rows: Iterable[ResultRow]) -> list[tuple[int, bool]]:
-        """add_result for each row in ONE transaction: all are stored or none is."""
+    def add_results(self, rows: Iterable[ResultRow], keep_ids: bool = False) -> list[tuple[int, bool]]:
+        """add_result for each row in ONE transaction: all are stored or none is. keep_ids: a
+        row keeps its id where no stored row has it (results pulled from another home keep
+        theirs); the rows whose ids are taken are numbered after, once the others are in."""
+        rows = list(rows)
         with self._conn(write=True) as conn:
-            return [self._add_result(conn, row) for row in rows]
+            added: list[tuple[int, bool] | None] = [
+                self._keep_id(conn, row) if keep_ids and row.id is not None else None for row in rows]
+            if any(a is not None and a[1] for a in added) and self.backend == "postgresql":
+                conn.execute(sa.text("SELECT setval(pg_get_serial_sequence('results', 'id'), "
+                                     "(SELECT MAX(id) FROM results))"))  # number after the kept ids
+            return [a if a is not None else self._add_result(conn, row) for row, a in zip(rows, added)]
 
     def list_results(
         self,
@@ -285,6 +293,16 @@ class Store:
             query = query.join(runs, runs.c.id == results.c.run_id).where(runs.c.cluster == cluster)
         with self._conn() as conn:
             return [ResultRow.model_validate(r._asdict()) for r in conn.execute(query)]
+
+    def result_names(self, field: Literal["benchmark", "system", "cluster"]) -> list[str]:
+        """The distinct values of one field over the stored results, sorted (cluster: the
+        clusters their runs ran on; imported results have none)."""
+        column = runs.c.cluster if field == "cluster" else results.c[field]
+        query = sa.select(column).distinct().where(column.is_not(None))
+        if field == "cluster":
+            query = query.select_from(results.join(runs, runs.c.id == results.c.run_id))
+        with self._conn() as conn:
+            return sorted(str(v) for v in conn.execute(query).scalars())
 
     # -- events ---------------------------------------------------------------------------
 
@@ -417,6 +435,17 @@ class Store:
             return int(new_id), True
         query = sa.select(results.c.id).where(results.c.content_hash == result.content_hash)
         return int(conn.execute(query).scalar_one()), False
+
+    def _keep_id(self, conn: Connection, result: ResultRow) -> tuple[int, bool] | None:
+        """Store `result` under its own id: (id, True); (the stored id, False) when its hash is
+        stored; None when another row has the id."""
+        stored = conn.execute(sa.select(results.c.id).where(results.c.content_hash == result.content_hash)).scalar()
+        if stored is not None:
+            return int(stored), False
+        if result.id is None or conn.execute(sa.select(results.c.id).where(results.c.id == result.id)).scalar():
+            return None
+        conn.execute(results.insert().values(**result.model_dump()))
+        return result.id, True
 
 
 def _new_id(result: sa.CursorResult[Any]) -> int:
