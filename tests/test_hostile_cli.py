@@ -269,6 +269,24 @@ CASES: list[tuple[str, int, str]] = [
     ("bogus", U, r"usage error: No such command 'bogus'"),
     ("catalog --bogus", U, r"usage error: No such option: --bogus \(see 'azbench catalog --help'\)"),
     ("results bogus", U, r"usage error: No such command 'bogus'"),
+    # -- output options (issue 31): -o, --query, --json against -o
+    ("catalog -o xml", U, r"usage error: Invalid value for '--output' / '-o': .*'xml' is not one of 'table', 'json', 'tsv'"),
+    ("status -o", U, r"usage error: Option '-o' requires an argument"),
+    ("recipes list --output=yaml", U, r"usage error: Invalid value for '--output' / '-o'"),
+    ("results list -o tsv,json", U, r"usage error: Invalid value for '--output' / '-o'"),
+    ("report -o html", U, r"usage error: Invalid value for '--output' / '-o'"),
+    ("catalog --query", U, r"usage error: Option '--query' requires an argument"),
+    ("catalog --query=", C, r"--query: invalid JMESPath expression '': cannot be empty"),
+    ("catalog --query [?", C, r"--query: invalid JMESPath expression '\[\?': incomplete expression \(at column 2\)"),
+    ("status --query foo[", C, r"--query: invalid JMESPath expression 'foo\[': incomplete expression"),
+    ("recipes list --query \"x", C, r"--query: invalid JMESPath expression '\"x': unclosed \" delimiter"),
+    ("results list --query a.b.", C, r"--query: invalid JMESPath expression 'a.b.': expecting: .* \(at column 4\)"),
+    ("report --query ]]]", C, r"--query: invalid JMESPath expression"),
+    ("catalog --query nosuch(@)", C, r"--query 'nosuch\(@\)': unknown function: nosuch\(\)"),
+    ("report --query sum(@)", C, r"--query 'sum\(@\)': in function sum\(\), invalid type"),
+    ("recipes list --query length(@,@)", C, r"--query 'length\(@,@\)': expected 1 argument for function length\(\), received 2"),
+    ("catalog --json -o tsv", C, r"--json is -o json: it cannot be combined with -o tsv"),
+    ("status --json -o table", C, r"--json is -o json: it cannot be combined with -o table"),
 ]
 
 

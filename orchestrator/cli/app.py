@@ -18,6 +18,9 @@ import typer
 from orchestrator.cli.common import (
     _STATE,
     JsonOpt,
+    OutputFormat,
+    OutputOpt,
+    QueryOpt,
     app,
     check_number,
     confirm,
@@ -25,6 +28,7 @@ from orchestrator.cli.common import (
     make_console,
     make_table,
     open_store,
+    output,
 )
 from orchestrator.errors import EXIT_INTERRUPTED, AzbenchError, StoreError
 
@@ -34,11 +38,13 @@ if TYPE_CHECKING:
 # ---------------------------------------------------------------- catalog / init
 
 @app.command()
-def catalog(as_json: bool = JsonOpt) -> None:
+def catalog(as_json: bool = JsonOpt, fmt: Optional[OutputFormat] = OutputOpt,
+            query: Optional[str] = QueryOpt) -> None:
     """The GPU VM sizes azbench knows (prices are list-price estimates)."""
     from orchestrator.hardware.catalog import CATALOG
-    if as_json:
-        return emit_json(list(CATALOG))
+    out = output(as_json, fmt, query)
+    if not out.rich:
+        return out.emit(list(CATALOG))
     rows = [[s.short, s.name, ", ".join(s.aliases), f"{s.gpus_per_vm} x {s.gpu_model}",
              s.vcpus or "-", s.ram_gib or "-",
              f"{s.ib_links} x {s.ib_gbps_per_link} Gb/s" if s.ib_links else "-",
@@ -175,13 +181,15 @@ def down(name: str = typer.Argument(..., help="Cluster name."),
 
 @app.command()
 def status(name: Optional[str] = typer.Argument(None, help="Cluster name (default: all)."),
-           as_json: bool = JsonOpt) -> None:
+           as_json: bool = JsonOpt, fmt: Optional[OutputFormat] = OutputOpt,
+           query: Optional[str] = QueryOpt) -> None:
     """Clusters and their runs. With NAME: the cloud's view first (VM and scale-set states,
     instances, cost so far, expiry; no SSH), then Slurm's when the head answers."""
     import dataclasses
     from datetime import datetime, timezone
 
     from orchestrator.clusters import lifecycle
+    out = output(as_json, fmt, query)
     with open_store() as store:
         clusters = [lifecycle.require_cluster(name, store, live=False)] if name else \
             [r.cluster for r in store.list_clusters(include_terminated=True)]
@@ -193,13 +201,13 @@ def status(name: Optional[str] = typer.Argument(None, help="Cluster name (defaul
     if one is not None:
         costs[one.cluster.name] = one.cost_so_far_usd
         left[one.cluster.name] = one.expires - datetime.now(timezone.utc) if one.expires else None
-    if as_json:
+    if not out.rich:
         extra = {} if one is None else {"cloud": one.cloud and dataclasses.asdict(one.cloud),
                                         "cloud_note": one.cloud_note, "head": one.head}
-        return emit_json({"clusters": clusters, "cost_so_far_usd": costs,
-                          "expires_in_s": {k: int(v.total_seconds()) if v is not None else None
-                                           for k, v in left.items()},
-                          "nodes": [n.__dict__ for n in nodes], "runs": runs, **extra})
+        return out.emit({"clusters": clusters, "cost_so_far_usd": costs,
+                         "expires_in_s": {k: int(v.total_seconds()) if v is not None else None
+                                          for k, v in left.items()},
+                         "nodes": [n.__dict__ for n in nodes], "runs": runs, **extra})
     console = make_console()
     console.print(make_table("Clusters", ["name", "provider", "sku", "nodes", "state", "created", "cost so far (est.)",
                                           "expires in"],

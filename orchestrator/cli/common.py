@@ -1,7 +1,8 @@
-"""Shared pieces of the CLI: the Typer apps, --json/--debug, output helpers, the store opener.
+"""Shared pieces of the CLI: the Typer apps, --json/--debug/--version, output helpers (-o and
+--query as in az), the store opener.
 
-Only typer is imported at module level so `azbench --help` stays fast; rich and the store are
-imported when a command runs.
+Only typer is imported at module level so `azbench --help` stays fast; rich, jmespath and the
+store are imported when a command runs.
 """
 
 from __future__ import annotations
@@ -9,17 +10,24 @@ from __future__ import annotations
 import json
 import os
 import sys
-from typing import TYPE_CHECKING, Any
+from collections.abc import Sequence
+from dataclasses import dataclass
+from enum import Enum
+from typing import TYPE_CHECKING, Any, Union
 
 import typer
 
 from orchestrator.errors import EXIT_CODES
 
 if TYPE_CHECKING:
+    from jmespath.parser import ParsedResult
     from rich.console import Console
     from rich.table import Table
 
     from orchestrator.store.database import Store
+
+# A JSON value as json.loads returns it.
+Json = Union[None, bool, int, float, str, list["Json"], dict[str, "Json"]]
 
 
 def exit_codes_epilog() -> str:
@@ -44,11 +52,40 @@ app.add_typer(recipes_app, name="recipes")
 app.add_typer(results_app, name="results")
 
 _STATE = {"debug": False}
-JsonOpt = typer.Option(False, "--json", help="Print machine-readable JSON on stdout.")
+JsonOpt = typer.Option(False, "--json", help="Print machine-readable JSON on stdout (the same as -o json).")
+
+
+class OutputFormat(str, Enum):
+    """-o: the command's table, its JSON form, or that form as tab-separated values."""
+
+    table = "table"
+    json = "json"
+    tsv = "tsv"
+
+
+OutputOpt = typer.Option(None, "--output", "-o", case_sensitive=False,
+                         help="Output format: table (the default), json, or tsv (tab-separated "
+                              "values without headers), as in az.")
+QueryOpt = typer.Option(None, "--query", metavar="JMESPATH",
+                        help="JMESPath query (https://jmespath.org) applied to the JSON form "
+                             "before output, as in az; e.g. \"[].name\".")
+
+
+def _show_version(value: bool) -> None:
+    if value:
+        from importlib.metadata import PackageNotFoundError, version
+        try:
+            found = version("azbench")
+        except PackageNotFoundError:  # a source tree that was never installed
+            found = "unknown (not installed)"
+        sys.stdout.write(f"azbench {found}\n")
+        raise typer.Exit()
 
 
 @app.callback()
-def _root(debug: bool = typer.Option(False, "--debug", help="Show tracebacks for errors.")) -> None:
+def _root(debug: bool = typer.Option(False, "--debug", help="Show tracebacks for errors."),
+          _version: bool = typer.Option(False, "--version", "-V", callback=_show_version,
+                                        is_eager=True, help="Print azbench's version and exit.")) -> None:
     _STATE["debug"] = debug or bool(os.environ.get("AZBENCH_DEBUG"))
 
 
@@ -106,6 +143,129 @@ def make_table(title: str, columns: list[str], rows: list[list[Any]]) -> Table:
     for row in rows:
         table.add_row(*["" if v is None else str(v) for v in row])
     return table
+
+
+@dataclass(frozen=True)
+class Output:
+    """How a command prints, from --json, -o and --query (as az does): its own rich table
+    (`rich`), or its JSON form, after the query, as JSON, as TSV, or as a plain table."""
+
+    format: OutputFormat = OutputFormat.table
+    query: str | None = None
+    compiled: ParsedResult | None = None
+
+    @property
+    def rich(self) -> bool:
+        """True when the command prints its own table: -o table (the default) and no --query."""
+        return self.format is OutputFormat.table and self.query is None
+
+    def emit(self, data: object) -> None:
+        """Print `data` (models, dataclasses, lists, dicts) in this format."""
+        if self.format is OutputFormat.json and self.query is None:
+            return emit_json(data)  # byte for byte what --json always printed
+        self._write(json.loads(json.dumps(to_jsonable(data), default=str)))
+
+    def emit_text(self, text: str) -> None:
+        """Print a JSON document a renderer already made (the report's), in this format."""
+        if self.format is OutputFormat.json and self.query is None:
+            sys.stdout.write(text + "\n")
+            return
+        self._write(json.loads(text))
+
+    def _write(self, value: Json) -> None:
+        if self.compiled is not None:
+            value = _search(self.compiled, self.query or "", value)
+        if self.format is OutputFormat.json:
+            sys.stdout.write(json.dumps(value, indent=2) + "\n")
+        elif self.format is OutputFormat.tsv:
+            sys.stdout.write("".join(line + "\n" for line in tsv_lines(value)))
+        elif value is not None:
+            columns, rows = plain_rows(value)
+            make_console().print(make_table("", columns, rows))
+
+
+def output(as_json: bool, fmt: OutputFormat | None, query: str | None) -> Output:
+    """The Output for a command's --json, -o and --query; a bad query or a --json that
+    contradicts -o is a ConfigError (exit 2) before the command does anything."""
+    from orchestrator.errors import ConfigError
+    if as_json and fmt not in (None, OutputFormat.json):
+        raise ConfigError(f"--json is -o json: it cannot be combined with -o {fmt.value if fmt else ''}")
+    chosen = OutputFormat.json if as_json else (fmt or OutputFormat.table)
+    return Output(chosen, query, None if query is None else _compile(query))
+
+
+def tsv_lines(value: Json) -> list[str]:
+    """az's -o tsv: one line per item of a list (a lone value is a list of one), an object's
+    values in key order and a list's items tab-separated, no header. Nested values are compact
+    JSON, null is empty, booleans are true/false; tabs and newlines inside a value are escaped."""
+    items = value if isinstance(value, list) else [value]
+    lines = []
+    for item in items:
+        cells = list(item.values()) if isinstance(item, dict) else item if isinstance(item, list) else [item]
+        lines.append("\t".join(_cell(c) for c in cells))
+    return lines
+
+
+def plain_rows(value: Json) -> tuple[list[str], list[list[str]]]:
+    """A queried JSON value as table columns and rows (as az's -o table after --query): a list
+    of objects gives one column per key, a list of lists Column1..N, scalars one 'Result'."""
+    items = value if isinstance(value, list) else [value]
+    if items and all(isinstance(i, dict) for i in items):
+        keys: dict[str, None] = {}
+        for item in items:
+            keys.update(dict.fromkeys(item if isinstance(item, dict) else {}))
+        return list(keys), [[_cell(i.get(k)) if isinstance(i, dict) else "" for k in keys] for i in items]
+    if items and all(isinstance(i, list) for i in items):
+        width = max(len(i) if isinstance(i, list) else 0 for i in items)
+        rows = [[_cell(c) for c in i] + [""] * (width - len(i)) if isinstance(i, list) else [] for i in items]
+        return [f"Column{n + 1}" for n in range(width)], rows
+    return ["Result"], [[_cell(i)] for i in items]
+
+
+def _cell(value: Json) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (dict, list)):
+        text = json.dumps(value, separators=(",", ":"))
+    else:
+        text = str(value)
+    return text.replace("\t", "\\t").replace("\r", "\\r").replace("\n", "\\n")
+
+
+def _compile(query: str) -> ParsedResult:
+    import jmespath
+    from jmespath.exceptions import JMESPathError
+
+    from orchestrator.errors import ConfigError
+    try:
+        return jmespath.compile(query)
+    except JMESPathError as exc:
+        raise ConfigError(f"--query: invalid JMESPath expression {query!r}: {_reason(exc)}") from None
+
+
+def _search(compiled: ParsedResult, query: str, value: Json) -> Json:
+    from jmespath.exceptions import JMESPathError
+
+    from orchestrator.errors import ConfigError
+    try:
+        found: Json = compiled.search(value)
+    except JMESPathError as exc:
+        raise ConfigError(f"--query {query!r}: {_reason(exc)}") from None
+    return found
+
+
+def _reason(exc: Exception) -> str:
+    """jmespath's message in one line: its first line (the rest draws a caret) and the column."""
+    from jmespath.exceptions import ArityError, ParseError
+    first = (str(exc).splitlines() or [type(exc).__name__])[0].split(": Parse error at column")[0].rstrip(": ")
+    for prefix in ("Invalid jmespath expression: ", "Bad jmespath expression: ", "Invalid JMESPath expression: "):
+        first = first.removeprefix(prefix)
+    column = exc.lex_position if isinstance(exc, ParseError) and not isinstance(exc, ArityError) else None
+    if isinstance(column, int) and "column" not in first:
+        first += f" (at column {column})"
+    return first[:1].lower() + first[1:]
 
 
 def open_store() -> Store:

@@ -11,11 +11,15 @@ import typer
 
 from orchestrator.cli.common import (
     JsonOpt,
+    OutputFormat,
+    OutputOpt,
+    QueryOpt,
     app,
     emit_json,
     make_console,
     make_table,
     open_store,
+    output,
     recipes_app,
     results_app,
 )
@@ -28,12 +32,14 @@ if TYPE_CHECKING:  # the CLI imports runs/ lazily: --help stays fast
 # ---------------------------------------------------------------- recipes
 
 @recipes_app.command("list")
-def recipes_list(as_json: bool = JsonOpt) -> None:
+def recipes_list(as_json: bool = JsonOpt, fmt: Optional[OutputFormat] = OutputOpt,
+                 query: Optional[str] = QueryOpt) -> None:
     """Recipes azbench can run."""
     from orchestrator.recipes.catalog import list_recipes
+    out = output(as_json, fmt, query)
     recipes = list_recipes()
-    if as_json:
-        return emit_json(recipes)
+    if not out.rich:
+        return out.emit(recipes)
     make_console().print(make_table("Recipes", ["name", "benchmark", "runs for a score", "SKUs", "description"],
                             [[r.name, r.benchmark, r.required_runs, ", ".join(r.skus), r.description]
                              for r in recipes]))
@@ -164,7 +170,8 @@ def report(benchmark: Optional[str] = typer.Option(None, "--benchmark", help="On
            since: Optional[str] = typer.Option(None, "--since", help="Only results since this date (YYYY-MM-DD)."),
            until: Optional[str] = typer.Option(None, "--until", help="Only results until this date (YYYY-MM-DD, inclusive)."),
            baseline: Optional[str] = typer.Option(None, "--baseline", help="Baseline for the site's history band (default: the latest set)."),
-           as_json: bool = JsonOpt,
+           as_json: bool = JsonOpt, fmt: Optional[OutputFormat] = OutputOpt,
+           query: Optional[str] = QueryOpt,
            markdown: bool = typer.Option(False, "--markdown", help="Print Markdown (for PR comments)."),
            html: Optional[Path] = typer.Option(None, "--html", help="Write the interactive site (index.html, pages, assets) here.")) -> None:
     """Scores, time-to-train, step times, scaling efficiency, speedup and cost."""
@@ -172,6 +179,7 @@ def report(benchmark: Optional[str] = typer.Option(None, "--benchmark", help="On
     from orchestrator.report.build import build_report
     from orchestrator.errors import ConfigError
     from orchestrator.report.render import rich_tables, to_json, to_markdown
+    out = output(as_json, fmt, query)
     when, end = _parse_date("--since", since), _parse_date("--until", until, end_of_day=True)
     if html is not None and html.exists() and not html.is_dir():
         raise ConfigError(f"--html: {html} is a file: give a directory for the site")
@@ -198,8 +206,8 @@ def report(benchmark: Optional[str] = typer.Option(None, "--benchmark", help="On
             raise ConfigError(f"--html: cannot write {exc.filename or html}: "
                               f"{exc.strerror or exc}") from None
         sys.stderr.write(f"wrote {len(files)} files to {html} (open {files[0]})\n")
-    if as_json:
-        sys.stdout.write(to_json(rep) + "\n")
+    if not out.rich:
+        out.emit_text(to_json(rep))
     elif markdown:
         sys.stdout.write(to_markdown(rep) + "\n")
     elif html is None:
@@ -227,14 +235,16 @@ def _parse_date(flag: str, value: Optional[str], end_of_day: bool = False) -> da
 
 
 @results_app.command("list")
-def results_list(benchmark: Optional[str] = typer.Option(None, "--benchmark"),
-                 system: Optional[str] = typer.Option(None, "--system"),
-                 as_json: bool = JsonOpt) -> None:
+def results_list(benchmark: Optional[str] = typer.Option(None, "--benchmark", help="Only this benchmark."),
+                 system: Optional[str] = typer.Option(None, "--system", help="Only this system."),
+                 as_json: bool = JsonOpt, fmt: Optional[OutputFormat] = OutputOpt,
+                 query: Optional[str] = QueryOpt) -> None:
     """Stored results, one line each."""
+    out = output(as_json, fmt, query)
     with open_store() as store:
         rows = store.list_results(benchmark=benchmark, system=system)
-    if as_json:
-        return emit_json([r.model_dump(mode="json", exclude={"summary_json"}) for r in rows])
+    if not out.rich:
+        return out.emit([r.model_dump(mode="json", exclude={"summary_json"}) for r in rows])
     make_console().print(make_table("Results", ["id", "benchmark", "system", "status", "minutes", "nodes", "GPUs",
                                         "resumed", "source", "run"],
                             [[r.id, r.benchmark, r.system, r.status,

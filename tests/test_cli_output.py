@@ -1,0 +1,161 @@
+"""The output options of issue 31: `-o table|json|tsv` and `--query JMESPATH` as in az on
+catalog, status, recipes list, results list and report (`--json` stays, the same as -o json);
+`--version`. In-process (tests/cli_helpers.azbench_in_process)."""
+
+from __future__ import annotations
+
+import json
+import re
+from importlib.metadata import version
+from pathlib import Path
+
+import pytest
+
+from orchestrator.cli.common import plain_rows, tsv_lines
+from orchestrator.hardware.catalog import CATALOG
+from orchestrator.store.database import ResultRow, RunRow, Store
+from tests.cli_helpers import azbench_in_process, one_line_error
+
+
+def az(home: Path, *args: str, env: dict[str, str] | None = None):
+    return azbench_in_process(*args, home=home, env=env)
+
+
+@pytest.fixture
+def stored(tmp_path: Path) -> Path:
+    """A home with 3 results: bert twice (one run on cluster c1), gpt3 once."""
+    home = tmp_path / "home"
+    home.mkdir()
+    with Store.open(f"sqlite:///{home / 'azbench.db'}") as store:
+        store.create_run(RunRow(id="r1", cluster="c1", recipe="bert", benchmark="bert", nodes=2,
+                                state="succeeded"))
+        for h, bench, system, run in [("a1", "bert", "ND_H100_v5", "r1"), ("b2", "bert", "ND_H200_v5", None),
+                                      ("c3", "gpt3", "ND_H100_v5", None)]:
+            store.add_result(ResultRow(content_hash=h, run_id=run, source="run" if run else "import",
+                                       benchmark=bench, system=system, status="success", converged=True,
+                                       minutes=10.0, nodes=2, gpus=16))
+    return home
+
+
+# -- -o json|tsv|table and --query on each command --------------------------------------------
+
+def test_catalog_json_tsv_and_query(tmp_path: Path) -> None:
+    home = tmp_path / "h"
+    as_json = az(home, "catalog", "--json")
+    assert az(home, "catalog", "-o", "json").out == as_json.out  # --json is -o json, byte for byte
+    names = [s.name for s in CATALOG]
+    assert [r["name"] for r in json.loads(as_json.out)] == names
+    tsv = az(home, "catalog", "-o", "tsv").out.splitlines()
+    assert [line.split("\t")[0] for line in tsv] == names  # no header, a row per size
+    assert az(home, "catalog", "--query", "[].name", "-o", "tsv").out.splitlines() == names
+    gpus = az(home, "catalog", "--query", "[?gpus_per_vm > `0`].[name, gpus_per_vm]", "-o", "tsv")
+    assert "Standard_ND96isr_H100_v5\t8" in gpus.out.splitlines() and "Local_CPU" not in gpus.out
+    picked = az(home, "catalog", "--query", "[?short=='ND H100 v5'] | [0].quota_family", "--output", "json")
+    assert json.loads(picked.out) == "standardNDSH100v5Family"
+
+
+def test_a_query_with_the_default_table_output_prints_a_plain_table(tmp_path: Path) -> None:
+    result = az(tmp_path / "h", "catalog", "--query", "[?gpus_per_vm > `0`].{name: name, gpus: gpus_per_vm}",
+                env={"COLUMNS": "120"})
+    assert result.code == 0, result.err
+    lines = result.out.splitlines()
+    assert re.search(r"name\s+.*gpus", lines[1]) and "Standard_ND96isr_H100_v5" in result.out
+    assert "GPU VM catalog" not in result.out  # the command's own table is for no --query
+
+
+def test_status_json_tsv_and_query(tmp_path: Path) -> None:
+    home = tmp_path / "h"
+    up = az(home, "up", "--provider", "fake", "--name", "f1", "--sku", "h100", "--nodes", "2", "--region", "eastus")
+    assert up.code == 0, up.err
+    assert json.loads(az(home, "status", "-o", "json").out) == json.loads(az(home, "status", "--json").out)
+    assert az(home, "status", "-o", "tsv", "--query", "clusters[].[name, state, nodes]").out == "f1\tready\t2\n"
+    assert json.loads(az(home, "status", "--query", "clusters[0].sku", "-o", "json").out) == \
+        "Standard_ND96isr_H100_v5"
+    one = az(home, "status", "f1", "--query", "clusters[].name", "-o", "tsv")
+    assert one.code == 0 and one.out == "f1\n", one.err
+
+
+def test_recipes_list_json_tsv_and_query(tmp_path: Path) -> None:
+    home = tmp_path / "h"
+    recipes = json.loads(az(home, "recipes", "list", "-o", "json").out)
+    assert recipes == json.loads(az(home, "recipes", "list", "--json").out)
+    names = az(home, "recipes", "list", "-o", "tsv", "--query", "[].name").out.splitlines()
+    assert names == [r["name"] for r in recipes] and "smoke" in names
+    smoke = az(home, "recipes", "list", "-o", "tsv", "--query", "[?name=='smoke'].[benchmark, required_runs]")
+    runs = next(r["required_runs"] for r in recipes if r["name"] == "smoke")
+    assert smoke.out == f"smoke\t{runs}\n"
+
+
+def test_results_list_json_tsv_and_query(stored: Path) -> None:
+    rows = json.loads(az(stored, "results", "list", "-o", "json").out)
+    assert rows == json.loads(az(stored, "results", "list", "--json").out)
+    assert [r["content_hash"] for r in rows] == ["a1", "b2", "c3"] and "summary_json" not in rows[0]
+    assert az(stored, "results", "list", "-o", "tsv", "--query", "[].[id, benchmark, system]").out == \
+        "1\tbert\tND_H100_v5\n2\tbert\tND_H200_v5\n3\tgpt3\tND_H100_v5\n"
+    assert az(stored, "results", "list", "--benchmark", "bert", "--query", "length(@)", "-o", "json").out == "2\n"
+    table = az(stored, "results", "list", env={"COLUMNS": "160"})
+    assert "Results" in table.out and "ND_H200_v5" in table.out
+
+
+def test_report_json_tsv_and_query(stored: Path) -> None:
+    plain = az(stored, "report", "--json")
+    assert plain.code == 0, plain.err
+    assert set(json.loads(az(stored, "report", "-o", "json").out)) == set(json.loads(plain.out))
+    assert json.loads(az(stored, "report", "--benchmark", "gpt3", "--query", "filters", "-o", "json").out) == \
+        {"benchmark": "gpt3"}
+    tsv = az(stored, "report", "--query", "keys(@)", "-o", "tsv")
+    assert tsv.code == 0 and "generated_at" in tsv.out.splitlines(), tsv.err
+
+
+# -- bad -o and --query, --json with another -o ------------------------------------------------
+
+@pytest.mark.parametrize("args, message", [
+    (["catalog", "-o", "xml"], "usage error: Invalid value for '--output' / '-o'"),
+    (["recipes", "list", "--query", "[?"], "config error: --query: invalid JMESPath expression '[?': "
+                                          "incomplete expression (at column 2)"),
+    (["status", "--query", "a.b."], "config error: --query: invalid JMESPath expression 'a.b.': expecting: "
+                                   "['quoted_identifier', 'unquoted_identifier', 'lbracket', 'lbrace'], "
+                                   "got: eof (at column 4)"),
+    (["catalog", "--query", ""], "config error: --query: invalid JMESPath expression '': cannot be empty"),
+    (["catalog", "--query", "nosuch(@)"], "config error: --query 'nosuch(@)': unknown function: nosuch()"),
+    (["report", "--query", "sum(@)"], "config error: --query 'sum(@)': in function sum(), invalid type"),
+    (["results", "list", "--json", "-o", "tsv"], "config error: --json is -o json: it cannot be combined "
+                                                "with -o tsv"),
+])
+def test_bad_output_options_are_one_line_exit_2(tmp_path: Path, args: list[str], message: str) -> None:
+    result = az(tmp_path / "h", *args)
+    assert result.code == 2 and result.out == ""
+    assert one_line_error(result).startswith("azbench: " + message), result.err
+
+
+# -- --version --------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("flag", ["--version", "-V"])
+def test_version(tmp_path: Path, flag: str) -> None:
+    result = az(tmp_path / "h", flag)
+    assert (result.code, result.out, result.err) == (0, f"azbench {version('azbench')}\n", "")
+    assert not (tmp_path / "h").exists()  # no store opened
+
+
+def test_help_mentions_version_and_the_output_options(tmp_path: Path) -> None:
+    assert "--version" in az(tmp_path / "h", "--help").out
+    helped = az(tmp_path / "h", "results", "list", "--help").out
+    assert "--output" in helped and "-o" in helped and "--query" in helped and "JMESPATH" in helped
+
+
+# -- the renderers ------------------------------------------------------------------------------
+
+def test_tsv_lines_follow_az() -> None:
+    assert tsv_lines([{"a": 1, "b": None, "c": True}, {"a": 2.5, "b": "x\ty\nz", "c": False}]) == \
+        ["1\t\ttrue", "2.5\tx\\ty\\nz\tfalse"]
+    assert tsv_lines([[1, "a"], [2, "b"]]) == ["1\ta", "2\tb"]
+    assert tsv_lines("one") == ["one"] and tsv_lines(["a", "b"]) == ["a", "b"]
+    assert tsv_lines({"k": [1, 2], "o": {"x": 1}}) == ['[1,2]\t{"x":1}']  # nested: compact JSON
+    assert tsv_lines([]) == []
+
+
+def test_plain_rows_for_a_queried_value() -> None:
+    assert plain_rows([{"a": 1}, {"a": 2, "b": "x"}]) == (["a", "b"], [["1", ""], ["2", "x"]])
+    assert plain_rows([[1, 2], [3]]) == (["Column1", "Column2"], [["1", "2"], ["3", ""]])
+    assert plain_rows(["x", "y"]) == (["Result"], [["x"], ["y"]])
+    assert plain_rows({"a": 1}) == (["a"], [["1"]])
