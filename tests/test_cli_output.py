@@ -1,6 +1,7 @@
 """The output options of issue 31: `-o table|json|tsv` and `--query JMESPATH` as in az on
 catalog, status, recipes list, results list and report (`--json` stays, the same as -o json);
-`--version`. In-process (tests/cli_helpers.azbench_in_process)."""
+`--version`; a name filter that matches nothing stored exits 2 naming the near names.
+In-process (tests/cli_helpers.azbench_in_process)."""
 
 from __future__ import annotations
 
@@ -141,6 +142,57 @@ def test_help_mentions_version_and_the_output_options(tmp_path: Path) -> None:
     assert "--version" in az(tmp_path / "h", "--help").out
     helped = az(tmp_path / "h", "results", "list", "--help").out
     assert "--output" in helped and "-o" in helped and "--query" in helped and "JMESPATH" in helped
+
+
+# -- filters that match nothing ----------------------------------------------------------------
+
+@pytest.mark.parametrize("args, message", [
+    (["report", "--benchmark", "bertt"],
+     "not found: no results for benchmark 'bertt' (stored: bert, gpt3; did you mean bert?)"),
+    (["report", "--benchmark", "BERT", "-o", "json"],
+     "not found: no results for benchmark 'BERT' (stored: bert, gpt3; did you mean bert?)"),
+    (["report", "--system", "ND_H100_v6"],
+     "not found: no results for system 'ND_H100_v6' (stored: ND_H100_v5, ND_H200_v5; "
+     "did you mean ND_H100_v5 or ND_H200_v5?)"),
+    (["report", "--cluster", "c11"], "not found: no results for cluster 'c11' (stored: c1; did you mean c1?)"),
+    (["report", "--benchmark", "resnet"], "not found: no results for benchmark 'resnet' (stored: bert, gpt3)"),
+    (["results", "list", "--benchmark", "gtp3"],
+     "not found: no results for benchmark 'gtp3' (stored: bert, gpt3; did you mean gpt3?)"),
+    (["results", "list", "--benchmark", "bert", "--system", "nd_h200_v5"],
+     "not found: no results for system 'nd_h200_v5' (stored: ND_H100_v5, ND_H200_v5; did you mean ND_H200_v5"),
+])
+def test_a_filter_that_matches_nothing_names_the_near_names(stored: Path, args: list[str], message: str) -> None:
+    result = az(stored, *args)
+    assert result.code == 2 and result.out == ""
+    assert one_line_error(result).startswith("azbench: " + message), result.err
+
+
+def test_known_names_that_select_nothing_together_are_not_an_error(stored: Path) -> None:
+    report = az(stored, "report", "--benchmark", "gpt3", "--system", "ND_H200_v5")
+    assert (report.code, report.err) == (0, "")
+    assert "no results match these filters" in report.out
+    listed = az(stored, "results", "list", "--benchmark", "gpt3", "--system", "ND_H200_v5", "-o", "json")
+    assert (listed.code, json.loads(listed.out)) == (0, [])
+
+
+def test_an_empty_store_keeps_the_friendly_no_results_yet(tmp_path: Path) -> None:
+    report = az(tmp_path / "h", "report", "--benchmark", "bertt")
+    assert (report.code, report.err) == (0, "")
+    assert "no results yet" in report.out
+    listed = az(tmp_path / "h", "results", "list", "--benchmark", "bertt", "-o", "tsv")
+    assert (listed.code, listed.out, listed.err) == (0, "", "")
+
+
+def test_imported_results_only_have_no_cluster_to_filter_by(tmp_path: Path) -> None:
+    home = tmp_path / "h"
+    home.mkdir()
+    with Store.open(f"sqlite:///{home / 'azbench.db'}") as store:
+        store.add_result(ResultRow(content_hash="x", source="import", benchmark="bert", status="success",
+                                   converged=True))
+    result = az(home, "report", "--cluster", "c1")
+    assert result.code == 2
+    assert one_line_error(result) == ("azbench: not found: no results for cluster 'c1' "
+                                      "(no stored result has a cluster)")
 
 
 # -- the renderers ------------------------------------------------------------------------------

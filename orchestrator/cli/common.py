@@ -1,5 +1,5 @@
 """Shared pieces of the CLI: the Typer apps, --json/--debug/--version, output helpers (-o and
---query as in az), the store opener.
+--query as in az, "did you mean" for filters), the store opener.
 
 Only typer is imported at module level so `azbench --help` stays fast; rich, jmespath and the
 store are imported when a command runs.
@@ -266,6 +266,22 @@ def _reason(exc: Exception) -> str:
     if isinstance(column, int) and "column" not in first:
         first += f" (at column {column})"
     return first[:1].lower() + first[1:]
+
+
+def check_filter(what: str, value: str | None, stored: Sequence[str]) -> None:
+    """A name filter (--benchmark bertt) that names none of the `stored` names: NotFoundError
+    (exit 2) listing them and the nearest. Call it only when the store holds results."""
+    import difflib
+
+    from orchestrator.errors import NotFoundError
+    if value is None or value in stored:
+        return
+    lowered = {name.lower(): name for name in stored}
+    near = [lowered[n] for n in difflib.get_close_matches(value.lower(), list(lowered), n=3, cutoff=0.6)]
+    shown = ", ".join(sorted(stored)[:8]) + (f", ... ({len(stored) - 8} more)" if len(stored) > 8 else "")
+    hint = (f"stored: {shown}" if stored else f"no stored result has a {what}") + \
+        (f"; did you mean {' or '.join(near)}?" if near else "")
+    raise NotFoundError(f"no results for {what} '{value}'", hint=hint)
 
 
 def open_store() -> Store:

@@ -15,6 +15,7 @@ from orchestrator.cli.common import (
     OutputOpt,
     QueryOpt,
     app,
+    check_filter,
     emit_json,
     make_console,
     make_table,
@@ -28,6 +29,7 @@ if TYPE_CHECKING:  # the CLI imports runs/ lazily: --help stays fast
     from datetime import datetime
 
     from orchestrator.runs.prepare import PrepareResult
+    from orchestrator.store.database import Store
 
 # ---------------------------------------------------------------- recipes
 
@@ -174,7 +176,10 @@ def report(benchmark: Optional[str] = typer.Option(None, "--benchmark", help="On
            query: Optional[str] = QueryOpt,
            markdown: bool = typer.Option(False, "--markdown", help="Print Markdown (for PR comments)."),
            html: Optional[Path] = typer.Option(None, "--html", help="Write the interactive site (index.html, pages, assets) here.")) -> None:
-    """Scores, time-to-train, step times, scaling efficiency, speedup and cost."""
+    """Scores, time-to-train, step times, scaling efficiency, speedup and cost.
+
+    A --benchmark, --system or --cluster that names nothing stored exits 2 with the stored
+    names and the nearest; with nothing stored at all the report says so and exits 0."""
     from orchestrator.recipes.catalog import model_facts
     from orchestrator.report.build import build_report
     from orchestrator.errors import ConfigError
@@ -185,6 +190,7 @@ def report(benchmark: Optional[str] = typer.Option(None, "--benchmark", help="On
         raise ConfigError(f"--html: {html} is a file: give a directory for the site")
     with open_store() as store:
         results = store.list_results(benchmark=benchmark, system=system, cluster=cluster, since=when)
+        stored = bool(results) or _check_filters(store, benchmark=benchmark, system=system, cluster=cluster)
         runs = store.list_runs(cluster=cluster) if cluster else store.list_runs()
         attempts = [a for r in runs for a in store.list_attempts(r.id)]
         spot = {c.name: c.cluster.sku for c in store.list_clusters(include_terminated=True)
@@ -212,10 +218,27 @@ def report(benchmark: Optional[str] = typer.Option(None, "--benchmark", help="On
         sys.stdout.write(to_markdown(rep) + "\n")
     elif html is None:
         console = make_console()
-        if not results:
+        if not results and not stored:
             console.print("no results yet: run a recipe (azbench run) or import logs (azbench results import)")
+        elif not results:
+            console.print("no results match these filters", markup=False)
         for table in rich_tables(rep):
             console.print(table)
+
+
+def _check_filters(store: Store, benchmark: Optional[str] = None, system: Optional[str] = None,
+                   cluster: Optional[str] = None) -> bool:
+    """After a selection came back empty: False when nothing is stored at all; else a name
+    filter that matches no stored result is a NotFoundError (exit 2) naming the stored names and
+    the nearest, and True when each name is stored (the filters together select nothing)."""
+    if not store.result_names("benchmark"):
+        return False
+    check_filter("benchmark", benchmark, store.result_names("benchmark"))
+    if system is not None:
+        check_filter("system", system, store.result_names("system"))
+    if cluster is not None:
+        check_filter("cluster", cluster, store.result_names("cluster"))
+    return True
 
 
 def _parse_date(flag: str, value: Optional[str], end_of_day: bool = False) -> datetime | None:
@@ -239,10 +262,13 @@ def results_list(benchmark: Optional[str] = typer.Option(None, "--benchmark", he
                  system: Optional[str] = typer.Option(None, "--system", help="Only this system."),
                  as_json: bool = JsonOpt, fmt: Optional[OutputFormat] = OutputOpt,
                  query: Optional[str] = QueryOpt) -> None:
-    """Stored results, one line each."""
+    """Stored results, one line each. A --benchmark or --system that names nothing stored
+    exits 2 with the stored names and the nearest."""
     out = output(as_json, fmt, query)
     with open_store() as store:
         rows = store.list_results(benchmark=benchmark, system=system)
+        if not rows:
+            _check_filters(store, benchmark=benchmark, system=system)
     if not out.rich:
         return out.emit([r.model_dump(mode="json", exclude={"summary_json"}) for r in rows])
     make_console().print(make_table("Results", ["id", "benchmark", "system", "status", "minutes", "nodes", "GPUs",
