@@ -1,7 +1,7 @@
 """The output options of issue 31: `-o table|json|tsv` and `--query JMESPATH` as in az on
 catalog, status, recipes list, results list and report (`--json` stays, the same as -o json);
-`--version`; a name filter that matches nothing stored exits 2 naming the near names.
-In-process (tests/cli_helpers.azbench_in_process)."""
+`--version`; a name filter that matches nothing stored exits 2 naming the near names; `catalog`
+fitted to the terminal with no cell cut. In-process (tests/cli_helpers.azbench_in_process)."""
 
 from __future__ import annotations
 
@@ -193,6 +193,30 @@ def test_imported_results_only_have_no_cluster_to_filter_by(tmp_path: Path) -> N
     assert result.code == 2
     assert one_line_error(result) == ("azbench: not found: no results for cluster 'c1' "
                                       "(no stored result has a cluster)")
+
+
+# -- catalog at 80 and 200 columns -------------------------------------------------------------
+
+@pytest.mark.parametrize("width", [80, 100, 200, 300])
+def test_catalog_cuts_no_cell_at_any_width(tmp_path: Path, width: int) -> None:
+    result = az(tmp_path / "h", "catalog", env={"COLUMNS": str(width)})
+    assert result.code == 0, result.err
+    assert "…" not in result.out  # rich's ellipsis: a cut cell
+    assert max(len(line) for line in result.out.splitlines()) <= width
+    for size in CATALOG:
+        assert re.search(rf"│ {re.escape(size.name)}\s+│", result.out), size.name  # whole, on one line
+
+
+def test_catalog_at_200_columns_shows_every_column_and_at_80_says_what_it_left_out(tmp_path: Path) -> None:
+    wide = az(tmp_path / "h", "catalog", env={"COLUMNS": "200"}).out
+    assert "not shown" not in wide
+    for family in {s.quota_family for s in CATALOG if s.quota_family}:
+        assert family in wide
+    assert "nd128isr_ndr_gb200_v6" in wide and "quota family" in wide and "price/h" in wide
+    narrow = az(tmp_path / "h", "catalog", env={"COLUMNS": "80"}).out
+    for header in ("size", "name", "GPUs/VM", "price/h"):
+        assert header in narrow.splitlines()[2]
+    assert "not shown at 80 columns: aliases" in narrow and "-o json has every field" in narrow
 
 
 # -- the renderers ------------------------------------------------------------------------------

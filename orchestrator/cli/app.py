@@ -17,6 +17,7 @@ import typer
 
 from orchestrator.cli.common import (
     _STATE,
+    Col,
     JsonOpt,
     OutputFormat,
     OutputOpt,
@@ -25,6 +26,7 @@ from orchestrator.cli.common import (
     check_number,
     confirm,
     emit_json,
+    fit_table,
     make_console,
     make_table,
     open_store,
@@ -51,10 +53,22 @@ def catalog(as_json: bool = JsonOpt, fmt: Optional[OutputFormat] = OutputOpt,
              s.nvlink_domain_vms, s.cpu_arch, s.quota_family or "-",
              f"~${s.price_per_hour_usd:,.2f}" if s.price_per_hour_usd is not None else "unknown",
              s.peak_tflops_bf16 or "-", s.peak_tflops_fp8 or "-"] for s in CATALOG]
-    make_console().print(make_table(
-        "GPU VM catalog (price: Linux pay-as-you-go list estimate per VM-hour)",
-        ["size", "name", "aliases", "GPUs/VM", "vCPU", "RAM GiB", "InfiniBand", "NVLink VMs",
-         "arch", "quota family", "price/h", "BF16 TF/GPU", "FP8 TF/GPU"], rows))
+    console = make_console()
+    table, hidden = fit_table(
+        "GPU VM catalog (price: Linux pay-as-you-go list estimate per VM-hour)", _CATALOG_COLUMNS,
+        rows, console.width)
+    console.print(table)
+    if hidden:
+        console.print(f"not shown at {console.width} columns: {', '.join(hidden)} "
+                      "(a wider terminal shows them; -o json has every field)", markup=False)
+
+
+# The catalog's columns in display order; rank 0 is kept first on a narrow terminal. Names and
+# quota families are single words that must not be cut; the rest wrap at spaces.
+_CATALOG_COLUMNS = [Col("size", 0), Col("name", 1, wrap=False), Col("aliases", 4), Col("GPUs/VM", 2),
+                    Col("vCPU", 6), Col("RAM GiB", 7), Col("InfiniBand", 5), Col("NVLink VMs", 8),
+                    Col("arch", 9), Col("quota family", 12, wrap=False), Col("price/h", 3, wrap=False),
+                    Col("BF16 TF/GPU", 10), Col("FP8 TF/GPU", 11)]
 
 
 @app.command()

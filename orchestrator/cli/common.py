@@ -1,5 +1,5 @@
 """Shared pieces of the CLI: the Typer apps, --json/--debug/--version, output helpers (-o and
---query as in az, "did you mean" for filters), the store opener.
+--query as in az, tables fitted to the terminal, "did you mean" for filters), the store opener.
 
 Only typer is imported at module level so `azbench --help` stays fast; rich, jmespath and the
 store are imported when a command runs.
@@ -266,6 +266,63 @@ def _reason(exc: Exception) -> str:
     if isinstance(column, int) and "column" not in first:
         first += f" (at column {column})"
     return first[:1].lower() + first[1:]
+
+
+@dataclass(frozen=True)
+class Col:
+    """A column of a fitted table: its header, whether its cells may wrap at spaces, and its
+    rank (0 = shown first; higher ranks are left out first when the terminal is narrow)."""
+
+    header: str
+    rank: int
+    wrap: bool = True
+
+
+def fit_table(title: str, columns: Sequence[Col], rows: Sequence[Sequence[object]],
+              width: int) -> tuple[Table, list[str]]:
+    """A table `width` columns wide where no cell is cut: columns are taken by rank while
+    their narrowest form (the longest word, or the whole cell where it may not wrap) fits, and
+    the space left is shared by the wrapping columns. Returns the table and the headers left out
+    (say so under the table: -o json has every field)."""
+    from rich.cells import cell_len
+    from rich.table import Table
+    cells = [["" if v is None else str(v) for v in row] for row in rows]
+
+    def span(i: int) -> tuple[int, int]:
+        texts = [columns[i].header] + [row[i] for row in cells]
+        longest = max(cell_len(line) for t in texts for line in t.splitlines() or [""])
+        if not columns[i].wrap:
+            return longest, longest
+        return max((cell_len(w) for t in texts for w in t.split()), default=1), longest
+
+    spans = [span(i) for i in range(len(columns))]
+    room = width - 1  # the left edge; each column adds its padding (2) and its right edge (1)
+    kept: set[int] = set()
+    for i in sorted(range(len(columns)), key=lambda n: columns[n].rank):
+        if sum(spans[k][0] + 3 for k in kept) + spans[i][0] + 3 <= room:
+            kept.add(i)
+    order = sorted(kept)
+    widths = _share([spans[i] for i in order], room - 3 * len(order))
+    table = Table(title=title, title_justify="left")
+    for i, w in zip(order, widths):
+        table.add_column(columns[i].header, width=w, no_wrap=not columns[i].wrap, overflow="fold")
+    for row in cells:
+        table.add_row(*[row[i] for i in order])
+    return table, [columns[i].header for i in range(len(columns)) if i not in kept]
+
+
+def _share(spans: list[tuple[int, int]], room: int) -> list[int]:
+    """Widths between each (narrowest, widest) that add up to at most `room`: every column its
+    widest when that fits, else the widest columns are narrowed first (short ones such as
+    numbers keep their width), none below its narrowest."""
+    widths = [hi for _, hi in spans]
+    while sum(widths) > room:
+        wide = [(w, n) for n, ((lo, _), w) in enumerate(zip(spans, widths)) if w > lo]
+        if not wide:
+            break
+        _, n = max(wide)
+        widths[n] -= 1
+    return widths
 
 
 def check_filter(what: str, value: str | None, stored: Sequence[str]) -> None:
