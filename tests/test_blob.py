@@ -203,3 +203,38 @@ def test_pipeline_pushes_when_configured(azurite, key_env, azbench_home, monkeyp
     stage = next(g for g in result.summary.stages if g.stage == "archive")
     assert result.summary.status == "passed" and stage.status == "failed"
     assert "blob storage" in stage.message
+
+
+def test_cli_pull_into_a_fresh_home_keeps_ids_and_pushes_nothing_back(azurite, tmp_path) -> None:
+    """Issue 31: a pull re-numbered results in content-hash order (id 1 became another) and the
+    pulled home's push uploaded a new snapshot and index (local log paths and the pull's file
+    names in them). Now the ids are the pusher's and the push back uploads nothing."""
+    from tests.cli_helpers import azbench_in_process
+
+    a, b = tmp_path / "a", tmp_path / "b"
+    a.mkdir()
+    hashes = ["f0" * 32, "0f" * 32, "aa" * 32]  # added in this order: content order differs
+    with Store.open(f"sqlite:///{a / 'azbench.db'}") as store:
+        for n, h in enumerate(hashes):
+            log = tmp_path / "logs" / f"result_{n}.txt"
+            log.parent.mkdir(exist_ok=True)
+            log.write_bytes(f":::MLLOG {n}\n".encode())
+            store.add_result(ResultRow(content_hash=h, source="import", benchmark="bert", status="success",
+                                       converged=True, minutes=2.0 + n, log_path=str(log)))
+    env = {archive.KEY_ENV: KEY}
+    remote = ["--account", azurite, "--container", "ids"]
+    ids = ["results", "list", "-o", "tsv", "--query", "[].[id, content_hash]"]
+
+    def run(home, *args):
+        result = azbench_in_process(*args, home=home, env=env, cwd=tmp_path)
+        assert result.code == 0, result.err
+        return result.out
+    pushed = json.loads(run(a, "results", "push", *remote, "--json"))
+    assert len(pushed["uploaded"]) == 5
+    pulled = json.loads(run(b, "results", "pull", *remote, "--into", str(tmp_path / "pulled"), "--json"))
+    assert pulled["imported_results"] == 3
+    assert run(b, *ids) == run(a, *ids) == "".join(f"{n + 1}\t{h}\n" for n, h in enumerate(hashes))
+    back = json.loads(run(b, "results", "push", *remote, "--json"))
+    assert (back["uploaded"], back["bytes_uploaded"]) == ([], 0)
+    again = json.loads(run(a, "results", "push", *remote, "--json"))
+    assert again["uploaded"] == []
