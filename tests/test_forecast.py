@@ -14,7 +14,7 @@ from orchestrator.forecast import loo, record
 from orchestrator.forecast.loo import Residual, leave_one_out, summarize, validate_series
 from orchestrator.forecast.model import fit_points, vertex
 from orchestrator.forecast.points import (STORED, TUNED_FACTOR, Point, check_benchmark, published_points,
-                                          series_points, stored_points)
+                                          series_points, stored_keys, stored_points)
 from orchestrator.results.published import PublishedResult
 from orchestrator.store.schema import ResultRow
 
@@ -215,6 +215,12 @@ def test_series_points_reads_the_vendored_table() -> None:
     assert {"v5.0", "v5.1"} <= set(s.groups)
     assert all(p.source == "published" for p in s.points)
     assert series_points("ssd", "h100").benchmark == "retinanet"
+
+
+def test_stored_results_under_an_old_benchmark_name_count() -> None:
+    assert stored_keys("rgat") == ["rgat", "gnn"] and stored_keys("gpt3") == ["gpt3"]
+    row = _result(10.0).model_copy(update={"benchmark": "ssd"})
+    assert [p.minutes for p in stored_points("retinanet", "h100", [row])[0]] == [10.0]  # partial, 1 of 5
 
 
 def test_unknown_benchmarks_are_named() -> None:

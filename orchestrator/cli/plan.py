@@ -35,16 +35,18 @@ def plan(
     strong-scaling efficiency and quota, per node count, from published MLPerf results and your
     stored ones. Every prediction says which points it stands on and how far it extrapolates."""
     from orchestrator.forecast.plan import PlanRequest, make_plan
+    from orchestrator.forecast.points import check_benchmark, stored_keys
     from orchestrator.forecast.render import plan_lines, plan_table, plan_title
     from orchestrator.specs.run import parse_node_list
     check_number("--target-minutes", target_minutes, 1e-3, 1e7)
     check_number("--budget", budget, 1e-2, 1e12)
     counts = tuple(parse_node_list(nodes)) if nodes is not None else None
+    bench = check_benchmark(benchmark)
     stored = []
     if not no_stored:
         with open_store() as store:
-            stored = store.list_results()
-    result = make_plan(PlanRequest(benchmark=benchmark, sku=sku, nodes=counts, target_minutes=target_minutes,
+            stored = [r for key in stored_keys(bench) for r in store.list_results(benchmark=key)]
+    result = make_plan(PlanRequest(benchmark=bench, sku=sku, nodes=counts, target_minutes=target_minutes,
                                    budget_usd=budget, extrapolate=extrapolate, stored=tuple(stored)))
     if as_json:
         return emit_json(result)

@@ -26,8 +26,8 @@ from typing import Literal
 from orchestrator.errors import ConfigError
 from orchestrator.models import Frozen
 from orchestrator.results import metrics
-from orchestrator.results.published import (PublishedResult, canonical_benchmark, catalog_gpu,
-                                            load_published, round_key)
+from orchestrator.results.published import (BENCHMARK_ALIASES, PublishedResult, canonical_benchmark,
+                                            catalog_gpu, load_published, round_key)
 from orchestrator.store.schema import ResultRow
 
 TUNED_FACTOR = 2.0  # a result slower than this x the fastest at its GPU count is left out
@@ -177,6 +177,12 @@ def check_benchmark(benchmark: str) -> str:
         raise ConfigError(f"unknown benchmark '{benchmark[:60]}'",
                           hint=f"known: {', '.join(sorted(known))}")
     return bench
+
+
+def stored_keys(bench: str) -> list[str]:
+    """The benchmark names a stored result of `bench` may carry (its key and older aliases such
+    as "gnn" for "rgat"): what to ask the store for."""
+    return [bench, *(old for old, new in BENCHMARK_ALIASES.items() if new == bench)]
 
 
 def _label(r: PublishedResult) -> str:
