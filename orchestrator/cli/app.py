@@ -348,6 +348,7 @@ import orchestrator.cli.results  # noqa: E402,F401  (registers recipes, report, 
 import orchestrator.cli.health  # noqa: E402,F401  (registers health)
 import orchestrator.cli.resize  # noqa: E402,F401  (registers resize)
 import orchestrator.cli.run  # noqa: E402,F401  (registers run, logs)
+import orchestrator.cli.plan  # noqa: E402,F401  (registers plan)
 from orchestrator.cli.pipeline import baseline_app, pipeline_app, register_compare  # noqa: E402
 
 app.add_typer(pipeline_app, name="pipeline")

@@ -1,0 +1,108 @@
+"""The forecast curve of one benchmark on one GPU, as a typed model a report page embeds: the
+fitted time-to-train with its 80% interval sampled over the reach (MAX_EXTRAPOLATION either
+side of the measured GPU counts), the points it stands on (published and stored, marked), and
+every parameter a page's "what would N nodes give?" input needs to evaluate the same model
+without fetching anything (`evaluate` is the reference that input mirrors).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from orchestrator.errors import ConfigError
+from orchestrator.forecast.basis import MAX_EXTRAPOLATION, Basis
+from orchestrator.forecast.series import fitted_series
+from orchestrator.hardware.catalog import gpu_skus
+from orchestrator.models import Frozen
+from orchestrator.results import metrics
+from orchestrator.results.published import catalog_gpu
+from orchestrator.store.schema import ResultRow
+
+SAMPLES = 64
+
+
+class CurveSample(Frozen):
+    """The curve at one GPU count: predicted minutes and the 80% interval."""
+
+    gpus: float
+    minutes: float
+    low: float
+    high: float
+    extrapolation: float
+
+
+class CurveData(Frozen):
+    """One benchmark x GPU size, ready to embed: samples for the line and band, the points for
+    the markers, the basis (parameters, interval, points' provenance, text) for the input."""
+
+    benchmark: str
+    gpu: str
+    sku: str
+    sku_short: str
+    gpus_per_node: int
+    node_steps: list[int]
+    min_gpus: float
+    max_gpus: float
+    runs_required: int
+    price_per_vm_hour_usd: float | None
+    basis: Basis
+    samples: list[CurveSample]
+    caption: str
+
+
+def benchmark_curve(benchmark: str, sku: str, stored: Sequence[ResultRow] = (),
+                    samples: int = SAMPLES) -> CurveData:
+    """The curve of `benchmark` on `sku` (a size or alias: "gb200"), stored results included
+    (they set the level and are marked). ConfigError when there is nothing to fit."""
+    series = fitted_series(benchmark, sku, stored)
+    row, fit, basis = series.sku, series.fit, series.basis()
+    low, high = fit.low / MAX_EXTRAPOLATION, fit.high * MAX_EXTRAPOLATION
+    grid = sorted({*(low * (high / low) ** (i / (samples - 1)) for i in range(samples)), *map(float, fit.scales)})
+    points = [CurveSample(gpus=g, extrapolation=fit.extrapolation(g), **_triple(series.interval(g)))
+              for g in grid]
+    return CurveData(
+        benchmark=series.benchmark, gpu=series.gpu, sku=row.name, sku_short=row.short, gpus_per_node=row.gpus_per_vm,
+        node_steps=[row.nvlink_domain_vms, 16] if row.nvlink_domain_vms > 1 else [1],
+        min_gpus=low, max_gpus=high,
+        runs_required=metrics.REQUIRED_RUNS.get(series.benchmark, 1), price_per_vm_hour_usd=row.price_per_hour_usd,
+        basis=basis, samples=points, caption=basis.text[0])
+
+
+def benchmark_curves(benchmark: str, stored: Sequence[ResultRow] = ()) -> list[CurveData]:
+    """The curve of `benchmark` on every catalog GPU size that has one (two measured GPU counts or
+    more, published or stored); sizes without enough data are skipped."""
+    out = []
+    for row in gpu_skus():
+        if catalog_gpu(row.name) is None:
+            continue
+        try:
+            out.append(benchmark_curve(benchmark, row.name, stored))
+        except ConfigError:
+            continue
+    return out
+
+
+def evaluate(basis: Basis, gpus: float) -> tuple[float, float, float]:
+    """(predicted, low, high) minutes at `gpus` from the basis' parameters alone: what a page's
+    script computes (the same as the plan's rows; tests/test_forecast_curve.py holds them equal).
+
+    u = log2(gpus); e = u clamped to [log2 low_gpus, log2 high_gpus]; v = e held at the vertex
+    on the rising side (a2 > 0: min(e, vertex); a2 < 0: max(e, vertex)); x = v - center;
+    ln T = a0 + a1·x + a2·x² + offsets[level] + s·(u - e), s = min(a1 + 2·a2·x, 0), or 0 where
+    v != e; the 80% interval is ln T ± half_width_ln·(1 + widen·|u - e|)."""
+    a0, a1, a2 = basis.coefficients
+    u = math.log2(gpus)
+    e = min(max(u, math.log2(basis.low_gpus)), math.log2(basis.high_gpus))
+    turn = basis.vertex_log2_gpus
+    v = e if turn is None else min(e, turn) if a2 > 0 else max(e, turn)
+    x = v - basis.center_log2_gpus
+    slope = 0.0 if v != e else min(a1 + 2.0 * a2 * x, 0.0)
+    centre = a0 + a1 * x + a2 * x * x + basis.offsets.get(basis.level, 0.0) + slope * (u - e)
+    h = basis.interval.half_width_ln * (1.0 + basis.interval.widen_per_doubling * abs(u - e))
+    return math.exp(centre), math.exp(centre - h), math.exp(centre + h)
+
+
+def _triple(values: tuple[float, float, float]) -> dict[str, float]:
+    minutes, low, high = values
+    return {"minutes": minutes, "low": low, "high": high}
