@@ -89,3 +89,17 @@ def test_a_real_process_refuses_with_one_line(tmp_path: Path) -> None:
     result = azbench("plan", "llama31_405b", "--sku", "gb200", "--nodes", "8192", home=tmp_path)
     assert result.code == 2
     assert "predictions stop at 4x (pass --extrapolate to see it anyway)" in one_line_error(result)
+
+
+def test_output_and_query_go_through_the_shared_helper(tmp_path: Path) -> None:
+    """-o tsv after --query prints the marked rows' node counts, one per line, no header; a bad
+    query is one line and exit 2."""
+    marked = azbench_in_process("plan", "llama31_405b", "--sku", "gb200", "--target-minutes", "15",
+                                "--query", "rows[?length(marks) > `0`].nodes", "-o", "tsv", home=tmp_path)
+    assert marked.code == 0, marked.err
+    as_json = json.loads(azbench_in_process("plan", "llama31_405b", "--sku", "gb200", "--target-minutes", "15",
+                                            "-o", "json", home=tmp_path).out)
+    expected = [str(r["nodes"]) for r in as_json["rows"] if r["marks"]]
+    assert expected and marked.out.split() == expected
+    bad = azbench_in_process("plan", "llama31_405b", "--sku", "gb200", "--query", "rows[?", home=tmp_path)
+    assert bad.code == 2 and "--query" in one_line_error(bad)

@@ -1,9 +1,9 @@
 """`azbench plan BENCHMARK --sku S`: predicted time-to-train, cost and quota over node counts
 (forecast.plan), before anyone pays for a run.
 
-The command builds one `forecast.plan.Plan` (a pydantic model) and renders it: `--json` dumps
-the model; the table's columns and cells come from `forecast.render.plan_table(plan)`, so a
-shared `-o table|json|tsv` / `--query` helper takes (plan, plan_table(plan)) in one call.
+The command builds one `forecast.plan.Plan` (a pydantic model) and renders it: `-o json`
+(`--json`), `-o tsv` and `--query` go through the CLI's shared output helper over the model's
+JSON form; the table's columns and cells come from `forecast.render.plan_table(plan)`.
 """
 
 from __future__ import annotations
@@ -13,7 +13,18 @@ from typing import Optional
 
 import typer
 
-from orchestrator.cli.common import JsonOpt, app, check_number, emit_json, make_console, make_table, open_store
+from orchestrator.cli.common import (
+    JsonOpt,
+    OutputFormat,
+    OutputOpt,
+    QueryOpt,
+    app,
+    check_number,
+    make_console,
+    make_table,
+    open_store,
+    output,
+)
 
 
 @app.command()
@@ -30,6 +41,8 @@ def plan(
                                      "measured GPU counts."),
     no_stored: bool = typer.Option(False, "--no-stored", help="Ignore stored results: published ones only."),
     as_json: bool = JsonOpt,
+    fmt: Optional[OutputFormat] = OutputOpt,
+    query: Optional[str] = QueryOpt,
 ) -> None:
     """Predicted time-to-train (with an 80% interval), cost per scored result, cost per hour,
     strong-scaling efficiency and quota, per node count, from published MLPerf results and your
@@ -38,6 +51,7 @@ def plan(
     from orchestrator.forecast.points import check_benchmark, stored_keys
     from orchestrator.forecast.render import plan_lines, plan_table, plan_title
     from orchestrator.specs.run import parse_node_list
+    out = output(as_json, fmt, query)
     check_number("--target-minutes", target_minutes, 1e-3, 1e7)
     check_number("--budget", budget, 1e-2, 1e12)
     counts = tuple(parse_node_list(nodes)) if nodes is not None else None
@@ -48,8 +62,8 @@ def plan(
             stored = [r for key in stored_keys(bench) for r in store.list_results(benchmark=key)]
     result = make_plan(PlanRequest(benchmark=bench, sku=sku, nodes=counts, target_minutes=target_minutes,
                                    budget_usd=budget, extrapolate=extrapolate, stored=tuple(stored)))
-    if as_json:
-        return emit_json(result)
+    if not out.rich:
+        return out.emit(result)
     columns, rows = plan_table(result)
     console = make_console()
     console.print(make_table(plan_title(result), columns, rows))
