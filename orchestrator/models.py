@@ -493,11 +493,15 @@ class StageRequest:
 
 class MountedData(Frozen):
     """A staged data item a container job mounts read-only: staged at `path` on the cluster
-    (marked `.azbench-staged` by the staging job), seen at `mount` inside the container."""
+    (marked `.azbench-staged` by the staging job), seen at `mount` inside the container, and
+    each `also` (a path under the item -> container path, "." for the item itself) mounted as
+    well, where the implementation opens it at a second place (DLRM's /data_val, GPT-3's
+    /workspace/llm/tokenizer.model)."""
 
     name: str
     path: str
-    mount: str
+    mount: str | None = None  # None: staged for prepare only; `also` mounts what it made
+    also: dict[str, str] = Field(default_factory=dict)  # host path -> container path
 
 
 class Parallelism(Frozen):
@@ -512,6 +516,16 @@ class Parallelism(Frozen):
     mbs: int | None = None
     gbs: int | None = None
     grad_accum: int | None = None
+
+
+class FabricOverride(Frozen):
+    """One variable the job sets (or unsets, value None) after the submission's config because
+    the cluster's fabric cannot do what the config asks, with where the config asked and why."""
+
+    name: str
+    value: str | None
+    asked: str  # what the config set, e.g. "NCCL_COLLNET_ENABLE=1 [recipes/configs/...:32]"
+    why: str
 
 
 class ContainerRun(Frozen):
@@ -549,6 +563,24 @@ class ContainerRun(Frozen):
     pre_env: dict[str, str] = Field(default_factory=dict)  # what the config reads while sourced
     seed: int | None = None  # None: a random seed per job
     check_compliance: bool = True  # run MLPerf's compliance checker on the log after the run
+    # How the implementation's own run.sub launches its timed job step (recipes/configs/*/PATHS.txt):
+    # the MPI plugin, pyxis' --container-remap-root, and the variables it forces over the
+    # image's own ENV with --container-env (MASTER_ADDR, MASTER_PORT and SEED always).
+    mpi: str = "pmix"
+    remap_root: bool = False
+    container_env: list[str] = Field(default_factory=lambda: ["MASTER_ADDR", "MASTER_PORT", "SEED"])
+    launch_source: str = ""
+    # Container paths backed by a fresh folder of the attempt on shared storage, as the
+    # implementation's config_mounts.sh / run.sub back them under its LOGDIR (Megatron's
+    # /npy_index cache, which every rank reads from the first rank that builds it).
+    scratch: list[str] = Field(default_factory=list)
+    # Settings the published config asks for that Azure's fabric cannot honour, set (or unset,
+    # value None) after the config is sourced, each with why (FabricOverride).
+    fabric: list[FabricOverride] = Field(default_factory=list)
+    # The GEMM precision the sourced config trains in (fp4/fp8/bf16) and where that was read:
+    # the launch writes it into the log (":::AZBENCH_PRECISION"), and MFU uses it.
+    precision: str | None = None
+    precision_source: str = ""
 
 
 class AttemptSpec(Frozen):

@@ -17,7 +17,7 @@ from pydantic import Field
 
 from orchestrator.hardware.catalog import GpuSku
 from orchestrator.errors import ConfigError
-from orchestrator.models import Frozen
+from orchestrator.models import FabricOverride, Frozen
 
 WEAK_RULE = ("weak scaling from the listed {base}-node config (the nearest listed scale): same "
              "TP/PP/CP/VP, micro batch and "
@@ -312,3 +312,39 @@ AZURE_NETWORK: dict[str, NetworkProfile] = {
 def network_profile(sku: GpuSku) -> NetworkProfile:
     """The Azure network environment for `sku` (empty for sizes without one, e.g. local)."""
     return AZURE_NETWORK.get(sku.name, NetworkProfile())
+
+
+# What NVIDIA's configs ask of Eos' fabric that an Azure cluster cannot give, and what azbench
+# sets instead (after the config is sourced). SHARP's in-network reductions (NCCL's CollNet, and
+# NeMo's SHARP flag that turns on NCCL's SHARP plugin) need an Aggregation Manager on the
+# InfiniBand subnet manager; on Azure the fabric and its subnet manager are Azure's, and azbench
+# sets none up (Azure's own NCCL guidance for ND v5 sets no CollNet/SHARP: ai-infrastructure-on-
+# azure examples/dgx_benchmarking/slurm/README.md). SBATCH_NETWORK is an input variable of Slurm's
+# batch-submit command (its man page, INPUT ENVIRONMENT VARIABLES: read "upon startup"): exported
+# inside the batch script it changes nothing, and the --network=sharp it stands for is Eos' Slurm
+# switch plugin.
+_SHARP_WHY = ("SHARP/CollNet in-network reductions need a SHARP Aggregation Manager on the "
+              "InfiniBand fabric; Azure runs the fabric's subnet manager and azbench sets none up")
+FABRIC_RULES: dict[str, tuple[str | None, str]] = {
+    "NCCL_COLLNET_ENABLE": ("0", _SHARP_WHY),
+    "SHARP": ("False", _SHARP_WHY),
+    "USE_SHARP": ("False", _SHARP_WHY),
+    "SBATCH_NETWORK": (None, "Slurm reads SBATCH_NETWORK only when a batch job is submitted (the "
+                             "batch-submit man page, input environment variables): set inside the "
+                             "batch script it does nothing, and --network=sharp is Eos' Slurm "
+                             "switch plugin"),
+}
+_OFF = ("", "0", "false", "no", "none")
+
+
+def fabric_overrides(sku: GpuSku, env: dict[str, str], sources: dict[str, str]) -> list[FabricOverride]:
+    """The settings of an effective environment an Azure size's fabric cannot honour
+    (FABRIC_RULES), each with where the config asked for it; none off Azure's GPU sizes."""
+    if sku.name not in AZURE_NETWORK:
+        return []
+    out = []
+    for name, (value, why) in FABRIC_RULES.items():
+        if name in env and env[name].strip().lower() not in _OFF:
+            out.append(FabricOverride(name=name, value=value, why=why,
+                                      asked=f"{name}={env[name]} [{sources.get(name, 'azbench')}]"))
+    return out

@@ -79,12 +79,13 @@ def check_staged(recipe: Recipe, launcher: Launcher, cluster: str, *,
     if recipe.mlperf is None:
         return
     root = data_root.rstrip("/") or "/"
+    used = [d for d in recipe.mlperf.data if d.used_by(container.path if container else None)]
     missing = [f"{d.kind} '{d.name}' is not staged under {d.host_path(root)}"
-               for d in recipe.mlperf.data if not d.optional
+               for d in used if not d.optional
                and not launcher.tail(f"{d.host_path(root)}/.azbench-staged", nbytes=64).strip()]
     missing += [f"{d.kind} '{d.name}': step '{s.name}' has not run in the container "
                 f"(no {d.step_marker(s, root)})"
-                for d in recipe.mlperf.data if not d.optional
+                for d in used if not d.optional
                 for s in d.steps_for(container.path if container else None)
                 if not launcher.tail(d.step_marker(s, root), nbytes=64).strip()]
     if container is not None and not launcher.tail(container.squashfs(root), nbytes=64):
@@ -132,7 +133,8 @@ def prepare(recipe: Recipe | str, launcher: Launcher, *, data_root: str = DEFAUL
         what = m.group("what")
         seen[m.group("name")] = "already staged" if what == "already staged" else what  # type: ignore[assignment]
     items: list[ItemStatus] = []
-    for d in recipe.mlperf.data:
+    used = [d for d in recipe.mlperf.data if d.used_by(container.path if container else None)]
+    for d in used:
         steps = [seen.get(f"{d.name}/{s.name}", "not reached") for s in d.steps]
         # An item made by its steps alone prints no line of its own: its state is its steps'.
         own = seen.get(d.name, "not reached") if d.stage or d.r2 or d.gated else \
@@ -147,7 +149,7 @@ def prepare(recipe: Recipe | str, launcher: Launcher, *, data_root: str = DEFAUL
                                 state=seen.get(CONTAINER, "not reached")))
     items += [ItemStatus(name=f"{d.name}/{s.name}", kind="step", path=d.step_marker(s, root),
                          state=seen.get(f"{d.name}/{s.name}", "not reached"), optional=d.optional)
-              for d in recipe.mlperf.data for s in d.steps]
+              for d in used for s in d.steps]
     return PrepareResult(recipe=recipe.name, job_id=ref.job_id,
                          job_state=state.value if state else "timed out", output=output,
                          items=items)

@@ -201,18 +201,24 @@ step() {
   fi
 }
 
-# c4-preprocessed/unpack: mlcommons/training_results_v4.1@b87b9e396f771345d4ef122ba33456304f15228d NVIDIA/benchmarks/gpt3/implementations/eos_n64_ngc24.09_nemo/README.md 3.2 (lines 27-59: unpack, PREPROC_DATA is preprocessed_c4_spm)
+# c4-preprocessed/unpack: mlcommons/training_results_v4.1@b87b9e396f771345d4ef122ba33456304f15228d NVIDIA/benchmarks/gpt3/implementations/eos_n64_ngc24.09_nemo/README.md 3.2 (lines 27-59: unpack, PREPROC_DATA is preprocessed_c4_spm, SPM is tokenizers/google_c4_spm/c4_en_301_5Mexp2_spm.model)
 step c4-preprocessed/unpack /shared/mlperf/gpt3/c4 /shared/mlperf/gpt3/c4/.azbench-step-unpack /shared/mlperf/gpt3/c4:/preproc_data /workspace/llm 'cd /preproc_data
 for t in *.tar; do [ -e "$t" ] || continue; tar -xf "$t"; done
 d=$(find . -mindepth 1 -maxdepth 3 -type d -name preprocessed_c4_spm | sort | head -n 1)
 [ -n "$d" ] || { echo "no preprocessed_c4_spm in the archive" >&2; exit 1; }
 for f in "$d"/*; do ln -sfn "$f" .; done
-test -e c4_en_validation_subset_c4_spm_text_document.idx' /shared/mlperf/gpt3/c4/gpt-3-megatron-preprocessed-dataset.md5 '' 0
+test -e c4_en_validation_subset_c4_spm_text_document.idx
+spm=$(find . -mindepth 1 -maxdepth 4 -name c4_en_301_5Mexp2_spm.model -not -path ./spm/tokenizer.model | sort | head -n 1)
+[ -n "$spm" ] || { echo "no c4_en_301_5Mexp2_spm.model (the SPM tokenizer) in the archive" >&2; exit 1; }
+mkdir -p spm && cp -f "$spm" spm/tokenizer.model' /shared/mlperf/gpt3/c4/gpt-3-megatron-preprocessed-dataset.md5 '' 0
 
 # checkpoint/unpack: mlcommons/training_results_v4.1@b87b9e396f771345d4ef122ba33456304f15228d NVIDIA/benchmarks/gpt3/implementations/eos_n64_ngc24.09_nemo/README.md 3.3.3 (lines 71-76)
 step checkpoint/unpack /shared/mlperf/gpt3/checkpoint /shared/mlperf/gpt3/checkpoint/.azbench-step-unpack /shared/mlperf/gpt3/checkpoint:/load_checkpoints /workspace/llm 'cd /load_checkpoints
 for t in *.tar; do [ -e "$t" ] || continue; tar -xf "$t"; done
-find . -mindepth 1 -maxdepth 3 -type d -name '"'"'ckpt4000-consumed_samples=0'"'"' | grep -q .' /shared/mlperf/gpt3/checkpoint/gpt-3-megatron-bf16-checkpoint.md5 '' 0
+d=$(find . -mindepth 1 -maxdepth 3 -type d -name '"'"'ckpt4000-consumed_samples=0'"'"' | sort | head -n 1)
+[ -n "$d" ] || { echo "no ckpt4000-consumed_samples=0 in the archive" >&2; exit 1; }
+# LOAD_CHECKPOINTS_PATH is the checkpoint'"'"'s parent (README 3.3.3): link it to the top.
+[ "$d" = "./ckpt4000-consumed_samples=0" ] || ln -sfn "$d" .' /shared/mlperf/gpt3/checkpoint/gpt-3-megatron-bf16-checkpoint.md5 '' 0
 
 # checkpoint/rename-v4.1: mlcommons/training_results_v4.1@b87b9e396f771345d4ef122ba33456304f15228d NVIDIA/benchmarks/gpt3/implementations/eos_n64_ngc24.09_nemo/README.md 3.3.3 (line 80) and convert_v4.0_checkpoint_to_v4.1.sh
 step checkpoint/rename-v4.1 /shared/mlperf/gpt3/checkpoint /shared/mlperf/gpt3/checkpoint/.azbench-step-rename-v4.1 /shared/mlperf/gpt3/checkpoint:/load_checkpoints /workspace/llm 'd=$(find /load_checkpoints -mindepth 1 -maxdepth 3 -type d -name '"'"'ckpt4000-consumed_samples=0'"'"' | sort | head -n 1)

@@ -197,13 +197,20 @@ step() {
   fi
 }
 
-# govreport/download: mlcommons/training_results_v5.1@441d65f4445cd59687466533fd9f55399136e7a4 NVIDIA/benchmarks/llama2_70b_lora/implementations/nemo/README.md 3.2 (line 40, layout lines 52-56) and scripts/download_dataset.py (Hugging Face regisss/scrolls_gov_report_preprocessed_mlperf_2, public)
-echo 'govreport/download: missing in /shared/mlperf/llama2_70b_lora/gov_report: azbench has this step from NVIDIA/benchmarks/llama2_70b_lora/implementations/nemo, not from NVIDIA/benchmarks/llama2_70b_lora/implementations/eos_ngc24.09_nemo (prepare it by its README)'
-MISSING=$((MISSING + 1))
+# govreport/download: mlcommons/training_results_v4.1@b87b9e396f771345d4ef122ba33456304f15228d Azure/benchmarks/llama2_70b_lora/implementations/nemo/README.md 3.2-3.3 (lines 29-62; the three NVIDIA v4.1 implementations carry the same README steps and byte-identical scripts/); scripts/download_dataset.py (Hugging Face regisss/scrolls_gov_report_preprocessed_mlperf_2 at 21ff1233, hash-checked by the script)
+step govreport/download /shared/mlperf/llama2_70b_lora/v4.1/gov_report /shared/mlperf/llama2_70b_lora/v4.1/gov_report/.azbench-step-download /shared/mlperf/llama2_70b_lora/v4.1:/data /workspace/ft-llm 'python scripts/download_dataset.py --data_dir /data/gov_report' '' '' 0
 
-# model/download: mlcommons/training_results_v5.1@441d65f4445cd59687466533fd9f55399136e7a4 NVIDIA/benchmarks/llama2_70b_lora/implementations/nemo/README.md 3.2 (line 41, layout lines 57-76) and scripts/download_model.py (Hugging Face michal1270/llama2_70b_nemo_torch_dist; Llama 2 Community License)
-echo 'model/download: missing in /shared/mlperf/llama2_70b_lora/model: azbench has this step from NVIDIA/benchmarks/llama2_70b_lora/implementations/nemo, not from NVIDIA/benchmarks/llama2_70b_lora/implementations/eos_ngc24.09_nemo (prepare it by its README)'
-MISSING=$((MISSING + 1))
+# govreport/convert: mlcommons/training_results_v4.1@b87b9e396f771345d4ef122ba33456304f15228d Azure/benchmarks/llama2_70b_lora/implementations/nemo/README.md 3.2-3.3 (lines 29-62; the three NVIDIA v4.1 implementations carry the same README steps and byte-identical scripts/); scripts/convert_dataset.py
+step govreport/convert /shared/mlperf/llama2_70b_lora/v4.1/gov_report /shared/mlperf/llama2_70b_lora/v4.1/gov_report/.azbench-step-convert /shared/mlperf/llama2_70b_lora/v4.1:/data /workspace/ft-llm 'python scripts/convert_dataset.py --data_dir /data/gov_report
+test -s /data/gov_report/train.npy && test -s /data/gov_report/validation.npy' '' /shared/mlperf/llama2_70b_lora/v4.1/gov_report/.azbench-step-download 1
+
+# model/download: mlcommons/training_results_v4.1@b87b9e396f771345d4ef122ba33456304f15228d Azure/benchmarks/llama2_70b_lora/implementations/nemo/README.md 3.2-3.3 (lines 29-62; the three NVIDIA v4.1 implementations carry the same README steps and byte-identical scripts/); scripts/download_model.py (Hugging Face regisss/llama2-70b-fused-qkv-mlperf at 647cb0c8, hash-checked by the script; Llama 2 Community License)
+step model/download /shared/mlperf/llama2_70b_lora/v4.1/model /shared/mlperf/llama2_70b_lora/v4.1/model/.azbench-step-download /shared/mlperf/llama2_70b_lora/v4.1:/data /workspace/ft-llm 'python scripts/download_model.py --model_dir /data/model' '' '' 0
+
+# model/convert: mlcommons/training_results_v4.1@b87b9e396f771345d4ef122ba33456304f15228d Azure/benchmarks/llama2_70b_lora/implementations/nemo/README.md 3.2-3.3 (lines 29-62; the three NVIDIA v4.1 implementations carry the same README steps and byte-identical scripts/); scripts/convert_model.py and the README's find/tar line (which here spares azbench's .azbench-* step markers)
+step model/convert /shared/mlperf/llama2_70b_lora/v4.1/model /shared/mlperf/llama2_70b_lora/v4.1/model/.azbench-step-convert /shared/mlperf/llama2_70b_lora/v4.1:/data /workspace/ft-llm 'python scripts/convert_model.py --input_name_or_path=/data/model --output_path=/data/model/llama2-70b.nemo
+cd /data/model && find . -type f ! -name '"'"'llama2-70b.nemo'"'"' ! -name '"'"'.azbench-*'"'"' -exec rm -f {} + && tar -xvf llama2-70b.nemo
+for f in 5ea1b944c63743548a763db54407a12f_tokenizer.model model_config.yaml model_weights; do test -e "$f" || { echo "model: $f missing after convert_model.py" >&2; exit 1; }; done' '' /shared/mlperf/llama2_70b_lora/v4.1/model/.azbench-step-download 1
 
 if [ "$MISSING" -gt 0 ]; then
   echo "$MISSING item(s) you must provide (licence-gated or made in the container) missing: see the lines above"

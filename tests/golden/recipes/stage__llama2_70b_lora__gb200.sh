@@ -197,12 +197,12 @@ step() {
   fi
 }
 
-# govreport/download: mlcommons/training_results_v5.1@441d65f4445cd59687466533fd9f55399136e7a4 NVIDIA/benchmarks/llama2_70b_lora/implementations/nemo/README.md 3.2 (line 40, layout lines 52-56) and scripts/download_dataset.py (Hugging Face regisss/scrolls_gov_report_preprocessed_mlperf_2, public)
-step govreport/download /shared/mlperf/llama2_70b_lora/gov_report /shared/mlperf/llama2_70b_lora/gov_report/.azbench-step-download /shared/mlperf/llama2_70b_lora:/data /workspace/ft-llm 'python scripts/download_dataset.py --data_dir /data/gov_report
+# govreport_v5_1/download: mlcommons/training_results_v5.1@441d65f4445cd59687466533fd9f55399136e7a4 NVIDIA/benchmarks/llama2_70b_lora/implementations/nemo/README.md 3.2 (line 40, layout lines 52-56) and scripts/download_dataset.py (Hugging Face regisss/scrolls_gov_report_preprocessed_mlperf_2, public)
+step govreport_v5_1/download /shared/mlperf/llama2_70b_lora/gov_report /shared/mlperf/llama2_70b_lora/gov_report/.azbench-step-download /shared/mlperf/llama2_70b_lora:/data /workspace/ft-llm 'python scripts/download_dataset.py --data_dir /data/gov_report
 test -s /data/gov_report/train.npy && test -s /data/gov_report/validation.npy' '' '' 1
 
-# model/download: mlcommons/training_results_v5.1@441d65f4445cd59687466533fd9f55399136e7a4 NVIDIA/benchmarks/llama2_70b_lora/implementations/nemo/README.md 3.2 (line 41, layout lines 57-76) and scripts/download_model.py (Hugging Face michal1270/llama2_70b_nemo_torch_dist; Llama 2 Community License)
-step model/download /shared/mlperf/llama2_70b_lora/model /shared/mlperf/llama2_70b_lora/model/.azbench-step-download /shared/mlperf/llama2_70b_lora:/data /workspace/ft-llm 'python scripts/download_model.py --model_dir /data/model
+# model_v5_1/download: mlcommons/training_results_v5.1@441d65f4445cd59687466533fd9f55399136e7a4 NVIDIA/benchmarks/llama2_70b_lora/implementations/nemo/README.md 3.2 (line 41, layout lines 57-76) and scripts/download_model.py (Hugging Face michal1270/llama2_70b_nemo_torch_dist; Llama 2 Community License)
+step model_v5_1/download /shared/mlperf/llama2_70b_lora/model /shared/mlperf/llama2_70b_lora/model/.azbench-step-download /shared/mlperf/llama2_70b_lora:/data /workspace/ft-llm 'python scripts/download_model.py --model_dir /data/model
 cd /data/model && for f in context/io.json context/model.yaml context/nemo_tokenizer/tokenizer.model weights/__0_0.distcp weights/__0_1.distcp weights/common.pt weights/metadata.json; do test -e "$f" || { echo "model: $f missing after download_model.py" >&2; exit 1; }; done' '' '' 1
 
 if [ "$MISSING" -gt 0 ]; then
