@@ -375,13 +375,36 @@ def list_recipes() -> list[Recipe]:
 
 def model_facts() -> dict[str, ModelFacts]:
     """The model facts the report's MFU needs, keyed by each recipe's MLPerf benchmark key and
-    by its recipe name (both lower case); the first recipe (by file name) wins a shared key."""
+    by its recipe name (both lower case); the first recipe (by file name) wins a shared key.
+    Each carries the precision of every listed published scale's config (FOLDER/NODES) and
+    NVIDIA's MODEL_TFLOP_PER_SAMPLE where a vendored config sets it."""
     facts: dict[str, ModelFacts] = {}
     for recipe in list_recipes():
         if recipe.model is not None:
+            model = _with_config_facts(recipe, recipe.model)
             for key in (recipe.benchmark.lower(), recipe.name.lower()):
-                facts.setdefault(key, recipe.model)
+                facts.setdefault(key, model)
     return facts
+
+
+def _with_config_facts(recipe: Recipe, model: ModelFacts) -> ModelFacts:
+    precisions: dict[str, str] = {}
+    reference: tuple[float, str] | None = None
+    for sku, scales in (recipe.mlperf.scales.items() if recipe.mlperf else []):
+        for scale in scales:
+            if not scale.config or scale.estimate:
+                continue
+            r = resolve(recipe, sku, scale.nodes)
+            if r.precision:
+                precisions[f"{scale.config.split('/')[0]}/{scale.nodes}"] = f"{r.precision}: {r.precision_source}"
+            value = r.config_env.get("MODEL_TFLOP_PER_SAMPLE")
+            if value and reference is None:
+                reference = (float(value), _with_line(r.env_sources.get("MODEL_TFLOP_PER_SAMPLE", ""),
+                                                      "MODEL_TFLOP_PER_SAMPLE"))
+    update: dict[str, object] = {"config_precisions": precisions}
+    if reference:
+        update.update(reference_tflop_per_sample=reference[0], reference_source=reference[1])
+    return model.model_copy(update=update)
 
 
 @lru_cache(maxsize=None)
@@ -613,10 +636,10 @@ def run_precision(env: dict[str, str], sources: dict[str, str]) -> tuple[str | N
     implementations read (FP4, FP8: config_common*.sh), with the file that set the deciding one;
     (None, "") when the config sets neither (DLRM, RetinaNet, R-GAT, FLUX.1)."""
     if env.get("FP4", "").lower() in _TRUE:
-        return "fp4", f"FP4={env['FP4']} [{_with_line(sources.get('FP4', 'azbench'), 'FP4')}]"
+        return "fp4", f"FP4={env['FP4']} ({_with_line(sources.get('FP4', 'azbench'), 'FP4')})"
     if "FP8" in env:
         value = "fp8" if env["FP8"].lower() in _TRUE else "bf16"
-        return value, f"FP8={env['FP8']} [{_with_line(sources.get('FP8', 'azbench'), 'FP8')}]"
+        return value, f"FP8={env['FP8']} ({_with_line(sources.get('FP8', 'azbench'), 'FP8')})"
     return None, ""
 
 

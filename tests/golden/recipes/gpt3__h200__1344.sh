@@ -176,7 +176,7 @@ chmod +x "$AZBENCH_ATTEMPT_DIR/azbench_run_and_time.sh"
 
 echo ":::DLPAL ${CONT} ${SLURM_JOB_ID} ${SLURM_JOB_NUM_NODES} ${SLURM_JOB_NODELIST} ${SLURM_CLUSTER_NAME:-} azbench_ND_H200_v5_1344x8x8xtp4pp8cp1" >>"$LOG"
 echo "AZBENCH_ATTEMPT_START $(date +%s) attempt=$AZBENCH_ATTEMPT resume=0" >>"$LOG"
-echo ':::AZBENCH_PRECISION gemm=fp8 source=FP8=True [recipes/configs/gpt3/v3.1_Azure+NVIDIA_pytorch/config_fp8.sh:1]' >>"$LOG"
+echo ':::AZBENCH_PRECISION gemm=fp8 source=FP8=True (recipes/configs/gpt3/v3.1_Azure+NVIDIA_pytorch/config_fp8.sh:1)' >>"$LOG"
 
 # Import the image on every node, 128 nodes per srun: Azure's 2,048-VM run batched its pulls
 # this way to avoid slurmd I/O errors (mlperf-notes §8).

@@ -204,7 +204,7 @@ chmod +x "$AZBENCH_ATTEMPT_DIR/azbench_run_and_time.sh"
 
 echo ":::DLPAL ${CONT} ${SLURM_JOB_ID} ${SLURM_JOB_NUM_NODES} ${SLURM_JOB_NODELIST} ${SLURM_CLUSTER_NAME:-} azbench_ND_H200_v5_64x8x1xtp4pp1cp2" >>"$LOG"
 echo "AZBENCH_ATTEMPT_START $(date +%s) attempt=$AZBENCH_ATTEMPT resume=0" >>"$LOG"
-echo ':::AZBENCH_PRECISION gemm=fp8 source=FP8=True [recipes/configs/llama2_70b_lora/v4.1_Azure_nemo/config_common.sh:40]' >>"$LOG"
+echo ':::AZBENCH_PRECISION gemm=fp8 source=FP8=True (recipes/configs/llama2_70b_lora/v4.1_Azure_nemo/config_common.sh:40)' >>"$LOG"
 
 # Import the image on every node, 128 nodes per srun: Azure's 2,048-VM run batched its pulls
 # this way to avoid slurmd I/O errors (mlperf-notes §8).

@@ -229,7 +229,7 @@ chmod +x "$AZBENCH_ATTEMPT_DIR/azbench_run_and_time.sh"
 
 echo ":::DLPAL ${CONT} ${SLURM_JOB_ID} ${SLURM_JOB_NUM_NODES} ${SLURM_JOB_NODELIST} ${SLURM_CLUSTER_NAME:-} azbench_ND_H100_v5_64x8x288xtp8pp8cp2" >>"$LOG"
 echo "AZBENCH_ATTEMPT_START $(date +%s) attempt=$AZBENCH_ATTEMPT resume=0" >>"$LOG"
-echo ':::AZBENCH_PRECISION gemm=fp8 source=FP8=True [recipes/configs/llama31_405b/v5.0_NVIDIA_eos-dfw_n64_ngc25.01_nemo/config_common.sh:50]' >>"$LOG"
+echo ':::AZBENCH_PRECISION gemm=fp8 source=FP8=True (recipes/configs/llama31_405b/v5.0_NVIDIA_eos-dfw_n64_ngc25.01_nemo/config_common.sh:50)' >>"$LOG"
 
 # Import the image on every node, 128 nodes per srun: Azure's 2,048-VM run batched its pulls
 # this way to avoid slurmd I/O errors (mlperf-notes §8).
