@@ -266,9 +266,15 @@ def results_show(result_id: int = typer.Argument(..., help="Result id (see azben
 
 @results_app.command("import")
 def results_import(path: Path = typer.Argument(..., help="Submission tree, results folder, run dir or log file."),
-                   compliance: bool = typer.Option(False, "--compliance", help="Run mlperf_logging's compliance checker on each log."),
+                   compliance: bool = typer.Option(True, "--compliance/--no-compliance",
+                                                   help="Run mlperf_logging's compliance checker with "
+                                                   "each log's round's ruleset (default); a log that "
+                                                   "fails is scored as not converged, as the result "
+                                                   "summarizer does."),
                    as_json: bool = JsonOpt) -> None:
-    """Import MLPerf result logs (idempotent: the same file twice is one result)."""
+    """Import MLPerf result logs (idempotent: the same file twice is one result). Each log is
+    checked for compliance unless --no-compliance: a failing run is excluded as MLPerf's result
+    summarizer excludes it, so a score the summarizer would not give is not reported official."""
     from orchestrator.results.importer import import_path
     with open_store() as store:
         summary = import_path(store, path, check_compliance=compliance)
