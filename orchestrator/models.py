@@ -438,6 +438,7 @@ class StageItem:
     r2: tuple[tuple[str, str], ...] = ()
     after: str = ""
     gated_files: tuple[str, ...] = ()
+    sizes: str = ""  # "BYTES  PATH" lines a gated item's files must match
     optional: bool = False  # reported when missing, never fails the job
     size_gb: float | None = None
     source: str = ""  # where the item and its command come from
@@ -485,6 +486,9 @@ class StageRequest:
     r2_origin: str | None = None
     builder: str | None = None
     runner: str | None = None
+    # (item, its folder, what it holds once staged: absolute paths, shell globs): checked last,
+    # for every item marked staged (DataItem.files, what its implementation opens there).
+    provided: tuple[tuple[str, str, tuple[str, ...]], ...] = ()
 
     def output(self, job_id: str) -> str:
         """The job's output file on the cluster."""

@@ -158,6 +158,10 @@ class DataItem(Frozen):
     # Relative path under the item's folder -> sha256: the staging job checks them before it marks
     # the item staged (an item without them is marked once its command succeeds).
     checksums: dict[str, str] = Field(default_factory=dict)
+    # Relative path -> bytes, as the implementation's expected-mounts*.csv lists them: a gated
+    # item's files are checked against them (and against the md5 list an MLCommons R2 download
+    # leaves beside them, where there is one) before it is marked staged.
+    sizes: dict[str, int] = Field(default_factory=dict)
 
     @model_validator(mode="after")
     def _check_checksums(self) -> DataItem:
@@ -210,9 +214,14 @@ class DataItem(Frozen):
         if self.gated is None:
             return ""
         dest = self.host_path(data_root)
-        return (f"{self.name} ({self.kind}, {self.gated.licence}): {self.gated.get}; place it on "
+        get = self.gated.get.replace("{data_root}", data_root.rstrip("/"))
+        return (f"{self.name} ({self.kind}, {self.gated.licence}): {get}; place it on "
                 f"the cluster's shared filesystem under {dest} so that "
                 f"{', '.join(self.gated.files)} exist there, then rerun prepare")
+
+    def size_list(self) -> str:
+        """The item's sizes as "BYTES  PATH" lines ("" when it has none)."""
+        return "".join(f"{n}  {rel}\n" for rel, n in sorted(self.sizes.items()))
 
     def sha256_list(self) -> str:
         """The items's checksums in `sha256sum -c` format ("" when it has none)."""

@@ -160,9 +160,11 @@ def stage_request(recipe: Recipe | str, *, data_root: str = DEFAULT_DATA_ROOT,
                   if d.gated or d.r2 or d.stage)
     workdir = recipe.mlperf.container.workdir or "/"
     steps = tuple(s for d in data for s in _stage_steps(d, root, workdir, container))
+    provided = tuple((d.name, d.host_path(root), tuple(d.provided_paths(root)))
+                     for d in data if d.files and not d.gated)
     return StageRequest(recipe=recipe.name, data_root=root, items=items, steps=steps,
                         container=container, partition=partition, r2_origin=r2_origin,
-                        builder=builder, runner=runner)
+                        builder=builder, runner=runner, provided=provided)
 
 
 # -- helpers -----------------------------------------------------------------------------------
@@ -170,7 +172,8 @@ def stage_request(recipe: Recipe | str, *, data_root: str = DEFAULT_DATA_ROOT,
 def _stage_item(d: DataItem, root: str) -> StageItem:
     return StageItem(name=d.name, kind=d.kind, dest=d.host_path(root), sha256=d.sha256_list(),
                      command=d.stage, r2=tuple(d.r2.items()), after=d.after,
-                     gated_files=tuple(d.gated.files) if d.gated else (), optional=d.optional,
+                     gated_files=tuple(d.gated.files) if d.gated else (), sizes=d.size_list(),
+                     optional=d.optional,
                      size_gb=d.size_gb, source=d.source)
 
 

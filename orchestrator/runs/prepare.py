@@ -24,7 +24,7 @@ from typing import Literal
 from orchestrator.errors import ConfigError, PreflightError
 from orchestrator.models import ContainerBuild, Frozen, JobState
 from orchestrator.paths import DEFAULT_DATA_ROOT
-from orchestrator.recipes.catalog import Recipe, get_recipe
+from orchestrator.recipes.catalog import DataItem, Recipe, get_recipe
 from orchestrator.runs.launch import stage_request
 from orchestrator.seams import Launcher
 
@@ -173,3 +173,70 @@ class _Progress:
             lines, self.partial = [*lines, self.partial], b""
         for line in lines:
             self.sink(line.decode(errors="replace"))
+
+
+class StagePlan(Frozen):
+    """What `azbench prepare` does for one recipe x SKU x scale, offline (`prepare --list`):
+    what it stages by itself, what the user must do first (each with the one command or place),
+    and the size of the data, where the recipe knows it."""
+
+    recipe: str
+    sku: str
+    nodes: int
+    published: bool  # False: an azbench estimate scaled from another scale's config
+    implementation: str  # the vendored folder whose container and README it follows
+    automatic: list[str]
+    user: list[str]
+    size_gb: float | None
+    size_complete: bool  # every item's size is known
+    command: str  # what to run once the user's part is done
+
+
+# Base images only NVIDIA's early-access programme pulls (the NGC registry nvcr.io/nvdlfwea).
+_EARLY_ACCESS = "nvcr.io/nvdlfwea/"
+
+
+def stage_plans(recipe_name: str | None = None, *, data_root: str = DEFAULT_DATA_ROOT) -> list[StagePlan]:
+    """A StagePlan per listed scale of `recipe_name` (every MLPerf recipe when None)."""
+    from orchestrator.recipes.catalog import list_recipes
+    recipes = [get_recipe(recipe_name)] if recipe_name else list_recipes()
+    root = data_root.rstrip("/") or "/"
+    return [_plan(recipe, sku, scale.nodes, scale.estimate, root)
+            for recipe in recipes if recipe.mlperf is not None
+            for sku, scales in recipe.mlperf.scales.items()
+            for scale in sorted(scales, key=lambda s: s.nodes)]
+
+
+def _plan(recipe: Recipe, sku: str, nodes: int, estimate: bool, root: str) -> StagePlan:
+    from orchestrator.recipes.catalog import data_for, resolve
+    from orchestrator.recipes.configs import implementation, paths_manifest
+    r = resolve(recipe, sku, nodes)
+    items = data_for(recipe, r.config)
+    rel = r.config.split(f"recipes/configs/{recipe.name}/", 1)[1] if r.config else None
+    folder = rel.split("/")[0] if rel else "-"
+    impl = implementation(recipe.name, rel).path if rel else None
+    base = [f.path for f in paths_manifest(recipe.name, rel) if f.kind == "base"] if rel else []
+    auto = [_how(d, impl) for d in items if not d.gated]
+    auto.append(f"container from {folder}'s Dockerfile ({', '.join(base) or 'its base image'})"
+                if rel else f"no container build: the recipe's image {r.image}")
+    user = [d.instructions(root) for d in items if d.gated and not d.optional]
+    user += [f"container: its Dockerfile starts FROM {b}, an NVIDIA early-access image: run "
+             "`docker login nvcr.io` (an NGC key with early-access rights) on the node prepare "
+             "runs on, or set AZBENCH_IMAGE_BUILDER" for b in base if b.startswith(_EARLY_ACCESS)]
+    known = [d.size_gb for d in items if d.size_gb is not None]
+    return StagePlan(
+        recipe=recipe.name, sku=r.sku_short, nodes=nodes, published=not estimate,
+        implementation=folder, automatic=auto, user=user,
+        size_gb=round(sum(known), 1) if known else None, size_complete=len(known) == len(items),
+        command=f"azbench prepare {recipe.name} --cluster CLUSTER --sku {sku} --nodes {nodes}"
+                + (f" --data-root {root}" if root != DEFAULT_DATA_ROOT else ""))
+
+
+def _how(item: DataItem, implementation: str | None) -> str:
+    """How prepare stages a non-gated item, e.g. "c4: MLCommons R2 (md5-checked), then unpack
+    in the container"."""
+    names = ", ".join(s.name for s in item.steps_for(implementation))
+    if item.r2 or item.stage:
+        how = "MLCommons R2 (md5-checked)" if item.r2 else "its download command (checksummed)"
+        return f"{item.name}: {how}" + (f", then {names} in the container" if names else "")
+    return f"{item.name}: made in the container ({names})"

@@ -30,6 +30,7 @@ each with the file and line it was read from:
                                                      O of config group G (conf/G/O.yaml)
     hydra   G/O     FILE:LINE                        a defaults list selects option O of group G
     image   DEST    Dockerfile:LINE  COPY SRC         the implementation's files are in the image
+    base    IMAGE   Dockerfile:LINE                  the image a FROM starts from (ARG default resolved)
     launch  mpi|remap-root|container-env  FILE:LINE  VALUE   the flags of run.sub's timed job step
     expect  KEY     FILE:LINE  REL BYTES              expected-mounts*.csv: a file the implementation
                                                      expects under the mount KEY names, and its size
@@ -208,6 +209,7 @@ def paths_manifest(repo: Path, impl: str, files: list[str], vendored: list[str])
         rows += _srun_facts(texts["run.sub"])
     images = _image_roots(texts.get("Dockerfile", ""))
     rows += [("image", dest, f"Dockerfile:{line}", f"COPY {src}") for dest, src, line in images]
+    rows += _base_images(texts.get("Dockerfile", ""))
     tree = {f[len(impl) + 1:] for f in files}
     tree |= {p.rsplit("/", k)[0] for p in list(tree) for k in range(1, p.count("/") + 1)}
     own = {Path(v).name for v in vendored}
@@ -367,6 +369,20 @@ def _srun_facts(text: str) -> list[tuple[str, ...]]:
     env = re.search(r"--container-env=([A-Za-z0-9_,]+)", joined)
     if env:
         rows.append(("launch", "container-env", where, env.group(1)))
+    return rows
+
+
+def _base_images(dockerfile: str) -> list[tuple[str, ...]]:
+    """`base` rows: the image each FROM starts from (an ARG default resolved)."""
+    args = dict(re.findall(r"^ARG\s+([A-Za-z_][A-Za-z0-9_]*)=(\S+)", dockerfile, re.M))
+    rows, stages = [], set()
+    for n, line in enumerate(dockerfile.splitlines(), 1):
+        m = re.match(r"FROM\s+(\S+)(?:\s+[Aa][Ss]\s+(\S+))?", line)
+        if m:
+            image = re.sub(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?", lambda v: args.get(v.group(1), v.group(0)), m.group(1))
+            if image not in stages:  # a later stage that starts from an earlier one is not a base
+                rows.append(("base", image, f"Dockerfile:{n}", ""))
+            stages |= {m.group(2)} if m.group(2) else set()
     return rows
 
 
