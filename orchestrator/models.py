@@ -551,6 +551,8 @@ class ContainerRun(Frozen):
     parallelism: Parallelism
     mp_gpus: int | None = None  # GPUs of one model-parallel group (TP*PP*CP) where it is placed
     segment: int | None = None  # VMs of one such group, kept inside one NVLink rack
+    # Why there is no --segment although the layout has one (a Slurm without topology/block).
+    segment_note: str = ""
     derived: bool = False
     rule: str | None = None  # how a derived config was derived
     source: str = ""  # which listed config it is

@@ -13,7 +13,8 @@
 #SBATCH --output=/shared/azbench/runs/preview/attempt-1/slurm-%j.out
 #SBATCH --chdir=/shared/azbench/runs/preview/attempt-1
 #SBATCH --no-requeue
-# Each model-parallel group (TP*PP*CP = 8 GPUs) = 2 VMs inside one NVL72 rack.
+# Each model-parallel group (TP*PP*CP = 8 GPUs) = 2 VMs inside one NVL72 rack
+# (Slurm 23.11+, topology/block; the launcher drops it on an older Slurm).
 #SBATCH --segment=2
 
 set -uo pipefail
