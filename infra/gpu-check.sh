@@ -36,11 +36,23 @@ RESULTS=${AZBENCH_GPU_CHECK_RESULTS:-benchmarks/results/gpu_check.jsonl}
 WORK=$(mktemp -d /tmp/azbench-gpu-check.XXXXXX)
 trap 'rm -rf "$WORK"' EXIT
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
-if compgen -G ".whl/*.whl" >/dev/null; then
-  "$PY" -m pip install -q --no-index --no-deps --target "$WORK/site" .whl/*.whl 2>"$WORK/pip.err" \
+# Wheels only for what the machine cannot import (its own packages stay in charge): pydantic
+# with its pydantic-core and helpers as one set, mlperf-logging, sqlalchemy, PyYAML.
+need=()
+"$PY" -c 'import pydantic' 2>/dev/null || need+=(pydantic pydantic_core annotated_types typing_extensions typing_inspection)
+"$PY" -c 'import mlperf_logging' 2>/dev/null || need+=(mlperf_logging)
+"$PY" -c 'import sqlalchemy' 2>/dev/null || need+=(sqlalchemy)
+"$PY" -c 'import yaml' 2>/dev/null || need+=(pyyaml PyYAML)
+wheels=()
+for name in "${need[@]}"; do
+  for w in .whl/"$name"-*.whl; do [ -e "$w" ] && wheels+=("$w"); done
+done
+if [ "${#wheels[@]}" -gt 0 ]; then
+  "$PY" -m pip install -q --no-index --no-deps --target "$WORK/site" "${wheels[@]}" 2>"$WORK/pip.err" \
+    && export PYTHONPATH="$PYTHONPATH:$WORK/site" \
     || echo "gpu-check: wheels from .whl/ not installed: $(tail -n 1 "$WORK/pip.err")"
-  export PYTHONPATH="$PYTHONPATH:$WORK/site"  # the machine's own packages win over the wheels
 fi
+[ "${#need[@]}" -eq "${#wheels[@]}" ] || echo "gpu-check: missing here and not in .whl/: ${need[*]}"
 export PYTHONDONTWRITEBYTECODE=1
 FAILED=0
 
