@@ -112,3 +112,40 @@ def test_the_manifest_is_what_the_published_tree_says(recipe: str, config: str) 
     fresh = vendor.paths_manifest(repo, impl, files, vendored)
     ours = [(f.kind, f.path, f.where, f.detail) for f in paths_manifest(recipe, config)]
     assert [tuple(r) + ("",) * (4 - len(r)) for r in fresh] == ours
+
+
+FABRIC = ("NCCL_COLLNET_ENABLE", "SHARP", "USE_SHARP", "SBATCH_NETWORK")
+
+
+def test_recipes_show_warns_on_every_sharp_and_collnet_setting_with_its_line(tmp_path) -> None:
+    from orchestrator.recipes.catalog import resolve
+    from tests.cli_helpers import azbench_in_process
+    carrying = []
+    for recipe, sku, nodes in SCALES:
+        r = resolve(recipe, sku, nodes)
+        effective = {**r.config_env, **r.env}
+        asked = {k for k in FABRIC if effective.get(k, "").lower() not in ("", "0", "false")}
+        assert {f.name for f in r.fabric} == asked, (recipe, sku, nodes)
+        if asked:
+            carrying.append((recipe, sku, nodes, asked))
+    assert {(r, s, n) for r, s, n, _ in carrying} == {
+        ("dlrm_dcnv2", "h100", 8), ("dlrm_dcnv2", "h200", 8), ("llama2_70b_lora", "h100", 8),
+        ("retinanet", "h100", 8), ("retinanet", "h100", 32), ("retinanet", "h200", 32)}
+    shown = azbench_in_process("recipes", "show", "dlrm_dcnv2", "--sku", "h100", "--nodes", "8", home=tmp_path)
+    assert shown.code == 0, shown.err
+    folder = "recipes/configs/dlrm_dcnv2/v4.1_NVIDIA_eos_n8_ngc24.06_merlin_hugectr"
+    assert f"warning: NCCL_COLLNET_ENABLE=1 [{folder}/config_DGXH100_8x8x2112.sh:32]: " in shown.out
+    assert f"warning: SBATCH_NETWORK=sharp [{folder}/config_DGXH100_8x8x2112.sh:31]: " in shown.out
+    assert "export NCCL_COLLNET_ENABLE=0" in shown.out and "unset SBATCH_NETWORK" in shown.out
+    assert "rehearsal: " in shown.out and "all resolved" in shown.out
+
+
+def test_the_readme_table_lists_every_scale_as_prepare_list_does() -> None:
+    from orchestrator.runs.prepare import stage_plans
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    rows = {tuple(c.strip() for c in line.strip("|").split("|")[:4])
+            for line in readme.splitlines() if line.startswith("| ") and ": v" in line and "published" in line
+            or line.startswith("| ") and "| estimate: " in line}
+    want = {(p.recipe, p.sku.split()[1], str(p.nodes), f"{'published' if p.published else 'estimate'}: "
+             f"{p.implementation}") for p in stage_plans()}
+    assert rows == want

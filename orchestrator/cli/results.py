@@ -65,6 +65,12 @@ def recipes_show(name: str = typer.Argument(..., help="Recipe name."),
     if r.config:
         lines.append(f"submission config{' (an estimate scales from it)' if r.estimate else ''}: {r.config}")
     lines += [f"warning: {w}" for w in r.warnings]
+    if r.config:
+        from orchestrator.runs.rehearsal import rehearse
+        done = rehearse(name, sku, nodes)
+        lines.append(f"rehearsal: {len(done.checks)} paths {done.implementation} names, "
+                     + (f"{len(done.unresolved)} unresolved" if done.unresolved else "all resolved"))
+        lines += [f"warning: unresolved: {c.where}: {c.problem}" for c in done.unresolved]
     effective = {**r.config_env, **r.env}
     if effective:
         lines += ["", "environment (effective value, where it came from):"]
