@@ -438,6 +438,7 @@ class StageItem:
     r2: tuple[tuple[str, str], ...] = ()
     after: str = ""
     gated_files: tuple[str, ...] = ()
+    sizes: str = ""  # "BYTES  PATH" lines a gated item's files must match
     optional: bool = False  # reported when missing, never fails the job
     size_gb: float | None = None
     source: str = ""  # where the item and its command come from
@@ -485,6 +486,9 @@ class StageRequest:
     r2_origin: str | None = None
     builder: str | None = None
     runner: str | None = None
+    # (item, its folder, what it holds once staged: absolute paths, shell globs): checked last,
+    # for every item marked staged (DataItem.files, what its implementation opens there).
+    provided: tuple[tuple[str, str, tuple[str, ...]], ...] = ()
 
     def output(self, job_id: str) -> str:
         """The job's output file on the cluster."""
@@ -493,11 +497,15 @@ class StageRequest:
 
 class MountedData(Frozen):
     """A staged data item a container job mounts read-only: staged at `path` on the cluster
-    (marked `.azbench-staged` by the staging job), seen at `mount` inside the container."""
+    (marked `.azbench-staged` by the staging job), seen at `mount` inside the container, and
+    each `also` (a path under the item -> container path, "." for the item itself) mounted as
+    well, where the implementation opens it at a second place (DLRM's /data_val, GPT-3's
+    /workspace/llm/tokenizer.model)."""
 
     name: str
     path: str
-    mount: str
+    mount: str | None = None  # None: staged for prepare only; `also` mounts what it made
+    also: dict[str, str] = Field(default_factory=dict)  # host path -> container path
 
 
 class Parallelism(Frozen):
@@ -512,6 +520,16 @@ class Parallelism(Frozen):
     mbs: int | None = None
     gbs: int | None = None
     grad_accum: int | None = None
+
+
+class FabricOverride(Frozen):
+    """One variable the job sets (or unsets, value None) after the submission's config because
+    the cluster's fabric cannot do what the config asks, with where the config asked and why."""
+
+    name: str
+    value: str | None
+    asked: str  # what the config set, e.g. "NCCL_COLLNET_ENABLE=1 [recipes/configs/...:32]"
+    why: str
 
 
 class ContainerRun(Frozen):
@@ -533,6 +551,8 @@ class ContainerRun(Frozen):
     parallelism: Parallelism
     mp_gpus: int | None = None  # GPUs of one model-parallel group (TP*PP*CP) where it is placed
     segment: int | None = None  # VMs of one such group, kept inside one NVLink rack
+    # Why there is no --segment although the layout has one (a Slurm without topology/block).
+    segment_note: str = ""
     derived: bool = False
     rule: str | None = None  # how a derived config was derived
     source: str = ""  # which listed config it is
@@ -549,6 +569,24 @@ class ContainerRun(Frozen):
     pre_env: dict[str, str] = Field(default_factory=dict)  # what the config reads while sourced
     seed: int | None = None  # None: a random seed per job
     check_compliance: bool = True  # run MLPerf's compliance checker on the log after the run
+    # How the implementation's own run.sub launches its timed job step (recipes/configs/*/PATHS.txt):
+    # the MPI plugin, pyxis' --container-remap-root, and the variables it forces over the
+    # image's own ENV with --container-env (MASTER_ADDR, MASTER_PORT and SEED always).
+    mpi: str = "pmix"
+    remap_root: bool = False
+    container_env: list[str] = Field(default_factory=lambda: ["MASTER_ADDR", "MASTER_PORT", "SEED"])
+    launch_source: str = ""
+    # Container paths backed by a fresh folder of the attempt on shared storage, as the
+    # implementation's config_mounts.sh / run.sub back them under its LOGDIR (Megatron's
+    # /npy_index cache, which every rank reads from the first rank that builds it).
+    scratch: list[str] = Field(default_factory=list)
+    # Settings the published config asks for that Azure's fabric cannot honour, set (or unset,
+    # value None) after the config is sourced, each with why (FabricOverride).
+    fabric: list[FabricOverride] = Field(default_factory=list)
+    # The GEMM precision the sourced config trains in (fp4/fp8/bf16) and where that was read:
+    # the launch writes it into the log (":::AZBENCH_PRECISION"), and MFU uses it.
+    precision: str | None = None
+    precision_source: str = ""
 
 
 class AttemptSpec(Frozen):
@@ -593,6 +631,16 @@ class ModelFacts(Frozen):
     # runs forward (2N) and the activation-gradient backward (2N), but no weight gradients.
     trainable_params: float | None = Field(None, gt=0)
     source: str
+    # The GEMM precision each vendored submission config trains in, "FOLDER/NODES" (the
+    # recipes/configs folder, e.g. v5.1_NVIDIA_hsg_ngpu2560_ngc25.09_nemo/640) -> "fp4 [where]",
+    # filled by recipes.catalog.model_facts: an imported log that does not say its precision is
+    # measured against the one its system's config set.
+    config_precisions: dict[str, str] = Field(default_factory=dict)
+    # NVIDIA's own count, MODEL_TFLOP_PER_SAMPLE in the submissions' config_common*.sh (read from
+    # the vendored file by model_facts), and why azbench's F differs where it does (the recipe's).
+    reference_tflop_per_sample: float | None = None
+    reference_source: str = ""
+    reference_note: str = ""
 
     def flops_per_token(self, seq_len: int | None = None) -> float:
         seq = seq_len or self.seq_len

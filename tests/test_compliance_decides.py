@@ -65,3 +65,62 @@ def test_the_launch_records_the_checker_and_defaults_to_the_container_round() ->
     tail = script[script.index("mlperf_logging.compliance_checker"):]
     assert "|| true" not in tail
     assert 'echo ":::AZBENCH_COMPLIANCE rc=$crc ruleset=5.0.0" >>"$LOG"' in tail
+
+
+def _summarizer_score(submitter_dir: Path, ruleset: str, benchmark: str) -> float | None:
+    """The score MLPerf's own result summarizer gives (run on a copy: its RCP step may rewrite
+    scaling.json)."""
+    import csv
+    import shutil
+    import subprocess
+    import sys
+    copy = submitter_dir.parent.parent / "summarizer-copy" / submitter_dir.name
+    shutil.copytree(submitter_dir, copy)
+    out = copy.parent / "summary.csv"
+    subprocess.run([sys.executable, "-m", "mlperf_logging.result_summarizer", str(copy), "training",
+                    ruleset, "--csv", str(out)], capture_output=True, timeout=600, check=True)
+    rows = list(csv.DictReader(out.open()))
+    value = rows[0].get(benchmark) if rows else None
+    return float(value) if value else None
+
+
+def _break(log: Path, key: str) -> None:
+    """Drop the line of one required key: the compliance checker then fails the log."""
+    lines = log.read_text().splitlines(keepends=True)
+    log.write_text("".join(line for line in lines if f'"key": "{key}"' not in line))
+
+
+def test_a_plain_import_scores_a_non_compliant_tree_as_the_summarizer_does(shared_logs: Path,
+                                                                           tmp_path: Path) -> None:
+    """Azure's v3.1 BERT (10 runs) with train_samples removed from one scored run, then from a
+    second: `azbench results import` (no flag) and the summarizer agree on the score, and on
+    giving none once two runs fail."""
+    import json
+    import shutil
+
+    pytest.importorskip("mlperf_logging")
+    from tests.cli_helpers import azbench_in_process
+    tree = tmp_path / "v3.1" / "Azure"
+    shutil.copytree(shared_logs / "v3.1" / "Azure", tree)
+    bench = tree / "results" / "ND_H100_v5_pytorch" / "bert"
+    _break(bench / "result_5.txt", "train_samples")  # a run the olympic mean keeps
+    expected = _summarizer_score(tree, "3.1.0", "bert")
+    home = tmp_path / "home"
+    done = azbench_in_process("results", "import", str(tree), home=home)
+    assert done.code == 0, done.err
+    assert "result_5.txt: compliance (ruleset 3.1.0) did not pass" in done.err
+    report = json.loads(azbench_in_process("report", "--json", home=home).out)
+    group = next(g for g in report["groups"] if g["benchmark"] == "bert")
+    assert expected is not None and group["score_minutes"] == pytest.approx(expected, abs=1e-6)
+    assert "1 run(s) failed compliance" in group["score_note"]
+
+    second = tmp_path / "second" / "v3.1" / "Azure"
+    shutil.copytree(tree, second)
+    _break(second / "results" / "ND_H100_v5_pytorch" / "bert" / "result_2.txt", "train_samples")
+    assert _summarizer_score(second, "3.1.0", "bert") is None
+    home2 = tmp_path / "home2"
+    assert azbench_in_process("results", "import", str(second), home=home2).code == 0
+    report = json.loads(azbench_in_process("report", "--json", home=home2).out)
+    group = next(g for g in report["groups"] if g["benchmark"] == "bert")
+    assert group["score_minutes"] is None and not group["official"]
+    assert "2 non-converged runs; at most 1 allowed" in group["score_note"]

@@ -42,6 +42,12 @@ Every way an emulated VM differs from an Azure VM (the emulator's contract):
   host can reach it (no NSG enforcement, no internet, no outbound access). VNet DNS is the
   fabric's /etc/hosts, bind-mounted over each VM's and rewritten as VMs come and go. No
   accelerated networking, no InfiniBand.
+- GPUs: none. `nvidia-smi` is a shim: `nvidia-smi -q` prints, per emulated GPU, the Fabric
+  section of a GB200 (State, Status, CliqueId, ClusterUUID) when the fabric gave the VM an NVLink
+  domain (Fabric.nvlink, by VM name; Azure's racks are not the scale set's instance order, and a
+  test can say so), else it fails as on a VM without the NVIDIA driver ("NVIDIA-SMI has failed
+  because it couldn't communicate with the NVIDIA driver", exit 9). The Fabric section's shape
+  follows what Azure/cyclecloud-slurm's topology.py greps (ClusterUUID, CliqueId).
 - File system: the VM's root is a directory in its state dir. /etc, /var, /usr, /opt and /root are
   copy-on-write overlays of the host's (changes stay in the state dir; /usr/bin and /usr/sbin
   carry the shims on top; /root is made 0711 when the stand-in Python lives under it); /run and
@@ -74,7 +80,7 @@ from pathlib import Path
 
 GUEST = Path(__file__).with_name("vm_guest.py")
 SHIM = Path(__file__).with_name("vm_shim.py")
-SHIMMED_BIN = ("systemctl", "apt-get")
+SHIMMED_BIN = ("systemctl", "apt-get", "nvidia-smi")
 SHIMMED_SBIN = ("exportfs", "mount.nfs")
 PUBLIC_NET = ipaddress.ip_network("198.18.0.0/16")
 # (cores per socket, threads per core) by vCPU count for the sizes the emulator boots.
@@ -113,6 +119,8 @@ class Fabric:
     state_dir: Path
     python_env: Path = field(default_factory=lambda: Path(sys.prefix))
     vms: dict[str, EmulatedVm] = field(default_factory=dict)
+    # VM name -> (GPU fabric cluster UUID, clique ID): what `nvidia-smi -q` reports there.
+    nvlink: dict[str, tuple[str, int]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.state_dir.mkdir(parents=True, exist_ok=True)
@@ -237,7 +245,8 @@ class Fabric:
             "name": spec.name, "hostname": spec.hostname, "private_ip": spec.private_ip,
             "prefix_len": spec.prefix_len, "public_ip": spec.public_ip, "admin_user": spec.admin_user,
             "fabric_dir": str(self.state_dir), "python_env": str(self.python_env),
-            "hwloc": f"package:1 core:{cores} pu:{threads}"}, indent=2))
+            "hwloc": f"package:1 core:{cores} pu:{threads}",
+            "nvlink": list(self.nvlink[spec.name]) if spec.name in self.nvlink else None}, indent=2))
 
     def _write_hosts(self, extra: VmSpec | None = None) -> None:
         specs = [vm.spec for vm in self.vms.values() if vm is not None] + ([extra] if extra else [])

@@ -1,4 +1,5 @@
-"""The emulated VM's shims (testsupport/vm_emulator.py): systemctl, apt-get, exportfs, mount.nfs.
+"""The emulated VM's shims (testsupport/vm_emulator.py): systemctl, apt-get, exportfs, mount.nfs,
+nvidia-smi.
 
 Runs inside a VM as `python3 /run/azbench-emulator/vm_shim.py NAME ARGS...` (the fabric's
 wrappers in /usr/bin and /usr/sbin). Standalone: the host's system Python, no repo imports.
@@ -290,6 +291,27 @@ def mount_nfs(args: list[str]) -> None:
     subprocess.run(["mount", "--bind", *(["-o", "ro"] if ro else []), host_dir, target], check=True)
 
 
+# ---------------------------------------------------------------- nvidia-smi
+def nvidia_smi(args: list[str]) -> None:
+    """`nvidia-smi -q`: the Fabric section of each of a GB200 VM's 4 GPUs, with the NVLink
+    domain the fabric gave this VM; without one, nvidia-smi's answer on a driverless VM."""
+    domain = vm().get("nvlink")
+    if not domain:
+        die("NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. Make sure "
+            "that the latest NVIDIA driver is installed and running.", 9)
+    if "-q" not in args:
+        die("nvidia-smi (azbench emulator): only -q is emulated", 2)
+    uuid, clique = domain
+    print("\n==============NVSMI LOG==============\n\nAttached GPUs                             : 4")
+    for gpu in range(4):
+        print(f"GPU 00000009:0{gpu}:00.0\n    Product Name                          : NVIDIA GB200\n"
+              f"    Fabric\n        State                             : Completed\n"
+              f"        Status                            : Success\n"
+              f"        CliqueId                          : {clique}\n"
+              f"        ClusterUUID                       : {uuid}\n"
+              f"        Health\n            Bandwidth                     : Full")
+
+
 def _resolve(server: str) -> str:
     try:
         return str(ipaddress.ip_address(server))
@@ -312,7 +334,8 @@ def _admits(client: str, addr: ipaddress.IPv4Address) -> bool:
 
 def main() -> None:
     name, args = sys.argv[1], sys.argv[2:]
-    {"systemctl": systemctl, "apt-get": apt_get, "exportfs": exportfs, "mount.nfs": mount_nfs}[name](args)
+    {"systemctl": systemctl, "apt-get": apt_get, "exportfs": exportfs, "mount.nfs": mount_nfs,
+     "nvidia-smi": nvidia_smi}[name](args)
 
 
 if __name__ == "__main__":

@@ -73,6 +73,12 @@ def recipes_show(name: str = typer.Argument(..., help="Recipe name."),
     if r.config:
         lines.append(f"submission config{' (an estimate scales from it)' if r.estimate else ''}: {r.config}")
     lines += [f"warning: {w}" for w in r.warnings]
+    if r.config:
+        from orchestrator.runs.rehearsal import rehearse
+        done = rehearse(name, sku, nodes)
+        lines.append(f"rehearsal: {len(done.checks)} paths {done.implementation} names, "
+                     + (f"{len(done.unresolved)} unresolved" if done.unresolved else "all resolved"))
+        lines += [f"warning: unresolved: {c.where}: {c.problem}" for c in done.unresolved]
     effective = {**r.config_env, **r.env}
     if effective:
         lines += ["", "environment (effective value, where it came from):"]
@@ -88,8 +94,8 @@ def _print_progress(line: str) -> None:
 
 
 @app.command()
-def prepare(recipe: str = typer.Argument(..., help="Recipe name."),
-            cluster: str = typer.Option(..., "--cluster", help="Cluster to stage on."),
+def prepare(recipe: Optional[str] = typer.Argument(None, help="Recipe name (with --list: all when left out)."),
+            cluster: Optional[str] = typer.Option(None, "--cluster", help="Cluster to stage on."),
             sku: Optional[str] = typer.Option(None, "--sku", help="SKU whose container to build "
                                               "(default: the cluster's)."),
             nodes: Optional[int] = typer.Option(None, "--nodes", help="Scale whose submission "
@@ -99,6 +105,9 @@ def prepare(recipe: str = typer.Argument(..., help="Recipe name."),
             partition: Optional[str] = typer.Option(None, "--partition", help="Slurm partition."),
             no_image: bool = typer.Option(False, "--no-image",
                                           help="Stage data only, do not build the container squashfs."),
+            list_only: bool = typer.Option(False, "--list", help="Show, per recipe and scale, what "
+                                           "prepare stages by itself, what you must do first (the "
+                                           "command or place), and the size; no cluster needed."),
             as_json: bool = JsonOpt) -> None:
     """Stage a recipe on the cluster as one batch job: verify its licence-gated weights and
     tokenizers (printing where to get and place each missing one), download its public data
@@ -112,6 +121,13 @@ def prepare(recipe: str = typer.Argument(..., help="Recipe name."),
     AZBENCH_CONTAINER_RUNNER one run instead of the pyxis job step (--container-image) for each step
     the implementation's README runs in its container (energon conversion, FP16 preprocessing)."""
     import os
+
+    if list_only:
+        return _list_staging(recipe, data_root, as_json)
+    if recipe is None or cluster is None:
+        from orchestrator.errors import ConfigError as _Missing
+        raise _Missing("prepare needs a RECIPE and --cluster (or --list to see what it would do)",
+                       hint="azbench prepare RECIPE --cluster C, or azbench prepare --list")
 
     from orchestrator.clusters import lifecycle
     from orchestrator.errors import ConfigError
@@ -139,6 +155,20 @@ def prepare(recipe: str = typer.Argument(..., help="Recipe name."),
     else:
         _print_prepared(result)
     _refuse_unless_staged(recipe, result)
+
+
+def _list_staging(recipe: str | None, data_root: str, as_json: bool) -> None:
+    from orchestrator.runs.prepare import stage_plans
+    plans = stage_plans(recipe, data_root=data_root)
+    if as_json:
+        return emit_json(plans)
+    for p in plans:
+        size = f"{p.size_gb:,.1f} GB" + ("" if p.size_complete else "+") if p.size_gb is not None else "size unknown"
+        sys.stdout.write(f"{p.recipe} {p.sku} x{p.nodes} ({'published' if p.published else 'estimate'}, "
+                         f"{p.implementation}): {size}\n")
+        sys.stdout.write("".join(f"  automatic: {a}\n" for a in p.automatic))
+        sys.stdout.write("".join(f"  you first: {u}\n" for u in p.user))
+        sys.stdout.write(f"  then: {p.command}\n")
 
 
 def _print_prepared(result: PrepareResult) -> None:
@@ -302,9 +332,15 @@ def results_show(result_id: int = typer.Argument(..., help="Result id (see azben
 
 @results_app.command("import")
 def results_import(path: Path = typer.Argument(..., help="Submission tree, results folder, run dir or log file."),
-                   compliance: bool = typer.Option(False, "--compliance", help="Run mlperf_logging's compliance checker on each log."),
+                   compliance: bool = typer.Option(True, "--compliance/--no-compliance",
+                                                   help="Run mlperf_logging's compliance checker with "
+                                                   "each log's round's ruleset (default); a log that "
+                                                   "fails is scored as not converged, as the result "
+                                                   "summarizer does."),
                    as_json: bool = JsonOpt) -> None:
-    """Import MLPerf result logs (idempotent: the same file twice is one result)."""
+    """Import MLPerf result logs (idempotent: the same file twice is one result). Each log is
+    checked for compliance unless --no-compliance: a failing run is excluded as MLPerf's result
+    summarizer excludes it, so a score the summarizer would not give is not reported official."""
     from orchestrator.results.importer import import_path
     with open_store() as store:
         summary = import_path(store, path, check_compliance=compliance)

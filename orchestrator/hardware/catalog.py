@@ -81,6 +81,9 @@ class GpuSku(Frozen):
     peak_tflops_bf16: float | None
     peak_tflops_fp8: float | None
     peak_tflops_fp4: float | None = None
+    # Where the dense per-precision peaks come from (NVIDIA's datasheets list Tensor Core figures
+    # "with sparsity": the dense figure is half).
+    peak_source: str = ""
     expected_busbw_gbps: float | None = None
     nccl: NcclBaseline | None = None
     notes: str = ""
@@ -112,6 +115,12 @@ class GpuSku(Frozen):
                 "fp4": self.peak_tflops_fp4}.get(precision.lower())
 
 
+_HOPPER_PEAKS = ("NVIDIA H100/H200 Tensor Core GPU datasheets (nvidia.com/en-us/data-center/h100, "
+                 "/h200), SXM: BF16 1,979 and FP8 3,958 TFLOPS \"with sparsity\"; dense is half "
+                 "(989.5 and 1,979; the catalog keeps 989 for BF16, as mlperf-notes 10.3); no FP4")
+_GB200_PEAKS = ("NVIDIA GB200 NVL72 specifications (nvidia.com/en-us/data-center/gb200-nvl72), per GB200 "
+                "superchip of 2 Blackwell GPUs: FP4 40, FP8/FP6 20, FP16/BF16 10 PFLOPS \"with sparsity\"; "
+                "dense per GPU is a quarter: FP4 10,000, FP8 5,000, BF16 2,500 TFLOPS")
 _HPC_IMAGE = "microsoft-dsvm:ubuntu-hpc:2204:latest"
 # Plain Ubuntu 22.04 for the CPU sizes: no GPU/IB drivers to carry, same release as the HPC image.
 _UBUNTU_IMAGE = "Canonical:0001-com-ubuntu-server-jammy:22_04-lts-gen2:latest"
@@ -133,7 +142,7 @@ CATALOG: tuple[GpuSku, ...] = (
         gpu_model="H100 SXM 80GB", gpus_per_vm=8, gpu_memory_gb=80, vcpus=96, ram_gib=1900,
         ib_links=8, ib_gbps_per_link=400, nvlink_domain_vms=1, cpu_arch="x86_64",
         image=_HPC_IMAGE, quota_family="standardNDSH100v5Family", price_per_hour_usd=98.32,
-        peak_tflops_bf16=989.0, peak_tflops_fp8=1979.0, expected_busbw_gbps=450.0,
+        peak_tflops_bf16=989.0, peak_tflops_fp8=1979.0, peak_source=_HOPPER_PEAKS, expected_busbw_gbps=450.0,
         nccl=NcclBaseline(message="16G", expected_gbps=450.0, warn_gbps=400.0, replace_gbps=300.0,
                           scope="all_reduce_perf busbw, full sweep at 16G (node group)",
                           source=_AIOA + "; azurehpc-health-checks' single-node check is 460 GB/s: "
@@ -146,7 +155,7 @@ CATALOG: tuple[GpuSku, ...] = (
         gpu_model="H200 141GB", gpus_per_vm=8, gpu_memory_gb=141, vcpus=96, ram_gib=1850,
         ib_links=8, ib_gbps_per_link=400, nvlink_domain_vms=1, cpu_arch="x86_64",
         image=_HPC_IMAGE, quota_family="standardNDISRH200V5Family", price_per_hour_usd=None,
-        peak_tflops_bf16=989.0, peak_tflops_fp8=1979.0, expected_busbw_gbps=450.0,
+        peak_tflops_bf16=989.0, peak_tflops_fp8=1979.0, peak_source=_HOPPER_PEAKS, expected_busbw_gbps=450.0,
         nccl=NcclBaseline(message="16G", warn_gbps=431.0, scope="single-node all_reduce_perf, 8 GPUs",
                           source=_AHC.format(conf="nd96isr_h200_v5.conf", check="nccl_allreduce",
                                              value="431.0") + " (no published expected figure)"),
@@ -160,7 +169,7 @@ CATALOG: tuple[GpuSku, ...] = (
         image="arm64 Gen2 ubuntu-hpc (resolved at up time)",
         quota_family="standardNDISRGB200V6NDRFamily", price_per_hour_usd=108.16,
         peak_tflops_bf16=2500.0, peak_tflops_fp8=5000.0, peak_tflops_fp4=10000.0,
-        expected_busbw_gbps=680.0,
+        peak_source=_GB200_PEAKS, expected_busbw_gbps=680.0,
         nccl=NcclBaseline(message="16G", warn_gbps=432.0, scope="single-node all_reduce_perf, 4 GPUs",
                           source=_AHC.format(conf="nd128isr_ndr_gb200_v6.conf", check="nccl_allreduce",
                                              value="432.0") + " (no published multi-node GB200 figure; "

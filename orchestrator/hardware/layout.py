@@ -18,8 +18,8 @@ def scale_set_layout(cluster: str, nodes: int, sku: GpuSku, cap: int = 100,
                      vms_per_rack: int | None = None) -> tuple[list[ScaleSetPlan], list[str]]:
     """Split `nodes` into scale sets (one InfiniBand fabric each) of at most `cap` VMs, named
     <cluster>-gpu-NN (or -cpu-NN), as even as possible; GB200 sets hold whole racks of
-    `vms_per_rack` VMs (default: a full NVL72 rack, else 16). The warnings say what a user must
-    know about the layout."""
+    `vms_per_rack` VMs (default: default_vms_per_rack). The warnings say what a user must know
+    about the layout."""
     warnings: list[str] = []
     if cap > 100:
         warnings.append(f"max_vms_per_scale_set {cap} > 100: only valid if Azure support raised "
@@ -44,7 +44,7 @@ def scale_set_layout(cluster: str, nodes: int, sku: GpuSku, cap: int = 100,
 
 def _rack_groups(nodes: int, sku: GpuSku, cap: int, vms_per_rack: int | None) -> tuple[list[int], int]:
     rack = sku.nvlink_domain_vms
-    per_rack = vms_per_rack or _default_vms_per_rack(nodes, rack)
+    per_rack = vms_per_rack or default_vms_per_rack(nodes, sku)
     if per_rack is None or nodes % per_rack:
         raise ConfigError(
             f"{sku.short} comes in NVL72 racks of {rack} VMs: {nodes} nodes is not a whole "
@@ -58,11 +58,20 @@ def _rack_groups(nodes: int, sku: GpuSku, cap: int, vms_per_rack: int | None) ->
     return [r * per_rack for r in _spread(racks, racks_per_set)], per_rack
 
 
-def _default_vms_per_rack(nodes: int, rack: int) -> int | None:
+def default_vms_per_rack(nodes: int, sku: GpuSku) -> int | None:
+    """VMs per NVL72 rack a plan uses when azure.vms_per_rack is not set: full racks (18) when
+    `nodes` is a multiple of 18, else racks of 16 (Azure's 128-rack v6.0 record run), else, below
+    one rack, one partial rack of `nodes` VMs: NVIDIA's published 2- and 4-node GB200 systems
+    ran that way (mlcommons/training_results_v5.1 NVIDIA/systems/tyche_ngpu8_*.json and
+    tyche_ngpu16_*.json: number_of_nodes 2 and 4, system_name "Tyche (1x NVIDIA GB200 NVL72)").
+    None when no rack size divides `nodes`; 1 for sizes without multi-VM NVLink domains."""
+    rack = sku.nvlink_domain_vms
+    if rack <= 1:
+        return 1
     for candidate in (rack, 16):
         if nodes % candidate == 0:
             return candidate
-    return None
+    return nodes if 0 < nodes < rack else None
 
 
 def _spread(total: int, cap: int) -> list[int]:

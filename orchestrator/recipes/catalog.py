@@ -18,9 +18,9 @@ from pydantic import Field, ValidationError, model_validator
 
 from orchestrator.hardware import catalog
 from orchestrator.errors import ConfigError, NotFoundError
-from orchestrator.models import Frozen, ModelFacts
+from orchestrator.models import FabricOverride, Frozen, ModelFacts
 from orchestrator.paths import recipes_dir
-from orchestrator.recipes.configs import effective_env, reads
+from orchestrator.recipes.configs import effective_env, implementation, reads
 from orchestrator.recipes.parallelism import (
     LAYOUT_FIELDS,
     GbsRule,
@@ -28,6 +28,7 @@ from orchestrator.recipes.parallelism import (
     ScaleConfig,
     check_gbs,
     choose,
+    fabric_overrides,
     network_profile,
     nvidia_config_env,
     pick_ruleset,
@@ -124,7 +125,8 @@ class DataItem(Frozen):
     name: str = Field(pattern=r"^[a-z0-9][a-z0-9_.-]*$")
     kind: str = Field(pattern="^(dataset|checkpoint|tokenizer)$")
     path: str
-    mount: str = Field(pattern=r"^/[A-Za-z0-9._/-]*$")
+    # Where the run mounts it (None: staged only for prepare's steps; `also` mounts what they made).
+    mount: str | None = Field(None, pattern=r"^/[A-Za-z0-9._/-]*$")
     var: str | None = Field(None, pattern=r"^[A-Z_][A-Z0-9_]*$")
     size_gb: float | None = None
     # Exactly one way to stage it: a command run in the item's folder, an MLCommons R2 metadata
@@ -141,10 +143,25 @@ class DataItem(Frozen):
     # An item with steps and no other way to stage is made by its steps alone.
     steps: list[ContainerStep] = Field(default_factory=list)
     optional: bool = False  # the implementation can run without it: prepare reports, run does not refuse
+    # Where else the job mounts (part of) the item: a path under the item ("." for the item
+    # itself, "{data_root}/..." for a folder its steps made) -> container path, where the
+    # implementation opens it at a second place.
+    also: dict[str, str] = Field(default_factory=dict)
+    # The implementation folders (ContainerBuild.path) whose runs use this item (their READMEs
+    # stage it this way); empty: every implementation of the recipe.
+    implementations: list[str] = Field(default_factory=list)
+    # What the item holds once staged (paths under its folder, shell globs allowed): the staging
+    # job checks each exists before it reports the recipe staged, and the rehearsal
+    # (runs/rehearsal.py) checks every path the implementation opens inside the mount against it.
+    files: list[str] = Field(default_factory=list)
     source: str = ""
     # Relative path under the item's folder -> sha256: the staging job checks them before it marks
     # the item staged (an item without them is marked once its command succeeds).
     checksums: dict[str, str] = Field(default_factory=dict)
+    # Relative path -> bytes, as the implementation's expected-mounts*.csv lists them: a gated
+    # item's files are checked against them (and against the md5 list an MLCommons R2 download
+    # leaves beside them, where there is one) before it is marked staged.
+    sizes: dict[str, int] = Field(default_factory=dict)
 
     @model_validator(mode="after")
     def _check_checksums(self) -> DataItem:
@@ -174,6 +191,14 @@ class DataItem(Frozen):
                 raise ValueError(f"data item '{self.name}': r2 folder {sub!r} is not a plain relative path")
             if not re.fullmatch(r"https://[A-Za-z0-9.-]+/[A-Za-z0-9._/-]+\.uri", uri):
                 raise ValueError(f"data item '{self.name}': r2 {uri!r} is not an https URL of a .uri metadata file")
+        for given in [*self.files, *(p for p in self.also if p != ".")]:
+            rel = given[len("{data_root}/"):] if given.startswith("{data_root}/") else given
+            if not re.fullmatch(r"[A-Za-z0-9._*?=+\[\]-][A-Za-z0-9._*?=+\[\]/-]*", rel) or ".." in rel.split("/"):
+                raise ValueError(f"data item '{self.name}': {given!r} is not a plain relative path "
+                                 "or {data_root}/PATH")
+        for inside in self.also.values():
+            if not re.fullmatch(r"/[A-Za-z0-9._/-]*", inside) or ".." in inside.split("/"):
+                raise ValueError(f"data item '{self.name}': also-mount {inside!r} is not an absolute plain path")
         for rel in self.gated.files if self.gated else []:
             if not _REL_PATH.fullmatch(rel) or ".." in rel.split("/"):
                 raise ValueError(f"data item '{self.name}': gated file {rel!r} is not a plain relative path")
@@ -189,9 +214,14 @@ class DataItem(Frozen):
         if self.gated is None:
             return ""
         dest = self.host_path(data_root)
-        return (f"{self.name} ({self.kind}, {self.gated.licence}): {self.gated.get}; place it on "
+        get = self.gated.get.replace("{data_root}", data_root.rstrip("/"))
+        return (f"{self.name} ({self.kind}, {self.gated.licence}): {get}; place it on "
                 f"the cluster's shared filesystem under {dest} so that "
                 f"{', '.join(self.gated.files)} exist there, then rerun prepare")
+
+    def size_list(self) -> str:
+        """The item's sizes as "BYTES  PATH" lines ("" when it has none)."""
+        return "".join(f"{n}  {rel}\n" for rel, n in sorted(self.sizes.items()))
 
     def sha256_list(self) -> str:
         """The items's checksums in `sha256sum -c` format ("" when it has none)."""
@@ -199,6 +229,24 @@ class DataItem(Frozen):
 
     def host_path(self, data_root: str) -> str:
         return self.path.replace("{data_root}", data_root.rstrip("/"))
+
+    @property
+    def provides(self) -> list[str]:
+        """What the item holds once staged: its `files`, else a gated item's required files."""
+        return list(self.files) or (list(self.gated.files) if self.gated else [])
+
+    def provided_paths(self, data_root: str) -> list[str]:
+        """`provides` as absolute paths (globs kept) under `data_root`."""
+        return [_host(p, self.host_path(data_root), data_root) for p in self.provides]
+
+    def also_paths(self, data_root: str) -> dict[str, str]:
+        """`also` with absolute host paths: host path -> container path."""
+        dest = self.host_path(data_root)
+        return {_host(p, dest, data_root): inside for p, inside in self.also.items()}
+
+    def used_by(self, implementation: str | None) -> bool:
+        """Whether a run from `implementation`'s container uses the item (None: any)."""
+        return implementation is None or not self.implementations or implementation in self.implementations
 
     def steps_for(self, implementation: str | None) -> list[ContainerStep]:
         """The steps a run from `implementation`'s container needs (None: all)."""
@@ -211,7 +259,7 @@ class DataItem(Frozen):
     def step_mounts(self, step: ContainerStep, data_root: str) -> str:
         """pyxis --container-mounts for `step`: HOST:PATH pairs joined by commas."""
         dest = self.host_path(data_root)
-        mounts = step.mounts or {".": self.mount}
+        mounts = step.mounts or ({".": self.mount} if self.mount else {})
         return ",".join(f"{_host(h, dest, data_root)}:{c}" for h, c in mounts.items())
 
     def step_inputs(self, step: ContainerStep, data_root: str) -> list[str]:
@@ -235,6 +283,13 @@ class Mlperf(Frozen):
     env: dict[str, str] = Field(default_factory=dict)
     env_names: dict[str, str] = Field(default_factory=dict)
     scales: dict[str, list[ScaleConfig]]
+    # Container paths the job backs with a fresh folder of the attempt on shared storage, each
+    # with why (the implementation's mount that it mirrors).
+    scratch: dict[str, str] = Field(default_factory=dict)
+    # Paths the implementation names that the rehearsal must not count as opened, each with the
+    # implementation's own line that shows why (an unused Hydra value, an os.path.exists check);
+    # "FOLDER:PATH" waives it for one vendored implementation folder only.
+    waive: dict[str, str] = Field(default_factory=dict)
 
 
 class Recipe(Frozen):
@@ -313,6 +368,11 @@ class ResolvedConfig(Frozen):
     env_sources: dict[str, str] = Field(default_factory=dict)
     estimate: bool = False
     network_env: dict[str, str] = Field(default_factory=dict)
+    # What the cluster's fabric cannot honour of the config, set after it (parallelism.fabric_overrides).
+    fabric: list[FabricOverride] = Field(default_factory=list)
+    # The GEMM precision the effective environment trains in (FP4/FP8 flags), and from where.
+    precision: str | None = None
+    precision_source: str = ""
     target: Target
     required_runs: int
     warnings: list[str] = Field(default_factory=list)
@@ -324,13 +384,36 @@ def list_recipes() -> list[Recipe]:
 
 def model_facts() -> dict[str, ModelFacts]:
     """The model facts the report's MFU needs, keyed by each recipe's MLPerf benchmark key and
-    by its recipe name (both lower case); the first recipe (by file name) wins a shared key."""
+    by its recipe name (both lower case); the first recipe (by file name) wins a shared key.
+    Each carries the precision of every listed published scale's config (FOLDER/NODES) and
+    NVIDIA's MODEL_TFLOP_PER_SAMPLE where a vendored config sets it."""
     facts: dict[str, ModelFacts] = {}
     for recipe in list_recipes():
         if recipe.model is not None:
+            model = _with_config_facts(recipe, recipe.model)
             for key in (recipe.benchmark.lower(), recipe.name.lower()):
-                facts.setdefault(key, recipe.model)
+                facts.setdefault(key, model)
     return facts
+
+
+def _with_config_facts(recipe: Recipe, model: ModelFacts) -> ModelFacts:
+    precisions: dict[str, str] = {}
+    reference: tuple[float, str] | None = None
+    for sku, scales in (recipe.mlperf.scales.items() if recipe.mlperf else []):
+        for scale in scales:
+            if not scale.config or scale.estimate:
+                continue
+            r = resolve(recipe, sku, scale.nodes)
+            if r.precision:
+                precisions[f"{scale.config.split('/')[0]}/{scale.nodes}"] = f"{r.precision}: {r.precision_source}"
+            value = r.config_env.get("MODEL_TFLOP_PER_SAMPLE")
+            if value and reference is None:
+                reference = (float(value), _with_line(r.env_sources.get("MODEL_TFLOP_PER_SAMPLE", ""),
+                                                      "MODEL_TFLOP_PER_SAMPLE"))
+    update: dict[str, object] = {"config_precisions": precisions}
+    if reference:
+        update.update(reference_tflop_per_sample=reference[0], reference_source=reference[1])
+    return model.model_copy(update=update)
 
 
 @lru_cache(maxsize=None)
@@ -505,7 +588,9 @@ def _resolve_mlperf(recipe: Recipe, spec: Mlperf, row: catalog.GpuSku, nodes: in
         (nvidia_config_env(layout, placement, row, nodes, ruleset, chosen.walltime_min,
                            {**spec.env_names, **base.env_names}),
          f"azbench: layout of {scale_at}" + (f" ({chosen.rule})" if chosen.derived else "")),
-        ({item.var: item.mount for item in spec.data if item.var}, f"{yaml_name} mlperf.data (mount)"),
+        ({item.var: item.mount for item in spec.data if item.var and item.mount
+          and item.used_by(_implementation(recipe.name, base.config))},
+         f"{yaml_name} mlperf.data (mount)"),
         (dict(spec.env), f"{yaml_name} mlperf.env"),
         (dict(base.env), f"{scale_at}.env"),
     ]
@@ -529,6 +614,11 @@ def _resolve_mlperf(recipe: Recipe, spec: Mlperf, row: catalog.GpuSku, nodes: in
                         f" come from {base.config} at its own global batch; check them against the"
                         f" ruleset's rules for GBS {layout.gbs}")
     env = _merge_layers(layers, config_env, sources)
+    effective = {**config_env, **env}
+    fabric = fabric_overrides(row, effective, {k: _with_line(v, k) for k, v in sources.items()})
+    warnings += [f"{f.asked}: {f.why}; azbench " + (f"sets {f.name}={f.value}" if f.value is not None
+                                                    else f"unsets {f.name}") for f in fabric]
+    precision, precision_source = run_precision(effective, sources)
     return ResolvedConfig(
         recipe=recipe.name, benchmark=recipe.benchmark,
         benchmark_key=spec.names.get(ruleset or "", recipe.benchmark), ruleset=ruleset,
@@ -542,5 +632,51 @@ def _resolve_mlperf(recipe: Recipe, spec: Mlperf, row: catalog.GpuSku, nodes: in
         env=env, config=f"recipes/configs/{recipe.name}/{base.config}" if base.config else None,
         config_files=config_files, config_env=config_env, env_sources=sources,
         estimate=base.estimate or chosen.derived,
-        network_env=dict(network_profile(row).env), target=recipe.target,
+        network_env=dict(network_profile(row).env), fabric=fabric, precision=precision,
+        precision_source=precision_source, target=recipe.target,
         required_runs=recipe.required_runs, warnings=warnings)
+
+
+_TRUE = ("true", "1", "yes")
+
+
+def run_precision(env: dict[str, str], sources: dict[str, str]) -> tuple[str | None, str]:
+    """The GEMM precision an MLPerf config trains in, from the flags NVIDIA's NeMo/Megatron
+    implementations read (FP4, FP8: config_common*.sh), with the file that set the deciding one;
+    (None, "") when the config sets neither (DLRM, RetinaNet, R-GAT, FLUX.1)."""
+    if env.get("FP4", "").lower() in _TRUE:
+        return "fp4", f"FP4={env['FP4']} ({_with_line(sources.get('FP4', 'azbench'), 'FP4')})"
+    if "FP8" in env:
+        value = "fp8" if env["FP8"].lower() in _TRUE else "bf16"
+        return value, f"FP8={env['FP8']} ({_with_line(sources.get('FP8', 'azbench'), 'FP8')})"
+    return None, ""
+
+
+def _implementation(recipe: str, config: str | None) -> str | None:
+    """The implementation folder (its path in the results repository) a vendored config comes from."""
+    return implementation(recipe, config).path if config else None
+
+
+def data_for(recipe: Recipe, config: str | None) -> list[DataItem]:
+    """The data items a run from `config`'s implementation uses (every item without a config)."""
+    if recipe.mlperf is None:
+        return []
+    if config and config.startswith("recipes/configs/"):
+        config = config.split(f"recipes/configs/{recipe.name}/", 1)[1]
+    impl = _implementation(recipe.name, config)
+    return [d for d in recipe.mlperf.data if d.used_by(impl)]
+
+
+def _with_line(source: str, name: str) -> str:
+    """`source` (a vendored config path) with the line that assigns `name`, where it is one."""
+    base, _, rest = source.partition(" ")
+    if not base.startswith("recipes/configs/"):
+        return source
+    path = recipes_dir() / base[len("recipes/"):]
+    try:
+        lines = path.read_text().splitlines()
+    except OSError:
+        return source
+    hit = [n for n, line in enumerate(lines, 1)
+           if re.match(rf"\s*(export\s+)?{re.escape(name)}=", line)]
+    return f"{base}:{hit[-1]}" + (f" {rest}" if rest else "") if hit else source

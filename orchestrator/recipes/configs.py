@@ -158,3 +158,54 @@ def implementation(recipe: str, config: str) -> Implementation:
                 break
             return Implementation(repo=cells[1], commit=cells[2], path=path)
     raise ConfigError(f"recipes/configs/ATTRIBUTION.md has no implementation row for {folder}")
+
+
+class PathFact(Frozen):
+    """One row of an implementation's PATHS.txt (recipes/configs/vendor.py's docstring): a
+    container mount its run.sub / config_mounts.sh makes (`mount`, with the shell guard it sits
+    under), a path its job's scripts, configs and defaults open (`open`), where the image holds
+    its code (`image`), a flag of its timed job step (`launch`), a file its expected-mounts*.csv lists
+    (`expect`) or a Hydra config group's default option (`hydra`)."""
+
+    kind: str
+    path: str
+    where: str  # FILE:LINE in the implementation folder
+    detail: str = ""
+
+    @property
+    def file(self) -> str:
+        return self.where.rsplit(":", 1)[0]
+
+    @property
+    def guard(self) -> str:
+        """The shell condition a mount sits under ("" when it is unconditional)."""
+        return self.detail.split(";if=", 1)[1] if ";if=" in self.detail else ""
+
+
+def paths_manifest(recipe: str, config: str) -> list[PathFact]:
+    """The PATHS.txt facts of the implementation a vendored `config` comes from."""
+    path = entry_path(recipe, config).parent / "PATHS.txt"
+    if not path.is_file():
+        raise ConfigError(f"recipes/configs/{recipe}/{Path(config).parent}/PATHS.txt is missing",
+                          hint="regenerate it with recipes/configs/vendor.py")
+    return _manifest(path)
+
+
+@lru_cache(maxsize=None)
+def _manifest(path: Path) -> list[PathFact]:
+    facts = []
+    for n, line in enumerate(path.read_text().splitlines(), 1):
+        if not line.strip() or line.startswith("#"):
+            continue
+        cells = line.split("\t")
+        if len(cells) < 3:
+            raise ConfigError(f"{path}:{n}: not KIND<TAB>PATH<TAB>FILE:LINE[<TAB>DETAIL]")
+        facts.append(PathFact(kind=cells[0], path=cells[1], where=cells[2],
+                              detail=cells[3] if len(cells) > 3 else ""))
+    return facts
+
+
+def launch_flags(recipe: str, config: str) -> dict[str, PathFact]:
+    """The flags of the implementation's timed job step by name (mpi, remap-root,
+    container-env), from PATHS.txt."""
+    return {f.path: f for f in paths_manifest(recipe, config) if f.kind == "launch"}

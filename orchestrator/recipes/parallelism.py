@@ -16,8 +16,9 @@ import math
 from pydantic import Field
 
 from orchestrator.hardware.catalog import GpuSku
+from orchestrator.hardware.layout import default_vms_per_rack
 from orchestrator.errors import ConfigError
-from orchestrator.models import Frozen
+from orchestrator.models import FabricOverride, Frozen
 
 WEAK_RULE = ("weak scaling from the listed {base}-node config (the nearest listed scale): same "
              "TP/PP/CP/VP, micro batch and "
@@ -246,10 +247,12 @@ def place(layout: Layout, sku: GpuSku, nodes: int) -> Placement:
     if sku.nvlink_domain_vms <= 1:
         return Placement(nvlink_domain_gpus=domain, mp_gpus=layout.mp, links=links, notes=notes)
     segment, racks = _rack_packing(layout.mp, sku, nodes)
-    per_rack = sku.nvlink_domain_vms // segment
-    idle = sku.nvlink_domain_vms - per_rack * segment
+    rack_vms = default_vms_per_rack(nodes, sku) or sku.nvlink_domain_vms
+    per_rack = rack_vms // segment
+    idle = rack_vms - per_rack * segment
     notes.append(f"{nodes // segment} model-parallel groups of {segment} VM(s), {per_rack} per "
-                 f"{sku.nvlink_domain_vms}-VM rack ({idle} VM(s) per rack left idle): {racks} rack(s)")
+                 f"{rack_vms}-VM rack ({idle} VM(s) per rack left idle): {racks} rack(s)"
+                 + (f" of the {sku.nvlink_domain_vms} an NVL72 rack holds" if rack_vms < sku.nvlink_domain_vms else ""))
     return Placement(nvlink_domain_gpus=domain, mp_gpus=layout.mp, links=links,
                      segment=segment if segment > 1 else None, racks=racks, notes=notes)
 
@@ -272,18 +275,23 @@ def nvidia_config_env(layout: Layout, placement: Placement, sku: GpuSku, nodes: 
 
 
 def _rack_packing(mp: int, sku: GpuSku, nodes: int) -> tuple[int, int]:
-    """(VMs per model-parallel group, racks needed) on a multi-VM NVLink domain."""
-    per_vm, rack_vms = sku.gpus_per_vm, sku.nvlink_domain_vms
-    if mp > per_vm * rack_vms:
+    """(VMs per model-parallel group, racks needed) on a multi-VM NVLink domain: a group may not
+    span an NVL72 rack, and racks hold as many VMs as a plan of `nodes` builds
+    (hardware.layout.default_vms_per_rack: 18, 16, or one partial rack below 18)."""
+    per_vm, domain = sku.gpus_per_vm, sku.nvlink_domain_vms
+    if mp > per_vm * domain:
         raise ConfigError(f"a model-parallel group of TP*PP*CP = {mp} GPUs ({math.ceil(mp / per_vm)} "
-                          f"VMs) would span {sku.short} NVL72 racks ({rack_vms} VMs = "
-                          f"{per_vm * rack_vms} GPUs each)")
+                          f"VMs) would span {sku.short} NVL72 racks ({domain} VMs = "
+                          f"{per_vm * domain} GPUs each)")
     if (mp > per_vm and mp % per_vm) or (mp < per_vm and per_vm % mp):
         raise ConfigError(f"a model-parallel group of {mp} GPUs does not tile {sku.short} VMs "
                           f"of {per_vm} GPUs")
     segment = max(1, mp // per_vm)
-    groups = nodes // segment
-    return segment, math.ceil(groups / (rack_vms // segment))
+    rack_vms = default_vms_per_rack(nodes, sku) or domain
+    if segment > rack_vms:
+        raise ConfigError(f"a model-parallel group of {segment} VMs does not fit the racks of "
+                          f"{rack_vms} VMs a {nodes}-VM {sku.short} cluster is built in")
+    return segment, math.ceil((nodes // segment) / (rack_vms // segment))
 
 
 # Azure NCCL/UCX/IB settings per VM size. UCX only carries PMIx/MPI wire-up, so it stays on the
@@ -312,3 +320,39 @@ AZURE_NETWORK: dict[str, NetworkProfile] = {
 def network_profile(sku: GpuSku) -> NetworkProfile:
     """The Azure network environment for `sku` (empty for sizes without one, e.g. local)."""
     return AZURE_NETWORK.get(sku.name, NetworkProfile())
+
+
+# What NVIDIA's configs ask of Eos' fabric that an Azure cluster cannot give, and what azbench
+# sets instead (after the config is sourced). SHARP's in-network reductions (NCCL's CollNet, and
+# NeMo's SHARP flag that turns on NCCL's SHARP plugin) need an Aggregation Manager on the
+# InfiniBand subnet manager; on Azure the fabric and its subnet manager are Azure's, and azbench
+# sets none up (Azure's own NCCL guidance for ND v5 sets no CollNet/SHARP: ai-infrastructure-on-
+# azure examples/dgx_benchmarking/slurm/README.md). SBATCH_NETWORK is an input variable of Slurm's
+# batch-submit command (its man page, INPUT ENVIRONMENT VARIABLES: read "upon startup"): exported
+# inside the batch script it changes nothing, and the --network=sharp it stands for is Eos' Slurm
+# switch plugin.
+_SHARP_WHY = ("SHARP/CollNet in-network reductions need a SHARP Aggregation Manager on the "
+              "InfiniBand fabric; Azure runs the fabric's subnet manager and azbench sets none up")
+FABRIC_RULES: dict[str, tuple[str | None, str]] = {
+    "NCCL_COLLNET_ENABLE": ("0", _SHARP_WHY),
+    "SHARP": ("False", _SHARP_WHY),
+    "USE_SHARP": ("False", _SHARP_WHY),
+    "SBATCH_NETWORK": (None, "Slurm reads SBATCH_NETWORK only when a batch job is submitted (the "
+                             "batch-submit man page, input environment variables): set inside the "
+                             "batch script it does nothing, and --network=sharp is Eos' Slurm "
+                             "switch plugin"),
+}
+_OFF = ("", "0", "false", "no", "none")
+
+
+def fabric_overrides(sku: GpuSku, env: dict[str, str], sources: dict[str, str]) -> list[FabricOverride]:
+    """The settings of an effective environment an Azure size's fabric cannot honour
+    (FABRIC_RULES), each with where the config asked for it; none off Azure's GPU sizes."""
+    if sku.name not in AZURE_NETWORK:
+        return []
+    out = []
+    for name, (value, why) in FABRIC_RULES.items():
+        if name in env and env[name].strip().lower() not in _OFF:
+            out.append(FabricOverride(name=name, value=value, why=why,
+                                      asked=f"{name}={env[name]} [{sources.get(name, 'azbench')}]"))
+    return out

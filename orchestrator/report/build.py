@@ -422,7 +422,8 @@ def _group(key: GroupKey, rows: list[ResultRow], runs: Sequence[RunRow] | None,
         **model_flops_utilisation(facts.get(bench.strip().lower()), bench, sku, gpus,
                                   _mode(r.global_batch_size for r in rows),
                                   _mode(s.get("max_sequence_length") for s in summaries), stats,
-                                  source=source),
+                                  source=source, system=(round_name, submitter, system, nodes),
+                                  summaries=summaries),
         **group_costs(rows, sku, nodes, score.raw_minutes if score else None, runs, attempts))
 
 
@@ -443,9 +444,13 @@ def step_source_label(summaries: Sequence[Mapping[str, Any]]) -> str:
 
 def model_flops_utilisation(facts: ModelFacts | None, bench: str, sku: str | None,
                             gpus: int | None, gbs: int | None, seq_len: int | None,
-                            stats: StepStats | None, *, source: str = "") -> dict[str, Any]:
+                            stats: StepStats | None, *, source: str = "",
+                            system: tuple[str | None, str | None, str | None, int | None] = (None, None, None, None),
+                            summaries: Sequence[Mapping[str, Any]] = ()) -> dict[str, Any]:
     """MFU at the median step time (mlperf-notes 10.3): F x tokens/step / step / (GPUs x peak),
-    against dense BF16 and against the recipe's GEMM precision (`facts`: the benchmark's model).
+    against the dense peak of the precision the runs trained in (metrics.run_precision: the
+    log, else the published config of `system` = (round, submitter, system, nodes), else the
+    recipe's) and against dense BF16 (`mfu_bf16`, above 100% when the run computes in FP8/FP4).
     Blank with the reason in `mfu_note` when a fact is missing."""
     row = gpu_row(sku)
     missing = [why for bad, why in (
@@ -459,16 +464,42 @@ def model_flops_utilisation(facts: ModelFacts | None, bench: str, sku: str | Non
         return {"mfu_note": "MFU blank: " + "; ".join(missing)}
     seq = seq_len or facts.seq_len
     flops, tokens = facts.flops_per_token(seq), gbs * seq
-    peak = row.peak_tflops(facts.precision)
+    round_name, submitter, name, nodes = system
+    folder = f"{round_name}_{submitter}_{name}/{nodes}"
+    precision, where = _group_precision(summaries, facts.config_precisions.get(folder), facts.precision)
+    precision = precision or facts.precision
+    peak = row.peak_tflops(precision)
+    per_gpu = flops * tokens / stats.median / gpus / 1e12
+    bf16 = metrics.mfu(flops, tokens, stats.median, gpus, row.peak_tflops_bf16 or 0.0)
+    notes = [f"{facts.formula}; {tokens:,} tokens/step (GBS {gbs} x seq {seq}); median "
+             f"step {stats.median:.4f} s ({source or 'step times'}); precision {precision} from {where}; "
+             f"dense peaks of {row.gpu_model}: {precision} {peak}, bf16 {row.peak_tflops_bf16} TFLOP/s "
+             f"({row.peak_source or 'catalog'})"]
+    if bf16 > 1.0:
+        notes.append(f"MFU vs dense BF16 is {bf16:.1%}, above 100%: the run computes in {precision}, "
+                     "faster than BF16's peak; it compares recipes, it is not a utilisation")
+    if facts.reference_tflop_per_sample:
+        ref = facts.reference_tflop_per_sample * 1e12 / seq
+        gap = flops / ref - 1
+        notes.append(f"NVIDIA's MODEL_TFLOP_PER_SAMPLE {facts.reference_tflop_per_sample:g} "
+                     f"({facts.reference_source}) gives {ref * tokens / stats.median / gpus / 1e12:.0f} "
+                     f"TFLOP/s per GPU; azbench's F is {gap:+.1%} from it"
+                     + (f": {facts.reference_note}" if abs(gap) > 0.01 and facts.reference_note else ""))
     return {
-        "model_tflops_per_gpu": flops * tokens / stats.median / gpus / 1e12,
-        "mfu_bf16": metrics.mfu(flops, tokens, stats.median, gpus, row.peak_tflops_bf16 or 0.0),
+        "model_tflops_per_gpu": per_gpu,
+        "mfu_bf16": bf16,
         "mfu": metrics.mfu(flops, tokens, stats.median, gpus, peak) if peak else None,
-        "mfu_precision": facts.precision, "mfu_peak_tflops": peak,
-        "mfu_note": (f"{facts.formula}; {tokens:,} tokens/step (GBS {gbs} x seq {seq}); median "
-                     f"step {stats.median:.4f} s ({source or 'step times'}); dense peaks of {row.gpu_model}: "
-                     f"{facts.precision} {peak}, bf16 {row.peak_tflops_bf16} TFLOP/s"),
+        "mfu_precision": precision, "mfu_peak_tflops": peak,
+        "mfu_note": "; ".join(notes),
     }
+
+
+def _group_precision(summaries: Sequence[Mapping[str, Any]], config: str | None,
+                     default: str) -> tuple[str | None, str]:
+    """The runs' GEMM precision (metrics.run_precision), the one most runs say."""
+    found = [metrics.run_precision(s, config, default) for s in summaries] or \
+        [metrics.run_precision({}, config, default)]
+    return _mode(p for p in found) or (None, "")
 
 
 def _score(minutes: list[float | None], bench: str, factor: float) -> tuple[Any, str]:

@@ -226,7 +226,7 @@ class _Site:
                  _num_cell(g.model_tflops_per_gpu, 1), _pct_cell(g.mfu), _pct_cell(g.mfu_bf16)]
                 for g in groups if (s := g.step_stats) is not None]
         return Table("steps", ["system", "nodes", "steps", "median (s)", "mean (s)", "p99 (s)", "CV",
-                               "slow", "tput/min", "per GPU/min", "TF/s/GPU", "MFU", "MFU bf16"],
+                               "slow", "tput/min", "per GPU/min", "TF/s/GPU", "MFU", "MFU vs dense BF16"],
                      rows, "Step times and throughput", wide_cols=[0])
 
     def _scaling_table(self) -> Table:

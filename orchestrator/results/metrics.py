@@ -9,9 +9,10 @@ weak-scaling efficiency is t_base / t_n on step times.
 from __future__ import annotations
 
 import math
+import re
 import statistics
-from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, NamedTuple
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from orchestrator.errors import ConfigError
 from orchestrator.models import Frozen
@@ -287,3 +288,31 @@ def _percentile(sorted_data: Sequence[float], q: float) -> float:
 def _positive(name: str, value: float) -> None:
     if not value > 0:
         raise ConfigError(f"{name} must be > 0, got {value}")
+
+
+_PRECISIONS = (("fp4", "fp4"), ("e2m1", "fp4"), ("fp8", "fp8"), ("e4m3", "fp8"), ("e5m2", "fp8"),
+               ("bf16", "bf16"), ("fp16", "bf16"))
+
+
+def run_precision(summary: Mapping[str, Any], config_precision: str | None = None,
+                  default: str | None = None) -> tuple[str | None, str]:
+    """The GEMM precision a run trained in and where that was read, first found of: the log's
+    ":::AZBENCH_PRECISION gemm=P source=S" line (the config the job sourced), the log's
+    `lowest_numerical_precision_in_linear` (MLPerf 6.0+), the config of the run's system
+    (`config_precision`, "P: source"), else `default` labelled as the recipe's assumption.
+    16-bit float counts as bf16 (same dense peak)."""
+    line = str(summary.get("precision_line") or "")
+    m = re.search(r"gemm=(\w+)(?:\s+source=(.*))?", line)
+    if m and m.group(1) in ("fp4", "fp8", "bf16"):
+        return m.group(1), f"the log's :::AZBENCH_PRECISION ({(m.group(2) or '').strip() or 'no source'})"
+    params = summary.get("params") or {}
+    logged = str(params.get("lowest_numerical_precision_in_linear") or "").lower() if isinstance(params, Mapping) else ""
+    for token, precision in _PRECISIONS:
+        if token in logged:
+            return precision, f"the log's lowest_numerical_precision_in_linear={logged}"
+    if config_precision:
+        value, _, where = config_precision.partition(": ")
+        return value, f"the system's published config ({where})"
+    if default:
+        return default, "not in the log nor a vendored config: the recipe's model.precision"
+    return None, ""

@@ -60,7 +60,8 @@ StepTimeSource = Literal["tracked_stats", "tracked_block_avg", "block_derived", 
 # rule there (closed_gpt3.yaml requires it), not a resumed run.
 STARTS_FROM_CHECKPOINT = frozenset({"gpt3"})
 _PROVENANCE = ((":::DLPAL", "dlpal"), (":::GITCOMMITID", "git_commit"), (":::SYSJSON", "sysjson"),
-               (":::AZBENCH_COMPLIANCE", "compliance_line"))  # templates/container_launch.sh.j2
+               (":::AZBENCH_COMPLIANCE", "compliance_line"),  # templates/container_launch.sh.j2
+               (":::AZBENCH_PRECISION", "precision_line"))  # "gemm=fp4 source=..." (same)
 _INTERESTING = re.compile(
     b'"key": "(?!(?:' + b"|".join(sorted(_COUNT_ONLY | _FIRST_THEN_COUNT)) + b')")')
 _JSON = json.JSONDecoder()
@@ -136,6 +137,8 @@ class RunSummary(Frozen):
     result_line: str | None = None
     # "rc=N ruleset=R" of the in-container compliance checker (container_launch.sh.j2).
     compliance_line: str | None = None
+    # "gemm=PRECISION source=WHERE": the GEMM precision of the config the job sourced (same).
+    precision_line: str | None = None
 
     @computed_field  # type: ignore[prop-decorator]
     @property

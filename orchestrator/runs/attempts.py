@@ -139,7 +139,7 @@ def _mlperf_attempt(row: RunRow, recipe: Recipe, cluster: Cluster, attempt: int,
 def container_fields(recipe: Recipe, sku: str, nodes: int) -> dict[str, Any]:
     """What a launcher without batch scripts builds an MLPerf job from: the resolved config's
     environment, the recipe's image for the SKU's CPU architecture, MPI, and its data inputs."""
-    from orchestrator.recipes.catalog import resolve
+    from orchestrator.recipes.catalog import data_for, resolve
     if recipe.mlperf is None:
         return {}
     resolved = resolve(recipe, sku, nodes)
@@ -148,7 +148,7 @@ def container_fields(recipe: Recipe, sku: str, nodes: int) -> dict[str, Any]:
     return {"env": {**resolved.config_env, **resolved.env}, "image": resolved.image,
             "distribution": "mpi",
             "data": [DataInput(name=d.name, path=d.host_path("").lstrip("/"), var=d.var)
-                     for d in recipe.mlperf.data]}
+                     for d in data_for(recipe, resolved.config)]}
 
 
 def local_log(run_id: str, attempt: int) -> Path:

@@ -33,11 +33,12 @@ from orchestrator.recipes.catalog import (
     ResolvedConfig,
     Scalar,
     check_params,
+    data_for,
     get_recipe,
     render_command,
     resolve,
 )
-from orchestrator.recipes.configs import PRE_ENV, bundle, implementation
+from orchestrator.recipes.configs import PRE_ENV, bundle, implementation, launch_flags
 from orchestrator.recipes.parallelism import network_profile
 from orchestrator.slurm.launcher import attempt_script
 from orchestrator.slurm.staging import render_stage
@@ -102,6 +103,7 @@ def container_run(recipe: Recipe, spec: Mlperf, resolved: ResolvedConfig,
     net = network_profile(catalog.lookup(resolved.sku))
     files, entry, pre_env = _submission_config(recipe.name, resolved)
     place = resolved.placement
+    flags = _launch_flags(recipe.name, resolved)
     return ContainerRun(
         recipe=recipe.name, benchmark=resolved.benchmark_key,
         command=render_command(recipe, run_dir="/results", nodes=resolved.nodes),
@@ -115,8 +117,11 @@ def container_run(recipe: Recipe, spec: Mlperf, resolved: ResolvedConfig,
         derived=resolved.derived, rule=resolved.rule, source=resolved.source,
         ruleset=resolved.ruleset, env=dict(resolved.env), network_env=dict(resolved.network_env),
         network_source=net.source, network_mounts=list(net.mounts), data_root=data_root,
-        data=[MountedData(name=d.name, path=d.host_path(data_root), mount=d.mount) for d in spec.data],
-        config=resolved.config, config_files=files, config_entry=entry, pre_env=pre_env)
+        data=[MountedData(name=d.name, path=d.host_path(data_root), mount=d.mount,
+                          also=d.also_paths(data_root)) for d in data_for(recipe, resolved.config)],
+        config=resolved.config, config_files=files, config_entry=entry, pre_env=pre_env,
+        scratch=sorted(spec.scratch), fabric=list(resolved.fabric), precision=resolved.precision,
+        precision_source=resolved.precision_source, **flags)
 
 
 def container_build(recipe: Recipe | str, sku: str, nodes: int) -> ContainerBuild | None:
@@ -149,15 +154,17 @@ def stage_request(recipe: Recipe | str, *, data_root: str = DEFAULT_DATA_ROOT,
     if recipe.mlperf is None:
         raise ConfigError(f"recipe '{recipe.name}' has no data to stage")
     root = data_root.rstrip("/")
-    data = recipe.mlperf.data
+    data = [d for d in recipe.mlperf.data if d.used_by(container.path if container else None)]
     # Licence-gated items first: a missing one is reported before any long download.
     items = tuple(_stage_item(d, root) for d in sorted(data, key=lambda d: d.gated is None)
                   if d.gated or d.r2 or d.stage)
     workdir = recipe.mlperf.container.workdir or "/"
     steps = tuple(s for d in data for s in _stage_steps(d, root, workdir, container))
+    provided = tuple((d.name, d.host_path(root), tuple(d.provided_paths(root)))
+                     for d in data if d.files and not d.gated)
     return StageRequest(recipe=recipe.name, data_root=root, items=items, steps=steps,
                         container=container, partition=partition, r2_origin=r2_origin,
-                        builder=builder, runner=runner)
+                        builder=builder, runner=runner, provided=provided)
 
 
 # -- helpers -----------------------------------------------------------------------------------
@@ -165,7 +172,8 @@ def stage_request(recipe: Recipe | str, *, data_root: str = DEFAULT_DATA_ROOT,
 def _stage_item(d: DataItem, root: str) -> StageItem:
     return StageItem(name=d.name, kind=d.kind, dest=d.host_path(root), sha256=d.sha256_list(),
                      command=d.stage, r2=tuple(d.r2.items()), after=d.after,
-                     gated_files=tuple(d.gated.files) if d.gated else (), optional=d.optional,
+                     gated_files=tuple(d.gated.files) if d.gated else (), sizes=d.size_list(),
+                     optional=d.optional,
                      size_gb=d.size_gb, source=d.source)
 
 
@@ -199,6 +207,28 @@ def _plain_attempt(recipe: Recipe, resolved: ResolvedConfig, run_dir: str, run_i
                        exclude=list(exclude), time_limit_min=limit,
                        tasks_per_node=recipe.launch.tasks_per_node,
                        gpus_per_node=resolved.gpus_per_node)
+
+
+# The variables every container task needs from the batch script whatever the image sets.
+_ALWAYS_FORCED = ("MASTER_ADDR", "MASTER_PORT", "SEED")
+
+
+def _launch_flags(recipe: str, resolved: ResolvedConfig) -> dict[str, object]:
+    """mpi, remap_root, container_env and launch_source as the implementation's own run.sub
+    runs its timed job step (its PATHS.txt); azbench's defaults for a config-less scale. Names the
+    run.sub forces that the job sets (MASTER_*, SEED, the config's own) are forced the same way."""
+    if not resolved.config:
+        return {"container_env": list(_ALWAYS_FORCED)}
+    rel = resolved.config.split(f"recipes/configs/{recipe}/", 1)[1]
+    flags = launch_flags(recipe, rel)
+    folder = resolved.config.rsplit("/", 1)[0]
+    forced = [n for n in (flags["container-env"].detail.split(",") if "container-env" in flags else [])
+              if n]
+    where = next(iter(flags.values())).where if flags else ""
+    return {"mpi": flags["mpi"].detail if "mpi" in flags else "pmix",
+            "remap_root": "remap-root" in flags and flags["remap-root"].detail == "yes",
+            "container_env": list(dict.fromkeys([*_ALWAYS_FORCED, *forced])),
+            "launch_source": f"{folder} (the implementation's {where})" if where else ""}
 
 
 def _submission_config(recipe: str,

@@ -24,7 +24,7 @@ from typing import Literal
 from orchestrator.errors import ConfigError, PreflightError
 from orchestrator.models import ContainerBuild, Frozen, JobState
 from orchestrator.paths import DEFAULT_DATA_ROOT
-from orchestrator.recipes.catalog import Recipe, get_recipe
+from orchestrator.recipes.catalog import DataItem, Recipe, get_recipe
 from orchestrator.runs.launch import stage_request
 from orchestrator.seams import Launcher
 
@@ -79,12 +79,13 @@ def check_staged(recipe: Recipe, launcher: Launcher, cluster: str, *,
     if recipe.mlperf is None:
         return
     root = data_root.rstrip("/") or "/"
+    used = [d for d in recipe.mlperf.data if d.used_by(container.path if container else None)]
     missing = [f"{d.kind} '{d.name}' is not staged under {d.host_path(root)}"
-               for d in recipe.mlperf.data if not d.optional
+               for d in used if not d.optional
                and not launcher.tail(f"{d.host_path(root)}/.azbench-staged", nbytes=64).strip()]
     missing += [f"{d.kind} '{d.name}': step '{s.name}' has not run in the container "
                 f"(no {d.step_marker(s, root)})"
-                for d in recipe.mlperf.data if not d.optional
+                for d in used if not d.optional
                 for s in d.steps_for(container.path if container else None)
                 if not launcher.tail(d.step_marker(s, root), nbytes=64).strip()]
     if container is not None and not launcher.tail(container.squashfs(root), nbytes=64):
@@ -132,7 +133,8 @@ def prepare(recipe: Recipe | str, launcher: Launcher, *, data_root: str = DEFAUL
         what = m.group("what")
         seen[m.group("name")] = "already staged" if what == "already staged" else what  # type: ignore[assignment]
     items: list[ItemStatus] = []
-    for d in recipe.mlperf.data:
+    used = [d for d in recipe.mlperf.data if d.used_by(container.path if container else None)]
+    for d in used:
         steps = [seen.get(f"{d.name}/{s.name}", "not reached") for s in d.steps]
         # An item made by its steps alone prints no line of its own: its state is its steps'.
         own = seen.get(d.name, "not reached") if d.stage or d.r2 or d.gated else \
@@ -147,7 +149,7 @@ def prepare(recipe: Recipe | str, launcher: Launcher, *, data_root: str = DEFAUL
                                 state=seen.get(CONTAINER, "not reached")))
     items += [ItemStatus(name=f"{d.name}/{s.name}", kind="step", path=d.step_marker(s, root),
                          state=seen.get(f"{d.name}/{s.name}", "not reached"), optional=d.optional)
-              for d in recipe.mlperf.data for s in d.steps]
+              for d in used for s in d.steps]
     return PrepareResult(recipe=recipe.name, job_id=ref.job_id,
                          job_state=state.value if state else "timed out", output=output,
                          items=items)
@@ -171,3 +173,70 @@ class _Progress:
             lines, self.partial = [*lines, self.partial], b""
         for line in lines:
             self.sink(line.decode(errors="replace"))
+
+
+class StagePlan(Frozen):
+    """What `azbench prepare` does for one recipe x SKU x scale, offline (`prepare --list`):
+    what it stages by itself, what the user must do first (each with the one command or place),
+    and the size of the data, where the recipe knows it."""
+
+    recipe: str
+    sku: str
+    nodes: int
+    published: bool  # False: an azbench estimate scaled from another scale's config
+    implementation: str  # the vendored folder whose container and README it follows
+    automatic: list[str]
+    user: list[str]
+    size_gb: float | None
+    size_complete: bool  # every item's size is known
+    command: str  # what to run once the user's part is done
+
+
+# Base images only NVIDIA's early-access programme pulls (the NGC registry nvcr.io/nvdlfwea).
+_EARLY_ACCESS = "nvcr.io/nvdlfwea/"
+
+
+def stage_plans(recipe_name: str | None = None, *, data_root: str = DEFAULT_DATA_ROOT) -> list[StagePlan]:
+    """A StagePlan per listed scale of `recipe_name` (every MLPerf recipe when None)."""
+    from orchestrator.recipes.catalog import list_recipes
+    recipes = [get_recipe(recipe_name)] if recipe_name else list_recipes()
+    root = data_root.rstrip("/") or "/"
+    return [_plan(recipe, sku, scale.nodes, scale.estimate, root)
+            for recipe in recipes if recipe.mlperf is not None
+            for sku, scales in recipe.mlperf.scales.items()
+            for scale in sorted(scales, key=lambda s: s.nodes)]
+
+
+def _plan(recipe: Recipe, sku: str, nodes: int, estimate: bool, root: str) -> StagePlan:
+    from orchestrator.recipes.catalog import data_for, resolve
+    from orchestrator.recipes.configs import implementation, paths_manifest
+    r = resolve(recipe, sku, nodes)
+    items = data_for(recipe, r.config)
+    rel = r.config.split(f"recipes/configs/{recipe.name}/", 1)[1] if r.config else None
+    folder = rel.split("/")[0] if rel else "-"
+    impl = implementation(recipe.name, rel).path if rel else None
+    base = [f.path for f in paths_manifest(recipe.name, rel) if f.kind == "base"] if rel else []
+    auto = [_how(d, impl) for d in items if not d.gated]
+    auto.append(f"container from {folder}'s Dockerfile ({', '.join(base) or 'its base image'})"
+                if rel else f"no container build: the recipe's image {r.image}")
+    user = [d.instructions(root) for d in items if d.gated and not d.optional]
+    user += [f"container: its Dockerfile starts FROM {b}, an NVIDIA early-access image: run "
+             "`docker login nvcr.io` (an NGC key with early-access rights) on the node prepare "
+             "runs on, or set AZBENCH_IMAGE_BUILDER" for b in base if b.startswith(_EARLY_ACCESS)]
+    known = [d.size_gb for d in items if d.size_gb is not None]
+    return StagePlan(
+        recipe=recipe.name, sku=r.sku_short, nodes=nodes, published=not estimate,
+        implementation=folder, automatic=auto, user=user,
+        size_gb=round(sum(known), 1) if known else None, size_complete=len(known) == len(items),
+        command=f"azbench prepare {recipe.name} --cluster CLUSTER --sku {sku} --nodes {nodes}"
+                + (f" --data-root {root}" if root != DEFAULT_DATA_ROOT else ""))
+
+
+def _how(item: DataItem, implementation: str | None) -> str:
+    """How prepare stages a non-gated item, e.g. "c4: MLCommons R2 (md5-checked), then unpack
+    in the container"."""
+    names = ", ".join(s.name for s in item.steps_for(implementation))
+    if item.r2 or item.stage:
+        how = "MLCommons R2 (md5-checked)" if item.r2 else "its download command (checksummed)"
+        return f"{item.name}: {how}" + (f", then {names} in the container" if names else "")
+    return f"{item.name}: made in the container ({names})"

@@ -118,6 +118,18 @@ def as_admin(cmd: str, prefix: str) -> str:
     return f"{prefix} sh -c {q(cmd)}" if prefix else cmd
 
 
+def version() -> str:
+    """The cluster's Slurm version ("slurm 22.05.8"): --segment and topology/block need 23.11."""
+    return "sbatch --version"
+
+
+def parse_version(text: str) -> tuple[int, int] | None:
+    """(major, minor) from `sbatch --version` output ("slurm 23.11.4"), None if it is not one."""
+    import re
+    m = re.search(r"slurm(?:-wlm)?\s+(\d+)\.(\d+)", text)
+    return (int(m.group(1)), int(m.group(2))) if m else None
+
+
 def reconfigure() -> str:
     """slurmctld and every slurmd re-read slurm.conf and topology.conf (scontrol(1) "reconfigure")."""
     return "scontrol reconfigure"

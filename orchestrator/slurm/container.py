@@ -9,6 +9,7 @@ submission's files must not contain the here-document delimiter they are written
 
 from __future__ import annotations
 
+import shlex
 from pathlib import Path
 
 from orchestrator.errors import ConfigError
@@ -32,10 +33,16 @@ def render_container_launch(attempt: AttemptSpec, job: ContainerRun, *, partitio
                                  *(("exclude", n, SAFE_NAME) for n in attempt.exclude)):
         check_plain(what, value, pattern)
     attempt_dir = f"{run_dir}/attempt-{attempt.attempt}"
-    mounts = [f"{d.path}:{d.mount}:ro" for d in job.data]
+    mounts = [f"{d.path}:{d.mount}:ro" for d in job.data if d.mount]
+    mounts += [f"{host}:{inside}:ro" for d in job.data for host, inside in d.also.items()]
+    scratch = {path: f"{attempt_dir}/scratch/{path.strip('/').replace('/', '_')}" for path in job.scratch}
     mounts += [f"{attempt_dir}:/results", f"{run_dir}/checkpoints:/checkpoints", *job.network_mounts]
+    mounts += [f"{host}:{path}" for path, host in scratch.items()]
     for mount in mounts:
         check_plain("container mount", mount.replace(":", "/"), SAFE_PATH)
+    for name in [*job.container_env, *(f.name for f in job.fabric)]:
+        check_plain("environment name", name, SAFE_NAME)
+    check_plain("MPI plugin", job.mpi, SAFE_NAME)
     wrapper = render("run_and_time.sh.j2", templates_dir, command=job.command,
                      benchmark=job.benchmark, recipe=job.recipe)
     return render(
@@ -43,7 +50,8 @@ def render_container_launch(attempt: AttemptSpec, job: ContainerRun, *, partitio
         run_id=attempt.run_id, attempt=attempt.attempt, run_dir=run_dir, attempt_dir=attempt_dir,
         partition=partition, exclude=list(attempt.exclude),
         job_time=format_time_limit(job.walltime_min + 20), step_time=format_time_limit(job.walltime_min),
-        mounts=",".join(mounts), wrapper=wrapper, config_files=_config_files(job))
+        mounts=",".join(mounts), wrapper=wrapper, config_files=_config_files(job),
+        scratch="".join(f" {shlex.quote(d)}" for d in scratch.values()))
 
 
 def _config_files(job: ContainerRun) -> dict[str, str]:

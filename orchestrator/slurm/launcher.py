@@ -68,6 +68,7 @@ class SlurmLauncher:
         # Set once sacct says accounting storage is disabled: later polls go straight to
         # squeue, so each poll interval costs one scheduler call.
         self.accounting_disabled = False
+        self._slurm_version: tuple[int, int] | None = None
 
     # -- jobs -----------------------------------------------------------------------------
 
@@ -76,6 +77,7 @@ class SlurmLauncher:
         layout = RunLayout(self.resolve_run_dir(attempt.run_dir))
         attempt = attempt.model_copy(update={"run_dir": layout.run_dir})
         attempt_dir = layout.attempt_dir(attempt.attempt)
+        attempt = self._segment_where_supported(attempt)
         script = attempt_script(attempt, partition=self.cluster.partition, templates_dir=self.templates_dir)
         staged = self._prepare_dirs(layout, attempt_dir)
         if recipe_dir is not None and not staged:
@@ -85,6 +87,23 @@ class SlurmLauncher:
         ref = self._submit(script, f"{attempt_dir}/job.sbatch",
                            f"{attempt.run_id} attempt {attempt.attempt}")
         return ref.model_copy(update={"run_dir": layout.run_dir})
+
+    def _segment_where_supported(self, attempt: AttemptSpec) -> AttemptSpec:
+        """The attempt without --segment where this cluster's Slurm has no topology/block
+        (before 23.11 the option does not exist and the submission would fail)."""
+        job = attempt.container
+        if job is None or not job.segment:
+            return attempt
+        if self._slurm_version is None:
+            out = self._run(commands.version())
+            self._slurm_version = commands.parse_version(out.stdout) or (0, 0)
+        if topology.supports_block(self._slurm_version):
+            return attempt
+        major, minor = self._slurm_version
+        note = (f"no --segment: this cluster's Slurm ({major}.{minor:02d}) has no topology/block "
+                f"(23.11+); the topology's leaf switch per rack keeps the job on few racks")
+        return attempt.model_copy(update={"container": job.model_copy(
+            update={"segment": None, "segment_note": note})})
 
     def run_health_check(self, plan: HealthCheckPlan) -> JobRef:
         """Copy templates/health_check.py to plan.script, submit the gate job from plan.out_dir."""

@@ -35,7 +35,7 @@ def render_stage(request: StageRequest, templates_dir: Path | None = None) -> st
         fetch={item.name: _fetch(item) for item in request.items},
         r2_origin=request.r2_origin, builder=request.builder, container=container,
         squashfs=container.squashfs(request.data_root) if container else None,
-        steps=request.steps, runner=request.runner)
+        steps=request.steps, runner=request.runner, provided=request.provided)
 
 
 def _fetch(item: StageItem) -> str:

@@ -9,12 +9,40 @@ For every (recipe, implementation folder, entry config) in TABLE it copies, byte
 entry config and the shared config_*.sh files next to it (config_common*.sh, config_fp8.sh; not
 the other per-scale configs nor config_mounts.sh) into recipes/configs/<recipe>/<tag>/, writes
 READS.txt (every environment variable name the implementation's scripts, Python and YAML read)
-and records repository, commit and path in recipes/configs/ATTRIBUTION.md. The files are
-Apache-2.0 (the training_results repositories' LICENSE).
+and PATHS.txt (the implementation's paths, below), and records repository, commit and path in
+recipes/configs/ATTRIBUTION.md. The files are Apache-2.0 (the training_results repositories'
+LICENSE).
+
+PATHS.txt is the small manifest the rehearsal (orchestrator/runs/rehearsal.py,
+tests/test_rehearsal.py) checks every job against, offline. One tab-separated row per fact,
+each with the file and line it was read from:
+
+    mount   TARGET  FILE:LINE  src=HOST[;if=GUARD]   run.sub / config_mounts.sh mounts HOST at
+                                                     TARGET in the container (under the shell
+                                                     `if` GUARD, when there is one)
+    open    PATH    FILE:LINE  [in-image] [hydra=G/O] an absolute path literal in what runs in the
+                                                     container: run_and_time.sh, the config_*.sh
+                                                     files vendored here, conf/**/*.yaml, the
+                                                     top-level *.py (string literals, f-strings
+                                                     with {} for their fields); in-image: under a
+                                                     Dockerfile COPY destination and in the tree;
+                                                     hydra=G/O: read only when Hydra selects option
+                                                     O of config group G (conf/G/O.yaml)
+    hydra   G/O     FILE:LINE                        a defaults list selects option O of group G
+    image   DEST    Dockerfile:LINE  COPY SRC         the implementation's files are in the image
+    base    IMAGE   Dockerfile:LINE                  the image a FROM starts from (ARG default resolved)
+    launch  mpi|remap-root|container-env  FILE:LINE  VALUE   the flags of run.sub's timed job step
+    expect  KEY     FILE:LINE  REL BYTES              expected-mounts*.csv: a file the implementation
+                                                     expects under the mount KEY names, and its size
+
+Scripts that prepare data (scripts/, data_scripts/, utility/, preprocessing/, public-scripts/)
+are not scanned for `open`: `prepare` runs them (recipes/*.yaml steps), the job does not. Paths
+under /dev /proc /sys /tmp /usr /etc /bin /sbin /lib* /opt /var /run are the container's own.
 """
 
 from __future__ import annotations
 
+import ast
 import re
 import subprocess
 import sys
@@ -106,6 +134,11 @@ READS = [re.compile(p) for p in (
     r"env_var\s*\(\s*[\"']([A-Za-z_][A-Za-z0-9_]*)",
 )]
 TEXT = (".sh", ".sub", ".py", ".yaml", ".yml", ".bash")
+# Folders of data-preparation scripts: `prepare` runs them, the timed job does not.
+PREP_DIRS = ("scripts/", "data_scripts/", "utility/", "preprocessing/", "public-scripts/")
+SYSTEM_ROOTS = ("dev", "proc", "sys", "tmp", "usr", "etc", "bin", "sbin", "lib", "lib64", "opt", "var",
+                "run")
+_ABS = re.compile(r"""(?:(?<=[\s"'=:,(\[])|^)(/[A-Za-z0-9_.@+-][A-Za-z0-9_.${}@+/-]*)""")
 
 
 def git(repo: Path, *args: str) -> str:
@@ -137,6 +170,13 @@ def main(mirrors: Path) -> None:
                     text = git(repo, "show", f"HEAD:{path}")
                     for pattern in READS:
                         names.update(pattern.findall(text))
+            (out / "PATHS.txt").write_text(
+                f"# Paths mlcommons/training_results_{round_} @ {commit} {impl}/ mounts and opens,\n"
+                f"# extracted by recipes/configs/vendor.py (format: its docstring). Apache-2.0, see\n"
+                f"# ../../ATTRIBUTION.md.\n"
+                + "".join("\t".join(row) + "\n" for row in paths_manifest(repo, impl, files, wanted)))
+            rows.append((f"{recipe}/{tag}/PATHS.txt", f"mlcommons/training_results_{round_}", commit,
+                         f"{impl}/ (paths extracted)"))
             (out / "READS.txt").write_text(
                 f"# Environment variable names read by mlcommons/training_results_{round_} @ {commit}\n"
                 f"# {impl}/ (*.sh, run.sub, *.py, *.yaml: $X / ${{X}}, os.environ, getenv, oc.env:X),\n"
@@ -155,6 +195,223 @@ def main(mirrors: Path) -> None:
              "|---|---|---|---|"]
     lines += [f"| {a} | {b} | {c} | {d} |" for a, b, c, d in sorted(set(rows))]
     (HERE / "ATTRIBUTION.md").write_text("\n".join(lines) + "\n")
+
+
+def paths_manifest(repo: Path, impl: str, files: list[str], vendored: list[str]) -> list[tuple[str, ...]]:
+    """PATHS.txt rows for the implementation folder `impl` (module docstring)."""
+    texts = {f[len(impl) + 1:]: git(repo, "show", f"HEAD:{f}") for f in files
+             if f.endswith(TEXT) or f.endswith((".csv", "Dockerfile"))}
+    rows: list[tuple[str, ...]] = []
+    for name in ("run.sub", "config_mounts.sh"):
+        if name in texts:
+            rows += _mounts(name, texts[name])
+    if "run.sub" in texts:
+        rows += _srun_facts(texts["run.sub"])
+    images = _image_roots(texts.get("Dockerfile", ""))
+    rows += [("image", dest, f"Dockerfile:{line}", f"COPY {src}") for dest, src, line in images]
+    rows += _base_images(texts.get("Dockerfile", ""))
+    tree = {f[len(impl) + 1:] for f in files}
+    tree |= {p.rsplit("/", k)[0] for p in list(tree) for k in range(1, p.count("/") + 1)}
+    own = {Path(v).name for v in vendored}
+    for rel, text in sorted(texts.items()):
+        if not _runs_in_job(rel, own):
+            continue
+        found = _py_paths(text) if rel.endswith(".py") else _text_paths(text)
+        option = re.fullmatch(r"conf/([^/]+)/([^/]+)\.ya?ml", rel)
+        for line, path in found:
+            detail = ["in-image"] if _in_image(path, images, tree) else []
+            detail += [f"hydra={option.group(1)}/{option.group(2)}"] if option else []
+            rows.append(("open", path, f"{rel}:{line}", " ".join(detail)))
+        if re.fullmatch(r"conf/[^/]+\.ya?ml", rel):
+            rows += _hydra_defaults(rel, text)
+    for rel, text in sorted(texts.items()):
+        if re.fullmatch(r"expected-mounts[^/]*\.csv", rel):
+            for n, line in enumerate(text.splitlines(), 1):
+                cells = line.split(",")
+                if len(cells) == 5 and cells[1] == "file":
+                    rows.append(("expect", cells[0], f"{rel}:{n}", f"{cells[2]} {cells[4]}"))
+    return list(dict.fromkeys(rows))
+
+
+def _hydra_defaults(rel: str, text: str) -> list[tuple[str, ...]]:
+    """`hydra` rows: the group options a primary config's defaults list selects by name."""
+    rows, inside = [], False
+    for n, line in enumerate(text.splitlines(), 1):
+        if re.match(r"defaults\s*:", line):
+            inside = True
+            continue
+        if inside and not line.startswith((" ", "-", "\t")) and line.strip():
+            inside = False
+        m = re.match(r"\s*-\s*(?:optional\s+)?(?:override\s+)?([A-Za-z0-9_]+)(?:@[^:]+)?\s*:\s*([A-Za-z0-9_.-]+)\s*$",
+                     line) if inside else None
+        if m:
+            rows.append(("hydra", f"{m.group(1)}/{m.group(2)}", f"{rel}:{n}", ""))
+    return rows
+
+
+def _runs_in_job(rel: str, vendored: set[str]) -> bool:
+    """Whether `rel` is part of what runs inside the timed job (not a preparation script)."""
+    if rel.startswith(PREP_DIRS) or rel.endswith((".csv", "Dockerfile", ".sub")) or rel == "config_mounts.sh":
+        return False
+    name = rel.rsplit("/", 1)[-1]
+    if name.startswith("config_") and name.endswith(".sh"):
+        return name in vendored  # only the configs a job sources
+    if rel.endswith(".py"):
+        return "/" not in rel  # the entry scripts and their top-level modules
+    return rel == "run_and_time.sh" or rel.startswith("conf/") or rel.startswith("configs/")
+
+
+def _clean(path: str) -> str:
+    """A path token without the closing braces, quotes and punctuation around it."""
+    path = path.rstrip(",;)\"'")
+    while path.endswith("}") and path.count("{") < path.count("}"):
+        path = path[:-1]
+    return path.rstrip(",;)\"'") or path
+
+
+def _system(path: str) -> bool:
+    first = path.split("/")[1] if path.count("/") else ""
+    return first in SYSTEM_ROOTS or not first or first.startswith(("$", "{"))
+
+
+def _text_paths(text: str) -> list[tuple[int, str]]:
+    out = []
+    for n, line in enumerate(text.splitlines(), 1):
+        code = line.split(" #", 1)[0]
+        if code.lstrip().startswith("#"):
+            continue
+        for m in _ABS.findall(code):
+            path = _clean(m)
+            if not path.startswith("//") and not _system(path):
+                out.append((n, path))
+    return out
+
+
+def _py_paths(text: str) -> list[tuple[int, str]]:
+    """Absolute paths in a module's string literals; an f-string's fields become {}. A literal
+    that only continues another value (an f-string's tail, the right side of `+`) is not one."""
+    tree = ast.parse(text)
+    parts = {id(v) for node in ast.walk(tree) if isinstance(node, ast.JoinedStr) for v in node.values}
+    parts |= {id(node.right) for node in ast.walk(tree) if isinstance(node, ast.BinOp)}
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.JoinedStr):
+            value = "".join(v.value if isinstance(v, ast.Constant) and isinstance(v.value, str) else "{}"
+                            for v in node.values)
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in parts:
+            value = node.value
+        else:
+            continue
+        if re.fullmatch(r"/[A-Za-z0-9_.@+{}-][A-Za-z0-9_.@+{}/-]*", value) and not _system(value):
+            out.append((node.lineno, value))
+    return sorted(set(out))
+
+
+def _mounts(name: str, text: str) -> list[tuple[str, ...]]:
+    """`mount` rows: every HOST:TARGET of a _cont_mounts / MOUNTS assignment, with its guard."""
+    defaults = dict(re.findall(r'^\s*:\s*"\$\{([A-Z_][A-Z0-9_]*):=([^}"]*)\}"', text, re.M))
+    rows, guards = [], []
+    for n, line in enumerate(text.splitlines(), 1):
+        code = line.strip()
+        if code.startswith("#"):
+            continue
+        if re.match(r"if\b", code):
+            guards.append(re.sub(r";\s*then\s*$", "", code[2:].strip()))
+        elif re.match(r"elif\b", code) and guards:
+            guards[-1] = re.sub(r";\s*then\s*$", "", code[4:].strip())
+        elif code == "else" and guards:
+            guards[-1] = f"! {{ {guards[-1]}; }}"
+        elif code == "fi" and guards:
+            guards.pop()
+        if not re.search(r"(_cont_mounts\+?=|MOUNTS:?=)", code):
+            continue
+        value = re.split(r"(?:_cont_mounts\+?=|MOUNTS:?=)", code, maxsplit=1)[1].strip('"} ')
+        for piece in re.split(r",(?![^{]*\})", value):
+            m = re.fullmatch(r"(.+?):(/[^:,]*|\$\{[A-Z_][A-Z0-9_]*\})(?::r[ow])?", piece.strip('"'))
+            if not m or m.group(1) in ("${_cont_mounts}", "$_cont_mounts"):
+                continue
+            target = m.group(2)
+            var = re.fullmatch(r"\$\{([A-Z_][A-Z0-9_]*)\}", target)
+            target = defaults.get(var.group(1), target) if var else target
+            if not target.startswith("/"):
+                continue
+            guard = " && ".join(f"{{ {g}; }}" if len(guards) > 1 else g for g in guards)
+            rows.append(("mount", target, f"{name}:{n}", f"src={m.group(1)}" + (f";if={guard}" if guard else "")))
+    return rows
+
+
+def _srun_facts(text: str) -> list[tuple[str, ...]]:
+    """The timed srun's MPI type, pyxis remap-root and forced --container-env names."""
+    lines = text.splitlines()
+    joined, start = "", 0
+    for n, line in enumerate(lines, 1):
+        if line.strip().startswith("#"):
+            continue
+        if not joined:
+            start = n
+        joined += " " + line.strip().rstrip("\\")
+        if line.rstrip().endswith("\\"):
+            continue
+        if re.search(r"\bsrun\b", joined) and "run_and_time.sh" in joined:
+            break
+        joined = ""
+    if not joined:
+        return []
+    where = f"run.sub:{start}"
+    rows: list[tuple[str, ...]] = []
+    mpi = re.search(r"--mpi=\"?(\$\{SLURM_MPI_TYPE:-(\w+)\}|\w+)", joined)
+    if mpi:
+        rows.append(("launch", "mpi", where, mpi.group(2) or mpi.group(1)))
+    defaults = re.search(r"^PYXIS_DEFAULTS=\((.*)\)", text, re.M)
+    remap = "--container-remap-root" in joined or (
+        "PYXIS_DEFAULTS" in joined and defaults is not None and "--container-remap-root" in defaults.group(1))
+    rows.append(("launch", "remap-root", where, "yes" if remap else "no"))
+    env = re.search(r"--container-env=([A-Za-z0-9_,]+)", joined)
+    if env:
+        rows.append(("launch", "container-env", where, env.group(1)))
+    return rows
+
+
+def _base_images(dockerfile: str) -> list[tuple[str, ...]]:
+    """`base` rows: the image each FROM starts from (an ARG default resolved)."""
+    args = dict(re.findall(r"^ARG\s+([A-Za-z_][A-Za-z0-9_]*)=(\S+)", dockerfile, re.M))
+    rows, stages = [], set()
+    for n, line in enumerate(dockerfile.splitlines(), 1):
+        m = re.match(r"FROM\s+(\S+)(?:\s+[Aa][Ss]\s+(\S+))?", line)
+        if m:
+            image = re.sub(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?", lambda v: args.get(v.group(1), v.group(0)), m.group(1))
+            if image not in stages:  # a later stage that starts from an earlier one is not a base
+                rows.append(("base", image, f"Dockerfile:{n}", ""))
+            stages |= {m.group(2)} if m.group(2) else set()
+    return rows
+
+
+def _image_roots(dockerfile: str) -> list[tuple[str, str, int]]:
+    """(destination, source, line) of each `COPY . DEST` / `COPY DIR DEST` of the build context."""
+    workdir, out = "/", []
+    for n, line in enumerate(dockerfile.splitlines(), 1):
+        words = line.split()
+        if words[:1] == ["WORKDIR"] and len(words) > 1:
+            workdir = words[1] if words[1].startswith("/") else f"{workdir.rstrip('/')}/{words[1]}"
+        if words[:1] in (["COPY"], ["ADD"]) and len(words) == 3 and not words[1].startswith("--"):
+            src, dest = words[1], words[2]
+            dest = dest if dest.startswith("/") else f"{workdir.rstrip('/')}/{dest}".replace("/./", "/")
+            if dest.endswith("/."):
+                dest = dest[:-2]
+            if src in (".", "./") or src.endswith("/"):
+                out.append((dest.rstrip("/") or "/", src, n))
+    return out
+
+
+def _in_image(path: str, images: list[tuple[str, str, int]], tree: set[str]) -> bool:
+    """Whether `path` is a file or folder of the tree that a COPY put into the image."""
+    for dest, src, _ in images:
+        if path == dest or path.startswith(dest + "/"):
+            rel = path[len(dest):].strip("/")
+            base = "" if src in (".", "./") else src.rstrip("/")
+            if not rel or f"{base}/{rel}".strip("/") in tree:
+                return True
+    return False
 
 
 if __name__ == "__main__":

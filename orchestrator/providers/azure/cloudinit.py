@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import base64
 import gzip
+import json
 import os
 import secrets as pysecrets
 from collections.abc import Mapping
@@ -37,6 +38,7 @@ PYTHON_ENV = f"{WORKDIR}/python"  # CPU sizes: made by the head's cloud-init, sh
 TORCH_CPU_INDEX = "https://download.pytorch.org/whl/cpu"
 PARTITION = "gpu"
 SPOT_AGENT = "spot_agent.py"
+NVLINK_TOPOLOGY = "nvlink_topology.py"  # rebuilds topology.conf from the nodes' NVLink domains
 # The head's slurmctld reads the first; the nodes' /etc/slurm/topology.conf links to the second.
 TOPOLOGY_FILES = ("/etc/slurm/topology.conf", "/shared/slurm/topology.conf")
 MAX_CUSTOM_DATA = 65_535  # bytes before base64 (Azure's customData limit)
@@ -66,6 +68,10 @@ class HeadContext:
     torch_index: str = TORCH_CPU_INDEX
     workdir: str = WORKDIR
     expiry: object | None = None  # azure_expiry.AgentContext: the head deletes its own cluster
+    # NVLink racks (GB200): templates/nvlink_topology.py and its topology.json (the plan's racks,
+    # the fallback), installed on /shared for the nodes to run once they report their domain.
+    nvlink_tool: str = ""
+    nvlink_config: str = ""
 
 
 @dataclass(frozen=True)
@@ -76,6 +82,7 @@ class NodeContext:
     gpus: int
     scale_sets: str
     spot_agent: str = ""  # templates/spot_agent.py for spot clusters; "" = no agent
+    nvlink: bool = False  # report the NVLink domain at boot and rebuild the rack topology
 
 
 def load_or_create_secrets(cluster_dir: Path) -> ClusterSecrets:
@@ -192,9 +199,10 @@ def topology(sku: GpuSku, sets: list[ScaleSetPlan],
     if sku.nvlink_domain_vms > 1:
         plugin, lines = rack_topology(nvlink_racks(sku, sets), slurm_version)
         if plugin == BLOCK:
-            return lines, "one block per NVL72 rack (NVLink domain), racks by instance order, then spare racks"
-        return lines, ("one leaf switch per NVL72 rack (this Slurm has no topology/block), racks by "
-                       "instance order, then spare racks")
+            return lines, ("one block per NVL72 rack, by instance order until the nodes report their "
+                           "NVLink domain (azbench-topology rebuilds it), then spare racks")
+        return lines, ("one leaf switch per NVL72 rack (this Slurm has no topology/block), by instance "
+                       "order until the nodes report their NVLink domain, then spare racks")
     if not sku.ib_links:
         return [], "none: no InfiniBand on this size, Slurm's topology plugin is off"
     lines = [f"SwitchName={s.name} Nodes={compress_hostlist(node_hostnames(s) + spare_hostnames(s))}"
@@ -215,7 +223,8 @@ def head_cloud_init(cluster: str, sku: GpuSku, sets: list[ScaleSetPlan], head_ad
                       subnet_cidr=subnet_cidr,
                       slurm_conf=render_slurm_conf(params).rstrip("\n"),
                       topology=lines, topology_note=note, expiry=expiry,
-                      python_env=None if sku.gpus_per_vm else PYTHON_ENV)
+                      python_env=None if sku.gpus_per_vm else PYTHON_ENV,
+                      **_nvlink_files(sku, sets, slurm_version))
     return _render("cloud-init-head.yaml.j2", ctx)
 
 
@@ -231,8 +240,20 @@ def node_cloud_init(cluster: str, sku: GpuSku, sets: list[ScaleSetPlan], head_ad
     agent = (templates_dir() / SPOT_AGENT).read_text() if spot else ""
     ctx = NodeContext(cluster=cluster, head_addr=head_addr, munge_key_b64=sec.munge_key_b64,
                       gpus=sku.gpus_per_vm, scale_sets=compress_hostlist([s.name for s in sets]),
-                      spot_agent=agent)
+                      spot_agent=agent, nvlink=sku.nvlink_domain_vms > 1)
     return _render("cloud-init-node.yaml.j2", ctx)
+
+
+def _nvlink_files(sku: GpuSku, sets: list[ScaleSetPlan],
+                  slurm_version: tuple[int, int] | None) -> dict[str, str]:
+    """The head's azbench-topology and its config, for sizes with NVLink racks (else none)."""
+    if sku.nvlink_domain_vms <= 1:
+        return {}
+    plugin = rack_topology({}, slurm_version)[0]
+    rack = max(sku.nvlink_domain_vms, 1)
+    config = json.dumps({"plugin": plugin, "rack": rack, "sets": [
+        {"name": s.name, "vms": s.vms, "racks": s.racks or 1, "slots": slot_count(s, rack)} for s in sets]})
+    return {"nvlink_tool": (templates_dir() / NVLINK_TOPOLOGY).read_text(), "nvlink_config": config}
 
 
 def custom_data(text: str, what: str) -> str:

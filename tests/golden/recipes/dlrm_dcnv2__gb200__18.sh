@@ -117,8 +117,9 @@ export WALLTIME_RUNANDTIME=15
 
 CONT=/shared/mlperf/containers/dlrm_dcnv2-212bcf65887e59e0.sqsh
 CONT_NAME="azbench_dlrm_dcnv2_${SLURM_JOB_ID}"
-MOUNTS=/shared/mlperf/dlrm_dcnv2/criteo_1tb_multihot_raw:/data:ro,/shared/azbench/runs/preview/attempt-1:/results,/shared/azbench/runs/preview/checkpoints:/checkpoints,/dev/nvidia-caps-imex-channels:/dev/nvidia-caps-imex-channels
-PYXIS=(--no-container-mount-home --container-writable)
+MOUNTS=/shared/mlperf/dlrm_dcnv2/criteo_1tb_multihot_raw:/data:ro,/shared/mlperf/dlrm_dcnv2/criteo_1tb_multihot_raw:/data_val:ro,/shared/azbench/runs/preview/attempt-1:/results,/shared/azbench/runs/preview/checkpoints:/checkpoints,/dev/nvidia-caps-imex-channels:/dev/nvidia-caps-imex-channels
+# pyxis flags, MPI plugin and forced variables as in recipes/configs/dlrm_dcnv2/v5.1_NVIDIA_hugectr (the implementation's run.sub:195).
+PYXIS=(--no-container-mount-home --container-remap-root --container-writable)
 LOG="$AZBENCH_ATTEMPT_DIR/train.log"
 mkdir -p "$AZBENCH_CHECKPOINT_DIR"
 if [ ! -e /shared/mlperf/dlrm_dcnv2/criteo_1tb_multihot_raw/.azbench-staged ]; then

@@ -93,7 +93,8 @@ export NEXP=1
 
 CONT=/shared/mlperf/containers/dlrm_dcnv2-65280ddf54b3dcee.sqsh
 CONT_NAME="azbench_dlrm_dcnv2_${SLURM_JOB_ID}"
-MOUNTS=/shared/mlperf/dlrm_dcnv2/criteo_1tb_multihot_raw:/data:ro,/shared/azbench/runs/preview/attempt-1:/results,/shared/azbench/runs/preview/checkpoints:/checkpoints,/opt/microsoft:/opt/microsoft:ro
+MOUNTS=/shared/mlperf/dlrm_dcnv2/criteo_1tb_multihot_raw:/data:ro,/shared/mlperf/dlrm_dcnv2/criteo_1tb_multihot_raw:/data_val:ro,/shared/azbench/runs/preview/attempt-1:/results,/shared/azbench/runs/preview/checkpoints:/checkpoints,/opt/microsoft:/opt/microsoft:ro
+# pyxis flags, MPI plugin and forced variables as in recipes/configs/dlrm_dcnv2/v4.1_NVIDIA_eos_ngc24.04_merlin_hugectr (the implementation's run.sub:131).
 PYXIS=(--no-container-mount-home --container-writable)
 LOG="$AZBENCH_ATTEMPT_DIR/train.log"
 mkdir -p "$AZBENCH_CHECKPOINT_DIR"

@@ -96,9 +96,16 @@ export MLPERF_RULESET=4.1.0
 export NEXP=1
 export WALLTIME_RUNANDTIME=10
 
+# What the config asks of the fabric that this cluster cannot honour (azbench recipes show warns):
+# NCCL_COLLNET_ENABLE=1 [recipes/configs/dlrm_dcnv2/v4.1_NVIDIA_eos_n8_ngc24.06_merlin_hugectr/config_DGXH100_8x8x2112.sh:32]: SHARP/CollNet in-network reductions need a SHARP Aggregation Manager on the InfiniBand fabric; Azure runs the fabric's subnet manager and azbench sets none up.
+export NCCL_COLLNET_ENABLE=0
+# SBATCH_NETWORK=sharp [recipes/configs/dlrm_dcnv2/v4.1_NVIDIA_eos_n8_ngc24.06_merlin_hugectr/config_DGXH100_8x8x2112.sh:31]: Slurm reads SBATCH_NETWORK only when a batch job is submitted (the batch-submit man page, input environment variables): set inside the batch script it does nothing, and --network=sharp is Eos' Slurm switch plugin.
+unset SBATCH_NETWORK
+
 CONT=/shared/mlperf/containers/dlrm_dcnv2-3e728b0660e088a2.sqsh
 CONT_NAME="azbench_dlrm_dcnv2_${SLURM_JOB_ID}"
-MOUNTS=/shared/mlperf/dlrm_dcnv2/criteo_1tb_multihot_raw:/data:ro,/shared/azbench/runs/preview/attempt-1:/results,/shared/azbench/runs/preview/checkpoints:/checkpoints,/opt/microsoft:/opt/microsoft:ro
+MOUNTS=/shared/mlperf/dlrm_dcnv2/criteo_1tb_multihot_raw:/data:ro,/shared/mlperf/dlrm_dcnv2/criteo_1tb_multihot_raw:/data_val:ro,/shared/azbench/runs/preview/attempt-1:/results,/shared/azbench/runs/preview/checkpoints:/checkpoints,/opt/microsoft:/opt/microsoft:ro
+# pyxis flags, MPI plugin and forced variables as in recipes/configs/dlrm_dcnv2/v4.1_NVIDIA_eos_n8_ngc24.06_merlin_hugectr (the implementation's run.sub:161).
 PYXIS=(--no-container-mount-home --container-writable)
 LOG="$AZBENCH_ATTEMPT_DIR/train.log"
 mkdir -p "$AZBENCH_CHECKPOINT_DIR"

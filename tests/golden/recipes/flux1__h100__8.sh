@@ -215,7 +215,8 @@ export WALLTIME_RUNANDTIME=240
 CONT=/shared/mlperf/containers/flux1-859427ea7815cad6.sqsh
 CONT_NAME="azbench_flux1_${SLURM_JOB_ID}"
 MOUNTS=/shared/mlperf/flux1/data:/dataset:ro,/shared/azbench/runs/preview/attempt-1:/results,/shared/azbench/runs/preview/checkpoints:/checkpoints,/opt/microsoft:/opt/microsoft:ro
-PYXIS=(--no-container-mount-home --container-writable)
+# pyxis flags, MPI plugin and forced variables as in recipes/configs/flux1/v5.1_NVIDIA_tyche_ngpu16_ngc25.09_nemo (the implementation's run.sub:255).
+PYXIS=(--no-container-mount-home --container-remap-root --container-writable)
 LOG="$AZBENCH_ATTEMPT_DIR/train.log"
 mkdir -p "$AZBENCH_CHECKPOINT_DIR"
 if [ ! -e /shared/mlperf/flux1/data/.azbench-staged ]; then

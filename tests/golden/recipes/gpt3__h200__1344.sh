@@ -130,10 +130,11 @@ export TENSOR_MODEL_PARALLEL=4
 
 CONT=/shared/mlperf/containers/gpt3-921531bf23982345.sqsh
 CONT_NAME="azbench_gpt3_${SLURM_JOB_ID}"
-MOUNTS=/shared/mlperf/gpt3/c4:/preproc_data:ro,/shared/mlperf/gpt3/checkpoint:/load_checkpoints:ro,/shared/azbench/runs/preview/attempt-1:/results,/shared/azbench/runs/preview/checkpoints:/checkpoints,/opt/microsoft:/opt/microsoft:ro
+MOUNTS=/shared/mlperf/gpt3/c4:/preproc_data:ro,/shared/mlperf/gpt3/checkpoint:/load_checkpoints:ro,/shared/mlperf/gpt3/c4/spm/tokenizer.model:/workspace/llm/tokenizer.model:ro,/shared/azbench/runs/preview/attempt-1:/results,/shared/azbench/runs/preview/checkpoints:/checkpoints,/opt/microsoft:/opt/microsoft:ro,/shared/azbench/runs/preview/attempt-1/scratch/npy_index:/npy_index
+# pyxis flags, MPI plugin and forced variables as in recipes/configs/gpt3/v3.1_Azure+NVIDIA_pytorch (the implementation's run.sub:262).
 PYXIS=(--no-container-mount-home --container-writable)
 LOG="$AZBENCH_ATTEMPT_DIR/train.log"
-mkdir -p "$AZBENCH_CHECKPOINT_DIR"
+mkdir -p "$AZBENCH_CHECKPOINT_DIR" /shared/azbench/runs/preview/attempt-1/scratch/npy_index
 if [ ! -e /shared/mlperf/gpt3/c4/.azbench-staged ]; then
   echo "c4-preprocessed is not staged under /shared/mlperf/gpt3/c4: run the staging job first" >&2
   exit 3
@@ -175,6 +176,7 @@ chmod +x "$AZBENCH_ATTEMPT_DIR/azbench_run_and_time.sh"
 
 echo ":::DLPAL ${CONT} ${SLURM_JOB_ID} ${SLURM_JOB_NUM_NODES} ${SLURM_JOB_NODELIST} ${SLURM_CLUSTER_NAME:-} azbench_ND_H200_v5_1344x8x8xtp4pp8cp1" >>"$LOG"
 echo "AZBENCH_ATTEMPT_START $(date +%s) attempt=$AZBENCH_ATTEMPT resume=0" >>"$LOG"
+echo ':::AZBENCH_PRECISION gemm=fp8 source=FP8=True (recipes/configs/gpt3/v3.1_Azure+NVIDIA_pytorch/config_fp8.sh:1)' >>"$LOG"
 
 # Import the image on every node, 128 nodes per srun: Azure's 2,048-VM run batched its pulls
 # this way to avoid slurmd I/O errors (mlperf-notes §8).

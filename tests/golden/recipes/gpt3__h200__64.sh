@@ -197,10 +197,11 @@ export WALLTIME_RUNANDTIME=170
 
 CONT=/shared/mlperf/containers/gpt3-e1cb2d8dd0c4ea1d.sqsh
 CONT_NAME="azbench_gpt3_${SLURM_JOB_ID}"
-MOUNTS=/shared/mlperf/gpt3/c4:/preproc_data:ro,/shared/mlperf/gpt3/checkpoint:/load_checkpoints:ro,/shared/azbench/runs/preview/attempt-1:/results,/shared/azbench/runs/preview/checkpoints:/checkpoints,/opt/microsoft:/opt/microsoft:ro
+MOUNTS=/shared/mlperf/gpt3/c4:/preproc_data:ro,/shared/mlperf/gpt3/checkpoint:/load_checkpoints:ro,/shared/mlperf/gpt3/c4/spm/tokenizer.model:/workspace/llm/tokenizer.model:ro,/shared/azbench/runs/preview/attempt-1:/results,/shared/azbench/runs/preview/checkpoints:/checkpoints,/opt/microsoft:/opt/microsoft:ro,/shared/azbench/runs/preview/attempt-1/scratch/npy_index:/npy_index
+# pyxis flags, MPI plugin and forced variables as in recipes/configs/gpt3/v4.1_NVIDIA_eos_n64_ngc24.09_nemo (the implementation's run.sub:440).
 PYXIS=(--no-container-mount-home --container-writable)
 LOG="$AZBENCH_ATTEMPT_DIR/train.log"
-mkdir -p "$AZBENCH_CHECKPOINT_DIR"
+mkdir -p "$AZBENCH_CHECKPOINT_DIR" /shared/azbench/runs/preview/attempt-1/scratch/npy_index
 if [ ! -e /shared/mlperf/gpt3/c4/.azbench-staged ]; then
   echo "c4-preprocessed is not staged under /shared/mlperf/gpt3/c4: run the staging job first" >&2
   exit 3
@@ -242,6 +243,7 @@ chmod +x "$AZBENCH_ATTEMPT_DIR/azbench_run_and_time.sh"
 
 echo ":::DLPAL ${CONT} ${SLURM_JOB_ID} ${SLURM_JOB_NUM_NODES} ${SLURM_JOB_NODELIST} ${SLURM_CLUSTER_NAME:-} azbench_ND_H200_v5_64x8x128xtp4pp8cp1" >>"$LOG"
 echo "AZBENCH_ATTEMPT_START $(date +%s) attempt=$AZBENCH_ATTEMPT resume=0" >>"$LOG"
+echo ':::AZBENCH_PRECISION gemm=fp8 source=FP8=True (recipes/configs/gpt3/v4.1_NVIDIA_eos_n64_ngc24.09_nemo/config_fp8.sh:2)' >>"$LOG"
 
 # Import the image on every node, 128 nodes per srun: Azure's 2,048-VM run batched its pulls
 # this way to avoid slurmd I/O errors (mlperf-notes §8).
@@ -264,7 +266,7 @@ echo "EXPERIMENT_START $(date +%s)" >>"$LOG"
 srun -l --kill-on-bad-exit=1 --mpi=pmix --ntasks-per-node=8 \
   --time=02:50:00 --container-name="$CONT_NAME" "${PYXIS[@]}" \
   --container-mounts="$MOUNTS" --container-workdir=/workspace/llm \
-  --container-env=MASTER_ADDR,MASTER_PORT,SEED \
+  --container-env=MASTER_ADDR,MASTER_PORT,SEED,NCCL_SHARP_GROUP_SIZE_THRESH \
   bash /results/azbench_run_and_time.sh 2>&1 | tee -a "$LOG"
 rc=${PIPESTATUS[0]}
 echo "EXPERIMENT_STOP $(date +%s)" >>"$LOG"

@@ -163,16 +163,17 @@ export WALLTIME_RUNANDTIME=50
 
 CONT=/shared/mlperf/containers/llama2_70b_lora-7bc9537b17764c21.sqsh
 CONT_NAME="azbench_llama2_70b_lora_${SLURM_JOB_ID}"
-MOUNTS=/shared/mlperf/llama2_70b_lora/gov_report:/data:ro,/shared/mlperf/llama2_70b_lora/model:/ckpt:ro,/shared/azbench/runs/preview/attempt-1:/results,/shared/azbench/runs/preview/checkpoints:/checkpoints,/opt/microsoft:/opt/microsoft:ro
+MOUNTS=/shared/mlperf/llama2_70b_lora/v4.1/gov_report:/data:ro,/shared/mlperf/llama2_70b_lora/v4.1/model:/ckpt:ro,/shared/azbench/runs/preview/attempt-1:/results,/shared/azbench/runs/preview/checkpoints:/checkpoints,/opt/microsoft:/opt/microsoft:ro
+# pyxis flags, MPI plugin and forced variables as in recipes/configs/llama2_70b_lora/v4.1_NVIDIA_h200_ngc24.09_nemo (the implementation's run.sub:199).
 PYXIS=(--no-container-mount-home --container-writable)
 LOG="$AZBENCH_ATTEMPT_DIR/train.log"
 mkdir -p "$AZBENCH_CHECKPOINT_DIR"
-if [ ! -e /shared/mlperf/llama2_70b_lora/gov_report/.azbench-staged ]; then
-  echo "govreport is not staged under /shared/mlperf/llama2_70b_lora/gov_report: run the staging job first" >&2
+if [ ! -e /shared/mlperf/llama2_70b_lora/v4.1/gov_report/.azbench-staged ]; then
+  echo "govreport is not staged under /shared/mlperf/llama2_70b_lora/v4.1/gov_report: run the staging job first" >&2
   exit 3
 fi
-if [ ! -e /shared/mlperf/llama2_70b_lora/model/.azbench-staged ]; then
-  echo "model is not staged under /shared/mlperf/llama2_70b_lora/model: run the staging job first" >&2
+if [ ! -e /shared/mlperf/llama2_70b_lora/v4.1/model/.azbench-staged ]; then
+  echo "model is not staged under /shared/mlperf/llama2_70b_lora/v4.1/model: run the staging job first" >&2
   exit 3
 fi
 
@@ -208,6 +209,7 @@ chmod +x "$AZBENCH_ATTEMPT_DIR/azbench_run_and_time.sh"
 
 echo ":::DLPAL ${CONT} ${SLURM_JOB_ID} ${SLURM_JOB_NUM_NODES} ${SLURM_JOB_NODELIST} ${SLURM_CLUSTER_NAME:-} azbench_ND_H200_v5_1x8x2xtp1pp1cp2" >>"$LOG"
 echo "AZBENCH_ATTEMPT_START $(date +%s) attempt=$AZBENCH_ATTEMPT resume=0" >>"$LOG"
+echo ':::AZBENCH_PRECISION gemm=fp8 source=FP8=True (recipes/configs/llama2_70b_lora/v4.1_NVIDIA_h200_ngc24.09_nemo/config_common.sh:40)' >>"$LOG"
 
 # Import the image on every node, 128 nodes per srun: Azure's 2,048-VM run batched its pulls
 # this way to avoid slurmd I/O errors (mlperf-notes §8).

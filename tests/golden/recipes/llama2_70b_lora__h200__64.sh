@@ -158,16 +158,17 @@ export WALLTIME_RUNANDTIME=50
 
 CONT=/shared/mlperf/containers/llama2_70b_lora-5ad0764d6b49a6f8.sqsh
 CONT_NAME="azbench_llama2_70b_lora_${SLURM_JOB_ID}"
-MOUNTS=/shared/mlperf/llama2_70b_lora/gov_report:/data:ro,/shared/mlperf/llama2_70b_lora/model:/ckpt:ro,/shared/azbench/runs/preview/attempt-1:/results,/shared/azbench/runs/preview/checkpoints:/checkpoints,/opt/microsoft:/opt/microsoft:ro
+MOUNTS=/shared/mlperf/llama2_70b_lora/v4.1/gov_report:/data:ro,/shared/mlperf/llama2_70b_lora/v4.1/model:/ckpt:ro,/shared/azbench/runs/preview/attempt-1:/results,/shared/azbench/runs/preview/checkpoints:/checkpoints,/opt/microsoft:/opt/microsoft:ro
+# pyxis flags, MPI plugin and forced variables as in recipes/configs/llama2_70b_lora/v4.1_Azure_nemo (the implementation's run.sub:201).
 PYXIS=(--no-container-mount-home --container-writable)
 LOG="$AZBENCH_ATTEMPT_DIR/train.log"
 mkdir -p "$AZBENCH_CHECKPOINT_DIR"
-if [ ! -e /shared/mlperf/llama2_70b_lora/gov_report/.azbench-staged ]; then
-  echo "govreport is not staged under /shared/mlperf/llama2_70b_lora/gov_report: run the staging job first" >&2
+if [ ! -e /shared/mlperf/llama2_70b_lora/v4.1/gov_report/.azbench-staged ]; then
+  echo "govreport is not staged under /shared/mlperf/llama2_70b_lora/v4.1/gov_report: run the staging job first" >&2
   exit 3
 fi
-if [ ! -e /shared/mlperf/llama2_70b_lora/model/.azbench-staged ]; then
-  echo "model is not staged under /shared/mlperf/llama2_70b_lora/model: run the staging job first" >&2
+if [ ! -e /shared/mlperf/llama2_70b_lora/v4.1/model/.azbench-staged ]; then
+  echo "model is not staged under /shared/mlperf/llama2_70b_lora/v4.1/model: run the staging job first" >&2
   exit 3
 fi
 
@@ -203,6 +204,7 @@ chmod +x "$AZBENCH_ATTEMPT_DIR/azbench_run_and_time.sh"
 
 echo ":::DLPAL ${CONT} ${SLURM_JOB_ID} ${SLURM_JOB_NUM_NODES} ${SLURM_JOB_NODELIST} ${SLURM_CLUSTER_NAME:-} azbench_ND_H200_v5_64x8x1xtp4pp1cp2" >>"$LOG"
 echo "AZBENCH_ATTEMPT_START $(date +%s) attempt=$AZBENCH_ATTEMPT resume=0" >>"$LOG"
+echo ':::AZBENCH_PRECISION gemm=fp8 source=FP8=True (recipes/configs/llama2_70b_lora/v4.1_Azure_nemo/config_common.sh:40)' >>"$LOG"
 
 # Import the image on every node, 128 nodes per srun: Azure's 2,048-VM run batched its pulls
 # this way to avoid slurmd I/O errors (mlperf-notes §8).
@@ -222,7 +224,7 @@ srun --ntasks-per-node=1 --container-name="$CONT_NAME" "${PYXIS[@]}" python3 -c 
 
 echo "EXPERIMENT_START $(date +%s)" >>"$LOG"
 # -l prefixes each line with its rank ("0: :::MLLOG ..."); the MLLOG parser skips the prefix.
-srun -l --kill-on-bad-exit=1 --mpi=pmix --ntasks-per-node=8 \
+srun -l --kill-on-bad-exit=1 --mpi=pmi2 --ntasks-per-node=8 \
   --time=00:50:00 --container-name="$CONT_NAME" "${PYXIS[@]}" \
   --container-mounts="$MOUNTS" --container-workdir=/workspace/ft-llm \
   --container-env=MASTER_ADDR,MASTER_PORT,SEED \

@@ -271,10 +271,11 @@ export WALLTIME_RUNANDTIME=30
 
 CONT=/shared/mlperf/containers/llama31_8b-acf502cf72c16807.sqsh
 CONT_NAME="azbench_llama31_8b_${SLURM_JOB_ID}"
-MOUNTS=/shared/mlperf/llama31_8b/c4:/preproc_data:ro,/shared/mlperf/llama31_8b/tokenizer:/workspace/llm/nemo_tokenizer:ro,/shared/azbench/runs/preview/attempt-1:/results,/shared/azbench/runs/preview/checkpoints:/checkpoints,/opt/microsoft:/opt/microsoft:ro
-PYXIS=(--no-container-mount-home --container-writable)
+MOUNTS=/shared/mlperf/llama31_8b/c4:/preproc_data:ro,/shared/mlperf/llama31_8b/tokenizer:/workspace/llm/nemo_tokenizer:ro,/shared/azbench/runs/preview/attempt-1:/results,/shared/azbench/runs/preview/checkpoints:/checkpoints,/opt/microsoft:/opt/microsoft:ro,/shared/azbench/runs/preview/attempt-1/scratch/mem_dump:/mem_dump,/shared/azbench/runs/preview/attempt-1/scratch/npy_index:/npy_index
+# pyxis flags, MPI plugin and forced variables as in recipes/configs/llama31_8b/v5.1_NVIDIA_nemo (the implementation's run.sub:477).
+PYXIS=(--no-container-mount-home --container-remap-root --container-writable)
 LOG="$AZBENCH_ATTEMPT_DIR/train.log"
-mkdir -p "$AZBENCH_CHECKPOINT_DIR"
+mkdir -p "$AZBENCH_CHECKPOINT_DIR" /shared/azbench/runs/preview/attempt-1/scratch/mem_dump /shared/azbench/runs/preview/attempt-1/scratch/npy_index
 if [ ! -e /shared/mlperf/llama31_8b/c4/.azbench-staged ]; then
   echo "c4-preprocessed is not staged under /shared/mlperf/llama31_8b/c4: run the staging job first" >&2
   exit 3
@@ -316,6 +317,7 @@ chmod +x "$AZBENCH_ATTEMPT_DIR/azbench_run_and_time.sh"
 
 echo ":::DLPAL ${CONT} ${SLURM_JOB_ID} ${SLURM_JOB_NUM_NODES} ${SLURM_JOB_NODELIST} ${SLURM_CLUSTER_NAME:-} azbench_ND_H200_v5_8x8x2xtp1pp1cp2" >>"$LOG"
 echo "AZBENCH_ATTEMPT_START $(date +%s) attempt=$AZBENCH_ATTEMPT resume=0" >>"$LOG"
+echo ':::AZBENCH_PRECISION gemm=fp8 source=FP8=True (recipes/configs/llama31_8b/v5.1_NVIDIA_nemo/config_common.sh:54)' >>"$LOG"
 
 # Import the image on every node, 128 nodes per srun: Azure's 2,048-VM run batched its pulls
 # this way to avoid slurmd I/O errors (mlperf-notes §8).
@@ -338,7 +340,7 @@ echo "EXPERIMENT_START $(date +%s)" >>"$LOG"
 srun -l --kill-on-bad-exit=1 --mpi=pmix --ntasks-per-node=8 \
   --time=00:30:00 --container-name="$CONT_NAME" "${PYXIS[@]}" \
   --container-mounts="$MOUNTS" --container-workdir=/workspace/llm \
-  --container-env=MASTER_ADDR,MASTER_PORT,SEED \
+  --container-env=MASTER_ADDR,MASTER_PORT,SEED,NCCL_SHARP_GROUP_SIZE_THRESH,NCCL_NVLS_ENABLE \
   bash /results/azbench_run_and_time.sh 2>&1 | tee -a "$LOG"
 rc=${PIPESTATUS[0]}
 echo "EXPERIMENT_STOP $(date +%s)" >>"$LOG"

@@ -108,7 +108,8 @@ export WALLTIME_RUNANDTIME=7
 CONT=/shared/mlperf/containers/retinanet-36d95fc4795fe969.sqsh
 CONT_NAME="azbench_retinanet_${SLURM_JOB_ID}"
 MOUNTS=/shared/mlperf/retinanet/open-images-v6:/datasets/open-images-v6:ro,/shared/mlperf/retinanet/torch-home:/root/.cache/torch:ro,/shared/azbench/runs/preview/attempt-1:/results,/shared/azbench/runs/preview/checkpoints:/checkpoints,/dev/nvidia-caps-imex-channels:/dev/nvidia-caps-imex-channels
-PYXIS=(--no-container-mount-home --container-writable)
+# pyxis flags, MPI plugin and forced variables as in recipes/configs/retinanet/v5.1_NVIDIA_tyche_ngpu72_ngc25.04_pytorch (the implementation's run.sub:301).
+PYXIS=(--no-container-mount-home --container-remap-root --container-writable)
 LOG="$AZBENCH_ATTEMPT_DIR/train.log"
 mkdir -p "$AZBENCH_CHECKPOINT_DIR"
 if [ ! -e /shared/mlperf/retinanet/open-images-v6/.azbench-staged ]; then

@@ -110,6 +110,7 @@ export WALLTIME_RUNANDTIME=50
 CONT=/shared/mlperf/containers/retinanet-426078ba818a7034.sqsh
 CONT_NAME="azbench_retinanet_${SLURM_JOB_ID}"
 MOUNTS=/shared/mlperf/retinanet/open-images-v6:/datasets/open-images-v6:ro,/shared/mlperf/retinanet/torch-home:/root/.cache/torch:ro,/shared/azbench/runs/preview/attempt-1:/results,/shared/azbench/runs/preview/checkpoints:/checkpoints,/opt/microsoft:/opt/microsoft:ro
+# pyxis flags, MPI plugin and forced variables as in recipes/configs/retinanet/v4.1_NVIDIA_eos_ngc24.09_pytorch (the implementation's run.sub:283).
 PYXIS=(--no-container-mount-home --container-writable)
 LOG="$AZBENCH_ATTEMPT_DIR/train.log"
 mkdir -p "$AZBENCH_CHECKPOINT_DIR"

@@ -109,9 +109,14 @@ export MLPERF_RULESET=4.1.0
 export NEXP=1
 export WALLTIME_RUNANDTIME=15
 
+# What the config asks of the fabric that this cluster cannot honour (azbench recipes show warns):
+# SBATCH_NETWORK=sharp [recipes/configs/retinanet/v4.1_NVIDIA_eos_n8_ngc24.09_pytorch/config_DGXH100_008x08x004.sh:18]: Slurm reads SBATCH_NETWORK only when a batch job is submitted (the batch-submit man page, input environment variables): set inside the batch script it does nothing, and --network=sharp is Eos' Slurm switch plugin.
+unset SBATCH_NETWORK
+
 CONT=/shared/mlperf/containers/retinanet-5ee8816b0e5c8915.sqsh
 CONT_NAME="azbench_retinanet_${SLURM_JOB_ID}"
 MOUNTS=/shared/mlperf/retinanet/open-images-v6:/datasets/open-images-v6:ro,/shared/mlperf/retinanet/torch-home:/root/.cache/torch:ro,/shared/azbench/runs/preview/attempt-1:/results,/shared/azbench/runs/preview/checkpoints:/checkpoints,/opt/microsoft:/opt/microsoft:ro
+# pyxis flags, MPI plugin and forced variables as in recipes/configs/retinanet/v4.1_NVIDIA_eos_n8_ngc24.09_pytorch (the implementation's run.sub:283).
 PYXIS=(--no-container-mount-home --container-writable)
 LOG="$AZBENCH_ATTEMPT_DIR/train.log"
 mkdir -p "$AZBENCH_CHECKPOINT_DIR"

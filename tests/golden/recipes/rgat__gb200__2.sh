@@ -137,18 +137,19 @@ set -u
 
 # Benchmark configuration (NVIDIA config_*.sh variables): azbench's layout and the recipe's overrides, on top of the config.
 export BATCHSIZE=4096
-export DATA_DIR=/data
 export DGXNGPU=4
 export DGXNNODES=2
 export DGXSYSTEM=azbench_ND_GB200_v6_2x4x4096xtp1pp1cp1
+export FP8_EMBEDDING=0
 export MLPERF_RULESET=5.1.0
 export NEXP=1
 export WALLTIME_RUNANDTIME=30
 
 CONT=/shared/mlperf/containers/rgat-b5ec74c4035a455c.sqsh
 CONT_NAME="azbench_rgat_${SLURM_JOB_ID}"
-MOUNTS=/shared/mlperf/rgat/igbh:/data:ro,/shared/azbench/runs/preview/attempt-1:/results,/shared/azbench/runs/preview/checkpoints:/checkpoints,/dev/nvidia-caps-imex-channels:/dev/nvidia-caps-imex-channels
-PYXIS=(--no-container-mount-home --container-writable)
+MOUNTS=/shared/mlperf/rgat/converted/full:/data:ro,/shared/mlperf/rgat/graph/full:/graph:ro,/shared/azbench/runs/preview/attempt-1:/results,/shared/azbench/runs/preview/checkpoints:/checkpoints,/dev/nvidia-caps-imex-channels:/dev/nvidia-caps-imex-channels
+# pyxis flags, MPI plugin and forced variables as in recipes/configs/rgat/v5.1_NVIDIA_tyche_ngpu8_ngc25.03_dgl (the implementation's run.sub:202).
+PYXIS=(--no-container-mount-home --container-remap-root --container-writable)
 LOG="$AZBENCH_ATTEMPT_DIR/train.log"
 mkdir -p "$AZBENCH_CHECKPOINT_DIR"
 if [ ! -e /shared/mlperf/rgat/igbh/.azbench-staged ]; then

@@ -120,17 +120,18 @@ set -u
 
 # Benchmark configuration (NVIDIA config_*.sh variables): azbench's layout and the recipe's overrides, on top of the config.
 export BATCH_SIZE=1024
-export DATA_DIR=/data
 export DGXNGPU=8
 export DGXNNODES=8
 export DGXSYSTEM=azbench_ND_H100_v5_8x8x1024xtp1pp1cp1
+export FP8_EMBEDDING=0
 export MLPERF_RULESET=4.1.0
 export NEXP=1
 export WALLTIME_RUNANDTIME=8
 
 CONT=/shared/mlperf/containers/rgat-9fbf2bad60a9d1b1.sqsh
 CONT_NAME="azbench_rgat_${SLURM_JOB_ID}"
-MOUNTS=/shared/mlperf/rgat/igbh:/data:ro,/shared/azbench/runs/preview/attempt-1:/results,/shared/azbench/runs/preview/checkpoints:/checkpoints,/opt/microsoft:/opt/microsoft:ro
+MOUNTS=/shared/mlperf/rgat/converted/full:/data:ro,/shared/mlperf/rgat/graph/full:/graph:ro,/shared/azbench/runs/preview/attempt-1:/results,/shared/azbench/runs/preview/checkpoints:/checkpoints,/opt/microsoft:/opt/microsoft:ro
+# pyxis flags, MPI plugin and forced variables as in recipes/configs/rgat/v4.1_NVIDIA_eos_n8_ngc24.09_dgl (the implementation's run.sub:176).
 PYXIS=(--no-container-mount-home --container-writable)
 LOG="$AZBENCH_ATTEMPT_DIR/train.log"
 mkdir -p "$AZBENCH_CHECKPOINT_DIR"

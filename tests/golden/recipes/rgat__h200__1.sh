@@ -102,16 +102,17 @@ set -u
 
 # Benchmark configuration (NVIDIA config_*.sh variables): azbench's layout and the recipe's overrides, on top of the config.
 export BATCH_SIZE=2048
-export DATA_DIR=/data
 export DGXNGPU=8
 export DGXNNODES=1
 export DGXSYSTEM=azbench_ND_H200_v5_1x8x2048xtp1pp1cp1
+export FP8_EMBEDDING=0
 export MLPERF_RULESET=4.1.0
 export NEXP=1
 
 CONT=/shared/mlperf/containers/rgat-2b06245ef310e547.sqsh
 CONT_NAME="azbench_rgat_${SLURM_JOB_ID}"
-MOUNTS=/shared/mlperf/rgat/igbh:/data:ro,/shared/azbench/runs/preview/attempt-1:/results,/shared/azbench/runs/preview/checkpoints:/checkpoints,/opt/microsoft:/opt/microsoft:ro
+MOUNTS=/shared/mlperf/rgat/converted/full:/data:ro,/shared/mlperf/rgat/graph/full:/graph:ro,/shared/azbench/runs/preview/attempt-1:/results,/shared/azbench/runs/preview/checkpoints:/checkpoints,/opt/microsoft:/opt/microsoft:ro
+# pyxis flags, MPI plugin and forced variables as in recipes/configs/rgat/v4.1_NVIDIA_h200_ngc24.04_dgl (the implementation's run.sub:144).
 PYXIS=(--no-container-mount-home --container-writable)
 LOG="$AZBENCH_ATTEMPT_DIR/train.log"
 mkdir -p "$AZBENCH_CHECKPOINT_DIR"

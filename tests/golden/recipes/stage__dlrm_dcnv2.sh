@@ -85,11 +85,27 @@ stage() {
   echo "$name: staged in $dest"
 }
 
-# verify NAME DEST FILES SHA256LIST OPTIONAL: a licence-gated item the user places; azbench only
-# checks that FILES (one per line) exist and match SHA256LIST. Missing ones are reported (all of
-# them, before any download) and fail the job at its end unless OPTIONAL is 1.
+# check_sizes DEST SIZES: each "BYTES  PATH" line's file has that size (the implementation's
+# expected-mounts list); then every MD5 list an MLCommons R2 download left in DEST (NAME.md5)
+# checks the files it names, in its own folder.
+check_sizes() {
+  local n rel got list
+  while read -r n rel; do
+    [ -n "$rel" ] || continue
+    got=$(stat -c %s "$1/$rel" 2>/dev/null || echo absent)
+    [ "$got" = "$n" ] || { echo "  $rel: $got bytes, expected $n" >&2; return 1; }
+  done <<<"$2"
+  while IFS= read -r list; do
+    ( cd "$(dirname "$list")" && md5sum --quiet -c "$(basename "$list")" ) || return 1
+  done < <(find "$1" -maxdepth 2 -name '*.md5' -type f 2>/dev/null)
+}
+
+# verify NAME DEST FILES SHA256LIST OPTIONAL SIZES: a licence-gated item the user places; azbench
+# only checks that FILES (one per line) exist and match SHA256LIST, SIZES and the download's md5
+# lists. Missing ones are reported (all of them, before any download) and fail the job at its end
+# unless OPTIONAL is 1.
 verify() {
-  local name=$1 dest=$2 files=$3 sums=$4 optional=$5 f absent=""
+  local name=$1 dest=$2 files=$3 sums=$4 optional=$5 sizes=${6:-} f absent=""
   if [ -e "$dest/.azbench-staged" ]; then echo "$name: already staged in $dest"; return 0; fi
   while IFS= read -r f; do
     [ -e "$dest/$f" ] || absent="$absent $f"
@@ -99,7 +115,7 @@ verify() {
     [ "$optional" = 1 ] || MISSING=$((MISSING + 1))
     return 0
   fi
-  if ! check_sums "$dest" "$sums"; then
+  if ! check_sums "$dest" "$sums" || ! check_sizes "$dest" "$sizes"; then
     echo "$name: checksum mismatch"
     [ "$optional" = 1 ] || MISSING=$((MISSING + 1))
     return 0
@@ -108,7 +124,7 @@ verify() {
   echo "$name: staged in $dest"
 }
 
-# criteo-multihot: dataset; mlcommons/training@aa344c7fb900e82ed19fb94aebfed50c63ab2204 recommendation_v2/torchrec_dlrm/README.MD (lines 141-147)
+# criteo-multihot: dataset, about 3907.0 GB; mlcommons/training@aa344c7fb900e82ed19fb94aebfed50c63ab2204 recommendation_v2/torchrec_dlrm/README.MD (lines 141-147)
 stage criteo-multihot /shared/mlperf/dlrm_dcnv2/criteo_1tb_multihot_raw 'mlc_r2 -d multi_hot_npy https://training.mlcommons-storage.org/metadata/dlrmv2-preprocessed-criteo-click-logs.uri' ''
 
 # container: built from mlcommons/training_results_v4.1 at b87b9e396f771345d4ef122ba33456304f15228d, NVIDIA/benchmarks/dlrm_dcnv2/implementations/eos_ngc24.04_merlin_hugectr/Dockerfile
@@ -209,6 +225,19 @@ python "$script" \
    --output_dir /data \
    --stages train val
 cd /data && printf '"'"'%s\n'"'"' '"'"'4d48daf07cc244f6fa933b832d7fe5a3  train_data.bin'"'"' '"'"'c7ca591ad3fd2b09b75d99fa4fc210e2  val_data.bin'"'"' | md5sum -c' /shared/mlperf/dlrm_dcnv2/criteo_1tb_multihot_raw/multi_hot_npy/dlrmv2-preprocessed-criteo-click-logs.md5 '' 0
+
+# What each staged item must hold (DataItem.files: what the implementation opens there, checked
+# by tests/test_rehearsal.py against its own files): an item marked staged without them failed.
+# Not checked while anything is reported missing (a step not run yet has not made them).
+provided() {  # NAME DEST PATH...
+  local name=$1 dest=$2 path
+  shift 2
+  [ "$MISSING" -eq 0 ] && [ -e "$dest/.azbench-staged" ] || return 0
+  for path in "$@"; do
+    compgen -G "$path" >/dev/null || { echo "$name: staging failed: $path is missing"; exit 3; }
+  done
+}
+provided criteo-multihot /shared/mlperf/dlrm_dcnv2/criteo_1tb_multihot_raw /shared/mlperf/dlrm_dcnv2/criteo_1tb_multihot_raw/train_data.bin /shared/mlperf/dlrm_dcnv2/criteo_1tb_multihot_raw/val_data.bin
 
 if [ "$MISSING" -gt 0 ]; then
   echo "$MISSING item(s) you must provide (licence-gated or made in the container) missing: see the lines above"

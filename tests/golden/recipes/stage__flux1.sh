@@ -85,11 +85,27 @@ stage() {
   echo "$name: staged in $dest"
 }
 
-# verify NAME DEST FILES SHA256LIST OPTIONAL: a licence-gated item the user places; azbench only
-# checks that FILES (one per line) exist and match SHA256LIST. Missing ones are reported (all of
-# them, before any download) and fail the job at its end unless OPTIONAL is 1.
+# check_sizes DEST SIZES: each "BYTES  PATH" line's file has that size (the implementation's
+# expected-mounts list); then every MD5 list an MLCommons R2 download left in DEST (NAME.md5)
+# checks the files it names, in its own folder.
+check_sizes() {
+  local n rel got list
+  while read -r n rel; do
+    [ -n "$rel" ] || continue
+    got=$(stat -c %s "$1/$rel" 2>/dev/null || echo absent)
+    [ "$got" = "$n" ] || { echo "  $rel: $got bytes, expected $n" >&2; return 1; }
+  done <<<"$2"
+  while IFS= read -r list; do
+    ( cd "$(dirname "$list")" && md5sum --quiet -c "$(basename "$list")" ) || return 1
+  done < <(find "$1" -maxdepth 2 -name '*.md5' -type f 2>/dev/null)
+}
+
+# verify NAME DEST FILES SHA256LIST OPTIONAL SIZES: a licence-gated item the user places; azbench
+# only checks that FILES (one per line) exist and match SHA256LIST, SIZES and the download's md5
+# lists. Missing ones are reported (all of them, before any download) and fail the job at its end
+# unless OPTIONAL is 1.
 verify() {
-  local name=$1 dest=$2 files=$3 sums=$4 optional=$5 f absent=""
+  local name=$1 dest=$2 files=$3 sums=$4 optional=$5 sizes=${6:-} f absent=""
   if [ -e "$dest/.azbench-staged" ]; then echo "$name: already staged in $dest"; return 0; fi
   while IFS= read -r f; do
     [ -e "$dest/$f" ] || absent="$absent $f"
@@ -99,7 +115,7 @@ verify() {
     [ "$optional" = 1 ] || MISSING=$((MISSING + 1))
     return 0
   fi
-  if ! check_sums "$dest" "$sums"; then
+  if ! check_sums "$dest" "$sums" || ! check_sizes "$dest" "$sizes"; then
     echo "$name: checksum mismatch"
     [ "$optional" = 1 ] || MISSING=$((MISSING + 1))
     return 0
@@ -108,7 +124,7 @@ verify() {
   echo "$name: staged in $dest"
 }
 
-# cc12m-preprocessed: dataset; mlcommons/training_results_v5.1@441d65f4445cd59687466533fd9f55399136e7a4 NVIDIA/benchmarks/flux1/implementations/tyche_ngpu16_ngc25.09_nemo/README.md 3.2 (lines 40-42); mlcommons/training@aa344c7fb900e82ed19fb94aebfed50c63ab2204 text_to_image/README.md (lines 117-119). The T5/CLIP/autoencoder weights (FLUX.1-schnell, licence-gated) are not needed when training from these embeddings (same README, line 104)
+# cc12m-preprocessed: dataset, about 2450.0 GB; mlcommons/training_results_v5.1@441d65f4445cd59687466533fd9f55399136e7a4 NVIDIA/benchmarks/flux1/implementations/tyche_ngpu16_ngc25.09_nemo/README.md 3.2 (lines 40-42); mlcommons/training@aa344c7fb900e82ed19fb94aebfed50c63ab2204 text_to_image/README.md (lines 117-119). The T5/CLIP/autoencoder weights (FLUX.1-schnell, licence-gated) are not needed when training from these embeddings (same README, line 104)
 stage cc12m-preprocessed /shared/mlperf/flux1/data 'mlc_r2 -d cc12m_preprocessed https://training.mlcommons-storage.org/metadata/flux-1-cc12m-preprocessed.uri && mlc_r2 -d coco_preprocessed https://training.mlcommons-storage.org/metadata/flux-1-coco-preprocessed.uri && mlc_r2 -d empty_encodings https://training.mlcommons-storage.org/metadata/flux-1-empty-encodings.uri' ''
 
 # container: built from mlcommons/training_results_v5.1 at 441d65f4445cd59687466533fd9f55399136e7a4, NVIDIA/benchmarks/flux1/implementations/tyche_ngpu16_ngc25.09_nemo/Dockerfile
@@ -214,6 +230,19 @@ python /workspace/flux/scripts/energon_prepare.py ./ --num-workers 8 --template-
 cp -r ../empty_encodings .' '/shared/mlperf/flux1/data/cc12m_preprocessed/flux-1-cc12m-preprocessed.md5
 /shared/mlperf/flux1/data/coco_preprocessed/flux-1-coco-preprocessed.md5
 /shared/mlperf/flux1/data/empty_encodings/flux-1-empty-encodings.md5' /shared/mlperf/flux1/data/.azbench-step-webdataset 0
+
+# What each staged item must hold (DataItem.files: what the implementation opens there, checked
+# by tests/test_rehearsal.py against its own files): an item marked staged without them failed.
+# Not checked while anything is reported missing (a step not run yet has not made them).
+provided() {  # NAME DEST PATH...
+  local name=$1 dest=$2 path
+  shift 2
+  [ "$MISSING" -eq 0 ] && [ -e "$dest/.azbench-staged" ] || return 0
+  for path in "$@"; do
+    compgen -G "$path" >/dev/null || { echo "$name: staging failed: $path is missing"; exit 3; }
+  done
+}
+provided cc12m-preprocessed /shared/mlperf/flux1/data /shared/mlperf/flux1/data/energon/train/index.txt /shared/mlperf/flux1/data/energon/train/shard_000000.tar /shared/mlperf/flux1/data/energon/val/index.txt /shared/mlperf/flux1/data/energon/empty_encodings/t5_empty.npy /shared/mlperf/flux1/data/energon/empty_encodings/clip_empty.npy
 
 if [ "$MISSING" -gt 0 ]; then
   echo "$MISSING item(s) you must provide (licence-gated or made in the container) missing: see the lines above"

@@ -85,11 +85,27 @@ stage() {
   echo "$name: staged in $dest"
 }
 
-# verify NAME DEST FILES SHA256LIST OPTIONAL: a licence-gated item the user places; azbench only
-# checks that FILES (one per line) exist and match SHA256LIST. Missing ones are reported (all of
-# them, before any download) and fail the job at its end unless OPTIONAL is 1.
+# check_sizes DEST SIZES: each "BYTES  PATH" line's file has that size (the implementation's
+# expected-mounts list); then every MD5 list an MLCommons R2 download left in DEST (NAME.md5)
+# checks the files it names, in its own folder.
+check_sizes() {
+  local n rel got list
+  while read -r n rel; do
+    [ -n "$rel" ] || continue
+    got=$(stat -c %s "$1/$rel" 2>/dev/null || echo absent)
+    [ "$got" = "$n" ] || { echo "  $rel: $got bytes, expected $n" >&2; return 1; }
+  done <<<"$2"
+  while IFS= read -r list; do
+    ( cd "$(dirname "$list")" && md5sum --quiet -c "$(basename "$list")" ) || return 1
+  done < <(find "$1" -maxdepth 2 -name '*.md5' -type f 2>/dev/null)
+}
+
+# verify NAME DEST FILES SHA256LIST OPTIONAL SIZES: a licence-gated item the user places; azbench
+# only checks that FILES (one per line) exist and match SHA256LIST, SIZES and the download's md5
+# lists. Missing ones are reported (all of them, before any download) and fail the job at its end
+# unless OPTIONAL is 1.
 verify() {
-  local name=$1 dest=$2 files=$3 sums=$4 optional=$5 f absent=""
+  local name=$1 dest=$2 files=$3 sums=$4 optional=$5 sizes=${6:-} f absent=""
   if [ -e "$dest/.azbench-staged" ]; then echo "$name: already staged in $dest"; return 0; fi
   while IFS= read -r f; do
     [ -e "$dest/$f" ] || absent="$absent $f"
@@ -99,7 +115,7 @@ verify() {
     [ "$optional" = 1 ] || MISSING=$((MISSING + 1))
     return 0
   fi
-  if ! check_sums "$dest" "$sums"; then
+  if ! check_sums "$dest" "$sums" || ! check_sizes "$dest" "$sizes"; then
     echo "$name: checksum mismatch"
     [ "$optional" = 1 ] || MISSING=$((MISSING + 1))
     return 0
@@ -108,9 +124,9 @@ verify() {
   echo "$name: staged in $dest"
 }
 
-# c4-preprocessed: dataset; mlcommons/training@aa344c7fb900e82ed19fb94aebfed50c63ab2204 retired_benchmarks/gpt3/megatron-lm/README.md (line 173, dataset_c4_spm.tar)
+# c4-preprocessed: dataset, about 331.0 GB; mlcommons/training@aa344c7fb900e82ed19fb94aebfed50c63ab2204 retired_benchmarks/gpt3/megatron-lm/README.md (line 173, dataset_c4_spm.tar)
 stage c4-preprocessed /shared/mlperf/gpt3/c4 'mlc_r2 -d . https://training.mlcommons-storage.org/metadata/gpt-3-megatron-preprocessed-dataset.uri' ''
-# checkpoint: checkpoint; mlcommons/training@aa344c7fb900e82ed19fb94aebfed50c63ab2204 retired_benchmarks/gpt3/megatron-lm/README.md (line 181, checkpoint_nemo_bf16)
+# checkpoint: checkpoint, about 2300.0 GB; mlcommons/training@aa344c7fb900e82ed19fb94aebfed50c63ab2204 retired_benchmarks/gpt3/megatron-lm/README.md (line 181, checkpoint_nemo_bf16)
 stage checkpoint /shared/mlperf/gpt3/checkpoint 'mlc_r2 -d . https://training.mlcommons-storage.org/metadata/gpt-3-megatron-bf16-checkpoint.uri' ''
 
 # container: built from mlcommons/training_results_v4.1 at b87b9e396f771345d4ef122ba33456304f15228d, NVIDIA/benchmarks/gpt3/implementations/eos_n64_ngc24.09_nemo/Dockerfile
@@ -201,23 +217,43 @@ step() {
   fi
 }
 
-# c4-preprocessed/unpack: mlcommons/training_results_v4.1@b87b9e396f771345d4ef122ba33456304f15228d NVIDIA/benchmarks/gpt3/implementations/eos_n64_ngc24.09_nemo/README.md 3.2 (lines 27-59: unpack, PREPROC_DATA is preprocessed_c4_spm)
+# c4-preprocessed/unpack: mlcommons/training_results_v4.1@b87b9e396f771345d4ef122ba33456304f15228d NVIDIA/benchmarks/gpt3/implementations/eos_n64_ngc24.09_nemo/README.md 3.2 (lines 27-59: unpack, PREPROC_DATA is preprocessed_c4_spm, SPM is tokenizers/google_c4_spm/c4_en_301_5Mexp2_spm.model)
 step c4-preprocessed/unpack /shared/mlperf/gpt3/c4 /shared/mlperf/gpt3/c4/.azbench-step-unpack /shared/mlperf/gpt3/c4:/preproc_data /workspace/llm 'cd /preproc_data
 for t in *.tar; do [ -e "$t" ] || continue; tar -xf "$t"; done
 d=$(find . -mindepth 1 -maxdepth 3 -type d -name preprocessed_c4_spm | sort | head -n 1)
 [ -n "$d" ] || { echo "no preprocessed_c4_spm in the archive" >&2; exit 1; }
 for f in "$d"/*; do ln -sfn "$f" .; done
-test -e c4_en_validation_subset_c4_spm_text_document.idx' /shared/mlperf/gpt3/c4/gpt-3-megatron-preprocessed-dataset.md5 '' 0
+test -e c4_en_validation_subset_c4_spm_text_document.idx
+spm=$(find . -mindepth 1 -maxdepth 4 -name c4_en_301_5Mexp2_spm.model -not -path ./spm/tokenizer.model | sort | head -n 1)
+[ -n "$spm" ] || { echo "no c4_en_301_5Mexp2_spm.model (the SPM tokenizer) in the archive" >&2; exit 1; }
+mkdir -p spm && cp -f "$spm" spm/tokenizer.model' /shared/mlperf/gpt3/c4/gpt-3-megatron-preprocessed-dataset.md5 '' 0
 
 # checkpoint/unpack: mlcommons/training_results_v4.1@b87b9e396f771345d4ef122ba33456304f15228d NVIDIA/benchmarks/gpt3/implementations/eos_n64_ngc24.09_nemo/README.md 3.3.3 (lines 71-76)
 step checkpoint/unpack /shared/mlperf/gpt3/checkpoint /shared/mlperf/gpt3/checkpoint/.azbench-step-unpack /shared/mlperf/gpt3/checkpoint:/load_checkpoints /workspace/llm 'cd /load_checkpoints
 for t in *.tar; do [ -e "$t" ] || continue; tar -xf "$t"; done
-find . -mindepth 1 -maxdepth 3 -type d -name '"'"'ckpt4000-consumed_samples=0'"'"' | grep -q .' /shared/mlperf/gpt3/checkpoint/gpt-3-megatron-bf16-checkpoint.md5 '' 0
+d=$(find . -mindepth 1 -maxdepth 3 -type d -name '"'"'ckpt4000-consumed_samples=0'"'"' | sort | head -n 1)
+[ -n "$d" ] || { echo "no ckpt4000-consumed_samples=0 in the archive" >&2; exit 1; }
+# LOAD_CHECKPOINTS_PATH is the checkpoint'"'"'s parent (README 3.3.3): link it to the top.
+[ "$d" = "./ckpt4000-consumed_samples=0" ] || ln -sfn "$d" .' /shared/mlperf/gpt3/checkpoint/gpt-3-megatron-bf16-checkpoint.md5 '' 0
 
 # checkpoint/rename-v4.1: mlcommons/training_results_v4.1@b87b9e396f771345d4ef122ba33456304f15228d NVIDIA/benchmarks/gpt3/implementations/eos_n64_ngc24.09_nemo/README.md 3.3.3 (line 80) and convert_v4.0_checkpoint_to_v4.1.sh
 step checkpoint/rename-v4.1 /shared/mlperf/gpt3/checkpoint /shared/mlperf/gpt3/checkpoint/.azbench-step-rename-v4.1 /shared/mlperf/gpt3/checkpoint:/load_checkpoints /workspace/llm 'd=$(find /load_checkpoints -mindepth 1 -maxdepth 3 -type d -name '"'"'ckpt4000-consumed_samples=0'"'"' | sort | head -n 1)
 bash /workspace/llm/convert_v4.0_checkpoint_to_v4.1.sh "$d" || echo "convert_v4.0_checkpoint_to_v4.1.sh exited $? (its last line, python -c, does not parse: no '"'"';'"'"' before torch.save; the renames before it are what v4.1 reads)"
 test -d "$d/model.decoder.final_layernorm.weight"' /shared/mlperf/gpt3/checkpoint/gpt-3-megatron-bf16-checkpoint.md5 /shared/mlperf/gpt3/checkpoint/.azbench-step-unpack 0
+
+# What each staged item must hold (DataItem.files: what the implementation opens there, checked
+# by tests/test_rehearsal.py against its own files): an item marked staged without them failed.
+# Not checked while anything is reported missing (a step not run yet has not made them).
+provided() {  # NAME DEST PATH...
+  local name=$1 dest=$2 path
+  shift 2
+  [ "$MISSING" -eq 0 ] && [ -e "$dest/.azbench-staged" ] || return 0
+  for path in "$@"; do
+    compgen -G "$path" >/dev/null || { echo "$name: staging failed: $path is missing"; exit 3; }
+  done
+}
+provided c4-preprocessed /shared/mlperf/gpt3/c4 /shared/mlperf/gpt3/c4/c4_en_6_c4_spm_text_document.bin /shared/mlperf/gpt3/c4/c4_en_6_c4_spm_text_document.idx /shared/mlperf/gpt3/c4/c4_en_7_c4_spm_text_document.bin /shared/mlperf/gpt3/c4/c4_en_7_c4_spm_text_document.idx /shared/mlperf/gpt3/c4/c4_en_validation_subset_c4_spm_text_document.bin /shared/mlperf/gpt3/c4/c4_en_validation_subset_c4_spm_text_document.idx /shared/mlperf/gpt3/c4/spm/tokenizer.model
+provided checkpoint /shared/mlperf/gpt3/checkpoint /shared/mlperf/gpt3/checkpoint/ckpt4000-consumed_samples=0/metadata.json /shared/mlperf/gpt3/checkpoint/ckpt4000-consumed_samples=0/common.pt
 
 if [ "$MISSING" -gt 0 ]; then
   echo "$MISSING item(s) you must provide (licence-gated or made in the container) missing: see the lines above"

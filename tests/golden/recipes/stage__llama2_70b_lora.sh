@@ -85,11 +85,27 @@ stage() {
   echo "$name: staged in $dest"
 }
 
-# verify NAME DEST FILES SHA256LIST OPTIONAL: a licence-gated item the user places; azbench only
-# checks that FILES (one per line) exist and match SHA256LIST. Missing ones are reported (all of
-# them, before any download) and fail the job at its end unless OPTIONAL is 1.
+# check_sizes DEST SIZES: each "BYTES  PATH" line's file has that size (the implementation's
+# expected-mounts list); then every MD5 list an MLCommons R2 download left in DEST (NAME.md5)
+# checks the files it names, in its own folder.
+check_sizes() {
+  local n rel got list
+  while read -r n rel; do
+    [ -n "$rel" ] || continue
+    got=$(stat -c %s "$1/$rel" 2>/dev/null || echo absent)
+    [ "$got" = "$n" ] || { echo "  $rel: $got bytes, expected $n" >&2; return 1; }
+  done <<<"$2"
+  while IFS= read -r list; do
+    ( cd "$(dirname "$list")" && md5sum --quiet -c "$(basename "$list")" ) || return 1
+  done < <(find "$1" -maxdepth 2 -name '*.md5' -type f 2>/dev/null)
+}
+
+# verify NAME DEST FILES SHA256LIST OPTIONAL SIZES: a licence-gated item the user places; azbench
+# only checks that FILES (one per line) exist and match SHA256LIST, SIZES and the download's md5
+# lists. Missing ones are reported (all of them, before any download) and fail the job at its end
+# unless OPTIONAL is 1.
 verify() {
-  local name=$1 dest=$2 files=$3 sums=$4 optional=$5 f absent=""
+  local name=$1 dest=$2 files=$3 sums=$4 optional=$5 sizes=${6:-} f absent=""
   if [ -e "$dest/.azbench-staged" ]; then echo "$name: already staged in $dest"; return 0; fi
   while IFS= read -r f; do
     [ -e "$dest/$f" ] || absent="$absent $f"
@@ -99,7 +115,7 @@ verify() {
     [ "$optional" = 1 ] || MISSING=$((MISSING + 1))
     return 0
   fi
-  if ! check_sums "$dest" "$sums"; then
+  if ! check_sums "$dest" "$sums" || ! check_sizes "$dest" "$sizes"; then
     echo "$name: checksum mismatch"
     [ "$optional" = 1 ] || MISSING=$((MISSING + 1))
     return 0
@@ -197,13 +213,34 @@ step() {
   fi
 }
 
-# govreport/download: mlcommons/training_results_v5.1@441d65f4445cd59687466533fd9f55399136e7a4 NVIDIA/benchmarks/llama2_70b_lora/implementations/nemo/README.md 3.2 (line 40, layout lines 52-56) and scripts/download_dataset.py (Hugging Face regisss/scrolls_gov_report_preprocessed_mlperf_2, public)
-echo 'govreport/download: missing in /shared/mlperf/llama2_70b_lora/gov_report: azbench has this step from NVIDIA/benchmarks/llama2_70b_lora/implementations/nemo, not from NVIDIA/benchmarks/llama2_70b_lora/implementations/eos_ngc24.09_nemo (prepare it by its README)'
-MISSING=$((MISSING + 1))
+# govreport/download: mlcommons/training_results_v4.1@b87b9e396f771345d4ef122ba33456304f15228d Azure/benchmarks/llama2_70b_lora/implementations/nemo/README.md 3.2-3.3 (lines 29-62; the three NVIDIA v4.1 implementations carry the same README steps and byte-identical scripts/); scripts/download_dataset.py (Hugging Face regisss/scrolls_gov_report_preprocessed_mlperf_2 at 21ff1233, hash-checked by the script)
+step govreport/download /shared/mlperf/llama2_70b_lora/v4.1/gov_report /shared/mlperf/llama2_70b_lora/v4.1/gov_report/.azbench-step-download /shared/mlperf/llama2_70b_lora/v4.1:/data /workspace/ft-llm 'python scripts/download_dataset.py --data_dir /data/gov_report' '' '' 0
 
-# model/download: mlcommons/training_results_v5.1@441d65f4445cd59687466533fd9f55399136e7a4 NVIDIA/benchmarks/llama2_70b_lora/implementations/nemo/README.md 3.2 (line 41, layout lines 57-76) and scripts/download_model.py (Hugging Face michal1270/llama2_70b_nemo_torch_dist; Llama 2 Community License)
-echo 'model/download: missing in /shared/mlperf/llama2_70b_lora/model: azbench has this step from NVIDIA/benchmarks/llama2_70b_lora/implementations/nemo, not from NVIDIA/benchmarks/llama2_70b_lora/implementations/eos_ngc24.09_nemo (prepare it by its README)'
-MISSING=$((MISSING + 1))
+# govreport/convert: mlcommons/training_results_v4.1@b87b9e396f771345d4ef122ba33456304f15228d Azure/benchmarks/llama2_70b_lora/implementations/nemo/README.md 3.2-3.3 (lines 29-62; the three NVIDIA v4.1 implementations carry the same README steps and byte-identical scripts/); scripts/convert_dataset.py
+step govreport/convert /shared/mlperf/llama2_70b_lora/v4.1/gov_report /shared/mlperf/llama2_70b_lora/v4.1/gov_report/.azbench-step-convert /shared/mlperf/llama2_70b_lora/v4.1:/data /workspace/ft-llm 'python scripts/convert_dataset.py --data_dir /data/gov_report
+test -s /data/gov_report/train.npy && test -s /data/gov_report/validation.npy' '' /shared/mlperf/llama2_70b_lora/v4.1/gov_report/.azbench-step-download 1
+
+# model/download: mlcommons/training_results_v4.1@b87b9e396f771345d4ef122ba33456304f15228d Azure/benchmarks/llama2_70b_lora/implementations/nemo/README.md 3.2-3.3 (lines 29-62; the three NVIDIA v4.1 implementations carry the same README steps and byte-identical scripts/); scripts/download_model.py (Hugging Face regisss/llama2-70b-fused-qkv-mlperf at 647cb0c8, hash-checked by the script; Llama 2 Community License)
+step model/download /shared/mlperf/llama2_70b_lora/v4.1/model /shared/mlperf/llama2_70b_lora/v4.1/model/.azbench-step-download /shared/mlperf/llama2_70b_lora/v4.1:/data /workspace/ft-llm 'python scripts/download_model.py --model_dir /data/model' '' '' 0
+
+# model/convert: mlcommons/training_results_v4.1@b87b9e396f771345d4ef122ba33456304f15228d Azure/benchmarks/llama2_70b_lora/implementations/nemo/README.md 3.2-3.3 (lines 29-62; the three NVIDIA v4.1 implementations carry the same README steps and byte-identical scripts/); scripts/convert_model.py and the README's find/tar line (which here spares azbench's .azbench-* step markers)
+step model/convert /shared/mlperf/llama2_70b_lora/v4.1/model /shared/mlperf/llama2_70b_lora/v4.1/model/.azbench-step-convert /shared/mlperf/llama2_70b_lora/v4.1:/data /workspace/ft-llm 'python scripts/convert_model.py --input_name_or_path=/data/model --output_path=/data/model/llama2-70b.nemo
+cd /data/model && find . -type f ! -name '"'"'llama2-70b.nemo'"'"' ! -name '"'"'.azbench-*'"'"' -exec rm -f {} + && tar -xvf llama2-70b.nemo
+for f in 5ea1b944c63743548a763db54407a12f_tokenizer.model model_config.yaml model_weights; do test -e "$f" || { echo "model: $f missing after convert_model.py" >&2; exit 1; }; done' '' /shared/mlperf/llama2_70b_lora/v4.1/model/.azbench-step-download 1
+
+# What each staged item must hold (DataItem.files: what the implementation opens there, checked
+# by tests/test_rehearsal.py against its own files): an item marked staged without them failed.
+# Not checked while anything is reported missing (a step not run yet has not made them).
+provided() {  # NAME DEST PATH...
+  local name=$1 dest=$2 path
+  shift 2
+  [ "$MISSING" -eq 0 ] && [ -e "$dest/.azbench-staged" ] || return 0
+  for path in "$@"; do
+    compgen -G "$path" >/dev/null || { echo "$name: staging failed: $path is missing"; exit 3; }
+  done
+}
+provided govreport /shared/mlperf/llama2_70b_lora/v4.1/gov_report /shared/mlperf/llama2_70b_lora/v4.1/gov_report/train.npy /shared/mlperf/llama2_70b_lora/v4.1/gov_report/validation.npy
+provided model /shared/mlperf/llama2_70b_lora/v4.1/model /shared/mlperf/llama2_70b_lora/v4.1/model/5ea1b944c63743548a763db54407a12f_tokenizer.model /shared/mlperf/llama2_70b_lora/v4.1/model/model_config.yaml /shared/mlperf/llama2_70b_lora/v4.1/model/model_weights
 
 if [ "$MISSING" -gt 0 ]; then
   echo "$MISSING item(s) you must provide (licence-gated or made in the container) missing: see the lines above"

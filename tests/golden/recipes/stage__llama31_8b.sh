@@ -85,11 +85,27 @@ stage() {
   echo "$name: staged in $dest"
 }
 
-# verify NAME DEST FILES SHA256LIST OPTIONAL: a licence-gated item the user places; azbench only
-# checks that FILES (one per line) exist and match SHA256LIST. Missing ones are reported (all of
-# them, before any download) and fail the job at its end unless OPTIONAL is 1.
+# check_sizes DEST SIZES: each "BYTES  PATH" line's file has that size (the implementation's
+# expected-mounts list); then every MD5 list an MLCommons R2 download left in DEST (NAME.md5)
+# checks the files it names, in its own folder.
+check_sizes() {
+  local n rel got list
+  while read -r n rel; do
+    [ -n "$rel" ] || continue
+    got=$(stat -c %s "$1/$rel" 2>/dev/null || echo absent)
+    [ "$got" = "$n" ] || { echo "  $rel: $got bytes, expected $n" >&2; return 1; }
+  done <<<"$2"
+  while IFS= read -r list; do
+    ( cd "$(dirname "$list")" && md5sum --quiet -c "$(basename "$list")" ) || return 1
+  done < <(find "$1" -maxdepth 2 -name '*.md5' -type f 2>/dev/null)
+}
+
+# verify NAME DEST FILES SHA256LIST OPTIONAL SIZES: a licence-gated item the user places; azbench
+# only checks that FILES (one per line) exist and match SHA256LIST, SIZES and the download's md5
+# lists. Missing ones are reported (all of them, before any download) and fail the job at its end
+# unless OPTIONAL is 1.
 verify() {
-  local name=$1 dest=$2 files=$3 sums=$4 optional=$5 f absent=""
+  local name=$1 dest=$2 files=$3 sums=$4 optional=$5 sizes=${6:-} f absent=""
   if [ -e "$dest/.azbench-staged" ]; then echo "$name: already staged in $dest"; return 0; fi
   while IFS= read -r f; do
     [ -e "$dest/$f" ] || absent="$absent $f"
@@ -99,7 +115,7 @@ verify() {
     [ "$optional" = 1 ] || MISSING=$((MISSING + 1))
     return 0
   fi
-  if ! check_sums "$dest" "$sums"; then
+  if ! check_sums "$dest" "$sums" || ! check_sizes "$dest" "$sizes"; then
     echo "$name: checksum mismatch"
     [ "$optional" = 1 ] || MISSING=$((MISSING + 1))
     return 0
@@ -108,9 +124,9 @@ verify() {
   echo "$name: staged in $dest"
 }
 
-# c4-preprocessed: dataset; mlcommons/training@aa344c7fb900e82ed19fb94aebfed50c63ab2204 small_llm_pretraining/nemo/README.md (line 31); mlcommons/training_results_v5.1@441d65f4445cd59687466533fd9f55399136e7a4 Verda/benchmarks/llama31_8b/implementations/b200_8x8_ngc25.09/data_scripts/download_8b.sh
+# c4-preprocessed: dataset, about 85.1 GB; mlcommons/training@aa344c7fb900e82ed19fb94aebfed50c63ab2204 small_llm_pretraining/nemo/README.md (line 31); mlcommons/training_results_v5.1@441d65f4445cd59687466533fd9f55399136e7a4 Verda/benchmarks/llama31_8b/implementations/b200_8x8_ngc25.09/data_scripts/download_8b.sh
 stage c4-preprocessed /shared/mlperf/llama31_8b/c4 'mlc_r2 -d . https://training.mlcommons-storage.org/metadata/llama-3-1-8b-preprocessed-c4-dataset.uri' ''
-# tokenizer: tokenizer; mlcommons/training@aa344c7fb900e82ed19fb94aebfed50c63ab2204 small_llm_pretraining/nemo/README.md (line 37); clean-up as mlcommons/training_results_v5.1@441d65f4445cd59687466533fd9f55399136e7a4 NVIDIA/benchmarks/llama31_8b/implementations/nemo/data_scripts/cleanup_8b.sh
+# tokenizer: tokenizer, about 0.01 GB; mlcommons/training@aa344c7fb900e82ed19fb94aebfed50c63ab2204 small_llm_pretraining/nemo/README.md (line 37); clean-up as mlcommons/training_results_v5.1@441d65f4445cd59687466533fd9f55399136e7a4 NVIDIA/benchmarks/llama31_8b/implementations/nemo/data_scripts/cleanup_8b.sh
 stage tokenizer /shared/mlperf/llama31_8b/tokenizer 'mlc_r2 -d . https://training.mlcommons-storage.org/metadata/llama-3-1-8b-tokenizer.uri && ( rm -rf config.json generation_config.json model*.safetensors* original )' ''
 
 # container: built from mlcommons/training_results_v5.1 at 441d65f4445cd59687466533fd9f55399136e7a4, NVIDIA/benchmarks/llama31_8b/implementations/nemo/Dockerfile
@@ -151,6 +167,20 @@ else
     exit 3
   fi
 fi
+
+# What each staged item must hold (DataItem.files: what the implementation opens there, checked
+# by tests/test_rehearsal.py against its own files): an item marked staged without them failed.
+# Not checked while anything is reported missing (a step not run yet has not made them).
+provided() {  # NAME DEST PATH...
+  local name=$1 dest=$2 path
+  shift 2
+  [ "$MISSING" -eq 0 ] && [ -e "$dest/.azbench-staged" ] || return 0
+  for path in "$@"; do
+    compgen -G "$path" >/dev/null || { echo "$name: staging failed: $path is missing"; exit 3; }
+  done
+}
+provided c4-preprocessed /shared/mlperf/llama31_8b/c4 /shared/mlperf/llama31_8b/c4/c4-train.en_6_text_document.bin /shared/mlperf/llama31_8b/c4/c4-train.en_6_text_document.idx /shared/mlperf/llama31_8b/c4/c4-validation-91205-samples.en_text_document.bin /shared/mlperf/llama31_8b/c4/c4-validation-91205-samples.en_text_document.idx
+provided tokenizer /shared/mlperf/llama31_8b/tokenizer /shared/mlperf/llama31_8b/tokenizer/tokenizer.json /shared/mlperf/llama31_8b/tokenizer/tokenizer_config.json /shared/mlperf/llama31_8b/tokenizer/special_tokens_map.json
 
 if [ "$MISSING" -gt 0 ]; then
   echo "$MISSING item(s) you must provide (licence-gated or made in the container) missing: see the lines above"
