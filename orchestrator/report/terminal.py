@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from orchestrator.report.build import GroupReport, Report
+from orchestrator.report.labels import cut_apart, cut_middle
 
 Value = str | int | float | None
 Fmt = Literal["text", "int", "minutes", "usd", "pct", "signed_pct", "factor"]
@@ -219,7 +220,7 @@ def _table_lines(table: ViewTable, width: int) -> list[str]:
     widths = [min(w, c.max_width) if c.max_width else w for w, c in zip(widths, table.columns)]
     widths = _shrink(table.columns, widths, width - len(indent))
     for i, w in enumerate(widths):  # cut names so that different names stay different
-        for row, text in zip(cells, _cut_apart([row[i] for row in cells], w)):
+        for row, text in zip(cells, cut_apart([row[i] for row in cells], w)):
             row[i] = text
     out = [indent + _row([c.header for c in table.columns], table.columns, widths)]
     shown: list[Value] = []  # the heading printed last
@@ -250,7 +251,7 @@ def _shrink(columns: Sequence[Column], widths: list[int], width: int) -> list[in
 def _row(cells: Sequence[str], columns: Sequence[Column], widths: Sequence[int]) -> str:
     parts = []
     for text, col, w in zip(cells, columns, widths):
-        text = _cut(text, w)
+        text = cut_middle(text, w)
         parts.append(text.ljust(w) if col.fmt == "text" else text.rjust(w))
     return GAP.join(parts).rstrip()
 
@@ -274,36 +275,8 @@ def _format(value: Value, fmt: Fmt) -> str:
     return f"{number:,.3f}" if number < 1000 else f"{number:,.1f}"
 
 
-def _cut(text: str, width: int) -> str:
-    """`text` in `width` characters, its middle cut: two thirds head (where system names say
-    their size: "gb200-nvl72_n128_…"), one third tail."""
-    if len(text) <= width:
-        return text
-    if width < 5:
-        return text[:width]
-    head = (2 * (width - 1) + 2) // 3
-    return text[:head] + "…" + text[len(text) - (width - 1 - head):]
-
-
-def _cut_apart(texts: Sequence[str], width: int) -> list[str]:
-    """Each text cut to `width` (_cut); where two different texts would read the same, the
-    later one is cut elsewhere until it reads apart ("…_n4_ngc25…" vs "…_n18_ngc25…")."""
-    out = [_cut(t, width) for t in texts]
-    for i, text in enumerate(texts):
-        if len(text) <= width or width < 5:
-            continue
-        clash = any(out[j] == out[i] and texts[j] != text for j in range(len(texts)) if j != i)
-        taken = {out[j] for j in range(len(texts)) if j != i}
-        for head in (range(width - 2, 0, -1) if clash else ()):
-            other = text[:head] + "…" + text[len(text) - (width - 1 - head):]
-            if other not in taken:
-                out[i] = other
-                break
-    return out
-
-
 def _fit(line: str, width: int) -> str:
-    return _cut(line, width)
+    return cut_middle(line, width)
 
 
 def _common_prefix(groups: Iterable[GroupReport]) -> str:
