@@ -12,7 +12,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from selenium.webdriver.chrome.webdriver import WebDriver
 
 MIN_PLOT_PX = 300
 MIN_PLOT_HEIGHT_PX = 150
@@ -67,15 +70,7 @@ READY_JS = ("return [...document.querySelectorAll('.chart')]"
             ".every(c => c.dataset.rendered === '1')")
 
 
-class Driver(Protocol):
-    """What the checks need of a selenium WebDriver."""
-
-    def get(self, url: str) -> None: ...
-
-    def execute_script(self, script: str, *args: object) -> object: ...
-
-
-def page_problems(driver: Driver, page: Path) -> list[str]:
+def page_problems(driver: WebDriver, page: Path) -> list[str]:
     """Open `page`, wait until every visible chart is drawn, return its layout problems."""
     from selenium.webdriver.support.ui import WebDriverWait
 
@@ -85,13 +80,13 @@ def page_problems(driver: Driver, page: Path) -> list[str]:
     return [str(p) for p in found] if isinstance(found, list) else [f"{page}: no answer"]
 
 
-def site_problems(driver: Driver, pages: Iterable[Path]) -> dict[str, list[str]]:
+def site_problems(driver: WebDriver, pages: Iterable[Path]) -> dict[str, list[str]]:
     """{page name: problems} for each page (an empty list where the page is clean)."""
     return {page.name if page.parent.name not in ("bench", "system") else
             f"{page.parent.name}/{page.name}": page_problems(driver, page) for page in pages}
 
 
-def chromium(width: int = 1280, height: int = 1000, profile: Path | None = None) -> object:
+def chromium(width: int = 1280, height: int = 1000, profile: Path | None = None) -> WebDriver:
     """A headless Debian chromium through chromium-driver at `width` x `height` CSS px."""
     import shutil
 

@@ -431,9 +431,9 @@ def history(series: HistorySeries) -> Figure:
     spread = (whens[-1] - whens[0]) if whens else timedelta(0)
     if spread <= timedelta(days=2):  # a date on every tick: plotly's "06:00 ... 06:00" is ambiguous
         xaxis.update(tickformat="%H:%M<br>%b %d", nticks=5)
-    else:  # whole days, never two ticks on one day
-        days = max(1, math.ceil(spread / timedelta(days=1) / 5))
-        xaxis.update(tickformat="%Y-%m-%d", dtick=days * 86_400_000)
+    else:  # whole days, never two ticks on one day, at most about five ticks
+        days = max(1, math.ceil(spread / timedelta(days=1) / 4))
+        xaxis.update(tickformat="%b %d<br>%Y", dtick=days * 86_400_000)
     return {"data": traces, "layout": layout(
         f"{series.label}: {series.metric_label}", "when", series.metric_label, xaxis=xaxis,
         **side_legend())}

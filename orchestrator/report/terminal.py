@@ -59,6 +59,10 @@ class View:
     tables: list[ViewTable]
     footer: list[str] = field(default_factory=list)
 
+    def data(self) -> dict[str, list[dict[str, Value]]]:
+        """{table name: rows} (what JSON or TSV output takes; heading and footer are prose)."""
+        return {t.name: t.data() for t in self.tables}
+
 
 def summary_view(report: Report, *, runs: bool = False, vs_published: bool = False) -> View:
     """Best per benchmark, then one line per score; `runs` adds every run, `vs_published` the
@@ -75,7 +79,8 @@ def summary_view(report: Report, *, runs: bool = False, vs_published: bool = Fal
 
 def render_text(view: View, width: int = WIDTH) -> str:
     """The view as borderless aligned text no line of which is wider than `width`."""
-    out = [_fit(line, width) for line in view.heading]
+    out = [part for line in view.heading
+           for part in textwrap.wrap(line, width, subsequent_indent="  ") or [""]]
     for table in view.tables:
         out += ["", *textwrap.wrap(table.title, width, subsequent_indent="  ")]
         out += _table_lines(table, width)
