@@ -25,7 +25,7 @@ from orchestrator.store.database import Store
 from orchestrator.store.schema import ResultRow
 from tests.cli_helpers import azbench_in_process
 from tests.conftest import SHARED
-from testsupport.mlperf_tree import MANY, write_tree
+from testsupport.mlperf_tree import write_tree
 
 LOGS = SHARED / "mlperf-logs"
 
