@@ -205,16 +205,22 @@ def report(benchmark: Optional[str] = typer.Option(None, "--benchmark", help="On
            as_json: bool = JsonOpt, fmt: Optional[OutputFormat] = OutputOpt,
            query: Optional[str] = QueryOpt,
            markdown: bool = typer.Option(False, "--markdown", help="Print Markdown (for PR comments)."),
-           html: Optional[Path] = typer.Option(None, "--html", help="Write the interactive site (index.html, pages, assets) here.")) -> None:
-    """Scores, time-to-train, step times, scaling efficiency, speedup and cost.
+           html: Optional[Path] = typer.Option(None, "--html", help="Write the interactive site (index.html, pages, assets) here."),
+           show_runs: bool = typer.Option(False, "--runs", help="Also list every run (the summary lists scores only)."),
+           vs_published: bool = typer.Option(False, "--vs-published", help="Put each score beside the nearest published MLPerf result on the same GPU, with the delta."),
+           price: list[str] = typer.Option([], "--price", help="Override a list price: SKU=USD_PER_VM_HOUR, e.g. h200=84.80 (repeatable).")) -> None:
+    """MLPerf scores as MLCommons publishes them, best per benchmark, cost, MFU; with --markdown,
+    --json or --html also step times, scaling efficiency, speedups and attempt history.
 
     A --benchmark, --system or --cluster that names nothing stored exits 2 with the stored
     names and the nearest; with nothing stored at all the report says so and exits 0."""
     from orchestrator.recipes.catalog import model_facts
     from orchestrator.report.build import build_report
     from orchestrator.errors import ConfigError
-    from orchestrator.report.render import rich_tables, to_json, to_markdown
+    from orchestrator.report.cost import parse_price
+    from orchestrator.report.render import to_json, to_markdown
     out = output(as_json, fmt, query)
+    prices = dict(parse_price(p) for p in price)
     when, end = _parse_date("--since", since), _parse_date("--until", until, end_of_day=True)
     if html is not None and html.exists() and not html.is_dir():
         raise ConfigError(f"--html: {html} is a file: give a directory for the site")
@@ -231,7 +237,8 @@ def report(benchmark: Optional[str] = typer.Option(None, "--benchmark", help="On
             from orchestrator.pipelines.history import history_from_store
             history = history_from_store(store, baseline=baseline, since=when, until=end)
     rep = build_report(results, runs, attempts, benchmark=benchmark, system=system, since=when,
-                       until=end, spot_clusters=spot, model_facts=model_facts(), events=events)
+                       until=end, spot_clusters=spot, model_facts=model_facts(), events=events,
+                       prices=prices)
     if html is not None:
         from orchestrator.report.site import write_site
         kept = [r for r in results if end is None or r.created_at <= end]
@@ -247,13 +254,23 @@ def report(benchmark: Optional[str] = typer.Option(None, "--benchmark", help="On
     elif markdown:
         sys.stdout.write(to_markdown(rep) + "\n")
     elif html is None:
-        console = make_console()
-        if not results and not stored:
-            console.print("no results yet: run a recipe (azbench run) or import logs (azbench results import)")
-        elif not results:
-            console.print("no results match these filters", markup=False)
-        for table in rich_tables(rep):
-            console.print(table)
+        from orchestrator.report.terminal import render_text, summary_view
+        if not results:
+            sys.stdout.write("no results match these filters\n" if stored else
+                             "no results yet: run a recipe (azbench run) or import logs "
+                             "(azbench results import)\n")
+            return
+        view = summary_view(rep, runs=show_runs, vs_published=vs_published)
+        sys.stdout.write(render_text(view, width=_report_width()))
+
+
+def _report_width() -> int:
+    """100 columns, or the terminal's width when it is narrower (COLUMNS counts as one)."""
+    import os
+    import shutil
+    if "COLUMNS" in os.environ or sys.stdout.isatty():
+        return max(40, min(100, shutil.get_terminal_size((100, 24)).columns))
+    return 100
 
 
 def _check_filters(store: Store, benchmark: Optional[str] = None, system: Optional[str] = None,

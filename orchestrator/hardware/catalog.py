@@ -4,8 +4,9 @@ GPU sizes for benchmarks; general-purpose D*s_v5 sizes (no GPU, no InfiniBand) f
 rehearsal of the whole Azure path for cents; and the local provider's emulated node.
 
 Facts come from ../shared/docs/azure-notes.md (Microsoft size docs, azhpc-images). Prices are
-list-price estimates (Linux pay-as-you-go) and always labelled as such; peak FLOP/s are dense
-(never sparse) per GPU, for MFU.
+list-price estimates (Linux pay-as-you-go) and always labelled as such, each row with where the
+figure was read and when (`price_source`, `price_date`); peak FLOP/s are dense (never sparse) per
+GPU, for MFU.
 """
 
 from __future__ import annotations
@@ -29,6 +30,15 @@ SPOT_PRICE_SOURCE = (f"assumed {SPOT_PRICE_FRACTION:.0%} of pay-as-you-go (spot 
 _AIOA = ("github.com/Azure/ai-infrastructure-on-azure skills/ai-infra/references/sku_baselines.md "
          "(commit 6ac01e70)")
 _AHC = "github.com/Azure/azurehpc-health-checks conf/{conf} (check_{check} {value} ... 16G)"
+# Where list prices are read: the Azure Retail Prices API (no sign-in), one row per meter. azbench
+# has not re-read these figures itself (no network where the catalog is built): each says whose
+# copy of the API row it is and the date of that copy; `azbench report --price SKU=USD` overrides.
+RETAIL_API = ("prices.azure.com/api/retail/prices?$filter=armSkuName eq '{sku}' and priceType eq "
+              "'Consumption' (Linux pay-as-you-go)")
+
+
+def _retail(sku: str, where: str) -> str:
+    return f"Azure Retail Prices API row, {where}; query: {RETAIL_API.format(sku=sku)}"
 
 
 class NcclBaseline(Frozen):
@@ -87,6 +97,8 @@ class GpuSku(Frozen):
     expected_busbw_gbps: float | None = None
     nccl: NcclBaseline | None = None
     notes: str = ""
+    price_source: str = Field("", description="where price_per_hour_usd was read, or why it is None")
+    price_date: str = Field("", description="when that figure was read (YYYY-MM-DD); '' if undated")
 
     @property
     def is_azure_size(self) -> bool:
@@ -133,7 +145,11 @@ def _d_v5(vcpus: int, price: float) -> GpuSku:
         ib_links=0, ib_gbps_per_link=0, nvlink_domain_vms=1, cpu_arch="x86_64", image=_UBUNTU_IMAGE,
         quota_family="standardDSv5Family", price_per_hour_usd=price,
         peak_tflops_bf16=None, peak_tflops_fp8=None,
-        notes="CPU dress rehearsal of the Azure path (no GPU, no InfiniBand); price: eastus list estimate")
+        notes="CPU dress rehearsal of the Azure path (no GPU, no InfiniBand); price: eastus list estimate",
+        price_source=_retail(f"Standard_D{vcpus}s_v5", "eastus, as copied in a third-party cloud price "
+                             "comparison (D2s v5 $0.096, D4s v5 $0.192, D8s v5 $0.384; Dsv5 prices "
+                             "scale linearly with vCPUs, so D16s v5 is $0.768)"),
+        price_date="2026-04-20")
 
 CATALOG: tuple[GpuSku, ...] = (
     GpuSku(
@@ -148,18 +164,27 @@ CATALOG: tuple[GpuSku, ...] = (
                           source=_AIOA + "; azurehpc-health-checks' single-node check is 460 GB/s: "
                           + _AHC.format(conf="nd96isr_h100_v5.conf", check="nccl_allreduce", value="460.0")),
         notes="price: eastus list estimate",
+        price_source=_retail("Standard_ND96isr_H100_v5", "eastus, meter 'ND96isr H100 v5', as copied "
+                             "in a third-party catalog of published GPU prices (the same $98.32 as "
+                             "../shared/docs/azure-notes.md)"),
+        price_date="2026-09-27",
     ),
     GpuSku(
         name="Standard_ND96isr_H200_v5", short="ND H200 v5",
         aliases=("h200", "nd-h200-v5", "ndh200v5", "nd96isr_h200_v5"),
         gpu_model="H200 141GB", gpus_per_vm=8, gpu_memory_gb=141, vcpus=96, ram_gib=1850,
         ib_links=8, ib_gbps_per_link=400, nvlink_domain_vms=1, cpu_arch="x86_64",
-        image=_HPC_IMAGE, quota_family="standardNDISRH200V5Family", price_per_hour_usd=None,
+        image=_HPC_IMAGE, quota_family="standardNDISRH200V5Family", price_per_hour_usd=84.80,
         peak_tflops_bf16=989.0, peak_tflops_fp8=1979.0, peak_source=_HOPPER_PEAKS, expected_busbw_gbps=450.0,
         nccl=NcclBaseline(message="16G", warn_gbps=431.0, scope="single-node all_reduce_perf, 8 GPUs",
                           source=_AHC.format(conf="nd96isr_h200_v5.conf", check="nccl_allreduce",
                                              value="431.0") + " (no published expected figure)"),
-        notes="no public list price known: cost shows as unknown",
+        notes="price: eastus2 list estimate",
+        price_source=_retail("Standard_ND96isr_H200_v5", "eastus2, meter 'ND96isr H200 v5', as copied "
+                             "in a third-party catalog of published GPU prices; a second copy gives "
+                             "the same $84.80 for westus3 (2026-04-20), a third list says $118.50 "
+                             "(no region, no date): unverified, override with --price"),
+        price_date="2026-09-27",
     ),
     GpuSku(
         name="Standard_ND128isr_NDR_GB200_v6", short="ND GB200 v6",
@@ -175,6 +200,10 @@ CATALOG: tuple[GpuSku, ...] = (
                                              value="432.0") + " (no published multi-node GB200 figure; "
                           "the runbook's MNNVL rack figure, 937 GB/s, is for GB300)"),
         notes="18 VMs = one NVL72 rack (NVLink domain); price: eastus list estimate",
+        price_source=_retail("Standard_ND128isr_NDR_GB200_v6", "westus3 and eastus, as reproduced "
+                             "by third parties and recorded in ../shared/docs/azure-notes.md "
+                             "(unverified)"),
+        price_date="",
     ),
     GpuSku(
         name="Standard_ND96isr_MI300X_v5", short="ND MI300X v5",
@@ -187,6 +216,8 @@ CATALOG: tuple[GpuSku, ...] = (
                           source=_AHC.format(conf="nd96isr_mi300x_v5.conf", check="rccl_allreduce",
                                              value="314")),
         notes="not an MLPerf-recipe target yet; no public list price known",
+        price_source="no copy of its Retail Prices API row found: cost shows as unknown "
+                     "(give one with --price Standard_ND96isr_MI300X_v5=USD)",
     ),
     _d_v5(4, 0.192),
     _d_v5(8, 0.384),
@@ -199,6 +230,7 @@ CATALOG: tuple[GpuSku, ...] = (
         image="host", quota_family="", price_per_hour_usd=None,
         peak_tflops_bf16=None, peak_tflops_fp8=None,
         notes="an emulated Slurm node on this machine (--provider local)",
+        price_source="an emulated node on this machine: nothing to price",
     ),
 )
 

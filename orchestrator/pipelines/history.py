@@ -1,5 +1,6 @@
-"""History for the report site: every baseline metric per occasion (a pipeline run's sweep, or
-one day's imports), each occasion compared with the active baseline by `compare`.
+"""History for the report site: every baseline metric per occasion (a pipeline run's sweep, a run
+of its own, or the day imported logs ran, from their own run_start), each occasion compared with
+the active baseline by `compare`.
 
 Lives in pipelines/ because baselines and `compare` do (the report floor cannot import them);
 it returns orchestrator.report.history's typed History, which the site draws.
@@ -10,7 +11,7 @@ from __future__ import annotations
 import statistics
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
-from datetime import datetime
+from datetime import datetime, timezone
 from typing import TYPE_CHECKING
 
 from orchestrator.pipelines.baselines import (
@@ -99,7 +100,8 @@ def build_history(results: Sequence[ResultRow], runs: Sequence[RunRow], baseline
 def _occasions(results: Sequence[ResultRow], runs: Sequence[RunRow]
                ) -> dict[tuple[str, datetime], list[ResultRow]]:
     """Results per occasion: a pipeline's sweep (its first run's time), else a run of its own,
-    else the day it was imported (that day's first import time)."""
+    else the day its log ran (the log's run_start, UTC; that day's first start), else, for a log
+    without a run_start, the day it was imported."""
     by_id = {r.id: r for r in runs}
     keyed: dict[str, list[ResultRow]] = defaultdict(list)
     when: dict[str, datetime] = {}
@@ -109,8 +111,20 @@ def _occasions(results: Sequence[ResultRow], runs: Sequence[RunRow]
             name, at = f"pipeline run {run.sweep_id}", run.created_at
         elif run is not None:
             name, at = f"run {run.id}", run.created_at
+        elif (ran := _ran_at(r.run_start_ms)) is not None:
+            name, at = f"logs of {ran:%Y-%m-%d}", ran
         else:
             name, at = f"import {r.created_at:%Y-%m-%d}", r.created_at
         keyed[name].append(r)
         when[name] = min(when.get(name, at), at)
     return {(name, when[name]): rows for name, rows in keyed.items()}
+
+
+def _ran_at(run_start_ms: int | None) -> datetime | None:
+    """A log's run_start as a UTC time; None when absent or not a date (an invalid log)."""
+    if run_start_ms is None:
+        return None
+    try:
+        return datetime.fromtimestamp(run_start_ms / 1000, tz=timezone.utc)
+    except (ValueError, OverflowError, OSError):
+        return None

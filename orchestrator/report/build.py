@@ -2,9 +2,12 @@
 throughput, step-time statistics and cost, plus strong/weak scaling and SKU speedups.
 
 Pure data in, one pydantic `Report` out; the maths is orchestrator.results.metrics, rendering is
-orchestrator.report.render and .plots. Resumed runs never enter a score (mlperf-notes §6).
-Also here: the attempt history of runs that needed more than one try, and each group's cost at
-list price (per scored result, all runs, all attempts).
+orchestrator.report.render, .terminal, .plots and .site. Resumed runs never enter a score
+(mlperf-notes §6). The headline score is the one MLCommons publishes (olympic mean x
+scaling.json, `score_minutes`); the raw olympic mean is kept beside it. Also here: the fastest
+official score per benchmark and GPU type (`best`), the attempt history of runs that needed more
+than one try; each group's GPU type (report.gpus), cost at list price (report.cost) and nearest
+published result (report.vs_published) come from their modules.
 """
 
 from __future__ import annotations
@@ -18,11 +21,14 @@ from typing import Any
 
 from pydantic import Field
 
-from orchestrator.hardware.catalog import CATALOG, gpu_row
+from orchestrator.hardware.catalog import gpu_row
 from orchestrator.errors import ConfigError
 from orchestrator.models import Frozen, ModelFacts, utcnow
+from orchestrator.report.cost import Prices, group_cost
+from orchestrator.report.gpus import match_gpu
 from orchestrator.report.preemption import PreemptionLine, preemption_lines
 from orchestrator.report.replacements import ReplacementLine, replacement_lines
+from orchestrator.report.vs_published import PublishedNeighbour, neighbour, published_row
 from orchestrator.results import metrics
 from orchestrator.results.metrics import StepStats
 from orchestrator.results.stragglers import spread
@@ -113,6 +119,9 @@ class GroupReport(Frozen):
     round: str | None = None
     submitter: str | None = None
     sku: str | None = None
+    gpu_type: str | None = Field(None, description='the GPU as a reader names it: "H100", "GB200"')
+    catalog_size: str | None = Field(None, description="the catalog size with that GPU (prices, "
+                                                       "peaks); None when no Azure size has it")
     nodes: int | None = None
     gpus: int | None = None
     workers: int | None = Field(None, description="GPUs, or nodes when a node has no GPU")
@@ -122,8 +131,9 @@ class GroupReport(Frozen):
     converged: int
     resumed_runs: list[int] = Field(default_factory=list, description="result ids, not scored")
     scaling_factor: float = 1.0
-    score_raw_minutes: float | None = None
-    score_minutes: float | None = Field(None, description="raw score x scaling_factor")
+    score_raw_minutes: float | None = Field(None, description="the olympic mean (raw)")
+    score_minutes: float | None = Field(None, description="the MLPerf score as MLCommons publishes "
+                                                          "it: raw score x scaling_factor")
     official: bool = False
     partial: bool = False
     score_note: str = ""
@@ -140,10 +150,18 @@ class GroupReport(Frozen):
     mfu_bf16: float | None = Field(None, description="against the dense BF16 peak")
     mfu_note: str = Field("", description="how MFU was computed, or why it is blank")
     price_per_vm_hour: float | None = None
+    priced_vms: int | None = Field(None, description="Azure VMs priced (nodes, or the same GPUs "
+                                                     "as VMs of the catalog size)")
+    system_price_per_hour: float | None = Field(None, description="priced_vms x price_per_vm_hour")
     cost_per_result_usd: float | None = None
     cost_all_runs_usd: float | None = None
     cost_all_attempts_usd: float | None = None
     cost_note: str = ""
+    price_source: str = ""
+    published: PublishedNeighbour | None = Field(None, description="the nearest published result "
+                                                 "on the same GPU, this result itself left out")
+    published_score_minutes: float | None = Field(None, description="the score MLCommons "
+                                                  "published for this very result, if it is one")
 
     @property
     def label(self) -> str:
@@ -202,9 +220,24 @@ class SkuSpeedup(Frozen):
     speedup_per_dollar: float | None = None
 
 
+class BestLine(Frozen):
+    """The fastest official MLPerf score of one benchmark on one GPU type."""
+
+    benchmark: str
+    gpu_type: str
+    system: str
+    gpus: int | None
+    score_minutes: float
+    cost_per_result_usd: float | None = None
+    mfu: float | None = None
+    mfu_precision: str | None = None
+    scores: int = Field(description="official scores of this benchmark on this GPU type")
+
+
 class Report(Frozen):
     generated_at: datetime = Field(default_factory=utcnow)
     filters: dict[str, str] = Field(default_factory=dict)
+    best: list[BestLine] = Field(default_factory=list)
     groups: list[GroupReport] = Field(default_factory=list)
     strong_scaling: list[StrongScaling] = Field(default_factory=list)
     weak_scaling: list[WeakScaling] = Field(default_factory=list)
@@ -228,27 +261,53 @@ def build_report(
     spot_clusters: dict[str, str] | None = None,
     model_facts: Mapping[str, ModelFacts] | None = None,
     events: Sequence[EventRow] | None = None,
+    prices: Prices | None = None,
 ) -> Report:
     """The report over `results` matching the filters. `runs`/`attempts` (optional) add the
     cluster filter and the cost of every attempt, failed ones included; `spot_clusters`
     ({cluster: SKU}) adds the spot section's cost saved; `model_facts` ({benchmark: facts}, as
     recipes.catalog.model_facts() gives them) adds MFU, which is blank without them; `events`
-    (the store's) add the node replacements."""
+    (the store's) add the node replacements; `prices` ({size name: USD per VM-hour}) override
+    the catalog's list prices."""
     rows = _filter(results, runs, benchmark=benchmark, system=system, cluster=cluster, since=since,
                    until=until)
     notes: list[str] = [] if rows else ["no results match"]
     facts = {key.strip().lower(): f for key, f in (model_facts or {}).items()}
-    groups = [_group(key, members, runs, attempts, facts)
+    groups = [_group(key, members, runs, attempts, facts, prices or {})
               for key, members in group_results(rows).items()]
     groups.sort(key=lambda g: (g.benchmark, g.sku or "", g.workers or 0, g.system))
+    notes += unmapped_notes(r.sku for r in rows)
     asked = {"benchmark": benchmark, "system": system, "cluster": cluster, "since": since,
              "until": until}
     filters = {k: str(v) for k, v in asked.items() if v is not None}
-    return Report(filters=filters, groups=groups, strong_scaling=strong_scaling(groups),
+    return Report(filters=filters, best=best_per_benchmark(groups), groups=groups,
+                  strong_scaling=strong_scaling(groups),
                   weak_scaling=weak_scaling(groups, notes), speedups=sku_speedups(groups),
                   attempt_history=attempt_history(runs, attempts, rows),
                   preemptions=preemption_lines(runs, attempts, spot_clusters or {}),
                   replacements=replacement_lines(events, cluster), notes=notes)
+
+
+def best_per_benchmark(groups: Sequence[GroupReport]) -> list[BestLine]:
+    """The fastest official score per benchmark and GPU type, fastest first within a benchmark."""
+    by: dict[tuple[str, str], list[GroupReport]] = defaultdict(list)
+    for g in groups:
+        if g.official and g.score_minutes is not None:
+            by[(g.benchmark, g.gpu_type or "?")].append(g)
+    out = []
+    for (bench, gpu), members in by.items():
+        g = min(members, key=lambda m: (m.score_minutes or 0.0, m.label))
+        out.append(BestLine(benchmark=bench, gpu_type=gpu, system=g.label, gpus=g.gpus,
+                            score_minutes=g.score_minutes or 0.0,
+                            cost_per_result_usd=g.cost_per_result_usd, mfu=g.mfu,
+                            mfu_precision=g.mfu_precision, scores=len(members)))
+    return sorted(out, key=lambda b: (b.benchmark, b.score_minutes))
+
+
+def unmapped_notes(skus: Iterable[str | None]) -> list[str]:
+    """One warning per accelerator name the accelerator table does not know."""
+    return [f"warning: {m.note}" for m in (match_gpu(s) for s in sorted({s for s in skus if s}))
+            if m.unmapped]
 
 
 def strong_scaling(groups: Sequence[GroupReport]) -> list[StrongScaling]:
@@ -303,21 +362,22 @@ def weak_scaling(
 
 
 def sku_speedups(groups: Sequence[GroupReport]) -> list[SkuSpeedup]:
-    """Pairs of SKUs with a score for the same benchmark at the same GPU count."""
+    """Pairs of SKUs with a score for the same benchmark at the same GPU count, on the MLPerf
+    score (x scaling); per dollar where both systems have a list price (report.cost)."""
     by_size: dict[tuple[str, int], list[GroupReport]] = defaultdict(list)
     for g in groups:
-        if g.score_raw_minutes and g.gpus and g.sku:
+        if g.score_minutes and g.gpus and g.sku:
             by_size[(g.benchmark, g.gpus)].append(g)
     out = []
     for (bench, gpus), members in sorted(by_size.items()):
-        for a, b in combinations(sorted(members, key=lambda g: -(g.score_raw_minutes or 0)), 2):
-            ta, tb = a.score_raw_minutes or 0, b.score_raw_minutes or 0  # a is the slower
+        for a, b in combinations(sorted(members, key=lambda g: -(g.score_minutes or 0)), 2):
+            ta, tb = a.score_minutes or 0, b.score_minutes or 0  # a is the slower
             if a.sku == b.sku:
                 continue
             per_dollar = None
-            if a.price_per_vm_hour and b.price_per_vm_hour and a.nodes and b.nodes:
-                per_dollar = metrics.speedup_per_dollar(ta, a.price_per_vm_hour * a.nodes,
-                                                        tb, b.price_per_vm_hour * b.nodes)
+            if a.system_price_per_hour and b.system_price_per_hour:
+                per_dollar = metrics.speedup_per_dollar(ta, a.system_price_per_hour,
+                                                        tb, b.system_price_per_hour)
             out.append(SkuSpeedup(
                 benchmark=bench, workers=gpus, sku_a=a.sku or "", sku_b=b.sku or "",
                 system_a=a.label, system_b=b.label, minutes_a=ta, minutes_b=tb,
@@ -375,11 +435,13 @@ def _series(groups: Iterable[GroupReport]) -> dict[tuple[str, str | None], list[
 
 
 def _group(key: GroupKey, rows: list[ResultRow], runs: Sequence[RunRow] | None,
-           attempts: Sequence[AttemptRow] | None, facts: Mapping[str, ModelFacts]) -> GroupReport:
+           attempts: Sequence[AttemptRow] | None, facts: Mapping[str, ModelFacts],
+           prices: Prices) -> GroupReport:
     bench, system, round_name, submitter = key
     summaries = [summary_of(r) for r in rows]
     nodes, gpus = _mode(r.nodes for r in rows), _mode(r.gpus for r in rows)
     sku = _mode(r.sku for r in rows)
+    gpu = match_gpu(sku)
     factor = next((r.scaling_factor for r in rows if r.scaling_factor), None) or 1.0
     scoring = [i for i, r in enumerate(rows) if not r.resumed]
     # A run the compliance checker failed counts as not converged, as the result summarizer
@@ -402,9 +464,15 @@ def _group(key: GroupKey, rows: list[ResultRow], runs: Sequence[RunRow] | None,
     resumed = [r.id or 0 for r in rows if r.resumed]
     if resumed:
         note = "; ".join(filter(None, [note, f"{len(resumed)} resumed run(s) not scored"]))
+    alias = gpu.row.aliases[0] if gpu.row is not None and gpu.row.aliases else None
+    itself = published_row(bench, alias, sku, round_name, submitter, system)
+    value = score.value_minutes if score else None
     return GroupReport(
         benchmark=bench, system=system, round=round_name or None, submitter=submitter or None,
-        sku=sku, nodes=nodes, gpus=gpus, workers=workers,
+        sku=sku, gpu_type=gpu.label, catalog_size=gpu.row.name if gpu.row else None, nodes=nodes,
+        gpus=gpus, workers=workers,
+        published=neighbour(bench, alias, sku, gpus, value, itself),
+        published_score_minutes=itself.score_minutes if itself else None,
         global_batch_size=_mode(r.global_batch_size for r in rows), runs=len(rows),
         required_runs=metrics.REQUIRED_RUNS.get(bench), converged=sum(r.converged for r in rows),
         resumed_runs=resumed, scaling_factor=factor,
@@ -424,7 +492,8 @@ def _group(key: GroupKey, rows: list[ResultRow], runs: Sequence[RunRow] | None,
                                   _mode(s.get("max_sequence_length") for s in summaries), stats,
                                   source=source, system=(round_name, submitter, system, nodes),
                                   summaries=summaries),
-        **group_costs(rows, sku, nodes, score.raw_minutes if score else None, runs, attempts))
+        **group_cost(rows, gpu, nodes, gpus, score.raw_minutes if score else None, runs, attempts,
+                     prices).model_dump())
 
 
 # RunSummary.step_time_source -> what the report says about it (results.mllog.StepTimeSource).
@@ -544,32 +613,3 @@ def _last_progress(summary: dict[str, Any]) -> float | None:
 def _mode(values: Iterable[Any]) -> Any:
     counts = Counter(v for v in values if v is not None)
     return counts.most_common(1)[0][0] if counts else None
-
-
-# -- cost at list price -------------------------------------------------------------------------
-
-def group_costs(rows: list[ResultRow], sku: str | None, nodes: int | None, score_minutes: float | None,
-                runs: Sequence[RunRow] | None, attempts: Sequence[AttemptRow] | None) -> dict[str, Any]:
-    """List-price cost per result, of all runs, and of all attempts (failed ones included)."""
-    row = next((row for row in CATALOG if sku and row.name == sku), None)
-    price = row.price_per_hour_usd if row else None
-    if row is not None and not row.is_azure_size:  # an emulated local node: nothing to price
-        return {"price_per_vm_hour": None, "cost_note": "no price (local)"}
-    if price is None or not nodes:
-        why = "unknown node count" if price is not None else f"no list price for SKU {sku!r}"
-        return {"price_per_vm_hour": price, "cost_note": f"cost unknown: {why}"}
-    out: dict[str, Any] = {"price_per_vm_hour": price, "cost_note": "list-price estimate"}
-    if score_minutes is not None:
-        out["cost_per_result_usd"] = metrics.run_cost_usd(
-            metrics.node_hours(nodes, score_minutes * 60), price)
-    out["cost_all_runs_usd"] = sum(metrics.run_cost_usd(metrics.node_hours(nodes, r.minutes * 60),
-                                                        price) for r in rows if r.minutes)
-    if runs is not None and attempts is not None:
-        run_nodes = {r.id: r.nodes for r in runs}
-        ids = {r.run_id for r in rows if r.run_id}
-        spans = [(run_nodes[a.run_id], (a.ended_at - a.started_at).total_seconds(), price)
-                 for a in attempts if a.run_id in ids and a.run_id in run_nodes
-                 and a.started_at and a.ended_at]
-        if spans:
-            out["cost_all_attempts_usd"] = metrics.result_cost_usd(spans)
-    return out

@@ -5,98 +5,342 @@ or None when the report has nothing to draw. No plotting library runs in Python:
 script hands each spec to the vendored plotly.js (templates/report/vendor/), which gives hover,
 box zoom and double-click reset for free. Trace and layout keys are plotly's
 (https://plotly.com/javascript/reference/).
+
+Rules that hold at 20 systems and more: a system has one colour on every page (`Palette`, its
+traces carry the system's label as `meta` so the page's systems key can hide them); charts of
+systems have no plotly legend (the page's systems key is the legend), other charts keep a short
+legend to the right of the plot, outside it; long category labels go on horizontal bars;
+GPU-count ticks sit at the counts themselves, thinned so that no two labels collide; log axes
+have 1-2-5 ticks written plainly; percentages are plotted in percent with auto ticks (no
+"100%, 100%, 99%"); one axis never holds more than a handful of series (strong and weak scaling
+are one chart per benchmark, more than MAX_RUN_LINES runs become a median line and a min-max
+band); step times are plotted against steps, never samples.
 """
 
 from __future__ import annotations
 
+import math
 import statistics
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import timedelta
 from typing import Any
 
-from orchestrator.report.build import GroupReport, Report, SkuSpeedup, WeakScaling
+from orchestrator.report.build import GroupReport, SkuSpeedup, WeakScaling
+from orchestrator.report.gpus import match_gpu
 from orchestrator.report.history import HistorySeries
+from orchestrator.report.labels import cut_apart
+from orchestrator.report.vs_published import PublishedNeighbour
 from orchestrator.results.summary import kept_step_times, summary_of
 from orchestrator.store.schema import ResultRow
 
 Figure = dict[str, Any]
 MAX_POINTS = 2000  # per line: a 20k-step run is thinned to this many points (every k-th step)
+PROFILE_POINTS = 300  # per step-time profile on the compare page
+MAX_RUN_LINES = 5  # more runs than this on one axis: a median line and a min-max band
 BAD, GOOD, BAND = "#c0392b", "#1e8449", "rgba(52, 152, 219, 0.18)"
+PUBLISHED = "#444444"
+HALF_AXIS_PX = 380  # plot width of a half-width chart at 1,280 px (what tick thinning assumes)
+FULL_AXIS_PX = 820
+BAR_ROW_PX = 26
+BAR_LABEL_CHARS = 60
+# Kelly's 22 colours of maximum contrast without white and black (K. L. Kelly, "Twenty-two
+# colors of maximum contrast", Color Engineering 3(6), 1965), strongest first.
+KELLY = ("#0067a5", "#f38400", "#008856", "#be0032", "#875692", "#882d17", "#e68fac", "#8db600",
+         "#604e97", "#f6a600", "#b3446c", "#654522", "#e25822", "#2b3d26", "#a1caf1", "#848482",
+         "#f99379", "#c2b280", "#dcd300", "#f3c300")
+SYMBOLS = ("circle", "square", "diamond", "triangle-up", "cross", "x")
+GPU_COLOURS = {"H100": "#0067a5", "H200": "#008856", "GB200": "#f38400", "GB300": "#be0032",
+               "MI300X": "#875692"}
+
+
+class Palette:
+    """One colour (and marker symbol) per system label, the same on every page of a site: the
+    labels in sorted order take KELLY's colours; past 20 the colours repeat with the next
+    marker symbol, so no two systems look alike."""
+
+    def __init__(self, labels: Iterable[str]) -> None:
+        ordered = sorted(set(labels))
+        self._index = {label: i for i, label in enumerate(ordered)}
+
+    def colour(self, label: str) -> str:
+        return KELLY[self._index.get(label, 0) % len(KELLY)]
+
+    def symbol(self, label: str) -> str:
+        return SYMBOLS[(self._index.get(label, 0) // len(KELLY)) % len(SYMBOLS)]
+
+    def items(self) -> list[tuple[str, str, str]]:
+        """(label, colour, symbol) in palette order."""
+        return [(label, self.colour(label), self.symbol(label)) for label in self._index]
 
 
 def layout(title: str, xtitle: str, ytitle: str, **extra: Any) -> dict[str, Any]:
     out: dict[str, Any] = {
-        "title": {"text": title, "font": {"size": 14}, "x": 0.01, "xanchor": "left"},
-        "height": 380, "margin": {"l": 60, "r": 20, "t": 60, "b": 40}, "hovermode": "closest",
+        "title": {"text": title, "font": {"size": 14}, "x": 0.01, "xanchor": "left",
+                  "automargin": True},
+        "height": 380, "margin": {"l": 60, "r": 20, "t": 50, "b": 50}, "hovermode": "closest",
         "xaxis": {"title": {"text": xtitle}, "automargin": True},
         "yaxis": {"title": {"text": ytitle}, "automargin": True},
-        "legend": {"font": {"size": 10}, "orientation": "h", "y": -0.22, "yanchor": "top"},
-        "dragmode": "zoom",
+        "showlegend": False, "dragmode": "zoom",
     }
-    out.update(extra)
+    for key, value in extra.items():
+        if key in ("xaxis", "yaxis") and isinstance(value, dict):
+            out[key] = {**out[key], **value}
+        else:
+            out[key] = value
     return out
 
 
-_BAR = {"height": 440, "margin": {"l": 60, "r": 20, "t": 80, "b": 40},
-        "legend": {"orientation": "h", "x": 1, "xanchor": "right", "y": 1.02, "yanchor": "bottom",
-                   "font": {"size": 10}}}  # legend above the plot: long labels fill the bottom
+def side_legend() -> dict[str, Any]:
+    """A legend right of the plot, outside it (plotly widens the right margin to fit it)."""
+    return {"showlegend": True,
+            "legend": {"x": 1.02, "xanchor": "left", "y": 1, "yanchor": "top",
+                       "font": {"size": 11}, "bgcolor": "rgba(255,255,255,0)"}}
 
 
-def time_to_train(bench: str, groups: Sequence[GroupReport]) -> Figure | None:
-    """Every run's minutes against GPU count, one trace per system, the score as a bar marker."""
+# -- time to train and the published record -----------------------------------------------------
+
+
+def time_to_train(bench: str, groups: Sequence[GroupReport], palette: Palette) -> Figure | None:
+    """Per system: every run's minutes (dots) and its MLPerf score (a bar), against GPU count;
+    the nearest published results as open diamonds. Systems at one GPU count sit side by side."""
+    shown = [g for g in groups if g.workers and any(r.minutes is not None for r in g.run_lines)]
+    if not shown:
+        return None
+    offsets = _side_by_side(shown)
+    traces: list[dict[str, Any]] = []
+    ys: list[float] = []
+    for g in shown:
+        x = (g.workers or 0) * offsets[g.label]
+        runs = [(i, r.minutes) for i, r in enumerate(g.run_lines) if r.minutes is not None]
+        ys += [m for _, m in runs]
+        style = _system_style(g.label)
+        traces.append({"type": "scatter", "mode": "markers", "name": g.label, **style,
+                       "x": [x] * len(runs), "y": [m for _, m in runs],
+                       "text": [f"{g.label}<br>{g.workers} GPUs, run {i}: {m:.3f} min" for i, m in runs],
+                       "hoverinfo": "text",
+                       "marker": {"size": 7, "opacity": 0.65, "color": palette.colour(g.label),
+                                  "symbol": palette.symbol(g.label)}})
+        if g.score_minutes is not None:
+            ys.append(g.score_minutes)
+            traces.append({"type": "scatter", "mode": "markers", "name": f"{g.label} score",
+                           **style, "x": [x], "y": [g.score_minutes],
+                           "text": [f"{g.label}<br>MLPerf score {g.score_minutes:.3f} min "
+                                    f"(raw mean {g.score_raw_minutes or 0:.3f} x "
+                                    f"{g.scaling_factor:.4f})"],
+                           "hoverinfo": "text",
+                           "marker": {"symbol": "line-ew-open", "size": 24,
+                                      "color": palette.colour(g.label), "line": {"width": 4}}})
+    marks = published_marks([g.published for g in shown])
+    if marks:
+        ys += marks["y"]
+        traces.append(marks)
+    xs = [t for tr in traces for t in tr["x"]]
+    lay = layout(f"{bench}: runs (dots), MLPerf score (bar)", "GPUs", "minutes",
+                 xaxis=count_axis([g.workers or 0 for g in shown], "GPUs", xs,
+                                  extra=_neighbour_gpus(shown)),
+                 yaxis=value_axis(ys, "minutes"))
+    if marks:
+        lay.update(side_legend())
+    return {"data": traces, "layout": lay}
+
+
+def published_marks(neighbours: Iterable[PublishedNeighbour | None]) -> dict[str, Any] | None:
+    """One trace of the distinct published neighbours: open diamonds, one legend entry."""
+    seen: dict[tuple[str, str, str], PublishedNeighbour] = {}
+    for n in neighbours:
+        if n is not None:
+            seen.setdefault((n.round, n.submitter, n.system), n)
+    if not seen:
+        return None
+    ns = sorted(seen.values(), key=lambda n: (n.gpus, n.score_minutes))
+    return {"type": "scatter", "mode": "markers", "name": "nearest published",
+            "x": [n.gpus for n in ns], "y": [n.score_minutes for n in ns],
+            "text": [f"published: {n.config}<br>{n.score_minutes:.3f} min" for n in ns],
+            "hoverinfo": "text", "showlegend": True,
+            "marker": {"symbol": "diamond-open", "size": 12, "color": PUBLISHED,
+                       "line": {"width": 2}}}
+
+
+# -- scaling ------------------------------------------------------------------------------------
+
+
+def strong_scaling(bench: str, groups: Sequence[GroupReport]) -> Figure | None:
+    """One benchmark: speedup of the MLPerf score over the smallest GPU count, one line per GPU
+    type (the fastest score at each count), against ideal (dashed)."""
+    series: dict[str, dict[int, GroupReport]] = defaultdict(dict)
+    for g in groups:
+        if g.benchmark == bench and g.score_minutes and g.workers:
+            best = series[g.gpu_type or "?"].get(g.workers)
+            if best is None or (g.score_minutes or 0) < (best.score_minutes or 0):
+                series[g.gpu_type or "?"][g.workers] = g
     traces: list[dict[str, Any]] = []
     xs: list[int] = []
-    for g in groups:
-        runs = [(i, r.minutes) for i, r in enumerate(g.run_lines) if r.minutes is not None]
-        if not runs or not g.workers:
+    ys: list[float] = []
+    for gpu, by_count in sorted(series.items()):
+        if len(by_count) < 2:
             continue
-        xs.append(g.workers)
-        traces.append({"type": "scatter", "mode": "markers", "name": g.label,
-                       "x": [g.workers] * len(runs), "y": [m for _, m in runs],
-                       "text": [f"{g.label}<br>run {i}: {m:.2f} min" for i, m in runs],
-                       "hoverinfo": "text", "marker": {"size": 8, "opacity": 0.7}})
-        if g.score_raw_minutes is not None:
-            traces.append({"type": "scatter", "mode": "markers", "name": f"{g.label} score",
-                           "x": [g.workers], "y": [g.score_raw_minutes], "showlegend": False,
-                           "text": [f"{g.label}<br>score {g.score_raw_minutes:.2f} min"],
-                           "hoverinfo": "text",
-                           "marker": {"symbol": "line-ew-open", "size": 26, "color": "black",
-                                      "line": {"width": 3}}})
+        members = [by_count[n] for n in sorted(by_count)]
+        base = members[0]
+        x = [g.workers or 0 for g in members]
+        y = [(base.score_minutes or 0) / (g.score_minutes or 1) for g in members]
+        ideal = [v / x[0] for v in x]
+        xs += x
+        ys += y + ideal
+        colour = GPU_COLOURS.get(gpu, KELLY[len(traces) // 2 % len(KELLY)])
+        traces.append({"type": "scatter", "mode": "lines+markers", "name": gpu, "x": x, "y": y,
+                       "line": {"color": colour}, "marker": {"color": colour},
+                       "legendrank": len(traces) + 1,
+                       "text": [g.label for g in members],
+                       "hovertemplate": "%{text}<br>%{x} GPUs: %{y:.2f}x<extra></extra>"})
+        traces.append({"type": "scatter", "mode": "lines", "name": "ideal", "x": x, "y": ideal,
+                       "legendgroup": "ideal", "legendrank": 1000, "showlegend": not any(
+                           t.get("legendgroup") == "ideal" for t in traces),
+                       "line": {"dash": "dash", "width": 1, "color": colour},
+                       "hoverinfo": "skip"})
     if not traces:
         return None
     return {"data": traces, "layout": layout(
-        f"{bench}: time to train (runs, bar = score)", "GPUs (nodes when no GPU)", "minutes",
-        xaxis=_count_axis(xs, "GPUs (nodes when no GPU)"))}
+        f"{bench}: strong scaling of the MLPerf score", "GPUs", "speedup over the fewest GPUs",
+        xaxis=count_axis(xs, "GPUs", xs), yaxis=value_axis(ys, "speedup (x)"), **side_legend())}
 
 
-def step_series(label: str, rows: Sequence[ResultRow], names: Sequence[str] | None = None
-                ) -> Figure | None:
-    """Step seconds over the run, one line per run; y clipped at 1.5 x p99 of the kept steps
-    (first steps and post-eval steps can be 10x steady state), zoom out to see them."""
-    traces, kept = [], []
-    for k, row in enumerate(rows):
-        summary = summary_of(row)
-        steps = summary.get("step_times") or []
-        if len(steps) < 2:
-            continue
-        kept += kept_step_times(summary)
-        every = max(1, len(steps) // MAX_POINTS)
-        thin = steps[::every]
-        traces.append({"type": "scatter", "mode": "lines",
-                       "name": names[k] if names else f"run {k}",
-                       "x": [s for s, _ in thin], "y": [t for _, t in thin],
-                       "line": {"width": 1}})
-    if not traces:
+def weak_scaling(bench: str, points: Sequence[WeakScaling]) -> Figure | None:
+    """One benchmark: E_weak = t_base / t per GPU type (not capped), in percent, vs 100%."""
+    mine = [w for w in points if w.benchmark == bench]
+    if not mine:
         return None
-    lay = layout(f"{label}: step time over the run", "step", "seconds")
+    series: dict[str, list[WeakScaling]] = defaultdict(list)
+    for w in mine:
+        series[w.sku or "?"].append(w)
+    traces: list[dict[str, Any]] = []
+    xs: list[int] = []
+    for k, (sku, members) in enumerate(sorted(series.items())):
+        members = sorted(members, key=lambda w: w.nodes)
+        x = [members[0].nodes_base] + [w.nodes for w in members]
+        xs += x
+        colour = KELLY[k % len(KELLY)]
+        traces.append({"type": "scatter", "mode": "lines+markers",
+                       "name": _gpu(sku), "x": x,
+                       "y": [100.0] + [w.efficiency * 100 for w in members],
+                       "line": {"color": colour}, "marker": {"color": colour},
+                       "hovertemplate": "%{x} nodes: %{y:.2f}%<extra></extra>"})
+    traces.append({"type": "scatter", "mode": "lines", "name": "ideal", "x": [min(xs), max(xs)],
+                   "y": [100.0, 100.0], "line": {"dash": "dash", "color": "grey"},
+                   "hoverinfo": "skip"})
+    return {"data": traces, "layout": layout(
+        f"{bench}: weak scaling, E_weak = t_base / t", "nodes", "efficiency",
+        xaxis=count_axis(xs, "nodes", xs), yaxis={"ticksuffix": "%", "title": {"text": "efficiency"}},
+        **side_legend())}
+
+
+# -- bars (horizontal: long names are category labels) -------------------------------------------
+
+
+def sku_speedup(pairs: Sequence[SkuSpeedup]) -> Figure | None:
+    if not pairs:
+        return None
+    names = cut_apart([f"{s.benchmark} {s.workers} GPUs: {_gpu(s.sku_b)} vs {_gpu(s.sku_a)}"
+                       for s in pairs], BAR_LABEL_CHARS)
+    traces = [_hbar("speedup", names, [s.speedup for s in pairs], KELLY[0]),
+              _hbar("per dollar", names, [s.speedup_per_dollar for s in pairs], KELLY[2])]
+    return {"data": traces, "layout": _bar_layout(
+        "Speedup between GPUs at equal GPU count (MLPerf score)", "x faster than the slower",
+        len(names), barmode="group", xaxis={"rangemode": "tozero"}, **side_legend())}
+
+
+def mfu(groups: Sequence[GroupReport]) -> Figure | None:
+    shown = [g for g in groups if g.mfu is not None or g.mfu_bf16 is not None]
+    if not shown:
+        return None
+    names = bar_names(shown)
+    traces = [_hbar("MFU (run precision)", names, [_pct(g.mfu) for g in shown], KELLY[0],
+                    text=[g.mfu_precision or "" for g in shown]),
+              _hbar("MFU vs dense BF16", names, [_pct(g.mfu_bf16) for g in shown], KELLY[1])]
+    return {"data": traces, "layout": _bar_layout(
+        "Model FLOPs utilisation at the median step", "MFU (%)", len(names), barmode="group",
+        xaxis={"ticksuffix": "%", "rangemode": "tozero"}, **side_legend())}
+
+
+def cost(groups: Sequence[GroupReport]) -> Figure | None:
+    shown = [g for g in groups if g.cost_all_runs_usd is not None or g.cost_per_result_usd is not None]
+    if not shown:
+        return None
+    names = bar_names(shown)
+    traces = [_hbar("per result", names, [g.cost_per_result_usd for g in shown], KELLY[0]),
+              _hbar("all runs", names, [g.cost_all_runs_usd for g in shown], KELLY[1])]
+    if any(g.cost_all_attempts_usd is not None for g in shown):
+        traces.append(_hbar("all attempts", names, [g.cost_all_attempts_usd for g in shown],
+                            KELLY[2]))
+    values = [v for t in traces for v in t["x"] if v]
+    return {"data": traces, "layout": _bar_layout(
+        "Cost at list price (USD)", "USD", len(names), barmode="group",
+        xaxis=value_axis(values, "USD"), **side_legend())}
+
+
+def bar_names(groups: Sequence[GroupReport]) -> list[str]:
+    """'benchmark · round/submitter/system', cut apart to fit a bar chart's category axis."""
+    return cut_apart([f"{g.benchmark} · {g.label}" for g in groups], BAR_LABEL_CHARS)
+
+
+# -- a system's runs -----------------------------------------------------------------------------
+
+
+def step_axis(summary: Mapping[str, Any]) -> tuple[list[float], list[float], str]:
+    """(x, seconds, x title) of one run's step times, x in steps. NVIDIA's v5.0 NeMo logs give
+    `metadata.step` as a sample count (1152, 2304, ...): when the logged steps advance by the
+    global batch size, they are divided by it. Per-block figures are plotted per block."""
+    steps = summary.get("step_times") or []
+    xs = [float(s) for s, _ in steps]
+    ts = [float(t) for _, t in steps]
+    source = summary.get("step_time_source")
+    if source in ("tracked_block_avg", "block_derived", "block"):
+        return [float(i + 1) for i in range(len(ts))], ts, "block"
+    gbs = summary.get("global_batch_size")
+    gaps = [b - a for a, b in zip(xs, xs[1:]) if b > a]
+    if isinstance(gbs, int) and gbs > 1 and gaps and statistics.median(gaps) == gbs:
+        return [x / gbs for x in xs], ts, "step"
+    return xs, ts, "step"
+
+
+def step_series(label: str, rows: Sequence[ResultRow], names: Sequence[str] | None = None,
+                colour: str = KELLY[0]) -> Figure | None:
+    """Step seconds against steps, one line per run (more than MAX_RUN_LINES runs: the median
+    across runs at each step and the min-max band); y clipped at 1.5 x p99 of the kept steps
+    (first steps and post-eval steps can be 10x steady state), zoom out to see them."""
+    runs = [(names[k] if names else f"run {k}", step_axis(summary_of(row)))
+            for k, row in enumerate(rows)]
+    runs = [(n, ax) for n, ax in runs if len(ax[0]) >= 2]
+    if not runs:
+        return None
+    kept = sorted(t for row in rows for t in kept_step_times(summary_of(row)))
+    unit = runs[0][1][2]
+    traces = (_band(runs, colour) if len(runs) > MAX_RUN_LINES else
+              [{"type": "scatter", "mode": "lines", "name": name, "x": _thin(x), "y": _thin(y),
+                "line": {"width": 1, "color": _shade(colour, k, len(runs))}}
+               for k, (name, (x, y, _)) in enumerate(runs)])
+    lay = layout(f"{label}: step time over the run", unit, "seconds", **side_legend())
     if kept:
-        kept.sort()
         lay["yaxis"]["range"] = [0, kept[int(0.99 * (len(kept) - 1))] * 1.5]
     return {"data": traces, "layout": lay}
 
 
-def step_histogram(label: str, rows: Sequence[ResultRow]) -> Figure | None:
+def step_profile(rows: Sequence[ResultRow]) -> tuple[list[float], list[float], str]:
+    """The median step time across runs at each step (x in steps), thinned to PROFILE_POINTS:
+    what the compare page overlays for two systems."""
+    at: dict[float, list[float]] = defaultdict(list)
+    unit = "step"
+    for row in rows:
+        xs, ts, unit = step_axis(summary_of(row))
+        for x, t in zip(xs, ts):
+            at[x].append(t)
+    xs = sorted(at)
+    every = max(1, len(xs) // PROFILE_POINTS)
+    xs = xs[::every]
+    return xs, [round(statistics.median(at[x]), 6) for x in xs], unit
+
+
+def step_histogram(label: str, rows: Sequence[ResultRow], colour: str = KELLY[0]) -> Figure | None:
     """The kept step times binned (first and post-eval steps excluded, §10.4)."""
     kept = sorted(t for row in rows for t in kept_step_times(summary_of(row)))
     if len(kept) < 2:
@@ -109,99 +353,44 @@ def step_histogram(label: str, rows: Sequence[ResultRow]) -> Figure | None:
         counts[min(bins - 1, max(0, int((t - lo) / width)))] += 1
     centres = [lo + (i + 0.5) * width for i in range(bins)]
     return {"data": [{"type": "bar", "x": centres, "y": counts, "width": width * 0.95,
-                      "name": "steps", "hovertemplate": "%{x:.4f} s: %{y} steps<extra></extra>"}],
+                      "name": "steps", "marker": {"color": colour},
+                      "hovertemplate": "%{x:.4f} s: %{y} steps<extra></extra>"}],
             "layout": layout(f"{label}: step-time distribution (median {statistics.median(kept):.4f} s)",
                              "seconds per step", "steps")}
 
 
-def strong_scaling(groups: Sequence[GroupReport]) -> Figure | None:
-    """Speedup over the smallest scale of each benchmark x SKU, against ideal (dashed)."""
-    series: dict[tuple[str, str | None], list[GroupReport]] = defaultdict(list)
-    for g in groups:
-        if g.score_raw_minutes and g.workers:
-            series[(g.benchmark, g.sku)].append(g)
-    traces: list[dict[str, Any]] = []
-    xs: list[int] = []
-    for (bench, sku), members in sorted(series.items(), key=lambda kv: str(kv[0])):
-        members = sorted(members, key=lambda g: g.workers or 0)
-        if len({g.workers for g in members}) < 2:
-            continue
-        base = members[0]
-        x = [g.workers or 0 for g in members]
-        y = [(base.score_raw_minutes or 0) / (g.score_raw_minutes or 1) for g in members]
-        xs += x
-        name = f"{bench} ({_short(sku)})"
-        traces.append({"type": "scatter", "mode": "lines+markers", "name": name, "x": x, "y": y,
-                       "text": [g.label for g in members],
-                       "hovertemplate": "%{text}<br>%{x} GPUs: %{y:.2f}x<extra></extra>"})
-        traces.append({"type": "scatter", "mode": "lines", "name": f"{name} ideal", "x": x,
-                       "y": [v / x[0] for v in x], "line": {"dash": "dash", "width": 1}})
-    if not traces:
+def accuracy(label: str, rows: Sequence[ResultRow], colour: str = KELLY[0]) -> Figure | None:
+    """Eval accuracy against samples (or epochs), one line per run in shades of the system's
+    colour, and the target (dashed) when the log states it."""
+    runs = []
+    for k, row in enumerate(rows):
+        s = summary_of(row)
+        points = [(p[0], p[1]) for p in s.get("eval_points") or []
+                  if isinstance(p, list) and len(p) >= 2 and p[0] is not None and p[1] is not None]
+        if points:
+            runs.append((k, points, s))
+    if not runs:
         return None
-    return {"data": traces, "layout": layout(
-        "Strong scaling: speedup over the smallest scale vs ideal (dashed)", "GPUs",
-        "speedup", xaxis=_count_axis(xs, "GPUs"), yaxis={"type": "log", "title": {"text": "speedup"}})}
+    key = runs[0][2].get("progress_key")
+    unit = "samples" if key == "samples_count" else f"{key or 'progress'} (as logged)"
+    traces: list[dict[str, Any]] = [
+        {"type": "scatter", "mode": "lines+markers", "name": f"runs ({len(runs)})",
+         "legendgroup": "runs", "showlegend": i == 0, "x": [p for p, _ in pts],
+         "y": [v for _, v in pts], "line": {"width": 1, "color": _shade(colour, i, len(runs))},
+         "marker": {"size": 4}, "hovertemplate": f"run {k}: %{{y:.4g}} at %{{x:,}} {unit}"
+                                                 "<extra></extra>"}
+        for i, (k, pts, _) in enumerate(runs)]
+    target = next((s.get("target_accuracy") for _, _, s in runs if s.get("target_accuracy")), None)
+    xs = [p for _, pts, _ in runs for p, _ in pts]
+    if isinstance(target, (int, float)):
+        traces.append({"type": "scatter", "mode": "lines", "name": f"target {target:g}",
+                       "x": [min(xs), max(xs)], "y": [target, target], "hoverinfo": "skip",
+                       "line": {"dash": "dash", "color": PUBLISHED, "width": 1}})
+    return {"data": traces, "layout": layout(f"{label}: eval accuracy vs {unit}", unit,
+                                             "eval accuracy", **side_legend())}
 
 
-def weak_scaling(points: Sequence[WeakScaling]) -> Figure | None:
-    """E_weak = t_base / t per series (not capped) against the ideal 1.0."""
-    if not points:
-        return None
-    series: dict[tuple[str, str | None], list[WeakScaling]] = defaultdict(list)
-    for w in points:
-        series[(w.benchmark, w.sku)].append(w)
-    traces: list[dict[str, Any]] = []
-    xs: list[int] = []
-    for (bench, sku), members in sorted(series.items(), key=lambda kv: str(kv[0])):
-        members = sorted(members, key=lambda w: w.nodes)
-        x = [members[0].nodes_base] + [w.nodes for w in members]
-        xs += x
-        traces.append({"type": "scatter", "mode": "lines+markers", "name": f"{bench} ({_short(sku)})",
-                       "x": x, "y": [1.0] + [w.efficiency for w in members],
-                       "hovertemplate": "%{x} nodes: %{y:.1%}<extra></extra>"})
-    traces.append({"type": "scatter", "mode": "lines", "name": "ideal", "x": [min(xs), max(xs)],
-                   "y": [1.0, 1.0], "line": {"dash": "dash", "color": "grey"}})
-    return {"data": traces, "layout": layout(
-        "Weak scaling: E_weak = t_base / t (ideal 100%)", "nodes", "efficiency",
-        xaxis=_count_axis(xs, "nodes"), yaxis={"tickformat": ".0%", "title": {"text": "efficiency"}})}
-
-
-def sku_speedup(pairs: Sequence[SkuSpeedup]) -> Figure | None:
-    if not pairs:
-        return None
-    names = [f"{s.benchmark} {s.workers} GPUs: {_short(s.sku_b)} vs {_short(s.sku_a)}" for s in pairs]
-    return {"data": [
-        {"type": "bar", "name": "speedup", "x": names, "y": [s.speedup for s in pairs]},
-        {"type": "bar", "name": "per dollar", "x": names,
-         "y": [s.speedup_per_dollar for s in pairs]},
-    ], "layout": layout("Speedup between SKUs at equal GPU count", "", "x faster than the slower SKU",
-                        barmode="group", **_BAR)}
-
-
-def mfu(groups: Sequence[GroupReport]) -> Figure | None:
-    shown = [g for g in groups if g.mfu is not None or g.mfu_bf16 is not None]
-    if not shown:
-        return None
-    names = [_bar_name(g) for g in shown]
-    return {"data": [
-        {"type": "bar", "name": "MFU (recipe precision)", "x": names, "y": [g.mfu for g in shown],
-         "text": [g.mfu_precision or "" for g in shown]},
-        {"type": "bar", "name": "MFU vs dense BF16", "x": names, "y": [g.mfu_bf16 for g in shown]},
-    ], "layout": layout("Model FLOPs utilisation (median step)", "", "MFU", barmode="group",
-                        yaxis={"tickformat": ".0%", "title": {"text": "MFU"}}, **_BAR)}
-
-
-def cost(groups: Sequence[GroupReport]) -> Figure | None:
-    shown = [g for g in groups if g.cost_all_runs_usd is not None or g.cost_per_result_usd is not None]
-    if not shown:
-        return None
-    names = [_bar_name(g) for g in shown]
-    return {"data": [
-        {"type": "bar", "name": "per result", "x": names, "y": [g.cost_per_result_usd for g in shown]},
-        {"type": "bar", "name": "all runs", "x": names, "y": [g.cost_all_runs_usd for g in shown]},
-        {"type": "bar", "name": "all attempts", "x": names,
-         "y": [g.cost_all_attempts_usd for g in shown]},
-    ], "layout": layout("Cost at list price (USD)", "", "USD", barmode="group", **_BAR)}
+# -- history -------------------------------------------------------------------------------------
 
 
 def history(series: HistorySeries) -> Figure:
@@ -221,7 +410,7 @@ def history(series: HistorySeries) -> Figure:
         traces.append({"type": "scatter", "mode": "lines", "x": span,
                        "y": [series.baseline_mean] * 2, "name": "baseline mean",
                        "line": {"dash": "dot", "color": "#2e86c1", "width": 1}})
-    traces.append({"type": "scatter", "mode": "lines+markers", "name": series.metric_label,
+    traces.append({"type": "scatter", "mode": "lines+markers", "name": series.metric_label[:24],
                    "x": xs, "y": [p.value for p in series.points],
                    "text": [f"{p.occasion}<br>{p.value:.4g} ({p.verdict or 'no baseline'}"
                             + (f", {p.change:+.1%}" if p.change is not None else "") + ")"
@@ -234,31 +423,179 @@ def history(series: HistorySeries) -> Figure:
                            "x": [p.when.isoformat() for p in hits], "y": [p.value for p in hits],
                            "text": [f"{p.occasion}: {verdict}" for p in hits], "hoverinfo": "text",
                            "marker": {"color": colour, "size": 14, "symbol": symbol}})
-    xaxis: dict[str, Any] = {"type": "date", "title": {"text": "when"}}
+    xaxis: dict[str, Any] = {"type": "date", "title": {"text": "when"}, "nticks": 6}
     whens = sorted({p.when for p in series.points})
     if len(whens) == 1:  # one occasion: a day either side, not a millisecond scale
         xaxis["range"] = [(whens[0] - timedelta(days=1)).isoformat(),
                           (whens[0] + timedelta(days=1)).isoformat()]
+    spread = (whens[-1] - whens[0]) if whens else timedelta(0)
+    if spread <= timedelta(days=2):  # a date on every tick: plotly's "06:00 ... 06:00" is ambiguous
+        xaxis.update(tickformat="%H:%M<br>%b %d", nticks=5)
+    else:  # whole days, never two ticks on one day, at most about five ticks
+        days = max(1, math.ceil(spread / timedelta(days=1) / 4))
+        xaxis.update(tickformat="%b %d<br>%Y", dtick=days * 86_400_000)
     return {"data": traces, "layout": layout(
-        f"{series.label}: {series.metric_label}", "when", series.metric_label, xaxis=xaxis)}
+        f"{series.label}: {series.metric_label}", "when", series.metric_label, xaxis=xaxis,
+        **side_legend())}
 
 
-def _count_axis(values: Sequence[int], title: str) -> dict[str, Any]:
-    """A log2 axis with ticks at the counts themselves when they span 8x or more; one count
-    alone is a category (a linear axis would label 10.7515k, 10.752k, ...)."""
+# -- axes ----------------------------------------------------------------------------------------
+
+
+def count_axis(values: Sequence[int], title: str, positions: Sequence[float] = (),
+               axis_px: int = HALF_AXIS_PX, extra: Sequence[int] = ()) -> dict[str, Any]:
+    """GPU or node counts: one count alone is a category; otherwise a log axis when they span
+    4x or more (linear below), with ticks at the counts themselves, thinned so that labels at
+    `axis_px` never collide ("64" and "72" would read "6472"). `positions`: every x plotted
+    (side-by-side offsets included), for the range; `extra`: counts that get a tick only where
+    it collides with none of `values` (the published neighbours' counts)."""
     vals = sorted({v for v in values if v})
     axis: dict[str, Any] = {"title": {"text": title}, "automargin": True}
-    if len(vals) == 1:
-        axis["type"] = "category"
-    elif vals and vals[-1] / vals[0] >= 8:
-        axis.update(type="log", tickvals=vals, ticktext=[str(v) for v in vals])
+    if len(vals) <= 1:
+        if len(set(positions)) <= 1:
+            axis["type"] = "category"
+            return axis
+        vals = vals or [int(min(positions))]
+    xs = sorted({float(p) for p in positions if p} | {float(v) for v in vals})
+    log = xs[-1] / xs[0] >= 4
+    f = math.log10 if log else float
+    lo, hi = f(xs[0]), f(xs[-1])
+    pad = (hi - lo) * 0.08 or (0.1 if log else 1.0)
+    rng = [lo - pad, hi + pad]
+    axis.update(type="log" if log else "linear", range=rng, tickvals=[], ticktext=[])
+    per_unit = axis_px / (rng[1] - rng[0])
+
+    def clear(v: float, kept: Sequence[float]) -> bool:
+        return all(abs(f(v) - f(k)) * per_unit >= (len(f"{v:,.0f}") + len(f"{k:,.0f}")) * 3.8 + 12
+                   for k in kept)
+
+    ticks: list[float] = []
+    for v in vals:
+        if not ticks or clear(v, ticks[-1:]):
+            ticks.append(v)
+    for v in sorted({e for e in extra if e} - set(vals)):
+        if xs[0] <= v <= xs[-1] and clear(v, ticks):
+            ticks.append(v)
+    ticks.sort()
+    axis.update(tickvals=ticks, ticktext=[f"{v:,.0f}" for v in ticks])
     return axis
 
 
-def _bar_name(g: GroupReport) -> str:
-    """'benchmark<br>system' (the system without round and submitter): bar labels stay legible."""
-    return f"{g.benchmark}<br>{g.system}"
+def value_axis(values: Sequence[float], title: str) -> dict[str, Any]:
+    """Minutes, dollars, speedups: a log axis with plain 1-2-5 ticks when the values span 8x or
+    more, else plotly's own linear ticks."""
+    vals = [v for v in values if v and v > 0]
+    axis: dict[str, Any] = {"title": {"text": title}, "automargin": True}
+    if not vals or max(vals) / min(vals) < 8:
+        axis["rangemode"] = "tozero"
+        return axis
+    lo, hi = math.log10(min(vals)), math.log10(max(vals))
+    pad = (hi - lo) * 0.06
+    ticks = log_ticks(10 ** (lo - pad), 10 ** (hi + pad))
+    axis.update(type="log", range=[lo - pad, hi + pad], tickvals=ticks,
+                ticktext=[f"{t:,.10g}" for t in ticks])
+    return axis
 
 
-def _short(sku: str | None) -> str:
-    return (sku or "?").removeprefix("Standard_")
+def log_ticks(lo: float, hi: float, most: int = 8) -> list[float]:
+    """1-2-5 ticks between lo and hi; only the powers of ten (then every other one) when that
+    makes more than `most`."""
+    out: list[float] = []
+    for step in ((1, 2, 5), (1,)):
+        out = [m * 10.0 ** e for e in range(math.floor(math.log10(lo)), math.ceil(math.log10(hi)) + 1)
+               for m in step if lo <= m * 10.0 ** e <= hi]
+        if len(out) <= most:
+            return out
+    while len(out) > most:
+        out = out[::2]
+    return out
+
+
+# -- helpers -------------------------------------------------------------------------------------
+
+
+def _system_style(label: str) -> dict[str, Any]:
+    return {"legendgroup": label, "meta": label, "showlegend": False}
+
+
+def _side_by_side(groups: Sequence[GroupReport]) -> dict[str, float]:
+    """x multipliers so that systems at one GPU count do not hide each other (±4% apart)."""
+    at: dict[int, list[str]] = defaultdict(list)
+    for g in groups:
+        if g.label not in at[g.workers or 0]:
+            at[g.workers or 0].append(g.label)
+    out: dict[str, float] = {}
+    for labels in at.values():
+        for k, label in enumerate(sorted(labels)):
+            out[label] = 1 + 0.04 * (k - (len(labels) - 1) / 2)
+    return out
+
+
+def _neighbour_gpus(groups: Sequence[GroupReport]) -> list[int]:
+    return [g.published.gpus for g in groups if g.published is not None]
+
+
+def _hbar(name: str, labels: Sequence[str], values: Sequence[float | None], colour: str,
+          text: Sequence[str] | None = None) -> dict[str, Any]:
+    bar: dict[str, Any] = {"type": "bar", "orientation": "h", "name": name, "y": list(labels),
+                           "x": list(values), "marker": {"color": colour},
+                           "hovertemplate": "%{y}<br>" + name + ": %{x:,.4g}<extra></extra>"}
+    if text:
+        bar.update(text=list(text), textposition="auto")
+    return bar
+
+
+def _bar_layout(title: str, xtitle: str, rows: int, **extra: Any) -> dict[str, Any]:
+    height = max(280, 110 + rows * BAR_ROW_PX * 2)  # a plot area of 150 px at least
+    lay = layout(title, xtitle, "", height=height, **extra)
+    lay["yaxis"].update(autorange="reversed", automargin=True, tickfont={"size": 11})
+    lay["bargap"] = 0.25 if rows > 2 else 0.5
+    return lay
+
+
+def _band(runs: Sequence[tuple[str, tuple[list[float], list[float], str]]],
+          colour: str) -> list[dict[str, Any]]:
+    at: dict[float, list[float]] = defaultdict(list)
+    for _, (xs, ts, _) in runs:
+        for x, t in zip(xs, ts):
+            at[x].append(t)
+    xs = sorted(at)
+    lo, mid, hi = ([min(at[x]) for x in xs], [statistics.median(at[x]) for x in xs],
+                   [max(at[x]) for x in xs])
+    return [{"type": "scatter", "mode": "lines", "x": _thin(xs), "y": _thin(lo),
+             "line": {"width": 0}, "showlegend": False, "hoverinfo": "skip"},
+            {"type": "scatter", "mode": "lines", "x": _thin(xs), "y": _thin(hi), "fill": "tonexty",
+             "fillcolor": _rgba(colour, 0.2), "line": {"width": 0},
+             "name": f"min-max of {len(runs)} runs", "hoverinfo": "skip"},
+            {"type": "scatter", "mode": "lines", "x": _thin(xs), "y": _thin(mid),
+             "name": "median across runs", "line": {"width": 1.5, "color": colour}}]
+
+
+def _thin(values: Sequence[float]) -> list[float]:
+    every = max(1, len(values) // MAX_POINTS)
+    return list(values[::every])
+
+
+def _shade(colour: str, k: int, n: int) -> str:
+    """The k-th of n shades of `colour`, from itself to a light tint."""
+    if n <= 1:
+        return colour
+    mix = 0.6 * k / (n - 1)
+    r, g, b = (int(colour[i:i + 2], 16) for i in (1, 3, 5))
+    return "#" + "".join(f"{round(c + (255 - c) * mix):02x}" for c in (r, g, b))
+
+
+def _rgba(colour: str, alpha: float) -> str:
+    r, g, b = (int(colour[i:i + 2], 16) for i in (1, 3, 5))
+    return f"rgba({r}, {g}, {b}, {alpha})"
+
+
+def _pct(value: float | None) -> float | None:
+    return None if value is None else value * 100
+
+
+def _gpu(sku: str | None) -> str:
+    """A catalog size as its short name ("ND96isr_H100_v5"), an accelerator as its GPU type."""
+    if sku and sku.startswith("Standard_"):
+        return sku.removeprefix("Standard_")
+    return match_gpu(sku).label

@@ -51,8 +51,8 @@ def time_to_train(plt: Any, report: Report, _res: Sequence[ResultRow], out: Path
         for g in groups:
             runs = [r.minutes for r in g.run_lines if r.minutes is not None]
             ax.scatter([g.nodes] * len(runs), runs, s=18, alpha=0.6)
-            if g.score_raw_minutes is not None:
-                ax.scatter([g.nodes], [g.score_raw_minutes], marker="_", s=400, color="black")
+            if g.score_minutes is not None:
+                ax.scatter([g.nodes], [g.score_minutes], marker="_", s=400, color="black")
         _log_if_wide(ax, [g.nodes for g in groups], "x")
         _log_if_wide(ax, [r.minutes for g in groups for r in g.run_lines], "y")
         _node_ticks(ax, [g.nodes for g in groups])
@@ -109,7 +109,7 @@ def step_time_histogram(
 def strong_scaling(plt: Any, report: Report, _res: Sequence[ResultRow], out: Path) -> Path | None:
     series: dict[tuple[str, str | None], list[Any]] = defaultdict(list)
     for g in report.groups:
-        if g.score_raw_minutes and g.workers:
+        if g.score_minutes and g.workers:
             series[(g.benchmark, g.sku)].append(g)
     series = {k: sorted(v, key=lambda g: g.workers) for k, v in series.items()
               if len({g.workers for g in v}) > 1}
@@ -120,7 +120,7 @@ def strong_scaling(plt: Any, report: Report, _res: Sequence[ResultRow], out: Pat
     for (bench, sku), groups in sorted(series.items(), key=lambda kv: str(kv[0])):
         base = groups[0]
         xs = [g.workers for g in groups]
-        ys = [base.score_raw_minutes / g.score_raw_minutes for g in groups]
+        ys = [base.score_minutes / g.score_minutes for g in groups]
         ideal = [x / base.workers for x in xs]
         top = max(top, *ideal, *ys)
         line = ax.plot(xs, ys, marker="o", label=f"{bench} ({sku or '?'})")[0]

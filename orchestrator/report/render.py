@@ -83,7 +83,7 @@ def write_html(report: Report, results: Sequence[ResultRow], out_dir: Path) -> l
 
 def sections(report: Report) -> list[_Section]:
     """The report as (title, header, rows) of display strings; empty sections left out."""
-    out = [_results_section(report.groups), _runs_section(report.groups),
+    out = [_best_section(report), _results_section(report.groups), _runs_section(report.groups),
            _steps_section(report.groups), _cost_section(report.groups)]
     out.append(("Strong scaling (time-to-train)",
                 ["benchmark", "small -> large", "GPUs", "GBS", "speedup", "E_strong",
@@ -114,13 +114,28 @@ def sections(report: Report) -> list[_Section]:
 # -- sections ------------------------------------------------------------------------------
 
 
+def _best_section(report: Report) -> _Section:
+    header = ["benchmark", "GPU", "MLPerf score (min)", "system", "GPUs", "$ / result", "MFU",
+              "official scores"]
+    rows = [[b.benchmark, b.gpu_type, _f(b.score_minutes, 4), b.system, _i(b.gpus),
+             _f(b.cost_per_result_usd, 2),
+             f"{_pct(b.mfu)} ({b.mfu_precision})" if b.mfu is not None else "-", str(b.scores)]
+            for b in report.best]
+    return "Best per benchmark (fastest official MLPerf score per GPU type)", header, rows
+
+
 def _results_section(groups: Sequence[GroupReport]) -> _Section:
-    header = ["benchmark", "system", "nodes", "GPUs", "runs (req.)", "converged", "score (min)",
-              "scaling", "score x scaling", "kind", "note"]
-    rows = [[g.benchmark, g.label, _i(g.nodes), _i(g.gpus), f"{g.runs} ({_i(g.required_runs)})",
-             str(g.converged), _f(g.score_raw_minutes, 4), _f(g.scaling_factor, 4),
-             _f(g.score_minutes, 4), _kind(g), g.score_note] for g in groups]
-    return "Results per system", header, rows
+    header = ["benchmark", "system", "GPU", "nodes", "GPUs", "runs (req.)", "converged",
+              "MLPerf score (min)", "raw mean (min)", "scaling", "kind", "published as (min)",
+              "nearest published", "vs nearest", "note"]
+    rows = [[g.benchmark, g.label, g.gpu_type or "-", _i(g.nodes), _i(g.gpus),
+             f"{g.runs} ({_i(g.required_runs)})", str(g.converged), _f(g.score_minutes, 4),
+             _f(g.score_raw_minutes, 4), _f(g.scaling_factor, 4), _kind(g),
+             _f(g.published_score_minutes, 4),
+             f"{g.published.config}: {g.published.score_minutes:,.4f}" if g.published else "-",
+             _signed_pct(g.published.delta) if g.published else "-", g.score_note]
+            for g in groups]
+    return "Results per system (MLPerf score = raw olympic mean x scaling)", header, rows
 
 
 def _runs_section(groups: Sequence[GroupReport]) -> _Section:

@@ -1,15 +1,19 @@
 """The report as a self-contained interactive site: `azbench report --html DIR`.
 
-Pages: an overview (index.html), one page per benchmark (bench/) and per system (system/),
-history.html (every metric over time against the active baseline) and compare.html (two systems
-or two runs side by side with deltas). A system page drills down from a score to its runs and
-from a run to its attempts, its step-time chart and an excerpt of its log.
+Pages: an overview (index.html) that opens with the best MLPerf score per benchmark and GPU
+type, one page per benchmark (bench/) and per system (system/), history.html (every metric over
+time against the active baseline) and compare.html (two systems or two runs side by side with
+deltas and their step times overlaid; the selection is kept in the URL). A system page drills
+down from a score to its runs and from a run to its attempts, its step-time and accuracy charts
+and an excerpt of its log.
 
 Everything the pages need is written into DIR: the pages (templates/report/*.html.j2 through the
 one Jinja environment), the site's script and style, and the vendored plotly.js with its
-licence, so the site opens from file:// with no network. Charts are plotly specs built by
-orchestrator.report.figures and embedded as JSON; tables sort on a header click and filter on
-typed text. Returns the paths written; prints nothing.
+licence, so the site opens from file:// with no network, and nothing in it names a path of this
+machine (a log is summarised by its name and an excerpt). Charts are plotly specs built by
+orchestrator.report.figures and embedded as JSON, each system in one colour on every page (the
+page's systems key says which and hides a system on click); tables sort on a header click and
+filter on typed text. Returns the paths written; prints nothing.
 """
 
 from __future__ import annotations
@@ -24,9 +28,9 @@ from typing import Any
 
 from orchestrator.paths import templates_dir, write_atomic
 from orchestrator.report import figures as figs
-from orchestrator.report.build import GroupReport, Report, group_label, group_results
-from orchestrator.report.figures import Figure
-from orchestrator.report.history import History
+from orchestrator.report.build import GroupReport, Report, RunLine, group_label, group_results
+from orchestrator.report.figures import Figure, Palette
+from orchestrator.report.history import History, HistorySeries
 from orchestrator.store.schema import AttemptRow, ResultRow, RunRow
 from orchestrator.templating import render
 
@@ -34,6 +38,7 @@ EXCERPT_LINES = 15  # head and tail of a log shown under a run
 EXCERPT_LINE_CHARS = 240
 _ASSETS = ("static/site.css", "static/site.js", "vendor/plotly-basic.min.js",
            "vendor/LICENSE-plotly.js.txt")
+Metric = tuple[str, float | int | None, str]  # label, value, which is better ("lower"/"higher"/"")
 
 
 @dataclass
@@ -42,6 +47,8 @@ class Cell:
     sort: str | float | None = None  # the value a header click sorts by (numbers sort as numbers)
     href: str | None = None
     cls: str = ""
+    title: str = ""  # a tooltip
+    swatch: str = ""  # a colour shown before the text (the system's colour)
 
 
 @dataclass
@@ -51,6 +58,7 @@ class Table:
     rows: list[list[Cell]]
     title: str = ""
     wide_cols: list[int] = field(default_factory=list)  # columns that may wrap anywhere
+    note: str = ""
 
 
 @dataclass
@@ -103,22 +111,29 @@ class _Site:
         self.system_slug = _slugs(sorted({g.label for g in report.groups}))
         self.bench_links = [(b, f"bench/{s}.html") for b, s in self.bench_slug.items()]
         self.system_links = [(n, f"system/{s}.html") for n, s in self.system_slug.items()]
+        self.palette = Palette(self.system_slug)
 
     # -- pages ---------------------------------------------------------------------------
 
     def overview(self) -> Page:
         groups = self.report.groups
-        charts: dict[str, Figure | None] = {
-            f"ttt-{self.bench_slug[b]}": figs.time_to_train(b, [g for g in groups if g.benchmark == b])
-            for b in self.bench_slug}
-        charts.update({"strong": figs.strong_scaling(groups),
-                       "weak": figs.weak_scaling(self.report.weak_scaling),
-                       "speedup": figs.sku_speedup(self.report.speedups),
+        charts: dict[str, Figure | None] = {}
+        benches = []
+        for bench, slug in self.bench_slug.items():
+            mine = [g for g in groups if g.benchmark == bench]
+            charts[f"ttt-{slug}"] = figs.time_to_train(bench, mine, self.palette)
+            charts[f"strong-{slug}"] = figs.strong_scaling(bench, mine)
+            charts[f"weak-{slug}"] = figs.weak_scaling(bench, self.report.weak_scaling)
+            benches.append({"name": bench, "slug": slug, "href": f"bench/{slug}.html"})
+        charts.update({"speedup": figs.sku_speedup(self.report.speedups),
                        "mfu": figs.mfu(groups), "cost": figs.cost(groups)})
         regressions = [(s, p) for s in (self.history.series if self.history else [])
                        for p in s.regressions]
         return Page("index.html", "overview.html.j2", "azbench report", ctx={
+            "best": self._best_table(),
+            "key": self._systems_key(groups),
             "tables": [self._scores(groups, "scores"), self._scaling_table(), self._cost_table(groups)],
+            "benches": benches,
             "counts": {"benchmarks": len(self.bench_slug), "systems": len(self.system_slug),
                        "results": sum(g.runs for g in groups),
                        "scored": sum(1 for g in groups if g.score_minutes is not None),
@@ -133,12 +148,13 @@ class _Site:
         for bench, slug in self.bench_slug.items():
             groups = [g for g in self.report.groups if g.benchmark == bench]
             charts: dict[str, Figure | None] = {
-                "ttt": figs.time_to_train(bench, groups),
-                "strong": figs.strong_scaling(groups),
-                "weak": figs.weak_scaling([w for w in self.report.weak_scaling if w.benchmark == bench]),
+                "ttt": figs.time_to_train(bench, groups, self.palette),
+                "strong": figs.strong_scaling(bench, groups),
+                "weak": figs.weak_scaling(bench, self.report.weak_scaling),
                 "speedup": figs.sku_speedup([s for s in self.report.speedups if s.benchmark == bench]),
                 "mfu": figs.mfu(groups)}
             pages.append(Page(f"bench/{slug}.html", "benchmark.html.j2", f"{bench}", ctx={
+                "key": self._systems_key(groups),
                 "tables": [self._scores(groups, "scores"), self._steps_table(groups)]},
                 figures=_present(charts)))
         return pages
@@ -147,17 +163,21 @@ class _Site:
         pages = []
         for label, slug in self.system_slug.items():
             sections, charts = [], {}
+            colour = self.palette.colour(label)
             for g in (g for g in self.report.groups if g.label == label):
                 rows = self.rows.get((g.benchmark, label), [])
                 key = self.bench_slug[g.benchmark]
                 names = [f"run {i}" for i in range(len(rows))]
-                charts[f"steps-{key}"] = figs.step_series(f"{g.benchmark}", rows, names)
-                charts[f"hist-{key}"] = figs.step_histogram(g.benchmark, rows)
+                charts[f"steps-{key}"] = figs.step_series(f"{g.benchmark}", rows, names, colour)
+                charts[f"hist-{key}"] = figs.step_histogram(g.benchmark, rows, colour)
+                charts[f"acc-{key}"] = figs.accuracy(g.benchmark, rows, colour)
                 runs = []
                 for i, (line, row) in enumerate(zip(g.run_lines, rows)):
                     anchor = f"run-{key}-{i}"
-                    charts[f"{anchor}-steps"] = figs.step_series(f"run {i}", [row])
+                    charts[f"{anchor}-steps"] = figs.step_series(f"run {i}", [row], None, colour)
+                    charts[f"{anchor}-acc"] = figs.accuracy(f"run {i}", [row], colour)
                     runs.append({"anchor": anchor, "name": f"run {i}", "line": line, "row": row,
+                                 "log_name": Path(row.log_path).name if row.log_path else None,
                                  "run": self.runs.get(row.run_id or ""),
                                  "attempts": self._attempts_table(anchor, row),
                                  "excerpt": log_excerpt(row.log_path)})
@@ -166,62 +186,112 @@ class _Site:
                                  "runs_table": self._runs_table(g, key), "runs": runs,
                                  "mfu_note": g.mfu_note, "cost_note": g.cost_note})
             pages.append(Page(f"system/{slug}.html", "system.html.j2", label,
-                              ctx={"sections": sections}, figures=_present(charts)))
+                              ctx={"sections": sections, "colour": colour},
+                              figures=_present(charts)))
         return pages
 
     def history_page(self) -> Page:
         h = self.history
         charts: dict[str, Figure | None] = {}
         ordered = sorted(h.series if h else [], key=lambda s: (s.baseline is None, -len(s.points)))
-        for i, s in enumerate(ordered):  # series with a band and the longest histories first
+        drawn = [s for s in ordered if len(s.points) > 1]  # one point is a table row, not a chart
+        for i, s in enumerate(drawn):  # series with a band and the longest histories first
             charts[f"h{i}"] = figs.history(s)
-        series = [{"id": f"h{i}", "s": s} for i, s in enumerate(ordered)]
-        table = Table("history-points", ["series", "metric", "when", "occasion", "value", "change",
-                                         "confidence", "verdict"], [
-            [Cell(s.label), Cell(s.metric_label),
-             Cell(f"{p.when:%Y-%m-%d %H:%M}", p.when.timestamp()), Cell(p.occasion),
-             Cell(f"{p.value:.4g}", p.value), _pct_cell(p.change, signed=True),
-             _pct_cell(p.confidence), Cell(p.verdict or "-", cls=f"v-{p.verdict or 'none'}")]
-            for s in ordered for p in s.points], wide_cols=[3])
+        series = [{"id": f"h{i}", "s": s} for i, s in enumerate(drawn)]
+        single = [s for s in ordered if len(s.points) == 1]
+        tables = [t for t in (self._history_table("history-points", drawn, "Every point"),
+                              self._history_table("history-single", single,
+                                                  f"Series with one point ({len(single)}): "
+                                                  "listed, not charted")) if t.rows]
         return Page("history.html", "history.html.j2", "History", ctx={
-            "history": h, "series": series, "tables": [table] if table.rows else []},
+            "history": h, "series": series, "tables": tables, "single": len(single)},
             figures=_present(charts))
 
     def compare_page(self) -> Page:
-        groups = [{"key": f"{g.benchmark} | {g.label}", "metrics": _group_metrics(g)}
-                  for g in self.report.groups]
-        runs = [{"key": f"{g.benchmark} | {g.label} | run {i}",
-                 "metrics": {"minutes": r.minutes, "median step (s)": r.median_step_s,
-                             "progress per minute": r.progress_per_minute,
-                             "node spread": r.node_spread}}
-                for g in self.report.groups for i, r in enumerate(g.run_lines)]
+        systems = []
+        for g in self.report.groups:
+            x, y, unit = figs.step_profile(self.rows.get((g.benchmark, g.label), []))
+            systems.append({"id": f"{self.bench_slug[g.benchmark]}--{self.system_slug[g.label]}",
+                            "key": f"{g.benchmark} | {g.label}", "benchmark": g.benchmark,
+                            "colour": self.palette.colour(g.label), "metrics": _group_metrics(g),
+                            "profile": {"x": x, "y": y, "unit": unit}})
+        runs = []
+        for g in self.report.groups:
+            rows = self.rows.get((g.benchmark, g.label), [])
+            for i, (r, row) in enumerate(zip(g.run_lines, rows)):
+                x, y, unit = figs.step_profile([row])
+                runs.append({"id": f"{self.bench_slug[g.benchmark]}--{self.system_slug[g.label]}--{i}",
+                             "key": f"{g.benchmark} | {g.label} | run {i}",
+                             "benchmark": g.benchmark, "colour": self.palette.colour(g.label),
+                             "metrics": _run_metrics(r), "profile": {"x": x, "y": y, "unit": unit}})
         return Page("compare.html", "compare.html.j2", "Compare",
-                    ctx={"compare_data": {"systems": groups, "runs": runs}})
+                    ctx={"compare_data": {"systems": systems, "runs": runs}})
 
     # -- tables --------------------------------------------------------------------------
+
+    def _best_table(self) -> Table:
+        rows = []
+        for b in self.report.best:
+            g = next((g for g in self.report.groups if g.benchmark == b.benchmark
+                      and g.label == b.system), None)
+            rows.append([
+                Cell(b.benchmark, href=f"bench/{self.bench_slug[b.benchmark]}.html"),
+                Cell(b.gpu_type), _num_cell(b.score_minutes, 3, cls="headline"),
+                self._system_cell(b.system), _num_cell(b.gpus, 0),
+                _num_cell(b.cost_per_result_usd, 2), _pct_cell(b.mfu),
+                _delta_cell(g.published.delta if g and g.published else None,
+                            g.published.config if g and g.published else ""),
+                _num_cell(b.scores, 0)])
+        return Table("best", ["benchmark", "GPU", "MLPerf score (min)", "system", "GPUs",
+                              "$ / result", "MFU", "vs nearest published", "official scores"],
+                     rows, "Best per benchmark: the fastest official MLPerf score per GPU type",
+                     wide_cols=[3])
+
+    def _systems_key(self, groups: Sequence[GroupReport]) -> Table:
+        """The colour of each system on this page's charts; a click on a row hides its traces."""
+        seen: dict[str, GroupReport] = {}
+        for g in groups:
+            seen.setdefault(g.label, g)
+        rows = [[Cell(label, href=f"system/{self.system_slug[label]}.html",
+                      swatch=self.palette.colour(label), cls="key-system"),
+                 Cell(g.gpu_type or "-"), _num_cell(g.gpus, 0),
+                 Cell(", ".join(sorted({x.benchmark for x in groups if x.label == label})))]
+                for label, g in sorted(seen.items())]
+        return Table("systems-key", ["system (click a colour to hide it)", "GPU", "GPUs",
+                                     "benchmarks"], rows, "Systems on this page", wide_cols=[0, 3])
+
+    def _system_cell(self, label: str, link: bool = True) -> Cell:
+        return Cell(label, href=f"system/{self.system_slug[label]}.html" if link else None,
+                    swatch=self.palette.colour(label))
 
     def _scores(self, groups: Sequence[GroupReport], tid: str, link_system: bool = True) -> Table:
         rows = []
         for g in groups:
             kind = _kind(g)
+            n = g.published
             rows.append([
                 Cell(g.benchmark, href=f"bench/{self.bench_slug[g.benchmark]}.html"),
-                Cell(g.label, href=f"system/{self.system_slug[g.label]}.html" if link_system else None),
-                Cell(_short(g.sku)), _num_cell(g.nodes, 0), _num_cell(g.gpus, 0),
-                Cell(f"{g.runs} ({g.required_runs or '-'})", g.runs),
-                _num_cell(g.score_raw_minutes, 3), _num_cell(g.score_minutes, 3),
+                self._system_cell(g.label, link_system), Cell(g.gpu_type or "-"),
+                _num_cell(g.gpus, 0), Cell(f"{g.runs} ({g.required_runs or '-'})", g.runs),
+                _num_cell(g.score_minutes, 3, cls="headline"), _num_cell(g.score_raw_minutes, 3),
                 Cell(kind, cls=f"k-{kind.replace(' ', '-')}"),
+                _delta_cell(n.delta if n else None, n.config if n else ""),
                 _num_cell(g.step_stats.median if g.step_stats else None, 4),
-                _pct_cell(g.mfu), _num_cell(g.cost_per_result_usd, 2),
-                Cell(g.score_note or "", cls="note")])
-        return Table(tid, ["benchmark", "system", "SKU", "nodes", "GPUs", "runs (req.)",
-                           "score (min)", "x scaling", "kind", "median step (s)", "MFU",
-                           "$ / result", "note"], rows, "Scores", wide_cols=[1, 2, 12])
+                _pct_cell(g.mfu), _num_cell(g.cost_per_result_usd, 2, title=g.cost_note),
+                Cell(_score_note(g), cls="note")])
+        return Table(tid, ["benchmark", "system", "GPU", "GPUs", "runs (req.)",
+                           "MLPerf score (min)", "olympic mean (min)", "kind",
+                           "vs nearest published", "median step (s)", "MFU", "$ / result", "note"],
+                     rows, "Scores", wide_cols=[1, 8, 12],
+                     note="MLPerf score = the olympic mean of the runs x the RCP scaling factor "
+                          "(scaling.json), as MLCommons publishes it; vs nearest published = "
+                          "score / the nearest published closed-division score on the same GPU "
+                          "- 1 (+: slower).")
 
     def _steps_table(self, groups: Sequence[GroupReport]) -> Table:
-        rows = [[Cell(g.label, href=f"system/{self.system_slug[g.label]}.html"),
-                 _num_cell(g.nodes, 0), _num_cell(s.count, 0), _num_cell(s.median, 4),
-                 _num_cell(s.mean, 4), _num_cell(s.p99, 4), _pct_cell(s.cv), _num_cell(s.slow_steps, 0),
+        rows = [[self._system_cell(g.label), _num_cell(g.nodes, 0), _num_cell(s.count, 0),
+                 _num_cell(s.median, 4), _num_cell(s.mean, 4), _num_cell(s.p99, 4),
+                 _pct_cell(s.cv), _num_cell(s.slow_steps, 0),
                  _num_cell(g.throughput_per_minute, 1), _num_cell(g.throughput_per_worker_minute, 3),
                  _num_cell(g.model_tflops_per_gpu, 1), _pct_cell(g.mfu), _pct_cell(g.mfu_bf16)]
                 for g in groups if (s := g.step_stats) is not None]
@@ -238,16 +308,19 @@ class _Site:
                   Cell(f"{w.nodes_base} → {w.nodes} nodes", w.nodes), _num_cell(None, 0),
                   _pct_cell(w.efficiency), _num_cell(None, 0), _num_cell(None, 0)]
                  for w in self.report.weak_scaling]
-        return Table("scaling", ["benchmark", "from → to", "GPUs", "speedup", "efficiency",
-                                 "eff. x scaling", "tput/GPU eff."], rows, "Scaling", wide_cols=[1])
+        return Table("scaling", ["benchmark", "from → to", "GPUs", "speedup (raw)",
+                                 "efficiency (raw)", "efficiency (MLPerf score)", "tput/GPU eff."],
+                     rows, "Scaling", wide_cols=[1])
 
     def _cost_table(self, groups: Sequence[GroupReport]) -> Table:
-        rows = [[Cell(g.benchmark), Cell(g.label, href=f"system/{self.system_slug[g.label]}.html"),
-                 _num_cell(g.price_per_vm_hour, 2), _num_cell(g.cost_per_result_usd, 2),
-                 _num_cell(g.cost_all_runs_usd, 2), _num_cell(g.cost_all_attempts_usd, 2),
-                 Cell(g.cost_note, cls="note")] for g in groups]
-        return Table("cost", ["benchmark", "system", "$/VM-hour", "per result ($)", "all runs ($)",
-                              "all attempts ($)", "note"], rows, "Cost", wide_cols=[1, 6])
+        rows = [[Cell(g.benchmark), self._system_cell(g.label), Cell(g.gpu_type or "-"),
+                 _num_cell(g.priced_vms, 0), _num_cell(g.price_per_vm_hour, 2),
+                 _num_cell(g.cost_per_result_usd, 2), _num_cell(g.cost_all_runs_usd, 2),
+                 _num_cell(g.cost_all_attempts_usd, 2), Cell(g.cost_note, cls="note"),
+                 Cell(g.price_source, cls="note")] for g in groups]
+        return Table("cost", ["benchmark", "system", "GPU", "VMs", "$/VM-hour", "per result ($)",
+                              "all runs ($)", "all attempts ($)", "note", "price source"], rows,
+                     "Cost at list price", wide_cols=[1, 8, 9])
 
     def _runs_table(self, g: GroupReport, key: str) -> Table:
         rows = [[Cell(f"run {i}", i, href=f"#run-{key}-{i}"), Cell(r.status),
@@ -275,6 +348,16 @@ class _Site:
                                             "resumed from", "lost steps", "started", "ended",
                                             "message"], rows, "Attempts", wide_cols=[4, 9])
 
+    @staticmethod
+    def _history_table(tid: str, series: Sequence[HistorySeries], title: str) -> Table:
+        return Table(tid, ["series", "metric", "when", "occasion", "value", "change",
+                           "confidence", "verdict"], [
+            [Cell(s.label), Cell(s.metric_label),
+             Cell(f"{p.when:%Y-%m-%d %H:%M}", p.when.timestamp()), Cell(p.occasion),
+             Cell(f"{p.value:.4g}", p.value), _pct_cell(p.change, signed=True),
+             _pct_cell(p.confidence), Cell(p.verdict or "-", cls=f"v-{p.verdict or 'none'}")]
+            for s in series for p in s.points], title, wide_cols=[3])
+
 
 def log_excerpt(path: str | None, lines: int = EXCERPT_LINES) -> str | None:
     """The first and last `lines` lines of a log (long lines cut), None when it is not here."""
@@ -300,14 +383,28 @@ def log_excerpt(path: str | None, lines: int = EXCERPT_LINES) -> str | None:
     return "\n".join(cut[:lines] + [f"… ({size:,} bytes in all) …"] + end[-lines:])
 
 
-def _group_metrics(g: GroupReport) -> dict[str, float | None]:
+def _group_metrics(g: GroupReport) -> list[Metric]:
+    """A system's figures for the compare page, the most important first."""
     s = g.step_stats
-    return {"score (min)": g.score_raw_minutes, "score x scaling (min)": g.score_minutes,
-            "GPUs": g.gpus, "median step (s)": s.median if s else None,
-            "p99 step (s)": s.p99 if s else None,
-            "throughput per GPU per minute": g.throughput_per_worker_minute,
-            "model TFLOP/s per GPU": g.model_tflops_per_gpu, "MFU": g.mfu,
-            "cost per result ($)": g.cost_per_result_usd}
+    return [("MLPerf score (min)", g.score_minutes, "lower"),
+            ("cost per result ($)", g.cost_per_result_usd, "lower"),
+            ("GPUs", g.gpus, ""),
+            ("median step (s)", s.median if s else None, "lower"),
+            ("throughput per GPU per minute", g.throughput_per_worker_minute, "higher"),
+            ("model TFLOP/s per GPU", g.model_tflops_per_gpu, "higher"),
+            ("MFU", g.mfu, "higher"),
+            ("p99 step (s)", s.p99 if s else None, "lower"),
+            ("step-time CV", s.cv if s else None, "lower"),
+            ("olympic mean, raw (min)", g.score_raw_minutes, "lower"),
+            ("scaling factor", g.scaling_factor, ""),
+            ("nearest published (min)", g.published.score_minutes if g.published else None, ""),
+            ("runs", g.runs, "")]
+
+
+def _run_metrics(r: RunLine) -> list[Metric]:
+    return [("minutes", r.minutes, "lower"), ("median step (s)", r.median_step_s, "lower"),
+            ("progress per minute", r.progress_per_minute, "higher"),
+            ("node spread", r.node_spread, "lower")]
 
 
 def _kind(g: GroupReport) -> str:
@@ -316,8 +413,19 @@ def _kind(g: GroupReport) -> str:
     return "official" if g.official else ("partial" if g.partial else "unofficial")
 
 
-def _num_cell(v: float | int | None, digits: int) -> Cell:
-    return Cell("-", None) if v is None else Cell(f"{v:,.{digits}f}", float(v))
+def _score_note(g: GroupReport) -> str:
+    parts = [g.score_note] if g.score_note else []
+    if g.published_score_minutes is not None:
+        same = g.score_minutes is not None and abs(g.score_minutes - g.published_score_minutes) \
+            <= 1e-9 * g.published_score_minutes
+        parts.append("published as " + ("this score" if same
+                                        else f"{g.published_score_minutes:,.3f} min"))
+    return "; ".join(parts)
+
+
+def _num_cell(v: float | int | None, digits: int, cls: str = "", title: str = "") -> Cell:
+    return Cell("-", None, title=title) if v is None else \
+        Cell(f"{v:,.{digits}f}", float(v), cls=cls, title=title)
 
 
 def _pct_cell(v: float | None, signed: bool = False) -> Cell:
@@ -326,8 +434,12 @@ def _pct_cell(v: float | None, signed: bool = False) -> Cell:
     return Cell(f"{v * 100:+.1f}%" if signed else f"{v * 100:.1f}%", v)
 
 
-def _short(sku: str | None) -> str:
-    return (sku or "-").removeprefix("Standard_")
+def _delta_cell(delta: float | None, config: str) -> Cell:
+    if delta is None:
+        return Cell("-", None, cls="delta", title=config)
+    return Cell(f"{round(delta * 100, 1) + 0.0:+.1f}% vs {config}", delta,
+                cls="delta " + ("worse" if delta > 0.005 else ("better" if delta < -0.005 else "")),
+                title=config)
 
 
 def _present(charts: dict[str, Figure | None]) -> dict[str, Figure]:

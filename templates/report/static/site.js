@@ -1,26 +1,39 @@
-/* azbench report site: draws the embedded plotly specs, sorts and filters tables, and fills the
-   compare view. No network: plotly.js is loaded from ../assets next to this file. */
+/* azbench report site: draws the embedded plotly specs, sorts and filters tables, lets the
+   systems key hide a system's traces, and fills the compare view (its choice kept in the URL).
+   No network: plotly.js is loaded from ../assets next to this file. */
 (function () {
   "use strict";
   var figures = JSON.parse(document.getElementById("figures").textContent || "{}");
-  var config = { displaylogo: false, responsive: true, scrollZoom: false };
+  var config = { displaylogo: false, responsive: true, scrollZoom: false,
+                 modeBarButtonsToRemove: ["lasso2d", "select2d", "autoScale2d", "toggleSpikelines"] };
+  var hidden = {};  // system label -> true while the systems key hides it
+
+  function applyHidden(el) {
+    if (!el.data) return;
+    var idx = [], vis = [];
+    el.data.forEach(function (t, i) {
+      if (t.meta !== undefined && t.meta !== null) { idx.push(i); vis.push(!hidden[t.meta]); }
+    });
+    if (idx.length) Plotly.restyle(el, { visible: vis }, idx);
+  }
 
   function draw(el) {
-    if (el.dataset.drawn) return;
+    if (el.dataset.drawn || !el.dataset.fig) return;
     var fig = figures[el.dataset.fig];
     if (!fig || typeof Plotly === "undefined") { el.textContent = "chart unavailable"; return; }
     el.dataset.drawn = "1";
     Plotly.newPlot(el, fig.data, fig.layout, config).then(function () {
+      applyHidden(el);
       el.dataset.rendered = "1";
     });
   }
-  document.querySelectorAll(".chart").forEach(function (el) {
+  document.querySelectorAll(".chart[data-fig]").forEach(function (el) {
     if (!el.classList.contains("lazy") || el.closest("details[open]")) draw(el);
   });
   // charts inside a closed <details> (a run's drill-down) are drawn when it opens
   document.querySelectorAll("details").forEach(function (d) {
     d.addEventListener("toggle", function () {
-      if (d.open) d.querySelectorAll(".chart").forEach(draw);
+      if (d.open) d.querySelectorAll(".chart[data-fig]").forEach(draw);
     });
   });
   if (location.hash) {
@@ -31,6 +44,17 @@
     a.addEventListener("click", function () {
       var t = document.getElementById(a.getAttribute("href").slice(1));
       if (t && t.tagName === "DETAILS") t.open = true;
+    });
+  });
+
+  // -- the systems key: a click on a system's colour hides (or shows) it on every chart here
+  document.querySelectorAll("#systems-key td[data-system] .swatch").forEach(function (sw) {
+    sw.title = "hide or show this system on the charts";
+    sw.addEventListener("click", function () {
+      var label = sw.parentNode.dataset.system;
+      hidden[label] = !hidden[label];
+      sw.parentNode.parentNode.classList.toggle("off", !!hidden[label]);
+      document.querySelectorAll(".chart[data-rendered]").forEach(applyHidden);
     });
   });
 
@@ -89,40 +113,100 @@
     });
   });
 
-  // -- compare: two systems or two runs, delta = (B - A) / A
+  // -- compare: two systems or two runs, delta = (B - A) / A; the choice lives in the URL hash
   var data = document.getElementById("compare-data");
-  if (data) {
-    data = JSON.parse(data.textContent);
-    document.querySelectorAll("section.compare").forEach(function (sec) {
-      var items = data[sec.dataset.kind] || [];
-      var a = sec.querySelector(".pick-a"), b = sec.querySelector(".pick-b");
-      items.forEach(function (it, i) {
-        a.add(new Option(it.key, i)); b.add(new Option(it.key, i));
-      });
-      if (items.length > 1) b.selectedIndex = 1;
-      function fmt(v) {
-        if (v === null || v === undefined) return "-";
-        return Math.abs(v) >= 100 ? v.toFixed(1) : Number(v.toPrecision(4)).toString();
-      }
-      function fill() {
-        var body = sec.querySelector("tbody");
-        body.innerHTML = "";
-        if (!items.length) return;
-        var A = items[a.value].metrics, B = items[b.value].metrics;
-        Object.keys(A).forEach(function (m) {
-          var tr = body.insertRow(), x = A[m], y = B[m];
-          tr.insertCell().textContent = m;
-          tr.insertCell().textContent = fmt(x);
-          tr.insertCell().textContent = fmt(y);
-          var d = tr.insertCell();
-          if (x !== null && y !== null && x !== undefined && y !== undefined && x !== 0) {
-            var delta = (y - x) / Math.abs(x);
-            d.textContent = (delta >= 0 ? "+" : "") + (delta * 100).toFixed(1) + "%";
-          } else { d.textContent = "-"; }
-        });
-      }
-      a.addEventListener("change", fill); b.addEventListener("change", fill);
-      fill();
-    });
+  if (!data) return;
+  data = JSON.parse(data.textContent);
+  var state = {};
+  (location.hash.slice(1) || "").split("&").forEach(function (kv) {
+    var i = kv.indexOf("=");
+    if (i > 0) state[decodeURIComponent(kv.slice(0, i))] = decodeURIComponent(kv.slice(i + 1));
+  });
+  function saveState() {
+    var h = "#" + Object.keys(state).map(function (k) {
+      return encodeURIComponent(k) + "=" + encodeURIComponent(state[k]);
+    }).join("&");
+    try { history.replaceState(null, "", h); } catch (e) { location.hash = h; }
   }
+  function fmt(v) {
+    if (v === null || v === undefined) return "-";
+    if (Number.isInteger(v)) return v.toLocaleString("en-US");
+    return Math.abs(v) >= 100 ? v.toLocaleString("en-US", { maximumFractionDigits: 1 })
+      : Number(v.toPrecision(4)).toString();
+  }
+  function shortName(s) { return s.length > 64 ? s.slice(0, 42) + "…" + s.slice(-21) : s; }
+  document.querySelectorAll("section.compare").forEach(function (sec) {
+    var kind = sec.dataset.kind, items = data[kind] || [];
+    var prefix = kind === "systems" ? "" : "r";
+    var a = sec.querySelector(".pick-a"), b = sec.querySelector(".pick-b");
+    var chart = sec.querySelector(".compare-steps");
+    var byId = {};
+    items.forEach(function (it, i) {
+      byId[it.id] = i;
+      a.add(new Option(it.key, String(i))); b.add(new Option(it.key, String(i)));
+    });
+    // defaults: the URL's choice, else two items of the same benchmark, with step times if any
+    function partner(i) {
+      return items.findIndex(function (it, j) { return j !== i && it.benchmark === items[i].benchmark; });
+    }
+    function timed(it) { return it.profile && it.profile.x.length > 1; }
+    var ia = byId[state[prefix + "a"]], ib = byId[state[prefix + "b"]];
+    if (ia === undefined) {
+      ia = items.findIndex(function (it, i) { var j = partner(i); return timed(it) && j >= 0 && timed(items[j]); });
+      if (ia < 0) ia = items.findIndex(function (it, i) { return partner(i) >= 0; });
+      if (ia < 0) ia = 0;
+    }
+    if (ib === undefined && items.length) {
+      ib = partner(ia);
+      if (ib < 0) ib = items.length > 1 ? (ia + 1) % items.length : ia;
+    }
+    if (items.length) { a.value = String(ia); b.value = String(ib); }
+    function overlay(A, B) {
+      if (!chart || typeof Plotly === "undefined") return;
+      var traces = [A, B].filter(function (it) { return it.profile && it.profile.x.length > 1; })
+        .map(function (it, k) {
+          return { type: "scatter", mode: "lines", name: (k ? "B: " : "A: ") + shortName(it.key),
+                   x: it.profile.x, y: it.profile.y,
+                   line: { color: it.colour, width: 1.5, dash: k && A.colour === B.colour ? "dot" : "solid" } };
+        });
+      chart.classList.toggle("empty", !traces.length);
+      if (!traces.length) { Plotly.purge(chart); chart.textContent = "no step times to overlay"; chart.dataset.rendered = "1"; return; }
+      chart.textContent = "";
+      var unit = (A.profile && A.profile.unit) || "step";
+      Plotly.react(chart, traces, {
+        title: { text: "step time over the run (median across runs)", font: { size: 14 }, x: 0.01, xanchor: "left" },
+        height: 360, margin: { l: 60, r: 20, t: 50, b: 50 }, showlegend: true,
+        legend: { x: 1.02, xanchor: "left", y: 1, yanchor: "top", font: { size: 11 } },
+        xaxis: { title: { text: unit }, automargin: true },
+        yaxis: { title: { text: "seconds" }, automargin: true, rangemode: "tozero" }
+      }, config).then(function () { chart.dataset.rendered = "1"; });
+    }
+    function fill() {
+      var body = sec.querySelector("tbody");
+      body.innerHTML = "";
+      if (!items.length) { if (chart) { chart.textContent = "nothing to compare"; chart.dataset.rendered = "1"; } return; }
+      var A = items[a.value], B = items[b.value];
+      state[prefix + "a"] = A.id; state[prefix + "b"] = B.id;
+      saveState();
+      A.metrics.forEach(function (m, i) {
+        var name = m[0], x = m[1], y = (B.metrics[i] || [])[1], better = m[2];
+        var tr = body.insertRow();
+        tr.insertCell().textContent = name;
+        tr.insertCell().textContent = fmt(x);
+        tr.insertCell().textContent = fmt(y);
+        var d = tr.insertCell();
+        if (x !== null && y !== null && x !== undefined && y !== undefined && x !== 0) {
+          var delta = (y - x) / Math.abs(x);
+          d.textContent = (delta >= 0 ? "+" : "") + (delta * 100).toFixed(1) + "%";
+          if (better && Math.abs(delta) >= 0.005) {
+            var good = better === "lower" ? delta < 0 : delta > 0;
+            d.className = good ? "better" : "worse";
+          }
+        } else { d.textContent = "-"; }
+      });
+      overlay(A, B);
+    }
+    a.addEventListener("change", fill); b.addEventListener("change", fill);
+    fill();
+  });
 })();

@@ -1,0 +1,315 @@
+"""The report for a terminal: a short view (best per benchmark, then one line per score) as data,
+and a borderless plain-text rendering that fits a given width (100 columns by default).
+
+`summary_view` turns a Report into a `View`: titled tables of typed cells (numbers stay numbers)
+with stable column keys, so other outputs (JSON, TSV, a query) can take the same rows;
+`render_text` lays a View out as aligned text, cutting only the columns marked `shrink` (long
+names, cut in the middle with "…") when the width is short. Adding runs or the published
+neighbours are options of the view, not other renderers. Returns strings; prints nothing.
+"""
+
+from __future__ import annotations
+
+import math
+import textwrap
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+from orchestrator.report.build import GroupReport, Report
+from orchestrator.report.labels import cut_apart, cut_middle
+
+Value = str | int | float | None
+Fmt = Literal["text", "int", "minutes", "usd", "pct", "signed_pct", "factor"]
+WIDTH = 100
+GAP = "  "
+RELATIVE_SAME = 1e-9  # a stored score this close to its published score is the published score
+
+
+@dataclass(frozen=True)
+class Column:
+    key: str
+    header: str
+    fmt: Fmt = "text"
+    shrink: bool = False  # may be cut (in the middle) to fit the width
+    min_width: int = 8
+    max_width: int = 0  # cut to this width whatever the room (0: no cap)
+
+
+@dataclass
+class ViewTable:
+    """Rows of one section; a row may carry `group` (a heading printed once above its rows)."""
+
+    name: str
+    title: str
+    columns: list[Column]
+    rows: list[dict[str, Value]] = field(default_factory=list)
+    group_by: str | None = None  # a column key shown as a heading line, not as a column
+    detail: str | None = None  # a key whose text is printed on its own line under the row
+
+    def data(self) -> list[dict[str, Value]]:
+        """The rows as plain data (what JSON or TSV output takes)."""
+        return [dict(r) for r in self.rows]
+
+
+@dataclass
+class View:
+    heading: list[str]
+    tables: list[ViewTable]
+    footer: list[str] = field(default_factory=list)
+
+    def data(self) -> dict[str, list[dict[str, Value]]]:
+        """{table name: rows} (what JSON or TSV output takes; heading and footer are prose)."""
+        return {t.name: t.data() for t in self.tables}
+
+
+def summary_view(report: Report, *, runs: bool = False, vs_published: bool = False) -> View:
+    """Best per benchmark, then one line per score; `runs` adds every run, `vs_published` the
+    nearest published result beside every score."""
+    prefix = _common_prefix(report.groups)
+    tables = [_best_table(report, prefix), _scores_table(report.groups, prefix)]
+    if vs_published:
+        tables.append(_published_table(report.groups, prefix))
+    if runs:
+        tables.append(_runs_table(report.groups, prefix))
+    return View(heading=_heading(report, prefix), tables=[t for t in tables if t.rows] or tables[1:2],
+                footer=_footer(report, runs=runs))
+
+
+def render_text(view: View, width: int = WIDTH) -> str:
+    """The view as borderless aligned text no line of which is wider than `width`."""
+    out = [part for line in view.heading
+           for part in textwrap.wrap(line, width, subsequent_indent="  ") or [""]]
+    for table in view.tables:
+        out += ["", *textwrap.wrap(table.title, width, subsequent_indent="  ")]
+        out += _table_lines(table, width)
+    if view.footer:
+        out.append("")
+        out += [part for line in view.footer
+                for part in textwrap.wrap(line, width, subsequent_indent="  ",
+                                          break_on_hyphens=False) or [""]]
+    return "\n".join(out) + "\n"
+
+
+# -- the view's tables ------------------------------------------------------------------------
+
+
+def _heading(report: Report, prefix: str) -> list[str]:
+    groups = report.groups
+    results = sum(g.runs for g in groups)
+    scored = sum(1 for g in groups if g.score_minutes is not None)
+    gpus = sorted({g.gpu_type or "?" for g in groups})
+    line = (f"azbench report: {results} results, {scored} scores, "
+            f"{len({g.benchmark for g in groups})} benchmarks, {len({g.label for g in groups})} "
+            f"systems on {', '.join(gpus) or 'no GPU'}")
+    if report.filters:
+        line += " (" + ", ".join(f"{k}={v}" for k, v in report.filters.items()) + ")"
+    lines = [line, "score = the MLPerf score as MLCommons publishes it: olympic mean x "
+                   "scaling.json, in minutes"]
+    if prefix:
+        lines.append(f"systems are all under {prefix.rstrip('/')}/ (left out below)")
+    return lines
+
+
+def _best_table(report: Report, prefix: str) -> ViewTable:
+    cols = [Column("benchmark", "benchmark", min_width=10), _gpu_column(),
+            Column("score", "score", "minutes"), Column("system", "system", shrink=True, min_width=16),
+            Column("gpus", "GPUs", "int", min_width=5), Column("cost", "$/result", "usd"),
+            Column("mfu", "MFU", "pct", min_width=5)]
+    rows: list[dict[str, Value]] = [
+        {"benchmark": b.benchmark, "gpu": b.gpu_type, "score": b.score_minutes,
+         "system": _strip(b.system, prefix), "gpus": b.gpus, "cost": b.cost_per_result_usd,
+         "mfu": b.mfu} for b in report.best]
+    return ViewTable("best", "Best per benchmark: the fastest official score per GPU type", cols,
+                     rows)
+
+
+def _scores_table(groups: Sequence[GroupReport], prefix: str) -> ViewTable:
+    cols = [Column("system", "system", shrink=True, min_width=16), _gpu_column(),
+            Column("gpus", "GPUs", "int", min_width=5), Column("score", "score", "minutes"),
+            Column("kind", "kind", min_width=10), Column("cost", "$/result", "usd"),
+            Column("mfu", "MFU", "pct", min_width=5)]
+    rows: list[dict[str, Value]] = [
+        {"benchmark": g.benchmark, "system": _strip(g.label, prefix), "gpu": g.gpu_type,
+         "gpus": g.gpus, "score": g.score_minutes, "raw_mean": g.score_raw_minutes,
+         "scaling": g.scaling_factor, "kind": _kind(g), "cost": g.cost_per_result_usd,
+         "mfu": g.mfu} for g in groups]
+    return ViewTable("scores", "Scores, one line per benchmark and system (the raw olympic means "
+                               "and scaling factors are in --markdown and --json)", cols, rows,
+                     group_by="benchmark")
+
+
+def _published_table(groups: Sequence[GroupReport], prefix: str) -> ViewTable:
+    cols = [Column("system", "system", shrink=True, min_width=16), _gpu_column(),
+            Column("gpus", "GPUs", "int", min_width=5),
+            Column("score", "score", "minutes"), Column("as_published", "published", min_width=9),
+            Column("published", "nearest", "minutes"), Column("delta", "delta", "signed_pct"),
+            Column("nearest_gpus", "its GPUs", "int", min_width=8)]
+    rows: list[dict[str, Value]] = []
+    for g in groups:
+        n = g.published
+        rows.append({"benchmark": g.benchmark, "system": _strip(g.label, prefix),
+                     "gpu": g.gpu_type, "gpus": g.gpus, "score": g.score_minutes,
+                     "as_published": _as_published(g),
+                     "published": n.score_minutes if n else None, "delta": n.delta if n else None,
+                     "nearest_gpus": n.gpus if n else None,
+                     "neighbour": f"nearest: {n.round} {n.submitter} {n.system}" if n
+                     else _no_neighbour(g)})
+    return ViewTable("vs_published", "Beside the published record (closed division, same GPU; "
+                     "the same GPU count, else the closest): delta = score / nearest - 1, + is "
+                     "slower; published '=' means this result is itself a published one and its "
+                     "score equals the published score", cols, rows, group_by="benchmark",
+                     detail="neighbour")
+
+
+def _runs_table(groups: Sequence[GroupReport], prefix: str) -> ViewTable:
+    cols = [Column("system", "system", shrink=True, min_width=16), Column("run", "run", "int", min_width=3),
+            Column("status", "status", min_width=8), Column("minutes", "minutes", "minutes"),
+            Column("scored", "scored", min_width=7),
+            Column("median_step_s", "step (s)", "minutes"),
+            Column("compliance", "compliance", min_width=10)]
+    verdicts = {None: "not checked", True: "pass", False: "FAIL"}
+    rows: list[dict[str, Value]] = [
+        {"benchmark": g.benchmark, "system": _strip(g.label, prefix), "run": i,
+         "status": r.status, "minutes": r.minutes,
+         "scored": "resumed" if r.resumed else ("yes" if r.scored else ""),
+         "median_step_s": r.median_step_s, "compliance": verdicts[r.compliance_ok]}
+        for g in groups for i, r in enumerate(g.run_lines)]
+    return ViewTable("runs", "Runs (launch order; scored = in the olympic mean)", cols, rows,
+                     group_by="benchmark")
+
+
+def _footer(report: Report, *, runs: bool) -> list[str]:
+    more = [(len(report.strong_scaling), "strong scaling pairs"),
+            (len(report.weak_scaling), "weak scaling points"),
+            (len(report.speedups), "SKU speedups"),
+            (sum(1 for g in report.groups if g.step_stats), "step-time summaries"),
+            (len(report.attempt_history), "attempt history lines"),
+            (len(report.preemptions), "spot preemptions"),
+            (len(report.replacements), "node replacements")]
+    shown = [f"{what} {n}" for n, what in more if n]
+    if not runs:
+        shown.insert(0, f"runs {sum(g.runs for g in report.groups)} (--runs)")
+    lines = ["more: " + ", ".join(shown) + "; all of it in --markdown, --json, --html DIR"] \
+        if shown else []
+    warnings = [n for n in report.notes if n.startswith("warning:")]
+    others = [n for n in report.notes if not n.startswith("warning:")]
+    lines += warnings
+    if len(others) <= 3:
+        return lines + [f"note: {n}" for n in others]
+    kinds = Counter(_note_kind(n) for n in others)
+    return lines + [f"notes: {len(others)}, " + "; ".join(
+        f"{c} x {k}" for k, c in kinds.most_common(3)) + " (all in --markdown)"]
+
+
+def _note_kind(note: str) -> str:
+    """'weak scaling … skipped: batch per worker differs …' for every such pair's note."""
+    head, sep, why = note.rpartition(": ")
+    words = head.split()
+    return f"{' '.join(words[:2])} …: {why}" if sep and len(words) > 2 else note
+
+
+# -- layout -----------------------------------------------------------------------------------
+
+
+def _gpu_column() -> Column:
+    return Column("gpu", "GPU", min_width=5, max_width=8)
+
+
+def _table_lines(table: ViewTable, width: int) -> list[str]:
+    indent = "  " if table.group_by else ""
+    cells = [[_format(r.get(c.key), c.fmt) for c in table.columns] for r in table.rows]
+    widths = [max([len(c.header)] + [len(row[i]) for row in cells])
+              for i, c in enumerate(table.columns)]
+    widths = [min(w, c.max_width) if c.max_width else w for w, c in zip(widths, table.columns)]
+    widths = _shrink(table.columns, widths, width - len(indent))
+    for i, w in enumerate(widths):  # cut names so that different names stay different
+        for row, text in zip(cells, cut_apart([row[i] for row in cells], w)):
+            row[i] = text
+    out = [indent + _row([c.header for c in table.columns], table.columns, widths)]
+    shown: list[Value] = []  # the heading printed last
+    for r, row in zip(table.rows, cells):
+        if table.group_by and (not shown or r.get(table.group_by) != shown[-1]):
+            shown.append(r.get(table.group_by))
+            out.append(_fit(str(shown[-1]), width))
+        out.append(indent + _row(row, table.columns, widths))
+        if table.detail and r.get(table.detail):
+            out.append(_fit(f"{indent}    {r[table.detail]}", width))
+    return out
+
+
+def _shrink(columns: Sequence[Column], widths: list[int], width: int) -> list[int]:
+    """Cut the shrinkable columns, widest first, until the row fits (never below min_width)."""
+    out = list(widths)
+    over = sum(out) + len(GAP) * (len(out) - 1) - width
+    while over > 0:
+        cuttable = [i for i, c in enumerate(columns) if c.shrink and out[i] > c.min_width]
+        if not cuttable:
+            break
+        i = max(cuttable, key=lambda k: out[k])
+        out[i] -= 1
+        over -= 1
+    return out
+
+
+def _row(cells: Sequence[str], columns: Sequence[Column], widths: Sequence[int]) -> str:
+    parts = []
+    for text, col, w in zip(cells, columns, widths):
+        text = cut_middle(text, w)
+        parts.append(text.ljust(w) if col.fmt == "text" else text.rjust(w))
+    return GAP.join(parts).rstrip()
+
+
+def _format(value: Value, fmt: Fmt) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "-"
+    if isinstance(value, str) or fmt == "text":
+        return str(value)
+    number = float(value)
+    if fmt == "int":
+        return f"{int(number):,}" if number >= 10_000 else str(int(number))
+    if fmt == "usd":
+        return f"{number:,.2f}"
+    if fmt == "pct":
+        return f"{number * 100:.1f}%"
+    if fmt == "signed_pct":
+        return f"{round(number * 100, 1) + 0.0:+.1f}%"  # + 0.0: never "-0.0%"
+    if fmt == "factor":
+        return f"{number:.4f}"
+    return f"{number:,.3f}" if number < 1000 else f"{number:,.1f}"
+
+
+def _fit(line: str, width: int) -> str:
+    return cut_middle(line, width)
+
+
+def _common_prefix(groups: Iterable[GroupReport]) -> str:
+    """'round/submitter/' when every group shares it, else ''."""
+    prefixes = {g.label[: len(g.label) - len(g.system)] for g in groups}
+    return prefixes.pop() if len(prefixes) == 1 else ""
+
+
+def _strip(label: str, prefix: str) -> str:
+    return label[len(prefix):] if prefix and label.startswith(prefix) else label
+
+
+def _kind(g: GroupReport) -> str:
+    if g.score_minutes is None:
+        return "no score"
+    return "official" if g.official else ("partial" if g.partial else "unofficial")
+
+
+def _as_published(g: GroupReport) -> str:
+    if g.published_score_minutes is None:
+        return "-"
+    if g.score_minutes is not None and math.isclose(g.score_minutes, g.published_score_minutes,
+                                                    rel_tol=RELATIVE_SAME):
+        return "="
+    return _format(g.published_score_minutes, "minutes")
+
+
+def _no_neighbour(g: GroupReport) -> str:
+    if not g.gpus:
+        return "none: GPU count unknown"
+    return f"none published for {g.gpu_type or 'this GPU'} on {g.benchmark}"

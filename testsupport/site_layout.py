@@ -1,0 +1,105 @@
+"""Layout checks of the report site's charts in a real browser, by element bounding boxes.
+
+`LAYOUT_JS` runs in the page (selenium's execute_script) after every chart is drawn and returns
+one line per problem: a legend over a plot area, an axis title or another legend's text; tick
+labels of one axis that overlap or repeat ("100%, 100%"); a plot area narrower than MIN_PLOT_PX
+(or lower than MIN_PLOT_HEIGHT_PX). Hidden charts (a closed drill-down) are skipped. Used by
+tests/test_report_site.py on CI's synthetic many-system site and by
+benchmarks/bench_report_site.py on a real tree (the 267 NVIDIA v5.1 logs).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from selenium.webdriver.chrome.webdriver import WebDriver
+
+MIN_PLOT_PX = 300
+MIN_PLOT_HEIGHT_PX = 150
+WAIT_S = 90
+
+LAYOUT_JS = """
+const MIN_W = %d, MIN_H = %d;
+const problems = [];
+const box = el => { const b = el.getBoundingClientRect();
+  return {l: b.left, t: b.top, r: b.right, b: b.bottom, w: b.width, h: b.height}; };
+const hit = (a, b, tol) => Math.min(a.r, b.r) - Math.max(a.l, b.l) > tol &&
+  Math.min(a.b, b.b) - Math.max(a.t, b.t) > tol;
+const shown = el => { const b = el.getBoundingClientRect();
+  return b.width > 0 && b.height > 0 && (el.textContent || '').trim() !== ''; };
+for (const c of document.querySelectorAll('.chart')) {
+  if (!c.offsetParent || c.closest('details:not([open])') || !c.querySelector('.main-svg')) continue;
+  const name = (c.id || c.dataset.fig || 'chart') + ' (' + location.pathname.split('/').slice(-2).join('/') + ')';
+  const plots = [...c.querySelectorAll('.nsewdrag')].map(box);
+  for (const p of plots) {
+    if (p.w < MIN_W) problems.push(`${name}: plot area ${Math.round(p.w)} px wide (< ${MIN_W})`);
+    if (p.h < MIN_H) problems.push(`${name}: plot area ${Math.round(p.h)} px high (< ${MIN_H})`);
+  }
+  const legend = c.querySelector('g.legend');
+  const lb = legend ? box(legend) : null;
+  if (lb && lb.w > 0 && lb.h > 0) {
+    for (const p of plots) if (hit(lb, p, 1)) problems.push(`${name}: the legend covers the plot area`);
+    for (const sel of ['.g-xtitle', '.g-ytitle', '.g-gtitle', '.xtick text', '.ytick text']) {
+      for (const t of c.querySelectorAll(sel)) {
+        if (shown(t) && hit(lb, box(t), 1)) problems.push(`${name}: the legend covers ${sel} '${t.textContent}'`);
+      }
+    }
+  }
+  for (const layer of c.querySelectorAll('.xaxislayer-above, .yaxislayer-above')) {
+    const ticks = [...layer.querySelectorAll('text')].filter(shown);
+    const seen = new Set();
+    for (const t of ticks) {
+      if (seen.has(t.textContent)) problems.push(`${name}: tick label '${t.textContent}' repeats`);
+      seen.add(t.textContent);
+    }
+    for (let i = 0; i < ticks.length; i++) for (let j = i + 1; j < ticks.length; j++) {
+      if (hit(box(ticks[i]), box(ticks[j]), 0.5)) {
+        problems.push(`${name}: tick labels '${ticks[i].textContent}' and '${ticks[j].textContent}' overlap`);
+      }
+    }
+  }
+}
+return problems;
+""" % (MIN_PLOT_PX, MIN_PLOT_HEIGHT_PX)
+
+READY_JS = ("return [...document.querySelectorAll('.chart')]"
+            ".filter(c => c.offsetParent && !c.closest('details:not([open])'))"
+            ".every(c => c.dataset.rendered === '1')")
+
+
+def page_problems(driver: WebDriver, page: Path) -> list[str]:
+    """Open `page`, wait until every visible chart is drawn, return its layout problems."""
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    driver.get(page.as_uri())
+    WebDriverWait(driver, WAIT_S).until(lambda d: d.execute_script(READY_JS))
+    found = driver.execute_script(LAYOUT_JS)
+    return [str(p) for p in found] if isinstance(found, list) else [f"{page}: no answer"]
+
+
+def site_problems(driver: WebDriver, pages: Iterable[Path]) -> dict[str, list[str]]:
+    """{page name: problems} for each page (an empty list where the page is clean)."""
+    return {page.name if page.parent.name not in ("bench", "system") else
+            f"{page.parent.name}/{page.name}": page_problems(driver, page) for page in pages}
+
+
+def chromium(width: int = 1280, height: int = 1000, profile: Path | None = None) -> WebDriver:
+    """A headless Debian chromium through chromium-driver at `width` x `height` CSS px."""
+    import shutil
+
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    opts = webdriver.ChromeOptions()
+    opts.binary_location = shutil.which("chromium") or "chromium"
+    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu",
+                "--disable-background-networking", "--disable-component-update",
+                "--disable-dev-shm-usage", f"--window-size={width},{height}",
+                *([f"--user-data-dir={profile}"] if profile else [])):
+        opts.add_argument(arg)
+    driver = webdriver.Chrome(options=opts, service=Service(shutil.which("chromedriver") or ""))
+    driver.set_page_load_timeout(120)
+    return driver
