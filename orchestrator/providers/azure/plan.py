@@ -103,21 +103,36 @@ def _head_resources(spec: ClusterSpec) -> list[PlannedResource]:
                                     **_tags(spec)}),
     ]
     if spec.section(AzureSettings).self_expiry:
-        head.append(_self_expiry_role(spec))
+        head += _self_expiry_role(spec)
     return head
 
 
-def _self_expiry_role(spec: ClusterSpec) -> PlannedResource:
-    """The head identity's one role: Contributor on the cluster's own group, so its expiry agent
-    can delete the cluster and nothing else. Role assignment names are GUIDs: derived from the
-    group and cluster, so a rerun finds the same one."""
-    rg = spec.section(AzureSettings).resource_group or f"azbench-{spec.name}"
-    idle = f", or {spec.section(AzureSettings).idle_minutes} min without a Slurm job" if spec.section(AzureSettings).idle_minutes else ""
-    return PlannedResource(kind="Microsoft.Authorization/roleAssignments",
-                           name=str(uuid.uuid5(uuid.NAMESPACE_URL, f"azbench:{rg}:{spec.name}:head-expiry")),
-                           properties={"role": "Contributor", "scope": f"resource group {rg}",
-                                       "principal": f"{spec.name}-head's system-assigned identity",
-                                       "purpose": f"the head deletes the cluster at azbench-expires{idle}"})
+def _self_expiry_role(spec: ClusterSpec) -> list[PlannedResource]:
+    """The head identity's one role assignment, on the cluster's own group, so its expiry agent
+    can delete the cluster and nothing else: by default a custom role defined for that group
+    alone (read the group and its tags, delete the group and what is in it: expiry.EXPIRY_ACTIONS),
+    else (azure.self_expiry_role: contributor) built-in Contributor there. Role assignment names
+    are GUIDs: derived from the group and cluster, so a rerun finds the same one."""
+    a = spec.section(AzureSettings)
+    rg = a.resource_group or f"azbench-{spec.name}"
+    idle = f", or {a.idle_minutes} min without a Slurm job" if a.idle_minutes else ""
+    custom = a.self_expiry_role == "custom"
+    sub = a.subscription_id or "<subscription>"
+    out = []
+    if custom:
+        out.append(PlannedResource(kind="Microsoft.Authorization/roleDefinitions",
+                                   name=f"azbench self-expiry {sub}/{rg}",
+                                   properties={"actions": "read the group and its tags, delete the group and "
+                                                          "its VMs, scale sets, disks, NICs, VNet, IP, NSG",
+                                               "assignable": f"resource group {rg} only"}))
+    out.append(PlannedResource(kind="Microsoft.Authorization/roleAssignments",
+                               name=str(uuid.uuid5(uuid.NAMESPACE_URL, f"azbench:{rg}:{spec.name}:head-expiry")),
+                               properties={"role": "azbench self-expiry (custom)" if custom
+                                           else "Contributor (azure.self_expiry_role: contributor)",
+                                           "scope": f"resource group {rg}",
+                                           "principal": f"{spec.name}-head's system-assigned identity",
+                                           "purpose": f"the head deletes the cluster at azbench-expires{idle}"}))
+    return out
 
 
 def _vmss_properties(spec: ClusterSpec, sku: GpuSku, s: ScaleSetPlan) -> dict[str, str | int | bool | None]:
