@@ -116,6 +116,7 @@ class ClusterState(StrEnum):
     PROVISIONING = "provisioning"
     READY = "ready"
     FAILED = "failed"
+    DELETING = "deleting"  # the cloud is deleting it (`status` read so: another `down`, its expiry agent)
     TERMINATED = "terminated"
 
 
@@ -154,10 +155,11 @@ def _moves(table: dict[str, str]) -> dict[str, frozenset[str]]:
 # store refuses any other change (store.database), so a bug that skips a step, or revives a
 # finished run, fails loudly instead of recording what did not happen.
 CLUSTER_MOVES = _moves({
-    "provisioning": "ready failed terminated",
-    "ready": "provisioning failed terminated",  # provisioning again: a rerun of `up`
-    "failed": "provisioning ready terminated",
-    "terminated": "provisioning",  # the same name brought up again
+    "provisioning": "ready failed deleting terminated",
+    "ready": "provisioning failed deleting terminated",  # provisioning again: a rerun of `up`
+    "failed": "provisioning ready deleting terminated",
+    "deleting": "failed terminated",  # failed: the cloud's delete stopped part way
+    "terminated": "provisioning",  # the same name brought up (or adopted) again
 })
 RUN_MOVES = _moves({
     "pending": "queued health_check submitting running failed cancelled",

@@ -451,7 +451,9 @@ def test_a_failed_extend_is_recorded_as_attempted_and_a_good_one_after_the_fact(
         monkeypatch.setattr(lifecycle, "require_cluster", lambda name, store, **kw: store.get_cluster(name).cluster)
         with pytest.raises(ProvisionError):
             lifecycle.extend("ext", 2, store, now=deadline - timedelta(hours=1))
-        events = [e.message for e in store.list_events(cluster="ext") if e.kind == "extend"]
+        assert [e.kind for e in store.list_events(cluster="ext") if e.kind.startswith("extend")] == \
+            ["extend_failed"]  # issue 32: an `extend` event means ARM accepted the new tag
+        events = [e.message for e in store.list_events(cluster="ext") if e.kind == "extend_failed"]
         assert events == ["expiry 2030-01-01T00:00:00Z -> 2030-01-01T02:00:00Z attempted, "
                           "failed: ARM said 403 AuthorizationFailed"]
         provider.fail = False

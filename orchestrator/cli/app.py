@@ -66,7 +66,7 @@ def init(path: Path = typer.Argument(Path("cluster.yaml"), help="Where to write 
     text = (templates_dir() / "cluster.example.yaml").read_text()
     try:
         write_atomic(path, text)
-    except (PermissionError, IsADirectoryError, NotADirectoryError, FileNotFoundError) as exc:
+    except OSError as exc:  # read-only file system, permissions, a vanished folder...
         raise ConfigError(f"cannot write {path}: {exc.strerror or exc}") from None
     sys.stdout.write(f"wrote {path}\n")
 
@@ -171,6 +171,34 @@ def down(name: str = typer.Argument(..., help="Cluster name."),
     if as_json:
         return emit_json(cluster)
     sys.stdout.write(f"cluster '{name}' is down\n")
+
+
+@app.command()
+def adopt(name: str = typer.Argument(..., help="Cluster name (its azbench-cluster tag)."),
+          provider: Optional[str] = typer.Option(None, "--provider",
+                                                 help="Where to look (default: every provider whose clusters carry tags)."),
+          force: bool = typer.Option(False, "--force", help="Record it even if another owner made it."),
+          subscription: Optional[str] = typer.Option(None, "--subscription", help="Azure subscription id."),
+          arm_endpoint: Optional[str] = typer.Option(None, "--arm-endpoint", help="ARM endpoint (sovereign clouds)."),
+          as_json: bool = JsonOpt) -> None:
+    """Rebuild the record of a live cluster this home does not know (a lost or copied store) from
+    its cloud tags and resources; another owner's needs --force. Reads only: nothing changes in the cloud."""
+    from orchestrator.clusters import lifecycle
+    from orchestrator.errors import ConfigError
+    from orchestrator.providers.azure_shared.endpoints import check_arm_endpoint
+    if arm_endpoint is not None:
+        try:
+            check_arm_endpoint(arm_endpoint)
+        except ValueError as exc:
+            raise ConfigError(f"--arm-endpoint: {exc}") from None
+    with open_store() as store:
+        cluster = lifecycle.adopt(name, store, provider, force=force, account=subscription, endpoint=arm_endpoint)
+    if as_json:
+        return emit_json(cluster)
+    left = lifecycle.time_left(cluster)
+    expiry = f", expires in {_left(left)}" if left is not None else ""
+    sys.stdout.write(f"cluster '{name}' adopted: {cluster.nodes} x {cluster.sku} ({cluster.provider}), "
+                     f"{cluster.state.value}{expiry}{'' if cluster.ssh else '; no SSH keys for it in this home'}\n")
 
 
 @app.command()
@@ -284,11 +312,12 @@ def sweep(dry_run: bool = typer.Option(False, "--dry-run", help="List what would
           subscription: Optional[str] = typer.Option(None, "--subscription", help="Azure subscription id."),
           arm_endpoint: Optional[str] = typer.Option(None, "--arm-endpoint", help="ARM endpoint (sovereign clouds)."),
           as_json: bool = JsonOpt) -> None:
-    """Delete your Azure clusters whose azbench-expires tag has passed or that this home has no
-    record of (--all-owners: other owners' expired ones too); lists them and asks first."""
+    """Delete your Azure clusters whose azbench-expires tag has passed (--all-owners: other
+    owners' expired ones too); lists them and asks first. A live cluster of yours that this home
+    has no record of is listed, never deleted (`azbench adopt NAME` takes it in)."""
     import dataclasses
     from orchestrator.clusters import lifecycle
-    from orchestrator.errors import ConfigError
+    from orchestrator.errors import ConfigError, ProvisionError
     from orchestrator.providers.azure_shared.endpoints import check_arm_endpoint
     from orchestrator.providers.base import SweepRequest
     if arm_endpoint is not None:
@@ -301,23 +330,42 @@ def sweep(dry_run: bool = typer.Option(False, "--dry-run", help="List what would
     request = SweepRequest(dry_run=True, known=known, all_owners=all_owners, account=subscription,
                            endpoint=arm_endpoint)
     items = lifecycle.sweep(request)
+    doomed = [i for i in items if i.action == "delete"]
     if not as_json:
         for item in items:
-            whose = "" if item.mine else f"; owner {item.owner}"
-            sys.stdout.write(f"{'would delete' if dry_run else 'will delete'} {item.cluster}: {item.reason} "
-                             f"({len(item.resources)} resources in {', '.join(item.resource_groups) or 'no group'}"
-                             f"{whose})\n")
+            sys.stdout.write(_sweep_line(item, "would delete" if dry_run else "will delete") + "\n")
         if not items:
             sys.stdout.write("nothing to sweep\n")
         sys.stdout.flush()
-    if not dry_run and items:
-        confirm(f"Delete these {len(items)} cluster(s)?", yes)
-        items = lifecycle.sweep(dataclasses.replace(request, dry_run=False, only={i.cluster for i in items}))
+    if not dry_run and doomed:
+        confirm(f"Delete these {len(doomed)} cluster(s)?", yes)
+        with open_store() as store:
+            done = lifecycle.sweep(dataclasses.replace(request, dry_run=False, only={i.cluster for i in doomed}),
+                                   store)
+        items = [i for i in done if i.action in ("deleted", "failed")]
         if not as_json:
             for item in items:
-                sys.stdout.write(f"deleted {item.cluster}\n")
+                sys.stdout.write(f"deleted {item.cluster}\n" if item.deleted else
+                                 f"failed {item.cluster}: {item.error}\n")
     if as_json:
-        return emit_json([i.__dict__ for i in items])
+        emit_json([i.__dict__ for i in items])
+    failed = [i for i in items if i.action == "failed"]
+    if failed:
+        deleted = sum(1 for i in items if i.deleted)
+        raise ProvisionError(f"sweep: {len(failed)} of {len(doomed)} cluster(s) could not be deleted "
+                             f"({', '.join(i.cluster for i in failed)}); {deleted} deleted",
+                             hint="see the lines above; rerun `azbench sweep` to try them again")
+
+
+def _sweep_line(item: Any, verb: str) -> str:
+    """One line per cluster sweep found: what it will do (or would), and why."""
+    whose = "" if item.mine else f"; owner {item.owner}"
+    where = f"{len(item.resources)} resources in {', '.join(item.resource_groups) or 'no group'}{whose}"
+    if item.action == "kept":
+        return f"kept {item.cluster}: {item.reason} ({where})"
+    if item.action == "skipped":
+        return f"skipped {item.cluster}: {item.reason} ({where})"
+    return f"{verb} {item.cluster}: {item.reason} ({where})"
 
 
 # ---------------------------------------------------------------- commands in their own modules
@@ -391,7 +439,10 @@ def _usage_error(exc: typer.TyperException) -> NoReturn:
 
 
 def _os_error(exc: OSError) -> NoReturn:
-    """A full disk (wherever it was met) is a store error; a closed stdout a usage error."""
+    """A full disk (wherever it was met) is a store error; a closed stdout a usage error; any
+    other OSError about a named path (a read-only folder given to `report --html`, `init`...) is
+    one line naming the path: exit 6 under $AZBENCH_HOME (the store's), else 2 (a path the user
+    named)."""
     if exc.errno in (errno.ENOSPC, errno.EDQUOT):
         _say(f"{StoreError.kind}: no space left on device"
              f"{f' writing {exc.filename}' if exc.filename else ''}")
@@ -399,6 +450,14 @@ def _os_error(exc: OSError) -> NoReturn:
     if exc.errno == errno.EBADF and _stdout_closed():
         _say("usage error: standard output is closed: nothing could be printed")
         sys.exit(2)
+    if exc.filename:
+        from orchestrator.errors import ConfigError
+        from orchestrator.paths import home
+        path = Path(str(exc.filename))
+        ours = path.is_relative_to(home()) if path.is_absolute() else False
+        kind = StoreError if ours else ConfigError
+        _say(f"{kind.kind}: {path}: {exc.strerror or type(exc).__name__}")
+        sys.exit(kind.exit_code)
     _internal_error(exc)
 
 

@@ -2,8 +2,9 @@
 
 Each function takes typed specs, wires provider + store, and returns data for the CLI to render.
 The cluster record is written before the action it describes (so a crash leaves something
-`down` can use); a history event only after the fact: "up 2 x SKU" once it is up, or
-"... attempted, failed: why" when it is not.
+`down` can use); a history event only after the fact: "up 2 x SKU" (kind `up`) once it is up,
+or "... attempted, failed: why" (kind `up_failed`) when it is not, so an event of an action's
+own kind always means that the action happened.
 """
 
 from __future__ import annotations
@@ -81,11 +82,13 @@ def up(spec: ClusterSpec, store: Store, on_progress: Callable[[Any], None] | Non
 
 
 def _attempted(store: Store, name: str, kind: str, what: str, exc: BaseException) -> None:
-    """History of an action that did not happen: `<what> attempted, failed: <why>`. Best effort:
+    """History of an action that did not happen: `<what> attempted, failed: <why>`, of kind
+    `<kind>_failed` (an `extend` event means the cloud accepted the new deadline). Best effort:
     the action's own error is the one the user must see."""
     from orchestrator.store.schema import EventRow
     try:
-        store.add_event(EventRow(kind=kind, cluster=name, message=f"{what} attempted, failed: {exc}"))
+        store.add_event(EventRow(kind=f"{kind}_failed", cluster=name,
+                                 message=f"{what} attempted, failed: {exc}"))
     except AzbenchError:
         pass
 
@@ -140,6 +143,33 @@ def down(name: str, store: Store, on_progress: Callable[[Any], None] | None = No
     return cluster.model_copy(update={"state": ClusterState.TERMINATED})
 
 
+def adopt(name: str, store: Store, provider: str | None = None, *, force: bool = False,
+          account: str | None = None, endpoint: str | None = None) -> Cluster:
+    """Rebuild the record of live cluster `name` from its cloud (tags and resources) in a home
+    that has none (a lost store, another machine): the first backend that finds it, of
+    `provider` or of every backend whose clusters are findable by tag (capability `sweeps`).
+    Another owner's is refused (NotOwnerError) unless `force`. An `adopt` event after the fact."""
+    from orchestrator.providers import capabilities, names
+    from orchestrator.store.schema import EventRow
+    row = store.get_cluster(name)
+    if row is not None and row.state != ClusterState.TERMINATED:
+        raise ConfigError(f"cluster '{name}' is already in this home ({row.state.value})",
+                          hint=f"see `azbench status {name}`")
+    backends = [provider] if provider else [n for n in names() if capabilities(n).sweeps]
+    for backend in backends:
+        found = get_provider(backend).adopt(name, account=account, endpoint=endpoint, force=force)
+        if found is None:
+            continue
+        if row is not None:  # a TERMINATED record of the name: it comes back through PROVISIONING
+            store.save_cluster(found.model_copy(update={"state": ClusterState.PROVISIONING}))
+        store.save_cluster(found)
+        store.add_event(EventRow(kind="adopt", cluster=name,
+                                 message=f"adopted {found.nodes} x {found.sku} ({found.state.value})"))
+        return found
+    raise NotFoundError(f"no cluster named '{name}' in {', '.join(backends)}",
+                        hint="`azbench sweep --dry-run` lists what your subscription holds")
+
+
 def record_if_live(spec: ClusterSpec, store: Store) -> bool:
     """Store the cluster `spec` names as its provider describes it (an `up` cut short before the
     store knew it); False when the provider finds no such cluster."""
@@ -192,16 +222,31 @@ class ClusterStatus:
     head: str = ""
 
 
-def sweep(request: SweepRequest) -> list[SweepItem]:
+def sweep(request: SweepRequest, store: Store | None = None) -> list[SweepItem]:
     """Every backend that can (capability `sweeps`) searches its cloud for expired clusters and,
-    unless a dry run, deletes them; their items in registry order. NotFoundError-free: a
+    unless a dry run, deletes them; their items in registry order. Each deleted cluster this
+    home has a live record of ends TERMINATED, with a `sweep` event. NotFoundError-free: a
     backend's own errors (no subscription, sign-in) pass through."""
     from orchestrator.providers import capabilities, names
     items: list[SweepItem] = []
     for name in names():
-        if capabilities(name).sweeps:
-            items += get_provider(name).sweep(request)
+        if not capabilities(name).sweeps:
+            continue
+        found = get_provider(name).sweep(request)
+        items += found
+        if store is not None:
+            _mark_swept(store, name, found)
     return items
+
+
+def _mark_swept(store: Store, provider: str, items: Sequence[SweepItem]) -> None:
+    """This home's live records of the clusters sweep deleted end TERMINATED, after the fact."""
+    from orchestrator.store.schema import EventRow
+    for item in items:
+        row = store.get_cluster(item.cluster) if item.deleted else None
+        if row is not None and row.provider == provider and row.state != ClusterState.TERMINATED:
+            store.set_cluster_state(item.cluster, ClusterState.TERMINATED)
+            store.add_event(EventRow(kind="down", cluster=item.cluster, message=f"swept: {item.reason}"))
 
 
 def cluster_status(cluster: Cluster, now: datetime | None = None) -> ClusterStatus:

@@ -84,9 +84,17 @@ class SweepRequest:
     principal: str | None = None
 
 
+SWEEP_ACTIONS = ("delete", "deleted", "failed", "kept", "skipped")
+
+
 @dataclass(frozen=True)
 class SweepItem:
-    """One cluster found by `sweep`: why, what it holds, whose it is, and whether it was deleted."""
+    """One cluster found by `sweep`: why, what it holds, whose it is, and what sweep did.
+
+    `action`: "delete" (expired: a dry run's, or before the question), "deleted", "failed"
+    (`error` says why), "kept" (the caller's, live, unknown to this home: never deleted, only
+    reported, `azbench adopt` takes it in), "skipped" (another owner's expired cluster while
+    `all_owners` is off)."""
 
     cluster: str
     reason: str
@@ -96,6 +104,8 @@ class SweepItem:
     deleted: bool
     owner: str = ""
     mine: bool = True
+    action: str = "delete"
+    error: str = ""
 
 
 class Provider(Protocol):
@@ -183,6 +193,14 @@ class Provider(Protocol):
         `request.dry_run`) deleted; one item each (capability `sweeps`)."""
         ...
 
+    def adopt(self, name: str, *, account: str | None = None, endpoint: str | None = None,
+              force: bool = False) -> Cluster | None:
+        """The live cluster `name` rebuilt from the cloud's tags and resources, for a home that
+        has no record of it (capability `sweeps`: clusters findable by tag); None when the cloud
+        holds none. NotOwnerError for another owner's unless `force`. `account` and `endpoint`
+        as in SweepRequest."""
+        ...
+
 
 class ProviderBase:
     """The answers of a provider that lacks an optional capability: MissingCapability, typed."""
@@ -230,3 +248,8 @@ class ProviderBase:
     def sweep(self, request: SweepRequest) -> list[SweepItem]:
         raise MissingCapability(f"{self.name} clusters", self.name, "be swept",
                                 hint="its clusters hold no deadline the cloud can be searched by")
+
+    def adopt(self, name: str, *, account: str | None = None, endpoint: str | None = None,
+              force: bool = False) -> Cluster | None:
+        raise MissingCapability(name, self.name, "be adopted from its cloud's tags",
+                                hint="its clusters carry no tags to rebuild a record from")

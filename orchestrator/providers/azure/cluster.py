@@ -24,6 +24,7 @@ from orchestrator.errors import NotFoundError
 from orchestrator.models import Cluster, ClusterState, Plan, ScaleSetPlan, SshTarget, parse_utc
 from orchestrator.providers.azure.props import AzureProps
 from orchestrator.providers.azure.settings import AzureSettings
+from orchestrator.providers.azure_shared.endpoints import arm_endpoint as resolve_endpoint
 from orchestrator.providers.azure_shared.tags import TAG_CREATED, TAG_EXPIRES, TAG_OWNER, TAG_SPOT_RESTORE
 
 
@@ -87,7 +88,7 @@ def provisional(spec: ClusterSpec, plan: Plan, *, subscription_id: str | None = 
     planned scale sets. Reads no network and no credential."""
     a = spec.section(AzureSettings)
     sub = subscription_id or a.subscription_id or os.environ.get("AZURE_SUBSCRIPTION_ID")
-    endpoint = arm_endpoint or a.arm_endpoint or os.environ.get("AZURE_RESOURCE_MANAGER_ENDPOINT")
+    endpoint = resolve_endpoint(arm_endpoint or a.arm_endpoint)
     spot = a.priority == "spot"
     props = AzureProps(subscription_id=sub, arm_endpoint=endpoint.rstrip("/") if endpoint else None,
                        resource_group=ar.names_from_plan(plan).rg,

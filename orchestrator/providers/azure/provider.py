@@ -32,7 +32,7 @@ from orchestrator.providers.base import CloudNode, CloudView, HostReport, Provid
 from orchestrator.hosts.remote import SshRunner
 from orchestrator.specs.cluster import ClusterSpec
 from orchestrator.hardware.catalog import lookup
-from orchestrator.errors import CapacityError, ConfigError, NotAvailableError, ProvisionError
+from orchestrator.errors import CapacityError, ConfigError, NotAvailableError, NotOwnerError, ProvisionError
 from orchestrator.models import Cluster, ClusterState, Plan, ScaleSetPlan
 from orchestrator.providers.azure.props import AzureProps
 from orchestrator.seams import Access, Capabilities
@@ -115,17 +115,30 @@ class AzureProvider(ProviderBase):
         record `up` returns (azure/cluster.py's to_cluster)."""
         clients = self._clients_for(name, None)
         groups, _ = tagged(clients, name)
+        return _read(name, groups[0], clients) if groups else None
+
+    def adopt(self, name: str, *, account: str | None = None, endpoint: str | None = None,
+              force: bool = False) -> Cluster | None:
+        """The cluster as describe reads it (its tags: owner, expiry, creation; its scale sets and
+        head), for a home without its record; None when nothing is tagged with it. Another
+        owner's (owner.py) is refused unless `force`: reads only, no write."""
+        clients = self.clients or clients_from_config(subscription_id=account, arm_endpoint=endpoint)
+        groups, _ = tagged(clients, name)
         if not groups:
             return None
-        rg = groups[0]
-        with arm_call(f"list scale sets of {rg.name}"):
-            sets = [records.scale_set(s) for s in clients.compute.virtual_machine_scale_sets.list(rg.name)]
-        return _described(name, rg, sets, clients)
+        other = foreign(groups[0].tags, signed_in(clients, self.opts.owner))
+        if other is not None and not force:
+            raise NotOwnerError(f"cluster '{name}' belongs to another owner ({other.describe()})",
+                                hint=f"`azbench adopt {name} --force` records it here anyway (its `down` "
+                                     "then needs --force too)")
+        return _read(name, groups[0], clients)
 
     def down(self, cluster: Cluster) -> None:
-        """Delete everything tagged with the cluster, wait, verify none is left. Idempotent."""
+        """Delete everything tagged with the cluster, wait (a group already being deleted
+        included), verify none is left, then the head's custom role. Idempotent."""
         clients = self._clients_for(cluster.name, cluster)
-        delete_cluster(clients, cluster.name, workers=self.opts.workers)
+        rg = cluster.properties_as(AzureProps).resource_group if isinstance(cluster.properties, AzureProps) else None
+        delete_cluster(clients, cluster.name, workers=self.opts.workers, groups=[rg] if rg else [])
         (paths.cluster_dir(cluster.name) / LRO_FILE).unlink(missing_ok=True)
 
     def foreign_owner(self, cluster: Cluster) -> str | None:
@@ -255,8 +268,9 @@ class AzureProvider(ProviderBase):
         return described
 
     def sweep(self, request: SweepRequest) -> list[SweepItem]:
-        """The caller's clusters past azbench-expires or unknown to this home (and with
-        `all_owners` other owners' expired ones), deleted unless a dry run (azure/teardown.py)."""
+        """The caller's clusters past azbench-expires (and with `all_owners` other owners'
+        expired ones), deleted unless a dry run; the caller's live ones unknown to this home
+        reported, never deleted (azure/teardown.py)."""
         return sweep(self.clients, dry_run=request.dry_run, known_clusters=request.known, now=request.now,
                      subscription_id=request.account, arm_endpoint=request.endpoint,
                      all_owners=request.all_owners, only=request.only, principal=request.principal)
@@ -348,10 +362,11 @@ def sweep(clients: AzureClients | None = None, *, dry_run: bool = True,
           subscription_id: str | None = None, arm_endpoint: str | None = None,
           all_owners: bool = False, only: Collection[str] | None = None,
           principal: str | None = None) -> list[SweepItem]:
-    """Find (and unless dry_run, delete) the caller's clusters past azbench-expires or unknown
-    to this home; with `all_owners`, other owners' expired clusters too (azure/teardown.py).
+    """Find (and unless dry_run, delete) the caller's clusters past azbench-expires; with
+    `all_owners`, other owners' expired clusters too; report the caller's live ones unknown to
+    this home (azure/teardown.py).
 
-    `known_clusters`: names with a live azbench record; None skips the record-gone check.
+    `known_clusters`: names with a live azbench record; None: do not report unknown ones.
     `only`: delete no cluster but these (the ones a confirmation listed). `principal` stands in
     for the signed-in principal's object id (tests). Without `clients`, DefaultAzureCredential
     clients for AZURE_SUBSCRIPTION_ID are used.
@@ -360,6 +375,12 @@ def sweep(clients: AzureClients | None = None, *, dry_run: bool = True,
         clients = clients_from_config(subscription_id=subscription_id, arm_endpoint=arm_endpoint)
     return _sweep(clients, me=signed_in(clients, principal), dry_run=dry_run, known_clusters=known_clusters,
                   now=now, all_owners=all_owners, only=only)
+
+
+def _read(name: str, rg: records.Group, clients: AzureClients) -> Cluster:
+    with arm_call(f"list scale sets of {rg.name}"):
+        sets = [records.scale_set(s) for s in clients.compute.virtual_machine_scale_sets.list(rg.name)]
+    return _described(name, rg, sets, clients)
 
 
 def _described(name: str, rg: records.Group, sets: list[records.ScaleSet], clients: AzureClients) -> Cluster:
