@@ -61,6 +61,14 @@ class CapacityError(ProvisionError):
     kind = "no capacity"
 
 
+class LostRaceError(ProvisionError):
+    """Another `up` of the same cluster created it first (seen by the cloud's answer, e.g. ARM's
+    200 instead of 201 Created for a group this `up` read as absent): this `up` stops before its
+    next write and its leftovers are not its own to delete. Exit 4."""
+
+    kind = "provisioning stopped"
+
+
 class RemoteError(AzbenchError):
     """A host could not be reached or refused us (SSH, host key, timeout). Exit 5."""
 

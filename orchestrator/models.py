@@ -107,6 +107,16 @@ class Plan(Frozen):
     warnings: list[str] = Field(default_factory=list)
     lifetime: str = Field("", description="how the cluster ends by itself (expiry, scale-down); "
                           "empty when only `azbench down` ends it")
+    max_hours: float | None = Field(None, description="hours until the cluster deletes itself at the latest; "
+                                    "None when nothing but `azbench down` (or sweep) ends it")
+
+    @property
+    def worst_case_usd(self) -> float | None:
+        """The list-price cost if it runs until it deletes itself: cost per hour x max_hours
+        (None when either is unknown)."""
+        if self.cost_per_hour_usd is None or self.max_hours is None:
+            return None
+        return round(self.cost_per_hour_usd * self.max_hours, 2)
 
 
 class ClusterState(StrEnum):
@@ -219,6 +229,11 @@ class ProviderProps(Frozen):
     def is_spot(self) -> bool:
         """Whether the cluster's nodes are spot (evictable) capacity."""
         return False
+
+    def rack_size(self) -> int | None:
+        """The VMs per NVLink rack the cluster was laid out with (GB200: 18, or 16 as Azure's
+        record run; `resize` keeps whole racks of it), or None where the record does not say."""
+        return None
 
 
 P = TypeVar("P", bound=ProviderProps)

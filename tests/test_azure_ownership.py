@@ -124,12 +124,12 @@ def test_down_of_another_owners_cluster_needs_force(tls_arm, tls_clients, tmp_pa
         store.save_cluster(cluster, spec_for("shared").model_dump_json())
     fake.retry_after = "1"
     before = writes(fake)
-    refused = azbench("down", "shared", home=home, env=env)
+    refused = azbench("down", "shared", "--yes", home=home, env=env)
     assert refused.code == 2
     line = one_line_error(refused)
     assert "belongs to another owner (principal 11111111-2222-3333-4444-555555555555" in line
     assert "--force" in line and writes(fake) == before
-    forced = azbench("down", "shared", "--force", home=home, env=env)
+    forced = azbench("down", "shared", "--force", "--yes", home=home, env=env)
     assert forced.code == 0, forced.err
     assert clusters_in(fake) == set()
 

@@ -74,21 +74,25 @@ def init(path: Path = typer.Argument(Path("cluster.yaml"), help="Where to write 
 # ---------------------------------------------------------------- up / down / status
 
 def _cluster_spec(file: Optional[Path], **flags: Any) -> ClusterSpec:
+    from orchestrator.clusters.spending import default_name
     from orchestrator.specs.cluster import load_cluster_spec
     if file is None and flags.get("name") is None:
-        flags["name"] = flags.get("provider") or "local"
+        flags["name"] = default_name(flags.get("provider"))
     return load_cluster_spec(file, flags)
 
 
 @app.command()
 def up(
     file: Optional[Path] = typer.Option(None, "--file", "-f", help="Cluster spec YAML (see azbench init)."),
-    name: Optional[str] = typer.Option(None, "--name", help="Cluster name (default: the provider's name)."),
+    name: Optional[str] = typer.Option(None, "--name", help="Cluster name (default: azbench-<user>-<4 hex> on "
+                                                            "providers that cost money, else the provider's name)."),
     provider: Optional[str] = typer.Option(None, "--provider", help="local | ssh | azure | azureml | fake"),
     sku: Optional[str] = typer.Option(None, "--sku", help="VM size or alias: h100, h200, gb200, local."),
     nodes: Optional[int] = typer.Option(None, "--nodes", help="Number of nodes (VMs)."),
     region: Optional[str] = typer.Option(None, "--region", help="Azure region, e.g. eastus."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Show the plan and cost only: no credentials, no changes."),
+    check: bool = typer.Option(False, "--check", help="With --dry-run: sign in and read quota, sizes, zones and "
+                                                      "images (no writes)."),
     yes: bool = typer.Option(False, "--yes", "-y", help="Start spending without asking (required without a terminal)."),
     max_cost: Optional[float] = typer.Option(None, "--max-cost-per-hour", min=0.01, metavar="USD",
                                              help="Refuse a plan whose list-price cost per hour is above this."),
@@ -99,16 +103,27 @@ def up(
     Azure and Azure ML clusters cost money: `up` prints the plan in one line and asks first
     (--yes skips the question; without a terminal it refuses unless --yes is given)."""
     from orchestrator.clusters import lifecycle, spending
+    from orchestrator.errors import ConfigError, PreflightError
     check_number("--max-cost-per-hour", max_cost, 0.01, 1_000_000)
+    if check and not dry_run:
+        raise ConfigError("--check goes with --dry-run (a real `up` checks the same before its first write)")
     spec = _cluster_spec(file, name=name, provider=provider, sku=sku, nodes=nodes, region=region)
     the_plan = lifecycle.plan(spec)
     spending.check_cost_cap(the_plan, spending.cost_cap(spec, max_cost))
     if dry_run:
-        return emit_json(the_plan) if as_json else _render_plan(the_plan)
+        checked, problems = lifecycle.check(spec, the_plan) if check else (None, [])
+        if as_json:
+            emit_json({**the_plan.model_dump(mode="json"), "worst_case_usd": the_plan.worst_case_usd,
+                       **({"checked": checked, "problems": problems} if check else {})})
+        else:
+            _render_plan(the_plan, checked)
+        if problems:
+            raise PreflightError("; ".join(problems), hint="read by --dry-run --check; nothing was created")
+        return None
     if spending.spends_money(spec.provider):
         summary = spending.plan_summary(the_plan, spec)
-        if yes and not as_json:  # stdout: stderr keeps to one line when up then fails
-            sys.stdout.write(f"creating {summary}\n")
+        if yes and not as_json:  # the plan, not a claim that anything started (preflight may refuse it)
+            sys.stdout.write(f"plan: {summary}\n")
             sys.stdout.flush()
         confirm(f"Create {summary}?", yes)
     own = spec.own_section()
@@ -131,11 +146,16 @@ def _step_line(event: Any) -> None:
     sys.stderr.flush()
 
 
-def _render_plan(plan: Any) -> None:
+def _render_plan(plan: Any, checked: list[str] | None = None) -> None:
+    """The plan; its preflight lines say what `up` will check, or (`checked`, --check) what
+    was read."""
+    from orchestrator.clusters.spending import worst_case
     console = make_console()
     cost = f"~${plan.cost_per_hour_usd:,.2f}/h (estimate)" if plan.cost_per_hour_usd is not None else "unknown"
     console.print(f"[bold]Plan for cluster '{plan.cluster}'[/bold] ({plan.provider}, {plan.region or 'this machine'}): "
-                  f"{plan.nodes:,} x {plan.sku} = {plan.total_gpus:,} GPUs, cost {cost}")
+                  f"{plan.nodes:,} x {plan.sku} = {plan.total_gpus:,} GPUs, cost {cost}", markup=True)
+    if plan.lifetime:
+        console.print(f"lifetime: {plan.lifetime}{worst_case(plan)}", markup=False)
     tags = {k: v for r in plan.resources for k, v in r.properties.items() if k.startswith("tag:")}
     console.print(make_table("Resources that would be created", ["kind", "name", "count", "properties"],
                          [[r.kind.removeprefix("Microsoft."), r.name, r.count,
@@ -148,8 +168,11 @@ def _render_plan(plan: Any) -> None:
     console.print(make_table("Scale sets (one InfiniBand fabric each)", ["name", "VMs", "GPUs", "racks", "settings"],
                          [[s.name, s.vms, s.gpus, s.racks if s.racks is not None else "-",
                            _vmss_settings(vmss.get(s.name, {}))] for s in plan.scale_sets]))
-    for check in plan.preflight:
-        console.print(f"preflight: {check}")
+    for line in plan.preflight if checked is None else checked + [p for p in plan.preflight if "(checked" in p]:
+        console.print(f"preflight: {line}", markup=False)
+    if checked is None and plan.preflight:
+        console.print("preflight: the 'will check' lines are read by `up` before its first write, not now "
+                      "(`--dry-run --check` reads them where the provider can, with no writes)", markup=False)
     for warning in plan.warnings:
         console.print(f"[yellow]warning:[/yellow] {warning}")
 
@@ -163,9 +186,18 @@ def _vmss_settings(props: dict[str, object]) -> str:
 @app.command()
 def down(name: str = typer.Argument(..., help="Cluster name."),
          force: bool = typer.Option(False, "--force", help="Delete it even if another owner made it."),
+         yes: bool = typer.Option(False, "--yes", "-y", help="Delete without asking (required without a terminal "
+                                                            "on providers that cost money)."),
          as_json: bool = JsonOpt) -> None:
-    """Delete everything the cluster owns and verify nothing is left."""
+    """Delete everything the cluster owns and verify nothing is left.
+
+    On providers that cost money it first shows what goes (nodes, GPUs, runs recorded as running,
+    cost so far) and asks [y/N]; --yes skips the question; without a terminal it refuses unless --yes."""
     from orchestrator.clusters import lifecycle
+    with open_store() as store:
+        preview = lifecycle.down_preview(name, store)
+    if preview.question:
+        confirm(preview.question, yes)
     with open_store() as store:
         cluster = lifecycle.down(name, store, on_progress=None if as_json else _step_line, force=force)
     if as_json:
@@ -214,7 +246,10 @@ def status(name: Optional[str] = typer.Argument(None, help="Cluster name (defaul
         clusters = [lifecycle.require_cluster(name, store, live=False)] if name else \
             [r.cluster for r in store.list_clusters(include_terminated=True)]
         runs = store.list_runs(cluster=name) if name else store.list_runs()
-    one = lifecycle.cluster_status(clusters[0]) if name else None
+        # ARM's view first; the record follows it (deleted, being deleted, partly there).
+        one = lifecycle.cluster_status(clusters[0], store=store) if name else None
+    if one is not None:
+        clusters = [one.cluster]
     nodes = one.nodes if one else []
     costs = {c.name: lifecycle.cost_so_far(c) if c.state.value == "ready" else None for c in clusters}
     left = {c.name: lifecycle.time_left(c) for c in clusters}
@@ -223,7 +258,7 @@ def status(name: Optional[str] = typer.Argument(None, help="Cluster name (defaul
         left[one.cluster.name] = one.expires - datetime.now(timezone.utc) if one.expires else None
     if as_json:
         extra = {} if one is None else {"cloud": one.cloud and dataclasses.asdict(one.cloud),
-                                        "cloud_note": one.cloud_note, "head": one.head}
+                                        "cloud_note": one.cloud_note, "head": one.head, "change": one.change}
         return emit_json({"clusters": clusters, "cost_so_far_usd": costs,
                           "expires_in_s": {k: int(v.total_seconds()) if v is not None else None
                                            for k, v in left.items()},
@@ -239,6 +274,8 @@ def status(name: Optional[str] = typer.Argument(None, help="Cluster name (defaul
         cloud = one.cloud
         if not cloud.exists:
             console.print(f"{one.cluster.provider}: nothing tagged with cluster '{one.cluster.name}' exists")
+        elif cloud.phase == "deleting":
+            console.print(f"{one.cluster.provider}: {cloud.phase_detail}", markup=False)
         else:
             console.print(make_table(f"{one.cluster.provider} (no login)", ["kind", "name", "state", "detail"],
                                      [[r.kind, r.name, r.state, r.detail] for r in cloud.resources]))
@@ -246,7 +283,7 @@ def status(name: Optional[str] = typer.Argument(None, help="Cluster name (defaul
                           f"{cloud.owner or '-'}; expires {cloud.expires:%Y-%m-%d %H:%M} UTC"
                           if cloud.expires else f"instances: {cloud.instances} listed, {cloud.running} running; "
                           f"owner {cloud.owner or '-'}; no expiry")
-    for note in (one.cloud_note, one.head) if one is not None else ():
+    for note in (one.change, one.cloud_note, one.head) if one is not None else ():
         if note:
             console.print(note, markup=False)
     if nodes:

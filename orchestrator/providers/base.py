@@ -53,8 +53,9 @@ class CloudResource:
 @dataclass(frozen=True)
 class CloudView:
     """The cluster as its cloud sees it, read without logging in (`azbench status NAME`):
-    whether it exists, its VMs and scale sets, the scale-set instances listed and running, and
-    the creation time, deadline and owner its tags hold (None where it has none)."""
+    whether it exists, its VMs and scale sets, the scale-set instances listed and running, the
+    creation time, deadline and owner its tags hold (None where it has none), and whether it is
+    being deleted or only partly there (`phase`)."""
 
     exists: bool
     resources: tuple[CloudResource, ...] = ()
@@ -63,6 +64,10 @@ class CloudView:
     created: datetime | None = None
     expires: datetime | None = None
     owner: str | None = None
+    # "" (as built), "deleting" (the cloud is deleting it), or "partial" (some of what the record
+    # names is missing or failed); `phase_detail` says what.
+    phase: str = ""
+    phase_detail: str = ""
 
 
 @dataclass(frozen=True)
@@ -193,6 +198,11 @@ class Provider(Protocol):
         `request.dry_run`) deleted; one item each (capability `sweeps`)."""
         ...
 
+    def check(self, spec: ClusterSpec, plan: Plan) -> tuple[list[str], list[str]]:
+        """The plan's preflight read, not written (`up --dry-run --check`): (one line per check
+        as the cloud answered it, what would refuse `up`). Reads only."""
+        ...
+
     def adopt(self, name: str, *, account: str | None = None, endpoint: str | None = None,
               force: bool = False) -> Cluster | None:
         """The live cluster `name` rebuilt from the cloud's tags and resources, for a home that
@@ -248,6 +258,10 @@ class ProviderBase:
     def sweep(self, request: SweepRequest) -> list[SweepItem]:
         raise MissingCapability(f"{self.name} clusters", self.name, "be swept",
                                 hint="its clusters hold no deadline the cloud can be searched by")
+
+    def check(self, spec: ClusterSpec, plan: Plan) -> tuple[list[str], list[str]]:
+        raise MissingCapability(spec.name, self.name, "check a plan against its cloud",
+                                hint="its `up` checks what it needs as it starts")
 
     def adopt(self, name: str, *, account: str | None = None, endpoint: str | None = None,
               force: bool = False) -> Cluster | None:

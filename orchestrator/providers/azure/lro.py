@@ -18,7 +18,7 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Mapping, Protocol
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Protocol, cast
 
 from orchestrator.providers.azure import records
 from orchestrator.providers.azure.clients import AzureClients
@@ -296,12 +296,26 @@ def wait_gone(clients: AzureClients, group: str, wait_s: float = DELETE_WAIT_S,
 
 def _ensure_group(clients: AzureClients, name: str, body: Callable[[], Any], seen: Observed | None,
                   report: Reporter) -> object:
+    """Create the group this `up` read as absent. ARM answers 201 Created to the request that
+    created it and 200 OK to one that found it there (https://learn.microsoft.com/rest/api/
+    resources/resource-groups/create-or-update, Responses): a 200 here means another client (a
+    concurrent `up` of the same name) created it in between, so this `up` stops (LostRaceError)
+    before writing anything else, and never claims the other's resources."""
     if seen is not None:
         report.emit("exists", RG, name)
         return seen.model
     report.check()
     with arm_call(f"create resource group {name}"):
-        model = clients.resources.resource_groups.create_or_update(name, body())
+        # `cls` (the generated operations' hook for the raw response) returns what it is given.
+        status, model = cast(tuple[int, object], clients.resources.resource_groups.create_or_update(
+            name, body(), cls=lambda response, model, headers: (response.http_response.status_code, model)))
+    if status != 201:
+        from orchestrator.errors import LostRaceError
+        raise LostRaceError(f"resource group {name} appeared while this `up` ran: another `azbench up` of the same "
+                            "cluster created it (ARM answered 200, not 201 Created); this one stopped before "
+                            "creating anything else",
+                            hint="its resources are the other run's: see `azbench status` once that run ends, "
+                                 "and never `down` them on this run's account")
     report.emit("created", RG, name)
     return model
 

@@ -35,6 +35,7 @@ def plan_azure(spec: ClusterSpec) -> Plan:
         nodes=spec.nodes, gpus_per_node=sku.gpus_per_vm, total_gpus=spec.nodes * sku.gpus_per_vm,
         scale_sets=sets, resources=resources, cost_per_hour_usd=_cost(spec, sku, warnings),
         preflight=preflight_checks(spec, sku), warnings=warnings, lifetime=azure_lifetime(spec),
+        max_hours=spec.section(AzureSettings).expires_hours if spec.section(AzureSettings).self_expiry else None,
     )
 
 
@@ -50,21 +51,27 @@ def azure_lifetime(spec: ClusterSpec) -> str:
 
 
 def preflight_checks(spec: ClusterSpec, sku: GpuSku) -> list[str]:
-    """What `up` checks against Azure before the first PUT (shown by --dry-run)."""
+    """What `up` checks against Azure before the first PUT, said as checks to come: the plan
+    reads nothing (`--dry-run --check` reads them: AzureProvider.check). Only the VNet line,
+    computed here, is a result."""
     vcpus = sku.vcpus * spec.nodes
     arch = "arm64" if sku.cpu_arch == "arm64" else "x64"
     if spec.section(AzureSettings).priority == "spot":  # spot vCPUs count against their own regional quota only
-        quotas = [f"low-priority quota lowPriorityCores (Total Regional Low-priority vCPUs) has "
+        quotas = [f"will check that low-priority quota lowPriorityCores (Total Regional Low-priority vCPUs) has "
                   f"{vcpus:,} free vCPUs ({spec.nodes:,} x {sku.vcpus}, spot)",
-                  "total regional vCPU quota has 8 free vCPUs (the head)"]
+                  "will check that the total regional vCPU quota has 8 free vCPUs (the head)"]
     else:
-        quotas = [f"family quota {sku.quota_family} has {vcpus:,} free vCPUs ({spec.nodes:,} x {sku.vcpus})",
-                  f"total regional vCPU quota has {vcpus + 8:,} free vCPUs "
+        quotas = [f"will check that family quota {sku.quota_family} has {vcpus:,} free vCPUs "
+                  f"({spec.nodes:,} x {sku.vcpus})",
+                  f"will check that the total regional vCPU quota has {vcpus + 8:,} free vCPUs "
                   f"({'GPU' if sku.gpus_per_vm else 'CPU'} nodes + head)"]
+    zones = spec.section(AzureSettings).zones
+    where = f"{spec.region}" + (f" (zones {', '.join(zones)})" if zones else "")
     return [
-        f"{sku.name} is offered in {spec.region} and not restricted for the subscription (resource SKUs)",
+        f"will check that {sku.name} is offered in {where} and not restricted for the subscription "
+        "(resource SKUs)",
         *quotas,
-        f"image {spec.section(AzureSettings).image or sku.image} exists for {arch}, Hyper-V Gen2",
+        f"will check that image {spec.section(AzureSettings).image or sku.image} exists for {arch}, Hyper-V Gen2",
         f"VNet {spec.section(AzureSettings).vnet_cidr} does not overlap 172.16.0.0/16 (checked: ok)",
     ]
 

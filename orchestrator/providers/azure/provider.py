@@ -38,7 +38,7 @@ from orchestrator.providers.azure.props import AzureProps
 from orchestrator.seams import Access, Capabilities
 from orchestrator.slurm.launcher import SlurmLauncher
 from orchestrator.providers.azure.settings import AzureSettings
-from orchestrator.providers.azure_shared.tags import TAG_CLUSTER
+from orchestrator.providers.azure_shared.tags import TAG_CLUSTER, TAG_RACK
 
 __all__ = ["AzureProvider", "AzureClients", "ProgressEvent", "SweepItem", "sweep"]
 
@@ -117,6 +117,15 @@ class AzureProvider(ProviderBase):
         groups, _ = tagged(clients, name)
         return _read(name, groups[0], clients) if groups else None
 
+    def check(self, spec: ClusterSpec, plan: Plan) -> tuple[list[str], list[str]]:
+        """Preflight's reads for a new cluster (sizes and zones, vCPU quotas, the image), as
+        results, and the problems `up` would refuse with: reads only (azure/preflight.py)."""
+        from orchestrator.providers.azure.preflight import PreflightNeed, check_report
+        a = spec.section(AzureSettings)
+        need = PreflightNeed(region=spec.region or "", sku=spec.sku_row, new_vms=plan.nodes, head_size=a.head_size,
+                             new_head=True, zones=a.zones, image=a.image, spot=a.priority == "spot")
+        return check_report(self._clients_for_spec(spec), need)
+
     def adopt(self, name: str, *, account: str | None = None, endpoint: str | None = None,
               force: bool = False) -> Cluster | None:
         """The cluster as describe reads it (its tags: owner, expiry, creation; its scale sets and
@@ -182,7 +191,8 @@ class AzureProvider(ProviderBase):
     def live_view(self, cluster: Cluster) -> CloudView:
         """ARM's view, no SSH and no writes: VM and scale-set states, instances, tags (status.py)."""
         from orchestrator.providers.azure.status import live_view
-        return live_view(self._clients_for(cluster.name, cluster), cluster.name)
+        expected = cluster.properties_as(AzureProps).scale_sets if isinstance(cluster.properties, AzureProps) else []
+        return live_view(self._clients_for(cluster.name, cluster), cluster.name, expected)
 
     def restore_capacity(self, cluster: Cluster, nodes: Collection[str] = (),
                          timeout_s: float | None = None, evict_wait_s: float = 0.0) -> list[str]:
@@ -249,8 +259,7 @@ class AzureProvider(ProviderBase):
         if nodes > have:
             quota_check(clients, cluster.region or "", lookup(cluster.sku), nodes - have,
                         spot=props.priority == "spot")
-            fresh = heal.grow(clients, rg, sets, nodes - have, cluster.name,
-                              unit=max(lookup(cluster.sku).nvlink_domain_vms, 1))
+            fresh = heal.grow(clients, rg, sets, nodes - have, cluster.name, unit=rack_unit(cluster))
             self._wait_joined(cluster, fresh, timeout_s)
         elif nodes < have:
             if len(remove) != have - nodes or len(set(remove)) != len(remove):
@@ -357,6 +366,12 @@ class AzureProvider(ProviderBase):
         return clients_from_config(subscription_id=props.subscription_id, arm_endpoint=props.arm_endpoint)
 
 
+def rack_unit(cluster: Cluster) -> int:
+    """The VMs a resize of `cluster` adds or removes at a time (hardware/layout.rack_unit)."""
+    from orchestrator.hardware.layout import rack_unit as unit
+    return unit(lookup(cluster.sku), cluster.nodes, cluster.properties.rack_size())
+
+
 def sweep(clients: AzureClients | None = None, *, dry_run: bool = True,
           known_clusters: Collection[str] | None = None, now: datetime | None = None,
           subscription_id: str | None = None, arm_endpoint: str | None = None,
@@ -402,8 +417,18 @@ def _described(name: str, rg: records.Group, sets: list[records.ScaleSet], clien
                   sets=tuple(ScaleSetPlan(name=s.name, vms=s.capacity, gpus=0) for s in ours),
                   head_ip=pip.facts.public_ip if pip else None, head_private_ip=nic.facts.private_ip if nic else None,
                   image=first.image if first else None, admin_user=_admin(ours),
-                  spot=first.spot if first else None, hosts=hosts)
+                  spot=first.spot if first else None, hosts=hosts, vms_per_rack=_rack(ours))
     return to_cluster(found, state)
+
+
+def _rack(sets: list[records.ScaleSet]) -> int | None:
+    """The VMs per NVL72 rack the sets' azbench-rack-vms tag says (GB200 sets made before the
+    tag have none: None)."""
+    for s in sets:
+        value = s.tags.get(TAG_RACK, "")
+        if value.isdigit() and int(value) > 1:
+            return int(value)
+    return None
 
 
 def _rg(cluster: Cluster) -> str:

@@ -43,7 +43,8 @@ from orchestrator.errors import CapacityError, ConfigError, ProvisionError
 from orchestrator.providers.azure_shared.errors import AzureErrorMixin
 from orchestrator.models import Cluster, ClusterState, Plan, ScaleSetPlan
 from orchestrator.providers.azure.settings import AzureSettings
-from orchestrator.providers.azure_shared.tags import TAG_CLUSTER, TAG_CREATED, TAG_EXPIRES, TAG_SLOTS, TAG_SPOT_RESTORE
+from orchestrator.providers.azure_shared.tags import (TAG_CLUSTER, TAG_CREATED, TAG_EXPIRES, TAG_RACK, TAG_SLOTS,
+                                                     TAG_SPOT_RESTORE)
 
 LRO_FILE = "azure-lro.json"
 T = TypeVar("T")
@@ -199,8 +200,10 @@ class UpRun:
 
         def vmss_body(s: ScaleSetPlan, zone: str | None) -> object:
             # The set's slurm.conf slots (cloudinit.slot_count) ride on it, for replace and resize.
-            slots = ci.slot_count(s, max(self.sku.nvlink_domain_vms, 1))
-            return ar.vmss_body(region, {**tags, TAG_SLOTS: str(slots)}, sku_name=self.sku.name,
+            rack = ci.rack_of(self.sku, s)
+            slots = ci.slot_count(s, rack)
+            set_tags = {**tags, TAG_SLOTS: str(slots), **({TAG_RACK: str(rack)} if rack > 1 else {})}
+            return ar.vmss_body(region, set_tags, sku_name=self.sku.name,
                                 scale_set=s, zone=zone, image=image,
                                 custom_data=node_cd, subnet_id=subnet_id, prefix=ci.computer_name_prefix(s),
                                 spot=self._spot(), **common)
@@ -300,7 +303,8 @@ class UpRun:
         found = Found(name=self.spec.name, region=region, resource_group=self.names.rg, tags=tags,
                       subscription_id=self.sub, arm_endpoint=self.clients.base_url, sku=self.sku.name,
                       sets=self.names.sets, head_ip=address, head_private_ip=head_ip,
-                      image=ar.image_text(image), admin_user=self.spec.section(AzureSettings).admin_user, spot=self._spot())
+                      image=ar.image_text(image), admin_user=self.spec.section(AzureSettings).admin_user, spot=self._spot(),
+                      vms_per_rack=next((r for r in (ci.rack_of(self.sku, s) for s in self.names.sets) if r > 1), None))
         return to_cluster(found, ClusterState.READY)
 
 

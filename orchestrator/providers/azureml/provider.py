@@ -208,10 +208,11 @@ def preflight_checks(spec: ClusterSpec) -> list[str]:
     sku = spec.sku_row
     vcpus = sku.vcpus * spec.nodes
     ws = spec.section(AzureMLSettings).workspace or f"${WORKSPACE_ENV}"
-    return [f"workspace {ws} exists in its resource group",
-            f"{sku.name} is offered in {spec.region} and not restricted for the subscription (resource SKUs)",
-            f"Azure ML quota {sku.quota_family} has {vcpus:,} free vCPUs ({spec.nodes:,} x {sku.vcpus})",
-            f"Azure ML quota '{TOTAL_QUOTA}' has {vcpus:,} free vCPUs"]
+    return [f"will check that workspace {ws} exists in its resource group",
+            f"will check that {sku.name} is offered in {spec.region} and not restricted for the subscription "
+            "(resource SKUs)",
+            f"will check that Azure ML quota {sku.quota_family} has {vcpus:,} free vCPUs ({spec.nodes:,} x {sku.vcpus})",
+            f"will check that Azure ML quota '{TOTAL_QUOTA}' has {vcpus:,} free vCPUs"]
 
 
 def check_workspace(ml: MLClient, target: AmlTarget) -> None:
