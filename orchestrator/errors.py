@@ -132,7 +132,7 @@ EXIT_INTERRUPTED = 130  # 128 + SIGINT
 EXIT_CODES: dict[int, str] = {
     0: "success",
     1: "internal error (a bug: rerun with --debug and report it)",
-    2: "usage or configuration error (bad flag, spec file, unknown name)",
+    2: "usage or configuration error (bad flag, spec file, unknown name, a path you named that cannot be written)",
     3: "preflight failed (quota, SKU availability, missing tools such as Slurm)",
     4: "provisioning failed (cloud or local cluster resources, no capacity)",
     5: "run failed (remote unreachable, wrong host key, launch or benchmark failure)",

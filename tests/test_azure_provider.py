@@ -414,8 +414,9 @@ def test_custom_data_for_2048_gb200_vms_fits_azure_limit():
     text = ci.head_cloud_init("big", lookup("gb200"), sets, "10.40.0.4", "10.40.0.0/16", FIXED, expiry=agent)
     packed = base64.b64decode(ci.custom_data(text, "head"))
     assert text.count("State=UNKNOWN") == 2048 and len(packed) <= ci.MAX_CUSTOM_DATA
-    # Spare slots for replacement and resize: whole NVL72 racks per set, plus one (3 for 96 VMs, 2 for 32).
-    assert text.count("State=FUTURE") == 21 * 54 + 36
+    # Spare slots for replacement and resize: whole racks of the layout's own 16 VMs per set (issue 32:
+    # a resize grows by those), plus one (3 racks for 96 VMs, 2 for 32).
+    assert text.count("State=FUTURE") == 21 * 48 + 32
 
 
 def test_cli_progress_callback_reaches_the_azure_provider():

@@ -62,7 +62,7 @@ QUOTA_MESSAGE = ("Operation could not be completed as it results in exceeding ap
 
 @dataclass
 class Fault:
-    """One failure switch. `kind`: throttle | error500 | quota | sku | allocation | zonal_allocation.
+    """One failure switch. `kind`: throttle | error500 | quota | sku | locked | allocation | zonal_allocation.
 
     Matches requests whose method equals `method` and whose path contains `path_contains`; fires
     `times` times (then is spent). `zone` limits an allocation fault to PUTs for that zone.
@@ -877,6 +877,12 @@ def _fault_response(fault: Fault, path: str) -> tuple[int, dict[str, str], Any]:
         return 500, {}, _err("InternalServerError", "An internal server error occurred.")
     if fault.kind == "quota":
         return 409, {}, _err("OperationNotAllowed", QUOTA_MESSAGE.format(family="standardNDSH100v5Family", loc="eastus"))
+    if fault.kind == "locked":
+        # A CanNotDelete/ReadOnly management lock: 409 ScopeLocked, worded as
+        # https://learn.microsoft.com/azure/azure-resource-manager/troubleshooting/error-lock-resources quotes it.
+        scope = path.split("?")[0]
+        return 409, {}, _err("ScopeLocked", f"The scope '{scope}' cannot perform delete operation because "
+                             f"following scope(s) are locked: '{scope}'. Please remove the lock and try again.")
     if fault.kind == "sku":
         return 409, {}, _err("SkuNotAvailable", "The requested VM size for resource "
                              "'Following SKUs have failed for Capacity Restrictions' is currently not available "

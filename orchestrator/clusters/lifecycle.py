@@ -88,7 +88,10 @@ def up(spec: ClusterSpec, store: Store, on_progress: Callable[[Any], None] | Non
     cluster = cluster.model_copy(update={"created_at": created})
     store.save_cluster(cluster, spec.model_dump_json())
     store.add_event(EventRow(kind="up", cluster=spec.name, message=what))  # after the fact
-    return UpResult(plan=the_plan, cluster=cluster, adopted=existing is not None)
+    # "adopted" only for a cluster that stood whole before this `up` (a partial one was completed:
+    # its missing parts were created, and the progress lines said so).
+    adopted = existing is not None and existing.state == ClusterState.READY
+    return UpResult(plan=the_plan, cluster=cluster, adopted=adopted)
 
 
 def _attempted(store: Store, name: str, kind: str, what: str, exc: BaseException) -> None:
@@ -519,7 +522,9 @@ def plan_resize(cluster: Cluster, nodes: int, busy: Sequence[str] = ()) -> Resiz
     have = len(cluster.node_names) or cluster.nodes
     if nodes >= have:
         return ResizePlan(cluster.name, have, nodes)
-    names = sorted(cluster.node_names, key=_natural)
+    # The provider's own node order (instance order on Azure, whose base-36 names no natural
+    # sort orders): the last nodes go first, so a GB200 shrink takes whole racks off the top.
+    names = list(cluster.node_names)
     taken = set(busy)
     order = [n for n in reversed(names) if n not in taken] + [n for n in reversed(names) if n in taken]
     remove = tuple(order[:have - nodes])
@@ -549,8 +554,3 @@ def resize(name: str, nodes: int, store: Store, *, force: bool = False) -> tuple
     store.add_event(EventRow(kind="resize", cluster=name, message=f"{plan.before} -> {plan.after} nodes",
                              data={"removed": list(plan.remove), "forced": list(plan.busy)}))
     return resized, plan
-
-
-def _natural(name: str) -> list[object]:
-    import re
-    return [int(p) if p.isdigit() else p for p in re.split(r"(\d+)", name)]

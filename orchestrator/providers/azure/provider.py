@@ -282,7 +282,8 @@ class AzureProvider(ProviderBase):
         reported, never deleted (azure/teardown.py)."""
         return sweep(self.clients, dry_run=request.dry_run, known_clusters=request.known, now=request.now,
                      subscription_id=request.account, arm_endpoint=request.endpoint,
-                     all_owners=request.all_owners, only=request.only, principal=request.principal)
+                     all_owners=request.all_owners, only=request.only,
+                     principal=request.principal or self.opts.owner)
 
     def report_unhealthy(self, cluster: Cluster, reasons: Mapping[str, str]) -> list[HostReport]:
         """Report each drained node to Azure Guest Health Reporting (azure/guest_health.py, with

@@ -144,9 +144,10 @@ class ThrottleBudgetSpent(AzureErrorMixin, ProvisionError):
 
 def classify(status: int | None, code: str, message: str = "", details: tuple[str, ...] = ()) -> ArmErrorClass:
     """The error class of an ARM answer: HTTP status first (404 gone, 429 throttled, 5xx
-    transient, 409 a conflict unless the code says quota or SKU), then the code."""
+    transient, 409 a conflict unless the code says quota or SKU), then the code. A 404 is gone
+    unless its code names the subscription itself (SCOPE_MISSING_CODES)."""
     if status == 404:
-        return ArmErrorClass.NOT_FOUND
+        return ArmErrorClass.NO_SUBSCRIPTION if code in SCOPE_MISSING_CODES else ArmErrorClass.NOT_FOUND
     if status == 429:
         return ArmErrorClass.THROTTLED
     if status is not None and status >= 500:
