@@ -206,29 +206,57 @@ def test_a_failed_up_keeps_its_sku_nodes_and_price(fake, wired, azbench_home):
 
 
 # ---------------------------------------------------------------- point 1: the loser of a race
+def _winner(fake) -> None:
+    """The other `up` of the same name (another principal) creates the group."""
+    other = AzureClients(credential=StubCredential(oid="00000000-0000-4000-8000-0000000000ff"),
+                         subscription_id=SUB, base_url=fake.base_url,
+                         per_call_policies=[allow_plain_http_policy()], polling_interval=0.01)
+    other.resources.resource_groups.create_or_update(
+        "azbench-dup", {"location": "eastus", "tags": {"azbench-cluster": "dup", "azbench-owner": "winner"}})
+
+
+def _lose(store, fake) -> str:
+    with pytest.raises(LostRaceError) as err:
+        lifecycle.up(spec_for("dup"), store)
+    text = str(err.value)
+    assert "another `azbench up` of the same cluster created it" in text and "\n" not in text
+    assert "azbench down" not in text.replace("never `down`", "")  # no hint to delete the winner's
+    assert store.get_cluster("dup") is None  # this home keeps no record pointing at the winner's
+    assert [e.kind for e in store.list_events(cluster="dup")] == ["up_failed"]
+    return text
+
+
 def test_the_loser_of_an_up_race_stops_and_points_at_nothing(fake, wired, azbench_home, monkeypatch):
+    """The group appears while preflight runs: the read just before the PUT sees it, and this
+    `up` writes nothing (the winner's tags stay as they are)."""
     from orchestrator.providers.azure import up as up_module
     real = up_module.UpRun._preflight
 
-    def winner_first(self, region):  # the other `up` creates the group after this one read it absent
+    def winner_first(self, region):
         found = real(self, region)
-        other = AzureClients(credential=StubCredential(oid="00000000-0000-4000-8000-0000000000ff"),
-                             subscription_id=SUB, base_url=fake.base_url,
-                             per_call_policies=[allow_plain_http_policy()], polling_interval=0.01)
-        other.resources.resource_groups.create_or_update(
-            "azbench-dup", {"location": "eastus", "tags": {"azbench-cluster": "dup", "azbench-owner": "winner"}})
+        _winner(fake)
         return found
     monkeypatch.setattr(up_module.UpRun, "_preflight", winner_first)
     with Store.open() as store:
-        with pytest.raises(LostRaceError) as err:
-            lifecycle.up(spec_for("dup"), store)
-        text = str(err.value)
-        assert "another `azbench up` of the same cluster created it" in text and "\n" not in text
-        assert "azbench down" not in text.replace("never `down`", "")  # no hint to delete the winner's
-        assert store.get_cluster("dup").state == ClusterState.PROVISIONING  # not FAILED: nothing is ours
-        assert [e.kind for e in store.list_events(cluster="dup")] == ["up_failed"]
-    puts = [e.path.rsplit("/", 1)[-1] for e in fake.log if e.method == "PUT"]
-    assert puts == ["azbench-dup", "azbench-dup"]  # the winner's, then this run's one PUT: nothing after
+        _lose(store, fake)
+    assert [e.path.rsplit("/", 1)[-1] for e in fake.log if e.method == "PUT"] == ["azbench-dup"]  # the winner's
+    group = fake.resources[f"/subscriptions/{SUB}/resourcegroups/azbench-dup"]
+    assert group["tags"]["azbench-owner"] == "winner"
+
+
+def test_a_race_lost_between_the_last_read_and_the_put_is_seen_by_arms_200(fake, wired, azbench_home, monkeypatch):
+    real = fake.handle
+
+    def handle(method, path, body, headers):  # the winner's PUT lands right after this run's HEAD
+        answer = real(method, path, body, headers)
+        if method == "HEAD" and path.lower().split("?")[0].endswith("/resourcegroups/azbench-dup"):
+            _winner(fake)
+        return answer
+    monkeypatch.setattr(fake, "handle", handle)
+    with Store.open() as store:
+        assert "(ARM answered 200, not 201 Created)" in _lose(store, fake)
+    puts = [(e.path.rsplit("/", 1)[-1], e.status) for e in fake.log if e.method == "PUT"]
+    assert puts == [("azbench-dup", 201), ("azbench-dup", 200)]  # the winner's, then this run's only write
 
 
 # ---------------------------------------------------------------- point 5: GB200 racks of the layout

@@ -387,6 +387,9 @@ class FakeArm:
             key = low.rsplit("/", 1)[0]
             self.deallocated.pop(key, None)
             return 202, self._start_op(key, "action", None), None
+        if method == "HEAD":  # Resource Groups - Check Existence: 204 there, 404 not
+            # (https://learn.microsoft.com/rest/api/resources/resource-groups/check-existence)
+            return (204 if low in self.resources else 404), {}, None
         if method == "GET":
             self._time_passes(low)
             res = self.resources.get(low)

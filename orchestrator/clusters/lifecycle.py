@@ -78,7 +78,8 @@ def up(spec: ClusterSpec, store: Store, on_progress: Callable[[Any], None] | Non
         _unwind(store, spec.name, previous)
         _attempted(store, spec.name, "up", what, exc)
         raise
-    except LostRaceError as exc:  # another `up` made it: nothing here is this run's to record
+    except LostRaceError as exc:  # another `up` made it: this home keeps no record pointing at it
+        _unwind(store, spec.name, previous)
         _attempted(store, spec.name, "up", what, exc)
         raise
     except AzbenchError as exc:

@@ -296,24 +296,34 @@ def wait_gone(clients: AzureClients, group: str, wait_s: float = DELETE_WAIT_S,
 
 def _ensure_group(clients: AzureClients, name: str, body: Callable[[], Any], seen: Observed | None,
                   report: Reporter) -> object:
-    """Create the group this `up` read as absent. ARM answers 201 Created to the request that
-    created it and 200 OK to one that found it there (https://learn.microsoft.com/rest/api/
-    resources/resource-groups/create-or-update, Responses): a 200 here means another client (a
-    concurrent `up` of the same name) created it in between, so this `up` stops (LostRaceError)
-    before writing anything else, and never claims the other's resources."""
+    """Create the group this `up` read as absent. It is read again (HEAD) just before the PUT,
+    and ARM answers the PUT 201 Created to the request that created the group and 200 OK to one
+    that found it there (https://learn.microsoft.com/rest/api/resources/resource-groups/
+    create-or-update, Responses): either way, a group another client (a concurrent `up` of the
+    same name) created in between stops this `up` (LostRaceError) before it writes anything else,
+    and it never claims the other's resources."""
     if seen is not None:
         report.emit("exists", RG, name)
         return seen.model
     report.check()
+    lost = ("another `azbench up` of the same cluster created it", "this one stopped before creating anything")
+    with arm_call(f"check resource group {name}"):
+        # Read again just before the write (HEAD, https://learn.microsoft.com/rest/api/resources/
+        # resource-groups/check-existence: 204 exists, 404 not): preflight took seconds since the
+        # first read, and a PUT of a group someone else made would replace its tags.
+        if clients.resources.resource_groups.check_existence(name):
+            from orchestrator.errors import LostRaceError
+            raise LostRaceError(f"resource group {name} appeared while this `up` ran: {lost[0]}; {lost[1]}",
+                                hint="its resources are the other run's: see `azbench status` once that run ends, "
+                                     "and never `down` them on this run's account")
     with arm_call(f"create resource group {name}"):
         # `cls` (the generated operations' hook for the raw response) returns what it is given.
         status, model = cast(tuple[int, object], clients.resources.resource_groups.create_or_update(
             name, body(), cls=lambda response, model, headers: (response.http_response.status_code, model)))
     if status != 201:
         from orchestrator.errors import LostRaceError
-        raise LostRaceError(f"resource group {name} appeared while this `up` ran: another `azbench up` of the same "
-                            "cluster created it (ARM answered 200, not 201 Created); this one stopped before "
-                            "creating anything else",
+        raise LostRaceError(f"resource group {name} appeared while this `up` ran: {lost[0]} (ARM answered 200, "
+                            f"not 201 Created); this one stopped before creating anything else",
                             hint="its resources are the other run's: see `azbench status` once that run ends, "
                                  "and never `down` them on this run's account")
     report.emit("created", RG, name)
