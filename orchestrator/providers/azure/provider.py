@@ -254,6 +254,10 @@ class AzureProvider(ProviderBase):
         from orchestrator.providers.azure import heal
         from orchestrator.providers.azure.preflight import quota_check
         clients, rg, props = self._clients_for(cluster.name, cluster), _rg(cluster), cluster.properties_as(AzureProps)
+        unit = rack_unit(cluster)
+        if unit > 1 and nodes % unit:  # lifecycle.plan_resize said so already; never a partial rack
+            raise ConfigError(f"resizing '{cluster.name}' to {nodes} nodes would leave a partial NVLink rack "
+                              f"(racks of {unit} VMs)")
         sets = heal.read_sets(clients, rg, props.scale_sets)
         have = sum(len(s.hosts) for s in sets)
         if nodes > have:
