@@ -63,10 +63,11 @@ def main() -> None:
             measure("azure_replace_one_node_requests", replace, node=node,
                     note="read the node's set + delete instances + capacity PATCH + read the set + describe")
         current = provider.describe("azrep") or cluster
-        measure("azure_resize_grow_one_rack_requests", lambda: provider.resize(current, n + 18),
-                note="read sets + quota + capacity PATCH per set grown + read + describe")
+        rack = current.properties.rack_size() or 18  # the layout's own racks (16 at 2,048 VMs)
+        measure("azure_resize_grow_one_rack_requests", lambda: provider.resize(current, n + rack),
+                note="read sets + quota + capacity PATCH per set grown + read + describe", rack_vms=rack)
         current = provider.describe("azrep") or cluster
-        remove = current.node_names[-18:]
+        remove = current.node_names[-rack:]
         measure("azure_resize_shrink_one_rack_requests", lambda: provider.resize(current, n, remove),
                 note="read sets + delete instances per set + describe")
         start = time.perf_counter()

@@ -61,6 +61,14 @@ class CapacityError(ProvisionError):
     kind = "no capacity"
 
 
+class LostRaceError(ProvisionError):
+    """Another `up` of the same cluster created it first (seen by the cloud's answer, e.g. ARM's
+    200 instead of 201 Created for a group this `up` read as absent): this `up` stops before its
+    next write and its leftovers are not its own to delete. Exit 4."""
+
+    kind = "provisioning stopped"
+
+
 class RemoteError(AzbenchError):
     """A host could not be reached or refused us (SSH, host key, timeout). Exit 5."""
 
@@ -124,7 +132,7 @@ EXIT_INTERRUPTED = 130  # 128 + SIGINT
 EXIT_CODES: dict[int, str] = {
     0: "success",
     1: "internal error (a bug: rerun with --debug and report it)",
-    2: "usage or configuration error (bad flag, spec file, unknown name)",
+    2: "usage or configuration error (bad flag, spec file, unknown name, a path you named that cannot be written)",
     3: "preflight failed (quota, SKU availability, missing tools such as Slurm)",
     4: "provisioning failed (cloud or local cluster resources, no capacity)",
     5: "run failed (remote unreachable, wrong host key, launch or benchmark failure)",

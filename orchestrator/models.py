@@ -107,6 +107,16 @@ class Plan(Frozen):
     warnings: list[str] = Field(default_factory=list)
     lifetime: str = Field("", description="how the cluster ends by itself (expiry, scale-down); "
                           "empty when only `azbench down` ends it")
+    max_hours: float | None = Field(None, description="hours until the cluster deletes itself at the latest; "
+                                    "None when nothing but `azbench down` (or sweep) ends it")
+
+    @property
+    def worst_case_usd(self) -> float | None:
+        """The list-price cost if it runs until it deletes itself: cost per hour x max_hours
+        (None when either is unknown)."""
+        if self.cost_per_hour_usd is None or self.max_hours is None:
+            return None
+        return round(self.cost_per_hour_usd * self.max_hours, 2)
 
 
 class ClusterState(StrEnum):
@@ -116,6 +126,7 @@ class ClusterState(StrEnum):
     PROVISIONING = "provisioning"
     READY = "ready"
     FAILED = "failed"
+    DELETING = "deleting"  # the cloud is deleting it (`status` read so: another `down`, its expiry agent)
     TERMINATED = "terminated"
 
 
@@ -154,10 +165,11 @@ def _moves(table: dict[str, str]) -> dict[str, frozenset[str]]:
 # store refuses any other change (store.database), so a bug that skips a step, or revives a
 # finished run, fails loudly instead of recording what did not happen.
 CLUSTER_MOVES = _moves({
-    "provisioning": "ready failed terminated",
-    "ready": "provisioning failed terminated",  # provisioning again: a rerun of `up`
-    "failed": "provisioning ready terminated",
-    "terminated": "provisioning",  # the same name brought up again
+    "provisioning": "ready failed deleting terminated",
+    "ready": "provisioning failed deleting terminated",  # provisioning again: a rerun of `up`
+    "failed": "provisioning ready deleting terminated",
+    "deleting": "failed terminated",  # failed: the cloud's delete stopped part way
+    "terminated": "provisioning",  # the same name brought up (or adopted) again
 })
 RUN_MOVES = _moves({
     "pending": "queued health_check submitting running failed cancelled",
@@ -217,6 +229,11 @@ class ProviderProps(Frozen):
     def is_spot(self) -> bool:
         """Whether the cluster's nodes are spot (evictable) capacity."""
         return False
+
+    def rack_size(self) -> int | None:
+        """The VMs per NVLink rack the cluster was laid out with (GB200: 18, or 16 as Azure's
+        record run; `resize` keeps whole racks of it), or None where the record does not say."""
+        return None
 
 
 P = TypeVar("P", bound=ProviderProps)

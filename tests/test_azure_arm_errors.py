@@ -174,3 +174,54 @@ def test_a_poll_that_fails_with_5xx_resumes_the_operation_from_its_token(tmp_pat
     assert ops.calls == [({"x": 1}, None), (None, "token-1")]  # one PUT, then a resume
     assert [e.action for e in events] == ["creating", "resumed", "created"]
     assert tokens.get("Microsoft.Network/networkSecurityGroups/nsg") is None  # it ended: dropped
+
+
+# ---------------------------------------------------------------- issue 32, point 13
+def test_a_scope_lock_says_so_and_a_group_being_deleted_is_its_own_class():
+    assert classify(409, "ScopeLocked") == ArmErrorClass.LOCKED
+    assert classify(409, "ResourceGroupBeingDeleted") == ArmErrorClass.DELETING
+    assert classify(403, "AuthorizationFailed") == ArmErrorClass.DENIED
+    assert classify(404, "SubscriptionNotFound") == ArmErrorClass.NO_SUBSCRIPTION  # not "gone"
+    assert classify(404, "ResourceGroupNotFound") == ArmErrorClass.NOT_FOUND
+    from orchestrator.providers.azure_shared.errors import HINTS
+    assert "management lock" in HINTS[ArmErrorClass.LOCKED] and "wait" not in HINTS[ArmErrorClass.LOCKED]
+
+
+def test_an_unknown_subscription_is_a_config_error_with_no_write(fake, azbench_home):
+    from orchestrator.errors import ConfigError
+    from orchestrator.providers.azure.clients import AzureClients
+    from testsupport.fake_arm import StubCredential, allow_plain_http_policy, arm_writes
+    other = AzureClients(credential=StubCredential(), subscription_id="11111111-2222-3333-4444-555555555555",
+                         base_url=fake.base_url, per_call_policies=[allow_plain_http_policy()],
+                         polling_interval=0.01, retry_backoff_factor=0.01)
+    with pytest.raises(ConfigError, match="SubscriptionNotFound: The subscription '11111111-2222-3333-4444-"
+                                          "555555555555' could not be found") as err:
+        up(other, spec_for())
+    assert err.value.exit_code == 2 and "\n" not in str(err.value)
+    assert arm_writes(fake) == 0
+
+
+def test_a_rerun_after_a_kill_reads_the_resource_before_any_sleep(fake, clients, azbench_home, monkeypatch):
+    """Issue 32, point 13: the rerun of a killed `up` that has no continuation token (the kill
+    came between PUT and saving it) read the resource only after one polling interval (30 s by
+    default). Now the first read comes at once."""
+    from orchestrator.providers.azure import lro
+    slept: list[float] = []
+    monkeypatch.setattr(lro.time, "sleep", lambda s: slept.append(s))
+    up(clients, spec_for(nodes=1))
+    clients.polling_interval = 30.0
+    key = next(k for k in fake.resources if k.endswith("/virtualmachinescalesets/h100t-gpu-00"))
+    fake.resources[key]["properties"]["provisioningState"] = "Creating"  # as the killed run left it
+    real, reads = fake.handle, []
+
+    def handle(method, path, body, headers):  # ARM finishes it after the rerun's first read
+        if method == "GET" and path.lower().split("?")[0] == key:
+            if reads:
+                fake.resources[key]["properties"]["provisioningState"] = "Succeeded"
+            reads.append(1)
+        return real(method, path, body, headers)
+    monkeypatch.setattr(fake, "handle", handle)
+    events = []
+    up(clients, spec_for(nodes=1), progress=events.append)
+    assert ("waiting", "h100t-gpu-00") in [(e.action, e.name) for e in events]
+    assert 30.0 not in slept and len(reads) == 2  # observed Creating, then found done at once

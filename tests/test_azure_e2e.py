@@ -166,7 +166,7 @@ def test_up_heal_run_resize_status_down_on_emulated_vms(booting_fake, tmp_path):
     assert new in status.out and bad not in status.out and "idle" in status.out
 
     # -- resize 3 -> 4: the next instance id, a FUTURE slot that turns idle.
-    grow = timed("resize 4", "resize", "reh", "--nodes", "4", "--json")
+    grow = timed("resize 4", "resize", "reh", "--nodes", "4", "--yes", "--json")
     assert grow.code == 0, grow.err
     four = _instances(fake)
     assert json.loads(grow.out)["after"] == 4 and len(four) == 4 and f"{SET}-000004" in four
@@ -189,7 +189,7 @@ def test_up_heal_run_resize_status_down_on_emulated_vms(booting_fake, tmp_path):
     assert len(two) == 2 and len(removed) == 2 and not set(removed) & set(two)
     assert sorted(_sinfo(fake)) == two and set(_sinfo(fake).values()) == {"idle"}
 
-    down = timed("down", "down", "reh")
+    down = timed("down", "down", "reh", "--yes")  # issue 32: down asks on azure
     assert down.code == 0, down.err
     assert fake.fabric.vms == {}
     assert [k for k in fake.resources if "/providers/" in k or k.endswith("azbench-reh")] == []

@@ -83,7 +83,10 @@ def test_a_second_home_sweeps_without_touching_the_first_homes_clusters(tls_arm,
     fake.retry_after = "1"  # the CLI's pollers: as ARM asks
     before = writes(fake)
     plain = azbench("sweep", home=other, env=env)
-    assert (plain.code, plain.out) == (0, "nothing to sweep\n"), plain.err
+    # Issue 32, point 13: plain sweep names another owner's expired cluster (and deletes nothing).
+    assert plain.code == 0, plain.err
+    assert plain.out.startswith("skipped stale: expired at ") and "another owner's: --all-owners deletes it" in plain.out
+    assert plain.out.count("\n") == 1 and "alive" not in plain.out
     asked = azbench("sweep", "--all-owners", home=other, env=env)  # no terminal, no --yes
     assert asked.code == 2 and "pass --yes" in one_line_error(asked)
     assert asked.out.startswith("will delete stale: expired at ") and "owner principal " in asked.out
@@ -95,7 +98,7 @@ def test_a_second_home_sweeps_without_touching_the_first_homes_clusters(tls_arm,
     assert clusters_in(fake) == {"alive"}  # the first home's live cluster is untouched
 
 
-def test_sweep_of_the_owners_home_deletes_its_unrecorded_and_expired_clusters(fake, clients, tmp_path,
+def test_sweep_of_the_owners_home_deletes_its_expired_clusters(fake, clients, tmp_path,
                                                                              monkeypatch):
     monkeypatch.setenv("AZBENCH_HOME", str(tmp_path / "a"))
     up(clients, "stale", days_ago=3)
@@ -104,9 +107,9 @@ def test_sweep_of_the_owners_home_deletes_its_unrecorded_and_expired_clusters(fa
     up(clients, "theirs", days_ago=3)
     monkeypatch.setenv("AZBENCH_HOME", str(tmp_path / "a"))
     found = sweep(clients, dry_run=True, known_clusters={"kept"})
-    assert [(i.cluster, i.mine) for i in found] == [("stale", True)]
+    assert [(i.cluster, i.mine, i.action) for i in found] == [("stale", True, "delete"), ("theirs", False, "skipped")]
     found = sweep(clients, dry_run=True, known_clusters={"kept"}, all_owners=True)
-    assert [(i.cluster, i.mine) for i in found] == [("stale", True), ("theirs", False)]
+    assert [(i.cluster, i.mine, i.action) for i in found] == [("stale", True, "delete"), ("theirs", False, "delete")]
     assert sweep(clients, dry_run=False, known_clusters={"kept"}, only={"theirs"}, all_owners=True)[0].deleted
     assert clusters_in(fake) == {"stale", "kept"}
 
@@ -121,11 +124,76 @@ def test_down_of_another_owners_cluster_needs_force(tls_arm, tls_clients, tmp_pa
         store.save_cluster(cluster, spec_for("shared").model_dump_json())
     fake.retry_after = "1"
     before = writes(fake)
-    refused = azbench("down", "shared", home=home, env=env)
+    refused = azbench("down", "shared", "--yes", home=home, env=env)
     assert refused.code == 2
     line = one_line_error(refused)
     assert "belongs to another owner (principal 11111111-2222-3333-4444-555555555555" in line
     assert "--force" in line and writes(fake) == before
-    forced = azbench("down", "shared", "--force", home=home, env=env)
+    forced = azbench("down", "shared", "--force", "--yes", home=home, env=env)
     assert forced.code == 0, forced.err
     assert clusters_in(fake) == set()
+
+
+def test_a_home_that_lost_its_store_sweeps_and_the_live_cluster_survives(tls_arm, tls_clients, tmp_path,
+                                                                         monkeypatch):
+    """Issue 32, point 1: azbench.db is gone but the installation id was kept (a restored backup,
+    a copied home). `sweep --yes` deletes the expired cluster only; the live one is listed with
+    the way to adopt it, and `adopt` rebuilds its record from ARM."""
+    fake, env = tls_arm
+    home = tmp_path / "a"
+    monkeypatch.setenv("AZBENCH_HOME", str(home))
+    up(tls_clients, "alive")
+    up(tls_clients, "stale", days_ago=3)
+    assert not (home / "azbench.db").exists()  # the clusters were made in-process: no record here
+    fake.retry_after = "1"
+    done = azbench("sweep", "--yes", home=home, env=env)
+    assert done.code == 0, done.err
+    lines = done.out.splitlines()
+    assert lines[0].startswith("kept alive: live (expires ") and \
+        "not in this home: adopt it with `azbench adopt alive` or leave it" in lines[0]
+    assert lines[1].startswith("will delete stale: expired at ") and lines[-1] == "deleted stale"
+    assert clusters_in(fake) == {"alive"}
+    adopted = azbench("adopt", "alive", home=home, env=env)
+    assert adopted.code == 0, adopted.err
+    assert adopted.out.startswith("cluster 'alive' adopted: 1 x Standard_ND96isr_H100_v5 (azure), ready")
+    status = azbench("status", home=home, env=env)
+    assert "alive" in status.out and "ready" in status.out
+
+
+def test_two_principals_on_one_subscription(fake, tmp_path, monkeypatch):
+    """Issue 32, point 9: ownership by the `oid` of each principal's own token (no `owner=`
+    stand-in): the fake's tokens carry oid and tid as Entra's do. Same home, two principals."""
+    from orchestrator.providers.azure.owner import principal_of
+    from testsupport.fake_arm import allow_plain_http_policy
+
+    def clients_as(oid: str) -> AzureClients:
+        return AzureClients(credential=StubCredential(oid=oid), subscription_id=SUB, base_url=fake.base_url,
+                            per_call_policies=[allow_plain_http_policy()], polling_interval=0.01,
+                            retry_backoff_factor=0.01)
+    alice_oid, bob_oid = "00000000-0000-4000-8000-0000000a11ce", "00000000-0000-4000-8000-000000000b0b"
+    alice, bob = clients_as(alice_oid), clients_as(bob_oid)
+    token = alice.credential.get_token("x").token
+    assert principal_of(token) == alice_oid
+    import base64
+    import json
+    claims = json.loads(base64.urlsafe_b64decode(token.split(".")[1] + "=="))
+    assert claims["tid"] == StubCredential.tid
+    monkeypatch.setenv("AZBENCH_HOME", str(tmp_path / "shared-home"))
+    mine = up(alice, "alices")
+    up(alice, "alices-old", days_ago=3)
+    assert {r["tags"]["azbench-owner"] for r in fake.resources.values() if r.get("tags")} == {alice_oid}
+    # Bob, in the same home: Alice's clusters are not his, live or expired.
+    found = sweep(bob, dry_run=True, known_clusters=set())
+    assert [(i.cluster, i.mine, i.action) for i in found] == [("alices-old", False, "skipped")]
+    assert found[0].owner.startswith(f"principal {alice_oid}")
+    assert AzureProvider(bob).foreign_owner(mine) == f"principal {alice_oid}, installation " + \
+        (tmp_path / "shared-home" / "installation-id").read_text().strip()
+    assert AzureProvider(alice).foreign_owner(mine) is None
+    before = writes(fake)
+    with pytest.raises(NotOwnerError, match=f"belongs to another owner \\(principal {alice_oid}"):
+        up(bob, "alices")
+    assert writes(fake) == before
+    # Alice's own sweep deletes her expired cluster and reports nothing of Bob's.
+    done = sweep(alice, dry_run=False, known_clusters={"alices"})
+    assert [(i.cluster, i.action) for i in done] == [("alices-old", "deleted")]
+    assert clusters_in(fake) == {"alices"}

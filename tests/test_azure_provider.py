@@ -77,8 +77,8 @@ def test_up_creates_the_cluster_with_ib_ready_properties(fake, clients, azbench_
                                                         "sku": "2204", "version": "latest"}
     assert prof["osProfile"]["linuxConfiguration"]["disablePasswordAuthentication"] is True
     for res in fake.resources.values():
-        if res["type"] == "Microsoft.Authorization/roleAssignments":
-            continue  # not taggable; it lives and dies with the resource group (tests/test_expiry.py)
+        if res["type"].startswith("Microsoft.Authorization/"):
+            continue  # role assignment and definition: not taggable (tests/test_expiry.py)
         assert {"azbench-cluster": "h100t", "azbench-owner": "tester"}.items() <= res["tags"].items()
         assert "azbench-expires" in res["tags"]
     rules = fake.of_type("networkSecurityGroups")["h100t-nsg"]["properties"]["securityRules"]
@@ -108,7 +108,10 @@ def test_dry_run_plan_is_exactly_what_up_created(fake, clients, azbench_home):
     plan = p.plan(spec)
     p.up(spec, plan)
     planned = sorted((r.kind.lower(), r.name, r.count) for r in plan.resources)
-    held = sorted((r["type"].lower(), r["name"], r.get("sku", {}).get("capacity", 1)) for r in fake.resources.values())
+    # A role definition is planned by its role name (its GUID is derived from the subscription at up).
+    held = sorted((r["type"].lower(), r["properties"]["roleName"].replace(SUB, "<subscription>")
+                   if r["type"].endswith("roleDefinitions") else r["name"], r.get("sku", {}).get("capacity", 1))
+                  for r in fake.resources.values())
     assert planned == held
 
 
@@ -150,7 +153,8 @@ def test_crash_mid_up_then_rerun_resumes_without_duplicates(fake, clients, azben
     up(clients, spec_for(), progress=events.append)
     assert ("resumed", "h100t-gpu-00") in [(e.action, e.name) for e in events]
     assert set(puts_per_path(fake).values()) == {1}
-    assert all(r["properties"]["provisioningState"] == "Succeeded" for r in fake.resources.values())
+    assert all(r["properties"]["provisioningState"] == "Succeeded" for r in fake.resources.values()
+               if not r["type"].endswith("roleDefinitions"))  # a role definition has no provisioning state
     assert not (azbench_home / "clusters/h100t/azure-lro.json").read_text().count("gpu")
 
 
@@ -219,7 +223,7 @@ def test_allocation_failure_in_every_zone_moves_to_the_fallback_region(fake, cli
     _, cluster = up(clients, spec_for(fallback_regions=["westus3"]))
     assert cluster.region == "westus3"
     assert {r.get("location") for k, r in fake.resources.items()
-            if "/providers/" in k and "roleassignments" not in k} == {"westus3"}
+            if "/providers/" in k and "microsoft.authorization" not in k} == {"westus3"}
     assert set(puts_per_path(fake)) and fake.count("DELETE", "virtualNetworks/h100t-vnet") == 1
 
 
@@ -281,28 +285,36 @@ def test_preflight_rejects_sizes_not_offered_or_restricted(fake, clients, azbenc
 
 def test_a_foreign_resource_group_is_never_adopted(fake, clients, azbench_home):
     clients.resources.resource_groups.create_or_update("azbench-h100t", {"location": "eastus"})
-    with pytest.raises(ProvisionError, match="not created by azbench"):
+    with pytest.raises(ConfigError, match="not created by azbench") as err:  # issue 32: exit 2, not 4
         up(clients, spec_for())
+    assert err.value.exit_code == 2
     assert fake.count("PUT") == 1
 
 
 # ---------------------------------------------------------------- sweep, ingress, config
-def test_sweep_finds_expired_and_unrecorded_clusters(fake, clients, azbench_home):
+def test_sweep_deletes_expired_clusters_and_only_reports_unrecorded_live_ones(fake, clients, azbench_home):
+    """Issue 32, point 1: the expiry tag decides. A live cluster of the caller's that this home
+    has no record of (a lost store) is reported with the way to adopt it, never deleted."""
     past = AzureProvider(clients, owner="tester")
     past.opts.now = lambda: datetime.now(timezone.utc) - timedelta(days=3)
     s_old = spec_for("old", nodes=1)
     past.up(s_old, past.plan(s_old))
     up(clients, spec_for("live", nodes=1))
     me = {"principal": "tester"}  # the owner both were made by (and this home's installation)
-    assert [(i.cluster, i.deleted, i.mine) for i in sweep(clients, dry_run=True, **me)] == [("old", False, True)]
-    assert [i.cluster for i in sweep(clients, dry_run=True, known_clusters={"old"}, **me)] == ["live", "old"]
+    assert [(i.cluster, i.deleted, i.mine, i.action) for i in sweep(clients, dry_run=True, **me)] == \
+        [("old", False, True, "delete")]
+    found = sweep(clients, dry_run=True, known_clusters={"old"}, **me)
+    assert [(i.cluster, i.action) for i in found] == [("live", "kept"), ("old", "delete")]
+    assert found[0].reason.startswith("live (expires ") and \
+        found[0].reason.endswith("not in this home: adopt it with `azbench adopt live` or leave it")
     found = sweep(clients, dry_run=True, known_clusters={"old", "live"}, **me)
     assert [i.reason.split()[0] for i in found] == ["expired"]
-    assert sweep(clients, dry_run=True, known_clusters=set(), **me)[0].reason == "no azbench record of this cluster"
-    done = sweep(clients, dry_run=False, known_clusters={"live"}, **me)
-    assert [(i.cluster, i.deleted) for i in done] == [("old", True)]
+    done = sweep(clients, dry_run=False, known_clusters=set(), **me)  # a home that lost its store
+    assert [(i.cluster, i.action, i.deleted) for i in done] == [("live", "kept", False), ("old", "deleted", True)]
     assert {r["tags"]["azbench-cluster"] for r in fake.resources.values() if "tags" in r} == {"live"}
-    assert {k.split("/")[4] for k in fake.resources} == {"azbench-live"}  # role assignments too
+    # old's role assignment went with its group, its custom role with `delete_cluster`
+    assert {k.split("/")[4] for k in fake.resources} == {"azbench-live", "microsoft.authorization"}
+    assert len(fake.of_type("roleDefinitions")) == 1
 
 
 def test_ssh_ingress_is_configured_env_or_looked_up_never_the_internet(monkeypatch):
@@ -402,8 +414,9 @@ def test_custom_data_for_2048_gb200_vms_fits_azure_limit():
     text = ci.head_cloud_init("big", lookup("gb200"), sets, "10.40.0.4", "10.40.0.0/16", FIXED, expiry=agent)
     packed = base64.b64decode(ci.custom_data(text, "head"))
     assert text.count("State=UNKNOWN") == 2048 and len(packed) <= ci.MAX_CUSTOM_DATA
-    # Spare slots for replacement and resize: whole NVL72 racks per set, plus one (3 for 96 VMs, 2 for 32).
-    assert text.count("State=FUTURE") == 21 * 54 + 36
+    # Spare slots for replacement and resize: whole racks of the layout's own 16 VMs per set (issue 32:
+    # a resize grows by those), plus one (3 racks for 96 VMs, 2 for 32).
+    assert text.count("State=FUTURE") == 21 * 48 + 32
 
 
 def test_cli_progress_callback_reaches_the_azure_provider():

@@ -27,8 +27,9 @@ from orchestrator.hardware.catalog import lookup
 from orchestrator.providers.azure import cloudinit as ci
 from orchestrator.providers.azure.provider import AzureProvider
 from orchestrator.providers.azure.expiry import CONTRIBUTOR_ROLE, agent_context, move_expiry
+from orchestrator.providers.azure.roles import EXPIRY_ACTIONS, role_definition_guid
 from orchestrator.specs.cluster import ClusterSpec
-from orchestrator.errors import ProvisionError
+from orchestrator.errors import AzbenchError, ProvisionError
 from orchestrator.models import ScaleSetPlan
 from orchestrator.paths import templates_dir
 from testsupport.fake_arm import SUB, allow_plain_http_policy
@@ -70,6 +71,13 @@ def role_assignments(fake) -> list[tuple[str, dict]]:
     return [(k, r) for k, r in fake.resources.items() if "/roleassignments/" in k]
 
 
+def role_definitions(fake) -> dict[str, dict]:
+    return fake.of_type("roleDefinitions")
+
+
+OWNER_ROLE = "8e3af657-a8ff-443c-a75c-2fe8c4bcb635"
+
+
 @pytest.fixture
 def head(fake, clients, tmp_path, monkeypatch):
     """Cluster 'exp' (6 h, idle 30 min) and the agent as its head would run it: config from the
@@ -96,6 +104,8 @@ def group_exists(fake, rg="azbench-exp") -> bool:
 
 # ---------------------------------------------------------------- identity and role
 def test_up_gives_the_head_an_identity_allowed_on_its_own_group_only(fake, clients, azbench_home):
+    """Issue 32, point 6: the head's role is a custom one that reads and deletes its own group,
+    assignable there only: never Contributor or Owner."""
     up(clients)
     vm = fake.of_type("virtualMachines")["exp-head"]
     assert vm["identity"]["type"] == "SystemAssigned"
@@ -104,11 +114,82 @@ def test_up_gives_the_head_an_identity_allowed_on_its_own_group_only(fake, clien
     props = role["properties"]
     assert props["principalId"] == vm["identity"]["principalId"]
     assert props["principalType"] == "ServicePrincipal"
-    assert props["roleDefinitionId"] == (f"/subscriptions/{SUB}/providers/Microsoft.Authorization/"
-                                         f"roleDefinitions/{CONTRIBUTOR_ROLE}")
+    guid = role_definition_guid(SUB, "azbench-exp")
+    assert props["roleDefinitionId"] == f"/subscriptions/{SUB}/providers/Microsoft.Authorization/roleDefinitions/{guid}"
+    assert not props["roleDefinitionId"].endswith((CONTRIBUTOR_ROLE, OWNER_ROLE))
+    (definition,) = role_definitions(fake).values()
+    dprops = definition["properties"]
+    assert dprops["type"] == "CustomRole" and dprops["roleName"] == f"azbench self-expiry {SUB}/azbench-exp"
+    assert dprops["assignableScopes"] == [f"/subscriptions/{SUB}/resourceGroups/azbench-exp"]
+    assert [a for p in dprops["permissions"] for a in p["actions"]] == list(EXPIRY_ACTIONS)
+    assert all(a.endswith(("/read", "/delete")) for a in EXPIRY_ACTIONS)  # nothing that creates or starts
     before = len(fake.log)
-    up(clients)  # a rerun reads the assignment and sends no PUT
+    up(clients)  # a rerun reads the definition and the assignment and sends no PUT
     assert [e.method for e in fake.log[before:] if e.method != "GET"] == []
+
+
+def test_the_contributor_fallback_is_explicit(fake, clients, azbench_home):
+    up(clients, self_expiry_role="contributor")
+    (_, role), = role_assignments(fake)
+    assert role["properties"]["roleDefinitionId"].endswith(CONTRIBUTOR_ROLE)
+    assert role_definitions(fake) == {}
+
+
+def test_a_caller_who_may_not_define_roles_learns_it_before_any_vm(fake, clients, azbench_home):
+    from testsupport.fake_arm import STUB_OID
+    fake.no_role_writes.add(STUB_OID)  # e.g. a Contributor on the subscription
+    with pytest.raises(AzbenchError, match="AuthorizationFailed") as err:
+        up(clients)
+    assert "azure.self_expiry_role: contributor" in str(err.value) and "\n" not in str(err.value)
+    assert err.value.exit_code == 4
+    assert [e.path.rsplit("/", 1)[-1] for e in fake.log if e.method == "PUT"] == \
+        ["azbench-exp", role_definition_guid(SUB, "azbench-exp")]  # the group, then the role: refused
+    assert fake.of_type("virtualMachines") == {} and fake.of_type("virtualMachineScaleSets") == {}
+
+
+@pytest.mark.parametrize("setup, code", [
+    (lambda fake: setattr(fake, "custom_role_limit", 0), "RoleDefinitionLimitExceeded"),
+    (lambda fake: fake.resources.__setitem__(
+        f"/subscriptions/{SUB}/providers/microsoft.authorization/roledefinitions/someone-elses",
+        {"name": "someone-elses", "type": "Microsoft.Authorization/roleDefinitions",
+         "properties": {"roleName": f"azbench self-expiry {SUB}/azbench-exp", "type": "CustomRole"}}),
+     "RoleDefinitionWithSameNameExists"),
+])
+def test_role_definition_refusals_are_one_line_with_what_to_do(fake, clients, azbench_home, setup, code):
+    setup(fake)
+    with pytest.raises(AzbenchError, match=code) as err:
+        up(clients)
+    assert "\n" not in str(err.value) and ("5000" in str(err.value) or "az role definition delete" in str(err.value))
+    assert fake.of_type("virtualMachines") == {}
+
+
+def test_the_head_identity_cannot_create_anything_in_its_own_group(fake, clients, head):
+    """Root on the head holds the identity's token: with it, ARM lets it read and delete the
+    group, but a PUT of a new VM (billable) in that very group is refused."""
+    from azure.core.exceptions import HttpResponseError
+    _, client, imds = head
+    token = imds.token
+    status, _, body = fake.handle("PUT", f"/subscriptions/{SUB}/resourceGroups/azbench-exp/providers/"
+                                  "Microsoft.Compute/virtualMachines/miner?api-version=2024-07-01",
+                                  json.dumps({"location": "eastus"}).encode(), {"authorization": f"Bearer {token}"})
+    assert status == 403 and body["error"]["code"] == "AuthorizationFailed"
+    assert "Microsoft.Compute/virtualMachines/write" in body["error"]["message"]
+    with pytest.raises(HttpResponseError, match="AuthorizationFailed"):
+        client.resource_groups.create_or_update("azbench-new", {"location": "eastus"})
+
+
+def test_down_after_self_expiry_removes_the_custom_role(fake, clients, head):
+    cfg, client, _ = head
+    assert agent.tick(cfg, client, T0 + timedelta(hours=6), busy=True).action == "delete"
+    assert list(role_definitions(fake)) == [role_definition_guid(SUB, "azbench-exp")]  # outside the group
+    cluster = AzureProvider(clients, owner="tester").describe("exp")
+    assert cluster is None
+    from orchestrator.models import Cluster, ClusterState
+    from orchestrator.providers.azure.props import AzureProps
+    record = Cluster(name="exp", provider="azure", sku="h100", nodes=1, state=ClusterState.READY,
+                     properties=AzureProps(subscription_id=SUB, resource_group="azbench-exp"))
+    AzureProvider(clients, owner="tester").down(record)
+    assert fake.resources == {}
 
 
 def test_self_expiry_off_means_no_identity_no_role_no_agent(fake, clients, azbench_home):
@@ -152,7 +233,8 @@ def test_an_expired_cluster_is_deleted_even_when_busy(fake, head):
     assert agent.tick(cfg, client, T0 + timedelta(hours=5, minutes=59), busy=True).action == "keep"
     decision = agent.tick(cfg, client, T0 + timedelta(hours=6), busy=True)
     assert (decision.action, decision.reason) == ("delete", "expired at 2030-01-01T18:00:00Z")
-    assert not group_exists(fake) and fake.resources == {}  # the role assignment went with the group
+    # The role assignment went with the group; the custom role is the directory's (down removes it).
+    assert not group_exists(fake) and [r["name"] for r in fake.resources.values()] == list(role_definitions(fake))
 
 
 def test_an_idle_cluster_is_deleted_after_idle_minutes(fake, head):
@@ -162,7 +244,7 @@ def test_an_idle_cluster_is_deleted_after_idle_minutes(fake, head):
     assert agent.tick(cfg, client, T0 + timedelta(minutes=49), busy=None).action == "keep"  # squeue failed
     decision = agent.tick(cfg, client, T0 + timedelta(minutes=50), busy=False)
     assert (decision.action, decision.reason) == ("delete", "idle for 30 min (limit 30 min)")
-    assert fake.resources == {}
+    assert [r["name"] for r in fake.resources.values()] == list(role_definitions(fake))
 
 
 def test_extend_moves_the_deadline_the_agent_reads(fake, clients, head):

@@ -91,6 +91,12 @@ INPUTS: dict[str, str | bytes] = {
     "pipe_unknown_recipe.yaml": "name: p\nmatrix: [{recipe: nosuch}]\n",
     "pipe_nodes_huge.yaml": "name: p\nmatrix: [{recipe: smoke, nodes: [1000000]}]\n",
     "file.txt": "a plain file\n",
+    # tag names as Azure documents them (issue 32, point 12)
+    "tag_empty.yaml": CLUSTER + "tags: {'': x}\n",
+    "tag_slash.yaml": CLUSTER + "tags: {a/b: x}\n",
+    "tag_value.yaml": CLUSTER + "tags: {team: " + "v" * 257 + "}\n",
+    "tag_case.yaml": CLUSTER + "tags: {Env: a, env: b}\n",
+    "tag_ours.yaml": CLUSTER + "tags: {azbench-owner: me}\n",
 }
 
 C, NF, U = 2, 2, 2  # config error, not found, usage error: all exit 2 (errors.EXIT_CODES)
@@ -230,6 +236,17 @@ CASES: list[tuple[str, int, str]] = [
     ("up --dry-run --nodes 1 --name BAD_NAME", C, r"--name: String should match pattern"),
     ("up --dry-run --nodes", U, r"usage error: Option '--nodes' requires an argument"),
     ("up --yes --provider azure --sku h100 --nodes 1 --region nowhere", C, r"unknown region 'nowhere'"),
+    ("up --dry-run -f {D}/tag_empty.yaml", C, r"tag_empty.yaml:3: tags: a tag name must not be empty"),
+    ("up --dry-run -f {D}/tag_slash.yaml", C, r"tag_slash.yaml:3: tags: tag name 'a/b' contains / \(Azure refuses"),
+    ("up --dry-run -f {D}/tag_value.yaml", C, r"the value of tag 'team' is 257 characters long \(Azure allows 256\)"),
+    ("up --dry-run -f {D}/tag_case.yaml", C, r"tag names 'Env' and 'env' are the same to Azure"),
+    ("up --dry-run -f {D}/tag_ours.yaml", C, r"tag name 'azbench-owner': the azbench- prefix is azbench's own"),
+    ("up --check --nodes 1", C, r"--check goes with --dry-run"),
+    ("up --dry-run --check --nodes 1", 7, r"cluster 'local' \(local\) cannot check a plan against its cloud"),
+    ("adopt nosuch --provider local", 7, r"cluster 'nosuch' \(local\) cannot be adopted from its cloud's tags"),
+    ("adopt nosuch --arm-endpoint http://management.azure.com", C, r"--arm-endpoint: .* is not an https URL"),
+    ("resize nosuch --nodes 2 --yes", NF, r"no cluster named 'nosuch'"),
+    ("down nosuch --yes", NF, r"no cluster named 'nosuch'"),
     # -- init, report, sweep: paths and URLs
     ("init {D}/missing/dir/cluster.yaml", C, r"cannot write .*cluster.yaml: directory .*dir does not exist"),
     ("init {D}/file.txt", C, r"file.txt exists: pass --force to overwrite it"),
@@ -432,6 +449,68 @@ def test_report_html_into_a_read_only_directory_is_one_line_exit_2(tmp_path, mon
                         r"\S+\.html: Permission denied", line), line
 
 
+def _read_only(real, folder):
+    """Writes under `folder` meet a read-only file system (EROFS: a read-only mount, where even
+    root cannot write), as the OS raises it: no PermissionError subclass."""
+    def write(self, *args, **kwargs):
+        if str(self).startswith(str(folder)):
+            raise OSError(errno.EROFS, "Read-only file system", str(self))
+        return real(self, *args, **kwargs)
+    return write
+
+
+@pytest.mark.parametrize("args", [["init", "{D}/cluster.yaml"], ["report", "--html", "{D}/site"]])
+def test_a_read_only_folder_is_one_line_naming_the_path_exit_2(args, tmp_path, monkeypatch):
+    """Issue 32, point 12: `init` and `report --html` into a read-only folder were 'internal
+    error' (exit 1). Now any OSError about a path the user named is one line with the path."""
+    folder = tmp_path / "ro"
+    folder.mkdir()
+    monkeypatch.setattr(Path, "write_text", _read_only(Path.write_text, folder))
+    monkeypatch.setattr(Path, "write_bytes", _read_only(Path.write_bytes, folder))
+    result = azbench_in_process(*[a.replace("{D}", str(folder)) for a in args], home=tmp_path / "home")
+    [line] = result.err.strip().splitlines()
+    assert result.code == 2 and "internal error" not in line and "Traceback" not in result.err
+    assert re.fullmatch(rf"azbench: config error: (cannot write )?{re.escape(str(folder))}/\S+: Read-only file system",
+                        line), line
+    assert [p for p in folder.rglob("*") if p.is_file()] == []  # nothing half-written
+
+
+def test_an_arm_endpoint_in_the_environment_is_checked_as_an_https_url(tmp_path):
+    for bad, why in (("http://[::1", "is not a URL: Invalid IPv6 URL"), ("http://arm.example", "is not an https URL")):
+        result = azbench_in_process("sweep", "--dry-run", home=tmp_path / "home",
+                                    env={"AZURE_RESOURCE_MANAGER_ENDPOINT": bad,
+                                         "AZURE_SUBSCRIPTION_ID": "00000000-0000-0000-0000-0000000000aa"})
+        [line] = result.err.strip().splitlines()
+        assert result.code == 2, line
+        assert line.startswith(f"azbench: config error: AZURE_RESOURCE_MANAGER_ENDPOINT: arm endpoint '{bad}' {why}")
+
+
+def test_extend_that_azure_refuses_records_no_extend_event(tmp_path):
+    """Issue 32, point 12: `extend` with an invalid subscription failed but recorded `extend`."""
+    from datetime import datetime, timedelta, timezone
+
+    from orchestrator.models import Cluster, ClusterState
+    from orchestrator.providers.azure.props import AzureProps
+    from orchestrator.store.database import Store
+    home = tmp_path / "home"
+    deadline = datetime.now(timezone.utc) + timedelta(hours=3)
+    os.environ["AZBENCH_HOME"], saved = str(home), os.environ.get("AZBENCH_HOME")
+    try:
+        with Store.open() as store:
+            store.save_cluster(Cluster(name="ext", provider="azure", sku="h100", nodes=1, state=ClusterState.READY,
+                                       properties=AzureProps(subscription_id="not-a-guid",
+                                                             resource_group="azbench-ext").with_deadline(deadline)))
+        result = azbench_in_process("extend", "ext", "--hours", "2", home=home)
+        assert result.code == 2 and "is not a subscription id" in result.err
+        with Store.open() as store:
+            assert [e.kind for e in store.list_events(cluster="ext")] == ["extend_failed"]
+    finally:
+        if saved is None:
+            os.environ.pop("AZBENCH_HOME", None)
+        else:
+            os.environ["AZBENCH_HOME"] = saved
+
+
 # -- events after facts --------------------------------------------------------------------------
 
 def test_a_failed_extend_is_recorded_as_attempted_and_a_good_one_after_the_fact(azbench_home, monkeypatch):
@@ -469,7 +548,9 @@ def test_a_failed_extend_is_recorded_as_attempted_and_a_good_one_after_the_fact(
         monkeypatch.setattr(lifecycle, "require_cluster", lambda name, store, **kw: store.get_cluster(name).cluster)
         with pytest.raises(ProvisionError):
             lifecycle.extend("ext", 2, store, now=deadline - timedelta(hours=1))
-        events = [e.message for e in store.list_events(cluster="ext") if e.kind == "extend"]
+        assert [e.kind for e in store.list_events(cluster="ext") if e.kind.startswith("extend")] == \
+            ["extend_failed"]  # issue 32: an `extend` event means ARM accepted the new tag
+        events = [e.message for e in store.list_events(cluster="ext") if e.kind == "extend_failed"]
         assert events == ["expiry 2030-01-01T00:00:00Z -> 2030-01-01T02:00:00Z attempted, "
                           "failed: ARM said 403 AuthorizationFailed"]
         provider.fail = False

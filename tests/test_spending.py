@@ -72,7 +72,8 @@ def test_up_without_yes_and_without_a_terminal_refuses_before_any_request(fake, 
     err = capsys.readouterr().err.strip()
     assert err.startswith("azbench: config error: Create cluster 'spend' (azure in eastus): "
                           "2 x Standard_ND96isr_H100_v5 = 16 GPUs, ~$197.02/h (list price), "
-                          "expires after 6 h or 30 min without a Slurm job?")
+                          "expires after 6 h or 30 min without a Slurm job: at most ~$1,182.12 until it deletes "
+                          "itself (6 h x $197.02/h)?")  # issue 32: the worst case before self-expiry
     assert err.endswith("needs confirmation: pass --yes (stdin is not a terminal)") and "\n" not in err
     assert fake.log == [] and cred.calls == 0
 
@@ -81,7 +82,8 @@ def test_up_with_yes_proceeds_and_creates_the_cluster(fake, wired, capsys, azben
     cred, path = wired
     assert run_cli("up", "-f", str(path), "--yes") == 0
     out, err = capsys.readouterr()
-    assert "creating cluster 'spend' (azure in eastus): 2 x Standard_ND96isr_H100_v5" in out
+    # issue 32: the plan, not "creating" (a preflight refusal may still come)
+    assert "plan: cluster 'spend' (azure in eastus): 2 x Standard_ND96isr_H100_v5" in out and "creating" not in out
     assert "cluster 'spend' up: 2 x Standard_ND96isr_H100_v5" in out
     assert sorted(fake.of_type("virtualMachineScaleSets")) == ["spend-gpu-00"]
     assert cred.calls > 0
@@ -115,7 +117,8 @@ def test_the_real_cli_without_a_terminal_refuses_with_exit_2(fake, azbench_home)
                      home=azbench_home, env=env)
     assert result.code == 2
     line = one_line_error(result)
-    assert "4 x Standard_ND96isr_H100_v5 = 32 GPUs, ~$393.66/h (list price), expires after 24 h?" in line
+    assert ("4 x Standard_ND96isr_H100_v5 = 32 GPUs, ~$393.66/h (list price), expires after 24 h: at most "
+            "~$9,447.84 until it deletes itself (24 h x $393.66/h)?") in line
     assert fake.log == []
 
 

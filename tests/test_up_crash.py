@@ -82,7 +82,7 @@ def test_kill_9_during_up_leaves_a_provisioning_record_that_down_deletes_from(sl
     # down finds the subscription and ARM endpoint in the record, not in the environment
     bare = {k: v for k, v in env_for(fake, "203.0.113.7").items()
             if k not in ("AZURE_SUBSCRIPTION_ID", "AZURE_RESOURCE_MANAGER_ENDPOINT")}
-    down = azbench("down", "killed", home=home, env=bare)
+    down = azbench("down", "killed", "--yes", home=home, env=bare)  # issue 32: down asks on azure
     assert down.code == 0, down.err
     left = [k for k, r in fake.resources.items() if r.get("tags", {}).get("azbench-cluster") == "killed"]
     assert left == []

@@ -5,8 +5,11 @@ public IPs, NICs, VMs and VM scale sets with the Azure-AsyncOperation LRO protoc
 resource and resource-group lists; tags at scope (PATCH merge); resource SKUs, usages and VM
 images; scale-set instances, which `evict()` deletes or deallocates as a spot eviction would, a
 PATCH of the set's capacity adds back (new instance ids, as Azure gives), POST .../delete deletes
-(delete instances: the capacity drops) and POST .../start starts again; role assignments, and system-assigned VM identities whose tokens (testsupport/fake_imds.py) are
-held to the scopes of their role assignments (403 AuthorizationFailed).
+(delete instances: the capacity drops) and POST .../start starts again; role assignments and custom role definitions (`_role_definition`, each code cited), and
+system-assigned VM identities whose tokens (testsupport/fake_imds.py) are held to the actions
+their role assignments grant at their scopes (403 AuthorizationFailed, `_rbac`). A request for a
+subscription the fake does not hold is 404 SubscriptionNotFound; a resource group being deleted
+refuses writes with 409 ResourceGroupBeingDeleted.
 Every request is logged (method, path, status). Failure switches (`Fault`) inject 429 with
 Retry-After, 500, async AllocationFailed/ZonalAllocationFailed, 409 quota OperationNotAllowed and
 409 SkuNotAvailable; `latency_s` delays every answer. Stop it with `stop()`.
@@ -43,8 +46,14 @@ SUB = "00000000-0000-0000-0000-0000000000aa"
 _LRO_TYPES = ("virtualnetworks", "networksecuritygroups", "publicipaddresses", "networkinterfaces",
               "virtualmachines", "virtualmachinescalesets")
 _TAGS_AT_SCOPE = "/providers/microsoft.resources/tags/default"
-# Built-in Contributor and Owner: the roles that let a managed identity act under their scope.
+# Built-in Contributor and Owner: the roles that let a managed identity act under their scope
+# (every action but Microsoft.Authorization's writes, which the fake never lets an identity do).
 DELETE_ROLES = ("b24988ac-6180-42a0-ab88-20f7382dd24c", "8e3af657-a8ff-443c-a75c-2fe8c4bcb635")
+_ROLE_DEFS = "/providers/microsoft.authorization/roledefinitions/"
+_ROLE_ASSIGNMENTS = "/providers/microsoft.authorization/roleassignments/"
+# Azure supports up to 5000 custom roles in a directory
+# (https://learn.microsoft.com/azure/role-based-access-control/troubleshoot-limits).
+CUSTOM_ROLE_LIMIT = 5000
 _TAG_FILTER = re.compile(r"tagName eq '([^']*)'(?: and tagValue eq '([^']*)')?")
 QUOTA_MESSAGE = ("Operation could not be completed as it results in exceeding approved {family} Cores "
                  "quota. Additional details - Deployment Model: Resource Manager, Location: {loc}, "
@@ -53,7 +62,7 @@ QUOTA_MESSAGE = ("Operation could not be completed as it results in exceeding ap
 
 @dataclass
 class Fault:
-    """One failure switch. `kind`: throttle | error500 | quota | sku | allocation | zonal_allocation.
+    """One failure switch. `kind`: throttle | error500 | quota | sku | locked | allocation | zonal_allocation.
 
     Matches requests whose method equals `method` and whose path contains `path_contains`; fires
     `times` times (then is spent). `zone` limits an allocation fault to PUTs for that zone.
@@ -128,6 +137,12 @@ class FakeArm:
         self.deallocated: dict[str, set[int]] = {}
         self._next_instance: dict[str, int] = {}
         self.impacts: dict[str, dict[str, Any]] = {}  # Guest Health Reporting, by impact name
+        # The subscriptions ARM knows: any other is 404 SubscriptionNotFound.
+        self.subscriptions: set[str] = {SUB}
+        # Principals (token `oid`s) without Microsoft.Authorization/roleDefinitions/write (ARM
+        # answers them 403 AuthorizationFailed), and the directory's custom-role limit.
+        self.no_role_writes: set[str] = set()
+        self.custom_role_limit = CUSTOM_ROLE_LIMIT
         self.lock = threading.RLock()
         self._ids = itertools.count(1)
         self._ips = itertools.count(10)
@@ -217,11 +232,43 @@ class FakeArm:
             return self._record(method, path, query, 401, {}, _err("AuthenticationFailed", "no bearer token"))
         if self.latency_s:
             time.sleep(self.latency_s)
+        token = headers["authorization"][len("Bearer "):]
         with self.lock:
-            denied = self._rbac(method, path, headers["authorization"][len("Bearer "):])
+            denied = self._unknown_subscription(path) or self._rbac(method, path, token)
             status, extra, payload = (denied or self._fault(method, path, body)
+                                      or self._deleting_group(method, path)
+                                      or (self._role_definition(method, path, body, token)
+                                          if _ROLE_DEFS in path.lower() else None)
                                       or self._route(method, path, query, body, headers))
         return self._record(method, path, query, status, extra, payload)
+
+    def _unknown_subscription(self, path: str) -> tuple[int, dict[str, str], Any] | None:
+        """404 SubscriptionNotFound for a subscription ARM does not hold: "SubscriptionNotFound:
+        A specified subscription for deployment can't be accessed. It could be the subscription ID
+        is wrong, the user deploying the template doesn't have adequate permissions..."
+        (https://learn.microsoft.com/azure/azure-resource-manager/troubleshooting/common-deployment-errors);
+        the message as ARM words it for a GUID it does not know."""
+        m = re.match(r"/subscriptions/([^/]+)", path, re.I)
+        if m is None or m.group(1).lower() in {s.lower() for s in self.subscriptions}:
+            return None
+        return 404, {}, _err("SubscriptionNotFound", f"The subscription '{m.group(1)}' could not be found.")
+
+    def _deleting_group(self, method: str, path: str) -> tuple[int, dict[str, str], Any] | None:
+        """A write into (or a second delete of) a resource group whose deletion is under way is
+        refused with 409 ResourceGroupBeingDeleted ("Wait for deletion to complete.",
+        https://learn.microsoft.com/azure/azure-resource-manager/troubleshooting/common-deployment-errors).
+        Reads still answer, the group with provisioningState Deleting."""
+        low = path.lower().rstrip("/")
+        if method == "GET" or "/operations/" in low:
+            return None
+        m = re.match(r"(/subscriptions/[^/]+/resourcegroups/[^/]+)", low)
+        group = self.resources.get(m.group(1)) if m else None
+        if group is None or group.get("properties", {}).get("provisioningState") != "Deleting":
+            return None
+        name = group["name"]
+        return 409, {}, _err("ResourceGroupBeingDeleted",
+                             f"The resource group '{name}' is in deprovisioning state and cannot perform this "
+                             "operation.")
 
     def _record(self, method: str, path: str, query: dict[str, list[str]], status: int,
                 extra: dict[str, str], payload: Any) -> tuple[int, dict[str, str], Any]:
@@ -248,19 +295,48 @@ class FakeArm:
         return None
 
     def _rbac(self, method: str, path: str, token: str) -> tuple[int, dict[str, str], Any] | None:
-        """403 for a managed identity acting outside the scopes of its role assignments."""
+        """403 AuthorizationFailed for a managed identity whose role assignments do not grant the
+        request's action at its scope. The action is the resource type's read, write or delete
+        (`_action`); a role grants what its definition's `actions` list (a built-in Contributor
+        or Owner: everything). Deleting a resource group also needs delete on every resource in it:
+        "To delete a resource group, you need access to the delete action for the
+        Microsoft.Resources/subscriptions/resourceGroups resource. You also need delete for all
+        resources in the resource group." (https://learn.microsoft.com/azure/azure-resource-manager/
+        management/delete-resource-group, "Required access and deletion failures"). The message is
+        ARM's AuthorizationFailed wording (https://learn.microsoft.com/azure/role-based-access-control/
+        troubleshooting)."""
         principal = self.principals.get(token)
         low = path.lower().rstrip("/")
         if principal is None or "/operations/" in low:
             return None
-        marker = "/providers/microsoft.authorization/roleassignments/"
-        scopes = [k.split(marker)[0] for k, r in self.resources.items() if marker in k
-                  and r.get("properties", {}).get("principalId") == principal
-                  and r["properties"].get("roleDefinitionId", "").lower().endswith(tuple(DELETE_ROLES))]
-        if any(low == scope or low.startswith(scope + "/") for scope in scopes):
-            return None
-        return 403, {}, _err("AuthorizationFailed", f"The client with object id '{principal}' does not have "
-                             f"authorization to perform action '{method}' over scope '{path}'.")
+        needed = [(low, _action(method, path))]
+        if method == "DELETE" and re.fullmatch(r"/subscriptions/[^/]+/resourcegroups/[^/]+", low):
+            needed += [(k, _action("DELETE", r.get("id") or k)) for k, r in self.resources.items()
+                       if k.startswith(low + "/providers/") and _ROLE_ASSIGNMENTS not in k]
+        for where, action in needed:
+            if not self._granted(principal, where, action):
+                return 403, {}, _err("AuthorizationFailed", (
+                    f"The client '{principal}' with object id '{principal}' does not have authorization to "
+                    f"perform action '{action}' over scope '{path}' or the scope is invalid."))
+        return None
+
+    def _granted(self, principal: str, target: str, action: str) -> bool:
+        for key, res in self.resources.items():
+            props = res.get("properties", {})
+            if _ROLE_ASSIGNMENTS not in key or props.get("principalId") != principal:
+                continue
+            scope = key.split(_ROLE_ASSIGNMENTS)[0]
+            if not (target == scope or target.startswith(scope + "/")):
+                continue
+            role = props.get("roleDefinitionId", "").lower()
+            if role.endswith(DELETE_ROLES) and not action.lower().startswith("microsoft.authorization/"):
+                return True
+            definition = self.resources.get(_role_def_key(role))
+            actions = [a for p in (definition or {}).get("properties", {}).get("permissions", [])
+                       for a in p.get("actions", [])]
+            if any(_matches(pattern, action) for pattern in actions):
+                return True
+        return False
 
     def _tags_at_scope(self, method: str, low: str, path: str, body: bytes) -> tuple[int, dict[str, str], Any]:
         target = self.resources.get(low[: -len(_TAGS_AT_SCOPE)])
@@ -311,12 +387,80 @@ class FakeArm:
             key = low.rsplit("/", 1)[0]
             self.deallocated.pop(key, None)
             return 202, self._start_op(key, "action", None), None
+        if method == "HEAD":  # Resource Groups - Check Existence: 204 there, 404 not
+            # (https://learn.microsoft.com/rest/api/resources/resource-groups/check-existence)
+            return (204 if low in self.resources else 404), {}, None
         if method == "GET":
+            self._time_passes(low)
             res = self.resources.get(low)
             return (200, {}, res) if res else (404, {}, self._missing(low))
         if method == "DELETE":
             return self._delete(low)
         return 405, {}, _err("MethodNotAllowed", method)
+
+    def _role_definition(self, method: str, path: str, body: bytes, token: str) -> tuple[int, dict[str, str], Any]:
+        """Custom role definitions, as https://learn.microsoft.com/azure/role-based-access-control/
+        custom-roles-rest documents them: PUT {scope}/providers/Microsoft.Authorization/
+        roleDefinitions/{id} ({scope}: the first of assignableScopes) creates or updates; GET and
+        DELETE at any scope name the one definition, whose id is the subscription's
+        (/subscriptions/{sub}/providers/Microsoft.Authorization/roleDefinitions/{id}). Refusals:
+        - the caller lacks Microsoft.Authorization/roleDefinitions/write (a Contributor, say; Owner
+          and User Access Administrator have it, https://learn.microsoft.com/azure/role-based-access-
+          control/custom-roles): 403 AuthorizationFailed (`no_role_writes`, by the token's oid);
+        - a role name (unique in the directory) already taken by another id: 409
+          RoleDefinitionWithSameNameExists, "A custom role with the same name already exists in this
+          directory." (the code and 409 Conflict as Azure/azure-sdk-for-net's authorization tests
+          assert them; the message as Kong's Azure docs quote it);
+        - no assignableScopes: 400 MissingAssignableScopes (the same tests);
+        - more than 5000 custom roles in the directory: RoleDefinitionLimitExceeded, "Role definition
+          limit exceeded. No more role definitions can be created." (troubleshoot-limits; the page
+          names no status: 400 here);
+        - deleting one that role assignments still use: RoleDefinitionHasAssignments, "There are
+          existing role assignments referencing role" (https://learn.microsoft.com/azure/
+          role-based-access-control/troubleshooting; no status named: 409 here).
+        A GET of an absent one is 404 RoleDefinitionDoesNotExist."""
+        low = path.lower().rstrip("/")
+        scope, _, def_id = low.rpartition(_ROLE_DEFS)
+        key = _role_def_key(low)
+        current = self.resources.get(key)
+        if method == "GET":
+            if current is None:
+                return 404, {}, _err("RoleDefinitionDoesNotExist",
+                                     f"The specified role definition with ID '{def_id}' does not exist.")
+            return 200, {}, current
+        if method == "DELETE":
+            if current is None:
+                return 204, {}, None
+            if any(_role_def_key(r.get("properties", {}).get("roleDefinitionId", "")) == key
+                   for k, r in self.resources.items() if _ROLE_ASSIGNMENTS in k):
+                return 409, {}, _err("RoleDefinitionHasAssignments",
+                                     "There are existing role assignments referencing role")
+            return 200, {}, self.resources.pop(key)
+        caller = _claims(token).get("oid", "")
+        if caller in self.no_role_writes or token in self.principals:
+            return 403, {}, _err("AuthorizationFailed", (
+                f"The client '{caller}' with object id '{caller}' does not have authorization to perform "
+                f"action 'Microsoft.Authorization/roleDefinitions/write' over scope '{scope}' or the scope "
+                "is invalid."))
+        doc = json.loads(body or b"{}")
+        props = doc.get("properties") or {}
+        if not props.get("assignableScopes"):
+            return 400, {}, _err("MissingAssignableScopes", "The role definition has no assignable scopes.")
+        name = props.get("roleName", "")
+        if any(r["properties"].get("roleName", "").lower() == name.lower() for k, r in self.resources.items()
+               if _ROLE_DEFS in k and k != key):  # names are unique in the directory
+            return 409, {}, _err("RoleDefinitionWithSameNameExists",
+                                 "A custom role with the same name already exists in this directory.")
+        customs = sum(1 for k in self.resources if _ROLE_DEFS in k)
+        if current is None and customs >= self.custom_role_limit:
+            return 400, {}, _err("RoleDefinitionLimitExceeded",
+                                 "Role definition limit exceeded. No more role definitions can be created.")
+        sub = low.split("/")[2] if low.startswith("/subscriptions/") else SUB
+        doc.update(id=f"/subscriptions/{sub}/providers/Microsoft.Authorization/roleDefinitions/{def_id}",
+                   name=def_id, type="Microsoft.Authorization/roleDefinitions")
+        props["type"] = "CustomRole"
+        self.resources[key] = doc
+        return (200 if current is not None else 201), {}, doc
 
     def _workload_impact(self, path: str, body: bytes) -> tuple[int, dict[str, str], Any]:
         """Guest Health Reporting: PUT /subscriptions/{sub}/providers/Microsoft.Impact/workloadImpacts/
@@ -409,6 +553,19 @@ class FakeArm:
         self.resources[low]["properties"]["provisioningState"] = "Deleting"
         return 202, self._start_op(low, "delete", None), None
 
+    def _time_passes(self, low: str) -> None:
+        """A read of something being deleted counts as a poll of its delete: ARM finishes a
+        deletion whoever polls it, and a client that did not start it (a second `down`) waits
+        by reading the resource until it answers 404 (as ARM does after a delete,
+        https://learn.microsoft.com/azure/azure-resource-manager/management/delete-resource-group,
+        "After deletion")."""
+        res = self.resources.get(low)
+        if res is None or res.get("properties", {}).get("provisioningState") != "Deleting":
+            return
+        for op in list(self.ops.values()):
+            if op.key == low and op.kind == "delete" and not op.done:
+                self._poll_op(op)
+
     def _delete_instances(self, key: str, body: bytes) -> tuple[int, dict[str, str], Any]:
         """VirtualMachineScaleSets - Delete Instances: POST .../virtualMachineScaleSets/{name}/delete
         with {"instanceIds": [...]}, answered 200 or 202 with an async operation
@@ -453,15 +610,21 @@ class FakeArm:
         wait = {"Retry-After": self.retry_after} if self.retry_after is not None else {}
         if frozen:
             return 200, wait, {"status": "InProgress"}
-        if op.polls_left > 0:
-            op.polls_left -= 1
+        if not self._poll_op(op):
             return 200, wait, {"status": "InProgress"}
-        if not op.done:
-            op.done = True
-            self._finish(op)
         if op.error:
             return 200, {}, {"status": "Failed", "error": op.error}
         return 200, {}, {"status": "Succeeded"}
+
+    def _poll_op(self, op: _Op) -> bool:
+        """One poll of `op`: True once it has ended (finished on this poll or before)."""
+        if op.polls_left > 0:
+            op.polls_left -= 1
+            return False
+        if not op.done:
+            op.done = True
+            self._finish(op)
+        return True
 
     def _finish(self, op: _Op) -> None:
         res = self.resources.get(op.key)
@@ -717,6 +880,12 @@ def _fault_response(fault: Fault, path: str) -> tuple[int, dict[str, str], Any]:
         return 500, {}, _err("InternalServerError", "An internal server error occurred.")
     if fault.kind == "quota":
         return 409, {}, _err("OperationNotAllowed", QUOTA_MESSAGE.format(family="standardNDSH100v5Family", loc="eastus"))
+    if fault.kind == "locked":
+        # A CanNotDelete/ReadOnly management lock: 409 ScopeLocked, worded as
+        # https://learn.microsoft.com/azure/azure-resource-manager/troubleshooting/error-lock-resources quotes it.
+        scope = path.split("?")[0]
+        return 409, {}, _err("ScopeLocked", f"The scope '{scope}' cannot perform delete operation because "
+                             f"following scope(s) are locked: '{scope}'. Please remove the lock and try again.")
     if fault.kind == "sku":
         return 409, {}, _err("SkuNotAvailable", "The requested VM size for resource "
                              "'Following SKUs have failed for Capacity Restrictions' is currently not available "
@@ -739,6 +908,47 @@ def _rtype(path: str) -> str:
         return "Microsoft.Resources/resourceGroups"
     segs = path.split("/providers/")[1].split("/")
     return "/".join([segs[0]] + segs[1::2])
+
+
+def _action(method: str, path: str) -> str:
+    """The Azure RBAC action a request performs: the resource type's read, write or delete
+    (https://learn.microsoft.com/azure/role-based-access-control/resource-provider-operations),
+    e.g. Microsoft.Resources/subscriptions/resourceGroups/delete for DELETE of a group."""
+    verb = {"GET": "read", "HEAD": "read", "DELETE": "delete"}.get(method, "write")
+    low = path.lower().rstrip("/")
+    if low.endswith(_TAGS_AT_SCOPE):
+        return f"Microsoft.Resources/tags/{verb}"
+    if "/providers/" not in low:
+        return ("Microsoft.Resources/subscriptions/resourceGroups/" if "/resourcegroups/" in low
+                else "Microsoft.Resources/subscriptions/") + verb
+    rtype = _rtype(path.rstrip("/"))
+    if method == "POST":
+        return f"{rtype}/{low.rsplit('/', 1)[1]}/action"
+    return f"{rtype}/{verb}"
+
+
+def _matches(pattern: str, action: str) -> bool:
+    """An RBAC `actions` entry against an action: case-insensitive, `*` as a wildcard."""
+    return re.fullmatch(re.escape(pattern.lower()).replace(r"\*", ".*"), action.lower()) is not None
+
+
+def _role_def_key(ref: str) -> str:
+    """Where a role definition is kept, whatever scope it was named under: its subscription-level
+    id (/subscriptions/{sub}/providers/microsoft.authorization/roledefinitions/{guid}), lower case.
+    `ref` is a role definition id or a request path naming one."""
+    low = ref.lower().rstrip("/")
+    m = re.match(r"/subscriptions/([^/]+)", low)
+    return f"/subscriptions/{m.group(1) if m else SUB.lower()}{_ROLE_DEFS}{low.rsplit('/', 1)[-1]}"
+
+
+def _claims(token: str) -> dict[str, Any]:
+    parts = token.split(".")
+    if len(parts) != 3:
+        return {}
+    try:
+        return dict(json.loads(base64.urlsafe_b64decode(parts[1] + "=" * (-len(parts[1]) % 4))))
+    except (ValueError, TypeError):
+        return {}
 
 
 def _err(code: str, message: str) -> dict[str, Any]:
@@ -809,17 +1019,21 @@ STUB_OID = "00000000-0000-4000-8000-00000000a11c"
 
 
 class StubCredential:
-    """A token credential that never reaches an identity provider; its tokens carry `oid`
-    (the signed-in principal's object id) as Entra's do."""
+    """A token credential that never reaches an identity provider; its tokens carry `oid` (the
+    signed-in principal's object id) and `tid` (the tenant) as Entra's access tokens do
+    (https://learn.microsoft.com/entra/identity-platform/access-token-claims-reference)."""
 
-    oid = STUB_OID  # a class default: subclasses need not call __init__
+    oid = STUB_OID  # class defaults: subclasses need not call __init__
+    tid = "00000000-0000-0000-0000-0000000000bb"
 
-    def __init__(self, oid: str = STUB_OID) -> None:
+    def __init__(self, oid: str = STUB_OID, tid: str | None = None) -> None:
         self.oid = oid
+        if tid is not None:
+            self.tid = tid
 
     def get_token(self, *scopes: str, **kw: Any) -> Any:
         from azure.core.credentials import AccessToken
-        return AccessToken(unsigned_jwt({"oid": self.oid}), int(time.time()) + 3600)
+        return AccessToken(unsigned_jwt({"oid": self.oid, "tid": self.tid}), int(time.time()) + 3600)
 
 
 def _keys(os_profile: dict[str, Any]) -> list[str]:

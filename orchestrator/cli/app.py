@@ -86,7 +86,7 @@ def init(path: Path = typer.Argument(Path("cluster.yaml"), help="Where to write 
     text = (templates_dir() / "cluster.example.yaml").read_text()
     try:
         write_atomic(path, text)
-    except (PermissionError, IsADirectoryError, NotADirectoryError, FileNotFoundError) as exc:
+    except OSError as exc:  # read-only file system, permissions, a vanished folder...
         raise ConfigError(f"cannot write {path}: {exc.strerror or exc}") from None
     sys.stdout.write(f"wrote {path}\n")
 
@@ -94,21 +94,25 @@ def init(path: Path = typer.Argument(Path("cluster.yaml"), help="Where to write 
 # ---------------------------------------------------------------- up / down / status
 
 def _cluster_spec(file: Optional[Path], **flags: Any) -> ClusterSpec:
+    from orchestrator.clusters.spending import default_name
     from orchestrator.specs.cluster import load_cluster_spec
     if file is None and flags.get("name") is None:
-        flags["name"] = flags.get("provider") or "local"
+        flags["name"] = default_name(flags.get("provider"))
     return load_cluster_spec(file, flags)
 
 
 @app.command()
 def up(
     file: Optional[Path] = typer.Option(None, "--file", "-f", help="Cluster spec YAML (see azbench init)."),
-    name: Optional[str] = typer.Option(None, "--name", help="Cluster name (default: the provider's name)."),
+    name: Optional[str] = typer.Option(None, "--name", help="Cluster name (default: azbench-<user>-<4 hex> on "
+                                                            "providers that cost money, else the provider's name)."),
     provider: Optional[str] = typer.Option(None, "--provider", help="local | ssh | azure | azureml | fake"),
     sku: Optional[str] = typer.Option(None, "--sku", help="VM size or alias: h100, h200, gb200, local."),
     nodes: Optional[int] = typer.Option(None, "--nodes", help="Number of nodes (VMs)."),
     region: Optional[str] = typer.Option(None, "--region", help="Azure region, e.g. eastus."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Show the plan and cost only: no credentials, no changes."),
+    check: bool = typer.Option(False, "--check", help="With --dry-run: sign in and read quota, sizes, zones and "
+                                                      "images (no writes)."),
     yes: bool = typer.Option(False, "--yes", "-y", help="Start spending without asking (required without a terminal)."),
     max_cost: Optional[float] = typer.Option(None, "--max-cost-per-hour", min=0.01, metavar="USD",
                                              help="Refuse a plan whose list-price cost per hour is above this."),
@@ -119,16 +123,27 @@ def up(
     Azure and Azure ML clusters cost money: `up` prints the plan in one line and asks first
     (--yes skips the question; without a terminal it refuses unless --yes is given)."""
     from orchestrator.clusters import lifecycle, spending
+    from orchestrator.errors import ConfigError, PreflightError
     check_number("--max-cost-per-hour", max_cost, 0.01, 1_000_000)
+    if check and not dry_run:
+        raise ConfigError("--check goes with --dry-run (a real `up` checks the same before its first write)")
     spec = _cluster_spec(file, name=name, provider=provider, sku=sku, nodes=nodes, region=region)
     the_plan = lifecycle.plan(spec)
     spending.check_cost_cap(the_plan, spending.cost_cap(spec, max_cost))
     if dry_run:
-        return emit_json(the_plan) if as_json else _render_plan(the_plan)
+        checked, problems = lifecycle.check(spec, the_plan) if check else (None, [])
+        if as_json:
+            emit_json({**the_plan.model_dump(mode="json"), "worst_case_usd": the_plan.worst_case_usd,
+                       **({"checked": checked, "problems": problems} if check else {})})
+        else:
+            _render_plan(the_plan, checked)
+        if problems:
+            raise PreflightError("; ".join(problems), hint="read by --dry-run --check; nothing was created")
+        return None
     if spending.spends_money(spec.provider):
         summary = spending.plan_summary(the_plan, spec)
-        if yes and not as_json:  # stdout: stderr keeps to one line when up then fails
-            sys.stdout.write(f"creating {summary}\n")
+        if yes and not as_json:  # the plan, not a claim that anything started (preflight may refuse it)
+            sys.stdout.write(f"plan: {summary}\n")
             sys.stdout.flush()
         confirm(f"Create {summary}?", yes)
     own = spec.own_section()
@@ -151,11 +166,16 @@ def _step_line(event: Any) -> None:
     sys.stderr.flush()
 
 
-def _render_plan(plan: Any) -> None:
+def _render_plan(plan: Any, checked: list[str] | None = None) -> None:
+    """The plan; its preflight lines say what `up` will check, or (`checked`, --check) what
+    was read."""
+    from orchestrator.clusters.spending import worst_case
     console = make_console()
     cost = f"~${plan.cost_per_hour_usd:,.2f}/h (estimate)" if plan.cost_per_hour_usd is not None else "unknown"
     console.print(f"[bold]Plan for cluster '{plan.cluster}'[/bold] ({plan.provider}, {plan.region or 'this machine'}): "
-                  f"{plan.nodes:,} x {plan.sku} = {plan.total_gpus:,} GPUs, cost {cost}")
+                  f"{plan.nodes:,} x {plan.sku} = {plan.total_gpus:,} GPUs, cost {cost}", markup=True)
+    if plan.lifetime:
+        console.print(f"lifetime: {plan.lifetime}{worst_case(plan)}", markup=False)
     tags = {k: v for r in plan.resources for k, v in r.properties.items() if k.startswith("tag:")}
     console.print(make_table("Resources that would be created", ["kind", "name", "count", "properties"],
                          [[r.kind.removeprefix("Microsoft."), r.name, r.count,
@@ -168,8 +188,11 @@ def _render_plan(plan: Any) -> None:
     console.print(make_table("Scale sets (one InfiniBand fabric each)", ["name", "VMs", "GPUs", "racks", "settings"],
                          [[s.name, s.vms, s.gpus, s.racks if s.racks is not None else "-",
                            _vmss_settings(vmss.get(s.name, {}))] for s in plan.scale_sets]))
-    for check in plan.preflight:
-        console.print(f"preflight: {check}")
+    for line in plan.preflight if checked is None else checked + [p for p in plan.preflight if "(checked" in p]:
+        console.print(f"preflight: {line}", markup=False)
+    if checked is None and plan.preflight:
+        console.print("preflight: the 'will check' lines are read by `up` before its first write, not now "
+                      "(`--dry-run --check` reads them where the provider can, with no writes)", markup=False)
     for warning in plan.warnings:
         console.print(f"[yellow]warning:[/yellow] {warning}")
 
@@ -183,14 +206,51 @@ def _vmss_settings(props: dict[str, object]) -> str:
 @app.command()
 def down(name: str = typer.Argument(..., help="Cluster name."),
          force: bool = typer.Option(False, "--force", help="Delete it even if another owner made it."),
+         yes: bool = typer.Option(False, "--yes", "-y", help="Delete without asking (required without a terminal "
+                                                            "on providers that cost money)."),
          as_json: bool = JsonOpt) -> None:
-    """Delete everything the cluster owns and verify nothing is left."""
+    """Delete everything the cluster owns and verify nothing is left.
+
+    On providers that cost money it first shows what goes (nodes, GPUs, runs recorded as running,
+    cost so far) and asks [y/N]; --yes skips the question; without a terminal it refuses unless --yes."""
     from orchestrator.clusters import lifecycle
+    with open_store() as store:
+        preview = lifecycle.down_preview(name, store)
+    if preview.question:
+        confirm(preview.question, yes)
     with open_store() as store:
         cluster = lifecycle.down(name, store, on_progress=None if as_json else _step_line, force=force)
     if as_json:
         return emit_json(cluster)
     sys.stdout.write(f"cluster '{name}' is down\n")
+
+
+@app.command()
+def adopt(name: str = typer.Argument(..., help="Cluster name (its azbench-cluster tag)."),
+          provider: Optional[str] = typer.Option(None, "--provider",
+                                                 help="Where to look (default: every provider whose clusters carry tags)."),
+          force: bool = typer.Option(False, "--force", help="Record it even if another owner made it."),
+          subscription: Optional[str] = typer.Option(None, "--subscription", help="Azure subscription id."),
+          arm_endpoint: Optional[str] = typer.Option(None, "--arm-endpoint", help="ARM endpoint (sovereign clouds)."),
+          as_json: bool = JsonOpt) -> None:
+    """Rebuild the record of a live cluster this home does not know (a lost or copied store) from
+    its cloud tags and resources; another owner's needs --force. Reads only: nothing changes in the cloud."""
+    from orchestrator.clusters import lifecycle
+    from orchestrator.errors import ConfigError
+    from orchestrator.providers.azure_shared.endpoints import check_arm_endpoint
+    if arm_endpoint is not None:
+        try:
+            check_arm_endpoint(arm_endpoint)
+        except ValueError as exc:
+            raise ConfigError(f"--arm-endpoint: {exc}") from None
+    with open_store() as store:
+        cluster = lifecycle.adopt(name, store, provider, force=force, account=subscription, endpoint=arm_endpoint)
+    if as_json:
+        return emit_json(cluster)
+    left = lifecycle.time_left(cluster)
+    expiry = f", expires in {_left(left)}" if left is not None else ""
+    sys.stdout.write(f"cluster '{name}' adopted: {cluster.nodes} x {cluster.sku} ({cluster.provider}), "
+                     f"{cluster.state.value}{expiry}{'' if cluster.ssh else '; no SSH keys for it in this home'}\n")
 
 
 @app.command()
@@ -208,7 +268,10 @@ def status(name: Optional[str] = typer.Argument(None, help="Cluster name (defaul
         clusters = [lifecycle.require_cluster(name, store, live=False)] if name else \
             [r.cluster for r in store.list_clusters(include_terminated=True)]
         runs = store.list_runs(cluster=name) if name else store.list_runs()
-    one = lifecycle.cluster_status(clusters[0]) if name else None
+        # ARM's view first; the record follows it (deleted, being deleted, partly there).
+        one = lifecycle.cluster_status(clusters[0], store=store) if name else None
+    if one is not None:
+        clusters = [one.cluster]
     nodes = one.nodes if one else []
     costs = {c.name: lifecycle.cost_so_far(c) if c.state.value == "ready" else None for c in clusters}
     left = {c.name: lifecycle.time_left(c) for c in clusters}
@@ -217,7 +280,7 @@ def status(name: Optional[str] = typer.Argument(None, help="Cluster name (defaul
         left[one.cluster.name] = one.expires - datetime.now(timezone.utc) if one.expires else None
     if not out.rich:
         extra = {} if one is None else {"cloud": one.cloud and dataclasses.asdict(one.cloud),
-                                        "cloud_note": one.cloud_note, "head": one.head}
+                                        "cloud_note": one.cloud_note, "head": one.head, "change": one.change}
         return out.emit({"clusters": clusters, "cost_so_far_usd": costs,
                          "expires_in_s": {k: int(v.total_seconds()) if v is not None else None
                                           for k, v in left.items()},
@@ -233,6 +296,8 @@ def status(name: Optional[str] = typer.Argument(None, help="Cluster name (defaul
         cloud = one.cloud
         if not cloud.exists:
             console.print(f"{one.cluster.provider}: nothing tagged with cluster '{one.cluster.name}' exists")
+        elif cloud.phase == "deleting":
+            console.print(f"{one.cluster.provider}: {cloud.phase_detail}", markup=False)
         else:
             console.print(make_table(f"{one.cluster.provider} (no login)", ["kind", "name", "state", "detail"],
                                      [[r.kind, r.name, r.state, r.detail] for r in cloud.resources]))
@@ -240,7 +305,7 @@ def status(name: Optional[str] = typer.Argument(None, help="Cluster name (defaul
                           f"{cloud.owner or '-'}; expires {cloud.expires:%Y-%m-%d %H:%M} UTC"
                           if cloud.expires else f"instances: {cloud.instances} listed, {cloud.running} running; "
                           f"owner {cloud.owner or '-'}; no expiry")
-    for note in (one.cloud_note, one.head) if one is not None else ():
+    for note in (one.change, one.cloud_note, one.head) if one is not None else ():
         if note:
             console.print(note, markup=False)
     if nodes:
@@ -306,11 +371,12 @@ def sweep(dry_run: bool = typer.Option(False, "--dry-run", help="List what would
           subscription: Optional[str] = typer.Option(None, "--subscription", help="Azure subscription id."),
           arm_endpoint: Optional[str] = typer.Option(None, "--arm-endpoint", help="ARM endpoint (sovereign clouds)."),
           as_json: bool = JsonOpt) -> None:
-    """Delete your Azure clusters whose azbench-expires tag has passed or that this home has no
-    record of (--all-owners: other owners' expired ones too); lists them and asks first."""
+    """Delete your Azure clusters whose azbench-expires tag has passed (--all-owners: other
+    owners' expired ones too); lists them and asks first. A live cluster of yours that this home
+    has no record of is listed, never deleted (`azbench adopt NAME` takes it in)."""
     import dataclasses
     from orchestrator.clusters import lifecycle
-    from orchestrator.errors import ConfigError
+    from orchestrator.errors import ConfigError, ProvisionError
     from orchestrator.providers.azure_shared.endpoints import check_arm_endpoint
     from orchestrator.providers.base import SweepRequest
     if arm_endpoint is not None:
@@ -323,23 +389,42 @@ def sweep(dry_run: bool = typer.Option(False, "--dry-run", help="List what would
     request = SweepRequest(dry_run=True, known=known, all_owners=all_owners, account=subscription,
                            endpoint=arm_endpoint)
     items = lifecycle.sweep(request)
+    doomed = [i for i in items if i.action == "delete"]
     if not as_json:
         for item in items:
-            whose = "" if item.mine else f"; owner {item.owner}"
-            sys.stdout.write(f"{'would delete' if dry_run else 'will delete'} {item.cluster}: {item.reason} "
-                             f"({len(item.resources)} resources in {', '.join(item.resource_groups) or 'no group'}"
-                             f"{whose})\n")
+            sys.stdout.write(_sweep_line(item, "would delete" if dry_run else "will delete") + "\n")
         if not items:
             sys.stdout.write("nothing to sweep\n")
         sys.stdout.flush()
-    if not dry_run and items:
-        confirm(f"Delete these {len(items)} cluster(s)?", yes)
-        items = lifecycle.sweep(dataclasses.replace(request, dry_run=False, only={i.cluster for i in items}))
+    if not dry_run and doomed:
+        confirm(f"Delete these {len(doomed)} cluster(s)?", yes)
+        with open_store() as store:
+            done = lifecycle.sweep(dataclasses.replace(request, dry_run=False, only={i.cluster for i in doomed}),
+                                   store)
+        items = [i for i in done if i.action in ("deleted", "failed")]
         if not as_json:
             for item in items:
-                sys.stdout.write(f"deleted {item.cluster}\n")
+                sys.stdout.write(f"deleted {item.cluster}\n" if item.deleted else
+                                 f"failed {item.cluster}: {item.error}\n")
     if as_json:
-        return emit_json([i.__dict__ for i in items])
+        emit_json([i.__dict__ for i in items])
+    failed = [i for i in items if i.action == "failed"]
+    if failed:
+        deleted = sum(1 for i in items if i.deleted)
+        raise ProvisionError(f"sweep: {len(failed)} of {len(doomed)} cluster(s) could not be deleted "
+                             f"({', '.join(i.cluster for i in failed)}); {deleted} deleted",
+                             hint="see the lines above; rerun `azbench sweep` to try them again")
+
+
+def _sweep_line(item: Any, verb: str) -> str:
+    """One line per cluster sweep found: what it will do (or would), and why."""
+    whose = "" if item.mine else f"; owner {item.owner}"
+    where = f"{len(item.resources)} resources in {', '.join(item.resource_groups) or 'no group'}{whose}"
+    if item.action == "kept":
+        return f"kept {item.cluster}: {item.reason} ({where})"
+    if item.action == "skipped":
+        return f"skipped {item.cluster}: {item.reason} ({where})"
+    return f"{verb} {item.cluster}: {item.reason} ({where})"
 
 
 # ---------------------------------------------------------------- commands in their own modules
@@ -414,7 +499,10 @@ def _usage_error(exc: typer.TyperException) -> NoReturn:
 
 
 def _os_error(exc: OSError) -> NoReturn:
-    """A full disk (wherever it was met) is a store error; a closed stdout a usage error."""
+    """A full disk (wherever it was met) is a store error; a closed stdout a usage error; any
+    other OSError about a named path (a read-only folder given to `report --html`, `init`...) is
+    one line naming the path: exit 6 under $AZBENCH_HOME (the store's), else 2 (a path the user
+    named)."""
     if exc.errno in (errno.ENOSPC, errno.EDQUOT):
         _say(f"{StoreError.kind}: no space left on device"
              f"{f' writing {exc.filename}' if exc.filename else ''}")
@@ -422,6 +510,14 @@ def _os_error(exc: OSError) -> NoReturn:
     if exc.errno == errno.EBADF and _stdout_closed():
         _say("usage error: standard output is closed: nothing could be printed")
         sys.exit(2)
+    if exc.filename:
+        from orchestrator.errors import ConfigError
+        from orchestrator.paths import home
+        path = Path(str(exc.filename))
+        ours = path.is_relative_to(home()) if path.is_absolute() else False
+        kind = StoreError if ours else ConfigError
+        _say(f"{kind.kind}: {path}: {exc.strerror or type(exc).__name__}")
+        sys.exit(kind.exit_code)
     _internal_error(exc)
 
 

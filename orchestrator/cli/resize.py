@@ -6,19 +6,26 @@ import sys
 
 import typer
 
-from orchestrator.cli.common import JsonOpt, app, emit_json, open_store
+from orchestrator.cli.common import JsonOpt, app, confirm, emit_json, open_store
 
 
 @app.command()
 def resize(
     name: str = typer.Argument(..., help="Cluster name."),
-    nodes: int = typer.Option(..., "--nodes", help="The node count to reach (GB200: whole racks of 18)."),
+    nodes: int = typer.Option(..., "--nodes", help="The node count to reach (GB200: whole racks of the cluster's layout, 18 or 16 VMs)."),
     force: bool = typer.Option(False, "--force", help="Shrink even when a job runs on the nodes removed."),
+    yes: bool = typer.Option(False, "--yes", "-y", help="Grow without asking (required without a terminal on "
+                                                        "providers that cost money)."),
     as_json: bool = JsonOpt,
 ) -> None:
     """Grow (within the provider's quota) or shrink (draining the nodes removed first; refused
-    under a running job without --force) a live cluster."""
+    under a running job without --force) a live cluster. Growing a cluster that costs money
+    shows the VMs added and the cost per hour and asks [y/N] first (--yes skips the question)."""
     from orchestrator.clusters import lifecycle
+    with open_store() as store:
+        question = lifecycle.resize_question(name, nodes, store)
+    if question:
+        confirm(question, yes)
     with open_store() as store:
         cluster, plan = lifecycle.resize(name, nodes, store, force=force)
     if as_json:

@@ -2,8 +2,9 @@
 
 Each function takes typed specs, wires provider + store, and returns data for the CLI to render.
 The cluster record is written before the action it describes (so a crash leaves something
-`down` can use); a history event only after the fact: "up 2 x SKU" once it is up, or
-"... attempted, failed: why" when it is not.
+`down` can use); a history event only after the fact: "up 2 x SKU" (kind `up`) once it is up,
+or "... attempted, failed: why" (kind `up_failed`) when it is not, so an event of an action's
+own kind always means that the action happened.
 """
 
 from __future__ import annotations
@@ -17,8 +18,8 @@ from typing import TYPE_CHECKING, Any, Callable
 from orchestrator.providers import get_provider
 from orchestrator.clusters.spending import check_cost_cap, cost_cap
 from orchestrator.specs.cluster import ClusterSpec
-from orchestrator.errors import (AzbenchError, ConfigError, MissingCapability, NotFoundError, NotOwnerError,
-                                 PreflightError)
+from orchestrator.errors import (AzbenchError, ConfigError, LostRaceError, MissingCapability, NotFoundError,
+                                 NotOwnerError, PreflightError)
 from orchestrator.models import Cluster, ClusterState, Plan, utcnow
 
 if TYPE_CHECKING:
@@ -41,6 +42,13 @@ class UpResult:
 def plan(spec: ClusterSpec) -> Plan:
     """The dry-run: no credentials, no network, no store."""
     return get_provider(spec.provider).plan(spec)
+
+
+def check(spec: ClusterSpec, the_plan: Plan) -> tuple[list[str], list[str]]:
+    """`up --dry-run --check`: the provider reads what its preflight needs (quota, sizes and
+    zones, images): (what it found, one line per check; the problems `up` would refuse with).
+    No write, no store."""
+    return get_provider(spec.provider).check(spec, the_plan)
 
 
 def up(spec: ClusterSpec, store: Store, on_progress: Callable[[Any], None] | None = None) -> UpResult:
@@ -70,6 +78,10 @@ def up(spec: ClusterSpec, store: Store, on_progress: Callable[[Any], None] | Non
         _unwind(store, spec.name, previous)
         _attempted(store, spec.name, "up", what, exc)
         raise
+    except LostRaceError as exc:  # another `up` made it: this home keeps no record pointing at it
+        _unwind(store, spec.name, previous)
+        _attempted(store, spec.name, "up", what, exc)
+        raise
     except AzbenchError as exc:
         _record_leftovers(spec, provider, store, exc, previous, pending)
         _attempted(store, spec.name, "up", what, exc)
@@ -77,15 +89,20 @@ def up(spec: ClusterSpec, store: Store, on_progress: Callable[[Any], None] | Non
     cluster = cluster.model_copy(update={"created_at": created})
     store.save_cluster(cluster, spec.model_dump_json())
     store.add_event(EventRow(kind="up", cluster=spec.name, message=what))  # after the fact
-    return UpResult(plan=the_plan, cluster=cluster, adopted=existing is not None)
+    # "adopted" only for a cluster that stood whole before this `up` (a partial one was completed:
+    # its missing parts were created, and the progress lines said so).
+    adopted = existing is not None and existing.state == ClusterState.READY
+    return UpResult(plan=the_plan, cluster=cluster, adopted=adopted)
 
 
 def _attempted(store: Store, name: str, kind: str, what: str, exc: BaseException) -> None:
-    """History of an action that did not happen: `<what> attempted, failed: <why>`. Best effort:
+    """History of an action that did not happen: `<what> attempted, failed: <why>`, of kind
+    `<kind>_failed` (an `extend` event means the cloud accepted the new deadline). Best effort:
     the action's own error is the one the user must see."""
     from orchestrator.store.schema import EventRow
     try:
-        store.add_event(EventRow(kind=kind, cluster=name, message=f"{what} attempted, failed: {exc}"))
+        store.add_event(EventRow(kind=f"{kind}_failed", cluster=name,
+                                 message=f"{what} attempted, failed: {exc}"))
     except AzbenchError:
         pass
 
@@ -110,10 +127,15 @@ def _record_leftovers(spec: ClusterSpec, provider: Provider, store: Store, exc: 
     if left is None:
         _unwind(store, spec.name, previous)
         return
-    # The record keeps the first creation time (a describe of a cloud without one says "now").
-    kept = {"state": ClusterState.FAILED, "created_at": pending.created_at}
+    # The record keeps the first creation time (a describe of a cloud without one says "now"),
+    # and, when no node exists (the scale-set PUT was refused outright: quota), the SKU, node
+    # count and price it asked for: what exists is the cloud's view (`azbench status NAME`).
+    kept: dict[str, object] = {"state": ClusterState.FAILED, "created_at": pending.created_at}
+    if not left.nodes:
+        kept.update(sku=pending.sku, nodes=pending.nodes, cost_per_hour_usd=pending.cost_per_hour_usd)
     store.save_cluster(left.model_copy(update=kept), spec.model_dump_json())
-    note = f"its resources are still there: `azbench down {spec.name}` deletes them"
+    note = (f"its resources are still there: `azbench down {spec.name}` deletes them "
+            f"(`azbench status {spec.name}` lists them)")
     exc.hint = f"{exc.hint}; {note}" if exc.hint else note
 
 
@@ -138,6 +160,98 @@ def down(name: str, store: Store, on_progress: Callable[[Any], None] | None = No
     store.add_event(EventRow(kind="down", cluster=name,  # after the fact
                              message="down" + (" (--force)" if force else "")))
     return cluster.model_copy(update={"state": ClusterState.TERMINATED})
+
+
+def adopt(name: str, store: Store, provider: str | None = None, *, force: bool = False,
+          account: str | None = None, endpoint: str | None = None) -> Cluster:
+    """Rebuild the record of live cluster `name` from its cloud (tags and resources) in a home
+    that has none (a lost store, another machine): the first backend that finds it, of
+    `provider` or of every backend whose clusters are findable by tag (capability `sweeps`).
+    Another owner's is refused (NotOwnerError) unless `force`. An `adopt` event after the fact."""
+    from orchestrator.providers import capabilities, names
+    from orchestrator.store.schema import EventRow
+    row = store.get_cluster(name)
+    if row is not None and row.state != ClusterState.TERMINATED:
+        raise ConfigError(f"cluster '{name}' is already in this home ({row.state.value})",
+                          hint=f"see `azbench status {name}`")
+    backends = [provider] if provider else [n for n in names() if capabilities(n).sweeps]
+    for backend in backends:
+        found = get_provider(backend).adopt(name, account=account, endpoint=endpoint, force=force)
+        if found is None:
+            continue
+        if row is not None:  # a TERMINATED record of the name: it comes back through PROVISIONING
+            store.save_cluster(found.model_copy(update={"state": ClusterState.PROVISIONING}))
+        store.save_cluster(found)
+        store.add_event(EventRow(kind="adopt", cluster=name,
+                                 message=f"adopted {found.nodes} x {found.sku} ({found.state.value})"))
+        return found
+    raise NotFoundError(f"no cluster named '{name}' in {', '.join(backends)}",
+                        hint="`azbench sweep --dry-run` lists what your subscription holds")
+
+
+ACTIVE_RUNS = ("queued", "health_check", "submitting", "running", "retrying")
+
+
+@dataclass(frozen=True)
+class DownPreview:
+    """What `down` deletes, for its question: `question` is "" where none is asked (a provider
+    that costs nothing, or a record already terminated)."""
+
+    cluster: Cluster
+    running_runs: int
+    cost_so_far_usd: float | None
+    question: str
+
+
+def down_preview(name: str, store: Store) -> DownPreview:
+    """The cluster `down NAME` would delete and, on a provider that costs money
+    (caps.spends_money), the [y/N] question naming its nodes, GPUs, the runs this home
+    recorded as running on it (the scheduler itself is not asked) and its list-price cost so far."""
+    cluster = require_cluster(name, store, live=False)
+    running = sum(1 for r in store.list_runs(cluster=name) if str(r.state) in ACTIVE_RUNS)
+    cost = cost_so_far(cluster) if cluster.state != ClusterState.TERMINATED else None
+    if not capabilities(cluster).spends_money or cluster.state == ClusterState.TERMINATED:
+        return DownPreview(cluster, running, cost, "")
+    gpus = _gpus(cluster)
+    spent = f"~${cost:,.2f} spent so far (list price)" if cost is not None else "cost so far unknown"
+    question = (f"Delete cluster '{name}' ({cluster.provider}, {cluster.state.value}): {cluster.nodes:,} x "
+                f"{cluster.sku}{f' = {gpus:,} GPUs' if gpus is not None else ''}, {running} run(s) recorded "
+                f"as running on it, {spent}?")
+    return DownPreview(cluster, running, cost, question)
+
+
+def resize_question(name: str, nodes: int, store: Store) -> str:
+    """For `resize` that grows a cluster on a provider that costs money: the [y/N] question
+    naming the VMs added and the cost per hour before and after (list price); "" otherwise.
+    The count is checked first (GB200: whole racks), so nothing is asked of a refused one."""
+    from orchestrator.hardware.catalog import lookup
+    cluster = require_cluster(name, store)
+    plan = plan_resize(cluster, nodes)
+    if plan.after <= plan.before or not capabilities(cluster).spends_money:
+        return ""
+    added = plan.after - plan.before
+    price = _price(cluster)
+    gpus = _gpus(cluster.model_copy(update={"nodes": added}))
+    more = (f"+~${added * price:,.2f}/h, ~${(cluster.cost_per_hour_usd or 0) + added * price:,.2f}/h in all "
+            "(list price)" if price is not None and cluster.cost_per_hour_usd is not None else "cost unknown")
+    return (f"Add {added:,} x {lookup(cluster.sku).name}{f' ({gpus:,} GPUs)' if gpus is not None else ''} to "
+            f"cluster '{name}' ({plan.before:,} -> {plan.after:,} nodes): {more}?")
+
+
+def _gpus(cluster: Cluster) -> int | None:
+    from orchestrator.hardware.catalog import lookup
+    try:
+        return cluster.nodes * lookup(cluster.sku).gpus_per_vm
+    except NotFoundError:
+        return None
+
+
+def _price(cluster: Cluster) -> float | None:
+    from orchestrator.hardware.catalog import lookup
+    try:
+        return lookup(cluster.sku).price_per_hour_usd
+    except NotFoundError:
+        return None
 
 
 def record_if_live(spec: ClusterSpec, store: Store) -> bool:
@@ -180,7 +294,9 @@ class NodeView:
 class ClusterStatus:
     """`azbench status NAME`: the cloud's view (no login; None where the provider has none),
     then the scheduler's view from the head. `cloud_note` says why the cloud view is missing,
-    `head` why the scheduler's is ("head unreachable: <reason>"); "" when there is nothing to say.
+    `head` why the scheduler's is ("head unreachable: <reason>", or no login tried for a cluster
+    deleted or being deleted); `change` how the record followed the cloud; "" when there is
+    nothing to say.
     """
 
     cluster: Cluster
@@ -190,24 +306,43 @@ class ClusterStatus:
     expires: datetime | None
     cloud_note: str = ""
     head: str = ""
+    change: str = ""  # how the record followed the cloud's view ("" when it did not change)
 
 
-def sweep(request: SweepRequest) -> list[SweepItem]:
+def sweep(request: SweepRequest, store: Store | None = None) -> list[SweepItem]:
     """Every backend that can (capability `sweeps`) searches its cloud for expired clusters and,
-    unless a dry run, deletes them; their items in registry order. NotFoundError-free: a
+    unless a dry run, deletes them; their items in registry order. Each deleted cluster this
+    home has a live record of ends TERMINATED, with a `sweep` event. NotFoundError-free: a
     backend's own errors (no subscription, sign-in) pass through."""
     from orchestrator.providers import capabilities, names
     items: list[SweepItem] = []
     for name in names():
-        if capabilities(name).sweeps:
-            items += get_provider(name).sweep(request)
+        if not capabilities(name).sweeps:
+            continue
+        found = get_provider(name).sweep(request)
+        items += found
+        if store is not None:
+            _mark_swept(store, name, found)
     return items
 
 
-def cluster_status(cluster: Cluster, now: datetime | None = None) -> ClusterStatus:
-    """The cloud's view of the cluster (states, instances, its tags' creation time and expiry),
-    then Slurm's when the head answers. Never raises for an unreachable cloud or head: each
-    failure becomes its one-line note."""
+def _mark_swept(store: Store, provider: str, items: Sequence[SweepItem]) -> None:
+    """This home's live records of the clusters sweep deleted end TERMINATED, after the fact."""
+    from orchestrator.store.schema import EventRow
+    for item in items:
+        row = store.get_cluster(item.cluster) if item.deleted else None
+        if row is not None and row.provider == provider and row.state != ClusterState.TERMINATED:
+            store.set_cluster_state(item.cluster, ClusterState.TERMINATED)
+            store.add_event(EventRow(kind="down", cluster=item.cluster, message=f"swept: {item.reason}"))
+
+
+def cluster_status(cluster: Cluster, now: datetime | None = None, store: Store | None = None) -> ClusterStatus:
+    """The cloud's view of the cluster first (states, instances, its tags' creation time and
+    expiry), and the record follows it (saved when `store` is given): nothing left is
+    TERMINATED, a group being deleted DELETING, a ready cluster with parts missing FAILED.
+    Then Slurm's view, only when the cluster is (still) ready: no SSH to a cluster the cloud
+    says is gone. Never raises for an unreachable cloud or head: each failure becomes its
+    one-line note."""
     provider = get_provider(cluster.provider)
     cloud: CloudView | None = None
     cloud_note = ""
@@ -216,6 +351,7 @@ def cluster_status(cluster: Cluster, now: datetime | None = None) -> ClusterStat
             cloud = provider.live_view(cluster)
         except Exception as exc:  # status reports; the SDK's network errors are not all ours
             cloud_note = f"cloud view unavailable: {_one_line(exc)}"
+    cluster, change = _reconcile(cluster, cloud, store)
     nodes: list[NodeView] = []
     head = ""
     if cluster.state == ClusterState.READY:
@@ -228,13 +364,40 @@ def cluster_status(cluster: Cluster, now: datetime | None = None) -> ClusterStat
             pass  # the launcher has no node list (Azure ML): nothing to say
         except Exception as exc:  # RemoteError, or what paramiko raises before it is wrapped
             head = f"head unreachable: {_one_line(exc)}"
+    elif cluster.state in (ClusterState.TERMINATED, ClusterState.DELETING):
+        head = f"no login tried: the cluster is {'deleted' if cluster.state == ClusterState.TERMINATED else 'being deleted'}"
     created = cloud.created if cloud is not None and cloud.created else cluster.created_at
     deadline = cloud.expires if cloud is not None and cloud.expires else expires_at(cluster)
     cost = None
     if cluster.state == ClusterState.READY and (cloud is None or cloud.exists):
         cost = cost_so_far(cluster.model_copy(update={"created_at": created}), now)
     return ClusterStatus(cluster=cluster, cloud=cloud, nodes=nodes, cost_so_far_usd=cost,
-                         expires=deadline, cloud_note=cloud_note, head=head)
+                         expires=deadline, cloud_note=cloud_note, head=head, change=change)
+
+
+def _reconcile(cluster: Cluster, cloud: CloudView | None, store: Store | None) -> tuple[Cluster, str]:
+    """The record as the cloud's view says it is, and one line saying what changed ("" when
+    nothing did). A PROVISIONING record is left alone: an `up` may be writing it now."""
+    from orchestrator.store.schema import EventRow
+    if cloud is None:
+        return cluster, ""
+    state, why = cluster.state, ""
+    if not cloud.exists and cluster.state in (ClusterState.READY, ClusterState.FAILED, ClusterState.DELETING):
+        state, why = ClusterState.TERMINATED, "deleted: the cloud holds nothing tagged with it"
+    elif cloud.phase == "deleting" and cluster.state != ClusterState.DELETING:
+        state, why = ClusterState.DELETING, f"being deleted: {cloud.phase_detail}"
+    elif cloud.phase == "partial" and cluster.state == ClusterState.READY:
+        state, why = ClusterState.FAILED, f"partly there: {cloud.phase_detail}"
+    elif cloud.exists and not cloud.phase and cluster.state == ClusterState.DELETING:
+        state, why = ClusterState.FAILED, "its deletion stopped: the cloud still holds it"
+    if state == cluster.state:
+        return cluster, ""
+    updated = cluster.model_copy(update={"state": state})
+    if store is not None:
+        store.save_cluster(updated)
+        store.add_event(EventRow(kind="status", cluster=cluster.name,
+                                 message=f"{cluster.state.value} -> {state.value}: {why}"))
+    return updated, f"record updated: {cluster.state.value} -> {state.value} ({why})"
 
 
 def _one_line(exc: BaseException) -> str:
@@ -345,19 +508,24 @@ class ResizePlan:
 
 
 def plan_resize(cluster: Cluster, nodes: int, busy: Sequence[str] = ()) -> ResizePlan:
-    """Check `nodes` (whole NVLink racks on GB200: 18 VMs each) and pick what a shrink removes:
-    the highest-numbered nodes, idle ones first. `busy` are nodes running a job now."""
+    """Check `nodes` (GB200: whole NVLink racks of the cluster's own layout, 18 VMs or 16 as
+    `up` lays them out: hardware.layout.rack_unit) and pick what a shrink removes: the
+    highest-numbered nodes, idle ones first. `busy` are nodes running a job now."""
     from orchestrator.hardware.catalog import lookup
+    from orchestrator.hardware.layout import rack_unit, valid_counts_near
     if nodes < 1:
         raise ConfigError(f"--nodes: a cluster needs at least one node, got {nodes}")
-    rack = lookup(cluster.sku).nvlink_domain_vms
+    rack = rack_unit(lookup(cluster.sku), cluster.nodes, cluster.properties.rack_size())
     if rack > 1 and nodes % rack:
-        raise ConfigError(f"--nodes: {cluster.sku} comes in whole NVLink racks of {rack} VMs; "
-                          f"{nodes} is not a multiple of {rack}")
+        near = " or ".join(str(n) for n in valid_counts_near(nodes, rack))
+        raise ConfigError(f"--nodes: cluster '{cluster.name}' ({cluster.sku}) is laid out in whole NVLink racks "
+                          f"of {rack} VMs; {nodes} is not a whole number of racks: the nearest valid counts are {near}")
     have = len(cluster.node_names) or cluster.nodes
     if nodes >= have:
         return ResizePlan(cluster.name, have, nodes)
-    names = sorted(cluster.node_names, key=_natural)
+    # The provider's own node order (instance order on Azure, whose base-36 names no natural
+    # sort orders): the last nodes go first, so a GB200 shrink takes whole racks off the top.
+    names = list(cluster.node_names)
     taken = set(busy)
     order = [n for n in reversed(names) if n not in taken] + [n for n in reversed(names) if n in taken]
     remove = tuple(order[:have - nodes])
@@ -387,8 +555,3 @@ def resize(name: str, nodes: int, store: Store, *, force: bool = False) -> tuple
     store.add_event(EventRow(kind="resize", cluster=name, message=f"{plan.before} -> {plan.after} nodes",
                              data={"removed": list(plan.remove), "forced": list(plan.busy)}))
     return resized, plan
-
-
-def _natural(name: str) -> list[object]:
-    import re
-    return [int(p) if p.isdigit() else p for p in re.split(r"(\d+)", name)]

@@ -38,9 +38,40 @@ def check_cost_cap(plan: Plan, cap: float | None) -> None:
 
 
 def plan_summary(plan: Plan, spec: ClusterSpec) -> str:
-    """One line: VMs, GPUs, cost per hour and when the cluster goes away by itself."""
+    """One line: VMs, GPUs, cost per hour, when the cluster goes away by itself, and the most
+    it can cost until then (list price x the hours to its self-expiry)."""
     cost = (f"~${plan.cost_per_hour_usd:,.2f}/h (list price)" if plan.cost_per_hour_usd is not None
             else "unknown cost per hour")
     where = f" in {plan.region}" if plan.region else ""
     return (f"cluster '{plan.cluster}' ({plan.provider}{where}): {plan.nodes:,} x {plan.sku} = "
-            f"{plan.total_gpus:,} GPUs, {cost}, {plan.lifetime or 'runs until `azbench down`'}")
+            f"{plan.total_gpus:,} GPUs, {cost}, {plan.lifetime or 'runs until `azbench down`'}"
+            f"{worst_case(plan)}")
+
+
+def worst_case(plan: Plan) -> str:
+    """': at most ~$X until it deletes itself (N h x $Y/h)', or '' when the plan has no bound
+    (no price, or nothing but `down` ends it)."""
+    if plan.worst_case_usd is None or plan.max_hours is None or plan.cost_per_hour_usd is None:
+        return ""
+    return (f": at most ~${plan.worst_case_usd:,.2f} until it deletes itself "
+            f"({plan.max_hours:g} h x ${plan.cost_per_hour_usd:,.2f}/h)")
+
+
+def default_name(provider: str | None, user: str | None = None, token: str | None = None) -> str:
+    """The cluster name when none is given: the provider's name for one that costs nothing (the
+    local demo's `local`), else `azbench-<user>-<4 hex>`, unique, so two people's (or two
+    pipelines') clusters never share a default name. The name pattern is ClusterSpec's."""
+    import getpass
+    import os
+    import re
+    import secrets
+    from orchestrator.providers import names
+    name = provider or "local"
+    if name not in names() or not spends_money(name):
+        return name
+    try:
+        who = user or os.environ.get("USER") or getpass.getuser()
+    except (KeyError, OSError):  # no passwd entry (some containers)
+        who = "user"
+    who = re.sub(r"[^a-z0-9-]+", "-", who.lower()).strip("-")[:24] or "user"
+    return f"azbench-{who}-{token or secrets.token_hex(2)}"

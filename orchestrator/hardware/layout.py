@@ -42,6 +42,22 @@ def scale_set_layout(cluster: str, nodes: int, sku: GpuSku, cap: int = 100,
     return sets, warnings
 
 
+def rack_unit(sku: GpuSku, nodes: int, vms_per_rack: int | None = None) -> int:
+    """The VMs a resize adds or removes at a time: one whole NVLink rack of the cluster's own
+    layout, `vms_per_rack` as its record says (else as scale_set_layout picks it for `nodes`:
+    a full rack when they are whole racks, else 16), 1 without NVLink racks."""
+    if sku.nvlink_domain_vms <= 1:
+        return 1
+    return vms_per_rack or default_vms_per_rack(nodes, sku) or 16
+
+
+def valid_counts_near(nodes: int, unit: int) -> tuple[int, ...]:
+    """The node counts nearest `nodes` that are whole multiples of `unit` (at least one unit)."""
+    below = max(unit, nodes // unit * unit)
+    above = below + unit if below <= nodes else below
+    return tuple(sorted({below, above}))
+
+
 def _rack_groups(nodes: int, sku: GpuSku, cap: int, vms_per_rack: int | None) -> tuple[list[int], int]:
     rack = sku.nvlink_domain_vms
     per_rack = vms_per_rack or default_vms_per_rack(nodes, sku)

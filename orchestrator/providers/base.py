@@ -53,8 +53,9 @@ class CloudResource:
 @dataclass(frozen=True)
 class CloudView:
     """The cluster as its cloud sees it, read without logging in (`azbench status NAME`):
-    whether it exists, its VMs and scale sets, the scale-set instances listed and running, and
-    the creation time, deadline and owner its tags hold (None where it has none)."""
+    whether it exists, its VMs and scale sets, the scale-set instances listed and running, the
+    creation time, deadline and owner its tags hold (None where it has none), and whether it is
+    being deleted or only partly there (`phase`)."""
 
     exists: bool
     resources: tuple[CloudResource, ...] = ()
@@ -63,6 +64,10 @@ class CloudView:
     created: datetime | None = None
     expires: datetime | None = None
     owner: str | None = None
+    # "" (as built), "deleting" (the cloud is deleting it), or "partial" (some of what the record
+    # names is missing or failed); `phase_detail` says what.
+    phase: str = ""
+    phase_detail: str = ""
 
 
 @dataclass(frozen=True)
@@ -84,9 +89,17 @@ class SweepRequest:
     principal: str | None = None
 
 
+SWEEP_ACTIONS = ("delete", "deleted", "failed", "kept", "skipped")
+
+
 @dataclass(frozen=True)
 class SweepItem:
-    """One cluster found by `sweep`: why, what it holds, whose it is, and whether it was deleted."""
+    """One cluster found by `sweep`: why, what it holds, whose it is, and what sweep did.
+
+    `action`: "delete" (expired: a dry run's, or before the question), "deleted", "failed"
+    (`error` says why), "kept" (the caller's, live, unknown to this home: never deleted, only
+    reported, `azbench adopt` takes it in), "skipped" (another owner's expired cluster while
+    `all_owners` is off)."""
 
     cluster: str
     reason: str
@@ -96,6 +109,8 @@ class SweepItem:
     deleted: bool
     owner: str = ""
     mine: bool = True
+    action: str = "delete"
+    error: str = ""
 
 
 class Provider(Protocol):
@@ -183,6 +198,19 @@ class Provider(Protocol):
         `request.dry_run`) deleted; one item each (capability `sweeps`)."""
         ...
 
+    def check(self, spec: ClusterSpec, plan: Plan) -> tuple[list[str], list[str]]:
+        """The plan's preflight read, not written (`up --dry-run --check`): (one line per check
+        as the cloud answered it, what would refuse `up`). Reads only."""
+        ...
+
+    def adopt(self, name: str, *, account: str | None = None, endpoint: str | None = None,
+              force: bool = False) -> Cluster | None:
+        """The live cluster `name` rebuilt from the cloud's tags and resources, for a home that
+        has no record of it (capability `sweeps`: clusters findable by tag); None when the cloud
+        holds none. NotOwnerError for another owner's unless `force`. `account` and `endpoint`
+        as in SweepRequest."""
+        ...
+
 
 class ProviderBase:
     """The answers of a provider that lacks an optional capability: MissingCapability, typed."""
@@ -230,3 +258,12 @@ class ProviderBase:
     def sweep(self, request: SweepRequest) -> list[SweepItem]:
         raise MissingCapability(f"{self.name} clusters", self.name, "be swept",
                                 hint="its clusters hold no deadline the cloud can be searched by")
+
+    def check(self, spec: ClusterSpec, plan: Plan) -> tuple[list[str], list[str]]:
+        raise MissingCapability(spec.name, self.name, "check a plan against its cloud",
+                                hint="its `up` checks what it needs as it starts")
+
+    def adopt(self, name: str, *, account: str | None = None, endpoint: str | None = None,
+              force: bool = False) -> Cluster | None:
+        raise MissingCapability(name, self.name, "be adopted from its cloud's tags",
+                                hint="its clusters carry no tags to rebuild a record from")

@@ -31,6 +31,14 @@ from orchestrator.specs.values import NodeCount, load_spec
 
 S = TypeVar("S", bound=SpecSection)
 
+# Tag rules as Azure documents them (https://learn.microsoft.com/azure/azure-resource-manager/
+# management/tag-resources#limitations): at most 50 tags a resource, a name of at most 512
+# characters without < > % & \ ? /, a value of at most 256; names are case-insensitive. azbench's
+# own tags (the azbench- prefix, at most 8 of them on a resource) take part of the 50.
+TAG_FORBIDDEN = set("<>%&\\?/")
+AZBENCH_TAG_PREFIX = "azbench-"
+MAX_USER_TAGS = 50 - 8
+
 
 class ClusterSpec(Frozen):
     name: str = Field(pattern=r"^[a-z][a-z0-9-]{0,38}$")
@@ -87,6 +95,34 @@ class ClusterSpec(Frozen):
         if isinstance(out, dict):
             out.update(out.pop("sections", None) or {})
         return out
+
+    @field_validator("tags")
+    @classmethod
+    def _tags(cls, value: dict[str, str]) -> dict[str, str]:
+        """Tags as Azure accepts them (TAG_FORBIDDEN and the limits above): every backend's
+        cloud tags are Azure's today."""
+        if len(value) > MAX_USER_TAGS:
+            raise ValueError(f"{len(value)} tags: at most {MAX_USER_TAGS} (Azure allows 50 on a resource, "
+                             f"azbench uses up to {50 - MAX_USER_TAGS})")
+        seen: dict[str, str] = {}
+        for name, text in value.items():
+            shown = name if len(name) <= 40 else name[:37] + "..."
+            if not name.strip():
+                raise ValueError("a tag name must not be empty")
+            bad = sorted(TAG_FORBIDDEN.intersection(name))
+            if bad:
+                raise ValueError(f"tag name {shown!r} contains {' '.join(bad)} (Azure refuses < > % & \\ ? /)")
+            if len(name) > 512:
+                raise ValueError(f"tag name {shown!r} is {len(name)} characters long (Azure allows 512)")
+            if len(text) > 256:
+                raise ValueError(f"the value of tag {shown!r} is {len(text)} characters long (Azure allows 256)")
+            if name.lower().startswith(AZBENCH_TAG_PREFIX):
+                raise ValueError(f"tag name {shown!r}: the {AZBENCH_TAG_PREFIX} prefix is azbench's own")
+            if name.lower() in seen:
+                raise ValueError(f"tag names {seen[name.lower()]!r} and {shown!r} are the same to Azure "
+                                 "(tag names are case-insensitive)")
+            seen[name.lower()] = shown
+        return value
 
     @field_validator("sku")
     @classmethod

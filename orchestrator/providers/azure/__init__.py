@@ -7,7 +7,8 @@ Cluster record (one to_cluster for up and describe, and the provisional one); up
 quota, sizes and images, resources.py names the resources and builds the ARM bodies, lro.py
 creates, adopts and deletes one resource through its long-running operation, boot.py waits for
 the VMs to boot, status.py is ARM's view, owner.py who owns a cluster, expiry.py and spot.py the
-self-expiry and spot-capacity helpers, heal.py replaces and resizes, guest_health.py reports bad
+self-expiry and spot-capacity helpers, roles.py the head identity's custom role (defined on the
+cluster's group, assigned, deleted with it), heal.py replaces and resizes, guest_health.py reports bad
 hosts, cloudinit.py the VMs' cloud-init, clients.py the management clients (AzureClients).
 records.py is the one module that reads the SDK's objects: the rest consumes its typed records.
 What it shares with azureml (credentials, ARM errors, the throttle policy, tags, the size and

@@ -142,6 +142,14 @@ def slot_count(scale_set: ScaleSetPlan, rack: int = 1) -> int:
     return scale_set.vms + spares
 
 
+def rack_of(sku: GpuSku, scale_set: ScaleSetPlan) -> int:
+    """The VMs per NVLink rack of `scale_set` as the plan laid it out (its VMs over its racks:
+    18, or 16 as Azure's record run), 1 without NVLink racks: the unit of its spare slots."""
+    if sku.nvlink_domain_vms <= 1:
+        return 1
+    return scale_set.vms // scale_set.racks if scale_set.racks else sku.nvlink_domain_vms
+
+
 def spare_hostnames(scale_set: ScaleSetPlan, rack: int = 1) -> list[str]:
     """The FUTURE slots of a fresh scale set: instance ids vms .. slot_count - 1."""
     return [host_of(scale_set.name, i) for i in range(scale_set.vms, slot_count(scale_set, rack))]
@@ -161,12 +169,13 @@ def image_slurm(image: Mapping[str, str] | None) -> tuple[int, int] | None:
 
 
 def nvlink_racks(sku: GpuSku, sets: list[ScaleSetPlan]) -> dict[str, list[str]]:
-    """Each set's NVL72 racks by instance order, then its spare slots as spare racks."""
-    rack = max(sku.nvlink_domain_vms, 1)
+    """Each set's NVL72 racks by instance order, then its spare slots as spare racks of the
+    set's own rack size (rack_of), so VMs a resize adds a rack at a time fill one spare rack."""
     out: dict[str, list[str]] = {}
     for s in sets:
         hosts, racks = node_hostnames(s), s.racks or 1
         per_rack = s.vms // racks
+        rack = rack_of(sku, s)
         for r in range(racks):
             out[f"{s.name}-rack{r}"] = hosts[r * per_rack:(r + 1) * per_rack]
         spares = spare_hostnames(s, rack)
@@ -177,10 +186,9 @@ def nvlink_racks(sku: GpuSku, sets: list[ScaleSetPlan]) -> dict[str, list[str]]:
 
 def slurm_params(cluster: str, head_addr: str, sku: GpuSku, sets: list[ScaleSetPlan],
                  slurm_version: tuple[int, int] | None = None) -> SlurmConfParams:
-    rack = max(sku.nvlink_domain_vms, 1)
     nodes = [SlurmNode(name=h, hostname=h, addr=h, cpus=sku.vcpus, gpus=sku.gpus_per_vm, state=state)
              for s in sets
-             for hosts, state in ((node_hostnames(s), "UNKNOWN"), (spare_hostnames(s, rack), "FUTURE"))
+             for hosts, state in ((node_hostnames(s), "UNKNOWN"), (spare_hostnames(s, rack_of(sku, s)), "FUTURE"))
              for h in hosts]
     plugin = (rack_topology({}, slurm_version)[0] if sku.nvlink_domain_vms > 1
               else "topology/tree" if sku.ib_links else None)

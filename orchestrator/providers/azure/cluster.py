@@ -24,6 +24,7 @@ from orchestrator.errors import NotFoundError
 from orchestrator.models import Cluster, ClusterState, Plan, ScaleSetPlan, SshTarget, parse_utc
 from orchestrator.providers.azure.props import AzureProps
 from orchestrator.providers.azure.settings import AzureSettings
+from orchestrator.providers.azure_shared.endpoints import arm_endpoint as resolve_endpoint
 from orchestrator.providers.azure_shared.tags import TAG_CREATED, TAG_EXPIRES, TAG_OWNER, TAG_SPOT_RESTORE
 
 
@@ -48,6 +49,7 @@ class Found:
     # The scale-set VMs' computer names as ARM lists them (describe); None: a fresh cluster's,
     # instance ids 0..n-1 (up). They differ once a node was replaced, added or removed.
     hosts: tuple[str, ...] | None = None
+    vms_per_rack: int | None = None  # GB200: the VMs per NVL72 rack of the layout
 
 
 def to_cluster(found: Found, state: ClusterState) -> Cluster:
@@ -69,7 +71,8 @@ def to_cluster(found: Found, state: ClusterState) -> Cluster:
         owner=found.tags.get(TAG_OWNER), expires=found.tags.get(TAG_EXPIRES),
         priority="spot" if found.spot else "regular",
         eviction_policy=found.spot.eviction_policy if found.spot else None,
-        spot_restore_timeout=int(restore) if found.spot and restore and restore.isdigit() else None)
+        spot_restore_timeout=int(restore) if found.spot and restore and restore.isdigit() else None,
+        vms_per_rack=found.vms_per_rack)
     return Cluster(name=found.name, provider="azure", sku=found.sku or "unknown", nodes=nodes,
                    region=found.region, state=state,
                    node_names=list(found.hosts) if found.hosts is not None else
@@ -87,13 +90,15 @@ def provisional(spec: ClusterSpec, plan: Plan, *, subscription_id: str | None = 
     planned scale sets. Reads no network and no credential."""
     a = spec.section(AzureSettings)
     sub = subscription_id or a.subscription_id or os.environ.get("AZURE_SUBSCRIPTION_ID")
-    endpoint = arm_endpoint or a.arm_endpoint or os.environ.get("AZURE_RESOURCE_MANAGER_ENDPOINT")
+    endpoint = resolve_endpoint(arm_endpoint or a.arm_endpoint)
     spot = a.priority == "spot"
     props = AzureProps(subscription_id=sub, arm_endpoint=endpoint.rstrip("/") if endpoint else None,
                        resource_group=ar.names_from_plan(plan).rg,
                        scale_sets=[s.name for s in plan.scale_sets], priority=a.priority,
                        eviction_policy=a.eviction_policy if spot else None,
                        spot_restore_timeout=a.spot_restore_timeout if spot else None)
+    racks = [ci.rack_of(spec.sku_row, s) for s in plan.scale_sets]
+    props = props.model_copy(update={"vms_per_rack": racks[0] if racks and racks[0] > 1 else None})
     return Cluster(name=spec.name, provider="azure", sku=plan.sku, nodes=plan.nodes, region=plan.region,
                    state=ClusterState.PROVISIONING, cost_per_hour_usd=plan.cost_per_hour_usd,
                    properties=props)

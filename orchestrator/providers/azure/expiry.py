@@ -1,9 +1,11 @@
-"""An Azure cluster's own expiry: the head's identity and role, its agent, and moving the deadline.
+"""An Azure cluster's own expiry: the head's identity, its agent, and moving the deadline.
 
-The head VM gets a system-assigned managed identity; `grant_self_delete` gives it Contributor on
-the cluster's resource group only (one role assignment, named in the plan), so the expiry agent
-(templates/expiry_agent.py, run by a systemd timer that cloud-init installs) can delete this
-cluster and nothing else. `agent_context` is what the head's cloud-init needs to install it.
+The head VM gets a system-assigned managed identity (`head_principal` reads its object id), and
+that identity one role assignment on the cluster's resource group (roles.py): by default a custom
+role granting exactly what the expiry agent (templates/expiry_agent.py, run by a systemd timer
+that cloud-init installs) needs, reading the group and deleting it with what is in it. It cannot
+create, change or start anything, so root on the head cannot spend money through it.
+`agent_context` is what the head's cloud-init needs to install the agent.
 `move_expiry` rewrites the `azbench-expires` tag on everything the cluster owns: the agent reads
 that tag on every tick, so `azbench extend` moves the in-cluster deadline with no SSH to the head.
 """
@@ -13,22 +15,16 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING
-
 from orchestrator.providers.azure import records
 from orchestrator.providers.azure.clients import AzureClients
-from orchestrator.providers.azure_shared.errors import arm_call, arm_error, is_not_found
+from orchestrator.providers.azure.roles import CONTRIBUTOR_ROLE  # noqa: F401 (tests read it here)
+from orchestrator.providers.azure_shared.errors import arm_call
 from orchestrator.providers.azure.resources import rid
 from orchestrator.providers.azure.teardown import tagged
 from orchestrator.errors import NotFoundError, ProvisionError
 from orchestrator.paths import templates_dir
 from orchestrator.providers.azure_shared.tags import TAG_EXPIRES
 
-if TYPE_CHECKING:
-    from azure.mgmt.authorization.v2022_04_01.operations import RoleAssignmentsOperations
-
-# Built-in "Contributor": delete (and read the tags of) what is in the group the role is scoped to.
-CONTRIBUTOR_ROLE = "b24988ac-6180-42a0-ab88-20f7382dd24c"
 AGENT_FILE = "expiry_agent.py"
 TIMER_MINUTES = 2
 AGENT_PACKAGES = ("azure-identity>=1.17,<2", "azure-mgmt-resource>=26,<27")
@@ -61,43 +57,6 @@ def head_principal(vm: records.ArmResource, head: str) -> str:
                              "its cluster when it expires",
                              hint="delete the head VM and rerun up, or set azure.self_expiry: false")
     return str(principal)
-
-
-def grant_self_delete(clients: AzureClients, rg: str, name: str, principal_id: str) -> str:
-    """Contributor on `rg` for `principal_id`, as role assignment `name`; returns "exists" or
-    "created". A rerun finds the assignment and sends no PUT."""
-    scope = rid(clients.subscription_id, rg)
-    # The multi-API client types the property by no version: it serves the package default's.
-    ops: RoleAssignmentsOperations = clients.authorization.role_assignments
-    with arm_call(f"read role assignment {name}"):
-        try:
-            current: records.Assignment | None = records.assignment(ops.get(scope, name))
-        except Exception as exc:
-            if not is_not_found(exc):
-                raise
-            current = None
-    if current is not None and current.principal_id == principal_id:
-        return "exists"
-    if current is not None:  # the head was recreated: its identity is a new principal
-        with arm_call(f"delete stale role assignment {name}"):
-            ops.delete(scope, name)
-    # The model of the API version the client's role_assignments speaks (the package default,
-    # 2022-04-01); `azure.mgmt.authorization.models` star-imports every version's, so the
-    # name there is typed as 2015-07-01's (nested `properties=`) while runtime gets 2022-04-01's.
-    from azure.mgmt.authorization.v2022_04_01.models import RoleAssignmentCreateParameters
-    role = (f"/subscriptions/{clients.subscription_id}/providers/Microsoft.Authorization/"
-            f"roleDefinitions/{CONTRIBUTOR_ROLE}")
-    # principal_type skips the directory lookup that fails while a new identity replicates.
-    params = RoleAssignmentCreateParameters(role_definition_id=role, principal_id=principal_id,
-                                            principal_type="ServicePrincipal",
-                                            description="azbench: the head deletes its own cluster when it expires")
-    with arm_call(f"create role assignment {name} on {rg}"):
-        try:
-            ops.create(scope, name, params)
-        except Exception as exc:
-            if arm_error(exc).code != "RoleAssignmentExists":
-                raise
-    return "created"
 
 
 def move_expiry(clients: AzureClients, cluster: str, expires: datetime) -> list[str]:

@@ -18,14 +18,16 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Mapping, Protocol
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Protocol, cast
 
 from orchestrator.providers.azure import records
 from orchestrator.providers.azure.clients import AzureClients
 from orchestrator.providers.azure.resources import NIC, NSG, PIP, RG, VM, VMSS, VNET
 from orchestrator.providers.azure_shared.errors import (
+    ArmErrorClass,
     ThrottleBudgetSpent,
     arm_call,
+    arm_error,
     is_not_found,
     is_resumable,
 )
@@ -34,6 +36,7 @@ if TYPE_CHECKING:
     from azure.core.polling import LROPoller
 
 MAX_RESUMES = 3
+DELETE_WAIT_S = 3600.0  # how long a delete waits for a group another client is deleting
 TRANSITIONAL = frozenset({"Creating", "Updating", "Accepted", "Deleting", "Migrating"})
 
 
@@ -235,30 +238,94 @@ def _finish(ops: Operations, rg: str, name: str, poller: LROPoller[Any], token: 
     raise AssertionError("unreachable")
 
 
-def delete(clients: AzureClients, rg: str, kind: str, name: str, report: Reporter | None = None) -> None:
-    """Delete `kind/name` and wait; a resource already gone is success."""
+def delete(clients: AzureClients, rg: str, kind: str, name: str, report: Reporter | None = None,
+           *, wait_s: float = DELETE_WAIT_S) -> None:
+    """Delete `kind/name` and wait; a resource already gone (any 404) is success, and so is a
+    resource group another client is deleting (409 ResourceGroupBeingDeleted): this waits,
+    at most `wait_s`, until it is gone."""
     if report:
         report.emit("deleting", kind, name)
+    being_deleted = False
     with arm_call(f"delete {kind.rsplit('/', 1)[-1]} {name}"):
-        try:
-            poller = (clients.resources.resource_groups.begin_delete(name) if kind == RG
-                      else operations(clients, kind).begin_delete(rg, name))
-            poller.result()
-        except Exception as exc:
-            if not is_not_found(exc):
+        for attempt in range(MAX_RESUMES + 1):
+            try:
+                poller = (clients.resources.resource_groups.begin_delete(name) if kind == RG
+                          else operations(clients, kind).begin_delete(rg, name))
+                poller.result()
+                break
+            except ThrottleBudgetSpent:
                 raise
+            except Exception as exc:
+                being_deleted = kind == RG and arm_error(exc).cls == ArmErrorClass.DELETING
+                if is_not_found(exc) or being_deleted:
+                    break
+                # A poll that failed past azure-core's retries (5xx, a dropped connection): the
+                # delete may run on. DELETE is idempotent: ask again (a group then answers 409
+                # ResourceGroupBeingDeleted, and is waited for, or 404).
+                if not is_resumable(exc) or attempt == MAX_RESUMES:
+                    raise
+                if report:
+                    report.emit("retry", kind, name, f"after {type(exc).__name__}")
+    if being_deleted:
+        if report:
+            report.emit("waiting", kind, name, "already being deleted")
+        wait_gone(clients, name, wait_s)
     if report:
         report.emit("deleted", kind, name)
 
 
+def wait_gone(clients: AzureClients, group: str, wait_s: float = DELETE_WAIT_S,
+              sleep: Callable[[float], None] = time.sleep) -> None:
+    """Until resource group `group` reads 404 (ARM's sign that a delete finished,
+    https://learn.microsoft.com/azure/azure-resource-manager/management/delete-resource-group,
+    "After deletion"): read at once, then after 1, 2, 4 ... s, at most the polling interval
+    apart. ProvisionError when it is still there after `wait_s`."""
+    from orchestrator.errors import ProvisionError
+    deadline = time.monotonic() + wait_s
+    pause = 1.0
+    while True:
+        seen = observe(clients, "", RG, group)
+        if seen is None:
+            return
+        if time.monotonic() >= deadline:
+            raise ProvisionError(f"resource group {group} is still {seen.state or 'there'} after {wait_s:.0f} s",
+                                 hint="rerun `azbench down` later; check the portal")
+        sleep(min(pause, clients.polling_interval))
+        pause *= 2
+
+
 def _ensure_group(clients: AzureClients, name: str, body: Callable[[], Any], seen: Observed | None,
                   report: Reporter) -> object:
+    """Create the group this `up` read as absent. It is read again (HEAD) just before the PUT,
+    and ARM answers the PUT 201 Created to the request that created the group and 200 OK to one
+    that found it there (https://learn.microsoft.com/rest/api/resources/resource-groups/
+    create-or-update, Responses): either way, a group another client (a concurrent `up` of the
+    same name) created in between stops this `up` (LostRaceError) before it writes anything else,
+    and it never claims the other's resources."""
     if seen is not None:
         report.emit("exists", RG, name)
         return seen.model
     report.check()
+    lost = ("another `azbench up` of the same cluster created it", "this one stopped before creating anything")
+    with arm_call(f"check resource group {name}"):
+        # Read again just before the write (HEAD, https://learn.microsoft.com/rest/api/resources/
+        # resource-groups/check-existence: 204 exists, 404 not): preflight took seconds since the
+        # first read, and a PUT of a group someone else made would replace its tags.
+        if clients.resources.resource_groups.check_existence(name):
+            from orchestrator.errors import LostRaceError
+            raise LostRaceError(f"resource group {name} appeared while this `up` ran: {lost[0]}; {lost[1]}",
+                                hint="its resources are the other run's: see `azbench status` once that run ends, "
+                                     "and never `down` them on this run's account")
     with arm_call(f"create resource group {name}"):
-        model = clients.resources.resource_groups.create_or_update(name, body())
+        # `cls` (the generated operations' hook for the raw response) returns what it is given.
+        status, model = cast(tuple[int, object], clients.resources.resource_groups.create_or_update(
+            name, body(), cls=lambda response, model, headers: (response.http_response.status_code, model)))
+    if status != 201:
+        from orchestrator.errors import LostRaceError
+        raise LostRaceError(f"resource group {name} appeared while this `up` ran: {lost[0]} (ARM answered 200, "
+                            f"not 201 Created); this one stopped before creating anything else",
+                            hint="its resources are the other run's: see `azbench status` once that run ends, "
+                                 "and never `down` them on this run's account")
     report.emit("created", RG, name)
     return model
 
@@ -272,13 +339,14 @@ def _wait(poller: LROPoller[Any], report: Reporter, interval: float) -> None:
 
 
 def _wait_terminal(clients: AzureClients, rg: str, kind: str, name: str, report: Reporter) -> object:
-    # No token (the crash came between PUT and saving it): poll the resource itself.
+    # No token (the crash came between PUT and saving it): poll the resource itself, reading it
+    # first (a rerun long after the kill finds it done at once) and then every polling interval.
     while True:
-        time.sleep(clients.polling_interval)
         report.check()
         seen = observe(clients, rg, kind, name)
         if seen is None or seen.state not in TRANSITIONAL:
             break
+        time.sleep(clients.polling_interval)
     if seen is None or seen.state != "Succeeded":
         from orchestrator.providers.azure_shared.errors import AzureProvisionError
         raise AzureProvisionError(f"{kind} {name} ended {seen.state if seen else 'deleted'} while azbench waited")

@@ -35,6 +35,7 @@ def plan_azure(spec: ClusterSpec) -> Plan:
         nodes=spec.nodes, gpus_per_node=sku.gpus_per_vm, total_gpus=spec.nodes * sku.gpus_per_vm,
         scale_sets=sets, resources=resources, cost_per_hour_usd=_cost(spec, sku, warnings),
         preflight=preflight_checks(spec, sku), warnings=warnings, lifetime=azure_lifetime(spec),
+        max_hours=spec.section(AzureSettings).expires_hours if spec.section(AzureSettings).self_expiry else None,
     )
 
 
@@ -50,21 +51,27 @@ def azure_lifetime(spec: ClusterSpec) -> str:
 
 
 def preflight_checks(spec: ClusterSpec, sku: GpuSku) -> list[str]:
-    """What `up` checks against Azure before the first PUT (shown by --dry-run)."""
+    """What `up` checks against Azure before the first PUT, said as checks to come: the plan
+    reads nothing (`--dry-run --check` reads them: AzureProvider.check). Only the VNet line,
+    computed here, is a result."""
     vcpus = sku.vcpus * spec.nodes
     arch = "arm64" if sku.cpu_arch == "arm64" else "x64"
     if spec.section(AzureSettings).priority == "spot":  # spot vCPUs count against their own regional quota only
-        quotas = [f"low-priority quota lowPriorityCores (Total Regional Low-priority vCPUs) has "
+        quotas = [f"will check that low-priority quota lowPriorityCores (Total Regional Low-priority vCPUs) has "
                   f"{vcpus:,} free vCPUs ({spec.nodes:,} x {sku.vcpus}, spot)",
-                  "total regional vCPU quota has 8 free vCPUs (the head)"]
+                  "will check that the total regional vCPU quota has 8 free vCPUs (the head)"]
     else:
-        quotas = [f"family quota {sku.quota_family} has {vcpus:,} free vCPUs ({spec.nodes:,} x {sku.vcpus})",
-                  f"total regional vCPU quota has {vcpus + 8:,} free vCPUs "
+        quotas = [f"will check that family quota {sku.quota_family} has {vcpus:,} free vCPUs "
+                  f"({spec.nodes:,} x {sku.vcpus})",
+                  f"will check that the total regional vCPU quota has {vcpus + 8:,} free vCPUs "
                   f"({'GPU' if sku.gpus_per_vm else 'CPU'} nodes + head)"]
+    zones = spec.section(AzureSettings).zones
+    where = f"{spec.region}" + (f" (zones {', '.join(zones)})" if zones else "")
     return [
-        f"{sku.name} is offered in {spec.region} and not restricted for the subscription (resource SKUs)",
+        f"will check that {sku.name} is offered in {where} and not restricted for the subscription "
+        "(resource SKUs)",
         *quotas,
-        f"image {spec.section(AzureSettings).image or sku.image} exists for {arch}, Hyper-V Gen2",
+        f"will check that image {spec.section(AzureSettings).image or sku.image} exists for {arch}, Hyper-V Gen2",
         f"VNet {spec.section(AzureSettings).vnet_cidr} does not overlap 172.16.0.0/16 (checked: ok)",
     ]
 
@@ -103,21 +110,36 @@ def _head_resources(spec: ClusterSpec) -> list[PlannedResource]:
                                     **_tags(spec)}),
     ]
     if spec.section(AzureSettings).self_expiry:
-        head.append(_self_expiry_role(spec))
+        head += _self_expiry_role(spec)
     return head
 
 
-def _self_expiry_role(spec: ClusterSpec) -> PlannedResource:
-    """The head identity's one role: Contributor on the cluster's own group, so its expiry agent
-    can delete the cluster and nothing else. Role assignment names are GUIDs: derived from the
-    group and cluster, so a rerun finds the same one."""
-    rg = spec.section(AzureSettings).resource_group or f"azbench-{spec.name}"
-    idle = f", or {spec.section(AzureSettings).idle_minutes} min without a Slurm job" if spec.section(AzureSettings).idle_minutes else ""
-    return PlannedResource(kind="Microsoft.Authorization/roleAssignments",
-                           name=str(uuid.uuid5(uuid.NAMESPACE_URL, f"azbench:{rg}:{spec.name}:head-expiry")),
-                           properties={"role": "Contributor", "scope": f"resource group {rg}",
-                                       "principal": f"{spec.name}-head's system-assigned identity",
-                                       "purpose": f"the head deletes the cluster at azbench-expires{idle}"})
+def _self_expiry_role(spec: ClusterSpec) -> list[PlannedResource]:
+    """The head identity's one role assignment, on the cluster's own group, so its expiry agent
+    can delete the cluster and nothing else: by default a custom role defined for that group
+    alone (read the group and its tags, delete the group and what is in it: expiry.EXPIRY_ACTIONS),
+    else (azure.self_expiry_role: contributor) built-in Contributor there. Role assignment names
+    are GUIDs: derived from the group and cluster, so a rerun finds the same one."""
+    a = spec.section(AzureSettings)
+    rg = a.resource_group or f"azbench-{spec.name}"
+    idle = f", or {a.idle_minutes} min without a Slurm job" if a.idle_minutes else ""
+    custom = a.self_expiry_role == "custom"
+    sub = a.subscription_id or "<subscription>"
+    out = []
+    if custom:
+        out.append(PlannedResource(kind="Microsoft.Authorization/roleDefinitions",
+                                   name=f"azbench self-expiry {sub}/{rg}",
+                                   properties={"actions": "read the group and its tags, delete the group and "
+                                                          "its VMs, scale sets, disks, NICs, VNet, IP, NSG",
+                                               "assignable": f"resource group {rg} only"}))
+    out.append(PlannedResource(kind="Microsoft.Authorization/roleAssignments",
+                               name=str(uuid.uuid5(uuid.NAMESPACE_URL, f"azbench:{rg}:{spec.name}:head-expiry")),
+                               properties={"role": "azbench self-expiry (custom)" if custom
+                                           else "Contributor (azure.self_expiry_role: contributor)",
+                                           "scope": f"resource group {rg}",
+                                           "principal": f"{spec.name}-head's system-assigned identity",
+                                           "purpose": f"the head deletes the cluster at azbench-expires{idle}"}))
+    return out
 
 
 def _vmss_properties(spec: ClusterSpec, sku: GpuSku, s: ScaleSetPlan) -> dict[str, str | int | bool | None]:

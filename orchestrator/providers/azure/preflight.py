@@ -75,6 +75,45 @@ def preflight(clients: AzureClients, need: PreflightNeed) -> dict[str, str]:
     return image
 
 
+def check_report(clients: AzureClients, need: PreflightNeed) -> tuple[list[str], list[str]]:
+    """What preflight reads, as results (`azbench up --dry-run --check`): reads only (resource
+    SKUs, usages, images), no write. (one line per check as found, the problems)."""
+    lines: list[str] = []
+    problems: list[str] = []
+    rows = vm_sizes(clients.compute, need.region)
+    head_row = rows.get(need.head_size)
+    for name, zones in ((need.sku.name, need.zones), (need.head_size, [])):
+        found = sku_problems(rows.get(name), name, need.region, zones)
+        where = need.region + (f" zones {', '.join(zones)}" if zones else "")
+        lines.append(f"checked: {name} in {where}: " + ("offered, not restricted" if not found else "; ".join(found)))
+        problems += found
+    with arm_call(f"read vCPU quotas in {need.region}"):
+        usage = {row.name: row for row in map(compute_usage, clients.compute.usage.list(need.region))}
+    for quota, want in _wants(need, head_row).items():
+        row = usage.get(quota)
+        if not want:
+            continue
+        if row is None:
+            lines.append(f"checked: quota {quota} in {need.region}: not listed (need {want:,} vCPUs)")
+        else:
+            verdict = "ok" if row.free >= want else f"short by {want - row.free:,}"
+            lines.append(f"checked: quota {quota} in {need.region}: {row.free:,} of {row.limit:,} vCPUs free, "
+                         f"{want:,} needed: {verdict}")
+    problems += quota_problems(usage, _wants(need, head_row), need.region)
+    try:
+        image = resolve_image(clients, need)
+        lines.append(f"checked: image {image_text_of(image)} exists for {need.sku.cpu_arch}, Hyper-V Gen2")
+    except PreflightError as exc:
+        lines.append(f"checked: image: {exc.message}")
+        problems.append(exc.message)
+    return lines, problems
+
+
+def image_text_of(ref: dict[str, str]) -> str:
+    """A URN (publisher:offer:sku:version) or a gallery id, as the user writes it."""
+    return ref.get("id") or ":".join(ref.get(k, "") for k in ("publisher", "offer", "sku", "version"))
+
+
 def quota_check(clients: AzureClients, region: str, sku: GpuSku, new_vms: int, *, spot: bool = False) -> None:
     """Before a live cluster grows: the family and regional vCPU quotas (usages) cover `new_vms`
     more VMs, or CapacityError with the shortfall (one usages call)."""

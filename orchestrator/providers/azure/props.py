@@ -30,6 +30,8 @@ class AzureProps(ProviderProps):
     priority: Literal["regular", "spot"] = "regular"
     eviction_policy: str | None = None
     spot_restore_timeout: int | None = None
+    # VMs per NVLink rack of the GPU scale sets (GB200 only; the azbench-rack-vms tag of the sets)
+    vms_per_rack: int | None = None
 
     @field_validator("scale_sets", mode="before")
     @classmethod
@@ -46,3 +48,6 @@ class AzureProps(ProviderProps):
     @property
     def is_spot(self) -> bool:
         return self.priority == "spot"
+
+    def rack_size(self) -> int | None:
+        return self.vms_per_rack

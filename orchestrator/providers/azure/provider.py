@@ -32,13 +32,13 @@ from orchestrator.providers.base import CloudNode, CloudView, HostReport, Provid
 from orchestrator.hosts.remote import SshRunner
 from orchestrator.specs.cluster import ClusterSpec
 from orchestrator.hardware.catalog import lookup
-from orchestrator.errors import CapacityError, ConfigError, NotAvailableError, ProvisionError
+from orchestrator.errors import CapacityError, ConfigError, NotAvailableError, NotOwnerError, ProvisionError
 from orchestrator.models import Cluster, ClusterState, Plan, ScaleSetPlan
 from orchestrator.providers.azure.props import AzureProps
 from orchestrator.seams import Access, Capabilities
 from orchestrator.slurm.launcher import SlurmLauncher
 from orchestrator.providers.azure.settings import AzureSettings
-from orchestrator.providers.azure_shared.tags import TAG_CLUSTER
+from orchestrator.providers.azure_shared.tags import TAG_CLUSTER, TAG_RACK
 
 __all__ = ["AzureProvider", "AzureClients", "ProgressEvent", "SweepItem", "sweep"]
 
@@ -115,17 +115,39 @@ class AzureProvider(ProviderBase):
         record `up` returns (azure/cluster.py's to_cluster)."""
         clients = self._clients_for(name, None)
         groups, _ = tagged(clients, name)
+        return _read(name, groups[0], clients) if groups else None
+
+    def check(self, spec: ClusterSpec, plan: Plan) -> tuple[list[str], list[str]]:
+        """Preflight's reads for a new cluster (sizes and zones, vCPU quotas, the image), as
+        results, and the problems `up` would refuse with: reads only (azure/preflight.py)."""
+        from orchestrator.providers.azure.preflight import PreflightNeed, check_report
+        a = spec.section(AzureSettings)
+        need = PreflightNeed(region=spec.region or "", sku=spec.sku_row, new_vms=plan.nodes, head_size=a.head_size,
+                             new_head=True, zones=a.zones, image=a.image, spot=a.priority == "spot")
+        return check_report(self._clients_for_spec(spec), need)
+
+    def adopt(self, name: str, *, account: str | None = None, endpoint: str | None = None,
+              force: bool = False) -> Cluster | None:
+        """The cluster as describe reads it (its tags: owner, expiry, creation; its scale sets and
+        head), for a home without its record; None when nothing is tagged with it. Another
+        owner's (owner.py) is refused unless `force`: reads only, no write."""
+        clients = self.clients or clients_from_config(subscription_id=account, arm_endpoint=endpoint)
+        groups, _ = tagged(clients, name)
         if not groups:
             return None
-        rg = groups[0]
-        with arm_call(f"list scale sets of {rg.name}"):
-            sets = [records.scale_set(s) for s in clients.compute.virtual_machine_scale_sets.list(rg.name)]
-        return _described(name, rg, sets, clients)
+        other = foreign(groups[0].tags, signed_in(clients, self.opts.owner))
+        if other is not None and not force:
+            raise NotOwnerError(f"cluster '{name}' belongs to another owner ({other.describe()})",
+                                hint=f"`azbench adopt {name} --force` records it here anyway (its `down` "
+                                     "then needs --force too)")
+        return _read(name, groups[0], clients)
 
     def down(self, cluster: Cluster) -> None:
-        """Delete everything tagged with the cluster, wait, verify none is left. Idempotent."""
+        """Delete everything tagged with the cluster, wait (a group already being deleted
+        included), verify none is left, then the head's custom role. Idempotent."""
         clients = self._clients_for(cluster.name, cluster)
-        delete_cluster(clients, cluster.name, workers=self.opts.workers)
+        rg = cluster.properties_as(AzureProps).resource_group if isinstance(cluster.properties, AzureProps) else None
+        delete_cluster(clients, cluster.name, workers=self.opts.workers, groups=[rg] if rg else [])
         (paths.cluster_dir(cluster.name) / LRO_FILE).unlink(missing_ok=True)
 
     def foreign_owner(self, cluster: Cluster) -> str | None:
@@ -169,7 +191,8 @@ class AzureProvider(ProviderBase):
     def live_view(self, cluster: Cluster) -> CloudView:
         """ARM's view, no SSH and no writes: VM and scale-set states, instances, tags (status.py)."""
         from orchestrator.providers.azure.status import live_view
-        return live_view(self._clients_for(cluster.name, cluster), cluster.name)
+        expected = cluster.properties_as(AzureProps).scale_sets if isinstance(cluster.properties, AzureProps) else []
+        return live_view(self._clients_for(cluster.name, cluster), cluster.name, expected)
 
     def restore_capacity(self, cluster: Cluster, nodes: Collection[str] = (),
                          timeout_s: float | None = None, evict_wait_s: float = 0.0) -> list[str]:
@@ -231,13 +254,16 @@ class AzureProvider(ProviderBase):
         from orchestrator.providers.azure import heal
         from orchestrator.providers.azure.preflight import quota_check
         clients, rg, props = self._clients_for(cluster.name, cluster), _rg(cluster), cluster.properties_as(AzureProps)
+        unit = rack_unit(cluster)
+        if unit > 1 and nodes % unit:  # lifecycle.plan_resize said so already; never a partial rack
+            raise ConfigError(f"resizing '{cluster.name}' to {nodes} nodes would leave a partial NVLink rack "
+                              f"(racks of {unit} VMs)")
         sets = heal.read_sets(clients, rg, props.scale_sets)
         have = sum(len(s.hosts) for s in sets)
         if nodes > have:
             quota_check(clients, cluster.region or "", lookup(cluster.sku), nodes - have,
                         spot=props.priority == "spot")
-            fresh = heal.grow(clients, rg, sets, nodes - have, cluster.name,
-                              unit=max(lookup(cluster.sku).nvlink_domain_vms, 1))
+            fresh = heal.grow(clients, rg, sets, nodes - have, cluster.name, unit=rack_unit(cluster))
             self._wait_joined(cluster, fresh, timeout_s)
         elif nodes < have:
             if len(remove) != have - nodes or len(set(remove)) != len(remove):
@@ -255,11 +281,13 @@ class AzureProvider(ProviderBase):
         return described
 
     def sweep(self, request: SweepRequest) -> list[SweepItem]:
-        """The caller's clusters past azbench-expires or unknown to this home (and with
-        `all_owners` other owners' expired ones), deleted unless a dry run (azure/teardown.py)."""
+        """The caller's clusters past azbench-expires (and with `all_owners` other owners'
+        expired ones), deleted unless a dry run; the caller's live ones unknown to this home
+        reported, never deleted (azure/teardown.py)."""
         return sweep(self.clients, dry_run=request.dry_run, known_clusters=request.known, now=request.now,
                      subscription_id=request.account, arm_endpoint=request.endpoint,
-                     all_owners=request.all_owners, only=request.only, principal=request.principal)
+                     all_owners=request.all_owners, only=request.only,
+                     principal=request.principal or self.opts.owner)
 
     def report_unhealthy(self, cluster: Cluster, reasons: Mapping[str, str]) -> list[HostReport]:
         """Report each drained node to Azure Guest Health Reporting (azure/guest_health.py, with
@@ -343,15 +371,22 @@ class AzureProvider(ProviderBase):
         return clients_from_config(subscription_id=props.subscription_id, arm_endpoint=props.arm_endpoint)
 
 
+def rack_unit(cluster: Cluster) -> int:
+    """The VMs a resize of `cluster` adds or removes at a time (hardware/layout.rack_unit)."""
+    from orchestrator.hardware.layout import rack_unit as unit
+    return unit(lookup(cluster.sku), cluster.nodes, cluster.properties.rack_size())
+
+
 def sweep(clients: AzureClients | None = None, *, dry_run: bool = True,
           known_clusters: Collection[str] | None = None, now: datetime | None = None,
           subscription_id: str | None = None, arm_endpoint: str | None = None,
           all_owners: bool = False, only: Collection[str] | None = None,
           principal: str | None = None) -> list[SweepItem]:
-    """Find (and unless dry_run, delete) the caller's clusters past azbench-expires or unknown
-    to this home; with `all_owners`, other owners' expired clusters too (azure/teardown.py).
+    """Find (and unless dry_run, delete) the caller's clusters past azbench-expires; with
+    `all_owners`, other owners' expired clusters too; report the caller's live ones unknown to
+    this home (azure/teardown.py).
 
-    `known_clusters`: names with a live azbench record; None skips the record-gone check.
+    `known_clusters`: names with a live azbench record; None: do not report unknown ones.
     `only`: delete no cluster but these (the ones a confirmation listed). `principal` stands in
     for the signed-in principal's object id (tests). Without `clients`, DefaultAzureCredential
     clients for AZURE_SUBSCRIPTION_ID are used.
@@ -360,6 +395,12 @@ def sweep(clients: AzureClients | None = None, *, dry_run: bool = True,
         clients = clients_from_config(subscription_id=subscription_id, arm_endpoint=arm_endpoint)
     return _sweep(clients, me=signed_in(clients, principal), dry_run=dry_run, known_clusters=known_clusters,
                   now=now, all_owners=all_owners, only=only)
+
+
+def _read(name: str, rg: records.Group, clients: AzureClients) -> Cluster:
+    with arm_call(f"list scale sets of {rg.name}"):
+        sets = [records.scale_set(s) for s in clients.compute.virtual_machine_scale_sets.list(rg.name)]
+    return _described(name, rg, sets, clients)
 
 
 def _described(name: str, rg: records.Group, sets: list[records.ScaleSet], clients: AzureClients) -> Cluster:
@@ -381,8 +422,18 @@ def _described(name: str, rg: records.Group, sets: list[records.ScaleSet], clien
                   sets=tuple(ScaleSetPlan(name=s.name, vms=s.capacity, gpus=0) for s in ours),
                   head_ip=pip.facts.public_ip if pip else None, head_private_ip=nic.facts.private_ip if nic else None,
                   image=first.image if first else None, admin_user=_admin(ours),
-                  spot=first.spot if first else None, hosts=hosts)
+                  spot=first.spot if first else None, hosts=hosts, vms_per_rack=_rack(ours))
     return to_cluster(found, state)
+
+
+def _rack(sets: list[records.ScaleSet]) -> int | None:
+    """The VMs per NVL72 rack the sets' azbench-rack-vms tag says (GB200 sets made before the
+    tag have none: None)."""
+    for s in sets:
+        value = s.tags.get(TAG_RACK, "")
+        if value.isdigit() and int(value) > 1:
+            return int(value)
+    return None
 
 
 def _rg(cluster: Cluster) -> str:

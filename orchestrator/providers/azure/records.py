@@ -20,7 +20,7 @@ from orchestrator.providers.azure.resources import NIC, NSG, PIP, RG, VM, VMSS, 
 from orchestrator.providers.azure_shared.records import text
 
 if TYPE_CHECKING:
-    from azure.mgmt.authorization.v2022_04_01.models import RoleAssignment
+    from azure.mgmt.authorization.v2022_04_01.models import RoleAssignment, RoleDefinition
     from azure.mgmt.compute.models import (
         VirtualMachine,
         VirtualMachineImage,
@@ -94,11 +94,13 @@ class ScaleSetVM:
 
 @dataclass(frozen=True)
 class Group:
-    """A resource group found by tag."""
+    """A resource group found by tag; `state` its provisioningState ("Deleting" while a delete
+    runs; "" when ARM sent none)."""
 
     name: str
     location: str | None
     tags: Mapping[str, str] = field(default_factory=dict)
+    state: str = ""
 
 
 @dataclass(frozen=True)
@@ -117,6 +119,15 @@ class Assignment:
     types every field Optional)."""
 
     principal_id: str | None
+    role_definition_id: str = ""
+
+
+@dataclass(frozen=True)
+class RoleDef:
+    """A custom role definition: its actions (all its permission blocks') and assignable scopes."""
+
+    actions: tuple[str, ...]
+    assignable_scopes: tuple[str, ...]
 
 
 @dataclass(frozen=True)
@@ -158,7 +169,8 @@ def scale_set_vm(vm: VirtualMachineScaleSetVM) -> ScaleSetVM:
 
 
 def groups(rows: Iterable[ResourceGroup]) -> list[Group]:
-    return [Group(name=g.name or "", location=g.location, tags=dict(g.tags or {})) for g in rows]
+    return [Group(name=g.name or "", location=g.location, tags=dict(g.tags or {}),
+                  state=(g.properties.provisioning_state or "") if g.properties else "") for g in rows]
 
 
 def tagged(rows: Iterable[GenericResourceExpanded]) -> list[Tagged]:
@@ -166,7 +178,13 @@ def tagged(rows: Iterable[GenericResourceExpanded]) -> list[Tagged]:
 
 
 def assignment(found: RoleAssignment) -> Assignment:
-    return Assignment(principal_id=found.principal_id)
+    return Assignment(principal_id=found.principal_id, role_definition_id=found.role_definition_id or "")
+
+
+def role_definition(found: RoleDefinition) -> RoleDef:
+    """ARM leaves out empty lists: none means none."""
+    return RoleDef(actions=tuple(a for p in found.permissions or [] for a in p.actions or []),
+                   assignable_scopes=tuple(found.assignable_scopes or []))
 
 
 def image_names(rows: Iterable[VirtualMachineImageResource]) -> list[str]:

@@ -34,6 +34,7 @@ VM = "Microsoft.Compute/virtualMachines"
 VMSS = "Microsoft.Compute/virtualMachineScaleSets"
 KINDS = (RG, NSG, PIP, VNET, NIC, VM, VMSS)  # creation order
 ROLE = "Microsoft.Authorization/roleAssignments"  # the head identity's, made after the head (azure_expiry)
+ROLE_DEF = "Microsoft.Authorization/roleDefinitions"  # its custom role, made after the group (expiry.py)
 SUBNET = "nodes"
 STAMP = "%Y-%m-%dT%H:%M:%SZ"
 IMAGE_PARTS = ("publisher", "offer", "sku", "version")  # a URN's, in order
@@ -58,6 +59,7 @@ class ClusterNames:
     head: str
     sets: tuple[ScaleSetPlan, ...]
     role: str | None = None  # the expiry role assignment; None with azure.self_expiry off
+    custom_role: bool = False  # the assignment's role is the custom one (else built-in Contributor)
 
 
 def head_nic_resource(plan: Plan) -> PlannedResource:
@@ -71,7 +73,7 @@ def head_nic_resource(plan: Plan) -> PlannedResource:
 def names_from_plan(plan: Plan) -> ClusterNames:
     by_kind: dict[str, list[str]] = {}
     for res in plan.resources:
-        if res.kind not in KINDS + (ROLE,):
+        if res.kind not in KINDS + (ROLE, ROLE_DEF):
             raise ProvisionError(f"plan has a resource azbench cannot create: {res.kind} {res.name}")
         by_kind.setdefault(res.kind, []).append(res.name)
     for kind in KINDS[:-1]:
@@ -82,7 +84,7 @@ def names_from_plan(plan: Plan) -> ClusterNames:
         raise ProvisionError("plan's scale-set resources and scale_sets disagree")
     one = {k: v[0] for k, v in by_kind.items()}
     return ClusterNames(rg=one[RG], nsg=one[NSG], pip=one[PIP], vnet=one[VNET], nic=one[NIC],
-                        head=one[VM], sets=sets, role=one.get(ROLE))
+                        head=one[VM], sets=sets, role=one.get(ROLE), custom_role=ROLE_DEF in one)
 
 
 def cluster_tags(cluster: str, owner: dict[str, str], expires: datetime, extra: dict[str, str], *,

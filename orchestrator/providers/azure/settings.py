@@ -61,6 +61,10 @@ class AzureSettings(SpecSection):
     max_cost_per_hour: Annotated[float, between(0.01, 1_000_000)] | None = None
     idle_minutes: StrictInt | None = Field(None, ge=5, le=7 * 24 * 60)
     self_expiry: bool = True
+    # The head identity's role for self-expiry: "custom" (read and delete its own group only,
+    # expiry.EXPIRY_ACTIONS; `up` needs Microsoft.Authorization/roleDefinitions/write) or the
+    # documented fallback "contributor" (built-in Contributor on the group: broader).
+    self_expiry_role: Literal["custom", "contributor"] = "custom"
     arm_endpoint: str | None = None
     polling_interval: Annotated[float, between(0.01, 600, " seconds")] = 30.0
     # Seconds one `up` may spend waiting out ARM's 429s (Retry-After) in all (azure_shared/throttle.py).

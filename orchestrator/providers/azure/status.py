@@ -9,6 +9,9 @@ documents: without it the list carries no power state).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import replace
+
 from orchestrator.providers.azure import records
 from orchestrator.providers.azure import resources as ar
 from orchestrator.providers.azure.clients import AzureClients
@@ -20,12 +23,19 @@ from orchestrator.models import parse_utc
 from orchestrator.providers.azure_shared.tags import TAG_CLUSTER, TAG_CREATED, TAG_EXPIRES, TAG_OWNER
 
 
-def live_view(clients: AzureClients, name: str) -> CloudView:
-    """ARM's view of cluster `name`: CloudView(exists=False) when nothing is tagged with it."""
+def live_view(clients: AzureClients, name: str, expected_sets: Sequence[str] = ()) -> CloudView:
+    """ARM's view of cluster `name`: CloudView(exists=False) when nothing is tagged with it;
+    phase "deleting" when its group is being deleted (nothing more is read), "partial" when the
+    head or one of `expected_sets` (the record's) is missing, or something failed."""
     groups, _ = tagged(clients, name)
     if not groups:
         return CloudView(exists=False)
     rg = groups[0]
+    tagged_view = CloudView(exists=True, created=parse_utc(rg.tags.get(TAG_CREATED)),
+                            expires=parse_utc(rg.tags.get(TAG_EXPIRES)), owner=rg.tags.get(TAG_OWNER))
+    if rg.state == "Deleting":
+        return replace(tagged_view, resources=(CloudResource("resource group", rg.name, rg.state, ""),),
+                       phase="deleting", phase_detail=f"resource group {rg.name} is being deleted")
     head_name = f"{name}-head"
     head = observe(clients, rg.name, ar.VM, head_name)
     rows = [CloudResource("VM", head_name, head.state if head else "missing", _head_detail(head))]
@@ -40,9 +50,10 @@ def live_view(clients: AzureClients, name: str) -> CloudView:
         counts = ", ".join(f"{powers.count(p)} {p}" for p in sorted(set(powers))) or "none listed"
         rows.append(CloudResource("scale set", s.name, str(s.state),
                                   f"{s.sku_name}, capacity {s.capacity}: {counts}"))
-    return CloudView(exists=True, resources=tuple(rows), instances=listed, running=running,
-                     created=parse_utc(rg.tags.get(TAG_CREATED)), expires=parse_utc(rg.tags.get(TAG_EXPIRES)),
-                     owner=rg.tags.get(TAG_OWNER))
+    gaps = [f"{r.kind} {r.name} {r.state.lower()}" for r in rows if r.state in ("missing", "Failed")]
+    gaps += [f"scale set {s} missing" for s in expected_sets if s not in {x.name for x in sets}]
+    return replace(tagged_view, resources=tuple(rows), instances=listed, running=running,
+                   phase="partial" if gaps else "", phase_detail=", ".join(gaps))
 
 
 def _head_detail(head: Observed | None) -> str:

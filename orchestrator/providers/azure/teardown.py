@@ -1,12 +1,15 @@
-"""Delete Azure clusters by tag, verify nothing tagged remains, and sweep expired or orphaned ones.
+"""Delete Azure clusters by tag, verify nothing tagged remains, and sweep expired ones.
 
 `delete_cluster` deletes every resource group tagged `azbench-cluster=<name>` and every tagged
-resource outside them (by id), waits, then lists by tag again and raises ProvisionError naming what
-is left. `sweep` finds the caller's clusters (owner.py) whose `azbench-expires` has passed, or
-(given the set of clusters this home knows) whose record is gone, across resource groups, and
-deletes them unless dry_run; another owner's expired clusters only with all_owners, and another
-owner's live ones never.
-`clear_group` empties one resource group in dependency order (region fallback).
+resource outside them (by id), waits (a group another client is already deleting counts as
+progress: lro.delete waits for it), lists by tag again and raises ProvisionError naming what is
+left, then deletes the head's custom role (roles.py), which lives outside the group. `sweep`
+finds clusters by tag: the expiry tag decides. The caller's clusters (owner.py) past
+`azbench-expires` are deleted unless dry_run, every one tried and each outcome reported; another
+owner's expired ones only with all_owners (else reported as skipped); a live cluster of the
+caller that this home has no record of (a lost or copied store) is reported, never deleted:
+"not in my store" is no evidence that a cluster is abandoned. Another owner's live cluster is
+never listed. `clear_group` empties one resource group in dependency order (region fallback).
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from typing import Collection
 from orchestrator.providers.azure import records
 from orchestrator.providers.azure.clients import AzureClients
 from orchestrator.providers.azure_shared.errors import arm_call, is_not_found
-from orchestrator.providers.azure.lro import Reporter, delete
+from orchestrator.providers.azure.lro import Reporter, delete, wait_gone
 from orchestrator.providers.azure.owner import Owner, owner_of
 from orchestrator.providers.azure.resources import (
     NIC,
@@ -32,7 +35,8 @@ from orchestrator.providers.azure.resources import (
     VMSS,
     VNET,
 )
-from orchestrator.errors import ProvisionError
+from orchestrator.errors import AzbenchError, ProvisionError
+from orchestrator.providers.azure.roles import delete_expiry_role
 from orchestrator.providers.base import SweepItem
 from orchestrator.models import parse_utc
 from orchestrator.providers.azure_shared.tags import TAG_CLUSTER, TAG_EXPIRES
@@ -63,20 +67,32 @@ def tagged(clients: AzureClients, cluster: str | None = None) -> tuple[list[reco
     return groups, resources
 
 
-def delete_cluster(clients: AzureClients, cluster: str, *, workers: int = 8) -> list[str]:
-    """Delete everything tagged with `cluster`, wait, verify; return the deleted ids/groups."""
-    groups, resources = tagged(clients, cluster)
-    names = {g.name.lower() for g in groups}
+def delete_cluster(clients: AzureClients, cluster: str, *, workers: int = 8,
+                   groups: Collection[str] = ()) -> list[str]:
+    """Delete everything tagged with `cluster`, wait, verify, then the head's custom role of
+    each of its groups (and of `groups`, the ones its record names: a cluster whose group is
+    gone, say deleted by its own expiry agent, may still have one); the deleted ids/groups."""
+    found, resources = tagged(clients, cluster)
+    names = {g.name.lower() for g in found}
     loose = [r for r in resources if _group_of(r.id).lower() not in names]
-    jobs = [partial(delete, clients, "", RG, g.name) for g in groups]
+    jobs = [partial(delete, clients, "", RG, g.name) for g in found]
     jobs += [partial(_delete_by_id, clients, r.id, r.type) for r in loose]
     _run_all(jobs, workers)
     verify_gone(clients, cluster)
-    return [g.name for g in groups] + [r.id for r in loose]
+    for group in sorted({g.name for g in found} | set(groups), key=str.lower):
+        delete_expiry_role(clients, group)
+    return [g.name for g in found] + [r.id for r in loose]
 
 
 def verify_gone(clients: AzureClients, cluster: str) -> None:
+    """Nothing tagged with `cluster` is left; a group still listed while ARM deletes it is
+    waited for (lro.wait_gone)."""
     groups, resources = tagged(clients, cluster)
+    for g in groups:
+        if g.state == "Deleting":
+            wait_gone(clients, g.name)
+    if any(g.state == "Deleting" for g in groups):
+        groups, resources = tagged(clients, cluster)
     left = [f"resource group {g.name}" for g in groups] + [r.id for r in resources]
     if left:
         more = f" and {len(left) - 5} more" if len(left) > 5 else ""
@@ -95,26 +111,45 @@ def clear_group(clients: AzureClients, rg: str, names_by_kind: dict[str, list[st
 def sweep(clients: AzureClients, *, me: Owner, dry_run: bool = True, known_clusters: Collection[str] | None = None,
           now: datetime | None = None, all_owners: bool = False,
           only: Collection[str] | None = None) -> list[SweepItem]:
-    """The clusters to sweep, deleted unless dry_run (and, given `only`, only those named).
-
-    `me`'s clusters go when past `azbench-expires` or unknown to `known_clusters` (this home's
-    records; None skips that check). Another owner's cluster goes only when expired and
-    `all_owners`: a colleague's live cluster is unknown to this home's store, never orphaned."""
+    """What sweep found, and unless dry_run did: see the module docstring. Given `only`, no
+    cluster but those is deleted. `known_clusters`: this home's live records (None: do not
+    report the caller's unknown live clusters). Every expired candidate is tried; a failed
+    delete is that item's "failed" (with its error), and the next is tried all the same."""
     now = now or datetime.now(timezone.utc)
     out = []
     for cluster, entry in sorted(_by_cluster(*tagged(clients)).items()):
         owners = [o for o in entry.owners if o is not None]
         owner = owners[0] if owners else None
         mine = owner == me
-        reason = _sweep_reason(cluster, entry.expires, known_clusters if mine else None, now)
-        if reason is None or not (mine or all_owners) or (only is not None and cluster not in only):
+        stamps = [s for s in (parse_utc(e) for e in entry.expires) if s is not None]
+        deadline = min(stamps) if stamps else None
+        expired = deadline is not None and deadline <= now
+        who = owner.describe() if owner else "no owner tags"
+        item = partial(SweepItem, cluster=cluster, resource_groups=tuple(entry.groups),
+                       resources=tuple(entry.resources), expires=min(entry.expires) if entry.expires else None,
+                       owner=who, mine=mine)
+        if not expired:
+            if mine and known_clusters is not None and cluster not in known_clusters:
+                left = f"expires {deadline:%Y-%m-%dT%H:%M:%SZ}" if deadline else "no readable expiry"
+                out.append(item(reason=f"live ({left}), not in this home: adopt it with `azbench adopt {cluster}` "
+                                       "or leave it", deleted=False, action="kept"))
             continue
-        if not dry_run:
-            delete_cluster(clients, cluster)
-        out.append(SweepItem(cluster=cluster, reason=reason, resource_groups=tuple(entry.groups),
-                             resources=tuple(entry.resources), expires=min(entry.expires) if entry.expires else None,
-                             deleted=not dry_run, owner=owner.describe() if owner else "no owner tags",
-                             mine=mine))
+        reason = f"expired at {deadline:%Y-%m-%dT%H:%M:%SZ}"
+        if not (mine or all_owners):
+            out.append(item(reason=f"{reason}; another owner's: --all-owners deletes it", deleted=False,
+                            action="skipped"))
+            continue
+        if only is not None and cluster not in only:
+            continue  # not among those the caller confirmed
+        if dry_run:
+            out.append(item(reason=reason, deleted=False, action="delete"))
+            continue
+        try:
+            delete_cluster(clients, cluster, groups=entry.groups)
+        except AzbenchError as exc:
+            out.append(item(reason=reason, deleted=False, action="failed", error=str(exc)))
+            continue
+        out.append(item(reason=reason, deleted=True, action="deleted"))
     return out
 
 
@@ -138,19 +173,6 @@ def _by_cluster(groups: list[records.Group], resources: list[records.Tagged]) ->
             entry.expires.append(tags[TAG_EXPIRES])
         entry.owners.append(owner_of(tags))
     return found
-
-
-def _sweep_reason(cluster: str, expires: list[str], known: Collection[str] | None,
-                  now: datetime) -> str | None:
-    stamps = [parse_utc(e) for e in expires]
-    valid = [s for s in stamps if s is not None]
-    if valid and min(valid) <= now:
-        return f"expired at {min(valid):%Y-%m-%dT%H:%M:%SZ}"
-    if known is not None and cluster not in known:
-        return "no azbench record of this cluster"
-    if expires and not valid:
-        return None  # unreadable tag: never delete on a guess
-    return None
 
 
 def _delete_by_id(clients: AzureClients, resource_id: str, rtype: str) -> None:

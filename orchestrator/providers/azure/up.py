@@ -21,7 +21,7 @@ from typing import Callable, TypeVar
 
 from orchestrator import paths
 from orchestrator.providers.azure import cloudinit as ci
-from orchestrator.providers.azure import drift, expiry, records
+from orchestrator.providers.azure import drift, expiry, records, roles
 from orchestrator.providers.azure import resources as ar
 from orchestrator.providers.azure.clients import AzureClients
 from orchestrator.providers.azure.cluster import Found, to_cluster
@@ -39,11 +39,12 @@ from orchestrator.providers.azure.owner import NotOwnerError, Owner, foreign, si
 from orchestrator.providers.azure.preflight import PreflightNeed, preflight, resolve_ingress
 from orchestrator.providers.azure.teardown import clear_group
 from orchestrator.specs.cluster import ClusterSpec
-from orchestrator.errors import CapacityError, ProvisionError
+from orchestrator.errors import CapacityError, ConfigError, ProvisionError
 from orchestrator.providers.azure_shared.errors import AzureErrorMixin
 from orchestrator.models import Cluster, ClusterState, Plan, ScaleSetPlan
 from orchestrator.providers.azure.settings import AzureSettings
-from orchestrator.providers.azure_shared.tags import TAG_CLUSTER, TAG_CREATED, TAG_EXPIRES, TAG_SLOTS, TAG_SPOT_RESTORE
+from orchestrator.providers.azure_shared.tags import (TAG_CLUSTER, TAG_CREATED, TAG_EXPIRES, TAG_RACK, TAG_SLOTS,
+                                                     TAG_SPOT_RESTORE)
 
 LRO_FILE = "azure-lro.json"
 T = TypeVar("T")
@@ -130,8 +131,9 @@ class UpRun:
         owner = obs.tags.get(TAG_CLUSTER)
         if owner != self.spec.name:
             what = f"owned by azbench cluster '{owner}'" if owner else "not created by azbench"
-            raise ProvisionError(f"{kind.rsplit('/', 1)[-1]} {name} already exists and is {what}",
-                                 hint="pick another cluster name or azure.resource_group")
+            # Found by the reads before any write: the name is taken, which the user fixes (exit 2).
+            raise ConfigError(f"{kind.rsplit('/', 1)[-1]} {name} already exists and is {what}",
+                              hint="pick another cluster name or azure.resource_group")
 
     def _current_region(self) -> str:
         for key, obs in self.seen.items():
@@ -174,6 +176,9 @@ class UpRun:
                ((ar.NSG, n.nsg), (ar.PIP, n.pip), (ar.VNET, n.vnet), (ar.NIC, n.nic))}
         subnet_id = f"{ids[ar.VNET]}/subnets/{ar.SUBNET}"
         self._ensure(ar.RG, rg, lambda: {"location": self.spec.region, "tags": tags})
+        # The head's custom role right after the group (its only scope): a caller who may not
+        # define roles learns it before any VM exists.
+        role = self._expiry_role() if n.role and n.custom_role else None
         self._parallel({
             "nsg": lambda: self._ensure(ar.NSG, n.nsg, lambda: ar.nsg_body(region, tags, ingress)),
             "pip": lambda: self._ensure(ar.PIP, n.pip, lambda: ar.pip_body(region, tags))})
@@ -195,8 +200,10 @@ class UpRun:
 
         def vmss_body(s: ScaleSetPlan, zone: str | None) -> object:
             # The set's slurm.conf slots (cloudinit.slot_count) ride on it, for replace and resize.
-            slots = ci.slot_count(s, max(self.sku.nvlink_domain_vms, 1))
-            return ar.vmss_body(region, {**tags, TAG_SLOTS: str(slots)}, sku_name=self.sku.name,
+            rack = ci.rack_of(self.sku, s)
+            slots = ci.slot_count(s, rack)
+            set_tags = {**tags, TAG_SLOTS: str(slots), **({TAG_RACK: str(rack)} if rack > 1 else {})}
+            return ar.vmss_body(region, set_tags, sku_name=self.sku.name,
                                 scale_set=s, zone=zone, image=image,
                                 custom_data=node_cd, subnet_id=subnet_id, prefix=ci.computer_name_prefix(s),
                                 spot=self._spot(), **common)
@@ -204,16 +211,25 @@ class UpRun:
             jobs[s.name] = partial(self._ensure_vmss, region, zones, s, partial(vmss_body, s))
         made = self._parallel(jobs)
         if n.role:
-            self._grant_self_delete(made["head"])
+            self._grant_self_delete(made["head"], role)
         return self._cluster(region, image, sec, tags, head_ip)
 
-    def _grant_self_delete(self, head_vm: object) -> None:
+    def _expiry_role(self) -> str:
+        """The custom role of the head's expiry agent, defined (or found) on the cluster's group."""
+        self.report.check()
+        role, outcome = roles.ensure_expiry_role(self.clients, self.names.rg)
+        self.report.emit(outcome, ar.ROLE_DEF, roles.role_name(self.sub, self.names.rg),
+                         f"read and delete {self.names.rg} only")
+        return role
+
+    def _grant_self_delete(self, head_vm: object, role: str | None) -> None:
         """The head's identity may delete this cluster's group, for its expiry agent."""
         n = self.names
         principal = expiry.head_principal(records.resource(ar.VM, head_vm), n.head)
         self.report.check()
-        outcome = expiry.grant_self_delete(self.clients, n.rg, n.role or "", principal)
-        self.report.emit(outcome, ar.ROLE, n.role or "", f"Contributor on {n.rg} for {n.head}'s identity")
+        outcome = roles.grant_self_delete(self.clients, n.rg, n.role or "", principal, role)
+        what = "the custom self-expiry role" if role else "Contributor (fallback)"
+        self.report.emit(outcome, ar.ROLE, n.role or "", f"{what} on {n.rg} for {n.head}'s identity")
 
     def _ensure(self, kind: str, name: str, body: Callable[[], object]) -> object:
         return ensure(self.clients, self.names.rg, kind, name, body,
@@ -287,7 +303,8 @@ class UpRun:
         found = Found(name=self.spec.name, region=region, resource_group=self.names.rg, tags=tags,
                       subscription_id=self.sub, arm_endpoint=self.clients.base_url, sku=self.sku.name,
                       sets=self.names.sets, head_ip=address, head_private_ip=head_ip,
-                      image=ar.image_text(image), admin_user=self.spec.section(AzureSettings).admin_user, spot=self._spot())
+                      image=ar.image_text(image), admin_user=self.spec.section(AzureSettings).admin_user, spot=self._spot(),
+                      vms_per_rack=next((r for r in (ci.rack_of(self.sku, s) for s in self.names.sets) if r > 1), None))
         return to_cluster(found, ClusterState.READY)
 
 

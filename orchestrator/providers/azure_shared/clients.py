@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, TypedDict, TypeVar, cast
 
 from orchestrator.errors import ConfigError
 from orchestrator.providers.azure_shared.endpoints import PUBLIC_ARM, arm_scope
+from orchestrator.providers.azure_shared.endpoints import arm_endpoint as resolve_endpoint
 from orchestrator.providers.azure_shared.throttle import ThrottleBudget, retry_policy
 
 if TYPE_CHECKING:
@@ -106,7 +107,7 @@ def arm_from_config(kind: type[A], *, subscription_id: str | None = None, arm_en
                           "00000000-0000-0000-0000-000000000000")
     from orchestrator.providers.azure_shared.signin import default_credential, quiet_sdk_loggers
     quiet_sdk_loggers()
-    base_url = (arm_endpoint or os.environ.get("AZURE_RESOURCE_MANAGER_ENDPOINT") or PUBLIC_ARM).rstrip("/")
+    base_url = resolve_endpoint(arm_endpoint) or PUBLIC_ARM
     return kind(credential=default_credential(), subscription_id=sub.strip(), base_url=base_url,
                 polling_interval=polling_interval or 30.0)
 

@@ -3,7 +3,10 @@ sovereign cloud's endpoint a user gives is an https URL, and the token scope of 
 
 from __future__ import annotations
 
+import os
+
 PUBLIC_ARM = "https://management.azure.com"
+ENDPOINT_ENV = "AZURE_RESOURCE_MANAGER_ENDPOINT"
 
 
 def check_arm_endpoint(value: str) -> str:
@@ -20,6 +23,23 @@ def check_arm_endpoint(value: str) -> str:
         raise ValueError(f"arm endpoint {shown!r} is not an https URL such as "
                          "https://management.azure.com")
     return value
+
+
+def arm_endpoint(configured: str | None = None) -> str | None:
+    """The ARM endpoint to use: `configured` (a spec's, checked where it was read), else
+    $AZURE_RESOURCE_MANAGER_ENDPOINT checked here (ConfigError naming the variable), else None
+    (the public cloud's), without a trailing slash."""
+    if configured:
+        return configured.rstrip("/")
+    value = os.environ.get(ENDPOINT_ENV)
+    if not value:
+        return None
+    try:
+        check_arm_endpoint(value)
+    except ValueError as exc:
+        from orchestrator.errors import ConfigError
+        raise ConfigError(f"{ENDPOINT_ENV}: {exc}") from None
+    return value.rstrip("/")
 
 
 def arm_scope(base_url: str) -> str:

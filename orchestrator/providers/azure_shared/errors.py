@@ -24,7 +24,7 @@ from enum import Enum
 from typing import Iterator
 
 from orchestrator import paths
-from orchestrator.errors import CapacityError, PreflightError, ProvisionError
+from orchestrator.errors import CapacityError, ConfigError, PreflightError, ProvisionError
 
 
 SDK_LOG_FILE = "azure-debug.log"  # under $AZBENCH_HOME/logs/ (signin.quiet_sdk_loggers)
@@ -40,6 +40,10 @@ class ArmErrorClass(str, Enum):
     QUOTA = "quota"                  # fail fast
     NOT_FOUND = "not_found"          # a delete of something gone is success
     CONFLICT = "conflict"            # 409: another operation holds the resource, or its state forbids it
+    LOCKED = "locked"                # 409 ScopeLocked: a management lock forbids the write or delete
+    DELETING = "deleting"            # 409 ResourceGroupBeingDeleted: a delete of the group is under way
+    NO_SUBSCRIPTION = "no_subscription"  # 404 SubscriptionNotFound: the scope itself is unknown
+    DENIED = "denied"                # 403 AuthorizationFailed: the principal lacks the action
     OTHER = "other"
 
 
@@ -56,7 +60,22 @@ CODE_TABLE: dict[str, ArmErrorClass] = {
     "ResourceNotFound": ArmErrorClass.NOT_FOUND,
     "ResourceGroupNotFound": ArmErrorClass.NOT_FOUND,
     "NotFound": ArmErrorClass.NOT_FOUND,
+    # A management lock (CanNotDelete or ReadOnly) on the resource, its group or subscription
+    # (https://learn.microsoft.com/azure/azure-resource-manager/management/lock-resources; the
+    # code as https://learn.microsoft.com/azure/azure-resource-manager/troubleshooting/
+    # error-lock-resources quotes it).
+    "ScopeLocked": ArmErrorClass.LOCKED,
+    # "ResourceGroupBeingDeleted: Wait for deletion to complete."
+    # (https://learn.microsoft.com/azure/azure-resource-manager/troubleshooting/common-deployment-errors)
+    "ResourceGroupBeingDeleted": ArmErrorClass.DELETING,
+    "AuthorizationFailed": ArmErrorClass.DENIED,
 }
+# A 404 whose code names the subscription, not the resource: the request's scope does not exist
+# (or this principal cannot see it). "SubscriptionNotFound: A specified subscription for
+# deployment can't be accessed. It could be the subscription ID is wrong, the user deploying
+# the template doesn't have adequate permissions..." (common-deployment-errors, above). Never
+# read as "the resource is gone": a delete would call it success.
+SCOPE_MISSING_CODES = frozenset({"SubscriptionNotFound", "InvalidSubscriptionId"})
 RETRYABLE_BY_AZBENCH = frozenset({ArmErrorClass.CAPACITY})
 # Kept while the operation may still finish: a rerun resumes it from its continuation token.
 RESUMABLE = frozenset({ArmErrorClass.THROTTLED, ArmErrorClass.TRANSIENT})
@@ -65,6 +84,10 @@ HINTS: dict[ArmErrorClass, str] = {
     ArmErrorClass.SKU_UNAVAILABLE: "pick another size, zone or region",
     ArmErrorClass.OVERCONSTRAINED: "relax azure.zones or pick another region",
     ArmErrorClass.CONFLICT: "another operation holds this resource: wait for it, then rerun",
+    ArmErrorClass.LOCKED: ("a management lock on the resource, its group or the subscription forbids this "
+                           "(`az lock list`): its owner must remove the lock, then rerun"),
+    ArmErrorClass.DELETING: "the resource group is being deleted: wait until it is gone, then rerun",
+    ArmErrorClass.DENIED: "the signed-in principal lacks this permission (see README, Spending safely)",
     ArmErrorClass.THROTTLED: "ARM is throttling this subscription: rerun later (up resumes where it stopped)",
     ArmErrorClass.TRANSIENT: "an Azure-side error: rerun (up resumes where it stopped)",
 }
@@ -100,6 +123,10 @@ class AzurePreflightError(AzureErrorMixin, PreflightError):
     pass
 
 
+class AzureConfigError(AzureErrorMixin, ConfigError):
+    """ARM refused the request's scope itself (an unknown subscription): the user's to fix. Exit 2."""
+
+
 class SignInError(AzureErrorMixin, PreflightError):
     """The credential could not get a token (a wrong secret, no login): one line with Entra's
     AADSTS code and message (signin.py). Exit 3: nothing was written."""
@@ -117,16 +144,19 @@ class ThrottleBudgetSpent(AzureErrorMixin, ProvisionError):
 
 def classify(status: int | None, code: str, message: str = "", details: tuple[str, ...] = ()) -> ArmErrorClass:
     """The error class of an ARM answer: HTTP status first (404 gone, 429 throttled, 5xx
-    transient, 409 a conflict unless the code says quota or SKU), then the code."""
+    transient, 409 a conflict unless the code says quota or SKU), then the code. A 404 is gone
+    unless its code names the subscription itself (SCOPE_MISSING_CODES)."""
     if status == 404:
-        return ArmErrorClass.NOT_FOUND
+        return ArmErrorClass.NO_SUBSCRIPTION if code in SCOPE_MISSING_CODES else ArmErrorClass.NOT_FOUND
     if status == 429:
         return ArmErrorClass.THROTTLED
     if status is not None and status >= 500:
         return ArmErrorClass.TRANSIENT
     by_code = classify_code(code, message, details)
-    if status == 409 and by_code in (ArmErrorClass.OTHER, ArmErrorClass.NOT_FOUND):
+    if status == 409 and by_code in (ArmErrorClass.OTHER, ArmErrorClass.NOT_FOUND, ArmErrorClass.DENIED):
         return ArmErrorClass.CONFLICT
+    if status == 403:
+        return ArmErrorClass.DENIED
     return by_code
 
 
@@ -169,11 +199,17 @@ def arm_error(exc: BaseException) -> ArmError:
                     status=status, details=details, cls=classify(status, code, message, details))
 
 
-def to_azbench(err: ArmError, what: str) -> AzureProvisionError | AzureCapacityError | AzurePreflightError:
+def to_azbench(err: ArmError, what: str) -> (AzureProvisionError | AzureCapacityError | AzurePreflightError
+                                              | AzureConfigError):
     """The azbench error for `err` raised while doing `what` (e.g. 'create scale set x')."""
     rid = f" (x-ms-request-id {err.request_id})" if err.request_id else ""
     status = f"HTTP {err.status} " if err.status and err.status >= 400 else ""
     text = f"{what}: {status}{err.code}: {err.message}{rid}"
+    if err.cls == ArmErrorClass.NO_SUBSCRIPTION:  # a wrong subscription id is the user's: exit 2
+        bad = AzureConfigError(text, hint="check AZURE_SUBSCRIPTION_ID (or azure.subscription_id) and that the "
+                                          "signed-in principal has a role on that subscription")
+        bad.code, bad.request_id, bad.arm_message = err.code, err.request_id, err.message
+        return bad
     if err.cls == ArmErrorClass.CAPACITY:
         out: AzureProvisionError | AzureCapacityError = AzureCapacityError(text, hint="azbench tries the next zone/region from azure.zones "
                                                  "and azure.fallback_regions; or retry later with fewer nodes")

@@ -18,3 +18,6 @@ TAG_EXPIRES = "azbench-expires"  # %Y-%m-%dT%H:%M:%SZ; the head's expiry agent r
 TAG_CREATED, TAG_SPOT_RESTORE = "azbench-created", "azbench-spot-restore-s"
 # On each scale set: how many instance-id slots (0..n-1) its slurm.conf defines (cloudinit.slot_count).
 TAG_SLOTS = "azbench-slots"
+# On each GB200 scale set: the VMs per NVL72 rack `up` laid it out with (18, or 16 as Azure's
+# record run): resize grows and shrinks in whole racks of it.
+TAG_RACK = "azbench-rack-vms"

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from orchestrator.providers.azure_shared.capacity import TOTAL_CORES, quota_problems, sku_problems, vm_sizes
 from orchestrator.providers.azure_shared.clients import ArmClients, arm_from_config
+from orchestrator.providers.azure_shared.endpoints import arm_endpoint as resolve_endpoint
 from orchestrator.providers.azure_shared.errors import arm_call, is_missing
 from orchestrator.providers.azure_shared.records import QuotaRow
 from orchestrator.providers.azure_shared.tags import TAG_CLUSTER, TAG_OWNER
@@ -207,10 +208,11 @@ def preflight_checks(spec: ClusterSpec) -> list[str]:
     sku = spec.sku_row
     vcpus = sku.vcpus * spec.nodes
     ws = spec.section(AzureMLSettings).workspace or f"${WORKSPACE_ENV}"
-    return [f"workspace {ws} exists in its resource group",
-            f"{sku.name} is offered in {spec.region} and not restricted for the subscription (resource SKUs)",
-            f"Azure ML quota {sku.quota_family} has {vcpus:,} free vCPUs ({spec.nodes:,} x {sku.vcpus})",
-            f"Azure ML quota '{TOTAL_QUOTA}' has {vcpus:,} free vCPUs"]
+    return [f"will check that workspace {ws} exists in its resource group",
+            f"will check that {sku.name} is offered in {spec.region} and not restricted for the subscription "
+            "(resource SKUs)",
+            f"will check that Azure ML quota {sku.quota_family} has {vcpus:,} free vCPUs ({spec.nodes:,} x {sku.vcpus})",
+            f"will check that Azure ML quota '{TOTAL_QUOTA}' has {vcpus:,} free vCPUs"]
 
 
 def check_workspace(ml: MLClient, target: AmlTarget) -> None:
@@ -283,8 +285,7 @@ def _target(sub: str | None, group: str | None, ws: str | None, endpoint: str | 
                                     (f"azureml.workspace or {WORKSPACE_ENV}", ws)) if not v]
     if missing:
         raise ConfigError(f"no Azure ML workspace: set {', '.join(missing)}")
-    endpoint = endpoint or os.environ.get("AZURE_RESOURCE_MANAGER_ENDPOINT")
-    return AmlTarget(str(sub), str(group), str(ws), endpoint.rstrip("/") if endpoint else None)
+    return AmlTarget(str(sub), str(group), str(ws), resolve_endpoint(endpoint))
 
 
 def _get_compute(ml: MLClient, name: str) -> AmlComputeInfo | None:
