@@ -32,9 +32,9 @@ from pathlib import Path
 def plan_racks(config: dict) -> dict[str, list[str]]:
     """The plan's racks by instance order, then spare racks (cloudinit.nvlink_racks)."""
     out: dict[str, list[str]] = {}
-    rack = max(int(config["rack"]), 1)
     for s in config["sets"]:
         name, vms, racks, slots = str(s["name"]), int(s["vms"]), max(int(s["racks"]), 1), int(s["slots"])
+        rack = max(int(s.get("rack", config["rack"])), 1)  # the set's own rack size (16 or 18)
         hosts = [f"{name}-{_base36(i)}" for i in range(vms)]
         per_rack = vms // racks
         for r in range(racks):

@@ -68,7 +68,7 @@ def test_stored_results_are_marked(tmp_path: Path, monkeypatch: pytest.MonkeyPat
      "is 4.5x the largest measured scale (5,120 GPUs) of llama31_405b on ND GB200 v6; predictions stop at 4x"),
     (("plan", "llama31_405b", "--sku", "gb200", "--target-minutes", "-1"), "--target-minutes: must be between"),
     (("plan", "llama31_405b", "--sku", "gb200", "--budget", "nan"), "--budget: must be between"),
-    (("plan", "llama31_405b", "--sku", "h200", "--budget", "1000"), "--budget needs a price"),
+    (("plan", "llama2_70b_lora", "--sku", "mi300x", "--budget", "1000"), "--budget needs a price"),
     (("plan", "llama31_8b", "--sku", "h200"), "measured at one GPU count only"),
 ])
 def test_bad_input_is_one_line_and_exit_2(tmp_path: Path, args: tuple[str, ...], message: str) -> None:

@@ -259,8 +259,10 @@ def _nvlink_files(sku: GpuSku, sets: list[ScaleSetPlan],
         return {}
     plugin = rack_topology({}, slurm_version)[0]
     rack = max(sku.nvlink_domain_vms, 1)
+    # Each set's spare racks come in its own rack size (rack_of: 16 where up laid racks of 16).
     config = json.dumps({"plugin": plugin, "rack": rack, "sets": [
-        {"name": s.name, "vms": s.vms, "racks": s.racks or 1, "slots": slot_count(s, rack)} for s in sets]})
+        {"name": s.name, "vms": s.vms, "racks": s.racks or 1, "rack": rack_of(sku, s),
+         "slots": slot_count(s, rack_of(sku, s))} for s in sets]})
     return {"nvlink_tool": (templates_dir() / NVLINK_TOPOLOGY).read_text(), "nvlink_config": config}
 
 
