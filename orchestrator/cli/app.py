@@ -11,6 +11,7 @@ from __future__ import annotations
 import errno
 import sys
 from pathlib import Path
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, NoReturn, Optional
 
 import typer
@@ -35,6 +36,10 @@ from orchestrator.cli.common import (
 from orchestrator.errors import EXIT_INTERRUPTED, AzbenchError, StoreError
 
 if TYPE_CHECKING:
+    from datetime import timedelta
+
+    from orchestrator.models import Plan
+    from orchestrator.providers.base import SweepItem
     from orchestrator.specs.cluster import ClusterSpec
 
 # ---------------------------------------------------------------- catalog / init
@@ -166,7 +171,7 @@ def _step_line(event: Any) -> None:
     sys.stderr.flush()
 
 
-def _render_plan(plan: Any, checked: list[str] | None = None) -> None:
+def _render_plan(plan: Plan, checked: list[str] | None = None) -> None:
     """The plan; its preflight lines say what `up` will check, or (`checked`, --check) what
     was read."""
     from orchestrator.clusters.spending import worst_case
@@ -197,7 +202,7 @@ def _render_plan(plan: Any, checked: list[str] | None = None) -> None:
         console.print(f"[yellow]warning:[/yellow] {warning}")
 
 
-def _vmss_settings(props: dict[str, object]) -> str:
+def _vmss_settings(props: Mapping[str, object]) -> str:
     keys = ("orchestration", "single_placement_group", "platform_fault_domain_count", "overprovision",
             "priority", "eviction_policy", "max_price")
     return ", ".join(f"{k}={props[k]}" for k in keys if k in props)
@@ -314,7 +319,7 @@ def status(name: Optional[str] = typer.Argument(None, help="Cluster name (defaul
                          [[r.id, r.cluster, r.recipe, r.nodes, r.state, r.message] for r in runs[-30:]]))
 
 
-def _left(left: Any) -> str:
+def _left(left: timedelta | None) -> str:
     """'5h 12m', 'expired', or '-' for a cluster with no deadline."""
     if left is None:
         return "-"
@@ -416,7 +421,7 @@ def sweep(dry_run: bool = typer.Option(False, "--dry-run", help="List what would
                              hint="see the lines above; rerun `azbench sweep` to try them again")
 
 
-def _sweep_line(item: Any, verb: str) -> str:
+def _sweep_line(item: SweepItem, verb: str) -> str:
     """One line per cluster sweep found: what it will do (or would), and why."""
     whose = "" if item.mine else f"; owner {item.owner}"
     where = f"{len(item.resources)} resources in {', '.join(item.resource_groups) or 'no group'}{whose}"

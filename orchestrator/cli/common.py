@@ -135,7 +135,7 @@ def make_console() -> Console:
     return Console()
 
 
-def make_table(title: str, columns: list[str], rows: list[list[Any]]) -> Table:
+def make_table(title: str, columns: list[str], rows: Sequence[Sequence[object]]) -> Table:
     from rich.table import Table
     table = Table(title=title, title_justify="left")
     for col in columns:

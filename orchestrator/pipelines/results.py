@@ -285,5 +285,5 @@ def comparison_markdown(cmp: Comparison, *, only_notable: bool = False) -> str:
     return "\n".join(out) + "\n"
 
 
-def _fmt(value: Any) -> str:
+def _fmt(value: float | None) -> str:
     return "-" if value is None else f"{value:.4g}"
