@@ -43,7 +43,7 @@ def match_gpu(sku: str | None) -> GpuMatch:
     if row is not None:
         label = GPU_LABELS.get(row.aliases[0], "") if row.aliases else ""
         if not row.gpus_per_vm:
-            label = "CPU" if row.is_azure_size else "CPU (local)"
+            label = "CPU" if row.is_azure_size else "local CPU"
         return GpuMatch(sku, label or row.short, row, exact=row.name == sku)
     alias = catalog_gpu(sku)
     if alias is not None:

@@ -214,7 +214,7 @@ def _note_kind(note: str) -> str:
 
 
 def _gpu_column() -> Column:
-    return Column("gpu", "GPU", min_width=5, max_width=8)
+    return Column("gpu", "GPU", min_width=5, max_width=9)  # "local CPU" whole; GPU names are shorter
 
 
 def _table_lines(table: ViewTable, width: int) -> list[str]:
