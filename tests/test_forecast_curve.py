@@ -82,3 +82,14 @@ def test_runs_required_is_the_plans(benchmark: str) -> None:
     assert curves
     for c in curves:
         assert c.runs_required == make_plan(PlanRequest(benchmark=benchmark, sku=c.sku)).runs_required > 1
+
+
+def test_a_stored_score_of_zero_minutes_is_left_out_not_a_crash() -> None:
+    """A stored log whose run_stop is its run_start scores 0 minutes: ln 0 broke the fit (and so
+    `azbench plan` and every site with such a result); it is left out with the reason."""
+    stored = [ResultRow(content_hash=f"z{i}", source="run", system="64xND_H100_v5", benchmark="gpt3",
+                        status="success", converged=True, minutes=0.0, run_start_ms=i, nodes=64, gpus=512,
+                        sku="Standard_ND96isr_H100_v5") for i in range(3)]
+    curve = benchmark_curve("gpt3", "h100", stored)
+    assert all(p.source == "published" for p in curve.basis.points)
+    assert any(x.reason == "a score of 0 minutes" for x in curve.basis.left_out)
