@@ -549,6 +549,9 @@ def test_benchmark_page_embeds_the_curves_behind_the_points(forecast_site: Path)
     """The page's JSON is benchmark_curves' (the stored rows included); per GPU one chart: the band
     first, then the line, then the published rounds and the stored system in its key colour."""
     from orchestrator.forecast.curve import benchmark_curves
+    from orchestrator.forecast.plan import check_nodes
+    from orchestrator.hardware.catalog import lookup
+    from orchestrator.report.site import default_nodes
 
     rows = forecast_rows()
     page = forecast_site / "bench" / "llama31_405b.html"
@@ -568,6 +571,10 @@ def test_benchmark_page_embeds_the_curves_behind_the_points(forecast_site: Path)
     assert swatch and star["marker"]["color"] == swatch.group(1)  # the system's colour on every chart
     assert [t["name"] for t in figures["forecast-h100"]["data"]][-1] == "published v5.0"  # no stored point
     assert "GB200: stands on 9 published + 1 stored (the stars) points" in page.read_text()
+    for c in curves:  # the input opens on a count the size can have: the largest measured, in nodes
+        check_nodes(lookup(c.sku), default_nodes(c))
+        assert f'value="{default_nodes(c)}" aria-label="nodes of {c.sku_short}"' in page.read_text()
+    assert default_nodes(next(c for c in curves if c.gpu == "gb200")) == 1280  # 5,120 GPUs: 80 racks of 16
     lora = _embedded(forecast_site / "bench" / "llama2_70b_lora.html", "forecast-data")
     assert sorted(lora) == ["gb200", "h100", "h200", "mi300x"] and lora["mi300x"]["price_per_vm_hour_usd"] is None
 
