@@ -661,7 +661,7 @@ def test_what_would_n_nodes_give_computes_what_the_plan_computes(browser: Any, f
     assert _ask(browser, "gb200", "2.5")["state"] == "invalid"
 
 
-def test_the_pages_arithmetic_is_evaluates_everywhere(browser: Any, forecast_site: Path) -> None:
+def test_the_page_script_evaluates_and_formats_as_python_does(browser: Any, forecast_site: Path) -> None:
     """Every benchmark page's curves, at every sample and at counts between: the script's evaluate
     against Python's, and its number formatting against Python's (ties round half to even); a size
     without a price says its cost is unknown."""
