@@ -507,3 +507,231 @@ def _open_url(drv: Any, url: str) -> None:
 
     drv.get(url)
     WebDriverWait(drv, 90).until(lambda d: d.execute_script(READY_JS))
+
+
+# -- the forecast curve on a benchmark page (issue 33, point 4) --------------------------------------
+
+FORECAST_ROWS = {  # benchmark: (system, sku, nodes, gpus, minutes of each run)
+    "gpt3": ("64xND_H100_v5", "Standard_ND96isr_H100_v5", 64, 512, [60.0, 61.0, 62.0]),
+    "llama31_405b": ("128xND_GB200_v6", "Standard_ND128isr_NDR_GB200_v6", 128, 512, [80.0, 82.0, 84.0]),
+    "llama2_70b_lora": ("1xND_H100_v5", "Standard_ND96isr_H100_v5", 1, 8, [30.0 + i for i in range(10)]),
+    "smoke": ("1xND_H100_v5", "Standard_ND96isr_H100_v5", 1, 8, [10.0, 10.5, 11.0]),  # one count: no curve
+}
+
+
+def forecast_rows() -> list[ResultRow]:
+    """A small synthetic store: a score per benchmark at one GPU count (smoke has no other)."""
+    return [ResultRow(content_hash=f"{bench}-{i}", source="run", system=system, benchmark=bench,
+                      status="success", converged=True, minutes=m, run_start_ms=1_000 * i, nodes=nodes,
+                      gpus=gpus, sku=sku, created_at=DAY0)
+            for bench, (system, sku, nodes, gpus, runs) in FORECAST_ROWS.items()
+            for i, m in enumerate(runs)]
+
+
+@pytest.fixture(scope="module")
+def forecast_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from orchestrator.report.build import build_report
+    from orchestrator.report.site import write_site
+
+    out = tmp_path_factory.mktemp("forecast") / "site"
+    rows = forecast_rows()
+    write_site(build_report(rows), rows, out)
+    return out
+
+
+def _embedded(page: Path, script_id: str) -> Any:
+    text = page.read_text()
+    found = re.search(rf'<script type="application/json" id="{script_id}">(.*?)</script>', text, re.S)
+    return json.loads(found.group(1)) if found else None
+
+
+def test_benchmark_page_embeds_the_curves_behind_the_points(forecast_site: Path) -> None:
+    """The page's JSON is benchmark_curves' (the stored rows included); per GPU one chart: the band
+    first, then the line, then the published rounds and the stored system in its key colour."""
+    from orchestrator.forecast.curve import benchmark_curves
+    from orchestrator.forecast.plan import check_nodes
+    from orchestrator.hardware.catalog import lookup
+    from orchestrator.report.site import default_nodes
+
+    rows = forecast_rows()
+    page = forecast_site / "bench" / "llama31_405b.html"
+    data = _embedded(page, "forecast-data")
+    curves = benchmark_curves("llama31_405b", stored=rows)
+    assert data == {c.gpu: c.model_dump(mode="json") for c in curves}
+    assert sorted(data) == ["gb200", "h100", "h200"]
+    figures = _embedded(page, "figures")
+    gb200 = figures["forecast-gb200"]["data"]
+    assert [t["name"] for t in gb200] == ["80% low", "80% interval", "fit (level yours)", "past the data",
+                                          "published v5.1", "published v5.0", "stored (yours)"]
+    assert gb200[1]["fill"] == "tonexty" and gb200[3]["line"]["dash"] == "dot"
+    star = gb200[-1]
+    assert star["meta"] == "128xND_GB200_v6" and star["x"] == [512] and star["marker"]["symbol"] == "star"
+    swatch = re.search(r'data-system="128xND_GB200_v6"><span class="swatch" style="background: (#\w+)"',
+                       page.read_text())
+    assert swatch and star["marker"]["color"] == swatch.group(1)  # the system's colour on every chart
+    assert [t["name"] for t in figures["forecast-h100"]["data"]][-1] == "published v5.0"  # no stored point
+    assert "GB200: stands on 9 published + 1 stored (the stars) points" in page.read_text()
+    for c in curves:  # the input opens on a count the size can have: the largest measured, in nodes
+        check_nodes(lookup(c.sku), default_nodes(c))
+        assert f'value="{default_nodes(c)}" aria-label="nodes of {c.sku_short}"' in page.read_text()
+    assert default_nodes(next(c for c in curves if c.gpu == "gb200")) == 1280  # 5,120 GPUs: 80 racks of 16
+    lora = _embedded(forecast_site / "bench" / "llama2_70b_lora.html", "forecast-data")
+    assert sorted(lora) == ["gb200", "h100", "h200", "mi300x"] and lora["mi300x"]["price_per_vm_hour_usd"] is None
+
+
+def test_a_benchmark_without_a_curve_says_so_in_one_line(forecast_site: Path) -> None:
+    page = (forecast_site / "bench" / "smoke.html").read_text()
+    line = re.search(r'<p class="muted" id="forecast-none">(.*?)</p>', page)
+    assert line and line.group(1) == (
+        "No forecast curve for smoke: a curve needs results at two GPU counts or more on one GPU "
+        "(published or stored), and there are fewer: ND H100 v5 at 8 GPUs.")
+    assert 'id="forecast-data"' not in page and "forecast-" not in json.dumps(_embedded(
+        forecast_site / "bench" / "smoke.html", "figures"))
+
+
+def _ask(drv: Any, gpu: str, nodes: str) -> dict[str, Any]:
+    """Type `nodes` into the input under `gpu`'s curve; what the page shows."""
+    return dict(drv.execute_script(
+        "const box = document.getElementById('forecast-' + arguments[0]);"
+        "const input = box.querySelector('input.forecast-nodes'); input.value = arguments[1];"
+        "input.dispatchEvent(new Event('input'));"
+        "const out = box.querySelector('output'); return {...out.dataset, text: out.textContent};", gpu, nodes))
+
+
+def test_what_would_n_nodes_give_computes_what_the_plan_computes(browser: Any, forecast_site: Path) -> None:
+    """The page's script against forecast.curve.evaluate and forecast.plan.make_plan: minutes and
+    interval (to 1e-12), cost per scored result, the 4x refusal's text, GB200's racks."""
+    from selenium.webdriver.common.by import By
+
+    from orchestrator.errors import ConfigError
+    from orchestrator.forecast.basis import Basis
+    from orchestrator.forecast.curve import evaluate
+    from orchestrator.forecast.plan import PlanRequest, check_nodes, make_plan
+    from orchestrator.hardware.catalog import lookup
+
+    rows = tuple(r for r in forecast_rows() if r.benchmark == "llama31_405b")
+    page = forecast_site / "bench" / "llama31_405b.html"
+    _open(browser, page)
+    _fits(browser)
+    data = _embedded(page, "forecast-data")
+    # as a user types it: the answer changes, and the chart marks the count
+    box = browser.find_element(By.ID, "forecast-gb200")
+    field = box.find_element(By.CSS_SELECTOR, "input.forecast-nodes")
+    field.clear()
+    field.send_keys("640")
+    shown = box.find_element(By.TAG_NAME, "output")
+    assert shown.get_attribute("data-state") == "ok" and "640 nodes = 2,560 GPUs, 40 racks of 16 VMs" in shown.text
+    assert browser.execute_script("return document.getElementById('chart-forecast-gb200').layout.shapes[0].x0") == 2560
+    asked = {"gb200": (17, 72, 144, 640, 2048, 4608), "h100": (16, 64, 300, 1344, 4096), "h200": (16, 64, 100, 512)}
+    for gpu, counts in asked.items():
+        basis = Basis.model_validate(data[gpu]["basis"])
+        sku = data[gpu]["sku"]
+        plan = make_plan(PlanRequest(benchmark="llama31_405b", sku=sku, nodes=counts, stored=rows))
+        for row in plan.rows:
+            got = _ask(browser, gpu, str(row.nodes))
+            assert got["state"] == "ok", got
+            minutes = (float(got["minutes"]), float(got["low"]), float(got["high"]))
+            assert minutes == pytest.approx(evaluate(basis, row.gpus), rel=1e-12)
+            assert minutes == pytest.approx((row.minutes, row.low, row.high), rel=1e-12)
+            assert got["text"].startswith(f"{row.minutes:,.2f} min [{row.low:,.2f}-{row.high:,.2f}]")
+            assert f"({row.stands_on})" in got["text"]
+            assert float(got["cost_usd"]) == pytest.approx(row.cost_per_result_usd, rel=1e-12)
+            assert f"cost per scored result: ${row.cost_per_result_usd:,.0f} " in got["text"]
+        # past 4x: refused with the CLI's reason
+        step = data[gpu]["node_steps"][0]
+        top = step * (4 * basis.high_gpus // (step * data[gpu]["gpus_per_node"]) + 1)  # just past 4x
+        with pytest.raises(ConfigError) as refused:
+            make_plan(PlanRequest(benchmark="llama31_405b", sku=sku, nodes=(top,), stored=rows))
+        got = _ask(browser, gpu, str(top))
+        assert got["state"] == "refused" and "minutes" not in got
+        assert got["text"] == refused.value.message.replace(f"--nodes {top}:", f"{top} nodes:")
+    # GB200 node counts: whole racks (of 18 or 16) or one partial rack, as check_nodes decides
+    gb200 = lookup("gb200")
+    for nodes in range(1, 150):
+        try:
+            check_nodes(gb200, nodes)
+            valid = True
+        except ConfigError:
+            valid = False
+        answer = browser.execute_script("return window.azbenchForecast.answer("
+                                        "window.azbenchForecast.curves.gb200, arguments[0])", nodes)
+        assert (answer["state"] != "invalid") == valid, nodes
+    assert _ask(browser, "gb200", "20")["text"].startswith(
+        "20 nodes: ND GB200 v6 comes in NVL72 racks of 18 VMs: 20 nodes is not a whole number of racks")
+    assert _ask(browser, "gb200", "2.5")["state"] == "invalid"
+
+
+def test_the_page_script_evaluates_and_formats_as_python_does(browser: Any, forecast_site: Path) -> None:
+    """Every benchmark page's curves, at every sample and at counts between: the script's evaluate
+    against Python's, and its number formatting against Python's (ties round half to even); a size
+    without a price says its cost is unknown."""
+    from orchestrator.forecast.basis import Basis
+    from orchestrator.forecast.curve import evaluate
+
+    for page in sorted((forecast_site / "bench").glob("*.html")):
+        data = _embedded(page, "forecast-data")
+        if not data:
+            continue
+        _open(browser, page)
+        for gpu, curve in data.items():
+            basis = Basis.model_validate(curve["basis"])
+            counts = [s["gpus"] for s in curve["samples"]] + [g * 1.37 for g in basis.measured_gpus] + [1, 3, 7]
+            got = browser.execute_script(
+                "const f = window.azbenchForecast, b = f.curves[arguments[0]].basis;"
+                "return arguments[1].map(g => f.evaluate(b, g))", gpu, counts)
+            for g, js in zip(counts, got):
+                assert js == pytest.approx(list(evaluate(basis, g)), rel=1e-12), (page.name, gpu, g)
+    values = [4.25, 0.125, 2.5, 3.5, 1234567.5, 0.05, 9.995, 1e-3, 21760 / 5120, 12.0, 98.32 * 3]
+    for digits in (0, 1, 2):
+        js = browser.execute_script("return arguments[0].map(v => window.azbenchForecast.fixed(v, arguments[1]))",
+                                    values, digits)
+        assert js == [f"{v:,.{digits}f}" for v in values]
+    _open(browser, forecast_site / "bench" / "llama2_70b_lora.html")
+    got = _ask(browser, "mi300x", "4")
+    assert got["state"] == "ok" and "cost_usd" not in got
+    assert got["text"].endswith("cost per scored result: unknown (the catalog has no list price for ND MI300X v5)")
+
+
+def test_forecast_pages_layout_holds(browser: Any, forecast_site: Path) -> None:
+    """The layout checks of testsupport/site_layout.py on every benchmark page with curves (up to
+    four GPUs, published rounds and a stored point in the legend) and on the one without."""
+    from testsupport.site_layout import site_problems
+
+    pages = sorted((forecast_site / "bench").glob("*.html"))
+    found = site_problems(browser, pages)
+    assert found == {f"bench/{p.name}": [] for p in pages}
+    for page in pages:
+        _open(browser, page)
+        _fits(browser)
+
+
+def test_shared_logs_benchmark_page_draws_their_curve(browser: Any, site: Path) -> None:
+    """The site of the shared logs: NVIDIA's v5.0 Llama 3.1 405B logs on H100 are stored points of
+    the H100 curve (its level), drawn as stars; the page's answer is evaluate's on that basis."""
+    from orchestrator.forecast.basis import Basis
+    from orchestrator.forecast.curve import benchmark_curves, evaluate
+    from orchestrator.report.figures import stored_system
+
+    if not (SHARED / "mlperf-logs").is_dir():
+        pytest.skip(f"{SHARED / 'mlperf-logs'} is absent")
+    with Store.open(f"sqlite:///{site.parent / 'home' / 'azbench.db'}") as store:
+        rows = store.list_results()
+    page = site / "bench" / "llama31_405b.html"
+    data = _embedded(page, "forecast-data")
+    assert data == {c.gpu: c.model_dump(mode="json") for c in benchmark_curves("llama31_405b", stored=rows)}
+    h100 = data["h100"]
+    mine = [p for p in h100["basis"]["points"] if p["source"] == "stored"]
+    assert mine and h100["basis"]["level"] == "stored"
+    _open(browser, page)
+    _fits(browser)
+    keyed = set(browser.execute_script(
+        "return [...document.querySelectorAll('#systems-key td[data-system]')].map(td => td.dataset.system)"))
+    assert {stored_system(p["label"]) for p in mine} <= keyed
+    names = browser.execute_script("return document.getElementById('chart-forecast-h100').data.map(t => t.name)")
+    assert names[:4] == ["80% low", "80% interval", "fit (level yours)", "past the data"]
+    assert "stored (yours)" in names
+    assert browser.execute_script(LAYOUT_JS) == []
+    got = _ask(browser, "h100", "128")
+    assert got["state"] == "ok"
+    assert [float(got[k]) for k in ("minutes", "low", "high")] == pytest.approx(
+        evaluate(Basis.model_validate(h100["basis"]), 1024), rel=1e-12)

@@ -12,10 +12,10 @@ from collections.abc import Sequence
 
 from orchestrator.errors import ConfigError
 from orchestrator.forecast.basis import MAX_EXTRAPOLATION, Basis
+from orchestrator.forecast.plan import runs_required
 from orchestrator.forecast.series import fitted_series
 from orchestrator.hardware.catalog import gpu_skus
 from orchestrator.models import Frozen
-from orchestrator.results import metrics
 from orchestrator.results.published import catalog_gpu
 from orchestrator.store.schema import ResultRow
 
@@ -65,7 +65,7 @@ def benchmark_curve(benchmark: str, sku: str, stored: Sequence[ResultRow] = (),
         benchmark=series.benchmark, gpu=series.gpu, sku=row.name, sku_short=row.short, gpus_per_node=row.gpus_per_vm,
         node_steps=[row.nvlink_domain_vms, 16] if row.nvlink_domain_vms > 1 else [1],
         min_gpus=low, max_gpus=high,
-        runs_required=metrics.REQUIRED_RUNS.get(series.benchmark, 1), price_per_vm_hour_usd=row.price_per_hour_usd,
+        runs_required=runs_required(series.benchmark), price_per_vm_hour_usd=row.price_per_hour_usd,
         basis=basis, samples=points, caption=basis.text[0])
 
 

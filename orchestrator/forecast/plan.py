@@ -108,7 +108,7 @@ def make_plan(request: PlanRequest) -> Plan:
     """The plan for `request`; ConfigError (one line) for bad input or a refused count."""
     fitted = fitted_series(request.benchmark, request.sku, request.stored)
     sku, gpu, bench, series = fitted.sku, fitted.gpu, fitted.benchmark, fitted.points
-    runs = metrics.required_runs(bench) if bench in metrics.REQUIRED_RUNS else _runs_from_table(bench)
+    runs = runs_required(bench)
     ctx = _Context(request=request, sku=sku, series=series, fit=fitted.fit, band=fitted.band, runs=runs)
     counts = _requested(ctx) if request.nodes else _default_counts(ctx)
     target, upper = _target(ctx) if request.target_minutes is not None else (None, None)
@@ -123,6 +123,12 @@ def make_plan(request: PlanRequest) -> Plan:
                 runs_required=runs, price_per_vm_hour_usd=price, price_note=_price_note(sku),
                 basis=fitted.basis(), rows=rows, target=target, target_upper=upper,
                 budget=budget, comparisons=comparisons(series, gpu), notes=_notes(ctx))
+
+
+def runs_required(bench: str) -> int:
+    """The runs MLPerf requires for a score of `bench`: results.metrics' count, else the most the
+    published table asks of it (benchmarks of older rounds such as maskrcnn and rnnt)."""
+    return metrics.required_runs(bench) if bench in metrics.REQUIRED_RUNS else _runs_from_table(bench)
 
 
 def comparisons(series: SeriesPoints, gpu: str) -> list[str]:

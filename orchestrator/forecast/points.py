@@ -161,6 +161,10 @@ def stored_points(bench: str, gpu: str,
             reason = "GPU count unknown" if not gpus else f"no score: {score.note}"
             left.append(LeftOut(gpus=gpus, minutes=None, label=label, reason=reason))
             continue
+        if score.value_minutes <= 0:  # run_stop at run_start: ln 0 has no place on a log-log fit
+            left.append(LeftOut(gpus=gpus, minutes=score.value_minutes, label=label,
+                                reason=f"a score of {score.value_minutes:g} minutes"))
+            continue
         kinds = sorted({r.source for r in rows})
         note = "; ".join(filter(None, [f"{len(rows)} stored result(s) ({', '.join(kinds)})",
                                        "official" if score.official else score.note]))

@@ -6,8 +6,9 @@ time-to-train, step-time stats, throughput, scaling, speedups, the GPU type of e
 spot preemptions and cost saved) and rendering it as JSON, Markdown, the terminal summary
 (terminal: a view of typed rows and its plain-text layout), HTML with PNG plots, or the
 interactive site (site: pages from templates/report/, plotly specs from figures, the history's
-types from history); long names cut for columns and axes (labels). Returns data; the CLI prints.
-May import: the base, hardware.catalog, results/ and store/.
+types from history, each benchmark page's forecast curves from forecast.curve); long names cut for
+columns and axes (labels). Returns data; the CLI prints.
+May import: the base, hardware.catalog, forecast/, results/ and store/.
 Exposes: build.build_report, terminal.summary_view/render_text, cost.parse_price, render, plots,
 site.write_site, history.History.
 """

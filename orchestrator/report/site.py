@@ -5,7 +5,10 @@ type, one page per benchmark (bench/) and per system (system/), history.html (ev
 time against the active baseline) and compare.html (two systems or two runs side by side with
 deltas and their step times overlaid; the selection is kept in the URL). A system page drills
 down from a score to its runs and from a run to its attempts, its step-time and accuracy charts
-and an excerpt of its log.
+and an excerpt of its log. A benchmark page also draws, per GPU with two measured GPU counts or
+more, the forecast curve of `azbench plan` (forecast.curve: the fit, its 80% band and the points
+it stands on), with a "what would N nodes give?" input whose script (site.js) evaluates the
+embedded curve as forecast.curve.evaluate does; a benchmark without a curve says so in one line.
 
 Everything the pages need is written into DIR: the pages (templates/report/*.html.j2 through the
 one Jinja environment), the site's script and style, and the vendored plotly.js with its
@@ -18,6 +21,7 @@ filter on typed text. Returns the paths written; prints nothing.
 
 from __future__ import annotations
 
+import math
 import re
 import shutil
 from collections import defaultdict
@@ -26,11 +30,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from orchestrator.errors import ConfigError
+from orchestrator.forecast.curve import CurveData, benchmark_curves
+from orchestrator.forecast.points import check_benchmark, series_points
+from orchestrator.hardware.catalog import gpu_skus
 from orchestrator.paths import templates_dir, write_atomic
 from orchestrator.report import figures as figs
 from orchestrator.report.build import GroupReport, Report, RunLine, group_label, group_results
 from orchestrator.report.figures import Figure, Palette
 from orchestrator.report.history import History, HistorySeries
+from orchestrator.results.published import catalog_gpu
 from orchestrator.store.schema import AttemptRow, ResultRow, RunRow
 from orchestrator.templating import render
 
@@ -101,6 +110,7 @@ class _Site:
     def __init__(self, report: Report, results: Sequence[ResultRow], runs: Sequence[RunRow],
                  attempts: Sequence[AttemptRow], history: History | None) -> None:
         self.report, self.history = report, history
+        self.results = list(results)
         self.rows: dict[tuple[str, str], list[ResultRow]] = {
             (key[0], group_label(key)): members for key, members in group_results(results).items()}
         self.runs = {r.id: r for r in runs}
@@ -153,9 +163,15 @@ class _Site:
                 "weak": figs.weak_scaling(bench, self.report.weak_scaling),
                 "speedup": figs.sku_speedup([s for s in self.report.speedups if s.benchmark == bench]),
                 "mfu": figs.mfu(groups)}
+            curves = benchmark_curves(bench, stored=self.results)
+            for c in curves:
+                charts[f"forecast-{c.gpu}"] = figs.forecast(c, self.palette)
             pages.append(Page(f"bench/{slug}.html", "benchmark.html.j2", f"{bench}", ctx={
                 "key": self._systems_key(groups),
-                "tables": [self._scores(groups, "scores"), self._steps_table(groups)]},
+                "tables": [self._scores(groups, "scores"), self._steps_table(groups)],
+                "forecast": [_forecast_box(c) for c in curves],
+                "forecast_none": "" if curves else no_curve_line(bench, self.results),
+                "forecast_data": {c.gpu: c.model_dump(mode="json") for c in curves}},
                 figures=_present(charts)))
         return pages
 
@@ -381,6 +397,51 @@ def log_excerpt(path: str | None, lines: int = EXCERPT_LINES) -> str | None:
         return "\n".join(cut[:lines] + ["…"] + cut[-lines:])
     end = [ln[:EXCERPT_LINE_CHARS] for ln in tail.decode("utf-8", "replace").splitlines()[1:]]
     return "\n".join(cut[:lines] + [f"… ({size:,} bytes in all) …"] + end[-lines:])
+
+
+def _forecast_box(c: CurveData) -> dict[str, Any]:
+    """What the page shows beside one curve: the caption, the input's first node count and what
+    node counts the size takes."""
+    racks = c.node_steps != [1]
+    return {"gpu": c.gpu, "label": c.gpu.upper(), "sku_short": c.sku_short,
+            "caption": c.caption.replace("stored (marked *)", "stored (the stars)"),
+            "default_nodes": default_nodes(c),
+            "steps_note": (f"whole NVL72 racks: a multiple of {c.node_steps[0]} or "
+                           f"{' or '.join(str(s) for s in c.node_steps[1:])} VMs, or fewer than "
+                           f"{c.node_steps[0]} in one rack" if racks else "")}
+
+
+def node_count_ok(c: CurveData, nodes: int) -> bool:
+    """A node count the size can have, as forecast.plan.check_nodes decides it: any on one-VM
+    NVLink domains; on GB200 whole racks (a multiple of one of node_steps) or one partial rack."""
+    if nodes < 1:
+        return False
+    return c.node_steps == [1] or nodes < c.node_steps[0] or any(nodes % s == 0 for s in c.node_steps)
+
+
+def default_nodes(c: CurveData) -> int:
+    """The input's first value: the largest measured scale in nodes, up to a valid count."""
+    nodes = max(1, math.ceil(c.basis.high_gpus / c.gpus_per_node))
+    while not node_count_ok(c, nodes):
+        nodes += 1
+    return nodes
+
+
+def no_curve_line(bench: str, stored: Sequence[ResultRow]) -> str:
+    """The one line a benchmark page shows where no GPU has a curve, saying what is measured."""
+    try:
+        key = check_benchmark(bench)
+    except ConfigError:
+        return (f"No forecast curve for {bench}: it is not a benchmark of MLPerf's published record "
+                "and has no required run count, so nothing is fitted.")
+    measured = []
+    for row in gpu_skus():
+        gpu = catalog_gpu(row.name)
+        if gpu is not None and (scales := series_points(key, gpu, stored).scales):
+            measured.append(f"{row.short} at {', '.join(f'{g:,}' for g in scales)} GPUs")
+    return (f"No forecast curve for {bench}: a curve needs results at two GPU counts or more on one "
+            "GPU (published or stored), and " + (f"there are fewer: {'; '.join(measured)}." if measured
+                                                 else "none are on a catalog GPU."))
 
 
 def _group_metrics(g: GroupReport) -> list[Metric]:

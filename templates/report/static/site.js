@@ -27,6 +27,132 @@
       el.dataset.rendered = "1";
     });
   }
+  // -- the forecast: "what would N nodes give?" computes what orchestrator.forecast.curve.evaluate
+  // computes, from each curve's parameters embedded in the page (#forecast-data; nothing fetched),
+  // and checks a node count, prices it and refuses past max_extrapolation as `azbench plan` does.
+  var forecast = (function () {
+    var el = document.getElementById("forecast-data");
+    var curves = el ? JSON.parse(el.textContent || "{}") : {};
+
+    // (predicted, low, high) minutes at `gpus`: curve.evaluate's arithmetic, step by step
+    function evaluate(b, gpus) {
+      var a0 = b.coefficients[0], a1 = b.coefficients[1], a2 = b.coefficients[2];
+      var u = Math.log2(gpus);
+      var e = Math.min(Math.max(u, Math.log2(b.low_gpus)), Math.log2(b.high_gpus));
+      var turn = b.vertex_log2_gpus;
+      var v = (turn === null || turn === undefined) ? e : (a2 > 0 ? Math.min(e, turn) : Math.max(e, turn));
+      var x = v - b.center_log2_gpus;
+      var slope = v !== e ? 0.0 : Math.min(a1 + 2.0 * a2 * x, 0.0);
+      var offset = Object.prototype.hasOwnProperty.call(b.offsets, b.level) ? b.offsets[b.level] : 0.0;
+      var centre = a0 + a1 * x + a2 * x * x + offset + slope * (u - e);
+      var h = b.interval.half_width_ln * (1.0 + b.interval.widen_per_doubling * Math.abs(u - e));
+      return [Math.exp(centre), Math.exp(centre - h), Math.exp(centre + h)];
+    }
+    // how far past the measured counts, as Fit.extrapolation: 2 ** doublings outside (1 inside)
+    function extrapolation(b, gpus) {
+      var u = Math.log2(gpus);
+      return Math.pow(2.0, Math.max(0.0, u - Math.log2(b.high_gpus), Math.log2(b.low_gpus) - u));
+    }
+    // Python's format(v, ",.Nf"): the exact value rounded half to even, thousands with commas
+    function fixed(v, d) {
+      var s = v.toFixed(d), exact = v.toFixed(100), dot = exact.indexOf(".");
+      if (/^50*$/.test(exact.slice(dot + 1 + d))) {  // an exact tie: toFixed rounds it up
+        var cut = exact.slice(0, d ? dot + 1 + d : dot);
+        if (Number(cut.charAt(cut.length - 1)) % 2 === 0) s = cut;
+      }
+      var parts = s.split(".");
+      parts[0] = parts[0].replace(/\B(?=(\d{3})+(?!\d))/g, ",");
+      return parts.join(".");
+    }
+    function count(n) { return fixed(n, 0); }
+    function nodesOk(c, nodes) {  // forecast.plan.check_nodes: whole racks on GB200, or one partial rack
+      var steps = c.node_steps;
+      return steps.length === 1 && steps[0] === 1 || nodes < steps[0] ||
+        steps.some(function (s) { return nodes % s === 0; });
+    }
+    function standsOn(b, gpus) {  // forecast.plan._stands_on
+      var scales = b.measured_gpus;
+      if (scales.indexOf(gpus) >= 0) return count(gpus) + " GPUs measured";
+      if (gpus > b.high_gpus) return fixed(gpus / b.high_gpus, 1) + "x past " + count(b.high_gpus) + " GPUs";
+      if (gpus < b.low_gpus) return fixed(b.low_gpus / gpus, 1) + "x below " + count(b.low_gpus) + " GPUs";
+      var below = Math.max.apply(null, scales.filter(function (s) { return s < gpus; }));
+      var above = Math.min.apply(null, scales.filter(function (s) { return s > gpus; }));
+      return "between " + count(below) + " and " + count(above) + " GPUs";
+    }
+    function racks(c, nodes) {
+      var rack = c.node_steps[0];
+      if (rack <= 1) return "";
+      var per = c.node_steps.filter(function (s) { return nodes % s === 0; })[0];
+      return per ? ", " + count(nodes / per) + (nodes / per === 1 ? " rack of " : " racks of ") + per + " VMs"
+        : ", one rack of " + nodes + " VMs (" + (rack - nodes) + " of " + rack + " slots free)";
+    }
+    // the answer for `nodes` (a number) on curve `c`: what the page shows, and the numbers
+    function answer(c, nodes) {
+      var b = c.basis;
+      if (!Number.isInteger(nodes)) return { state: "invalid", text: "type a whole number of nodes" };
+      if (nodes < 1) return { state: "invalid", text: "node counts must be at least 1, got " + nodes };
+      if (!nodesOk(c, nodes)) {
+        return { state: "invalid", text: nodes + " nodes: " + c.sku_short + " comes in NVL72 racks of " +
+                 c.node_steps[0] + " VMs: " + nodes + " nodes is not a whole number of racks; use a multiple of " +
+                 c.node_steps.join(" or of ") };
+      }
+      var gpus = nodes * c.gpus_per_node;
+      if (!(extrapolation(b, gpus) <= b.max_extrapolation * (1 + 1e-9))) {
+        var where = gpus > b.high_gpus
+          ? fixed(gpus / b.high_gpus, 1) + "x the largest measured scale (" + count(b.high_gpus) + " GPUs)"
+          : fixed(b.low_gpus / gpus, 1) + "x below the smallest measured scale (" + count(b.low_gpus) + " GPUs)";
+        return { state: "refused", gpus: gpus,
+                 text: nodes + " nodes: " + count(gpus) + " GPUs is " + where + " of " + c.benchmark + " on " +
+                       c.sku_short + "; predictions stop at " + String(b.max_extrapolation) + "x" };
+      }
+      var t = evaluate(b, gpus);
+      var r = { state: "ok", gpus: gpus, minutes: t[0], low: t[1], high: t[2],
+                text: fixed(t[0], 2) + " min [" + fixed(t[1], 2) + "-" + fixed(t[2], 2) + "], 80% interval, on " +
+                      count(nodes) + " nodes = " + count(gpus) + " GPUs" + racks(c, nodes) + " (" + standsOn(b, gpus) + ")" };
+      var price = c.price_per_vm_hour_usd;
+      if (price === null || price === undefined) {
+        r.cost = "cost per scored result: unknown (the catalog has no list price for " + c.sku_short + ")";
+      } else {
+        var perHour = nodes * price;
+        var cost = t.map(function (m) { return c.runs_required * m / 60.0 * perHour; });
+        r.cost_usd = cost[0]; r.cost_low_usd = cost[1]; r.cost_high_usd = cost[2];
+        r.cost = "cost per scored result: $" + fixed(cost[0], 0) + " [$" + fixed(cost[1], 0) + "-$" + fixed(cost[2], 0) +
+                 "] (" + c.runs_required + " runs x predicted minutes x " + count(nodes) + " nodes x $" + fixed(price, 2) +
+                 " per VM-hour, list price)";
+      }
+      return r;
+    }
+    function show(box) {
+      var c = curves[box.dataset.gpu], input = box.querySelector(".forecast-nodes");
+      var out = box.querySelector(".forecast-answer");
+      if (!c || !input || !out) return;
+      var raw = input.value.trim();
+      var r = answer(c, raw === "" ? NaN : Number(raw));
+      out.dataset.state = r.state;
+      ["minutes", "low", "high", "cost_usd", "cost_low_usd", "cost_high_usd", "gpus"].forEach(function (k) {
+        if (r[k] === undefined) delete out.dataset[k]; else out.dataset[k] = String(r[k]);
+      });
+      out.textContent = "";
+      var line = document.createElement(r.state === "ok" ? "b" : "span");
+      line.textContent = r.text;
+      out.appendChild(line);
+      if (r.cost) { out.appendChild(document.createElement("br")); out.appendChild(document.createTextNode(r.cost)); }
+      var chart = box.querySelector(".chart[data-fig]"), fig = chart && figures[chart.dataset.fig];
+      if (!fig) return;
+      var shapes = r.state === "ok" ? [{ type: "line", xref: "x", yref: "paper", x0: r.gpus, x1: r.gpus, y0: 0, y1: 1,
+                                         line: { color: "#555555", width: 1, dash: "dash" } }] : [];
+      fig.layout.shapes = shapes;
+      if (chart.dataset.rendered && typeof Plotly !== "undefined") Plotly.relayout(chart, { shapes: shapes });
+    }
+    document.querySelectorAll("section.forecast").forEach(function (box) {
+      var input = box.querySelector(".forecast-nodes");
+      if (input) input.addEventListener("input", function () { show(box); });
+      show(box);
+    });
+    return { curves: curves, evaluate: evaluate, extrapolation: extrapolation, answer: answer, fixed: fixed };
+  })();
+  window.azbenchForecast = forecast;
+
   document.querySelectorAll(".chart[data-fig]").forEach(function (el) {
     if (!el.classList.contains("lazy") || el.closest("details[open]")) draw(el);
   });
