@@ -241,13 +241,7 @@ def adopt(name: str = typer.Argument(..., help="Cluster name (its azbench-cluste
     """Rebuild the record of a live cluster this home does not know (a lost or copied store) from
     its cloud tags and resources; another owner's needs --force. Reads only: nothing changes in the cloud."""
     from orchestrator.clusters import lifecycle
-    from orchestrator.errors import ConfigError
-    from orchestrator.providers.azure_shared.endpoints import check_arm_endpoint
-    if arm_endpoint is not None:
-        try:
-            check_arm_endpoint(arm_endpoint)
-        except ValueError as exc:
-            raise ConfigError(f"--arm-endpoint: {exc}") from None
+    _check_arm_endpoint_flag(arm_endpoint)
     with open_store() as store:
         cluster = lifecycle.adopt(name, store, provider, force=force, account=subscription, endpoint=arm_endpoint)
     if as_json:
@@ -381,14 +375,9 @@ def sweep(dry_run: bool = typer.Option(False, "--dry-run", help="List what would
     has no record of is listed, never deleted (`azbench adopt NAME` takes it in)."""
     import dataclasses
     from orchestrator.clusters import lifecycle
-    from orchestrator.errors import ConfigError, ProvisionError
-    from orchestrator.providers.azure_shared.endpoints import check_arm_endpoint
+    from orchestrator.errors import ProvisionError
     from orchestrator.providers.base import SweepRequest
-    if arm_endpoint is not None:
-        try:
-            check_arm_endpoint(arm_endpoint)
-        except ValueError as exc:
-            raise ConfigError(f"--arm-endpoint: {exc}") from None
+    _check_arm_endpoint_flag(arm_endpoint)
     with open_store() as store:
         known = {r.name for r in store.list_clusters()}
     request = SweepRequest(dry_run=True, known=known, all_owners=all_owners, account=subscription,
@@ -419,6 +408,17 @@ def sweep(dry_run: bool = typer.Option(False, "--dry-run", help="List what would
         raise ProvisionError(f"sweep: {len(failed)} of {len(doomed)} cluster(s) could not be deleted "
                              f"({', '.join(i.cluster for i in failed)}); {deleted} deleted",
                              hint="see the lines above; rerun `azbench sweep` to try them again")
+
+
+def _check_arm_endpoint_flag(value: str | None) -> None:
+    """--arm-endpoint must be an https URL (ConfigError naming the flag, exit 2)."""
+    from orchestrator.errors import ConfigError
+    from orchestrator.providers.azure_shared.endpoints import check_arm_endpoint
+    if value is not None:
+        try:
+            check_arm_endpoint(value)
+        except ValueError as exc:
+            raise ConfigError(f"--arm-endpoint: {exc}") from None
 
 
 def _sweep_line(item: SweepItem, verb: str) -> str:

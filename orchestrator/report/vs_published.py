@@ -10,16 +10,14 @@ MLCommons published for it, so the report can show that azbench's headline score
 
 from __future__ import annotations
 
-import math
-
 from pydantic import Field
 
 from orchestrator.models import Frozen
 from orchestrator.results.published import (
     PublishedResult,
     canonical_benchmark,
+    closest,
     load_published,
-    round_key,
     series,
 )
 
@@ -74,16 +72,9 @@ def neighbour(benchmark: str, gpu_alias: str | None, accelerator: str | None, gp
     without a GPU, a GPU count, or any published result."""
     if not gpus:
         return None
-    rows = [r for r in candidates(benchmark, gpu_alias, accelerator) if r != itself]
-    if not rows:
+    best = closest([r for r in candidates(benchmark, gpu_alias, accelerator) if r != itself], gpus)
+    if best is None:
         return None
-    want = math.log(max(gpus, 1))
-
-    def rank(row: PublishedResult) -> tuple[float, tuple[int, ...], float]:
-        distance = abs(math.log(max(row.accelerators, 1)) - want)
-        return (distance, tuple(-part for part in round_key(row.round)), row.score_minutes)
-
-    best = min(rows, key=rank)
     delta = score / best.score_minutes - 1 if score is not None and best.score_minutes else None
     return PublishedNeighbour(
         round=best.round, submitter=best.submitter, system=best.system, division=best.division,

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import csv
 import math
+from collections.abc import Sequence
 from functools import lru_cache
 
 from orchestrator.errors import NotFoundError
@@ -199,7 +200,12 @@ def nearest(benchmark: str, accelerator: str, gpus: int,
     """The published result to put beside a run of `benchmark` on `gpus` GPUs of `accelerator`:
     the same GPU count if published, else the count closest in log space (|log a - log gpus|).
     Ties go to the newest round, then the fastest score. None when nothing matches."""
-    rows = series(benchmark, accelerator, division)
+    return closest(series(benchmark, accelerator, division), gpus)
+
+
+def closest(rows: Sequence[PublishedResult], gpus: int) -> PublishedResult | None:
+    """Of `rows`, the one at the GPU count closest to `gpus` in log space (the same count
+    first); ties go to the newest round, then the fastest score. None for no rows."""
     if not rows:
         return None
     want = math.log(max(gpus, 1))
