@@ -26,7 +26,7 @@ from orchestrator.forecast.model import Fit
 from orchestrator.forecast.points import STORED, Point, SeriesPoints, group_order
 from orchestrator.forecast.series import fitted_series
 from orchestrator.hardware.catalog import GpuSku
-from orchestrator.hardware.layout import scale_set_layout
+from orchestrator.hardware.layout import default_vms_per_rack, scale_set_layout
 from orchestrator.models import Frozen
 from orchestrator.results import metrics
 from orchestrator.store.schema import ResultRow
@@ -224,10 +224,10 @@ def _measured(points: Sequence[Point], gpus: int) -> Point | None:
 
 
 def _racks(sku: GpuSku, nodes: int) -> tuple[int | None, int | None]:
-    rack = sku.nvlink_domain_vms
-    if rack <= 1:
+    """(racks, VMs per rack) as `up` would lay them out (hardware.layout), None without racks."""
+    if sku.nvlink_domain_vms <= 1:
         return None, None
-    per_rack = next((n for n in (rack, 16) if nodes % n == 0), None)
+    per_rack = default_vms_per_rack(nodes, sku)
     return (nodes // per_rack, per_rack) if per_rack else (None, None)
 
 
