@@ -425,11 +425,8 @@ def _sweep_line(item: SweepItem, verb: str) -> str:
     """One line per cluster sweep found: what it will do (or would), and why."""
     whose = "" if item.mine else f"; owner {item.owner}"
     where = f"{len(item.resources)} resources in {', '.join(item.resource_groups) or 'no group'}{whose}"
-    if item.action == "kept":
-        return f"kept {item.cluster}: {item.reason} ({where})"
-    if item.action == "skipped":
-        return f"skipped {item.cluster}: {item.reason} ({where})"
-    return f"{verb} {item.cluster}: {item.reason} ({where})"
+    said = item.action if item.action in ("kept", "skipped") else verb  # what sweep leaves says so
+    return f"{said} {item.cluster}: {item.reason} ({where})"
 
 
 # ---------------------------------------------------------------- commands in their own modules
