@@ -253,7 +253,8 @@ def _requested(ctx: _Context) -> list[int]:
 
 
 def check_nodes(sku: GpuSku, nodes: int) -> None:
-    """A node count the size can have (GB200: whole racks of 18, or of 16); ConfigError if not."""
+    """A node count the size can have (GB200: whole racks of 18 or of 16, or one partial rack
+    below 18, as hardware.layout lays them out); ConfigError if not."""
     if nodes < 1:
         raise ConfigError(f"--nodes: node counts must be at least 1, got {nodes}")
     try:
