@@ -195,7 +195,7 @@ def _render_plan(plan: Plan, checked: list[str] | None = None) -> None:
                            _vmss_settings(vmss.get(s.name, {}))] for s in plan.scale_sets]))
     for line in plan.preflight if checked is None else checked + [p for p in plan.preflight if "(checked" in p]:
         console.print(f"preflight: {line}", markup=False)
-    if checked is None and plan.preflight:
+    if checked is None and any(line.startswith("will check") for line in plan.preflight):
         console.print("preflight: the 'will check' lines are read by `up` before its first write, not now "
                       "(`--dry-run --check` reads them where the provider can, with no writes)", markup=False)
     for warning in plan.warnings:
