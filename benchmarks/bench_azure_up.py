@@ -19,7 +19,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from benchmarks.harness import emit  # noqa: E402
 from orchestrator.providers.azure.provider import AzureProvider  # noqa: E402
 from orchestrator.providers.azure.clients import AzureClients  # noqa: E402
-from orchestrator.specs.cluster import ClusterSpec
+from orchestrator.specs.cluster import ClusterSpec  # noqa: E402
 from testsupport.fake_arm import SUB, FakeArm, StubCredential, allow_plain_http_policy, default_catalogue  # noqa: E402
 
 LATENCY_S = 0.05

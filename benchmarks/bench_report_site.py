@@ -22,6 +22,7 @@ NVIDIA/systems under a folder named v5.1). Per data set, imported beforehand int
 
 from __future__ import annotations
 
+import argparse
 import json
 import math
 import os
@@ -43,15 +44,17 @@ REPEATS = 3
 
 
 def main() -> None:
-    args = [a for a in sys.argv[1:] if not a.startswith("--")]
-    out = Path(sys.argv[sys.argv.index("--out") + 1]) if "--out" in sys.argv else OUT
-    args = [a for a in args if a != str(out)]
-    trees = [Path(a) for a in args] or []
+    parser = argparse.ArgumentParser(description="azbench report: site and terminal speed and shape")
+    parser.add_argument("trees", nargs="*", type=Path, help="MLPerf trees besides the shared logs")
+    parser.add_argument("--layout", action="store_true", help="also the site's layout checks (chromium)")
+    parser.add_argument("--out", type=Path, default=OUT, help="where the JSON lines go")
+    args = parser.parse_args()
+    out: Path = args.out
     sets = ([("shared_logs", DEFAULT_LOGS)] if DEFAULT_LOGS.is_dir() else []) + \
-        [(t.name, t) for t in trees]
+        [(t.name, t) for t in args.trees]
     records = []
     for name, tree in sets:
-        records += bench(name, tree, layout="--layout" in sys.argv)
+        records += bench(name, tree, layout=args.layout)
     if not sets:
         records.append(emit("report_site", math.nan, "s", skipped=f"{DEFAULT_LOGS} is absent"))
     out.parent.mkdir(parents=True, exist_ok=True)

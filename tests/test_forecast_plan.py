@@ -9,6 +9,7 @@ from orchestrator.errors import ConfigError, NotFoundError
 from orchestrator.forecast.plan import PlanRequest, make_plan
 from orchestrator.forecast.render import plan_lines, plan_table
 from orchestrator.hardware.catalog import lookup
+from orchestrator.hardware.layout import scale_set_layout
 from orchestrator.store.schema import ResultRow
 
 GB200 = lookup("gb200")
@@ -32,6 +33,17 @@ def test_gb200_default_counts_are_whole_racks_and_the_recipe_scales_within_4x() 
     at_640 = next(r for r in plan.rows if r.nodes == 640)
     assert at_640.position == "measured" and at_640.measured_minutes == pytest.approx(18.794, abs=1e-3)
     assert at_640.measured_by == "v5.1 NVIDIA hsg_ngpu2560_ngc25.09_nemo"
+
+
+def test_the_racks_column_is_the_layout_up_would_build() -> None:
+    plan = make_plan(PlanRequest(benchmark="llama31_405b", sku="gb200", nodes=(2, 18, 32, 144),
+                                 extrapolate=True))
+    for row in plan.rows:
+        sets, _ = scale_set_layout("plan", row.nodes, GB200)
+        assert row.racks == sum(s.racks or 0 for s in sets), row
+        assert row.racks is not None and row.racks * (row.vms_per_rack or 0) == row.nodes
+    assert {r.nodes: (r.racks, r.vms_per_rack) for r in plan.rows} == {
+        2: (1, 2), 18: (1, 18), 32: (2, 16), 144: (8, 18)}  # 2 nodes: one partial rack, as `up` lays it out
 
 
 def test_every_row_says_what_it_stands_on() -> None:

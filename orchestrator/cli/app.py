@@ -195,7 +195,7 @@ def _render_plan(plan: Plan, checked: list[str] | None = None) -> None:
                            _vmss_settings(vmss.get(s.name, {}))] for s in plan.scale_sets]))
     for line in plan.preflight if checked is None else checked + [p for p in plan.preflight if "(checked" in p]:
         console.print(f"preflight: {line}", markup=False)
-    if checked is None and plan.preflight:
+    if checked is None and any(line.startswith("will check") for line in plan.preflight):
         console.print("preflight: the 'will check' lines are read by `up` before its first write, not now "
                       "(`--dry-run --check` reads them where the provider can, with no writes)", markup=False)
     for warning in plan.warnings:
@@ -425,11 +425,8 @@ def _sweep_line(item: SweepItem, verb: str) -> str:
     """One line per cluster sweep found: what it will do (or would), and why."""
     whose = "" if item.mine else f"; owner {item.owner}"
     where = f"{len(item.resources)} resources in {', '.join(item.resource_groups) or 'no group'}{whose}"
-    if item.action == "kept":
-        return f"kept {item.cluster}: {item.reason} ({where})"
-    if item.action == "skipped":
-        return f"skipped {item.cluster}: {item.reason} ({where})"
-    return f"{verb} {item.cluster}: {item.reason} ({where})"
+    said = item.action if item.action in ("kept", "skipped") else verb  # what sweep leaves says so
+    return f"{said} {item.cluster}: {item.reason} ({where})"
 
 
 # ---------------------------------------------------------------- commands in their own modules

@@ -40,9 +40,9 @@ class Band:
         return math.exp(centre), math.exp(centre - h), math.exp(centre + h)
 
 
-def band_for(series: SeriesPoints, fit: Fit, pool: Sequence[Residual],
-             pool_size: tuple[int, int]) -> Band:
-    """The band of `series`, whose `fit` is given, against `pool` (other series only)."""
+def band_for(series: SeriesPoints, pool: Sequence[Residual], pool_size: tuple[int, int]) -> Band:
+    """The band of `series` against `pool` (other series only): its width comes from
+    leave-one-out fits, never from the series' own fit."""
     own = leave_one_out(series.points)
     return Band(q=half_width(own, pool, 0.0), own=len(own), pool_series=pool_size[0],
                 pool_errors=pool_size[1])

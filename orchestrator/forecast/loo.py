@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from orchestrator.errors import ConfigError
@@ -84,16 +84,9 @@ class LooSummary(Frozen):
 def leave_one_out(points: Sequence[Point]) -> list[Residual]:
     """The error at each point when its GPU count is held out (counts whose rest cannot be fitted,
     i.e. fewer than two other counts, are skipped)."""
-    out: list[Residual] = []
-    for gpus in sorted({p.gpus for p in points}):
-        rest = [p for p in points if p.gpus != gpus]
-        if len({p.gpus for p in rest}) < 2:
-            continue
-        fit = fit_points(rest)
-        out += [Residual(gpus=p.gpus, group=p.group, distance=fit.distance(gpus),
-                         log_error=fit.log_minutes(gpus, p.group) - math.log(p.minutes))
-                for p in points if p.gpus == gpus]
-    return out
+    return [Residual(gpus=p.gpus, group=p.group, distance=fit.distance(p.gpus),
+                     log_error=fit.log_minutes(p.gpus, p.group) - math.log(p.minutes))
+            for _, held, _, fit in _folds(points) for p in held]
 
 
 def half_width(own: Sequence[Residual], pool: Sequence[Residual], distance: float) -> float:
@@ -106,24 +99,12 @@ def half_width(own: Sequence[Residual], pool: Sequence[Residual], distance: floa
     return _weighted_quantile(values, COVERAGE) * (1.0 + WIDEN * distance)
 
 
-def interval(fit: Fit, gpus: float, own: Sequence[Residual],
-             pool: Sequence[Residual]) -> tuple[float, float, float]:
-    """(predicted, low, high) minutes at `gpus`."""
-    centre = fit.log_minutes(gpus)
-    h = half_width(own, pool, fit.distance(gpus))
-    return math.exp(centre), math.exp(centre - h), math.exp(centre + h)
-
-
 def validate_series(name: str, points: Sequence[Point], pool: Sequence[Residual]) -> list[Held]:
     """Each measured GPU count predicted from the others, with its interval built without it."""
     held: list[Held] = []
-    for gpus in sorted({p.gpus for p in points}):
-        rest = [p for p in points if p.gpus != gpus]
-        if len({p.gpus for p in rest}) < 2:
-            continue
-        fit = fit_points(rest)
+    for gpus, here, rest, fit in _folds(points):
         h = half_width(leave_one_out(rest), pool, fit.distance(gpus))
-        for p in (p for p in points if p.gpus == gpus):
+        for p in here:
             centre = fit.log_minutes(gpus, p.group)
             held.append(Held(series=name, gpus=gpus, group=p.group, label=p.label, measured=p.minutes,
                              predicted=math.exp(centre), low=math.exp(centre - h),
@@ -139,6 +120,16 @@ def summarize(held: Sequence[Held]) -> LooSummary:
     return LooSummary(series=len({h.series for h in held}), points=len(held),
                       median_abs_error=statistics.median(errors), worst_abs_error=max(errors),
                       coverage=sum(h.inside for h in held) / len(held))
+
+
+def _folds(points: Sequence[Point]) -> Iterator[tuple[int, list[Point], list[Point], Fit]]:
+    """Each measured GPU count held out in turn: (count, its points, the rest, the rest's fit);
+    counts whose rest has fewer than two GPU counts (nothing to fit) are skipped."""
+    for gpus in sorted({p.gpus for p in points}):
+        rest = [p for p in points if p.gpus != gpus]
+        if len({p.gpus for p in rest}) < 2:
+            continue
+        yield gpus, [p for p in points if p.gpus == gpus], rest, fit_points(rest)
 
 
 def _weighted_quantile(values: Sequence[tuple[float, float]], q: float) -> float:

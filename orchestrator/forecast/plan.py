@@ -26,7 +26,7 @@ from orchestrator.forecast.model import Fit
 from orchestrator.forecast.points import STORED, Point, SeriesPoints, group_order
 from orchestrator.forecast.series import fitted_series
 from orchestrator.hardware.catalog import GpuSku
-from orchestrator.hardware.layout import scale_set_layout
+from orchestrator.hardware.layout import default_vms_per_rack, scale_set_layout
 from orchestrator.models import Frozen
 from orchestrator.results import metrics
 from orchestrator.store.schema import ResultRow
@@ -224,18 +224,17 @@ def _measured(points: Sequence[Point], gpus: int) -> Point | None:
 
 
 def _racks(sku: GpuSku, nodes: int) -> tuple[int | None, int | None]:
-    rack = sku.nvlink_domain_vms
-    if rack <= 1:
+    """(racks, VMs per rack) as `up` would lay them out (hardware.layout), None without racks."""
+    if sku.nvlink_domain_vms <= 1:
         return None, None
-    per_rack = next((n for n in (rack, 16) if nodes % n == 0), None)
+    per_rack = default_vms_per_rack(nodes, sku)
     return (nodes // per_rack, per_rack) if per_rack else (None, None)
 
 
 def _why(ctx: _Context, nodes: int) -> str:
     asked = ctx.request.nodes or ()
     reasons = ["asked"] if nodes in asked else []
-    scales = {s.nodes for s in _recipe_scales(ctx)}
-    if nodes in scales:
+    if nodes in _recipe_scales(ctx):
         reasons.append("recipe scale")
     if not reasons and nodes in _ladder(ctx, ctx.scan_factor):
         reasons.append("racks" if ctx.sku.nvlink_domain_vms > 1 else "ladder")
@@ -254,7 +253,8 @@ def _requested(ctx: _Context) -> list[int]:
 
 
 def check_nodes(sku: GpuSku, nodes: int) -> None:
-    """A node count the size can have (GB200: whole racks of 18, or of 16); ConfigError if not."""
+    """A node count the size can have (GB200: whole racks of 18 or of 16, or one partial rack
+    below 18, as hardware.layout lays them out); ConfigError if not."""
     if nodes < 1:
         raise ConfigError(f"--nodes: node counts must be at least 1, got {nodes}")
     try:
@@ -272,7 +272,7 @@ def _refusal(ctx: _Context, nodes: int) -> str:
 
 
 def _default_counts(ctx: _Context) -> list[int]:
-    counts = {s.nodes for s in _recipe_scales(ctx)} | set(_ladder(ctx, MAX_EXTRAPOLATION))
+    counts = set(_recipe_scales(ctx)) | set(_ladder(ctx, MAX_EXTRAPOLATION))
     reach = ctx.scan_factor if ctx.request.extrapolate else MAX_EXTRAPOLATION
     return sorted(n for n in counts if ctx.allowed(n, reach))
 
@@ -288,19 +288,14 @@ def _ladder(ctx: _Context, factor: float) -> list[int]:
     return out
 
 
-def _recipe_scales(ctx: _Context) -> list[_Scale]:
+def _recipe_scales(ctx: _Context) -> list[int]:
+    """The node counts the recipe lists for this size (none for a benchmark without a recipe)."""
     from orchestrator.recipes.catalog import get_recipe
     try:
         recipe = get_recipe(ctx.series.benchmark)
     except NotFoundError:
         return []
-    return [_Scale(c.nodes, c.source) for c in recipe.scales_for(ctx.sku.name)]
-
-
-@dataclass(frozen=True)
-class _Scale:
-    nodes: int
-    source: str
+    return [c.nodes for c in recipe.scales_for(ctx.sku.name)]
 
 
 def _candidates(ctx: _Context) -> list[int]:
@@ -372,9 +367,9 @@ def _notes(ctx: _Context) -> list[str]:
     if ctx.series.stored:
         notes.append(f"predictions are at the level of your {len(ctx.series.stored)} stored result(s) "
                      "(they take precedence over the published level)")
-    skipped = [s for s in _recipe_scales(ctx) if not ctx.allowed(s.nodes, ctx.scan_factor)]
-    for s in skipped:
-        notes.append(f"recipe scale {s.nodes:,} nodes left out: {_refusal(ctx, s.nodes)}")
+    skipped = [n for n in _recipe_scales(ctx) if not ctx.allowed(n, ctx.scan_factor)]
+    for n in skipped:
+        notes.append(f"recipe scale {n:,} nodes left out: {_refusal(ctx, n)}")
     return notes
 
 

@@ -50,7 +50,7 @@ def fitted_series(benchmark: str, sku: str, stored: Sequence[ResultRow] = ()) ->
     bench = check_benchmark(benchmark)
     points = series_points(bench, gpu, stored)
     fit = fit_series(points, row)
-    band = band_for(points, fit, record.pool(exclude=(bench, gpu)), record.pool_size(exclude=(bench, gpu)))
+    band = band_for(points, record.pool(exclude=(bench, gpu)), record.pool_size(exclude=(bench, gpu)))
     return Series(sku=row, points=points, fit=fit, band=band)
 
 
