@@ -239,19 +239,15 @@ def resize_question(name: str, nodes: int, store: Store) -> str:
 
 
 def _gpus(cluster: Cluster) -> int | None:
-    from orchestrator.hardware.catalog import lookup
-    try:
-        return cluster.nodes * lookup(cluster.sku).gpus_per_vm
-    except NotFoundError:
-        return None
+    from orchestrator.hardware.catalog import find
+    row = find(cluster.sku)
+    return cluster.nodes * row.gpus_per_vm if row is not None else None
 
 
 def _price(cluster: Cluster) -> float | None:
-    from orchestrator.hardware.catalog import lookup
-    try:
-        return lookup(cluster.sku).price_per_hour_usd
-    except NotFoundError:
-        return None
+    from orchestrator.hardware.catalog import find
+    row = find(cluster.sku)
+    return row.price_per_hour_usd if row is not None else None
 
 
 def record_if_live(spec: ClusterSpec, store: Store) -> bool:
