@@ -56,8 +56,9 @@ def up(spec: ClusterSpec, store: Store, on_progress: Callable[[Any], None] | Non
 
     The record exists before the first create, so a crash mid-up (kill -9 included) leaves one
     that `azbench down NAME` deletes from. A refusal before anything was created (a config or
-    preflight error) puts the store back as it was; any other failure records what exists as
-    FAILED. A rerun keeps the cluster's first creation time."""
+    preflight error), or a race lost to another `up` of the same name, puts the store back as it
+    was; any other failure records what exists as FAILED. A rerun keeps the cluster's first
+    creation time."""
     from orchestrator.store.schema import EventRow
     provider = get_provider(spec.provider, progress=on_progress)
     the_plan = provider.plan(spec)
@@ -74,11 +75,9 @@ def up(spec: ClusterSpec, store: Store, on_progress: Callable[[Any], None] | Non
     what = f"up {spec.nodes} x {the_plan.sku}"
     try:
         cluster = provider.up(spec, the_plan)
-    except (ConfigError, PreflightError) as exc:
-        _unwind(store, spec.name, previous)
-        _attempted(store, spec.name, "up", what, exc)
-        raise
-    except LostRaceError as exc:  # another `up` made it: this home keeps no record pointing at it
+    except (ConfigError, PreflightError, LostRaceError) as exc:
+        # Nothing of this `up`'s exists: refused before the first create, or another `up` made
+        # the cluster (this home keeps no record pointing at it).
         _unwind(store, spec.name, previous)
         _attempted(store, spec.name, "up", what, exc)
         raise
