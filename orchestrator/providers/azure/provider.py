@@ -91,9 +91,10 @@ class AzureProvider(ProviderBase):
         """
         self._spec = spec
         cluster = UpRun(self._clients_for_spec(spec), spec, plan, self.opts).execute()
-        if spec.section(AzureSettings).boot_timeout_s > 0:
+        boot_timeout_s = spec.section(AzureSettings).boot_timeout_s
+        if boot_timeout_s > 0:
             from orchestrator.providers.azure.boot import wait_booted
-            wait_booted(cluster, ci.head_hostname(spec.name), timeout_s=spec.section(AzureSettings).boot_timeout_s,
+            wait_booted(cluster, ci.head_hostname(spec.name), timeout_s=boot_timeout_s,
                         progress=self._boot_progress)
         return cluster
 
@@ -263,7 +264,7 @@ class AzureProvider(ProviderBase):
         if nodes > have:
             quota_check(clients, cluster.region or "", lookup(cluster.sku), nodes - have,
                         spot=props.priority == "spot")
-            fresh = heal.grow(clients, rg, sets, nodes - have, cluster.name, unit=rack_unit(cluster))
+            fresh = heal.grow(clients, rg, sets, nodes - have, cluster.name, unit=unit)
             self._wait_joined(cluster, fresh, timeout_s)
         elif nodes < have:
             if len(remove) != have - nodes or len(set(remove)) != len(remove):
@@ -358,9 +359,9 @@ class AzureProvider(ProviderBase):
     def _clients_for_spec(self, spec: ClusterSpec) -> AzureClients:
         if self.clients is not None:
             return self.clients
-        return clients_from_config(subscription_id=spec.section(AzureSettings).subscription_id,
-                                   arm_endpoint=spec.section(AzureSettings).arm_endpoint,
-                                   polling_interval=spec.section(AzureSettings).polling_interval)
+        a = spec.section(AzureSettings)
+        return clients_from_config(subscription_id=a.subscription_id, arm_endpoint=a.arm_endpoint,
+                                   polling_interval=a.polling_interval)
 
     def _clients_for(self, name: str, cluster: Cluster | None) -> AzureClients:
         if self.clients is not None:
