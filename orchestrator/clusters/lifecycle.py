@@ -20,7 +20,7 @@ from orchestrator.clusters.spending import check_cost_cap, cost_cap
 from orchestrator.specs.cluster import ClusterSpec
 from orchestrator.errors import (AzbenchError, ConfigError, LostRaceError, MissingCapability, NotFoundError,
                                  NotOwnerError, PreflightError)
-from orchestrator.models import Cluster, ClusterState, Plan, utcnow
+from orchestrator.models import Cluster, ClusterState, Plan, RunState, utcnow
 
 if TYPE_CHECKING:
     from orchestrator.providers.base import CloudView, HostReport, Provider, SweepItem, SweepRequest
@@ -188,7 +188,9 @@ def adopt(name: str, store: Store, provider: str | None = None, *, force: bool =
                         hint="`azbench sweep --dry-run` lists what your subscription holds")
 
 
-ACTIVE_RUNS = ("queued", "health_check", "submitting", "running", "retrying")
+# The run states of a run not finished yet: `down` counts those on the cluster in its question.
+ACTIVE_RUNS = frozenset({RunState.QUEUED, RunState.HEALTH_CHECK, RunState.SUBMITTING, RunState.RUNNING,
+                         RunState.RETRYING})
 
 
 @dataclass(frozen=True)
@@ -207,7 +209,7 @@ def down_preview(name: str, store: Store) -> DownPreview:
     (caps.spends_money), the [y/N] question naming its nodes, GPUs, the runs this home
     recorded as running on it (the scheduler itself is not asked) and its list-price cost so far."""
     cluster = require_cluster(name, store, live=False)
-    running = sum(1 for r in store.list_runs(cluster=name) if str(r.state) in ACTIVE_RUNS)
+    running = sum(1 for r in store.list_runs(cluster=name) if r.state in ACTIVE_RUNS)
     cost = cost_so_far(cluster) if cluster.state != ClusterState.TERMINATED else None
     if not capabilities(cluster).spends_money or cluster.state == ClusterState.TERMINATED:
         return DownPreview(cluster, running, cost, "")
