@@ -508,11 +508,10 @@ def plan_resize(cluster: Cluster, nodes: int, busy: Sequence[str] = ()) -> Resiz
     """Check `nodes` (GB200: whole NVLink racks of the cluster's own layout, 18 VMs or 16 as
     `up` lays them out: hardware.layout.rack_unit) and pick what a shrink removes: the
     highest-numbered nodes, idle ones first. `busy` are nodes running a job now."""
-    from orchestrator.hardware.catalog import lookup
     from orchestrator.hardware.layout import rack_unit, valid_counts_near
     if nodes < 1:
         raise ConfigError(f"--nodes: a cluster needs at least one node, got {nodes}")
-    rack = rack_unit(lookup(cluster.sku), cluster.nodes, cluster.properties.rack_size())
+    rack = rack_unit(cluster)
     if rack > 1 and nodes % rack:
         near = " or ".join(str(n) for n in valid_counts_near(nodes, rack))
         raise ConfigError(f"--nodes: cluster '{cluster.name}' ({cluster.sku}) is laid out in whole NVLink racks "

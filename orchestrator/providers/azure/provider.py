@@ -255,6 +255,7 @@ class AzureProvider(ProviderBase):
         from orchestrator.providers.azure import heal
         from orchestrator.providers.azure.preflight import quota_check
         clients, rg, props = self._clients_for(cluster.name, cluster), _rg(cluster), cluster.properties_as(AzureProps)
+        from orchestrator.hardware.layout import rack_unit
         unit = rack_unit(cluster)
         if unit > 1 and nodes % unit:  # lifecycle.plan_resize said so already; never a partial rack
             raise ConfigError(f"resizing '{cluster.name}' to {nodes} nodes would leave a partial NVLink rack "
@@ -370,12 +371,6 @@ class AzureProvider(ProviderBase):
             return self._clients_for_spec(self._spec)
         props = cluster.properties_as(AzureProps) if cluster else AzureProps()
         return clients_from_config(subscription_id=props.subscription_id, arm_endpoint=props.arm_endpoint)
-
-
-def rack_unit(cluster: Cluster) -> int:
-    """The VMs a resize of `cluster` adds or removes at a time (hardware/layout.rack_unit)."""
-    from orchestrator.hardware.layout import rack_unit as unit
-    return unit(lookup(cluster.sku), cluster.nodes, cluster.properties.rack_size())
 
 
 def sweep(clients: AzureClients | None = None, *, dry_run: bool = True,
