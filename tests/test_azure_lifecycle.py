@@ -10,9 +10,7 @@ client factory aimed at the fake, as tests/test_spending.py does."""
 from __future__ import annotations
 
 import io
-import socket
 import sys
-import threading
 from datetime import datetime, timedelta, timezone
 
 import pytest
@@ -24,6 +22,7 @@ from orchestrator.providers.azure.clients import AzureClients
 from orchestrator.providers.azure.provider import AzureProvider
 from orchestrator.specs.cluster import ClusterSpec
 from orchestrator.store.database import Store
+from tests.fixtures.hangup import hangup_server
 from testsupport.fake_arm import SUB, StubCredential, allow_plain_http_policy, arm_writes, restrict
 
 INGRESS = "203.0.113.7/32"
@@ -64,29 +63,8 @@ def up_recorded(spec: ClusterSpec) -> Cluster:
 @pytest.fixture
 def listener():
     """A loopback port that counts the connections made to it (an SSH attempt would be one)."""
-    server = socket.socket()
-    server.bind(("127.0.0.1", 0))
-    server.listen(8)
-    server.settimeout(0.1)
-    hits: list[int] = []
-    stop = threading.Event()
-
-    def serve():
-        while not stop.is_set():
-            try:
-                conn, _ = server.accept()
-            except socket.timeout:
-                continue
-            except OSError:
-                return
-            hits.append(1)
-            conn.close()
-    thread = threading.Thread(target=serve, daemon=True)
-    thread.start()
-    yield server.getsockname()[1], hits
-    stop.set()
-    server.close()
-    thread.join(timeout=5)
+    with hangup_server() as (port, hits):
+        yield port, hits
 
 
 def _point_head_at(name: str, port: int) -> None:

@@ -14,6 +14,7 @@ from orchestrator.providers.azure.provider import AzureProvider
 from orchestrator.specs.cluster import ClusterSpec
 from orchestrator.store.database import Store
 from tests.cli_helpers import azbench
+from tests.fixtures.hangup import hangup_server
 from testsupport.fake_arm import FakeArm, arm_writes, default_catalogue, env_for
 
 SPEC = """\
@@ -70,28 +71,8 @@ def _closed_port() -> int:
 def hangup_port():
     """A loopback port that accepts and at once closes: paramiko's transport thread then fails
     reading the SSH banner (what an sshd not yet up, or a firewall reset, looks like)."""
-    import threading
-    server = socket.socket()
-    server.bind(("127.0.0.1", 0))
-    server.listen(8)
-    server.settimeout(0.1)
-    stop = threading.Event()
-
-    def serve():
-        while not stop.is_set():
-            try:
-                conn, _ = server.accept()
-            except socket.timeout:
-                continue
-            except OSError:
-                return
-            conn.close()
-    thread = threading.Thread(target=serve, daemon=True)
-    thread.start()
-    yield server.getsockname()[1]
-    stop.set()
-    server.close()
-    thread.join(timeout=5)
+    with hangup_server() as (port, _hits):
+        yield port
 
 
 def test_status_shows_arms_view_and_an_unreachable_head_in_one_line(tls_fake, tmp_path, monkeypatch,

@@ -20,7 +20,7 @@ from orchestrator.clusters.spending import check_cost_cap, cost_cap
 from orchestrator.specs.cluster import ClusterSpec
 from orchestrator.errors import (AzbenchError, ConfigError, LostRaceError, MissingCapability, NotFoundError,
                                  NotOwnerError, PreflightError)
-from orchestrator.models import Cluster, ClusterState, Plan, utcnow
+from orchestrator.models import Cluster, ClusterState, Plan, RunState, utcnow
 
 if TYPE_CHECKING:
     from orchestrator.providers.base import CloudView, HostReport, Provider, SweepItem, SweepRequest
@@ -56,8 +56,9 @@ def up(spec: ClusterSpec, store: Store, on_progress: Callable[[Any], None] | Non
 
     The record exists before the first create, so a crash mid-up (kill -9 included) leaves one
     that `azbench down NAME` deletes from. A refusal before anything was created (a config or
-    preflight error) puts the store back as it was; any other failure records what exists as
-    FAILED. A rerun keeps the cluster's first creation time."""
+    preflight error), or a race lost to another `up` of the same name, puts the store back as it
+    was; any other failure records what exists as FAILED. A rerun keeps the cluster's first
+    creation time."""
     from orchestrator.store.schema import EventRow
     provider = get_provider(spec.provider, progress=on_progress)
     the_plan = provider.plan(spec)
@@ -74,11 +75,9 @@ def up(spec: ClusterSpec, store: Store, on_progress: Callable[[Any], None] | Non
     what = f"up {spec.nodes} x {the_plan.sku}"
     try:
         cluster = provider.up(spec, the_plan)
-    except (ConfigError, PreflightError) as exc:
-        _unwind(store, spec.name, previous)
-        _attempted(store, spec.name, "up", what, exc)
-        raise
-    except LostRaceError as exc:  # another `up` made it: this home keeps no record pointing at it
+    except (ConfigError, PreflightError, LostRaceError) as exc:
+        # Nothing of this `up`'s exists: refused before the first create, or another `up` made
+        # the cluster (this home keeps no record pointing at it).
         _unwind(store, spec.name, previous)
         _attempted(store, spec.name, "up", what, exc)
         raise
@@ -189,7 +188,9 @@ def adopt(name: str, store: Store, provider: str | None = None, *, force: bool =
                         hint="`azbench sweep --dry-run` lists what your subscription holds")
 
 
-ACTIVE_RUNS = ("queued", "health_check", "submitting", "running", "retrying")
+# The run states of a run not finished yet: `down` counts those on the cluster in its question.
+ACTIVE_RUNS = frozenset({RunState.QUEUED, RunState.HEALTH_CHECK, RunState.SUBMITTING, RunState.RUNNING,
+                         RunState.RETRYING})
 
 
 @dataclass(frozen=True)
@@ -208,7 +209,7 @@ def down_preview(name: str, store: Store) -> DownPreview:
     (caps.spends_money), the [y/N] question naming its nodes, GPUs, the runs this home
     recorded as running on it (the scheduler itself is not asked) and its list-price cost so far."""
     cluster = require_cluster(name, store, live=False)
-    running = sum(1 for r in store.list_runs(cluster=name) if str(r.state) in ACTIVE_RUNS)
+    running = sum(1 for r in store.list_runs(cluster=name) if r.state in ACTIVE_RUNS)
     cost = cost_so_far(cluster) if cluster.state != ClusterState.TERMINATED else None
     if not capabilities(cluster).spends_money or cluster.state == ClusterState.TERMINATED:
         return DownPreview(cluster, running, cost, "")
@@ -239,19 +240,15 @@ def resize_question(name: str, nodes: int, store: Store) -> str:
 
 
 def _gpus(cluster: Cluster) -> int | None:
-    from orchestrator.hardware.catalog import lookup
-    try:
-        return cluster.nodes * lookup(cluster.sku).gpus_per_vm
-    except NotFoundError:
-        return None
+    from orchestrator.hardware.catalog import find
+    row = find(cluster.sku)
+    return cluster.nodes * row.gpus_per_vm if row is not None else None
 
 
 def _price(cluster: Cluster) -> float | None:
-    from orchestrator.hardware.catalog import lookup
-    try:
-        return lookup(cluster.sku).price_per_hour_usd
-    except NotFoundError:
-        return None
+    from orchestrator.hardware.catalog import find
+    row = find(cluster.sku)
+    return row.price_per_hour_usd if row is not None else None
 
 
 def record_if_live(spec: ClusterSpec, store: Store) -> bool:
@@ -511,11 +508,10 @@ def plan_resize(cluster: Cluster, nodes: int, busy: Sequence[str] = ()) -> Resiz
     """Check `nodes` (GB200: whole NVLink racks of the cluster's own layout, 18 VMs or 16 as
     `up` lays them out: hardware.layout.rack_unit) and pick what a shrink removes: the
     highest-numbered nodes, idle ones first. `busy` are nodes running a job now."""
-    from orchestrator.hardware.catalog import lookup
     from orchestrator.hardware.layout import rack_unit, valid_counts_near
     if nodes < 1:
         raise ConfigError(f"--nodes: a cluster needs at least one node, got {nodes}")
-    rack = rack_unit(lookup(cluster.sku), cluster.nodes, cluster.properties.rack_size())
+    rack = rack_unit(cluster)
     if rack > 1 and nodes % rack:
         near = " or ".join(str(n) for n in valid_counts_near(nodes, rack))
         raise ConfigError(f"--nodes: cluster '{cluster.name}' ({cluster.sku}) is laid out in whole NVLink racks "

@@ -250,6 +250,16 @@ def lookup(name: str) -> GpuSku:
     raise NotFoundError(f"unknown SKU '{name}'", hint=hint)
 
 
+def find(name: str | None) -> GpuSku | None:
+    """The row for a size name or alias (as `lookup`), or None for no name or an unknown one."""
+    if not name:
+        return None
+    try:
+        return lookup(name)
+    except NotFoundError:
+        return None
+
+
 # GPU families as MLPerf system descriptions name accelerators ("NVIDIA H100-SXM5-80GB"), most
 # specific first, mapped to the catalog size whose GPU that is.
 _GPU_FAMILIES = (("gb200", "gb200"), ("h200", "h200"), ("h100", "h100"), ("mi300x", "mi300x"))
@@ -257,12 +267,9 @@ _GPU_FAMILIES = (("gb200", "gb200"), ("h200", "h200"), ("h100", "h100"), ("mi300
 
 def gpu_row(name: str | None) -> GpuSku | None:
     """The catalog row for a VM size, alias or accelerator name (for its GPU facts), else None."""
-    if not name:
-        return None
-    try:
-        return lookup(name)
-    except NotFoundError:
-        pass
+    row = find(name)
+    if row is not None or not name:
+        return row  # a size or alias, or no name at all
     squashed = name.lower().replace(" ", "").replace("-", "")
     return next((lookup(alias) for token, alias in _GPU_FAMILIES if token in squashed), None)
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 import math
 
 from orchestrator.errors import ConfigError
-from orchestrator.hardware.catalog import GpuSku
-from orchestrator.models import ScaleSetPlan
+from orchestrator.hardware.catalog import GpuSku, lookup
+from orchestrator.models import Cluster, ScaleSetPlan
 
 
 def scale_set_layout(cluster: str, nodes: int, sku: GpuSku, cap: int = 100,
@@ -42,13 +42,14 @@ def scale_set_layout(cluster: str, nodes: int, sku: GpuSku, cap: int = 100,
     return sets, warnings
 
 
-def rack_unit(sku: GpuSku, nodes: int, vms_per_rack: int | None = None) -> int:
-    """The VMs a resize adds or removes at a time: one whole NVLink rack of the cluster's own
-    layout, `vms_per_rack` as its record says (else as scale_set_layout picks it for `nodes`:
-    a full rack when they are whole racks, else 16), 1 without NVLink racks."""
+def rack_unit(cluster: Cluster) -> int:
+    """The VMs a resize of `cluster` adds or removes at a time: one whole NVLink rack of its own
+    layout, the rack size its record keeps (else as scale_set_layout picks it for its node
+    count: a full rack when they are whole racks, else 16), 1 without NVLink racks."""
+    sku = lookup(cluster.sku)
     if sku.nvlink_domain_vms <= 1:
         return 1
-    return vms_per_rack or default_vms_per_rack(nodes, sku) or 16
+    return cluster.properties.rack_size() or default_vms_per_rack(cluster.nodes, sku) or 16
 
 
 def valid_counts_near(nodes: int, unit: int) -> tuple[int, ...]:

@@ -15,12 +15,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from orchestrator import paths
-from orchestrator.hardware.catalog import GpuSku, lookup
+from orchestrator.hardware.catalog import GpuSku, find
 from orchestrator.providers.azure.plan import HEAD_PRICE_PER_HOUR_USD
 from orchestrator.providers.azure import cloudinit as ci
 from orchestrator.providers.azure import resources as ar
 from orchestrator.specs.cluster import ClusterSpec
-from orchestrator.errors import NotFoundError
 from orchestrator.models import Cluster, ClusterState, Plan, ScaleSetPlan, SshTarget, parse_utc
 from orchestrator.providers.azure.props import AzureProps
 from orchestrator.providers.azure.settings import AzureSettings
@@ -55,7 +54,7 @@ class Found:
 def to_cluster(found: Found, state: ClusterState) -> Cluster:
     """The Cluster record of `found`. Its SSH login is set once the head has an address and
     azbench holds the keys (the cluster directory's admin key and pinned known_hosts)."""
-    row = _sku_row(found.sku)
+    row = find(found.sku)
     cdir = paths.cluster_dir(found.name)
     ssh = None
     if found.head_ip and (cdir / ci.ADMIN_KEY).exists() and (cdir / ci.KNOWN_HOSTS).exists():
@@ -113,12 +112,3 @@ def hourly_cost(row: GpuSku | None, nodes: int, spot: ar.SpotTerms | None) -> fl
     if per_vm is None:
         per_vm = row.price_per_hour_usd
     return round(nodes * per_vm + HEAD_PRICE_PER_HOUR_USD, 2)
-
-
-def _sku_row(sku: str | None) -> GpuSku | None:
-    if not sku:
-        return None
-    try:
-        return lookup(sku)
-    except NotFoundError:
-        return None

@@ -5,9 +5,9 @@ continuation token a crashed run persisted (`TokenStore`, in the cluster dir), w
 being created without a token, and otherwise PUTs and persists the token before reporting
 progress. The token is dropped only once the operation ended (succeeded, or failed for good): a
 poll answered 429 past the throttling budget, 5xx or a dropped connection keeps it, so the
-operation is resumed (in this run up to MAX_RESUMES times, else by the rerun), never PUT again. `Reporter` serialises progress callbacks across worker threads and turns an exception
-raised by one (a crash, in tests) into an abort that stops every other worker before its next
-request.
+operation is resumed (in this run up to MAX_RESUMES times, else by the rerun), never PUT again.
+`Reporter` serialises progress callbacks across worker threads and turns an exception raised by
+one (a crash, in tests) into an abort that stops every other worker before its next request.
 """
 
 from __future__ import annotations

@@ -22,7 +22,7 @@ HEAD_PRICE_PER_HOUR_USD = 0.384  # Standard_D8s_v5 Linux list estimate (eastus)
 
 def plan_azure(spec: ClusterSpec) -> Plan:
     """The resources `azbench up --provider azure` would create for `spec`."""
-    sku = spec.sku_row
+    sku, a = spec.sku_row, spec.section(AzureSettings)
     if not sku.is_azure_size:
         raise ConfigError(f"sku '{sku.name}' is not an Azure VM size (see azbench catalog)")
     sets, warnings = _layout(spec, sku)
@@ -35,7 +35,7 @@ def plan_azure(spec: ClusterSpec) -> Plan:
         nodes=spec.nodes, gpus_per_node=sku.gpus_per_vm, total_gpus=spec.nodes * sku.gpus_per_vm,
         scale_sets=sets, resources=resources, cost_per_hour_usd=_cost(spec, sku, warnings),
         preflight=preflight_checks(spec, sku), warnings=warnings, lifetime=azure_lifetime(spec),
-        max_hours=spec.section(AzureSettings).expires_hours if spec.section(AzureSettings).self_expiry else None,
+        max_hours=a.expires_hours if a.self_expiry else None,
     )
 
 
@@ -54,9 +54,10 @@ def preflight_checks(spec: ClusterSpec, sku: GpuSku) -> list[str]:
     """What `up` checks against Azure before the first PUT, said as checks to come: the plan
     reads nothing (`--dry-run --check` reads them: AzureProvider.check). Only the VNet line,
     computed here, is a result."""
+    a = spec.section(AzureSettings)
     vcpus = sku.vcpus * spec.nodes
     arch = "arm64" if sku.cpu_arch == "arm64" else "x64"
-    if spec.section(AzureSettings).priority == "spot":  # spot vCPUs count against their own regional quota only
+    if a.priority == "spot":  # spot vCPUs count against their own regional quota only
         quotas = [f"will check that low-priority quota lowPriorityCores (Total Regional Low-priority vCPUs) has "
                   f"{vcpus:,} free vCPUs ({spec.nodes:,} x {sku.vcpus}, spot)",
                   "will check that the total regional vCPU quota has 8 free vCPUs (the head)"]
@@ -65,14 +66,13 @@ def preflight_checks(spec: ClusterSpec, sku: GpuSku) -> list[str]:
                   f"({spec.nodes:,} x {sku.vcpus})",
                   f"will check that the total regional vCPU quota has {vcpus + 8:,} free vCPUs "
                   f"({'GPU' if sku.gpus_per_vm else 'CPU'} nodes + head)"]
-    zones = spec.section(AzureSettings).zones
-    where = f"{spec.region}" + (f" (zones {', '.join(zones)})" if zones else "")
+    where = f"{spec.region}" + (f" (zones {', '.join(a.zones)})" if a.zones else "")
     return [
         f"will check that {sku.name} is offered in {where} and not restricted for the subscription "
         "(resource SKUs)",
         *quotas,
-        f"will check that image {spec.section(AzureSettings).image or sku.image} exists for {arch}, Hyper-V Gen2",
-        f"VNet {spec.section(AzureSettings).vnet_cidr} does not overlap 172.16.0.0/16 (checked: ok)",
+        f"will check that image {a.image or sku.image} exists for {arch}, Hyper-V Gen2",
+        f"VNet {a.vnet_cidr} does not overlap 172.16.0.0/16 (checked: ok)",
     ]
 
 
@@ -87,29 +87,31 @@ def _tags(spec: ClusterSpec) -> dict[str, str | int | bool | None]:
 
 
 def _network_resources(spec: ClusterSpec) -> list[PlannedResource]:
-    rg = spec.section(AzureSettings).resource_group or f"azbench-{spec.name}"
-    ingress = spec.section(AzureSettings).ssh_ingress_cidr or "caller's public address/32 (detected at up)"
+    a = spec.section(AzureSettings)
+    rg = a.resource_group or f"azbench-{spec.name}"
+    ingress = a.ssh_ingress_cidr or "caller's public address/32 (detected at up)"
     return [
         PlannedResource(kind="Microsoft.Resources/resourceGroups", name=rg,
                         properties={"location": spec.region, **_tags(spec)}),
         PlannedResource(kind="Microsoft.Network/virtualNetworks", name=f"{spec.name}-vnet",
-                        properties={"address_space": spec.section(AzureSettings).vnet_cidr, **_tags(spec)}),
+                        properties={"address_space": a.vnet_cidr, **_tags(spec)}),
         PlannedResource(kind="Microsoft.Network/networkSecurityGroups", name=f"{spec.name}-nsg",
                         properties={"allow": "tcp/22", "source": ingress, **_tags(spec)}),
     ]
 
 
 def _head_resources(spec: ClusterSpec) -> list[PlannedResource]:
+    a = spec.section(AzureSettings)
     head = [
         PlannedResource(kind="Microsoft.Network/publicIPAddresses", name=f"{spec.name}-head-ip",
                         properties=_tags(spec)),
         PlannedResource(kind="Microsoft.Compute/virtualMachines", name=f"{spec.name}-head",
-                        properties={"size": spec.section(AzureSettings).head_size,
+                        properties={"size": a.head_size,
                                     "role": "login + slurmctld + NFS (/home, /shared)",
-                                    **({"identity": "SystemAssigned"} if spec.section(AzureSettings).self_expiry else {}),
+                                    **({"identity": "SystemAssigned"} if a.self_expiry else {}),
                                     **_tags(spec)}),
     ]
-    if spec.section(AzureSettings).self_expiry:
+    if a.self_expiry:
         head += _self_expiry_role(spec)
     return head
 
@@ -117,7 +119,7 @@ def _head_resources(spec: ClusterSpec) -> list[PlannedResource]:
 def _self_expiry_role(spec: ClusterSpec) -> list[PlannedResource]:
     """The head identity's one role assignment, on the cluster's own group, so its expiry agent
     can delete the cluster and nothing else: by default a custom role defined for that group
-    alone (read the group and its tags, delete the group and what is in it: expiry.EXPIRY_ACTIONS),
+    alone (read the group and its tags, delete the group and what is in it: roles.EXPIRY_ACTIONS),
     else (azure.self_expiry_role: contributor) built-in Contributor there. Role assignment names
     are GUIDs: derived from the group and cluster, so a rerun finds the same one."""
     a = spec.section(AzureSettings)
@@ -158,18 +160,19 @@ def _spot_properties(spec: ClusterSpec) -> dict[str, str | int | bool | None]:
 
 
 def _cost(spec: ClusterSpec, sku: GpuSku, warnings: list[str]) -> float | None:
-    if spec.section(AzureSettings).priority != "spot" and spec.section(AzureSettings).max_price != -1:
+    a = spec.section(AzureSettings)
+    if a.priority != "spot" and a.max_price != -1:
         warnings.append("azure.max_price applies only with azure.priority: spot (ignored)")
     if sku.price_per_hour_usd is None:
         warnings.append(f"no list price known for {sku.name}: cost per hour unknown")
         return None
     payg = round(spec.nodes * sku.price_per_hour_usd + HEAD_PRICE_PER_HOUR_USD, 2)
-    spot = sku.spot_price_per_hour_usd(spec.section(AzureSettings).max_price)
-    if spec.section(AzureSettings).priority != "spot" or spot is None:
+    spot = sku.spot_price_per_hour_usd(a.max_price)
+    if a.priority != "spot" or spot is None:
         return payg
     estimate = sku.spot_price_per_hour_usd()
-    if estimate is not None and spec.section(AzureSettings).max_price != -1 and spec.section(AzureSettings).max_price < estimate:
-        warnings.append(f"azure.max_price ${spec.section(AzureSettings).max_price:g}/h is below the estimated spot "
+    if estimate is not None and a.max_price != -1 and a.max_price < estimate:
+        warnings.append(f"azure.max_price ${a.max_price:g}/h is below the estimated spot "
                         f"price ${estimate:g}/h: Azure may not allocate the VMs, or evict them early")
     total = round(spec.nodes * spot + HEAD_PRICE_PER_HOUR_USD, 2)
     warnings.append(f"spot: ~${total:,.2f}/h estimated vs ${payg:,.2f}/h pay-as-you-go "

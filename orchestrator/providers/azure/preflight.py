@@ -22,7 +22,7 @@ from orchestrator.hardware.catalog import GpuSku
 from orchestrator.providers.azure_shared.errors import arm_call, is_not_found
 from orchestrator.providers.azure import records
 from orchestrator.providers.azure.clients import AzureClients
-from orchestrator.providers.azure.resources import image_reference
+from orchestrator.providers.azure.resources import image_reference, image_text
 from orchestrator.providers.azure_shared.capacity import (
     LOW_PRIORITY_QUOTA,
     TOTAL_CORES,
@@ -30,7 +30,7 @@ from orchestrator.providers.azure_shared.capacity import (
     sku_problems,
     vm_sizes,
 )
-from orchestrator.providers.azure_shared.records import SkuRow, compute_usage
+from orchestrator.providers.azure_shared.records import QuotaRow, SkuRow, compute_usage
 from orchestrator.errors import PreflightError
 
 HPC_PUBLISHER, HPC_OFFER = "microsoft-dsvm", "ubuntu-hpc"
@@ -87,9 +87,8 @@ def check_report(clients: AzureClients, need: PreflightNeed) -> tuple[list[str],
         where = need.region + (f" zones {', '.join(zones)}" if zones else "")
         lines.append(f"checked: {name} in {where}: " + ("offered, not restricted" if not found else "; ".join(found)))
         problems += found
-    with arm_call(f"read vCPU quotas in {need.region}"):
-        usage = {row.name: row for row in map(compute_usage, clients.compute.usage.list(need.region))}
-    for quota, want in _wants(need, head_row).items():
+    usage, wants = _usage(clients, need.region), _wants(need, head_row)
+    for quota, want in wants.items():
         row = usage.get(quota)
         if not want:
             continue
@@ -99,19 +98,14 @@ def check_report(clients: AzureClients, need: PreflightNeed) -> tuple[list[str],
             verdict = "ok" if row.free >= want else f"short by {want - row.free:,}"
             lines.append(f"checked: quota {quota} in {need.region}: {row.free:,} of {row.limit:,} vCPUs free, "
                          f"{want:,} needed: {verdict}")
-    problems += quota_problems(usage, _wants(need, head_row), need.region)
+    problems += quota_problems(usage, wants, need.region)
     try:
         image = resolve_image(clients, need)
-        lines.append(f"checked: image {image_text_of(image)} exists for {need.sku.cpu_arch}, Hyper-V Gen2")
+        lines.append(f"checked: image {image_text(image)} exists for {need.sku.cpu_arch}, Hyper-V Gen2")
     except PreflightError as exc:
         lines.append(f"checked: image: {exc.message}")
         problems.append(exc.message)
     return lines, problems
-
-
-def image_text_of(ref: dict[str, str]) -> str:
-    """A URN (publisher:offer:sku:version) or a gallery id, as the user writes it."""
-    return ref.get("id") or ":".join(ref.get(k, "") for k in ("publisher", "offer", "sku", "version"))
 
 
 def quota_check(clients: AzureClients, region: str, sku: GpuSku, new_vms: int, *, spot: bool = False) -> None:
@@ -168,9 +162,13 @@ def resolve_image(clients: AzureClients, need: PreflightNeed) -> dict[str, str]:
 
 
 def _quota_problems(clients: AzureClients, need: PreflightNeed, head_row: SkuRow | None) -> list[str]:
-    with arm_call(f"read vCPU quotas in {need.region}"):
-        usage = {row.name: row for row in map(compute_usage, clients.compute.usage.list(need.region))}
-    return quota_problems(usage, _wants(need, head_row), need.region)
+    return quota_problems(_usage(clients, need.region), _wants(need, head_row), need.region)
+
+
+def _usage(clients: AzureClients, region: str) -> dict[str, QuotaRow]:
+    """The subscription's vCPU quotas in `region` (one usages call), by quota name."""
+    with arm_call(f"read vCPU quotas in {region}"):
+        return {row.name: row for row in map(compute_usage, clients.compute.usage.list(region))}
 
 
 def _wants(need: PreflightNeed, head_row: SkuRow | None) -> dict[str, int]:

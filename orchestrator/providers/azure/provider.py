@@ -91,9 +91,10 @@ class AzureProvider(ProviderBase):
         """
         self._spec = spec
         cluster = UpRun(self._clients_for_spec(spec), spec, plan, self.opts).execute()
-        if spec.section(AzureSettings).boot_timeout_s > 0:
+        boot_timeout_s = spec.section(AzureSettings).boot_timeout_s
+        if boot_timeout_s > 0:
             from orchestrator.providers.azure.boot import wait_booted
-            wait_booted(cluster, ci.head_hostname(spec.name), timeout_s=spec.section(AzureSettings).boot_timeout_s,
+            wait_booted(cluster, ci.head_hostname(spec.name), timeout_s=boot_timeout_s,
                         progress=self._boot_progress)
         return cluster
 
@@ -254,6 +255,7 @@ class AzureProvider(ProviderBase):
         from orchestrator.providers.azure import heal
         from orchestrator.providers.azure.preflight import quota_check
         clients, rg, props = self._clients_for(cluster.name, cluster), _rg(cluster), cluster.properties_as(AzureProps)
+        from orchestrator.hardware.layout import rack_unit
         unit = rack_unit(cluster)
         if unit > 1 and nodes % unit:  # lifecycle.plan_resize said so already; never a partial rack
             raise ConfigError(f"resizing '{cluster.name}' to {nodes} nodes would leave a partial NVLink rack "
@@ -263,7 +265,7 @@ class AzureProvider(ProviderBase):
         if nodes > have:
             quota_check(clients, cluster.region or "", lookup(cluster.sku), nodes - have,
                         spot=props.priority == "spot")
-            fresh = heal.grow(clients, rg, sets, nodes - have, cluster.name, unit=rack_unit(cluster))
+            fresh = heal.grow(clients, rg, sets, nodes - have, cluster.name, unit=unit)
             self._wait_joined(cluster, fresh, timeout_s)
         elif nodes < have:
             if len(remove) != have - nodes or len(set(remove)) != len(remove):
@@ -358,9 +360,9 @@ class AzureProvider(ProviderBase):
     def _clients_for_spec(self, spec: ClusterSpec) -> AzureClients:
         if self.clients is not None:
             return self.clients
-        return clients_from_config(subscription_id=spec.section(AzureSettings).subscription_id,
-                                   arm_endpoint=spec.section(AzureSettings).arm_endpoint,
-                                   polling_interval=spec.section(AzureSettings).polling_interval)
+        a = spec.section(AzureSettings)
+        return clients_from_config(subscription_id=a.subscription_id, arm_endpoint=a.arm_endpoint,
+                                   polling_interval=a.polling_interval)
 
     def _clients_for(self, name: str, cluster: Cluster | None) -> AzureClients:
         if self.clients is not None:
@@ -369,12 +371,6 @@ class AzureProvider(ProviderBase):
             return self._clients_for_spec(self._spec)
         props = cluster.properties_as(AzureProps) if cluster else AzureProps()
         return clients_from_config(subscription_id=props.subscription_id, arm_endpoint=props.arm_endpoint)
-
-
-def rack_unit(cluster: Cluster) -> int:
-    """The VMs a resize of `cluster` adds or removes at a time (hardware/layout.rack_unit)."""
-    from orchestrator.hardware.layout import rack_unit as unit
-    return unit(lookup(cluster.sku), cluster.nodes, cluster.properties.rack_size())
 
 
 def sweep(clients: AzureClients | None = None, *, dry_run: bool = True,

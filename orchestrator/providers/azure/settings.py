@@ -62,7 +62,7 @@ class AzureSettings(SpecSection):
     idle_minutes: StrictInt | None = Field(None, ge=5, le=7 * 24 * 60)
     self_expiry: bool = True
     # The head identity's role for self-expiry: "custom" (read and delete its own group only,
-    # expiry.EXPIRY_ACTIONS; `up` needs Microsoft.Authorization/roleDefinitions/write) or the
+    # roles.EXPIRY_ACTIONS; `up` needs Microsoft.Authorization/roleDefinitions/write) or the
     # documented fallback "contributor" (built-in Contributor on the group: broader).
     self_expiry_role: Literal["custom", "contributor"] = "custom"
     arm_endpoint: str | None = None

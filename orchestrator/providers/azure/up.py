@@ -68,6 +68,7 @@ class UpRun:
         self.clients, self.spec, self.plan, self.opts = clients, spec, plan, opts
         self.names = ar.names_from_plan(plan)
         self.sku = spec.sku_row
+        self.settings = spec.section(AzureSettings)  # the spec's `azure:` section
         self.cdir = paths.cluster_dir(spec.name)
         self.tokens = TokenStore(self.cdir / LRO_FILE)
         self.report = Reporter(opts.progress)
@@ -76,18 +77,18 @@ class UpRun:
         self.me = Owner(principal="unknown", installation="unknown")  # execute() signs in
 
     def execute(self) -> Cluster:
-        self.clients.throttle.reset(self.spec.section(AzureSettings).throttle_budget_s)
+        self.clients.throttle.reset(self.settings.throttle_budget_s)
         self.me = signed_in(self.clients, self.opts.owner)
         self.seen = self._observe_all()
         region = self._current_region()
-        ingress = resolve_ingress(self.spec.section(AzureSettings).ssh_ingress_cidr, self.opts.caller_ip_lookup)
+        ingress = resolve_ingress(self.settings.ssh_ingress_cidr, self.opts.caller_ip_lookup)
         # Reads only so far: a request that differs from the live cluster stops here (exit 2).
         drift.check(self.spec, self.plan, ingress,
                     drift.live_shape(self.clients, self.names.rg, self.spec.name, self.seen),
                     resuming=self.tokens.pending())
         secrets = ci.load_or_create_secrets(self.cdir)
         tags = self._tags()
-        regions = [region] + [r for r in self.spec.section(AzureSettings).fallback_regions if r != region]
+        regions = [region] + [r for r in self.settings.fallback_regions if r != region]
         for reg, following in zip(regions, regions[1:]):
             zones, image = self._preflight(reg)
             try:
@@ -101,7 +102,7 @@ class UpRun:
 
     def _preflight(self, region: str) -> tuple[list[str], dict[str, str]]:
         """The zones to try in `region` (azure.zones in the spec's region only) and the image."""
-        zones = self.spec.section(AzureSettings).zones if region == self.spec.region else []
+        zones = self.settings.zones if region == self.spec.region else []
         return zones, preflight(self.clients, self._need(region, zones))
 
     # ------------------------------------------------------------ observe + preflight
@@ -143,12 +144,12 @@ class UpRun:
 
     def _need(self, region: str, zones: list[str]) -> PreflightNeed:
         new_vms = sum(s.vms for s in self.names.sets if not self._live(ar.VMSS, s.name))
-        return PreflightNeed(region=region, sku=self.sku, new_vms=new_vms, head_size=self.spec.section(AzureSettings).head_size,
+        return PreflightNeed(region=region, sku=self.sku, new_vms=new_vms, head_size=self.settings.head_size,
                              new_head=not self._live(ar.VM, self.names.head), zones=zones,
-                             image=self.spec.section(AzureSettings).image, spot=self.spec.section(AzureSettings).priority == "spot")
+                             image=self.settings.image, spot=self.settings.priority == "spot")
 
     def _spot(self) -> ar.SpotTerms | None:
-        a = self.spec.section(AzureSettings)
+        a = self.settings
         return ar.SpotTerms(a.eviction_policy, a.max_price) if a.priority == "spot" else None
 
     def _live(self, kind: str, name: str) -> bool:
@@ -157,7 +158,7 @@ class UpRun:
 
     def _tags(self) -> dict[str, str]:
         group = self.seen.get(f"{ar.RG}/{self.names.rg}")
-        now, a = self.opts.now(), self.spec.section(AzureSettings)
+        now, a = self.opts.now(), self.settings
         tags = ar.cluster_tags(self.spec.name, self.me.tags(), now + timedelta(hours=a.expires_hours),
                                dict(self.spec.tags), created=now,
                                spot_restore_s=a.spot_restore_timeout if a.priority == "spot" else None)
@@ -171,7 +172,7 @@ class UpRun:
     def _build(self, region: str, zones: list[str], image: dict[str, str], ingress: str,
                sec: ci.ClusterSecrets, tags: dict[str, str]) -> Cluster:
         n, rg = self.names, self.names.rg
-        subnet_cidr, head_ip = ar.subnet_layout(self.spec.section(AzureSettings).vnet_cidr, self.plan.nodes)
+        subnet_cidr, head_ip = ar.subnet_layout(self.settings.vnet_cidr, self.plan.nodes)
         ids = {k: ar.rid(self.sub, rg, k, name) for k, name in
                ((ar.NSG, n.nsg), (ar.PIP, n.pip), (ar.VNET, n.vnet), (ar.NIC, n.nic))}
         subnet_id = f"{ids[ar.VNET]}/subnets/{ar.SUBNET}"
@@ -182,19 +183,19 @@ class UpRun:
         self._parallel({
             "nsg": lambda: self._ensure(ar.NSG, n.nsg, lambda: ar.nsg_body(region, tags, ingress)),
             "pip": lambda: self._ensure(ar.PIP, n.pip, lambda: ar.pip_body(region, tags))})
-        self._ensure(ar.VNET, n.vnet, lambda: ar.vnet_body(region, tags, self.spec.section(AzureSettings).vnet_cidr,
+        self._ensure(ar.VNET, n.vnet, lambda: ar.vnet_body(region, tags, self.settings.vnet_cidr,
                                                            subnet_cidr, ids[ar.NSG]))
         self._ensure(ar.NIC, n.nic, lambda: ar.nic_body(region, tags, subnet_id, ids[ar.PIP], head_ip))
         sets = list(n.sets)
-        agent = (expiry.agent_context(self.spec.name, self.sub, rg, self.clients.base_url, self.spec.section(AzureSettings).idle_minutes)
+        agent = (expiry.agent_context(self.spec.name, self.sub, rg, self.clients.base_url, self.settings.idle_minutes)
                  if n.role else None)
         head_cd = ci.custom_data(ci.head_cloud_init(self.spec.name, self.sku, sets, head_ip, subnet_cidr, sec,
                                                     expiry=agent, slurm_version=ci.image_slurm(image)), "head")
         node_cd = ci.custom_data(ci.node_cloud_init(self.spec.name, self.sku, sets, head_ip, sec,
                                                      spot=self._spot() is not None), "nodes")
-        common = {"admin": self.spec.section(AzureSettings).admin_user, "pubkey": sec.admin_public_key}
+        common = {"admin": self.settings.admin_user, "pubkey": sec.admin_public_key}
         jobs: dict[str, Callable[[], object]] = {"head": lambda: self._ensure(ar.VM, n.head, lambda: ar.head_vm_body(
-            region, tags, size=self.spec.section(AzureSettings).head_size, image=ar.head_image(image), custom_data=head_cd,
+            region, tags, size=self.settings.head_size, image=ar.head_image(image), custom_data=head_cd,
             nic_id=ids[ar.NIC], computer_name=ci.head_hostname(self.spec.name), identity=n.role is not None,
             **common))}
 
@@ -303,7 +304,7 @@ class UpRun:
         found = Found(name=self.spec.name, region=region, resource_group=self.names.rg, tags=tags,
                       subscription_id=self.sub, arm_endpoint=self.clients.base_url, sku=self.sku.name,
                       sets=self.names.sets, head_ip=address, head_private_ip=head_ip,
-                      image=ar.image_text(image), admin_user=self.spec.section(AzureSettings).admin_user, spot=self._spot(),
+                      image=ar.image_text(image), admin_user=self.settings.admin_user, spot=self._spot(),
                       vms_per_rack=next((r for r in (ci.rack_of(self.sku, s) for s in self.names.sets) if r > 1), None))
         return to_cluster(found, ClusterState.READY)
 

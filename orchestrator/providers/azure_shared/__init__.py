@@ -3,7 +3,7 @@
 Owns, one concept per module: where ARM answers (endpoints.py: PUBLIC_ARM, check_arm_endpoint,
 arm_scope), signing in (signin.py: default_credential, signin_call, quiet_sdk_loggers), ARM
 failures classified by HTTP status first and mapped to azbench errors (errors.py: arm_call,
-is_not_found/is_missing, is_resumable, ArmErrorClass and its code table, the Azure* errors), the
+is_not_found, is_resumable, ArmErrorClass and its code table, the Azure* errors), the
 429 policy within a budget (throttle.py: ThrottleBudget, retry_policy), the tags azbench writes
 (tags.py: TAG_*), the ARM connection and its Compute RP client (clients.py: ArmClients,
 arm_from_config), the Compute RP answers as typed records (records.py: SkuRow, QuotaRow) and the

@@ -234,7 +234,8 @@ def arm_call(what: str) -> Iterator[None]:
 
 
 def is_not_found(exc: BaseException) -> bool:
-    """Gone: any HTTP 404, whatever the resource provider calls it."""
+    """Gone: any HTTP 404, whatever the resource provider calls it (Azure ML answers e.g.
+    UserError or WorkspaceNotFound with 404 for a missing job or workspace)."""
     from azure.core.exceptions import HttpResponseError
     return isinstance(exc, HttpResponseError) and arm_error(exc).cls == ArmErrorClass.NOT_FOUND
 
@@ -288,9 +289,3 @@ def _first_line(text: str) -> str:
         text = text.split(") ", 1)[1]
     return text.splitlines()[0] if text else ""
 
-
-def is_missing(exc: BaseException) -> bool:
-    """Gone, as Azure ML says it: any 404 (it answers e.g. UserError or WorkspaceNotFound with
-    404 for a missing job or workspace), which `classify` already reads as not found before any
-    code. Kept as the azureml backend's name for is_not_found."""
-    return is_not_found(exc)

@@ -10,8 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from orchestrator.errors import NotFoundError
-from orchestrator.hardware.catalog import lookup
+from orchestrator.hardware.catalog import find
 from orchestrator.models import Cluster, ClusterState, Plan
 from orchestrator.providers.azureml.props import AzureMLProps
 from orchestrator.providers.azureml.records import AmlComputeInfo
@@ -36,10 +35,8 @@ def to_cluster(name: str, target: AmlTarget, compute: AmlComputeInfo, *, owned: 
     state = compute.provisioning_state.split(".")[-1].lower()
     cstate = (ClusterState.FAILED if state == "failed" else
               ClusterState.READY if state in ("succeeded", "") else ClusterState.PROVISIONING)
-    try:
-        price = lookup(size).price_per_hour_usd
-    except NotFoundError:
-        price = None
+    row = find(size)
+    price = row.price_per_hour_usd if row is not None else None
     nodes = compute.max_instances
     props = AzureMLProps(workspace=target.workspace, resource_group=target.resource_group,
                          subscription_id=target.subscription_id, arm_endpoint=target.arm_endpoint,

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 from orchestrator.errors import ConfigError, LaunchError, MissingCapability
 from orchestrator.models import (AttemptSpec, Cluster, ExecResult, HealthCheckPlan, JobRef, JobState,
                                  JobStatus, NodeInfo, StageRequest)
-from orchestrator.providers.azure_shared.errors import arm_call, is_missing
+from orchestrator.providers.azure_shared.errors import arm_call, is_not_found
 from orchestrator.providers.azureml.props import AzureMLProps
 from orchestrator.providers.azureml.records import JobInfo, job as job_info, node as node_info
 from orchestrator.paths import RunLayout, job_name, safe_local_path
@@ -267,7 +267,7 @@ class AzureMLLauncher:
             try:
                 return job_info(self.ml.jobs.get(name))
             except Exception as exc:
-                if is_missing(exc):
+                if is_not_found(exc):
                     return None
                 if _is_sdk_error(exc):
                     raise LaunchError(f"cannot read Azure ML job {name}: {_one_line(str(exc))}") from None

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Callable
 from orchestrator.providers.azure_shared.capacity import TOTAL_CORES, quota_problems, sku_problems, vm_sizes
 from orchestrator.providers.azure_shared.clients import ArmClients, arm_from_config
 from orchestrator.providers.azure_shared.endpoints import arm_endpoint as resolve_endpoint
-from orchestrator.providers.azure_shared.errors import arm_call, is_missing
+from orchestrator.providers.azure_shared.errors import arm_call, is_not_found
 from orchestrator.providers.azure_shared.records import QuotaRow
 from orchestrator.providers.azure_shared.tags import TAG_CLUSTER, TAG_OWNER
 from orchestrator.providers.azureml.cluster import WORKDIR  # noqa: F401 (re-exported)
@@ -138,7 +138,7 @@ class AzureMLProvider(ProviderBase):
             try:
                 ml.compute.begin_delete(name).result()
             except Exception as exc:
-                if not is_missing(exc):
+                if not is_not_found(exc):
                     raise
         if _get_compute(ml, name) is not None:
             from orchestrator.errors import ProvisionError
@@ -221,7 +221,7 @@ def check_workspace(ml: MLClient, target: AmlTarget) -> None:
         try:
             ml.workspaces.get(target.workspace)
         except Exception as exc:
-            if is_missing(exc):
+            if is_not_found(exc):
                 raise NotFoundError(f"Azure ML workspace '{target.workspace}' not found in resource "
                                     f"group '{target.resource_group}'") from None
             raise
@@ -293,7 +293,7 @@ def _get_compute(ml: MLClient, name: str) -> AmlComputeInfo | None:
         try:
             return compute_info(ml.compute.get(name))
         except Exception as exc:
-            if is_missing(exc):
+            if is_not_found(exc):
                 return None
             raise
 

@@ -13,7 +13,7 @@ from orchestrator.seams import Capabilities
 
 
 def _make(progress: Callable[[Any], None] | None = None) -> Provider:
-    """A new FakeProvider (the Azure SDKs, where it uses them, load only now)."""
+    """A new FakeProvider (its module loads only now, not at start-up)."""
     from orchestrator.providers.fake.provider import FakeProvider
     return FakeProvider()
 

@@ -1,8 +1,8 @@
 """The fake provider: Azure-shaped plans, clusters kept in a JSON file, failure switches.
 
-FakeProvider lets the whole flow run without a cloud: its clusters live in `$AZBENCH_HOME/clusters/<name>/fake.json` (cluster.py).
-Failure switches come from `AZBENCH_FAKE_FAIL` (capacity | quota | sku) and every call is
-recorded in `calls`.
+FakeProvider lets the whole flow run without a cloud: its clusters live in
+`$AZBENCH_HOME/clusters/<name>/fake.json` (cluster.py). Failure switches come from
+`AZBENCH_FAKE_FAIL` (capacity | quota | sku) and every call is recorded in `calls`.
 """
 
 from __future__ import annotations

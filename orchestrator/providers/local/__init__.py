@@ -17,7 +17,7 @@ from orchestrator.seams import Capabilities
 
 
 def _make(progress: Callable[[Any], None] | None = None) -> Provider:
-    """A new LocalProvider (the Azure SDKs, where it uses them, load only now)."""
+    """A new LocalProvider (its module loads only now, not at start-up)."""
     from orchestrator.providers.local.provider import LocalProvider
     return LocalProvider()
 

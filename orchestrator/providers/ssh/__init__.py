@@ -16,7 +16,7 @@ from orchestrator.seams import Capabilities
 
 
 def _make(progress: Callable[[Any], None] | None = None) -> Provider:
-    """A new SshProvider (the Azure SDKs, where it uses them, load only now)."""
+    """A new SshProvider (its module, and paramiko with it, loads only now)."""
     from orchestrator.providers.ssh.provider import SshProvider
     return SshProvider()
 

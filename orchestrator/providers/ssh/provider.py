@@ -21,7 +21,7 @@ from orchestrator.hosts.remote import SshRunner
 from orchestrator.seams import Access, Capabilities, Runner
 from orchestrator.slurm import commands
 from orchestrator.slurm.launcher import SlurmLauncher
-from orchestrator.errors import AzbenchError, ConfigError, NotAvailableError, ProvisionError
+from orchestrator.errors import ConfigError, NotAvailableError, ProvisionError
 from orchestrator.models import Cluster, ExecResult, Plan, ScaleSetPlan, SshTarget
 from orchestrator.providers.ssh.settings import SshSettings
 from orchestrator.specs.cluster import ClusterSpec
@@ -177,10 +177,8 @@ def _options(spec: ClusterSpec) -> SshSettings:
 
 
 def _sku_gpus(sku: str | None) -> int:
-    try:
-        return catalog.lookup(sku).gpus_per_vm if sku else 0
-    except AzbenchError:
-        return 0
+    row = catalog.find(sku)
+    return row.gpus_per_vm if row is not None else 0
 
 
 def _url(target: SshTarget) -> str:
