@@ -66,3 +66,18 @@ def test_raised_scale_set_cap_is_warned():
     plan = plan_azure(spec(sku="h100", nodes=250, azure={"max_vms_per_scale_set": 300}))
     assert [s.vms for s in plan.scale_sets] == [250]
     assert any("only valid if Azure support raised" in w for w in plan.warnings)
+
+
+def test_another_head_size_is_not_counted_as_the_default_one():
+    """The head's 8 vCPUs and $0.384/h are Standard_D8s_v5's; another head size is read at up."""
+    plan = plan_azure(spec(sku="h100", nodes=2))
+    assert any("total regional vCPU quota has 200 free vCPUs (GPU nodes + head)" in c for c in plan.preflight)
+    assert not any("priced as" in w for w in plan.warnings)
+    plan = plan_azure(spec(sku="h100", nodes=2, azure={"head_size": "Standard_D32s_v5"}))
+    assert any("total regional vCPU quota has 192 free vCPUs (GPU nodes) plus the head's vCPUs "
+               "(Standard_D32s_v5: its count is read at up)" in c for c in plan.preflight)
+    assert not any("200 free" in c for c in plan.preflight)
+    assert any("the head (Standard_D32s_v5) is priced as Standard_D8s_v5 ($0.384/h): its own price is "
+               "not checked" in w for w in plan.warnings)
+    plan = plan_azure(spec(sku="h100", nodes=2, azure={"head_size": "Standard_D32s_v5", "priority": "spot"}))
+    assert any("quota has the head's vCPUs (Standard_D32s_v5" in c for c in plan.preflight)

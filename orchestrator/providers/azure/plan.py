@@ -17,7 +17,11 @@ from orchestrator.errors import ConfigError
 from orchestrator.models import Plan, PlannedResource, ScaleSetPlan
 from orchestrator.providers.azure.settings import AzureSettings
 
+# The head's figures hold for the default head size only: another `azure.head_size` is read at `up`
+# (preflight reads its vCPUs from resource SKUs) and the plan says so instead of reusing these.
+PRICED_HEAD_SIZE = "Standard_D8s_v5"
 HEAD_PRICE_PER_HOUR_USD = 0.384  # Standard_D8s_v5 Linux list estimate (eastus)
+HEAD_VCPUS = 8  # Standard_D8s_v5: 8 vCPUs (Azure's Dv5 size table)
 
 
 def plan_azure(spec: ClusterSpec) -> Plan:
@@ -57,15 +61,21 @@ def preflight_checks(spec: ClusterSpec, sku: GpuSku) -> list[str]:
     a = spec.section(AzureSettings)
     vcpus = sku.vcpus * spec.nodes
     arch = "arm64" if sku.cpu_arch == "arm64" else "x64"
+    head_known = a.head_size == PRICED_HEAD_SIZE
+    head = f"the head's vCPUs ({a.head_size}: its count is read at up)"
     if a.priority == "spot":  # spot vCPUs count against their own regional quota only
         quotas = [f"will check that low-priority quota lowPriorityCores (Total Regional Low-priority vCPUs) has "
                   f"{vcpus:,} free vCPUs ({spec.nodes:,} x {sku.vcpus}, spot)",
-                  "will check that the total regional vCPU quota has 8 free vCPUs (the head)"]
+                  f"will check that the total regional vCPU quota has {HEAD_VCPUS} free vCPUs (the head)"
+                  if head_known else f"will check that the total regional vCPU quota has {head} free"]
     else:
+        nodes = "GPU" if sku.gpus_per_vm else "CPU"
         quotas = [f"will check that family quota {sku.quota_family} has {vcpus:,} free vCPUs "
                   f"({spec.nodes:,} x {sku.vcpus})",
-                  f"will check that the total regional vCPU quota has {vcpus + 8:,} free vCPUs "
-                  f"({'GPU' if sku.gpus_per_vm else 'CPU'} nodes + head)"]
+                  f"will check that the total regional vCPU quota has {vcpus + HEAD_VCPUS:,} free vCPUs "
+                  f"({nodes} nodes + head)" if head_known else
+                  f"will check that the total regional vCPU quota has {vcpus:,} free vCPUs ({nodes} nodes) "
+                  f"plus {head}"]
     where = f"{spec.region}" + (f" (zones {', '.join(a.zones)})" if a.zones else "")
     return [
         f"will check that {sku.name} is offered in {where} and not restricted for the subscription "
@@ -166,6 +176,9 @@ def _cost(spec: ClusterSpec, sku: GpuSku, warnings: list[str]) -> float | None:
     if sku.price_per_hour_usd is None:
         warnings.append(f"no list price known for {sku.name}: cost per hour unknown")
         return None
+    if a.head_size != PRICED_HEAD_SIZE:
+        warnings.append(f"the head ({a.head_size}) is priced as {PRICED_HEAD_SIZE} "
+                        f"(${HEAD_PRICE_PER_HOUR_USD:g}/h): its own price is not checked")
     payg = round(spec.nodes * sku.price_per_hour_usd + HEAD_PRICE_PER_HOUR_USD, 2)
     spot = sku.spot_price_per_hour_usd(a.max_price)
     if a.priority != "spot" or spot is None:
