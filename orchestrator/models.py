@@ -103,7 +103,8 @@ class Plan(Frozen):
     resources: list[PlannedResource]
     cost_per_hour_usd: float | None
     cost_is_estimate: bool = True
-    preflight: list[str] = Field(default_factory=list)
+    preflight: list[str] = Field(default_factory=list, description="a line starting 'will check' is a read "
+                                 "`up` (or --dry-run --check) makes; any other line was computed by the plan")
     warnings: list[str] = Field(default_factory=list)
     lifetime: str = Field("", description="how the cluster ends by itself (expiry, scale-down); "
                           "empty when only `azbench down` ends it")

@@ -317,6 +317,7 @@ def test_dry_run_says_what_will_be_checked_and_check_reads_it_with_no_writes(fak
     assert ("preflight: checked: quota standardNDSH100v5Family in eastus: 100,000 of 100,000 vCPUs free, "
             "192 needed: ok") in out
     assert "preflight: checked: image microsoft-dsvm:ubuntu-hpc:2204:latest exists" in out
+    assert "preflight: VNet 10.40.0.0/16 does not overlap 172.16.0.0/16 (checked: ok)" in out  # the plan's own line
     assert "will check" not in out and arm_writes(fake) == 0
 
 

@@ -193,7 +193,7 @@ def _render_plan(plan: Plan, checked: list[str] | None = None) -> None:
     console.print(make_table("Scale sets (one InfiniBand fabric each)", ["name", "VMs", "GPUs", "racks", "settings"],
                          [[s.name, s.vms, s.gpus, s.racks if s.racks is not None else "-",
                            _vmss_settings(vmss.get(s.name, {}))] for s in plan.scale_sets]))
-    for line in plan.preflight if checked is None else checked + [p for p in plan.preflight if "(checked" in p]:
+    for line in plan.preflight if checked is None else checked + [p for p in plan.preflight if not p.startswith("will check")]:
         console.print(f"preflight: {line}", markup=False)
     if checked is None and any(line.startswith("will check") for line in plan.preflight):
         console.print("preflight: the 'will check' lines are read by `up` before its first write, not now "
