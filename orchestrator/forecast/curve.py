@@ -15,6 +15,7 @@ from orchestrator.forecast.basis import MAX_EXTRAPOLATION, Basis
 from orchestrator.forecast.plan import runs_required
 from orchestrator.forecast.series import fitted_series
 from orchestrator.hardware.catalog import gpu_skus
+from orchestrator.hardware.layout import rack_sizes
 from orchestrator.models import Frozen
 from orchestrator.results.published import catalog_gpu
 from orchestrator.store.schema import ResultRow
@@ -63,7 +64,7 @@ def benchmark_curve(benchmark: str, sku: str, stored: Sequence[ResultRow] = (),
               for g in grid]
     return CurveData(
         benchmark=series.benchmark, gpu=series.gpu, sku=row.name, sku_short=row.short, gpus_per_node=row.gpus_per_vm,
-        node_steps=[row.nvlink_domain_vms, 16] if row.nvlink_domain_vms > 1 else [1],
+        node_steps=list(rack_sizes(row)),
         min_gpus=low, max_gpus=high,
         runs_required=runs_required(series.benchmark), price_per_vm_hour_usd=row.price_per_hour_usd,
         basis=basis, samples=points, caption=basis.text[0])

@@ -26,7 +26,7 @@ from orchestrator.forecast.model import Fit
 from orchestrator.forecast.points import STORED, Point, SeriesPoints, group_order
 from orchestrator.forecast.series import fitted_series
 from orchestrator.hardware.catalog import GpuSku
-from orchestrator.hardware.layout import default_vms_per_rack, scale_set_layout
+from orchestrator.hardware.layout import default_vms_per_rack, rack_sizes, scale_set_layout
 from orchestrator.models import Frozen
 from orchestrator.results import metrics
 from orchestrator.store.schema import ResultRow
@@ -301,9 +301,7 @@ def _recipe_scales(ctx: _Context) -> list[int]:
 def _candidates(ctx: _Context) -> list[int]:
     """Every valid node count within the scan's reach (GB200: multiples of 16 and of 18)."""
     top = int(ctx.fit.high * ctx.scan_factor // ctx.sku.gpus_per_vm)
-    rack = ctx.sku.nvlink_domain_vms
-    steps = (rack, 16) if rack > 1 else (1,)
-    counts = {n for step in steps for n in range(step, top + 1, step)}
+    counts = {n for step in rack_sizes(ctx.sku) for n in range(step, top + 1, step)}
     return sorted(n for n in counts if ctx.allowed(n, ctx.scan_factor))
 
 

@@ -42,6 +42,16 @@ def scale_set_layout(cluster: str, nodes: int, sku: GpuSku, cap: int = 100,
     return sets, warnings
 
 
+AZURE_RECORD_VMS_PER_RACK = 16  # Azure's 128-rack v6.0 GB200 record run: 16 of each rack's 18 trays
+
+
+def rack_sizes(sku: GpuSku) -> tuple[int, ...]:
+    """The VMs per NVLink rack a whole-rack layout may use: a full rack, or 16 as Azure's record
+    run did; (1,) for sizes without multi-VM NVLink domains."""
+    rack = sku.nvlink_domain_vms
+    return (rack, AZURE_RECORD_VMS_PER_RACK) if rack > 1 else (1,)
+
+
 def rack_unit(cluster: Cluster) -> int:
     """The VMs a resize of `cluster` adds or removes at a time: one whole NVLink rack of its own
     layout, the rack size its record keeps (else as scale_set_layout picks it for its node
@@ -49,7 +59,7 @@ def rack_unit(cluster: Cluster) -> int:
     sku = lookup(cluster.sku)
     if sku.nvlink_domain_vms <= 1:
         return 1
-    return cluster.properties.rack_size() or default_vms_per_rack(cluster.nodes, sku) or 16
+    return cluster.properties.rack_size() or default_vms_per_rack(cluster.nodes, sku) or AZURE_RECORD_VMS_PER_RACK
 
 
 def valid_counts_near(nodes: int, unit: int) -> tuple[int, ...]:
@@ -66,7 +76,7 @@ def _rack_groups(nodes: int, sku: GpuSku, cap: int, vms_per_rack: int | None) ->
         raise ConfigError(
             f"{sku.short} comes in NVL72 racks of {rack} VMs: {nodes} nodes is not a whole "
             f"number of racks",
-            hint=f"use a multiple of {rack} (or of 16, as Azure's 128-rack record run did), "
+            hint=f"use a multiple of {rack} (or of {AZURE_RECORD_VMS_PER_RACK}, as Azure's 128-rack record run did), "
                  "or set azure.vms_per_rack")
     racks_per_set = cap // per_rack
     if racks_per_set == 0:
@@ -85,7 +95,7 @@ def default_vms_per_rack(nodes: int, sku: GpuSku) -> int | None:
     rack = sku.nvlink_domain_vms
     if rack <= 1:
         return 1
-    for candidate in (rack, 16):
+    for candidate in rack_sizes(sku):
         if nodes % candidate == 0:
             return candidate
     return nodes if 0 < nodes < rack else None
