@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from orchestrator.providers.azureml import provider as P
+from orchestrator.providers.azureml.cluster import WORKDIR
 from orchestrator.specs.cluster import ClusterSpec
 from orchestrator.errors import ConfigError, LaunchError, NotFoundError, PreflightError
 from orchestrator.models import AttemptSpec, Cluster, JobRef, JobState
@@ -42,7 +43,7 @@ def spec(**kw: Any) -> ClusterSpec:
 
 def cluster(sku: str = "Standard_ND96isr_H100_v5") -> Cluster:
     return Cluster(name="bench", provider="azureml", sku=sku, nodes=4, region="eastus",
-                   workdir=P.WORKDIR, properties={"compute": "bench", "workspace": "ws1"})
+                   workdir=WORKDIR, properties={"compute": "bench", "workspace": "ws1"})
 
 
 def attempt(recipe: str = "smoke", n: int = 1, nodes: int = 2, resume: bool = False) -> AttemptSpec:
@@ -201,7 +202,7 @@ def test_up_creates_then_adopts_then_down_deletes_idempotently(fake):
     assert body["computeType"] == "AmlCompute" and body["properties"]["vmSize"] == "Standard_ND96isr_H100_v5"
     assert body["properties"]["scaleSettings"]["maxNodeCount"] == 4
     assert fake.compute()["tags"]["azbench-cluster"] == "bench"
-    assert c.properties.owned is True and c.nodes == 4 and c.workdir == P.WORKDIR
+    assert c.properties.owned is True and c.nodes == 4 and c.workdir == WORKDIR
     puts = fake.count("PUT", "/computes/")
     again = prov.up(s, prov.plan(s))
     assert fake.count("PUT", "/computes/") == puts and again.properties.compute == "bench"

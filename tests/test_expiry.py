@@ -26,7 +26,8 @@ import yaml
 from orchestrator.hardware.catalog import lookup
 from orchestrator.providers.azure import cloudinit as ci
 from orchestrator.providers.azure.provider import AzureProvider
-from orchestrator.providers.azure.expiry import CONTRIBUTOR_ROLE, agent_context, move_expiry
+from orchestrator.providers.azure.expiry import agent_context, move_expiry
+from orchestrator.providers.azure.roles import CONTRIBUTOR_ROLE
 from orchestrator.providers.azure.roles import EXPIRY_ACTIONS, role_definition_guid
 from orchestrator.specs.cluster import ClusterSpec
 from orchestrator.errors import AzbenchError, ProvisionError

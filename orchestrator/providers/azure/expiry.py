@@ -17,7 +17,6 @@ from dataclasses import dataclass
 from datetime import datetime
 from orchestrator.providers.azure import records
 from orchestrator.providers.azure.clients import AzureClients
-from orchestrator.providers.azure.roles import CONTRIBUTOR_ROLE  # noqa: F401 (tests read it here)
 from orchestrator.providers.azure_shared.errors import arm_call
 from orchestrator.providers.azure.resources import rid
 from orchestrator.providers.azure.teardown import tagged

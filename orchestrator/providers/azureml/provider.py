@@ -22,7 +22,6 @@ from orchestrator.providers.azure_shared.endpoints import arm_endpoint as resolv
 from orchestrator.providers.azure_shared.errors import arm_call, is_not_found
 from orchestrator.providers.azure_shared.records import QuotaRow
 from orchestrator.providers.azure_shared.tags import TAG_CLUSTER, TAG_OWNER
-from orchestrator.providers.azureml.cluster import WORKDIR  # noqa: F401 (re-exported)
 from orchestrator.providers.azureml.cluster import AmlTarget, provisional, to_cluster
 from orchestrator.providers.azureml.launcher import AzureMLLauncher
 from orchestrator.providers.azureml.records import AmlComputeInfo, compute as compute_info, quota_row
