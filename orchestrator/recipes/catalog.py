@@ -377,6 +377,12 @@ class ResolvedConfig(Frozen):
     required_runs: int
     warnings: list[str] = Field(default_factory=list)
 
+    @property
+    def vendored(self) -> str | None:
+        """`config` relative to recipes/configs/<recipe>/ (what recipes.configs' functions take:
+        "<impl folder>/<file>"), None for a scale without a vendored config."""
+        return self.config.split(f"recipes/configs/{self.recipe}/", 1)[1] if self.config else None
+
 
 def list_recipes() -> list[Recipe]:
     return [get_recipe(p.stem) for p in sorted(recipes_dir().glob("*.yaml"))]
@@ -658,11 +664,10 @@ def _implementation(recipe: str, config: str | None) -> str | None:
 
 
 def data_for(recipe: Recipe, config: str | None) -> list[DataItem]:
-    """The data items a run from `config`'s implementation uses (every item without a config)."""
+    """The data items a run from `config`'s implementation uses (every item without a config);
+    `config` as ResolvedConfig.vendored gives it."""
     if recipe.mlperf is None:
         return []
-    if config and config.startswith("recipes/configs/"):
-        config = config.split(f"recipes/configs/{recipe.name}/", 1)[1]
     impl = _implementation(recipe.name, config)
     return [d for d in recipe.mlperf.data if d.used_by(impl)]
 

@@ -118,7 +118,7 @@ def container_run(recipe: Recipe, spec: Mlperf, resolved: ResolvedConfig,
         ruleset=resolved.ruleset, env=dict(resolved.env), network_env=dict(resolved.network_env),
         network_source=net.source, network_mounts=list(net.mounts), data_root=data_root,
         data=[MountedData(name=d.name, path=d.host_path(data_root), mount=d.mount,
-                          also=d.also_paths(data_root)) for d in data_for(recipe, resolved.config)],
+                          also=d.also_paths(data_root)) for d in data_for(recipe, resolved.vendored)],
         config=resolved.config, config_files=files, config_entry=entry, pre_env=pre_env,
         scratch=sorted(spec.scratch), fabric=list(resolved.fabric), precision=resolved.precision,
         precision_source=resolved.precision_source, **flags)
@@ -131,9 +131,9 @@ def container_build(recipe: Recipe | str, sku: str, nodes: int) -> ContainerBuil
     if recipe.mlperf is None:
         return None
     resolved = resolve(recipe, sku, nodes)
-    if not resolved.config:
+    if not resolved.vendored:
         return None
-    impl = implementation(recipe.name, resolved.config.split(f"recipes/configs/{recipe.name}/", 1)[1])
+    impl = implementation(recipe.name, resolved.vendored)
     return ContainerBuild(recipe=recipe.name, repo=impl.repo, commit=impl.commit, path=impl.path,
                           arch=catalog.lookup(resolved.sku).cpu_arch)
 
@@ -217,11 +217,11 @@ def _launch_flags(recipe: str, resolved: ResolvedConfig) -> dict[str, object]:
     """mpi, remap_root, container_env and launch_source as the implementation's own run.sub
     runs its timed job step (its PATHS.txt); azbench's defaults for a config-less scale. Names the
     run.sub forces that the job sets (MASTER_*, SEED, the config's own) are forced the same way."""
-    if not resolved.config:
+    rel = resolved.vendored
+    if not rel:
         return {"container_env": list(_ALWAYS_FORCED)}
-    rel = resolved.config.split(f"recipes/configs/{recipe}/", 1)[1]
     flags = launch_flags(recipe, rel)
-    folder = resolved.config.rsplit("/", 1)[0]
+    folder = f"recipes/configs/{recipe}/{rel.rsplit('/', 1)[0]}"
     forced = [n for n in (flags["container-env"].detail.split(",") if "container-env" in flags else [])
               if n]
     where = next(iter(flags.values())).where if flags else ""
@@ -235,9 +235,9 @@ def _submission_config(recipe: str,
                        resolved: ResolvedConfig) -> tuple[dict[str, str], str | None, dict[str, str]]:
     """The vendored submission config's files by name, the one to source first, and the
     topology values it reads while sourced; nothing for a config-less scale."""
-    if not resolved.config:
+    rel = resolved.vendored
+    if not rel:
         return {}, None, {}
-    rel = resolved.config.split(f"recipes/configs/{recipe}/", 1)[1]
     pre_env = {k: resolved.env[k] for k in PRE_ENV if k in resolved.env}
     pre_env.update({k: v for k, v in (("DGXNNODES", str(resolved.nodes)),
                                       ("DGXNGPU", str(resolved.gpus_per_node)),

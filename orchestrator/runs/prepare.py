@@ -211,8 +211,8 @@ def _plan(recipe: Recipe, sku: str, nodes: int, estimate: bool, root: str) -> St
     from orchestrator.recipes.catalog import data_for, resolve
     from orchestrator.recipes.configs import implementation, paths_manifest
     r = resolve(recipe, sku, nodes)
-    items = data_for(recipe, r.config)
-    rel = r.config.split(f"recipes/configs/{recipe.name}/", 1)[1] if r.config else None
+    rel = r.vendored
+    items = data_for(recipe, rel)
     folder = rel.split("/")[0] if rel else "-"
     impl = implementation(recipe.name, rel).path if rel else None
     base = [f.path for f in paths_manifest(recipe.name, rel) if f.kind == "base"] if rel else []

@@ -67,10 +67,10 @@ def rehearse(recipe_name: str, sku: str, nodes: int, data_root: str = "/shared/m
     """The rehearsal of `recipe_name` on `nodes` x `sku` (a scale with a vendored config)."""
     recipe = get_recipe(recipe_name)
     resolved = resolve(recipe, sku, nodes)
-    if recipe.mlperf is None or not resolved.config:
+    rel = resolved.vendored
+    if recipe.mlperf is None or not rel:
         raise ValueError(f"{recipe_name} on {nodes} x {sku} has no vendored submission config")
-    rel = resolved.config.split(f"recipes/configs/{recipe.name}/", 1)[1]
-    folder = resolved.config.rsplit("/", 1)[0]
+    folder = f"recipes/configs/{recipe.name}/{rel.rsplit('/', 1)[0]}"
     facts = paths_manifest(recipe.name, rel)
     job = container_run(recipe, recipe.mlperf, resolved, data_root)
     env = {**resolved.config_env, **resolved.env}
