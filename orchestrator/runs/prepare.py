@@ -237,6 +237,7 @@ def _how(item: DataItem, implementation: str | None) -> str:
     in the container"."""
     names = ", ".join(s.name for s in item.steps_for(implementation))
     if item.r2 or item.stage:
-        how = "MLCommons R2 (md5-checked)" if item.r2 else "its download command (checksummed)"
+        checked = "sha256-checked" if item.checksums else "no sha256 list in the recipe: only the command's own checks"
+        how = "MLCommons R2 (md5-checked)" if item.r2 else f"its download command ({checked})"
         return f"{item.name}: {how}" + (f", then {names} in the container" if names else "")
     return f"{item.name}: made in the container ({names})"
