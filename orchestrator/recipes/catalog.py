@@ -601,19 +601,7 @@ def _resolve_mlperf(recipe: Recipe, spec: Mlperf, row: catalog.GpuSku, nodes: in
         (dict(base.env), f"{scale_at}.env"),
     ]
     sources: dict[str, str] = {}
-    config_env: dict[str, str] = {}
-    config_files: list[str] = []
-    if base.config:
-        loaded = effective_env(recipe.name, base.config, layers[0][0])
-        config_env, config_files = dict(loaded.values), list(loaded.files)
-        sources.update(loaded.sources)
-        # azbench's own layout/topology and data-mount variables go out only where this
-        # implementation reads them (recipes/configs/<recipe>/<dir>/READS.txt); the recipe's
-        # explicit env is kept, and tests/test_recipe_configs.py checks that it is read too.
-        read = reads(recipe.name, base.config)
-        for values, _ in layers[:2]:
-            for name in set(values) - read:
-                del values[name]
+    config_env, config_files = _load_config(recipe.name, base.config, layers, sources)
     hyper = {k: config_env[k] for k in _BATCH_DEPENDENT if k in config_env}
     if (base.estimate or chosen.derived) and hyper:
         warnings.append(f"{what} is an estimate: {', '.join(f'{k}={v}' for k, v in hyper.items())}"
@@ -641,6 +629,24 @@ def _resolve_mlperf(recipe: Recipe, spec: Mlperf, row: catalog.GpuSku, nodes: in
         network_env=dict(network_profile(row).env), fabric=fabric, precision=precision,
         precision_source=precision_source, target=recipe.target,
         required_runs=recipe.required_runs, warnings=warnings)
+
+
+def _load_config(recipe: str, config: str | None, layers: list[tuple[dict[str, str], str]],
+                 sources: dict[str, str]) -> tuple[dict[str, str], list[str]]:
+    """What the vendored `config` exports when sourced with azbench's layout values (the first
+    layer), and the files it sourced; `sources` gets where each value came from. azbench's own
+    layout/topology and data-mount variables (the first two layers) go out only where this
+    implementation reads them (recipes/configs/<recipe>/<dir>/READS.txt); the recipe's explicit
+    env is kept, and tests/test_recipe_configs.py checks that it is read too."""
+    if not config:
+        return {}, []
+    loaded = effective_env(recipe, config, layers[0][0])
+    sources.update(loaded.sources)
+    read = reads(recipe, config)
+    for values, _ in layers[:2]:
+        for name in set(values) - read:
+            del values[name]
+    return dict(loaded.values), list(loaded.files)
 
 
 _TRUE = ("true", "1", "yes")
