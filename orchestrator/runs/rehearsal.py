@@ -23,7 +23,9 @@ import fnmatch
 import re
 import subprocess
 
+from orchestrator.errors import ConfigError
 from orchestrator.models import ContainerRun, Frozen
+from orchestrator.paths import DEFAULT_DATA_ROOT
 from orchestrator.recipes.catalog import Recipe, get_recipe, resolve
 from orchestrator.recipes.configs import PathFact, paths_manifest
 from orchestrator.runs.launch import container_run
@@ -63,13 +65,13 @@ class Rehearsal(Frozen):
         return [c for c in self.checks if not c.ok]
 
 
-def rehearse(recipe_name: str, sku: str, nodes: int, data_root: str = "/shared/mlperf") -> Rehearsal:
+def rehearse(recipe_name: str, sku: str, nodes: int, data_root: str = DEFAULT_DATA_ROOT) -> Rehearsal:
     """The rehearsal of `recipe_name` on `nodes` x `sku` (a scale with a vendored config)."""
     recipe = get_recipe(recipe_name)
     resolved = resolve(recipe, sku, nodes)
     rel = resolved.vendored
     if recipe.mlperf is None or not rel:
-        raise ValueError(f"{recipe_name} on {nodes} x {sku} has no vendored submission config")
+        raise ConfigError(f"{recipe_name} on {nodes} x {sku} has no vendored submission config")
     folder = f"recipes/configs/{recipe.name}/{rel.rsplit('/', 1)[0]}"
     facts = paths_manifest(recipe.name, rel)
     job = container_run(recipe, recipe.mlperf, resolved, data_root)
