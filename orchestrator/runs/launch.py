@@ -27,7 +27,6 @@ from orchestrator.models import (
 )
 from orchestrator.paths import DEFAULT_DATA_ROOT
 from orchestrator.recipes.catalog import (
-    DataItem,
     Mlperf,
     Recipe,
     ResolvedConfig,
@@ -39,6 +38,7 @@ from orchestrator.recipes.catalog import (
     resolve,
 )
 from orchestrator.recipes.configs import PRE_ENV, bundle, implementation, launch_flags
+from orchestrator.recipes.data import DataItem
 from orchestrator.recipes.parallelism import network_profile
 from orchestrator.slurm.launcher import attempt_script
 from orchestrator.slurm.staging import render_stage

@@ -24,7 +24,8 @@ from typing import Literal
 from orchestrator.errors import ConfigError, PreflightError
 from orchestrator.models import ContainerBuild, Frozen, JobState
 from orchestrator.paths import DEFAULT_DATA_ROOT
-from orchestrator.recipes.catalog import DataItem, Recipe, get_recipe
+from orchestrator.recipes.catalog import Recipe, get_recipe
+from orchestrator.recipes.data import DataItem
 from orchestrator.runs.launch import stage_request
 from orchestrator.seams import Launcher
 
