@@ -23,6 +23,7 @@ from orchestrator.paths import recipes_dir
 from orchestrator.recipes.configs import effective_env, implementation, reads
 from orchestrator.recipes.data import DataItem
 from orchestrator.recipes.parallelism import (
+    FABRIC_RULES,
     LAYOUT_FIELDS,
     GbsRule,
     Placement,
@@ -410,7 +411,7 @@ def _resolve_mlperf(recipe: Recipe, spec: Mlperf, row: catalog.GpuSku, nodes: in
                         f" ruleset's rules for GBS {layout.gbs}")
     env = _merge_layers(layers, config_env, sources)
     effective = {**config_env, **env}
-    fabric = fabric_overrides(row, effective, {k: _with_line(v, k) for k, v in sources.items()})
+    fabric = fabric_overrides(row, effective, {k: _with_line(sources[k], k) for k in FABRIC_RULES if k in sources})
     warnings += [f"{f.asked}: {f.why}; azbench " + (f"sets {f.name}={f.value}" if f.value is not None
                                                     else f"unsets {f.name}") for f in fabric]
     precision, precision_source = run_precision(effective, sources)
