@@ -93,6 +93,10 @@ class Mlperf(Frozen):
     # "FOLDER:PATH" waives it for one vendored implementation folder only.
     waive: dict[str, str] = Field(default_factory=dict)
 
+    def data_used_by(self, implementation: str | None) -> list[DataItem]:
+        """The data items a run from `implementation`'s container uses (None: every item)."""
+        return [d for d in self.data if d.used_by(implementation)]
+
 
 class Recipe(Frozen):
     name: str
@@ -396,8 +400,8 @@ def _resolve_mlperf(recipe: Recipe, spec: Mlperf, row: catalog.GpuSku, nodes: in
         (nvidia_config_env(layout, placement, row, nodes, ruleset, chosen.walltime_min,
                            {**spec.env_names, **base.env_names}),
          f"azbench: layout of {scale_at}" + (f" ({chosen.rule})" if chosen.derived else "")),
-        ({item.var: item.mount for item in spec.data if item.var and item.mount
-          and item.used_by(_implementation(recipe.name, base.config))},
+        ({item.var: item.mount for item in spec.data_used_by(_implementation(recipe.name, base.config))
+          if item.var and item.mount},
          f"{yaml_name} mlperf.data (mount)"),
         (dict(spec.env), f"{yaml_name} mlperf.env"),
         (dict(base.env), f"{scale_at}.env"),
@@ -476,8 +480,7 @@ def data_for(recipe: Recipe, config: str | None) -> list[DataItem]:
     `config` as ResolvedConfig.vendored gives it."""
     if recipe.mlperf is None:
         return []
-    impl = _implementation(recipe.name, config)
-    return [d for d in recipe.mlperf.data if d.used_by(impl)]
+    return recipe.mlperf.data_used_by(_implementation(recipe.name, config))
 
 
 def _with_line(source: str, name: str) -> str:

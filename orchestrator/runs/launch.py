@@ -154,7 +154,7 @@ def stage_request(recipe: Recipe | str, *, data_root: str = DEFAULT_DATA_ROOT,
     if recipe.mlperf is None:
         raise ConfigError(f"recipe '{recipe.name}' has no data to stage")
     root = data_root.rstrip("/")
-    data = [d for d in recipe.mlperf.data if d.used_by(container.path if container else None)]
+    data = recipe.mlperf.data_used_by(container.path if container else None)
     # Licence-gated items first: a missing one is reported before any long download.
     items = tuple(_stage_item(d, root) for d in sorted(data, key=lambda d: d.gated is None)
                   if d.gated or d.r2 or d.stage)

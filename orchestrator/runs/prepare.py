@@ -80,7 +80,7 @@ def check_staged(recipe: Recipe, launcher: Launcher, cluster: str, *,
     if recipe.mlperf is None:
         return
     root = data_root.rstrip("/") or "/"
-    used = [d for d in recipe.mlperf.data if d.used_by(container.path if container else None)]
+    used = recipe.mlperf.data_used_by(container.path if container else None)
     missing = [f"{d.kind} '{d.name}' is not staged under {d.host_path(root)}"
                for d in used if not d.optional
                and not launcher.tail(f"{d.host_path(root)}/.azbench-staged", nbytes=64).strip()]
@@ -134,7 +134,7 @@ def prepare(recipe: Recipe | str, launcher: Launcher, *, data_root: str = DEFAUL
         what = m.group("what")
         seen[m.group("name")] = "already staged" if what == "already staged" else what  # type: ignore[assignment]
     items: list[ItemStatus] = []
-    used = [d for d in recipe.mlperf.data if d.used_by(container.path if container else None)]
+    used = recipe.mlperf.data_used_by(container.path if container else None)
     for d in used:
         steps = [seen.get(f"{d.name}/{s.name}", "not reached") for s in d.steps]
         # An item made by its steps alone prints no line of its own: its state is its steps'.
