@@ -24,7 +24,8 @@ from typing import Literal
 from orchestrator.errors import ConfigError, PreflightError
 from orchestrator.models import ContainerBuild, Frozen, JobState
 from orchestrator.paths import DEFAULT_DATA_ROOT
-from orchestrator.recipes.catalog import Recipe, get_recipe
+from orchestrator.recipes.catalog import Recipe, data_for, get_recipe, list_recipes, resolve
+from orchestrator.recipes.configs import implementation, paths_manifest
 from orchestrator.recipes.data import DataItem
 from orchestrator.runs.launch import stage_request
 from orchestrator.seams import Launcher
@@ -199,7 +200,6 @@ _EARLY_ACCESS = "nvcr.io/nvdlfwea/"
 
 def stage_plans(recipe_name: str | None = None, *, data_root: str = DEFAULT_DATA_ROOT) -> list[StagePlan]:
     """A StagePlan per listed scale of `recipe_name` (every MLPerf recipe when None)."""
-    from orchestrator.recipes.catalog import list_recipes
     recipes = [get_recipe(recipe_name)] if recipe_name else list_recipes()
     root = data_root.rstrip("/") or "/"
     return [_plan(recipe, sku, scale.nodes, scale.estimate, root)
@@ -209,8 +209,6 @@ def stage_plans(recipe_name: str | None = None, *, data_root: str = DEFAULT_DATA
 
 
 def _plan(recipe: Recipe, sku: str, nodes: int, estimate: bool, root: str) -> StagePlan:
-    from orchestrator.recipes.catalog import data_for, resolve
-    from orchestrator.recipes.configs import implementation, paths_manifest
     r = resolve(recipe, sku, nodes)
     rel = r.vendored
     items = data_for(recipe, rel)

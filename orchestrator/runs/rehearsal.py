@@ -26,7 +26,7 @@ import subprocess
 from orchestrator.errors import ConfigError
 from orchestrator.models import ContainerRun, Frozen
 from orchestrator.paths import DEFAULT_DATA_ROOT
-from orchestrator.recipes.catalog import Recipe, get_recipe, resolve
+from orchestrator.recipes.catalog import Recipe, get_recipe, list_recipes, resolve
 from orchestrator.recipes.configs import PathFact, paths_manifest
 from orchestrator.runs.launch import container_run
 
@@ -101,7 +101,7 @@ def rehearse(recipe_name: str, sku: str, nodes: int, data_root: str = DEFAULT_DA
 def rehearse_all() -> list[Rehearsal]:
     """The rehearsal of every recipe x SKU x listed scale with a vendored config."""
     out = []
-    for recipe in _mlperf_recipes():
+    for recipe in list_recipes():
         for sku, scales in (recipe.mlperf.scales.items() if recipe.mlperf else []):
             out += [rehearse(recipe.name, sku, s.nodes) for s in scales if s.config]
     return out
@@ -114,11 +114,6 @@ class _Mount(Frozen):
     label: str
     item: str | None = None  # the data item's name
     host: str = ""  # the host folder mounted (data items)
-
-
-def _mlperf_recipes() -> list[Recipe]:
-    from orchestrator.recipes.catalog import list_recipes
-    return [r for r in list_recipes() if r.mlperf is not None]
 
 
 def _job_mounts(recipe: Recipe, job: ContainerRun) -> list[_Mount]:
