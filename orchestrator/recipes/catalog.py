@@ -18,7 +18,7 @@ from pydantic import Field, ValidationError, model_validator
 
 from orchestrator.hardware import catalog
 from orchestrator.errors import ConfigError, NotFoundError
-from orchestrator.models import FabricOverride, Frozen, ModelFacts
+from orchestrator.models import FabricOverride, Frozen, ModelFacts, Parallelism
 from orchestrator.paths import recipes_dir
 from orchestrator.recipes.configs import effective_env, implementation, reads
 from orchestrator.recipes.data import DataItem
@@ -182,6 +182,12 @@ class ResolvedConfig(Frozen):
     target: Target
     required_runs: int
     warnings: list[str] = Field(default_factory=list)
+
+    @property
+    def parallelism(self) -> Parallelism:
+        """models.Parallelism from this config's own fields of the same names (kept flat here
+        for the CLI, the report and the templates that read them)."""
+        return Parallelism.model_validate(self, from_attributes=True)
 
     @property
     def vendored(self) -> str | None:
