@@ -62,3 +62,13 @@ def test_prepare_list_on_the_cli(tmp_path) -> None:
     assert "x2048 (estimate" in done.out and "you first: checkpoint" in done.out
     bare = azbench_in_process("prepare", "llama31_405b", home=tmp_path)
     assert bare.code != 0 and "--list" in one_line_error(bare)
+
+
+def test_a_download_command_is_called_checked_only_where_the_recipe_lists_checksums() -> None:
+    from orchestrator.runs.prepare import _how
+    backbone = next(d for d in get_recipe("retinanet").mlperf.data if d.name == "backbone")  # type: ignore[union-attr]
+    assert not backbone.checksums
+    assert _how(backbone, None) == ("backbone: its download command (no sha256 list in the recipe: "
+                                    "only the command's own checks)")
+    listed = backbone.model_copy(update={"checksums": {"hub/checkpoints/x.pth": "0" * 64}})
+    assert _how(listed, None) == "backbone: its download command (sha256-checked)"

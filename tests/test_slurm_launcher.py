@@ -451,3 +451,30 @@ def test_disabled_accounting_is_remembered_so_each_poll_is_one_call():
     for _ in range(3):
         assert launcher.poll(refs("7"))["7"].state is JobState.RUNNING
     assert (launcher.sacct_calls, launcher.squeue_calls) == (1, 3)
+
+
+# -- --segment only where the cluster's Slurm has topology/block ---------------------------------
+
+@pytest.mark.parametrize("answer, kept, note", [
+    (ExecResult(exit_code=0, stdout="slurm 24.05.4\n"), True, None),
+    (ExecResult(exit_code=0, stdout="slurm 23.02.7\n"), False, "this cluster's Slurm (23.02) has no topology/block"),
+    (ExecResult(exit_code=127, stderr="sbatch: not found\n"), False,
+     "this cluster's Slurm version could not be read (sbatch --version)"),
+])
+def test_segment_is_dropped_with_a_note_saying_what_was_read(answer, kept, note):
+    from orchestrator.runs.launch import launch_attempt
+    from orchestrator.recipes.catalog import resolve
+    attempt = launch_attempt(resolve("llama31_405b", "gb200", 128), "/shared/runs/r1", run_id="r1")
+    assert attempt.container is not None and attempt.container.segment == 16
+    fake = FakeRunner()
+    fake.on("sbatch --version", respond=lambda _cmd: answer)
+    fake.on("mkdir -p")
+    fake.on("sbatch --parsable", stdout="77\n")
+    launcher = SlurmLauncher(fake, cluster(sku="gb200", nodes=128))
+    launcher.submit(attempt)
+    launcher.submit(attempt.model_copy(update={"attempt": 2}))
+    assert sum("sbatch --version" in c for c in fake.commands) == 1  # asked once per launcher
+    script = fake.files["/shared/runs/r1/attempt-1/job.sbatch"].decode()
+    assert ("#SBATCH --segment=16" in script) is kept
+    if note:
+        assert f"# no --segment: {note}" in script and "(0.00)" not in script

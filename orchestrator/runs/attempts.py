@@ -148,7 +148,7 @@ def container_fields(recipe: Recipe, sku: str, nodes: int) -> dict[str, Any]:
     return {"env": {**resolved.config_env, **resolved.env}, "image": resolved.image,
             "distribution": "mpi",
             "data": [DataInput(name=d.name, path=d.host_path("").lstrip("/"), var=d.var)
-                     for d in data_for(recipe, resolved.config)]}
+                     for d in data_for(recipe, resolved.vendored)]}
 
 
 def local_log(run_id: str, attempt: int) -> Path:

@@ -20,14 +20,12 @@ from orchestrator.models import (
     ContainerRun,
     Frozen,
     MountedData,
-    Parallelism,
     StageItem,
     StageRequest,
     StageStep,
 )
 from orchestrator.paths import DEFAULT_DATA_ROOT
 from orchestrator.recipes.catalog import (
-    DataItem,
     Mlperf,
     Recipe,
     ResolvedConfig,
@@ -39,6 +37,7 @@ from orchestrator.recipes.catalog import (
     resolve,
 )
 from orchestrator.recipes.configs import PRE_ENV, bundle, implementation, launch_flags
+from orchestrator.recipes.data import DataItem
 from orchestrator.recipes.parallelism import network_profile
 from orchestrator.slurm.launcher import attempt_script
 from orchestrator.slurm.staging import render_stage
@@ -110,15 +109,13 @@ def container_run(recipe: Recipe, spec: Mlperf, resolved: ResolvedConfig,
         image=resolved.image, workdir=spec.container.workdir, sku_short=resolved.sku_short,
         nodes=resolved.nodes, gpus_per_node=resolved.gpus_per_node, gpus=resolved.gpus,
         walltime_min=resolved.walltime_min,
-        parallelism=Parallelism(tp=resolved.tp, pp=resolved.pp, cp=resolved.cp, vp=resolved.vp,
-                                dp=resolved.dp, mbs=resolved.mbs, gbs=resolved.gbs,
-                                grad_accum=resolved.grad_accum),
+        parallelism=resolved.parallelism,
         mp_gpus=place.mp_gpus if place else None, segment=place.segment if place else None,
         derived=resolved.derived, rule=resolved.rule, source=resolved.source,
         ruleset=resolved.ruleset, env=dict(resolved.env), network_env=dict(resolved.network_env),
         network_source=net.source, network_mounts=list(net.mounts), data_root=data_root,
         data=[MountedData(name=d.name, path=d.host_path(data_root), mount=d.mount,
-                          also=d.also_paths(data_root)) for d in data_for(recipe, resolved.config)],
+                          also=d.also_paths(data_root)) for d in data_for(recipe, resolved.vendored)],
         config=resolved.config, config_files=files, config_entry=entry, pre_env=pre_env,
         scratch=sorted(spec.scratch), fabric=list(resolved.fabric), precision=resolved.precision,
         precision_source=resolved.precision_source, **flags)
@@ -131,9 +128,9 @@ def container_build(recipe: Recipe | str, sku: str, nodes: int) -> ContainerBuil
     if recipe.mlperf is None:
         return None
     resolved = resolve(recipe, sku, nodes)
-    if not resolved.config:
+    if not resolved.vendored:
         return None
-    impl = implementation(recipe.name, resolved.config.split(f"recipes/configs/{recipe.name}/", 1)[1])
+    impl = implementation(recipe.name, resolved.vendored)
     return ContainerBuild(recipe=recipe.name, repo=impl.repo, commit=impl.commit, path=impl.path,
                           arch=catalog.lookup(resolved.sku).cpu_arch)
 
@@ -154,7 +151,7 @@ def stage_request(recipe: Recipe | str, *, data_root: str = DEFAULT_DATA_ROOT,
     if recipe.mlperf is None:
         raise ConfigError(f"recipe '{recipe.name}' has no data to stage")
     root = data_root.rstrip("/")
-    data = [d for d in recipe.mlperf.data if d.used_by(container.path if container else None)]
+    data = recipe.mlperf.data_used_by(container.path if container else None)
     # Licence-gated items first: a missing one is reported before any long download.
     items = tuple(_stage_item(d, root) for d in sorted(data, key=lambda d: d.gated is None)
                   if d.gated or d.r2 or d.stage)
@@ -217,11 +214,11 @@ def _launch_flags(recipe: str, resolved: ResolvedConfig) -> dict[str, object]:
     """mpi, remap_root, container_env and launch_source as the implementation's own run.sub
     runs its timed job step (its PATHS.txt); azbench's defaults for a config-less scale. Names the
     run.sub forces that the job sets (MASTER_*, SEED, the config's own) are forced the same way."""
-    if not resolved.config:
+    rel = resolved.vendored
+    if not rel:
         return {"container_env": list(_ALWAYS_FORCED)}
-    rel = resolved.config.split(f"recipes/configs/{recipe}/", 1)[1]
     flags = launch_flags(recipe, rel)
-    folder = resolved.config.rsplit("/", 1)[0]
+    folder = f"recipes/configs/{recipe}/{rel.rsplit('/', 1)[0]}"
     forced = [n for n in (flags["container-env"].detail.split(",") if "container-env" in flags else [])
               if n]
     where = next(iter(flags.values())).where if flags else ""
@@ -235,9 +232,9 @@ def _submission_config(recipe: str,
                        resolved: ResolvedConfig) -> tuple[dict[str, str], str | None, dict[str, str]]:
     """The vendored submission config's files by name, the one to source first, and the
     topology values it reads while sourced; nothing for a config-less scale."""
-    if not resolved.config:
+    rel = resolved.vendored
+    if not rel:
         return {}, None, {}
-    rel = resolved.config.split(f"recipes/configs/{recipe}/", 1)[1]
     pre_env = {k: resolved.env[k] for k in PRE_ENV if k in resolved.env}
     pre_env.update({k: v for k, v in (("DGXNNODES", str(resolved.nodes)),
                                       ("DGXNGPU", str(resolved.gpus_per_node)),

@@ -24,7 +24,9 @@ from typing import Literal
 from orchestrator.errors import ConfigError, PreflightError
 from orchestrator.models import ContainerBuild, Frozen, JobState
 from orchestrator.paths import DEFAULT_DATA_ROOT
-from orchestrator.recipes.catalog import DataItem, Recipe, get_recipe
+from orchestrator.recipes.catalog import Recipe, data_for, get_recipe, list_recipes, resolve
+from orchestrator.recipes.configs import implementation, paths_manifest
+from orchestrator.recipes.data import DataItem
 from orchestrator.runs.launch import stage_request
 from orchestrator.seams import Launcher
 
@@ -79,7 +81,7 @@ def check_staged(recipe: Recipe, launcher: Launcher, cluster: str, *,
     if recipe.mlperf is None:
         return
     root = data_root.rstrip("/") or "/"
-    used = [d for d in recipe.mlperf.data if d.used_by(container.path if container else None)]
+    used = recipe.mlperf.data_used_by(container.path if container else None)
     missing = [f"{d.kind} '{d.name}' is not staged under {d.host_path(root)}"
                for d in used if not d.optional
                and not launcher.tail(f"{d.host_path(root)}/.azbench-staged", nbytes=64).strip()]
@@ -133,7 +135,7 @@ def prepare(recipe: Recipe | str, launcher: Launcher, *, data_root: str = DEFAUL
         what = m.group("what")
         seen[m.group("name")] = "already staged" if what == "already staged" else what  # type: ignore[assignment]
     items: list[ItemStatus] = []
-    used = [d for d in recipe.mlperf.data if d.used_by(container.path if container else None)]
+    used = recipe.mlperf.data_used_by(container.path if container else None)
     for d in used:
         steps = [seen.get(f"{d.name}/{s.name}", "not reached") for s in d.steps]
         # An item made by its steps alone prints no line of its own: its state is its steps'.
@@ -198,7 +200,6 @@ _EARLY_ACCESS = "nvcr.io/nvdlfwea/"
 
 def stage_plans(recipe_name: str | None = None, *, data_root: str = DEFAULT_DATA_ROOT) -> list[StagePlan]:
     """A StagePlan per listed scale of `recipe_name` (every MLPerf recipe when None)."""
-    from orchestrator.recipes.catalog import list_recipes
     recipes = [get_recipe(recipe_name)] if recipe_name else list_recipes()
     root = data_root.rstrip("/") or "/"
     return [_plan(recipe, sku, scale.nodes, scale.estimate, root)
@@ -208,11 +209,9 @@ def stage_plans(recipe_name: str | None = None, *, data_root: str = DEFAULT_DATA
 
 
 def _plan(recipe: Recipe, sku: str, nodes: int, estimate: bool, root: str) -> StagePlan:
-    from orchestrator.recipes.catalog import data_for, resolve
-    from orchestrator.recipes.configs import implementation, paths_manifest
     r = resolve(recipe, sku, nodes)
-    items = data_for(recipe, r.config)
-    rel = r.config.split(f"recipes/configs/{recipe.name}/", 1)[1] if r.config else None
+    rel = r.vendored
+    items = data_for(recipe, rel)
     folder = rel.split("/")[0] if rel else "-"
     impl = implementation(recipe.name, rel).path if rel else None
     base = [f.path for f in paths_manifest(recipe.name, rel) if f.kind == "base"] if rel else []
@@ -237,6 +236,7 @@ def _how(item: DataItem, implementation: str | None) -> str:
     in the container"."""
     names = ", ".join(s.name for s in item.steps_for(implementation))
     if item.r2 or item.stage:
-        how = "MLCommons R2 (md5-checked)" if item.r2 else "its download command (checksummed)"
+        checked = "sha256-checked" if item.checksums else "no sha256 list in the recipe: only the command's own checks"
+        how = "MLCommons R2 (md5-checked)" if item.r2 else f"its download command ({checked})"
         return f"{item.name}: {how}" + (f", then {names} in the container" if names else "")
     return f"{item.name}: made in the container ({names})"

@@ -23,8 +23,10 @@ import fnmatch
 import re
 import subprocess
 
+from orchestrator.errors import ConfigError
 from orchestrator.models import ContainerRun, Frozen
-from orchestrator.recipes.catalog import Recipe, get_recipe, resolve
+from orchestrator.paths import DEFAULT_DATA_ROOT
+from orchestrator.recipes.catalog import Recipe, get_recipe, list_recipes, resolve
 from orchestrator.recipes.configs import PathFact, paths_manifest
 from orchestrator.runs.launch import container_run
 
@@ -63,14 +65,14 @@ class Rehearsal(Frozen):
         return [c for c in self.checks if not c.ok]
 
 
-def rehearse(recipe_name: str, sku: str, nodes: int, data_root: str = "/shared/mlperf") -> Rehearsal:
+def rehearse(recipe_name: str, sku: str, nodes: int, data_root: str = DEFAULT_DATA_ROOT) -> Rehearsal:
     """The rehearsal of `recipe_name` on `nodes` x `sku` (a scale with a vendored config)."""
     recipe = get_recipe(recipe_name)
     resolved = resolve(recipe, sku, nodes)
-    if recipe.mlperf is None or not resolved.config:
-        raise ValueError(f"{recipe_name} on {nodes} x {sku} has no vendored submission config")
-    rel = resolved.config.split(f"recipes/configs/{recipe.name}/", 1)[1]
-    folder = resolved.config.rsplit("/", 1)[0]
+    rel = resolved.vendored
+    if recipe.mlperf is None or not rel:
+        raise ConfigError(f"{recipe_name} on {nodes} x {sku} has no vendored submission config")
+    folder = f"recipes/configs/{recipe.name}/{rel.rsplit('/', 1)[0]}"
     facts = paths_manifest(recipe.name, rel)
     job = container_run(recipe, recipe.mlperf, resolved, data_root)
     env = {**resolved.config_env, **resolved.env}
@@ -99,7 +101,7 @@ def rehearse(recipe_name: str, sku: str, nodes: int, data_root: str = "/shared/m
 def rehearse_all() -> list[Rehearsal]:
     """The rehearsal of every recipe x SKU x listed scale with a vendored config."""
     out = []
-    for recipe in _mlperf_recipes():
+    for recipe in list_recipes():
         for sku, scales in (recipe.mlperf.scales.items() if recipe.mlperf else []):
             out += [rehearse(recipe.name, sku, s.nodes) for s in scales if s.config]
     return out
@@ -112,11 +114,6 @@ class _Mount(Frozen):
     label: str
     item: str | None = None  # the data item's name
     host: str = ""  # the host folder mounted (data items)
-
-
-def _mlperf_recipes() -> list[Recipe]:
-    from orchestrator.recipes.catalog import list_recipes
-    return [r for r in list_recipes() if r.mlperf is not None]
 
 
 def _job_mounts(recipe: Recipe, job: ContainerRun) -> list[_Mount]:

@@ -23,7 +23,7 @@ SAFE_HOSTLIST = re.compile(r"[A-Za-z0-9._\[\],-]+")
 def render_sbatch(attempt: AttemptSpec, *, partition: str | None = None,
                   templates_dir: Path | None = None) -> str:
     """The batch script for one attempt (templates/sbatch.sh.j2); checks #SBATCH values first."""
-    _check_attempt(attempt, partition)
+    check_attempt(attempt, partition)
     command = attempt.command + (" --resume" if attempt.resume else "")
     run_dir = attempt.run_dir.rstrip("/") or "/"
     return render(
@@ -70,7 +70,9 @@ def check_plain(what: str, value: str, pattern: re.Pattern[str]) -> None:
         raise ConfigError(f"{what} {value!r} has characters azbench will not put in a batch script")
 
 
-def _check_attempt(attempt: AttemptSpec, partition: str | None) -> None:
+def check_attempt(attempt: AttemptSpec, partition: str | None) -> None:
+    """ConfigError unless the attempt's values that land in #SBATCH lines are plain and its
+    counts make sense (every attempt's batch script: this one and slurm/container.py's)."""
     checks = [
         ("run_id", attempt.run_id, SAFE_NAME),
         ("run_dir", attempt.run_dir, SAFE_PATH),

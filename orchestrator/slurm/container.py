@@ -14,7 +14,7 @@ from pathlib import Path
 
 from orchestrator.errors import ConfigError
 from orchestrator.models import AttemptSpec, ContainerRun
-from orchestrator.slurm.batch import SAFE_NAME, SAFE_PATH, check_plain, format_time_limit
+from orchestrator.slurm.batch import SAFE_NAME, SAFE_PATH, check_attempt, check_plain, format_time_limit
 from orchestrator.templating import render
 
 # The here-document each submission-config file is written into the attempt directory with.
@@ -26,12 +26,9 @@ def render_container_launch(attempt: AttemptSpec, job: ContainerRun, *, partitio
     """The batch script of one timed run: the image imported on every node, then one task per
     GPU in the container, the log checked for compliance after it; ConfigError for a value it
     will not put in the script."""
+    check_attempt(attempt, partition)
+    check_plain("data_root", job.data_root, SAFE_PATH)
     run_dir = attempt.run_dir.rstrip("/") or "/"
-    for what, value, pattern in (("run_id", attempt.run_id, SAFE_NAME), ("run_dir", run_dir, SAFE_PATH),
-                                 ("partition", partition or "p", SAFE_NAME),
-                                 ("data_root", job.data_root, SAFE_PATH),
-                                 *(("exclude", n, SAFE_NAME) for n in attempt.exclude)):
-        check_plain(what, value, pattern)
     attempt_dir = f"{run_dir}/attempt-{attempt.attempt}"
     mounts = [f"{d.path}:{d.mount}:ro" for d in job.data if d.mount]
     mounts += [f"{host}:{inside}:ro" for d in job.data for host, inside in d.also.items()]

@@ -68,7 +68,8 @@ class SlurmLauncher:
         # Set once sacct says accounting storage is disabled: later polls go straight to
         # squeue, so each poll interval costs one scheduler call.
         self.accounting_disabled = False
-        self._slurm_version: tuple[int, int] | None = None
+        self._slurm_version: tuple[int, int] | None = None  # None: not read (yet, or it failed)
+        self._slurm_version_asked = False
 
     # -- jobs -----------------------------------------------------------------------------
 
@@ -94,14 +95,18 @@ class SlurmLauncher:
         job = attempt.container
         if job is None or not job.segment:
             return attempt
-        if self._slurm_version is None:
+        if not self._slurm_version_asked:
             out = self._run(commands.version())
-            self._slurm_version = commands.parse_version(out.stdout) or (0, 0)
-        if topology.supports_block(self._slurm_version):
+            self._slurm_version = commands.parse_version(out.stdout) if out.ok else None
+            self._slurm_version_asked = True
+        version = self._slurm_version
+        if topology.supports_block(version):
             return attempt
-        major, minor = self._slurm_version
-        note = (f"no --segment: this cluster's Slurm ({major}.{minor:02d}) has no topology/block "
-                f"(23.11+); the topology's leaf switch per rack keeps the job on few racks")
+        why = (f"this cluster's Slurm ({version[0]}.{version[1]:02d}) has no topology/block (23.11+)"
+               if version else "this cluster's Slurm version could not be read (sbatch --version), "
+               "so topology/block (23.11+) is not assumed")
+        note = (f"no --segment: {why}; a topology.conf with a leaf switch per rack (azbench's own "
+                f"clusters write one) keeps the job on few racks")
         return attempt.model_copy(update={"container": job.model_copy(
             update={"segment": None, "segment_note": note})})
 
