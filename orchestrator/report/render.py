@@ -130,7 +130,7 @@ def _results_section(groups: Sequence[GroupReport]) -> _Section:
               "nearest published", "vs nearest", "note"]
     rows = [[g.benchmark, g.label, g.gpu_type or "-", _i(g.nodes), _i(g.gpus),
              f"{g.runs} ({_i(g.required_runs)})", str(g.converged), _f(g.score_minutes, 4),
-             _f(g.score_raw_minutes, 4), _f(g.scaling_factor, 4), _kind(g),
+             _f(g.score_raw_minutes, 4), _f(g.scaling_factor, 4), g.kind,
              _f(g.published_score_minutes, 4),
              f"{g.published.config}: {g.published.score_minutes:,.4f}" if g.published else "-",
              _signed_pct(g.published.delta) if g.published else "-", g.score_note]
@@ -179,12 +179,6 @@ def _cost_section(groups: Sequence[GroupReport]) -> _Section:
 
 
 # -- formatting ----------------------------------------------------------------------------
-
-
-def _kind(g: GroupReport) -> str:
-    if g.score_minutes is None:
-        return "no score"
-    return "official" if g.official else ("partial" if g.partial else "unofficial")
 
 
 def _f(v: float | None, digits: int) -> str:

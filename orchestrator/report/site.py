@@ -283,7 +283,7 @@ class _Site:
     def _scores(self, groups: Sequence[GroupReport], tid: str, link_system: bool = True) -> Table:
         rows = []
         for g in groups:
-            kind = _kind(g)
+            kind = g.kind
             n = g.published
             rows.append([
                 Cell(g.benchmark, href=f"bench/{self.bench_slug[g.benchmark]}.html"),
@@ -468,18 +468,10 @@ def _run_metrics(r: RunLine) -> list[Metric]:
             ("node spread", r.node_spread, "lower")]
 
 
-def _kind(g: GroupReport) -> str:
-    if g.score_minutes is None:
-        return "no score"
-    return "official" if g.official else ("partial" if g.partial else "unofficial")
-
-
 def _score_note(g: GroupReport) -> str:
     parts = [g.score_note] if g.score_note else []
     if g.published_score_minutes is not None:
-        same = g.score_minutes is not None and abs(g.score_minutes - g.published_score_minutes) \
-            <= 1e-9 * g.published_score_minutes
-        parts.append("published as " + ("this score" if same
+        parts.append("published as " + ("this score" if g.is_published_score
                                         else f"{g.published_score_minutes:,.3f} min"))
     return "; ".join(parts)
 

@@ -24,7 +24,6 @@ Value = str | int | float | None
 Fmt = Literal["text", "int", "minutes", "usd", "pct", "signed_pct", "factor"]
 WIDTH = 100
 GAP = "  "
-RELATIVE_SAME = 1e-9  # a stored score this close to its published score is the published score
 
 
 @dataclass(frozen=True)
@@ -133,7 +132,7 @@ def _scores_table(groups: Sequence[GroupReport], prefix: str) -> ViewTable:
     rows: list[dict[str, Value]] = [
         {"benchmark": g.benchmark, "system": _strip(g.label, prefix), "gpu": g.gpu_type,
          "gpus": g.gpus, "score": g.score_minutes, "raw_mean": g.score_raw_minutes,
-         "scaling": g.scaling_factor, "kind": _kind(g), "cost": g.cost_per_result_usd,
+         "scaling": g.scaling_factor, "kind": g.kind, "cost": g.cost_per_result_usd,
          "mfu": g.mfu} for g in groups]
     return ViewTable("scores", "Scores, one line per benchmark and system (the raw olympic means "
                                "and scaling factors are in --markdown and --json)", cols, rows,
@@ -294,17 +293,10 @@ def _strip(label: str, prefix: str) -> str:
     return label[len(prefix):] if prefix and label.startswith(prefix) else label
 
 
-def _kind(g: GroupReport) -> str:
-    if g.score_minutes is None:
-        return "no score"
-    return "official" if g.official else ("partial" if g.partial else "unofficial")
-
-
 def _as_published(g: GroupReport) -> str:
     if g.published_score_minutes is None:
         return "-"
-    if g.score_minutes is not None and math.isclose(g.score_minutes, g.published_score_minutes,
-                                                    rel_tol=RELATIVE_SAME):
+    if g.is_published_score:
         return "="
     return _format(g.published_score_minutes, "minutes")
 
