@@ -58,10 +58,6 @@ class View:
     tables: list[ViewTable]
     footer: list[str] = field(default_factory=list)
 
-    def data(self) -> dict[str, list[dict[str, Value]]]:
-        """{table name: rows} (what JSON or TSV output takes; heading and footer are prose)."""
-        return {t.name: t.data() for t in self.tables}
-
 
 def summary_view(report: Report, *, runs: bool = False, vs_published: bool = False) -> View:
     """Best per benchmark, then one line per score; `runs` adds every run, `vs_published` the
