@@ -122,15 +122,14 @@ def prepare(recipe: Optional[str] = typer.Argument(None, help="Recipe name (with
     the implementation's README runs in its container (energon conversion, FP16 preprocessing)."""
     import os
 
+    from orchestrator.errors import ConfigError
     if list_only:
         return _list_staging(recipe, data_root, as_json)
     if recipe is None or cluster is None:
-        from orchestrator.errors import ConfigError as _Missing
-        raise _Missing("prepare needs a RECIPE and --cluster (or --list to see what it would do)",
-                       hint="azbench prepare RECIPE --cluster C, or azbench prepare --list")
+        raise ConfigError("prepare needs a RECIPE and --cluster (or --list to see what it would do)",
+                          hint="azbench prepare RECIPE --cluster C, or azbench prepare --list")
 
     from orchestrator.clusters import lifecycle
-    from orchestrator.errors import ConfigError
     from orchestrator.recipes.catalog import get_recipe
     from orchestrator.runs.launch import container_build
     from orchestrator.runs.prepare import prepare as stage

@@ -190,7 +190,7 @@ def _i(v: int | None) -> str:
 
 
 def _mfu(g: GroupReport) -> str:
-    """MFU at the recipe's precision, named: '44.5% (fp8)'."""
+    """MFU against the dense peak of the precision the runs trained in, named: '44.5% (fp8)'."""
     return f"{_pct(g.mfu)} ({g.mfu_precision})" if g.mfu is not None else "-"
 
 
