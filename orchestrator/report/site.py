@@ -342,7 +342,7 @@ class _Site:
         rows = [[Cell(f"run {i}", i, href=f"#run-{key}-{i}"), Cell(r.status),
                  _num_cell(r.minutes, 3), Cell("resumed" if r.resumed else ("yes" if r.scored else "")),
                  _num_cell(r.median_step_s, 4), _num_cell(r.progress_per_minute, 1),
-                 Cell({True: "ok", False: "FAILED", None: "-"}[r.compliance_ok]),
+                 Cell({True: "ok", False: "FAILED", None: "not checked"}[r.compliance_ok]),
                  Cell(f"{r.slowest_node} ({r.node_spread:.2f})" if r.slowest_node else "-"),
                  Cell(Path(r.log).name if r.log else "-")]
                 for i, r in enumerate(g.run_lines)]
