@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import os
-import sqlite3
 import re
 import stat
 import threading
@@ -21,7 +20,7 @@ from contextlib import contextmanager
 from datetime import datetime
 from enum import Enum
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import sqlalchemy as sa
 from sqlalchemy import event
@@ -62,6 +61,9 @@ from orchestrator.store.schema import (
     results,
     runs,
 )
+
+if TYPE_CHECKING:  # the DB-API connection SQLAlchemy hands _sqlite_on_connect
+    import sqlite3
 
 DB_URL_ENV = "AZBENCH_DB_URL"
 DB_FILENAME = "azbench.db"
