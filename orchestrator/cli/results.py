@@ -224,7 +224,8 @@ def report(benchmark: Optional[str] = typer.Option(None, "--benchmark", help="On
     if html is not None and html.exists() and not html.is_dir():
         raise ConfigError(f"--html: {html} is a file: give a directory for the site")
     with open_store() as store:
-        results = store.list_results(benchmark=benchmark, system=system, cluster=cluster, since=when)
+        results = store.list_results(benchmark=benchmark, system=system, cluster=cluster, since=when,
+                                     until=end)
         stored = bool(results) or _check_filters(store, benchmark=benchmark, system=system, cluster=cluster)
         runs = store.list_runs(cluster=cluster) if cluster else store.list_runs()
         attempts = [a for r in runs for a in store.list_attempts(r.id)]
@@ -240,9 +241,8 @@ def report(benchmark: Optional[str] = typer.Option(None, "--benchmark", help="On
                        prices=prices)
     if html is not None:
         from orchestrator.report.site import write_site
-        kept = [r for r in results if end is None or r.created_at <= end]
         try:
-            files = write_site(rep, kept, html, runs=runs, attempts=attempts, history=history)
+            files = write_site(rep, results, html, runs=runs, attempts=attempts, history=history)
         except (PermissionError, FileExistsError, NotADirectoryError, IsADirectoryError,
                 FileNotFoundError) as exc:
             raise ConfigError(f"--html: cannot write {exc.filename or html}: "

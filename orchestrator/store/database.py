@@ -286,11 +286,15 @@ class Store:
         cluster: str | None = None,
         since: datetime | None = None,
         source: Literal["run", "import"] | None = None,
+        until: datetime | None = None,
     ) -> list[ResultRow]:
+        """Stored results, oldest first; `since` and `until` bound created_at (both inclusive)."""
         query = _matching(results, benchmark=benchmark, system=system, source=source)
         query = query.order_by(results.c.created_at, results.c.id)
         if since is not None:
             query = query.where(results.c.created_at >= since)
+        if until is not None:
+            query = query.where(results.c.created_at <= until)
         if cluster is not None:  # imported results have no run, so no cluster
             query = query.join(runs, runs.c.id == results.c.run_id).where(runs.c.cluster == cluster)
         with self._conn() as conn:
