@@ -254,7 +254,8 @@ class _Site:
                 Cell(b.benchmark, href=f"bench/{self.bench_slug[b.benchmark]}.html"),
                 Cell(b.gpu_type), _num_cell(b.score_minutes, 3, cls="headline"),
                 self._system_cell(b.system), _num_cell(b.gpus, 0),
-                _num_cell(b.cost_per_result_usd, 2), _pct_cell(b.mfu),
+                _num_cell(b.cost_per_result_usd, 2, title=g.cost_note if g else ""),
+                _pct_cell(b.mfu),
                 _delta_cell(g.published.delta if g and g.published else None,
                             g.published.config if g and g.published else ""),
                 _num_cell(b.scores, 0)])
@@ -302,7 +303,10 @@ class _Site:
                      note="MLPerf score = the olympic mean of the runs x the RCP scaling factor "
                           "(scaling.json), as MLCommons publishes it; vs nearest published = "
                           "score / the nearest published closed-division score on the same GPU "
-                          "- 1 (+: slower).")
+                          "- 1 (+: slower); $ / result = one run as long as the olympic mean at "
+                          "Azure list price (hover for how it was priced); MFU = against the dense "
+                          "peak of the precision the runs trained in (the system page says where "
+                          "that was read); - = unknown.")
 
     def _steps_table(self, groups: Sequence[GroupReport]) -> Table:
         rows = [[self._system_cell(g.label), _num_cell(g.nodes, 0), _num_cell(s.count, 0),
