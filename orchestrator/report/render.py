@@ -84,7 +84,7 @@ def write_html(report: Report, results: Sequence[ResultRow], out_dir: Path) -> l
 def sections(report: Report) -> list[_Section]:
     """The report as (title, header, rows) of display strings; empty sections left out."""
     out = [_best_section(report), _results_section(report.groups), _runs_section(report.groups),
-           _steps_section(report.groups), _cost_section(report.groups)]
+           _steps_section(report.groups), _mfu_section(report.groups), _cost_section(report.groups)]
     out.append(("Strong scaling (time-to-train)",
                 ["benchmark", "small -> large", "GPUs", "GBS", "speedup", "E_strong",
                  "E_strong x scaling", "throughput/GPU eff."],
@@ -167,6 +167,13 @@ def _steps_section(groups: Sequence[GroupReport]) -> _Section:
     # "MFU bf16" is MFU against dense BF16 (kept short: the column's name is read by scripts); a
     # run that computes in FP8/FP4 can pass 100% there, and the cell says so.
     return "Step times and throughput", header, rows
+
+
+def _mfu_section(groups: Sequence[GroupReport]) -> _Section:
+    """Where each MFU figure's parts were read (formula, step time, precision, peak) or why it
+    is blank: the precision may be the recipe's assumption, and the cell alone does not say."""
+    rows = [[g.benchmark, g.label, _mfu(g), g.mfu_note] for g in groups if g.mfu_note]
+    return "MFU: how each was computed, or why it is blank", ["benchmark", "system", "MFU", "how"], rows
 
 
 def _cost_section(groups: Sequence[GroupReport]) -> _Section:

@@ -105,8 +105,7 @@ def _heading(report: Report, prefix: str) -> list[str]:
              "$/result = one run as long as the olympic mean, at Azure list price (the catalog's, "
              "or --price) for the same GPUs on Azure VMs; MFU = model FLOP/s at the median step / "
              "the dense peak of the run's precision (from its log or published config, else the "
-             "recipe's assumption); - = unknown; how each was got, or why not, in --json (cost_note, "
-             "mfu_note)"]
+             "recipe's assumption); - = unknown; how each was got, or why not: --markdown or --json"]
     if prefix:
         lines.append(f"systems are all under {prefix.rstrip('/')}/ (left out below)")
     return lines
