@@ -2,7 +2,7 @@
 and a borderless plain-text rendering that fits a given width (100 columns by default).
 
 `summary_view` turns a Report into a `View`: titled tables of typed cells (numbers stay numbers)
-with stable column keys, so other outputs (JSON, TSV, a query) can take the same rows;
+with stable column keys (ViewTable.data; `azbench report -o json|tsv` emits the whole Report);
 `render_text` lays a View out as aligned text, cutting only the columns marked `shrink` (long
 names, cut in the middle with "…") when the width is short. Adding runs or the published
 neighbours are options of the view, not other renderers. Returns strings; prints nothing.
@@ -48,7 +48,7 @@ class ViewTable:
     detail: str | None = None  # a key whose text is printed on its own line under the row
 
     def data(self) -> list[dict[str, Value]]:
-        """The rows as plain data (what JSON or TSV output takes)."""
+        """The rows as plain data, numbers as numbers."""
         return [dict(r) for r in self.rows]
 
 
