@@ -277,9 +277,10 @@ def _check_filters(store: Store, benchmark: Optional[str] = None, system: Option
     """After a selection came back empty: False when nothing is stored at all; else a name
     filter that matches no stored result is a NotFoundError (exit 2) naming the stored names and
     the nearest, and True when each name is stored (the filters together select nothing)."""
-    if not store.result_names("benchmark"):
+    benchmarks = store.result_names("benchmark")
+    if not benchmarks:
         return False
-    check_filter("benchmark", benchmark, store.result_names("benchmark"))
+    check_filter("benchmark", benchmark, benchmarks)
     if system is not None:
         check_filter("system", system, store.result_names("system"))
     if cluster is not None:
