@@ -232,3 +232,10 @@ def test_cli_report_defaults_to_the_summary(synth_store: Path) -> None:
     assert vs.code == 0 and "nearest: " in vs.out
     bad = azbench_in_process("report", "--price", "gb200", home=home)
     assert bad.code == 2 and "expected SKU=USD_PER_HOUR" in bad.err
+
+
+def test_cli_until_before_every_result_says_none_match(synth_store: Path) -> None:
+    """--until is a filter of the store's query, like --since: a date before every result
+    selects nothing, and the report says so rather than printing empty tables."""
+    out = azbench_in_process("report", "--until", "2000-01-01", home=synth_store.parent)
+    assert (out.code, out.out, out.err) == (0, "no results match these filters\n", "")

@@ -178,6 +178,8 @@ def test_list_results_filters(store: Store) -> None:
     assert hashes(store.list_results(cluster="c1")) == ["a"]
     assert hashes(store.list_results(source="run")) == ["a", "b"]
     assert hashes(store.list_results(since=old + timedelta(days=1))) == ["b", "c"]
+    assert hashes(store.list_results(until=old + timedelta(days=1))) == ["a"]
+    assert hashes(store.list_results(since=old, until=old)) == ["a"]  # both bounds inclusive
 
 
 def test_events_filters_limit_and_data(store: Store) -> None:

@@ -122,15 +122,14 @@ def prepare(recipe: Optional[str] = typer.Argument(None, help="Recipe name (with
     the implementation's README runs in its container (energon conversion, FP16 preprocessing)."""
     import os
 
+    from orchestrator.errors import ConfigError
     if list_only:
         return _list_staging(recipe, data_root, as_json)
     if recipe is None or cluster is None:
-        from orchestrator.errors import ConfigError as _Missing
-        raise _Missing("prepare needs a RECIPE and --cluster (or --list to see what it would do)",
-                       hint="azbench prepare RECIPE --cluster C, or azbench prepare --list")
+        raise ConfigError("prepare needs a RECIPE and --cluster (or --list to see what it would do)",
+                          hint="azbench prepare RECIPE --cluster C, or azbench prepare --list")
 
     from orchestrator.clusters import lifecycle
-    from orchestrator.errors import ConfigError
     from orchestrator.recipes.catalog import get_recipe
     from orchestrator.runs.launch import container_build
     from orchestrator.runs.prepare import prepare as stage
@@ -225,7 +224,8 @@ def report(benchmark: Optional[str] = typer.Option(None, "--benchmark", help="On
     if html is not None and html.exists() and not html.is_dir():
         raise ConfigError(f"--html: {html} is a file: give a directory for the site")
     with open_store() as store:
-        results = store.list_results(benchmark=benchmark, system=system, cluster=cluster, since=when)
+        results = store.list_results(benchmark=benchmark, system=system, cluster=cluster, since=when,
+                                     until=end)
         stored = bool(results) or _check_filters(store, benchmark=benchmark, system=system, cluster=cluster)
         runs = store.list_runs(cluster=cluster) if cluster else store.list_runs()
         attempts = [a for r in runs for a in store.list_attempts(r.id)]
@@ -241,9 +241,8 @@ def report(benchmark: Optional[str] = typer.Option(None, "--benchmark", help="On
                        prices=prices)
     if html is not None:
         from orchestrator.report.site import write_site
-        kept = [r for r in results if end is None or r.created_at <= end]
         try:
-            files = write_site(rep, kept, html, runs=runs, attempts=attempts, history=history)
+            files = write_site(rep, results, html, runs=runs, attempts=attempts, history=history)
         except (PermissionError, FileExistsError, NotADirectoryError, IsADirectoryError,
                 FileNotFoundError) as exc:
             raise ConfigError(f"--html: cannot write {exc.filename or html}: "
@@ -278,9 +277,10 @@ def _check_filters(store: Store, benchmark: Optional[str] = None, system: Option
     """After a selection came back empty: False when nothing is stored at all; else a name
     filter that matches no stored result is a NotFoundError (exit 2) naming the stored names and
     the nearest, and True when each name is stored (the filters together select nothing)."""
-    if not store.result_names("benchmark"):
+    benchmarks = store.result_names("benchmark")
+    if not benchmarks:
         return False
-    check_filter("benchmark", benchmark, store.result_names("benchmark"))
+    check_filter("benchmark", benchmark, benchmarks)
     if system is not None:
         check_filter("system", system, store.result_names("system"))
     if cluster is not None:

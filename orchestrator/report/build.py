@@ -12,6 +12,7 @@ published result (report.vs_published) come from their modules.
 
 from __future__ import annotations
 
+import math
 import statistics
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
@@ -36,6 +37,7 @@ from orchestrator.results.summary import kept_step_times, summary_of
 from orchestrator.store.schema import AttemptRow, EventRow, ResultRow, RunRow
 
 _SAME_BATCH_RTOL = 1e-6  # per-worker batches this close are the same work (weak scaling)
+_SAME_SCORE_RTOL = 1e-9  # a stored score this close to its published score is the published score
 
 
 # -- attempt history -------------------------------------------------------------------------
@@ -166,6 +168,20 @@ class GroupReport(Frozen):
     @property
     def label(self) -> str:
         return group_label((self.benchmark, self.system, self.round or "", self.submitter or ""))
+
+    @property
+    def kind(self) -> str:
+        """"official", "partial", "unofficial" or "no score" (what every renderer prints)."""
+        if self.score_minutes is None:
+            return "no score"
+        return "official" if self.official else ("partial" if self.partial else "unofficial")
+
+    @property
+    def is_published_score(self) -> bool:
+        """This group's score equals the score MLCommons published for it (relative 1e-9)."""
+        return (self.score_minutes is not None and self.published_score_minutes is not None
+                and math.isclose(self.score_minutes, self.published_score_minutes,
+                                 rel_tol=_SAME_SCORE_RTOL))
 
 
 class StrongScaling(Frozen):

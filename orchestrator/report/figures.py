@@ -71,10 +71,6 @@ class Palette:
     def symbol(self, label: str) -> str:
         return SYMBOLS[(self._index.get(label, 0) // len(KELLY)) % len(SYMBOLS)]
 
-    def items(self) -> list[tuple[str, str, str]]:
-        """(label, colour, symbol) in palette order."""
-        return [(label, self.colour(label), self.symbol(label)) for label in self._index]
-
 
 def layout(title: str, xtitle: str, ytitle: str, **extra: Any) -> dict[str, Any]:
     out: dict[str, Any] = {

@@ -84,7 +84,7 @@ def write_html(report: Report, results: Sequence[ResultRow], out_dir: Path) -> l
 def sections(report: Report) -> list[_Section]:
     """The report as (title, header, rows) of display strings; empty sections left out."""
     out = [_best_section(report), _results_section(report.groups), _runs_section(report.groups),
-           _steps_section(report.groups), _cost_section(report.groups)]
+           _steps_section(report.groups), _mfu_section(report.groups), _cost_section(report.groups)]
     out.append(("Strong scaling (time-to-train)",
                 ["benchmark", "small -> large", "GPUs", "GBS", "speedup", "E_strong",
                  "E_strong x scaling", "throughput/GPU eff."],
@@ -130,7 +130,7 @@ def _results_section(groups: Sequence[GroupReport]) -> _Section:
               "nearest published", "vs nearest", "note"]
     rows = [[g.benchmark, g.label, g.gpu_type or "-", _i(g.nodes), _i(g.gpus),
              f"{g.runs} ({_i(g.required_runs)})", str(g.converged), _f(g.score_minutes, 4),
-             _f(g.score_raw_minutes, 4), _f(g.scaling_factor, 4), _kind(g),
+             _f(g.score_raw_minutes, 4), _f(g.scaling_factor, 4), g.kind,
              _f(g.published_score_minutes, 4),
              f"{g.published.config}: {g.published.score_minutes:,.4f}" if g.published else "-",
              _signed_pct(g.published.delta) if g.published else "-", g.score_note]
@@ -169,6 +169,13 @@ def _steps_section(groups: Sequence[GroupReport]) -> _Section:
     return "Step times and throughput", header, rows
 
 
+def _mfu_section(groups: Sequence[GroupReport]) -> _Section:
+    """Where each MFU figure's parts were read (formula, step time, precision, peak) or why it
+    is blank: the precision may be the recipe's assumption, and the cell alone does not say."""
+    rows = [[g.benchmark, g.label, _mfu(g), g.mfu_note] for g in groups if g.mfu_note]
+    return "MFU: how each was computed, or why it is blank", ["benchmark", "system", "MFU", "how"], rows
+
+
 def _cost_section(groups: Sequence[GroupReport]) -> _Section:
     header = ["benchmark", "system", "$/VM-hour", "per result ($)", "all runs ($)",
               "all attempts ($)", "note"]
@@ -181,12 +188,6 @@ def _cost_section(groups: Sequence[GroupReport]) -> _Section:
 # -- formatting ----------------------------------------------------------------------------
 
 
-def _kind(g: GroupReport) -> str:
-    if g.score_minutes is None:
-        return "no score"
-    return "official" if g.official else ("partial" if g.partial else "unofficial")
-
-
 def _f(v: float | None, digits: int) -> str:
     return "-" if v is None else f"{v:,.{digits}f}"
 
@@ -196,7 +197,7 @@ def _i(v: int | None) -> str:
 
 
 def _mfu(g: GroupReport) -> str:
-    """MFU at the recipe's precision, named: '44.5% (fp8)'."""
+    """MFU against the dense peak of the precision the runs trained in, named: '44.5% (fp8)'."""
     return f"{_pct(g.mfu)} ({g.mfu_precision})" if g.mfu is not None else "-"
 
 

@@ -254,7 +254,8 @@ class _Site:
                 Cell(b.benchmark, href=f"bench/{self.bench_slug[b.benchmark]}.html"),
                 Cell(b.gpu_type), _num_cell(b.score_minutes, 3, cls="headline"),
                 self._system_cell(b.system), _num_cell(b.gpus, 0),
-                _num_cell(b.cost_per_result_usd, 2), _pct_cell(b.mfu),
+                _num_cell(b.cost_per_result_usd, 2, title=g.cost_note if g else ""),
+                _pct_cell(b.mfu),
                 _delta_cell(g.published.delta if g and g.published else None,
                             g.published.config if g and g.published else ""),
                 _num_cell(b.scores, 0)])
@@ -283,7 +284,7 @@ class _Site:
     def _scores(self, groups: Sequence[GroupReport], tid: str, link_system: bool = True) -> Table:
         rows = []
         for g in groups:
-            kind = _kind(g)
+            kind = g.kind
             n = g.published
             rows.append([
                 Cell(g.benchmark, href=f"bench/{self.bench_slug[g.benchmark]}.html"),
@@ -302,7 +303,10 @@ class _Site:
                      note="MLPerf score = the olympic mean of the runs x the RCP scaling factor "
                           "(scaling.json), as MLCommons publishes it; vs nearest published = "
                           "score / the nearest published closed-division score on the same GPU "
-                          "- 1 (+: slower).")
+                          "- 1 (+: slower); $ / result = one run as long as the olympic mean at "
+                          "Azure list price (hover for how it was priced); MFU = against the dense "
+                          "peak of the precision the runs trained in (the system page says where "
+                          "that was read); - = unknown.")
 
     def _steps_table(self, groups: Sequence[GroupReport]) -> Table:
         rows = [[self._system_cell(g.label), _num_cell(g.nodes, 0), _num_cell(s.count, 0),
@@ -342,7 +346,7 @@ class _Site:
         rows = [[Cell(f"run {i}", i, href=f"#run-{key}-{i}"), Cell(r.status),
                  _num_cell(r.minutes, 3), Cell("resumed" if r.resumed else ("yes" if r.scored else "")),
                  _num_cell(r.median_step_s, 4), _num_cell(r.progress_per_minute, 1),
-                 Cell({True: "ok", False: "FAILED", None: "-"}[r.compliance_ok]),
+                 Cell({True: "ok", False: "FAILED", None: "not checked"}[r.compliance_ok]),
                  Cell(f"{r.slowest_node} ({r.node_spread:.2f})" if r.slowest_node else "-"),
                  Cell(Path(r.log).name if r.log else "-")]
                 for i, r in enumerate(g.run_lines)]
@@ -468,18 +472,10 @@ def _run_metrics(r: RunLine) -> list[Metric]:
             ("node spread", r.node_spread, "lower")]
 
 
-def _kind(g: GroupReport) -> str:
-    if g.score_minutes is None:
-        return "no score"
-    return "official" if g.official else ("partial" if g.partial else "unofficial")
-
-
 def _score_note(g: GroupReport) -> str:
     parts = [g.score_note] if g.score_note else []
     if g.published_score_minutes is not None:
-        same = g.score_minutes is not None and abs(g.score_minutes - g.published_score_minutes) \
-            <= 1e-9 * g.published_score_minutes
-        parts.append("published as " + ("this score" if same
+        parts.append("published as " + ("this score" if g.is_published_score
                                         else f"{g.published_score_minutes:,.3f} min"))
     return "; ".join(parts)
 

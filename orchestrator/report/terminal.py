@@ -2,7 +2,7 @@
 and a borderless plain-text rendering that fits a given width (100 columns by default).
 
 `summary_view` turns a Report into a `View`: titled tables of typed cells (numbers stay numbers)
-with stable column keys, so other outputs (JSON, TSV, a query) can take the same rows;
+with stable column keys (ViewTable.data; `azbench report -o json|tsv` emits the whole Report);
 `render_text` lays a View out as aligned text, cutting only the columns marked `shrink` (long
 names, cut in the middle with "…") when the width is short. Adding runs or the published
 neighbours are options of the view, not other renderers. Returns strings; prints nothing.
@@ -24,7 +24,6 @@ Value = str | int | float | None
 Fmt = Literal["text", "int", "minutes", "usd", "pct", "signed_pct", "factor"]
 WIDTH = 100
 GAP = "  "
-RELATIVE_SAME = 1e-9  # a stored score this close to its published score is the published score
 
 
 @dataclass(frozen=True)
@@ -49,7 +48,7 @@ class ViewTable:
     detail: str | None = None  # a key whose text is printed on its own line under the row
 
     def data(self) -> list[dict[str, Value]]:
-        """The rows as plain data (what JSON or TSV output takes)."""
+        """The rows as plain data, numbers as numbers."""
         return [dict(r) for r in self.rows]
 
 
@@ -58,10 +57,6 @@ class View:
     heading: list[str]
     tables: list[ViewTable]
     footer: list[str] = field(default_factory=list)
-
-    def data(self) -> dict[str, list[dict[str, Value]]]:
-        """{table name: rows} (what JSON or TSV output takes; heading and footer are prose)."""
-        return {t.name: t.data() for t in self.tables}
 
 
 def summary_view(report: Report, *, runs: bool = False, vs_published: bool = False) -> View:
@@ -106,7 +101,11 @@ def _heading(report: Report, prefix: str) -> list[str]:
     if report.filters:
         line += " (" + ", ".join(f"{k}={v}" for k, v in report.filters.items()) + ")"
     lines = [line, "score = the MLPerf score as MLCommons publishes it: olympic mean x "
-                   "scaling.json, in minutes"]
+                   "scaling.json, in minutes",
+             "$/result = one run as long as the olympic mean, at Azure list price (the catalog's, "
+             "or --price) for the same GPUs on Azure VMs; MFU = model FLOP/s at the median step / "
+             "the dense peak of the run's precision (from its log or published config, else the "
+             "recipe's assumption); - = unknown; how each was got, or why not: --markdown or --json"]
     if prefix:
         lines.append(f"systems are all under {prefix.rstrip('/')}/ (left out below)")
     return lines
@@ -133,7 +132,7 @@ def _scores_table(groups: Sequence[GroupReport], prefix: str) -> ViewTable:
     rows: list[dict[str, Value]] = [
         {"benchmark": g.benchmark, "system": _strip(g.label, prefix), "gpu": g.gpu_type,
          "gpus": g.gpus, "score": g.score_minutes, "raw_mean": g.score_raw_minutes,
-         "scaling": g.scaling_factor, "kind": _kind(g), "cost": g.cost_per_result_usd,
+         "scaling": g.scaling_factor, "kind": g.kind, "cost": g.cost_per_result_usd,
          "mfu": g.mfu} for g in groups]
     return ViewTable("scores", "Scores, one line per benchmark and system (the raw olympic means "
                                "and scaling factors are in --markdown and --json)", cols, rows,
@@ -294,17 +293,10 @@ def _strip(label: str, prefix: str) -> str:
     return label[len(prefix):] if prefix and label.startswith(prefix) else label
 
 
-def _kind(g: GroupReport) -> str:
-    if g.score_minutes is None:
-        return "no score"
-    return "official" if g.official else ("partial" if g.partial else "unofficial")
-
-
 def _as_published(g: GroupReport) -> str:
     if g.published_score_minutes is None:
         return "-"
-    if g.score_minutes is not None and math.isclose(g.score_minutes, g.published_score_minutes,
-                                                    rel_tol=RELATIVE_SAME):
+    if g.is_published_score:
         return "="
     return _format(g.published_score_minutes, "minutes")
 

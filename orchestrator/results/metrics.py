@@ -314,5 +314,5 @@ def run_precision(summary: Mapping[str, Any], config_precision: str | None = Non
         value, _, where = config_precision.partition(": ")
         return value, f"the system's published config ({where})"
     if default:
-        return default, "not in the log nor a vendored config: the recipe's model.precision"
+        return default, "the recipe's model.precision (not in the log nor a vendored config)"
     return None, ""

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import os
-import sqlite3
 import re
 import stat
 import threading
@@ -21,7 +20,7 @@ from contextlib import contextmanager
 from datetime import datetime
 from enum import Enum
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import sqlalchemy as sa
 from sqlalchemy import event
@@ -62,6 +61,9 @@ from orchestrator.store.schema import (
     results,
     runs,
 )
+
+if TYPE_CHECKING:  # the DB-API connection SQLAlchemy hands _sqlite_on_connect
+    import sqlite3
 
 DB_URL_ENV = "AZBENCH_DB_URL"
 DB_FILENAME = "azbench.db"
@@ -284,11 +286,15 @@ class Store:
         cluster: str | None = None,
         since: datetime | None = None,
         source: Literal["run", "import"] | None = None,
+        until: datetime | None = None,
     ) -> list[ResultRow]:
+        """Stored results, oldest first; `since` and `until` bound created_at (both inclusive)."""
         query = _matching(results, benchmark=benchmark, system=system, source=source)
         query = query.order_by(results.c.created_at, results.c.id)
         if since is not None:
             query = query.where(results.c.created_at >= since)
+        if until is not None:
+            query = query.where(results.c.created_at <= until)
         if cluster is not None:  # imported results have no run, so no cluster
             query = query.join(runs, runs.c.id == results.c.run_id).where(runs.c.cluster == cluster)
         with self._conn() as conn:
