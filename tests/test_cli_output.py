@@ -68,7 +68,15 @@ def test_status_json_tsv_and_query(tmp_path: Path) -> None:
     home = tmp_path / "h"
     up = az(home, "up", "--provider", "fake", "--name", "f1", "--sku", "h100", "--nodes", "2", "--region", "eastus")
     assert up.code == 0, up.err
-    assert json.loads(az(home, "status", "-o", "json").out) == json.loads(az(home, "status", "--json").out)
+    first, second = json.loads(az(home, "status", "-o", "json").out), json.loads(az(home, "status", "--json").out)
+    # cost so far and time left move with the clock between the two calls (a fake H100 x2 costs
+    # $196.64/h: a cent every 0.18 s); each must only move forward, the rest is equal
+    assert first["cost_so_far_usd"].keys() == second["cost_so_far_usd"].keys() == {"f1"}
+    assert 0 <= first["cost_so_far_usd"]["f1"] <= second["cost_so_far_usd"]["f1"]
+    clockless = ("cost_so_far_usd", "expires_in_s")
+    assert {k: v for k, v in first.items() if k not in clockless} == \
+        {k: v for k, v in second.items() if k not in clockless}
+    assert first["expires_in_s"] == second["expires_in_s"] == {"f1": None}  # the fake has no expiry
     assert az(home, "status", "-o", "tsv", "--query", "clusters[].[name, state, nodes]").out == "f1\tready\t2\n"
     assert json.loads(az(home, "status", "--query", "clusters[0].sku", "-o", "json").out) == \
         "Standard_ND96isr_H100_v5"
