@@ -14,8 +14,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from orchestrator.errors import NotFoundError
-from orchestrator.hardware.catalog import GpuSku, lookup
+from orchestrator.hardware.catalog import GpuSku, find
 from orchestrator.results.published import ACCELERATORS, catalog_gpu
 
 # The catalog aliases results.published.catalog_gpu answers, as a reader names the GPU.
@@ -39,7 +38,7 @@ def match_gpu(sku: str | None) -> GpuMatch:
     """The GPU type and catalog size of a result's `sku` (see the module docstring)."""
     if not sku:
         return GpuMatch(None, "?", note="GPU unknown: the result names no SKU or accelerator")
-    row = _lookup(sku)
+    row = find(sku)
     if row is not None:
         label = GPU_LABELS.get(row.aliases[0], "") if row.aliases else ""
         if not row.gpus_per_vm:
@@ -47,7 +46,7 @@ def match_gpu(sku: str | None) -> GpuMatch:
         return GpuMatch(sku, label or row.short, row, exact=row.name == sku)
     alias = catalog_gpu(sku)
     if alias is not None:
-        return GpuMatch(sku, GPU_LABELS.get(alias, alias.upper()), _lookup(alias))
+        return GpuMatch(sku, GPU_LABELS.get(alias, alias.upper()), find(alias))
     if sku in ACCELERATORS:
         return GpuMatch(sku, short_label(sku),
                         note=f"no Azure size in the catalog has {sku}: no list price")
@@ -74,9 +73,3 @@ def short_label(accelerator: str) -> str:
         label = text[:24].strip()
     return label
 
-
-def _lookup(name: str) -> GpuSku | None:
-    try:
-        return lookup(name)
-    except NotFoundError:
-        return None

@@ -28,7 +28,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from orchestrator import paths
-from orchestrator.hardware.catalog import lookup
+from orchestrator.hardware.catalog import find
 from orchestrator.errors import ConfigError, NotFoundError
 from orchestrator.models import Frozen
 from orchestrator.results.files import check_regular, kind_of, open_regular, read_small
@@ -289,10 +289,8 @@ def _run_dir_facts(src: LogSource, s: RunSummary, warnings: list[str]) -> dict[s
     """An azbench run directory: nodes from the :::DLPAL line, SKU from the logged platform."""
     nodes = _dlpal_nodes(s.dlpal) or _platform_nodes(s.platform)
     sku = _sku_for(_clean(s.platform) or "", "", None)
-    try:
-        per_node: int | None = lookup(sku).gpus_per_vm if sku else None
-    except NotFoundError:
-        per_node = None
+    row = find(sku)
+    per_node = row.gpus_per_vm if row else None
     if nodes is None:
         warnings.append("node count unknown: no :::DLPAL line and no NxPLATFORM in the log")
     if src.earlier_attempts:
@@ -399,18 +397,12 @@ def _sku_for(system: str, system_name: str, accelerator: str | None) -> str | No
     """The catalog VM size an Azure system id names, else the accelerator model name."""
     for text in (system, system_name):
         m = _ND_RE.search(text) or _AZURE_GPU_RE.search(text)
-        if m:
-            try:
-                return lookup(m[1].lower()).name
-            except NotFoundError:
-                pass
+        row = find(m[1].lower()) if m else None
+        if row:
+            return row.name
     tail = system.split("x", 1)[1] if re.match(r"^\d+x.", system) else ""
-    if tail:
-        try:
-            return lookup(tail).name
-        except NotFoundError:
-            pass
-    return accelerator
+    row = find(tail)
+    return row.name if row else accelerator
 
 
 def _dlpal_nodes(dlpal: str | None) -> int | None:

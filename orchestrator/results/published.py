@@ -20,8 +20,7 @@ import math
 from collections.abc import Sequence
 from functools import lru_cache
 
-from orchestrator.errors import NotFoundError
-from orchestrator.hardware.catalog import lookup
+from orchestrator.hardware.catalog import find
 from orchestrator.models import Frozen
 from orchestrator.paths import recipes_dir
 
@@ -98,11 +97,8 @@ def catalog_gpu(accelerator: str | None) -> str | None:
         return None
     if accelerator in ACCELERATORS:
         return ACCELERATORS[accelerator]
-    try:
-        row = lookup(accelerator)
-    except NotFoundError:
-        return None
-    return row.aliases[0] if row.gpus_per_vm and row.aliases else None
+    row = find(accelerator)
+    return row.aliases[0] if row and row.gpus_per_vm and row.aliases else None
 
 
 def canonical_benchmark(key: str) -> str:
