@@ -12,9 +12,9 @@ from datetime import datetime, timezone
 from enum import Enum, StrEnum
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Annotated, Any, ClassVar, Literal, TypeVar, Union
+from typing import Any, ClassVar, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, SerializeAsAny, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, SerializeAsAny, model_validator
 
 from orchestrator import backends
 from orchestrator.paths import DEFAULT_DATA_ROOT

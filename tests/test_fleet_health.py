@@ -14,9 +14,9 @@ from orchestrator.runs.fleet import (
     candidate_nodes,
     check_fleet,
     group_outcome,
-    parse_leaf_switches,
     parse_probes,
 )
+from orchestrator.slurm.states import parse_leaf_switches
 from orchestrator.runs.grouptest import GroupOutcome, GroupTest, racks_of, search
 from orchestrator.results.stragglers import find_stragglers, spread
 from orchestrator.slurm.states import NodeInfo

@@ -36,7 +36,7 @@ from orchestrator.errors import ConfigError
 from orchestrator.models import NodeInfo
 from orchestrator.runs.fleet_stats import OutlierRule, confirmed, controls, suspects
 from orchestrator.runs.grouptest import GroupOutcome, GroupTest, SearchResult, racks_of, search
-from orchestrator.slurm.states import expand_hostlist, parse_leaf_switches  # noqa: F401 (re-exported)
+from orchestrator.slurm.states import expand_hostlist
 
 _AVG_BUSBW = re.compile(r"^#\s*Avg bus bandwidth\s*:\s*(\S+)")
 _PROBE = re.compile(r"AZBENCH_PROBE (.*)$")
