@@ -138,6 +138,10 @@ def test_recipes_show_warns_on_every_sharp_and_collnet_setting_with_its_line(tmp
     assert f"warning: SBATCH_NETWORK=sharp [{folder}/config_DGXH100_8x8x2112.sh:31]: " in shown.out
     assert "export NCCL_COLLNET_ENABLE=0" in shown.out and "unset SBATCH_NETWORK" in shown.out
     assert "rehearsal: " in shown.out and "all resolved" in shown.out
+    assert "by a waiver" not in shown.out  # DLRM's 7 paths resolve without one
+    waived = azbench_in_process("recipes", "show", "retinanet", "--sku", "h100", "--nodes", "8", home=tmp_path)
+    assert ("rehearsal: 11 paths recipes/configs/retinanet/v4.1_NVIDIA_eos_n8_ngc24.09_pytorch names, all resolved "
+            "(3 of them by a waiver that cites the implementation)") in waived.out
 
 
 def test_the_readme_table_lists_every_scale_as_prepare_list_does() -> None:

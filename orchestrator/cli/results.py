@@ -76,8 +76,9 @@ def recipes_show(name: str = typer.Argument(..., help="Recipe name."),
     if r.config:
         from orchestrator.runs.rehearsal import rehearse
         done = rehearse(name, sku, nodes)
+        waived = f" ({len(done.waived)} of them by a waiver that cites the implementation)" if done.waived else ""
         lines.append(f"rehearsal: {len(done.checks)} paths {done.implementation} names, "
-                     + (f"{len(done.unresolved)} unresolved" if done.unresolved else "all resolved"))
+                     + (f"{len(done.unresolved)} unresolved" if done.unresolved else "all resolved") + waived)
         lines += [f"warning: unresolved: {c.where}: {c.problem}" for c in done.unresolved]
     effective = {**r.config_env, **r.env}
     if effective:

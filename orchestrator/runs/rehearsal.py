@@ -64,6 +64,11 @@ class Rehearsal(Frozen):
     def unresolved(self) -> list[PathCheck]:
         return [c for c in self.checks if not c.ok]
 
+    @property
+    def waived(self) -> list[PathCheck]:
+        """The checks that pass only by a waiver (mlperf.waive), not by a mount, the image or staged data."""
+        return [c for c in self.checks if c.ok and c.resolved.startswith("waived:")]
+
 
 def rehearse(recipe_name: str, sku: str, nodes: int, data_root: str = DEFAULT_DATA_ROOT) -> Rehearsal:
     """The rehearsal of `recipe_name` on `nodes` x `sku` (a scale with a vendored config)."""
