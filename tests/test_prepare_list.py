@@ -72,3 +72,14 @@ def test_a_download_command_is_called_checked_only_where_the_recipe_lists_checks
                                     "only the command's own checks)")
     listed = backbone.model_copy(update={"checksums": {"hub/checkpoints/x.pth": "0" * 64}})
     assert _how(listed, None) == "backbone: its download command (sha256-checked)"
+
+
+def test_a_size_the_recipe_does_not_know_is_named_not_rounded_into_a_total(tmp_path) -> None:
+    """LoRA v4.1 knows govreport's size (0.2 GB) but not the 70B model's: the listing names it."""
+    azure = next(p for p in stage_plans("llama2_70b_lora") if p.nodes == 64)
+    assert azure.size_gb == 0.2 and azure.unsized == ["model"] and not azure.size_complete
+    whole = next(p for p in stage_plans("dlrm_dcnv2") if p.nodes == 8)
+    assert whole.unsized == [] and whole.size_complete
+    shown = azbench_in_process("prepare", "--list", "llama2_70b_lora", home=tmp_path)
+    assert shown.code == 0, shown.err
+    assert "llama2_70b_lora ND H200 v5 x64 (published, v4.1_Azure_nemo): 0.2 GB + model: size unknown\n" in shown.out

@@ -163,7 +163,9 @@ def _list_staging(recipe: str | None, data_root: str, as_json: bool) -> None:
     if as_json:
         return emit_json(plans)
     for p in plans:
-        size = f"{p.size_gb:,.1f} GB" + ("" if p.size_complete else "+") if p.size_gb is not None else "size unknown"
+        unknown = f"{', '.join(p.unsized)}: size unknown"
+        size = (f"{p.size_gb:,.1f} GB" + (f" + {unknown}" if p.unsized else "") if p.size_gb is not None
+                else unknown if p.unsized else "no data")
         sys.stdout.write(f"{p.recipe} {p.sku} x{p.nodes} ({'published' if p.published else 'estimate'}, "
                          f"{p.implementation}): {size}\n")
         sys.stdout.write("".join(f"  automatic: {a}\n" for a in p.automatic))

@@ -21,6 +21,8 @@ import time
 from collections.abc import Callable
 from typing import Literal
 
+from pydantic import computed_field
+
 from orchestrator.errors import ConfigError, PreflightError
 from orchestrator.models import ContainerBuild, Frozen, JobState
 from orchestrator.paths import DEFAULT_DATA_ROOT
@@ -189,8 +191,14 @@ class StagePlan(Frozen):
     implementation: str  # the vendored folder whose container and README it follows
     automatic: list[str]
     user: list[str]
-    size_gb: float | None
-    size_complete: bool  # every item's size is known
+    size_gb: float | None  # the items whose size is known, summed
+    unsized: list[str]  # the items whose size the recipe does not know
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def size_complete(self) -> bool:
+        """Every item's size is known (size_gb is the whole)."""
+        return not self.unsized
     command: str  # what to run once the user's part is done
 
 
@@ -226,7 +234,7 @@ def _plan(recipe: Recipe, sku: str, nodes: int, estimate: bool, root: str) -> St
     return StagePlan(
         recipe=recipe.name, sku=r.sku_short, nodes=nodes, published=not estimate,
         implementation=folder, automatic=auto, user=user,
-        size_gb=round(sum(known), 1) if known else None, size_complete=len(known) == len(items),
+        size_gb=round(sum(known), 1) if known else None, unsized=[d.name for d in items if d.size_gb is None],
         command=f"azbench prepare {recipe.name} --cluster CLUSTER --sku {sku} --nodes {nodes}"
                 + (f" --data-root {root}" if root != DEFAULT_DATA_ROOT else ""))
 
