@@ -12,7 +12,7 @@ import pytest
 
 from orchestrator.errors import ConfigError
 from orchestrator.report.build import build_report
-from orchestrator.report.render import rich_tables, to_json, to_markdown, write_html
+from orchestrator.report.render import sections, to_json, to_markdown, write_html
 from orchestrator.results.mllog import EvalPoint, RunSummary, StepTime
 from orchestrator.store.database import AttemptRow, ResultRow, RunRow
 
@@ -160,7 +160,7 @@ def test_markdown_json_and_rich_carry_the_figures(rows) -> None:
     effs = sorted(w["efficiency"] for w in data["weak_scaling"])
     assert effs == pytest.approx([1 / 1.02, 1 / 0.95])
     assert data["groups"][0]["step_stats"]["median"] == pytest.approx(1.0)
-    titles = [t.title for t in rich_tables(report)]
+    titles = [title for title, _, _ in sections(report)]  # the Markdown and HTML pages' sections, in order
     # the best per benchmark opens the report (issue 31), then every score
     assert titles[0].startswith("Best per benchmark")
     assert titles[1].startswith("Results per system")

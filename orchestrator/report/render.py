@@ -1,8 +1,8 @@
-"""Render a report.Report as JSON, Markdown, rich tables or an HTML page with PNG plots.
+"""Render a report.Report as JSON, Markdown or an HTML page with PNG plots (the terminal's
+view is report/terminal.py).
 
-Every renderer returns data (a string, tables, the paths written); none prints. rich and
-matplotlib are imported inside the functions that need them, so importing this module (and
-the CLI) stays fast.
+Every renderer returns data (a string, the paths written); none prints. matplotlib is imported
+inside the function that needs it, so importing this module (and the CLI) stays fast.
 """
 
 from __future__ import annotations
@@ -10,16 +10,13 @@ from __future__ import annotations
 import html
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from orchestrator.paths import write_atomic
 from orchestrator.report.build import GroupReport, Report, history_section
 from orchestrator.report.preemption import preemption_section
 from orchestrator.report.replacements import replacement_section
 from orchestrator.store.schema import ResultRow
-
-if TYPE_CHECKING:
-    from rich.table import Table
 
 Cell = str
 _Section = tuple[str, list[str], list[list[Cell]]]  # title, header, rows
@@ -40,21 +37,6 @@ def to_markdown(report: Report) -> str:
     if report.notes:
         out += ["", "## Notes", ""] + [f"- {n}" for n in report.notes]
     return "\n".join(out) + "\n"
-
-
-def rich_tables(report: Report) -> list[Table]:
-    """One rich Table per non-empty section, ready for Console.print."""
-    from rich.table import Table
-
-    tables = []
-    for title, header, rows in sections(report):
-        table = Table(title=title, title_justify="left")
-        for i, name in enumerate(header):
-            table.add_column(name, justify="left" if i < 2 else "right", overflow="fold")
-        for r in rows:
-            table.add_row(*r)
-        tables.append(table)
-    return tables
 
 
 def write_html(report: Report, results: Sequence[ResultRow], out_dir: Path) -> list[Path]:
