@@ -397,8 +397,7 @@ class HealthCheckPlan:
     """The pre-run health gate on chosen nodes (runs/health.py fills it in): the per-task checks
     (templates/health_check.py, which the launcher copies to `script`), one task per GPU or per
     node on CPU sizes, then an all-reduce judged against `expected_busbw` GB/s (0: no figure)
-    with the warn and fail fractions. The job's output lands in `out_dir`
-    (paths.RunLayout.health_output)."""
+    with the warn and fail fractions. The job's output lands at `output(job id)`."""
 
     run_id: str
     attempt: int
@@ -416,6 +415,10 @@ class HealthCheckPlan:
     collective_timeout: float  # seconds the all-reduce may take
     time_limit_min: int  # the whole job's
     partition: str | None = None
+
+    def output(self, job_id: str) -> str:
+        """The job's output file on the cluster (Slurm: the batch script's --output with %j)."""
+        return f"{self.out_dir}/slurm-{job_id}.out"
 
 
 class ContainerBuild(Frozen):

@@ -122,12 +122,6 @@ class RunLayout:
     def health_dir(self, attempt: int) -> str:
         return f"{self.run_dir}/health/attempt-{attempt}"
 
-    def health_output(self, attempt: int, job_id: str) -> str:
-        """The gate job's output, where the launcher writes it for a HealthCheckPlan whose
-        out_dir is health_dir(attempt) (Slurm: slurm/health.py renders
-        templates/health_check.sbatch.j2, whose --output is OUT_DIR/slurm-%j.out)."""
-        return f"{self.health_dir(attempt)}/slurm-{job_id}.out"
-
     @property
     def health_script(self) -> str:
         return f"{self.run_dir}/health/health_check.py"

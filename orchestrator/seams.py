@@ -154,7 +154,7 @@ class Launcher(Protocol):
     # -- jobs the launcher writes itself (runs/ passes data, never script text) -------------
     def run_health_check(self, plan: HealthCheckPlan) -> JobRef:
         """Copy the check script to plan.script and submit the gate job on exactly plan.nodes
-        (capability `health_gate`); its output lands at RunLayout.health_output."""
+        (capability `health_gate`); its output lands at plan.output(job id)."""
         ...
 
     def stage(self, request: StageRequest) -> JobRef:

@@ -347,7 +347,7 @@ def _check_works(lh: LH, method: str, result: Any, node: str, remote: str) -> No
     if method == "run_health_check":
         assert isinstance(result, JobRef)
         assert lh.wait(result, lambda s: s.state.terminal).state is JobState.COMPLETED
-        out = Path(RunLayout(lh.run_dir).health_output(9, result.job_id)).read_text()
+        out = Path(_health_plan(lh, node).output(result.job_id)).read_text()
         assert f'"node": "{node}", "check": "disk"' in out and "AZBENCH_HEALTH_STOP" in out, out
     elif method == "stage":  # nothing to stage: the job only says so
         assert isinstance(result, JobRef)

@@ -126,14 +126,15 @@ def run_gate(launcher: Launcher, cluster: Cluster, *, run_id: str, attempt: int,
     """Submit the gate on `nodes`, wait (at most policy.timeout), return the verdicts."""
     started = clock()
     layout = RunLayout(run_dir)
-    ref = launcher.run_health_check(health_plan(
+    plan = health_plan(
         run_id=run_id, attempt=attempt, nodes=nodes, out_dir=layout.health_dir(attempt),
         script=layout.health_script, check_dir=run_dir, python=python, sku=cluster.sku,
-        policy=policy, partition=cluster.partition))
+        policy=policy, partition=cluster.partition)
+    ref = launcher.run_health_check(plan)
     if on_submit:
         on_submit(ref.job_id)
     state = _wait(launcher, ref, policy.timeout, poll_interval, clock, sleep)
-    out = launcher.tail(layout.health_output(attempt, ref.job_id)).decode(errors="replace")
+    out = launcher.tail(plan.output(ref.job_id)).decode(errors="replace")
     result = parse_gate_output(out, list(nodes), state)
     if state is None:
         result = GateResult(result.checked, result.failed, result.warnings,

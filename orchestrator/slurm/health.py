@@ -17,12 +17,12 @@ from orchestrator.templating import render
 
 def render_health_check(plan: HealthCheckPlan, templates_dir: Path | None = None) -> str:
     """The gate job on exactly plan.nodes, one task per GPU (per node on CPU sizes), its output
-    in plan.out_dir/slurm-<job id>.out."""
+    at plan.output(job id)."""
     return render(
         "health_check.sbatch.j2", templates_dir,
         run_id=plan.run_id, attempt=plan.attempt, nodelist=compress_hostlist(list(plan.nodes)),
         node_count=len(plan.nodes), tasks_per_node=max(plan.gpus_per_node, 1),
-        time_limit=format_time_limit(plan.time_limit_min), out_dir=plan.out_dir,
+        time_limit=format_time_limit(plan.time_limit_min), out_dir=plan.out_dir, output=plan.output("%j"),
         partition=plan.partition, gpus_per_node=plan.gpus_per_node, python=plan.python,
         script=plan.script, check_dir=plan.check_dir, ib_ports=plan.ib_ports,
         expected_busbw=plan.expected_busbw, warn_frac=plan.warn_frac, fail_frac=plan.fail_frac,
