@@ -24,6 +24,7 @@ from orchestrator.cli.common import (
     recipes_app,
     results_app,
 )
+from orchestrator.paths import DEFAULT_DATA_ROOT
 
 if TYPE_CHECKING:  # the CLI imports runs/ lazily: --help stays fast
     from datetime import datetime
@@ -101,7 +102,7 @@ def prepare(recipe: Optional[str] = typer.Argument(None, help="Recipe name (with
                                               "(default: the cluster's)."),
             nodes: Optional[int] = typer.Option(None, "--nodes", help="Scale whose submission "
                                                 "config picks the implementation (default: the cluster's nodes)."),
-            data_root: str = typer.Option("/shared/mlperf", "--data-root",
+            data_root: str = typer.Option(DEFAULT_DATA_ROOT, "--data-root",
                                           help="Shared folder the recipe's data goes under."),
             partition: Optional[str] = typer.Option(None, "--partition", help="Slurm partition."),
             no_image: bool = typer.Option(False, "--no-image",
