@@ -462,9 +462,9 @@ class FakeArm:
         if method == "POST" and low.endswith("/delete") and "/virtualmachinescalesets/" in low:
             return self._delete_instances(low.rsplit("/", 1)[0], body)
         if method == "POST" and low.endswith("/start") and "/virtualmachinescalesets/" in low:
-            key = low.rsplit("/", 1)[0]
-            self.deallocated.pop(key, None)
-            return 202, self._start_op(key, "action", None), None
+            return self._power(low.rsplit("/", 1)[0], body, on=True)
+        if method == "POST" and low.endswith("/deallocate") and "/virtualmachinescalesets/" in low:
+            return self._power(low.rsplit("/", 1)[0], body, on=False)
         if method == "HEAD":  # Resource Groups - Check Existence: 204 there, 404 not
             # (https://learn.microsoft.com/rest/api/resources/resource-groups/check-existence)
             return (204 if low in self.resources else 404), {}, None
@@ -722,6 +722,43 @@ class FakeArm:
                 self.fabric.delete(f"{vmss['name']}_{i}")
         return 202, self._start_op(key, "action", None), None
 
+    def _power(self, key: str, body: bytes, *, on: bool) -> tuple[int, dict[str, str], Any]:
+        """VirtualMachineScaleSets - Start / Deallocate: POST .../start or .../deallocate with
+        optional {"instanceIds": [...]} (none: every instance), answered 202 with an async
+        operation (https://learn.microsoft.com/rest/api/compute/virtual-machine-scale-sets/start,
+        .../deallocate: "Deallocates specific virtual machines in a VM scale set. Shuts down the
+        virtual machines and releases the compute resources. You are not billed for the compute
+        resources that this virtual machine scale set deallocates."). A deallocated instance keeps
+        its instance id (and the set's capacity); starting it gives the same id back. In boot mode
+        a deallocated VM stops, and a started one boots again (a fresh private address, as Azure
+        may give)."""
+        vmss = self.resources.get(key)
+        if vmss is None:
+            return 404, {}, _not_found(key)
+        ids = self._instance_ids(key)
+        wanted = [int(i) for i in (json.loads(body or b"{}").get("instanceIds") or ids)]
+        missing = [i for i in wanted if i not in ids]
+        if missing:
+            return 404, {}, _err("NotFound", f"The entity was not found: instance ids {missing} of {vmss['name']}.")
+        off = self.deallocated.setdefault(key, set())
+        if on:
+            off.difference_update(wanted)
+            if not off:
+                self.deallocated.pop(key, None)
+            if self.fabric is not None and not self.ops_pending(key):
+                for spec in self._instance_specs(key, vmss):
+                    self.fabric.boot(spec)
+        else:
+            off.update(wanted)
+            if self.fabric is not None:
+                for i in wanted:
+                    self.fabric.delete(f"{vmss['name']}_{i}")
+        return 202, self._start_op(key, "action", None), None
+
+    def ops_pending(self, key: str) -> bool:
+        """Whether a create or update of `key` has not finished (its VMs boot when it does)."""
+        return any(op.key == key and op.kind == "create" and not op.done for op in self.ops.values())
+
     def _start_op(self, key: str, kind: str, error: dict[str, Any] | None) -> dict[str, str]:
         op_id = f"op-{next(self._ids)}"
         self.ops[op_id] = _Op(key=key, kind=kind, polls_left=self.polls_to_finish, error=error)
@@ -835,7 +872,8 @@ class FakeArm:
                        prefix_len=net.prefixlen, public_ip=None, custom_data=os_profile.get("customData", ""),
                        admin_user=os_profile["adminUsername"], ssh_keys=_keys(os_profile), size=size,
                        vcpus=self._vcpus(size))
-                for i in self._instance_ids(key) if f"{vmss['name']}_{i}" not in self.fabric.vms]
+                for i in self._instance_ids(key) if f"{vmss['name']}_{i}" not in self.fabric.vms
+                and i not in self.deallocated.get(key, set())]
 
     def _dhcp(self, net: Any) -> str:
         """The next dynamic address of the subnet: Azure keeps .0-.3; static ones are skipped."""

@@ -38,7 +38,7 @@ def health(
     from orchestrator.clusters import lifecycle
     from orchestrator.runs import fleet_gate
     with open_store() as store:
-        cluster = lifecycle.require_cluster(name, store)
+        cluster = lifecycle.reachable(name, store)
     with lifecycle.connect(cluster) as access:
         if undrain:
             fleet_gate.undrain(cluster, access, undrain)
