@@ -82,7 +82,7 @@ def test_down_names_every_resource_and_refuses_a_teammates_vnet_without_force(pr
     code, out, err = run_cli(capsys, "down", "shared")  # no terminal: the question, then the refusal
     assert code == 2
     for name in ("shared-head", "shared-gpu-00", "shared-vnet", "shared-nsg", "shared-head-ip",
-                 "shared-head-nic", "teammate-vnet (not made by azbench)"):
+                 "shared-head-nic", "teammate-vnet (virtualNetworks, not made by azbench)"):
         assert name in err, err
     code, out, err = run_cli(capsys, "down", "shared", "--yes")
     assert code == 2

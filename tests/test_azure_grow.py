@@ -35,13 +35,23 @@ def capacities(fake, cluster: str) -> dict[str, int]:
 
 
 def writes(fake, since: int) -> list[str]:
-    return [f"{e.method} {e.status} {e.path.rsplit('/', 2)[-2]}/{e.path.rsplit('/', 1)[-1]}" for e in fake.since(since)
-            if e.method in ("PUT", "PATCH", "POST", "DELETE")]
+    """'PATCH 200 virtualMachineScaleSets/x', 'POST 202 x/deallocate', 'PATCH 200 tags of x'."""
+    out = []
+    for e in fake.since(since):
+        if e.method not in ("PUT", "PATCH", "POST", "DELETE"):
+            continue
+        if e.path.endswith("/tags/default"):
+            out.append(f"{e.method} {e.status} tags of {e.path.split('/providers/Microsoft.Resources/')[0].rsplit('/', 1)[-1]}")
+        else:
+            out.append(f"{e.method} {e.status} {e.path.rsplit('/', 2)[-2]}/{e.path.rsplit('/', 1)[-1]}")
+    return out
 
 
 @pytest.fixture
 def gb200(fake, clients, azbench_home):
     """2,048 GB200 VMs: 128 racks of 16 in 22 sets, 18 of 96 VMs (6 racks) and 4 of 80 (5 racks)."""
+    for row in fake.usages["eastus"]:
+        row["limit"] = 1_000_000  # 2,048 x 128 vCPUs, and more to grow
     p = AzureProvider(clients, capacity_wait_s=0, owner="tester", join_timeout_s=0)
     spec = spec_for("big", "gb200", 2048)
     cluster = p.up(spec, p.plan(spec))
@@ -54,7 +64,9 @@ def test_2048_to_2064_fills_a_set_with_room_and_never_patches_past_100(fake, gb2
     p, cluster = gb200
     mark = fake.mark()
     grown = p.resize(cluster, 2064)
-    assert writes(fake, mark) == ["PATCH 200 virtualMachineScaleSets/big-gpu-18"]
+    # One capacity PATCH, on a set with room; then the set's next instance id noted in its tags.
+    assert writes(fake, mark) == ["PATCH 200 virtualMachineScaleSets/big-gpu-18", "PATCH 200 tags of big-gpu-18"]
+    assert fake.of_type("virtualMachineScaleSets")["big-gpu-18"]["tags"]["azbench-next-id"] == "96"
     after = capacities(fake, "big")
     assert after["big-gpu-18"] == 96 and max(after.values()) == 96
     assert grown.nodes == 2064 and grown.properties.rack_size() == 16
@@ -92,8 +104,9 @@ def test_shrink_and_grow_cycles_bring_the_same_vms_back(fake, clients, azbench_h
         assert sorted(cluster.node_names) == names
     assert fake._instance_ids(key) == [0, 1, 2, 3]  # no id burned, none made
     done = writes(fake, mark)
-    assert not [w for w in done if w.startswith("PATCH") or "/delete" in w], done
+    assert not [w for w in done if "virtualMachineScaleSets" in w or "/delete" in w], done  # no capacity change
     assert [w.rsplit("/", 1)[-1] for w in done if w.startswith("POST")] == ["deallocate", "start"] * 3
+    assert fake.of_type("virtualMachineScaleSets")["cyc-gpu-00"]["tags"]["azbench-parked"] == ""
 
 
 def test_resize_dry_run_prints_each_sets_change_and_writes_nothing(fake, wired, capsys):
@@ -106,7 +119,8 @@ def test_resize_dry_run_prints_each_sets_change_and_writes_nothing(fake, wired, 
     mark = fake.mark()
     assert run_cli("resize", "dry", "5", "--dry-run") == 0
     out = capsys.readouterr().out
-    assert out.splitlines() == ["dry-gpu-00: 2 -> 3", "dry-gpu-01: 1 -> 2"]
+    # Sets of at most 2 (azure.max_vms_per_scale_set): the one with room, then a new set.
+    assert out.splitlines() == ["dry-gpu-01: 1 -> 2", "dry-gpu-02: 0 -> 1"]
     assert run_cli("resize", "dry", "--nodes", "2", "--dry-run", "-o", "json") == 0
     shown = json.loads(capsys.readouterr().out)
     assert shown == {"sets": [{"name": "dry-gpu-01", "now": 1, "after": 0}]}  # the last node goes first

@@ -81,7 +81,7 @@ def test_the_same_principal_from_a_new_home_is_not_another_owner(principals, cap
 
 def test_a_failed_resize_records_an_event_and_status_json_shows_it(principals, capsys):
     fake = principals.fake
-    up(principals, "grow", self_expiry=False)
+    up(principals, "alice", "grow", self_expiry=False)
     principals.act_as("alice")
     for row in fake.usages["eastus"]:
         row["currentValue"] = row["limit"]  # no vCPU left: the grow's quota check refuses

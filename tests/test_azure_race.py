@@ -54,10 +54,14 @@ def test_two_ups_of_one_name_the_second_stops_and_the_first_keeps_its_cluster(tl
     spec = tmp_path / "dup.yaml"
     spec.write_text(SPEC)
     alice_home, bob_home = tmp_path / "alice", tmp_path / "bob"
-    # The group PUT is slow: each is held until the other's arrived, as two PUTs 0.3 s apart are
-    # inside one 2.5 s PUT; then ARM answers them in order (201, then 200).
-    fake.add_latency("PUT", "/resourcegroups/azbench-dup", 120.0, times=2, together=2)
+    # The group PUT is slow: Alice's is held until Bob's has arrived too (as two PUTs 0.3 s apart
+    # both fall inside one 2.5 s PUT, whatever pace two processes start at); then ARM answers
+    # them in the order they came: 201 to Alice, 200 to Bob.
+    slow = fake.add_latency("PUT", "/resourcegroups/azbench-dup", 120.0, times=2, together=2)
     first = _start(["up", "-f", str(spec), "--yes"], alice_home, env["alice"])
+    deadline = time.monotonic() + 120
+    while slow.arrived < 1 and first.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)  # Alice's group PUT is in flight
     time.sleep(0.3)
     second = _start(["up", "-f", str(spec), "--yes"], bob_home, env["bob"])
     won, lost = _done(first), _done(second)
@@ -112,9 +116,7 @@ def test_owner_tags_naming_you_do_not_make_another_principals_cluster_yours(tls_
     bob_home = tmp_path / "bob"
     bob = AzureClients(credential=StubCredential(oid=BOB), subscription_id=SUB, base_url=fake.base_url,
                        polling_interval=0.05)
-    installation = azbench("status", home=bob_home, env=env["bob"])  # makes Bob's installation id
-    assert installation.code == 0
-    forged = {"azbench-owner": BOB, "azbench-installation": (bob_home / "installation-id").read_text().strip()}
+    forged = {"azbench-owner": BOB, "azbench-installation": "bobs-laptop"}
     bob.resources.tags.begin_update_at_scope(f"/subscriptions/{SUB}/resourceGroups/azbench-mine",
                                              {"operation": "Merge", "properties": {"tags": forged}}).result()
     before = len(_writes(fake, BOB))

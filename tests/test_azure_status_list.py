@@ -74,14 +74,14 @@ def test_the_list_is_arms_state_with_one_listing_for_every_cluster(three, capsys
     assert "terminated" in row and "$" not in row
 
 
-def test_commands_on_a_deleted_cluster_say_so_in_one_line_with_no_login(three, capsys):
+def test_commands_on_a_deleted_cluster_say_so_in_one_line_with_no_login(three, capsys, tmp_path):
     with hangup_server() as (port, hits):
         with Store.open() as store:
             row = store.get_cluster("gone")
             c = row.cluster
             from orchestrator.models import SshTarget
-            target = SshTarget(host="127.0.0.1", port=port, user="azureuser", key_path=store.path.parent / "k",
-                               known_hosts=store.path.parent / "kh")
+            target = SshTarget(host="127.0.0.1", port=port, user="azureuser", key_path=tmp_path / "k",
+                               known_hosts=tmp_path / "kh")
             store.save_cluster(c.model_copy(update={"ssh": target}))
             store.create_run(RunRow(id="r1", cluster="gone", recipe="smoke", benchmark="smoke", nodes=1,
                                   repeat_index=0, state="running"))

@@ -1,9 +1,13 @@
 """`up` for one Azure cluster: observe, preflight, then create only what is missing, in parallel.
 
-Order: sign in (the caller's owner tags), read every planned resource (GETs; adopt what exists,
-refuse what another cluster or another owner holds, refuse a request that differs from the live
-cluster: drift.py), preflight the VMs still to create, then resource group; NSG and public IP; VNet + subnet; head
-NIC; head VM and every GPU scale set at once (a thread pool). A scale set that fails with
+Order: sign in (the caller's owner tags), read the resource group and, when it exists, what is in
+it (one listing; adopt what exists, refuse what another cluster holds or a cluster someone else
+created: owner.creator; refuse a request that differs from the live cluster: drift.py), preflight
+the VMs still to create, then resource group (ARM's 201 Created is the proof this `up` made it:
+on 200 it stops, lro._ensure_group); NSG and public IP; VNet + subnet; head NIC; head VM and every
+GPU scale set at once (a thread pool). An `up` that created the group reads its tags again at the
+end and restores its own when another writer replaced them (a same-name `up` that lost the race),
+and says so (`up_notes`). A scale set that fails with
 AllocationFailed/ZonalAllocationFailed is deleted and retried (tenacity) in the next zone of
 `azure.zones`; when the zones are spent, the cluster's regional resources move to the next of
 `azure.fallback_regions`. Quota and SkuNotAvailable fail fast; 429s wait out Retry-After within azure.throttle_budget_s
@@ -34,8 +38,8 @@ from orchestrator.providers.azure.lro import (
     ensure,
     observe,
 )
-from orchestrator.providers.azure.records import ArmResource
-from orchestrator.providers.azure.owner import NotOwnerError, Owner, foreign, signed_in
+from orchestrator.providers.azure.records import ArmResource, RoleDef, ScaleSet, Tagged
+from orchestrator.providers.azure.owner import NotOwnerError, Owner, creator, creator_tag, foreign, signed_in
 from orchestrator.providers.azure.preflight import PreflightNeed, preflight, resolve_ingress
 from orchestrator.providers.azure.teardown import clear_group
 from orchestrator.specs.cluster import ClusterSpec
@@ -43,11 +47,24 @@ from orchestrator.errors import CapacityError, ConfigError, ProvisionError
 from orchestrator.providers.azure_shared.errors import AzureErrorMixin
 from orchestrator.models import Cluster, ClusterState, Plan, ScaleSetPlan
 from orchestrator.providers.azure.settings import AzureSettings
-from orchestrator.providers.azure_shared.tags import (TAG_CLUSTER, TAG_CREATED, TAG_EXPIRES, TAG_RACK, TAG_SLOTS,
-                                                     TAG_SPOT_RESTORE)
+from orchestrator.providers.azure.props import AzureProps
+from orchestrator.providers.azure_shared.errors import arm_call
+from orchestrator.providers.azure_shared.tags import (TAG_CLUSTER, TAG_CREATED, TAG_CREATOR, TAG_EXPIRES, TAG_MAX_VMS,
+                                                     TAG_NEXT_ID, TAG_RACK, TAG_SLOTS, TAG_SPOT_RESTORE)
 
 LRO_FILE = "azure-lro.json"
 T = TypeVar("T")
+
+
+@dataclass
+class Prefetched:
+    """What `describe` read of the cluster just before this `up` (the same command): the group
+    (None: read, absent), its scale sets and the head's public IP; None where it did not read."""
+
+    group: ArmResource | None = None
+    group_read: bool = False
+    sets: list[ScaleSet] | None = None
+    pip: ArmResource | None = None
 
 
 @dataclass
@@ -64,8 +81,14 @@ class UpOptions:
 class UpRun:
     """One `up` of one cluster; see the module docstring."""
 
-    def __init__(self, clients: AzureClients, spec: ClusterSpec, plan: Plan, opts: UpOptions) -> None:
+    def __init__(self, clients: AzureClients, spec: ClusterSpec, plan: Plan, opts: UpOptions,
+                 prefetched: Prefetched | None = None) -> None:
         self.clients, self.spec, self.plan, self.opts = clients, spec, plan, opts
+        self.prefetched = prefetched or Prefetched()
+        self.created = False  # this `up` created the group (ARM answered 201)
+        self.role_def: RoleDef | None = None  # the custom role as read while observing
+        self.pip: ArmResource | None = None  # the head's public IP as created or read
+        self.notes: tuple[str, ...] = ()  # what another writer did meanwhile (props.up_notes)
         self.names = ar.names_from_plan(plan)
         self.sku = spec.sku_row
         self.settings = spec.section(AzureSettings)  # the spec's `azure:` section
@@ -84,10 +107,24 @@ class UpRun:
         ingress = resolve_ingress(self.settings.ssh_ingress_cidr, self.opts.caller_ip_lookup)
         # Reads only so far: a request that differs from the live cluster stops here (exit 2).
         drift.check(self.spec, self.plan, ingress,
-                    drift.live_shape(self.clients, self.names.rg, self.spec.name, self.seen),
+                    drift.live_shape(self.clients, self.names.rg, self.spec.name, self.seen, self.prefetched.sets),
                     resuming=self.tokens.pending())
         secrets = ci.load_or_create_secrets(self.cdir)
         tags = self._tags()
+        try:
+            built = self._regions(region, ingress, secrets, tags)
+        except BaseException:
+            if self.created:
+                self._restore_tags(tags, quiet=True)  # best effort: the error is what matters
+            raise
+        if self.created:
+            self._restore_tags(tags)
+        if self.notes:
+            props = built.properties_as(AzureProps).model_copy(update={"interference": list(self.notes)})
+            built = built.model_copy(update={"properties": props})
+        return built
+
+    def _regions(self, region: str, ingress: str, secrets: ci.ClusterSecrets, tags: dict[str, str]) -> Cluster:
         regions = [region] + [r for r in self.settings.fallback_regions if r != region]
         for reg, following in zip(regions, regions[1:]):
             zones, image = self._preflight(reg)
@@ -100,6 +137,29 @@ class UpRun:
         zones, image = self._preflight(regions[-1])
         return self._build(regions[-1], zones, image, ingress, secrets, tags)  # the last region: no fallback
 
+    def _restore_tags(self, tags: dict[str, str], *, quiet: bool = False) -> None:
+        """Read the group's tags again (this `up` created it) and, when another writer replaced
+        them (the PUT of a same-name `up` that got 200: lro._ensure_group), put this `up`'s back
+        and keep a note naming what the other writer had written."""
+        rg = self.names.rg
+        try:
+            with arm_call(f"read the tags of resource group {rg}"):
+                now = dict(self.clients.group(rg).tags)
+            if all(now.get(k) == v for k, v in tags.items()):
+                return
+            with arm_call(f"restore the tags of resource group {rg}"):
+                self.clients.replace_tags(ar.rid(self.sub, rg), tags)
+        except Exception:
+            if quiet:
+                return
+            raise
+        theirs = foreign(now, self.me)
+        who = theirs.describe() if theirs is not None else "no owner tags"
+        note = (f"the tags of resource group {rg} were replaced while this `up` ran (owner tags then: {who}), "
+                f"by a same-name `up` whose group PUT found the group made: restored this `up`'s")
+        self.notes += (note,)
+        self.report.emit("restored", ar.RG, rg, f"tags another writer replaced ({who})")
+
     def _preflight(self, region: str) -> tuple[list[str], dict[str, str]]:
         """The zones to try in `region` (azure.zones in the spec's region only) and the image."""
         zones = self.settings.zones if region == self.spec.region else []
@@ -107,26 +167,54 @@ class UpRun:
 
     # ------------------------------------------------------------ observe + preflight
     def _observe_all(self) -> dict[str, ArmResource | None]:
+        """Every planned resource as ARM has it: the group (read by describe just before, else a
+        GET) and, when it exists, what is in it from one listing (plus the NSG's GET, whose SSH
+        rule drift compares). A group someone else created stops here (NotOwnerError)."""
         n = self.names
-        items = [(ar.RG, n.rg), (ar.NSG, n.nsg), (ar.PIP, n.pip), (ar.VNET, n.vnet), (ar.NIC, n.nic),
-                 (ar.VM, n.head)] + [(ar.VMSS, s.name) for s in n.sets]
-        seen: dict[str, ArmResource | None] = {}
-        group = observe(self.clients, n.rg, ar.RG, n.rg)
+        seen: dict[str, ArmResource | None] = {f"{k}/{name}": None for k, name in
+                                                ((ar.NSG, n.nsg), (ar.PIP, n.pip), (ar.VNET, n.vnet),
+                                                 (ar.NIC, n.nic), (ar.VM, n.head))}
+        seen.update({f"{ar.VMSS}/{s.name}": None for s in n.sets})
+        pre = self.prefetched
+        group = pre.group if pre.group_read else observe(self.clients, n.rg, ar.RG, n.rg)
+        pre.group_read = False  # a second observation (region fallback) reads afresh
         seen[f"{ar.RG}/{n.rg}"] = group
-        if group is not None:
-            self._check_owner(ar.RG, n.rg, group)
-            other = foreign(group.tags, self.me)
-            if other is not None:
-                raise NotOwnerError(f"cluster '{self.spec.name}' (resource group {n.rg}) belongs to another "
-                                    f"owner ({other.describe()}); this is {self.me.describe()}",
-                                    hint="pick another cluster name or azure.resource_group")
-            jobs = {f"{k}/{name}": partial(observe, self.clients, n.rg, k, name) for k, name in items[1:]}
-            seen.update(self._parallel(jobs))
+        if group is None:
+            return seen
+        self._check_owner(ar.RG, n.rg, group)
+        self._check_creator(group)
+        with arm_call(f"list resource group {n.rg}"):
+            contents = self.clients.group_contents(n.rg)
+        kinds = {k.lower(): k for k in ar.KINDS}
+        for item in contents:
+            kind = kinds.get(item.type.lower())
+            key = f"{kind}/{item.name}"
+            if kind is None or key not in seen:
+                continue
+            seen[key] = _listed(item)
+        if seen[f"{ar.NSG}/{n.nsg}"] is not None:
+            seen[f"{ar.NSG}/{n.nsg}"] = observe(self.clients, n.rg, ar.NSG, n.nsg)
         for key, obs in seen.items():
             if obs is not None:
                 kind, name = key.rsplit("/", 1)
                 self._check_owner(kind, name, obs)
         return seen
+
+    def _check_creator(self, group: ArmResource) -> None:
+        """Refuse (nothing written) a group of this cluster's name that someone else created, as
+        the custom role's createdBy or this home's creator nonce says (owner.creator). A group
+        no evidence speaks for (made before creator tags, or without a custom role from
+        another home) is taken when its owner tags name the signed-in principal: `up` only adds
+        what is missing, it deletes nothing."""
+        n = self.names
+        if n.role and n.custom_role:
+            self.role_def = roles.read_expiry_role(self.clients, n.rg)
+        made = creator(self.me, subscription_id=self.sub, rg=n.rg, cluster=self.spec.name, tags=group.tags,
+                       role_created_by=self.role_def.created_by if self.role_def else None)
+        if made.mine or (made.who == "unknown" and foreign(group.tags, self.me) is None):
+            return
+        raise NotOwnerError(f"cluster '{self.spec.name}' (resource group {n.rg}) is not yours: {made.describe()}; "
+                            f"this is {self.me.describe()}", hint="pick another cluster name or azure.resource_group")
 
     def _check_owner(self, kind: str, name: str, obs: ArmResource) -> None:
         owner = obs.tags.get(TAG_CLUSTER)
@@ -162,9 +250,10 @@ class UpRun:
         tags = ar.cluster_tags(self.spec.name, self.me.tags(), now + timedelta(hours=a.expires_hours),
                                dict(self.spec.tags), created=now,
                                spot_restore_s=a.spot_restore_timeout if a.priority == "spot" else None)
+        tags[TAG_CREATOR] = creator_tag(self.me, self.sub, self.names.rg, self.spec.name)
         if group is not None:  # a rerun keeps what the group says (owner, expiry, creation...),
             # as describe reads it from there: up and describe return the same record
-            kept = (TAG_EXPIRES, TAG_CREATED, TAG_SPOT_RESTORE)
+            kept = (TAG_EXPIRES, TAG_CREATED, TAG_SPOT_RESTORE, TAG_CREATOR)
             tags.update({k: v for k, v in group.tags.items() if k in kept})
         return tags
 
@@ -176,13 +265,19 @@ class UpRun:
         ids = {k: ar.rid(self.sub, rg, k, name) for k, name in
                ((ar.NSG, n.nsg), (ar.PIP, n.pip), (ar.VNET, n.vnet), (ar.NIC, n.nic))}
         subnet_id = f"{ids[ar.VNET]}/subnets/{ar.SUBNET}"
-        self._ensure(ar.RG, rg, lambda: {"location": self.spec.region, "tags": tags})
+        if self.seen.get(f"{ar.RG}/{rg}") is None:
+            self._ensure(ar.RG, rg, lambda: {"location": self.spec.region, "tags": tags})
+            self.created = True  # ARM answered 201 (a 200 raised LostRaceError)
+            self.seen[f"{ar.RG}/{rg}"] = ArmResource(state="Succeeded", location=self.spec.region, tags=tags)
+        else:
+            self.report.emit("exists", ar.RG, rg)
         # The head's custom role right after the group (its only scope): a caller who may not
         # define roles learns it before any VM exists.
         role = self._expiry_role() if n.role and n.custom_role else None
-        self._parallel({
+        made_net = self._parallel({
             "nsg": lambda: self._ensure(ar.NSG, n.nsg, lambda: ar.nsg_body(region, tags, ingress)),
             "pip": lambda: self._ensure(ar.PIP, n.pip, lambda: ar.pip_body(region, tags))})
+        self.pip = made_net["pip"]
         self._ensure(ar.VNET, n.vnet, lambda: ar.vnet_body(region, tags, self.settings.vnet_cidr,
                                                            subnet_cidr, ids[ar.NSG]))
         self._ensure(ar.NIC, n.nic, lambda: ar.nic_body(region, tags, subnet_id, ids[ar.PIP], head_ip))
@@ -203,7 +298,9 @@ class UpRun:
             # The set's slurm.conf slots (cloudinit.slot_count) ride on it, for replace and resize.
             rack = ci.rack_of(self.sku, s)
             slots = ci.slot_count(s, rack)
-            set_tags = {**tags, TAG_SLOTS: str(slots), **({TAG_RACK: str(rack)} if rack > 1 else {})}
+            set_tags = {**tags, TAG_SLOTS: str(slots), TAG_NEXT_ID: str(s.vms),
+                        TAG_MAX_VMS: str(self.settings.max_vms_per_scale_set),
+                        **({TAG_RACK: str(rack)} if rack > 1 else {})}
             return ar.vmss_body(region, set_tags, sku_name=self.sku.name,
                                 scale_set=s, zone=zone, image=image,
                                 custom_data=node_cd, subnet_id=subnet_id, prefix=ci.computer_name_prefix(s),
@@ -218,7 +315,9 @@ class UpRun:
     def _expiry_role(self) -> str:
         """The custom role of the head's expiry agent, defined (or found) on the cluster's group."""
         self.report.check()
-        role, outcome = roles.ensure_expiry_role(self.clients, self.names.rg)
+        current: RoleDef | None | roles.Unread = self.role_def if not self.created else roles.UNREAD
+        role, outcome = roles.ensure_expiry_role(self.clients, self.names.rg, creator=self.me.principal,
+                                                 fresh=self.created, current=current)
         self.report.emit(outcome, ar.ROLE_DEF, roles.role_name(self.sub, self.names.rg),
                          f"read and delete {self.names.rg} only")
         return role
@@ -228,13 +327,13 @@ class UpRun:
         n = self.names
         principal = expiry.head_principal(head_vm, n.head)
         self.report.check()
-        outcome = roles.grant_self_delete(self.clients, n.rg, n.role or "", principal, role)
+        outcome = roles.grant_self_delete(self.clients, n.rg, n.role or "", principal, role, fresh=self.created)
         what = "the custom self-expiry role" if role else "Contributor (fallback)"
         self.report.emit(outcome, ar.ROLE, n.role or "", f"{what} on {n.rg} for {n.head}'s identity")
 
     def _ensure(self, kind: str, name: str, body: Callable[[], object]) -> ArmResource:
-        return ensure(self.clients, self.names.rg, kind, name, body,
-                      seen=self.seen.get(f"{kind}/{name}"), tokens=self.tokens, report=self.report)
+        return ensure(self.clients, self.names.rg, kind, name, body, seen=self.seen.get(f"{kind}/{name}"),
+                      tokens=self.tokens, report=self.report, cluster=self.spec.name)
 
     def _ensure_vmss(self, region: str, zones: list[str], s: ScaleSetPlan,
                      body: Callable[[str | None], object]) -> ArmResource:
@@ -296,8 +395,12 @@ class UpRun:
 
     def _cluster(self, region: str, image: dict[str, str], sec: ci.ClusterSecrets, tags: dict[str, str],
                  head_ip: str) -> Cluster:
-        pip = observe(self.clients, self.names.rg, ar.PIP, self.names.pip)
-        address = pip.public_ip if pip else None
+        address = self.pip.public_ip if self.pip else None
+        if not address and self.prefetched.pip is not None:
+            address = self.prefetched.pip.public_ip  # describe read it a moment ago
+        if not address:  # adopted from the group's listing, which carries no address
+            pip = observe(self.clients, self.names.rg, ar.PIP, self.names.pip)
+            address = pip.public_ip if pip else None
         if not address:
             raise ProvisionError(f"public IP {self.names.pip} has no address after creation")
         ci.write_known_hosts(self.cdir, address, sec.host_public_key)
@@ -305,8 +408,17 @@ class UpRun:
                       subscription_id=self.sub, arm_endpoint=self.clients.base_url, sku=self.sku.name,
                       sets=self.names.sets, head_ip=address, head_private_ip=head_ip,
                       image=ar.image_text(image), admin_user=self.settings.admin_user, spot=self._spot(),
+                      head_size=self.settings.head_size,
                       vms_per_rack=next((r for r in (ci.rack_of(self.sku, s) for s in self.names.sets) if r > 1), None))
         return to_cluster(found, ClusterState.READY)
+
+
+def _listed(item: Tagged) -> ArmResource:
+    """A resource of the group's listing as `observe` would have read it: its state (a
+    listing that carries none reads as Succeeded, as records does for an absent state), place,
+    tags and a VM's identity; what only a GET has (addresses, rules) is None."""
+    return ArmResource(state=item.state or "Succeeded", location=item.location, tags=item.tags,
+                       principal_id=item.principal_id)
 
 
 def _code(exc: CapacityError) -> str:
