@@ -52,7 +52,7 @@ def gb200(fake, clients, azbench_home):
     """2,048 GB200 VMs: 128 racks of 16 in 22 sets, 18 of 96 VMs (6 racks) and 4 of 80 (5 racks)."""
     for row in fake.usages["eastus"]:
         row["limit"] = 1_000_000  # 2,048 x 128 vCPUs, and more to grow
-    p = AzureProvider(clients, capacity_wait_s=0, owner="tester", join_timeout_s=0)
+    p = AzureProvider(clients, capacity_wait_s=0, join_timeout_s=0)
     spec = spec_for("big", "gb200", 2048)
     cluster = p.up(spec, p.plan(spec))
     sets = capacities(fake, "big")
@@ -90,7 +90,7 @@ def test_2048_plus_100_is_refused_as_a_partial_rack_and_2160_adds_a_set(fake, gb
 def test_shrink_and_grow_cycles_bring_the_same_vms_back(fake, clients, azbench_home):
     """Three cycles of 4 -> 2 -> 4 on a set with 12 slots: a grow starts the parked VMs again
     (same instance ids, same Slurm slots), so nothing is created and nothing deleted."""
-    p = AzureProvider(clients, capacity_wait_s=0, owner="tester", join_timeout_s=0)
+    p = AzureProvider(clients, capacity_wait_s=0, join_timeout_s=0)
     spec = spec_for("cyc", "h100", 4)
     cluster = p.up(spec, p.plan(spec))
     names = sorted(cluster.node_names)
@@ -112,7 +112,7 @@ def test_shrink_and_grow_cycles_bring_the_same_vms_back(fake, clients, azbench_h
 def test_resize_dry_run_prints_each_sets_change_and_writes_nothing(fake, wired, capsys):
     """`resize NAME N --dry-run`: one line per set that changes, `<set>: <now> -> <after>`, and
     `-o json` the same as {"sets": [...]}: no write, no SSH (the record's head is unreachable)."""
-    p = AzureProvider(wired, capacity_wait_s=0, owner="tester", join_timeout_s=0)
+    p = AzureProvider(wired, capacity_wait_s=0, join_timeout_s=0)
     spec = spec_for("dry", "h100", 3, max_vms_per_scale_set=2)
     with Store.open() as store:
         store.save_cluster(p.up(spec, p.plan(spec)), spec.model_dump_json())

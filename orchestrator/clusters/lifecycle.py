@@ -465,7 +465,8 @@ def cluster_status(cluster: Cluster, now: datetime | None = None, store: Store |
         except Exception as exc:  # RemoteError, or what paramiko raises before it is wrapped
             head = f"head unreachable: {_one_line(exc)}"
     elif cluster.state in GONE:
-        head = f"no login tried: the cluster is {'deleted' if cluster.state == ClusterState.TERMINATED else cluster.state.value}"
+        head = "no login tried: the cluster is " + {ClusterState.TERMINATED: "deleted", ClusterState.DELETING: "being deleted",
+                                                    ClusterState.DELETE_FAILED: "partly deleted (delete failed)"}[cluster.state]
     created = cloud.created if cloud is not None and cloud.created else cluster.created_at
     deadline = cloud.expires if cloud is not None and cloud.expires else expires_at(cluster)
     rate, cost = _cost_now(cluster, cloud, created, now)
