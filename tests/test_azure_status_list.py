@@ -88,8 +88,8 @@ def test_commands_on_a_deleted_cluster_say_so_in_one_line_with_no_login(three, c
         for args in (("ssh", "gone", "--", "true"), ("health", "gone"), ("run", "smoke", "--cluster", "gone"),
                      ("logs", "r1")):
             code, out, err = run_cli(capsys, *args)
-            assert code == 7, (args, err)
-            assert err.count("\n") == 1 and "cluster 'gone' is terminated" in err, (args, err)
+            assert code == 2, (args, err)
+            assert err.count("\n") == 1 and "cluster 'gone' is down (terminated)" in err, (args, err)
         assert hits == []  # no SSH attempt
 
 

@@ -538,8 +538,9 @@ GONE = (ClusterState.TERMINATED, ClusterState.DELETING, ClusterState.DELETE_FAIL
 
 def reachable(name: str | None, store: Store) -> Cluster:
     """The named cluster (or the only live one) for a command that logs in to it (`ssh`, `run`,
-    `health`, `logs`, `prepare`). One that is deleted or being deleted is NotAvailableError, in
-    one line with its state, before any login: as its record says, or, for a backend whose cloud
+    `health`, `logs`, `prepare`). One that is deleted (NotFoundError, exit 2, as require_cluster
+    says it) or being deleted (NotAvailableError) is refused in one line with its state, before
+    any login: as its record says, or, for a backend whose cloud
     can be asked without a login, as the cloud says now (one listing; the record follows). A
     cloud that cannot be asked leaves the record as it is."""
     from orchestrator.errors import NotAvailableError
@@ -554,13 +555,13 @@ def reachable(name: str | None, store: Store) -> Cluster:
         except Exception:  # the cloud cannot be asked now: the login will say what it finds
             view = None
         cluster, _ = _reconcile(cluster, view, store)
+    if cluster.state == ClusterState.TERMINATED:  # as require_cluster says it, with the state
+        raise NotFoundError(f"cluster '{cluster.name}' is down (terminated): nothing of it is left to log in to",
+                            hint="bring it up with `azbench up`")
     if cluster.state in GONE:
-        why = {ClusterState.TERMINATED: "it is deleted, there is nothing to log in to",
-               ClusterState.DELETING: "its delete is under way",
-               ClusterState.DELETE_FAILED: "a `down` of it stopped part way"}[cluster.state]
-        hint = (f"`azbench up` brings it back" if cluster.state == ClusterState.TERMINATED else
-                f"rerun `azbench down {cluster.name}` to finish the delete")
-        raise NotAvailableError(f"cluster '{cluster.name}' is {cluster.state.value}: {why}", hint=hint)
+        why = "its delete is under way" if cluster.state == ClusterState.DELETING else "a `down` of it stopped part way"
+        raise NotAvailableError(f"cluster '{cluster.name}' is {cluster.state.value}: {why}",
+                                hint=f"rerun `azbench down {cluster.name}` to finish the delete")
     return cluster
 
 
