@@ -38,7 +38,7 @@ from orchestrator.paths import templates_dir, write_atomic
 from orchestrator.report import figures as figs
 from orchestrator.report.build import GroupReport, Report, RunLine, group_label, group_results
 from orchestrator.report.figures import Figure, Palette
-from orchestrator.report.history import History, HistorySeries
+from orchestrator.report.history import MIN_CHART_POINTS, History, HistorySeries
 from orchestrator.results.published import catalog_gpu
 from orchestrator.store.schema import AttemptRow, ResultRow, RunRow
 from orchestrator.templating import render
@@ -210,17 +210,18 @@ class _Site:
         h = self.history
         charts: dict[str, Figure | None] = {}
         ordered = sorted(h.series if h else [], key=lambda s: (s.baseline is None, -len(s.points)))
-        drawn = [s for s in ordered if len(s.points) > 1]  # one point is a table row, not a chart
+        drawn = [s for s in ordered if s.charted]  # two points are no trend: table rows
         for i, s in enumerate(drawn):  # series with a band and the longest histories first
             charts[f"h{i}"] = figs.history(s)
         series = [{"id": f"h{i}", "s": s} for i, s in enumerate(drawn)]
-        single = [s for s in ordered if len(s.points) == 1]
+        single = [s for s in ordered if not s.charted]
         tables = [t for t in (self._history_table("history-points", drawn, "Every point"),
                               self._history_table("history-single", single,
-                                                  f"Series with one point ({len(single)}): "
-                                                  "listed, not charted")) if t.rows]
+                                                  f"Series with fewer than {MIN_CHART_POINTS} points "
+                                                  f"({len(single)}): listed, not charted")) if t.rows]
         return Page("history.html", "history.html.j2", "History", ctx={
-            "history": h, "series": series, "tables": tables, "single": len(single)},
+            "history": h, "series": series, "tables": tables, "single": len(single),
+            "min_points": MIN_CHART_POINTS},
             figures=_present(charts))
 
     def compare_page(self) -> Page:
