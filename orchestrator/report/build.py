@@ -422,6 +422,17 @@ def group_label(key: GroupKey) -> str:
     return "/".join(p for p in (key[2], key[3], key[1]) if p)
 
 
+def names_system(row: ResultRow, value: str) -> bool:
+    """Whether a --system value names this result's system: its stored system name, its label
+    as the report prints it ('v5.1/NVIDIA/hsg_ngpu5120_ngc25.09_nemo'), or the label's tail the
+    terminal prints when every row shares the head ('NVIDIA/hsg_ngpu5120_ngc25.09_nemo')."""
+    if value == row.system:
+        return True
+    parts = value.strip("/").split("/")
+    label = group_label((row.benchmark, row.system or "unknown", row.round or "", row.submitter or ""))
+    return len(parts) > 1 and label.split("/")[-len(parts):] == parts
+
+
 def _filter(results: Iterable[ResultRow], runs: Sequence[RunRow] | None, *, benchmark: str | None,
             system: str | None, cluster: str | None, since: datetime | None,
             until: datetime | None = None) -> list[ResultRow]:
@@ -435,7 +446,7 @@ def _filter(results: Iterable[ResultRow], runs: Sequence[RunRow] | None, *, benc
     in_cluster = {r.id for r in runs or () if r.cluster == cluster}
     return [r for r in results
             if (benchmark is None or r.benchmark == benchmark)
-            and (system is None or r.system == system)
+            and (system is None or names_system(r, system))
             and (cluster is None or r.run_id in in_cluster)
             and (since is None or r.created_at >= since)
             and (until is None or r.created_at <= until)]

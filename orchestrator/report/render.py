@@ -8,6 +8,7 @@ inside the function that needs it, so importing this module (and the CLI) stays 
 from __future__ import annotations
 
 import html
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -37,6 +38,74 @@ def to_markdown(report: Report) -> str:
     if report.notes:
         out += ["", "## Notes", ""] + [f"- {n}" for n in report.notes]
     return "\n".join(out) + "\n"
+
+
+# A GitHub comment holds at most 65,536 characters; each part stays under it.
+PART_LIMIT = 65_536
+
+
+def markdown_parts(report: Report, limit: int = PART_LIMIT) -> list[tuple[str, str]]:
+    """The Markdown report as (file name, text) parts, each under `limit` characters: index.md
+    (the heading, the best per benchmark, a link per benchmark's part with its systems, every
+    section without a benchmark column, the notes) and one part per benchmark (each section's
+    rows of that benchmark), split into NAME-2.md, NAME-3.md... where one would not fit."""
+    secs = sections(report)
+    benchmarks = list(dict.fromkeys(g.benchmark for g in report.groups))
+    files = {b: _part_name(b) for b in benchmarks}
+    parts: list[tuple[str, str]] = []
+    for bench in benchmarks:
+        chosen = [(t, h, [r for r in rows if r[0] == bench]) for t, h, rows in secs if h[:1] == ["benchmark"]]
+        head = [f"# azbench report: {bench}", "",
+                f"Generated {report.generated_at:%Y-%m-%d %H:%M:%S} UTC; part of [the report](index.md)."]
+        parts += _packed(files[bench], head, [c for c in chosen if c[2]], limit)
+    systems = {b: len({g.label for g in report.groups if g.benchmark == b}) for b in benchmarks}
+    index = ["# azbench report", "", f"Generated {report.generated_at:%Y-%m-%d %H:%M:%S} UTC."]
+    if report.filters:
+        index.append("Filters: " + ", ".join(f"{k}={v}" for k, v in report.filters.items()) + ".")
+    index += ["", "## Benchmarks", ""]
+    for bench in benchmarks:
+        names = [n for n, _ in parts if n == files[bench] or n.startswith(files[bench][:-3] + "-")]
+        more = f" (in {len(names)} parts: " + ", ".join(f"[{n}]({n})" for n in names[1:]) + ")" if len(names) > 1 else ""
+        index.append(f"- [{bench}]({files[bench]}): {systems[bench]} system{'s' if systems[bench] != 1 else ''}{more}")
+    best = _best_section(report)
+    rest = [best] * bool(best[2]) + [sec for sec in secs if sec[1][:1] != ["benchmark"]]
+    tail = [f"- {n}" for n in report.notes]
+    packed = _packed("index.md", index, rest, limit, tail=["", "## Notes", "", *tail] if tail else [])
+    return [*packed, *parts]
+
+
+def _part_name(bench: str) -> str:
+    """A file name for a benchmark's part: its name with anything but [A-Za-z0-9_.-] as '_'."""
+    name = re.sub(r"[^A-Za-z0-9_.-]", "_", bench) or "benchmark"
+    return f"{name}.md" if name != "index" else "index-benchmark.md"
+
+
+def _packed(name: str, head: list[str], secs: Sequence[_Section], limit: int,
+            tail: Sequence[str] = ()) -> list[tuple[str, str]]:
+    """`head`, then each section (its title and header repeated in each file it continues in),
+    then `tail`, packed into files of under `limit` characters: NAME.md, NAME-2.md, ..."""
+    files: list[list[str]] = [list(head)]
+
+    def size(lines: Sequence[str]) -> int:
+        return sum(len(line) + 1 for line in lines)
+
+    for title, header, rows in secs:
+        top = ["", f"## {title}", "", _md_row(header), _md_row(["---"] * len(header))]
+        cont = ["", f"## {title} (continued)", "", top[3], top[4]]
+        if size(files[-1]) + size(top) + (size([_md_row(rows[0])]) if rows else 0) >= limit:
+            files.append([f"# {head[0].lstrip('# ')} (continued)"])
+        files[-1] += top
+        for row in rows:
+            line = _md_row(row)
+            if size(files[-1]) + len(line) + 1 >= limit:
+                files.append([f"# {head[0].lstrip('# ')} (continued)", *cont])
+            files[-1].append(line)
+    for line in tail:
+        if size(files[-1]) + len(line) + 1 >= limit:
+            files.append([f"# {head[0].lstrip('# ')} (continued)"])
+        files[-1].append(line)
+    stem = name[:-3]
+    return [(name if i == 0 else f"{stem}-{i + 1}.md", "\n".join(lines) + "\n") for i, lines in enumerate(files)]
 
 
 def write_html(report: Report, results: Sequence[ResultRow], out_dir: Path) -> list[Path]:
