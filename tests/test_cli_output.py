@@ -369,3 +369,50 @@ def test_system_takes_the_name_the_report_prints(tmp_path: Path) -> None:
     assert report.code == 0 and report.out == "v5.1\thsg_ngpu5120_ngc25.09_nemo\n", report.err
     wrong = az(home, "report", "--system", "v5.1/NVIDIA/hsg_ngpu5121_ngc25.09_nemo")
     assert wrong.code == 2 and "did you mean v5.1/NVIDIA/hsg_ngpu5120_ngc25.09_nemo" in one_line_error(wrong)
+
+
+# A whole number of 4 digits or more written without thousands separators ("8192"): not part of
+# a name (ngpu5120), a date (2026-11-01), a decimal or a path.
+BARE = re.compile(r"(?<![\w.,/:+#-])\d{4,}(?![\w,:/#]|\.\d|-\d)")
+QUOTED = ("al. ", "MODEL_TFLOP_PER_SAMPLE ", "Generated ")  # a year cited, a config's literal
+
+
+def _bare_numbers(text: str) -> list[str]:
+    return [text[max(0, m.start() - 40):m.end() + 10] for m in BARE.finditer(text)
+            if not text[:m.start()].endswith(QUOTED)]
+
+
+def test_one_number_format_in_every_view(tmp_path: Path) -> None:
+    """Counts and amounts of 1,000 or more carry thousands separators in the terminal report,
+    its Markdown, the site's tables, `results list`, `plan`, `baseline show` and `compare`
+    (formats.py is the one home): no "10,752" beside "8192"."""
+    from orchestrator.results.importer import import_path
+    from tests.conftest import SHARED
+    from testsupport.mlperf_tree import write_tree
+    home = tmp_path / "home"
+    home.mkdir()
+    with Store.open(f"sqlite:///{home / 'azbench.db'}") as store:
+        import_path(store, write_tree(tmp_path / "tree"), archive_dir=tmp_path / "archive")
+        if (SHARED / "mlperf-logs").is_dir():
+            import_path(store, SHARED / "mlperf-logs", archive_dir=tmp_path / "archive")
+    wide = {"COLUMNS": "200"}
+    views = {
+        "report": az(home, "report", "--runs", "--vs-published", env=wide),
+        "markdown": az(home, "report", "--markdown"),
+        "results list": az(home, "results", "list", env=wide),
+        "plan": az(home, "plan", "llama31_405b", "--sku", "gb200", env=wide),
+        "baseline set": az(home, "baseline", "set", "b", "--benchmark", "llama31_405b", "--yes", env=wide),
+        "baseline show": az(home, "baseline", "show", "b", env=wide),
+        "compare": az(home, "compare", "b", "--benchmark", "llama31_405b", env=wide),
+    }
+    site = az(home, "report", "--html", str(tmp_path / "site"))
+    assert site.code == 0, site.err
+    cells = [html for page in (tmp_path / "site").rglob("*.html")
+             for html in re.findall(r"<td[^>]*>(.*?)</td>", page.read_text(), re.S)]
+    views["site tables"] = type(site)(0, "\n".join(cells), "")
+    found = {name: _bare_numbers(v.out) for name, v in views.items()}
+    assert all(v.code in (0, 8) for v in views.values()), {k: v.err for k, v in views.items() if v.code}
+    assert {k: v for k, v in found.items() if v} == {}
+    assert "1,024" in views["report"].out and "1,024" in views["markdown"].out  # the 128 x 8 H100 system
+    if (SHARED / "mlperf-logs").is_dir():
+        assert "10,752" in views["report"].out and "8,192" in views["report"].out

@@ -95,7 +95,7 @@ def _render(report: FleetReport) -> None:
         console.print(make_table("Health verdicts", ["node", "check", "status", "value", "threshold", "detail"],
                                  [[v.node, v.check, v.status, _fmt(v.value, v.unit), _fmt(v.threshold, v.unit),
                                    v.detail] for v in report.verdicts]))
-    median = f"{report.median_ops_per_s:.4g} ops/s" if report.median_ops_per_s else "-"
+    median = _fmt(report.median_ops_per_s, " ops/s") if report.median_ops_per_s else "-"
     sys.stdout.write(f"checked {len(report.checked)} nodes in {report.seconds:.1f} s: "
                      f"{report.group_rounds} group rounds ({report.group_tests} group tests), "
                      f"{report.probe_rounds} probe rounds, median throughput {median}\n")
@@ -116,4 +116,5 @@ def _render_replacements(healed: ReplaceReport) -> None:
 
 
 def _fmt(value: float | None, unit: str) -> str:
-    return "-" if value is None else f"{value:.4g}{unit}"
+    from orchestrator import formats
+    return "-" if value is None else f"{formats.sig(value)}{unit}"

@@ -315,8 +315,7 @@ def _print_comparison(result: Comparison) -> None:
     from orchestrator.pipelines.baselines import METRICS
     rows = [[d.label, METRICS[d.metric][0], f"{_fmt(d.baseline_mean)} (n={d.n_baseline})",
              f"{_fmt(d.current_mean)} (n={d.n_current})",
-             f"{d.change:+.1%}" if d.change is not None else "-",
-             f"{d.confidence:.0%}" if d.confidence is not None else "n<2", d.verdict]
+             _pct(d.change, signed=True), _pct(d.confidence, 0) if d.confidence is not None else "n<2", d.verdict]
             for d in result.deltas]
     make_console().print(make_table(f"Compared with baseline {result.baseline}",
                             ["scale", "metric", "baseline", "current", "change", "confidence",
@@ -373,5 +372,11 @@ def _describe(source: dict[str, Any]) -> str:
     return "; ".join(parts).replace("sweep_ids", "sweeps") or "all results"
 
 
+def _pct(value: float | None, digits: int = 1, signed: bool = False) -> str:
+    from orchestrator import formats
+    return formats.pct(value, digits, signed=signed)
+
+
 def _fmt(value: float | None) -> str:
-    return "-" if value is None else f"{value:.4g}"
+    from orchestrator import formats
+    return formats.sig(value)

@@ -9,7 +9,9 @@ from typing import TYPE_CHECKING, Any, Optional
 
 import typer
 
+from orchestrator import formats
 from orchestrator.cli.common import (
+    Col,
     JsonOpt,
     Output,
     OutputFormat,
@@ -17,6 +19,7 @@ from orchestrator.cli.common import (
     QueryOpt,
     app,
     check_filter,
+    fit_table,
     make_console,
     make_table,
     open_store,
@@ -284,7 +287,6 @@ def report(benchmark: Optional[str] = typer.Option(None, "--benchmark", help="On
 def _write_parts(rep: Report, folder: Path) -> None:
     """The Markdown report as files under `folder` (report.render.markdown_parts); one line per
     file on stdout: its path and its size in characters."""
-    from orchestrator import formats
     from orchestrator.paths import write_atomic
     from orchestrator.report.render import markdown_parts
     folder.mkdir(parents=True, exist_ok=True)
@@ -362,11 +364,21 @@ def results_list(benchmark: Optional[str] = typer.Option(None, "--benchmark", he
             _check_filters(store, benchmark=benchmark, system=system)
     if not out.rich:
         return out.emit([r.model_dump(mode="json", exclude={"summary_json"}) for r in rows])
-    make_console().print(make_table("Results", ["id", "benchmark", "system", "status", "minutes", "nodes", "GPUs",
-                                        "resumed", "source", "run"],
-                            [[r.id, r.benchmark, r.system, r.status,
-                              f"{r.minutes:.3f}" if r.minutes is not None else "-", r.nodes, r.gpus,
-                              "yes" if r.resumed else "", r.source, r.run_id] for r in rows]))
+    # No cell cut: at a narrow width the columns read last are left out, and named.
+    columns = [Col("id", 0, wrap=False), Col("benchmark", 0, wrap=False), Col("system", 0, wrap=False),
+               Col("status", 1, wrap=False), Col("minutes", 0, wrap=False), Col("nodes", 2, wrap=False),
+               Col("GPUs", 1, wrap=False), Col("resumed", 3, wrap=False), Col("source", 2, wrap=False),
+               Col("run", 3, wrap=False)]
+    width = _report_width()
+    table, left_out = fit_table("Results", columns, [
+        [r.id, r.benchmark, r.system, r.status, formats.fixed(r.minutes, 3), formats.count(r.nodes),
+         formats.count(r.gpus), "yes" if r.resumed else "", r.source, r.run_id] for r in rows], width)
+    console = make_console()
+    console.width = width
+    console.print(table)
+    if left_out:
+        console.print(f"left out at {width} columns: {', '.join(left_out)} (-o json or --query has them)",
+                      markup=False)
 
 
 @results_app.command("show")

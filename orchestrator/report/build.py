@@ -22,6 +22,7 @@ from typing import Any
 
 from pydantic import Field
 
+from orchestrator import formats
 from orchestrator.hardware.catalog import gpu_row
 from orchestrator.errors import ConfigError
 from orchestrator.models import Frozen, ModelFacts, utcnow
@@ -83,11 +84,10 @@ def attempt_history(runs: Sequence[RunRow] | None, attempts: Sequence[AttemptRow
 def history_section(lines: Sequence[AttemptLine]) -> tuple[str, list[str], list[list[str]]]:
     header = ["run", "nodes", "attempt", "state", "failure", "excluded", "resumed from step",
               "lost steps", "lost s", "result"]
-    rows = [[line.run_id, str(line.nodes), str(line.attempt), line.state, line.failure_class or "-",
-             ",".join(line.excluded_nodes) or "-",
-             "-" if line.resumed_from_step is None else str(line.resumed_from_step),
-             "-" if line.lost_steps is None else str(line.lost_steps),
-             "-" if line.lost_seconds is None else f"{line.lost_seconds:.1f}",
+    rows = [[line.run_id, formats.count(line.nodes), formats.count(line.attempt), line.state,
+             line.failure_class or "-", ",".join(line.excluded_nodes) or "-",
+             formats.count(line.resumed_from_step), formats.count(line.lost_steps),
+             formats.fixed(line.lost_seconds, 1),
              "resumed (unofficial)" if line.result_resumed else ""] for line in lines]
     return "Attempt history (runs that failed at least once)", header, rows
 
@@ -567,9 +567,10 @@ def model_flops_utilisation(facts: ModelFacts | None, bench: str, sku: str | Non
     peak = row.peak_tflops(precision)
     per_gpu = flops * tokens / stats.median / gpus / 1e12
     bf16 = metrics.mfu(flops, tokens, stats.median, gpus, row.peak_tflops_bf16 or 0.0)
-    notes = [f"{facts.formula}; {tokens:,} tokens/step (GBS {gbs} x seq {seq}); median "
-             f"step {stats.median:.4f} s ({source or 'step times'}); precision {precision} from {where}; "
-             f"dense peaks of {row.gpu_model}: {precision} {peak}, bf16 {row.peak_tflops_bf16} TFLOP/s "
+    notes = [f"{facts.formula}; {formats.count(tokens)} tokens/step (GBS {formats.count(gbs)} x seq "
+             f"{formats.count(seq)}); median step {stats.median:.4f} s ({source or 'step times'}); precision "
+             f"{precision} from {where}; dense peaks of {row.gpu_model}: {precision} {formats.sig(peak, 5)}, "
+             f"bf16 {formats.sig(row.peak_tflops_bf16, 5)} TFLOP/s "
              f"({row.peak_source or 'catalog'})"]
     if bf16 > 1.0:
         notes.append(f"MFU vs dense BF16 is {bf16:.1%}, above 100%: the run computes in {precision}, "
@@ -578,7 +579,7 @@ def model_flops_utilisation(facts: ModelFacts | None, bench: str, sku: str | Non
         ref = facts.reference_tflop_per_sample * 1e12 / seq
         gap = flops / ref - 1
         notes.append(f"NVIDIA's MODEL_TFLOP_PER_SAMPLE {facts.reference_tflop_per_sample:g} "
-                     f"({facts.reference_source}) gives {ref * tokens / stats.median / gpus / 1e12:.0f} "
+                     f"({facts.reference_source}) gives {formats.count(ref * tokens / stats.median / gpus / 1e12)} "
                      f"TFLOP/s per GPU; azbench's F is {gap:+.1%} from it"
                      + (f": {facts.reference_note}" if abs(gap) > 0.01 and facts.reference_note else ""))
     return {

@@ -122,7 +122,8 @@ def time_to_train(bench: str, groups: Sequence[GroupReport], palette: Palette) -
         style = _system_style(g.label)
         traces.append({"type": "scatter", "mode": "markers", "name": g.label, **style,
                        "x": [x] * len(runs), "y": [m for _, m in runs],
-                       "text": [f"{g.label}<br>{g.workers} GPUs, run {i}: {m:.3f} min" for i, m in runs],
+                       "text": [f"{g.label}<br>{formats.count(g.workers)} GPUs, run {i}: {formats.fixed(m, 3)} min"
+                                for i, m in runs],
                        "hoverinfo": "text",
                        "marker": {"size": 7, "opacity": 0.65, "color": palette.colour(g.label),
                                   "symbol": palette.symbol(g.label)}})
@@ -325,7 +326,7 @@ def _outside(curve: CurveData, inside: Sequence[int]) -> list[int | None]:
 def sku_speedup(pairs: Sequence[SkuSpeedup]) -> Figure | None:
     if not pairs:
         return None
-    names = cut_apart([f"{s.benchmark} {s.workers} GPUs: {_gpu(s.sku_b)} vs {_gpu(s.sku_a)}"
+    names = cut_apart([f"{s.benchmark} {formats.count(s.workers)} GPUs: {_gpu(s.sku_b)} vs {_gpu(s.sku_a)}"
                        for s in pairs], BAR_LABEL_CHARS)
     traces = [_hbar("speedup", names, [s.speedup for s in pairs], KELLY[0]),
               _hbar("per dollar", names, [s.speedup_per_dollar for s in pairs], KELLY[2])]

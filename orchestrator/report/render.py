@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from orchestrator import formats
 from orchestrator.paths import write_atomic
 from orchestrator.report.build import GroupReport, Report, history_section
 from orchestrator.report.preemption import preemption_section
@@ -139,21 +140,21 @@ def sections(report: Report) -> list[_Section]:
     out.append(("Strong scaling (time-to-train)",
                 ["benchmark", "small -> large", "GPUs", "GBS", "speedup", "E_strong",
                  "E_strong x scaling", "throughput/GPU eff."],
-                [[s.benchmark, f"{s.small} -> {s.large}", f"{s.workers_small} -> {s.workers_large}",
+                [[s.benchmark, f"{s.small} -> {s.large}", f"{_i(s.workers_small)} -> {_i(s.workers_large)}",
                   f"{_i(s.gbs_small)} -> {_i(s.gbs_large)}", _f(s.speedup, 4), _pct(s.efficiency),
                   _pct(s.efficiency_scaled), _pct(s.throughput_efficiency)]
                  for s in report.strong_scaling]))
     out.append(("Weak scaling (step time, fixed work per worker)",
                 ["benchmark", "base -> system", "nodes", "step base (s)", "step (s)",
                  "E_weak = t_base/t", "step change", "min/max (Azure-style)"],
-                [[w.benchmark, f"{w.base} -> {w.system}", f"{w.nodes_base} -> {w.nodes}",
+                [[w.benchmark, f"{w.base} -> {w.system}", f"{_i(w.nodes_base)} -> {_i(w.nodes)}",
                   _f(w.step_base_s, 4), _f(w.step_s, 4), _pct(w.efficiency),
                   _signed_pct(w.step_change), _pct(w.min_max)]
                  for w in report.weak_scaling]))
     out.append(("Speedup between SKUs (same GPU count)",
                 ["benchmark", "GPUs", "a -> b", "minutes a", "minutes b", "speedup",
                  "per GPU", "per dollar"],
-                [[s.benchmark, str(s.workers), f"{s.sku_a} -> {s.sku_b}", _f(s.minutes_a, 3),
+                [[s.benchmark, _i(s.workers), f"{s.sku_a} -> {s.sku_b}", _f(s.minutes_a, 3),
                   _f(s.minutes_b, 3), _f(s.speedup, 3), _f(s.speedup_per_gpu, 3),
                   _f(s.speedup_per_dollar, 3)] for s in report.speedups]))
     out.append(history_section(report.attempt_history))
@@ -170,7 +171,7 @@ def _best_section(report: Report) -> _Section:
               "official scores"]
     rows = [[b.benchmark, b.gpu_type, _f(b.score_minutes, 4), b.system, _i(b.gpus),
              _f(b.cost_per_result_usd, 2),
-             f"{_pct(b.mfu)} ({b.mfu_precision})" if b.mfu is not None else "-", str(b.scores)]
+             f"{_pct(b.mfu)} ({b.mfu_precision})" if b.mfu is not None else "-", _i(b.scores)]
             for b in report.best]
     return "Best per benchmark (fastest official MLPerf score per GPU type)", header, rows
 
@@ -180,10 +181,10 @@ def _results_section(groups: Sequence[GroupReport]) -> _Section:
               "MLPerf score (min)", "raw mean (min)", "scaling", "kind", "published as (min)",
               "nearest published", "vs nearest", "note"]
     rows = [[g.benchmark, g.label, g.gpu_type or "-", _i(g.nodes), _i(g.gpus),
-             f"{g.runs} ({_i(g.required_runs)})", str(g.converged), _f(g.score_minutes, 4),
+             f"{_i(g.runs)} ({_i(g.required_runs)})", _i(g.converged), _f(g.score_minutes, 4),
              _f(g.score_raw_minutes, 4), _f(g.scaling_factor, 4), g.kind,
              _f(g.published_score_minutes, 4),
-             f"{g.published.config}: {g.published.score_minutes:,.4f}" if g.published else "-",
+             f"{g.published.config}: {_f(g.published.score_minutes, 4)}" if g.published else "-",
              _signed_pct(g.published.delta) if g.published else "-", g.score_note]
             for g in groups]
     return "Results per system (MLPerf score = raw olympic mean x scaling)", header, rows
@@ -208,8 +209,8 @@ def _steps_section(groups: Sequence[GroupReport]) -> _Section:
     header = ["benchmark", "system", "nodes", "steps", "median (s)", "mean (s)", "p99 (s)",
               "CV", "slow steps", "throughput/min", "per GPU/min", "model TF/s/GPU", "MFU",
               "MFU bf16", "step source"]
-    rows = [[g.benchmark, g.label, _i(g.nodes), str(s.count), _f(s.median, 4), _f(s.mean, 4),
-             _f(s.p99, 4), _pct(s.cv), str(s.slow_steps), _f(g.throughput_per_minute, 1),
+    rows = [[g.benchmark, g.label, _i(g.nodes), _i(s.count), _f(s.median, 4), _f(s.mean, 4),
+             _f(s.p99, 4), _pct(s.cv), _i(s.slow_steps), _f(g.throughput_per_minute, 1),
              _f(g.throughput_per_worker_minute, 3), _f(g.model_tflops_per_gpu, 1), _mfu(g),
              _pct(g.mfu_bf16) + (f" (vs dense BF16, over 100%: the run is {g.mfu_precision})"
                                  if (g.mfu_bf16 or 0) > 1 else ""),
@@ -240,11 +241,11 @@ def _cost_section(groups: Sequence[GroupReport]) -> _Section:
 
 
 def _f(v: float | None, digits: int) -> str:
-    return "-" if v is None else f"{v:,.{digits}f}"
+    return formats.fixed(v, digits)
 
 
 def _i(v: int | None) -> str:
-    return "-" if v is None else str(v)
+    return formats.count(v)
 
 
 def _mfu(g: GroupReport) -> str:
@@ -253,11 +254,11 @@ def _mfu(g: GroupReport) -> str:
 
 
 def _signed_pct(v: float | None) -> str:
-    return "-" if v is None else f"{v * 100:+.2f}%"
+    return formats.pct(v, 2, signed=True)
 
 
 def _pct(v: float | None) -> str:
-    return "-" if v is None else f"{v * 100:.2f}%"
+    return formats.pct(v, 2)
 
 
 def _md_row(cells: Sequence[Any]) -> str:

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from orchestrator import formats
 from orchestrator.errors import ConfigError
 from orchestrator.forecast.curve import CurveData, benchmark_curves
 from orchestrator.forecast.points import check_benchmark, series_points
@@ -322,11 +323,11 @@ class _Site:
 
     def _scaling_table(self) -> Table:
         rows = [[Cell(s.benchmark), Cell(f"{s.small} → {s.large}"),
-                 Cell(f"{s.workers_small} → {s.workers_large}", s.workers_large),
+                 Cell(f"{formats.count(s.workers_small)} → {formats.count(s.workers_large)}", s.workers_large),
                  _num_cell(s.speedup, 3), _pct_cell(s.efficiency), _pct_cell(s.efficiency_scaled),
                  _pct_cell(s.throughput_efficiency)] for s in self.report.strong_scaling]
         rows += [[Cell(w.benchmark), Cell(f"{w.base} → {w.system} (weak)"),
-                  Cell(f"{w.nodes_base} → {w.nodes} nodes", w.nodes), _num_cell(None, 0),
+                  Cell(f"{formats.count(w.nodes_base)} → {formats.plural(w.nodes, 'node')}", w.nodes), _num_cell(None, 0),
                   _pct_cell(w.efficiency), _num_cell(None, 0), _num_cell(None, 0)]
                  for w in self.report.weak_scaling]
         return Table("scaling", ["benchmark", "from → to", "GPUs", "speedup (raw)",
@@ -375,7 +376,7 @@ class _Site:
                            "confidence", "verdict"], [
             [Cell(s.label), Cell(s.metric_label),
              Cell(f"{p.when:%Y-%m-%d %H:%M}", p.when.timestamp()), Cell(p.occasion),
-             Cell(f"{p.value:.4g}", p.value), _pct_cell(p.change, signed=True),
+             Cell(formats.sig(p.value), p.value), _pct_cell(p.change, signed=True),
              _pct_cell(p.confidence), Cell(p.verdict or "-", cls=f"v-{p.verdict or 'none'}")]
             for s in series for p in s.points], title, wide_cols=[3])
 
@@ -477,19 +478,19 @@ def _score_note(g: GroupReport) -> str:
     parts = [g.score_note] if g.score_note else []
     if g.published_score_minutes is not None:
         parts.append("published as " + ("this score" if g.is_published_score
-                                        else f"{g.published_score_minutes:,.3f} min"))
+                                        else f"{formats.fixed(g.published_score_minutes, 3)} min"))
     return "; ".join(parts)
 
 
 def _num_cell(v: float | int | None, digits: int, cls: str = "", title: str = "") -> Cell:
     return Cell("-", None, title=title) if v is None else \
-        Cell(f"{v:,.{digits}f}", float(v), cls=cls, title=title)
+        Cell(formats.fixed(v, digits), float(v), cls=cls, title=title)
 
 
 def _pct_cell(v: float | None, signed: bool = False) -> Cell:
     if v is None:
         return Cell("-", None)
-    return Cell(f"{v * 100:+.1f}%" if signed else f"{v * 100:.1f}%", v)
+    return Cell(formats.pct(v, signed=signed), v)
 
 
 def _delta_cell(delta: float | None, config: str) -> Cell:
