@@ -105,8 +105,10 @@ def test_cost_of_imported_systems_is_the_same_gpus_on_azure(synth: Report) -> No
     nd = groups[("llama2_70b_lora", "ND_H200_v5_n16_nemo")]
     assert nd.priced_vms == 16 and nd.cost_note.startswith("list-price estimate: 16 x ND H200 v5")
     gb300 = groups[("llama2_70b_lora", "gb300-nvl72_n18_ngc25.09_nemo")]
-    # ND GB300 v6 has no published list price: cost unknown until --price gives one
+    # ND GB300 v6 has no published list price: cost unknown until --price gives one; MFU from its peaks
     assert gb300.cost_per_result_usd is None and gb300.gpu_type == "GB300"
+    assert gb300.mfu and gb300.mfu_peak_tflops == lookup("gb300").peak_tflops(gb300.mfu_precision or "")
+    assert "dense peaks of GB300 Blackwell Ultra 288GB" in gb300.mfu_note
     assert gb300.cost_note == ("cost unknown: no list price for Standard_ND128isr_GB300_v6 "
                                "(give one with --price gb300=USD)")
     # Every score on H100, H200 or GB200 has a cost
