@@ -141,7 +141,7 @@ def test_nd_gb300_v6_is_azures_published_size_with_nvidias_peaks() -> None:
     assert 360e3 / 72 / 2 == row.peak_tflops_bf16 and 1080e3 / 72 == row.peak_tflops_fp4
     # no list price published: said so, and --price gives one
     assert row.price_per_hour_usd is None and "not published" in row.price_source
-    assert "--price gb300=USD" in row.price_source
+    assert "`azbench report --price gb300=USD`" in row.price_source
     assert row.nccl is not None and (row.nccl.expected_gbps, row.nccl.warn_gbps, row.nccl.replace_gbps) == (
         937.0, 800.0, 600.0)
     assert row.network.env["NCCL_MNNVL_ENABLE"] == "1" and "graceblackwell.conf" in row.network.source
