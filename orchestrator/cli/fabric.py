@@ -18,6 +18,7 @@ from orchestrator.errors import EXIT_CODES, EXIT_FABRIC
 if TYPE_CHECKING:
     from orchestrator.results.fabric import Check, RunReport
     from orchestrator.results.fabric_inspect import FileReport, TransportReport
+    from orchestrator.runs.fabric import FabricOutcome
 
 _FAILS = f"Exits {EXIT_FABRIC} ({EXIT_CODES[EXIT_FABRIC]})."
 fabric_app = typer.Typer(help="What the network did: run collectives as a benchmark, read what others ran. "
@@ -47,6 +48,74 @@ def fabric_inspect(files: list[Path] = typer.Argument(..., help="nccl-tests outp
             _print_file(report)
     if any(r.verdict == "fail" for r in reports):
         raise typer.Exit(EXIT_FABRIC)
+
+
+@fabric_app.command("test", help=(
+    "Run collectives (all_reduce, all_gather, reduce_scatter, alltoall, sendrecv) as Slurm jobs, one "
+    "job per node count, at message sizes up to the SKU's baseline size: nccl-tests from the image on "
+    "GPU sizes (NCCL_DEBUG=INFO kept for the transport check), torch.distributed (gloo) with two ranks "
+    "per node on CPU ones (labelled CPU, no baseline). Each collective's run is stored as a fabric "
+    "result (`azbench report` lists and draws them) and judged: NET/Socket channels and wrong values "
+    "fail, busbw below the SKU's warn level warns. " + _FAILS))
+def fabric_test(cluster: Optional[str] = typer.Option(None, "--cluster", help="Cluster name (default: the only one up)."),
+                nodes: Optional[str] = typer.Option(None, "--nodes", help="Node counts, comma-separated: 1,2,4."),
+                collectives: str = typer.Option("all_reduce,all_gather,reduce_scatter,alltoall,sendrecv",
+                                                "--collectives", help="Which collectives, comma-separated."),
+                racks: bool = typer.Option(False, "--racks", help="Also one test inside each NVLink rack "
+                                           "(leaf switch), then one across racks with one node of each."),
+                poll: float = typer.Option(1.0, "--poll", min=0.05, help="Seconds between scheduler polls."),
+                as_json: bool = JsonOpt, fmt: Optional[OutputFormat] = OutputOpt,
+                query: Optional[str] = QueryOpt) -> None:
+    from orchestrator.clusters import lifecycle
+    from orchestrator.runs.fabric import fabric_test as run
+    from orchestrator.specs.run import parse_node_list
+    from orchestrator.cli.common import check_number
+    check_number("--poll", poll, 0.05, 3600)
+    out = output(as_json, fmt, query)
+    counts = parse_node_list(nodes) if nodes else []
+    names = [c.strip() for c in collectives.split(",") if c.strip()]
+    with open_store() as store:
+        found = lifecycle.require_cluster(cluster, store)
+        with lifecycle.connect(found) as access:
+            outcome = run(found, access, store, node_counts=counts, collectives=names, racks=racks,
+                          poll_interval=poll)
+    if not out.rich:
+        out.emit(_outcome_json(outcome))
+    else:
+        _print_outcome(outcome)
+    if outcome.verdict == "fail":
+        raise typer.Exit(EXIT_FABRIC)
+
+
+def _outcome_json(outcome: FabricOutcome) -> dict[str, object]:
+    return {"cluster": outcome.cluster, "sku": outcome.sku, "device": outcome.device,
+            "collectives": outcome.collectives, "verdict": outcome.verdict,
+            "jobs": [{"scope": j.scope, "nodes": j.nodes, "nodelist": j.nodelist, "job_id": j.job_id,
+                      "state": j.state, "stored": j.stored, "runs": j.runs, "errors": j.errors,
+                      "checks": j.checks, "verdict": j.verdict} for j in outcome.jobs]}
+
+
+def _print_outcome(outcome: FabricOutcome) -> None:
+    w = sys.stdout.write
+    rows = [[j.scope, j.job_id or "-", r["collective"], r["ranks"], r["hosts"], r["gpus_per_host"] or "-",
+             _num(r["peak_busbw"]), r["peak_size"] or "-", _num(r["busbw_at_largest"]), r["largest_size"] or "-",
+             r["wrong"] if r["wrong"] is not None else "not checked", r["verdict"]]
+            for j in outcome.jobs for r in j.runs]
+    make_console().print(make_table(f"Fabric test on {outcome.cluster} ({outcome.sku}, {outcome.device})",
+                                    ["scope", "job", "collective", "ranks", "hosts", "GPUs/host", "peak busbw GB/s",
+                                     "at", "busbw at largest GB/s", "largest", "wrong", "verdict"], rows))
+    stored = sum(len(j.stored) for j in outcome.jobs)
+    w(f"stored {stored} fabric result(s); `azbench report` lists them under fabric\n")
+    for job in outcome.jobs:
+        for error in job.errors:
+            w(f"  [fail] {job.scope}: {error}\n")
+        for check in _unique(job.checks):
+            w(f"  [{check.status}] {job.scope}: {check.check}: {check.evidence}\n")
+    w(f"verdict: {outcome.verdict}\n")
+
+
+def _num(value: object) -> str:
+    return f"{value:g}" if isinstance(value, (int, float)) else "-"
 
 
 def _print_file(report: FileReport) -> None:
@@ -97,4 +166,4 @@ def _size(n: int | float | None) -> str:
     return human_size(int(n)) if n is not None else "-"
 
 
-__all__ = ["fabric_app", "fabric_inspect"]
+__all__ = ["fabric_app", "fabric_inspect", "fabric_test"]

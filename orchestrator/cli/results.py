@@ -352,17 +352,27 @@ def results_show(result_id: int = typer.Argument(..., help="Result id (see azben
 
 
 @results_app.command("import")
-def results_import(path: Path = typer.Argument(..., help="Submission tree, results folder, run dir or log file."),
+def results_import(path: Path = typer.Argument(..., help="Submission tree, results folder, run dir, log file, or an nccl-tests output."),
                    compliance: bool = typer.Option(True, "--compliance/--no-compliance",
                                                    help="Run mlperf_logging's compliance checker with "
                                                    "each log's round's ruleset (default); a log that "
                                                    "fails is scored as not converged, as the result "
                                                    "summarizer does."),
                    as_json: bool = JsonOpt) -> None:
-    """Import MLPerf result logs (idempotent: the same file twice is one result). Each log is
+    """Import MLPerf result logs, or an nccl-tests output as a fabric result (idempotent: the same
+    file twice is one result). Each MLPerf log is
     checked for compliance unless --no-compliance: a failing run is excluded as MLPerf's result
     summarizer excludes it, so a score the summarizer would not give is not reported official."""
+    from orchestrator.results.fabric_store import import_nccl_tests, is_nccl_tests_file
     from orchestrator.results.importer import import_path
+    if is_nccl_tests_file(path):  # a collective's output: a fabric result (`azbench fabric`)
+        with open_store() as store:
+            fabric = import_nccl_tests(store, path)
+        if as_json:
+            return emit_json(fabric)
+        sys.stdout.write(f"imported {fabric.imported} nccl-tests run(s) ({', '.join(fabric.collectives)}), "
+                         f"{fabric.duplicates} already stored, from {path}: see `azbench report` (fabric)\n")
+        return
     with open_store() as store:
         summary = import_path(store, path, check_compliance=compliance)
     if as_json:

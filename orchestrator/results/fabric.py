@@ -57,7 +57,11 @@ class Expected(Frozen):
 
 def worst(checks: Iterable[Check]) -> Status:
     """The verdict of several checks: fail > warn > ok > not checked."""
-    found = [c.status for c in checks]
+    return worst_of(c.status for c in checks)
+
+
+def worst_of(statuses: Iterable[Status]) -> Status:
+    found = list(statuses)
     return max(found, key=lambda s: _RANK[s]) if found else "not checked"
 
 
@@ -112,8 +116,11 @@ def wrong_check(run: NcclRun) -> Check:
     return Check(check="wrong values", status="ok", evidence=f"0 wrong elements over {len(run.sizes)} size(s)")
 
 
-def transport_check(log: NcclTransport | None) -> Check:
+def transport_check(log: NcclTransport | None, *, device: str = "GPU") -> Check:
     """NET/Socket channels fail; every inter-node channel over IB (or a plugin) passes."""
+    if device == "CPU":
+        return Check(check="transport", status="not checked",
+                     evidence="CPU collectives (gloo): no NCCL transport to read")
     if log is None or not log.info_lines:
         return Check(check="transport", status="not checked", evidence="no NCCL_DEBUG=INFO lines")
     if not log.channels:
@@ -133,7 +140,7 @@ def transport_check(log: NcclTransport | None) -> Check:
 
 def run_checks(run: NcclRun, log: NcclTransport | None, expected: Expected | None, *,
                device: str = "GPU") -> list[Check]:
-    return [transport_check(log), wrong_check(run), busbw_check(run, expected, device=device)]
+    return [transport_check(log, device=device), wrong_check(run), busbw_check(run, expected, device=device)]
 
 
 def sku_of(run_gpus: Sequence[str], sku: str | None) -> tuple[GpuSku | None, str]:
