@@ -153,7 +153,7 @@ def main() -> int:
             busbw = algbw * bus_factor(name, n)
             busbws.append(busbw)
             total_wrong += bad
-            measured = f"{seconds * 1e6:7.2f}  {algbw:6.3f}  {busbw:6.3f}  {bad:6d}"
+            measured = f"{seconds * 1e6:7.2f}  {algbw:6.4g}  {busbw:6.4g}  {bad:6d}"
             missing = f"{'N/A':>7s}  {'N/A':>6s}  {'N/A':>6s}  {'N/A':>6s}"
             redop = "sum" if name in ("all_reduce", "reduce_scatter") else "none"
             cols = (missing, measured) if name in IN_PLACE else (measured, missing)

@@ -29,6 +29,8 @@ from orchestrator.paths import DEFAULT_DATA_ROOT
 if TYPE_CHECKING:  # the CLI imports runs/ lazily: --help stays fast
     from datetime import datetime
 
+    from orchestrator.report.build import Report
+
     from orchestrator.runs.prepare import PrepareResult
     from orchestrator.store.database import Store
 
@@ -230,7 +232,9 @@ def report(benchmark: Optional[str] = typer.Option(None, "--benchmark", help="On
     with open_store() as store:
         results = store.list_results(benchmark=benchmark, system=system, cluster=cluster, since=when,
                                      until=end)
-        stored = bool(results) or _check_filters(store, benchmark=benchmark, system=system, cluster=cluster)
+        fabric = store.list_fabric_results(cluster=cluster, since=when, until=end)
+        stored = bool(results) or bool(fabric) or _check_filters(store, benchmark=benchmark, system=system,
+                                                                 cluster=cluster)
         runs = store.list_runs(cluster=cluster) if cluster else store.list_runs()
         attempts = [a for r in runs for a in store.list_attempts(r.id)]
         spot = {c.name: c.cluster.sku for c in store.list_clusters(include_terminated=True)
@@ -242,7 +246,7 @@ def report(benchmark: Optional[str] = typer.Option(None, "--benchmark", help="On
             history = history_from_store(store, baseline=baseline, since=when, until=end)
     rep = build_report(results, runs, attempts, benchmark=benchmark, system=system, since=when,
                        until=end, spot_clusters=spot, model_facts=model_facts(), events=events,
-                       prices=prices)
+                       prices=prices, fabric=fabric)
     if html is not None:
         from orchestrator.report.site import write_site
         try:
@@ -258,13 +262,24 @@ def report(benchmark: Optional[str] = typer.Option(None, "--benchmark", help="On
         sys.stdout.write(to_markdown(rep) + "\n")
     elif html is None:
         from orchestrator.report.terminal import render_text, summary_view
-        if not results:
+        if not results and not rep.fabric:
             sys.stdout.write("no results match these filters\n" if stored else
                              "no results yet: run a recipe (azbench run) or import logs "
                              "(azbench results import)\n")
             return
-        view = summary_view(rep, runs=show_runs, vs_published=vs_published)
-        sys.stdout.write(render_text(view, width=_report_width()))
+        if results:
+            view = summary_view(rep, runs=show_runs, vs_published=vs_published)
+            sys.stdout.write(render_text(view, width=_report_width()))
+        if rep.fabric:
+            _print_fabric(rep)
+
+
+def _print_fabric(rep: Report) -> None:
+    """The fabric section (report/fabric.py): one line per stored collective run."""
+    from orchestrator.report.fabric import fabric_section
+    title, header, rows = fabric_section(rep.fabric)
+    keep = [0, 1, 2, 3, 4, 5, 8, 9, 11]  # the full evidence is in --json, --markdown and --html
+    make_console().print(make_table(title, [header[i] for i in keep], [[r[i] for i in keep] for r in rows]))
 
 
 def _report_width() -> int:

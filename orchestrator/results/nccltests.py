@@ -6,7 +6,7 @@ minBytes ..."), one "#  Rank  N Group  G Pid P on HOST device D [BUS] NAME" line
 versions: "#   Rank  N Pid P on HOST device D [0x1b] NAME"), the table header, one row per message
 size (size, count, type, redop, root, then time, algbw, busbw and #wrong out of place and again
 in place; older versions have no root column and "error" for "#wrong"), then "# Out of bounds
-values : 0 OK" and "# Avg bus bandwidth : X". Launchers prefix lines ("0: " from `srun -l`,
+values : 0 OK" and "# Avg bus bandwidth : X". Launchers prefix lines ("0: " from a job step's --label,
 "[1,0]<stdout>:" from Open MPI's --tag-output) and NCCL_DEBUG=INFO lines interleave: both are
 read past. A file may hold several runs (one per collective); each starts at its "# nThread" line.
 

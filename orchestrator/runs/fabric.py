@@ -18,6 +18,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
+from typing import Literal
 
 from orchestrator.errors import ConfigError, LaunchError, MissingCapability
 from orchestrator.hardware.catalog import GpuSku, lookup
@@ -158,7 +159,7 @@ def fabric_test(cluster: Cluster, access: Access, store: Store, *, node_counts: 
             raise ConfigError(f"nccl-tests not found on the login node: {', '.join(f'{c}_perf' for c in missing)} "
                               f"missing in {NCCL_TESTS_DIR} (Azure's HPC images ship it there)")
     stamp = f"{cluster.name}-{utcnow():%Y%m%dT%H%M%S}"
-    device = "GPU" if row.gpus_per_vm else "CPU"
+    device: Literal["GPU", "CPU"] = "GPU" if row.gpus_per_vm else "CPU"
     outcome = FabricOutcome(cluster=cluster.name, sku=row.name, device=device, collectives=list(chosen))
     expected = expected_for(row)
     for (scope, nodes, nodelist), plan in zip(scopes, plans(cluster, row, scopes=scopes, collectives=chosen,
