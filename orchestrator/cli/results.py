@@ -56,10 +56,14 @@ def recipes_show(name: str = typer.Argument(..., help="Recipe name."),
                  nodes: int = typer.Option(1, "--nodes", help="Number of nodes (VMs)."),
                  ruleset: Optional[str] = typer.Option(None, "--ruleset", help="MLPerf ruleset, e.g. 5.1.0."),
                  image: Optional[str] = typer.Option(None, "--image", help="Override the container image."),
+                 param: list[str] = typer.Option([], "--param", "-p", help="Recipe parameter KEY=VALUE, as `run` "
+                                                 "takes it (MLPerf recipes: an environment variable)."),
                  as_json: bool = JsonOpt) -> None:
-    """The resolved config (parallelism, batch, placement) and the exact script that would run."""
+    """The resolved config (parallelism, batch, placement: which ranks share a group, from the
+    rank order, and what crosses the scale-out fabric) and the exact script that would run."""
+    from orchestrator.cli.run import _params, placement_lines
     from orchestrator.runs.launch import describe_launch
-    preview = describe_launch(name, sku, nodes, ruleset, image=image)
+    preview = describe_launch(name, sku, nodes, ruleset, image=image, params=_params(param) if param else None)
     if as_json:
         return emit_json(preview)
     r = preview.resolved
@@ -71,6 +75,8 @@ def recipes_show(name: str = typer.Argument(..., help="Recipe name."),
                      f"{f' (VP {r.vp})' if r.vp else ''}, micro batch {r.mbs}, global batch {r.gbs}, "
                      f"grad accumulation {r.grad_accum}")
     lines.append(f"config: {'derived: ' + (r.rule or '') if r.derived else 'listed'} ({r.source or 'recipe'})")
+    if r.placement is not None:
+        lines += placement_lines(r.placement).splitlines()
     if r.image:
         lines.append(f"image: {r.image}")
     if r.config:
