@@ -23,7 +23,6 @@ from typing import Literal
 from orchestrator.errors import ConfigError, LaunchError, MissingCapability
 from orchestrator.hardware.catalog import GpuSku, lookup
 from orchestrator.models import Cluster, FabricTestPlan, JobRef, JobState, utcnow
-from orchestrator.recipes.parallelism import network_profile
 from orchestrator.results.fabric import Check, Status, expected_for, human_size, run_checks, worst, worst_of
 from orchestrator.results.fabric_store import run_rows
 from orchestrator.results.nccl_log import parse_log
@@ -96,7 +95,7 @@ def plans(cluster: Cluster, row: GpuSku, *, scopes: Sequence[tuple[str, int, Seq
     gpus = row.gpus_per_vm
     lo, hi, factor = sizes_for(row)
     root = f"{(cluster.workdir or '/tmp').rstrip('/')}/azbench-fabric"
-    env = {**dict(network_profile(row).env), "NCCL_DEBUG": "INFO"} if gpus else {}
+    env = {**dict(row.network.env), "NCCL_DEBUG": "INFO"} if gpus else {}
     out = []
     for i, (_, nodes, nodelist) in enumerate(scopes):
         test_id = _SAFE.sub("-", f"{stamp}-{i}-n{nodes}")
