@@ -257,3 +257,24 @@ def test_fabric_test_on_the_local_cluster_stores_three_results_and_the_site_draw
         assert [t["x"] for t in figures["fabric-nodes-all_reduce"]["data"]] == [[1, 2, 4]]
     finally:
         assert azbench("down", "fab", home=azbench_home).code == 0
+
+
+def test_the_fabric_page_draws_every_chart_without_layout_problems(tmp_path: Path) -> None:
+    """In a real browser (Debian's chromium), as tests/test_report_site.py checks the other pages."""
+    import shutil
+    pytest.importorskip("selenium.webdriver", reason="selenium (the test extra) is absent")
+    if not shutil.which("chromium") or not shutil.which("chromedriver"):
+        pytest.skip("Debian's chromium and chromium-driver are not installed (infra/setup.sh)")
+    from orchestrator.report.site import write_site
+    from testsupport.site_layout import chromium, page_problems
+    with Store.open(f"sqlite:///{tmp_path / 'r.db'}") as store:
+        _gpu_rows(store)
+        rows = store.list_fabric_results()
+    write_site(build_report([], fabric=rows), [], tmp_path / "site")
+    driver = chromium(profile=tmp_path / "chrome")
+    try:
+        problems = page_problems(driver, tmp_path / "site" / "fabric.html")
+        drawn = driver.execute_script("return document.querySelectorAll('.chart .main-svg').length")
+    finally:
+        driver.quit()
+    assert problems == [] and drawn >= 2
