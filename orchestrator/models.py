@@ -635,6 +635,11 @@ class ContainerRun(Frozen):
     # implementation's config_mounts.sh / run.sub back them under its LOGDIR (Megatron's
     # /npy_index cache, which every rank reads from the first rank that builds it).
     scratch: list[str] = Field(default_factory=list)
+    # Container folders the implementation's run.sub creates before its timed job step (`mkdir`
+    # rows of its PATHS.txt), under a folder the job mounts writable (/results, /checkpoints, a
+    # scratch path): LoRA's /results/data_index/{train,val}, where its YAML builds the index.
+    make_dirs: list[str] = Field(default_factory=list)
+    make_dirs_source: str = ""  # the run.sub lines they come from
     # Settings the published config asks for that Azure's fabric cannot honour, set (or unset,
     # value None) after the config is sourced, each with why (FabricOverride).
     fabric: list[FabricOverride] = Field(default_factory=list)
