@@ -942,6 +942,37 @@ def test_imports_follow_each_contract_and_floors_point_down() -> None:
     assert not wrong, "\n".join(wrong)
 
 
+def folder_edges(tree: Tree) -> dict[str, set[str]]:
+    """folder -> the folders its modules import."""
+    known = set(tree)
+    edges: dict[str, set[str]] = defaultdict(set)
+    for module, mod in tree.items():
+        here = _folder(module)
+        for imp in imports(mod, known):
+            there = _folder(imp.target) if imp.target in known else None
+            if here and there and here != there:
+                edges[here].add(there)
+    return edges
+
+
+def test_the_documented_floors_and_listing_point_down() -> None:
+    """docs/architecture.md draws the folders twice, a table of floors and the listing of the
+    tree; in both, every folder an import reaches is below the importer (issue 37: report/ was
+    drawn below forecast/, which it imports)."""
+    doc = (ROOT / "docs" / "architecture.md").read_text()
+    floors = {f: int(n) for n, f in re.findall(r"^\| (\d+) \| `(\w+)/` \|", doc, re.M)}
+    assert set(floors) == set(FOLDERS), set(floors) ^ set(FOLDERS)
+    listing = re.search(r"^orchestrator/\n(.*?)^```", doc, re.S | re.M)
+    assert listing, "the listing of orchestrator/ is gone from docs/architecture.md"
+    order = [f for f in re.findall(r"^  (\w+)/ ", listing.group(1), re.M)]
+    assert set(order) == set(FOLDERS), set(order) ^ set(FOLDERS)
+    up = [f"{here} (floor {floors[here]}) imports {there} (floor {floors[there]})"
+          for here, theirs in folder_edges(real_tree()).items() for there in theirs if floors[there] >= floors[here]]
+    up += [f"{here} imports {there}, listed above it" for here, theirs in folder_edges(real_tree()).items()
+           for there in theirs if order.index(there) < order.index(here)]
+    assert not up, "\n".join(up)
+
+
 # -- the seams ---------------------------------------------------------------------------------
 
 def test_only_the_registry_imports_a_backend() -> None:
