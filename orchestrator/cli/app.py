@@ -436,6 +436,7 @@ import orchestrator.cli.health  # noqa: E402,F401  (registers health)
 import orchestrator.cli.resize  # noqa: E402,F401  (registers resize)
 import orchestrator.cli.run  # noqa: E402,F401  (registers run, logs)
 import orchestrator.cli.plan  # noqa: E402,F401  (registers plan)
+import orchestrator.cli.fabric  # noqa: E402,F401  (registers fabric)
 from orchestrator.cli.pipeline import baseline_app, pipeline_app, register_compare  # noqa: E402
 
 app.add_typer(pipeline_app, name="pipeline")

@@ -30,6 +30,8 @@ from orchestrator.paths import DEFAULT_DATA_ROOT
 if TYPE_CHECKING:  # the CLI imports runs/ lazily: --help stays fast
     from datetime import datetime
 
+    from orchestrator.report.build import Report
+
     from orchestrator.runs.prepare import PrepareResult
     from orchestrator.store.database import Store
 
@@ -55,10 +57,14 @@ def recipes_show(name: str = typer.Argument(..., help="Recipe name."),
                  nodes: int = typer.Option(1, "--nodes", help="Number of nodes (VMs)."),
                  ruleset: Optional[str] = typer.Option(None, "--ruleset", help="MLPerf ruleset, e.g. 5.1.0."),
                  image: Optional[str] = typer.Option(None, "--image", help="Override the container image."),
+                 param: list[str] = typer.Option([], "--param", "-p", help="Recipe parameter KEY=VALUE, as `run` "
+                                                 "takes it (MLPerf recipes: an environment variable)."),
                  as_json: bool = JsonOpt) -> None:
-    """The resolved config (parallelism, batch, placement) and the exact script that would run."""
+    """The resolved config (parallelism, batch, placement: which ranks share a group, from the
+    rank order, and what crosses the scale-out fabric) and the exact script that would run."""
+    from orchestrator.cli.run import _params, placement_lines
     from orchestrator.runs.launch import describe_launch
-    preview = describe_launch(name, sku, nodes, ruleset, image=image)
+    preview = describe_launch(name, sku, nodes, ruleset, image=image, params=_params(param) if param else None)
     if as_json:
         return emit_json(preview)
     r = preview.resolved
@@ -70,6 +76,8 @@ def recipes_show(name: str = typer.Argument(..., help="Recipe name."),
                      f"{f' (VP {r.vp})' if r.vp else ''}, micro batch {r.mbs}, global batch {r.gbs}, "
                      f"grad accumulation {r.grad_accum}")
     lines.append(f"config: {'derived: ' + (r.rule or '') if r.derived else 'listed'} ({r.source or 'recipe'})")
+    if r.placement is not None:
+        lines += placement_lines(r.placement).splitlines()
     if r.image:
         lines.append(f"image: {r.image}")
     if r.config:
@@ -231,7 +239,9 @@ def report(benchmark: Optional[str] = typer.Option(None, "--benchmark", help="On
     with open_store() as store:
         results = store.list_results(benchmark=benchmark, system=system, cluster=cluster, since=when,
                                      until=end)
-        stored = bool(results) or _check_filters(store, benchmark=benchmark, system=system, cluster=cluster)
+        fabric = store.list_fabric_results(cluster=cluster, since=when, until=end)
+        stored = bool(results) or bool(fabric) or _check_filters(store, benchmark=benchmark, system=system,
+                                                                 cluster=cluster)
         runs = store.list_runs(cluster=cluster) if cluster else store.list_runs()
         attempts = [a for r in runs for a in store.list_attempts(r.id)]
         spot = {c.name: c.cluster.sku for c in store.list_clusters(include_terminated=True)
@@ -243,7 +253,7 @@ def report(benchmark: Optional[str] = typer.Option(None, "--benchmark", help="On
             history = history_from_store(store, baseline=baseline, since=when, until=end)
     rep = build_report(results, runs, attempts, benchmark=benchmark, system=system, since=when,
                        until=end, spot_clusters=spot, model_facts=model_facts(), events=events,
-                       prices=prices)
+                       prices=prices, fabric=fabric)
     if html is not None:
         from orchestrator.report.site import write_site
         try:
@@ -259,13 +269,24 @@ def report(benchmark: Optional[str] = typer.Option(None, "--benchmark", help="On
         sys.stdout.write(to_markdown(rep) + "\n")
     elif html is None:
         from orchestrator.report.terminal import render_text, summary_view
-        if not results:
+        if not results and not rep.fabric:
             sys.stdout.write("no results match these filters\n" if stored else
                              "no results yet: run a recipe (azbench run) or import logs "
                              "(azbench results import)\n")
             return
-        view = summary_view(rep, runs=show_runs, vs_published=vs_published)
-        sys.stdout.write(render_text(view, width=_report_width()))
+        if results:
+            view = summary_view(rep, runs=show_runs, vs_published=vs_published)
+            sys.stdout.write(render_text(view, width=_report_width()))
+        if rep.fabric:
+            _print_fabric(rep)
+
+
+def _print_fabric(rep: Report) -> None:
+    """The fabric section (report/fabric.py): one line per stored collective run."""
+    from orchestrator.report.fabric import fabric_section
+    title, header, rows = fabric_section(rep.fabric)
+    keep = [0, 1, 2, 3, 4, 5, 8, 9, 11]  # the full evidence is in --json, --markdown and --html
+    make_console().print(make_table(title, [header[i] for i in keep], [[r[i] for i in keep] for r in rows]))
 
 
 def _report_width() -> int:
@@ -337,17 +358,27 @@ def results_show(result_id: int = typer.Argument(..., help="Result id (see azben
 
 
 @results_app.command("import")
-def results_import(path: Path = typer.Argument(..., help="Submission tree, results folder, run dir or log file."),
+def results_import(path: Path = typer.Argument(..., help="Submission tree, results folder, run dir, log file, or an nccl-tests output."),
                    compliance: bool = typer.Option(True, "--compliance/--no-compliance",
                                                    help="Run mlperf_logging's compliance checker with "
                                                    "each log's round's ruleset (default); a log that "
                                                    "fails is scored as not converged, as the result "
                                                    "summarizer does."),
                    as_json: bool = JsonOpt) -> None:
-    """Import MLPerf result logs (idempotent: the same file twice is one result). Each log is
+    """Import MLPerf result logs, or an nccl-tests output as a fabric result (idempotent: the same
+    file twice is one result). Each MLPerf log is
     checked for compliance unless --no-compliance: a failing run is excluded as MLPerf's result
     summarizer excludes it, so a score the summarizer would not give is not reported official."""
+    from orchestrator.results.fabric_store import import_nccl_tests, is_nccl_tests_file
     from orchestrator.results.importer import import_path
+    if is_nccl_tests_file(path):  # a collective's output: a fabric result (`azbench fabric`)
+        with open_store() as store:
+            fabric = import_nccl_tests(store, path)
+        if as_json:
+            return emit_json(fabric)
+        sys.stdout.write(f"imported {fabric.imported} nccl-tests run(s) ({', '.join(fabric.collectives)}), "
+                         f"{fabric.duplicates} already stored, from {path}: see `azbench report` (fabric)\n")
+        return
     with open_store() as store:
         summary = import_path(store, path, check_compliance=compliance)
     if as_json:

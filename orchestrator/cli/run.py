@@ -19,6 +19,7 @@ from orchestrator.cli.common import (
 )
 
 if TYPE_CHECKING:  # the use cases load inside the commands: --help stays fast
+    from orchestrator.recipes.parallelism import Placement
     from orchestrator.runs.attempts import RunEvent, RunOutcome
     from orchestrator.runs.monitor import Progress as RunProgress
     from orchestrator.specs.run import RunSpec
@@ -32,7 +33,9 @@ def run(recipe: Optional[str] = typer.Argument(None, help="Recipe name (see azbe
         nodes: Optional[str] = typer.Option(None, "--nodes", help="Node counts, comma-separated: 1,2,4."),
         repeats: Optional[int] = typer.Option(None, "--repeats", help="Runs per node count."),
         file: Optional[Path] = typer.Option(None, "--file", "-f", help="Run spec YAML (retry, health, params)."),
-        param: list[str] = typer.Option([], "--param", "-p", help="Recipe parameter KEY=VALUE (repeatable)."),
+        param: list[str] = typer.Option([], "--param", "-p", help="Recipe parameter KEY=VALUE (repeatable); for "
+                                        "an MLPerf recipe, an environment variable its implementation reads, "
+                                        "set after the submission config (e.g. -p TP_PP_DP_MAPPING=False)."),
         poll: float = typer.Option(1.0, "--poll", min=0.05, help="Seconds between scheduler polls."),
         attach: Optional[str] = typer.Option(None, "--attach", help="Reattach to run RUN's live job(s) and finish its sweep."),
         dry_run: bool = typer.Option(False, "--dry-run", help="Print the resolved config and exact script per node count; submit nothing."),
@@ -97,9 +100,21 @@ def _dry_run(spec: RunSpec | None, sku: Optional[str], as_json: bool) -> None:
         shape = f"TP {r.tp} x PP {r.pp} x CP {r.cp} x DP {r.dp}, GBS {r.gbs}" if r.gbs else f"DP {r.dp}"
         sys.stdout.write(f"=== {r.recipe} on {r.nodes} x {r.sku_short} ({r.gpus} GPUs): {shape}"
                          f"{' (derived: ' + (r.rule or '') + ')' if r.derived else ''}\n")
+        if r.placement is not None:
+            sys.stdout.write(placement_lines(r.placement))
         for warning in r.warnings:
             sys.stdout.write(f"warning: {warning}\n")
         sys.stdout.write(p.script.rstrip() + "\n\n")
+
+
+def placement_lines(p: Placement) -> str:
+    """The parallelism map as `run --dry-run` and `recipes show` print it: the rank order and why,
+    each dimension's link and reach, and what crosses the scale-out fabric."""
+    reach = ", ".join(f"{d.upper()} {p.links[d]} ({s.nodes} node{'s' if s.nodes != 1 else ''}"
+                      + (f", {s.racks} rack{'s' if s.racks != 1 else ''}" if p.racks else "") + ")"
+                      for d, s in p.spans.items())
+    return (f"placement: rank order {p.order} ({p.order_source}); {reach}\n"
+            f"scale-out: {p.scale_out}\n")
 
 
 def _attempt_table(outcomes: list[RunOutcome]) -> None:

@@ -26,6 +26,7 @@ from orchestrator.hardware.catalog import gpu_row
 from orchestrator.errors import ConfigError
 from orchestrator.models import Frozen, ModelFacts, utcnow
 from orchestrator.report.cost import Prices, group_cost
+from orchestrator.report.fabric import FabricLine, FabricScaling, fabric_lines, fabric_scaling
 from orchestrator.report.gpus import match_gpu
 from orchestrator.report.preemption import PreemptionLine, preemption_lines
 from orchestrator.report.replacements import ReplacementLine, replacement_lines
@@ -34,7 +35,7 @@ from orchestrator.results import metrics
 from orchestrator.results.metrics import StepStats
 from orchestrator.results.stragglers import spread
 from orchestrator.results.summary import kept_step_times, summary_of
-from orchestrator.store.schema import AttemptRow, EventRow, ResultRow, RunRow
+from orchestrator.store.schema import AttemptRow, EventRow, FabricResultRow, ResultRow, RunRow
 
 _SAME_BATCH_RTOL = 1e-6  # per-worker batches this close are the same work (weak scaling)
 _SAME_SCORE_RTOL = 1e-9  # a stored score this close to its published score is the published score
@@ -261,6 +262,8 @@ class Report(Frozen):
     attempt_history: list[AttemptLine] = Field(default_factory=list)
     preemptions: list[PreemptionLine] = Field(default_factory=list)
     replacements: list[ReplacementLine] = Field(default_factory=list)
+    fabric: list[FabricLine] = Field(default_factory=list, description="stored collective runs (report/fabric.py)")
+    fabric_scaling: list[FabricScaling] = Field(default_factory=list)
     notes: list[str] = Field(default_factory=list)
 
 
@@ -278,13 +281,14 @@ def build_report(
     model_facts: Mapping[str, ModelFacts] | None = None,
     events: Sequence[EventRow] | None = None,
     prices: Prices | None = None,
+    fabric: Sequence[FabricResultRow] | None = None,
 ) -> Report:
     """The report over `results` matching the filters. `runs`/`attempts` (optional) add the
     cluster filter and the cost of every attempt, failed ones included; `spot_clusters`
     ({cluster: SKU}) adds the spot section's cost saved; `model_facts` ({benchmark: facts}, as
     recipes.catalog.model_facts() gives them) adds MFU, which is blank without them; `events`
     (the store's) add the node replacements; `prices` ({size name: USD per VM-hour}) override
-    the catalog's list prices."""
+    the catalog's list prices; `fabric` (the store's fabric results) adds the fabric section."""
     rows = _filter(results, runs, benchmark=benchmark, system=system, cluster=cluster, since=since,
                    until=until)
     notes: list[str] = [] if rows else ["no results match"]
@@ -301,7 +305,8 @@ def build_report(
                   weak_scaling=weak_scaling(groups, notes), speedups=sku_speedups(groups),
                   attempt_history=attempt_history(runs, attempts, rows),
                   preemptions=preemption_lines(runs, attempts, spot_clusters or {}),
-                  replacements=replacement_lines(events, cluster), notes=notes)
+                  replacements=replacement_lines(events, cluster),
+                  fabric=(lines := fabric_lines(fabric or [])), fabric_scaling=fabric_scaling(lines), notes=notes)
 
 
 def best_per_benchmark(groups: Sequence[GroupReport]) -> list[BestLine]:

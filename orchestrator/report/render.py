@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from orchestrator.report.build import GroupReport, Report, history_section
+from orchestrator.report.fabric import fabric_section
 from orchestrator.report.preemption import preemption_section
 from orchestrator.report.replacements import replacement_section
 
@@ -61,6 +62,7 @@ def sections(report: Report) -> list[_Section]:
     out.append(history_section(report.attempt_history))
     out.append(preemption_section(report.preemptions))
     out.append(replacement_section(report.replacements))
+    out.append(fabric_section(report.fabric))
     return [s for s in out if s[2]]
 
 

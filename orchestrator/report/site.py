@@ -37,6 +37,10 @@ from orchestrator.hardware.catalog import gpu_skus, lookup
 from orchestrator.paths import templates_dir, write_atomic
 from orchestrator.report import figures as figs
 from orchestrator.report.build import GroupReport, Report, RunLine, group_label, group_results
+from orchestrator.report.fabric_site import HEADER as FABRIC_HEADER
+from orchestrator.report.fabric_site import PATH as FABRIC_PATH
+from orchestrator.report.fabric_site import TEMPLATE as FABRIC_TEMPLATE
+from orchestrator.report.fabric_site import fabric_page_parts
 from orchestrator.report.figures import Figure, Palette
 from orchestrator.report.history import History, HistorySeries
 from orchestrator.results.published import catalog_gpu
@@ -87,8 +91,8 @@ def write_site(report: Report, results: Sequence[ResultRow], out_dir: Path, *,
     """Write the whole site into out_dir; returns [index.html, other pages..., assets...]."""
     site = _Site(report, results, runs or [], attempts or [], history)
     pages = [site.overview(), *site.benchmark_pages(), *site.system_pages(), site.history_page(),
-             site.compare_page()]
-    nav = {"benchmarks": site.bench_links, "systems": site.system_links}
+             site.compare_page(), *([site.fabric_page()] if report.fabric else [])]
+    nav = {"benchmarks": site.bench_links, "systems": site.system_links, "fabric": bool(report.fabric)}
     out_dir.mkdir(parents=True, exist_ok=True)
     written = []
     for page in pages:
@@ -242,6 +246,14 @@ class _Site:
                              "metrics": _run_metrics(r), "profile": {"x": x, "y": y, "unit": unit}})
         return Page("compare.html", "compare.html.j2", "Compare",
                     ctx={"compare_data": {"systems": systems, "runs": runs}})
+
+    def fabric_page(self) -> Page:
+        """fabric.html: the stored collective runs (report/fabric_site.py)."""
+        ctx, rows, charts = fabric_page_parts(self.report)
+        cells = [[Cell(text, sort=sort, cls=cls, title=title) for text, sort, cls, title in row] for row in rows]
+        ctx["runs"] = Table("fabric-runs", FABRIC_HEADER, cells, title="Every run",
+                            wide_cols=[len(FABRIC_HEADER) - 1])
+        return Page(FABRIC_PATH, FABRIC_TEMPLATE, "Fabric", ctx=ctx, figures=charts)
 
     # -- tables --------------------------------------------------------------------------
 

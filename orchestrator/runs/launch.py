@@ -63,7 +63,7 @@ def describe_launch(recipe_name: str, sku: str, nodes: int, ruleset: str | None 
     run would; submits nothing."""
     recipe = get_recipe(recipe_name)
     params = check_params(recipe, params)
-    resolved = resolve(recipe, sku, nodes, ruleset)
+    resolved = resolve(recipe, sku, nodes, ruleset, env=params if recipe.mlperf else None)
     build = None if image else container_build(recipe, sku, nodes)
     if image:
         resolved = resolved.model_copy(update={"image": image})
