@@ -1,25 +1,20 @@
-"""Render a report.Report as JSON, Markdown or an HTML page with PNG plots (the terminal's
-view is report/terminal.py).
+"""Render a report.Report as JSON or Markdown, and the sections both share (the terminal's view
+is report/terminal.py, the interactive site report/site.py).
 
-Every renderer returns data (a string, the paths written); none prints. matplotlib is imported
-inside the function that needs it, so importing this module (and the CLI) stays fast.
+Every renderer returns data (a string); none prints.
 """
 
 from __future__ import annotations
 
-import html
 import re
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 from orchestrator import formats
-from orchestrator.paths import write_atomic
 from orchestrator.report.build import GroupReport, Report, history_section
 from orchestrator.report.fabric import fabric_section
 from orchestrator.report.preemption import preemption_section
 from orchestrator.report.replacements import replacement_section
-from orchestrator.store.schema import ResultRow
 
 Cell = str
 _Section = tuple[str, list[str], list[list[Cell]]]  # title, header, rows
@@ -108,30 +103,6 @@ def _packed(name: str, head: list[str], secs: Sequence[_Section], limit: int,
         files[-1].append(line)
     stem = name[:-3]
     return [(name if i == 0 else f"{stem}-{i + 1}.md", "\n".join(lines) + "\n") for i, lines in enumerate(files)]
-
-
-def write_html(report: Report, results: Sequence[ResultRow], out_dir: Path) -> list[Path]:
-    """Write out_dir/index.html and its PNG plots; returns [index.html, *pngs]."""
-    from orchestrator.report import plots
-
-    out_dir.mkdir(parents=True, exist_ok=True)
-    pngs = plots.write_all(report, results, out_dir)
-    body = [f"<h1>azbench report</h1><p>Generated {report.generated_at:%Y-%m-%d %H:%M:%S} UTC"
-            + (" &middot; " + html.escape(", ".join(f"{k}={v}" for k, v in report.filters.items()))
-               if report.filters else "") + "</p>"]
-    for title, header, rows in sections(report):
-        body.append(f"<h2>{html.escape(title)}</h2>" + _html_table(header, rows))
-    if report.notes:
-        body.append("<h2>Notes</h2><ul>" + "".join(f"<li>{html.escape(n)}</li>"
-                                                   for n in report.notes) + "</ul>")
-    if pngs:
-        body.append("<h2>Plots</h2>" + "".join(
-            f'<figure><img src="{html.escape(p.name)}" alt="{html.escape(p.stem)}">'
-            f"<figcaption>{html.escape(p.stem.replace('_', ' '))}</figcaption></figure>"
-            for p in pngs))
-    index = out_dir / "index.html"
-    write_atomic(index, _PAGE.format(body="\n".join(body)))
-    return [index, *pngs]
 
 
 def sections(report: Report) -> list[_Section]:
@@ -265,27 +236,3 @@ def _pct(v: float | None) -> str:
 
 def _md_row(cells: Sequence[Any]) -> str:
     return "| " + " | ".join(str(c).replace("|", "\\|") for c in cells) + " |"
-
-
-def _html_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
-    head = "".join(f"<th>{html.escape(h)}</th>" for h in header)
-    body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in r) + "</tr>"
-                   for r in rows)
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
-
-
-_PAGE = """<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>azbench report</title>
-<style>
-body {{ font-family: system-ui, sans-serif; margin: 2em; color: #222; }}
-table {{ border-collapse: collapse; margin-bottom: 1.5em; font-size: 0.9em; }}
-th, td {{ border: 1px solid #ccc; padding: 0.25em 0.6em; text-align: right; }}
-th:nth-child(-n+2), td:nth-child(-n+2) {{ text-align: left; }}
-th {{ background: #f3f3f3; }}
-figure {{ display: inline-block; margin: 0 1em 1em 0; }}
-img {{ max-width: 640px; border: 1px solid #ddd; }}
-</style></head>
-<body>
-{body}
-</body></html>
-"""
