@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING, Optional, TextIO
 
 import typer
 
@@ -29,6 +29,7 @@ from orchestrator.paths import DEFAULT_DATA_ROOT
 if TYPE_CHECKING:  # the CLI imports runs/ lazily: --help stays fast
     from datetime import datetime
 
+    from orchestrator.results.importer import ImportProgress
     from orchestrator.runs.prepare import PrepareResult
     from orchestrator.store.database import Store
 
@@ -363,14 +364,74 @@ def results_import(path: Path = typer.Argument(..., help="Submission tree, resul
     checked for compliance unless --no-compliance: a failing run is excluded as MLPerf's result
     summarizer excludes it, so a score the summarizer would not give is not reported official."""
     from orchestrator.results.importer import import_path
-    with open_store() as store:
-        summary = import_path(store, path, check_compliance=compliance)
+    meter = ImportMeter(sys.stderr)
+    try:
+        with open_store() as store:
+            summary = import_path(store, path, check_compliance=compliance, progress=meter)
+    finally:
+        meter.close()
     if as_json:
         return emit_json(summary)
     sys.stdout.write(f"imported {len(summary.imported)} result(s), {len(summary.duplicates)} already stored, "
                      f"{len(summary.warnings)} warning(s) from {path}\n")
     for warning in summary.warnings:
         sys.stderr.write(f"warning: {warning.path}: {warning.message}\n")
+
+
+class ImportMeter:
+    """An import's progress on stderr: one line rewritten in place on a terminal (files read,
+    checked, stored, time left), plain lines in a log (CI) at each stage and every 10 s.
+    Nothing for an import that ends within 2 s, so a quick one (or a one-line error) stays so."""
+
+    QUIET_S, EVERY_S, REDRAW_S = 2.0, 10.0, 0.1
+
+    def __init__(self, stream: TextIO) -> None:
+        self._out = stream
+        self._tty = stream.isatty()
+        self._last = 0.0
+        self._stage = ""
+        self._drawn = False
+
+    def __call__(self, p: ImportProgress) -> None:
+        if p.elapsed_s < self.QUIET_S or p.stage == "done":
+            return
+        import time
+        now = time.monotonic()
+        changed, self._stage = p.stage != self._stage, p.stage
+        if self._tty:
+            if changed or now - self._last >= self.REDRAW_S:
+                import shutil
+                width = shutil.get_terminal_size().columns - 1
+                self._out.write("\r\x1b[K" + import_line(p)[:width])
+                self._drawn = True
+        elif changed or now - self._last >= self.EVERY_S:
+            self._out.write(import_line(p) + "\n")
+        else:
+            return
+        self._out.flush()
+        self._last = now
+
+    def close(self) -> None:
+        """Clear the terminal's progress line (before the summary or an error is printed)."""
+        if self._drawn:
+            self._out.write("\r\x1b[K")
+            self._out.flush()
+            self._drawn = False
+
+
+def import_line(p: ImportProgress) -> str:
+    """'read 289/289 logs (22 already stored), parsed 267/267, checked 40/267, about 12 s left'."""
+    new = p.found - p.skipped
+    parts = [f"read {p.read:,}/{p.found:,} logs" + (f" ({p.skipped:,} already stored)" if p.skipped else "")]
+    if p.stage != "read":
+        parts.append(f"parsed {p.parsed:,}/{new:,}")
+    if p.stage in ("check", "store") and p.to_check:
+        parts.append(f"checked {p.checked:,}/{p.to_check:,}")
+    if p.stage == "store":
+        parts.append(f"storing {new:,}")
+    if p.left_s is not None and p.stage in ("read", "check"):
+        parts.append(f"about {p.left_s:,.0f} s left" if p.left_s >= 1 else "under 1 s left")
+    return ", ".join(parts)
 
 
 def _parse_since(since: Optional[str]) -> datetime | None:

@@ -300,6 +300,18 @@ class Store:
         with self._conn() as conn:
             return [ResultRow.model_validate(r._asdict()) for r in conn.execute(query)]
 
+    def results_by_hash(self, hashes: Iterable[str]) -> dict[str, ResultRow]:
+        """The stored results among `hashes` (content sha256), by hash: what an import skips."""
+        wanted = sorted(set(hashes))
+        found: dict[str, ResultRow] = {}
+        with self._conn() as conn:
+            for start in range(0, len(wanted), 500):  # under SQLite's bound on query variables
+                query = sa.select(results).where(results.c.content_hash.in_(wanted[start:start + 500]))
+                for r in conn.execute(query):
+                    row = ResultRow.model_validate(r._asdict())
+                    found[row.content_hash] = row
+        return found
+
     def result_names(self, field: Literal["benchmark", "system", "cluster"]) -> list[str]:
         """The distinct values of one field over the stored results, sorted (cluster: the
         clusters their runs ran on; imported results have none)."""
