@@ -25,8 +25,8 @@ from orchestrator.errors import NotFoundError
 from orchestrator.results.compliance import Verdict, ruleset_for, supported_rulesets
 
 DEFAULT_TIMEOUT_S = 30.0  # a real log checks in under 2 s (a 2.6 MB GPT-3 log: 1.3 s)
-# MLLOG lines a log may have and be given to the checker: 16x the most in a published log (the
-# 2.6 MB GPT-3 logs of v3.1, 12,500). The checker holds every line in memory and runs rule code
+# MLLOG lines a log may have and be given to the checker: 16x the most in the published logs we
+# import (the 2.6 MB GPT-3 logs of v3.1: 12,545). The checker holds every line in memory and runs rule code
 # on each: a million-line log would take minutes and gigabytes for a verdict on a forgery.
 MAX_CHECK_LINES = 200_000
 MEMORY_LIMIT = 2 << 30  # bytes of address space a worker may add to what it started with
@@ -90,7 +90,7 @@ def _without_checker(job: CheckJob) -> Verdict | None:
     import importlib.util
     if job.mllog_lines is not None and job.mllog_lines > MAX_CHECK_LINES:
         return _not_checked(job, f"{job.mllog_lines:,} MLLOG lines, over the {MAX_CHECK_LINES:,} "
-                                 "the checker is given (a published log has at most 12,500)")
+                                 "the checker is given (a 2.6 MB published GPT-3 log has 12,545)")
     if importlib.util.find_spec("mlperf_logging") is None:
         return Verdict(ok=False, ruleset=job.ruleset, checked=False,
                        messages=["mlperf_logging is not installed"])
@@ -107,9 +107,14 @@ def _not_checked(job: CheckJob, why: str) -> Verdict:
 class _Worker:
     """One checking process and the pipe to it."""
 
-    def __init__(self, ctx: Any) -> None:
+    def __init__(self, ctx: Any, others: list[_Worker]) -> None:
         parent, child = ctx.Pipe()
-        self.proc = ctx.Process(target=_serve, args=(child, MEMORY_LIMIT), daemon=True)
+        # A forked worker holds copies of every descriptor open here, the importer's end of
+        # its own pipe and of the other workers' among them: it closes those, or it would never
+        # see its pipe end when the importer dies (kill -9) and would live on.
+        forked = ctx.get_start_method() == "fork"
+        inherited = [c.fileno() for c in [parent, *(w.conn for w in others)]] if forked else []
+        self.proc = ctx.Process(target=_serve, args=(child, MEMORY_LIMIT, inherited), daemon=True)
         self.proc.start()
         child.close()
         self.conn: Connection = parent
@@ -137,7 +142,9 @@ class _Pool:
         methods = multiprocessing.get_all_start_methods()
         self._ctx = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
         import mlperf_logging.compliance_checker.mlp_compliance  # noqa: F401
-        self._workers = [_Worker(self._ctx) for _ in range(size)]
+        self._workers: list[_Worker] = []
+        for _ in range(size):
+            self._workers.append(_Worker(self._ctx, self._workers))
 
     def __enter__(self) -> _Pool:
         return self
@@ -188,15 +195,18 @@ class _Pool:
 
     def _replace(self, old: _Worker) -> _Worker:
         old.kill()
-        new = _Worker(self._ctx)
+        new = _Worker(self._ctx, [w for w in self._workers if w is not old])
         new.job = old.job
         self._workers[self._workers.index(old)] = new
         return new
 
 
-def _serve(conn: Connection, memory_limit: int) -> None:
-    """A worker: check each (log, ruleset, usage) it receives, until None or a closed pipe."""
+def _serve(conn: Connection, memory_limit: int, inherited: list[int]) -> None:
+    """A worker: check each (log, ruleset, usage) it receives, until None or a closed pipe (so
+    a worker whose importer was killed -9 leaves after the log it is checking)."""
     from orchestrator.results.checker import run_checker
+    for fd in inherited:
+        os.close(fd)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the importer's to handle
     _limit_memory(memory_limit)
     while True:
@@ -210,10 +220,15 @@ def _serve(conn: Connection, memory_limit: int) -> None:
         try:
             verdict = run_checker(Path(log), ruleset, usage)
         except MemoryError:
-            conn.send(Verdict(ok=False, ruleset=ruleset, checked=False, messages=[
-                f"the checker ran out of memory ({memory_limit >> 30} GiB allowed)"]).model_dump())
-            return  # its heap may be in any state: the pool starts another
-        conn.send(verdict.model_dump())
+            verdict = Verdict(ok=False, ruleset=ruleset, checked=False, messages=[
+                f"the checker ran out of memory ({memory_limit >> 30} GiB allowed)"])
+            job = None  # its heap may be in any state: answer, then leave (the pool starts another)
+        try:
+            conn.send(verdict.model_dump())
+        except OSError:  # the importer is gone (killed): nobody to answer
+            return
+        if job is None:
+            return
 
 
 def _limit_memory(extra: int) -> None:
