@@ -124,10 +124,7 @@ def import_path(
     meter = _Meter(progress)
     sources = discover(path)
     meter.state = ImportProgress(stage="read", found=len(sources))
-    hashes = []
-    for src in sources:
-        hashes.append(file_hash(src.log))
-        meter.step(read=1)
+    hashes = _hash_all(sources, meter)
     stored = store.results_by_hash(hashes)
     first: dict[str, int] = {}  # the first log of each new hash: the one parsed and stored
     for i, h in enumerate(hashes):
@@ -172,6 +169,21 @@ def import_path(
             summary.duplicates.append(_imported_file(src, rows[j], outcomes[j][0]))
     meter.step(stage="done", stored=len(summary.imported))
     return summary
+
+
+def _hash_all(sources: list[LogSource], meter: _Meter) -> list[str]:
+    """The sha256 of each log, in order. Threads: reading and hashing release the GIL, so a
+    cold disk's waits overlap (a re-import is mostly this)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    def one(src: LogSource) -> str:
+        return file_hash(src.log)
+    hashes: list[str] = []
+    with ThreadPoolExecutor(max_workers=min(8, len(sources)) or 1) as pool:
+        for h in pool.map(one, sources):
+            hashes.append(h)
+            meter.step(read=1)
+    return hashes
 
 
 class _Meter:
