@@ -339,6 +339,7 @@ def results_show(result_id: int = typer.Argument(..., help="Result id (see azben
         row = next((r for r in store.list_results() if r.id == result_id), None)
     if row is None:
         raise NotFoundError(f"no result with id {result_id}", hint="see `azbench results list`")
+    from orchestrator.safetext import clean
     data = row.model_dump(mode="json")
     data["summary"] = json.loads(data.pop("summary_json") or "null")
     if as_json:
@@ -346,7 +347,7 @@ def results_show(result_id: int = typer.Argument(..., help="Result id (see azben
     summary = data["summary"] or {}
     for key in ("id", "benchmark", "system", "status", "minutes", "nodes", "gpus", "global_batch_size",
                 "resumed", "source", "run_id", "log_path", "compliance_ok"):
-        sys.stdout.write(f"{key:18} {data.get(key)}\n")
+        sys.stdout.write(clean(f"{key:18} {data.get(key)}") + "\n")
     sys.stdout.write(f"{'steps timed':18} {len(summary.get('step_times') or [])}\n"
                      f"{'eval points':18} {len(summary.get('eval_points') or [])}\n"
                      f"{'bad lines':18} {summary.get('bad_lines')}\n")
@@ -374,8 +375,9 @@ def results_import(path: Path = typer.Argument(..., help="Submission tree, resul
         return emit_json(summary)
     sys.stdout.write(f"imported {len(summary.imported)} result(s), {len(summary.duplicates)} already stored, "
                      f"{len(summary.warnings)} warning(s) from {path}\n")
-    for warning in summary.warnings:
-        sys.stderr.write(f"warning: {warning.path}: {warning.message}\n")
+    from orchestrator.safetext import clean
+    for warning in summary.warnings:  # paths and messages hold folder names: no controls
+        sys.stderr.write(clean(f"warning: {warning.path}: {warning.message}") + "\n")
 
 
 class ImportMeter:
@@ -456,8 +458,12 @@ def results_push(account: str = AccountOpt, container: str = ContainerOpt, as_js
         return emit_json(asdict(summary))
     sys.stdout.write(f"uploaded {len(summary.uploaded)} blob(s), {summary.bytes_uploaded:,} bytes; "
                      f"{summary.skipped} already there\n")
+    from orchestrator.safetext import clean
     for path in summary.missing_logs:
-        sys.stderr.write(f"warning: {path}: log no longer on disk, not archived\n")
+        sys.stderr.write(clean(f"warning: {path}: log no longer on disk, not archived") + "\n")
+    for path in summary.refused_logs:
+        sys.stderr.write(clean(f"warning: {path}: outside this home's log folders (archive/, "
+                               "runs/): not read, not uploaded") + "\n")
 
 
 @results_app.command("pull")

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from orchestrator.paths import write_atomic
+from orchestrator.safetext import clean
 from orchestrator.report.build import GroupReport, Report, history_section
 from orchestrator.report.preemption import preemption_section
 from orchestrator.report.replacements import replacement_section
@@ -30,12 +31,12 @@ def to_markdown(report: Report) -> str:
     """A GitHub-flavoured Markdown document: one table per section, then notes."""
     out = ["# azbench report", "", f"Generated {report.generated_at:%Y-%m-%d %H:%M:%S} UTC."]
     if report.filters:
-        out.append("Filters: " + ", ".join(f"{k}={v}" for k, v in report.filters.items()) + ".")
+        out.append("Filters: " + md_text(", ".join(f"{k}={v}" for k, v in report.filters.items())) + ".")
     for title, header, rows in sections(report):
         out += ["", f"## {title}", "", _md_row(header), _md_row(["---"] * len(header))]
         out += [_md_row(r) for r in rows]
     if report.notes:
-        out += ["", "## Notes", ""] + [f"- {n}" for n in report.notes]
+        out += ["", "## Notes", ""] + [f"- {md_text(n)}" for n in report.notes]
     return "\n".join(out) + "\n"
 
 
@@ -192,7 +193,20 @@ def _pct(v: float | None) -> str:
 
 
 def _md_row(cells: Sequence[Any]) -> str:
-    return "| " + " | ".join(str(c).replace("|", "\\|") for c in cells) + " |"
+    return "| " + " | ".join(md_cell(c) for c in cells) + " |"
+
+
+def md_text(value: object) -> str:
+    """Markdown from any text (names come from folders and logs): control characters
+    stripped, `&` and `<` escaped (`<a href="javascript:...">` shows as written, never as a
+    tag; `->` stays as it is), `[` and `]` escaped (no Markdown link)."""
+    text = clean(str(value)).replace("&", "&amp;").replace("<", "&lt;")
+    return text.replace("[", "\\[").replace("]", "\\]")
+
+
+def md_cell(value: object) -> str:
+    """md_text for a table cell: `|` escaped too (no extra column)."""
+    return md_text(value).replace("|", "\\|")
 
 
 def _html_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:

@@ -5,7 +5,9 @@ MLPerf compliance checker wrapper, the pure metrics (scores, step times, MFU, sc
 per-node stragglers (median and tolerance), a stored result's summary read back (the step
 times that count), the archive of raw logs and store snapshots in Azure Blob Storage, and the
 vendored table of published MLPerf Training results (recipes/published/).
-May import: the base, hardware.catalog and store/.
+May import: the base, hardware.catalog, store/, and providers.azure_shared.signin and
+providers.azure_shared.errors (the shared Azure sign-in and its one-line failure, for the Blob
+archive; never a backend).
 Exposes: mllog.parse, ingest, importer.import_path, compliance, metrics, summary,
 archive.push/pull, files (regular files only, opened without blocking),
 published.load_published/nearest/series/catalog_gpu.
