@@ -1,7 +1,8 @@
 """Many small MLPerf result logs in a submission tree, for the import's hostile-input tests and
-benchmarks: `<root>/<round>/Org/results/sys_NNNN/bert/result_N.txt`, ten logs per system, each
-five MLLOG lines (benchmark, batch size, run_start, one eval, run_stop) and different bytes (its
-times move by one millisecond per log), so every log is a new result."""
+benchmarks: `<root>/<round>/Org/results/sys_NNNN/bert/result_N.txt`, ten logs per system (each
+system with its `Org/systems/sys_NNNN.json`), each five MLLOG lines (benchmark, batch size,
+run_start, one eval, run_stop) and different bytes (its times move by one millisecond per log),
+so every log is a new result."""
 
 from __future__ import annotations
 
@@ -18,9 +19,15 @@ def _line(key: str, time_ms: int, value: object = None, **meta: object) -> str:
 def write_small_logs(root: Path, count: int, round_name: str = "v5.1") -> Path:
     """Write `count` logs under `root`; returns `<root>/<round>`."""
     top = root / round_name
+    systems = top / "Org" / "systems"
+    systems.mkdir(parents=True, exist_ok=True)
     for i in range(count):
         folder = top / "Org" / "results" / f"sys_{i // 10:04d}" / "bert"
-        folder.mkdir(parents=True, exist_ok=True)
+        if not folder.is_dir():
+            folder.mkdir(parents=True)
+            (systems / f"sys_{i // 10:04d}.json").write_text(json.dumps(
+                {"submitter": "Org", "number_of_nodes": "1", "accelerators_per_node": "8",
+                 "accelerator_model_name": "NVIDIA H100-SXM5-80GB"}))
         t0 = 1_700_000_000_000 + i
         (folder / f"result_{i % 10}.txt").write_text(
             _line("submission_benchmark", t0, "bert") + _line("global_batch_size", t0, 64)
