@@ -1,7 +1,7 @@
 """Results import speed: the shared MLPerf logs, then imports at the speed of reading.
 
 Prints JSON lines and never asserts. Usage:
-  python benchmarks/bench_import.py [LOGS_DIR] [--mirror GIT_DIR] [--small N] [--only big]
+  python benchmarks/bench_import.py [LOGS_DIR] [--mirror GIT_DIR] [--small N] [--only shared|reading|289]
 
 1. The 22 shared logs into a fresh SQLite store (target < 2 s), their re-import and the report,
    in-process, without the checker (as before: the parse, hash, archive and store path).
@@ -161,7 +161,8 @@ def subprocess_check(top: Path, count: int, work: Path) -> float:
     return (time.perf_counter() - start) / max(len(logs), 1)
 
 
-def reading_figures(logs: Path, mirror: Path | None, small: int, tmp: Path) -> None:
+def reading_figures(logs: Path, mirror: Path | None, small: int, tmp: Path,
+                    only_289: bool = False) -> None:
     top = build_289(logs, mirror, tmp) if mirror is not None and mirror.is_dir() else None
     if top is None:
         emit("import_289", float("nan"), "s", skipped=f"no clone of training_results_v5.1 at {mirror}")
@@ -172,16 +173,25 @@ def reading_figures(logs: Path, mirror: Path | None, small: int, tmp: Path) -> N
         per_log = subprocess_check(top, 20, tmp)
         emit("subprocess_check_per_log", per_log, "s", logs=20,
              note="baseline: the old way, one checker process per log, measured on 20 logs")
-        first = _timed_cli(top, tmp / "home289")
+        # best of REPEATS each, in new homes (a shared machine's queue only ever adds)
+        firsts = [_timed_cli(top, tmp / f"home289_{n}") for n in range(REPEATS)]
+        first = min(firsts, key=lambda f: float(f["seconds"]))
         emit("import_289", float(first["seconds"]), "s", target_s=20, x_read=round(
             float(first["seconds"]) / wall, 1), old_way_estimate_s=round(per_log * files, 1),
-             **first)
-        again = _timed_cli(top, tmp / "home289")
+             all_s=[f["seconds"] for f in firsts], **first)
+        home = tmp / "home289_0"
+        agains = [_timed_cli(top, home) for _ in range(REPEATS)]
+        again = min(agains, key=lambda f: float(f["seconds"]))
+        floors = [_timed_cli(top, home, ("results", "list", "-o", "json", "--benchmark"))
+                  for _ in range(REPEATS)]
+        floor = min(floors, key=lambda f: float(f["seconds"]))
         target = max(0.1 * float(first["seconds"]), 2.0)
-        floor = _timed_cli(top, tmp / "home289", ("results", "list", "-o", "json", "--benchmark"))
         emit("reimport_289", float(again["seconds"]), "s", target_s=round(target, 2),
              x_first=round(float(again["seconds"]) / float(first["seconds"]), 3),
-             floor_s=floor["seconds"], floor_cpu_s=floor["cpu_s"], **again)
+             floor_s=floor["seconds"], floor_cpu_s=floor["cpu_s"],
+             all_s=[f["seconds"] for f in agains], **again)
+    if only_289:
+        return
     from testsupport.small_logs import write_long_log, write_small_logs
     if small > 0:
         tree = write_small_logs(tmp / "small", small)
@@ -201,16 +211,16 @@ def main() -> None:
     parser.add_argument("--mirror", type=Path,
                         default=Path(os.environ.get("AZBENCH_V51_MIRROR", DEFAULT_MIRROR)))
     parser.add_argument("--small", type=int, default=10_000)
-    parser.add_argument("--only", choices=["shared", "reading"])
+    parser.add_argument("--only", choices=["shared", "reading", "289"])
     args = parser.parse_args()
     if not args.logs.is_dir():
         emit("import_shared_logs", float("nan"), "s", skipped=f"{args.logs} is absent")
         return
-    if args.only != "reading":
+    if args.only in (None, "shared"):
         shared_figures(args.logs)
     if args.only != "shared":
         with tempfile.TemporaryDirectory(prefix="azbench-bench-import-") as tmp:
-            reading_figures(args.logs, args.mirror, args.small, Path(tmp))
+            reading_figures(args.logs, args.mirror, args.small, Path(tmp), args.only == "289")
 
 
 if __name__ == "__main__":
