@@ -143,7 +143,7 @@ def db_url(request: pytest.FixtureRequest, azbench_home) -> str | None:
 
 def test_baseline_roundtrip_in_store(db_url):
     with Store.open(db_url) as store:
-        assert store.schema_version() == SCHEMA_VERSION == 4
+        assert store.schema_version() == SCHEMA_VERSION == 5
         _sweep(store, "s1", [(1, 1.0, 0.1), (1, 1.1, 0.11), (2, 0.6, 0.2)], busbw=3.0)
         entries = bl.collect(store, sweep_ids=["s1"])
         assert entries[0].metrics["allreduce_busbw"] == pytest.approx([3.0, 3.01])
@@ -207,7 +207,7 @@ def test_cli_baseline_set_show_compare_exit_8(azbench_home):
                     "-t", "weak_scaling_efficiency=80%"])
     assert loose.code == 0, loose.err
     md = invoke(["compare", "nightly", "--markdown"])
-    assert md.code == 8 and "| smoke 2xLocal_CPU | median step time (s) |" in md.out
+    assert md.code == 8 and "| smoke · local CPU · 2 nodes | median step time (s) |" in md.out
     assert invoke(["compare", "nightly", "-t", "bogus=1"]).code == 2
     assert invoke(["compare", "nosuch"]).code == 2
     deleted = invoke(["baseline", "delete", "nightly", "--yes"])
@@ -221,6 +221,6 @@ def test_set_from_filters_and_since(azbench_home):
     none = invoke(["baseline", "set", "b", "--since", later])
     assert none.code == 2 and "empty" in one_line_error(none)
     ok = invoke(["baseline", "set", "b", "--cluster", "c", "--benchmark", "smoke"])
-    assert ok.code == 0 and "1xLocal_CPU" in ok.out
+    assert ok.code == 0 and "smoke · local CPU · 1 node" in ok.out
     assert math.isclose(json.loads(invoke(["baseline", "show", "b", "--json"]).out)
                         ["entries"][0]["metrics"]["time_to_train"][0], 1.0)

@@ -16,13 +16,15 @@ import math
 import re
 import statistics
 import warnings
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field, field_validator
 
+from orchestrator import formats
+from orchestrator.report.gpus import match_gpu
 from orchestrator.errors import ConfigError, NotFoundError
 from orchestrator.models import Frozen, utcnow
 from orchestrator.results.summary import kept_step_times, summary_of
@@ -82,13 +84,20 @@ class BaselineEntry(Frozen):
     benchmark: str
     sku: str | None = None
     nodes: int
+    gpus: int | None = Field(None, description="GPUs at this scale (the results' own count)")
     metrics: dict[str, list[float]] = Field(default_factory=dict)
     runs: list[str] = Field(default_factory=list, description="run ids (or result ids) used")
     base_nodes: int | None = Field(None, description="the scale weak scaling is measured from")
 
     @property
     def label(self) -> str:
-        return f"{self.benchmark} {self.nodes}x{self.sku or '?'}"
+        return scale_label(self.benchmark, self.sku, self.gpus, self.nodes)
+
+
+def scale_label(benchmark: str, sku: str | None, gpus: int | None, nodes: int) -> str:
+    """"llama31_405b · GB200 · 512 GPUs (128 nodes)": the benchmark, the GPU as a reader names
+    it (report.gpus) and the scale (formats.scale), as the site's history labels its series."""
+    return f"{benchmark} · {match_gpu(sku).label} · {formats.scale(gpus, nodes)}"
 
 
 class Baseline(Frozen):
@@ -111,6 +120,7 @@ class MetricDelta(Frozen):
     current_mean: float | None
     n_baseline: int
     n_current: int
+    gpus: int | None = None
     change: float | None = Field(None, description="(current - baseline) / baseline")
     p_value: float | None = None
     confidence: float | None = Field(None, description="1 - p of Welch's t-test; None when n < 2")
@@ -119,13 +129,13 @@ class MetricDelta(Frozen):
 
     @property
     def label(self) -> str:
-        return f"{self.benchmark} {self.nodes}x{self.sku or '?'}"
+        return scale_label(self.benchmark, self.sku, self.gpus, self.nodes)
 
     def describe(self) -> str:
         what = METRICS.get(self.metric, (self.metric, "lower"))[0]
         change = f"{self.change:+.1%}" if self.change is not None else "n/a"
         conf = f", confidence {self.confidence:.0%}" if self.confidence is not None else ", n<2"
-        return (f"{self.label} {what}: {_num(self.baseline_mean)} -> {_num(self.current_mean)} "
+        return (f"{self.label}, {what}: {_num(self.baseline_mean)} -> {_num(self.current_mean)} "
                 f"({change}, tolerance {self.max_change:.0%}{conf})")
 
 
@@ -179,7 +189,9 @@ def entries_from(results: Iterable[ResultRow], busbw: Mapping[str, float] | None
             groups[(r.benchmark, r.sku, r.nodes)].append(r)
     entries = {key: _samples(rows, busbw or {}) for key, rows in groups.items()}
     _add_weak_scaling(entries)
-    return [BaselineEntry(benchmark=b, sku=s, nodes=n, metrics=m, runs=runs, base_nodes=base)
+    gpus = {key: Counter(r.gpus for r in rows if r.gpus).most_common(1) for key, rows in groups.items()}
+    return [BaselineEntry(benchmark=b, sku=s, nodes=n, metrics=m, runs=runs, base_nodes=base,
+                          gpus=gpus[(b, s, n)][0][0] if gpus[(b, s, n)] else None)
             for (b, s, n), (m, runs, base) in sorted(entries.items(), key=lambda kv: _sort(kv[0]))]
 
 
@@ -287,9 +299,9 @@ def compare(baseline: Baseline, current: Sequence[BaselineEntry],
         b, c = base.get(key), cur.get(key)
         names = [m for m in METRICS if (b and b.metrics.get(m)) or (c and c.metrics.get(m))]
         for metric in names:
-            deltas.append(metric_delta(key, metric, (b.metrics.get(metric) if b else None) or [],
-                                       (c.metrics.get(metric) if c else None) or [],
-                                       getattr(tol, metric)))
+            delta = metric_delta(key, metric, (b.metrics.get(metric) if b else None) or [],
+                                 (c.metrics.get(metric) if c else None) or [], getattr(tol, metric))
+            deltas.append(delta.model_copy(update={"gpus": (c and c.gpus) or (b and b.gpus) or None}))
     return Comparison(baseline=baseline.name, deltas=deltas)
 
 
@@ -374,7 +386,7 @@ def _betacf(a: float, b: float, x: float, iterations: int = 300, eps: float = 1e
 
 
 def _num(value: float | None) -> str:
-    return "-" if value is None else f"{value:.4g}"
+    return formats.sig(value)
 
 
 def _sort(key: tuple[str, str | None, int]) -> tuple[str, str, int]:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
+from orchestrator import formats
 from orchestrator.models import Frozen
 from orchestrator.results.published import (
     PublishedResult,
@@ -39,7 +40,7 @@ class PublishedNeighbour(Frozen):
     @property
     def config(self) -> str:
         """'v5.1 NVIDIA tyche_ngpu512_ngc25.09_nemo (512 GPUs)'."""
-        return f"{self.round} {self.submitter} {self.system} ({self.gpus} GPUs)"
+        return f"{self.round} {self.submitter} {self.system} ({formats.count(self.gpus)} GPUs)"
 
 
 def candidates(benchmark: str, gpu_alias: str | None, accelerator: str | None,
