@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from orchestrator import formats
+from orchestrator.safetext import clean
 from orchestrator.report.build import GroupReport, Report, history_section
 from orchestrator.report.fabric import fabric_section
 from orchestrator.report.preemption import preemption_section
@@ -28,12 +29,12 @@ def to_markdown(report: Report) -> str:
     """A GitHub-flavoured Markdown document: one table per section, then notes."""
     out = ["# azbench report", "", f"Generated {report.generated_at:%Y-%m-%d %H:%M:%S} UTC."]
     if report.filters:
-        out.append("Filters: " + ", ".join(f"{k}={v}" for k, v in report.filters.items()) + ".")
+        out.append("Filters: " + md_text(", ".join(f"{k}={v}" for k, v in report.filters.items())) + ".")
     for title, header, rows in sections(report):
         out += ["", f"## {title}", "", _md_row(header), _md_row(["---"] * len(header))]
         out += [_md_row(r) for r in rows]
     if report.notes:
-        out += ["", "## Notes", ""] + [f"- {n}" for n in report.notes]
+        out += ["", "## Notes", ""] + [f"- {md_text(n)}" for n in report.notes]
     return "\n".join(out) + "\n"
 
 
@@ -52,21 +53,21 @@ def markdown_parts(report: Report, limit: int = PART_LIMIT) -> list[tuple[str, s
     parts: list[tuple[str, str]] = []
     for bench in benchmarks:
         chosen = [(t, h, [r for r in rows if r[0] == bench]) for t, h, rows in secs if h[:1] == ["benchmark"]]
-        head = [f"# azbench report: {bench}", "",
+        head = [f"# azbench report: {md_text(bench)}", "",
                 f"Generated {report.generated_at:%Y-%m-%d %H:%M:%S} UTC; part of [the report](index.md)."]
         parts += _packed(files[bench], head, [c for c in chosen if c[2]], limit)
     systems = {b: len({g.label for g in report.groups if g.benchmark == b}) for b in benchmarks}
     index = ["# azbench report", "", f"Generated {report.generated_at:%Y-%m-%d %H:%M:%S} UTC."]
     if report.filters:
-        index.append("Filters: " + ", ".join(f"{k}={v}" for k, v in report.filters.items()) + ".")
+        index.append("Filters: " + md_text(", ".join(f"{k}={v}" for k, v in report.filters.items())) + ".")
     index += ["", "## Benchmarks", ""]
     for bench in benchmarks:
         names = [n for n, _ in parts if n == files[bench] or n.startswith(files[bench][:-3] + "-")]
         more = f" (in {len(names)} parts: " + ", ".join(f"[{n}]({n})" for n in names[1:]) + ")" if len(names) > 1 else ""
-        index.append(f"- [{bench}]({files[bench]}): {systems[bench]} system{'s' if systems[bench] != 1 else ''}{more}")
+        index.append(f"- [{md_text(bench)}]({files[bench]}): {systems[bench]} system{'s' if systems[bench] != 1 else ''}{more}")
     best = _best_section(report)
     rest = [best] * bool(best[2]) + [sec for sec in secs if sec[1][:1] != ["benchmark"]]
-    tail = [f"- {n}" for n in report.notes]
+    tail = [f"- {md_text(n)}" for n in report.notes]
     packed = _packed("index.md", index, rest, limit, tail=["", "## Notes", "", *tail] if tail else [])
     return [*packed, *parts]
 
@@ -235,4 +236,18 @@ def _pct(v: float | None) -> str:
 
 
 def _md_row(cells: Sequence[Any]) -> str:
-    return "| " + " | ".join(str(c).replace("|", "\\|") for c in cells) + " |"
+    return "| " + " | ".join(md_cell(c) for c in cells) + " |"
+
+
+def md_text(value: object) -> str:
+    """Markdown from any text (names come from folders and logs): control characters
+    stripped, `&` and `<` escaped (`<a href="javascript:...">` shows as written, never as a
+    tag; `->` stays as it is), `[` and `]` escaped (no Markdown link)."""
+    text = clean(str(value)).replace("&", "&amp;").replace("<", "&lt;")
+    return text.replace("[", "\\[").replace("]", "\\]")
+
+
+def md_cell(value: object) -> str:
+    """md_text for a table cell: `|` escaped too (no extra column)."""
+    return md_text(value).replace("|", "\\|")
+
