@@ -117,13 +117,13 @@ def test_405b_and_lora_flops_against_nvidias_model_tflop_per_sample() -> None:
     assert lora.reference_tflop_per_sample == 2598.0
     gap = lora.flops_per_token(8192) / (lora.reference_tflop_per_sample * 1e12 / 8192) - 1
     assert gap == pytest.approx(0.086, abs=0.001)  # outside 1%: the report shows both, with why
-    from orchestrator.report.build import model_flops_utilisation
+    from orchestrator.results.definitions import mfu
     from orchestrator.results.metrics import step_time_stats
     stats = step_time_stats([(0, 9.0)] + [(i, 10.0) for i in range(1, 10)])
-    out = model_flops_utilisation(lora, "llama2_70b_lora", "gb200", 72, 9, 8192, stats,
-                                  system=("v5.1", "NVIDIA", "tyche_ngpu72", 18))
-    assert "MODEL_TFLOP_PER_SAMPLE 2598" in out["mfu_note"] and "+8.6% from it" in out["mfu_note"]
-    assert "68.71e9" in out["mfu_note"]
+    out = mfu(lora, "llama2_70b_lora", "gb200", 72, 9, 8192, stats,
+              system="v5.1/NVIDIA/tyche_ngpu72_ngc25.09_nemo")
+    assert "MODEL_TFLOP_PER_SAMPLE 2598" in out.note and "+8.6% from it" in out.note
+    assert "68.71e9" in out.note
 
 
 def _git(*args: str) -> bytes:

@@ -443,8 +443,10 @@ def test_compare_defaults_to_one_benchmark_and_keeps_the_choice_in_the_url(
     assert first_a != first_b and first_a.split(" | ")[0] == first_b.split(" | ")[0]
     rows = [r.find_elements(By.TAG_NAME, "td") for r in sec.find_elements(By.CSS_SELECTOR, "tbody tr")]
     assert rows[0][0].text == "MLPerf score (min)" and rows[1][0].text == "cost per result ($)"
-    score = rows[0][3]
-    if score.text not in ("-", "+0.0%"):  # lower is better: a negative delta is green
+    score, gpus = rows[0][3], rows[2]
+    if gpus[1].text != gpus[2].text:  # a time across GPU counts: neither better nor worse
+        assert score.get_attribute("class") == "" and "(different GPU counts)" in score.text
+    elif score.text not in ("-", "+0.0%"):  # lower is better: a negative delta is green
         assert score.get_attribute("class") == ("better" if score.text.startswith("-") else "worse")
     assert browser.execute_script("return document.getElementById('compare-steps-systems')"
                                   ".dataset.rendered") == "1"

@@ -324,7 +324,10 @@
         if (x !== null && y !== null && x !== undefined && y !== undefined && x !== 0) {
           var delta = (y - x) / Math.abs(x);
           d.textContent = (delta >= 0 ? "+" : "") + (delta * 100).toFixed(1) + "%";
-          if (better && Math.abs(delta) >= 0.005) {
+          // A time or a cost compared across GPU counts is not better or worse: no colour.
+          var across = m[3] && A.gpus !== B.gpus;
+          if (across) { d.textContent += " (different GPU counts)"; }
+          if (better && !across && Math.abs(delta) >= 0.005) {
             var good = better === "lower" ? delta < 0 : delta > 0;
             d.className = good ? "better" : "worse";
           }

@@ -1,4 +1,5 @@
 source $(dirname ${BASH_SOURCE[0]})/config_common.sh
+source $(dirname ${BASH_SOURCE[0]})/config_common_fp4.sh
 source $(dirname ${BASH_SOURCE[0]})/config_common_405b.sh
 source $(dirname ${BASH_SOURCE[0]})/config_common_cg.sh
 
@@ -9,8 +10,9 @@ export INTERLEAVED_PIPELINE=8
 export CONTEXT_PARALLEL=2
 
 export MICRO_BATCH_SIZE=1
+export NVTE_DPA_FP8_RECIPE="F16"
 
-export TP_COMM_OVERLAP=True
+export TP_COMM_OVERLAP=False
 export ASYM_PP_EMBED=True
 export ASYM_PP_LOSS=True
 
