@@ -1,7 +1,7 @@
 """`azbench plan BENCHMARK --sku S`: predicted time-to-train, cost and quota over node counts
 (forecast.plan), before anyone pays for a run.
 
-The command builds one `forecast.plan.Plan` (a pydantic model) and renders it: `-o json`
+The command builds one `forecast.plan.ForecastPlan` (a pydantic model) and renders it: `-o json`
 (`--json`), `-o tsv` and `--query` go through the CLI's shared output helper over the model's
 JSON form; the table's columns and cells come from `forecast.render.plan_table(plan)`.
 """

@@ -95,7 +95,7 @@ class BaselineEntry(Frozen):
     values: dict[str, float] = Field(default_factory=dict, description="the figure per metric: "
                                      "the MLPerf score for time_to_train")
     refused: dict[str, str] = Field(default_factory=dict, description="metric -> why it is not "
-                                    "defined at this scale")
+                                    "defined at this scale ('not defined ...')")
     runs: list[str] = Field(default_factory=list, description="run ids (or result ids) used")
     base_nodes: int | None = Field(None, description="the scale weak scaling is measured from")
 
@@ -231,13 +231,13 @@ def _entry(key: tuple[str, str | None, int], rows: list[ResultRow],
             metrics["step_time"].append(statistics.median(kept))
     systems = sorted({"/".join(p for p in (r.round, r.submitter, r.system) if p) for r in scored})
     if len(systems) > 1:
-        refused["time_to_train"] = (f"{len(systems)} systems at this scale ({', '.join(systems)}): "
-                                    "an MLPerf score is one system's")
+        refused["time_to_train"] = (f"not defined: {len(systems)} systems at this scale "
+                                    f"({', '.join(systems)}), an MLPerf score is one system's")
     elif scored:
         try:
             score = defs.time_to_train(scored, bench).value_minutes
         except ConfigError as exc:
-            refused["time_to_train"] = exc.message
+            refused["time_to_train"] = f"not defined: {exc.message}"
         else:
             if score is not None:
                 values["time_to_train"] = score
@@ -277,7 +277,8 @@ def _with_weak_scaling(entries: list[BaselineEntry]) -> list[BaselineEntry]:
             if e.nodes != base.nodes:
                 found = defs.weak_scaling(bench, sku, scale_of(base), scale_of(e))
                 if isinstance(found, defs.Refused):
-                    update["refused"] = {**e.refused, "weak_scaling_efficiency": found.text}
+                    update["refused"] = {**e.refused, "weak_scaling_efficiency":
+                                         f"not defined against {base.nodes} nodes: {found.reason}"}
                 else:
                     base_step = found.step_base_s
                     update["metrics"] = {**e.metrics, "weak_scaling_efficiency":

@@ -271,8 +271,9 @@ def comparison_markdown(cmp: Comparison, *, only_notable: bool = False) -> str:
     rows = [d for d in cmp.deltas if not only_notable or d.verdict in ("regression", "improvement", "noise")]
     out = [f"Compared with baseline `{cmp.baseline}`: {len(cmp.regressions)} regression(s), "
            f"{len(cmp.improvements)} improvement(s).", ""]
+    notes = [f"- {n}" for n in cmp.notes]
     if not rows:
-        return "\n".join(out).rstrip() + "\n"
+        return "\n".join(out + notes).rstrip() + "\n"
     out += ["| scale | metric | baseline | current | change | confidence | verdict |",
             "| --- | --- | --- | --- | --- | --- | --- |"]
     for d in rows:
@@ -282,7 +283,7 @@ def comparison_markdown(cmp: Comparison, *, only_notable: bool = False) -> str:
         out.append(f"| {d.label} | {METRICS[d.metric][0]} | {_fmt(d.baseline_mean)} "
                    f"(n={d.n_baseline}) | {_fmt(d.current_mean)} (n={d.n_current}) | {change} "
                    f"| {conf} | {mark} |")
-    return "\n".join(out) + "\n"
+    return "\n".join(out + ([""] + notes if notes else [])) + "\n"
 
 
 def _fmt(value: float | None) -> str:
