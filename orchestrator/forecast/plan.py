@@ -2,7 +2,7 @@
 node counts, before anyone pays for a run (`azbench plan`).
 
 For each node count: the predicted score with its 80% interval (model, loo), how far it lies
-past the measured GPU counts, the cost of one scored result (runs required x predicted minutes
+past the measured GPU counts, the cost per result (runs required x predicted minutes
 x nodes x the list price per VM-hour, results.definitions.cost_per_result; unknown, with the
 catalog's reason, where the catalog has no price), the cost per hour, strong-scaling efficiency against the table's smallest count, and
 the quota a request needs (nodes x the size's vCPUs, in its quota family). Cost per result is
@@ -350,7 +350,7 @@ def _budget(ctx: _Context) -> Answer:
     return Answer(asked=budget, nodes=nodes,
                   text=f"${budget:,.0f}: {nodes:,} nodes is the fastest within it, "
                        f"{ctx.fit.minutes(ctx.gpus(nodes)):.1f} min for ${ctx.vm_hours(nodes) * price:,.0f} "
-                       f"per scored result")
+                       f"per result")
 
 
 # -- text ----------------------------------------------------------------------------------------

@@ -18,14 +18,14 @@ def plan_table(plan: ForecastPlan) -> tuple[list[str], list[list[str]]]:
     racks = any(r.racks is not None for r in plan.rows)
     base = plan.rows[0].nodes if plan.rows else 0
     columns = ["nodes", "GPUs", *(["racks"] if racks else []), "predicted min", "80% interval",
-               "stands on", "measured min", "cost/result", "cost/h", f"strong eff. (vs {base:,})",
+               "stands on", "measured min", "$/result", "cost/h", f"strong eff. (vs {base:,})",
                "quota vCPUs", "mark"]
     return columns, [_cells(plan, row, racks) for row in plan.rows]
 
 
 def plan_title(plan: ForecastPlan) -> str:
     return (f"{plan.benchmark} on {plan.sku_short} ({plan.gpus_per_node} GPUs per VM): predicted "
-            f"time-to-train (MLPerf score) and cost per scored result ({plan.runs_required} runs)")
+            f"time-to-train (MLPerf score) and cost per result ({plan.runs_required} runs for a score)")
 
 
 def plan_lines(plan: ForecastPlan) -> list[str]:
