@@ -67,6 +67,7 @@ class PlanRow(Frozen):
     stands_on: str
     measured_minutes: float | None = None
     measured_by: str | None = None
+    measured_who: str | None = None
     cost_per_result_usd: float | None = None
     cost_per_result_low_usd: float | None = None
     cost_per_result_high_usd: float | None = None
@@ -200,7 +201,7 @@ def _row(ctx: _Context, nodes: int, marks: list[Mark], base_gpu_minutes: float) 
         nodes=nodes, gpus=gpus, racks=racks, vms_per_rack=per_rack, minutes=minutes, low=low, high=high,
         extrapolation=ctx.fit.extrapolation(gpus), position=position, stands_on=stands_on,
         measured_minutes=measured.minutes if measured else None,
-        measured_by=measured.label if measured else None,
+        measured_by=measured.label if measured else None, measured_who=measured.by if measured else None,
         cost_per_result_usd=cost[0], cost_per_result_low_usd=cost[1], cost_per_result_high_usd=cost[2],
         cost_per_hour_usd=per_hour, vm_hours_per_result=ctx.vm_hours(nodes),
         strong_scaling=metrics.strong_scaling_efficiency(base_gpu_minutes, 1, minutes, gpus),
@@ -357,7 +358,7 @@ def _budget(ctx: _Context) -> Answer:
 
 def _price_note(sku: GpuSku) -> str:
     if sku.price_per_hour_usd is None:
-        return f"unknown: {sku.notes or 'the catalog has no price for this size'}"
+        return f"unknown: {sku.price_source}"
     where = next((part.strip().removeprefix("price:").strip() for part in sku.notes.split(";")
                   if "price" in part), "list price")
     return f"${sku.price_per_hour_usd:,.2f} per VM-hour, list-price estimate (catalog: {where})"
