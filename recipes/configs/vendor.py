@@ -76,11 +76,17 @@ TABLE: dict[str, list[tuple[str, str, list[str]]]] = {
          ["config_GB200_640x4x24xtp4pp8cp2_cg_fp4.sh"]),
         ("v5.1", "NVIDIA/benchmarks/llama31_405b/implementations/hsg_ngpu5120_ngc25.09_nemo",
          ["config_GB200_1280x4x16xtp4pp8cp2_cg_fp4.sh"]),
+        # GB300 (theia): no recipe scale runs it; vendored for the precision its results ran at
+        ("v5.1", "NVIDIA/benchmarks/llama31_405b/implementations/theia_ngpu512_ngc25.09_nemo",
+         ["config_GB300_128x4x72xtp2pp8cp2_cg_fp4.sh"]),
     ],
     "llama31_8b": [
         ("v5.1", "NVIDIA/benchmarks/llama31_8b/implementations/nemo",
          ["config_GB200_2x4x2xtp1pp1cp1_8b_fp4.sh", "config_GB200_18x4x1xtp1pp1cp2_8b.sh",
-          "config_GB200_128x4x1xtp2pp1cp4_8b.sh"]),
+          "config_GB200_128x4x1xtp2pp1cp4_8b.sh",
+          # the theia (GB300) systems' configs: for the precision their results ran at
+          "config_GB300_2x4x2xtp1pp1cp1_8b_fp4.sh", "config_GB300_18x4x1xtp1pp1cp2_8b.sh",
+          "config_GB300_128x4x1xtp2pp1cp4_8b.sh"]),
     ],
     "llama2_70b_lora": [
         ("v4.1", "NVIDIA/benchmarks/llama2_70b_lora/implementations/eos_ngc24.09_nemo",
@@ -92,7 +98,10 @@ TABLE: dict[str, list[tuple[str, str, list[str]]]] = {
         ("v4.1", "Azure/benchmarks/llama2_70b_lora/implementations/nemo",
          ["configs/config_DGXH200_64x8x2xtp4pp1cp2.sh"]),
         ("v5.1", "NVIDIA/benchmarks/llama2_70b_lora/implementations/nemo",
-         ["config_GB200_2x4x2xtp1pp1cp2_fp4.sh", "config_GB200_18x4x1xtp1pp1cp8.sh"]),
+         ["config_GB200_2x4x2xtp1pp1cp2_fp4.sh", "config_GB200_18x4x1xtp1pp1cp8.sh",
+          # tyche_ngpu512 and the theia (GB300) systems: for the precision their results ran at
+          "config_GB200_128x4x1xtp1pp1cp8.sh", "config_GB300_2x4x1xtp1pp1cp1_fp4.sh",
+          "config_GB300_18x4x1xtp1pp1cp8.sh", "config_GB300_128x4x1xtp1pp1cp8.sh"]),
     ],
     "gpt3": [
         ("v4.1", "NVIDIA/benchmarks/gpt3/implementations/eos_n64_ngc24.09_nemo",
