@@ -6,7 +6,6 @@ once its clusters are down, the CLI calls the renderers.
 
 from __future__ import annotations
 
-import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -149,7 +148,8 @@ def build_cases(st: Progress, runs: Sequence[RunRow], attempts: Sequence[Attempt
             case.failed.append(f"{r.id}: {r.state}: {r.message or ''}".rstrip(": "))
     for case in cases.values():
         found = entries.get((case.benchmark, case.sku, case.nodes)) if case.sku else None
-        case.metrics = {m: statistics.fmean(v) for m, v in (found.metrics if found else {}).items() if v}
+        figures = {m: found.value(m) for m, v in found.metrics.items() if v} if found else {}
+        case.metrics = {m: v for m, v in figures.items() if v is not None}  # results.definitions
         deltas = cmp.for_scale(case.benchmark, case.sku, case.nodes) if cmp else []
         case.regressions = [d.describe() for d in deltas if d.verdict == "regression"]
         case.improvements = [d.describe() for d in deltas if d.verdict == "improvement"]
