@@ -105,6 +105,9 @@ def group_cost(rows: Sequence[ResultRow], gpu: GpuMatch, nodes: int | None, gpus
         result = cost_per_result([r.minutes for r in rows if not r.resumed], runs_for_score, vms, price)
         update["cost_per_result_usd"] = result.usd
         update["cost_note"] = f"{out.cost_note}; per result: {result.note}"
+    else:
+        update["cost_note"] = (f"{out.cost_note}; per result: unknown, the benchmark has no "
+                               "required run count")
     if gpu.exact and runs is not None and attempts is not None:
         run_nodes = {r.id: r.nodes for r in runs}
         ids = {r.run_id for r in rows if r.run_id}
