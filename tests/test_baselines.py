@@ -157,7 +157,7 @@ def test_weak_scaling_where_the_work_per_gpu_differs_is_absent_with_the_reason()
     small, big = bl.entries_from(rows)
     assert "weak_scaling_efficiency" not in big.metrics and big.value("weak_scaling_efficiency") is None
     why = big.refused["weak_scaling_efficiency"]
-    assert why.startswith("not defined against 128 nodes: batch per GPU differs "
+    assert why.startswith("not defined against 512 GPUs (128 nodes): batch per GPU differs "
                           "(1,152/512 = 2.25 vs 960/2,560 = 0.375)")
     base = bl.Baseline(name="b", entries=[small, big])
     result = bl.compare(base, [small, big])
@@ -185,7 +185,7 @@ def db_url(request: pytest.FixtureRequest, azbench_home) -> str | None:
 
 def test_baseline_roundtrip_in_store(db_url):
     with Store.open(db_url) as store:
-        assert store.schema_version() == SCHEMA_VERSION == 4
+        assert store.schema_version() == SCHEMA_VERSION == 5
         _sweep(store, "s1", [(1, 1.0, 0.1), (1, 1.1, 0.11), (2, 0.6, 0.2)], busbw=3.0)
         entries = bl.collect(store, sweep_ids=["s1"])
         assert entries[0].metrics["allreduce_busbw"] == pytest.approx([3.0, 3.01])
@@ -249,7 +249,7 @@ def test_cli_baseline_set_show_compare_exit_8(azbench_home):
                     "-t", "weak_scaling_efficiency=80%"])
     assert loose.code == 0, loose.err
     md = invoke(["compare", "nightly", "--markdown"])
-    assert md.code == 8 and "| smoke 2xLocal_CPU | median step time (s) |" in md.out
+    assert md.code == 8 and "| smoke · local CPU · 2 nodes | median step time (s) |" in md.out
     assert invoke(["compare", "nightly", "-t", "bogus=1"]).code == 2
     assert invoke(["compare", "nosuch"]).code == 2
     deleted = invoke(["baseline", "delete", "nightly", "--yes"])
@@ -263,6 +263,6 @@ def test_set_from_filters_and_since(azbench_home):
     none = invoke(["baseline", "set", "b", "--since", later])
     assert none.code == 2 and "empty" in one_line_error(none)
     ok = invoke(["baseline", "set", "b", "--cluster", "c", "--benchmark", "smoke"])
-    assert ok.code == 0 and "1xLocal_CPU" in ok.out
+    assert ok.code == 0 and "smoke · local CPU · 1 node" in ok.out
     assert math.isclose(json.loads(invoke(["baseline", "show", "b", "--json"]).out)
                         ["entries"][0]["metrics"]["time_to_train"][0], 1.0)

@@ -214,7 +214,7 @@ def test_weak_scaling_is_the_same_where_defined_and_absent_with_its_reason_elsew
     assert cmp.code == 0, cmp.err
     data = json.loads(cmp.out)
     assert not [d for d in data["deltas"] if d["metric"] == "weak_scaling_efficiency" and d["nodes"] == 640]
-    assert any("batch per GPU differs" in n and "640x" in n for n in data["notes"])
+    assert any("batch per GPU differs" in n and "2,560 GPUs (640 nodes)" in n for n in data["notes"])
     ttt = next(d for d in data["deltas"] if d["metric"] == "time_to_train" and d["nodes"] == 640)
     assert ttt["current_mean"] == ttt["baseline_mean"] == _groups(v)["llama31_405b v5.1/Adatum/gb200_n640_gbs960"].score_minutes
     show = azbench_in_process("baseline", "show", "stress", home=v.home)

@@ -196,14 +196,26 @@ def output(as_json: bool, fmt: OutputFormat | None, query: str | None) -> Output
 
 def tsv_lines(value: Json) -> list[str]:
     """az's -o tsv: one line per item of a list (a lone value is a list of one), an object's
-    values in key order and a list's items tab-separated, no header. Nested values are compact
-    JSON, null is empty, booleans are true/false; tabs and newlines inside a value are escaped."""
+    values in key order and a list's items tab-separated, no header; null is empty, booleans
+    are true/false, tabs and newlines inside a value are escaped. Flat, as knack (az's output
+    layer, knack/output.py _TsvOutput._dump_obj) writes it: a nested list is its length and a
+    nested object an empty cell, so every row of a list has the same columns; --query picks
+    what is inside them."""
     items = value if isinstance(value, list) else [value]
     lines = []
     for item in items:
         cells = list(item.values()) if isinstance(item, dict) else item if isinstance(item, list) else [item]
-        lines.append("\t".join(_cell(c) for c in cells))
+        lines.append("\t".join(_flat(c) for c in cells))
     return lines
+
+
+def _flat(value: Json) -> str:
+    """A TSV cell: a nested list's length, a nested object empty (knack), else the value."""
+    if isinstance(value, list):
+        return str(len(value))
+    if isinstance(value, dict):
+        return ""
+    return _cell(value)
 
 
 def plain_rows(value: Json) -> tuple[list[str], list[list[str]]]:

@@ -27,6 +27,8 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field, field_validator
 
+from orchestrator import formats
+from orchestrator.report.gpus import match_gpu
 from orchestrator.errors import ConfigError, NotFoundError
 from orchestrator.models import Frozen, utcnow
 from orchestrator.results import definitions as defs
@@ -89,7 +91,7 @@ class BaselineEntry(Frozen):
     benchmark: str
     sku: str | None = None
     nodes: int
-    gpus: int | None = None
+    gpus: int | None = Field(None, description="GPUs at this scale (the results' own count)")
     global_batch_size: int | None = None
     metrics: dict[str, list[float]] = Field(default_factory=dict)
     values: dict[str, float] = Field(default_factory=dict, description="the figure per metric: "
@@ -101,7 +103,7 @@ class BaselineEntry(Frozen):
 
     @property
     def label(self) -> str:
-        return f"{self.benchmark} {self.nodes}x{self.sku or '?'}"
+        return scale_label(self.benchmark, self.sku, self.gpus, self.nodes)
 
     def value(self, metric: str) -> float | None:
         """The metric's figure: `values`, else (a baseline stored before figures were kept) the
@@ -117,6 +119,12 @@ class BaselineEntry(Frozen):
             except ConfigError:
                 return None
         return statistics.fmean(samples)
+
+
+def scale_label(benchmark: str, sku: str | None, gpus: int | None, nodes: int) -> str:
+    """"llama31_405b · GB200 · 512 GPUs (128 nodes)": the benchmark, the GPU as a reader names
+    it (report.gpus) and the scale (formats.scale), as the site's history labels its series."""
+    return f"{benchmark} · {match_gpu(sku).label} · {formats.scale(gpus, nodes)}"
 
 
 class Baseline(Frozen):
@@ -140,6 +148,7 @@ class MetricDelta(Frozen):
     current_mean: float | None = Field(description="the current figure, as baseline_mean")
     n_baseline: int
     n_current: int
+    gpus: int | None = None
     change: float | None = Field(None, description="(current - baseline) / baseline")
     p_value: float | None = None
     confidence: float | None = Field(None, description="1 - p of Welch's t-test; None when n < 2")
@@ -148,13 +157,13 @@ class MetricDelta(Frozen):
 
     @property
     def label(self) -> str:
-        return f"{self.benchmark} {self.nodes}x{self.sku or '?'}"
+        return scale_label(self.benchmark, self.sku, self.gpus, self.nodes)
 
     def describe(self) -> str:
         what = METRICS.get(self.metric, (self.metric, "lower"))[0]
         change = f"{self.change:+.1%}" if self.change is not None else "n/a"
         conf = f", confidence {self.confidence:.0%}" if self.confidence is not None else ", n<2"
-        return (f"{self.label} {what}: {_num(self.baseline_mean)} -> {_num(self.current_mean)} "
+        return (f"{self.label}, {what}: {_num(self.baseline_mean)} -> {_num(self.current_mean)} "
                 f"({change}, tolerance {self.max_change:.0%}{conf})")
 
 
@@ -278,7 +287,8 @@ def _with_weak_scaling(entries: list[BaselineEntry]) -> list[BaselineEntry]:
                 found = defs.weak_scaling(bench, sku, scale_of(base), scale_of(e))
                 if isinstance(found, defs.Refused):
                     update["refused"] = {**e.refused, "weak_scaling_efficiency":
-                                         f"not defined against {base.nodes} nodes: {found.reason}"}
+                                         f"not defined against {formats.scale(base.gpus, base.nodes)}: "
+                                         f"{found.reason}"}
                 else:
                     base_step = found.step_base_s
                     update["metrics"] = {**e.metrics, "weak_scaling_efficiency":
@@ -364,12 +374,14 @@ def compare(baseline: Baseline, current: Sequence[BaselineEntry],
         for metric in METRICS:
             why = (c.refused.get(metric) if c else None) or (b.refused.get(metric) if b else None)
             if why:
-                notes.append(f"{key[0]} {key[2]}x{key[1] or '?'} {metric}: {why}")
+                either = c or b
+                notes.append(f"{either.label if either else key[0]} {metric}: {why}")
                 continue
             if not ((b and (b.metrics.get(metric) or metric in b.values))
                     or (c and (c.metrics.get(metric) or metric in c.values))):
                 continue
-            deltas.append(metric_delta(key, metric, b, c, getattr(tol, metric)))
+            delta = metric_delta(key, metric, b, c, getattr(tol, metric))
+            deltas.append(delta.model_copy(update={"gpus": (c and c.gpus) or (b and b.gpus) or None}))
     return Comparison(baseline=baseline.name, deltas=deltas, notes=list(dict.fromkeys(notes)))
 
 
@@ -457,7 +469,7 @@ def _betacf(a: float, b: float, x: float, iterations: int = 300, eps: float = 1e
 
 
 def _num(value: float | None) -> str:
-    return "-" if value is None else f"{value:.4g}"
+    return formats.sig(value)
 
 
 def _sort(key: tuple[str, str | None, int]) -> tuple[str, str, int]:

@@ -8,7 +8,7 @@ it returns orchestrator.report.history's typed History, which the site draws.
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING
@@ -85,6 +85,10 @@ def build_history(results: Sequence[ResultRow], runs: Sequence[RunRow], baseline
                     when=when, occasion=name, value=value, samples=samples,
                     verdict=d.verdict if d else None, change=d.change if d else None,
                     confidence=d.confidence if d else None))
+    gpus: dict[tuple[str, str | None, int], Counter[int]] = defaultdict(Counter)
+    for r in results:
+        if r.nodes and r.gpus:
+            gpus[(r.benchmark, r.sku, r.nodes)][r.gpus] += 1
     base_entries = {(e.benchmark, e.sku, e.nodes): e for e in (baseline.entries if baseline else [])}
     series = []
     for key in sorted(points, key=lambda k: (k[0], k[1] or "", k[2], k[3])):
@@ -96,6 +100,7 @@ def build_history(results: Sequence[ResultRow], runs: Sequence[RunRow], baseline
         band = (mean * (1 - change), mean * (1 + change)) if mean is not None else None
         series.append(HistorySeries(
             benchmark=bench, sku=sku, nodes=nodes, metric=metric, metric_label=label, better=better,
+            gpus=gpus[(bench, sku, nodes)].most_common(1)[0][0] if gpus[(bench, sku, nodes)] else None,
             baseline=baseline.name if baseline and mean is not None else None, baseline_mean=mean,
             band=band, max_change=change, points=points[key]))
     return History(baseline=baseline.name if baseline else None, since=since, until=until,

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, Field
 
+from orchestrator import formats
 from orchestrator.errors import AzbenchError
 from orchestrator.models import RunState
 from orchestrator.pipelines.baselines import (
@@ -287,4 +288,4 @@ def comparison_markdown(cmp: Comparison, *, only_notable: bool = False) -> str:
 
 
 def _fmt(value: float | None) -> str:
-    return "-" if value is None else f"{value:.4g}"
+    return formats.sig(value)

@@ -22,6 +22,7 @@ from orchestrator.models import FabricOverride, Frozen, ModelFacts, Parallelism
 from orchestrator.paths import recipes_dir
 from orchestrator.recipes.configs import effective_env, implementation, reads, submissions
 from orchestrator.recipes.data import DataItem
+from orchestrator.recipes.rank_order import MAPPING_VAR, order_from
 from orchestrator.recipes.parallelism import (
     FABRIC_RULES,
     LAYOUT_FIELDS,
@@ -279,6 +280,8 @@ def check_params(recipe: Recipe, params: dict[str, Scalar] | None) -> dict[str, 
     number, so `-p target=--5` is refused here, not by the job an hour later)."""
     import math
     out: dict[str, Scalar] = {}
+    if recipe.mlperf is not None:
+        return _env_params(recipe, params or {})
     known = ", ".join(sorted(recipe.params)) or "none"
     for key, value in (params or {}).items():
         if key not in recipe.params:
@@ -310,6 +313,23 @@ def check_params(recipe: Recipe, params: dict[str, Scalar] | None) -> dict[str, 
     return out
 
 
+_ENV_NAME = re.compile(r"^[A-Z][A-Z0-9_]{0,63}$")
+
+
+def _env_params(recipe: Recipe, params: dict[str, Scalar]) -> dict[str, Scalar]:
+    """An MLPerf recipe's parameters are its implementation's environment variables: -p NAME=VALUE
+    is exported after the submission config is sourced (resolve checks that the implementation
+    reads NAME, READS.txt). Names are upper-case shell names; values are kept as text."""
+    out: dict[str, Scalar] = {}
+    for key, value in params.items():
+        if not _ENV_NAME.match(key):
+            raise ConfigError(f"recipe '{recipe.name}' takes environment variables of its implementation as "
+                              f"parameters (e.g. -p {MAPPING_VAR}=False); {key[:40]!r} is not one")
+        out[key] = value if isinstance(value, str) else ("True" if value is True else "False" if value is False
+                                                         else str(value))
+    return out
+
+
 def render_command(recipe: Recipe, *, run_dir: str, nodes: int,
                    params: dict[str, Scalar] | None = None, python: str = "python3") -> str:
     """The per-node command with every substituted value shell-quoted."""
@@ -327,8 +347,11 @@ def render_command(recipe: Recipe, *, run_dir: str, nodes: int,
     return recipe.launch.command.format(**{k: shlex.quote(str(v)) for k, v in values.items()})
 
 
-def resolve(recipe: Recipe | str, sku: str, nodes: int, ruleset: str | None = None) -> ResolvedConfig:
-    """The config for `nodes` x `sku`: listed, else derived by WEAK_RULE; one-line ConfigError if impossible."""
+def resolve(recipe: Recipe | str, sku: str, nodes: int, ruleset: str | None = None, *,
+            env: dict[str, Scalar] | None = None) -> ResolvedConfig:
+    """The config for `nodes` x `sku`: listed, else derived by WEAK_RULE; one-line ConfigError if
+    impossible. `env` (an MLPerf recipe's -p parameters, check_params) is exported after the
+    submission config; each name must be one its implementation reads."""
     recipe = get_recipe(recipe) if isinstance(recipe, str) else recipe
     row = catalog.lookup(sku)
     if not recipe.supports(sku):
@@ -340,7 +363,8 @@ def resolve(recipe: Recipe | str, sku: str, nodes: int, ruleset: str | None = No
     ruleset = pick_ruleset(recipe.rulesets, ruleset, recipe.benchmark)
     if recipe.mlperf is None:
         return _resolve_plain(recipe, row, nodes, ruleset)
-    return _resolve_mlperf(recipe, recipe.mlperf, row, nodes, ruleset, explicit=explicit)
+    return _resolve_mlperf(recipe, recipe.mlperf, row, nodes, ruleset, explicit=explicit,
+                           overrides=_env_params(recipe, env or {}))
 
 
 def container_ruleset(recipe: Recipe, config: str | None) -> str | None:
@@ -399,7 +423,8 @@ def _merge_layers(layers: list[tuple[dict[str, str], str]], config_env: dict[str
 
 
 def _resolve_mlperf(recipe: Recipe, spec: Mlperf, row: catalog.GpuSku, nodes: int,
-                    ruleset: str | None, *, explicit: bool = True) -> ResolvedConfig:
+                    ruleset: str | None, *, explicit: bool = True,
+                    overrides: dict[str, Scalar] | None = None) -> ResolvedConfig:
     what = f"{recipe.name} on {nodes} x {row.short}"
     configs = recipe.scales_for(row.name)
     if not configs:
@@ -424,8 +449,14 @@ def _resolve_mlperf(recipe: Recipe, spec: Mlperf, row: catalog.GpuSku, nodes: in
         (dict(spec.env), f"{yaml_name} mlperf.env"),
         (dict(base.env), f"{scale_at}.env"),
     ]
+    if overrides:
+        layers.append(({k: str(v) for k, v in overrides.items()}, "-p on the command line (after the config)"))
     sources: dict[str, str] = {}
     config_env, config_files = _load_config(recipe.name, base.config, layers, sources)
+    unread = sorted(set(overrides or {}) - (reads(recipe.name, base.config) if base.config else set()))
+    if unread:
+        raise ConfigError(f"-p {unread[0]}: {_implementation(recipe.name, base.config) or recipe.name} does not read "
+                          f"it (its READS.txt lists every variable it reads)")
     hyper = {k: config_env[k] for k in _BATCH_DEPENDENT if k in config_env}
     if (base.estimate or chosen.derived) and hyper:
         warnings.append(f"{what} is an estimate: {', '.join(f'{k}={v}' for k, v in hyper.items())}"
@@ -433,6 +464,10 @@ def _resolve_mlperf(recipe: Recipe, spec: Mlperf, row: catalog.GpuSku, nodes: in
                         f" ruleset's rules for GBS {layout.gbs}")
     env = _merge_layers(layers, config_env, sources)
     effective = {**config_env, **env}
+    order, why = order_from(effective, {MAPPING_VAR: _with_line(sources[MAPPING_VAR], MAPPING_VAR)}
+                            if MAPPING_VAR in sources else {})
+    placement = place(layout, row, nodes, order=order, order_source=why)
+    warnings += placement.warnings
     fabric = fabric_overrides(row, effective, {k: _with_line(sources[k], k) for k in FABRIC_RULES if k in sources})
     warnings += [f"{f.asked}: {f.why}; azbench " + (f"sets {f.name}={f.value}" if f.value is not None
                                                     else f"unsets {f.name}") for f in fabric]

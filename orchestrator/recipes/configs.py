@@ -165,7 +165,8 @@ class PathFact(Frozen):
     container mount its run.sub / config_mounts.sh makes (`mount`, with the shell guard it sits
     under), a path its job's scripts, configs and defaults open (`open`), where the image holds
     its code (`image`), a flag of its timed job step (`launch`), a file its expected-mounts*.csv lists
-    (`expect`) or a Hydra config group's default option (`hydra`)."""
+    (`expect`), a Hydra config group's default option (`hydra`) or a host folder run.sub
+    creates before its timed job step (`mkdir`, with where the container sees it)."""
 
     kind: str
     path: str
@@ -180,6 +181,12 @@ class PathFact(Frozen):
     def guard(self) -> str:
         """The shell condition a mount sits under ("" when it is unconditional)."""
         return self.detail.split(";if=", 1)[1] if ";if=" in self.detail else ""
+
+    @property
+    def container(self) -> str:
+        """Where the container sees a `mkdir` row's folder ("" when no mount shows it)."""
+        head = self.detail.split(";if=", 1)[0]
+        return head[len("container="):] if head.startswith("container=") else ""
 
 
 def paths_manifest(recipe: str, config: str) -> list[PathFact]:
@@ -203,6 +210,12 @@ def _manifest(path: Path) -> list[PathFact]:
         facts.append(PathFact(kind=cells[0], path=cells[1], where=cells[2],
                               detail=cells[3] if len(cells) > 3 else ""))
     return facts
+
+
+def made_dirs(recipe: str, config: str) -> list[PathFact]:
+    """The folders the implementation's run.sub creates before its timed job step that the
+    container sees (`mkdir` rows with a container path), from PATHS.txt."""
+    return [f for f in paths_manifest(recipe, config) if f.kind == "mkdir" and f.container]
 
 
 def launch_flags(recipe: str, config: str) -> dict[str, PathFact]:

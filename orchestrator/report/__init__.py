@@ -3,7 +3,8 @@
 Owns: building the Report (MLPerf scores as published, the best per benchmark and GPU type,
 time-to-train, step-time stats, throughput, scaling, speedups, the GPU type of each result
 (gpus), cost at list price (cost), the published neighbour, attempt history,
-spot preemptions and cost saved) and rendering it as JSON, Markdown, the terminal summary
+spot preemptions and cost saved, the fabric section: stored collective runs judged against
+the catalog (fabric, its charts fabric_figures, its site page fabric_site)) and rendering it as JSON, Markdown, the terminal summary
 (terminal: a view of typed rows and its plain-text layout), HTML with PNG plots, or the
 interactive site (site: pages from templates/report/, plotly specs from figures, the history's
 types from history, each benchmark page's forecast curves from forecast.curve); long names cut for

@@ -22,9 +22,11 @@ from typing import Any
 
 from pydantic import Field
 
+from orchestrator import formats
 from orchestrator.errors import ConfigError
 from orchestrator.models import Frozen, ModelFacts, utcnow
 from orchestrator.report.cost import Prices, group_cost
+from orchestrator.report.fabric import FabricLine, FabricScaling, fabric_lines, fabric_scaling
 from orchestrator.report.gpus import match_gpu
 from orchestrator.report.preemption import PreemptionLine, preemption_lines
 from orchestrator.report.replacements import ReplacementLine, replacement_lines
@@ -42,7 +44,7 @@ from orchestrator.results.definitions import (
 from orchestrator.results.metrics import Score, StepStats
 from orchestrator.results.stragglers import spread
 from orchestrator.results.summary import kept_step_times, summary_of
-from orchestrator.store.schema import AttemptRow, EventRow, ResultRow, RunRow
+from orchestrator.store.schema import AttemptRow, EventRow, FabricResultRow, ResultRow, RunRow
 
 __all__ = ["Mfu", "PublishedNeighbour", "SkuSpeedup", "StrongScaling", "WeakScaling"]
 _SAME_SCORE_RTOL = 1e-9  # a stored score this close to its published score is the published score
@@ -91,11 +93,10 @@ def attempt_history(runs: Sequence[RunRow] | None, attempts: Sequence[AttemptRow
 def history_section(lines: Sequence[AttemptLine]) -> tuple[str, list[str], list[list[str]]]:
     header = ["run", "nodes", "attempt", "state", "failure", "excluded", "resumed from step",
               "lost steps", "lost s", "result"]
-    rows = [[line.run_id, str(line.nodes), str(line.attempt), line.state, line.failure_class or "-",
-             ",".join(line.excluded_nodes) or "-",
-             "-" if line.resumed_from_step is None else str(line.resumed_from_step),
-             "-" if line.lost_steps is None else str(line.lost_steps),
-             "-" if line.lost_seconds is None else f"{line.lost_seconds:.1f}",
+    rows = [[line.run_id, formats.count(line.nodes), formats.count(line.attempt), line.state,
+             line.failure_class or "-", ",".join(line.excluded_nodes) or "-",
+             formats.count(line.resumed_from_step), formats.count(line.lost_steps),
+             formats.fixed(line.lost_seconds, 1),
              "resumed (unofficial)" if line.result_resumed else ""] for line in lines]
     return "Attempt history (runs that failed at least once)", header, rows
 
@@ -235,6 +236,8 @@ class Report(Frozen):
     attempt_history: list[AttemptLine] = Field(default_factory=list)
     preemptions: list[PreemptionLine] = Field(default_factory=list)
     replacements: list[ReplacementLine] = Field(default_factory=list)
+    fabric: list[FabricLine] = Field(default_factory=list, description="stored collective runs (report/fabric.py)")
+    fabric_scaling: list[FabricScaling] = Field(default_factory=list)
     notes: list[str] = Field(default_factory=list)
 
 
@@ -252,13 +255,14 @@ def build_report(
     model_facts: Mapping[str, ModelFacts] | None = None,
     events: Sequence[EventRow] | None = None,
     prices: Prices | None = None,
+    fabric: Sequence[FabricResultRow] | None = None,
 ) -> Report:
     """The report over `results` matching the filters. `runs`/`attempts` (optional) add the
     cluster filter and the cost of every attempt, failed ones included; `spot_clusters`
     ({cluster: SKU}) adds the spot section's cost saved; `model_facts` ({benchmark: facts}, as
     recipes.catalog.model_facts() gives them) adds MFU, which is blank without them; `events`
     (the store's) add the node replacements; `prices` ({size name: USD per VM-hour}) override
-    the catalog's list prices."""
+    the catalog's list prices; `fabric` (the store's fabric results) adds the fabric section."""
     rows = _filter(results, runs, benchmark=benchmark, system=system, cluster=cluster, since=since,
                    until=until)
     notes: list[str] = [] if rows else ["no results match"]
@@ -275,7 +279,8 @@ def build_report(
                   weak_scaling=weak_scaling(groups, notes), speedups=sku_speedups(groups),
                   attempt_history=attempt_history(runs, attempts, rows),
                   preemptions=preemption_lines(runs, attempts, spot_clusters or {}),
-                  replacements=replacement_lines(events, cluster), notes=notes)
+                  replacements=replacement_lines(events, cluster),
+                  fabric=(lines := fabric_lines(fabric or [])), fabric_scaling=fabric_scaling(lines), notes=notes)
 
 
 def best_per_benchmark(groups: Sequence[GroupReport]) -> list[BestLine]:
@@ -366,6 +371,17 @@ def group_label(key: GroupKey) -> str:
     return "/".join(p for p in (key[2], key[3], key[1]) if p)
 
 
+def names_system(row: ResultRow, value: str) -> bool:
+    """Whether a --system value names this result's system: its stored system name, its label
+    as the report prints it ('v5.1/NVIDIA/hsg_ngpu5120_ngc25.09_nemo'), or the label's tail the
+    terminal prints when every row shares the head ('NVIDIA/hsg_ngpu5120_ngc25.09_nemo')."""
+    if value == row.system:
+        return True
+    parts = value.strip("/").split("/")
+    label = group_label((row.benchmark, row.system or "unknown", row.round or "", row.submitter or ""))
+    return len(parts) > 1 and label.split("/")[-len(parts):] == parts
+
+
 def _filter(results: Iterable[ResultRow], runs: Sequence[RunRow] | None, *, benchmark: str | None,
             system: str | None, cluster: str | None, since: datetime | None,
             until: datetime | None = None) -> list[ResultRow]:
@@ -379,7 +395,7 @@ def _filter(results: Iterable[ResultRow], runs: Sequence[RunRow] | None, *, benc
     in_cluster = {r.id for r in runs or () if r.cluster == cluster}
     return [r for r in results
             if (benchmark is None or r.benchmark == benchmark)
-            and (system is None or r.system == system)
+            and (system is None or names_system(r, system))
             and (cluster is None or r.run_id in in_cluster)
             and (since is None or r.created_at >= since)
             and (until is None or r.created_at <= until)]

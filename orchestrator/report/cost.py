@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 
+from orchestrator import formats
 from orchestrator.errors import ConfigError, NotFoundError
 from orchestrator.hardware.catalog import gpu_skus, lookup
 from orchestrator.models import Frozen
@@ -89,8 +90,8 @@ def group_cost(rows: Sequence[ResultRow], gpu: GpuMatch, nodes: int | None, gpus
         why = "unknown node count" if gpu.exact else "GPU count unknown"
         return GroupCost(price_per_vm_hour=price, cost_note=f"cost unknown: {why}",
                          price_source=source)
-    what = f"{vms} x {row.short}" if gpu.exact else \
-        f"{gpus} {gpu.label} as {vms} x {row.short} on Azure"
+    what = f"{formats.count(vms)} x {row.short}" if gpu.exact else \
+        f"{formats.count(gpus)} {gpu.label} as {formats.count(vms)} x {row.short} on Azure"
     dated = f", read {row.price_date}" if row.price_date and override is None else ""
     out = GroupCost(price_per_vm_hour=price, priced_vms=vms, system_price_per_hour=vms * price,
                     price_source=source,

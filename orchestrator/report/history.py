@@ -11,8 +11,12 @@ from datetime import datetime
 
 from pydantic import Field
 
-from orchestrator.hardware.catalog import bare_name
+from orchestrator import formats
 from orchestrator.models import Frozen
+from orchestrator.report.gpus import match_gpu
+
+# Fewer points than this is no trend: such a series is a table row, not a chart.
+MIN_CHART_POINTS = 3
 
 
 class HistoryPoint(Frozen):
@@ -32,6 +36,7 @@ class HistorySeries(Frozen):
     benchmark: str
     sku: str | None = None
     nodes: int
+    gpus: int | None = Field(None, description="GPUs at this scale (the results' own count)")
     metric: str
     metric_label: str
     better: str = Field(description="'lower' or 'higher'")
@@ -43,7 +48,14 @@ class HistorySeries(Frozen):
 
     @property
     def label(self) -> str:
-        return f"{self.benchmark} {self.nodes}x{bare_name(self.sku or '?')}"
+        """"llama31_405b · GB200 · 512 GPUs (128 nodes)": the benchmark, the GPU type as a
+        reader names it (report.gpus) and the scale (formats.scale)."""
+        return f"{self.benchmark} · {match_gpu(self.sku).label} · {formats.scale(self.gpus, self.nodes)}"
+
+    @property
+    def charted(self) -> bool:
+        """Whether the series is a chart (MIN_CHART_POINTS or more points) or table rows."""
+        return len(self.points) >= MIN_CHART_POINTS
 
     @property
     def regressions(self) -> list[HistoryPoint]:

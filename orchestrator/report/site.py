@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from orchestrator import formats
 from orchestrator.errors import ConfigError
 from orchestrator.forecast.curve import CurveData, benchmark_curves
 from orchestrator.forecast.points import check_benchmark, series_points
@@ -37,8 +38,12 @@ from orchestrator.hardware.catalog import gpu_skus, lookup
 from orchestrator.paths import templates_dir, write_atomic
 from orchestrator.report import figures as figs
 from orchestrator.report.build import GroupReport, Report, RunLine, group_label, group_results
+from orchestrator.report.fabric_site import HEADER as FABRIC_HEADER
+from orchestrator.report.fabric_site import PATH as FABRIC_PATH
+from orchestrator.report.fabric_site import TEMPLATE as FABRIC_TEMPLATE
+from orchestrator.report.fabric_site import fabric_page_parts
 from orchestrator.report.figures import Figure, Palette
-from orchestrator.report.history import History, HistorySeries
+from orchestrator.report.history import MIN_CHART_POINTS, History, HistorySeries
 from orchestrator.results.definitions import PublishedNeighbour
 from orchestrator.results.published import catalog_gpu
 from orchestrator.store.schema import AttemptRow, ResultRow, RunRow
@@ -90,8 +95,8 @@ def write_site(report: Report, results: Sequence[ResultRow], out_dir: Path, *,
     """Write the whole site into out_dir; returns [index.html, other pages..., assets...]."""
     site = _Site(report, results, runs or [], attempts or [], history)
     pages = [site.overview(), *site.benchmark_pages(), *site.system_pages(), site.history_page(),
-             site.compare_page()]
-    nav = {"benchmarks": site.bench_links, "systems": site.system_links}
+             site.compare_page(), *([site.fabric_page()] if report.fabric else [])]
+    nav = {"benchmarks": site.bench_links, "systems": site.system_links, "fabric": bool(report.fabric)}
     out_dir.mkdir(parents=True, exist_ok=True)
     written = []
     for page in pages:
@@ -213,17 +218,18 @@ class _Site:
         h = self.history
         charts: dict[str, Figure | None] = {}
         ordered = sorted(h.series if h else [], key=lambda s: (s.baseline is None, -len(s.points)))
-        drawn = [s for s in ordered if len(s.points) > 1]  # one point is a table row, not a chart
+        drawn = [s for s in ordered if s.charted]  # two points are no trend: table rows
         for i, s in enumerate(drawn):  # series with a band and the longest histories first
             charts[f"h{i}"] = figs.history(s)
         series = [{"id": f"h{i}", "s": s} for i, s in enumerate(drawn)]
-        single = [s for s in ordered if len(s.points) == 1]
+        single = [s for s in ordered if not s.charted]
         tables = [t for t in (self._history_table("history-points", drawn, "Every point"),
                               self._history_table("history-single", single,
-                                                  f"Series with one point ({len(single)}): "
-                                                  "listed, not charted")) if t.rows]
+                                                  f"Series with fewer than {MIN_CHART_POINTS} points "
+                                                  f"({len(single)}): listed, not charted")) if t.rows]
         return Page("history.html", "history.html.j2", "History", ctx={
-            "history": h, "series": series, "tables": tables, "single": len(single)},
+            "history": h, "series": series, "tables": tables, "single": len(single),
+            "min_points": MIN_CHART_POINTS},
             figures=_present(charts))
 
     def compare_page(self) -> Page:
@@ -246,6 +252,14 @@ class _Site:
                              "gpus": g.gpus, "metrics": _run_metrics(r), "profile": {"x": x, "y": y, "unit": unit}})
         return Page("compare.html", "compare.html.j2", "Compare",
                     ctx={"compare_data": {"systems": systems, "runs": runs}})
+
+    def fabric_page(self) -> Page:
+        """fabric.html: the stored collective runs (report/fabric_site.py)."""
+        ctx, rows, charts = fabric_page_parts(self.report)
+        cells = [[Cell(text, sort=sort, cls=cls, title=title) for text, sort, cls, title in row] for row in rows]
+        ctx["runs"] = Table("fabric-runs", FABRIC_HEADER, cells, title="Every run",
+                            wide_cols=[len(FABRIC_HEADER) - 1])
+        return Page(FABRIC_PATH, FABRIC_TEMPLATE, "Fabric", ctx=ctx, figures=charts)
 
     # -- tables --------------------------------------------------------------------------
 
@@ -327,11 +341,11 @@ class _Site:
 
     def _scaling_table(self) -> Table:
         rows = [[Cell(s.benchmark), Cell(f"{s.small} → {s.large}"),
-                 Cell(f"{s.workers_small} → {s.workers_large}", s.workers_large),
+                 Cell(f"{formats.count(s.workers_small)} → {formats.count(s.workers_large)}", s.workers_large),
                  _num_cell(s.speedup, 3), _pct_cell(s.efficiency), _pct_cell(s.efficiency_scaled),
                  _pct_cell(s.throughput_efficiency)] for s in self.report.strong_scaling]
         rows += [[Cell(w.benchmark), Cell(f"{w.base} → {w.system} (weak)"),
-                  Cell(f"{w.nodes_base} → {w.nodes} nodes", w.nodes), _num_cell(None, 0),
+                  Cell(f"{formats.count(w.nodes_base)} → {formats.plural(w.nodes, 'node')}", w.nodes), _num_cell(None, 0),
                   _pct_cell(w.efficiency), _num_cell(None, 0), _num_cell(None, 0)]
                  for w in self.report.weak_scaling]
         return Table("scaling", ["benchmark", "from → to", "GPUs", "speedup (raw)",
@@ -384,7 +398,7 @@ class _Site:
                            "confidence", "verdict"], [
             [Cell(s.label), Cell(s.metric_label),
              Cell(f"{p.when:%Y-%m-%d %H:%M}", p.when.timestamp()), Cell(p.occasion),
-             Cell(f"{p.value:.4g}", p.value), _pct_cell(p.change, signed=True),
+             Cell(formats.sig(p.value), p.value), _pct_cell(p.change, signed=True),
              _pct_cell(p.confidence), Cell(p.verdict or "-", cls=f"v-{p.verdict or 'none'}")]
             for s in series for p in s.points], title, wide_cols=[3])
 
@@ -486,19 +500,19 @@ def _score_note(g: GroupReport) -> str:
     parts = [g.score_note] if g.score_note else []
     if g.published_score_minutes is not None:
         parts.append("published as " + ("this score" if g.is_published_score
-                                        else f"{g.published_score_minutes:,.3f} min"))
+                                        else f"{formats.fixed(g.published_score_minutes, 3)} min"))
     return "; ".join(parts)
 
 
 def _num_cell(v: float | int | None, digits: int, cls: str = "", title: str = "") -> Cell:
     return Cell("-", None, title=title) if v is None else \
-        Cell(f"{v:,.{digits}f}", float(v), cls=cls, title=title)
+        Cell(formats.fixed(v, digits), float(v), cls=cls, title=title)
 
 
 def _pct_cell(v: float | None, signed: bool = False) -> Cell:
     if v is None:
         return Cell("-", None)
-    return Cell(f"{v * 100:+.1f}%" if signed else f"{v * 100:.1f}%", v)
+    return Cell(formats.pct(v, signed=signed), v)
 
 
 def _delta_cell(n: PublishedNeighbour | None) -> Cell:

@@ -17,6 +17,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
+from orchestrator import formats
 from orchestrator.report.build import GroupReport, Report
 from orchestrator.report.labels import cut_apart, cut_middle
 
@@ -287,16 +288,16 @@ def _format(value: Value, fmt: Fmt) -> str:
         return str(value)
     number = float(value)
     if fmt == "int":
-        return f"{int(number):,}" if number >= 10_000 else str(int(number))
+        return formats.count(number)
     if fmt == "usd":
-        return f"{number:,.2f}"
+        return formats.fixed(number, 2)
     if fmt == "pct":
-        return f"{number * 100:.1f}%"
+        return formats.pct(number)
     if fmt == "signed_pct":
-        return f"{round(number * 100, 1) + 0.0:+.1f}%"  # + 0.0: never "-0.0%"
+        return formats.pct(number, signed=True)
     if fmt == "factor":
-        return f"{number:.4f}"
-    return f"{number:,.3f}" if number < 1000 else f"{number:,.1f}"
+        return formats.fixed(number, 4)
+    return formats.fixed(number, 3 if number < 1000 else 1)
 
 
 def _fit(line: str, width: int) -> str:

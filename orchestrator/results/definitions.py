@@ -36,6 +36,7 @@ from typing import Any
 
 from pydantic import Field
 
+from orchestrator import formats
 from orchestrator.errors import ConfigError
 from orchestrator.hardware.catalog import gpu_row
 from orchestrator.models import Frozen, ModelFacts
@@ -161,9 +162,10 @@ def mfu(facts: ModelFacts | None, bench: str, sku: str | None, gpus: int | None,
     precision = precision or facts.precision
     peak = row.peak_tflops(precision)
     bf16 = metrics.mfu(flops, tokens, stats.median, gpus, row.peak_tflops_bf16 or 0.0)
-    notes = [f"{facts.formula}; {tokens:,} tokens/step (GBS {gbs} x seq {seq}); median "
-             f"step {stats.median:.4f} s ({source or 'step times'}); precision {precision} from {where}; "
-             f"dense peaks of {row.gpu_model}: {precision} {peak}, bf16 {row.peak_tflops_bf16} TFLOP/s "
+    notes = [f"{facts.formula}; {formats.count(tokens)} tokens/step (GBS {formats.count(gbs)} x seq "
+             f"{formats.count(seq)}); median step {stats.median:.4f} s ({source or 'step times'}); precision "
+             f"{precision} from {where}; dense peaks of {row.gpu_model}: {precision} {formats.sig(peak, 5)}, "
+             f"bf16 {formats.sig(row.peak_tflops_bf16, 5)} TFLOP/s "
              f"({row.peak_source or 'catalog'})"]
     if bf16 > 1.0:
         notes.append(f"MFU vs dense BF16 is {bf16:.1%}, above 100%: the run computes in {precision}, "
@@ -172,7 +174,7 @@ def mfu(facts: ModelFacts | None, bench: str, sku: str | None, gpus: int | None,
         ref = facts.reference_tflop_per_sample * 1e12 / seq
         gap = flops / ref - 1
         notes.append(f"NVIDIA's MODEL_TFLOP_PER_SAMPLE {facts.reference_tflop_per_sample:g} "
-                     f"({facts.reference_source}) gives {ref * tokens / stats.median / gpus / 1e12:.0f} "
+                     f"({facts.reference_source}) gives {formats.count(ref * tokens / stats.median / gpus / 1e12)} "
                      f"TFLOP/s per GPU; azbench's F is {gap:+.1%} from it"
                      + (f": {facts.reference_note}" if abs(gap) > 0.01 and facts.reference_note else ""))
     return Mfu(value=metrics.mfu(flops, tokens, stats.median, gpus, peak) if peak else None,
@@ -370,7 +372,7 @@ class PublishedNeighbour(Frozen):
     @property
     def config(self) -> str:
         """'v5.1 NVIDIA tyche_ngpu512_ngc25.09_nemo (512 GPUs)'."""
-        return f"{self.round} {self.submitter} {self.system} ({self.gpus:,} GPUs)"
+        return f"{self.round} {self.submitter} {self.system} ({formats.count(self.gpus)} GPUs)"
 
     @property
     def basis(self) -> str:

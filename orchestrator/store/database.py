@@ -46,6 +46,7 @@ from orchestrator.store.schema import (
     BaselineRow,
     ClusterRow,
     EventRow,
+    FabricResultRow,
     ResultRow,
     RunRow,
     attempt_row,
@@ -56,6 +57,7 @@ from orchestrator.store.schema import (
     current_version,
     event_row,
     events,
+    fabric_results,
     migrate,
     refuse_non_sqlite_file,
     results,
@@ -310,6 +312,36 @@ class Store:
         with self._conn() as conn:
             return sorted(str(v) for v in conn.execute(query).scalars())
 
+    # -- fabric results -------------------------------------------------------------------
+
+    def add_fabric_results(self, rows: Iterable[FabricResultRow]) -> list[tuple[int, bool]]:
+        """Store each collective's run once, all in ONE transaction: (id, True) when new, (the
+        stored id, False) for a hash already stored."""
+        out = []
+        with self._conn(write=True) as conn:
+            for row in rows:
+                stmt = (self._insert(fabric_results).values(**row.model_dump(exclude={"id"}))
+                        .on_conflict_do_nothing(index_elements=["content_hash"]).returning(fabric_results.c.id))
+                new_id = conn.execute(stmt).scalar()
+                if new_id is None:
+                    query = sa.select(fabric_results.c.id).where(fabric_results.c.content_hash == row.content_hash)
+                    out.append((int(conn.execute(query).scalar_one()), False))
+                else:
+                    out.append((int(new_id), True))
+        return out
+
+    def list_fabric_results(self, cluster: str | None = None, collective: str | None = None,
+                            since: datetime | None = None, until: datetime | None = None) -> list[FabricResultRow]:
+        """Stored collective runs, oldest first; `since`/`until` bound created_at (inclusive)."""
+        query = _matching(fabric_results, cluster=cluster, collective=collective)
+        query = query.order_by(fabric_results.c.created_at, fabric_results.c.id)
+        if since is not None:
+            query = query.where(fabric_results.c.created_at >= since)
+        if until is not None:
+            query = query.where(fabric_results.c.created_at <= until)
+        with self._conn() as conn:
+            return [FabricResultRow.model_validate(r._asdict()) for r in conn.execute(query)]
+
     # -- events ---------------------------------------------------------------------------
 
     def add_event(self, ev: EventRow) -> EventRow:
@@ -543,5 +575,5 @@ def _reason(exc: BaseException, password: str | None) -> str:
     return text.replace(password, "***") if password else text
 
 
-__all__ = ["AttemptRow", "BaselineRow", "ClusterRow", "EventRow", "ResultRow", "RunRow", "SCHEMA_VERSION",
+__all__ = ["AttemptRow", "BaselineRow", "ClusterRow", "EventRow", "FabricResultRow", "ResultRow", "RunRow", "SCHEMA_VERSION",
            "Store"]

@@ -46,6 +46,10 @@ each with the file and line it was read from:
     launch  mpi|remap-root|container-env  FILE:LINE  VALUE   the flags of run.sub's timed job step
     expect  KEY     FILE:LINE  REL BYTES              expected-mounts*.csv: a file the implementation
                                                      expects under the mount KEY names, and its size
+    mkdir   HOST    run.sub:LINE [container=PATH][;if=GUARD]  a folder run.sub creates (mkdir -p)
+                                                     before its timed job step; container=: where
+                                                     the job sees it, through a mount whose source
+                                                     holds it (unconditional, or under the same guard)
 
 Scripts that prepare data (scripts/, data_scripts/, utility/, preprocessing/, public-scripts/)
 are not scanned for `open`: `prepare` runs them (recipes/*.yaml steps), the job does not. Paths
@@ -280,6 +284,7 @@ def paths_manifest(repo: Path, impl: str, files: list[str], vendored: list[str])
             rows += _mounts(name, texts[name])
     if "run.sub" in texts:
         rows += _srun_facts(texts["run.sub"])
+        rows += _mkdirs(texts["run.sub"], [r for r in rows if r[0] == "mount"])
     images = _image_roots(texts.get("Dockerfile", ""))
     rows += [("image", dest, f"Dockerfile:{line}", f"COPY {src}") for dest, src, line in images]
     rows += _base_images(texts.get("Dockerfile", ""))
@@ -380,10 +385,9 @@ def _py_paths(text: str) -> list[tuple[int, str]]:
     return sorted(set(out))
 
 
-def _mounts(name: str, text: str) -> list[tuple[str, ...]]:
-    """`mount` rows: every HOST:TARGET of a _cont_mounts / MOUNTS assignment, with its guard."""
-    defaults = dict(re.findall(r'^\s*:\s*"\$\{([A-Z_][A-Z0-9_]*):=([^}"]*)\}"', text, re.M))
-    rows, guards = [], []
+def _guarded(text: str) -> list[tuple[int, str, str]]:
+    """(line number, code, the shell `if` guard it sits under) for each line that is not a comment."""
+    out, guards = [], []
     for n, line in enumerate(text.splitlines(), 1):
         code = line.strip()
         if code.startswith("#"):
@@ -396,6 +400,15 @@ def _mounts(name: str, text: str) -> list[tuple[str, ...]]:
             guards[-1] = f"! {{ {guards[-1]}; }}"
         elif code == "fi" and guards:
             guards.pop()
+        out.append((n, code, " && ".join(f"{{ {g}; }}" if len(guards) > 1 else g for g in guards)))
+    return out
+
+
+def _mounts(name: str, text: str) -> list[tuple[str, ...]]:
+    """`mount` rows: every HOST:TARGET of a _cont_mounts / MOUNTS assignment, with its guard."""
+    defaults = dict(re.findall(r'^\s*:\s*"\$\{([A-Z_][A-Z0-9_]*):=([^}"]*)\}"', text, re.M))
+    rows = []
+    for n, code, guard in _guarded(text):
         if not re.search(r"(_cont_mounts\+?=|MOUNTS:?=)", code):
             continue
         value = re.split(r"(?:_cont_mounts\+?=|MOUNTS:?=)", code, maxsplit=1)[1].strip('"} ')
@@ -408,9 +421,45 @@ def _mounts(name: str, text: str) -> list[tuple[str, ...]]:
             target = defaults.get(var.group(1), target) if var else target
             if not target.startswith("/"):
                 continue
-            guard = " && ".join(f"{{ {g}; }}" if len(guards) > 1 else g for g in guards)
             rows.append(("mount", target, f"{name}:{n}", f"src={m.group(1)}" + (f";if={guard}" if guard else "")))
     return rows
+
+
+def _mkdirs(text: str, mounts: list[tuple[str, ...]]) -> list[tuple[str, ...]]:
+    """`mkdir` rows: each folder a `mkdir -p` of run.sub creates before its timed job step (on
+    the batch host, in an srun or a bash -c), with where the container sees it, if it does."""
+    timed = next((int(r[2].split(":")[1]) for r in _srun_facts(text)), None)
+    rows = []
+    for n, code, guard in _guarded(text):
+        if timed is not None and n >= timed:
+            break
+        for m in re.finditer(r"\bmkdir\s+-p\s+((?:\"[^\"]*\"|[^\s;)&|\"]+)(?:\s+(?:\"[^\"]*\"|[^\s;)&|\"]+))*)",
+                             code):
+            for arg in re.findall(r'"([^"]*)"|(\S+)', m.group(1)):
+                host = _braced(arg[0] or arg[1])
+                inside = _inside(host, guard, mounts)
+                detail = (f"container={inside}" if inside else "") + (f";if={guard}" if guard else "")
+                rows.append(("mkdir", host, f"run.sub:{n}", detail))
+    return rows
+
+
+def _braced(path: str) -> str:
+    """A shell path with each $NAME written ${NAME}, so the same folder reads the same way."""
+    return re.sub(r"\$([A-Za-z_][A-Za-z0-9_]*)", r"${\1}", path)
+
+
+def _inside(host: str, guard: str, mounts: list[tuple[str, ...]]) -> str:
+    """Where the container sees host folder `host`: the longest mount source that holds it,
+    among the mounts that are unconditional or under the same guard ("" when none does)."""
+    best = ("", "")
+    for _, target, _, detail in mounts:
+        src, _, cond = detail.partition(";if=")
+        src = _braced(src[len("src="):])
+        if cond and cond != guard:
+            continue
+        if (host == src or host.startswith(src.rstrip("/") + "/")) and len(src) > len(best[0]):
+            best = (src, target + host[len(src):])
+    return best[1]
 
 
 def _srun_facts(text: str) -> list[tuple[str, ...]]:

@@ -41,6 +41,10 @@ from orchestrator.slurm.launcher import SlurmLauncher
 from orchestrator.providers.azure.settings import AzureSettings
 from orchestrator.providers.azure_shared.tags import TAG_CLUSTER, TAG_RACK
 
+# VMs one `up` replaces for failing their boot-time fabric check (too few GPUs or InfiniBand
+# HCAs) before it gives up: a few bad hosts are replaced, a bad image is not retried VM by VM.
+MAX_BOOT_REPLACEMENTS = 4
+
 __all__ = ["AzureProvider", "AzureClients", "ProgressEvent", "SweepItem", "sweep"]
 
 
@@ -94,10 +98,33 @@ class AzureProvider(ProviderBase):
         cluster = UpRun(self._clients_for_spec(spec), spec, plan, self.opts).execute()
         boot_timeout_s = spec.section(AzureSettings).boot_timeout_s
         if boot_timeout_s > 0:
-            from orchestrator.providers.azure.boot import wait_booted
-            wait_booted(cluster, ci.head_hostname(spec.name), timeout_s=boot_timeout_s,
-                        progress=self._boot_progress)
+            cluster = self._boot(cluster, boot_timeout_s)
         return cluster
+
+    def _boot(self, cluster: Cluster, timeout_s: float) -> Cluster:
+        """Wait until booted; a node short of GPUs or HCAs at boot (boot.ShortNodeError) is
+        replaced before Slurm lists it, at most MAX_BOOT_REPLACEMENTS per `up`."""
+        from orchestrator.providers.azure.boot import ShortNodeError, wait_booted
+        replaced = 0
+        while True:
+            try:
+                wait_booted(cluster, ci.head_hostname(cluster.name), timeout_s=timeout_s,
+                            progress=self._boot_progress)
+                return cluster
+            except ShortNodeError as short:
+                if len(short.short) == len(cluster.node_names) > 1:
+                    raise ProvisionError(f"every VM failed its fabric check at boot ({short.message}): an image "
+                                         "fault, not the hosts; nothing replaced",
+                                         hint="check the image's NVIDIA driver and OFED") from None
+                if replaced + len(short.short) > MAX_BOOT_REPLACEMENTS:
+                    raise ProvisionError(f"{short.message}; {replaced} VM(s) already replaced during this up "
+                                         f"(at most {MAX_BOOT_REPLACEMENTS})", hint=short.hint) from None
+                for node, why in short.short.items():
+                    self._boot_progress(f"replacing {node} before Slurm lists it: {why}")
+                    new = self.replace_node(cluster, node)
+                    cluster = cluster.model_copy(update={"node_names": [new if n == node else n
+                                                                         for n in cluster.node_names]})
+                replaced += len(short.short)
 
     def _boot_progress(self, line: str) -> None:
         if self.opts.progress is not None and line != self._last_boot_line:
