@@ -256,12 +256,16 @@ def baseline_show(name: str = typer.Argument(..., help="Baseline name."), as_jso
         base = get_baseline(store, name)
     if not out.rich:
         return out.emit(base)
-    rows = [[e.label, METRICS.get(m, (m,))[0], _fmt(statistics.fmean(v)),
+    rows = [[e.label, METRICS.get(m, (m,))[0], _fmt(e.value(m)),
              _fmt(statistics.stdev(v)) if len(v) > 1 else "-", len(v)]
-            for e in base.entries for m, v in e.metrics.items() if v]
+            for e in base.entries for m, v in e.metrics.items() if v and m not in e.refused]
     make_console().print(make_table(f"Baseline {name} ({_describe(base.source)}, updated "
-                            f"{base.updated_at:%Y-%m-%d %H:%M})",
-                            ["scale", "metric", "mean", "std", "n"], rows))
+                            f"{base.updated_at:%Y-%m-%d %H:%M}; value: the MLPerf score for time "
+                            "to train, the median step for step time)",
+                            ["scale", "metric", "value", "std", "n"], rows))
+    for e in base.entries:
+        for m, why in e.refused.items():
+            sys.stdout.write(f"{e.label} {METRICS.get(m, (m,))[0]}: {why}\n")
 
 
 @baseline_app.command("delete")
@@ -325,6 +329,8 @@ def _print_comparison(result: Comparison) -> None:
         sys.stdout.write(f"regression: {d.describe()}\n")
     for d in result.improvements:
         sys.stdout.write(f"improvement: {d.describe()}\n")
+    for note in result.notes:
+        sys.stdout.write(f"{note}\n")
 
 
 def _tolerances(items: list[str], min_confidence: Optional[float]) -> Tolerances:

@@ -153,13 +153,14 @@ def _best_section(report: Report) -> _Section:
 def _results_section(groups: Sequence[GroupReport]) -> _Section:
     header = ["benchmark", "system", "GPU", "nodes", "GPUs", "runs (req.)", "converged",
               "MLPerf score (min)", "raw mean (min)", "scaling", "kind", "published as (min)",
-              "nearest published", "vs nearest", "note"]
+              "nearest published", "vs nearest (basis)", "note"]
     rows = [[g.benchmark, g.label, g.gpu_type or "-", _i(g.nodes), _i(g.gpus),
              f"{_i(g.runs)} ({_i(g.required_runs)})", _i(g.converged), _f(g.score_minutes, 4),
              _f(g.score_raw_minutes, 4), _f(g.scaling_factor, 4), g.kind,
              _f(g.published_score_minutes, 4),
              f"{g.published.config}: {_f(g.published.score_minutes, 4)}" if g.published else "-",
-             _signed_pct(g.published.delta) if g.published else "-", g.score_note]
+             (f"{_signed_pct(g.published.delta)} ({g.published.basis})"
+              if g.published and g.published.delta is not None else "-"), g.score_note]
             for g in groups]
     return "Results per system (MLPerf score = raw olympic mean x scaling)", header, rows
 
@@ -186,8 +187,8 @@ def _steps_section(groups: Sequence[GroupReport]) -> _Section:
     rows = [[g.benchmark, g.label, _i(g.nodes), _i(s.count), _f(s.median, 4), _f(s.mean, 4),
              _f(s.p99, 4), _pct(s.cv), _i(s.slow_steps), _f(g.throughput_per_minute, 1),
              _f(g.throughput_per_worker_minute, 3), _f(g.model_tflops_per_gpu, 1), _mfu(g),
-             _pct(g.mfu_bf16) + (f" (vs dense BF16, over 100%: the run is {g.mfu_precision})"
-                                 if (g.mfu_bf16 or 0) > 1 else ""),
+             _pct(g.mfu_bf16) + (f" (vs dense BF16, over 100%: the run is {g.mfu_precision}; "
+                                 "not a utilisation)" if (g.mfu_bf16 or 0) > 1 else ""),
              g.step_time_source or "-"]
             for g in groups if (s := g.step_stats) is not None]
     # "MFU bf16" is MFU against dense BF16 (kept short: the column's name is read by scripts); a
@@ -203,12 +204,13 @@ def _mfu_section(groups: Sequence[GroupReport]) -> _Section:
 
 
 def _cost_section(groups: Sequence[GroupReport]) -> _Section:
-    header = ["benchmark", "system", "$/VM-hour", "per result ($)", "all runs ($)",
+    header = ["benchmark", "system", "$/VM-hour", "per result ($)", "per run ($)", "all runs ($)",
               "all attempts ($)", "note"]
     rows = [[g.benchmark, g.label, _f(g.price_per_vm_hour, 2), _f(g.cost_per_result_usd, 2),
-             _f(g.cost_all_runs_usd, 2), _f(g.cost_all_attempts_usd, 2), g.cost_note]
-            for g in groups]
-    return "Cost", header, rows
+             _f(g.cost_per_run_usd, 2), _f(g.cost_all_runs_usd, 2), _f(g.cost_all_attempts_usd, 2),
+             g.cost_note] for g in groups]
+    return ("Cost (per result: the runs one MLPerf score needs, each at its own minutes; per run: "
+            "one run as long as the raw olympic mean)", header, rows)
 
 
 # -- formatting ----------------------------------------------------------------------------
