@@ -5,8 +5,8 @@ MP = TP·PP·CP, DP = GPUs / MP, MINIBS = GBS / DP, grad-accum = MINIBS / MBS. P
 and context parallel groups inside the NVLink domain (one VM on ND H100/H200 v5; an NVL72 rack of
 18 VMs on ND GB200 v6), carries data parallelism over InfiniBand, and for GB200 computes the Slurm
 `--segment` (SEGMENT = TP·PP·CP / GPUs per VM) that keeps every model-parallel group inside one
-rack. The Azure NCCL/UCX settings per VM size live here too. Pure functions; every refusal is one
-ConfigError line.
+rack. A size's NCCL/UCX settings are its catalog row's (`network_profile`); what Azure's fabric
+cannot honour is here (FABRIC_RULES). Pure functions; every refusal is one ConfigError line.
 """
 
 from __future__ import annotations
@@ -15,10 +15,11 @@ import math
 
 from pydantic import Field
 
-from orchestrator.hardware.catalog import GpuSku
+from orchestrator.hardware.catalog import GpuSku, NetworkProfile
 from orchestrator.hardware.layout import default_vms_per_rack
 from orchestrator.errors import ConfigError
 from orchestrator.models import FabricOverride, Frozen
+from orchestrator.recipes.rank_order import DEFAULT_ORDER, DIMS, Span, spans
 
 WEAK_RULE = ("weak scaling from the listed {base}-node config (the nearest listed scale): same "
              "TP/PP/CP/VP, micro batch and "
@@ -106,7 +107,11 @@ class Choice(Frozen):
 
 
 class Placement(Frozen):
-    """Where each parallel dimension runs, and the Slurm topology request that makes it so."""
+    """Where each parallel dimension runs, and the Slurm topology request that makes it so.
+    `links` says nvlink or infiniband per dimension, from `spans` (recipes/rank_order.py: the
+    nodes and racks its groups touch under `order`); `scale_out` says in one sentence what
+    crosses the scale-out fabric; `warnings` name a latency-critical dimension (TP, CP, PP)
+    that leaves its NVLink domain."""
 
     nvlink_domain_gpus: int
     mp_gpus: int
@@ -114,15 +119,12 @@ class Placement(Frozen):
     segment: int | None = None
     racks: int | None = None
     notes: list[str] = Field(default_factory=list)
-
-
-class NetworkProfile(Frozen):
-    """Per-node NCCL/UCX/IB environment and host mounts for one Azure VM size."""
-
-    env: dict[str, str] = Field(default_factory=dict)
-    mounts: list[str] = Field(default_factory=list)
-    topo_file: str | None = None
-    source: str = ""
+    order: str = DEFAULT_ORDER
+    order_source: str = ""
+    rack_vms: int = 1
+    spans: dict[str, Span] = Field(default_factory=dict)
+    scale_out: str = ""
+    warnings: list[str] = Field(default_factory=list)
 
 
 def make_layout(*, gpus: int, tp: int, pp: int, cp: int, vp: int | None, mbs: int, gbs: int,
@@ -227,8 +229,12 @@ def check_gbs(rule: GbsRule | None, gbs: int, label: str, source: str) -> list[s
     return []
 
 
-def place(layout: Layout, sku: GpuSku, nodes: int) -> Placement:
-    """TP/CP on NVLink, DP on InfiniBand; GB200: --segment and rack count, refusing rack-spanning groups."""
+def place(layout: Layout, sku: GpuSku, nodes: int, *, order: str = DEFAULT_ORDER,
+          order_source: str = "") -> Placement:
+    """Each dimension's groups from the rank order (recipes/rank_order.py), ranks on nodes in
+    blocks of GPUs per VM, nodes in racks as `up` builds them: its link (NVLink inside one domain,
+    else InfiniBand), spans, the scale-out sentence and warnings; TP must fit the NVLink domain;
+    GB200: --segment and rack count, refusing a model-parallel group larger than a rack."""
     per_vm = sku.gpus_per_vm
     domain = per_vm * sku.nvlink_domain_vms
     name = f"{sku.short} ({domain} GPUs per NVLink domain)"
@@ -236,25 +242,48 @@ def place(layout: Layout, sku: GpuSku, nodes: int) -> Placement:
         raise ConfigError(f"TP {layout.tp} does not fit the NVLink domain of {name}: "
                           f"tensor-parallel traffic must stay on NVLink")
     notes: list[str] = []
-    tp_cp = layout.tp * layout.cp
-    cp_link = "nvlink" if tp_cp <= domain else "infiniband"
-    if cp_link == "infiniband":
-        notes.append(f"context-parallel groups span {math.ceil(tp_cp / per_vm)} VMs over InfiniBand "
-                     f"(TP*CP = {tp_cp} > {domain}), as in NVIDIA's published H100 405B configs")
-    links = {"tp": "nvlink", "cp": cp_link,
-             "pp": "nvlink" if layout.mp <= domain else "infiniband",
-             "dp": "nvlink" if nodes <= sku.nvlink_domain_vms else "infiniband"}
-    if sku.nvlink_domain_vms <= 1:
-        return Placement(nvlink_domain_gpus=domain, mp_gpus=layout.mp, links=links, notes=notes)
-    segment, racks = _rack_packing(layout.mp, sku, nodes)
-    rack_vms = default_vms_per_rack(nodes, sku) or sku.nvlink_domain_vms
-    per_rack = rack_vms // segment
-    idle = rack_vms - per_rack * segment
-    notes.append(f"{nodes // segment} model-parallel groups of {segment} VM(s), {per_rack} per "
-                 f"{rack_vms}-VM rack ({idle} VM(s) per rack left idle): {racks} rack(s)"
-                 + (f" of the {sku.nvlink_domain_vms} an NVL72 rack holds" if rack_vms < sku.nvlink_domain_vms else ""))
+    segment, racks = None, None
+    rack_vms = 1
+    if sku.nvlink_domain_vms > 1:
+        segment, racks = _rack_packing(layout.mp, sku, nodes)
+        rack_vms = default_vms_per_rack(nodes, sku) or sku.nvlink_domain_vms
+    sizes = {"tp": layout.tp, "cp": layout.cp, "pp": layout.pp, "dp": layout.dp}
+    found = spans(sizes, order, max(per_vm, 1), rack_vms)
+    # One NVLink domain: one VM on ND v5 sizes, one rack (of the layout's VMs) on NVL72.
+    reach = {d: (s.racks if sku.nvlink_domain_vms > 1 else s.nodes) for d, s in found.items()}
+    links = {d: "nvlink" if reach[d] <= 1 else "infiniband" for d in DIMS}
+    if links["cp"] == "infiniband":
+        notes.append(f"context-parallel groups span {found['cp'].nodes} VMs over InfiniBand "
+                     f"(TP*CP = {layout.tp * layout.cp} > {domain}), as in NVIDIA's published 405B configs for 8-GPU nodes")
+    where = "rack" if sku.nvlink_domain_vms > 1 else "VM"
+    inside = f"one rack of {rack_vms} VMs" if sku.nvlink_domain_vms > 1 else f"one VM of {per_vm} GPUs"
+    warnings = [f"{d.upper()} {sizes[d]} leaves its NVLink domain ({inside}): its groups span {found[d].nodes} nodes"
+                + (f" in {found[d].racks} racks" if sku.nvlink_domain_vms > 1 else "")
+                + f" over InfiniBand (members {found[d].stride} ranks apart in rank order {order}: "
+                + f"{order_source or 'Megatron-core default'})" for d in ("tp", "cp", "pp") if links[d] == "infiniband"]
+    if segment is not None and racks is not None:
+        per_rack = rack_vms // segment
+        idle = rack_vms - per_rack * segment
+        notes.append(f"{nodes // segment} model-parallel groups of {segment} VM(s), {per_rack} per "
+                     f"{rack_vms}-VM rack ({idle} VM(s) per rack left idle): {racks} rack(s)"
+                     + (f" of the {sku.nvlink_domain_vms} an {sku.rack_name} holds" if rack_vms < sku.nvlink_domain_vms else ""))
     return Placement(nvlink_domain_gpus=domain, mp_gpus=layout.mp, links=links,
-                     segment=segment if segment > 1 else None, racks=racks, notes=notes)
+                     segment=segment if segment and segment > 1 else None, racks=racks, notes=notes,
+                     order=order, order_source=order_source, rack_vms=rack_vms, spans=found,
+                     scale_out=_scale_out(found, links, where, domain, sku.nvlink_domain_vms > 1), warnings=warnings)
+
+
+def _scale_out(found: dict[str, Span], links: dict[str, str], where: str, domain: int, racks: bool) -> str:
+    """One sentence: which dimensions' traffic crosses the InfiniBand scale-out fabric, how far."""
+    out = [d for d in DIMS if links[d] == "infiniband"]
+    stay = [d.upper() for d in DIMS if links[d] == "nvlink" and found[d].size > 1]
+    if not out:
+        return f"Nothing crosses the scale-out fabric: every group stays inside one NVLink {where} ({domain} GPUs)."
+    reach = ", ".join(f"{d.upper()} (groups of {found[d].size} over {found[d].nodes} nodes"
+                      + (f" in {found[d].racks} racks" if racks else "") + ")" for d in out)
+    kept = (f"; {', '.join(stay)} {'stays' if len(stay) == 1 else 'stay'} on NVLink inside one {where}"
+            if stay else "")
+    return f"Over the InfiniBand scale-out fabric: {reach}{kept}."
 
 
 def nvidia_config_env(layout: Layout, placement: Placement, sku: GpuSku, nodes: int,
@@ -281,7 +310,7 @@ def _rack_packing(mp: int, sku: GpuSku, nodes: int) -> tuple[int, int]:
     per_vm, domain = sku.gpus_per_vm, sku.nvlink_domain_vms
     if mp > per_vm * domain:
         raise ConfigError(f"a model-parallel group of TP*PP*CP = {mp} GPUs ({math.ceil(mp / per_vm)} "
-                          f"VMs) would span {sku.short} NVL72 racks ({domain} VMs = "
+                          f"VMs) would span {sku.short} {sku.rack_name}s ({domain} VMs = "
                           f"{per_vm * domain} GPUs each)")
     if (mp > per_vm and mp % per_vm) or (mp < per_vm and per_vm % mp):
         raise ConfigError(f"a model-parallel group of {mp} GPUs does not tile {sku.short} VMs "
@@ -294,32 +323,10 @@ def _rack_packing(mp: int, sku: GpuSku, nodes: int) -> tuple[int, int]:
     return segment, math.ceil((nodes // segment) / (rack_vms // segment))
 
 
-# Azure NCCL/UCX/IB settings per VM size. UCX only carries PMIx/MPI wire-up, so it stays on the
-# front-end Ethernet; NCCL does the collectives over IB and NVLink.
-_ND_V5 = NetworkProfile(
-    env={"NCCL_TOPO_FILE": "/opt/microsoft/ndv5-topo.xml", "CUDA_DEVICE_ORDER": "PCI_BUS_ID",
-         "NCCL_IB_PCI_RELAXED_ORDERING": "1", "NCCL_SOCKET_IFNAME": "eth0",
-         "GLOO_SOCKET_IFNAME": "eth0", "UCX_TLS": "tcp", "UCX_NET_DEVICES": "eth0"},
-    mounts=["/opt/microsoft:/opt/microsoft:ro"], topo_file="/opt/microsoft/ndv5-topo.xml",
-    source="Azure HPC image /opt/microsoft/ndv5-topo.xml (also set in its /etc/nccl.conf); "
-           "H200 v5 shares the ND v5 host layout: verify the file on your image")
-_ND_GB200 = NetworkProfile(
-    env={"NCCL_MNNVL_ENABLE": "1", "NCCL_NVLS_ENABLE": "0", "NCCL_IB_HCA": "mlx5_1,mlx5_0,mlx5_3,mlx5_2",
-         "NCCL_SOCKET_IFNAME": "enP22p1s0f1", "GLOO_SOCKET_IFNAME": "enP22p1s0f1",
-         "UCX_TLS": "tcp", "UCX_NET_DEVICES": "enP22p1s0f1", "CUDA_VISIBLE_DEVICES": "0,1,2,3"},
-    mounts=["/dev/nvidia-caps-imex-channels:/dev/nvidia-caps-imex-channels"],
-    source="Azure v6.0 405B submission configs/azure/config_mrc_env.sh (R60F), without its MRC "
-           "verbs plugin; no topology file: NCCL discovers the NVL72 fabric through IMEX (MNNVL)")
-AZURE_NETWORK: dict[str, NetworkProfile] = {
-    "Standard_ND96isr_H100_v5": _ND_V5,
-    "Standard_ND96isr_H200_v5": _ND_V5,
-    "Standard_ND128isr_NDR_GB200_v6": _ND_GB200,
-}
-
-
 def network_profile(sku: GpuSku) -> NetworkProfile:
-    """The Azure network environment for `sku` (empty for sizes without one, e.g. local)."""
-    return AZURE_NETWORK.get(sku.name, NetworkProfile())
+    """The NCCL/UCX environment and mounts a job gets on `sku`: its catalog row's (an empty one,
+    with the reason in its source, on sizes without a fabric)."""
+    return sku.network
 
 
 # What NVIDIA's configs ask of Eos' fabric that an Azure cluster cannot give, and what azbench
@@ -348,7 +355,7 @@ _OFF = ("", "0", "false", "no", "none")
 def fabric_overrides(sku: GpuSku, env: dict[str, str], sources: dict[str, str]) -> list[FabricOverride]:
     """The settings of an effective environment an Azure size's fabric cannot honour
     (FABRIC_RULES), each with where the config asked for it; none off Azure's GPU sizes."""
-    if sku.name not in AZURE_NETWORK:
+    if not (sku.is_azure_size and sku.gpus_per_vm):
         return []
     out = []
     for name, (value, why) in FABRIC_RULES.items():

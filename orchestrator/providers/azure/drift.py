@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from orchestrator.providers.azure import resources as ar
+from orchestrator.providers.azure import resources
 from orchestrator.providers.azure.clients import AzureClients
 from orchestrator.providers.azure.records import ArmResource, ScaleSet
 from orchestrator.providers.azure_shared.errors import arm_call
@@ -64,16 +64,16 @@ def live_shape(clients: AzureClients, rg: str, cluster: str, seen: Mapping[str, 
                listed: Sequence[ScaleSet] | None = None) -> LiveShape:
     """The live facts, from the observed resources (lro.observe's, by 'kind/name') and one list of
     the group's scale sets (only when the group exists; `listed`: that list, read already)."""
-    group = seen.get(f"{ar.RG}/{rg}")
+    group = seen.get(f"{resources.RG}/{rg}")
     if group is None:
         return LiveShape()
     if listed is None:
         with arm_call(f"list scale sets of {rg}"):
             listed = clients.scale_sets_in(rg)
     sets = [s for s in listed if s.tags.get(TAG_CLUSTER) == cluster]
-    region = next((o.location for k, o in seen.items() if o is not None and not k.startswith(ar.RG)
+    region = next((o.location for k, o in seen.items() if o is not None and not k.startswith(resources.RG)
                    and o.location), None) or (sets[0].location if sets else None)
-    nsg = next((o for k, o in seen.items() if o is not None and k.startswith(ar.NSG + "/")), None)
+    nsg = next((o for k, o in seen.items() if o is not None and k.startswith(resources.NSG + "/")), None)
     ssh = nsg.ssh_source if nsg is not None else None
     if not sets:
         return LiveShape(region=region, ssh_range=ssh)

@@ -15,13 +15,14 @@ from __future__ import annotations
 import os
 from dataclasses import replace
 from datetime import datetime
+from functools import partial
 from typing import Callable, Collection, Mapping, Sequence
 
 from orchestrator import paths
 from orchestrator.providers.azure.plan import default_group, plan_azure
-from orchestrator.providers.azure import cloudinit as ci
+from orchestrator.providers.azure import cloudinit
 from orchestrator.providers.azure import records
-from orchestrator.providers.azure import resources as ar
+from orchestrator.providers.azure import resources
 from orchestrator.providers.azure.clients import AzureClients, clients_from_config
 from orchestrator.providers.azure.cluster import Found, provisional, to_cluster
 from orchestrator.providers.azure_shared.errors import arm_call, is_not_found
@@ -44,6 +45,10 @@ from orchestrator.slurm.launcher import SlurmLauncher
 from orchestrator.providers.azure.settings import AzureSettings
 from orchestrator.providers.azure_shared.tags import (TAG_CLUSTER, TAG_CREATED, TAG_EXPIRES, TAG_NEXT_ID, TAG_OWNER,
                                                      TAG_PARKED, TAG_RACK, TAG_SLOTS)
+
+# VMs one `up` replaces for failing their boot-time fabric check (too few GPUs or InfiniBand
+# HCAs) before it gives up: a few bad hosts are replaced, a bad image is not retried VM by VM.
+MAX_BOOT_REPLACEMENTS = 4
 
 __all__ = ["AzureProvider", "AzureClients", "ProgressEvent", "SweepItem", "sweep"]
 
@@ -74,7 +79,6 @@ class AzureProvider(ProviderBase):
         self.join_timeout_s = join_timeout_s
         self.opts = UpOptions(progress=progress, caller_ip_lookup=caller_ip_lookup, owner=owner,
                               capacity_wait_s=capacity_wait_s, workers=workers, sleep=sleep)
-        self._spec: ClusterSpec | None = None
         self._last_boot_line = ""
         # One command's reads, kept for the calls after it in the same command (one listing of
         # each kind): what describe read for up, what holdings listed for down, the signed-in
@@ -87,12 +91,11 @@ class AzureProvider(ProviderBase):
     # ------------------------------------------------------------ Provider protocol
     def plan(self, spec: ClusterSpec) -> Plan:
         """plan_azure(spec) with the head NIC listed after the public IP. Pure."""
-        self._spec = spec  # lets describe(spec.name) right after find the spec's subscription
         base = plan_azure(spec)
-        resources = list(base.resources)
-        at = next(i for i, r in enumerate(resources) if r.kind == ar.PIP) + 1
-        resources.insert(at, ar.head_nic_resource(base))
-        return base.model_copy(update={"provider": self.name, "resources": resources})
+        planned = list(base.resources)
+        at = next(i for i, r in enumerate(planned) if r.kind == resources.PIP) + 1
+        planned.insert(at, resources.head_nic_resource(base))
+        return base.model_copy(update={"provider": self.name, "resources": planned})
 
     def up(self, spec: ClusterSpec, plan: Plan) -> Cluster:
         """Create or adopt the cluster, then wait (azure.boot_timeout_s) until it has booted.
@@ -101,20 +104,41 @@ class AzureProvider(ProviderBase):
         cloud-init is done and every node is idle in Slurm; a failed boot step or the deadline
         raises ProvisionError naming the VM.
         """
-        self._spec = spec
         prefetched, self._prefetched = self._prefetched, None
         cluster = UpRun(self._clients_for_spec(spec), spec, plan, self.opts, prefetched).execute()
         boot_timeout_s = spec.section(AzureSettings).boot_timeout_s
         if boot_timeout_s > 0:
-            from orchestrator.providers.azure.boot import wait_booted
-            wait_booted(cluster, ci.head_hostname(spec.name), timeout_s=boot_timeout_s,
-                        progress=self._boot_progress)
+            cluster = self._boot(cluster, boot_timeout_s)
         return cluster
 
-    def _boot_progress(self, line: str) -> None:
+    def _boot(self, cluster: Cluster, timeout_s: float) -> Cluster:
+        """Wait until booted; a node short of GPUs or HCAs at boot (boot.ShortNodeError) is
+        replaced before Slurm lists it, at most MAX_BOOT_REPLACEMENTS per `up`."""
+        from orchestrator.providers.azure.boot import ShortNodeError, wait_booted
+        replaced = 0
+        while True:
+            try:
+                wait_booted(cluster, cloudinit.head_hostname(cluster.name), timeout_s=timeout_s,
+                            progress=partial(self._boot_progress, cluster.name))
+                return cluster
+            except ShortNodeError as short:
+                if len(short.short) == len(cluster.node_names) > 1:
+                    raise ProvisionError(f"every VM failed its fabric check at boot ({short.message}): an image "
+                                         "fault, not the hosts; nothing replaced",
+                                         hint="check the image's NVIDIA driver and OFED") from None
+                if replaced + len(short.short) > MAX_BOOT_REPLACEMENTS:
+                    raise ProvisionError(f"{short.message}; {replaced} VM(s) already replaced during this up "
+                                         f"(at most {MAX_BOOT_REPLACEMENTS})", hint=short.hint) from None
+                for node, why in short.short.items():
+                    self._boot_progress(cluster.name, f"replacing {node} before Slurm lists it: {why}")
+                    new = self.replace_node(cluster, node)
+                    cluster = cluster.model_copy(update={"node_names": [new if n == node else n
+                                                                         for n in cluster.node_names]})
+                replaced += len(short.short)
+
+    def _boot_progress(self, name: str, line: str) -> None:
         if self.opts.progress is not None and line != self._last_boot_line:
             self._last_boot_line = line
-            name = self._spec.name if self._spec else "cluster"
             self.opts.progress(ProgressEvent(action="booting", kind="cluster", name=name, detail=line))
 
     def provisional(self, spec: ClusterSpec, plan: Plan) -> Cluster:
@@ -124,16 +148,17 @@ class AzureProvider(ProviderBase):
         return provisional(spec, plan, subscription_id=clients.subscription_id if clients else None,
                            arm_endpoint=clients.base_url if clients else None)
 
-    def describe(self, name: str) -> Cluster | None:
+    def describe(self, name: str, spec: ClusterSpec | None = None) -> Cluster | None:
         """The cluster as Azure has it (found by its azbench-cluster tag), or None: the same
-        record `up` returns (azure/cluster.py's to_cluster). Right after `plan(spec)` of the same
-        name (lifecycle.up) the spec's group is read by name instead, and what was read is kept
-        for `up`, which then reads none of it again."""
-        clients = self._clients_for(name, None)
-        if self._spec is not None and self._spec.name == name:
+        record `up` returns (azure/cluster.py's to_cluster). Looks in the spec's subscription,
+        else the configured one. Given the spec (lifecycle.up, before this provider's `up`) its
+        group is read by name instead of by tag, and what was read is kept for `up`, which then
+        reads none of it again."""
+        clients = self._clients_for_spec(spec) if spec is not None else self._clients_for(name, None)
+        if spec is not None:
             from orchestrator.providers.azure.lro import observe
-            rg = default_group(name, self._spec.section(AzureSettings).resource_group)
-            group = observe(clients, "", ar.RG, rg)
+            rg = default_group(name, spec.section(AzureSettings).resource_group)
+            group = observe(clients, "", resources.RG, rg)
             self._prefetched = Prefetched(group=group, group_read=True)
             if group is None or group.tags.get(TAG_CLUSTER) != name:
                 return None  # none, or not this cluster's (up says whose)
@@ -182,7 +207,7 @@ class AzureProvider(ProviderBase):
         from orchestrator.providers.azure.lro import observe
         clients = self._clients_for(cluster.name, cluster)
         rg = _rg(cluster)
-        group = observe(clients, "", ar.RG, rg)
+        group = observe(clients, "", resources.RG, rg)
         if group is None:
             return None
         made = self._creator(clients, cluster.name, records.Group(rg, group.location, dict(group.tags), group.state))
@@ -219,10 +244,10 @@ class AzureProvider(ProviderBase):
             clients = self.clients or self._built_clients(sub, endpoint, None)
             groups = tagged_groups(clients)
             with arm_call("list resources by tag"):
-                resources = clients.tagged_resources(tag_filter(), states=True)
+                listed = clients.tagged_resources(tag_filter(), states=True)
             for c in group:
                 out[c.name] = _overview(c, [g for g in groups if g.tags.get(TAG_CLUSTER) == c.name],
-                                        [r for r in resources if r.tags.get(TAG_CLUSTER) == c.name])
+                                        [r for r in listed if r.tags.get(TAG_CLUSTER) == c.name])
         return out
 
     def connect(self, cluster: Cluster) -> Access:
@@ -307,7 +332,7 @@ class AzureProvider(ProviderBase):
             with self.connect(cluster) as access:
                 launcher = access.launcher
                 assert isinstance(launcher, SlurmLauncher)
-                launcher.swap_topology(node, new, ci.TOPOLOGY_FILES)
+                launcher.swap_topology(node, new, cloudinit.TOPOLOGY_FILES)
         return new
 
     def resize(self, cluster: Cluster, nodes: int, remove: Sequence[str] = (),
@@ -395,31 +420,31 @@ class AzureProvider(ProviderBase):
         from orchestrator.providers.azure.lro import Reporter, TokenStore, ensure
         props = cluster.properties_as(AzureProps)
         rg, cdir = _rg(cluster), paths.cluster_dir(cluster.name)
-        if not (cdir / ci.MUNGE_KEY).exists() or not props.head_private_ip:
+        if not (cdir / cloudinit.MUNGE_KEY).exists() or not props.head_private_ip:
             raise ConfigError(f"cluster '{cluster.name}' needs a new scale set, whose nodes need the cluster's keys "
-                              f"and head address: this home has no {cdir / ci.MUNGE_KEY}",
+                              f"and head address: this home has no {cdir / cloudinit.MUNGE_KEY}",
                               hint="resize it from the home that made it")
         with arm_call(f"read scale set {sets[0].name}"):
             first = clients.scale_set(rg, sets[0].name)
         plan = ScaleSetPlan(name=name, vms=vms, gpus=vms * lookup(cluster.sku).gpus_per_vm,
                             racks=(vms // unit) if unit > 1 else None)
-        sec = ci.load_or_create_secrets(cdir)
+        sec = cloudinit.load_or_create_secrets(cdir)
         sku = lookup(cluster.sku)
-        rack = ci.rack_of(sku, plan)
+        rack = cloudinit.rack_of(sku, plan)
         every = [ScaleSetPlan(name=s.name, vms=len(s.active), gpus=0) for s in sets] + [plan]
-        node_cd = ci.custom_data(ci.node_cloud_init(cluster.name, sku, every, props.head_private_ip, sec,
+        node_cd = cloudinit.custom_data(cloudinit.node_cloud_init(cluster.name, sku, every, props.head_private_ip, sec,
                                                     spot=first.spot is not None), "nodes")
-        set_tags = {**first.tags, TAG_SLOTS: str(ci.slot_count(plan, rack)), TAG_NEXT_ID: str(vms),
+        set_tags = {**first.tags, TAG_SLOTS: str(cloudinit.slot_count(plan, rack)), TAG_NEXT_ID: str(vms),
                     **({TAG_RACK: str(rack)} if rack > 1 else {})}
         set_tags.pop(TAG_PARKED, None)
-        subnet_id = f"{ar.rid(clients.subscription_id, rg, ar.VNET, f'{cluster.name}-vnet')}/subnets/{ar.SUBNET}"
-        image = ar.image_reference(first.image or props.image or sku.image)
-        body = ar.vmss_body(first.location or cluster.region or "", set_tags, sku_name=first.sku_name, scale_set=plan,
+        subnet_id = f"{resources.rid(clients.subscription_id, rg, resources.VNET, f'{cluster.name}-vnet')}/subnets/{resources.SUBNET}"
+        image = resources.image_reference(first.image or props.image or sku.image)
+        body = resources.vmss_body(first.location or cluster.region or "", set_tags, sku_name=first.sku_name, scale_set=plan,
                             zone=first.zones[0] if first.zones else None, image=image, custom_data=node_cd,
-                            subnet_id=subnet_id, prefix=ci.computer_name_prefix(plan), spot=first.spot,
+                            subnet_id=subnet_id, prefix=cloudinit.computer_name_prefix(plan), spot=first.spot,
                             admin=first.admin_user or "azureuser", pubkey=sec.admin_public_key)
         report = Reporter(self.opts.progress)
-        ensure(clients, rg, ar.VMSS, name, lambda: body, seen=None, tokens=TokenStore(cdir / LRO_FILE), report=report)
+        ensure(clients, rg, resources.VMSS, name, lambda: body, seen=None, tokens=TokenStore(cdir / LRO_FILE), report=report)
         view = heal.read_sets(clients, rg, [name])[0]
         heal.note_next_id(clients, rg, clients.subscription_id, view)
         return sorted(view.hosts, key=lambda h: view.hosts[h])
@@ -495,8 +520,8 @@ class AzureProvider(ProviderBase):
         if self.join_timeout_s <= 0 or limit <= 0:
             return
         from orchestrator.providers.azure.boot import wait_booted
-        wait_booted(cluster.model_copy(update={"node_names": list(hosts)}), ci.head_hostname(cluster.name),
-                    timeout_s=limit, poll_s=1.0, progress=self._boot_progress)
+        wait_booted(cluster.model_copy(update={"node_names": list(hosts)}), cloudinit.head_hostname(cluster.name),
+                    timeout_s=limit, poll_s=1.0, progress=partial(self._boot_progress, cluster.name))
 
     # ------------------------------------------------------------ helpers
     def _clients_for_spec(self, spec: ClusterSpec) -> AzureClients:
@@ -508,8 +533,6 @@ class AzureProvider(ProviderBase):
     def _clients_for(self, name: str, cluster: Cluster | None) -> AzureClients:
         if self.clients is not None:
             return self.clients
-        if self._spec is not None and self._spec.name == name:
-            return self._clients_for_spec(self._spec)
         props = cluster.properties_as(AzureProps) if cluster else AzureProps()
         return self._built_clients(props.subscription_id, props.arm_endpoint, None)
 
@@ -560,12 +583,12 @@ def sweep(clients: AzureClients | None = None, *, dry_run: bool = True,
                   now=now, all_owners=all_owners, only=only)
 
 
-def _overview(cluster: Cluster, groups: list[records.Group], resources: list[records.Tagged]) -> CloudView:
+def _overview(cluster: Cluster, groups: list[records.Group], listed: list[records.Tagged]) -> CloudView:
     """One cluster's CloudView from the subscription's listings (AzureProvider.overview)."""
-    if not groups and not resources:
+    if not groups and not listed:
         return CloudView(exists=False)
     props = cluster.properties_as(AzureProps)
-    tags = groups[0].tags if groups else resources[0].tags
+    tags = groups[0].tags if groups else listed[0].tags
     base = CloudView(exists=True, created=parse_utc(tags.get(TAG_CREATED)), expires=parse_utc(tags.get(TAG_EXPIRES)),
                      owner=tags.get(TAG_OWNER))
     deleting = [g for g in groups if g.state == "Deleting"]
@@ -574,13 +597,13 @@ def _overview(cluster: Cluster, groups: list[records.Group], resources: list[rec
                        resources=tuple(CloudResource("resource group", g.name, g.state, "") for g in deleting))
     rows = [CloudResource(r.type.rsplit("/", 1)[-1], r.name, r.state or "Succeeded",
                           f"{r.sku}, capacity {r.capacity}" if r.capacity is not None else "")
-            for r in resources if r.type.lower() in (ar.VM.lower(), ar.VMSS.lower())]
-    names = {r.name for r in resources}
+            for r in listed if r.type.lower() in (resources.VM.lower(), resources.VMSS.lower())]
+    names = {r.name for r in listed}
     gaps = [f"{r.kind} {r.name} failed" for r in rows if r.state == "Failed"]
     gaps += [f"scale set {s} missing" for s in props.scale_sets if s not in names]
     if f"{cluster.name}-head" not in names:
         gaps.append(f"VM {cluster.name}-head missing")
-    billed = tuple(b for b in (_billed(r, props) for r in resources) if b is not None)
+    billed = tuple(b for b in (_billed(r, props) for r in listed) if b is not None)
     return replace(base, resources=tuple(rows), phase="partial" if gaps else "", phase_detail=", ".join(gaps),
                    billed=billed)
 
@@ -590,10 +613,10 @@ def _billed(item: records.Tagged, props: AzureProps) -> Billed | None:
     listing carries its size and capacity), the head VM its recorded size ("" when the record
     has none: not priced) unless it failed to be created; None for the rest."""
     from orchestrator.providers.azure.heal import parse_ids
-    if item.type.lower() == ar.VMSS.lower():
+    if item.type.lower() == resources.VMSS.lower():
         parked = len(parse_ids(item.tags.get(TAG_PARKED, "")))
         return Billed("scale set", item.sku, max((item.capacity or 0) - parked, 0), spot=props.is_spot)
-    if item.type.lower() == ar.VM.lower():
+    if item.type.lower() == resources.VM.lower():
         # A VM whose creation failed (AllocationFailed: no hardware was given) bills no compute.
         return Billed("head", props.head_size or "", 0 if item.state == "Failed" else 1)
     return None
@@ -619,9 +642,9 @@ def _described(name: str, rg: records.Group, sets: list[records.ScaleSet], clien
     states = {str(s.state) for s in ours}
     state = (ClusterState.FAILED if "Failed" in states else
              ClusterState.READY if ours and states == {"Succeeded"} else ClusterState.PROVISIONING)
-    pip = observe(clients, rg.name, ar.PIP, f"{name}-head-ip")
-    nic = observe(clients, rg.name, ar.NIC, f"{name}-head-nic")
-    head = observe(clients, rg.name, ar.VM, f"{name}-head")
+    pip = observe(clients, rg.name, resources.PIP, f"{name}-head-ip")
+    nic = observe(clients, rg.name, resources.NIC, f"{name}-head-nic")
+    head = observe(clients, rg.name, resources.VM, f"{name}-head")
     if keep is not None:
         keep.pip = pip
     hosts: list[str] = []
