@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import math
 import random
-from datetime import timedelta
+from datetime import datetime, timedelta, timezone
 
 import pytest
 
@@ -187,7 +187,7 @@ def test_baseline_roundtrip_in_store(db_url):
     with Store.open(db_url) as store:
         assert store.schema_version() == SCHEMA_VERSION == 5
         _sweep(store, "s1", [(1, 1.0, 0.1), (1, 1.1, 0.11), (2, 0.6, 0.2)], busbw=3.0)
-        entries = bl.collect(store, sweep_ids=["s1"])
+        entries = bl.collect(store, bl.Selection(sweep_ids=("s1",)))
         assert entries[0].metrics["allreduce_busbw"] == pytest.approx([3.0, 3.01])
         first = bl.set_baseline(store, "nightly", entries, {"sweeps": ["s1"]})
         again = bl.set_baseline(store, "nightly", entries[:1], {"sweeps": ["s1"]})
@@ -199,7 +199,7 @@ def test_baseline_roundtrip_in_store(db_url):
         with pytest.raises(ConfigError, match="empty"):
             bl.set_baseline(store, "empty", [])
         with pytest.raises(NotFoundError):
-            bl.collect(store, sweep_ids=["nosuch"])
+            bl.collect(store, bl.Selection(sweep_ids=("nosuch",)))
         bl.delete_baseline(store, "nightly")
         with pytest.raises(NotFoundError):
             bl.get_baseline(store, "nightly")
@@ -266,3 +266,7 @@ def test_set_from_filters_and_since(azbench_home):
     assert ok.code == 0 and "smoke · local CPU · 1 node" in ok.out
     assert math.isclose(json.loads(invoke(["baseline", "show", "b", "--json"]).out)
                         ["entries"][0]["metrics"]["time_to_train"][0], 1.0)
+    # the source keeps what was selected, and only that (issue 37: a typed selection)
+    assert json.loads(invoke(["baseline", "show", "b", "--json"]).out)["source"] == {"cluster": "c", "benchmark": "smoke"}
+    when = datetime(2026, 11, 1, tzinfo=timezone.utc)
+    assert bl.Selection(sweep_ids=("s1",), since=when).source() == {"sweep_ids": ["s1"], "since": str(when)}

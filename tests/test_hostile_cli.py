@@ -631,3 +631,70 @@ def test_dry_run_shows_the_script_with_the_params_applied(tmp_path):
     from_file = azbench_in_process("run", "-f", str(spec), "--dry-run", "--sku", "local", home=tmp_path / "h")
     assert from_file.code == 0, from_file.err
     assert "--max-steps 40" in from_file.out and "#SBATCH --time=00:07:00" in from_file.out
+
+
+# -- untrusted names (issue 39, point 12): names from folders and logs reach no terminal raw -----
+
+ESCAPES = "\x1b[2J\x1b]0;TITLE\x07"  # clear the screen, set the window title
+MARKUP = "[bold red]RED[/bold red][link=https://evil.example/]click[/link]"
+HTML = '<a href="javascript:alert(1)">x</a>'
+
+
+def _crafted_tree(root: Path) -> Path:
+    """A v5.1 submission whose system folder holds terminal escapes (a folder name may hold any
+    byte but '/'), and a loose log whose logged platform holds Rich markup and HTML."""
+    import json as _json
+
+    def ev(key: str, t: int, value: object = None, **meta: object) -> str:
+        return ":::MLLOG " + _json.dumps({"namespace": "", "time_ms": t, "event_type": "POINT_IN_TIME",
+                                          "key": key, "value": value, "metadata": meta}) + "\n"
+
+    def log(platform: str, minutes: float) -> str:
+        t0 = 1_700_000_000_000
+        return (ev("submission_benchmark", t0, "bert") + ev("submission_platform", t0, platform)
+                + ev("run_start", t0 + 1000) + ev("run_stop", t0 + 1000 + int(minutes * 60_000),
+                                                  status="success"))
+    bench = root / "v5.1" / "Org" / "results" / f"sys{ESCAPES}x" / "bert"
+    bench.mkdir(parents=True)
+    (bench / "result_0.txt").write_text(log("1xH100", 2.0))
+    loose = root / "v5.1" / "loose" / "bert"
+    loose.mkdir(parents=True)
+    (loose / "result_0.txt").write_text(log(f"2xH100{MARKUP}{HTML}|pipe", 3.0))
+    return root / "v5.1"
+
+
+def test_crafted_names_reach_no_terminal_as_controls_markup_or_html(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    tree = _crafted_tree(tmp_path / "tree")
+    imported = azbench_in_process("results", "import", "--no-compliance", str(tree), home=home)
+    assert imported.code == 0, imported.err
+    listed = azbench_in_process("results", "list", home=home)
+    report = azbench_in_process("report", home=home)
+    markdown = azbench_in_process("report", "--markdown", home=home)
+    for result in (imported, listed, report, markdown):
+        assert result.code == 0, result.err
+        for text in (result.out, result.err):
+            assert not re.search("[\x00-\x08\x0b-\x1f\x7f-\x9f]", text), repr(text)
+    assert "sys[2J]0;TITLEx" in listed.out  # the name, without its escape characters
+    # Rich would read the markup (red text, a link); the table prints it as written
+    assert MARKUP in listed.out
+    assert "sys[2J]0;TITLEx" in report.out
+    assert HTML not in markdown.out and "&lt;a href=\"javascript:alert(1)\">x&lt;/a>" in markdown.out
+    assert "\\[bold red\\]RED" in markdown.out and "\\|pipe" in markdown.out
+
+
+def test_a_sas_token_in_a_bad_account_url_is_not_repeated(tmp_path: Path) -> None:
+    result = azbench_in_process("results", "push", "--account", "not a url?sv=2024&sig=SECRETSIG",
+                                "--container", "c", home=tmp_path / "home")
+    assert result.code == 2 and "SECRETSIG" not in result.err + result.out
+    assert "?<redacted>" in result.err or "sig=<redacted>" in result.err, result.err
+
+
+def test_the_error_handler_redacts_and_cleans_every_message() -> None:
+    from orchestrator.safetext import clean, redact, shown
+    assert redact("GET https://a.blob.core.windows.net/c?sv=1&sig=S%2B failed") == \
+        "GET https://a.blob.core.windows.net/c?<redacted> failed"
+    assert redact("token sig=abc&se=2 and signature=xyz") == \
+        "token sig=<redacted>&se=2 and signature=<redacted>"
+    assert clean(f"a{ESCAPES}b\tc\nd\u202ee\x9bf") == "a[2J]0;TITLEb c def"
+    assert shown("x\x1b?sig=1") == "x?sig=<redacted>"

@@ -274,13 +274,13 @@ def test_azbench_run_dir_takes_the_last_started_attempt(store: Store, tmp_path: 
 
 
 def test_compliance_verdict_is_stored(store: Store, tmp_path: Path, monkeypatch) -> None:
-    from orchestrator.results import compliance
+    from orchestrator.results import checkpool, compliance
     seen = []
 
-    def fake_check(log, ruleset):
-        seen.append(ruleset)
-        return compliance.Verdict(ok=False, ruleset=ruleset, messages=["ERROR: x"])
-    monkeypatch.setattr(compliance, "check_log", fake_check)
+    def fake_check(jobs, **_kw):
+        seen.extend(job.ruleset for job in jobs)
+        return [compliance.Verdict(ok=False, ruleset=job.ruleset, messages=["ERROR: x"]) for job in jobs]
+    monkeypatch.setattr(checkpool, "check_logs", fake_check)
     submission(tmp_path, {"result_0.txt": synthetic_log()})
     summary = import_path(store, tmp_path, archive_dir=tmp_path / "arch", check_compliance=True)
     (row,) = store.list_results()

@@ -60,7 +60,7 @@ def seed_history(store: Store, logs: Path) -> None:
     logs.mkdir(parents=True, exist_ok=True)
     with store.transaction():  # one commit, not one per row
         _seed_nights(store, logs)
-    bl.set_baseline(store, "nightly", bl.collect(store, sweep_ids=["nightly-1"]))
+    bl.set_baseline(store, "nightly", bl.collect(store, bl.Selection(sweep_ids=("nightly-1",))))
 
 
 def _seed_nights(store: Store, logs: Path) -> None:
@@ -302,15 +302,15 @@ def test_compare_view_shows_deltas(browser: Any, site: Path) -> None:
 
 
 def test_until_is_inclusive_of_its_day_and_bad_dates_are_config_errors() -> None:
-    from orchestrator.cli.results import _parse_date
+    from orchestrator.cli.common import parse_date
     from orchestrator.errors import ConfigError
 
-    end = _parse_date("--until", "2026-11-03", end_of_day=True)
+    end = parse_date("--until", "2026-11-03", end_of_day=True)
     assert end == datetime(2026, 11, 3, 23, 59, 59, 999999, tzinfo=timezone.utc)
-    assert _parse_date("--until", "2026-11-03T12:00", end_of_day=True) == \
+    assert parse_date("--until", "2026-11-03T12:00", end_of_day=True) == \
         datetime(2026, 11, 3, 12, tzinfo=timezone.utc)
     with pytest.raises(ConfigError, match="--until: 'yesterday' is not a date"):
-        _parse_date("--until", "yesterday")
+        parse_date("--until", "yesterday")
 
 
 def test_speedup_chart_between_skus() -> None:

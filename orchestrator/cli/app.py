@@ -476,7 +476,7 @@ def main(argv: list[str] | None = None) -> None:
     except AzbenchError as exc:
         if _STATE["debug"]:
             raise
-        sys.stderr.write(f"azbench: {exc.kind}: {exc}\n")
+        _say(f"{exc.kind}: {exc}")
         sys.exit(exc.exit_code)
     except typer.Exit as exc:
         sys.exit(exc.exit_code)
@@ -552,10 +552,12 @@ def _quiet_sdk_loggers(argv: list[str]) -> None:
 
 
 def _say(line: str) -> None:
-    """One line on stderr, if there is a stderr to write to."""
+    """One line on stderr, if there is a stderr to write to: query strings (SAS tokens)
+    redacted, control characters stripped (a name from a log may be in it)."""
+    from orchestrator.safetext import shown
     try:
         if sys.stderr is not None:
-            sys.stderr.write(f"azbench: {line}\n")
+            sys.stderr.write(f"azbench: {shown(line)}\n")
             sys.stderr.flush()
     except OSError:
         pass

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Optional
+from typing import TYPE_CHECKING, Any, Optional, TextIO
 
 import typer
 
@@ -24,6 +24,7 @@ from orchestrator.cli.common import (
     make_table,
     open_store,
     output,
+    parse_date,
     recipes_app,
     results_app,
 )
@@ -33,6 +34,7 @@ if TYPE_CHECKING:  # the CLI imports runs/ lazily: --help stays fast
     from datetime import datetime
 
     from orchestrator.report.build import Report
+    from orchestrator.results.importer import ImportProgress
     from orchestrator.runs.prepare import PrepareResult
     from orchestrator.store.database import Store
     from orchestrator.store.schema import ResultRow
@@ -242,7 +244,7 @@ def report(benchmark: Optional[str] = typer.Option(None, "--benchmark", help="On
     from orchestrator.report.render import to_json, to_markdown
     out = output(as_json, fmt, query)
     prices = dict(parse_price(p) for p in price)
-    when, end = _parse_date("--since", since), _parse_date("--until", until, end_of_day=True)
+    when, end = parse_date("--since", since), parse_date("--until", until, end_of_day=True)
     if html is not None and html.exists() and not html.is_dir():
         raise ConfigError(f"--html: {html} is a file: give a directory for the site")
     if parts is not None and not markdown:
@@ -353,22 +355,6 @@ def _check_filters(store: Store, benchmark: Optional[str] = None, system: Option
     return True
 
 
-def _parse_date(flag: str, value: Optional[str], end_of_day: bool = False) -> datetime | None:
-    """A date or date-time; a bare --until date means the end of that day (UTC)."""
-    if value is None:
-        return None
-    from datetime import datetime, timedelta, timezone
-
-    from orchestrator.errors import ConfigError
-    try:
-        when = datetime.fromisoformat(value)
-    except ValueError:
-        raise ConfigError(f"{flag}: '{value}' is not a date like 2026-11-01") from None
-    if end_of_day and len(value.strip()) == 10:
-        when += timedelta(days=1, microseconds=-1)
-    return when if when.tzinfo else when.replace(tzinfo=timezone.utc)
-
-
 @results_app.command("list")
 def results_list(benchmark: Optional[str] = typer.Option(None, "--benchmark", help="Only this benchmark."),
                  system: Optional[str] = typer.Option(None, "--system", help="Only this system."),
@@ -408,9 +394,10 @@ def results_show(result_id: int = typer.Argument(..., help="Result id (see azben
     out = output(as_json, fmt, query)
     from orchestrator.errors import NotFoundError
     with open_store() as store:
-        row = next((r for r in store.list_results() if r.id == result_id), None)
+        row = store.get_result(result_id)
     if row is None:
         raise NotFoundError(f"no result with id {result_id}", hint="see `azbench results list`")
+    from orchestrator.safetext import clean
     data = row.model_dump(mode="json")
     data["summary"] = json.loads(data.pop("summary_json") or "null")
     if not out.rich:
@@ -418,7 +405,7 @@ def results_show(result_id: int = typer.Argument(..., help="Result id (see azben
     summary = data["summary"] or {}
     for key in ("id", "benchmark", "system", "status", "minutes", "nodes", "gpus", "global_batch_size",
                 "resumed", "source", "run_id", "log_path", "compliance_ok"):
-        sys.stdout.write(f"{key:18} {data.get(key)}\n")
+        sys.stdout.write(clean(f"{key:18} {data.get(key)}") + "\n")
     sys.stdout.write(f"{'steps timed':18} {len(summary.get('step_times') or [])}\n"
                      f"{'eval points':18} {len(summary.get('eval_points') or [])}\n"
                      f"{'bad lines':18} {summary.get('bad_lines')}\n")
@@ -448,19 +435,75 @@ def results_import(path: Path = typer.Argument(..., help="Submission tree, resul
         sys.stdout.write(f"imported {fabric.imported} nccl-tests run(s) ({', '.join(fabric.collectives)}), "
                          f"{fabric.duplicates} already stored, from {path}: see `azbench report` (fabric)\n")
         return
-    with open_store() as store:
-        summary = import_path(store, path, check_compliance=compliance)
+    meter = ImportMeter(sys.stderr)
+    try:
+        with open_store() as store:
+            summary = import_path(store, path, check_compliance=compliance, progress=meter)
+    finally:
+        meter.close()
     if not out.rich:
         return out.emit(summary)
     sys.stdout.write(f"imported {len(summary.imported)} result(s), {len(summary.duplicates)} already stored, "
                      f"{len(summary.warnings)} warning(s) from {path}\n")
-    for warning in summary.warnings:
-        sys.stderr.write(f"warning: {warning.path}: {warning.message}\n")
+    from orchestrator.safetext import clean
+    for warning in summary.warnings:  # paths and messages hold folder names: no controls
+        sys.stderr.write(clean(f"warning: {warning.path}: {warning.message}") + "\n")
 
 
-def _parse_since(since: Optional[str]) -> datetime | None:
-    """--since as a UTC date-time (kept for `azbench baseline set --since`)."""
-    return _parse_date("--since", since)
+class ImportMeter:
+    """An import's progress on stderr: one line rewritten in place on a terminal (files read,
+    checked, stored, time left), plain lines in a log (CI) at each stage and every 10 s.
+    Nothing for an import that ends within 2 s, so a quick one (or a one-line error) stays so."""
+
+    QUIET_S, EVERY_S, REDRAW_S = 2.0, 10.0, 0.1
+
+    def __init__(self, stream: TextIO) -> None:
+        self._out = stream
+        self._tty = stream.isatty()
+        self._last = 0.0
+        self._stage = ""
+        self._drawn = False
+
+    def __call__(self, p: ImportProgress) -> None:
+        if p.elapsed_s < self.QUIET_S or p.stage == "done":
+            return
+        import time
+        now = time.monotonic()
+        changed, self._stage = p.stage != self._stage, p.stage
+        if self._tty:
+            if changed or now - self._last >= self.REDRAW_S:
+                import shutil
+                width = shutil.get_terminal_size().columns - 1
+                self._out.write("\r\x1b[K" + import_line(p)[:width])
+                self._drawn = True
+        elif changed or now - self._last >= self.EVERY_S:
+            self._out.write(import_line(p) + "\n")
+        else:
+            return
+        self._out.flush()
+        self._last = now
+
+    def close(self) -> None:
+        """Clear the terminal's progress line (before the summary or an error is printed)."""
+        if self._drawn:
+            self._out.write("\r\x1b[K")
+            self._out.flush()
+            self._drawn = False
+
+
+def import_line(p: ImportProgress) -> str:
+    """'read 289/289 logs (22 already stored), parsed 267/267, checked 40/267, about 12 s left'."""
+    new = p.found - p.skipped
+    parts = [f"read {p.read:,}/{p.found:,} logs" + (f" ({p.skipped:,} already stored)" if p.skipped else "")]
+    if p.stage != "read":
+        parts.append(f"parsed {p.parsed:,}/{new:,}")
+    if p.stage in ("check", "store") and p.to_check:
+        parts.append(f"checked {p.checked:,}/{p.to_check:,}")
+    if p.stage == "store":
+        parts.append(f"storing {new:,}")
+    if p.left_s is not None and p.stage in ("read", "check"):
+        parts.append(f"about {p.left_s:,.0f} s left" if p.left_s >= 1 else "under 1 s left")
+    return ", ".join(parts)
 
 
 AccountOpt = typer.Option(..., "--account", help="Blob service URL, e.g. https://ACCOUNT.blob.core.windows.net "
@@ -482,8 +525,12 @@ def results_push(account: str = AccountOpt, container: str = ContainerOpt, as_js
         return out.emit(asdict(summary))
     sys.stdout.write(f"uploaded {len(summary.uploaded)} blob(s), {summary.bytes_uploaded:,} bytes; "
                      f"{summary.skipped} already there\n")
+    from orchestrator.safetext import clean
     for path in summary.missing_logs:
-        sys.stderr.write(f"warning: {path}: log no longer on disk, not archived\n")
+        sys.stderr.write(clean(f"warning: {path}: log no longer on disk, not archived") + "\n")
+    for path in summary.refused_logs:
+        sys.stderr.write(clean(f"warning: {path}: outside this home's log folders (archive/, "
+                               "runs/): not read, not uploaded") + "\n")
 
 
 @results_app.command("pull")

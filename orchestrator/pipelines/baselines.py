@@ -22,6 +22,7 @@ import statistics
 import warnings
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -195,10 +196,31 @@ class Comparison(Frozen):
 # -- collecting samples ----------------------------------------------------------------------
 
 
-def collect(store: Store, *, sweep_ids: Sequence[str] = (), cluster: str | None = None,
-            benchmark: str | None = None, since: datetime | None = None) -> list[BaselineEntry]:
-    """Samples from the stored results of these sweeps (or matching the filters)."""
-    results = store.list_results(benchmark=benchmark, cluster=cluster, since=since)
+@dataclass(frozen=True)
+class Selection:
+    """Which stored results a baseline or a comparison reads: those of these sweeps, matching
+    the filters that are set."""
+
+    sweep_ids: tuple[str, ...] = ()
+    cluster: str | None = None
+    benchmark: str | None = None
+    since: datetime | None = None
+
+    def source(self) -> dict[str, str | list[str]]:
+        """What is set, as a baseline's `source` keeps it (JSON: the date as text)."""
+        out: dict[str, str | list[str]] = {}
+        if self.sweep_ids:
+            out["sweep_ids"] = list(self.sweep_ids)
+        out |= {k: v for k, v in (("cluster", self.cluster), ("benchmark", self.benchmark)) if v}
+        if self.since is not None:
+            out["since"] = str(self.since)
+        return out
+
+
+def collect(store: Store, selection: Selection) -> list[BaselineEntry]:
+    """Samples from the stored results the selection names."""
+    sweep_ids = selection.sweep_ids
+    results = store.list_results(benchmark=selection.benchmark, cluster=selection.cluster, since=selection.since)
     if sweep_ids:
         run_ids = {r.id for s in sweep_ids for r in store.list_runs(sweep_id=s)}
         if not run_ids:

@@ -20,6 +20,7 @@ from orchestrator.pipelines.baselines import (
     METRICS,
     BaselineEntry,
     Comparison,
+    Selection,
     collect,
     compare,
     find_baseline,
@@ -165,7 +166,7 @@ def _report(st: Progress, runs: Sequence[RunRow], attempts: Sequence[AttemptRow]
         ids = {r.id for r in runs}
         results = [r for r in st.store.list_results(source="run") if r.run_id in ids]
         report = build_report(results, runs, attempts, model_facts=model_facts())
-        current = collect(st.store, sweep_ids=st.sweeps) if st.sweeps else []
+        current = collect(st.store, Selection(sweep_ids=tuple(st.sweeps))) if st.sweeps else []
         rec.message = f"{len(results)} result(s) in {len(report.groups)} group(s)"
     return report, current
 

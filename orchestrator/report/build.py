@@ -2,7 +2,7 @@
 throughput, step-time statistics and cost, plus strong/weak scaling and SKU speedups.
 
 Pure data in, one pydantic `Report` out; the maths is orchestrator.results.metrics, rendering is
-orchestrator.report.render, .terminal, .plots and .site. Resumed runs never enter a score
+orchestrator.report.render, .terminal and .site. Resumed runs never enter a score
 (mlperf-notes §6). The headline score is the one MLCommons publishes (olympic mean x
 scaling.json, `score_minutes`); the raw olympic mean is kept beside it. Also here: the fastest
 official score per benchmark and GPU type (`best`), the attempt history of runs that needed more

@@ -1,25 +1,21 @@
-"""Render a report.Report as JSON, Markdown or an HTML page with PNG plots (the terminal's
-view is report/terminal.py).
+"""Render a report.Report as JSON or Markdown, and the sections both share (the terminal's view
+is report/terminal.py, the interactive site report/site.py).
 
-Every renderer returns data (a string, the paths written); none prints. matplotlib is imported
-inside the function that needs it, so importing this module (and the CLI) stays fast.
+Every renderer returns data (a string); none prints.
 """
 
 from __future__ import annotations
 
-import html
 import re
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 from orchestrator import formats
-from orchestrator.paths import write_atomic
+from orchestrator.safetext import clean
 from orchestrator.report.build import GroupReport, Report, history_section
 from orchestrator.report.fabric import fabric_section
 from orchestrator.report.preemption import preemption_section
 from orchestrator.report.replacements import replacement_section
-from orchestrator.store.schema import ResultRow
 
 Cell = str
 _Section = tuple[str, list[str], list[list[Cell]]]  # title, header, rows
@@ -33,12 +29,12 @@ def to_markdown(report: Report) -> str:
     """A GitHub-flavoured Markdown document: one table per section, then notes."""
     out = ["# azbench report", "", f"Generated {report.generated_at:%Y-%m-%d %H:%M:%S} UTC."]
     if report.filters:
-        out.append("Filters: " + ", ".join(f"{k}={v}" for k, v in report.filters.items()) + ".")
+        out.append("Filters: " + md_text(", ".join(f"{k}={v}" for k, v in report.filters.items())) + ".")
     for title, header, rows in sections(report):
         out += ["", f"## {title}", "", _md_row(header), _md_row(["---"] * len(header))]
         out += [_md_row(r) for r in rows]
     if report.notes:
-        out += ["", "## Notes", ""] + [f"- {n}" for n in report.notes]
+        out += ["", "## Notes", ""] + [f"- {md_text(n)}" for n in report.notes]
     return "\n".join(out) + "\n"
 
 
@@ -57,21 +53,21 @@ def markdown_parts(report: Report, limit: int = PART_LIMIT) -> list[tuple[str, s
     parts: list[tuple[str, str]] = []
     for bench in benchmarks:
         chosen = [(t, h, [r for r in rows if r[0] == bench]) for t, h, rows in secs if h[:1] == ["benchmark"]]
-        head = [f"# azbench report: {bench}", "",
+        head = [f"# azbench report: {md_text(bench)}", "",
                 f"Generated {report.generated_at:%Y-%m-%d %H:%M:%S} UTC; part of [the report](index.md)."]
         parts += _packed(files[bench], head, [c for c in chosen if c[2]], limit)
     systems = {b: len({g.label for g in report.groups if g.benchmark == b}) for b in benchmarks}
     index = ["# azbench report", "", f"Generated {report.generated_at:%Y-%m-%d %H:%M:%S} UTC."]
     if report.filters:
-        index.append("Filters: " + ", ".join(f"{k}={v}" for k, v in report.filters.items()) + ".")
+        index.append("Filters: " + md_text(", ".join(f"{k}={v}" for k, v in report.filters.items())) + ".")
     index += ["", "## Benchmarks", ""]
     for bench in benchmarks:
         names = [n for n, _ in parts if n == files[bench] or n.startswith(files[bench][:-3] + "-")]
         more = f" (in {len(names)} parts: " + ", ".join(f"[{n}]({n})" for n in names[1:]) + ")" if len(names) > 1 else ""
-        index.append(f"- [{bench}]({files[bench]}): {systems[bench]} system{'s' if systems[bench] != 1 else ''}{more}")
+        index.append(f"- [{md_text(bench)}]({files[bench]}): {systems[bench]} system{'s' if systems[bench] != 1 else ''}{more}")
     best = _best_section(report)
     rest = [best] * bool(best[2]) + [sec for sec in secs if sec[1][:1] != ["benchmark"]]
-    tail = [f"- {n}" for n in report.notes]
+    tail = [f"- {md_text(n)}" for n in report.notes]
     packed = _packed("index.md", index, rest, limit, tail=["", "## Notes", "", *tail] if tail else [])
     return [*packed, *parts]
 
@@ -108,30 +104,6 @@ def _packed(name: str, head: list[str], secs: Sequence[_Section], limit: int,
         files[-1].append(line)
     stem = name[:-3]
     return [(name if i == 0 else f"{stem}-{i + 1}.md", "\n".join(lines) + "\n") for i, lines in enumerate(files)]
-
-
-def write_html(report: Report, results: Sequence[ResultRow], out_dir: Path) -> list[Path]:
-    """Write out_dir/index.html and its PNG plots; returns [index.html, *pngs]."""
-    from orchestrator.report import plots
-
-    out_dir.mkdir(parents=True, exist_ok=True)
-    pngs = plots.write_all(report, results, out_dir)
-    body = [f"<h1>azbench report</h1><p>Generated {report.generated_at:%Y-%m-%d %H:%M:%S} UTC"
-            + (" &middot; " + html.escape(", ".join(f"{k}={v}" for k, v in report.filters.items()))
-               if report.filters else "") + "</p>"]
-    for title, header, rows in sections(report):
-        body.append(f"<h2>{html.escape(title)}</h2>" + _html_table(header, rows))
-    if report.notes:
-        body.append("<h2>Notes</h2><ul>" + "".join(f"<li>{html.escape(n)}</li>"
-                                                   for n in report.notes) + "</ul>")
-    if pngs:
-        body.append("<h2>Plots</h2>" + "".join(
-            f'<figure><img src="{html.escape(p.name)}" alt="{html.escape(p.stem)}">'
-            f"<figcaption>{html.escape(p.stem.replace('_', ' '))}</figcaption></figure>"
-            for p in pngs))
-    index = out_dir / "index.html"
-    write_atomic(index, _PAGE.format(body="\n".join(body)))
-    return [index, *pngs]
 
 
 def sections(report: Report) -> list[_Section]:
@@ -266,28 +238,18 @@ def _pct(v: float | None) -> str:
 
 
 def _md_row(cells: Sequence[Any]) -> str:
-    return "| " + " | ".join(str(c).replace("|", "\\|") for c in cells) + " |"
+    return "| " + " | ".join(md_cell(c) for c in cells) + " |"
 
 
-def _html_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
-    head = "".join(f"<th>{html.escape(h)}</th>" for h in header)
-    body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in r) + "</tr>"
-                   for r in rows)
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+def md_text(value: object) -> str:
+    """Markdown from any text (names come from folders and logs): control characters
+    stripped, `&` and `<` escaped (`<a href="javascript:...">` shows as written, never as a
+    tag; `->` stays as it is), `[` and `]` escaped (no Markdown link)."""
+    text = clean(str(value)).replace("&", "&amp;").replace("<", "&lt;")
+    return text.replace("[", "\\[").replace("]", "\\]")
 
 
-_PAGE = """<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>azbench report</title>
-<style>
-body {{ font-family: system-ui, sans-serif; margin: 2em; color: #222; }}
-table {{ border-collapse: collapse; margin-bottom: 1.5em; font-size: 0.9em; }}
-th, td {{ border: 1px solid #ccc; padding: 0.25em 0.6em; text-align: right; }}
-th:nth-child(-n+2), td:nth-child(-n+2) {{ text-align: left; }}
-th {{ background: #f3f3f3; }}
-figure {{ display: inline-block; margin: 0 1em 1em 0; }}
-img {{ max-width: 640px; border: 1px solid #ddd; }}
-</style></head>
-<body>
-{body}
-</body></html>
-"""
+def md_cell(value: object) -> str:
+    """md_text for a table cell: `|` escaped too (no extra column)."""
+    return md_text(value).replace("|", "\\|")
+

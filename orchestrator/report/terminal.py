@@ -20,6 +20,7 @@ from typing import Literal
 from orchestrator import formats
 from orchestrator.report.build import GroupReport, Report
 from orchestrator.report.labels import cut_apart, cut_middle
+from orchestrator.safetext import clean
 
 Value = str | int | float | None
 Fmt = Literal["text", "int", "minutes", "usd", "pct", "signed_pct", "factor"]
@@ -77,14 +78,14 @@ def summary_view(report: Report, *, runs: bool = False, vs_published: bool = Fal
 def render_text(view: View, width: int = WIDTH) -> str:
     """The view as borderless aligned text no line of which is wider than `width`."""
     out = [part for line in view.heading
-           for part in textwrap.wrap(line, width, subsequent_indent="  ") or [""]]
+           for part in textwrap.wrap(clean(line), width, subsequent_indent="  ") or [""]]
     for table in view.tables:
-        out += ["", *textwrap.wrap(table.title, width, subsequent_indent="  ")]
+        out += ["", *textwrap.wrap(clean(table.title), width, subsequent_indent="  ")]
         out += _table_lines(table, width)
     if view.footer:
         out.append("")
         out += [part for line in view.footer
-                for part in textwrap.wrap(line, width, subsequent_indent="  ",
+                for part in textwrap.wrap(clean(line), width, subsequent_indent="  ",
                                           break_on_hyphens=False) or [""]]
     return "\n".join(out) + "\n"
 
@@ -246,10 +247,10 @@ def _table_lines(table: ViewTable, width: int) -> list[str]:
     for r, row in zip(table.rows, cells):
         if table.group_by and (not shown or r.get(table.group_by) != shown[-1]):
             shown.append(r.get(table.group_by))
-            out.append(_fit(str(shown[-1]), width))
+            out.append(_fit(clean(str(shown[-1])), width))
         out.append(indent + _row(row, table.columns, widths))
         if table.detail and r.get(table.detail):
-            out.append(_fit(f"{indent}    {r[table.detail]}", width))
+            out.append(_fit(clean(f"{indent}    {r[table.detail]}"), width))
     return out
 
 
@@ -285,7 +286,7 @@ def _format(value: Value, fmt: Fmt) -> str:
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return "-"
     if isinstance(value, str) or fmt == "text":
-        return str(value)
+        return clean(str(value))  # names come from folders and logs: no terminal controls
     number = float(value)
     if fmt == "int":
         return formats.count(number)

@@ -9,7 +9,9 @@ times that count), the archive of raw logs and store snapshots in Azure Blob Sto
 vendored table of published MLPerf Training results (recipes/published/); nccl-tests outputs and
 NCCL_DEBUG=INFO logs read back (nccltests, nccl_log), their one set of verdicts (fabric), `fabric
 inspect` (fabric_inspect) and collective runs as stored fabric results (fabric_store).
-May import: the base, hardware.catalog and store/.
+May import: the base, hardware.catalog, store/, and providers.azure_shared.signin and
+providers.azure_shared.errors (the shared Azure sign-in and its one-line failure, for the Blob
+archive; never a backend).
 Exposes: mllog.parse, ingest, importer.import_path, compliance, metrics, summary,
 archive.push/pull, files (regular files only, opened without blocking),
 published.load_published/nearest/series/catalog_gpu, nccltests.parse_runs, nccl_log.parse_log,
