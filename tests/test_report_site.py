@@ -60,7 +60,7 @@ def seed_history(store: Store, logs: Path) -> None:
     logs.mkdir(parents=True, exist_ok=True)
     with store.transaction():  # one commit, not one per row
         _seed_nights(store, logs)
-    bl.set_baseline(store, "nightly", bl.collect(store, sweep_ids=["nightly-1"]))
+    bl.set_baseline(store, "nightly", bl.collect(store, bl.Selection(sweep_ids=("nightly-1",))))
 
 
 def _seed_nights(store: Store, logs: Path) -> None:
@@ -302,15 +302,15 @@ def test_compare_view_shows_deltas(browser: Any, site: Path) -> None:
 
 
 def test_until_is_inclusive_of_its_day_and_bad_dates_are_config_errors() -> None:
-    from orchestrator.cli.results import _parse_date
+    from orchestrator.cli.common import parse_date
     from orchestrator.errors import ConfigError
 
-    end = _parse_date("--until", "2026-11-03", end_of_day=True)
+    end = parse_date("--until", "2026-11-03", end_of_day=True)
     assert end == datetime(2026, 11, 3, 23, 59, 59, 999999, tzinfo=timezone.utc)
-    assert _parse_date("--until", "2026-11-03T12:00", end_of_day=True) == \
+    assert parse_date("--until", "2026-11-03T12:00", end_of_day=True) == \
         datetime(2026, 11, 3, 12, tzinfo=timezone.utc)
     with pytest.raises(ConfigError, match="--until: 'yesterday' is not a date"):
-        _parse_date("--until", "yesterday")
+        parse_date("--until", "yesterday")
 
 
 def test_speedup_chart_between_skus() -> None:
@@ -443,8 +443,10 @@ def test_compare_defaults_to_one_benchmark_and_keeps_the_choice_in_the_url(
     assert first_a != first_b and first_a.split(" | ")[0] == first_b.split(" | ")[0]
     rows = [r.find_elements(By.TAG_NAME, "td") for r in sec.find_elements(By.CSS_SELECTOR, "tbody tr")]
     assert rows[0][0].text == "MLPerf score (min)" and rows[1][0].text == "cost per result ($)"
-    score = rows[0][3]
-    if score.text not in ("-", "+0.0%"):  # lower is better: a negative delta is green
+    score, gpus = rows[0][3], rows[2]
+    if gpus[1].text != gpus[2].text:  # a time across GPU counts: neither better nor worse
+        assert score.get_attribute("class") == "" and "(different GPU counts)" in score.text
+    elif score.text not in ("-", "+0.0%"):  # lower is better: a negative delta is green
         assert score.get_attribute("class") == ("better" if score.text.startswith("-") else "worse")
     assert browser.execute_script("return document.getElementById('compare-steps-systems')"
                                   ".dataset.rendered") == "1"
@@ -601,7 +603,7 @@ def _ask(drv: Any, gpu: str, nodes: str) -> dict[str, Any]:
 
 def test_what_would_n_nodes_give_computes_what_the_plan_computes(browser: Any, forecast_site: Path) -> None:
     """The page's script against forecast.curve.evaluate and forecast.plan.make_plan: minutes and
-    interval (to 1e-12), cost per scored result, the 4x refusal's text, GB200's racks."""
+    interval (to 1e-12), cost per result, the 4x refusal's text, GB200's racks."""
     from selenium.webdriver.common.by import By
 
     from orchestrator.errors import ConfigError
@@ -637,7 +639,7 @@ def test_what_would_n_nodes_give_computes_what_the_plan_computes(browser: Any, f
             assert got["text"].startswith(f"{row.minutes:,.2f} min [{row.low:,.2f}-{row.high:,.2f}]")
             assert f"({row.stands_on})" in got["text"]
             assert float(got["cost_usd"]) == pytest.approx(row.cost_per_result_usd, rel=1e-12)
-            assert f"cost per scored result: ${row.cost_per_result_usd:,.0f} " in got["text"]
+            assert f"cost per result: ${row.cost_per_result_usd:,.0f} " in got["text"]
         # past 4x: refused with the CLI's reason
         step = data[gpu]["node_steps"][0]
         top = step * (4 * basis.high_gpus // (step * data[gpu]["gpus_per_node"]) + 1)  # just past 4x
@@ -690,7 +692,7 @@ def test_the_page_script_evaluates_and_formats_as_python_does(browser: Any, fore
     _open(browser, forecast_site / "bench" / "llama2_70b_lora.html")
     got = _ask(browser, "mi300x", "4")
     assert got["state"] == "ok" and "cost_usd" not in got
-    assert got["text"].endswith("cost per scored result: unknown (the catalog has no list price for ND MI300X v5)")
+    assert got["text"].endswith("cost per result: unknown (the catalog has no list price for ND MI300X v5)")
 
 
 def test_forecast_pages_layout_holds(browser: Any, forecast_site: Path) -> None:

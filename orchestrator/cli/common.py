@@ -20,6 +20,8 @@ import typer
 from orchestrator.errors import EXIT_CODES
 
 if TYPE_CHECKING:
+    from datetime import datetime
+
     from jmespath.parser import ParsedResult
     from rich.console import Console
     from rich.table import Table
@@ -99,6 +101,23 @@ def confirm(question: str, yes: bool) -> None:
         raise ConfigError(f"{question} needs confirmation: pass --yes (stdin is not a terminal)")
     if not typer.confirm(question, default=False):
         raise typer.Abort()
+
+
+def parse_date(flag: str, value: str | None, end_of_day: bool = False) -> datetime | None:
+    """A date or date-time flag as a UTC date-time (no zone: UTC); a bare date with `end_of_day`
+    (--until) means the end of that day. ConfigError naming the flag otherwise."""
+    if value is None:
+        return None
+    from datetime import datetime, timedelta, timezone
+
+    from orchestrator.errors import ConfigError
+    try:
+        when = datetime.fromisoformat(value)
+    except ValueError:
+        raise ConfigError(f"{flag}: '{value}' is not a date like 2026-11-01") from None
+    if end_of_day and len(value.strip()) == 10:
+        when += timedelta(days=1, microseconds=-1)
+    return when if when.tzinfo else when.replace(tzinfo=timezone.utc)
 
 
 def check_number(flag: str, value: float | None, lo: float, hi: float) -> None:

@@ -14,14 +14,16 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Optional
+from typing import TYPE_CHECKING, Optional
 
 import typer
 
 from orchestrator.cli.common import OutputFormat, OutputOpt, QueryOpt, confirm, output
 
 if TYPE_CHECKING:  # the use cases load inside the commands: --help stays fast
-    from orchestrator.pipelines.baselines import Comparison, Tolerances
+    from collections.abc import Mapping
+
+    from orchestrator.pipelines.baselines import Comparison, Selection, Tolerances
     from orchestrator.pipelines.results import PipelineResult, PipelineSummary
     from orchestrator.runs.attempts import RunEvent
     from orchestrator.runs.monitor import Progress as RunProgress
@@ -215,15 +217,15 @@ def baseline_set(
     from orchestrator.pipelines.baselines import check_name, collect, find_baseline, set_baseline
     check_name(name)
     with open_store() as store:
-        source = _selection(store, sweep, cluster, benchmark, since)
-        entries = collect(store, **source)
+        selection = _selection(store, sweep, cluster, benchmark, since)
+        entries = collect(store, selection)
         if find_baseline(store, name) is not None:
             confirm(f"Replace baseline '{name}'?", yes)
-        base = set_baseline(store, name, entries, source=_jsonable(source))
+        base = set_baseline(store, name, entries, source=selection.source())
     if not out.rich:
         return out.emit(base)
     scales = ", ".join(e.label for e in base.entries)
-    sys.stdout.write(f"baseline '{name}' set from {_describe(source)}: {scales}\n")
+    sys.stdout.write(f"baseline '{name}' set from {_describe(selection.source())}: {scales}\n")
 
 
 @baseline_app.command("list")
@@ -255,12 +257,16 @@ def baseline_show(name: str = typer.Argument(..., help="Baseline name."), as_jso
         base = get_baseline(store, name)
     if not out.rich:
         return out.emit(base)
-    rows = [[e.label, METRICS.get(m, (m,))[0], _fmt(statistics.fmean(v)),
+    rows = [[e.label, METRICS.get(m, (m,))[0], _fmt(e.value(m)),
              _fmt(statistics.stdev(v)) if len(v) > 1 else "-", len(v)]
-            for e in base.entries for m, v in e.metrics.items() if v]
+            for e in base.entries for m, v in e.metrics.items() if v and m not in e.refused]
     make_console().print(make_table(f"Baseline {name} ({_describe(base.source)}, updated "
-                            f"{base.updated_at:%Y-%m-%d %H:%M})",
-                            ["scale", "metric", "mean", "std", "n"], rows))
+                            f"{base.updated_at:%Y-%m-%d %H:%M}; value: the MLPerf score for time "
+                            "to train, the median step for step time)",
+                            ["scale", "metric", "value", "std", "n"], rows))
+    for e in base.entries:
+        for m, why in e.refused.items():
+            sys.stdout.write(f"{e.label} {METRICS.get(m, (m,))[0]}: {why}\n")
 
 
 @baseline_app.command("delete")
@@ -298,8 +304,7 @@ def compare_cmd(
     tolerances = _tolerances(tolerance, min_confidence)
     with open_store() as store:
         base = get_baseline(store, baseline)
-        source = _selection(store, sweep, cluster, benchmark, since)
-        result = compare(base, collect(store, **source), tolerances)
+        result = compare(base, collect(store, _selection(store, sweep, cluster, benchmark, since)), tolerances)
     if not out.rich:
         out.emit(result.to_json_data())
     elif markdown:
@@ -326,6 +331,8 @@ def _print_comparison(result: Comparison) -> None:
         sys.stdout.write(clean(f"regression: {d.describe()}") + "\n")
     for d in result.improvements:
         sys.stdout.write(clean(f"improvement: {d.describe()}") + "\n")
+    for note in result.notes:
+        sys.stdout.write(clean(note) + "\n")
 
 
 def _tolerances(items: list[str], min_confidence: Optional[float]) -> Tolerances:
@@ -351,24 +358,21 @@ def _tolerances(items: list[str], min_confidence: Optional[float]) -> Tolerances
 
 
 def _selection(store: Store, sweeps: list[str], cluster: Optional[str], benchmark: Optional[str],
-               since: Optional[str]) -> dict[str, Any]:
-    """collect() keywords; with no filter at all, the newest sweep."""
-    from orchestrator.cli.results import _parse_since
+               since: Optional[str]) -> Selection:
+    """The flags' selection; with no filter at all, the newest sweep."""
+    from orchestrator.cli.common import parse_date
     from orchestrator.errors import NotFoundError
+    from orchestrator.pipelines.baselines import Selection
     if not (sweeps or cluster or benchmark or since):
         newest = [r.sweep_id for r in store.list_runs() if r.sweep_id]
         if not newest:
             raise NotFoundError("no sweeps stored yet", hint="run a recipe first (azbench run)")
         sweeps = [max(newest)]  # sweep ids start with their UTC creation time
-    return {"sweep_ids": list(sweeps), "cluster": cluster, "benchmark": benchmark,
-            "since": _parse_since(since)}
+    return Selection(sweep_ids=tuple(sweeps), cluster=cluster, benchmark=benchmark, since=parse_date("--since", since))
 
 
-def _jsonable(source: dict[str, Any]) -> dict[str, Any]:
-    return {k: (str(v) if k == "since" else v) for k, v in source.items() if v}
-
-
-def _describe(source: dict[str, Any]) -> str:
+def _describe(source: Mapping[str, object]) -> str:
+    """A baseline's source (a selection's, or a pipeline's) in one phrase."""
     parts = [f"{k} {', '.join(v) if isinstance(v, list) else v}" for k, v in source.items()
              if v and k in ("sweep_ids", "sweeps", "cluster", "benchmark", "since", "pipeline")]
     return "; ".join(parts).replace("sweep_ids", "sweeps") or "all results"

@@ -1,7 +1,7 @@
 """`azbench plan BENCHMARK --sku S`: predicted time-to-train, cost and quota over node counts
 (forecast.plan), before anyone pays for a run.
 
-The command builds one `forecast.plan.Plan` (a pydantic model) and renders it: `-o json`
+The command builds one `forecast.plan.ForecastPlan` (a pydantic model) and renders it: `-o json`
 (`--json`), `-o tsv` and `--query` go through the CLI's shared output helper over the model's
 JSON form; the table's columns and cells come from `forecast.render.plan_table(plan)`.
 """
@@ -38,7 +38,7 @@ def plan(
     target_minutes: Optional[float] = typer.Option(None, "--target-minutes", help="Mark the cheapest count "
                                                    "predicted to train within M minutes."),
     budget: Optional[float] = typer.Option(None, "--budget", help="Mark the fastest count whose predicted "
-                                           "cost per scored result is within USD."),
+                                           "cost per result is within USD."),
     extrapolate: bool = typer.Option(False, "--extrapolate", help="Allow predictions more than 4x past the "
                                      "measured GPU counts."),
     no_stored: bool = typer.Option(False, "--no-stored", help="Ignore stored results: published ones only."),
@@ -46,7 +46,7 @@ def plan(
     fmt: Optional[OutputFormat] = OutputOpt,
     query: Optional[str] = QueryOpt,
 ) -> None:
-    """Predicted time-to-train (with an 80% interval), cost per scored result, cost per hour,
+    """Predicted time-to-train (with an 80% interval), cost per result, cost per hour,
     strong-scaling efficiency and quota, per node count, from published MLPerf results and your
     stored ones. Every prediction says which points it stands on and how far it extrapolates."""
     from orchestrator.forecast.plan import PlanRequest, make_plan

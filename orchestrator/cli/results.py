@@ -24,6 +24,7 @@ from orchestrator.cli.common import (
     make_table,
     open_store,
     output,
+    parse_date,
     recipes_app,
     results_app,
 )
@@ -243,7 +244,7 @@ def report(benchmark: Optional[str] = typer.Option(None, "--benchmark", help="On
     from orchestrator.report.render import to_json, to_markdown
     out = output(as_json, fmt, query)
     prices = dict(parse_price(p) for p in price)
-    when, end = _parse_date("--since", since), _parse_date("--until", until, end_of_day=True)
+    when, end = parse_date("--since", since), parse_date("--until", until, end_of_day=True)
     if html is not None and html.exists() and not html.is_dir():
         raise ConfigError(f"--html: {html} is a file: give a directory for the site")
     if parts is not None and not markdown:
@@ -354,22 +355,6 @@ def _check_filters(store: Store, benchmark: Optional[str] = None, system: Option
     return True
 
 
-def _parse_date(flag: str, value: Optional[str], end_of_day: bool = False) -> datetime | None:
-    """A date or date-time; a bare --until date means the end of that day (UTC)."""
-    if value is None:
-        return None
-    from datetime import datetime, timedelta, timezone
-
-    from orchestrator.errors import ConfigError
-    try:
-        when = datetime.fromisoformat(value)
-    except ValueError:
-        raise ConfigError(f"{flag}: '{value}' is not a date like 2026-11-01") from None
-    if end_of_day and len(value.strip()) == 10:
-        when += timedelta(days=1, microseconds=-1)
-    return when if when.tzinfo else when.replace(tzinfo=timezone.utc)
-
-
 @results_app.command("list")
 def results_list(benchmark: Optional[str] = typer.Option(None, "--benchmark", help="Only this benchmark."),
                  system: Optional[str] = typer.Option(None, "--system", help="Only this system."),
@@ -409,7 +394,7 @@ def results_show(result_id: int = typer.Argument(..., help="Result id (see azben
     out = output(as_json, fmt, query)
     from orchestrator.errors import NotFoundError
     with open_store() as store:
-        row = next((r for r in store.list_results() if r.id == result_id), None)
+        row = store.get_result(result_id)
     if row is None:
         raise NotFoundError(f"no result with id {result_id}", hint="see `azbench results list`")
     from orchestrator.safetext import clean
@@ -519,11 +504,6 @@ def import_line(p: ImportProgress) -> str:
     if p.left_s is not None and p.stage in ("read", "check"):
         parts.append(f"about {p.left_s:,.0f} s left" if p.left_s >= 1 else "under 1 s left")
     return ", ".join(parts)
-
-
-def _parse_since(since: Optional[str]) -> datetime | None:
-    """--since as a UTC date-time (kept for `azbench baseline set --since`)."""
-    return _parse_date("--since", since)
 
 
 AccountOpt = typer.Option(..., "--account", help="Blob service URL, e.g. https://ACCOUNT.blob.core.windows.net "

@@ -222,3 +222,37 @@ def launch_flags(recipe: str, config: str) -> dict[str, PathFact]:
     """The flags of the implementation's timed job step by name (mpi, remap-root,
     container-env), from PATHS.txt."""
     return {f.path: f for f in paths_manifest(recipe, config) if f.kind == "launch"}
+
+
+class Submission(Frozen):
+    """A published system that ran a vendored entry config (SUBMISSIONS.txt, written by
+    recipes/configs/vendor.py from the systems' own READMEs)."""
+
+    round: str
+    submitter: str
+    system: str
+    config: str  # "<impl folder>/<file>", as recipes.configs' functions take it
+    evidence: str  # the README line that names the config (or why none needs to)
+
+    @property
+    def label(self) -> str:
+        """'v5.1/NVIDIA/tyche_ngpu512_ngc25.09_nemo', as the report labels the system."""
+        return f"{self.round}/{self.submitter}/{self.system}"
+
+
+def submissions(recipe: str) -> list[Submission]:
+    """Every (system, vendored config) pair of `recipe`'s implementation folders."""
+    out = []
+    for path in sorted((configs_dir() / recipe).glob("*/SUBMISSIONS.txt")):
+        folder = path.parent.name
+        round_name, submitter = folder.split("_", 2)[:2]
+        for n, line in enumerate(path.read_text().splitlines(), 1):
+            if not line.strip() or line.startswith("#"):
+                continue
+            cells = line.split("\t")
+            if len(cells) != 3:
+                raise ConfigError(f"{path}:{n}: not SYSTEM<TAB>CONFIG<TAB>EVIDENCE",
+                                  hint="regenerate it with recipes/configs/vendor.py")
+            out.append(Submission(round=round_name, submitter=submitter, system=cells[0],
+                                  config=f"{folder}/{cells[1]}", evidence=cells[2]))
+    return out

@@ -34,7 +34,7 @@ from orchestrator.report.build import GroupReport, SkuSpeedup, WeakScaling
 from orchestrator.report.gpus import match_gpu
 from orchestrator.report.history import HistoryPoint, HistorySeries
 from orchestrator.report.labels import cut_apart
-from orchestrator.report.vs_published import PublishedNeighbour
+from orchestrator.results.definitions import PublishedNeighbour
 from orchestrator.results.summary import kept_step_times, summary_of
 from orchestrator.store.schema import ResultRow
 
@@ -336,16 +336,30 @@ def sku_speedup(pairs: Sequence[SkuSpeedup]) -> Figure | None:
 
 
 def mfu(groups: Sequence[GroupReport]) -> Figure | None:
+    """MFU at the run's precision (its name on the bar) and against dense BF16; a BF16 figure
+    above 100% (an FP8/FP4 run outruns BF16's peak) is not a utilisation: no bar, a note under
+    the chart with its value."""
     shown = [g for g in groups if g.mfu is not None or g.mfu_bf16 is not None]
     if not shown:
         return None
     names = bar_names(shown)
+    over = [(n, g) for n, g in zip(names, shown) if g.mfu_bf16 is not None and g.mfu_bf16 > 1.0]
     traces = [_hbar("MFU (run precision)", names, [_pct(g.mfu) for g in shown], KELLY[0],
                     text=[g.mfu_precision or "" for g in shown]),
-              _hbar("MFU vs dense BF16", names, [_pct(g.mfu_bf16) for g in shown], KELLY[1])]
-    return {"data": traces, "layout": _bar_layout(
-        "Model FLOPs utilisation at the median step", "MFU (%)", len(names), barmode="group",
-        xaxis={"ticksuffix": "%", "rangemode": "tozero"}, **side_legend())}
+              _hbar("MFU vs dense BF16", names,
+                    [None if (g.mfu_bf16 or 0.0) > 1.0 else _pct(g.mfu_bf16) for g in shown], KELLY[1])]
+    lay = _bar_layout("Model FLOPs utilisation at the median step", "MFU (%)", len(names),
+                      barmode="group", xaxis={"ticksuffix": "%", "rangemode": "tozero"}, **side_legend())
+    if over:
+        lines = [f"{n}: {(g.mfu_bf16 or 0.0):.1%} vs dense BF16 ({g.mfu_precision} run)" for n, g in over[:4]]
+        lines += [f"and {len(over) - 4} more (the table has them)"] if len(over) > 4 else []
+        lay["annotations"] = [{"text": "Not drawn, above 100%: not a utilisation<br>" + "<br>".join(lines),
+                               "xref": "paper", "yref": "paper", "x": 0, "y": 0, "yshift": -40,
+                               "xanchor": "left", "yanchor": "top", "showarrow": False,
+                               "align": "left", "font": {"size": 11}}]
+        lay["margin"] = {**lay["margin"], "b": 60 + 16 * (len(lines) + 1)}
+        lay["height"] = lay["height"] + 16 * (len(lines) + 1)
+    return {"data": traces, "layout": lay}
 
 
 def cost(groups: Sequence[GroupReport]) -> Figure | None:

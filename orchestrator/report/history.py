@@ -24,7 +24,8 @@ class HistoryPoint(Frozen):
 
     when: datetime
     occasion: str = Field(description="'pipeline run <sweep id>' or 'import <date>'")
-    value: float = Field(description="mean of the samples")
+    value: float = Field(description="the metric's figure (results.definitions): the MLPerf "
+                                     "score for time to train, the median step for step time")
     samples: list[float] = Field(default_factory=list)
     verdict: str | None = Field(None, description="compare's verdict; None without a baseline")
     change: float | None = Field(None, description="(value - baseline mean) / baseline mean")
@@ -40,7 +41,7 @@ class HistorySeries(Frozen):
     metric_label: str
     better: str = Field(description="'lower' or 'higher'")
     baseline: str | None = None
-    baseline_mean: float | None = None
+    baseline_mean: float | None = Field(None, description="the baseline's figure of the metric")
     band: tuple[float, float] | None = Field(None, description="baseline mean -/+ max_change")
     max_change: float = 0.0
     points: list[HistoryPoint] = Field(default_factory=list)

@@ -1,26 +1,21 @@
-"""Render a report.Report as JSON, Markdown or an HTML page with PNG plots (the terminal's
-view is report/terminal.py).
+"""Render a report.Report as JSON or Markdown, and the sections both share (the terminal's view
+is report/terminal.py, the interactive site report/site.py).
 
-Every renderer returns data (a string, the paths written); none prints. matplotlib is imported
-inside the function that needs it, so importing this module (and the CLI) stays fast.
+Every renderer returns data (a string); none prints.
 """
 
 from __future__ import annotations
 
-import html
 import re
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 from orchestrator import formats
-from orchestrator.paths import write_atomic
 from orchestrator.safetext import clean
 from orchestrator.report.build import GroupReport, Report, history_section
 from orchestrator.report.fabric import fabric_section
 from orchestrator.report.preemption import preemption_section
 from orchestrator.report.replacements import replacement_section
-from orchestrator.store.schema import ResultRow
 
 Cell = str
 _Section = tuple[str, list[str], list[list[Cell]]]  # title, header, rows
@@ -58,21 +53,21 @@ def markdown_parts(report: Report, limit: int = PART_LIMIT) -> list[tuple[str, s
     parts: list[tuple[str, str]] = []
     for bench in benchmarks:
         chosen = [(t, h, [r for r in rows if r[0] == bench]) for t, h, rows in secs if h[:1] == ["benchmark"]]
-        head = [f"# azbench report: {bench}", "",
+        head = [f"# azbench report: {md_text(bench)}", "",
                 f"Generated {report.generated_at:%Y-%m-%d %H:%M:%S} UTC; part of [the report](index.md)."]
         parts += _packed(files[bench], head, [c for c in chosen if c[2]], limit)
     systems = {b: len({g.label for g in report.groups if g.benchmark == b}) for b in benchmarks}
     index = ["# azbench report", "", f"Generated {report.generated_at:%Y-%m-%d %H:%M:%S} UTC."]
     if report.filters:
-        index.append("Filters: " + ", ".join(f"{k}={v}" for k, v in report.filters.items()) + ".")
+        index.append("Filters: " + md_text(", ".join(f"{k}={v}" for k, v in report.filters.items())) + ".")
     index += ["", "## Benchmarks", ""]
     for bench in benchmarks:
         names = [n for n, _ in parts if n == files[bench] or n.startswith(files[bench][:-3] + "-")]
         more = f" (in {len(names)} parts: " + ", ".join(f"[{n}]({n})" for n in names[1:]) + ")" if len(names) > 1 else ""
-        index.append(f"- [{bench}]({files[bench]}): {systems[bench]} system{'s' if systems[bench] != 1 else ''}{more}")
+        index.append(f"- [{md_text(bench)}]({files[bench]}): {systems[bench]} system{'s' if systems[bench] != 1 else ''}{more}")
     best = _best_section(report)
     rest = [best] * bool(best[2]) + [sec for sec in secs if sec[1][:1] != ["benchmark"]]
-    tail = [f"- {n}" for n in report.notes]
+    tail = [f"- {md_text(n)}" for n in report.notes]
     packed = _packed("index.md", index, rest, limit, tail=["", "## Notes", "", *tail] if tail else [])
     return [*packed, *parts]
 
@@ -109,30 +104,6 @@ def _packed(name: str, head: list[str], secs: Sequence[_Section], limit: int,
         files[-1].append(line)
     stem = name[:-3]
     return [(name if i == 0 else f"{stem}-{i + 1}.md", "\n".join(lines) + "\n") for i, lines in enumerate(files)]
-
-
-def write_html(report: Report, results: Sequence[ResultRow], out_dir: Path) -> list[Path]:
-    """Write out_dir/index.html and its PNG plots; returns [index.html, *pngs]."""
-    from orchestrator.report import plots
-
-    out_dir.mkdir(parents=True, exist_ok=True)
-    pngs = plots.write_all(report, results, out_dir)
-    body = [f"<h1>azbench report</h1><p>Generated {report.generated_at:%Y-%m-%d %H:%M:%S} UTC"
-            + (" &middot; " + html.escape(", ".join(f"{k}={v}" for k, v in report.filters.items()))
-               if report.filters else "") + "</p>"]
-    for title, header, rows in sections(report):
-        body.append(f"<h2>{html.escape(title)}</h2>" + _html_table(header, rows))
-    if report.notes:
-        body.append("<h2>Notes</h2><ul>" + "".join(f"<li>{html.escape(n)}</li>"
-                                                   for n in report.notes) + "</ul>")
-    if pngs:
-        body.append("<h2>Plots</h2>" + "".join(
-            f'<figure><img src="{html.escape(p.name)}" alt="{html.escape(p.stem)}">'
-            f"<figcaption>{html.escape(p.stem.replace('_', ' '))}</figcaption></figure>"
-            for p in pngs))
-    index = out_dir / "index.html"
-    write_atomic(index, _PAGE.format(body="\n".join(body)))
-    return [index, *pngs]
 
 
 def sections(report: Report) -> list[_Section]:
@@ -182,13 +153,14 @@ def _best_section(report: Report) -> _Section:
 def _results_section(groups: Sequence[GroupReport]) -> _Section:
     header = ["benchmark", "system", "GPU", "nodes", "GPUs", "runs (req.)", "converged",
               "MLPerf score (min)", "raw mean (min)", "scaling", "kind", "published as (min)",
-              "nearest published", "vs nearest", "note"]
+              "nearest published", "vs nearest (basis)", "note"]
     rows = [[g.benchmark, g.label, g.gpu_type or "-", _i(g.nodes), _i(g.gpus),
              f"{_i(g.runs)} ({_i(g.required_runs)})", _i(g.converged), _f(g.score_minutes, 4),
              _f(g.score_raw_minutes, 4), _f(g.scaling_factor, 4), g.kind,
              _f(g.published_score_minutes, 4),
              f"{g.published.config}: {_f(g.published.score_minutes, 4)}" if g.published else "-",
-             _signed_pct(g.published.delta) if g.published else "-", g.score_note]
+             (f"{_signed_pct(g.published.delta)} ({g.published.basis})"
+              if g.published and g.published.delta is not None else "-"), g.score_note]
             for g in groups]
     return "Results per system (MLPerf score = raw olympic mean x scaling)", header, rows
 
@@ -215,8 +187,8 @@ def _steps_section(groups: Sequence[GroupReport]) -> _Section:
     rows = [[g.benchmark, g.label, _i(g.nodes), _i(s.count), _f(s.median, 4), _f(s.mean, 4),
              _f(s.p99, 4), _pct(s.cv), _i(s.slow_steps), _f(g.throughput_per_minute, 1),
              _f(g.throughput_per_worker_minute, 3), _f(g.model_tflops_per_gpu, 1), _mfu(g),
-             _pct(g.mfu_bf16) + (f" (vs dense BF16, over 100%: the run is {g.mfu_precision})"
-                                 if (g.mfu_bf16 or 0) > 1 else ""),
+             _pct(g.mfu_bf16) + (f" (vs dense BF16, over 100%: the run is {g.mfu_precision}; "
+                                 "not a utilisation)" if (g.mfu_bf16 or 0) > 1 else ""),
              g.step_time_source or "-"]
             for g in groups if (s := g.step_stats) is not None]
     # "MFU bf16" is MFU against dense BF16 (kept short: the column's name is read by scripts); a
@@ -232,12 +204,13 @@ def _mfu_section(groups: Sequence[GroupReport]) -> _Section:
 
 
 def _cost_section(groups: Sequence[GroupReport]) -> _Section:
-    header = ["benchmark", "system", "$/VM-hour", "per result ($)", "all runs ($)",
+    header = ["benchmark", "system", "$/VM-hour", "per result ($)", "per run ($)", "all runs ($)",
               "all attempts ($)", "note"]
     rows = [[g.benchmark, g.label, _f(g.price_per_vm_hour, 2), _f(g.cost_per_result_usd, 2),
-             _f(g.cost_all_runs_usd, 2), _f(g.cost_all_attempts_usd, 2), g.cost_note]
-            for g in groups]
-    return "Cost", header, rows
+             _f(g.cost_per_run_usd, 2), _f(g.cost_all_runs_usd, 2), _f(g.cost_all_attempts_usd, 2),
+             g.cost_note] for g in groups]
+    return ("Cost (per result: the runs one MLPerf score needs, each at its own minutes; per run: "
+            "one run as long as the raw olympic mean)", header, rows)
 
 
 # -- formatting ----------------------------------------------------------------------------
@@ -280,26 +253,3 @@ def md_cell(value: object) -> str:
     """md_text for a table cell: `|` escaped too (no extra column)."""
     return md_text(value).replace("|", "\\|")
 
-
-def _html_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
-    head = "".join(f"<th>{html.escape(h)}</th>" for h in header)
-    body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in r) + "</tr>"
-                   for r in rows)
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
-
-
-_PAGE = """<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>azbench report</title>
-<style>
-body {{ font-family: system-ui, sans-serif; margin: 2em; color: #222; }}
-table {{ border-collapse: collapse; margin-bottom: 1.5em; font-size: 0.9em; }}
-th, td {{ border: 1px solid #ccc; padding: 0.25em 0.6em; text-align: right; }}
-th:nth-child(-n+2), td:nth-child(-n+2) {{ text-align: left; }}
-th {{ background: #f3f3f3; }}
-figure {{ display: inline-block; margin: 0 1em 1em 0; }}
-img {{ max-width: 640px; border: 1px solid #ddd; }}
-</style></head>
-<body>
-{body}
-</body></html>
-"""

@@ -27,7 +27,7 @@ from orchestrator.results.fabric import Check, Status, expected_for, human_size,
 from orchestrator.results.fabric_store import run_rows
 from orchestrator.results.nccl_log import parse_log
 from orchestrator.results.nccltests import COLLECTIVES, NcclRun, parse_runs
-from orchestrator.runs.fleet import natural
+from orchestrator.slurm.conf import natural_key
 from orchestrator.runs.fleet_gate import NCCL_TESTS
 from orchestrator.seams import Access
 from orchestrator.store.database import Store
@@ -122,7 +122,7 @@ def scopes_for(node_counts: Sequence[int], racks: dict[str, list[str]] | None,
         out.append((f"{n} node{'s' if n != 1 else ''}", n, []))
     if racks is not None:
         ok = set(usable)
-        inside = {name: sorted((n for n in members if n in ok), key=natural) for name, members in racks.items()}
+        inside = {name: sorted((n for n in members if n in ok), key=natural_key) for name, members in racks.items()}
         inside = {name: members for name, members in inside.items() if members}
         for name, members in inside.items():
             out.append((f"inside rack {name}", len(members), members))
@@ -145,7 +145,7 @@ def fabric_test(cluster: Cluster, access: Access, store: Store, *, node_counts: 
     row = lookup(cluster.sku)
     if racks and not access.caps.node_control:
         raise MissingCapability(cluster.name, access.launcher.backend, "list its racks (leaf switches)")
-    usable = sorted((n for n, info in access.launcher.node_states().items() if info.usable), key=natural)
+    usable = sorted((n for n, info in access.launcher.node_states().items() if info.usable), key=natural_key)
     groups = access.launcher.leaf_switches() if racks else None
     if racks and not groups:
         raise ConfigError(f"--racks: cluster '{cluster.name}' has no racks in its topology")

@@ -27,7 +27,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from orchestrator.hardware.catalog import GpuSku
-from orchestrator.runs.fleet import Verdict, natural
+from orchestrator.runs.fleet import Verdict
+from orchestrator.slurm.conf import natural_key
 
 _LINE = re.compile(r"AZBENCH_FABRIC (\{.*\})\s*$")
 COMPLETED, SUCCESS = "Completed", "Success"
@@ -62,7 +63,7 @@ class FabricGate:
 
     @property
     def flagged(self) -> list[str]:
-        return sorted({f.node for f in self.findings}, key=natural)
+        return sorted({f.node for f in self.findings}, key=natural_key)
 
 
 def parse_facts(text: str) -> dict[str, Facts]:
@@ -135,7 +136,7 @@ def domain_findings(facts: Mapping[str, Facts], sku: GpuSku) -> list[Finding]:
         return []
     by_address = {a: node for node, f in facts.items() for a in f.get("addresses") or []}
     seen: dict[str, list[str]] = {}
-    for observer in sorted(facts, key=natural):
+    for observer in sorted(facts, key=natural_key):
         table = (facts[observer].get("imex") or {}).get("table")
         if not table:
             continue
@@ -171,7 +172,7 @@ def rack_findings(facts: Mapping[str, Facts], racks: Mapping[str, Sequence[str]]
         if not known:
             continue
         (common, count), = Counter(known.values()).most_common(1)
-        for node, d in sorted(domains.items(), key=lambda kv: natural(kv[0])):
+        for node, d in sorted(domains.items(), key=lambda kv: natural_key(kv[0])):
             if d and d != common:
                 out.append(Finding(node, "nvlink_domain", f"ClusterUUID.CliqueId {d} differs from rack {rack}'s "
                                    f"{common} (on {count} of its {len(domains)} nodes)"))
@@ -202,7 +203,7 @@ def gate_fabric(probe: Callable[[Sequence[str]], str], nodes: Sequence[str], sku
     facts = parse_facts(probe(list(nodes)))
     report.rounds = 1
     first = judge(facts, nodes, sku, racks)
-    failing = sorted({f.node for f in first}, key=natural)
+    failing = sorted({f.node for f in first}, key=natural_key)
     if not failing:
         return report
     again = {**facts, **parse_facts(probe(failing))}
@@ -218,7 +219,7 @@ def gate_fabric(probe: Callable[[Sequence[str]], str], nodes: Sequence[str], sku
                         f"an image or harness fault, not the nodes; nothing drained for it "
                         f"(e.g. {sample.node}: {sample.evidence})")
         confirmed = [f for f in confirmed if f.check not in everywhere]
-    report.findings = sorted(confirmed, key=lambda f: (natural(f.node), f.check))
+    report.findings = sorted(confirmed, key=lambda f: (natural_key(f.node), f.check))
     return report
 
 

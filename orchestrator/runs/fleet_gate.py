@@ -27,14 +27,13 @@ from orchestrator.runs.fleet import (
     Verdict,
     candidate_nodes,
     check_fleet,
-    natural,
     parse_nccl_round,
     parse_probes,
 )
 from orchestrator.runs.fabric_gate import FabricGate, gate_fabric
 from orchestrator.runs.grouptest import GroupOutcome, GroupTest
 from orchestrator.seams import Access, Launcher
-from orchestrator.slurm.conf import compress_hostlist
+from orchestrator.slurm.conf import compress_hostlist, natural_key
 
 PROBE_SCRIPT = "health_probe.sh"
 FABRIC_SCRIPT = "fabric_node_check.py"  # the GPU nodes' fabric facts (runs/fabric_gate.py judges them)
@@ -130,7 +129,7 @@ def drain(launcher: Launcher, verdicts: Sequence[Verdict]) -> list[str]:
     if not by_node:
         return []
     launcher.drain({node: "azbench: " + "; ".join(reasons) for node, reasons in by_node.items()})
-    return sorted(by_node, key=natural)
+    return sorted(by_node, key=natural_key)
 
 
 def undrain(cluster: Cluster, access: Access, node: str) -> None:

@@ -73,7 +73,7 @@ BUSY_TIMEOUT_MS = 15_000
 _WRITE = "azbench_write"
 # Serialises concurrent first opens on PostgreSQL (SQLite gets this from BEGIN IMMEDIATE).
 _PG_MIGRATION_LOCK = 0x617A62656E6368
-_M = TypeVar("_M", ClusterRow, RunRow, BaselineRow)
+_M = TypeVar("_M", ClusterRow, RunRow, BaselineRow, ResultRow)
 # psycopg repeats the host and port we already name: keep only the server's own reason.
 _PG_PREFIX = r'^connection failed: connection to server at "[^"]*", port \d+ failed: '
 
@@ -304,6 +304,11 @@ class Store:
             query = query.join(runs, runs.c.id == results.c.run_id).where(runs.c.cluster == cluster)
         with self._conn() as conn:
             return [ResultRow.model_validate(r._asdict()) for r in conn.execute(query)]
+
+    def get_result(self, id: int) -> ResultRow | None:
+        """One stored result by id (one row read), or None."""
+        with self._conn() as conn:
+            return _fetch(conn, results, ResultRow, id=id)
 
     def results_by_hash(self, hashes: Iterable[str]) -> dict[str, ResultRow]:
         """The stored results among `hashes` (content sha256), by hash: what an import skips."""

@@ -13,6 +13,18 @@ and PATHS.txt (the implementation's paths, below), and records repository, commi
 recipes/configs/ATTRIBUTION.md. The files are Apache-2.0 (the training_results repositories'
 LICENSE).
 
+SUBMISSIONS.txt says which published system ran which vendored entry config, and where the
+published tree says so: one tab-separated row per (system, config), from the submission's own
+README (`<org>/benchmarks/<bench>/implementations/<system>/README-<system>.md` names
+`benchmarks/<bench>/implementations/<impl>/config_X.sh`). An implementation none of whose
+configs a README names counts only when its folder holds one entry config and its submitter one
+system with results for the benchmark (the row says so). Vendoring stops on an entry config no
+submission ran and on a folder whose own README names a config other than the one vendored:
+
+    SYSTEM  CONFIG  EVIDENCE                         e.g. tyche_ngpu512_ngc25.09_nemo,
+                                                     config_GB200_128x4x144xtp4pp8cp2_cg_fp4.sh,
+                                                     NVIDIA/benchmarks/.../README-tyche_ngpu512_ngc25.09_nemo.md:7
+
 PATHS.txt is the small manifest the rehearsal (orchestrator/runs/rehearsal.py,
 tests/test_rehearsal.py) checks every job against, offline. One tab-separated row per fact,
 each with the file and line it was read from:
@@ -63,16 +75,22 @@ TABLE: dict[str, list[tuple[str, str, list[str]]]] = {
         ("v5.0", "NVIDIA/benchmarks/llama31_405b/implementations/eos-dfw_n1024_ngc25.01_nemo",
          ["config_DGXH100_1024x8x24xtp8pp8cp2.sh"]),
         ("v5.1", "NVIDIA/benchmarks/llama31_405b/implementations/tyche_ngpu512_ngc25.09_nemo",
-         ["config_GB200_128x4x144xtp4pp8cp2_cg.sh"]),
+         ["config_GB200_128x4x144xtp4pp8cp2_cg_fp4.sh"]),
         ("v5.1", "NVIDIA/benchmarks/llama31_405b/implementations/hsg_ngpu2560_ngc25.09_nemo",
          ["config_GB200_640x4x24xtp4pp8cp2_cg_fp4.sh"]),
         ("v5.1", "NVIDIA/benchmarks/llama31_405b/implementations/hsg_ngpu5120_ngc25.09_nemo",
          ["config_GB200_1280x4x16xtp4pp8cp2_cg_fp4.sh"]),
+        # GB300 (theia): no recipe scale runs it; vendored for the precision its results ran at
+        ("v5.1", "NVIDIA/benchmarks/llama31_405b/implementations/theia_ngpu512_ngc25.09_nemo",
+         ["config_GB300_128x4x72xtp2pp8cp2_cg_fp4.sh"]),
     ],
     "llama31_8b": [
         ("v5.1", "NVIDIA/benchmarks/llama31_8b/implementations/nemo",
          ["config_GB200_2x4x2xtp1pp1cp1_8b_fp4.sh", "config_GB200_18x4x1xtp1pp1cp2_8b.sh",
-          "config_GB200_128x4x1xtp2pp1cp4_8b.sh"]),
+          "config_GB200_128x4x1xtp2pp1cp4_8b.sh",
+          # the theia (GB300) systems' configs: for the precision their results ran at
+          "config_GB300_2x4x2xtp1pp1cp1_8b_fp4.sh", "config_GB300_18x4x1xtp1pp1cp2_8b.sh",
+          "config_GB300_128x4x1xtp2pp1cp4_8b.sh"]),
     ],
     "llama2_70b_lora": [
         ("v4.1", "NVIDIA/benchmarks/llama2_70b_lora/implementations/eos_ngc24.09_nemo",
@@ -84,7 +102,10 @@ TABLE: dict[str, list[tuple[str, str, list[str]]]] = {
         ("v4.1", "Azure/benchmarks/llama2_70b_lora/implementations/nemo",
          ["configs/config_DGXH200_64x8x2xtp4pp1cp2.sh"]),
         ("v5.1", "NVIDIA/benchmarks/llama2_70b_lora/implementations/nemo",
-         ["config_GB200_2x4x2xtp1pp1cp2_fp4.sh", "config_GB200_18x4x1xtp1pp1cp8.sh"]),
+         ["config_GB200_2x4x2xtp1pp1cp2_fp4.sh", "config_GB200_18x4x1xtp1pp1cp8.sh",
+          # tyche_ngpu512 and the theia (GB300) systems: for the precision their results ran at
+          "config_GB200_128x4x1xtp1pp1cp8.sh", "config_GB300_2x4x1xtp1pp1cp1_fp4.sh",
+          "config_GB300_18x4x1xtp1pp1cp8.sh", "config_GB300_128x4x1xtp1pp1cp8.sh"]),
     ],
     "gpt3": [
         ("v4.1", "NVIDIA/benchmarks/gpt3/implementations/eos_n64_ngc24.09_nemo",
@@ -188,6 +209,13 @@ def main(mirrors: Path) -> None:
                 + "".join(f"{n}\n" for n in sorted(names)))
             rows.append((f"{recipe}/{tag}/READS.txt", f"mlcommons/training_results_{round_}", commit,
                          f"{impl}/ (names extracted)"))
+            (out / "SUBMISSIONS.txt").write_text(
+                f"# Which mlcommons/training_results_{round_} @ {commit} system ran which config of\n"
+                f"# {impl}/, and where the published tree says so (SYSTEM<TAB>CONFIG<TAB>EVIDENCE),\n"
+                f"# extracted by recipes/configs/vendor.py. Apache-2.0, see ../../ATTRIBUTION.md.\n"
+                + "".join("\t".join(row) + "\n" for row in submissions(repo, impl, configs)))
+            rows.append((f"{recipe}/{tag}/SUBMISSIONS.txt", f"mlcommons/training_results_{round_}", commit,
+                         f"{impl}/ (systems' READMEs read)"))
     lines = ["# Attribution",
              "",
              "Files under this folder are copied unchanged (READS.txt: extracted) from the MLCommons",
@@ -199,6 +227,51 @@ def main(mirrors: Path) -> None:
              "|---|---|---|---|"]
     lines += [f"| {a} | {b} | {c} | {d} |" for a, b, c, d in sorted(set(rows))]
     (HERE / "ATTRIBUTION.md").write_text("\n".join(lines) + "\n")
+
+
+ENTRY = re.compile(r"^(?:configs/)?config_[A-Za-z0-9]+_[0-9]+x[^/]*\.sh$")  # config_<SYSTEM>_<N>x<G>...sh
+
+
+def submissions(repo: Path, impl: str, configs: list[str]) -> list[tuple[str, str, str]]:
+    """SUBMISSIONS.txt rows for the vendored entry `configs` of `impl` (module docstring);
+    SystemExit when the published tree does not back the vendoring."""
+    org, _, bench, _, name = impl.split("/")[:5]
+    tree = git(repo, "ls-tree", "-r", "--name-only", "HEAD", f"{org}/benchmarks/{bench}/implementations/")
+    named: dict[str, list[tuple[str, str]]] = {}  # config -> [(system, README:LINE)]
+    own: list[str] = []  # configs of this folder that its own README names
+    ref = re.compile(rf"benchmarks/{re.escape(bench)}/implementations/{re.escape(name)}/"
+                     r"((?:configs/)?config_[A-Za-z0-9_.x-]+\.sh)")
+    for readme in tree.splitlines():
+        m = re.fullmatch(rf"{re.escape(org)}/benchmarks/{re.escape(bench)}/implementations/([^/]+)/README-(\1)\.md",
+                         readme)
+        if not m:
+            continue
+        for n, line in enumerate(git(repo, "show", f"HEAD:{readme}").splitlines(), 1):
+            for config in ref.findall(line):
+                named.setdefault(config, []).append((m.group(1), f"{readme}:{n}"))
+                if m.group(1) == name:
+                    own.append(config)
+    stray = sorted(set(own) - set(configs))
+    if stray:
+        raise SystemExit(f"{impl}: its README-{name}.md names {stray[0]}, not the vendored "
+                         f"{', '.join(configs)}: vendor the config the submission ran")
+    rows = [(system, Path(config).name, where) for config in configs
+            for system, where in dict.fromkeys(named.get(config, []))]
+    if any(named.get(c) for c in configs):
+        missing = [c for c in configs if not named.get(c)]
+        if missing:
+            raise SystemExit(f"{impl}/{missing[0]}: no submission's README names it")
+        return rows
+    entries = [f for f in git(repo, "ls-tree", "-r", "--name-only", "HEAD", impl + "/").splitlines()
+               if ENTRY.match(f[len(impl) + 1:])]
+    systems = sorted({p.split("/")[2] for p in git(repo, "ls-tree", "-r", "--name-only", "HEAD",
+                                                   f"{org}/results/").splitlines()
+                      if p.split("/")[3:4] == [bench]})
+    if len(configs) == 1 and [e[len(impl) + 1:] for e in entries] == configs and len(systems) == 1:
+        return [(systems[0], Path(configs[0]).name, f"{impl}/{configs[0]} is the folder's only entry config and "
+                                         f"{systems[0]} {org}'s only system with {bench} results "
+                                         "(no README names a config of the folder)")]
+    raise SystemExit(f"{impl}: no submission's README names {', '.join(configs)}")
 
 
 def paths_manifest(repo: Path, impl: str, files: list[str], vendored: list[str]) -> list[tuple[str, ...]]:

@@ -126,12 +126,12 @@
                       count(nodes) + " nodes = " + count(gpus) + " GPUs" + racks(c, nodes) + " (" + standsOn(b, gpus) + ")" };
       var price = c.price_per_vm_hour_usd;
       if (price === null || price === undefined) {
-        r.cost = "cost per scored result: unknown (the catalog has no list price for " + c.sku_short + ")";
+        r.cost = "cost per result: unknown (the catalog has no list price for " + c.sku_short + ")";
       } else {
         var perHour = nodes * price;
         var cost = t.map(function (m) { return c.runs_required * m / 60.0 * perHour; });
         r.cost_usd = cost[0]; r.cost_low_usd = cost[1]; r.cost_high_usd = cost[2];
-        r.cost = "cost per scored result: $" + fixed(cost[0], 0) + " [$" + fixed(cost[1], 0) + "-$" + fixed(cost[2], 0) +
+        r.cost = "cost per result: $" + fixed(cost[0], 0) + " [$" + fixed(cost[1], 0) + "-$" + fixed(cost[2], 0) +
                  "] (" + c.runs_required + " runs x predicted minutes x " + count(nodes) + " nodes x $" + fixed(price, 2) +
                  " per VM-hour, list price)";
       }
@@ -340,7 +340,10 @@
         if (x !== null && y !== null && x !== undefined && y !== undefined && x !== 0) {
           var delta = (y - x) / Math.abs(x);
           d.textContent = (delta >= 0 ? "+" : "") + (delta * 100).toFixed(1) + "%";
-          if (better && Math.abs(delta) >= 0.005) {
+          // A time or a cost compared across GPU counts is not better or worse: no colour.
+          var across = m[3] && A.gpus !== B.gpus;
+          if (across) { d.textContent += " (different GPU counts)"; }
+          if (better && !across && Math.abs(delta) >= 0.005) {
             var good = better === "lower" ? delta < 0 : delta > 0;
             d.className = good ? "better" : "worse";
           }
