@@ -639,13 +639,14 @@ def test_dry_run_shows_the_script_with_the_params_applied(tmp_path):
 # -- untrusted names (issue 39, point 12): names from folders and logs reach no terminal raw -----
 
 ESCAPES = "\x1b[2J\x1b]0;TITLE\x07"  # clear the screen, set the window title
-MARKUP = "[bold red]RED[/bold red][link=https://evil.example/]click[/link]"
-HTML = '<a href="javascript:alert(1)">x</a>'
+# short enough that `results list` keeps its system column at 100 columns
+MARKUP = ("[b red]R[/b red]", "[link=x]c[/link]")
+HTML = '<a href="javascript:alert(1)">x</a>|pipe'
 
 
-def _crafted_tree(root: Path) -> Path:
+def _crafted_tree(root: Path, platforms: tuple[str, ...]) -> Path:
     """A v5.1 submission whose system folder holds terminal escapes (a folder name may hold any
-    byte but '/'), and a loose log whose logged platform holds Rich markup and HTML."""
+    byte but '/'), and a loose log per platform name, which the log itself gives."""
     import json as _json
 
     def ev(key: str, t: int, value: object = None, **meta: object) -> str:
@@ -660,30 +661,42 @@ def _crafted_tree(root: Path) -> Path:
     bench = root / "v5.1" / "Org" / "results" / f"sys{ESCAPES}x" / "bert"
     bench.mkdir(parents=True)
     (bench / "result_0.txt").write_text(log("1xH100", 2.0))
-    loose = root / "v5.1" / "loose" / "bert"
-    loose.mkdir(parents=True)
-    (loose / "result_0.txt").write_text(log(f"2xH100{MARKUP}{HTML}|pipe", 3.0))
+    for n, platform in enumerate(platforms):
+        loose = root / "v5.1" / f"loose{n}" / "bert"
+        loose.mkdir(parents=True)
+        (loose / "result_0.txt").write_text(log(platform, 3.0 + n))
     return root / "v5.1"
 
 
-def test_crafted_names_reach_no_terminal_as_controls_markup_or_html(tmp_path: Path) -> None:
+def _no_controls(*results: object) -> None:
+    for result in results:
+        assert result.code == 0, result.err  # type: ignore[attr-defined]
+        for text in (result.out, result.err):  # type: ignore[attr-defined]
+            assert not re.search("[\x00-\x08\x0b-\x1f\x7f-\x9f]", text), repr(text)
+
+
+def test_crafted_names_reach_no_terminal_as_controls_or_markup(tmp_path: Path) -> None:
     home = tmp_path / "home"
-    tree = _crafted_tree(tmp_path / "tree")
+    tree = _crafted_tree(tmp_path / "tree", MARKUP)
     imported = azbench_in_process("results", "import", "--no-compliance", str(tree), home=home)
-    assert imported.code == 0, imported.err
     listed = azbench_in_process("results", "list", home=home)
     report = azbench_in_process("report", home=home)
+    _no_controls(imported, listed, report)
+    assert "sys[2J]0;TITLEx" in listed.out and "sys[2J]0;TITLEx" in report.out  # escapes gone
+    assert "/sys[2J]0;TITLEx/bert/result_0.txt" in imported.err  # the warning's path, cleaned
+    for markup in MARKUP:  # Rich would read it (red text, a link); the table prints it as written
+        assert markup in listed.out, listed.out
+
+
+def test_crafted_names_are_text_in_markdown(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    tree = _crafted_tree(tmp_path / "tree", (HTML, *MARKUP))
+    imported = azbench_in_process("results", "import", "--no-compliance", str(tree), home=home)
     markdown = azbench_in_process("report", "--markdown", home=home)
-    for result in (imported, listed, report, markdown):
-        assert result.code == 0, result.err
-        for text in (result.out, result.err):
-            assert not re.search("[\x00-\x08\x0b-\x1f\x7f-\x9f]", text), repr(text)
-    assert "sys[2J]0;TITLEx" in listed.out  # the name, without its escape characters
-    # Rich would read the markup (red text, a link); the table prints it as written
-    assert MARKUP in listed.out
-    assert "sys[2J]0;TITLEx" in report.out
-    assert HTML not in markdown.out and "&lt;a href=\"javascript:alert(1)\">x&lt;/a>" in markdown.out
-    assert "\\[bold red\\]RED" in markdown.out and "\\|pipe" in markdown.out
+    _no_controls(imported, markdown)
+    assert '<a href' not in markdown.out
+    assert '&lt;a href="javascript:alert(1)">x&lt;/a>\\|pipe' in markdown.out
+    assert "\\[b red\\]R\\[/b red\\]" in markdown.out and "\\[link=x\\]c" in markdown.out
 
 
 def test_a_sas_token_in_a_bad_account_url_is_not_repeated(tmp_path: Path) -> None:

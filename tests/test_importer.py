@@ -143,7 +143,7 @@ def test_report_reproduces_scaling_efficiencies(imported, shared_logs: Path) -> 
     tputs = sorted(round(s.throughput_efficiency or 0, 4) for s in report.strong_scaling)
     assert tputs == [0.8565, 0.8936, 0.9585]
     # the 405B series changes GBS per GPU: its step times are no weak-scaling measure
-    assert report.weak_scaling == [] and any("batch per worker" in n for n in report.notes)
+    assert report.weak_scaling == [] and any("batch per GPU differs" in n for n in report.notes)
 
 
 def test_import_twice_is_idempotent_and_archives_raw_bytes(imported, shared_logs: Path,

@@ -150,17 +150,18 @@ def _print_cases(s: PipelineSummary) -> None:
                "not run" if not c.run_ids else "improvement" if c.improvements else "ok"]
             for c in s.cases]
     header = ["case", "runs", "failed"] + [METRICS[k][0] for k in keys] + ["verdict"]
+    from orchestrator.safetext import clean
     if plain_output():  # CI logs: no box drawing, nothing clipped to 80 columns
         sys.stdout.write(f"pipeline {s.pipeline}: {s.status}\n")
         for row in rows:
-            sys.stdout.write("  " + ", ".join(f"{h}={v}" for h, v in zip(header, row)) + "\n")
+            sys.stdout.write(clean("  " + ", ".join(f"{h}={v}" for h, v in zip(header, row))) + "\n")
     else:
         make_console().print(make_table(f"Pipeline {s.pipeline}: {s.status}", header, rows))
-    for c in s.cases:
+    for c in s.cases:  # the lines name benchmarks and SKUs read from results: no controls
         for line in c.regressions:
-            sys.stdout.write(f"regression: {line}\n")
+            sys.stdout.write(clean(f"regression: {line}") + "\n")
         for line in c.improvements:
-            sys.stdout.write(f"improvement: {line}\n")
+            sys.stdout.write(clean(f"improvement: {line}") + "\n")
 
 
 class _Lines:
@@ -325,12 +326,13 @@ def _print_comparison(result: Comparison) -> None:
     make_console().print(make_table(f"Compared with baseline {result.baseline}",
                             ["scale", "metric", "baseline", "current", "change", "confidence",
                              "verdict"], rows))
-    for d in result.regressions:
-        sys.stdout.write(f"regression: {d.describe()}\n")
+    from orchestrator.safetext import clean
+    for d in result.regressions:  # its label names a benchmark and a SKU read from results
+        sys.stdout.write(clean(f"regression: {d.describe()}") + "\n")
     for d in result.improvements:
-        sys.stdout.write(f"improvement: {d.describe()}\n")
+        sys.stdout.write(clean(f"improvement: {d.describe()}") + "\n")
     for note in result.notes:
-        sys.stdout.write(f"{note}\n")
+        sys.stdout.write(clean(note) + "\n")
 
 
 def _tolerances(items: list[str], min_confidence: Optional[float]) -> Tolerances:

@@ -86,7 +86,7 @@ def plan(
 # The plan's columns by what a reader needs first (0): the count, the prediction, its cost, the
 # mark; then the interval, what it stands on and the measured score; cost per hour, racks,
 # strong-scaling efficiency and quota are left out first on a narrow terminal.
-_RANKS = {"nodes": 0, "GPUs": 0, "predicted min": 0, "cost/result": 0, "mark": 0,
+_RANKS = {"nodes": 0, "GPUs": 0, "predicted min": 0, "$/result": 0, "mark": 0,
           "80% interval": 1, "stands on": 2, "measured min": 2, "cost/h": 3, "racks": 4,
           "quota vCPUs": 5}
 _WRAPS = {"stands on", "measured min", "racks"}

@@ -214,7 +214,7 @@ def _footer(report: Report, *, runs: bool) -> list[str]:
 
 
 def _note_kind(note: str) -> str:
-    """'weak scaling … skipped: batch per worker differs …' for every such pair's note."""
+    """'weak scaling … skipped: batch per GPU differs …' for every such pair's note."""
     head, sep, why = note.rpartition(": ")
     words = head.split()
     return f"{' '.join(words[:2])} …: {why}" if sep and len(words) > 2 else note
