@@ -635,6 +635,11 @@ class ContainerRun(Frozen):
     # implementation's config_mounts.sh / run.sub back them under its LOGDIR (Megatron's
     # /npy_index cache, which every rank reads from the first rank that builds it).
     scratch: list[str] = Field(default_factory=list)
+    # Container folders the implementation's run.sub creates before its timed job step (`mkdir`
+    # rows of its PATHS.txt), under a folder the job mounts writable (/results, /checkpoints, a
+    # scratch path): LoRA's /results/data_index/{train,val}, where its YAML builds the index.
+    make_dirs: list[str] = Field(default_factory=list)
+    make_dirs_source: str = ""  # the run.sub lines they come from
     # Settings the published config asks for that Azure's fabric cannot honour, set (or unset,
     # value None) after the config is sourced, each with why (FabricOverride).
     fabric: list[FabricOverride] = Field(default_factory=list)
@@ -686,10 +691,11 @@ class ModelFacts(Frozen):
     # runs forward (2N) and the activation-gradient backward (2N), but no weight gradients.
     trainable_params: float | None = Field(None, gt=0)
     source: str
-    # The GEMM precision each vendored submission config trains in, "FOLDER/NODES" (the
-    # recipes/configs folder, e.g. v5.1_NVIDIA_hsg_ngpu2560_ngc25.09_nemo/640) -> "fp4 [where]",
-    # filled by recipes.catalog.model_facts: an imported log that does not say its precision is
-    # measured against the one its system's config set.
+    # The GEMM precision of the config each published system ran (the one its README names:
+    # recipes/configs/*/*/SUBMISSIONS.txt), by the system's label (e.g.
+    # "v5.1/NVIDIA/hsg_ngpu5120_ngc25.09_nemo") -> "fp4: FP4=True (file:line); config X, named by
+    # README:LINE", filled by recipes.catalog.model_facts for every vendored config: an imported
+    # log that does not say its precision is measured against the one its system's config set.
     config_precisions: dict[str, str] = Field(default_factory=dict)
     # NVIDIA's own count, MODEL_TFLOP_PER_SAMPLE in the submissions' config_common*.sh (read from
     # the vendored file by model_facts), and why azbench's F differs where it does (the recipe's).

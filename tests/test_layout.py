@@ -81,7 +81,7 @@ from orchestrator import backends
 
 ROOT = Path(__file__).resolve().parents[1]
 PKG = ROOT / "orchestrator"
-BASE = {"models", "errors", "paths", "yamlio", "seams", "templating", "backends"}
+BASE = {"models", "errors", "paths", "yamlio", "seams", "templating", "backends", "formats", "safetext"}
 FOLDERS = ("store", "slurm", "hardware", "hosts", "specs", "providers", "clusters", "results", "recipes", "report",
            "forecast",
            "runs", "pipelines", "cli")

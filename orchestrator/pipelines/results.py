@@ -6,7 +6,6 @@ once its clusters are down, the CLI calls the renderers.
 
 from __future__ import annotations
 
-import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -14,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, Field
 
+from orchestrator import formats
 from orchestrator.errors import AzbenchError
 from orchestrator.models import RunState
 from orchestrator.pipelines.baselines import (
@@ -150,7 +150,8 @@ def build_cases(st: Progress, runs: Sequence[RunRow], attempts: Sequence[Attempt
             case.failed.append(f"{r.id}: {r.state}: {r.message or ''}".rstrip(": "))
     for case in cases.values():
         found = entries.get((case.benchmark, case.sku, case.nodes)) if case.sku else None
-        case.metrics = {m: statistics.fmean(v) for m, v in (found.metrics if found else {}).items() if v}
+        figures = {m: found.value(m) for m, v in found.metrics.items() if v} if found else {}
+        case.metrics = {m: v for m, v in figures.items() if v is not None}  # results.definitions
         deltas = cmp.for_scale(case.benchmark, case.sku, case.nodes) if cmp else []
         case.regressions = [d.describe() for d in deltas if d.verdict == "regression"]
         case.improvements = [d.describe() for d in deltas if d.verdict == "improvement"]
@@ -272,8 +273,9 @@ def comparison_markdown(cmp: Comparison, *, only_notable: bool = False) -> str:
     rows = [d for d in cmp.deltas if not only_notable or d.verdict in ("regression", "improvement", "noise")]
     out = [f"Compared with baseline `{cmp.baseline}`: {len(cmp.regressions)} regression(s), "
            f"{len(cmp.improvements)} improvement(s).", ""]
+    notes = [f"- {n}" for n in cmp.notes]
     if not rows:
-        return "\n".join(out).rstrip() + "\n"
+        return "\n".join(out + notes).rstrip() + "\n"
     out += ["| scale | metric | baseline | current | change | confidence | verdict |",
             "| --- | --- | --- | --- | --- | --- | --- |"]
     for d in rows:
@@ -283,8 +285,8 @@ def comparison_markdown(cmp: Comparison, *, only_notable: bool = False) -> str:
         out.append(f"| {d.label} | {METRICS[d.metric][0]} | {_fmt(d.baseline_mean)} "
                    f"(n={d.n_baseline}) | {_fmt(d.current_mean)} (n={d.n_current}) | {change} "
                    f"| {conf} | {mark} |")
-    return "\n".join(out) + "\n"
+    return "\n".join(out + ([""] + notes if notes else [])) + "\n"
 
 
 def _fmt(value: float | None) -> str:
-    return "-" if value is None else f"{value:.4g}"
+    return formats.sig(value)

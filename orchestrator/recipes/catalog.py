@@ -20,7 +20,7 @@ from orchestrator.hardware import catalog
 from orchestrator.errors import ConfigError, NotFoundError
 from orchestrator.models import FabricOverride, Frozen, ModelFacts, Parallelism
 from orchestrator.paths import recipes_dir
-from orchestrator.recipes.configs import effective_env, implementation, reads
+from orchestrator.recipes.configs import effective_env, implementation, reads, submissions
 from orchestrator.recipes.data import DataItem
 from orchestrator.recipes.rank_order import MAPPING_VAR, order_from
 from orchestrator.recipes.parallelism import (
@@ -204,7 +204,8 @@ def list_recipes() -> list[Recipe]:
 def model_facts() -> dict[str, ModelFacts]:
     """The model facts the report's MFU needs, keyed by each recipe's MLPerf benchmark key and
     by its recipe name (both lower case); the first recipe (by file name) wins a shared key.
-    Each carries the precision of every listed published scale's config (FOLDER/NODES) and
+    Each carries the precision of every published system that ran a vendored config
+    (configs.submissions: the systems' own READMEs name it), keyed by the system's label, and
     NVIDIA's MODEL_TFLOP_PER_SAMPLE where a vendored config sets it."""
     facts: dict[str, ModelFacts] = {}
     for recipe in list_recipes():
@@ -215,21 +216,32 @@ def model_facts() -> dict[str, ModelFacts]:
     return facts
 
 
+def submission_precisions(recipe: str) -> dict[str, str]:
+    """{system label: "P: FLAG=V (file:line); config X, named by README:LINE"} for every
+    published system that ran one of `recipe`'s vendored configs and whose config sets a GEMM
+    precision (run_precision); the sources of estimates count as much as the listed scales."""
+    out: dict[str, str] = {}
+    for sub in submissions(recipe):
+        env = effective_env(recipe, sub.config, {})
+        precision, source = run_precision(dict(env.values), dict(env.sources))
+        if precision:
+            out[sub.label] = (f"{precision}: {source}; config {Path(sub.config).name}, "
+                              f"named by {sub.evidence}")
+    return out
+
+
 def _with_config_facts(recipe: Recipe, model: ModelFacts) -> ModelFacts:
-    precisions: dict[str, str] = {}
     reference: tuple[float, str] | None = None
     for sku, scales in (recipe.mlperf.scales.items() if recipe.mlperf else []):
         for scale in scales:
             if not scale.config or scale.estimate:
                 continue
             r = resolve(recipe, sku, scale.nodes)
-            if r.precision:
-                precisions[f"{scale.config.split('/')[0]}/{scale.nodes}"] = f"{r.precision}: {r.precision_source}"
             value = r.config_env.get("MODEL_TFLOP_PER_SAMPLE")
             if value and reference is None:
                 reference = (float(value), _with_line(r.env_sources.get("MODEL_TFLOP_PER_SAMPLE", ""),
                                                       "MODEL_TFLOP_PER_SAMPLE"))
-    update: dict[str, object] = {"config_precisions": precisions}
+    update: dict[str, object] = {"config_precisions": submission_precisions(recipe.name)}
     if reference:
         update.update(reference_tflop_per_sample=reference[0], reference_source=reference[1])
     return model.model_copy(update=update)

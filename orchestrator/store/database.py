@@ -279,7 +279,10 @@ class Store:
             if any(a is not None and a[1] for a in added) and self.backend == "postgresql":
                 conn.execute(sa.text("SELECT setval(pg_get_serial_sequence('results', 'id'), "
                                      "(SELECT MAX(id) FROM results))"))  # number after the kept ids
-            return [a if a is not None else self._add_result(conn, row) for row, a in zip(rows, added)]
+            rest = [i for i, a in enumerate(added) if a is None]
+            for i, outcome in zip(rest, self._add_many(conn, [rows[i] for i in rest])):
+                added[i] = outcome
+            return [a for a in added if a is not None]
 
     def list_results(
         self,
@@ -306,6 +309,18 @@ class Store:
         """One stored result by id (one row read), or None."""
         with self._conn() as conn:
             return _fetch(conn, results, ResultRow, id=id)
+
+    def results_by_hash(self, hashes: Iterable[str]) -> dict[str, ResultRow]:
+        """The stored results among `hashes` (content sha256), by hash: what an import skips."""
+        wanted = sorted(set(hashes))
+        found: dict[str, ResultRow] = {}
+        with self._conn() as conn:
+            for start in range(0, len(wanted), 500):  # under SQLite's bound on query variables
+                query = sa.select(results).where(results.c.content_hash.in_(wanted[start:start + 500]))
+                for r in conn.execute(query):
+                    row = ResultRow.model_validate(r._asdict())
+                    found[row.content_hash] = row
+        return found
 
     def result_names(self, field: Literal["benchmark", "system", "cluster"]) -> list[str]:
         """The distinct values of one field over the stored results, sorted (cluster: the
@@ -478,6 +493,30 @@ class Store:
             return int(new_id), True
         query = sa.select(results.c.id).where(results.c.content_hash == result.content_hash)
         return int(conn.execute(query).scalar_one()), False
+
+    def _add_many(self, conn: Connection, rows: list[ResultRow]) -> list[tuple[int, bool]]:
+        """_add_result for many rows, a few hundred per INSERT (10,000 rows one by one took
+        most of an import): new rows come back from RETURNING, the rest are looked up."""
+        stmt = (self._insert(results).on_conflict_do_nothing(index_elements=["content_hash"])
+                .returning(results.c.id, results.c.content_hash))
+        inserted: dict[str, int] = {}
+        for start in range(0, len(rows), 500):
+            batch = [r.model_dump(exclude={"id"}) for r in rows[start:start + 500]]
+            inserted.update((h, int(i)) for i, h in conn.execute(stmt, batch))
+        others = sorted({r.content_hash for r in rows} - inserted.keys())
+        stored: dict[str, int] = {}
+        for start in range(0, len(others), 500):
+            query = sa.select(results.c.id, results.c.content_hash).where(
+                results.c.content_hash.in_(others[start:start + 500]))
+            stored.update((h, int(i)) for i, h in conn.execute(query))
+        out: list[tuple[int, bool]] = []
+        for r in rows:  # a hash twice in `rows`: the first is the new one
+            if r.content_hash in inserted:
+                out.append((inserted.pop(r.content_hash), True))
+                stored[r.content_hash] = out[-1][0]
+            else:
+                out.append((stored[r.content_hash], False))
+        return out
 
     def _keep_id(self, conn: Connection, result: ResultRow) -> tuple[int, bool] | None:
         """Store `result` under its own id: (id, True); (the stored id, False) when its hash is
