@@ -135,6 +135,8 @@ def up(
     spec = _cluster_spec(file, name=name, provider=provider, sku=sku, nodes=nodes, region=region)
     the_plan = lifecycle.plan(spec)
     spending.check_cost_cap(the_plan, spending.cost_cap(spec, max_cost))
+    if spec.budget is not None:
+        _warn_budget(spec, the_plan)
     if dry_run:
         checked, problems = lifecycle.check(spec, the_plan) if check else (None, [])
         if as_json:
@@ -162,6 +164,23 @@ def up(
     c = result.cluster
     sys.stdout.write(f"cluster '{c.name}' {verb}: {c.nodes} x {c.sku} ({c.provider}), "
                      f"nodes {', '.join(c.node_names[:8])}{' ...' if len(c.node_names) > 8 else ''}\n")
+
+
+def _warn_budget(spec: ClusterSpec, plan: Plan) -> None:
+    """The spec's `budget:` against what its owner's clusters cost this period (the store): a
+    warning on stderr, never a refusal (the cost cap refuses)."""
+    from orchestrator.clusters.spending import budget_warning
+    from orchestrator.goodput.owners import expected_owner, spent
+    from orchestrator.models import utcnow
+    assert spec.budget is not None
+    since = spec.budget.since(utcnow())
+    with open_store() as store:
+        owner = expected_owner(store, spec.provider)
+        spend = spent(store, owner, since)
+    line = budget_warning(plan, spec.budget, owner, spend.usd, since, spend.unpriced)
+    if line:
+        sys.stderr.write(f"warning: {line}\n")
+        sys.stderr.flush()
 
 
 def _step_line(event: Any) -> None:
@@ -225,9 +244,11 @@ def down(name: str = typer.Argument(..., help="Cluster name."),
         confirm(preview.question, yes)
     with open_store() as store:
         cluster = lifecycle.down(name, store, on_progress=None if as_json else _step_line, force=force)
-    if as_json:
-        return emit_json(cluster)
-    sys.stdout.write(f"cluster '{name}' is down\n")
+        if as_json:
+            return emit_json(cluster)
+        from orchestrator.goodput.cluster import cluster_goodput
+        line = cluster_goodput(store, name).line
+    sys.stdout.write(f"cluster '{name}' is down\n{name}: {line}\n")
 
 
 @app.command()
@@ -436,6 +457,7 @@ import orchestrator.cli.health  # noqa: E402,F401  (registers health)
 import orchestrator.cli.resize  # noqa: E402,F401  (registers resize)
 import orchestrator.cli.run  # noqa: E402,F401  (registers run, logs)
 import orchestrator.cli.plan  # noqa: E402,F401  (registers plan)
+import orchestrator.cli.goodput  # noqa: E402,F401  (registers goodput)
 from orchestrator.cli.pipeline import baseline_app, pipeline_app, register_compare  # noqa: E402
 
 app.add_typer(pipeline_app, name="pipeline")

@@ -153,6 +153,8 @@ def _print_cases(s: PipelineSummary) -> None:
             sys.stdout.write(f"regression: {line}\n")
         for line in c.improvements:
             sys.stdout.write(f"improvement: {line}\n")
+    for cluster, line in s.goodput.items():
+        sys.stdout.write(f"goodput {cluster}: {line}\n")
 
 
 class _Lines:

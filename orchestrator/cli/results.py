@@ -132,9 +132,11 @@ def prepare(recipe: Optional[str] = typer.Argument(None, help="Recipe name (with
                           hint="azbench prepare RECIPE --cluster C, or azbench prepare --list")
 
     from orchestrator.clusters import lifecycle
+    from orchestrator.models import utcnow
     from orchestrator.recipes.catalog import get_recipe
     from orchestrator.runs.launch import container_build
     from orchestrator.runs.prepare import prepare as stage
+    from orchestrator.store.schema import EventRow
     found_recipe = get_recipe(recipe)
     with open_store() as store:
         found = lifecycle.require_cluster(cluster, store)
@@ -145,12 +147,18 @@ def prepare(recipe: Optional[str] = typer.Argument(None, help="Recipe name (with
         raise ConfigError(f"prepare {recipe}: no container for {nodes or found.nodes} x "
                           f"{sku or found.sku}: {exc.message}",
                           hint="give --sku and --nodes of the runs to come, or --no-image") from None
+    began = utcnow()
     with lifecycle.connect(found) as access:
         result = stage(found_recipe, access.launcher, data_root=data_root, partition=partition,
                        container=build, builder=os.environ.get("AZBENCH_IMAGE_BUILDER") or None,
                        r2_origin=os.environ.get("AZBENCH_R2_ORIGIN") or None,
                        runner=os.environ.get("AZBENCH_CONTAINER_RUNNER") or None,
                        on_progress=None if as_json else _print_progress)
+    with open_store() as store:  # after the fact, with its span (goodput counts it as staging)
+        store.add_event(EventRow(kind="prepare", cluster=found.name,
+                                 message=f"prepare {recipe}: job {result.job_id} {result.job_state}",
+                                 data={"started_at": began.isoformat(), "job_id": result.job_id,
+                                       "state": result.job_state}))
     if as_json:
         emit_json(result)
     else:

@@ -565,5 +565,6 @@ def resize(name: str, nodes: int, store: Store, *, force: bool = False) -> tuple
     store.save_cluster(resized)
     store.add_event(EventRow(kind="resize", cluster=name, message=f"{plan.before} -> {plan.after} nodes",
                              data={"removed": list(plan.remove), "forced": list(plan.busy),
+                                   "before": plan.before, "after": plan.after,
                                    "started_at": began.isoformat()}))
     return resized, plan

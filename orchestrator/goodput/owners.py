@@ -18,7 +18,7 @@ from orchestrator.goodput.model import TRAINING, OwnerTotal
 from orchestrator.goodput.run import run_goodput
 from orchestrator.goodput.timeline import epoch
 from orchestrator.hardware.catalog import find
-from orchestrator.models import utcnow
+from orchestrator.models import local_owner, utcnow
 from orchestrator.store.database import Store
 from orchestrator.store.schema import ClusterRow
 
@@ -110,3 +110,11 @@ def _hours_in(row: ClusterRow, since: datetime | None, now: datetime) -> float:
     if since is not None:
         lo = max(lo, epoch(since))
     return max(hi - lo, 0.0) / 3600
+
+
+def expected_owner(store: Store, provider: str) -> str:
+    """The owner an `up` of a `provider` cluster will record, as far as it is known before any
+    sign-in: the owner of this home's newest cluster of that provider (the same sign-in, on
+    Azure its principal), else who runs azbench here (models.local_owner)."""
+    rows = [r for r in store.list_clusters(include_terminated=True) if r.provider == provider and r.owner]
+    return max(rows, key=lambda r: r.created_at).owner or local_owner() if rows else local_owner()

@@ -232,7 +232,10 @@ def _phases(m: _Mark, nxt: _Mark | None, notes: list[str]) -> list[Interval]:
     if nxt is None:
         claim("teardown", failed_at, m.end)
         return out
-    resumed = nxt.run_start if nxt.run_start is not None else nxt.failure_at if nxt.failed else nxt.end
+    # Until the next attempt trains again: its run_start; its own failure when it never got
+    # there; now while it is still on its way; its start when it ended with no run_start here.
+    resumed = (nxt.run_start if nxt.run_start is not None else nxt.failure_at if nxt.failed
+               else nxt.end if nxt.live else nxt.start)
     claim(RESTART, failed_at, nxt.start, RESTARTING, origin=n)
     claim(RESTART, nxt.start, resumed, RESTARTING, lane=nxt.row.attempt, origin=n)
     return out

@@ -8,7 +8,7 @@ spot preemptions and cost saved) and rendering it as JSON, Markdown, the termina
 interactive site (site: pages from templates/report/, plotly specs from figures, the history's
 types from history, each benchmark page's forecast curves from forecast.curve); long names cut for
 columns and axes (labels). Returns data; the CLI prints.
-May import: the base, hardware.catalog, forecast/, results/ and store/.
+May import: the base, hardware.catalog, forecast/, goodput/, results/ and store/.
 Exposes: build.build_report, terminal.summary_view/render_text, cost.parse_price, render, plots,
 site.write_site, history.History.
 """
