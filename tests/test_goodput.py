@@ -37,9 +37,14 @@ def ev(key: str, t: float, value: object = None, **meta: object) -> str:
                                      "key": key, "value": value, "metadata": meta})
 
 
-def log(job_start: float | None, init: float | None, run_start: float | None, *, steps: list[float] = (),
-        evals: list[tuple[float, float]] = (), ckpts: list[tuple[int, float, float]] = (),
-        run_stop: float | None = None, job_stop: float | None = None, first_step: int = 1) -> RunSummary:
+def log(job_start: float | None, init: float | None, run_start: float | None, **kw: object) -> RunSummary:
+    """log_lines, parsed as goodput reads a fetched train.log."""
+    return parse_lines(log_lines(job_start, init, run_start, **kw))  # type: ignore[arg-type]
+
+
+def log_lines(job_start: float | None, init: float | None, run_start: float | None, *, steps: list[float] = (),
+              evals: list[tuple[float, float]] = (), ckpts: list[tuple[int, float, float]] = (),
+              run_stop: float | None = None, job_stop: float | None = None, first_step: int = 1) -> list[str]:
     """A train.log: the batch script's start line, init_start, run_start, a tracked_stats per step
     time, eval spans, checkpoints (step, complete at, seconds), run_stop, the stop line."""
     lines = []
@@ -59,7 +64,7 @@ def log(job_start: float | None, init: float | None, run_start: float | None, *,
         lines.append(ev("run_stop", run_stop, status="success"))
     if job_stop is not None:
         lines.append(f"AZBENCH_ATTEMPT_STOP {EPOCH0 + int(job_stop)} rc=0")
-    return parse_lines(lines)
+    return lines
 
 
 def run_row(state: str = "succeeded", nodes: int = 2) -> RunRow:
@@ -137,6 +142,12 @@ def test_no_gate_and_no_log_leave_time_unattributed_and_say_so() -> None:
 
 
 def killed_after_checkpoint() -> tuple[list[AttemptRow], dict[int, RunSummary]]:
+    """killed_after_checkpoint_lines, each log parsed."""
+    attempts, lines = killed_after_checkpoint_lines()
+    return attempts, {n: parse_lines(text) for n, text in lines.items()}
+
+
+def killed_after_checkpoint_lines() -> tuple[list[AttemptRow], dict[int, list[str]]]:
     """Attempt 1 checkpoints step 20 at t=30 (1 s), trains on to t=40 and its node dies; attempt
     2 resumes from step 20 and succeeds."""
     first = attempt(1, "failed", 0, 48, gate=1, submitted=3, failure_class="node_fail",
@@ -144,8 +155,8 @@ def killed_after_checkpoint() -> tuple[list[AttemptRow], dict[int, RunSummary]]:
                     excluded_nodes=["node2"], lost_steps=12, lost_seconds=9.5)
     second = attempt(2, "succeeded", 49, 85, gate=50, submitted=52, resumed_from_step=20,
                      excluded_nodes=["node2"])
-    logs = {1: log(5, 6, 10, steps=[28, 40], ckpts=[(20, 30, 1.0)], job_stop=46),
-            2: log(54, 55, 60, steps=[62, 70], run_stop=80, job_stop=81)}
+    logs = {1: log_lines(5, 6, 10, steps=[28, 40], ckpts=[(20, 30, 1.0)], job_stop=46),
+            2: log_lines(54, 55, 60, steps=[62, 70], evals=[(65, 67), (75, 77)], run_stop=80, job_stop=81)}
     return [first, second], logs
 
 
@@ -155,7 +166,8 @@ def test_a_failure_after_a_checkpoint_loses_only_what_came_after_it() -> None:
     assert g.wall_s == 85 and len(g.attempts) == 2
     assert g.categories["lost_work"] == 10  # the checkpoint (30) to the last MLLOG event (40)
     assert g.categories["restart_overhead"] == 20  # the failure (40) to attempt 2's run_start (60)
-    assert g.categories["training"] == 19 + 20  # 10..29 (checkpoint 29..30) and 60..80
+    assert g.categories["training"] == 19 + 16  # 10..29 (checkpoint 29..30) and 60..80 less 2 evals
+    assert g.categories["evaluation"] == 4
     assert g.categories["checkpoint"] == 1
     # attempt 2's gate, queue and init come after the failure: they are restart overhead
     assert g.categories["health_gate"] == 2 and g.categories["queued"] == 2 and g.categories["init"] == 5
@@ -279,7 +291,7 @@ def test_a_cluster_life_weighted_by_the_nodes_each_activity_held(azbench_home) -
     assert g.categories["provisioning"] == 10 and g.categories["teardown"] == 10
     assert g.categories["resize_replace"] == 10
     # the run held 2 of 4 nodes for 85 s: half of each of its seconds counts, the other half idle
-    assert g.categories["training"] == pytest.approx(39 / 2)
+    assert g.categories["training"] == pytest.approx(35 / 2)
     assert g.categories["lost_work"] == pytest.approx(10 / 2)
     # idle: 10..20 all of it, the run's half of 20..105, 105..190 all, 200..290 all (2 nodes now)
     assert g.categories["idle"] == pytest.approx(10 + 85 / 2 + 85 + 90)
@@ -287,7 +299,7 @@ def test_a_cluster_life_weighted_by_the_nodes_each_activity_held(azbench_home) -
     # $40/h for 4 nodes = $10 per node-hour, every category priced
     assert g.price_per_node_hour_usd == 10.0
     assert g.cost_usd["idle"] == pytest.approx(g.node_hours["idle"] * 10, abs=1e-3)
-    assert g.gpu_hours["training"] == pytest.approx(39 * 2 * 8 / 3600, abs=1e-3)
+    assert g.gpu_hours["training"] == pytest.approx(35 * 2 * 8 / 3600, abs=1e-3)
     assert g.causes[0].failure_class == "node_fail" and g.runs[0].run_id == "r1"
     assert g.line.startswith("$") and "% idle" in g.line and "% training" in g.line
 
@@ -304,7 +316,8 @@ def _shifted_run(attempts: list[AttemptRow], logs: dict[int, RunSummary]):
         "run_stop_ms": s.run_stop_ms + 20000 if s.run_stop_ms else None,
         "last_time_ms": s.last_time_ms + 20000 if s.last_time_ms else None,
         "init_start_ms": s.init_start_ms + 20000 if s.init_start_ms else None,
-        "checkpoints": [c._replace(time_ms=c.time_ms + 20000) for c in s.checkpoints]})
+        "checkpoints": [c._replace(time_ms=c.time_ms + 20000) for c in s.checkpoints],
+        "eval_spans": [(a + 20000, b + 20000) for a, b in s.eval_spans]})
         for n, s in logs.items()}
     return breakdown(run_row(), moved, moved_logs, cluster())
 

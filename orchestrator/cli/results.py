@@ -29,6 +29,7 @@ from orchestrator.paths import DEFAULT_DATA_ROOT
 if TYPE_CHECKING:  # the CLI imports runs/ lazily: --help stays fast
     from datetime import datetime
 
+    from orchestrator.goodput.model import ClusterGoodput, RunGoodput
     from orchestrator.runs.prepare import PrepareResult
     from orchestrator.store.database import Store
 
@@ -245,16 +246,24 @@ def report(benchmark: Optional[str] = typer.Option(None, "--benchmark", help="On
                 if c.cluster.properties.is_spot}
         events = store.list_events(cluster=cluster, limit=5000)
         history = None
+        goodput: list[RunGoodput] = []
+        clusters: list[ClusterGoodput] = []
         if html is not None:
+            from orchestrator.goodput.cluster import cluster_goodput
+            from orchestrator.goodput.run import run_goodput
             from orchestrator.pipelines.history import history_from_store
             history = history_from_store(store, baseline=baseline, since=when, until=end)
+            goodput = [run_goodput(store, r.id) for r in runs if r.id in {a.run_id for a in attempts}]
+            clusters = [cluster_goodput(store, c.name) for c in store.list_clusters(include_terminated=True)
+                        if cluster is None or c.name == cluster]
     rep = build_report(results, runs, attempts, benchmark=benchmark, system=system, since=when,
                        until=end, spot_clusters=spot, model_facts=model_facts(), events=events,
                        prices=prices)
     if html is not None:
         from orchestrator.report.site import write_site
         try:
-            files = write_site(rep, results, html, runs=runs, attempts=attempts, history=history)
+            files = write_site(rep, results, html, runs=runs, attempts=attempts, history=history,
+                               goodput=goodput, clusters=clusters)
         except (PermissionError, FileExistsError, NotADirectoryError, IsADirectoryError,
                 FileNotFoundError) as exc:
             raise ConfigError(f"--html: cannot write {exc.filename or html}: "
