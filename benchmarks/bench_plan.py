@@ -8,13 +8,18 @@ Prints one JSON line per series, a baseline measured in the same run (ideal line
 the nearest measured count, T_near x N_near / N: what a planner without a model would do), the
 time `azbench plan` takes, the figures over the held-out points within the planner's reach
 (4x past the data; farther ones are held out too, the planner refuses them), and as its last
-line:
+two lines:
 
     median abs error X%, worst Y%, coverage Z%
+    forward median abs error X%, worst Y%, coverage Z%
 
-(Z: the share of held-out points inside their 80% interval). The figures are kept in
-benchmarks/results/bench_plan.jsonl and every held-out point in bench_plan_points.csv. Targets
-(issue 33): median under 15%, coverage at least 70%. Never asserts.
+(Z: the share of held-out points inside their 80% interval). The second scores forward in time
+(forecast.forward): for every round R of every series, fit on the rounds before R and predict R,
+its interval built as the planner builds it at a published round's level (the leave-one-out
+width from earlier rounds and the new-round term from earlier rounds' level shifts), with one
+line per round before the last two. The figures are kept in benchmarks/results/bench_plan.jsonl
+and every held-out point in bench_plan_points.csv (forward ones with series "forward:...").
+Targets (issues 33, 38): median under 15%, coverage at least 70%, forward too. Never asserts.
 
 Usage: python benchmarks/bench_plan.py [--no-write]
 """
@@ -34,6 +39,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from benchmarks.harness import best_of, emit, run_cmd  # noqa: E402
 from orchestrator.forecast import record  # noqa: E402
 from orchestrator.forecast.basis import MAX_EXTRAPOLATION  # noqa: E402
+from orchestrator.forecast.forward import forward_cases, level_shifts, round_term, validate_forward  # noqa: E402
+from orchestrator.forecast.points import group_order  # noqa: E402
 from orchestrator.forecast.loo import Held, summarize, validate_series  # noqa: E402
 from orchestrator.forecast.points import Point  # noqa: E402
 
@@ -75,9 +82,26 @@ def main() -> None:
                         within_4x_median=round(reach.median_abs_error, 4), within_4x_worst=round(reach.worst_abs_error, 4),
                         within_4x_coverage=round(reach.coverage, 4), within_4x_points=reach.points,
                         target_median=TARGET_MEDIAN, target_coverage=TARGET_COVERAGE))
+    cases = forward_cases(record.all_series())
+    ahead = validate_forward(cases)
+    for name in sorted({h.group for h in ahead}, key=group_order):
+        mine = summarize([h for h in ahead if h.group == name])
+        earlier = [c for c in cases if group_order(c.round) < group_order(name)]
+        records.append(emit(f"plan_forward {name}", mine.median_abs_error, "abs error (median)",
+                            worst=round(mine.worst_abs_error, 4), coverage=round(mine.coverage, 4),
+                            points=mine.points, series=mine.series,
+                            new_round_term_ln=round(round_term(earlier), 4)))
+    forward = summarize(ahead)
+    records.append(emit("plan_forward", forward.median_abs_error, "abs error (median)",
+                        worst=round(forward.worst_abs_error, 4), coverage=round(forward.coverage, 4),
+                        series=forward.series, points=forward.points,
+                        planner_new_round_term_ln=round(round_term(cases), 4),
+                        level_shifts=len(level_shifts(cases)),
+                        target_median=TARGET_MEDIAN, target_coverage=TARGET_COVERAGE))
     if write:
-        _keep(records, held)
+        _keep(records, held + [h.model_copy(update={"series": f"forward:{h.series}"}) for h in ahead])
     sys.stdout.write(total.line() + "\n")
+    sys.stdout.write("forward " + forward.line() + "\n")
 
 
 def _naive_errors(points: list[Point]) -> list[float]:

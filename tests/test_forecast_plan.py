@@ -57,7 +57,7 @@ def test_every_row_says_what_it_stands_on() -> None:
     lines = plan_lines(plan)
     assert any("v5.1 NVIDIA hsg_ngpu5120_ngc25.09_nemo" in line for line in lines)
     columns, cells = plan_table(plan)
-    assert "stands on" in columns and len(cells) == 3 and cells[1][columns.index("measured min")] == "18.79"
+    assert "stands on" in columns and len(cells) == 3 and cells[1][columns.index("measured min")] == "18.79 (v5.1 NVIDIA)"
 
 
 def test_the_target_marks_the_cheapest_count_that_meets_it() -> None:
@@ -153,7 +153,7 @@ def test_stored_results_take_precedence_and_are_marked() -> None:
     published = make_plan(PlanRequest(benchmark="gpt3", sku="h100", nodes=(64,)))
     assert published.rows[0].minutes < 55  # the v4.1 level is ~50 min at 512 GPUs
     columns, cells = plan_table(plan)
-    assert cells[0][columns.index("measured min")] == "61.00*"
+    assert cells[0][columns.index("measured min")] == "61.00* (stored)"
     assert any("stored" in line and "take precedence" in line for line in plan.notes)
 
 

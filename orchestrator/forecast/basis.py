@@ -13,6 +13,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from orchestrator.forecast.forward import combined
 from orchestrator.forecast.loo import COVERAGE, POOL_WEIGHT, WIDEN, Residual, half_width, leave_one_out
 from orchestrator.forecast.model import SHRINK, Fit, vertex
 from orchestrator.forecast.points import STORED, TUNED_FACTOR, LeftOut, Point, SeriesPoints, group_order
@@ -30,9 +31,10 @@ class Band:
     own: int
     pool_series: int
     pool_errors: int
+    new_round: float = 0.0
 
     def half_width(self, distance: float) -> float:
-        return self.q * (1.0 + WIDEN * distance)
+        return combined(self.q * (1.0 + WIDEN * distance), self.new_round)
 
     def interval(self, fit: Fit, gpus: float) -> tuple[float, float, float]:
         """(predicted, low, high) minutes at `gpus`."""
@@ -40,18 +42,21 @@ class Band:
         return math.exp(centre), math.exp(centre - h), math.exp(centre + h)
 
 
-def band_for(series: SeriesPoints, pool: Sequence[Residual], pool_size: tuple[int, int]) -> Band:
+def band_for(series: SeriesPoints, pool: Sequence[Residual], pool_size: tuple[int, int],
+             new_round: float = 0.0) -> Band:
     """The band of `series` against `pool` (other series only): its width comes from
-    leave-one-out fits, never from the series' own fit."""
+    leave-one-out fits, never from the series' own fit; `new_round` (ln) is forward's term for a
+    prediction at a published round's level (0 at the level of stored results)."""
     own = leave_one_out(series.points)
     return Band(q=half_width(own, pool, 0.0), own=len(own), pool_series=pool_size[0],
-                pool_errors=pool_size[1])
+                pool_errors=pool_size[1], new_round=new_round)
 
 
 class IntervalBasis(Frozen):
     coverage: float = COVERAGE
     half_width_ln: float
     widen_per_doubling: float = WIDEN
+    new_round_ln: float = 0.0
     own_errors: int
     pool_series: int
     pool_errors: int
@@ -64,7 +69,8 @@ class Basis(Frozen):
     x = log2(N) − center_log2_gpus, with log2(N) held at vertex_log2_gpus (the parabola's turn,
     brought into the measured range; None for a line) on the side where the curve would rise,
     and continued as its tangent (never rising) outside [low_gpus, high_gpus]. The 80% interval
-    is ×/÷ exp(half_width_ln·(1 + widen·d)), d the doublings outside the measured range.
+    is ×/÷ exp(sqrt((half_width_ln·(1 + widen·d))² + new_round_ln²)), d the doublings outside the
+    measured range, new_round_ln forward's new-round term (0 at the level of stored results).
     curve.evaluate computes it from these fields alone."""
 
     benchmark: str
@@ -92,7 +98,7 @@ def basis_of(series: SeriesPoints, fit: Fit, band: Band) -> Basis:
         center_log2_gpus=fit.center, coefficients=list(fit.coef), offsets=dict(fit.offsets),
         level=fit.level, vertex_log2_gpus=vertex(fit), low_gpus=fit.low, high_gpus=fit.high,
         measured_gpus=fit.scales,
-        interval=IntervalBasis(half_width_ln=band.q, own_errors=band.own, pool_series=band.pool_series,
+        interval=IntervalBasis(half_width_ln=band.q, new_round_ln=band.new_round, own_errors=band.own, pool_series=band.pool_series,
                                pool_errors=band.pool_errors),
         points=list(series.points), left_out=list(series.left_out), text=_text(series, fit, band))
 
@@ -118,7 +124,10 @@ def _text(series: SeriesPoints, fit: Fit, band: Band) -> list[str]:
         f"{SHRINK:g}); past the data the tangent, never rising",
         f"interval: {COVERAGE:.0%} from leave-one-out errors ({band.own} of this series, "
         f"{band.pool_errors} of {band.pool_series} other series, weighted as {POOL_WEIGHT:g} points), ×/÷ "
-        f"{math.exp(band.q):.2f} inside the data, +{WIDEN:.0%} width per doubling past it",
+        f"{math.exp(band.q):.2f} inside the data, +{WIDEN:.0%} width per doubling past it"
+        + (f"; a new software round adds ×/÷ {math.exp(band.new_round):.2f} in quadrature (the "
+           f"{COVERAGE:.0%} quantile of the level shifts between published rounds)" if band.new_round else
+           "; at your stored results' level no new-round term"),
         f"points: per GPU count and round the fastest closed, available result; more than "
         f"{TUNED_FACTOR:g}x the fastest at a count left out ({_results(len(series.left_out))} left out "
         f"in all, listed in --json)",

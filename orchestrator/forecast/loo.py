@@ -31,6 +31,7 @@ from orchestrator.models import Frozen
 COVERAGE = 0.8  # the interval's nominal coverage
 WIDEN = 1.0  # the half-width grows by this fraction per doubling beyond the measured range
 POOL_WEIGHT = 10.0  # the pool's weight, in points, against the series' own errors
+MIN_SCALES = 3  # a series with fewer measured GPU counts has no leave-one-out to speak of (no pool errors)
 
 
 @dataclass(frozen=True)

@@ -64,6 +64,7 @@ class PlanRow(Frozen):
     stands_on: str
     measured_minutes: float | None = None
     measured_by: str | None = None
+    measured_who: str | None = None
     cost_per_result_usd: float | None = None
     cost_per_result_low_usd: float | None = None
     cost_per_result_high_usd: float | None = None
@@ -195,7 +196,7 @@ def _row(ctx: _Context, nodes: int, marks: list[Mark], base_gpu_minutes: float) 
         nodes=nodes, gpus=gpus, racks=racks, vms_per_rack=per_rack, minutes=minutes, low=low, high=high,
         extrapolation=ctx.fit.extrapolation(gpus), position=position, stands_on=stands_on,
         measured_minutes=measured.minutes if measured else None,
-        measured_by=measured.label if measured else None,
+        measured_by=measured.label if measured else None, measured_who=measured.by if measured else None,
         cost_per_result_usd=cost[0], cost_per_result_low_usd=cost[1], cost_per_result_high_usd=cost[2],
         cost_per_hour_usd=per_hour, vm_hours_per_result=ctx.vm_hours(nodes),
         strong_scaling=metrics.strong_scaling_efficiency(base_gpu_minutes, 1, minutes, gpus),

@@ -33,11 +33,14 @@ from orchestrator.store.schema import ResultRow
 TUNED_FACTOR = 2.0  # a result slower than this x the fastest at its GPU count is left out
 STORED = "stored"  # the group of the user's stored results
 _SAME_SCORE_RTOL = 1e-6
+COPY_RTOL = 1e-4  # a stored score this close to a published one at its GPU count is the same result
 
 
 class Point(Frozen):
     """One measured time-to-train: `minutes` (a score) on `gpus` GPUs, in `group` (a published
-    round such as "v5.1", or "stored"), with where it came from (`label`)."""
+    round such as "v5.1", or "stored"), with where it came from (`label`), who measured it in
+    which round (`by`: "v4.0 NVIDIA"; a stored result's "stored v5.1 Microsoft") and the round it
+    ran in (`round`, None when a stored result does not say)."""
 
     gpus: int
     nodes: int | None = None
@@ -45,6 +48,8 @@ class Point(Frozen):
     group: str
     source: Literal["published", "stored"]
     label: str
+    by: str = ""
+    round: str | None = None
     note: str = ""
 
 
@@ -93,7 +98,27 @@ def series_points(benchmark: str, gpu: str, stored: Sequence[ResultRow] = (),
     rows = load_published() if published is None else published
     points, left = published_points(bench, gpu, rows)
     mine, left_mine = stored_points(bench, gpu, stored)
-    return SeriesPoints(benchmark=bench, gpu=gpu, points=points + mine, left_out=left + left_mine)
+    mine, copies = _without_copies(mine, points)
+    return SeriesPoints(benchmark=bench, gpu=gpu, points=points + mine, left_out=left + left_mine + copies)
+
+
+def _without_copies(stored: list[Point], published: Sequence[Point]) -> tuple[list[Point], list[LeftOut]]:
+    """The stored points that are not copies of a published one, and the copies left out. A copy
+    (an import of a published result's own logs) has the published point's GPU count and score
+    (to COPY_RTOL; the table was scored with the same rules) and, when the stored group names a
+    round, that round: it is one measurement, counted once, as the published point."""
+    kept: list[Point] = []
+    left: list[LeftOut] = []
+    for p in stored:
+        twin = next((q for q in published if q.gpus == p.gpus and (p.round is None or p.round == q.group)
+                     and abs(q.minutes - p.minutes) <= COPY_RTOL * q.minutes), None)
+        if twin is None:
+            kept.append(p)
+        else:
+            left.append(LeftOut(gpus=p.gpus, minutes=p.minutes, label=p.label,
+                                reason=f"a stored copy of the published {twin.label} (same GPU count and "
+                                       f"score): counted once, as the published point"))
+    return kept, left
 
 
 def published_points(bench: str, gpu: str,
@@ -131,7 +156,7 @@ def published_points(bench: str, gpu: str,
             left.append(_left(r, f"the same score as {earlier.label}: republished, counted once"))
             continue
         points.append(Point(gpus=r.accelerators, nodes=r.nodes, minutes=r.score_minutes, group=r.round,
-                            source="published", label=_label(r)))
+                            source="published", label=_label(r), by=f"{r.round} {r.submitter}", round=r.round))
     points.sort(key=lambda p: (p.gpus, group_order(p.group)))
     return points, left
 
@@ -168,7 +193,9 @@ def stored_points(bench: str, gpu: str,
         kinds = sorted({r.source for r in rows})
         note = "; ".join(filter(None, [f"{len(rows)} stored result(s) ({', '.join(kinds)})",
                                        "official" if score.official else score.note]))
+        by = " ".join(part for part in ("stored", round_name, submitter) if part)
         points.append(Point(gpus=gpus, nodes=_mode(r.nodes for r in rows), minutes=score.value_minutes,
+                            by=by, round=round_name or None,
                             group=STORED, source="stored", label=label, note=note))
     return sorted(points, key=lambda p: p.gpus), left
 

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from orchestrator.forecast.loo import Residual, leave_one_out
+from orchestrator.forecast.forward import forward_cases
+from orchestrator.forecast.forward import round_term as _round_term
+from orchestrator.forecast.loo import MIN_SCALES, Residual, leave_one_out
 from orchestrator.forecast.points import SeriesPoints, series_points
 from orchestrator.results.published import load_published
 
-MIN_SCALES = 3  # a series with fewer measured GPU counts has no leave-one-out to speak of
 
 
 def all_series() -> list[SeriesPoints]:
@@ -35,6 +36,13 @@ def pool_size(exclude: tuple[str, str] | None = None) -> tuple[int, int]:
     """(series, errors) in the pool without `exclude`."""
     kept = [residuals for key, residuals in _pool() if key != exclude]
     return len(kept), sum(len(r) for r in kept)
+
+
+@lru_cache(maxsize=1)
+def round_term() -> float:
+    """The new-round term (ln) of every interval at a published round's level, from every
+    forward case of the record (forecast.forward)."""
+    return _round_term(forward_cases(all_series()))
 
 
 @lru_cache(maxsize=1)

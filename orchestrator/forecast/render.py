@@ -44,7 +44,7 @@ def _cells(plan: Plan, row: PlanRow, racks: bool) -> list[str]:
     measured = ""
     if row.measured_minutes is not None:
         star = "*" if (row.measured_by or "").startswith("stored") else ""
-        measured = f"{row.measured_minutes:.2f}{star}"
+        measured = f"{row.measured_minutes:.2f}{star}" + (f" ({row.measured_who})" if row.measured_who else "")
     rack = [f"{row.racks} x {row.vms_per_rack}" if row.racks else "-"] if racks else []
     return [f"{row.nodes:,}", f"{row.gpus:,}", *rack, f"{row.minutes:.2f}", f"{row.low:.2f}-{row.high:.2f}",
             row.stands_on, measured, _usd(row.cost_per_result_usd, plan), _usd(row.cost_per_hour_usd, plan),

@@ -12,7 +12,7 @@ from orchestrator.errors import ConfigError, NotFoundError
 from orchestrator.forecast import record
 from orchestrator.forecast.basis import Band, Basis, band_for, basis_of
 from orchestrator.forecast.model import Fit, fit_points
-from orchestrator.forecast.points import SeriesPoints, check_benchmark, series_points
+from orchestrator.forecast.points import STORED, SeriesPoints, check_benchmark, series_points
 from orchestrator.hardware.catalog import GpuSku, lookup
 from orchestrator.results.published import catalog_gpu
 from orchestrator.store.schema import ResultRow
@@ -50,7 +50,8 @@ def fitted_series(benchmark: str, sku: str, stored: Sequence[ResultRow] = ()) ->
     bench = check_benchmark(benchmark)
     points = series_points(bench, gpu, stored)
     fit = fit_series(points, row)
-    band = band_for(points, record.pool(exclude=(bench, gpu)), record.pool_size(exclude=(bench, gpu)))
+    band = band_for(points, record.pool(exclude=(bench, gpu)), record.pool_size(exclude=(bench, gpu)),
+                    new_round=0.0 if fit.level == STORED else record.round_term())
     return Series(sku=row, points=points, fit=fit, band=band)
 
 

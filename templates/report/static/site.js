@@ -45,7 +45,9 @@
       var slope = v !== e ? 0.0 : Math.min(a1 + 2.0 * a2 * x, 0.0);
       var offset = Object.prototype.hasOwnProperty.call(b.offsets, b.level) ? b.offsets[b.level] : 0.0;
       var centre = a0 + a1 * x + a2 * x * x + offset + slope * (u - e);
-      var h = b.interval.half_width_ln * (1.0 + b.interval.widen_per_doubling * Math.abs(u - e));
+      var within = b.interval.half_width_ln * (1.0 + b.interval.widen_per_doubling * Math.abs(u - e));
+      var r = b.interval.new_round_ln || 0.0;
+      var h = Math.sqrt(within * within + r * r);
       return [Math.exp(centre), Math.exp(centre - h), Math.exp(centre + h)];
     }
     // how far past the measured counts, as Fit.extrapolation: 2 ** doublings outside (1 inside)
