@@ -365,3 +365,153 @@ def test_run_goodput_reads_the_fetched_logs_and_says_when_a_run_is_unknown(azben
         with pytest.raises(NotFoundError, match="no run 'nope'"):
             run_goodput(store, "nope")
     assert (g.categories["queued"], g.categories["training"], g.categories["teardown"]) == (1, 14, 2)
+
+
+# -- the store, owners, budgets, the CLI and the pipeline ------------------------------------
+
+
+def test_a_v4_store_migrates_keeping_its_rows_with_no_owner(azbench_home, tmp_path) -> None:
+    import sqlalchemy as sa
+
+    from orchestrator.store.schema import SCHEMA_VERSION, migrate
+    url = f"sqlite:///{tmp_path / 'v4.db'}"
+    engine = sa.create_engine(url)
+    with engine.begin() as conn:
+        migrate(conn, target=4)
+        conn.exec_driver_sql("INSERT INTO runs (id, cluster, recipe, benchmark, nodes, repeat_index, state, "
+                             "created_at, updated_at) VALUES ('old', 'c1', 'smoke', 'smoke', 1, 0, 'succeeded', "
+                             "'2026-01-01 00:00:00', '2026-01-01 00:00:00')")
+        conn.exec_driver_sql("INSERT INTO attempts (run_id, attempt, state, excluded_nodes, started_at) "
+                             "VALUES ('old', 1, 'succeeded', '[]', '2026-01-01 00:00:00')")
+    engine.dispose()
+    with Store.open(url) as store:
+        assert store.schema_version() == SCHEMA_VERSION == 6
+        run = store.get_run("old")
+        [a] = store.list_attempts("old")
+        assert run is not None and run.owner is None and a.gate_started_at is None and a.submitted_at is None
+        totals = owners.by_owner(store)
+    assert [t.owner for t in totals] == [owners.NOT_RECORDED]
+
+
+def test_up_records_the_owner_and_the_span_of_its_provisioning(azbench_home, monkeypatch) -> None:
+    from orchestrator.clusters import lifecycle
+    from orchestrator.specs.cluster import ClusterSpec
+    monkeypatch.setenv("AZBENCH_OWNER", "team-b")
+    with Store.open() as store:
+        lifecycle.up(ClusterSpec(name="f1", provider="fake", sku="local", nodes=2), store)
+        row = store.get_cluster("f1")
+        [up] = [e for e in store.list_events(cluster="f1") if e.kind == "up"]
+        lifecycle.down("f1", store)
+        [down] = [e for e in store.list_events(cluster="f1") if e.kind == "down"]
+        g = gc.cluster_goodput(store, "f1")
+    assert row is not None and row.owner == "team-b"
+    assert datetime.fromisoformat(up.data["started_at"]) <= up.ts
+    assert datetime.fromisoformat(down.data["started_at"]) <= down.ts
+    assert g.categories["provisioning"] > 0 and g.categories["teardown"] > 0 and not g.live
+    assert sum(g.categories.values()) == pytest.approx(g.wall_s, rel=0.01)
+
+
+def test_an_azure_cluster_is_owned_by_its_principal() -> None:
+    from orchestrator.clusters.lifecycle import owner_of
+    from orchestrator.providers.azure.props import AzureProps
+    azure = Cluster(name="a1", provider="azure", sku="h100", nodes=1,
+                    properties=AzureProps(owner="00000000-aaaa-bbbb-cccc-000000000001"))
+    assert owner_of(azure) == "00000000-aaaa-bbbb-cccc-000000000001"
+
+
+def test_budget_warnings_say_whose_spend_and_why() -> None:
+    from orchestrator.clusters.spending import budget_warning
+    from orchestrator.models import Plan
+    from orchestrator.specs.cluster import Budget
+    plan = Plan(cluster="x", provider="azure", sku="Standard_ND96isr_H100_v5", region="eastus", nodes=2,
+                gpus_per_node=8, total_gpus=16, scale_sets=[], resources=[], cost_per_hour_usd=196.64,
+                max_hours=24.0)
+    budget = Budget(usd=1000, owners={"alice": 50_000}, period="month")
+    since = datetime(2026, 5, 1, tzinfo=timezone.utc)
+    over = budget_warning(plan, budget, "bob", 1200.0, since, ["old"])
+    assert over == ("owner bob has spent ~$1,200.00 since 2026-05-01 (list price, this home's store; 1 "
+                    "cluster(s) without a price not counted) of a $1,000.00 monthly budget: over it already; "
+                    "this cluster adds ~$196.64/h")
+    worst = budget_warning(plan, budget, "bob", 100.0, since)
+    assert worst is not None and "at most ~$4,719.36 until it deletes itself: the budget runs out after ~4.6 h" in worst
+    assert budget_warning(plan, budget, "alice", 100.0, since) is None  # her own budget holds it
+    assert budget_warning(plan.model_copy(update={"provider": "local"}), budget, "bob", 5000.0, since) is None
+    assert budget.since(datetime(2026, 5, 14, 9, tzinfo=timezone.utc)) == since
+    assert Budget(period="week").since(datetime(2026, 5, 14, 9, tzinfo=timezone.utc)) == \
+        datetime(2026, 5, 11, tzinfo=timezone.utc)
+
+
+def test_a_bad_budget_names_its_line(tmp_path) -> None:
+    from orchestrator.errors import ConfigError
+    from orchestrator.specs.cluster import load_cluster_spec
+    spec = tmp_path / "c.yaml"
+    spec.write_text("name: c\nnodes: 1\nbudget:\n  usd: -5\n")
+    with pytest.raises(ConfigError, match=r"c\.yaml:4: budget\.usd: must be between 0\.01 and 1e\+09 USD, got -5"):
+        load_cluster_spec(spec)
+    spec.write_text("name: c\nnodes: 1\nbudget: {usd: 10, period: year}\n")
+    with pytest.raises(ConfigError, match="budget.period"):
+        load_cluster_spec(spec)
+    plain = load_cluster_spec(None, {"name": "c", "nodes": 1})
+    assert "budget" not in plain.model_dump()  # specs stored before budgets keep their shape
+
+
+def test_up_warns_when_an_owner_is_over_budget(azbench_home, tmp_path) -> None:
+    from tests.cli_helpers import azbench
+    with Store.open() as store:
+        old = Cluster(name="old", provider="azure", sku="h100", nodes=2, state=ClusterState.READY,
+                      cost_per_hour_usd=196.64, created_at=datetime.now(timezone.utc) - timedelta(hours=2))
+        store.save_cluster(old, owner="carol")
+    spec = tmp_path / "c.yaml"
+    spec.write_text("name: new\nprovider: azure\nsku: h100\nnodes: 2\nregion: eastus\n"
+                    "budget: {usd: 100, period: all}\n")
+    res = azbench("up", "-f", str(spec), "--dry-run", home=azbench_home)
+    assert res.code == 0, res.err
+    [line] = [ln for ln in res.err.splitlines() if ln.startswith("warning:")]
+    assert line.startswith("warning: owner carol has spent ~$393.") and "of a $100.00 total budget: over it already" in line
+
+
+def test_goodput_cli_needs_one_subject_and_says_what_is_missing(azbench_home) -> None:
+    from tests.cli_helpers import azbench, one_line_error
+    cases = {("goodput",): "goodput needs exactly one of RUN, --cluster NAME or --by owner",
+             ("goodput", "r1", "--cluster", "c1"): "(got RUN and --cluster)",
+             ("goodput", "r1", "--since", "2026-01-01"): "--since goes with --by owner",
+             ("goodput", "nope"): "no run 'nope'",
+             ("goodput", "--cluster", "nope"): "no cluster named 'nope'",
+             ("goodput", "--by", "owner", "--since", "soon"): "--since: 'soon' is not a date"}
+    for argv, said in cases.items():
+        res = azbench(*argv, home=azbench_home)
+        assert res.code == 2 and said in one_line_error(res), argv
+
+
+def test_goodput_cli_tsv_and_query(azbench_home) -> None:
+    from tests.cli_helpers import azbench
+    attempts, lines = killed_after_checkpoint_lines()
+    from orchestrator import paths
+    with Store.open() as store:
+        store.save_cluster(cluster(), owner="alice")
+        store.create_run(run_row())
+        for a in attempts:
+            store.add_attempt(a)
+        for n, text in lines.items():
+            log = paths.local_train_log("r1", n)
+            log.parent.mkdir(parents=True, exist_ok=True)
+            log.write_text("\n".join(text) + "\n")
+    res = azbench("goodput", "r1", "-o", "tsv", "--query", "{w: wall_s, l: categories.lost_work, c: attempts[0].failure.failure_class}",
+                  home=azbench_home)
+    assert res.code == 0 and res.out == "85.0\t10.0\tnode_fail\n"
+    table = azbench("goodput", "r1", home=azbench_home)
+    assert "Top causes of lost GPU-hours" in table.out and "lost_work: from the checkpoint" in table.out
+
+
+def test_the_pipeline_summary_says_where_each_cluster_went(azbench_home, monkeypatch) -> None:
+    from orchestrator.pipelines import pipeline as pl
+    from orchestrator.pipelines.results import PipelineResult, summary_markdown
+    from tests.test_pipeline import _fake_spec, _sweep_with
+    monkeypatch.setattr("orchestrator.runs.execute.run_sweep", _sweep_with(0.1))
+    lines: list[str] = []
+    with Store.open() as store:
+        result = pl.run_pipeline(_fake_spec(), store, on_line=lines.append)
+    line = result.summary.goodput["fp"]
+    assert " over " in line and "% " in line
+    assert f"[fp] fp: {line}" in lines
+    assert f"- fp: {line}" in summary_markdown(PipelineResult(result.summary), with_report=False)

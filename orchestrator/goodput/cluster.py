@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from orchestrator.errors import NotFoundError
-from orchestrator.goodput.model import (CLUSTER_CATEGORIES, IDLE, TRAINING, UNATTRIBUTED, Cause,
+from orchestrator.goodput.model import (CLUSTER_CATEGORIES, IDLE, TRAINING, Cause,
                                         ClusterGoodput, RunGoodput, RunShare, Span)
 from orchestrator.goodput.run import run_goodput
 from orchestrator.goodput.timeline import epoch, utc
@@ -257,5 +257,3 @@ def _gpus_per_node(row: ClusterRow) -> int:
     sku = find(row.sku)
     return sku.gpus_per_vm if sku is not None else 0
 
-
-__all__ = ["cluster_goodput", "one_line", "life", "breakdown", "UNATTRIBUTED"]

@@ -75,7 +75,7 @@ class Span(Frozen):
     cause: str | None = None
 
 
-class Failure(Frozen):
+class AttemptFailure(Frozen):
     """A failed attempt: its class (runs.failures' table, as the store recorded it), the evidence
     line, the nodes suspected, when the work stopped, and the time it cost."""
 
@@ -113,7 +113,7 @@ class AttemptGoodput(Frozen):
     excluded_nodes: list[str] = Field(default_factory=list)
     categories: dict[str, float] = Field(default_factory=dict)
     spans: list[Span] = Field(default_factory=list)
-    failure: Failure | None = None
+    failure: AttemptFailure | None = None
 
 
 class RunGoodput(Frozen):

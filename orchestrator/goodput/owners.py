@@ -117,4 +117,5 @@ def expected_owner(store: Store, provider: str) -> str:
     sign-in: the owner of this home's newest cluster of that provider (the same sign-in, on
     Azure its principal), else who runs azbench here (models.local_owner)."""
     rows = [r for r in store.list_clusters(include_terminated=True) if r.provider == provider and r.owner]
-    return max(rows, key=lambda r: r.created_at).owner or local_owner() if rows else local_owner()
+    newest = max(rows, key=lambda r: r.created_at) if rows else None
+    return newest.owner if newest is not None and newest.owner else local_owner()

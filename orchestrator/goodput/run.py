@@ -21,7 +21,7 @@ from datetime import datetime
 from orchestrator import paths
 from orchestrator.errors import NotFoundError
 from orchestrator.goodput.model import (LOST_WORK, RESTART, RUN_CATEGORIES, TRAINING, UNATTRIBUTED,
-                                        AttemptGoodput, Cause, Failure, RunGoodput, Span)
+                                        AttemptFailure, AttemptGoodput, Cause, RunGoodput, Span)
 from orchestrator.goodput.timeline import Interval, Piece, epoch, partition, totals, utc
 from orchestrator.hardware.catalog import find
 from orchestrator.models import FINAL_ATTEMPT_STATES, FINAL_RUN_STATES, AttemptState, Cluster, utcnow
@@ -99,7 +99,7 @@ def run_price(row: RunRow, cluster: Cluster | None) -> tuple[float | None, str]:
                             f"${cluster.cost_per_hour_usd:,.2f}/h (list price)")
 
 
-def causes(pieces: Sequence[Piece], failures: Sequence[Failure], nodes: int, gpus: int,
+def causes(pieces: Sequence[Piece], failures: Sequence[AttemptFailure], nodes: int, gpus: int,
            rate: float | None) -> list[Cause]:
     """Lost work and restart overhead per failure class, most GPU-hours (node-hours) first."""
     by: dict[str, list[float]] = {}
@@ -152,13 +152,13 @@ class _Mark:
 
 
 def _marks(attempts: Sequence[AttemptRow], logs: Mapping[int, RunSummary | None], now: float) -> list[_Mark]:
+    """Each attempt's window (its row's start to its end, now while it runs; never overlapping
+    the next one's) and its marks clipped into it."""
     rows = [a for a in sorted(attempts, key=lambda a: a.attempt) if a.started_at is not None]
     out: list[_Mark] = []
     for i, a in enumerate(rows):
         assert a.started_at is not None
-        start = epoch(a.started_at)
-        if out:
-            start = max(start, out[-1].end)
+        start = max(epoch(a.started_at), out[-1].end) if out else epoch(a.started_at)
         nxt = rows[i + 1].started_at if i + 1 < len(rows) else None
         live = a.state not in FINAL_ATTEMPT_STATES
         end = epoch(a.ended_at) if a.ended_at else (epoch(nxt) if nxt and not live else now)
@@ -167,23 +167,30 @@ def _marks(attempts: Sequence[AttemptRow], logs: Mapping[int, RunSummary | None]
         end = max(end, start)
         log = logs.get(a.attempt)
 
-        def ms(v: int | None) -> float | None:
-            return None if v is None else v / 1000.0
+        def clip(t: float | None, lo: float = start, hi: float = end) -> float | None:
+            return None if t is None else min(max(t, lo), hi)
 
-        def s(v: int | None) -> float | None:
-            return None if v is None else float(v)
-
-        raw = _Mark(a, log, start, end, live, None, None, None, None, None, None, None)
         out.append(_Mark(
             a, log, start, end, live,
-            gate=raw.clip(epoch(a.gate_started_at) if a.gate_started_at else None),
-            submitted=raw.clip(epoch(a.submitted_at) if a.submitted_at else None),
-            job_start=raw.clip(s(log.job_start_s) if log else None),
-            job_stop=raw.clip(s(log.job_stop_s) if log else None),
-            run_start=raw.clip(ms(log.run_start_ms) if log else None),
-            run_stop=raw.clip(ms(log.run_stop_ms) if log else None),
-            last=raw.clip(ms(log.last_time_ms) if log else None)))
+            gate=clip(_at(a.gate_started_at)), submitted=clip(_at(a.submitted_at)),
+            job_start=clip(_seconds(log.job_start_s) if log else None),
+            job_stop=clip(_seconds(log.job_stop_s) if log else None),
+            run_start=clip(_ms(log.run_start_ms) if log else None),
+            run_stop=clip(_ms(log.run_stop_ms) if log else None),
+            last=clip(_ms(log.last_time_ms) if log else None)))
     return out
+
+
+def _at(when: datetime | None) -> float | None:
+    return None if when is None else epoch(when)
+
+
+def _seconds(value: int | None) -> float | None:
+    return None if value is None else float(value)
+
+
+def _ms(value: int | None) -> float | None:
+    return None if value is None else value / 1000.0
 
 
 def _phases(m: _Mark, nxt: _Mark | None, notes: list[str]) -> list[Interval]:
@@ -265,17 +272,17 @@ def _kept_at(m: _Mark, nxt: _Mark | None, failed_at: float, notes: list[str]) ->
     return m.run_start
 
 
-def _failure(m: _Mark, pieces: Sequence[Piece]) -> Failure:
+def _failure(m: _Mark, pieces: Sequence[Piece]) -> AttemptFailure:
     n = m.row.attempt
     mine = [p for p in pieces if p.origin == n]
-    return Failure(attempt=n, failure_class=m.row.failure_class or "unknown",
+    return AttemptFailure(attempt=n, failure_class=m.row.failure_class or "unknown",
                    evidence=m.row.message or "", nodes=list(m.row.excluded_nodes),
                    at=utc(m.failure_at),
                    lost_work_s=round(sum(p.seconds for p in mine if p.label == LOST_WORK), 3),
                    restart_overhead_s=round(sum(p.seconds for p in mine if p.label == RESTART), 3))
 
 
-def _attempt(m: _Mark, pieces: Sequence[Piece], failure: Failure | None) -> AttemptGoodput:
+def _attempt(m: _Mark, pieces: Sequence[Piece], failure: AttemptFailure | None) -> AttemptGoodput:
     n = m.row.attempt
     mine = [p for p in pieces if p.attempt == n]
     return AttemptGoodput(
