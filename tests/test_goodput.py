@@ -515,3 +515,25 @@ def test_the_pipeline_summary_says_where_each_cluster_went(azbench_home, monkeyp
     assert " over " in line and "% " in line
     assert f"[fp] fp: {line}" in lines
     assert f"- fp: {line}" in summary_markdown(PipelineResult(result.summary), with_report=False)
+
+
+def test_staging_gates_and_replacements_are_spans_of_their_events() -> None:
+    """`azbench prepare` (staging), `azbench health` (health_gate) and a node replacement
+    (resize_replace, from its `seconds`) hold the whole cluster while they run; an event with
+    no span (an older store's) claims nothing."""
+    row = ClusterRow(name="c1", provider="fake", sku="h100", nodes=4, state=ClusterState.TERMINATED,
+                     cluster_json=cluster().model_dump_json(), created_at=T0, updated_at=at(100),
+                     terminated_at=at(100))
+    events = [EventRow(kind="prepare", cluster="c1", ts=at(30), message="prepare smoke",
+                       data={"started_at": at(10).isoformat()}),
+              EventRow(kind="health", cluster="c1", ts=at(45), message="4 nodes checked",
+                       data={"started_at": at(40).isoformat(), "seconds": 4.8}),
+              EventRow(kind="node_replaced", cluster="c1", ts=at(70), message="node3 -> node5",
+                       data={"seconds": 12.5}),
+              EventRow(kind="resize", cluster="c1", ts=at(80), message="4 -> 4 nodes")]
+    g = gc.breakdown(row, events, [], at(200))
+    assert g.categories["staging"] == 20 and g.categories["health_gate"] == 5
+    assert g.categories["resize_replace"] == 12.5 and g.categories["idle"] == 100 - 20 - 5 - 12.5
+    assert g.node_hours["staging"] == pytest.approx(20 * 4 / 3600, abs=1e-4)
+    assert [s.category for s in g.spans] == ["staging", "health_gate", "resize_replace"]
+    adds_up(g)
