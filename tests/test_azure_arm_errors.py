@@ -129,8 +129,11 @@ def test_a_poll_that_fails_with_5xx_resumes_the_operation_from_its_token(tmp_pat
     running, so it is resumed from its continuation token, not PUT again (and the token stays
     saved until it ends)."""
     from azure.core.exceptions import HttpResponseError
+    from azure.mgmt.network.models import NetworkSecurityGroup
 
+    from orchestrator.providers.azure.clients import AzureClients
     from orchestrator.providers.azure.lro import Reporter, TokenStore, ensure
+    from testsupport.fake_arm import StubCredential
 
     class Poller:
         def __init__(self, fail: bool) -> None:
@@ -150,7 +153,7 @@ def test_a_poll_that_fails_with_5xx_resumes_the_operation_from_its_token(tmp_pat
                 err = HttpResponseError(message="(InternalServerError) busy")
                 err.status_code = 500
                 raise err
-            return "the resource"
+            return NetworkSecurityGroup({"location": "eastus", "properties": {"provisioningState": "Succeeded"}})
 
     class Ops:
         def __init__(self) -> None:
@@ -160,17 +163,15 @@ def test_a_poll_that_fails_with_5xx_resumes_the_operation_from_its_token(tmp_pat
             self.calls.append((body, continuation_token))
             return Poller(fail=continuation_token is None)
 
-    class Clients:
-        polling_interval = 0.0
-
     ops = Ops()
     tokens = TokenStore(tmp_path / "lro.json")
     events = []
-    import orchestrator.providers.azure.lro as lro
-    monkeypatch.setattr(lro, "operations", lambda clients, kind: ops)
-    got = ensure(Clients(), "rg", "Microsoft.Network/networkSecurityGroups", "nsg", lambda: {"x": 1},
+    clients = AzureClients(credential=StubCredential(), subscription_id="00000000-0000-0000-0000-000000000000",
+                           polling_interval=0.0)
+    monkeypatch.setattr(clients, "_ops", lambda kind: ops)  # the NSG operation group, faked
+    got = ensure(clients, "rg", "Microsoft.Network/networkSecurityGroups", "nsg", lambda: {"x": 1},
                  seen=None, tokens=tokens, report=Reporter(events.append))
-    assert got == "the resource"
+    assert (got.state, got.location) == ("Succeeded", "eastus")
     assert ops.calls == [({"x": 1}, None), (None, "token-1")]  # one PUT, then a resume
     assert [e.action for e in events] == ["creating", "resumed", "created"]
     assert tokens.get("Microsoft.Network/networkSecurityGroups/nsg") is None  # it ended: dropped

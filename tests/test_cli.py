@@ -64,7 +64,8 @@ def test_dry_run_table_shows_cost_and_resources(azbench_home):
 
 @pytest.mark.parametrize("args, code, message", [
     (["up", "--dry-run", "--provider", "azure", "--sku", "h1000", "--nodes", "2", "--region", "eastus"],
-     2, "azbench: not found: unknown SKU 'h1000' (did you mean 'h100'?)"),
+     2, "azbench: not found: unknown SKU 'h1000' (did you mean 'h100'? known: h100, h200, gb200, gb300, "
+        "mi300x, d4s_v5, d8s_v5, d16s_v5, local)"),
     (["up", "--dry-run", "--nodes", "0"], 2, "azbench: config error: --nodes: must be between 1 and 100000, got 0"),
     (["up", "--dry-run", "--nodes", "-1"], 2, "azbench: config error: --nodes: must be between 1 and 100000, got -1"),
     (["up", "--dry-run", "--provider", "azure", "--sku", "h100", "--nodes", "2", "--region", "eastuss"],

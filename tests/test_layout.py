@@ -42,6 +42,14 @@ The rules:
 - No probing where providers and launchers are used (NO_PROBES modules): no `hasattr`, no
   3-argument `getattr`, and no `getattr` with a literal attribute name at all (ask Capabilities,
   or type the object). The CLI's usage-error handler is the one allowed exception.
+- The SDK edge: only the Azure backends' records and client modules (SDK_EDGE) call the SDK's
+  operation groups (`compute.virtual_machines.get(...)`, `clients.resources.resource_groups`,
+  `ml.jobs.get(...)`: the groups and their methods are read from the installed SDKs) or take a
+  management client from the clients (`clients.compute`); in the Azure backends and any module
+  importing azure.*, no attribute only the SDK's models have is read (`vm.os_profile`). A group
+  azbench also uses as a name of its own (`tags`, `compute`, `resources`) counts when reached
+  through a client or called with a method only the SDK has; `ml.compute.get(...)` is not told
+  apart from a record's `.compute` and a dict's `.get`.
 - Only slurm/ spells Slurm's command words; benchmarks/ never import tests/.
 """
 
@@ -507,6 +515,227 @@ def probe_violations(tree: Tree) -> list[str]:
                    for line in probes(mod.tree, m))
 
 
+# -- the SDK edge ----------------------------------------------------------------------------------
+
+# The Azure backends' records and client modules are the one place that calls the SDK and reads
+# what it returns; the rest of the tree gets typed records (docs/architecture.md, house rules).
+AZURE_BACKENDS = ("orchestrator.providers.azure", "orchestrator.providers.azureml",
+                  "orchestrator.providers.azure_shared")
+SDK_EDGE = frozenset(f"{package}.{module}" for package in AZURE_BACKENDS for module in ("records", "clients"))
+
+
+@dataclass(frozen=True)
+class Sdk:
+    """What the Azure SDKs azbench calls expose, read from the installed packages: each
+    operation group of the management clients (compute, network, resources, authorization) and
+    of azure-ai-ml's MLClient, with its methods; the attribute names of the management models."""
+
+    groups: dict[str, frozenset[str]]
+    fields: frozenset[str]
+    # azure-core's requests, responses and errors are transport, not models: the ARM error and
+    # throttling modules read them (status codes, headers, the request's method).
+    transport: frozenset[str]
+
+
+def _public(names: Iterable[str]) -> frozenset[str]:
+    return frozenset(n for n in names if not n.startswith("_"))
+
+
+@functools.cache
+def sdk() -> Sdk:
+    import importlib.util
+    import inspect
+
+    import azure.mgmt.authorization.v2022_04_01.models as authorization_models
+    import azure.mgmt.compute.models as compute_models
+    import azure.mgmt.network.models as network_models
+    import azure.mgmt.resource.resources.models as resource_models
+    from azure.core.credentials import AccessToken
+    from azure.core.exceptions import HttpResponseError
+    from azure.core.rest import HttpRequest, HttpResponse
+    from azure.mgmt.authorization import AuthorizationManagementClient
+    from azure.mgmt.compute import ComputeManagementClient
+    from azure.mgmt.network import NetworkManagementClient
+    from azure.mgmt.resource.resources import ResourceManagementClient
+
+    class Credential:
+        def get_token(self, *scopes: str, **kwargs: object) -> AccessToken:
+            return AccessToken("", 0)
+
+    groups: dict[str, frozenset[str]] = defaultdict(frozenset)
+    for kind in (ComputeManagementClient, NetworkManagementClient, ResourceManagementClient,
+                 AuthorizationManagementClient):
+        client = kind(Credential(), "00000000-0000-0000-0000-000000000000")  # no request is sent
+        for name in _public(dir(client)):
+            try:
+                ops = getattr(client, name)
+            except ValueError:  # a group of the multi-API client that its default version lacks
+                continue
+            if type(ops).__name__.endswith("Operations"):
+                groups[name] |= _public(dir(type(ops)))
+    # MLClient's groups are properties annotated with their Operations class; read from its source
+    # (importing azure.ai.ml takes seconds).
+    root = next(Path(p) / "ai" / "ml" for p in importlib.util.find_spec("azure").submodule_search_locations or ()
+                if (Path(p) / "ai" / "ml" / "_ml_client.py").is_file())
+    ml_client = next(n for n in ast.parse((root / "_ml_client.py").read_text()).body
+                     if isinstance(n, ast.ClassDef) and n.name == "MLClient")
+    properties = {ast.unparse(f.returns).strip("'\""): f.name for f in ml_client.body
+                  if isinstance(f, ast.FunctionDef) and f.returns is not None
+                  and any(isinstance(d, ast.Name) and d.id == "property" for d in f.decorator_list)}
+    for path in sorted((root / "operations").glob("*.py")):
+        for c in ast.parse(path.read_text()).body:
+            if isinstance(c, ast.ClassDef) and c.name in properties and c.name.endswith("Operations"):
+                groups[properties[c.name]] |= _public(f.name for f in c.body
+                                                      if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)))
+    fields: set[str] = set()
+    for models in (compute_models, network_models, resource_models, authorization_models):
+        for cls in vars(models).values():
+            if inspect.isclass(cls):
+                fields |= set(getattr(cls, "_attribute_map", None) or ())  # msrest models
+                fields |= {a for k in cls.__mro__ for a in vars(k).get("__annotations__", ())}  # TypeSpec models
+    transport = set(vars(HttpResponseError(message=""))) | set(vars(HttpRequest("GET", "https://x")))
+    for cls in (HttpResponseError, HttpRequest, HttpResponse):
+        transport |= set(dir(cls))
+    assert {"virtual_machines", "resource_groups", "role_definitions", "jobs"} <= set(groups), sorted(groups)
+    assert {"os_profile", "admin_username"} <= fields
+    return Sdk(dict(groups), frozenset(fields), frozenset(transport))
+
+
+@dataclass(frozen=True)
+class Reach:
+    """One attribute read `value.attr` (line, attr), with what the rule asks of it: the last
+    name of `value` and of what `value` is an attribute of (`clients.compute.x`: compute,
+    clients), whether it is called, and whether `value` is a module the file imports."""
+
+    line: int
+    attr: str
+    owner: str
+    owner_of: str
+    called: bool
+    on_module: bool
+    load: bool
+
+
+@dataclass(frozen=True)
+class SdkFacts:
+    """What the SDK rule reads of one module, from one walk of its syntax tree."""
+
+    defined: frozenset[str]  # its classes' fields, methods and class attributes, and `self.x = `
+    read: frozenset[str]  # every attribute name it reads
+    azure: bool  # it imports azure.*
+    reaches: tuple[Reach, ...]
+
+
+def _ident(expr: ast.AST) -> str:
+    """The last name of an expression: `clients`, `self.clients` -> clients, `f(x)` -> f."""
+    if isinstance(expr, ast.Name):
+        return expr.id
+    if isinstance(expr, ast.Attribute):
+        return expr.attr
+    if isinstance(expr, ast.Call):
+        return _ident(expr.func)
+    return ""
+
+
+@functools.cache
+def sdk_facts(tree: ast.Module) -> SdkFacts:
+    defined: set[str] = set()
+    aliases: set[str] = set()
+    called: set[int] = set()
+    attributes: list[ast.Attribute] = []
+    azure = False
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Attribute):
+            attributes.append(n)
+        elif isinstance(n, ast.Call):
+            called.add(id(n.func))
+        elif isinstance(n, (ast.Import, ast.ImportFrom)):
+            aliases |= {a.asname or a.name.split(".")[0] for a in n.names}
+            modules = [a.name for a in n.names] if isinstance(n, ast.Import) else [n.module or ""]
+            azure = azure or any(_within(m, "azure") for m in modules)
+        elif isinstance(n, ast.ClassDef):
+            for b in n.body:
+                if isinstance(b, ast.AnnAssign) and isinstance(b.target, ast.Name):
+                    defined.add(b.target.id)
+                elif isinstance(b, ast.Assign):
+                    defined |= {t.id for t in b.targets if isinstance(t, ast.Name)}
+                elif isinstance(b, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    defined.add(b.name)
+        if isinstance(n, (ast.Assign, ast.AnnAssign)):
+            for t in n.targets if isinstance(n, ast.Assign) else [n.target]:
+                if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self":
+                    defined.add(t.attr)
+    reaches = tuple(Reach(a.lineno, a.attr, _ident(a.value),
+                          _ident(a.value.value) if isinstance(a.value, ast.Attribute) else "",
+                          id(a) in called, isinstance(a.value, ast.Name) and a.value.id in aliases,
+                          isinstance(a.ctx, ast.Load)) for a in attributes)
+    return SdkFacts(frozenset(defined), frozenset(a.attr for a in attributes), azure, reaches)
+
+
+def _sdk_scope(module: str, mod: Module) -> bool:
+    """Where SDK objects could be met: the Azure backends, and any module importing azure.*."""
+    return module.startswith(AZURE_BACKENDS) or sdk_facts(mod.tree).azure
+
+
+@dataclass(frozen=True)
+class SdkNames:
+    """The SDK's names as this tree meets them (see sdk_uses)."""
+
+    sdk: Sdk
+    ambiguous: frozenset[str]  # operation groups also named by azbench's own classes (tags, compute, ...)
+    generic: frozenset[str]  # attribute names azbench defines or reads outside the SDK scope, builtins'
+    handles: frozenset[str]  # the clients modules' properties that return an SDK client
+
+
+def sdk_names(tree: Tree) -> SdkNames:
+    s = sdk()
+    own = frozenset().union(*(sdk_facts(mod.tree).defined for m, mod in tree.items() if m not in SDK_EDGE))
+    own |= {m.rpartition(".")[2] for m in tree}
+    generic = set(own) | {a for m in SDK_EDGE if m in tree for a in sdk_facts(tree[m].tree).defined}
+    generic |= {a for t in (str, bytes, dict, list, tuple, set, int, float, object, BaseException) for a in dir(t)}
+    generic |= s.transport
+    for module, mod in tree.items():
+        if not _sdk_scope(module, mod):
+            generic |= sdk_facts(mod.tree).read
+    handles = {f.name for m in SDK_EDGE if m in tree for c in tree[m].tree.body if isinstance(c, ast.ClassDef)
+               for f in c.body if isinstance(f, ast.FunctionDef) and f.returns is not None
+               and ast.unparse(f.returns).strip("'\"").endswith("Client")}
+    return SdkNames(s, frozenset(set(s.groups) & own), frozenset(generic), frozenset(handles))
+
+
+def sdk_uses(mod: Module, names: SdkNames, fields: bool) -> list[tuple[int, str]]:
+    """(line, what) for each use of the SDK in `mod`:
+    - an operation group: `x.virtual_machines`, `compute.resource_skus.list(...)`, `ml.jobs.get(...)`;
+      a group also named by azbench's own classes (`tags`, `resources`, `compute`) counts when
+      reached through a client (`clients.resources.tags`) or called with a method only the SDK
+      has (`x.tags.begin_update_at_scope(...)`, `ml.compute.list_nodes(...)`);
+    - a management client taken from the clients (`clients.compute`, `self.arm_clients(t).network`);
+    - with `fields`, an attribute only the SDK's models have, read (not called) from anything but
+      a module: `vm.os_profile.admin_username`, `nic.ip_configurations`."""
+    s = names.sdk
+    found: set[tuple[int, str]] = set()
+    for r in sdk_facts(mod.tree).reaches:
+        via_client = r.owner in names.handles and "client" in r.owner_of.lower()
+        if r.attr in s.groups and (r.attr not in names.ambiguous or via_client):
+            found.add((r.line, f"SDK operation group .{r.attr}"))
+        if r.attr in names.handles and "client" in r.owner.lower():
+            found.add((r.line, f"SDK client .{r.attr}"))
+        if r.called and r.owner in names.ambiguous and r.attr in s.groups[r.owner] and r.attr not in names.generic:
+            found.add((r.line, f"SDK operation group .{r.owner}.{r.attr}()"))
+        if fields and r.load and not r.called and not r.on_module and r.attr in s.fields \
+                and r.attr not in names.generic and r.attr not in s.groups:
+            found.add((r.line, f"SDK attribute .{r.attr}"))
+    return sorted(found)
+
+
+def sdk_violations(tree: Tree) -> list[str]:
+    """SDK calls and SDK model reads outside the Azure backends' records and client modules."""
+    names = sdk_names(tree)
+    return ordered(f"{module}:{line}: {what} outside the records and client modules"
+                   for module, mod in tree.items() if module not in SDK_EDGE
+                   for line, what in sdk_uses(mod, names, _sdk_scope(module, mod)))
+
+
 # -- the layout ----------------------------------------------------------------------------------
 
 def test_root_holds_only_the_base_and_the_folders() -> None:
@@ -580,6 +809,23 @@ def test_only_slurm_spells_slurm_commands() -> None:
     assert not found, "Slurm command words outside orchestrator/slurm/:\n" + "\n".join(found)
 
 
+def test_only_the_records_and_client_modules_call_the_sdk() -> None:
+    wrong = sdk_violations(real_tree())
+    assert not wrong, "call the SDK in the backend's clients.py, read its objects in records.py:\n" + "\n".join(wrong)
+
+
+def test_the_sdk_rule_reads_the_installed_sdks() -> None:
+    s = sdk()
+    assert {"begin_update", "begin_delete_instances", "list"} <= s.groups["virtual_machine_scale_sets"]
+    assert {"create_or_update", "check_existence"} <= s.groups["resource_groups"]
+    assert {"stream", "download", "begin_cancel"} <= s.groups["jobs"]  # MLClient's, from its source
+    assert {"list_nodes", "list_usage"} <= s.groups["compute"]
+    assert {"os_profile", "admin_username", "ip_configurations"} <= s.fields
+    names = sdk_names(real_tree())
+    assert names.handles == {"compute", "network", "resources", "authorization"}
+    assert {"tags", "compute", "resources"} <= names.ambiguous and "virtual_machines" not in names.ambiguous
+
+
 def test_benchmarks_never_import_tests() -> None:
     found = []
     for path in (ROOT / "benchmarks").glob("*.py"):
@@ -598,6 +844,7 @@ RULES: dict[str, Rule] = {
     "provider name": provider_name_violations,
     "store private": store_private_violations,
     "probe": probe_violations,
+    "sdk": sdk_violations,
 }
 
 
@@ -683,6 +930,33 @@ PLANTED = [
                  'def f(access):\n    return hasattr(access.launcher, "resume")\n', id="8-hasattr"),
     pytest.param("probe", "orchestrator.cli.app",
                  'def f(p, n):\n    return getattr(p, n, None)\n', id="8-getattr-3-args"),
+    # 9. (issue 37) the SDK outside the Azure backends' records and client modules.
+    pytest.param("sdk", "orchestrator.providers.azure.heal",
+                 'def f(compute):\n    return compute.virtual_machines.get("rg", "head")\n', id="9-compute.virtual_machines.get"),
+    pytest.param("sdk", "orchestrator.providers.azure.spot",
+                 'def f(clients, body):\n    clients.compute.virtual_machine_scale_sets.begin_update("rg", "s", body).result()\n',
+                 id="9-clients.compute.vmss.begin_update"),
+    pytest.param("sdk", "orchestrator.providers.azure.lro",
+                 'def f(clients):\n    return clients.resources.resource_groups.create_or_update("rg", {})\n',
+                 id="9-resource_groups.create_or_update"),
+    pytest.param("sdk", "orchestrator.providers.azure.roles",
+                 'def f(ops, auth):\n    return ops.role_definitions.get("s", "g"), auth.role_assignments.delete("s", "n")\n',
+                 id="9-role_definitions-role_assignments"),
+    pytest.param("sdk", "orchestrator.providers.azure.up",
+                 'def f(network):\n    return network.network_interfaces.get("rg", "nic").ip_configurations\n',
+                 id="9-network-ops"),
+    pytest.param("sdk", "orchestrator.providers.azure.expiry",
+                 'def f(clients, patch):\n    clients.resources.tags.begin_update_at_scope("/s", patch)\n',
+                 id="9-tags-through-a-client"),
+    pytest.param("sdk", "orchestrator.providers.azure.preflight",
+                 'def f(clients):\n    return vm_sizes(clients.compute, "eastus")\n', id="9-a-management-client-handed-on"),
+    pytest.param("sdk", "orchestrator.providers.azureml.launcher",
+                 'def f(self):\n    return self.ml.jobs.get("j"), self.ml.compute.list_nodes("c")\n',
+                 id="9-MLClient-jobs-and-compute"),
+    pytest.param("sdk", "orchestrator.providers.azure.provider",
+                 'def f(vm):\n    return vm.os_profile.admin_username\n', id="9-sdk-attribute-read"),
+    pytest.param("sdk", "orchestrator.cli.app",
+                 'def f(c):\n    return c.virtual_machine_scale_sets.list("rg")\n', id="9-an-operation-group-anywhere"),
 ]
 
 
@@ -720,6 +994,17 @@ ALLOWED = [
                  id="getattr-dynamic-name"),
     pytest.param("probe", "orchestrator.hardware.catalog", 'def f(m):\n    return hasattr(m, "x")\n',
                  id="probe-outside-NO_PROBES"),
+    pytest.param("sdk", "orchestrator.providers.azure.clients",
+                 'def f(self):\n    return self.compute.virtual_machines.get("rg", "vm").os_profile.admin_username\n',
+                 id="the-clients-module-calls-the-sdk"),
+    pytest.param("sdk", "orchestrator.providers.azureml.records",
+                 'def f(ml):\n    return ml.jobs.get("j").status, ml.compute.get("c").size\n', id="a-records-module-reads-it"),
+    pytest.param("sdk", "orchestrator.providers.azure.heal",
+                 'def f(clients):\n    s = clients.scale_set("rg", "s")\n    return s.tags.get("k"), s.sku_name, s.capacity\n',
+                 id="typed-records-elsewhere"),
+    pytest.param("sdk", "orchestrator.providers.azureml.provider",
+                 'def f(info, props):\n    return info.tags.get("azbench-cluster"), props.compute, props.resource_group\n',
+                 id="own-fields-named-like-sdk-ones"),
 ]
 
 

@@ -13,11 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.hardware.catalog import lookup
+from orchestrator.hardware.catalog import accelerator_names, lookup
 from orchestrator.paths import recipes_dir
 from orchestrator.results import published
-from orchestrator.results.published import (ACCELERATORS, PublishedResult, catalog_gpu, load_published,
-                                            nearest, series)
+from orchestrator.results.published import PublishedResult, catalog_gpu, load_published, nearest, series
 
 SHARED = Path(__file__).resolve().parents[2] / "shared"
 DATA = recipes_dir() / published.DATA_FILE
@@ -85,7 +84,9 @@ def test_attribution_names_every_source_commit() -> None:
     ("NVIDIA GB200", "gb200"),
     ("NVIDIA Blackwell GPU (B200-SXM-180GB)", None),
     ("NVIDIA B200-SXM-180GB", None),
-    ("NVIDIA Blackwell Ultra GPU (GB300)", None),
+    ("NVIDIA Blackwell Ultra GPU (GB300)", "gb300"),
+    ("NVIDIA Blackwell Ultra GPU (B300-SXM-270GB)", None),
+    ("NVIDIA H200 NVL 141GB", None),
     ("AMD Instinct MI300X 192GB HBM3", "mi300x"),
     ("AMD Instinct MI325X 256GB HBM3E", None),
     ("TPU-v5p", None),
@@ -99,7 +100,7 @@ def test_catalog_gpu(name: str | None, gpu: str | None) -> None:
 
 
 def test_every_mapped_name_is_a_catalog_gpu() -> None:
-    for name, gpu in ACCELERATORS.items():
+    for name, gpu in accelerator_names().items():
         if gpu is not None:
             row = lookup(gpu)
             assert row.gpus_per_vm > 0 and row.aliases[0] == gpu, name
@@ -107,9 +108,10 @@ def test_every_mapped_name_is_a_catalog_gpu() -> None:
 
 def test_every_accelerator_in_the_table_is_in_the_mapping() -> None:
     names = {r.accelerator for r in load_published()}
-    assert names <= set(ACCELERATORS), sorted(names - set(ACCELERATORS))
+    known = accelerator_names()
+    assert names <= set(known), sorted(names - set(known))
     gpus = {catalog_gpu(n) for n in names}
-    assert {"h100", "h200", "gb200"} <= gpus
+    assert {"h100", "h200", "gb200", "gb300", "mi300x"} <= gpus
 
 
 # -- nearest() and series() on synthetic rows ----------------------------------------------------

@@ -576,7 +576,8 @@ def test_benchmark_page_embeds_the_curves_behind_the_points(forecast_site: Path)
         assert f'value="{default_nodes(c)}" aria-label="nodes of {c.sku_short}"' in page.read_text()
     assert default_nodes(next(c for c in curves if c.gpu == "gb200")) == 1280  # 5,120 GPUs: 80 racks of 16
     lora = _embedded(forecast_site / "bench" / "llama2_70b_lora.html", "forecast-data")
-    assert sorted(lora) == ["gb200", "h100", "h200", "mi300x"] and lora["mi300x"]["price_per_vm_hour_usd"] is None
+    assert sorted(lora) == ["gb200", "gb300", "h100", "h200", "mi300x"]
+    assert lora["mi300x"]["price_per_vm_hour_usd"] is None and lora["gb300"]["price_per_vm_hour_usd"] is None
 
 
 def test_a_benchmark_without_a_curve_says_so_in_one_line(forecast_site: Path) -> None:

@@ -13,14 +13,14 @@ from pathlib import Path
 import pytest
 
 from orchestrator.errors import ConfigError
-from orchestrator.hardware.catalog import CATALOG, lookup
+from orchestrator.hardware.catalog import CATALOG, accelerator_names, lookup
 from orchestrator.recipes.catalog import model_facts
 from orchestrator.report.build import Report, build_report
 from orchestrator.report.cost import parse_price
 from orchestrator.report.gpus import match_gpu
 from orchestrator.report.terminal import render_text, summary_view
 from orchestrator.results.importer import import_path
-from orchestrator.results.published import ACCELERATORS, load_published
+from orchestrator.results.published import load_published
 from orchestrator.store.database import Store
 from orchestrator.store.schema import ResultRow
 from tests.cli_helpers import azbench_in_process
@@ -53,7 +53,7 @@ def synth(synth_store: Path) -> Report:
 
 
 def test_every_mlperf_accelerator_name_has_a_gpu_type_and_mapped_ones_a_catalog_size() -> None:
-    for name, alias in ACCELERATORS.items():
+    for name, alias in accelerator_names().items():
         m = match_gpu(name)
         assert m.label and not m.unmapped, name
         assert (m.row is not None) == (alias is not None), name
@@ -61,7 +61,9 @@ def test_every_mlperf_accelerator_name_has_a_gpu_type_and_mapped_ones_a_catalog_
             assert m.row is not None and m.row.name == lookup(alias).name and not m.exact
     assert match_gpu("NVIDIA H100-SXM5-80GB").label == "H100"
     assert match_gpu("NVIDIA Blackwell GPU (GB200)").label == "GB200"
-    assert match_gpu("NVIDIA Blackwell Ultra GPU (GB300)").label == "GB300"
+    gb300 = match_gpu("NVIDIA Blackwell Ultra GPU (GB300)")
+    assert gb300.label == "GB300" and gb300.row is not None and gb300.row.name == "Standard_ND128isr_GB300_v6"
+    assert match_gpu("NVIDIA Blackwell Ultra GPU (B300-SXM-270GB)").label == "B300"  # HGX: no Azure size
     assert match_gpu("NVIDIA H100-PCIe-80GB").label == "H100-PCIe-80GB"  # not the catalog's H100
     exact = match_gpu("Standard_ND96isr_H200_v5")
     assert exact.exact and exact.label == "H200"
@@ -81,7 +83,7 @@ def test_every_catalog_size_says_where_its_price_comes_from() -> None:
 def test_unmapped_accelerator_is_a_warning_naming_it(synth: Report) -> None:
     warnings = [n for n in synth.notes if n.startswith("warning:")]
     assert warnings == ["warning: unmapped accelerator 'Wingtip XPU-9 (prototype)': not in "
-                        "results/published.py ACCELERATORS, so no GPU type, list price or "
+                        "the catalog's accelerator table (sizes.yaml), so no GPU type, list price or "
                         "published neighbour"]
 
 
@@ -103,7 +105,12 @@ def test_cost_of_imported_systems_is_the_same_gpus_on_azure(synth: Report) -> No
     nd = groups[("llama2_70b_lora", "ND_H200_v5_n16_nemo")]
     assert nd.priced_vms == 16 and nd.cost_note.startswith("list-price estimate: 16 x ND H200 v5")
     gb300 = groups[("llama2_70b_lora", "gb300-nvl72_n18_ngc25.09_nemo")]
-    assert gb300.cost_per_result_usd is None and "no Azure size in the catalog has" in gb300.cost_note
+    # ND GB300 v6 has no published list price: cost unknown until --price gives one; MFU from its peaks
+    assert gb300.cost_per_result_usd is None and gb300.gpu_type == "GB300"
+    assert gb300.mfu and gb300.mfu_peak_tflops == lookup("gb300").peak_tflops(gb300.mfu_precision or "")
+    assert "dense peaks of GB300 Blackwell Ultra 288GB" in gb300.mfu_note
+    assert gb300.cost_note == ("cost unknown: no list price for Standard_ND128isr_GB300_v6 "
+                               "(give one with --price gb300=USD)")
     # Every score on H100, H200 or GB200 has a cost
     assert all(g.cost_per_result_usd is not None for g in synth.groups
                if g.gpu_type in ("H100", "H200", "GB200") and g.score_minutes is not None)
@@ -119,6 +126,13 @@ def test_price_override_and_its_errors(synth_store: Path) -> None:
     assert nd.price_per_vm_hour == 50.0 and nd.price_source == "--price"
     assert nd.cost_note.endswith("at $50.00/VM-hour (--price)")
     assert nd.cost_per_result_usd == pytest.approx(16 * 50 * (nd.score_raw_minutes or 0) / 60)
+    # ND GB300 v6 has no list price: --price gb300=USD prices its published results as Azure VMs
+    gb300, usd = parse_price("gb300=80")
+    report = build_report(rows, prices={gb300: usd})
+    g = next(g for g in report.groups if g.system == "gb300-nvl72_n18_ngc25.09_nemo")
+    assert g.priced_vms == 18 and g.price_source == "--price"
+    assert g.cost_per_result_usd == pytest.approx(18 * 80 * (g.score_raw_minutes or 0) / 60)
+    assert "72 GB300 as 18 x ND GB300 v6 on Azure at $80.00/VM-hour (--price)" in g.cost_note
     for bad, why in (("h200", "expected SKU=USD_PER_HOUR"), ("nope=3", "unknown SKU 'nope'"),
                      ("h100=-2", "not a positive price"), ("h100=abc", "not a positive price"),
                      ("h100=nan", "not a positive price")):

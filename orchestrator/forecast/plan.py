@@ -353,7 +353,7 @@ def _budget(ctx: _Context) -> Answer:
 
 def _price_note(sku: GpuSku) -> str:
     if sku.price_per_hour_usd is None:
-        return f"unknown: {sku.notes or 'the catalog has no price for this size'}"
+        return f"unknown: {sku.price_source}"
     where = next((part.strip().removeprefix("price:").strip() for part in sku.notes.split(";")
                   if "price" in part), "list price")
     return f"${sku.price_per_hour_usd:,.2f} per VM-hour, list-price estimate (catalog: {where})"

@@ -13,7 +13,7 @@ from orchestrator.forecast import record
 from orchestrator.forecast.basis import Band, Basis, band_for, basis_of
 from orchestrator.forecast.model import Fit, fit_points
 from orchestrator.forecast.points import STORED, SeriesPoints, check_benchmark, series_points
-from orchestrator.hardware.catalog import GpuSku, lookup
+from orchestrator.hardware.catalog import GpuSku, gpu_skus, lookup
 from orchestrator.results.published import catalog_gpu
 from orchestrator.store.schema import ResultRow
 
@@ -61,7 +61,8 @@ def gpu_sku(name: str) -> tuple[GpuSku, str]:
     gpu = catalog_gpu(row.name)
     if not row.gpus_per_vm or gpu is None:
         raise ConfigError(f"SKU '{name[:60]}' ({row.short}) has no GPU: nothing to forecast",
-                          hint="use a GPU size: h100, h200, gb200 (see `azbench catalog`)")
+                          hint=f"use a GPU size: {', '.join(r.key for r in gpu_skus())} "
+                               "(see `azbench catalog`)")
     return row, gpu
 
 

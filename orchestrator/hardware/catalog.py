@@ -1,22 +1,35 @@
-"""The VM catalog: one flat row per VM size, plus pure lookups by name or alias.
+"""The VM catalog: one row per VM size, read from sizes.yaml beside this module, and pure lookups.
 
-GPU sizes for benchmarks; general-purpose D*s_v5 sizes (no GPU, no InfiniBand) for the CPU dress
-rehearsal of the whole Azure path for cents; and the local provider's emulated node.
+A row (`GpuSku`) is the one home of a size: its names and the GPU type readers see, GPUs, memory
+and vCPUs, InfiniBand, the NVLink domain and rack layout, image and quota family, list price
+(with source and date), dense peaks per precision (with source), the health gate's NCCL
+baselines, the NCCL network environment a job gets, and the MLPerf accelerator names and Azure
+system-name patterns that are this size. GPU sizes for benchmarks; general-purpose D*s_v5 sizes
+(no GPU, no InfiniBand) for the CPU dress rehearsal of the Azure path; the local provider's
+emulated node. The file also lists every other accelerator of the published MLPerf trees as
+"no Azure size", with why.
 
-Facts come from ../shared/docs/azure-notes.md (Microsoft size docs, azhpc-images). Prices are
-list-price estimates (Linux pay-as-you-go) and always labelled as such, each row with where the
-figure was read and when (`price_source`, `price_date`); peak FLOP/s are dense (never sparse) per
-GPU, for MFU.
+The file is validated once, at first use: every field of every row is required, and the table
+as a whole must be unambiguous (no name, alias or accelerator twice; patterns that compile). A
+broken file is a ConfigError naming file:line. An unknown size is a NotFoundError that names the
+known ones. Prices are list-price estimates (Linux pay-as-you-go), labelled as such; peaks are
+dense (never sparse) TFLOP/s per GPU, for MFU.
 """
 
 from __future__ import annotations
 
 import difflib
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
 
-from orchestrator.errors import NotFoundError
-from pydantic import Field
+from pydantic import Field, ValidationError
 
+from orchestrator.errors import ConfigError, NotFoundError
 from orchestrator.models import Frozen
+from orchestrator.yamlio import load_yaml, validation_error_to_config_error
 
 # Spot prices float by region, size and hour, so azbench plans with an assumed fraction of the
 # pay-as-you-go list price and labels it so. Assumption, not a quote: 0.35 is a mid value of the
@@ -26,19 +39,8 @@ SPOT_PRICE_FRACTION = 0.35
 SPOT_PRICE_SOURCE = (f"assumed {SPOT_PRICE_FRACTION:.0%} of pay-as-you-go (spot prices vary; "
                      "Azure Retail Prices API has the live figure)")
 
-
-_AIOA = ("github.com/Azure/ai-infrastructure-on-azure skills/ai-infra/references/sku_baselines.md "
-         "(commit 6ac01e70)")
-_AHC = "github.com/Azure/azurehpc-health-checks conf/{conf} (check_{check} {value} ... 16G)"
-# Where list prices are read: the Azure Retail Prices API (no sign-in), one row per meter. azbench
-# has not re-read these figures itself (no network where the catalog is built): each says whose
-# copy of the API row it is and the date of that copy; `azbench report --price SKU=USD` overrides.
-RETAIL_API = ("prices.azure.com/api/retail/prices?$filter=armSkuName eq '{sku}' and priceType eq "
-              "'Consumption' (Linux pay-as-you-go)")
-
-
-def _retail(sku: str, where: str) -> str:
-    return f"Azure Retail Prices API row, {where}; query: {RETAIL_API.format(sku=sku)}"
+SIZES_FILE = Path(__file__).with_name("sizes.yaml")
+AZURE_PREFIX = "Standard_"  # every size Azure rents is named Standard_<family>...
 
 
 class NcclBaseline(Frozen):
@@ -52,8 +54,8 @@ class NcclBaseline(Frozen):
     expected_gbps: float | None = Field(None, gt=0)
     warn_gbps: float = Field(gt=0)
     replace_gbps: float | None = Field(None, gt=0)
-    scope: str
-    source: str
+    scope: str = Field(min_length=1)
+    source: str = Field(min_length=1)
 
     @property
     def message_mb(self) -> float:
@@ -72,48 +74,75 @@ class NcclBaseline(Frozen):
         return self.warn_gbps / self.reference_gbps
 
 
+class NetworkProfile(Frozen):
+    """Per-node NCCL/UCX/IB environment and host mounts a job gets on one VM size (empty, with
+    the reason in `source`, where the size has no fabric to configure)."""
+
+    env: dict[str, str]
+    mounts: list[str]
+    topo_file: str | None
+    source: str = Field(min_length=1)
+
+
+class MlperfNames(Frozen):
+    """What MLPerf results call this size: `accelerators`, exact `accelerator_model_name`
+    spellings of its GPU in system JSONs; `systems`, regular expressions (case-insensitive) that
+    find the Azure size in a system id or name ("ND_H100_v5_n1344", "2048xAzure_GB200")."""
+
+    accelerators: tuple[str, ...]
+    systems: tuple[str, ...]
+    source: str = Field(min_length=1)
+
+
 class GpuSku(Frozen):
-    name: str
-    short: str
+    """One VM size (sizes.yaml documents each field). Every field is required in the file."""
+
+    name: str = Field(min_length=1)
+    short: str = Field(min_length=1)
+    label: str = Field(min_length=1, description="the GPU type a reader sees")
     aliases: tuple[str, ...]
+    colour: str | None = Field(pattern=r"^#[0-9a-f]{6}$", description="the plots' colour for this GPU")
     gpu_model: str
-    gpus_per_vm: int
-    gpu_memory_gb: int
-    vcpus: int
-    ram_gib: int
-    ib_links: int
-    ib_gbps_per_link: int
-    nvlink_domain_vms: int
+    gpus_per_vm: int = Field(ge=0)
+    gpu_memory_gb: int = Field(ge=0)
+    vcpus: int = Field(ge=0)
+    ram_gib: int = Field(ge=0)
     cpu_arch: str
+    ib_links: int = Field(ge=0)
+    ib_gbps_per_link: int = Field(ge=0)
+    facts_source: str = Field(min_length=1)
+    nvlink_domain_vms: int = Field(ge=1)
+    rack_name: str = Field(description="what one multi-VM NVLink domain is called ('' without one)")
+    rack_layouts: tuple[int, ...] = Field(description="VMs per rack a whole-rack layout may use")
+    rack_source: str = Field(min_length=1)
     image: str
     quota_family: str
-    price_per_hour_usd: float | None
-    peak_tflops_bf16: float | None
-    peak_tflops_fp8: float | None
-    peak_tflops_fp4: float | None = None
-    # Where the dense per-precision peaks come from (NVIDIA's datasheets list Tensor Core figures
-    # "with sparsity": the dense figure is half).
-    peak_source: str = ""
-    expected_busbw_gbps: float | None = None
-    nccl: NcclBaseline | None = None
-    notes: str = ""
-    price_source: str = Field("", description="where price_per_hour_usd was read, or why it is None")
-    price_date: str = Field("", description="when that figure was read (YYYY-MM-DD); '' if undated")
+    platform_source: str = Field(min_length=1)
+    price_per_hour_usd: float | None = Field(gt=0)
+    price_source: str = Field(min_length=1, description="where price_per_hour_usd was read, or why it is None")
+    price_date: str = Field(pattern=r"^(\d{4}-\d{2}-\d{2})?$",
+                            description="when that figure was read (YYYY-MM-DD); '' if undated")
+    peak_tflops_bf16: float | None = Field(gt=0)
+    peak_tflops_fp8: float | None = Field(gt=0)
+    peak_tflops_fp4: float | None = Field(gt=0)
+    # NVIDIA's datasheets list Tensor Core figures "with sparsity": the dense figure is half.
+    peak_source: str = Field(min_length=1)
+    expected_busbw_gbps: float | None = Field(gt=0)
+    busbw_source: str = Field(min_length=1)
+    nccl: NcclBaseline | None
+    network: NetworkProfile
+    mlperf: MlperfNames
+    notes: str
 
     @property
     def is_azure_size(self) -> bool:
         """A size Azure rents (GPU or general purpose), as opposed to the local emulated node."""
-        return self.name.startswith("Standard_")
+        return self.name.startswith(AZURE_PREFIX)
 
     @property
-    def ib_total_gbps(self) -> int:
-        return self.ib_links * self.ib_gbps_per_link
-
-    @property
-    def price_per_gpu_hour_usd(self) -> float | None:
-        if self.price_per_hour_usd is None or not self.gpus_per_vm:
-            return None
-        return self.price_per_hour_usd / self.gpus_per_vm
+    def key(self) -> str:
+        """The size's key in the published-results table: its first alias ("h100")."""
+        return self.aliases[0] if self.aliases else self.name.lower()
 
     def spot_price_per_hour_usd(self, max_price: float = -1.0) -> float | None:
         """Estimated spot price per VM-hour (SPOT_PRICE_FRACTION), capped by `max_price`."""
@@ -127,126 +156,127 @@ class GpuSku(Frozen):
                 "fp4": self.peak_tflops_fp4}.get(precision.lower())
 
 
-_HOPPER_PEAKS = ("NVIDIA H100/H200 Tensor Core GPU datasheets (nvidia.com/en-us/data-center/h100, "
-                 "/h200), SXM: BF16 1,979 and FP8 3,958 TFLOPS \"with sparsity\"; dense is half "
-                 "(989.5 and 1,979; the catalog keeps 989 for BF16, as mlperf-notes 10.3); no FP4")
-_GB200_PEAKS = ("NVIDIA GB200 NVL72 specifications (nvidia.com/en-us/data-center/gb200-nvl72), per GB200 "
-                "superchip of 2 Blackwell GPUs: FP4 40, FP8/FP6 20, FP16/BF16 10 PFLOPS \"with sparsity\"; "
-                "dense per GPU is a quarter: FP4 10,000, FP8 5,000, BF16 2,500 TFLOPS")
-_HPC_IMAGE = "microsoft-dsvm:ubuntu-hpc:2204:latest"
-# Plain Ubuntu 22.04 for the CPU sizes: no GPU/IB drivers to carry, same release as the HPC image.
-_UBUNTU_IMAGE = "Canonical:0001-com-ubuntu-server-jammy:22_04-lts-gen2:latest"
+class NoAzureSize(Frozen):
+    """Published accelerators no catalog size has, and why."""
+
+    why: str = Field(min_length=1)
+    names: tuple[str, ...] = Field(min_length=1)
 
 
-def _d_v5(vcpus: int, price: float) -> GpuSku:
-    return GpuSku(
-        name=f"Standard_D{vcpus}s_v5", short=f"D{vcpus}s v5", aliases=(f"d{vcpus}s_v5", f"d{vcpus}sv5"),
-        gpu_model="none (CPU, gloo)", gpus_per_vm=0, gpu_memory_gb=0, vcpus=vcpus, ram_gib=4 * vcpus,
-        ib_links=0, ib_gbps_per_link=0, nvlink_domain_vms=1, cpu_arch="x86_64", image=_UBUNTU_IMAGE,
-        quota_family="standardDSv5Family", price_per_hour_usd=price,
-        peak_tflops_bf16=None, peak_tflops_fp8=None,
-        notes="CPU dress rehearsal of the Azure path (no GPU, no InfiniBand); price: eastus list estimate",
-        price_source=_retail(f"Standard_D{vcpus}s_v5", "eastus, as copied in a third-party cloud price "
-                             "comparison (D2s v5 $0.096, D4s v5 $0.192, D8s v5 $0.384; Dsv5 prices "
-                             "scale linearly with vCPUs, so D16s v5 is $0.768)"),
-        price_date="2026-04-20")
+class SizesFile(Frozen):
+    """sizes.yaml: `shared` texts rows cite through YAML anchors, the rows, the other accelerators."""
 
-CATALOG: tuple[GpuSku, ...] = (
-    GpuSku(
-        name="Standard_ND96isr_H100_v5", short="ND H100 v5",
-        aliases=("h100", "nd-h100-v5", "ndh100v5", "nd96isr_h100_v5"),
-        gpu_model="H100 SXM 80GB", gpus_per_vm=8, gpu_memory_gb=80, vcpus=96, ram_gib=1900,
-        ib_links=8, ib_gbps_per_link=400, nvlink_domain_vms=1, cpu_arch="x86_64",
-        image=_HPC_IMAGE, quota_family="standardNDSH100v5Family", price_per_hour_usd=98.32,
-        peak_tflops_bf16=989.0, peak_tflops_fp8=1979.0, peak_source=_HOPPER_PEAKS, expected_busbw_gbps=450.0,
-        nccl=NcclBaseline(message="16G", expected_gbps=450.0, warn_gbps=400.0, replace_gbps=300.0,
-                          scope="all_reduce_perf busbw, full sweep at 16G (node group)",
-                          source=_AIOA + "; azurehpc-health-checks' single-node check is 460 GB/s: "
-                          + _AHC.format(conf="nd96isr_h100_v5.conf", check="nccl_allreduce", value="460.0")),
-        notes="price: eastus list estimate",
-        price_source=_retail("Standard_ND96isr_H100_v5", "eastus, meter 'ND96isr H100 v5', as copied "
-                             "in a third-party catalog of published GPU prices (the same $98.32 as "
-                             "../shared/docs/azure-notes.md)"),
-        price_date="2026-09-27",
-    ),
-    GpuSku(
-        name="Standard_ND96isr_H200_v5", short="ND H200 v5",
-        aliases=("h200", "nd-h200-v5", "ndh200v5", "nd96isr_h200_v5"),
-        gpu_model="H200 141GB", gpus_per_vm=8, gpu_memory_gb=141, vcpus=96, ram_gib=1850,
-        ib_links=8, ib_gbps_per_link=400, nvlink_domain_vms=1, cpu_arch="x86_64",
-        image=_HPC_IMAGE, quota_family="standardNDISRH200V5Family", price_per_hour_usd=84.80,
-        peak_tflops_bf16=989.0, peak_tflops_fp8=1979.0, peak_source=_HOPPER_PEAKS, expected_busbw_gbps=450.0,
-        nccl=NcclBaseline(message="16G", warn_gbps=431.0, scope="single-node all_reduce_perf, 8 GPUs",
-                          source=_AHC.format(conf="nd96isr_h200_v5.conf", check="nccl_allreduce",
-                                             value="431.0") + " (no published expected figure)"),
-        notes="price: eastus2 list estimate",
-        price_source=_retail("Standard_ND96isr_H200_v5", "eastus2, meter 'ND96isr H200 v5', as copied "
-                             "in a third-party catalog of published GPU prices; a second copy gives "
-                             "the same $84.80 for westus3 (2026-04-20), a third list says $118.50 "
-                             "(no region, no date): unverified, override with --price"),
-        price_date="2026-09-27",
-    ),
-    GpuSku(
-        name="Standard_ND128isr_NDR_GB200_v6", short="ND GB200 v6",
-        aliases=("gb200", "nd-gb200-v6", "ndgb200v6", "nd128isr_ndr_gb200_v6"),
-        gpu_model="GB200 Blackwell 192GB", gpus_per_vm=4, gpu_memory_gb=192, vcpus=128, ram_gib=900,
-        ib_links=4, ib_gbps_per_link=400, nvlink_domain_vms=18, cpu_arch="arm64",
-        image="arm64 Gen2 ubuntu-hpc (resolved at up time)",
-        quota_family="standardNDISRGB200V6NDRFamily", price_per_hour_usd=108.16,
-        peak_tflops_bf16=2500.0, peak_tflops_fp8=5000.0, peak_tflops_fp4=10000.0,
-        peak_source=_GB200_PEAKS, expected_busbw_gbps=680.0,
-        nccl=NcclBaseline(message="16G", warn_gbps=432.0, scope="single-node all_reduce_perf, 4 GPUs",
-                          source=_AHC.format(conf="nd128isr_ndr_gb200_v6.conf", check="nccl_allreduce",
-                                             value="432.0") + " (no published multi-node GB200 figure; "
-                          "the runbook's MNNVL rack figure, 937 GB/s, is for GB300)"),
-        notes="18 VMs = one NVL72 rack (NVLink domain); price: eastus list estimate",
-        price_source=_retail("Standard_ND128isr_NDR_GB200_v6", "westus3 and eastus, as reproduced "
-                             "by third parties and recorded in ../shared/docs/azure-notes.md "
-                             "(unverified)"),
-        price_date="",
-    ),
-    GpuSku(
-        name="Standard_ND96isr_MI300X_v5", short="ND MI300X v5",
-        aliases=("mi300x", "nd-mi300x-v5", "ndmi300xv5"),
-        gpu_model="AMD MI300X 192GB", gpus_per_vm=8, gpu_memory_gb=192, vcpus=96, ram_gib=1850,
-        ib_links=8, ib_gbps_per_link=400, nvlink_domain_vms=1, cpu_arch="x86_64",
-        image="microsoft-dsvm:ubuntu-hpc:2204-rocm:latest", quota_family="standardNDISv5MI300XFamily",
-        price_per_hour_usd=None, peak_tflops_bf16=1307.0, peak_tflops_fp8=2615.0,
-        nccl=NcclBaseline(message="16G", warn_gbps=314.0, scope="single-node rccl all_reduce_perf, 8 GPUs",
-                          source=_AHC.format(conf="nd96isr_mi300x_v5.conf", check="rccl_allreduce",
-                                             value="314")),
-        notes="not an MLPerf-recipe target yet; no public list price known",
-        price_source="no copy of its Retail Prices API row found: cost shows as unknown "
-                     "(give one with --price Standard_ND96isr_MI300X_v5=USD)",
-    ),
-    _d_v5(4, 0.192),
-    _d_v5(8, 0.384),
-    _d_v5(16, 0.768),
-    GpuSku(
-        name="Local_CPU", short="local CPU node",
-        aliases=("local", "cpu"),
-        gpu_model="none (CPU, gloo)", gpus_per_vm=0, gpu_memory_gb=0, vcpus=0, ram_gib=0,
-        ib_links=0, ib_gbps_per_link=0, nvlink_domain_vms=1, cpu_arch="host",
-        image="host", quota_family="", price_per_hour_usd=None,
-        peak_tflops_bf16=None, peak_tflops_fp8=None,
-        notes="an emulated Slurm node on this machine (--provider local)",
-        price_source="an emulated node on this machine: nothing to price",
-    ),
-)
+    shared: dict[str, Any] = Field(default_factory=dict)
+    sizes: tuple[GpuSku, ...] = Field(min_length=1)
+    no_azure_size: tuple[NoAzureSize, ...]
 
-_BY_KEY: dict[str, GpuSku] = {}
-for _row in CATALOG:
-    for _key in (_row.name, _row.short, *_row.aliases):
-        _BY_KEY[_key.lower().replace(" ", "-")] = _row
+
+@dataclass(frozen=True)
+class Catalog:
+    """The validated table and its indexes."""
+
+    rows: tuple[GpuSku, ...]
+    by_key: dict[str, GpuSku]
+    by_accelerator: dict[str, GpuSku]
+    no_azure: dict[str, str]  # accelerator name -> why no catalog size has it
+    systems: tuple[tuple[re.Pattern[str], GpuSku], ...]
+
+
+def _norm(name: str) -> str:
+    return name.strip().lower().replace(" ", "-")
+
+
+@lru_cache(maxsize=8)
+def load(path: Path = SIZES_FILE) -> Catalog:
+    """The catalog in `path`, validated; ConfigError naming file:line for a broken file."""
+    data, lines = load_yaml(path)
+    try:
+        parsed = SizesFile.model_validate(data)
+    except ValidationError as exc:
+        raise validation_error_to_config_error(exc, str(path), lines) from None
+    return _index(parsed, path, lines)
+
+
+def _index(parsed: SizesFile, path: Path, lines: dict[Any, int]) -> Catalog:
+    def fail(loc: tuple[str | int, ...], message: str) -> ConfigError:
+        line = next((lines[loc[:n]] for n in range(len(loc), 0, -1) if loc[:n] in lines), None)
+        return ConfigError(f"{path}:{line}: {message}" if line else f"{path}: {message}")
+
+    by_key: dict[str, GpuSku] = {}
+    by_accelerator: dict[str, GpuSku] = {}
+    systems: list[tuple[re.Pattern[str], GpuSku]] = []
+    for i, row in enumerate(parsed.sizes):
+        problem = _row_problem(row)
+        if problem:
+            raise fail(("sizes", i, problem[0]), f"{row.name}: {problem[1]}")
+        for key in (row.name, row.short, *row.aliases):
+            other = by_key.setdefault(_norm(key), row)
+            if other is not row:
+                raise fail(("sizes", i, "aliases"), f"'{key}' of {row.name} already names {other.name}")
+        for name in row.mlperf.accelerators:
+            other = by_accelerator.setdefault(name, row)
+            if other is not row:
+                raise fail(("sizes", i, "mlperf"), f"accelerator '{name}' already maps to {other.name}")
+        for j, pattern in enumerate(row.mlperf.systems):
+            try:
+                systems.append((re.compile(pattern, re.IGNORECASE), row))
+            except re.error as exc:
+                raise fail(("sizes", i, "mlperf", "systems", j), f"mlperf.systems '{pattern}': {exc}") from None
+    no_azure: dict[str, str] = {}
+    for g, group in enumerate(parsed.no_azure_size):
+        for n, name in enumerate(group.names):
+            if name in by_accelerator or name in no_azure:
+                where = by_accelerator[name].name if name in by_accelerator else "no_azure_size"
+                raise fail(("no_azure_size", g, "names", n),
+                           f"accelerator '{name}' is listed twice (also under {where})")
+            no_azure[name] = group.why
+    return Catalog(rows=parsed.sizes, by_key=by_key, by_accelerator=by_accelerator,
+                   no_azure=no_azure, systems=tuple(systems))
+
+
+def _row_problem(row: GpuSku) -> tuple[str, str] | None:
+    """(field, what is wrong) where a row's fields disagree with each other, else None."""
+    if row.gpus_per_vm and row.nccl is None:
+        return "nccl", "a GPU size needs an nccl baseline"
+    if (row.nvlink_domain_vms > 1) != bool(row.rack_layouts and row.rack_name):
+        return "rack_layouts", "rack_name and rack_layouts go with nvlink_domain_vms > 1"
+    full = row.nvlink_domain_vms
+    if row.rack_layouts and (row.rack_layouts[0] != full or any(not 0 < v <= full for v in row.rack_layouts)):
+        return "rack_layouts", f"rack_layouts start with the full rack ({full}) and hold no more"
+    return None
+
+
+def current() -> Catalog:
+    """The catalog azbench uses (SIZES_FILE, read once)."""
+    return load(SIZES_FILE)
+
+
+def rows() -> tuple[GpuSku, ...]:
+    """Every size, in the file's order."""
+    return current().rows
+
+
+def __getattr__(name: str) -> tuple[GpuSku, ...]:
+    # CATALOG reads the file on first use, not at import: `azbench --help` stays fast.
+    if name == "CATALOG":
+        return rows()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def known_sizes() -> str:
+    """The names `--sku` takes, one per size, for error messages."""
+    return ", ".join(row.key for row in rows())
 
 
 def lookup(name: str) -> GpuSku:
-    """The row for a size name or alias (case-insensitive); NotFoundError with a suggestion."""
-    key = name.strip().lower().replace(" ", "-")
-    if key in _BY_KEY:
-        return _BY_KEY[key]
-    close = difflib.get_close_matches(key, list(_BY_KEY), n=1, cutoff=0.6)
-    hint = f"did you mean '{close[0]}'?" if close else "see `azbench catalog`"
+    """The row for a size name or alias (case-insensitive); NotFoundError naming the known ones."""
+    table = current().by_key
+    key = _norm(name)
+    if key in table:
+        return table[key]
+    close = difflib.get_close_matches(key, list(table), n=1, cutoff=0.6)
+    known = f"known: {known_sizes()}"
+    hint = f"did you mean '{close[0]}'? {known}" if close else f"{known} (see `azbench catalog`)"
     raise NotFoundError(f"unknown SKU '{name}'", hint=hint)
 
 
@@ -254,30 +284,56 @@ def find(name: str | None) -> GpuSku | None:
     """The row for a size name or alias (as `lookup`), or None for no name or an unknown one."""
     if not name:
         return None
-    try:
-        return lookup(name)
-    except NotFoundError:
-        return None
+    return current().by_key.get(_norm(name))
 
 
-# GPU families as MLPerf system descriptions name accelerators ("NVIDIA H100-SXM5-80GB"), most
-# specific first, mapped to the catalog size whose GPU that is.
-_GPU_FAMILIES = (("gb200", "gb200"), ("h200", "h200"), ("h100", "h100"), ("mi300x", "mi300x"))
+def by_accelerator(name: str | None) -> GpuSku | None:
+    """The row whose GPU an MLPerf `accelerator_model_name` is (exact spelling), else None."""
+    return current().by_accelerator.get(name) if name else None
+
+
+def no_azure_size(name: str | None) -> str | None:
+    """Why no catalog size has accelerator `name` (a listed one), else None (mapped or unknown)."""
+    return current().no_azure.get(name) if name else None
+
+
+def accelerator_names() -> dict[str, str | None]:
+    """Every accelerator name the catalog knows -> the key of its size, or None (no Azure size)."""
+    cat = current()
+    return {**{name: row.key for name, row in cat.by_accelerator.items()},
+            **{name: None for name in cat.no_azure}}
+
+
+def size_in_system(text: str) -> GpuSku | None:
+    """The size an Azure system id or name names ("ND_H100_v5_n1344_pytorch" -> ND H100 v5)."""
+    return next((row for pattern, row in current().systems if pattern.search(text)), None)
 
 
 def gpu_row(name: str | None) -> GpuSku | None:
-    """The catalog row for a VM size, alias or accelerator name (for its GPU facts), else None."""
-    row = find(name)
-    if row is not None or not name:
-        return row  # a size or alias, or no name at all
-    squashed = name.lower().replace(" ", "").replace("-", "")
-    return next((lookup(alias) for token, alias in _GPU_FAMILIES if token in squashed), None)
+    """The catalog row for a size or alias, or for an MLPerf accelerator name (its GPU's size),
+    else None: an accelerator the catalog lists under no size, or does not know."""
+    return find(name) or by_accelerator(name)
+
+
+def bare_name(sku: str) -> str:
+    """A size name without Azure's "Standard_" prefix ("ND96isr_H100_v5"); other text as is."""
+    return sku.removeprefix(AZURE_PREFIX)
+
+
+def gpu_labels() -> set[str]:
+    """The GPU types readers see for the catalog's GPU sizes ("H100", ...)."""
+    return {row.label for row in gpu_skus()}
+
+
+def colour_of(label: str) -> str | None:
+    """The plots' colour of a GPU type (a GPU size's label), else None."""
+    return next((row.colour for row in gpu_skus() if row.label == label and row.colour), None)
 
 
 def gpu_skus() -> list[GpuSku]:
-    return [row for row in CATALOG if row.gpus_per_vm > 0]
+    return [row for row in rows() if row.gpus_per_vm > 0]
 
 
 def cpu_azure_skus() -> list[GpuSku]:
     """The general-purpose Azure sizes of the CPU dress rehearsal."""
-    return [row for row in CATALOG if row.is_azure_size and row.gpus_per_vm == 0]
+    return [row for row in rows() if row.is_azure_size and row.gpus_per_vm == 0]

@@ -1,5 +1,6 @@
 """How nodes lay out on Azure-shaped capacity: scale sets (one InfiniBand fabric each, at most
-`max_vms_per_scale_set` VMs, 100 by default) and GB200's NVL72 racks (whole racks per set).
+`max_vms_per_scale_set` VMs, 100 by default) and multi-VM NVLink racks (whole racks per set, of
+the sizes the catalog row's `rack_layouts` allow).
 
 Applies the IB design rules of azure-notes.md §2. Pure arithmetic over the catalog: the azure
 backend's plan and resize, and the fake backend's plan, use it.
@@ -27,9 +28,9 @@ def scale_set_layout(cluster: str, nodes: int, sku: GpuSku, cap: int = 100,
     if sku.nvlink_domain_vms > 1:
         groups, per_rack = _rack_groups(nodes, sku, cap, vms_per_rack)
         if per_rack < sku.nvlink_domain_vms:
-            warnings.append(f"{nodes // per_rack} NVL72 racks x {per_rack} VMs: "
+            warnings.append(f"{nodes // per_rack} {sku.rack_name}s x {per_rack} VMs: "
                             f"{sku.nvlink_domain_vms - per_rack} of {sku.nvlink_domain_vms} slots per "
-                            "rack stay free (as in Azure's 128-rack v6.0 record run)")
+                            "rack stay free")
     else:
         groups, per_rack = _spread(nodes, cap), None
     role = "gpu" if sku.gpus_per_vm else "cpu"
@@ -42,24 +43,22 @@ def scale_set_layout(cluster: str, nodes: int, sku: GpuSku, cap: int = 100,
     return sets, warnings
 
 
-AZURE_RECORD_VMS_PER_RACK = 16  # Azure's 128-rack v6.0 GB200 record run: 16 of each rack's 18 trays
-
-
 def rack_sizes(sku: GpuSku) -> tuple[int, ...]:
-    """The VMs per NVLink rack a whole-rack layout may use: a full rack, or 16 as Azure's record
-    run did; (1,) for sizes without multi-VM NVLink domains."""
-    rack = sku.nvlink_domain_vms
-    return (rack, AZURE_RECORD_VMS_PER_RACK) if rack > 1 else (1,)
+    """The VMs per NVLink rack a whole-rack layout may use: the row's `rack_layouts` (a full rack
+    first; ND GB200 v6 also 16, as Azure's record run did); (1,) for sizes without multi-VM
+    NVLink domains."""
+    return sku.rack_layouts if sku.nvlink_domain_vms > 1 and sku.rack_layouts else (1,)
 
 
 def rack_unit(cluster: Cluster) -> int:
     """The VMs a resize of `cluster` adds or removes at a time: one whole NVLink rack of its own
     layout, the rack size its record keeps (else as scale_set_layout picks it for its node
-    count: a full rack when they are whole racks, else 16), 1 without NVLink racks."""
+    count: a full rack when they are whole racks, else the smallest layout), 1 without NVLink
+    racks."""
     sku = lookup(cluster.sku)
     if sku.nvlink_domain_vms <= 1:
         return 1
-    return cluster.properties.rack_size() or default_vms_per_rack(cluster.nodes, sku) or AZURE_RECORD_VMS_PER_RACK
+    return cluster.properties.rack_size() or default_vms_per_rack(cluster.nodes, sku) or rack_sizes(sku)[-1]
 
 
 def valid_counts_near(nodes: int, unit: int) -> tuple[int, ...]:
@@ -74,10 +73,10 @@ def _rack_groups(nodes: int, sku: GpuSku, cap: int, vms_per_rack: int | None) ->
     per_rack = vms_per_rack or default_vms_per_rack(nodes, sku)
     if per_rack is None or nodes % per_rack:
         raise ConfigError(
-            f"{sku.short} comes in NVL72 racks of {rack} VMs: {nodes} nodes is not a whole "
+            f"{sku.short} comes in {sku.rack_name}s of {rack} VMs: {nodes} nodes is not a whole "
             f"number of racks",
-            hint=f"use a multiple of {rack} (or of {AZURE_RECORD_VMS_PER_RACK}, as Azure's 128-rack record run did), "
-                 "or set azure.vms_per_rack")
+            hint=f"use a multiple of {' or of '.join(str(n) for n in rack_sizes(sku))}, or set "
+                 "azure.vms_per_rack")
     racks_per_set = cap // per_rack
     if racks_per_set == 0:
         raise ConfigError(f"azure.vms_per_rack {per_rack} exceeds max_vms_per_scale_set {cap}")
@@ -86,9 +85,9 @@ def _rack_groups(nodes: int, sku: GpuSku, cap: int, vms_per_rack: int | None) ->
 
 
 def default_vms_per_rack(nodes: int, sku: GpuSku) -> int | None:
-    """VMs per NVL72 rack a plan uses when azure.vms_per_rack is not set: full racks (18) when
-    `nodes` is a multiple of 18, else racks of 16 (Azure's 128-rack v6.0 record run), else, below
-    one rack, one partial rack of `nodes` VMs: NVIDIA's published 2- and 4-node GB200 systems
+    """VMs per NVLink rack a plan uses when azure.vms_per_rack is not set: the first of the row's
+    rack_layouts that divides `nodes` (full racks of 18, else on GB200 racks of 16, as Azure's
+    128-rack v6.0 record run), else, below one rack, one partial rack of `nodes` VMs: NVIDIA's published 2- and 4-node GB200 systems
     ran that way (mlcommons/training_results_v5.1 NVIDIA/systems/tyche_ngpu8_*.json and
     tyche_ngpu16_*.json: number_of_nodes 2 and 4, system_name "Tyche (1x NVIDIA GB200 NVL72)").
     None when no rack size divides `nodes`; 1 for sizes without multi-VM NVLink domains."""

@@ -5,8 +5,8 @@ MP = TP·PP·CP, DP = GPUs / MP, MINIBS = GBS / DP, grad-accum = MINIBS / MBS. P
 and context parallel groups inside the NVLink domain (one VM on ND H100/H200 v5; an NVL72 rack of
 18 VMs on ND GB200 v6), carries data parallelism over InfiniBand, and for GB200 computes the Slurm
 `--segment` (SEGMENT = TP·PP·CP / GPUs per VM) that keeps every model-parallel group inside one
-rack. The Azure NCCL/UCX settings per VM size live here too. Pure functions; every refusal is one
-ConfigError line.
+rack. A size's NCCL/UCX settings are its catalog row's (`network_profile`); what Azure's fabric
+cannot honour is here (FABRIC_RULES). Pure functions; every refusal is one ConfigError line.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import math
 
 from pydantic import Field
 
-from orchestrator.hardware.catalog import GpuSku
+from orchestrator.hardware.catalog import GpuSku, NetworkProfile
 from orchestrator.hardware.layout import default_vms_per_rack
 from orchestrator.errors import ConfigError
 from orchestrator.models import FabricOverride, Frozen
@@ -114,15 +114,6 @@ class Placement(Frozen):
     segment: int | None = None
     racks: int | None = None
     notes: list[str] = Field(default_factory=list)
-
-
-class NetworkProfile(Frozen):
-    """Per-node NCCL/UCX/IB environment and host mounts for one Azure VM size."""
-
-    env: dict[str, str] = Field(default_factory=dict)
-    mounts: list[str] = Field(default_factory=list)
-    topo_file: str | None = None
-    source: str = ""
 
 
 def make_layout(*, gpus: int, tp: int, pp: int, cp: int, vp: int | None, mbs: int, gbs: int,
@@ -240,7 +231,7 @@ def place(layout: Layout, sku: GpuSku, nodes: int) -> Placement:
     cp_link = "nvlink" if tp_cp <= domain else "infiniband"
     if cp_link == "infiniband":
         notes.append(f"context-parallel groups span {math.ceil(tp_cp / per_vm)} VMs over InfiniBand "
-                     f"(TP*CP = {tp_cp} > {domain}), as in NVIDIA's published H100 405B configs")
+                     f"(TP*CP = {tp_cp} > {domain}), as in NVIDIA's published 405B configs for 8-GPU nodes")
     links = {"tp": "nvlink", "cp": cp_link,
              "pp": "nvlink" if layout.mp <= domain else "infiniband",
              "dp": "nvlink" if nodes <= sku.nvlink_domain_vms else "infiniband"}
@@ -252,7 +243,7 @@ def place(layout: Layout, sku: GpuSku, nodes: int) -> Placement:
     idle = rack_vms - per_rack * segment
     notes.append(f"{nodes // segment} model-parallel groups of {segment} VM(s), {per_rack} per "
                  f"{rack_vms}-VM rack ({idle} VM(s) per rack left idle): {racks} rack(s)"
-                 + (f" of the {sku.nvlink_domain_vms} an NVL72 rack holds" if rack_vms < sku.nvlink_domain_vms else ""))
+                 + (f" of the {sku.nvlink_domain_vms} an {sku.rack_name} holds" if rack_vms < sku.nvlink_domain_vms else ""))
     return Placement(nvlink_domain_gpus=domain, mp_gpus=layout.mp, links=links,
                      segment=segment if segment > 1 else None, racks=racks, notes=notes)
 
@@ -281,7 +272,7 @@ def _rack_packing(mp: int, sku: GpuSku, nodes: int) -> tuple[int, int]:
     per_vm, domain = sku.gpus_per_vm, sku.nvlink_domain_vms
     if mp > per_vm * domain:
         raise ConfigError(f"a model-parallel group of TP*PP*CP = {mp} GPUs ({math.ceil(mp / per_vm)} "
-                          f"VMs) would span {sku.short} NVL72 racks ({domain} VMs = "
+                          f"VMs) would span {sku.short} {sku.rack_name}s ({domain} VMs = "
                           f"{per_vm * domain} GPUs each)")
     if (mp > per_vm and mp % per_vm) or (mp < per_vm and per_vm % mp):
         raise ConfigError(f"a model-parallel group of {mp} GPUs does not tile {sku.short} VMs "
@@ -294,32 +285,10 @@ def _rack_packing(mp: int, sku: GpuSku, nodes: int) -> tuple[int, int]:
     return segment, math.ceil((nodes // segment) / (rack_vms // segment))
 
 
-# Azure NCCL/UCX/IB settings per VM size. UCX only carries PMIx/MPI wire-up, so it stays on the
-# front-end Ethernet; NCCL does the collectives over IB and NVLink.
-_ND_V5 = NetworkProfile(
-    env={"NCCL_TOPO_FILE": "/opt/microsoft/ndv5-topo.xml", "CUDA_DEVICE_ORDER": "PCI_BUS_ID",
-         "NCCL_IB_PCI_RELAXED_ORDERING": "1", "NCCL_SOCKET_IFNAME": "eth0",
-         "GLOO_SOCKET_IFNAME": "eth0", "UCX_TLS": "tcp", "UCX_NET_DEVICES": "eth0"},
-    mounts=["/opt/microsoft:/opt/microsoft:ro"], topo_file="/opt/microsoft/ndv5-topo.xml",
-    source="Azure HPC image /opt/microsoft/ndv5-topo.xml (also set in its /etc/nccl.conf); "
-           "H200 v5 shares the ND v5 host layout: verify the file on your image")
-_ND_GB200 = NetworkProfile(
-    env={"NCCL_MNNVL_ENABLE": "1", "NCCL_NVLS_ENABLE": "0", "NCCL_IB_HCA": "mlx5_1,mlx5_0,mlx5_3,mlx5_2",
-         "NCCL_SOCKET_IFNAME": "enP22p1s0f1", "GLOO_SOCKET_IFNAME": "enP22p1s0f1",
-         "UCX_TLS": "tcp", "UCX_NET_DEVICES": "enP22p1s0f1", "CUDA_VISIBLE_DEVICES": "0,1,2,3"},
-    mounts=["/dev/nvidia-caps-imex-channels:/dev/nvidia-caps-imex-channels"],
-    source="Azure v6.0 405B submission configs/azure/config_mrc_env.sh (R60F), without its MRC "
-           "verbs plugin; no topology file: NCCL discovers the NVL72 fabric through IMEX (MNNVL)")
-AZURE_NETWORK: dict[str, NetworkProfile] = {
-    "Standard_ND96isr_H100_v5": _ND_V5,
-    "Standard_ND96isr_H200_v5": _ND_V5,
-    "Standard_ND128isr_NDR_GB200_v6": _ND_GB200,
-}
-
-
 def network_profile(sku: GpuSku) -> NetworkProfile:
-    """The Azure network environment for `sku` (empty for sizes without one, e.g. local)."""
-    return AZURE_NETWORK.get(sku.name, NetworkProfile())
+    """The NCCL/UCX environment and mounts a job gets on `sku`: its catalog row's (an empty one,
+    with the reason in its source, on sizes without a fabric)."""
+    return sku.network
 
 
 # What NVIDIA's configs ask of Eos' fabric that an Azure cluster cannot give, and what azbench
@@ -348,7 +317,7 @@ _OFF = ("", "0", "false", "no", "none")
 def fabric_overrides(sku: GpuSku, env: dict[str, str], sources: dict[str, str]) -> list[FabricOverride]:
     """The settings of an effective environment an Azure size's fabric cannot honour
     (FABRIC_RULES), each with where the config asked for it; none off Azure's GPU sizes."""
-    if sku.name not in AZURE_NETWORK:
+    if not (sku.is_azure_size and sku.gpus_per_vm):
         return []
     out = []
     for name, (value, why) in FABRIC_RULES.items():

@@ -121,7 +121,7 @@ class GroupReport(Frozen):
     round: str | None = None
     submitter: str | None = None
     sku: str | None = None
-    gpu_type: str | None = Field(None, description='the GPU as a reader names it: "H100", "GB200"')
+    gpu_type: str | None = Field(None, description="the GPU as a reader names it (the catalog row's label)")
     catalog_size: str | None = Field(None, description="the catalog size with that GPU (prices, "
                                                        "peaks); None when no Azure size has it")
     nodes: int | None = None

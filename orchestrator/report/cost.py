@@ -14,7 +14,7 @@ import math
 from collections.abc import Mapping, Sequence
 
 from orchestrator.errors import ConfigError, NotFoundError
-from orchestrator.hardware.catalog import lookup
+from orchestrator.hardware.catalog import gpu_skus, lookup
 from orchestrator.models import Frozen
 from orchestrator.report.gpus import GpuMatch
 from orchestrator.results import metrics
@@ -36,11 +36,17 @@ class GroupCost(Frozen):
     price_source: str = ""
 
 
+def price_example() -> str:
+    """An example of --price from the catalog: the first GPU size with a list price, at it."""
+    row = next((r for r in gpu_skus() if r.price_per_hour_usd is not None), None)
+    return f"{row.key}={row.price_per_hour_usd:.2f}" if row and row.price_per_hour_usd else "KEY=USD"
+
+
 def parse_price(text: str) -> tuple[str, float]:
     """'SKU=USD_PER_HOUR' (a size name or alias) -> (catalog size name, USD per VM-hour)."""
     sku, sep, value = text.partition("=")
     if not sep or not sku.strip():
-        raise ConfigError(f"--price '{text}': expected SKU=USD_PER_HOUR, e.g. h200=84.80")
+        raise ConfigError(f"--price '{text}': expected SKU=USD_PER_HOUR, e.g. {price_example()}")
     try:
         row = lookup(sku.strip())
     except NotFoundError as exc:
@@ -68,7 +74,8 @@ def group_cost(rows: Sequence[ResultRow], gpu: GpuMatch, nodes: int | None, gpus
     price = override if override is not None else row.price_per_hour_usd
     source = "--price" if override is not None else row.price_source
     if price is None:
-        return GroupCost(cost_note=f"cost unknown: no list price for {row.name}",
+        return GroupCost(cost_note=f"cost unknown: no list price for {row.name} "
+                                   f"(give one with --price {row.key}=USD)",
                          price_source=source)
     vms = nodes if gpu.exact else (math.ceil(gpus / row.gpus_per_vm)
                                    if gpus and row.gpus_per_vm else None)

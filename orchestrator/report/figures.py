@@ -28,6 +28,7 @@ from typing import Any
 
 from orchestrator.forecast.curve import CurveData
 from orchestrator.forecast.points import STORED, group_order
+from orchestrator.hardware.catalog import bare_name, colour_of, find
 from orchestrator.report.build import GroupReport, SkuSpeedup, WeakScaling
 from orchestrator.report.gpus import match_gpu
 from orchestrator.report.history import HistorySeries
@@ -52,8 +53,6 @@ KELLY = ("#0067a5", "#f38400", "#008856", "#be0032", "#875692", "#882d17", "#e68
          "#604e97", "#f6a600", "#b3446c", "#654522", "#e25822", "#2b3d26", "#a1caf1", "#848482",
          "#f99379", "#c2b280", "#dcd300", "#f3c300")
 SYMBOLS = ("circle", "square", "diamond", "triangle-up", "cross", "x")
-GPU_COLOURS = {"H100": "#0067a5", "H200": "#008856", "GB200": "#f38400", "GB300": "#be0032",
-               "MI300X": "#875692"}
 
 
 class Palette:
@@ -185,7 +184,7 @@ def strong_scaling(bench: str, groups: Sequence[GroupReport]) -> Figure | None:
         ideal = [v / x[0] for v in x]
         xs += x
         ys += y + ideal
-        colour = GPU_COLOURS.get(gpu, KELLY[len(traces) // 2 % len(KELLY)])
+        colour = colour_of(gpu) or KELLY[len(traces) // 2 % len(KELLY)]
         traces.append({"type": "scatter", "mode": "lines+markers", "name": gpu, "x": x, "y": y,
                        "line": {"color": colour}, "marker": {"color": colour},
                        "legendrank": len(traces) + 1,
@@ -240,7 +239,8 @@ def forecast(curve: CurveData, palette: Palette) -> Figure:
     measured counts, dotted past them) with its 80% interval as a band, drawn first so the points
     sit on top: the published ones as open diamonds, one trace per round (the newest darkest),
     the stored ones as stars in their system's colour (`meta`: the systems key hides them)."""
-    colour = GPU_COLOURS.get(curve.gpu.upper(), KELLY[0])
+    row = find(curve.gpu)
+    colour = (colour_of(row.label) if row else None) or KELLY[0]
     basis, per_node = curve.basis, curve.gpus_per_node
     xs = [s.gpus for s in curve.samples]
     hover = [f"{s.gpus:,.0f} GPUs ({s.gpus / per_node:,.0f} nodes): {s.minutes:.2f} min "
@@ -673,7 +673,7 @@ def _pct(value: float | None) -> float | None:
 
 
 def _gpu(sku: str | None) -> str:
-    """A catalog size as its short name ("ND96isr_H100_v5"), an accelerator as its GPU type."""
-    if sku and sku.startswith("Standard_"):
-        return sku.removeprefix("Standard_")
+    """A catalog size as its name without Azure's prefix, an accelerator as its GPU type."""
+    if sku and bare_name(sku) != sku:
+        return bare_name(sku)
     return match_gpu(sku).label

@@ -1,12 +1,14 @@
-"""Which GPU a result ran on: the GPU type a reader sees ("H100", "GB200") and the catalog size
-that has that GPU (its list price and peaks), from what a result row stores as its `sku`.
+"""Which GPU a result ran on: the GPU type a reader sees (the catalog row's `label`) and the
+catalog size that has that GPU (its list price and peaks), from what a result row stores as its
+`sku`.
 
 A result's `sku` is a catalog size name for azbench's own runs and Azure submissions
 ("Standard_ND96isr_H100_v5"), and the system JSON's `accelerator_model_name` for other imported
 results ("NVIDIA H100-SXM5-80GB", "NVIDIA Blackwell GPU (GB200)"). MLPerf names go through
-results.published.catalog_gpu, the one tested table of every accelerator name in the published
-trees. A name that table does not know is "unmapped": the match carries a warning naming the
-string, and the GPU type is a best-effort short name, never a guessed catalog size.
+the catalog's accelerator table (each size's `mlperf.accelerators`, and the accelerators listed
+under no Azure size), the one tested table of every accelerator name in the published trees. A
+name that table does not know is "unmapped": the match carries a warning naming the string, and
+the GPU type is a best-effort short name, never a guessed catalog size.
 """
 
 from __future__ import annotations
@@ -14,11 +16,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from orchestrator.hardware.catalog import GpuSku, find
-from orchestrator.results.published import ACCELERATORS, catalog_gpu
-
-# The catalog aliases results.published.catalog_gpu answers, as a reader names the GPU.
-GPU_LABELS = {"h100": "H100", "h200": "H200", "gb200": "GB200", "mi300x": "MI300X"}
+from orchestrator.hardware.catalog import (SIZES_FILE, GpuSku, by_accelerator, find, gpu_labels,
+                                           no_azure_size)
 
 
 @dataclass(frozen=True)
@@ -40,19 +39,16 @@ def match_gpu(sku: str | None) -> GpuMatch:
         return GpuMatch(None, "?", note="GPU unknown: the result names no SKU or accelerator")
     row = find(sku)
     if row is not None:
-        label = GPU_LABELS.get(row.aliases[0], "") if row.aliases else ""
-        if not row.gpus_per_vm:
-            label = "CPU" if row.is_azure_size else "local CPU"
-        return GpuMatch(sku, label or row.short, row, exact=row.name == sku)
-    alias = catalog_gpu(sku)
-    if alias is not None:
-        return GpuMatch(sku, GPU_LABELS.get(alias, alias.upper()), find(alias))
-    if sku in ACCELERATORS:
+        return GpuMatch(sku, row.label, row, exact=row.name == sku)
+    row = by_accelerator(sku)
+    if row is not None:
+        return GpuMatch(sku, row.label, row)
+    if no_azure_size(sku) is not None:
         return GpuMatch(sku, short_label(sku),
                         note=f"no Azure size in the catalog has {sku}: no list price")
     return GpuMatch(sku, short_label(sku), unmapped=True,
-                    note=f"unmapped accelerator '{sku}': not in results/published.py ACCELERATORS, "
-                         "so no GPU type, list price or published neighbour")
+                    note=f"unmapped accelerator '{sku}': not in the catalog's accelerator table "
+                         f"({SIZES_FILE.name}), so no GPU type, list price or published neighbour")
 
 
 def short_label(accelerator: str) -> str:
@@ -69,7 +65,7 @@ def short_label(accelerator: str) -> str:
     label = head if re.search(r"[0-9]", head) else words[0]
     if not re.search(r"[0-9]", label) and len(words) > 1:
         label = " ".join(words[:2])  # "RTX A5000", not "RTX"
-    if label in GPU_LABELS.values() and catalog_gpu(accelerator) is None:
+    if label in gpu_labels() and by_accelerator(accelerator) is None:
         label = text[:24].strip()
     return label
 

@@ -11,6 +11,7 @@ from datetime import datetime
 
 from pydantic import Field
 
+from orchestrator.hardware.catalog import bare_name
 from orchestrator.models import Frozen
 
 
@@ -41,7 +42,7 @@ class HistorySeries(Frozen):
 
     @property
     def label(self) -> str:
-        return f"{self.benchmark} {self.nodes}x{(self.sku or '?').removeprefix('Standard_')}"
+        return f"{self.benchmark} {self.nodes}x{bare_name(self.sku or '?')}"
 
     @property
     def regressions(self) -> list[HistoryPoint]:

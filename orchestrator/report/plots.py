@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from orchestrator.errors import StoreError
+from orchestrator.hardware.catalog import bare_name
 from orchestrator.report.build import Report, group_label, group_results
 from orchestrator.results.summary import kept_step_times, summary_of
 from orchestrator.store.schema import ResultRow
@@ -213,7 +214,7 @@ def _log_if_wide(ax: Any, values: Sequence[Any], axis: str) -> None:
 
 
 def _short(sku: str) -> str:
-    return sku.removeprefix("Standard_")
+    return bare_name(sku)
 
 
 def _save(plt: Any, fig: Any, path: Path) -> Path:

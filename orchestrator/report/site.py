@@ -36,7 +36,7 @@ from orchestrator.errors import ConfigError
 from orchestrator.forecast.curve import CurveData, benchmark_curves
 from orchestrator.forecast.points import check_benchmark, series_points
 from orchestrator.goodput.model import ClusterGoodput, RunGoodput
-from orchestrator.hardware.catalog import gpu_skus
+from orchestrator.hardware.catalog import gpu_skus, lookup
 from orchestrator.paths import templates_dir, write_atomic
 from orchestrator.report import figures as figs
 from orchestrator.report import goodput_charts as gcharts
@@ -465,10 +465,10 @@ def _forecast_box(c: CurveData) -> dict[str, Any]:
     """What the page shows beside one curve: the caption, the input's first node count and what
     node counts the size takes."""
     racks = c.node_steps != [1]
-    return {"gpu": c.gpu, "label": c.gpu.upper(), "sku_short": c.sku_short,
+    return {"gpu": c.gpu, "label": lookup(c.gpu).label, "sku_short": c.sku_short,
             "caption": c.caption.replace("stored (marked *)", "stored (the stars)"),
             "default_nodes": default_nodes(c),
-            "steps_note": (f"whole NVL72 racks: a multiple of {c.node_steps[0]} or "
+            "steps_note": (f"whole {lookup(c.gpu).rack_name}s: a multiple of {c.node_steps[0]} or "
                            f"{' or '.join(str(s) for s in c.node_steps[1:])} VMs, or fewer than "
                            f"{c.node_steps[0]} in one rack" if racks else "")}
 

@@ -28,7 +28,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from orchestrator import paths
-from orchestrator.hardware.catalog import find
+from orchestrator.hardware.catalog import find, size_in_system
 from orchestrator.errors import ConfigError, NotFoundError
 from orchestrator.models import Frozen
 from orchestrator.results.files import check_regular, kind_of, open_regular, read_small
@@ -42,9 +42,6 @@ ATTEMPT_RE = re.compile(r"^attempt-(\d+)$")
 RUN_LOG = "train.log"
 PLACEHOLDER = "PLACEHOLDER"
 JSON_LIMIT = 1 << 20  # bytes: a system description or scaling.json is a few hundred
-# Azure VM families named in system ids / names ("ND_H100_v5_n1344_pytorch", "2048xAzure_GB200").
-_ND_RE = re.compile(r"ND[_ ]?(H100|H200|GB200|MI300X)[_ ]v\d", re.IGNORECASE)
-_AZURE_GPU_RE = re.compile(r"Azure[_ ](H100|H200|GB200)", re.IGNORECASE)
 
 
 class ImportedFile(Frozen):
@@ -394,10 +391,10 @@ def _scaling_factor(path: Path | None, warnings: list[str]) -> float | None:
 
 
 def _sku_for(system: str, system_name: str, accelerator: str | None) -> str | None:
-    """The catalog VM size an Azure system id names, else the accelerator model name."""
+    """The catalog VM size an Azure system id or name names (the rows' `mlperf.systems`
+    patterns), else the accelerator model name."""
     for text in (system, system_name):
-        m = _ND_RE.search(text) or _AZURE_GPU_RE.search(text)
-        row = find(m[1].lower()) if m else None
+        row = size_in_system(text)
         if row:
             return row.name
     tail = system.split("x", 1)[1] if re.match(r"^\d+x.", system) else ""

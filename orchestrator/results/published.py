@@ -7,10 +7,10 @@ recipes/published/ATTRIBUTION.md names the sources. The report puts a run beside
 the planner fits time-to-train against scale over `series()`.
 
 Accelerators are matched through `catalog_gpu()`: an MLPerf `accelerator_model_name`, exactly as a
-system JSON spells it, maps to the catalog alias of the Azure size with that GPU ("h100", "h200",
-"gb200", "mi300x"), or to None where azbench's catalog has no such GPU (B200, GB300, PCIe and NVL
-cards, ...). Benchmarks are matched by their current key: the logs of rounds up to v4.1 say
-"ssd" for RetinaNet and "gnn" for R-GAT.
+system JSON spells it, maps to the key (first alias) of the catalog size with that GPU, as the
+size's row lists it (hardware/sizes.yaml `mlperf.accelerators`), or to None where the catalog
+lists it under no Azure size (`no_azure_size`) or does not know it. Benchmarks are matched by their
+current key: the logs of rounds up to v4.1 say "ssd" for RetinaNet and "gnn" for R-GAT.
 """
 
 from __future__ import annotations
@@ -20,85 +20,21 @@ import math
 from collections.abc import Sequence
 from functools import lru_cache
 
-from orchestrator.hardware.catalog import find
+from orchestrator.hardware.catalog import by_accelerator, find
 from orchestrator.models import Frozen
 from orchestrator.paths import recipes_dir
 
 DATA_FILE = "published/training_results.csv"
-
-# Every accelerator_model_name in the system JSONs of training_results v3.0-v5.1 (as listed by
-# recipes/published/generate.py), plus a few spellings seen elsewhere (marked), mapped to the
-# catalog alias of the Azure size whose GPU it is. None: no catalog row has that GPU. PCIe/NVL
-# cards are not the SXM parts of ND H100 v5 / ND H200 v5 (lower power, no NVSwitch), and the
-# 96 GB H100 has more memory than ND H100 v5's, so none of them stand in for a catalog size.
-ACCELERATORS: dict[str, str | None] = {
-    # H100 SXM 80 GB: ND H100 v5
-    "NVIDIA H100-SXM5-80GB": "h100",
-    "NVIDIA H100-SXM-80GB": "h100",            # v3.0/v3.1 Azure ND_H100_v5
-    "NVIDIA H100 80GB HBM3": "h100",           # nvidia-smi's name for the SXM part (v4.1 FlexAI)
-    "NVIDIA H100-SXM5-96GB": None,
-    "NVIDIA H100-PCIe-80GB": None,
-    "NVIDIA H100-PCIe": None,
-    "H100 NVL Tensor Core GPU (PCIe)": None,
-    # H200 SXM 141 GB: ND H200 v5
-    "NVIDIA H200-SXM5-141GB": "h200",
-    "NVIDIA H200-SXM-141GB": "h200",           # not in the trees (spelling used elsewhere)
-    "NVIDIA H200-NVL-141GB": None,
-    # GB200: ND GB200 v6
-    "NVIDIA Blackwell GPU (GB200)": "gb200",
-    "NVIDIA GB200": "gb200",                   # not in the trees (spelling used elsewhere)
-    "NVIDIA Blackwell GPU (B200-SXM-180GB)": None,
-    "NVIDIA B200-SXM-180GB": None,             # not in the trees (spelling used elsewhere)
-    "NVIDIA Blackwell Ultra GPU (GB300)": None,
-    "NVIDIA Blackwell Ultra GPU (B300-SXM-270GB)": None,
-    # AMD MI300X: ND MI300X v5
-    "AMD Instinct MI300X 192GB HBM3": "mi300x",
-    "AMD Instinct MI325X 256GB HBM3E": None,
-    "AMD Instinct MI325X 256GB HBM3e": None,
-    "AMD Instinct MI325X 256GB HBM3E DLC": None,
-    "AMD Instinct MI350X": None,
-    "AMD Instinct MI355X": None,
-    "AMD Radeon RX 7900 XTX": None,
-    # Older or other NVIDIA parts
-    "NVIDIA A100-SXM-40GB": None,
-    "NVIDIA A100-SXM4-40GB": None,
-    "NVIDIA A100-SXM4-80GB": None,
-    "NVIDIA A100-SXM-80GB CTS": None,
-    "NVIDIA A100-PCIe-80GB": None,
-    "NVIDIA A100 - PCIe - 80 GB": None,
-    "NVIDIA A10G": None,
-    "NVIDIA A30": None,
-    "NVIDIA A30-PCIE-24GB": None,
-    "NVIDIA A40": None,
-    "NVIDIA L4": None,
-    "NVIDIA L40": None,
-    "NVIDIA L40S": None,
-    "NVIDIA RTX A5000": None,
-    "NVIDIA RTX Pro 6000 SE PCIe 96GB": None,
-    "NVIDIA GeForce RTX 4090": None,
-    # Other accelerators, and the CPU-only systems ("N/A", 0 per node)
-    "Habana Gaudi2": None,
-    "Intel Gaudi2": None,
-    "Intel(R) Gaudi(R) 2 AI Accelerator": None,
-    "TPU-v5e": None,
-    "TPU-v5p": None,
-    "TPU-trillium": None,
-    "N/A": None,
-}
 
 # Old benchmark keys (as the logs of earlier rounds say) -> the current key.
 BENCHMARK_ALIASES: dict[str, str] = {"ssd": "retinanet", "gnn": "rgat", "mask": "maskrcnn"}
 
 
 def catalog_gpu(accelerator: str | None) -> str | None:
-    """The catalog alias ("h100", "h200", "gb200", "mi300x") for an MLPerf accelerator name, or
-    for a catalog size name or alias; None when unknown or when no catalog size has that GPU."""
-    if not accelerator:
-        return None
-    if accelerator in ACCELERATORS:
-        return ACCELERATORS[accelerator]
-    row = find(accelerator)
-    return row.aliases[0] if row and row.gpus_per_vm and row.aliases else None
+    """The key of the catalog GPU size (its first alias) for an MLPerf accelerator name, or for a
+    catalog size name or alias; None when unknown or when no catalog size has that GPU."""
+    row = by_accelerator(accelerator) or find(accelerator)
+    return row.key if row is not None and row.gpus_per_vm else None
 
 
 def canonical_benchmark(key: str) -> str:

@@ -20,7 +20,13 @@ snapshots lack files of 4 MiB and more), the system JSON is missing or unreadabl
 summarizer gives no score. Afterwards the official summarizer CLI
 (`python -m mlperf_logging.result_summarizer FOLDER training RULESET --csv ...`) is run on a
 sample of systems (--check, copies in a temp dir) and its scores are compared with the rows.
-Accelerator names that orchestrator.results.published.ACCELERATORS does not list are reported.
+Accelerator names the catalog (orchestrator/hardware/sizes.yaml: a size's `mlperf.accelerators`,
+or `no_azure_size`) does not list are reported.
+
+It also writes recipes/published/accelerators.csv: the accelerator_model_name of every system
+JSON in the trees (scored or not), which tests/test_catalog.py holds the catalog's table to.
+`--accelerators-only` writes just that file (seconds: it reads the system JSONs with git, no
+logs).
 
 The output is Apache-2.0 data derived from the training_results repositories; the sources and
 their commits are written to recipes/published/ATTRIBUTION.md.
@@ -49,6 +55,7 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 OUT = HERE / "training_results.csv"
+ACCELERATORS_OUT = HERE / "accelerators.csv"
 ROUNDS = ("v3.0", "v3.1", "v4.0", "v4.1", "v5.0", "v5.1")
 COLUMNS = ("round", "org", "submitter", "division", "availability", "system", "system_name",
            "accelerator", "accelerators_per_node", "nodes", "accelerators", "host_processor",
@@ -342,6 +349,10 @@ def attribution(commits: dict[str, str], mirrors: Path) -> None:
              "`python recipes/published/generate.py MIRRORS` (see its docstring); result folders whose",
              "logs were absent from the mirrors are not in the table.",
              "",
+             "`accelerators.csv` holds, for every system JSON of the same trees, its round, submitter",
+             "folder, system name and `accelerator_model_name` field, nothing else (`generate.py",
+             "--accelerators-only` rewrites it).",
+             "",
              "| round | repository | commit | licence | derived |",
              "|---|---|---|---|---|"]
     for r, c in sorted(commits.items()):
@@ -351,9 +362,40 @@ def attribution(commits: dict[str, str], mirrors: Path) -> None:
     (HERE / "ATTRIBUTION.md").write_text("\n".join(lines) + "\n")
 
 
-def summary(rows: list[dict[str, Any]], skipped: list[str]) -> None:
+def system_accelerators(mirrors: Path, rounds: list[str]) -> list[tuple[str, str, str, str]]:
+    """(round, org, system, accelerator_model_name) of every <org>/systems/<system>.json at HEAD,
+    read straight from the mirrors (an unreadable JSON is reported and left out)."""
+    out = []
+    for round_ in rounds:
+        repo = mirrors / f"mlcommons+training_results_{round_}" / "repo"
+        for path in git(repo, "ls-tree", "-r", "--name-only", "HEAD").splitlines():
+            parts = path.split("/")
+            if len(parts) != 3 or parts[1] != "systems" or not parts[2].endswith(".json"):
+                continue
+            try:
+                name = json.loads(git(repo, "show", f"HEAD:{path}"))["accelerator_model_name"]
+            except (ValueError, KeyError, TypeError, subprocess.CalledProcessError) as exc:
+                print(f"{round_}/{path}: unreadable ({type(exc).__name__}): left out", file=sys.stderr)
+                continue
+            out.append((round_, parts[0], parts[2].removesuffix(".json"), str(name)))
+    return sorted(out)
+
+
+def write_accelerators(entries: list[tuple[str, str, str, str]]) -> None:
+    with ACCELERATORS_OUT.open("w", encoding="utf-8", newline="") as handle:
+        writer = csv.writer(handle, lineterminator="\n")
+        writer.writerow(("round", "org", "system", "accelerator"))
+        writer.writerows(entries)
+
+
+def known_accelerators() -> dict[str, str | None]:
     sys.path.insert(0, str(ROOT))
-    from orchestrator.results.published import ACCELERATORS
+    from orchestrator.hardware.catalog import accelerator_names
+    return accelerator_names()
+
+
+def summary(rows: list[dict[str, Any]], skipped: list[str]) -> None:
+    ACCELERATORS = known_accelerators()
 
     print(f"\n{len(rows)} rows, {OUT.stat().st_size} bytes -> {OUT.relative_to(ROOT)}", file=sys.stderr)
     for title, field in (("round", "round"), ("benchmark", "benchmark")):
@@ -362,10 +404,10 @@ def summary(rows: list[dict[str, Any]], skipped: list[str]) -> None:
     names = collections.Counter(r["accelerator"] for r in rows)
     print("accelerators (rows -> catalog):", file=sys.stderr)
     for name, count in sorted(names.items()):
-        mapped = ACCELERATORS[name] if name in ACCELERATORS else "UNKNOWN (not in ACCELERATORS)"
+        mapped = ACCELERATORS[name] if name in ACCELERATORS else "UNKNOWN (not in the catalog)"
         print(f"  {name!r}: {count} -> {mapped}", file=sys.stderr)
     unknown = sorted(n for n in names if n not in ACCELERATORS)
-    print(f"accelerator names not in ACCELERATORS: {unknown or 'none'}", file=sys.stderr)
+    print(f"accelerator names not in the catalog: {unknown or 'none'}", file=sys.stderr)
     short = [r for r in rows if r["result_files"] != r["runs_required"]]
     print(f"rows whose result file count differs from the benchmark's required runs: {len(short)}", file=sys.stderr)
     for r in short:
@@ -385,7 +427,16 @@ def main() -> None:
     parser.add_argument("--orgs", nargs="+", help="only these submitter folders (for a quick try)")
     parser.add_argument("--check", nargs="*", default=list(CHECK),
                         help="round/org/system to re-score with the summarizer CLI (none: skip)")
+    parser.add_argument("--accelerators-only", action="store_true",
+                        help="write only accelerators.csv (every system JSON's accelerator)")
     args = parser.parse_args()
+    entries = system_accelerators(args.mirrors, args.rounds)
+    write_accelerators(entries)
+    unknown = sorted({e[3] for e in entries} - set(known_accelerators()))
+    print(f"{len(entries)} system JSONs -> {ACCELERATORS_OUT.relative_to(ROOT)}; accelerator names not "
+          f"in the catalog: {unknown or 'none'}", file=sys.stderr)
+    if args.accelerators_only:
+        return
     with contextlib.ExitStack() as stack:
         work = args.work or Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="published-")))
         rows, skipped, commits = generate(args.mirrors, args.rounds, work, args.jobs, args.orgs)

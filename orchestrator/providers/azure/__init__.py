@@ -9,8 +9,10 @@ creates, adopts and deletes one resource through its long-running operation, boo
 the VMs to boot, status.py is ARM's view, owner.py who owns a cluster, expiry.py and spot.py the
 self-expiry and spot-capacity helpers, roles.py the head identity's custom role (defined on the
 cluster's group, assigned, deleted with it), heal.py replaces and resizes, guest_health.py reports bad
-hosts, cloudinit.py the VMs' cloud-init, clients.py the management clients (AzureClients).
-records.py is the one module that reads the SDK's objects: the rest consumes its typed records.
+hosts, cloudinit.py the VMs' cloud-init, clients.py the management clients (AzureClients) and
+every call made through them. clients.py and records.py are the SDK edge: only clients.py calls
+the SDK's operation groups, only records.py reads the SDK's objects; the rest consumes typed
+records (tests/test_layout.py holds the backend to it).
 What it shares with azureml (credentials, ARM errors, the throttle policy, tags, the size and
 quota checks, the ARM connection) is in providers/azure_shared/; it never imports azureml/.
 Exposes: BACKEND (the registry's entry). azure.* is imported only inside functions.

@@ -16,10 +16,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from orchestrator.providers.azure import records
 from orchestrator.providers.azure import resources as ar
 from orchestrator.providers.azure.clients import AzureClients
-from orchestrator.providers.azure.lro import Observed
+from orchestrator.providers.azure.records import ArmResource
 from orchestrator.providers.azure_shared.errors import arm_call
 from orchestrator.specs.cluster import ClusterSpec
 from orchestrator.errors import ConfigError
@@ -61,19 +60,18 @@ class LiveShape:
         return sum(vms for _, vms in self.sets) if self.sets else None
 
 
-def live_shape(clients: AzureClients, rg: str, cluster: str, seen: Mapping[str, Observed | None]) -> LiveShape:
-    """The live facts, from the observed resources (lro.Observed by 'kind/name') and one list of
+def live_shape(clients: AzureClients, rg: str, cluster: str, seen: Mapping[str, ArmResource | None]) -> LiveShape:
+    """The live facts, from the observed resources (lro.observe's, by 'kind/name') and one list of
     the group's scale sets (only when the group exists)."""
     group = seen.get(f"{ar.RG}/{rg}")
     if group is None:
         return LiveShape()
     with arm_call(f"list scale sets of {rg}"):
-        sets = [s for s in map(records.scale_set, clients.compute.virtual_machine_scale_sets.list(rg))
-                if s.tags.get(TAG_CLUSTER) == cluster]
+        sets = [s for s in clients.scale_sets_in(rg) if s.tags.get(TAG_CLUSTER) == cluster]
     region = next((o.location for k, o in seen.items() if o is not None and not k.startswith(ar.RG)
                    and o.location), None) or (sets[0].location if sets else None)
     nsg = next((o for k, o in seen.items() if o is not None and k.startswith(ar.NSG + "/")), None)
-    ssh = nsg.facts.ssh_source if nsg is not None else None
+    ssh = nsg.ssh_source if nsg is not None else None
     if not sets:
         return LiveShape(region=region, ssh_range=ssh)
     return LiveShape(sets=tuple((s.name, s.capacity) for s in sets), sku=sets[0].sku_name, region=region,

@@ -61,15 +61,13 @@ def head_principal(vm: records.ArmResource, head: str) -> str:
 def move_expiry(clients: AzureClients, cluster: str, expires: datetime) -> list[str]:
     """Set `azbench-expires` on the cluster's groups and tagged resources (tags merged, others
     kept); returns the scopes changed. NotFoundError when Azure holds nothing of the cluster."""
-    from azure.mgmt.resource.resources.models import Tags, TagsPatchResource
     stamp = expires.strftime("%Y-%m-%dT%H:%M:%SZ")
     groups, resources = tagged(clients, cluster)
     if not groups and not resources:
         raise NotFoundError(f"Azure holds no resource tagged azbench-cluster={cluster}")
     scopes = [rid(clients.subscription_id, g.name) for g in groups] + [r.id for r in resources]
-    patch = TagsPatchResource(operation="Merge", properties=Tags(tags={TAG_EXPIRES: stamp}))
     for scope in scopes:
         with arm_call(f"tag {scope}"):
-            clients.resources.tags.begin_update_at_scope(scope, patch).result()
+            clients.merge_tags(scope, {TAG_EXPIRES: stamp})
     return scopes
 

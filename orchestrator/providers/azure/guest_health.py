@@ -57,16 +57,10 @@ def impact_name(cluster: str, node: str) -> str:
 
 def report(clients: AzureClients, name: str, body: ImpactBody) -> None:
     """PUT the impact through the resources client's pipeline (credential, retries, policies)."""
-    from azure.core.exceptions import HttpResponseError
-    from azure.core.rest import HttpRequest
-    from azure.mgmt.core.exceptions import ARMErrorFormat
     url = (f"{clients.base_url}/subscriptions/{clients.subscription_id}/providers/Microsoft.Impact/"
            f"workloadImpacts/{name}")
     with arm_call(f"report {name} to Azure Guest Health Reporting"):
-        response = clients.resources.send_request(
-            HttpRequest("PUT", url, params={"api-version": API_VERSION}, json=body))
-        if response.status_code != 200:
-            raise HttpResponseError(response=response, error_format=ARMErrorFormat)
+        clients.put_json(url, API_VERSION, body)
 
 
 def now() -> datetime:

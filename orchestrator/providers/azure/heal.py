@@ -9,7 +9,7 @@ Slurm turns the FUTURE node idle. Nothing is re-rendered and slurmctld is not re
 same holds for a spot VM that the `delete` eviction policy removed and a restore brought back
 under a new id (spot.py). A retired node goes DOWN, then FUTURE (hidden, never scheduled).
 
-ARM side, all through azure-mgmt-compute:
+ARM side, all through azure-mgmt-compute (clients.py makes the calls):
 - delete instances: VirtualMachineScaleSets.begin_delete_instances (POST .../delete,
   https://learn.microsoft.com/en-us/rest/api/compute/virtual-machine-scale-sets/delete-instances):
   the instances go and the set's capacity drops by as many;
@@ -27,7 +27,6 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from orchestrator.providers.azure import records
 from orchestrator.providers.azure.clients import AzureClients
 from orchestrator.providers.azure_shared.errors import arm_call
 from orchestrator.errors import CapacityError, ConfigError, ProvisionError
@@ -58,8 +57,8 @@ def read_sets(clients: AzureClients, rg: str, names: Iterable[str]) -> list[SetV
     out = []
     for name in names:
         with arm_call(f"read scale set {name}"):
-            vmss = records.scale_set(clients.compute.virtual_machine_scale_sets.get(rg, name))
-            vms = [records.scale_set_vm(vm) for vm in clients.compute.virtual_machine_scale_set_vms.list(rg, name)]
+            vmss = clients.scale_set(rg, name)
+            vms = clients.set_vms(rg, name)
         slots = vmss.tags.get(TAG_SLOTS)
         out.append(SetView(name=name, sku_name=vmss.sku_name, sku_tier=vmss.sku_tier, capacity=vmss.capacity,
                            slots=int(slots) if slots and slots.isdigit() else None,
@@ -76,18 +75,13 @@ def find_host(sets: Sequence[SetView], host: str, cluster: str) -> tuple[SetView
 
 
 def delete_instances(clients: AzureClients, rg: str, scale_set: str, ids: Sequence[int]) -> None:
-    from azure.mgmt.compute import models as m
     with arm_call(f"delete instances {', '.join(map(str, ids))} of {scale_set}"):
-        clients.compute.virtual_machine_scale_sets.begin_delete_instances(
-            rg, scale_set, m.VirtualMachineScaleSetVMInstanceRequiredIDs(instance_ids=[str(i) for i in ids])).result()
+        clients.delete_instances(rg, scale_set, [str(i) for i in ids])
 
 
 def set_capacity(clients: AzureClients, rg: str, view: SetView, capacity: int) -> None:
-    from azure.mgmt.compute import models as m
     with arm_call(f"set the capacity of {view.name} to {capacity} VMs"):
-        clients.compute.virtual_machine_scale_sets.begin_update(
-            rg, view.name, m.VirtualMachineScaleSetUpdate(
-                sku=m.Sku(name=view.sku_name, tier=view.sku_tier, capacity=capacity))).result()
+        clients.set_capacity(rg, view.name, view.sku_name, view.sku_tier, capacity)
 
 
 def grow(clients: AzureClients, rg: str, sets: Sequence[SetView], count: int, cluster: str, unit: int = 1) -> list[str]:

@@ -18,11 +18,11 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Mapping, Protocol, cast
+from typing import Callable
 
-from orchestrator.providers.azure import records
-from orchestrator.providers.azure.clients import AzureClients
-from orchestrator.providers.azure.resources import NIC, NSG, PIP, RG, VM, VMSS, VNET
+from orchestrator.providers.azure.clients import AzureClients, Operation
+from orchestrator.providers.azure.records import ArmResource
+from orchestrator.providers.azure.resources import RG
 from orchestrator.providers.azure_shared.errors import (
     ArmErrorClass,
     ThrottleBudgetSpent,
@@ -31,9 +31,6 @@ from orchestrator.providers.azure_shared.errors import (
     is_not_found,
     is_resumable,
 )
-
-if TYPE_CHECKING:
-    from azure.core.polling import LROPoller
 
 MAX_RESUMES = 3
 DELETE_WAIT_S = 3600.0  # how long a delete waits for a group another client is deleting
@@ -119,94 +116,44 @@ class TokenStore:
             os.replace(tmp, self.path)
 
 
-@dataclass(frozen=True)
-class Observed:
-    """A resource as ARM has it now: what azbench reads of it (records.ArmResource) and the SDK
-    model itself, which `ensure` hands back for an existing resource as for a created one."""
-
-    facts: records.ArmResource
-    model: object
-
-    @property
-    def state(self) -> str:
-        return self.facts.state
-
-    @property
-    def location(self) -> str | None:
-        return self.facts.location
-
-    @property
-    def tags(self) -> Mapping[str, str]:
-        return self.facts.tags
-
-
-class Operations(Protocol):
-    """What `ensure` and `delete` use of a resource kind's operation group: the SDK's six
-    (virtual networks, NSGs, public IPs, NICs, VMs, scale sets) share no base class, and name
-    their parameters differently, so the arguments are positional."""
-
-    def get(self, resource_group_name: str, name: str, /) -> object: ...
-
-    # `body`: the kind's model (or None when resuming from a continuation token)
-    def begin_create_or_update(self, resource_group_name: str, name: str, body: Any, /,
-                               *, continuation_token: str = ...) -> LROPoller[Any]: ...
-
-    def begin_delete(self, resource_group_name: str, name: str, /) -> LROPoller[None]: ...
-
-
-def operations(clients: AzureClients, kind: str) -> Operations:
-    """The SDK operation group for a resource kind (get / begin_create_or_update / begin_delete)."""
-    table: dict[str, Callable[[], Operations]] = {
-        VNET: lambda: clients.network.virtual_networks,
-        NSG: lambda: clients.network.network_security_groups,
-        PIP: lambda: clients.network.public_ip_addresses,
-        NIC: lambda: clients.network.network_interfaces,
-        VM: lambda: clients.compute.virtual_machines,
-        VMSS: lambda: clients.compute.virtual_machine_scale_sets}
-    return table[kind]()
-
-
-def observe(clients: AzureClients, rg: str, kind: str, name: str) -> Observed | None:
+def observe(clients: AzureClients, rg: str, kind: str, name: str) -> ArmResource | None:
     """The resource as ARM has it now, or None when it does not exist."""
     with arm_call(f"read {kind} {name}"):
         try:
-            model = (clients.resources.resource_groups.get(name) if kind == RG
-                     else operations(clients, kind).get(rg, name))
+            return clients.read_resource(rg, kind, name)
         except Exception as exc:
             if is_not_found(exc):
                 return None
             raise
-    return Observed(facts=records.resource(kind, model), model=model)
 
 
 def ensure(clients: AzureClients, rg: str, kind: str, name: str, body: Callable[[], object], *,
-           seen: Observed | None, tokens: TokenStore, report: Reporter) -> object:
-    """Adopt, resume or create `kind/name`; return the final SDK model (read it through
-    records.resource). Raises azbench errors."""
+           seen: ArmResource | None, tokens: TokenStore, report: Reporter) -> ArmResource:
+    """Adopt, resume or create `kind/name` (`body` builds its request body); the resource as it
+    ended. Raises azbench errors."""
     key = f"{kind}/{name}"
     if kind == RG:
         return _ensure_group(clients, name, body, seen, report)
     if seen is not None and seen.state == "Succeeded":
         tokens.drop(key)
         report.emit("exists", kind, name)
-        return seen.model
-    ops = operations(clients, kind)
+        return seen
     token: str | None = tokens.get(key)
     with arm_call(f"create {kind.rsplit('/', 1)[-1]} {name}"):
         if token and (seen is None or seen.state in TRANSITIONAL):
             report.emit("resumed", kind, name)
-            poller = ops.begin_create_or_update(rg, name, None, continuation_token=token)
+            operation = clients.resume_create(rg, kind, name, token)
         elif seen is not None and seen.state in TRANSITIONAL:
             report.emit("waiting", kind, name, seen.state)
             return _wait_terminal(clients, rg, kind, name, report)
         else:
             report.check()
-            poller = ops.begin_create_or_update(rg, name, body())
-            token = poller.continuation_token()
+            operation = clients.begin_create(rg, kind, name, body())
+            token = operation.continuation_token()
             tokens.put(key, token)
             report.emit("creating", kind, name)
         try:
-            result = _finish(ops, rg, name, poller, token or "", report, clients.polling_interval)
+            result = _finish(clients, rg, kind, name, operation, token or "", report)
         except Aborted:
             raise  # the operation runs on: a rerun resumes it
         except Exception as exc:
@@ -218,23 +165,23 @@ def ensure(clients: AzureClients, rg: str, kind: str, name: str, body: Callable[
     return result
 
 
-def _finish(ops: Operations, rg: str, name: str, poller: LROPoller[Any], token: str, report: Reporter,
-            interval: float) -> object:
-    """The poller's result. After a poll that failed with a 5xx or a dropped connection (the
+def _finish(clients: AzureClients, rg: str, kind: str, name: str, operation: Operation[ArmResource], token: str,
+            report: Reporter) -> ArmResource:
+    """The operation's result. After a poll that failed with a 5xx or a dropped connection (the
     operation itself may still be running) the operation is resumed from its continuation token,
     up to MAX_RESUMES times; the token stays saved for a rerun whenever the failure is resumable
     (a throttling budget spent included). Only a terminal failure lets the caller drop it."""
     for attempt in range(MAX_RESUMES + 1):
         try:
-            _wait(poller, report, interval)
-            return poller.result()
+            _wait(operation, report, clients.polling_interval)
+            return operation.result()
         except ThrottleBudgetSpent:
             raise
         except Exception as exc:
             if not (token and is_resumable(exc)) or attempt == MAX_RESUMES:
                 raise
             report.emit("resumed", "operation", name, f"after {type(exc).__name__}")
-            poller = ops.begin_create_or_update(rg, name, None, continuation_token=token)
+            operation = clients.resume_create(rg, kind, name, token)
     raise AssertionError("unreachable")
 
 
@@ -249,9 +196,7 @@ def delete(clients: AzureClients, rg: str, kind: str, name: str, report: Reporte
     with arm_call(f"delete {kind.rsplit('/', 1)[-1]} {name}"):
         for attempt in range(MAX_RESUMES + 1):
             try:
-                poller = (clients.resources.resource_groups.begin_delete(name) if kind == RG
-                          else operations(clients, kind).begin_delete(rg, name))
-                poller.result()
+                clients.begin_remove(rg, kind, name).result()
                 break
             except ThrottleBudgetSpent:
                 raise
@@ -294,8 +239,8 @@ def wait_gone(clients: AzureClients, group: str, wait_s: float = DELETE_WAIT_S,
         pause *= 2
 
 
-def _ensure_group(clients: AzureClients, name: str, body: Callable[[], Any], seen: Observed | None,
-                  report: Reporter) -> object:
+def _ensure_group(clients: AzureClients, name: str, body: Callable[[], object], seen: ArmResource | None,
+                  report: Reporter) -> ArmResource:
     """Create the group this `up` read as absent. It is read again (HEAD) just before the PUT,
     and ARM answers the PUT 201 Created to the request that created the group and 200 OK to one
     that found it there (https://learn.microsoft.com/rest/api/resources/resource-groups/
@@ -304,22 +249,20 @@ def _ensure_group(clients: AzureClients, name: str, body: Callable[[], Any], see
     and it never claims the other's resources."""
     if seen is not None:
         report.emit("exists", RG, name)
-        return seen.model
+        return seen
     report.check()
     lost = ("another `azbench up` of the same cluster created it", "this one stopped before creating anything")
     with arm_call(f"check resource group {name}"):
         # Read again just before the write (HEAD, https://learn.microsoft.com/rest/api/resources/
         # resource-groups/check-existence: 204 exists, 404 not): preflight took seconds since the
         # first read, and a PUT of a group someone else made would replace its tags.
-        if clients.resources.resource_groups.check_existence(name):
+        if clients.group_exists(name):
             from orchestrator.errors import LostRaceError
             raise LostRaceError(f"resource group {name} appeared while this `up` ran: {lost[0]}; {lost[1]}",
                                 hint="its resources are the other run's: see `azbench status` once that run ends, "
                                      "and never `down` them on this run's account")
     with arm_call(f"create resource group {name}"):
-        # `cls` (the generated operations' hook for the raw response) returns what it is given.
-        status, model = cast(tuple[int, object], clients.resources.resource_groups.create_or_update(
-            name, body(), cls=lambda response, model, headers: (response.http_response.status_code, model)))
+        status, group = clients.create_group(name, body())
     if status != 201:
         from orchestrator.errors import LostRaceError
         raise LostRaceError(f"resource group {name} appeared while this `up` ran: {lost[0]} (ARM answered 200, "
@@ -327,18 +270,18 @@ def _ensure_group(clients: AzureClients, name: str, body: Callable[[], Any], see
                             hint="its resources are the other run's: see `azbench status` once that run ends, "
                                  "and never `down` them on this run's account")
     report.emit("created", RG, name)
-    return model
+    return group
 
 
-def _wait(poller: LROPoller[Any], report: Reporter, interval: float) -> None:
+def _wait(operation: Operation[ArmResource], report: Reporter, interval: float) -> None:
     # Wake up now and then so an abort (another worker failed, or a crash) stops this wait too;
     # the continuation token stays saved, so a rerun resumes the operation.
-    while not poller.done():
+    while not operation.done():
         report.check()
-        poller.wait(timeout=max(0.05, min(5.0, interval)))
+        operation.wait(max(0.05, min(5.0, interval)))
 
 
-def _wait_terminal(clients: AzureClients, rg: str, kind: str, name: str, report: Reporter) -> object:
+def _wait_terminal(clients: AzureClients, rg: str, kind: str, name: str, report: Reporter) -> ArmResource:
     # No token (the crash came between PUT and saving it): poll the resource itself, reading it
     # first (a rerun long after the kill finds it done at once) and then every polling interval.
     while True:
@@ -351,5 +294,5 @@ def _wait_terminal(clients: AzureClients, rg: str, kind: str, name: str, report:
         from orchestrator.providers.azure_shared.errors import AzureProvisionError
         raise AzureProvisionError(f"{kind} {name} ended {seen.state if seen else 'deleted'} while azbench waited")
     report.emit("created", kind, name)
-    return seen.model
+    return seen
 

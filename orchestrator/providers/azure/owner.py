@@ -21,7 +21,6 @@ from dataclasses import dataclass
 from orchestrator import paths
 from orchestrator.errors import NotOwnerError
 from orchestrator.providers.azure_shared.clients import ArmClients
-from orchestrator.providers.azure_shared.endpoints import arm_scope
 from orchestrator.providers.azure_shared.tags import TAG_INSTALL, TAG_OWNER
 
 __all__ = ["NotOwnerError", "Owner", "foreign", "installation_id", "owner_of", "principal_of", "signed_in"]
@@ -74,10 +73,9 @@ def principal_of(token: str) -> str | None:
 def signed_in(clients: ArmClients, principal: str | None = None) -> Owner:
     """The caller: `principal` if given (tests), else the oid of the clients' ARM token."""
     if principal is None:
-        scopes = clients.credential_scopes or [arm_scope(clients.base_url)]
         from orchestrator.providers.azure_shared.signin import signin_call
         with signin_call():
-            token = clients.credential.get_token(*scopes).token
+            token = clients.arm_token()
         principal = principal_of(token) or UNKNOWN
     return Owner(principal=principal, installation=installation_id())
 

@@ -20,7 +20,6 @@ from typing import Callable
 
 from orchestrator.hardware.catalog import GpuSku
 from orchestrator.providers.azure_shared.errors import arm_call, is_not_found
-from orchestrator.providers.azure import records
 from orchestrator.providers.azure.clients import AzureClients
 from orchestrator.providers.azure.resources import image_reference, image_text
 from orchestrator.providers.azure_shared.capacity import (
@@ -30,7 +29,7 @@ from orchestrator.providers.azure_shared.capacity import (
     sku_problems,
     vm_sizes,
 )
-from orchestrator.providers.azure_shared.records import QuotaRow, SkuRow, compute_usage
+from orchestrator.providers.azure_shared.records import QuotaRow, SkuRow
 from orchestrator.errors import PreflightError
 
 HPC_PUBLISHER, HPC_OFFER = "microsoft-dsvm", "ubuntu-hpc"
@@ -56,7 +55,7 @@ def preflight(clients: AzureClients, need: PreflightNeed) -> dict[str, str]:
     problems: list[str] = []
     rows: dict[str, SkuRow] = {}
     if need.new_vms or need.new_head:  # an adopting rerun skips the large SKU list
-        rows = vm_sizes(clients.compute, need.region)
+        rows = vm_sizes(clients, need.region)
     head_row = rows.get(need.head_size)
     if need.new_vms:
         problems += sku_problems(rows.get(need.sku.name), need.sku.name, need.region, need.zones)
@@ -80,7 +79,7 @@ def check_report(clients: AzureClients, need: PreflightNeed) -> tuple[list[str],
     SKUs, usages, images), no write. (one line per check as found, the problems)."""
     lines: list[str] = []
     problems: list[str] = []
-    rows = vm_sizes(clients.compute, need.region)
+    rows = vm_sizes(clients, need.region)
     head_row = rows.get(need.head_size)
     for name, zones in ((need.sku.name, need.zones), (need.head_size, [])):
         found = sku_problems(rows.get(name), name, need.region, zones)
@@ -168,7 +167,7 @@ def _quota_problems(clients: AzureClients, need: PreflightNeed, head_row: SkuRow
 def _usage(clients: AzureClients, region: str) -> dict[str, QuotaRow]:
     """The subscription's vCPU quotas in `region` (one usages call), by quota name."""
     with arm_call(f"read vCPU quotas in {region}"):
-        return {row.name: row for row in map(compute_usage, clients.compute.usage.list(region))}
+        return {row.name: row for row in clients.vcpu_usages(region)}
 
 
 def _wants(need: PreflightNeed, head_row: SkuRow | None) -> dict[str, int]:
@@ -195,8 +194,7 @@ def _check_urn(clients: AzureClients, region: str, ref: dict[str, str], arch: st
                 raise PreflightError(f"image {urn} has no versions in {region}")
             version = latest
         try:
-            img = records.vm_image(clients.compute.virtual_machine_images.get(
-                region, ref["publisher"], ref["offer"], ref["sku"], version))
+            img = clients.vm_image(region, ref["publisher"], ref["offer"], ref["sku"], version)
         except Exception as exc:
             if is_not_found(exc):
                 raise PreflightError(f"image {urn} does not exist in {region}") from None
@@ -215,7 +213,7 @@ def _check_gallery_image(clients: AzureClients, image: str, arch: str) -> None:
     """
     with arm_call(f"check image {image}"):
         try:
-            clients.resources.resources.get_by_id(image, api_version=GALLERY_API_VERSION)
+            clients.gallery_architecture(image, GALLERY_API_VERSION)
         except Exception as exc:
             if is_not_found(exc):
                 raise PreflightError(f"image {image} does not exist") from None
@@ -224,8 +222,7 @@ def _check_gallery_image(clients: AzureClients, image: str, arch: str) -> None:
         if "/galleries/" not in low or "/images/" not in low:
             return
         definition = image[:low.index("/versions/")] if "/versions/" in low else image
-        got = records.gallery_architecture(
-            clients.resources.resources.get_by_id(definition, api_version=GALLERY_API_VERSION))
+        got = clients.gallery_architecture(definition, GALLERY_API_VERSION)
     if got.lower() != arch.lower():
         raise PreflightError(f"image {image} is {got}; the size needs {arch}",
                              hint="pick an image built for the size's CPU (GB200's Grace is Arm64)")
@@ -233,7 +230,7 @@ def _check_gallery_image(clients: AzureClients, image: str, arch: str) -> None:
 
 def _find_hpc_image(clients: AzureClients, region: str, arch: str) -> dict[str, str]:
     with arm_call(f"list {HPC_OFFER} images in {region}"):
-        skus = records.image_names(clients.compute.virtual_machine_images.list_skus(region, HPC_PUBLISHER, HPC_OFFER))
+        skus = clients.image_skus(region, HPC_PUBLISHER, HPC_OFFER)
     # Newest release first; arm64-named SKUs first among equals.
     for sku in sorted(skus, key=lambda s: (s[:4], arch.lower() in s.lower()), reverse=True):
         ref = {"publisher": HPC_PUBLISHER, "offer": HPC_OFFER, "sku": sku, "version": "latest"}
@@ -247,5 +244,5 @@ def _find_hpc_image(clients: AzureClients, region: str, arch: str) -> dict[str, 
 
 
 def _latest(clients: AzureClients, region: str, publisher: str, offer: str, sku: str) -> str | None:
-    names = records.image_names(clients.compute.virtual_machine_images.list(region, publisher, offer, sku))
+    names = clients.image_versions(region, publisher, offer, sku)
     return max(names, key=lambda v: [int(p) if p.isdigit() else -1 for p in re.split(r"[.]", v)]) if names else None

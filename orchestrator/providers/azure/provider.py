@@ -5,8 +5,9 @@
 (up.py), `describe` reads it back from tags and the resources (both build the record with
 cluster.py's to_cluster), `down` deletes by tag and verifies nothing tagged remains (lifecycle
 asks `foreign_owner` first: another owner's cluster needs --force), `sweep` removes the caller's
-expired or orphaned clusters (others' expired ones with all_owners). The SDK's objects are read
-in records.py only; azure.* is imported only inside functions, so `azbench --help` stays fast.
+expired or orphaned clusters (others' expired ones with all_owners). The SDK is called in
+clients.py only and its objects are read in records.py only; azure.* is imported only inside
+functions, so `azbench --help` stays fast.
 """
 
 from __future__ import annotations
@@ -185,7 +186,7 @@ class AzureProvider(ProviderBase):
         out: list[CloudNode] = []
         for s in props.scale_sets:
             with arm_call(f"list VMs of {s}"):
-                vms = [records.scale_set_vm(vm) for vm in clients.compute.virtual_machine_scale_set_vms.list(rg, s)]
+                vms = clients.set_vms(rg, s)
             out += [CloudNode(name=vm.host, scale_set=s, state=str(vm.state)) for vm in vms]
         return out
 
@@ -395,7 +396,7 @@ def sweep(clients: AzureClients | None = None, *, dry_run: bool = True,
 
 def _read(name: str, rg: records.Group, clients: AzureClients) -> Cluster:
     with arm_call(f"list scale sets of {rg.name}"):
-        sets = [records.scale_set(s) for s in clients.compute.virtual_machine_scale_sets.list(rg.name)]
+        sets = clients.scale_sets_in(rg.name)
     return _described(name, rg, sets, clients)
 
 
@@ -416,7 +417,7 @@ def _described(name: str, rg: records.Group, sets: list[records.ScaleSet], clien
                   tags=rg.tags, subscription_id=clients.subscription_id, arm_endpoint=clients.base_url,
                   sku=first.sku_name if first else None,
                   sets=tuple(ScaleSetPlan(name=s.name, vms=s.capacity, gpus=0) for s in ours),
-                  head_ip=pip.facts.public_ip if pip else None, head_private_ip=nic.facts.private_ip if nic else None,
+                  head_ip=pip.public_ip if pip else None, head_private_ip=nic.private_ip if nic else None,
                   image=first.image if first else None, admin_user=_admin(ours),
                   spot=first.spot if first else None, hosts=hosts, vms_per_rack=_rack(ours))
     return to_cluster(found, state)

@@ -13,16 +13,12 @@ derived from the subscription and the group: a rerun finds the same one.
 from __future__ import annotations
 
 import uuid
-from typing import TYPE_CHECKING
 
 from orchestrator.errors import AzbenchError
-from orchestrator.providers.azure import records
 from orchestrator.providers.azure.clients import AzureClients
+from orchestrator.providers.azure.records import Assignment, RoleDef
 from orchestrator.providers.azure.resources import rid
 from orchestrator.providers.azure_shared.errors import AzureErrorMixin, arm_call, arm_error, is_not_found
-
-if TYPE_CHECKING:
-    from azure.mgmt.authorization.v2022_04_01.operations import RoleAssignmentsOperations, RoleDefinitionsOperations
 
 # Built-in "Contributor" (the fallback, azure.self_expiry_role: contributor): everything in the
 # group the assignment is scoped to but access control, creating resources included.
@@ -79,13 +75,11 @@ def ensure_expiry_role(clients: AzureClients, rg: str) -> tuple[str, str]:
     Microsoft.Authorization/roleDefinitions/{id}, https://learn.microsoft.com/azure/
     role-based-access-control/custom-roles-rest). (its full id, "exists" or "created"): a rerun
     reads it and sends no PUT. A refusal names the fallback (ROLE_HINTS)."""
-    from azure.mgmt.authorization.v2022_04_01.models import Permission, RoleDefinition
     sub = clients.subscription_id
     scope, guid = rid(sub, rg), role_definition_guid(sub, rg)
-    ops: RoleDefinitionsOperations = clients.authorization.role_definitions
     with arm_call(f"read role definition {guid}"):
         try:
-            current: records.RoleDef | None = records.role_definition(ops.get(scope, guid))
+            current: RoleDef | None = clients.role_definition(scope, guid)
         except Exception as exc:
             if not is_not_found(exc):
                 raise
@@ -93,14 +87,11 @@ def ensure_expiry_role(clients: AzureClients, rg: str) -> tuple[str, str]:
     if current is not None and set(current.actions) == set(EXPIRY_ACTIONS) and \
             [s.lower() for s in current.assignable_scopes] == [scope.lower()]:
         return role_definition_id(sub, guid), "exists"
-    body = RoleDefinition(role_name=role_name(sub, rg), role_type="CustomRole",
-                          description="azbench: the cluster's head reads and deletes its own resource group "
-                                      "when it expires, and nothing else",
-                          permissions=[Permission(actions=list(EXPIRY_ACTIONS), not_actions=[])],
-                          assignable_scopes=[scope])
     try:
         with arm_call(f"create role definition '{role_name(sub, rg)}' on {rg}"):
-            ops.create_or_update(scope, guid, body)
+            clients.define_role(scope, guid, name=role_name(sub, rg), actions=EXPIRY_ACTIONS, assignable_scopes=[scope],
+                                description="azbench: the cluster's head reads and deletes its own resource group "
+                                            "when it expires, and nothing else")
     except AzbenchError as exc:
         hint = ROLE_HINTS.get(exc.code) if isinstance(exc, AzureErrorMixin) else None
         if hint:
@@ -114,10 +105,9 @@ def delete_expiry_role(clients: AzureClients, rg: str) -> bool:
     True when one was there. A cluster made with the Contributor fallback, or before custom
     roles, has none: 204, nothing to do."""
     sub = clients.subscription_id
-    ops: RoleDefinitionsOperations = clients.authorization.role_definitions
     with arm_call(f"delete role definition '{role_name(sub, rg)}'"):
         try:
-            return ops.delete(f"/subscriptions/{sub}", role_definition_guid(sub, rg)) is not None
+            return clients.delete_role_definition(f"/subscriptions/{sub}", role_definition_guid(sub, rg))
         except Exception as exc:
             if is_not_found(exc):
                 return False
@@ -132,11 +122,9 @@ def grant_self_delete(clients: AzureClients, rg: str, name: str, principal_id: s
     (a cluster from before the custom role) is replaced: ARM cannot update either in place."""
     scope = rid(clients.subscription_id, rg)
     role = role or role_definition_id(clients.subscription_id, CONTRIBUTOR_ROLE)
-    # The multi-API client types the property by no version: it serves the package default's.
-    ops: RoleAssignmentsOperations = clients.authorization.role_assignments
     with arm_call(f"read role assignment {name}"):
         try:
-            current: records.Assignment | None = records.assignment(ops.get(scope, name))
+            current: Assignment | None = clients.role_assignment(scope, name)
         except Exception as exc:
             if not is_not_found(exc):
                 raise
@@ -146,18 +134,11 @@ def grant_self_delete(clients: AzureClients, rg: str, name: str, principal_id: s
         return "exists"
     if current is not None:  # a new principal, or another role
         with arm_call(f"delete stale role assignment {name}"):
-            ops.delete(scope, name)
-    # The model of the API version the client's role_assignments speaks (the package default,
-    # 2022-04-01); `azure.mgmt.authorization.models` star-imports every version's, so the
-    # name there is typed as 2015-07-01's (nested `properties=`) while runtime gets 2022-04-01's.
-    from azure.mgmt.authorization.v2022_04_01.models import RoleAssignmentCreateParameters
-    # principal_type skips the directory lookup that fails while a new identity replicates.
-    params = RoleAssignmentCreateParameters(role_definition_id=role, principal_id=principal_id,
-                                            principal_type="ServicePrincipal",
-                                            description="azbench: the head deletes its own cluster when it expires")
+            clients.delete_role_assignment(scope, name)
     with arm_call(f"create role assignment {name} on {rg}"):
         try:
-            ops.create(scope, name, params)
+            clients.assign_role(scope, name, role_definition_id=role, principal_id=principal_id,
+                                description="azbench: the head deletes its own cluster when it expires")
         except Exception as exc:
             if arm_error(exc).code != "RoleAssignmentExists":
                 raise

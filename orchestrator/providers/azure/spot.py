@@ -15,7 +15,6 @@ import time
 from dataclasses import dataclass
 from typing import Callable
 
-from orchestrator.providers.azure import records
 from orchestrator.providers.azure.clients import AzureClients
 from orchestrator.providers.azure_shared.errors import arm_call
 from orchestrator.errors import CapacityError
@@ -44,8 +43,7 @@ class Restored:
 def read_set(clients: AzureClients, rg: str, name: str) -> SetState:
     """The scale set's instances and power states from one list call."""
     with arm_call(f"list VMs of {name}"):
-        vms = [records.scale_set_vm(vm)
-               for vm in clients.compute.virtual_machine_scale_set_vms.list(rg, name, expand="instanceView")]
+        vms = clients.set_vms(rg, name, instance_view=True)
     return SetState(name, tuple(vm.instance_id for vm in vms), tuple(vm.instance_id for vm in vms if vm.deallocated),
                     tuple(vm.host for vm in vms))
 
@@ -94,19 +92,15 @@ def restore(clients: AzureClients, rg: str, planned: dict[str, int], *, timeout_
 
 
 def _restore_one(clients: AzureClients, rg: str, name: str, want: int) -> Restored:
-    from azure.mgmt.compute import models as m
     now = read_set(clients, rg, name)
     added = max(want - len(now.instance_ids), 0)
     if added:
         with arm_call(f"restore capacity of {name} to {want} VMs"):
-            vmss = records.scale_set(clients.compute.virtual_machine_scale_sets.get(rg, name))
-            sku = m.Sku(name=vmss.sku_name, tier=vmss.sku_tier, capacity=want)
-            clients.compute.virtual_machine_scale_sets.begin_update(
-                rg, name, m.VirtualMachineScaleSetUpdate(sku=sku)).result()
+            vmss = clients.scale_set(rg, name)
+            clients.set_capacity(rg, name, vmss.sku_name, vmss.sku_tier, want)
     if now.deallocated:
         with arm_call(f"start deallocated VMs of {name}"):
-            clients.compute.virtual_machine_scale_sets.begin_start(
-                rg, name, m.VirtualMachineScaleSetVMInstanceIDs(instance_ids=list(now.deallocated))).result()
+            clients.start_instances(rg, name, now.deallocated)
     after = read_set(clients, rg, name) if added or now.deallocated else now
     return Restored(name, added, len(now.deallocated), after.hosts)
 

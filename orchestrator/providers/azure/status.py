@@ -12,11 +12,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
-from orchestrator.providers.azure import records
 from orchestrator.providers.azure import resources as ar
 from orchestrator.providers.azure.clients import AzureClients
+from orchestrator.providers.azure.records import ArmResource
 from orchestrator.providers.azure_shared.errors import arm_call
-from orchestrator.providers.azure.lro import Observed, observe
+from orchestrator.providers.azure.lro import observe
 from orchestrator.providers.azure.teardown import tagged
 from orchestrator.providers.base import CloudResource, CloudView
 from orchestrator.models import parse_utc
@@ -40,8 +40,8 @@ def live_view(clients: AzureClients, name: str, expected_sets: Sequence[str] = (
     head = observe(clients, rg.name, ar.VM, head_name)
     rows = [CloudResource("VM", head_name, head.state if head else "missing", _head_detail(head))]
     with arm_call(f"list scale sets of {rg.name}"):
-        sets = sorted((s for s in map(records.scale_set, clients.compute.virtual_machine_scale_sets.list(rg.name))
-                       if s.tags.get(TAG_CLUSTER) == name), key=lambda s: s.name)
+        sets = sorted((s for s in clients.scale_sets_in(rg.name) if s.tags.get(TAG_CLUSTER) == name),
+                      key=lambda s: s.name)
     listed = running = 0
     for s in sets:
         powers = _power_states(clients, rg.name, s.name)
@@ -56,12 +56,11 @@ def live_view(clients: AzureClients, name: str, expected_sets: Sequence[str] = (
                    phase="partial" if gaps else "", phase_detail=", ".join(gaps))
 
 
-def _head_detail(head: Observed | None) -> str:
-    return (head.facts.vm_size or "") if head is not None else ""
+def _head_detail(head: ArmResource | None) -> str:
+    return (head.vm_size or "") if head is not None else ""
 
 
 def _power_states(clients: AzureClients, rg: str, scale_set: str) -> list[str]:
     """Each instance's PowerState/<x> as x ("running", "deallocated", ...; "unknown" without one)."""
     with arm_call(f"list VMs of {scale_set}"):
-        return [records.scale_set_vm(vm).power
-                for vm in clients.compute.virtual_machine_scale_set_vms.list(rg, scale_set, expand="instanceView")]
+        return [vm.power for vm in clients.set_vms(rg, scale_set, instance_view=True)]

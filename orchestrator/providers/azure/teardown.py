@@ -62,8 +62,8 @@ def tag_filter(cluster: str | None = None) -> str:
 def tagged(clients: AzureClients, cluster: str | None = None) -> tuple[list[records.Group], list[records.Tagged]]:
     """(resource groups, resources) tagged with the cluster (any azbench cluster if None)."""
     with arm_call("list resources by tag"):
-        groups = records.groups(clients.resources.resource_groups.list(filter=tag_filter(cluster)))
-        resources = records.tagged(clients.resources.resources.list(filter=tag_filter(cluster)))
+        groups = clients.tagged_groups(tag_filter(cluster))
+        resources = clients.tagged_resources(tag_filter(cluster))
     return groups, resources
 
 
@@ -180,7 +180,7 @@ def _delete_by_id(clients: AzureClients, resource_id: str, rtype: str) -> None:
     api = DELETE_API_VERSIONS.get(low) or DELETE_API_VERSIONS.get(low.split("/")[0], DEFAULT_DELETE_API)
     with arm_call(f"delete {resource_id}"):
         try:
-            clients.resources.resources.begin_delete_by_id(resource_id, api_version=api).result()
+            clients.delete_by_id(resource_id, api)
         except Exception as exc:
             if not is_not_found(exc):
                 raise

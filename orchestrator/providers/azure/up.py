@@ -21,13 +21,12 @@ from typing import Callable, TypeVar
 
 from orchestrator import paths
 from orchestrator.providers.azure import cloudinit as ci
-from orchestrator.providers.azure import drift, expiry, records, roles
+from orchestrator.providers.azure import drift, expiry, roles
 from orchestrator.providers.azure import resources as ar
 from orchestrator.providers.azure.clients import AzureClients
 from orchestrator.providers.azure.cluster import Found, to_cluster
 from orchestrator.providers.azure.lro import (
     Aborted,
-    Observed,
     ProgressCallback,
     Reporter,
     TokenStore,
@@ -35,6 +34,7 @@ from orchestrator.providers.azure.lro import (
     ensure,
     observe,
 )
+from orchestrator.providers.azure.records import ArmResource
 from orchestrator.providers.azure.owner import NotOwnerError, Owner, foreign, signed_in
 from orchestrator.providers.azure.preflight import PreflightNeed, preflight, resolve_ingress
 from orchestrator.providers.azure.teardown import clear_group
@@ -73,7 +73,7 @@ class UpRun:
         self.tokens = TokenStore(self.cdir / LRO_FILE)
         self.report = Reporter(opts.progress)
         self.sub = clients.subscription_id
-        self.seen: dict[str, Observed | None] = {}
+        self.seen: dict[str, ArmResource | None] = {}
         self.me = Owner(principal="unknown", installation="unknown")  # execute() signs in
 
     def execute(self) -> Cluster:
@@ -106,11 +106,11 @@ class UpRun:
         return zones, preflight(self.clients, self._need(region, zones))
 
     # ------------------------------------------------------------ observe + preflight
-    def _observe_all(self) -> dict[str, Observed | None]:
+    def _observe_all(self) -> dict[str, ArmResource | None]:
         n = self.names
         items = [(ar.RG, n.rg), (ar.NSG, n.nsg), (ar.PIP, n.pip), (ar.VNET, n.vnet), (ar.NIC, n.nic),
                  (ar.VM, n.head)] + [(ar.VMSS, s.name) for s in n.sets]
-        seen: dict[str, Observed | None] = {}
+        seen: dict[str, ArmResource | None] = {}
         group = observe(self.clients, n.rg, ar.RG, n.rg)
         seen[f"{ar.RG}/{n.rg}"] = group
         if group is not None:
@@ -128,7 +128,7 @@ class UpRun:
                 self._check_owner(kind, name, obs)
         return seen
 
-    def _check_owner(self, kind: str, name: str, obs: Observed) -> None:
+    def _check_owner(self, kind: str, name: str, obs: ArmResource) -> None:
         owner = obs.tags.get(TAG_CLUSTER)
         if owner != self.spec.name:
             what = f"owned by azbench cluster '{owner}'" if owner else "not created by azbench"
@@ -194,7 +194,7 @@ class UpRun:
         node_cd = ci.custom_data(ci.node_cloud_init(self.spec.name, self.sku, sets, head_ip, sec,
                                                      spot=self._spot() is not None), "nodes")
         common = {"admin": self.settings.admin_user, "pubkey": sec.admin_public_key}
-        jobs: dict[str, Callable[[], object]] = {"head": lambda: self._ensure(ar.VM, n.head, lambda: ar.head_vm_body(
+        jobs: dict[str, Callable[[], ArmResource]] = {"head": lambda: self._ensure(ar.VM, n.head, lambda: ar.head_vm_body(
             region, tags, size=self.settings.head_size, image=ar.head_image(image), custom_data=head_cd,
             nic_id=ids[ar.NIC], computer_name=ci.head_hostname(self.spec.name), identity=n.role is not None,
             **common))}
@@ -223,21 +223,21 @@ class UpRun:
                          f"read and delete {self.names.rg} only")
         return role
 
-    def _grant_self_delete(self, head_vm: object, role: str | None) -> None:
+    def _grant_self_delete(self, head_vm: ArmResource, role: str | None) -> None:
         """The head's identity may delete this cluster's group, for its expiry agent."""
         n = self.names
-        principal = expiry.head_principal(records.resource(ar.VM, head_vm), n.head)
+        principal = expiry.head_principal(head_vm, n.head)
         self.report.check()
         outcome = roles.grant_self_delete(self.clients, n.rg, n.role or "", principal, role)
         what = "the custom self-expiry role" if role else "Contributor (fallback)"
         self.report.emit(outcome, ar.ROLE, n.role or "", f"{what} on {n.rg} for {n.head}'s identity")
 
-    def _ensure(self, kind: str, name: str, body: Callable[[], object]) -> object:
+    def _ensure(self, kind: str, name: str, body: Callable[[], object]) -> ArmResource:
         return ensure(self.clients, self.names.rg, kind, name, body,
                       seen=self.seen.get(f"{kind}/{name}"), tokens=self.tokens, report=self.report)
 
     def _ensure_vmss(self, region: str, zones: list[str], s: ScaleSetPlan,
-                     body: Callable[[str | None], object]) -> object:
+                     body: Callable[[str | None], object]) -> ArmResource:
         from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait_fixed
         placements: list[str | None] = list(zones) or [None]
         retrying = Retrying(stop=stop_after_attempt(len(placements)), reraise=True,
@@ -248,10 +248,10 @@ class UpRun:
             with attempt:
                 zone = placements[attempt.retry_state.attempt_number - 1]
                 return self._create_vmss(region, zone, s, body)
-        return None
+        raise AssertionError("unreachable: the last attempt returns or raises")
 
     def _create_vmss(self, region: str, zone: str | None, s: ScaleSetPlan,
-                     body: Callable[[str | None], object]) -> object:
+                     body: Callable[[str | None], object]) -> ArmResource:
         key = f"{ar.VMSS}/{s.name}"
         seen = self.seen.get(key)
         if seen is not None and seen.state == "Failed":
@@ -297,7 +297,7 @@ class UpRun:
     def _cluster(self, region: str, image: dict[str, str], sec: ci.ClusterSecrets, tags: dict[str, str],
                  head_ip: str) -> Cluster:
         pip = observe(self.clients, self.names.rg, ar.PIP, self.names.pip)
-        address = pip.facts.public_ip if pip else None
+        address = pip.public_ip if pip else None
         if not address:
             raise ProvisionError(f"public IP {self.names.pip} has no address after creation")
         ci.write_known_hosts(self.cdir, address, sec.host_public_key)

@@ -15,10 +15,10 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from orchestrator.providers.azure_shared.errors import arm_call
-from orchestrator.providers.azure_shared.records import QuotaRow, SkuRow, sku_row
+from orchestrator.providers.azure_shared.records import QuotaRow, SkuRow
 
 if TYPE_CHECKING:
-    from azure.mgmt.compute import ComputeManagementClient
+    from orchestrator.providers.azure_shared.clients import ArmClients
 
 TOTAL_CORES = "cores"  # the regional total, whatever the family
 # Spot VMs count against this regional quota ("Total Regional Low-priority vCPUs") instead of
@@ -28,11 +28,10 @@ LABELS = {TOTAL_CORES: "total regional vCPUs",
           LOW_PRIORITY_QUOTA: "Total Regional Low-priority vCPUs (lowPriorityCores)"}
 
 
-def vm_sizes(compute: ComputeManagementClient, region: str) -> dict[str, SkuRow]:
-    """The VM sizes the Resource SKUs API lists for `region` (one call; only the location
-    filter is supported), by name."""
+def vm_sizes(arm: ArmClients, region: str) -> dict[str, SkuRow]:
+    """The VM sizes the Resource SKUs API lists for `region` (one call), by name."""
     with arm_call(f"list VM sizes in {region}"):
-        rows = [sku_row(s) for s in compute.resource_skus.list(filter=f"location eq '{region}'")]
+        rows = arm.sku_rows(region)
     return {r.name: r for r in rows if r.resource_type == "virtualMachines"}
 
 

@@ -4,7 +4,9 @@
 fake), per-call policies, the LRO polling interval, azure-core's retry settings and the shared
 throttle budget (throttle.py), and builds each management client once, lazily, so the SDKs load
 only when used. It builds the Compute RP client, which both backends read (resource SKUs, vCPU
-usages); azure/clients.py's AzureClients adds the network, resources and authorization clients.
+usages: `sku_rows`, `vcpu_usages`, and the signed-in principal's ARM token, `arm_token`: the shared
+SDK edge with records.py); azure/clients.py's AzureClients adds the network, resources and
+authorization clients.
 `arm_from_config` resolves what production passes: a DefaultAzureCredential (signin.py), the
 subscription from the spec or AZURE_SUBSCRIPTION_ID, the endpoint from the spec or
 AZURE_RESOURCE_MANAGER_ENDPOINT. The SDK classes are imported for the type checker only; at
@@ -23,6 +25,7 @@ from typing import TYPE_CHECKING, TypedDict, TypeVar, cast
 from orchestrator.errors import ConfigError
 from orchestrator.providers.azure_shared.endpoints import PUBLIC_ARM, arm_scope
 from orchestrator.providers.azure_shared.endpoints import arm_endpoint as resolve_endpoint
+from orchestrator.providers.azure_shared.records import QuotaRow, SkuRow, compute_usage, sku_row
 from orchestrator.providers.azure_shared.throttle import ThrottleBudget, retry_policy
 
 if TYPE_CHECKING:
@@ -72,6 +75,18 @@ class ArmClients:
     @property
     def compute(self) -> ComputeManagementClient:
         return self._cached("compute", _compute_client)
+
+    def sku_rows(self, region: str) -> list[SkuRow]:
+        """The Resource SKUs API's rows for `region` (one call; only the location filter is supported)."""
+        return [sku_row(s) for s in self.compute.resource_skus.list(filter=f"location eq '{region}'")]
+
+    def vcpu_usages(self, region: str) -> list[QuotaRow]:
+        """The subscription's Compute RP vCPU quotas in `region` (one usages call)."""
+        return [compute_usage(u) for u in self.compute.usage.list(region)]
+
+    def arm_token(self) -> str:
+        """An access token of the credential for this connection's ARM scope."""
+        return self.credential.get_token(*(self.credential_scopes or [arm_scope(self.base_url)])).token
 
     def client_kwargs(self) -> ClientOptions:
         kw = ClientOptions(base_url=self.base_url, polling_interval=self.polling_interval,

@@ -3,8 +3,9 @@
 settings.py is its `azureml:` spec section, props.py what its records keep, provider.py the
 Provider (plan, preflight, up/adopt, describe, down), cluster.py its Cluster record (one
 to_cluster for up and describe, the provisional one, and AmlTarget, the workspace), launcher.py
-the launcher that runs attempts as Azure ML command jobs, records.py the one module that reads
-azure-ai-ml's objects (computes, jobs, nodes, usages) into typed records. What it shares with the
+the launcher that runs attempts as Azure ML command jobs, clients.py every call made through
+MLClient's operation groups, records.py the one module that reads azure-ai-ml's objects
+(computes, jobs, nodes, usages) into typed records. What it shares with the
 azure backend (credentials, ARM errors, tags, the size and quota checks, the ARM connection) is
 in providers/azure_shared/; it never imports azure/.
 Exposes: BACKEND (the registry's entry). azure.* is imported only inside functions.

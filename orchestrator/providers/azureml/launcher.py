@@ -25,8 +25,9 @@ from orchestrator.errors import ConfigError, LaunchError, MissingCapability
 from orchestrator.models import (AttemptSpec, Cluster, ExecResult, HealthCheckPlan, JobRef, JobState,
                                  JobStatus, NodeInfo, StageRequest)
 from orchestrator.providers.azure_shared.errors import arm_call, is_not_found
+from orchestrator.providers.azureml import clients as aml
 from orchestrator.providers.azureml.props import AzureMLProps
-from orchestrator.providers.azureml.records import JobInfo, job as job_info, node as node_info
+from orchestrator.providers.azureml.records import JobInfo
 from orchestrator.paths import RunLayout, job_name, safe_local_path
 from orchestrator.seams import Capabilities, shell_name
 
@@ -66,7 +67,7 @@ def map_state(native: str) -> JobState:
 
 
 class AzureMLLauncher:
-    """Launcher over MLClient.jobs and .compute. `ml_client` is an MLClient (or a fake with the
+    """Launcher over MLClient.jobs and .compute (through clients.py). `ml_client` is an MLClient (or a fake with the
     same operations); else `ml_factory` builds one on first use (the provider's connect passes
     one for the cluster's workspace).
 
@@ -103,7 +104,7 @@ class AzureMLLauncher:
         job = build_job(attempt, recipe_dir, self.cluster, image=self.image, datastore=self.datastore)
         with arm_call(f"submit Azure ML job {name}"):
             try:
-                self.ml.jobs.create_or_update(job)
+                aml.submit_job(self.ml, job)
             except Exception as exc:
                 if _is_sdk_error(exc):
                     raise LaunchError(f"Azure ML rejected job {name}: {_one_line(str(exc))}") from None
@@ -142,7 +143,7 @@ class AzureMLLauncher:
         if job is None or map_state(job.status).terminal:
             return
         try:
-            self.ml.jobs.begin_cancel(ref.job_id)
+            aml.cancel_job(self.ml, ref.job_id)
         except Exception as exc:
             after = self._get(ref.job_id)
             if after is None or map_state(after.status).terminal:
@@ -208,7 +209,7 @@ class AzureMLLauncher:
         writer = _SinkWriter(sink)
         with contextlib.redirect_stdout(writer):
             try:
-                self.ml.jobs.stream(name)
+                aml.stream_job(self.ml, name)
             except Exception as exc:
                 after = self._get(name)
                 if after is None or not map_state(after.status).terminal or not _is_sdk_error(exc):
@@ -221,7 +222,7 @@ class AzureMLLauncher:
         """The compute's current nodes (none while it is scaled to zero)."""
         compute = _compute(self.cluster)
         with arm_call(f"list nodes of {compute}"):
-            nodes = [node_info(n) for n in self.ml.compute.list_nodes(compute)]
+            nodes = aml.compute_nodes(self.ml, compute)
         out = {}
         for node in nodes:
             bad = node.state in _BAD_NODES
@@ -265,7 +266,7 @@ class AzureMLLauncher:
     def _get(self, name: str) -> JobInfo | None:
         with arm_call(f"read Azure ML job {name}"):
             try:
-                return job_info(self.ml.jobs.get(name))
+                return aml.read_job(self.ml, name)
             except Exception as exc:
                 if is_not_found(exc):
                     return None
@@ -291,8 +292,8 @@ class AzureMLLauncher:
     def _download(self, name: str, k: int, tmp: Path, root: Path) -> list[Path]:
         with arm_call(f"download Azure ML job {name}"):
             try:
-                self.ml.jobs.download(name, download_path=str(tmp))
-                self.ml.jobs.download(name, download_path=str(tmp), output_name="results")
+                aml.download_job(self.ml, name, str(tmp))
+                aml.download_job(self.ml, name, str(tmp), output_name="results")
             except Exception as exc:
                 if _is_sdk_error(exc):
                     raise LaunchError(f"cannot download Azure ML job {name}: {_one_line(str(exc))}") from None

@@ -3,7 +3,7 @@
 `plan` is pure: the AmlCompute it would create (size, min/max instances, idle scale-down, tags)
 and the preflight `up` runs. `up` checks the workspace exists, preflights the size (Compute RP
 resource SKUs, with azure_shared/capacity.py's checks) and Azure ML's own per-family quota, then creates the
-compute with MLClient.compute.begin_create_or_update, or adopts one of the same name. `down`
+compute with MLClient.compute.begin_create_or_update (clients.py makes the calls), or adopts one of the same name. `down`
 deletes a compute azbench created (missing is success) and leaves an adopted one alone.
 azure.ai.ml is imported only inside functions here and in launcher.py; the MLClient
 comes from an injectable factory, so tests point the real SDK at a loopback fake ARM.
@@ -22,9 +22,10 @@ from orchestrator.providers.azure_shared.endpoints import arm_endpoint as resolv
 from orchestrator.providers.azure_shared.errors import arm_call, is_not_found
 from orchestrator.providers.azure_shared.records import QuotaRow
 from orchestrator.providers.azure_shared.tags import TAG_CLUSTER, TAG_OWNER
+from orchestrator.providers.azureml import clients as aml
 from orchestrator.providers.azureml.cluster import AmlTarget, provisional, to_cluster
 from orchestrator.providers.azureml.launcher import AzureMLLauncher
-from orchestrator.providers.azureml.records import AmlComputeInfo, compute as compute_info, quota_row
+from orchestrator.providers.azureml.records import AmlComputeInfo
 from orchestrator.providers.base import ProviderBase
 from orchestrator.specs.cluster import ClusterSpec
 from orchestrator.errors import ConfigError, NotFoundError, PreflightError
@@ -105,7 +106,7 @@ class AzureMLProvider(ProviderBase):
             return self._adopt(spec, target, existing)
         self.preflight(spec, ml=ml)
         with arm_call(f"create AmlCompute {name}"):
-            created = compute_info(ml.compute.begin_create_or_update(build_compute(spec, self.owner)).result())
+            created = aml.create_compute(ml, build_compute(spec, self.owner))
         return to_cluster(spec.name, target, created, owned=True)
 
     def describe(self, name: str) -> Cluster | None:
@@ -135,7 +136,7 @@ class AzureMLProvider(ProviderBase):
                 return  # gone, or not one azbench made for this cluster: never delete it
         with arm_call(f"delete AmlCompute {name}"):
             try:
-                ml.compute.begin_delete(name).result()
+                aml.delete_compute(ml, name)
             except Exception as exc:
                 if not is_not_found(exc):
                     raise
@@ -154,11 +155,11 @@ class AzureMLProvider(ProviderBase):
         regional vCPU quota free for the nodes; PreflightError listing every shortfall."""
         sku, region = _allowed_sku(spec), str(spec.region)
         target = target_from_spec(spec)
-        sizes = vm_sizes(self.arm_clients(target).compute, region)
+        sizes = vm_sizes(self.arm_clients(target), region)
         problems = sku_problems(sizes.get(sku.name), sku.name, region, [])
         ml = ml if ml is not None else self.ml_client(target)
         with arm_call(f"read Azure ML quotas in {region}"):
-            usages = [_keyed(quota_row(u)) for u in ml.compute.list_usage(location=region)]
+            usages = [_keyed(u) for u in aml.compute_usages(ml, region)]
         vcpus = sku.vcpus * spec.nodes  # Azure ML draws on the size family's and the regional total
         problems += quota_problems({u.name: u for u in usages}, {sku.quota_family: vcpus, TOTAL_CORES: vcpus},
                                    region, what="Azure ML quota")
@@ -175,8 +176,7 @@ class AzureMLProvider(ProviderBase):
                               f"{spec.nodes} requested (azbench does not resize a compute it did not create)")
         if ours and compute.max_instances != spec.nodes:
             with arm_call(f"update AmlCompute {compute.name}"):
-                compute = compute_info(self.ml_client(target).compute.begin_create_or_update(
-                    build_compute(spec, self.owner)).result())
+                compute = aml.create_compute(self.ml_client(target), build_compute(spec, self.owner))
         return to_cluster(spec.name, target, compute, owned=ours)
 
 
@@ -218,7 +218,7 @@ def check_workspace(ml: MLClient, target: AmlTarget) -> None:
     """NotFoundError (exit 2) naming the workspace when it does not exist."""
     with arm_call(f"read workspace {target.workspace}"):
         try:
-            ml.workspaces.get(target.workspace)
+            aml.read_workspace(ml, target.workspace)
         except Exception as exc:
             if is_not_found(exc):
                 raise NotFoundError(f"Azure ML workspace '{target.workspace}' not found in resource "
@@ -290,7 +290,7 @@ def _target(sub: str | None, group: str | None, ws: str | None, endpoint: str | 
 def _get_compute(ml: MLClient, name: str) -> AmlComputeInfo | None:
     with arm_call(f"read AmlCompute {name}"):
         try:
-            return compute_info(ml.compute.get(name))
+            return aml.read_compute(ml, name)
         except Exception as exc:
             if is_not_found(exc):
                 return None
