@@ -37,7 +37,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.harness import emit  # noqa: E402
 from orchestrator.results.stragglers import find_stragglers  # noqa: E402
-from orchestrator.runs.fleet import GateOptions, Probe, check_fleet, natural  # noqa: E402
+from orchestrator.runs.fleet import GateOptions, Probe, check_fleet  # noqa: E402
+from orchestrator.slurm.conf import natural_key  # noqa: E402
 
 
 @dataclass
@@ -109,7 +110,7 @@ def real_trials(n: int, trials: int, rng: random.Random) -> tuple[list[float], l
     tally, spread, drift = Tally(), [], []
     try:
         with connect(cluster) as access:
-            nodes = sorted(access.launcher.node_states(), key=natural)
+            nodes = sorted(access.launcher.node_states(), key=natural_key)
             switches = access.launcher.leaf_switches()
             opts = options_for(cluster, access)
             for _ in range(trials):

@@ -76,7 +76,8 @@ def main() -> None:
 
 
 def gate(cluster, n: int) -> None:
-    from orchestrator.runs import fleet, fleet_gate
+    from orchestrator.runs import fleet_gate
+    from orchestrator.slurm.conf import natural_key
     slow = [s for s in SLOW if int(s[4:]) <= n] or ["node3"]
     bad = BAD if int(BAD[4:]) <= n else "node5"
     os.environ["AZBENCH_HEALTH_SLOW_NODES"] = ",".join(slow)
@@ -86,7 +87,7 @@ def gate(cluster, n: int) -> None:
     with connect(cluster) as access:
         report = fleet_gate.gate_cluster(cluster, access)
     wall = time.perf_counter() - start
-    expected = sorted([*slow, bad], key=fleet.natural)
+    expected = sorted([*slow, bad], key=natural_key)
     emit(f"health_gate_{n}_nodes", wall, "s", load=_load(), group_rounds=report.group_rounds,
          rounds_target=round(2 * math.log2(n), 1), group_tests=report.group_tests,
          probe_rounds=report.probe_rounds, flagged=report.bad_nodes, expected=expected,

@@ -102,7 +102,7 @@ def gemm(seconds: float) -> dict[str, object]:
 
 def mfu(log: Path, d_model: int, layers: int, heads: int, seq_len: int, vocab: int,
         world: int) -> dict[str, object]:
-    """The smoke run's MFU by the report's own code (report.build.model_flops_utilisation when
+    """The smoke run's MFU by the report's own code (results.definitions.mfu when
     its imports are here, else the same results.metrics functions it calls), for the smoke
     model: F = 6N + 12*L*d*s with N the non-embedding parameters of recipes/smoke/train.py's
     TinyLM at these sizes."""
@@ -126,10 +126,12 @@ def mfu(log: Path, d_model: int, layers: int, heads: int, seq_len: int, vocab: i
                               "status": summary.status, "gbs": summary.global_batch_size,
                               "precision_note": "the smoke model trains in FP32; MFU is against dense BF16"}
     try:
-        from orchestrator.report.build import model_flops_utilisation
-        got = model_flops_utilisation(facts, "smoke", gpu, world, summary.global_batch_size,
-                                      summary.max_sequence_length, stats, source="per-step tracked_stats")
-        out.update(code="report.build.model_flops_utilisation", **got)
+        from orchestrator.results.definitions import mfu as mfu_of
+        got = mfu_of(facts, "smoke", gpu, world, summary.global_batch_size,
+                     summary.max_sequence_length, stats, source="per-step tracked_stats")
+        out.update(code="results.definitions.mfu", mfu=got.value, mfu_precision=got.precision,
+                   mfu_bf16=got.bf16, mfu_peak_tflops=got.peak_tflops,
+                   model_tflops_per_gpu=got.model_tflops_per_gpu, mfu_note=got.note)
     except ImportError as exc:  # the report's store needs sqlalchemy: same formula, its parts
         row = _gpu_row()
         if stats is None or row is None or not summary.global_batch_size:
@@ -137,7 +139,7 @@ def mfu(log: Path, d_model: int, layers: int, heads: int, seq_len: int, vocab: i
             return out
         tokens = summary.global_batch_size * (summary.max_sequence_length or seq_len)
         flops = facts.flops_per_token(summary.max_sequence_length or seq_len)
-        out.update(code="results.metrics.mfu (report.build not importable: " + str(exc)[:80] + ")",
+        out.update(code="results.metrics.mfu (results.definitions not importable: " + str(exc)[:80] + ")",
                    model_tflops_per_gpu=flops * tokens / stats.median / world / 1e12,
                    mfu=metrics.mfu(flops, tokens, stats.median, world, row.peak_tflops_bf16 or 1.0),  # type: ignore[attr-defined]
                    mfu_precision="bf16")

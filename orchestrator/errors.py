@@ -125,6 +125,7 @@ class RegressionError(AzbenchError):
 
 
 EXIT_UNHEALTHY = 9  # `azbench health` flagged nodes (cli/health.py); no exception carries it
+EXIT_FABRIC = 10  # a fabric verdict failed (cli/fabric.py: `fabric inspect`, `fabric test`)
 EXIT_INTERRUPTED = 130  # 128 + SIGINT
 
 # The one exit-code table: `azbench --help` prints it and README.md's "Exit codes" table is
@@ -141,6 +142,8 @@ EXIT_CODES: dict[int, str] = {
     8: "performance regression against the baseline",
     EXIT_UNHEALTHY: "health check flagged nodes (drained, or a fabric-wide fault); "
                     "the report is printed first",
+    EXIT_FABRIC: "a fabric verdict failed (NCCL channels over NET/Socket, wrong values in a "
+                 "collective); warnings alone exit 0; the report is printed first",
     EXIT_INTERRUPTED: "interrupted (Ctrl-C), aborted at a prompt, or detached from a run; "
                       "a pipeline stopped by signal N exits 128+N",
 }

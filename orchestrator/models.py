@@ -440,6 +440,40 @@ class HealthCheckPlan:
         return f"{self.out_dir}/slurm-{job_id}.out"
 
 
+@dataclass(frozen=True)
+class FabricTestPlan:
+    """One `azbench fabric test` job (runs/fabric.py fills it in): the collectives, one after
+    another, over `nodes` nodes (exactly `nodelist` when given: one NVLink rack, or one node per
+    rack), at message sizes `min_size`..`max_size` (nccl-tests' -b/-e, factor `step_factor`).
+    On GPU sizes each collective is nccl-tests' `<collective>_perf` from `nccl_tests_dir` with
+    one task per GPU and `env` (NCCL_DEBUG=INFO and the SKU's network settings); on CPU sizes
+    it is templates/fabric_collectives.py (which the launcher copies to `script`) run by
+    `python` with `tasks_per_node` ranks per node. The job's output lands at `output(job id)`."""
+
+    test_id: str
+    nodes: int
+    out_dir: str
+    tasks_per_node: int
+    gpus_per_node: int
+    collectives: tuple[str, ...]
+    min_size: str
+    max_size: str
+    step_factor: int
+    iters: int
+    warmup: int
+    time_limit_min: int
+    nodelist: tuple[str, ...] = ()
+    nccl_tests_dir: str = ""
+    python: str = ""
+    script: str = ""
+    env: tuple[tuple[str, str], ...] = ()
+    partition: str | None = None
+
+    def output(self, job_id: str) -> str:
+        """The job's output file on the cluster (Slurm: the batch script's --output with %j)."""
+        return f"{self.out_dir}/slurm-{job_id}.out"
+
+
 class ContainerBuild(Frozen):
     """A recipe's container for one resolved config: built on a node from the implementation's
     pinned Dockerfile (the folder `path` of `repo` at `commit` is the build context) and saved as
@@ -620,6 +654,11 @@ class ContainerRun(Frozen):
     # implementation's config_mounts.sh / run.sub back them under its LOGDIR (Megatron's
     # /npy_index cache, which every rank reads from the first rank that builds it).
     scratch: list[str] = Field(default_factory=list)
+    # Container folders the implementation's run.sub creates before its timed job step (`mkdir`
+    # rows of its PATHS.txt), under a folder the job mounts writable (/results, /checkpoints, a
+    # scratch path): LoRA's /results/data_index/{train,val}, where its YAML builds the index.
+    make_dirs: list[str] = Field(default_factory=list)
+    make_dirs_source: str = ""  # the run.sub lines they come from
     # Settings the published config asks for that Azure's fabric cannot honour, set (or unset,
     # value None) after the config is sourced, each with why (FabricOverride).
     fabric: list[FabricOverride] = Field(default_factory=list)
@@ -671,10 +710,11 @@ class ModelFacts(Frozen):
     # runs forward (2N) and the activation-gradient backward (2N), but no weight gradients.
     trainable_params: float | None = Field(None, gt=0)
     source: str
-    # The GEMM precision each vendored submission config trains in, "FOLDER/NODES" (the
-    # recipes/configs folder, e.g. v5.1_NVIDIA_hsg_ngpu2560_ngc25.09_nemo/640) -> "fp4 [where]",
-    # filled by recipes.catalog.model_facts: an imported log that does not say its precision is
-    # measured against the one its system's config set.
+    # The GEMM precision of the config each published system ran (the one its README names:
+    # recipes/configs/*/*/SUBMISSIONS.txt), by the system's label (e.g.
+    # "v5.1/NVIDIA/hsg_ngpu5120_ngc25.09_nemo") -> "fp4: FP4=True (file:line); config X, named by
+    # README:LINE", filled by recipes.catalog.model_facts for every vendored config: an imported
+    # log that does not say its precision is measured against the one its system's config set.
     config_precisions: dict[str, str] = Field(default_factory=dict)
     # NVIDIA's own count, MODEL_TFLOP_PER_SAMPLE in the submissions' config_common*.sh (read from
     # the vendored file by model_facts), and why azbench's F differs where it does (the recipe's).

@@ -22,8 +22,8 @@ from pathlib import Path
 from typing import Protocol
 
 from orchestrator.errors import ConfigError
-from orchestrator.models import (AttemptSpec, ExecResult, HealthCheckPlan, JobRef, JobStatus, NodeInfo,
-                                 StageRequest)
+from orchestrator.models import (AttemptSpec, ExecResult, FabricTestPlan, HealthCheckPlan, JobRef, JobStatus,
+                                 NodeInfo, StageRequest)
 
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
@@ -97,7 +97,7 @@ class Capabilities:
     head_here: bool = False  # the head node is this machine (`azbench ssh` runs here)
     emulated_nodes: bool = False  # the nodes share this machine's cores (probe them in chunks)
     live_logs: bool = False  # the launcher reads a running job's log: progress and hang detection
-    health_gate: bool = False  # the launcher runs the gate job and job steps on chosen nodes
+    health_gate: bool = False  # the launcher runs the gate job, the fabric test and job steps on chosen nodes
     node_control: bool = False  # the launcher drains and resumes nodes and knows their switches
     stages_data: bool = False  # the launcher runs `azbench prepare`'s job on the shared file system
 
@@ -155,6 +155,12 @@ class Launcher(Protocol):
     def run_health_check(self, plan: HealthCheckPlan) -> JobRef:
         """Copy the check script to plan.script and submit the gate job on exactly plan.nodes
         (capability `health_gate`); its output lands at plan.output(job id)."""
+        ...
+
+    def run_fabric_test(self, plan: FabricTestPlan) -> JobRef:
+        """Submit `azbench fabric test`'s job (capability `health_gate`: jobs on chosen nodes)
+        with the CPU runner copied to plan.script where it has one; its output lands at
+        plan.output(job id)."""
         ...
 
     def stage(self, request: StageRequest) -> JobRef:

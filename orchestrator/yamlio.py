@@ -213,25 +213,32 @@ def _walk(node: yaml.Node, path: Loc, lines: LineMap) -> None:
             _walk(item, (*path, index), lines)
 
 
+# At most this many problems are named in one error line; the rest are counted.
+MAX_PROBLEMS = 10
+
+
 def validation_error_to_config_error(
     exc: ValidationError, source: str, lines: LineMap | None = None
 ) -> ConfigError:
-    """The first validation problem as `source:line: key: message`."""
-    err = exc.errors()[0]
-    loc = tuple(err.get("loc", ()))
-    line = _line_for(loc, lines or {})
-    where = f"{source}:{line}" if line else source
-    key = ".".join(str(p) for p in loc) or "(top level)"
-    if err.get("type") == "extra_forbidden":
-        message = f"unknown key '{key}'"
-    elif not loc:
-        message = _clean(err.get("msg", "invalid value"))
-    else:
-        message = f"{key}: {_clean(err.get('msg', 'invalid value'))}"
-    message = " ".join(message.split())  # one line, whatever a value held
-    more = len(exc.errors()) - 1
-    suffix = f" (and {more} more problem{'s' if more > 1 else ''})" if more > 0 else ""
-    return ConfigError(f"{where}: {message}{suffix}")
+    """Every validation problem, in file order, each as `source:line: key: message`, on one
+    line separated by "; " (at most MAX_PROBLEMS named, the rest counted)."""
+    found = []
+    for err in exc.errors():
+        loc = tuple(err.get("loc", ()))
+        line = _line_for(loc, lines or {})
+        where = f"{source}:{line}" if line else source
+        key = ".".join(str(p) for p in loc) or "(top level)"
+        if err.get("type") == "extra_forbidden":
+            message = f"unknown key '{key}'"
+        elif not loc:
+            message = _clean(err.get("msg", "invalid value"))
+        else:
+            message = f"{key}: {_clean(err.get('msg', 'invalid value'))}"
+        found.append((line or 0, f"{where}: {' '.join(message.split())}"))  # one line, whatever a value held
+    problems = list(dict.fromkeys(text for _, text in sorted(found, key=lambda f: f[0])))
+    more = len(problems) - MAX_PROBLEMS
+    suffix = f"; and {more} more problem{'s' if more > 1 else ''}" if more > 0 else ""
+    return ConfigError("; ".join(problems[:MAX_PROBLEMS]) + suffix)
 
 
 def _line_for(loc: Loc, lines: LineMap) -> int | None:

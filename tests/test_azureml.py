@@ -206,9 +206,9 @@ def test_up_creates_then_adopts_then_down_deletes_idempotently(fake):
     puts = fake.count("PUT", "/computes/")
     again = prov.up(s, prov.plan(s))
     assert fake.count("PUT", "/computes/") == puts and again.properties.compute == "bench"
-    assert prov.describe("bench") is not None
+    assert prov.describe("bench", s) is not None  # the spec says which workspace (plan keeps nothing)
     prov.down(c)
-    assert fake.compute() is None and prov.describe("bench") is None
+    assert fake.compute() is None and prov.describe("bench", s) is None
     prov.down(c)  # missing is success
 
 

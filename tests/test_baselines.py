@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import math
 import random
-from datetime import timedelta
+from datetime import datetime, timedelta, timezone
 
 import pytest
 
@@ -96,7 +96,12 @@ def test_welch_edge_cases():
     ("time_to_train", [1.0], [], "missing"),
 ])
 def test_metric_delta_verdicts(metric, base, cur, verdict):
-    d = bl.metric_delta(("smoke", "Local_CPU", 2), metric, base, cur, bl.Tolerance(max_change=0.1))
+    def entry(samples: list[float]) -> bl.BaselineEntry | None:
+        return bl.BaselineEntry(benchmark="smoke", sku="Local_CPU", nodes=2,
+                                metrics={metric: samples}) if samples else None
+
+    d = bl.metric_delta(("smoke", "Local_CPU", 2), metric, entry(base), entry(cur),
+                        bl.Tolerance(max_change=0.1))
     assert d.verdict == verdict
     if base and cur:
         assert d.change == pytest.approx((sum(cur) / len(cur) - sum(base) / len(base)) / (sum(base) / len(base)))
@@ -125,11 +130,48 @@ def test_entries_from_results_per_scale():
     assert one.metrics["time_to_train"] == [1.0, 1.2]
     assert one.metrics["step_time"] == pytest.approx([0.10, 0.12])  # slow first step dropped
     assert two.metrics["time_to_train"] == [0.6]  # unconverged run has no time to train
-    assert two.metrics["step_time"] == pytest.approx([0.20, 0.25])  # the resumed run is left out
-    assert two.metrics["weak_scaling_efficiency"] == pytest.approx([0.11 / 0.20, 0.11 / 0.25])
+    # a resumed run has no time to train, but its steps ran: they count for step time, as in
+    # the report (results.definitions.step_time)
+    assert two.metrics["step_time"] == pytest.approx([0.20, 0.25, 0.5])
+    # the figures: the MLPerf score (partial: the plain mean of the converged runs) and the
+    # median of every kept step, pooled; E_weak on those medians, per run for the t-test
+    assert one.value("time_to_train") == pytest.approx(1.1) and two.value("time_to_train") == 0.6
+    assert one.value("step_time") == pytest.approx(0.11) and two.value("step_time") == pytest.approx(0.25)
+    assert two.metrics["weak_scaling_efficiency"] == pytest.approx([0.11 / 0.20, 0.11 / 0.25, 0.11 / 0.5])
+    assert two.value("weak_scaling_efficiency") == pytest.approx(0.11 / 0.25)
     assert "weak_scaling_efficiency" not in one.metrics and two.base_nodes == 1
     assert one.metrics["allreduce_busbw"] == [5.0] and two.metrics["allreduce_busbw"] == [4.0]
-    assert two.runs == ["c", "d"]
+    assert two.runs == ["c", "d", "e"]
+
+
+def test_weak_scaling_where_the_work_per_gpu_differs_is_absent_with_the_reason():
+    """llama31_405b on GB200 (issue 38): 1,152 per 512 GPUs against 960 per 2,560. The report
+    refuses that pair; the baseline, compare and history leave it out and say why."""
+    def row(run: str, nodes: int, gbs: int, step: float, k: int) -> ResultRow:
+        r = _result(run, nodes, 60.0, step, n=k)
+        return r.model_copy(update={"benchmark": "llama31_405b", "sku": "NVIDIA Blackwell GPU (GB200)",
+                                    "gpus": nodes * 4, "global_batch_size": gbs,
+                                    "system": f"gb200_n{nodes}", "run_start_ms": k})
+    rows = [row(f"s{k}", 128, 1152, 17.29, k) for k in range(3)]
+    rows += [row(f"b{k}", 640, 960, 3.19, k + 3) for k in range(3)]
+    small, big = bl.entries_from(rows)
+    assert "weak_scaling_efficiency" not in big.metrics and big.value("weak_scaling_efficiency") is None
+    why = big.refused["weak_scaling_efficiency"]
+    assert why.startswith("not defined against 512 GPUs (128 nodes): batch per GPU differs "
+                          "(1,152/512 = 2.25 vs 960/2,560 = 0.375)")
+    base = bl.Baseline(name="b", entries=[small, big])
+    result = bl.compare(base, [small, big])
+    assert not [d for d in result.deltas if d.metric == "weak_scaling_efficiency"]
+    assert any("weak_scaling_efficiency" in n and "batch per GPU differs" in n for n in result.notes)
+    assert result.to_json_data()["notes"] == result.notes
+    from orchestrator.pipelines.history import build_history
+    hist = build_history(rows, [], base)
+    assert not [s for s in hist.series if s.metric == "weak_scaling_efficiency"]
+    assert any("batch per GPU differs" in n for n in hist.notes)
+    # the same pair in the report: refused with the same reason
+    from orchestrator.report.build import build_report
+    report = build_report(rows)
+    assert not report.weak_scaling and any(why.split(": ", 1)[1] in n for n in report.notes)
 
 
 # -- store ------------------------------------------------------------------------------------
@@ -145,7 +187,7 @@ def test_baseline_roundtrip_in_store(db_url):
     with Store.open(db_url) as store:
         assert store.schema_version() == SCHEMA_VERSION == 6
         _sweep(store, "s1", [(1, 1.0, 0.1), (1, 1.1, 0.11), (2, 0.6, 0.2)], busbw=3.0)
-        entries = bl.collect(store, sweep_ids=["s1"])
+        entries = bl.collect(store, bl.Selection(sweep_ids=("s1",)))
         assert entries[0].metrics["allreduce_busbw"] == pytest.approx([3.0, 3.01])
         first = bl.set_baseline(store, "nightly", entries, {"sweeps": ["s1"]})
         again = bl.set_baseline(store, "nightly", entries[:1], {"sweeps": ["s1"]})
@@ -157,7 +199,7 @@ def test_baseline_roundtrip_in_store(db_url):
         with pytest.raises(ConfigError, match="empty"):
             bl.set_baseline(store, "empty", [])
         with pytest.raises(NotFoundError):
-            bl.collect(store, sweep_ids=["nosuch"])
+            bl.collect(store, bl.Selection(sweep_ids=("nosuch",)))
         bl.delete_baseline(store, "nightly")
         with pytest.raises(NotFoundError):
             bl.get_baseline(store, "nightly")
@@ -207,7 +249,7 @@ def test_cli_baseline_set_show_compare_exit_8(azbench_home):
                     "-t", "weak_scaling_efficiency=80%"])
     assert loose.code == 0, loose.err
     md = invoke(["compare", "nightly", "--markdown"])
-    assert md.code == 8 and "| smoke 2xLocal_CPU | median step time (s) |" in md.out
+    assert md.code == 8 and "| smoke · local CPU · 2 nodes | median step time (s) |" in md.out
     assert invoke(["compare", "nightly", "-t", "bogus=1"]).code == 2
     assert invoke(["compare", "nosuch"]).code == 2
     deleted = invoke(["baseline", "delete", "nightly", "--yes"])
@@ -221,6 +263,10 @@ def test_set_from_filters_and_since(azbench_home):
     none = invoke(["baseline", "set", "b", "--since", later])
     assert none.code == 2 and "empty" in one_line_error(none)
     ok = invoke(["baseline", "set", "b", "--cluster", "c", "--benchmark", "smoke"])
-    assert ok.code == 0 and "1xLocal_CPU" in ok.out
+    assert ok.code == 0 and "smoke · local CPU · 1 node" in ok.out
     assert math.isclose(json.loads(invoke(["baseline", "show", "b", "--json"]).out)
                         ["entries"][0]["metrics"]["time_to_train"][0], 1.0)
+    # the source keeps what was selected, and only that (issue 37: a typed selection)
+    assert json.loads(invoke(["baseline", "show", "b", "--json"]).out)["source"] == {"cluster": "c", "benchmark": "smoke"}
+    when = datetime(2026, 11, 1, tzinfo=timezone.utc)
+    assert bl.Selection(sweep_ids=("s1",), since=when).source() == {"sweep_ids": ["s1"], "since": str(when)}

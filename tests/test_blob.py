@@ -97,9 +97,10 @@ def _seed(store: Store, logs: Path) -> dict[str, bytes]:
     return files
 
 
-def test_push_pull_round_trip_is_byte_identical_and_idempotent(azurite, key_env, tmp_path) -> None:
+def test_push_pull_round_trip_is_byte_identical_and_idempotent(azurite, key_env, azbench_home,
+                                                                tmp_path) -> None:
     with Store.open(f"sqlite:///{tmp_path / 'a.db'}") as store:
-        files = _seed(store, tmp_path / "logs")
+        files = _seed(store, azbench_home / "archive")
         remote = archive.AzureContainer(azurite, "results")
         first = archive.push(store, remote)
         assert sorted(n for n in first.uploaded if n.startswith("logs/")) == \
@@ -127,7 +128,7 @@ def test_cli_push_twice_uploads_nothing_the_second_time(azurite, tmp_path) -> No
     home = tmp_path / "home"
     home.mkdir()
     with Store.open(f"sqlite:///{home / 'azbench.db'}") as store:
-        _seed(store, tmp_path / "logs")
+        _seed(store, home / "archive")
     env = {**os.environ, "AZBENCH_HOME": str(home), archive.KEY_ENV: KEY, "CI": "true"}
     env.pop("AZBENCH_DB_URL", None)
     args = [sys.executable, "-m", "orchestrator", "results", "push", "--account", azurite,
@@ -164,12 +165,12 @@ class _Memory:
         self.blobs[name] = data
 
 
-def test_pull_refuses_corrupt_blob(tmp_path) -> None:
+def test_pull_refuses_corrupt_blob(azbench_home, tmp_path) -> None:
     from orchestrator.errors import ConfigError
 
     mem = _Memory()
     with Store.open(f"sqlite:///{tmp_path / 'a.db'}") as store:
-        files = _seed(store, tmp_path / "logs")
+        files = _seed(store, azbench_home / "archive")
         archive.push(store, mem)
     mem.blobs[f"logs/{archive.sha256(files['a.log'])}"] = b"tampered"
     with pytest.raises(ConfigError, match="does not match its hash"):
@@ -216,7 +217,7 @@ def test_cli_pull_into_a_fresh_home_keeps_ids_and_pushes_nothing_back(azurite, t
     hashes = ["f0" * 32, "0f" * 32, "aa" * 32]  # added in this order: content order differs
     with Store.open(f"sqlite:///{a / 'azbench.db'}") as store:
         for n, h in enumerate(hashes):
-            log = tmp_path / "logs" / f"result_{n}.txt"
+            log = a / "archive" / f"result_{n}.txt"  # the store's own log folder
             log.parent.mkdir(exist_ok=True)
             log.write_bytes(f":::MLLOG {n}\n".encode())
             store.add_result(ResultRow(content_hash=h, source="import", benchmark="bert", status="success",
@@ -238,3 +239,112 @@ def test_cli_pull_into_a_fresh_home_keeps_ids_and_pushes_nothing_back(azurite, t
     assert (back["uploaded"], back["bytes_uploaded"]) == ([], 0)
     again = json.loads(run(a, "results", "push", *remote, "--json"))
     assert again["uploaded"] == []
+
+
+# -- a shared container is written by others (issue 39, point 12) -----------------------------
+
+def _crafted_snapshot(container: archive.AzureContainer, secret: Path, real_log_hash: str) -> None:
+    """Replace the container's snapshot and index by what anyone who may write there can put:
+    results that point at the victim's private file by local path, with no log, with a log
+    hash that was never uploaded, and with the hash of a real log (the only honest one)."""
+    base = {"source": "import", "benchmark": "bert", "status": "success", "converged": True,
+            "minutes": 2.0, "round": "v5.1", "submitter": "Org", "system": "sys_a"}
+    results = [
+        {**base, "id": 1, "content_hash": "a" * 64, "log_path": str(secret), "log_sha256": None},
+        {**base, "id": 2, "content_hash": "b" * 64, "log_path": str(secret), "log_sha256": "c" * 64},
+        {**base, "id": 3, "content_hash": "d" * 64, "log_path": str(secret),
+         "log_sha256": real_log_hash},
+    ]
+    runs = [{"id": "r9", "cluster": "c", "recipe": "smoke", "benchmark": "smoke", "nodes": 1,
+             "state": "succeeded", "run_dir": str(secret.parent)}]
+    snap = json.dumps({"format": archive.SNAPSHOT_FORMAT, "runs": runs, "attempts": [],
+                       "results": results, "baselines": []}).encode()
+    digest = archive.sha256(snap)
+    container.put(f"snapshots/{digest}.json", snap, {})
+    index = json.loads(container.get(archive.INDEX) or b"{}")
+    index["snapshot"] = digest
+    container.put(archive.INDEX, json.dumps(index).encode(), {})
+
+
+def test_a_crafted_snapshot_cannot_make_push_upload_a_file_outside_the_store(
+        azurite, key_env, tmp_path) -> None:
+    from tests.cli_helpers import azbench_in_process
+
+    attacker, victim = tmp_path / "attacker", tmp_path / "victim"
+    secret = tmp_path / "dot-ssh" / "id_rsa"
+    secret.parent.mkdir()
+    secret.write_text("-----BEGIN OPENSSH PRIVATE KEY-----\nSECRET-KEY-MATERIAL\n")
+    log = attacker / "archive" / "result_0.txt"
+    log.parent.mkdir(parents=True)
+    log.write_bytes(b":::MLLOG {}\n")
+    with Store.open(f"sqlite:///{attacker / 'azbench.db'}") as store:
+        store.add_result(ResultRow(content_hash="e" * 64, source="import", benchmark="bert",
+                                   status="success", converged=True, minutes=1.0, log_path=str(log)))
+    env = {archive.KEY_ENV: KEY}
+
+    def run(home: Path, *args: str) -> str:
+        result = azbench_in_process(*args, home=home, env=env, cwd=tmp_path)
+        assert result.code == 0, result.err
+        assert "SECRET-KEY-MATERIAL" not in result.out + result.err
+        return result.out
+    run(attacker, "results", "push", "--account", azurite, "--container", "shared")
+    with_key = archive.AzureContainer(azurite, "shared", credential=archive.credential_for(azurite)[0])
+    _crafted_snapshot(with_key, secret, archive.sha256(log.read_bytes()))
+
+    run(victim, "results", "pull", "--account", azurite, "--container", "shared",
+        "--into", str(tmp_path / "pulled"))
+    with Store.open(f"sqlite:///{victim / 'azbench.db'}") as store:
+        paths_by_id = {r.id: r.log_path for r in store.list_results()}
+        runs = {r.id: r.run_dir for r in store.list_runs()}
+    assert paths_by_id[1] is None and paths_by_id[2] is None  # no verified log: no path
+    assert paths_by_id[3] == str(victim / "archive" / f"{archive.sha256(log.read_bytes())}.log")
+    assert runs == {"r9": None}
+    pushed = json.loads(run(victim, "results", "push", "--account", azurite, "--container",
+                            "victim-copy", "--json"))
+    assert pushed["refused_logs"] == [] and len([n for n in pushed["uploaded"] if n.startswith("logs/")]) == 1
+    copy = archive.AzureContainer(azurite, "victim-copy", credential=archive.credential_for(azurite)[0])
+    assert all(b"SECRET-KEY-MATERIAL" not in (copy.get(n) or b"") for n in copy.names(""))
+    run(victim, "report", "--html", str(tmp_path / "site"))
+    assert all("SECRET-KEY-MATERIAL" not in p.read_text(errors="replace")
+               for p in (tmp_path / "site").rglob("*") if p.is_file() and p.suffix in (".html", ".json", ".js"))
+
+
+def test_push_refuses_a_log_path_outside_the_store_s_log_folders(azbench_home, tmp_path) -> None:
+    """A row an older azbench pulled (or any row) naming a file elsewhere, or a link in the
+    archive pointing out of it: neither is read nor uploaded; push lists them."""
+    secret = tmp_path / "id_rsa"
+    secret.write_text("SECRET-KEY-MATERIAL\n")
+    link = azbench_home / "archive" / "innocent.log"
+    link.parent.mkdir(parents=True)
+    link.symlink_to(secret)
+    mem = _Memory()
+    with Store.open() as store:
+        for n, path in enumerate((secret, link)):
+            store.add_result(ResultRow(content_hash=f"{n}" * 64, source="import", benchmark="bert",
+                                       status="success", converged=True, minutes=1.0,
+                                       log_path=str(path)))
+        out = archive.push(store, mem)
+    assert out.refused_logs == [str(secret), str(link)]
+    assert not any(n.startswith("logs/") for n in mem.blobs)
+    assert all(b"SECRET-KEY-MATERIAL" not in data for data in mem.blobs.values())
+
+
+def test_pull_refuses_an_index_that_names_paths_not_hashes(azbench_home, tmp_path) -> None:
+    from orchestrator.errors import ConfigError
+    mem = _Memory()
+    mem.blobs[archive.INDEX] = json.dumps({"logs": {"../../../../etc/x": "x"}, "snapshot": None}).encode()
+    with pytest.raises(ConfigError, match="not sha256 hashes"):
+        archive.pull(mem, tmp_path / "out")
+    assert not (tmp_path / "out").exists() or not any((tmp_path / "out").rglob("*.log"))
+
+
+def test_a_sas_in_the_account_url_is_never_in_a_message(azurite, tmp_path) -> None:
+    """Azurite refuses a forged SAS (403); the one line says so without the token."""
+    from tests.cli_helpers import azbench_in_process
+
+    account = f"{azurite}?sv=2024-05-04&ss=b&srt=co&sp=rwl&se=2099-01-01&sig=SECRETSIG%3D"
+    result = azbench_in_process("results", "push", "--account", account, "--container", "sas",
+                                home=tmp_path / "home", env={archive.KEY_ENV: ""})
+    line = one_line_error(CliResult(result.code, result.out, result.err))
+    assert result.code == 5 and "SECRETSIG" not in result.out + result.err, line
+    assert f"{azurite}?<redacted>" in line

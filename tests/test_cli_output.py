@@ -234,7 +234,9 @@ def test_tsv_lines_follow_az() -> None:
         ["1\t\ttrue", "2.5\tx\\ty\\nz\tfalse"]
     assert tsv_lines([[1, "a"], [2, "b"]]) == ["1\ta", "2\tb"]
     assert tsv_lines("one") == ["one"] and tsv_lines(["a", "b"]) == ["a", "b"]
-    assert tsv_lines({"k": [1, 2], "o": {"x": 1}}) == ['[1,2]\t{"x":1}']  # nested: compact JSON
+    # flat, as knack writes it: a nested list is its length, a nested object an empty cell
+    assert tsv_lines({"k": [1, 2], "o": {"x": 1}, "s": "v"}) == ["2\t\tv"]
+    assert tsv_lines([{"a": {"deep": [1]}, "b": 1}, {"a": None, "b": 2}]) == ["\t1", "\t2"]
     assert tsv_lines([]) == []
 
 
@@ -243,3 +245,174 @@ def test_plain_rows_for_a_queried_value() -> None:
     assert plain_rows([[1, 2], [3]]) == (["Column1", "Column2"], [["1", "2"], ["3", ""]])
     assert plain_rows(["x", "y"]) == (["Result"], [["x"], ["y"]])
     assert plain_rows({"a": 1}) == (["a"], [["1"]])
+
+
+# -- every command that prints data (issue 38, point 8) ----------------------------------------------
+
+
+def _commands() -> list[tuple[str, set[str]]]:
+    import typer.main
+
+    from orchestrator.cli.app import app
+
+    def walk(cmd, path):  # a click group or command
+        subs = getattr(cmd, "commands", None)
+        if subs:
+            for name, sub in subs.items():
+                yield from walk(sub, [*path, name])
+        else:
+            yield " ".join(path), {o for p in cmd.params for o in getattr(p, "opts", [])}
+    return list(walk(typer.main.get_command(app), []))
+
+
+def test_every_command_that_prints_data_takes_output_and_query() -> None:
+    """A command that prints data (it has --json, or it prints a log) also takes -o
+    table|json|tsv and --query; the rest print one confirmation line or hand over a shell."""
+    commands = dict(_commands())
+    printing = {name for name, opts in commands.items() if "--json" in opts} | {"logs"}
+    assert {"compare", "baseline set", "baseline list", "baseline show", "results show",
+            "recipes show", "logs", "health", "plan", "report"} <= printing
+    assert [name for name in sorted(printing) if not {"-o", "--output", "--query"} <= commands[name]] == []
+    assert sorted(set(commands) - printing) == ["baseline delete", "init", "ssh"]
+
+
+@pytest.fixture
+def baselined(stored: Path) -> Path:
+    """`stored` with run r2 of a sweep, its log and a baseline 'b1' made from it."""
+    with Store.open(f"sqlite:///{stored / 'azbench.db'}") as store:
+        store.create_run(RunRow(id="r2", cluster="c1", recipe="bert", benchmark="bert", nodes=2,
+                                state="succeeded", sweep_id="20260101T000000-s1"))
+        store.add_result(ResultRow(content_hash="d4", run_id="r2", source="run", benchmark="bert",
+                                   system="ND_H100_v5", status="success", converged=True, minutes=12.5,
+                                   nodes=2, gpus=16, sku="Standard_ND96isr_H100_v5"))
+    made = az(stored, "baseline", "set", "b1", "--sweep", "20260101T000000-s1", "--yes", "-o", "json")
+    assert made.code == 0, made.err
+    return stored
+
+
+def test_baseline_and_compare_take_output_and_query(baselined: Path) -> None:
+    home = baselined
+    listed = az(home, "baseline", "list", "-o", "tsv", "--query", "[].name")
+    assert listed.code == 0 and listed.out == "b1\n", listed.err
+    shown = az(home, "baseline", "show", "b1", "-o", "tsv", "--query", "entries[].[benchmark, nodes, metrics.time_to_train[0]]")
+    assert shown.out == "bert\t2\t12.5\n", shown.err
+    flat = az(home, "baseline", "show", "b1", "-o", "tsv")
+    assert flat.code == 0 and "{" not in flat.out and "[" not in flat.out  # flat: no JSON in a cell
+    compared = az(home, "compare", "b1", "--sweep", "20260101T000000-s1", "-o", "json",
+                  "--query", "deltas[?metric=='time_to_train'].[current_mean, baseline_mean, verdict]")
+    assert compared.code == 0 and json.loads(compared.out) == [[12.5, 12.5, "within"]], compared.err
+    tsv = az(home, "compare", "b1", "--sweep", "20260101T000000-s1", "-o", "tsv", "--query", "deltas[].metric")
+    assert tsv.out.splitlines() == ["time_to_train"]
+    assert az(home, "compare", "b1", "--sweep", "20260101T000000-s1", "--json").out == \
+        az(home, "compare", "b1", "--sweep", "20260101T000000-s1", "-o", "json").out
+
+
+def test_results_show_recipes_show_and_logs_take_output_and_query(baselined: Path) -> None:
+    home = baselined
+    one = az(home, "results", "show", "1", "-o", "tsv", "--query", "[benchmark, system, minutes]")
+    assert one.out == "bert\nND_H100_v5\n10.0\n", one.err  # a lone list: an item a line, as az
+    assert json.loads(az(home, "results", "show", "1", "-o", "json").out)["id"] == 1
+    recipe = az(home, "recipes", "show", "smoke", "-o", "tsv", "--query", "[resolved.[recipe, nodes]]")
+    assert recipe.out == "smoke\t1\n", recipe.err
+    log = home / "runs" / "r2" / "attempt-1" / "train.log"
+    log.parent.mkdir(parents=True)
+    log.write_text(":::MLLOG {\"key\": \"run_start\"}\nstep 1\n")
+    logs = az(home, "logs", "r2", "-o", "json")
+    assert logs.code == 0 and json.loads(logs.out) == {
+        "run_id": "r2", "attempt": 1, "lines": [":::MLLOG {\"key\": \"run_start\"}", "step 1"]}, logs.err
+    assert az(home, "logs", "r2", "-o", "tsv", "--query", "lines[]").out == ":::MLLOG {\"key\": \"run_start\"}\nstep 1\n"
+    assert az(home, "logs", "r2").out == log.read_text()  # the default: the log as it is
+    follow = az(home, "logs", "r2", "--follow", "-o", "json")
+    assert follow.code == 2 and "leave out --follow" in one_line_error(follow)
+
+
+def test_health_takes_output_and_query(stored: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The gate itself runs on real clusters elsewhere (tests/test_fleet_gate.py); here its
+    report is printed in each format."""
+    from contextlib import nullcontext
+
+    from orchestrator.clusters import lifecycle
+    from orchestrator.runs import fleet_gate
+    from orchestrator.runs.fleet import FleetReport, Verdict
+    report = FleetReport(checked=["n1", "n2"], verdicts=[Verdict("n2", "collective", "slow", 10.0, 75.0, " GB/s")],
+                         drained=["n2"], seconds=1.5)
+    monkeypatch.setattr(lifecycle, "require_cluster", lambda name, store: object())
+    monkeypatch.setattr(lifecycle, "connect", lambda cluster: nullcontext(object()))
+    monkeypatch.setattr(fleet_gate, "gate_cluster", lambda *a, **k: report)
+    tsv = az(stored, "health", "c1", "-o", "tsv", "--query", "verdicts[].[node, check, status, value]")
+    assert tsv.code == 9 and tsv.out == "n2\tcollective\tslow\t10.0\n", tsv.err  # 9: a node was drained
+    data = json.loads(az(stored, "health", "c1", "-o", "json").out)
+    assert data["bad_nodes"] == ["n2"] and data["drained"] == ["n2"]
+    flat = az(stored, "health", "c1", "-o", "tsv").out.split("\t")
+    assert flat[:2] == ["2", "1"]  # checked: 2 nodes, verdicts: 1 (knack: a nested list is its length)
+
+
+def test_system_takes_the_name_the_report_prints(tmp_path: Path) -> None:
+    """`--system` takes a system as the report prints it: 'v5.1/NVIDIA/hsg_ngpu5120_ngc25.09_nemo',
+    or its tail when every row shares the head; a label that names nothing lists the labels."""
+    home = tmp_path / "home"
+    home.mkdir()
+    with Store.open(f"sqlite:///{home / 'azbench.db'}") as store:
+        for h, rnd, system in [("a", "v5.1", "hsg_ngpu5120_ngc25.09_nemo"), ("b", "v5.0", "hsg_ngpu5120_ngc25.09_nemo"),
+                               ("c", "v5.1", "tyche_ngpu512_ngc25.09_nemo")]:
+            store.add_result(ResultRow(content_hash=h, source="import", benchmark="llama31_405b", system=system,
+                                       round=rnd, submitter="NVIDIA", status="success", converged=True,
+                                       minutes=10.0, nodes=1280, gpus=5120))
+    full = az(home, "results", "list", "--system", "v5.1/NVIDIA/hsg_ngpu5120_ngc25.09_nemo", "-o", "tsv",
+              "--query", "[].[content_hash, round]")
+    assert full.code == 0 and full.out == "a\tv5.1\n", full.err
+    tail = az(home, "results", "list", "--system", "NVIDIA/hsg_ngpu5120_ngc25.09_nemo", "--query", "[].content_hash",
+              "-o", "tsv")
+    assert tail.out.splitlines() == ["a", "b"]
+    report = az(home, "report", "--system", "v5.1/NVIDIA/hsg_ngpu5120_ngc25.09_nemo", "--query",
+                "groups[].[round, system]", "-o", "tsv")
+    assert report.code == 0 and report.out == "v5.1\thsg_ngpu5120_ngc25.09_nemo\n", report.err
+    wrong = az(home, "report", "--system", "v5.1/NVIDIA/hsg_ngpu5121_ngc25.09_nemo")
+    assert wrong.code == 2 and "did you mean v5.1/NVIDIA/hsg_ngpu5120_ngc25.09_nemo" in one_line_error(wrong)
+
+
+# A whole number of 4 digits or more written without thousands separators ("8192"): not part of
+# a name (ngpu5120), a date (2026-11-01), a decimal or a path.
+BARE = re.compile(r"(?<![\w.,/:+#-])\d{4,}(?![\w,:/#]|\.\d|-\d)")
+QUOTED = ("al. ", "MODEL_TFLOP_PER_SAMPLE ", "Generated ")  # a year cited, a config's literal
+
+
+def _bare_numbers(text: str) -> list[str]:
+    return [text[max(0, m.start() - 40):m.end() + 10] for m in BARE.finditer(text)
+            if not text[:m.start()].endswith(QUOTED)]
+
+
+def test_one_number_format_in_every_view(tmp_path: Path) -> None:
+    """Counts and amounts of 1,000 or more carry thousands separators in the terminal report,
+    its Markdown, the site's tables, `results list`, `plan`, `baseline show` and `compare`
+    (formats.py is the one home): no "10,752" beside "8192"."""
+    from orchestrator.results.importer import import_path
+    from tests.conftest import SHARED
+    from testsupport.mlperf_tree import write_tree
+    home = tmp_path / "home"
+    home.mkdir()
+    with Store.open(f"sqlite:///{home / 'azbench.db'}") as store:
+        import_path(store, write_tree(tmp_path / "tree"), archive_dir=tmp_path / "archive")
+        if (SHARED / "mlperf-logs").is_dir():
+            import_path(store, SHARED / "mlperf-logs", archive_dir=tmp_path / "archive")
+    wide = {"COLUMNS": "200"}
+    views = {
+        "report": az(home, "report", "--runs", "--vs-published", env=wide),
+        "markdown": az(home, "report", "--markdown"),
+        "results list": az(home, "results", "list", env=wide),
+        "plan": az(home, "plan", "llama31_405b", "--sku", "gb200", env=wide),
+        "baseline set": az(home, "baseline", "set", "b", "--benchmark", "llama31_405b", "--yes", env=wide),
+        "baseline show": az(home, "baseline", "show", "b", env=wide),
+        "compare": az(home, "compare", "b", "--benchmark", "llama31_405b", env=wide),
+    }
+    site = az(home, "report", "--html", str(tmp_path / "site"))
+    assert site.code == 0, site.err
+    cells = [html for page in (tmp_path / "site").rglob("*.html")
+             for html in re.findall(r"<td[^>]*>(.*?)</td>", page.read_text(), re.S)]
+    views["site tables"] = type(site)(0, "\n".join(cells), "")
+    found = {name: _bare_numbers(v.out) for name, v in views.items()}
+    assert all(v.code in (0, 8) for v in views.values()), {k: v.err for k, v in views.items() if v.code}
+    assert {k: v for k, v in found.items() if v} == {}
+    assert "1,024" in views["report"].out and "1,024" in views["markdown"].out  # the 128 x 8 H100 system
+    if (SHARED / "mlperf-logs").is_dir():
+        assert "10,752" in views["report"].out and "8,192" in views["report"].out

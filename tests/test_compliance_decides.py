@@ -9,7 +9,8 @@ import pytest
 
 from orchestrator.recipes.catalog import resolve
 from orchestrator.report.build import build_report
-from orchestrator.results.compliance import check_log, in_container
+from orchestrator.results.checkpool import check_log
+from orchestrator.results.compliance import in_container
 from orchestrator.results.mllog import parse_lines
 from orchestrator.runs.launch import launch_attempt
 from orchestrator.slurm.launcher import attempt_script

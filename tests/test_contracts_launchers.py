@@ -27,19 +27,19 @@ import pytest
 
 from orchestrator.providers.azureml.launcher import AzureMLLauncher
 from orchestrator.errors import MissingCapability
-from orchestrator.models import (AttemptSpec, Cluster, ExecResult, HealthCheckPlan, JobRef, JobState,
-                                 JobStatus, StageRequest)
+from orchestrator.models import (AttemptSpec, Cluster, ExecResult, FabricTestPlan, HealthCheckPlan, JobRef,
+                                 JobState, JobStatus, StageRequest)
 from orchestrator.paths import RunLayout, job_name
 from orchestrator.seams import Capabilities, Launcher
 from orchestrator.slurm.launcher import SlurmLauncher
 
 LAUNCHERS = (SlurmLauncher, AzureMLLauncher)
 # The protocol's methods that need a capability, by the capability (seams.Capabilities).
-NEEDS = {"health_gate": ("run_health_check", "run_on_nodes", "run_groups", "stage_file"),
+NEEDS = {"health_gate": ("run_health_check", "run_fabric_test", "run_on_nodes", "run_groups", "stage_file"),
          "node_control": ("drain", "resume"), "stages_data": ("stage",)}
 # Which of those each launcher does (by its backend); it raises MissingCapability for the rest.
-SUPPORTS = {"slurm": ("run_health_check", "run_on_nodes", "run_groups", "stage_file", "drain", "resume",
-                      "stage"),
+SUPPORTS = {"slurm": ("run_health_check", "run_fabric_test", "run_on_nodes", "run_groups", "stage_file", "drain",
+                      "resume", "stage"),
             # Azure ML places a job's nodes itself (no gate, step or drain on chosen nodes) and
             # mounts a job's data from the workspace's datastore (nothing to stage on the cluster).
             "azureml": ()}
@@ -64,7 +64,7 @@ COVERED = {"submit": "submit_then_find", "find": "submit_then_find", "poll": "po
            "cancel": "cancel_of_a_*", "fetch_logs": "fetch_logs_*", "tail": "tail_of_*",
            "follow": "follow_of_a_finished_job_*", "node_states": "node_states_list_the_nodes",
            "leaf_switches": "leaf_switches_*", "latest_checkpoint": "latest_checkpoint",
-           "run_health_check": "what_the_launcher_lacks_*",
+           "run_health_check": "what_the_launcher_lacks_*", "run_fabric_test": "what_the_launcher_lacks_*",
            "stage": "what_the_launcher_lacks_*", "run_on_nodes": "what_the_launcher_lacks_*",
            "run_groups": "what_the_launcher_lacks_*", "stage_file": "what_the_launcher_lacks_*",
            "drain": "what_the_launcher_lacks_*", "resume": "what_the_launcher_lacks_*",
@@ -76,7 +76,7 @@ def test_every_protocol_method_has_a_contract_test():
 
 
 def test_the_protocol_is_what_runs_needs():
-    assert {"submit", "run_health_check", "stage", "find", "poll", "cancel", "fetch_logs", "tail", "follow",
+    assert {"submit", "run_health_check", "run_fabric_test", "stage", "find", "poll", "cancel", "fetch_logs", "tail", "follow",
             "node_states", "drain", "resume", "latest_checkpoint"} <= set(_protocol_methods())
     assert {op for ops in NEEDS.values() for op in ops} <= set(_protocol_methods())
 
@@ -327,6 +327,7 @@ def test_what_the_launcher_lacks_raises_missing_capability(lh: LH, cap: str, tmp
     remote = f"{lh.run_dir}/stage/staged.txt"
     calls: dict[str, Callable[[], Any]] = {
         "run_health_check": lambda: lh.launcher.run_health_check(_health_plan(lh, node)),
+        "run_fabric_test": lambda: lh.launcher.run_fabric_test(_fabric_plan(lh, node)),
         "stage": lambda: lh.launcher.stage(StageRequest(recipe="ctr", data_root=f"{lh.run_dir}/data")),
         "run_on_nodes": lambda: lh.launcher.run_on_nodes([node], ["echo", "step-ok"], timeout_s=60),
         "run_groups": lambda: lh.launcher.run_groups([[node]], ["echo", "group-ok"], gpus_per_node=0,
@@ -349,6 +350,11 @@ def _check_works(lh: LH, method: str, result: Any, node: str, remote: str) -> No
         assert lh.wait(result, lambda s: s.state.terminal).state is JobState.COMPLETED
         out = Path(_health_plan(lh, node).output(result.job_id)).read_text()
         assert f'"node": "{node}", "check": "disk"' in out and "AZBENCH_HEALTH_STOP" in out, out
+    elif method == "run_fabric_test":  # one node, two gloo ranks: a real collective
+        assert isinstance(result, JobRef)
+        assert lh.wait(result, lambda s: s.state.terminal).state is JobState.COMPLETED
+        out = Path(_fabric_plan(lh, node).output(result.job_id)).read_text()
+        assert "# Collective test starting: all_reduce_perf" in out and "# Out of bounds values : 0 OK" in out, out
     elif method == "stage":  # nothing to stage: the job only says so
         assert isinstance(result, JobRef)
         assert lh.wait(result, lambda s: s.state.terminal).state is JobState.COMPLETED
@@ -379,6 +385,14 @@ def _health_plan(lh: LH, node: str) -> HealthCheckPlan:
                            script=layout.health_script, check_dir=lh.run_dir, python=sys.executable,
                            gpus_per_node=0, ib_ports=0, expected_busbw=0, warn_frac=0.8, fail_frac=0.5,
                            size_mb=0.1, collective_timeout=30, time_limit_min=2)
+
+
+def _fabric_plan(lh: LH, node: str) -> FabricTestPlan:
+    """The fabric test on one CPU node: all_reduce at two small sizes, two gloo ranks."""
+    return FabricTestPlan(test_id="contract", nodes=1, nodelist=(node,), out_dir=f"{lh.run_dir}/fabric",
+                          tasks_per_node=2, gpus_per_node=0, collectives=("all_reduce",), min_size="1K",
+                          max_size="4K", step_factor=4, iters=2, warmup=1, time_limit_min=2,
+                          python=sys.executable, script=f"{lh.run_dir}/fabric/fabric_collectives.py")
 
 
 def _assert_missing(call: Callable[[], Any], lh: LH) -> None:

@@ -325,7 +325,9 @@ def test_registry_capabilities_are_the_providers_own(h: Harness):
 
 def test_plan_is_pure(h: Harness):
     before_requests, before_owned = len(h.requests()), h.owned()
+    state = dict(vars(h.provider))
     plan, seen = observe(lambda: h.provider.plan(h.spec))
+    assert vars(h.provider) == state, "plan changed the provider (issue 37: describe takes the spec instead)"
     again = h.provider.plan(h.spec)
     assert effects(seen) == [], "plan wrote files, connected or ran a command"
     assert credential_reads(seen, h.secrets) == []

@@ -102,7 +102,7 @@ def test_a_missing_price_is_unknown_with_the_reason_never_a_number() -> None:
     assert plan.price_per_vm_hour_usd is None and plan.price_note.startswith("unknown: ")
     assert all(r.cost_per_result_usd is None and r.cost_per_hour_usd is None for r in plan.rows)
     columns, cells = plan_table(plan)
-    assert {c[columns.index("cost/result")] for c in cells} == {"unknown"}
+    assert {c[columns.index("$/result")] for c in cells} == {"unknown"}
     with pytest.raises(ConfigError, match="--budget needs a price: ND MI300X v5"):
         make_plan(PlanRequest(benchmark="llama2_70b_lora", sku="mi300x", budget_usd=1000))
 

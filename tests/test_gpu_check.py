@@ -38,7 +38,7 @@ def test_the_cpu_dry_run_reports_every_step(tmp_path: Path) -> None:
     smoke = next(x for x in lines if x["step"] == "smoke-1")["data"]
     assert smoke["status"] == "success" and smoke["steps"] > 0
     mfu = next(x for x in lines if x["step"] == "smoke-mfu")["data"]
-    assert mfu["code"] == "report.build.model_flops_utilisation" and mfu["non_embedding_params"] > 0
+    assert mfu["code"] == "results.definitions.mfu" and mfu["non_embedding_params"] > 0
     assert "no peak FLOP/s" in mfu["mfu_note"]  # a CPU has no catalog peak: blank, with why
     assert (tmp_path / "gpu_check.jsonl").is_file()  # the copy under $OUT
 

@@ -193,7 +193,9 @@ CASES: list[tuple[str, int, str]] = [
     ("run smoke --dry-run --sku local -p max_steps=99999999999999999999999", C, r"'max_steps': .* is not a whole number"),
     ("run smoke --dry-run --sku local -p =1", C, r"--param: '=1' is not KEY=VALUE"),
     ("run smoke --dry-run --sku local -p novalue", C, r"--param: 'novalue' is not KEY=VALUE"),
-    ("run gpt3 --dry-run --sku h100 -p x=1", C, r"recipe 'gpt3' has no parameter 'x' \(parameters: none\)"),
+    ("run gpt3 --dry-run --sku h100 -p x=1", C,
+     r"recipe 'gpt3' takes environment variables of its implementation as parameters .*'x' is not one"),
+    ("run gpt3 --dry-run --sku h100 --nodes 8 -p NOT_READ_ANYWHERE=1", C, r"-p NOT_READ_ANYWHERE: .* does not read it"),
     ("run smoke --dry-run --sku local --nodes ²", C, r"--nodes: '²' is not a whole number"),
     ("run smoke --dry-run --sku local --nodes 0", C, r"--nodes: node counts must be between 1 and 100000, got 0"),
     ("run smoke --dry-run --sku local --nodes -1", C, r"--nodes: node counts must be between 1 and 100000, got -1"),
@@ -629,3 +631,83 @@ def test_dry_run_shows_the_script_with_the_params_applied(tmp_path):
     from_file = azbench_in_process("run", "-f", str(spec), "--dry-run", "--sku", "local", home=tmp_path / "h")
     assert from_file.code == 0, from_file.err
     assert "--max-steps 40" in from_file.out and "#SBATCH --time=00:07:00" in from_file.out
+
+
+# -- untrusted names (issue 39, point 12): names from folders and logs reach no terminal raw -----
+
+ESCAPES = "\x1b[2J\x1b]0;TITLE\x07"  # clear the screen, set the window title
+# short enough that `results list` keeps its system column at 100 columns
+MARKUP = ("[b red]R[/b red]", "[link=x]c[/link]")
+HTML = '<a href="javascript:alert(1)">x</a>|pipe'
+
+
+def _crafted_tree(root: Path, platforms: tuple[str, ...]) -> Path:
+    """A v5.1 submission whose system folder holds terminal escapes (a folder name may hold any
+    byte but '/'), and a loose log per platform name, which the log itself gives."""
+    import json as _json
+
+    def ev(key: str, t: int, value: object = None, **meta: object) -> str:
+        return ":::MLLOG " + _json.dumps({"namespace": "", "time_ms": t, "event_type": "POINT_IN_TIME",
+                                          "key": key, "value": value, "metadata": meta}) + "\n"
+
+    def log(platform: str, minutes: float) -> str:
+        t0 = 1_700_000_000_000
+        return (ev("submission_benchmark", t0, "bert") + ev("submission_platform", t0, platform)
+                + ev("run_start", t0 + 1000) + ev("run_stop", t0 + 1000 + int(minutes * 60_000),
+                                                  status="success"))
+    bench = root / "v5.1" / "Org" / "results" / f"sys{ESCAPES}x" / "bert"
+    bench.mkdir(parents=True)
+    (bench / "result_0.txt").write_text(log("1xH100", 2.0))
+    for n, platform in enumerate(platforms):
+        loose = root / "v5.1" / f"loose{n}" / "bert"
+        loose.mkdir(parents=True)
+        (loose / "result_0.txt").write_text(log(platform, 3.0 + n))
+    return root / "v5.1"
+
+
+def _no_controls(*results: object) -> None:
+    for result in results:
+        assert result.code == 0, result.err  # type: ignore[attr-defined]
+        for text in (result.out, result.err):  # type: ignore[attr-defined]
+            assert not re.search("[\x00-\x08\x0b-\x1f\x7f-\x9f]", text), repr(text)
+
+
+def test_crafted_names_reach_no_terminal_as_controls_or_markup(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    tree = _crafted_tree(tmp_path / "tree", MARKUP)
+    imported = azbench_in_process("results", "import", "--no-compliance", str(tree), home=home)
+    listed = azbench_in_process("results", "list", home=home)
+    report = azbench_in_process("report", home=home)
+    _no_controls(imported, listed, report)
+    assert "sys[2J]0;TITLEx" in listed.out and "sys[2J]0;TITLEx" in report.out  # escapes gone
+    assert "/sys[2J]0;TITLEx/bert/result_0.txt" in imported.err  # the warning's path, cleaned
+    for markup in MARKUP:  # Rich would read it (red text, a link); the table prints it as written
+        assert markup in listed.out, listed.out
+
+
+def test_crafted_names_are_text_in_markdown(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    tree = _crafted_tree(tmp_path / "tree", (HTML, *MARKUP))
+    imported = azbench_in_process("results", "import", "--no-compliance", str(tree), home=home)
+    markdown = azbench_in_process("report", "--markdown", home=home)
+    _no_controls(imported, markdown)
+    assert '<a href' not in markdown.out
+    assert '&lt;a href="javascript:alert(1)">x&lt;/a>\\|pipe' in markdown.out
+    assert "\\[b red\\]R\\[/b red\\]" in markdown.out and "\\[link=x\\]c" in markdown.out
+
+
+def test_a_sas_token_in_a_bad_account_url_is_not_repeated(tmp_path: Path) -> None:
+    result = azbench_in_process("results", "push", "--account", "not a url?sv=2024&sig=SECRETSIG",
+                                "--container", "c", home=tmp_path / "home")
+    assert result.code == 2 and "SECRETSIG" not in result.err + result.out
+    assert "?<redacted>" in result.err or "sig=<redacted>" in result.err, result.err
+
+
+def test_the_error_handler_redacts_and_cleans_every_message() -> None:
+    from orchestrator.safetext import clean, redact, shown
+    assert redact("GET https://a.blob.core.windows.net/c?sv=1&sig=S%2B failed") == \
+        "GET https://a.blob.core.windows.net/c?<redacted> failed"
+    assert redact("token sig=abc&se=2 and signature=xyz") == \
+        "token sig=<redacted>&se=2 and signature=<redacted>"
+    assert clean(f"a{ESCAPES}b\tc\nd\u202ee\x9bf") == "a[2J]0;TITLEb c def"
+    assert shown("x\x1b?sig=1") == "x?sig=<redacted>"

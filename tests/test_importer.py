@@ -143,7 +143,7 @@ def test_report_reproduces_scaling_efficiencies(imported, shared_logs: Path) -> 
     tputs = sorted(round(s.throughput_efficiency or 0, 4) for s in report.strong_scaling)
     assert tputs == [0.8565, 0.8936, 0.9585]
     # the 405B series changes GBS per GPU: its step times are no weak-scaling measure
-    assert report.weak_scaling == [] and any("batch per worker" in n for n in report.notes)
+    assert report.weak_scaling == [] and any("batch per GPU differs" in n for n in report.notes)
 
 
 def test_import_twice_is_idempotent_and_archives_raw_bytes(imported, shared_logs: Path,
@@ -274,13 +274,13 @@ def test_azbench_run_dir_takes_the_last_started_attempt(store: Store, tmp_path: 
 
 
 def test_compliance_verdict_is_stored(store: Store, tmp_path: Path, monkeypatch) -> None:
-    from orchestrator.results import compliance
+    from orchestrator.results import checkpool, compliance
     seen = []
 
-    def fake_check(log, ruleset):
-        seen.append(ruleset)
-        return compliance.Verdict(ok=False, ruleset=ruleset, messages=["ERROR: x"])
-    monkeypatch.setattr(compliance, "check_log", fake_check)
+    def fake_check(jobs, **_kw):
+        seen.extend(job.ruleset for job in jobs)
+        return [compliance.Verdict(ok=False, ruleset=job.ruleset, messages=["ERROR: x"]) for job in jobs]
+    monkeypatch.setattr(checkpool, "check_logs", fake_check)
     submission(tmp_path, {"result_0.txt": synthetic_log()})
     summary = import_path(store, tmp_path, archive_dir=tmp_path / "arch", check_compliance=True)
     (row,) = store.list_results()

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -17,6 +19,7 @@ from orchestrator.results.importer import import_path
 from orchestrator.results.ingest import archive_log, file_hash
 from orchestrator.results.mllog import MAX_LINE, as_float, as_int, parse_file, parse_lines
 from orchestrator.store.database import Store
+from testsupport.small_logs import write_long_log, write_small_logs
 from tests.cli_helpers import azbench, one_line_error
 
 pytestmark = pytest.mark.timeout(60)  # a regression here is a hang: fail it, don't wait 300 s
@@ -228,3 +231,112 @@ def test_run_dir_start_search_streams_and_finds_a_needle_across_blocks(tmp_path:
     assert importer._contains(log, needle, block=16)  # split across the first two blocks
     assert importer._contains(log, needle, block=7)
     assert not importer._contains(log, b'"key": "run_stop"', block=16)
+
+
+# -- many logs, concurrent imports, kill -9, a forged long log (issue 38, point 6) ---------------
+# Each is bounded by its timeout mark (a regression is a hang or a crawl); their speed is
+# benchmarks/bench_import.py's.
+
+def _import_cli(path: Path, home: Path) -> subprocess.Popen[str]:
+    env = {**os.environ, "AZBENCH_HOME": str(home)}
+    env.pop("AZBENCH_DEBUG", None)
+    return subprocess.Popen([sys.executable, "-m", "orchestrator", "results", "import", "--json",
+                             str(path)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            stdin=subprocess.DEVNULL, text=True, env=env)
+
+
+def _children(pid: int) -> list[int]:
+    found = []
+    for stat_file in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat_file.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid:
+            found.append(int(stat_file.parent.name))
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+@pytest.mark.timeout(180)
+def test_a_tree_of_10000_small_logs_imports_each_checked(azbench_home: Path, tmp_path: Path) -> None:
+    top = write_small_logs(tmp_path / "tree", 10_000)
+    proc = _import_cli(top, azbench_home)
+    out, err = proc.communicate()
+    assert proc.returncode == 0, err[-2000:]
+    summary = json.loads(out)
+    assert len(summary["imported"]) == 10_000 and summary["duplicates"] == []
+    assert {(i["round"], i["compliance_ok"]) for i in summary["imported"]} == {("v5.1", False)}
+
+
+@pytest.mark.timeout(180)
+def test_two_concurrent_imports_of_2000_results_store_each_once(azbench_home: Path,
+                                                                 tmp_path: Path) -> None:
+    top = write_small_logs(tmp_path / "tree", 2_000)
+    procs = [_import_cli(top, azbench_home) for _ in range(2)]
+    outs = [p.communicate() for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], [e[-2000:] for _, e in outs]
+    summaries = [json.loads(out) for out, _ in outs]
+    assert sum(len(s["imported"]) for s in summaries) == 2_000
+    assert all(len(s["imported"]) + len(s["duplicates"]) == 2_000 for s in summaries)
+    with Store.open() as store:
+        rows = store.list_results()
+    assert len(rows) == 2_000 and len({r.content_hash for r in rows}) == 2_000
+
+
+@pytest.mark.timeout(180)
+def test_kill_9_in_the_middle_of_a_2000_result_import_leaves_a_store_a_rerun_completes(
+        azbench_home: Path, tmp_path: Path) -> None:
+    import signal
+    import time
+    top = write_small_logs(tmp_path / "tree", 2_000)
+    archive = azbench_home / "archive"
+    for stage in ("check", "store"):  # killed among its checkers, then while it archives
+        proc = _import_cli(top, azbench_home)
+        workers: list[int] = []
+        while proc.poll() is None:
+            if stage == "check" and (workers := _children(proc.pid)):
+                break
+            if stage == "store" and archive.is_dir() and any(archive.iterdir()):
+                break
+            time.sleep(0.01)
+        assert proc.poll() is None, "the import ended before it could be killed"
+        proc.send_signal(signal.SIGKILL)
+        proc.communicate()
+        with Store.open() as store:
+            assert store.list_results() == []  # one transaction: nothing or everything
+        while any(_alive(w) for w in workers):  # its checkers leave too (the timeout bounds it)
+            time.sleep(0.05)
+    proc = _import_cli(top, azbench_home)
+    out, err = proc.communicate()
+    assert proc.returncode == 0, err[-2000:]
+    assert len(json.loads(out)["imported"]) == 2_000
+    with Store.open() as store:
+        rows = store.list_results()
+    assert len(rows) == 2_000
+    for row in rows[::100]:
+        assert file_hash(Path(row.log_path or "")) == row.content_hash
+
+
+@pytest.mark.timeout(120)
+def test_a_million_line_log_gets_a_one_line_verdict_and_a_long_lined_one_is_checked(
+        store: Store, tmp_path: Path) -> None:
+    huge = write_long_log(tmp_path / "v5.1" / "Org" / "results" / "s" / "bert" / "result_0.txt",
+                          1_000_000)
+    wide = write_long_log(tmp_path / "v5.1" / "Org" / "results" / "s" / "bert" / "result_1.txt",
+                          40, width=1 << 20)  # 40 lines of 1 MiB: minutes for a quadratic strip
+    summary = import_path(store, tmp_path / "v5.1", archive_dir=tmp_path / "arch",
+                          check_compliance=True)
+    by_path = {w.path: w.message for w in summary.warnings if w.message.startswith("compliance")}
+    assert by_path[str(huge)] == (
+        "compliance (ruleset 5.1.0) not checked: 1,000,003 MLLOG lines, over the 200,000 the "
+        "checker is given (a 2.6 MB published GPT-3 log has 12,545)")
+    assert by_path[str(wide)].startswith("compliance (ruleset 5.1.0) did not pass")
+    assert {i.compliance_ok for i in summary.imported} == {None, False}

@@ -16,7 +16,7 @@ from tests.cli_helpers import azbench, azbench_in_process, one_line_error
 
 def test_the_issue_example_prints_the_table_marks_a_count_and_its_points(tmp_path: Path) -> None:
     result = azbench_in_process("plan", "llama31_405b", "--sku", "gb200", "--target-minutes", "15",
-                                home=tmp_path)
+                                home=tmp_path, env={"COLUMNS": "220"})  # every column, no cell wrapped
     assert result.code == 0, result.err
     out = result.out
     assert "llama31_405b on ND GB200 v6" in out and "<- target" in out
@@ -80,7 +80,7 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path: Path, args: tuple[str, ...],
 
 def test_extrapolate_answers_past_4x(tmp_path: Path) -> None:
     result = azbench_in_process("plan", "llama31_405b", "--sku", "gb200", "--nodes", "5760", "--extrapolate",
-                                home=tmp_path)
+                                home=tmp_path, env={"COLUMNS": "220"})
     assert result.code == 0, result.err
     assert "4.5x past 5,120 GPUs" in result.out
 
@@ -103,3 +103,25 @@ def test_output_and_query_go_through_the_shared_helper(tmp_path: Path) -> None:
     assert expected and marked.out.split() == expected
     bad = azbench_in_process("plan", "llama31_405b", "--sku", "gb200", "--query", "rows[?", home=tmp_path)
     assert bad.code == 2 and "--query" in one_line_error(bad)
+
+
+@pytest.mark.parametrize("width", [100, 80])
+def test_plan_is_readable_at_the_terminal_width(tmp_path: Path, width: int) -> None:
+    """Issue 38: at 100 columns the table cut its cells ('$58,…') and the lines under it ran to
+    206 columns. Now no line is wider than the terminal, no cell is cut, and the columns left out
+    are named (-o json has them all)."""
+    from rich.cells import cell_len
+    result = azbench_in_process("plan", "llama31_405b", "--sku", "gb200", home=tmp_path,
+                                env={"COLUMNS": str(width)})
+    assert result.code == 0, result.err
+    lines = result.out.splitlines()
+    assert max(cell_len(line.rstrip()) for line in lines) <= width
+    table = [line for line in lines if line.startswith(("│", "┃"))]
+    assert table and not any("…" in line for line in table)
+    costs = re.findall(r"\$[\d,]+", "\n".join(table))
+    assert len(costs) == 12 and all(re.fullmatch(r"\$\d{1,3}(,\d{3})+", c) for c in costs)  # whole
+    at = next(i for i, line in enumerate(lines) if line.startswith(f"left out at {width} columns: "))
+    left = " ".join([lines[at], *[line.strip() for line in lines[at + 1:at + 3] if line.startswith("    ")]])
+    assert "quota vCPUs" in left and "nodes" not in left.split("(")[0]
+    wide = azbench_in_process("plan", "llama31_405b", "--sku", "gb200", home=tmp_path, env={"COLUMNS": "220"})
+    assert "left out at" not in wide.out and "quota vCPUs" in wide.out

@@ -117,13 +117,13 @@ def test_405b_and_lora_flops_against_nvidias_model_tflop_per_sample() -> None:
     assert lora.reference_tflop_per_sample == 2598.0
     gap = lora.flops_per_token(8192) / (lora.reference_tflop_per_sample * 1e12 / 8192) - 1
     assert gap == pytest.approx(0.086, abs=0.001)  # outside 1%: the report shows both, with why
-    from orchestrator.report.build import model_flops_utilisation
+    from orchestrator.results.definitions import mfu
     from orchestrator.results.metrics import step_time_stats
     stats = step_time_stats([(0, 9.0)] + [(i, 10.0) for i in range(1, 10)])
-    out = model_flops_utilisation(lora, "llama2_70b_lora", "gb200", 72, 9, 8192, stats,
-                                  system=("v5.1", "NVIDIA", "tyche_ngpu72", 18))
-    assert "MODEL_TFLOP_PER_SAMPLE 2598" in out["mfu_note"] and "+8.6% from it" in out["mfu_note"]
-    assert "68.71e9" in out["mfu_note"]
+    out = mfu(lora, "llama2_70b_lora", "gb200", 72, 9, 8192, stats,
+              system="v5.1/NVIDIA/tyche_ngpu72_ngc25.09_nemo")
+    assert "MODEL_TFLOP_PER_SAMPLE 2598" in out.note and "+8.6% from it" in out.note
+    assert "68.71e9" in out.note
 
 
 def _git(*args: str) -> bytes:
@@ -154,3 +154,114 @@ def test_the_published_fp4_405b_logs_give_fp4_mfu_within_2_percent_of_a_hand_com
     assert g.gpus == 2560 and g.mfu_precision == "fp4"
     assert g.mfu == pytest.approx(hand, rel=0.02)
     assert 0.24 < g.mfu < 0.27  # about 25.4%, where FP8 read 50.7% and BF16 101.5%
+
+
+# -- the config each submission ran (issue 38, point 2) ------------------------------------------
+
+MIRRORS = MIRROR.parents[1]
+
+
+def _vendor():  # recipes/configs/vendor.py, the script that wrote SUBMISSIONS.txt
+    import importlib.util
+
+    from orchestrator.recipes.configs import configs_dir
+    spec = importlib.util.spec_from_file_location("vendor", configs_dir() / "vendor.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_every_vendored_config_is_one_a_submission_ran() -> None:
+    """Every vendored entry config (the recipes' published scales and the sources of their
+    estimates alike) has a row in its folder's SUBMISSIONS.txt, and every recipe scale's config
+    is one of them."""
+    from orchestrator.recipes.catalog import list_recipes
+    from orchestrator.recipes.configs import SHARED, configs_dir, submissions
+    for folder in sorted(p for p in configs_dir().glob("*/*") if p.is_dir()):
+        recipe = folder.parent.name
+        entries = {p.name for p in folder.glob("config_*.sh") if not SHARED.match(p.name)}
+        ran = {Path(s.config).name for s in submissions(recipe) if s.config.startswith(folder.name + "/")}
+        assert entries and entries == ran, folder
+    for recipe in list_recipes():
+        ran = {s.config for s in submissions(recipe.name)}
+        for sku, scales in (recipe.mlperf.scales.items() if recipe.mlperf else []):
+            for scale in scales:
+                if scale.config:
+                    assert scale.config in ran, (recipe.name, sku, scale.nodes, scale.config)
+
+
+def test_tyche_ngpu512_405b_is_vendored_as_the_fp4_config_its_readme_names() -> None:
+    from orchestrator.recipes.configs import submissions
+    (tyche,) = [s for s in submissions("llama31_405b") if s.system == "tyche_ngpu512_ngc25.09_nemo"]
+    assert tyche.config.endswith("/config_GB200_128x4x144xtp4pp8cp2_cg_fp4.sh")
+    assert tyche.evidence.endswith("README-tyche_ngpu512_ngc25.09_nemo.md:7")
+    r = resolve("llama31_405b", "gb200", 128)
+    assert r.precision == "fp4" and r.config == f"recipes/configs/llama31_405b/{tyche.config}"
+    assert r.config_env["TP_COMM_OVERLAP"] == "False"  # the published job: FP4, overlap off
+
+
+@pytest.mark.parametrize("round_name", ["v3.1", "v4.1", "v5.0", "v5.1"])
+def test_submissions_are_what_the_published_readmes_say(round_name: str) -> None:
+    """Reads the published trees themselves (local mirrors of mlcommons/training_results_vX):
+    vendor.py's extraction from each system's README now equals the vendored SUBMISSIONS.txt,
+    for every vendored implementation of the round."""
+    repo = MIRRORS / f"mlcommons+training_results_{round_name}" / "repo"
+    if not repo.is_dir():
+        pytest.skip(f"no mirror of mlcommons/training_results_{round_name} at {repo}")
+    from orchestrator.recipes.configs import configs_dir
+    vendor = _vendor()
+    pinned = {line.split(" | ")[1]: line.split(" | ")[2] for line in
+              (configs_dir() / "ATTRIBUTION.md").read_text().splitlines()
+              if f"training_results_{round_name} |" in line}
+    commit = pinned[f"mlcommons/training_results_{round_name}"]
+    vendor.git = lambda r, *args: subprocess.run(  # read the pinned commit, not HEAD
+        ["git", "-C", str(r), *[a.replace("HEAD:", f"{commit}:").replace("HEAD", commit) for a in args]],
+        capture_output=True, text=True, check=True).stdout
+    seen = 0
+    for recipe, entries in vendor.TABLE.items():
+        for rnd, impl, configs in entries:
+            if rnd != round_name:
+                continue
+            tag = f"{rnd}_{impl.split('/')[0]}_{impl.rsplit('/', 1)[-1]}"
+            ours = [tuple(line.split("\t")) for line in
+                    (configs_dir() / recipe / tag / "SUBMISSIONS.txt").read_text().splitlines()
+                    if line and not line.startswith("#")]
+            assert [tuple(r) for r in vendor.submissions(repo, impl, configs)] == ours, (recipe, tag)
+            seen += 1
+    assert seen
+
+
+def test_vendoring_stops_on_a_config_the_submissions_readme_does_not_name() -> None:
+    """The check that caught tyche_ngpu512: its own README names the _fp4 config."""
+    repo = MIRRORS / "mlcommons+training_results_v5.1" / "repo"
+    if not repo.is_dir():
+        pytest.skip(f"no mirror of mlcommons/training_results_v5.1 at {repo}")
+    vendor = _vendor()
+    with pytest.raises(SystemExit, match="names config_GB200_128x4x144xtp4pp8cp2_cg_fp4.sh, not the vendored"):
+        vendor.submissions(repo, "NVIDIA/benchmarks/llama31_405b/implementations/tyche_ngpu512_ngc25.09_nemo",
+                           ["config_GB200_128x4x144xtp4pp8cp2_cg.sh"])
+
+
+@pytest.mark.parametrize(("system", "nodes", "gbs", "step", "want"), [
+    # the source of an estimate (the recipe's 2,048-node GB200 scale), not a listed scale
+    ("hsg_ngpu5120_ngc25.09_nemo", 1280, 1280, 2.227, 0.242),
+    ("tyche_ngpu512_ngc25.09_nemo", 128, 1152, 17.29, 0.281),
+])
+def test_published_systems_get_the_precision_of_the_config_they_ran(
+        tmp_path: Path, system: str, nodes: int, gbs: int, step: float, want: float) -> None:
+    facts = model_facts()["llama31_405b"]
+    assert facts.config_precisions[f"v5.1/NVIDIA/{system}"].startswith("fp4: FP4=True")
+    tree = tmp_path / "tree"
+    bench = tree / "v5.1" / "NVIDIA" / "results" / system / "llama31_405b"
+    bench.mkdir(parents=True)
+    (bench / "result_0.txt").write_text(_log([step * 3] + [step] * 40).replace('"value": 960', f'"value": {gbs}'))
+    systems = tree / "v5.1" / "NVIDIA" / "systems"
+    systems.mkdir(parents=True)
+    (systems / f"{system}.json").write_text(json.dumps({
+        "submitter": "NVIDIA", "number_of_nodes": str(nodes), "accelerators_per_node": "4",
+        "accelerator_model_name": "NVIDIA Blackwell GPU (GB200)"}))
+    g = _report(tree, tmp_path).groups[0]
+    assert g.mfu_precision == "fp4" and "README-" in g.mfu_precision_source
+    assert g.mfu == pytest.approx(F_405B * gbs * 8192 / step / (nodes * 4) / 10000e12, rel=1e-3)
+    assert g.mfu == pytest.approx(want, abs=0.001)  # not FP8's double

@@ -140,7 +140,7 @@ def test_recipes_show_warns_on_every_sharp_and_collnet_setting_with_its_line(tmp
     assert "rehearsal: " in shown.out and "all resolved" in shown.out
     assert "by a waiver" not in shown.out  # DLRM's 7 paths resolve without one
     waived = azbench_in_process("recipes", "show", "retinanet", "--sku", "h100", "--nodes", "8", home=tmp_path)
-    assert ("rehearsal: 11 paths recipes/configs/retinanet/v4.1_NVIDIA_eos_n8_ngc24.09_pytorch names, all resolved "
+    assert ("rehearsal: 13 paths recipes/configs/retinanet/v4.1_NVIDIA_eos_n8_ngc24.09_pytorch names, all resolved "
             "(3 of them by a waiver that cites the implementation)") in waived.out
 
 
@@ -153,3 +153,91 @@ def test_the_readme_table_lists_every_scale_as_prepare_list_does() -> None:
     want = {(p.recipe, p.sku.split()[1], str(p.nodes), f"{'published' if p.published else 'estimate'}: "
              f"{p.implementation}") for p in stage_plans()}
     assert rows == want
+
+
+LORA_V41 = [(sku, s.nodes) for sku, scales in (get_recipe("llama2_70b_lora").mlperf.scales.items())  # type: ignore[union-attr]
+            for s in scales if (s.config or "").startswith("v4.1")]
+
+
+@pytest.mark.parametrize(("sku", "nodes"), LORA_V41)
+def test_lora_jobs_create_the_index_folders_its_run_sub_creates(sku: str, nodes: int) -> None:
+    """The v4.1 LoRA run.sub creates ${LOGDIR}/data_index/{train,val} before launch (mounted at
+    /results) and its YAML indexes there (megatron_gpt_peft_tuning_config.yaml:148 and :172):
+    the rendered job creates both in the attempt folder mounted at /results, before the timed step."""
+    from orchestrator.models import AttemptSpec
+    from orchestrator.recipes.catalog import resolve
+    from orchestrator.runs.launch import container_run
+    from orchestrator.slurm.container import render_container_launch
+    recipe = get_recipe("llama2_70b_lora")
+    assert recipe.mlperf is not None
+    resolved = resolve(recipe, sku, nodes)
+    facts = paths_manifest("llama2_70b_lora", resolved.vendored or "")
+    made = {f.container: f.where for f in facts if f.kind == "mkdir" and f.container}
+    opened = {f.path for f in facts if f.kind == "open"}
+    for split in ("train", "val"):
+        assert made[f"/results/data_index/{split}"] in ("run.sub:93", "run.sub:94")
+        assert f"/results/data_index/{split}" in opened  # the YAML indexes there
+    job = container_run(recipe, recipe.mlperf, resolved)
+    assert job.make_dirs == ["/results/data_index/train", "/results/data_index/val"]
+    script = render_container_launch(AttemptSpec(run_id="r1", attempt=2, recipe="llama2_70b_lora", run_dir="/shared/runs/r1",
+                                                 command="", nodes=nodes, container=job), job)
+    line = "mkdir -p /shared/runs/r1/attempt-2/data_index/train /shared/runs/r1/attempt-2/data_index/val"
+    assert line in script.splitlines()
+    assert "--container-mounts=\"$MOUNTS\"" in script and "/shared/runs/r1/attempt-2:/results" in script
+    assert script.index(line) < script.index("srun -l --kill-on-bad-exit=1")
+    checks = [c for c in rehearse("llama2_70b_lora", sku, nodes).checks if c.kind == "mkdir"]
+    assert {c.expanded for c in checks if "the job creates it before launch" in c.resolved} == \
+        {"/results/data_index/train", "/results/data_index/val"}
+
+
+def test_the_rehearsal_catches_a_folder_run_sub_creates_that_the_job_does_not(monkeypatch) -> None:
+    monkeypatch.setattr("orchestrator.runs.launch.made_dirs", lambda recipe, config: [])
+    problems = [c for c in rehearse("llama2_70b_lora", "h200", 64).unresolved]
+    assert sorted(c.expanded for c in problems) == ["/results/data_index/train", "/results/data_index/val"]
+    assert all(c.where.endswith("v4.1_Azure_nemo/run.sub:94") for c in problems)
+    assert "creates /results/data_index/train in the container before launch" in problems[-2].problem
+
+
+def _published_impls() -> list[tuple[str, str, str]]:
+    """(recipe, tag, ATTRIBUTION.md row) of every vendored PATHS.txt."""
+    out = []
+    for line in (configs_dir() / "ATTRIBUTION.md").read_text().splitlines():
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        if len(cells) == 4 and cells[0].endswith("/PATHS.txt"):
+            recipe, tag, _ = cells[0].split("/")
+            out.append((recipe, tag, line))
+    return out
+
+
+@pytest.mark.parametrize(("recipe", "tag", "row"), _published_impls(), ids=lambda v: v if "|" not in v else "")
+def test_every_folder_a_published_run_sub_creates_before_launch_is_in_the_manifest(recipe: str, tag: str,
+                                                                                     row: str) -> None:
+    """Reads each implementation's published run.sub (a local mirror of the training_results
+    repository, at the vendored commit) with a plain scan, independent of vendor.py: every line
+    before the timed srun that runs `mkdir -p` has its `mkdir` rows in PATHS.txt, one per folder,
+    so the rehearsal checks every folder the implementation creates before launch."""
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    repo = MIRRORS / f"mlcommons+{cells[1].split('/')[1]}" / "repo"
+    if not repo.is_dir():
+        pytest.skip(f"no mirror of {cells[1]} at {repo}")
+    impl = cells[3].split(" ")[0].rstrip("/")
+    text = subprocess.run(["git", "-C", str(repo), "show", f"{cells[2]}:{impl}/run.sub"],
+                          capture_output=True, text=True, check=True).stdout
+    lines = text.splitlines()
+    timed = next(n for n, line in enumerate(lines, 1) if "run_and_time" in line and not line.lstrip().startswith("#"))
+    while lines[timed - 2].rstrip().endswith("\\"):  # the srun's first line
+        timed -= 1
+    want: dict[int, int] = {}
+    for n, line in enumerate(lines[:timed - 1], 1):
+        code = line.split("#", 1)[0] if not line.lstrip().startswith("#") else ""
+        for part in code.split("mkdir -p")[1:]:
+            args = part.replace('"', " ").split(";")[0].split("&&")[0].split(")")[0].split()
+            want[n] = want.get(n, 0) + len(args)
+    config = next((configs_dir() / recipe / tag).glob("config_*.sh")).name
+    facts = [f for f in paths_manifest(recipe, f"{tag}/{config}") if f.kind == "mkdir"]
+    got: dict[int, int] = {}
+    for f in facts:
+        n = int(f.where.split(":")[1])
+        got[n] = got.get(n, 0) + 1
+    assert got == want
+    assert want, "every vendored run.sub creates at least its log folder before launch"

@@ -1,6 +1,6 @@
 """The report on hand-made results: weak scaling from step times (1, 2, 4 nodes), scores with a
-resumed run left out, cost, SKU speedups, filters, and every renderer (JSON, Markdown, rich,
-HTML with PNG plots that open)."""
+resumed run left out, cost, SKU speedups, filters, and the renderers (JSON, Markdown, rich; the
+site's are tests/test_report_site.py's)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 
 from orchestrator.errors import ConfigError
 from orchestrator.report.build import build_report
-from orchestrator.report.render import sections, to_json, to_markdown, write_html
+from orchestrator.report.render import sections, to_json, to_markdown
 from orchestrator.results.mllog import EvalPoint, RunSummary, StepTime
 from orchestrator.store.database import AttemptRow, ResultRow, RunRow
 
@@ -118,7 +118,9 @@ def test_cost_and_sku_speedup_at_equal_gpu_count() -> None:
              enumerate((4, 5, 6))]
     report = build_report(rows)
     h100 = next(g for g in report.groups if g.sku == "Standard_ND96isr_H100_v5")
-    assert h100.cost_per_result_usd == pytest.approx(11 / 60 * 98.32)
+    # per result: the 3 runs a gpt3 score needs, each at its own minutes; per run: the mean
+    assert h100.cost_per_result_usd == pytest.approx(33 / 60 * 98.32)
+    assert h100.cost_per_run_usd == pytest.approx(11 / 60 * 98.32)
     assert h100.cost_all_runs_usd == pytest.approx(33 / 60 * 98.32)
     (sp,) = report.speedups
     assert (sp.sku_a, sp.sku_b, sp.workers) == ("Standard_ND96isr_H100_v5",
@@ -152,7 +154,7 @@ def test_markdown_json_and_rich_carry_the_figures(rows) -> None:
     assert "## Weak scaling (step time, fixed work per worker)" in md
     assert ("| smoke | azbench/1xLocal_CPU -> azbench/2xLocal_CPU | 1 -> 2 | 1.0000 | 1.0200 "
             "| 98.04% | +2.00% | 98.04% |") in md
-    assert "| - | - | - | - | no price (local) |" in md
+    assert "| - | - | - | - | - | no price (local) |" in md
     cost_section = md.split("## Cost")[1].split("## ")[0]
     assert "0.00" not in cost_section and "estimate" not in cost_section
     assert "105.26%" in md  # 4 nodes: super-linear, shown as such
@@ -165,30 +167,6 @@ def test_markdown_json_and_rich_carry_the_figures(rows) -> None:
     assert titles[0].startswith("Best per benchmark")
     assert titles[1].startswith("Results per system")
     assert "Weak scaling (step time, fixed work per worker)" in titles
-
-
-def png_size(path: Path) -> tuple[int, int]:
-    from matplotlib.image import imread
-    height, width = imread(path).shape[:2]
-    return width, height
-
-
-def test_write_html_writes_pngs_that_open(rows, tmp_path: Path) -> None:
-    more = [gpu_row("Standard_ND96isr_H100_v5", 1, 10 + k, k) for k in range(3)]
-    more += [gpu_row("Standard_ND128isr_NDR_GB200_v6", 2, 4 + k, k + 5) for k in range(3)]
-    report = build_report(rows + more)
-    written = write_html(report, rows + more, tmp_path / "html")
-    names = [p.name for p in written]
-    assert names == ["index.html", "time_to_train.png", "step_time.png", "step_time_hist.png",
-                     "strong_scaling.png", "weak_scaling.png", "speedup.png"]
-    page = written[0].read_text()
-    assert all(f'src="{n}"' in page for n in names[1:]) and "98.04%" in page
-    for png in written[1:]:
-        data = png.read_bytes()
-        assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 1024, png.name
-        width, height = png_size(png)
-        assert width >= 400 and height >= 300, png.name
-    assert sorted(p.name for p in (tmp_path / "html").iterdir()) == sorted(names)  # no temp files
 
 
 def test_attempt_history_shows_failures_exclusions_and_lost_work():
@@ -221,3 +199,72 @@ def test_compliance_verdict_is_shown_per_run():
     run_rows = [line for line in text.splitlines() if line.startswith("| gpt3 | sysA |")
                 and line.count("|") == 12 and line.split("|")[4].strip() == "success"]
     assert [r.split("|")[-2].strip() for r in run_rows] == ["pass", "FAIL", "not checked"]
+
+
+# -- the Markdown report in parts (issue 38, point 8) ------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def many_report(tmp_path_factory: pytest.TempPathFactory):
+    """The report of the synthetic 15-system MLPerf tree plus the shared logs (when present)."""
+    from orchestrator.recipes.catalog import model_facts
+    from orchestrator.results.importer import import_path
+    from orchestrator.store.database import Store
+    from tests.conftest import SHARED
+    from testsupport.mlperf_tree import write_tree
+    tmp = tmp_path_factory.mktemp("parts")
+    with Store.open(f"sqlite:///{tmp / 'db.sqlite'}") as store:
+        import_path(store, write_tree(tmp / "tree"), archive_dir=tmp / "archive")
+        if (SHARED / "mlperf-logs").is_dir():
+            import_path(store, SHARED / "mlperf-logs", archive_dir=tmp / "archive")
+        results = store.list_results()
+    return build_report(results, model_facts=model_facts())
+
+
+def _rows(text: str) -> list[str]:
+    return [line for line in text.splitlines() if line.startswith("| ") and not line.startswith("| ---")]
+
+
+@pytest.mark.parametrize("limit", [65_536, 4_000])
+def test_markdown_parts_stay_under_the_limit_and_lose_no_row(many_report, limit: int) -> None:
+    """index.md and one part per benchmark (NAME-2.md... where one would not fit), each under
+    `limit` characters (a GitHub comment holds 65,536); every row of the whole report is in
+    exactly one part (the best-per-benchmark rows in the index and in their benchmark's part)."""
+    from orchestrator.report import render
+    parts = render.markdown_parts(many_report, limit=limit)
+    names = [n for n, _ in parts]
+    assert names[0] == "index.md" and len(set(names)) == len(names)
+    assert all(len(text) < limit for _, text in parts), [(n, len(t)) for n, t in parts]
+    benchmarks = sorted({g.benchmark for g in many_report.groups})
+    assert {n.split("-")[0].removesuffix(".md") for n in names if not n.startswith("index")} == set(benchmarks)
+    index = parts[0][1] + "".join(t for n, t in parts if n.startswith("index-"))
+    for bench in benchmarks:
+        assert f"[{bench}]({bench}.md)" in index
+    whole = [md_row for title, header, rows in sections(many_report) for md_row in
+             (render._md_row(r) for r in rows)]
+    best = {render._md_row(r) for r in render._best_section(many_report)[2]}
+    found = [row for _, text in parts for row in _rows(text)]
+    headers = {render._md_row(h) for _, h, _ in sections(many_report)}
+    found = [row for row in found if row not in headers]
+    assert sorted(row for row in found if row not in best) == sorted(row for row in whole if row not in best)
+    if limit == 4_000:
+        assert any(n.endswith("-2.md") for n in names)  # the long ones were split
+        cont = next(t for n, t in parts if n.endswith("-2.md"))
+        assert "(continued)" in cont.splitlines()[0]
+
+
+def test_report_markdown_parts_through_the_cli(tmp_path: Path) -> None:
+    from tests.cli_helpers import azbench_in_process
+    home = tmp_path / "home"
+    home.mkdir()
+    from orchestrator.store.database import Store
+    with Store.open(f"sqlite:///{home / 'azbench.db'}") as store:
+        for r in [smoke_row(1, k, 10.0 + k) for k in range(3)]:
+            store.add_result(r)
+    out = azbench_in_process("report", "--markdown", "--parts", str(tmp_path / "md"), home=home)
+    assert out.code == 0, out.err
+    written = sorted(p.name for p in (tmp_path / "md").iterdir())
+    assert written == ["index.md", "smoke.md"]
+    assert out.out.splitlines()[0] == f"{tmp_path / 'md' / 'index.md'}\t{len((tmp_path / 'md' / 'index.md').read_text()):,} characters"
+    alone = azbench_in_process("report", "--parts", str(tmp_path / "md"), home=home)
+    assert alone.code == 2 and "give --markdown too" in alone.err

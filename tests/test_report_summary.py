@@ -95,8 +95,10 @@ def test_cost_of_imported_systems_is_the_same_gpus_on_azure(synth: Report) -> No
     # 18 nodes x 4 GB200 = 72 GPUs = 18 x ND GB200 v6 (4 GPUs per VM) at $108.16/h
     gb200 = groups[("llama2_70b_lora", "gb200-nvl72_n18_ngc25.09_nemo")]
     assert gb200.gpu_type == "GB200" and gb200.priced_vms == 18
-    assert gb200.cost_per_result_usd == pytest.approx(
-        18 * 108.16 * (gb200.score_raw_minutes or 0) / 60)
+    # per result: the 10 runs a LoRA score needs, each at its own minutes; per run: the mean
+    minutes = [r.minutes or 0 for r in gb200.run_lines[:10]]
+    assert gb200.cost_per_result_usd == pytest.approx(18 * 108.16 * sum(minutes) / 60)
+    assert gb200.cost_per_run_usd == pytest.approx(18 * 108.16 * (gb200.score_raw_minutes or 0) / 60)
     # 9 DGX nodes x 8 H100 = 72 GPUs = 9 x ND H100 v5
     dgx = groups[("llama2_70b_lora", "dgx-h100_n9_ngc25.09_nemo_tp4pp1cp2_fp8_hybrid")]
     assert dgx.priced_vms == 9 and dgx.system_price_per_hour == pytest.approx(9 * 98.32)
@@ -124,14 +126,17 @@ def test_price_override_and_its_errors(synth_store: Path) -> None:
     report = build_report(rows, prices={name: usd})
     nd = next(g for g in report.groups if g.system == "ND_H200_v5_n16_nemo")
     assert nd.price_per_vm_hour == 50.0 and nd.price_source == "--price"
-    assert nd.cost_note.endswith("at $50.00/VM-hour (--price)")
-    assert nd.cost_per_result_usd == pytest.approx(16 * 50 * (nd.score_raw_minutes or 0) / 60)
+    assert "at $50.00/VM-hour (--price); per result: 10 runs for a score, each at its own minutes" \
+        in nd.cost_note
+    assert nd.cost_per_result_usd == pytest.approx(16 * 50 * sum(r.minutes or 0 for r in nd.run_lines) / 60)
+    assert nd.cost_per_run_usd == pytest.approx(16 * 50 * (nd.score_raw_minutes or 0) / 60)
     # ND GB300 v6 has no list price: --price gb300=USD prices its published results as Azure VMs
     gb300, usd = parse_price("gb300=80")
     report = build_report(rows, prices={gb300: usd})
     g = next(g for g in report.groups if g.system == "gb300-nvl72_n18_ngc25.09_nemo")
     assert g.priced_vms == 18 and g.price_source == "--price"
-    assert g.cost_per_result_usd == pytest.approx(18 * 80 * (g.score_raw_minutes or 0) / 60)
+    assert g.cost_per_result_usd == pytest.approx(18 * 80 * sum(r.minutes or 0 for r in g.run_lines) / 60)
+    assert g.cost_per_run_usd == pytest.approx(18 * 80 * (g.score_raw_minutes or 0) / 60)
     assert "72 GB300 as 18 x ND GB300 v6 on Azure at $80.00/VM-hour (--price)" in g.cost_note
     for bad, why in (("h200", "expected SKU=USD_PER_HOUR"), ("nope=3", "unknown SKU 'nope'"),
                      ("h100=-2", "not a positive price"), ("h100=abc", "not a positive price"),
@@ -197,10 +202,13 @@ def test_nearest_published_result_prefers_the_same_gpu_count(synth: Report) -> N
         same = [r for r in published if r.division == "closed" and r.accelerators == g.gpus
                 and r.benchmark == g.benchmark and match_gpu(r.accelerator).label == g.gpu_type
                 and not (r.org == g.submitter and r.system == g.system and r.round == g.round)]
-        assert n.same_gpus == bool(same), g.label
+        assert n.same_gpus == bool(same) and n.per_gpu == (not same), g.label
         if same:
             assert n.score_minutes in {r.score_minutes for r in same}
-        assert n.delta == pytest.approx((g.score_minutes or 0) / n.score_minutes - 1)
+            assert n.delta == pytest.approx((g.score_minutes or 0) / n.score_minutes - 1)
+        else:  # another GPU count: compared per GPU, in GPU-minutes per result
+            assert n.gpus != g.gpus
+            assert n.delta == pytest.approx((g.score_minutes or 0) * g.gpus / (n.score_minutes * n.gpus) - 1)
 
 
 # -- the terminal summary --------------------------------------------------------------------------

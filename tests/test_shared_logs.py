@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from orchestrator.results import metrics
-from orchestrator.results.compliance import check_log
+from orchestrator.results.checkpool import check_log
 from orchestrator.results.mllog import RunSummary, parse_file, parse_lines
 
 MINUTES_TOL = 1e-5  # expected minutes are rounded to 6 decimals
@@ -199,7 +199,7 @@ def test_trim_messages_keeps_the_useful_lines():
 def test_checker_timeout_is_a_failed_verdict(tmp_path: Path):
     log = tmp_path / "result_0.txt"
     log.write_text(":::MLLOG {}\n")
-    verdict = check_log(log, "v3.1", timeout_s=0.001)  # the interpreter cannot even start
+    verdict = check_log(log, "v3.1", timeout_s=0.001)  # no worker answers within a millisecond
     assert not verdict.ok and verdict.messages == ["compliance checker timed out after 0.001 s"]
 
 

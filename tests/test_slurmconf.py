@@ -65,6 +65,13 @@ def test_compress_hostlist(names, expected):
     assert compress_hostlist(names) == expected
 
 
+def test_node_names_sort_by_their_numbers():
+    from orchestrator.slurm.conf import natural_key
+    names = ["node10", "gpu2", "node2", "node1", "gpu10", "rack2-node3", "rack10-node1", "rack2-node12"]
+    assert sorted(names, key=natural_key) == ["gpu2", "gpu10", "node1", "node2", "node10", "rack2-node3",
+                                              "rack2-node12", "rack10-node1"]
+
+
 def test_consecutive_ports_fold_into_one_node_line_and_gaps_split_it():
     from orchestrator.slurm.conf import node_lines
     nodes = [SlurmNode(name=f"node{i}", hostname="h", addr="127.0.0.1", port=9000 + i) for i in range(1, 5)]

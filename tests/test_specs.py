@@ -94,3 +94,32 @@ def test_parse_duration_and_node_list():
     for bad in ("1,x", "0", "2,-1", "1.5"):
         with pytest.raises(ConfigError, match="^--nodes: "):
             parse_node_list(bad)
+
+
+def test_a_spec_error_names_every_wrong_field_with_its_line(tmp_path):
+    """Issue 38: `nodes: "four"` and `local: [1, 2]` (a backend's section, validated first) both
+    named, each with its file:line, in file order, on one line."""
+    path = write(tmp_path, 'name: t1\nprovider: local\nnodes: "four"\nlocal: [1, 2]\n')
+    with pytest.raises(ConfigError) as info:
+        load_cluster_spec(path)
+    problems = str(info.value).split("; ")
+    assert [p.split(": ")[0].rsplit("/", 1)[-1] for p in problems] == ["cluster.yaml:3", "cluster.yaml:4"]
+    assert "nodes: Input should be a valid integer" in problems[0]
+    assert "local: Input should be a valid dictionary" in problems[1] and "\n" not in str(info.value)
+    three = write(tmp_path, "name: t1\nprovider: azure\nsku: h100\nnodes: 0\nregion: eastus\n"
+                            "colour: red\nazure:\n  vnet_cidr: 172.16.4.0/24\n")
+    with pytest.raises(ConfigError) as info:
+        load_cluster_spec(three)
+    text = str(info.value)
+    assert text.index("cluster.yaml:4: nodes: must be between 1 and 100000, got 0") < \
+        text.index("cluster.yaml:6: unknown key 'colour'") < text.index("cluster.yaml:8: azure.vnet_cidr: ")
+
+
+def test_a_run_spec_error_names_every_wrong_field(tmp_path):
+    from orchestrator.specs.run import load_run_spec
+    path = tmp_path / "run.yaml"
+    path.write_text("recipe: smoke\ncluster: c\nrepeats: many\nnodes: [1, x]\nbogus: 1\n")
+    with pytest.raises(ConfigError) as info:
+        load_run_spec(path)
+    lines = [p.split(": ")[0].rsplit(":", 1)[-1] for p in str(info.value).split("; ")]
+    assert lines == ["3", "4", "5"], str(info.value)

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from orchestrator.recipes.catalog import model_facts
-from orchestrator.report.build import model_flops_utilisation
+from orchestrator.results.definitions import mfu
 from orchestrator.results import metrics
 from orchestrator.results.mllog import parse_file, parse_lines
 from orchestrator.results.summary import kept_step_times
@@ -29,8 +29,8 @@ def test_v41_gpt3_train_step_timing_in_s_gives_per_step_mfu_near_47_percent() ->
     assert len(kept) == 22 and all(9.3 < t < 9.6 for t in kept)
     stats = metrics.step_time_stats([(0, t) for t in kept], drop_first=False)
     assert stats is not None
-    out = model_flops_utilisation(model_facts()["gpt3"], "gpt3", "h100", 512, s.global_batch_size,
-                                  s.max_sequence_length, stats)
+    out = mfu(model_facts()["gpt3"], "gpt3", "h100", 512, s.global_batch_size,
+              s.max_sequence_length, stats)
     # By hand: F = 6 x 175e9 + 12 x 96 x 12,288 x 2,048 = 1.07899e12 FLOP/token; a step is
     # GBS 2,048 x 2,048 tokens = 4,194,304; at the median step of 9.4936 s on 64 x 8 H100:
     # 1.07899e12 x 4,194,304 / 9.4936 / 512 = 931 TFLOP/s per GPU = 47.0% of the FP8 dense
@@ -38,10 +38,10 @@ def test_v41_gpt3_train_step_timing_in_s_gives_per_step_mfu_near_47_percent() ->
     hand = 1.07899e12 * 4_194_304 / 9.4936 / 512
     assert s.global_batch_size == 2048 and s.max_sequence_length == 2048
     assert stats.median == pytest.approx(9.4936, abs=0.01)
-    assert out["model_tflops_per_gpu"] == pytest.approx(hand / 1e12, rel=0.002)
-    assert out["mfu"] == pytest.approx(hand / 1979e12, rel=0.002)
-    assert out["mfu"] == pytest.approx(0.470, abs=0.002)
-    assert out["mfu_bf16"] == pytest.approx(hand / 989e12, rel=0.002)
+    assert out.model_tflops_per_gpu == pytest.approx(hand / 1e12, rel=0.002)
+    assert out.value == pytest.approx(hand / 1979e12, rel=0.002)
+    assert out.value == pytest.approx(0.470, abs=0.002)
+    assert out.bf16 == pytest.approx(hand / 989e12, rel=0.002)
 
 
 def test_v51_lora_block_averages_are_kept_not_dropped_as_after_an_eval() -> None:
@@ -86,10 +86,10 @@ def test_lora_mfu_counts_the_frozen_base_without_weight_gradients() -> None:
     s = parse_file(LORA)
     stats = metrics.step_time_stats([(0, t) for t in kept_step_times(s.model_dump())],
                                     drop_first=False)
-    out = model_flops_utilisation(facts, "llama2_70b_lora", "gb200", 512, s.global_batch_size,
-                                  s.max_sequence_length, stats, source="per-block average")
+    out = mfu(facts, "llama2_70b_lora", "gb200", 512, s.global_batch_size,
+              s.max_sequence_length, stats, source="per-block average")
     assert stats is not None and s.global_batch_size == 64
     tokens = 64 * 8192
-    assert out["model_tflops_per_gpu"] == pytest.approx(
+    assert out.model_tflops_per_gpu == pytest.approx(
         facts.flops_per_token() * tokens / stats.median / 512 / 1e12)
-    assert "per-block average" in out["mfu_note"]
+    assert "per-block average" in out.note

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import sqlite3
@@ -151,6 +152,7 @@ def test_add_result_is_idempotent_by_hash(store: Store) -> None:
     [got] = store.list_results()
     assert got == row.model_copy(update={"id": new_id})
     assert got.run_start_ms == 1_717_000_000_123 and got.compliance_ok is None
+    assert store.get_result(new_id) == got and store.get_result(new_id + 1) is None  # one row read
 
 
 def test_add_results_is_all_or_nothing(store: Store) -> None:
@@ -422,3 +424,20 @@ def test_the_store_refuses_a_state_change_the_machines_do_not_allow(store: Store
         store.save_cluster(cluster.model_copy(update={"state": ClusterState.READY}))
     store.save_cluster(cluster.model_copy(update={"state": ClusterState.PROVISIONING}), plan_json="{}")
     assert store.get_cluster("c9").plan_json == "{}"
+
+
+def test_results_show_reads_one_result_not_every_one(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 37: `results show ID` listed every stored result to find one."""
+    from tests.cli_helpers import azbench_in_process
+    monkeypatch.setenv("AZBENCH_HOME", str(tmp_path))
+    with Store.open() as st:
+        new_id, _ = st.add_result(a_result("h1"))
+        st.add_result(a_result("h2"))
+
+    def listed(*args: object, **kwargs: object) -> list[ResultRow]:
+        raise AssertionError("results show listed every result")
+    monkeypatch.setattr(Store, "list_results", listed)
+    shown = azbench_in_process("results", "show", str(new_id), "--json", home=tmp_path)
+    assert shown.code == 0 and json.loads(shown.out)["id"] == new_id
+    missing = azbench_in_process("results", "show", "999", home=tmp_path)
+    assert missing.code == 2 and "no result with id 999" in missing.err

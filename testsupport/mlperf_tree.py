@@ -42,14 +42,18 @@ class SynthSystem:
     scaling: float | None = None
     system_name: str = ""
     start_day: int = 0  # days after 2025-09-01 of the first run
+    gbs: int = 0  # the global batch size; 0: the benchmark's (GBS)
 
     @property
     def gpus(self) -> int:
         return self.nodes * self.per_node
 
+    def batch(self, bench: str) -> int:
+        return self.gbs or GBS[bench]
+
     def step_s(self, bench: str) -> float:
         peak = next((v for k, v in PEAK_FP8.items() if k in self.accelerator), 2000e12)
-        tokens = GBS[bench] * TARGETS[bench][1]
+        tokens = self.batch(bench) * TARGETS[bench][1]
         return FLOPS_PER_TOKEN[bench] * tokens / (self.gpus * peak * self.mfu)
 
 
@@ -116,7 +120,7 @@ def write_tree(root: Path, systems: tuple[SynthSystem, ...] = MANY, seed: int = 
 
 def _log(s: SynthSystem, bench: str, k: int, rng: random.Random) -> str:
     target, seq = TARGETS[bench]
-    gbs = GBS[bench]
+    gbs = s.batch(bench)
     t = 1_756_684_800_000 + (s.start_day * 86_400 + k * 5_400) * 1000  # 2025-09-01 UTC + days
     lines: list[str] = []
 

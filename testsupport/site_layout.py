@@ -2,8 +2,10 @@
 
 `LAYOUT_JS` runs in the page (selenium's execute_script) after every chart is drawn and returns
 one line per problem: a legend over a plot area, an axis title or another legend's text; tick
-labels of one axis that overlap or repeat ("100%, 100%"); a plot area narrower than MIN_PLOT_PX
-(or lower than MIN_PLOT_HEIGHT_PX). Hidden charts (a closed drill-down) are skipped. Used by
+labels of one axis that overlap or repeat ("100%, 100%"); a title under plotly's toolbar; a plot
+area narrower than MIN_PLOT_PX (or lower than MIN_PLOT_HEIGHT_PX). `layout_js(px)` is the same
+check with another smallest plot width (a phone's, PHONE_PLOT_PX at 390 px). Hidden charts (a
+closed drill-down) are skipped. Used by
 tests/test_report_site.py on CI's synthetic many-system site and by
 benchmarks/bench_report_site.py on a real tree (the 267 NVIDIA v5.1 logs).
 """
@@ -18,10 +20,11 @@ if TYPE_CHECKING:
     from selenium.webdriver.chrome.webdriver import WebDriver
 
 MIN_PLOT_PX = 300
+PHONE_PLOT_PX = 240  # a 390 px phone: the chart is the width of the screen, less the y axis
 MIN_PLOT_HEIGHT_PX = 150
 WAIT_S = 90
 
-LAYOUT_JS = """
+_LAYOUT_JS = """
 const MIN_W = %d, MIN_H = %d;
 const problems = [];
 const box = el => { const b = el.getBoundingClientRect();
@@ -37,6 +40,10 @@ for (const c of document.querySelectorAll('.chart')) {
   for (const p of plots) {
     if (p.w < MIN_W) problems.push(`${name}: plot area ${Math.round(p.w)} px wide (< ${MIN_W})`);
     if (p.h < MIN_H) problems.push(`${name}: plot area ${Math.round(p.h)} px high (< ${MIN_H})`);
+  }
+  const title = c.querySelector('.g-gtitle'), toolbar = c.querySelector('.modebar');
+  if (title && toolbar && shown(title) && hit(box(title), box(toolbar), 0.5)) {
+    problems.push(`${name}: the title '${title.textContent}' runs under the toolbar`);
   }
   const legend = c.querySelector('g.legend');
   const lb = legend ? box(legend) : null;
@@ -63,7 +70,15 @@ for (const c of document.querySelectorAll('.chart')) {
   }
 }
 return problems;
-""" % (MIN_PLOT_PX, MIN_PLOT_HEIGHT_PX)
+"""
+
+
+def layout_js(min_plot_px: int = MIN_PLOT_PX) -> str:
+    """LAYOUT_JS with another smallest plot-area width (PHONE_PLOT_PX on a phone)."""
+    return _LAYOUT_JS % (min_plot_px, MIN_PLOT_HEIGHT_PX)
+
+
+LAYOUT_JS = layout_js()
 
 READY_JS = ("return [...document.querySelectorAll('.chart')]"
             ".filter(c => c.offsetParent && !c.closest('details:not([open])'))"
@@ -86,8 +101,11 @@ def site_problems(driver: WebDriver, pages: Iterable[Path]) -> dict[str, list[st
             f"{page.parent.name}/{page.name}": page_problems(driver, page) for page in pages}
 
 
-def chromium(width: int = 1280, height: int = 1000, profile: Path | None = None) -> WebDriver:
-    """A headless Debian chromium through chromium-driver at `width` x `height` CSS px."""
+def chromium(width: int = 1280, height: int = 1000, profile: Path | None = None,
+             phone: bool = False) -> WebDriver:
+    """A headless Debian chromium through chromium-driver at `width` x `height` CSS px; `phone`:
+    as a phone of that width (Chrome's device emulation: a desktop window is never narrower
+    than about 500 px)."""
     import shutil
 
     from selenium import webdriver
@@ -100,6 +118,9 @@ def chromium(width: int = 1280, height: int = 1000, profile: Path | None = None)
                 "--disable-dev-shm-usage", f"--window-size={width},{height}",
                 *([f"--user-data-dir={profile}"] if profile else [])):
         opts.add_argument(arg)
+    if phone:
+        opts.add_experimental_option("mobileEmulation", {"deviceMetrics": {
+            "width": width, "height": height, "pixelRatio": 1}})
     driver = webdriver.Chrome(options=opts, service=Service(shutil.which("chromedriver") or ""))
     driver.set_page_load_timeout(120)
     return driver

@@ -42,12 +42,19 @@ Every way an emulated VM differs from an Azure VM (the emulator's contract):
   host can reach it (no NSG enforcement, no internet, no outbound access). VNet DNS is the
   fabric's /etc/hosts, bind-mounted over each VM's and rewritten as VMs come and go. No
   accelerated networking, no InfiniBand.
-- GPUs: none. `nvidia-smi` is a shim: `nvidia-smi -q` prints, per emulated GPU, the Fabric
-  section of a GB200 (State, Status, CliqueId, ClusterUUID) when the fabric gave the VM an NVLink
-  domain (Fabric.nvlink, by VM name; Azure's racks are not the scale set's instance order, and a
-  test can say so), else it fails as on a VM without the NVIDIA driver ("NVIDIA-SMI has failed
+- GPUs: none. `nvidia-smi` is a shim: on a VM the fabric gave an NVLink domain (Fabric.nvlink,
+  by VM name; Azure's racks are not the scale set's instance order, and a test can say so) or GPU
+  hardware (Fabric.gpu: GpuVm), `nvidia-smi -q` prints per emulated GPU its Fabric section
+  (State, Status, CliqueId, ClusterUUID) and `--query-gpu=index,name --format=csv,noheader` one
+  line per GPU; elsewhere it fails as on a VM without the NVIDIA driver ("NVIDIA-SMI has failed
   because it couldn't communicate with the NVIDIA driver", exit 9). The Fabric section's shape
-  follows what Azure/cyclecloud-slurm's topology.py greps (ClusterUUID, CliqueId).
+  follows what Azure/cyclecloud-slurm's topology.py greps (ClusterUUID, CliqueId). `ibstat` prints
+  GpuVm.hcas "CA 'mlx5_N'" blocks with one Active InfiniBand port each; `systemctl is-active
+  nvidia-imex` answers GpuVm.imex; `nvidia-imex-ctl -N` prints the IMEX domain (every VM of the
+  same NVLink domain by private IP, READY or UNAVAILABLE, the connection matrix, the domain
+  state), or fails on a VM whose IMEX service is down; on a VM with GpuVm.imex_channel, /dev is a
+  copy-on-write overlay of the host's holding /dev/nvidia-caps-imex-channels/channel0 (the host's
+  own /dev is never written). No fabric manager, no NVLink traffic.
 - File system: the VM's root is a directory in its state dir. /etc, /var, /usr, /opt and /root are
   copy-on-write overlays of the host's (changes stay in the state dir; /usr/bin and /usr/sbin
   carry the shims on top; /root is made 0711 when the stand-in Python lives under it); /run and
@@ -80,8 +87,8 @@ from pathlib import Path
 
 GUEST = Path(__file__).with_name("vm_guest.py")
 SHIM = Path(__file__).with_name("vm_shim.py")
-SHIMMED_BIN = ("systemctl", "apt-get", "nvidia-smi")
-SHIMMED_SBIN = ("exportfs", "mount.nfs")
+SHIMMED_BIN = ("systemctl", "apt-get", "nvidia-smi", "nvidia-imex-ctl")
+SHIMMED_SBIN = ("exportfs", "mount.nfs", "ibstat")
 PUBLIC_NET = ipaddress.ip_network("198.18.0.0/16")
 # (cores per socket, threads per core) by vCPU count for the sizes the emulator boots.
 _SMT_SIZES = ("_v5", "_v4", "_v3")
@@ -104,6 +111,21 @@ class VmSpec:
 
 
 @dataclass
+class GpuVm:
+    """An emulated GPU VM's hardware and services, as NVIDIA's and the OFED tools report them
+    (testsupport/vm_shim.py): GPUs, InfiniBand HCAs, each GPU's fabric State and Status, the
+    IMEX service running, the default IMEX channel device present. Defaults: a healthy ND GB200
+    v6 VM (4 GPUs, 4 HCAs)."""
+
+    gpus: int = 4
+    hcas: int = 4
+    fabric_state: str = "Completed"
+    fabric_status: str = "Success"
+    imex: bool = True
+    imex_channel: bool = True
+
+
+@dataclass
 class EmulatedVm:
     spec: VmSpec
     netns: str
@@ -121,6 +143,9 @@ class Fabric:
     vms: dict[str, EmulatedVm] = field(default_factory=dict)
     # VM name -> (GPU fabric cluster UUID, clique ID): what `nvidia-smi -q` reports there.
     nvlink: dict[str, tuple[str, int]] = field(default_factory=dict)
+    # VM name -> what its GPUs, HCAs and IMEX look like (GpuVm); a VM with an NVLink domain and
+    # no entry is a healthy GB200 VM (GpuVm()).
+    gpu: dict[str, GpuVm] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.state_dir.mkdir(parents=True, exist_ok=True)
@@ -246,7 +271,8 @@ class Fabric:
             "prefix_len": spec.prefix_len, "public_ip": spec.public_ip, "admin_user": spec.admin_user,
             "fabric_dir": str(self.state_dir), "python_env": str(self.python_env),
             "hwloc": f"package:1 core:{cores} pu:{threads}",
-            "nvlink": list(self.nvlink[spec.name]) if spec.name in self.nvlink else None}, indent=2))
+            "nvlink": list(self.nvlink[spec.name]) if spec.name in self.nvlink else None,
+            "gpu": _gpu(self.gpu.get(spec.name) or (GpuVm() if spec.name in self.nvlink else None))}, indent=2))
 
     def _write_hosts(self, extra: VmSpec | None = None) -> None:
         specs = [vm.spec for vm in self.vms.values() if vm is not None] + ([extra] if extra else [])
@@ -268,6 +294,12 @@ class Fabric:
                 path = d / name
                 path.write_text(f'#!/bin/sh\nexec /usr/bin/python3 /run/azbench-emulator/vm_shim.py {name} "$@"\n')
                 path.chmod(0o755)
+
+
+def _gpu(vm: GpuVm | None) -> dict | None:
+    return None if vm is None else {"gpus": vm.gpus, "hcas": vm.hcas, "fabric_state": vm.fabric_state,
+                                    "fabric_status": vm.fabric_status, "imex": vm.imex,
+                                    "imex_channel": vm.imex_channel}
 
 
 def _topology(size: str, vcpus: int) -> tuple[int, int]:

@@ -68,7 +68,10 @@ def mount_private(cfg: dict) -> Path:
         (root / name).mkdir()
     sh("mount", "--rbind", "/sys", str(root / "sys"))
     mount_cgroups(root / "sys/fs/cgroup")
-    sh("mount", "--rbind", "/dev", str(root / "dev"))
+    if (cfg.get("gpu") or {}).get("imex_channel"):
+        private_dev(vdir, root / "dev")
+    else:
+        sh("mount", "--rbind", "/dev", str(root / "dev"))
     for name in TMPFS:
         sh("mount", "-t", "tmpfs", "-o", f"mode={'1777' if name == 'tmp' else '0755'},nosuid,nodev",
            "tmpfs", str(root / name))
@@ -94,6 +97,21 @@ def mount_private(cfg: dict) -> Path:
     for d in ("/run/systemd/system", "/run/lock"):
         os.makedirs(d, exist_ok=True)
     return Path(FABRIC_MOUNT) / "vms" / cfg["name"]
+
+
+def private_dev(vdir: Path, target: Path) -> None:
+    """/dev as a copy-on-write overlay of the host's (its submounts bound again), holding the
+    default IMEX channel a GB200 node's administrator creates (NVIDIA IMEX guide, "IMEX
+    Channels": mknod /dev/nvidia-caps-imex-channels/channel0 c <major> 0); the host's /dev is
+    never written."""
+    overlay(vdir, "dev", "/dev", target)
+    for line in Path("/proc/self/mountinfo").read_text().splitlines():
+        point = line.split()[4]
+        if point.startswith("/dev/") and point.count("/") == 2 and (target / point[5:]).is_dir():
+            sh("mount", "--rbind", point, str(target / point[5:]))
+    channels = target / "nvidia-caps-imex-channels"
+    channels.mkdir(exist_ok=True)
+    os.mknod(channels / "channel0", 0o666 | 0o020000, os.makedev(234, 0))  # S_IFCHR; 234: the guide's example
 
 
 def mount_cgroups(target: Path) -> None:

@@ -1,5 +1,5 @@
 """The emulated VM's shims (testsupport/vm_emulator.py): systemctl, apt-get, exportfs, mount.nfs,
-nvidia-smi.
+nvidia-smi, nvidia-imex-ctl, ibstat.
 
 Runs inside a VM as `python3 /run/azbench-emulator/vm_shim.py NAME ARGS...` (the fabric's
 wrappers in /usr/bin and /usr/sbin). Standalone: the host's system Python, no repo imports.
@@ -24,6 +24,7 @@ UNITS = Path("/run/azbench-units")
 UNIT_DIRS = (Path("/etc/systemd/system"), Path("/lib/systemd/system"))
 EMULATED_PACKAGES = {"nfs-kernel-server", "nfs-common"}
 BUILTIN_UNITS = {"nfs-server", "nfs-kernel-server"}
+IMEX_UNIT = "nvidia-imex"
 
 
 def die(msg: str, code: int = 1) -> None:
@@ -46,7 +47,12 @@ def systemctl(args: list[str]) -> None:
     if verb in ("daemon-reload", "reset-failed", "preset", "mask", "unmask"):
         return
     if verb == "is-active":
-        sys.exit(0 if all(_running(u) for u in units) else 3)
+        # systemctl(1) is-active: prints each unit's state ("active", "inactive") unless --quiet;
+        # exit 0 when all are active, else non-zero (3, as systemd's for an inactive unit).
+        states = ["active" if _running(u) else "inactive" for u in units]
+        if not ({"--quiet", "-q"} & set(args)):
+            print("\n".join(states))
+        sys.exit(0 if all(s == "active" for s in states) else 3)
     for unit in units:
         if unit.endswith(".timer"):
             _timer(verb, unit)
@@ -177,6 +183,8 @@ def _start(unit: str) -> None:
 
 
 def _running(unit: str) -> bool:
+    if unit == IMEX_UNIT and gpu() is not None:  # the image's IMEX service, as the fabric set it
+        return bool(gpu()["imex"])
     if unit in BUILTIN_UNITS:
         return _exports().get("running", False)
     try:
@@ -291,25 +299,89 @@ def mount_nfs(args: list[str]) -> None:
     subprocess.run(["mount", "--bind", *(["-o", "ro"] if ro else []), host_dir, target], check=True)
 
 
-# ---------------------------------------------------------------- nvidia-smi
+# ---------------------------------------------------------------- nvidia-smi, ibstat, IMEX
 def nvidia_smi(args: list[str]) -> None:
-    """`nvidia-smi -q`: the Fabric section of each of a GB200 VM's 4 GPUs, with the NVLink
-    domain the fabric gave this VM; without one, nvidia-smi's answer on a driverless VM."""
-    domain = vm().get("nvlink")
-    if not domain:
+    """`nvidia-smi -q`: the Fabric section of each GPU of this VM, with the NVLink domain the
+    fabric gave it; `--query-gpu=index,name --format=csv,noheader`: "0, NVIDIA GB200" per GPU
+    (nvidia-smi(1)). Without GPUs, nvidia-smi's answer on a driverless VM."""
+    hw = gpu()
+    if hw is None:
         die("NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. Make sure "
             "that the latest NVIDIA driver is installed and running.", 9)
+    if any(a.startswith("--query-gpu=") for a in args):
+        for i in range(hw["gpus"]):
+            print(f"{i}, NVIDIA GB200")
+        return
     if "-q" not in args:
-        die("nvidia-smi (azbench emulator): only -q is emulated", 2)
-    uuid, clique = domain
-    print("\n==============NVSMI LOG==============\n\nAttached GPUs                             : 4")
-    for gpu in range(4):
-        print(f"GPU 00000009:0{gpu}:00.0\n    Product Name                          : NVIDIA GB200\n"
-              f"    Fabric\n        State                             : Completed\n"
-              f"        Status                            : Success\n"
+        die("nvidia-smi (azbench emulator): only -q and --query-gpu=index,name are emulated", 2)
+    uuid, clique = vm().get("nvlink") or ("N/A", "N/A")
+    print(f"\n==============NVSMI LOG==============\n\nAttached GPUs                             : {hw['gpus']}")
+    for i in range(hw["gpus"]):
+        print(f"GPU 00000009:0{i}:00.0\n    Product Name                          : NVIDIA GB200\n"
+              f"    Fabric\n        State                             : {hw['fabric_state']}\n"
+              f"        Status                            : {hw['fabric_status']}\n"
               f"        CliqueId                          : {clique}\n"
               f"        ClusterUUID                       : {uuid}\n"
               f"        Health\n            Bandwidth                     : Full")
+
+
+def gpu() -> dict | None:
+    """This VM's GPU hardware (vm_emulator.GpuVm) or None; an NVLink domain alone means a
+    healthy GB200 VM, as before GpuVm existed."""
+    me = vm()
+    return me.get("gpu") or ({"gpus": 4, "hcas": 4, "fabric_state": "Completed", "fabric_status": "Success",
+                              "imex": True, "imex_channel": True} if me.get("nvlink") else None)
+
+
+def ibstat(args: list[str]) -> None:
+    """`ibstat`: a "CA 'mlx5_N'" block per HCA, one Active InfiniBand port each, in
+    infiniband-diags' layout (as NVIDIA/nccl#1591 quotes it from a 400G NDR node)."""
+    hw = gpu()
+    if hw is None or not hw["hcas"]:
+        die("ibstat (azbench emulator): this VM has no InfiniBand HCA", 1)
+    for i in range(hw["hcas"]):
+        print(f"CA 'mlx5_{i}'\n\tCA type: MT4129\n\tNumber of ports: 1\n\tFirmware version: 28.41.1000\n"
+              f"\tHardware version: 0\n\tNode GUID: 0x9c63c00300{i:06x}\n\tSystem image GUID: 0x9c63c00300{i:06x}\n"
+              f"\tPort 1:\n\t\tState: Active\n\t\tPhysical state: LinkUp\n\t\tRate: 400\n\t\tBase lid: {100 + i}\n"
+              f"\t\tLMC: 0\n\t\tSM lid: 1\n\t\tCapability mask: 0xa751e848\n\t\tPort GUID: 0x9c63c00300{i:06x}\n"
+              f"\t\tLink layer: InfiniBand")
+
+
+def nvidia_imex_ctl(args: list[str]) -> None:
+    """`nvidia-imex-ctl -N`: the IMEX domain as NVIDIA's tool prints it (the IMEX guide's
+    command service; the legend, "Node #N - ADDR - READY - Version", the "Nodes From\\To"
+    matrix and "Domain State", as AWS ParallelCluster's p6e-gb200 guide shows a healthy 18-node
+    one). The domain is every emulated VM of this VM's NVLink domain, by private IP; a VM whose
+    IMEX service is down is UNAVAILABLE, its connections I, the domain DEGRADED. Run on a VM whose
+    own service is down it fails (the failure text is the emulator's)."""
+    hw, me = gpu(), vm()
+    if "-N" not in args:
+        die("nvidia-imex-ctl (azbench emulator): only -N is emulated", 2)
+    if hw is None or not hw["imex"]:
+        die("nvidia-imex-ctl (azbench emulator): the local IMEX service is not running", 1)
+    peers = []
+    for path in sorted((FABRIC / "vms").glob("*/vm.json")):
+        try:
+            other = json.loads(path.read_text())
+        except (OSError, ValueError):
+            continue
+        if other.get("nvlink") and other["nvlink"] == me.get("nvlink"):
+            up = bool((other.get("gpu") or {"imex": True})["imex"])
+            peers.append((other["private_ip"], up))
+    peers.sort(key=lambda p: ipaddress.ip_address(p[0]))
+    print("Connectivity Table Legend:\nI - Invalid - Node wasn't reachable, no connection status available\n"
+          "N - Never Connected\nR - Recovering - Connection was lost, but clean up has not yet been triggered.\n"
+          "D - Disconnected - Connection was lost, and clean up has been triggreed.\n"
+          "A - Authenticating - If GSSAPI enabled, client has initiated mutual authentication.\n"
+          "!V! - Version mismatch, communication disabled.\n!M! - Node map mismatch, communication disabled.\n"
+          "C - Connected - Ready for operation\n\n" + time.strftime("%m/%d/%Y %H:%M:%S.000") + "\nNodes:")
+    for i, (address, up) in enumerate(peers):
+        print(f"Node #{i:<3d}- {address:<15s} - {'READY' if up else 'UNAVAILABLE':<20s} - Version: 570.172")
+    print("\n Nodes From\\To  " + "   ".join(f"{i:<1d}" for i in range(len(peers))))
+    for i, (_, up_from) in enumerate(peers):
+        cells = ["C" if up_from and up_to else "I" for _, up_to in peers]
+        print(f"      {i:2d}        " + "   ".join(cells))
+    print(f"\nDomain State: {'UP' if all(up for _, up in peers) else 'DEGRADED'}")
 
 
 def _resolve(server: str) -> str:
@@ -335,7 +407,7 @@ def _admits(client: str, addr: ipaddress.IPv4Address) -> bool:
 def main() -> None:
     name, args = sys.argv[1], sys.argv[2:]
     {"systemctl": systemctl, "apt-get": apt_get, "exportfs": exportfs, "mount.nfs": mount_nfs,
-     "nvidia-smi": nvidia_smi}[name](args)
+     "nvidia-smi": nvidia_smi, "nvidia-imex-ctl": nvidia_imex_ctl, "ibstat": ibstat}[name](args)
 
 
 if __name__ == "__main__":

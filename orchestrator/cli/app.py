@@ -17,16 +17,15 @@ from typing import TYPE_CHECKING, Any, NoReturn, Optional
 import typer
 
 from orchestrator.cli.common import (
-    _STATE,
     Col,
     JsonOpt,
     OutputFormat,
     OutputOpt,
     QueryOpt,
+    _STATE,
     app,
     check_number,
     confirm,
-    emit_json,
     fit_table,
     make_console,
     make_table,
@@ -122,11 +121,13 @@ def up(
     max_cost: Optional[float] = typer.Option(None, "--max-cost-per-hour", min=0.01, metavar="USD",
                                              help="Refuse a plan whose list-price cost per hour is above this."),
     as_json: bool = JsonOpt,
+    fmt: Optional[OutputFormat] = OutputOpt, query: Optional[str] = QueryOpt,
 ) -> None:
     """Provision a cluster (or adopt the running one of the same name).
 
     Azure and Azure ML clusters cost money: `up` prints the plan in one line and asks first
     (--yes skips the question; without a terminal it refuses unless --yes is given)."""
+    out = output(as_json, fmt, query)
     from orchestrator.clusters import lifecycle, spending
     from orchestrator.errors import ConfigError, PreflightError
     check_number("--max-cost-per-hour", max_cost, 0.01, 1_000_000)
@@ -139,9 +140,9 @@ def up(
         _warn_budget(spec, the_plan)
     if dry_run:
         checked, problems = lifecycle.check(spec, the_plan) if check else (None, [])
-        if as_json:
-            emit_json({**the_plan.model_dump(mode="json"), "worst_case_usd": the_plan.worst_case_usd,
-                       **({"checked": checked, "problems": problems} if check else {})})
+        if not out.rich:
+            out.emit({**the_plan.model_dump(mode="json"), "worst_case_usd": the_plan.worst_case_usd,
+                      **({"checked": checked, "problems": problems} if check else {})})
         else:
             _render_plan(the_plan, checked)
         if problems:
@@ -149,7 +150,7 @@ def up(
         return None
     if spending.spends_money(spec.provider):
         summary = spending.plan_summary(the_plan, spec)
-        if yes and not as_json:  # the plan, not a claim that anything started (preflight may refuse it)
+        if yes and out.rich:  # the plan, not a claim that anything started (preflight may refuse it)
             sys.stdout.write(f"plan: {summary}\n")
             sys.stdout.flush()
         confirm(f"Create {summary}?", yes)
@@ -157,9 +158,9 @@ def up(
     for question in own.up_questions() if own else []:  # e.g. a wide SSH range: allowed by
         confirm(question, yes)                          # azure.allow_wide_ssh_ingress, still asked
     with open_store() as store:
-        result = lifecycle.up(spec, store, on_progress=None if as_json else _step_line)
-    if as_json:
-        return emit_json({"plan": result.plan, "cluster": result.cluster, "adopted": result.adopted})
+        result = lifecycle.up(spec, store, on_progress=_step_line if out.rich else None)
+    if not out.rich:
+        return out.emit({"plan": result.plan, "cluster": result.cluster, "adopted": result.adopted})
     verb = "adopted" if result.adopted else "up"
     c = result.cluster
     sys.stdout.write(f"cluster '{c.name}' {verb}: {c.nodes} x {c.sku} ({c.provider}), "
@@ -232,22 +233,24 @@ def down(name: str = typer.Argument(..., help="Cluster name."),
          force: bool = typer.Option(False, "--force", help="Delete it even if another owner made it."),
          yes: bool = typer.Option(False, "--yes", "-y", help="Delete without asking (required without a terminal "
                                                             "on providers that cost money)."),
-         as_json: bool = JsonOpt) -> None:
+         as_json: bool = JsonOpt,
+         fmt: Optional[OutputFormat] = OutputOpt, query: Optional[str] = QueryOpt) -> None:
     """Delete everything the cluster owns and verify nothing is left.
 
     On providers that cost money it first shows what goes (nodes, GPUs, runs recorded as running,
     cost so far) and asks [y/N]; --yes skips the question; without a terminal it refuses unless --yes."""
+    out = output(as_json, fmt, query)
     from orchestrator.clusters import lifecycle
     with open_store() as store:
         preview = lifecycle.down_preview(name, store)
     if preview.question:
         confirm(preview.question, yes)
     with open_store() as store:
-        cluster = lifecycle.down(name, store, on_progress=None if as_json else _step_line, force=force)
-        if as_json:
-            return emit_json(cluster)
+        cluster = lifecycle.down(name, store, on_progress=_step_line if out.rich else None, force=force)
+        if not out.rich:
+            return out.emit(cluster)
         from orchestrator.goodput.cluster import cluster_goodput
-        line = cluster_goodput(store, name).line
+        line = cluster_goodput(store, name).line  # where its money went, now that its record is final
     sys.stdout.write(f"cluster '{name}' is down\n{name}: {line}\n")
 
 
@@ -258,15 +261,17 @@ def adopt(name: str = typer.Argument(..., help="Cluster name (its azbench-cluste
           force: bool = typer.Option(False, "--force", help="Record it even if another owner made it."),
           subscription: Optional[str] = typer.Option(None, "--subscription", help="Azure subscription id."),
           arm_endpoint: Optional[str] = typer.Option(None, "--arm-endpoint", help="ARM endpoint (sovereign clouds)."),
-          as_json: bool = JsonOpt) -> None:
+          as_json: bool = JsonOpt,
+          fmt: Optional[OutputFormat] = OutputOpt, query: Optional[str] = QueryOpt) -> None:
     """Rebuild the record of a live cluster this home does not know (a lost or copied store) from
     its cloud tags and resources; another owner's needs --force. Reads only: nothing changes in the cloud."""
+    out = output(as_json, fmt, query)
     from orchestrator.clusters import lifecycle
     _check_arm_endpoint_flag(arm_endpoint)
     with open_store() as store:
         cluster = lifecycle.adopt(name, store, provider, force=force, account=subscription, endpoint=arm_endpoint)
-    if as_json:
-        return emit_json(cluster)
+    if not out.rich:
+        return out.emit(cluster)
     left = lifecycle.time_left(cluster)
     expiry = f", expires in {_left(left)}" if left is not None else ""
     sys.stdout.write(f"cluster '{name}' adopted: {cluster.nodes} x {cluster.sku} ({cluster.provider}), "
@@ -302,9 +307,9 @@ def status(name: Optional[str] = typer.Argument(None, help="Cluster name (defaul
         extra = {} if one is None else {"cloud": one.cloud and dataclasses.asdict(one.cloud),
                                         "cloud_note": one.cloud_note, "head": one.head, "change": one.change}
         return out.emit({"clusters": clusters, "cost_so_far_usd": costs,
-                         "expires_in_s": {k: int(v.total_seconds()) if v is not None else None
-                                          for k, v in left.items()},
-                         "nodes": [n.__dict__ for n in nodes], "runs": runs, **extra})
+                       "expires_in_s": {k: int(v.total_seconds()) if v is not None else None
+                                         for k, v in left.items()},
+                       "nodes": [n.__dict__ for n in nodes], "runs": runs, **extra})
     console = make_console()
     console.print(make_table("Clusters", ["name", "provider", "sku", "nodes", "state", "created", "cost so far (est.)",
                                           "expires in"],
@@ -347,13 +352,15 @@ def _left(left: timedelta | None) -> str:
 @app.command()
 def extend(name: str = typer.Argument(..., help="Cluster name."),
            hours: float = typer.Option(..., "--hours", help="Hours to add to the expiry (from now if past)."),
-           as_json: bool = JsonOpt) -> None:
+           as_json: bool = JsonOpt,
+           fmt: Optional[OutputFormat] = OutputOpt, query: Optional[str] = QueryOpt) -> None:
     """Move an Azure cluster's expiry later: its azbench-expires tags, which the head's expiry timer reads."""
+    out = output(as_json, fmt, query)
     from orchestrator.clusters import lifecycle
     with open_store() as store:
         cluster = lifecycle.extend(name, hours, store)
-    if as_json:
-        return emit_json(cluster)
+    if not out.rich:
+        return out.emit(cluster)
     deadline = cluster.properties.deadline()
     sys.stdout.write(f"cluster '{name}' now expires at {deadline:%Y-%m-%dT%H:%M:%SZ} "
                      f"(in {_left(lifecycle.time_left(cluster))})\n")
@@ -390,10 +397,12 @@ def sweep(dry_run: bool = typer.Option(False, "--dry-run", help="List what would
                                           help="Also delete other owners' expired clusters."),
           subscription: Optional[str] = typer.Option(None, "--subscription", help="Azure subscription id."),
           arm_endpoint: Optional[str] = typer.Option(None, "--arm-endpoint", help="ARM endpoint (sovereign clouds)."),
-          as_json: bool = JsonOpt) -> None:
+          as_json: bool = JsonOpt,
+          fmt: Optional[OutputFormat] = OutputOpt, query: Optional[str] = QueryOpt) -> None:
     """Delete your Azure clusters whose azbench-expires tag has passed (--all-owners: other
     owners' expired ones too); lists them and asks first. A live cluster of yours that this home
     has no record of is listed, never deleted (`azbench adopt NAME` takes it in)."""
+    out = output(as_json, fmt, query)
     import dataclasses
     from orchestrator.clusters import lifecycle
     from orchestrator.errors import ProvisionError
@@ -405,7 +414,7 @@ def sweep(dry_run: bool = typer.Option(False, "--dry-run", help="List what would
                            endpoint=arm_endpoint)
     items = lifecycle.sweep(request)
     doomed = [i for i in items if i.action == "delete"]
-    if not as_json:
+    if out.rich:
         for item in items:
             sys.stdout.write(_sweep_line(item, "would delete" if dry_run else "will delete") + "\n")
         if not items:
@@ -417,12 +426,12 @@ def sweep(dry_run: bool = typer.Option(False, "--dry-run", help="List what would
             done = lifecycle.sweep(dataclasses.replace(request, dry_run=False, only={i.cluster for i in doomed}),
                                    store)
         items = [i for i in done if i.action in ("deleted", "failed")]
-        if not as_json:
+        if out.rich:
             for item in items:
                 sys.stdout.write(f"deleted {item.cluster}\n" if item.deleted else
                                  f"failed {item.cluster}: {item.error}\n")
-    if as_json:
-        emit_json([i.__dict__ for i in items])
+    if not out.rich:
+        out.emit([i.__dict__ for i in items])
     failed = [i for i in items if i.action == "failed"]
     if failed:
         deleted = sum(1 for i in items if i.deleted)
@@ -457,6 +466,7 @@ import orchestrator.cli.health  # noqa: E402,F401  (registers health)
 import orchestrator.cli.resize  # noqa: E402,F401  (registers resize)
 import orchestrator.cli.run  # noqa: E402,F401  (registers run, logs)
 import orchestrator.cli.plan  # noqa: E402,F401  (registers plan)
+import orchestrator.cli.fabric  # noqa: E402,F401  (registers fabric)
 import orchestrator.cli.goodput  # noqa: E402,F401  (registers goodput)
 from orchestrator.cli.pipeline import baseline_app, pipeline_app, register_compare  # noqa: E402
 
@@ -488,7 +498,7 @@ def main(argv: list[str] | None = None) -> None:
     except AzbenchError as exc:
         if _STATE["debug"]:
             raise
-        sys.stderr.write(f"azbench: {exc.kind}: {exc}\n")
+        _say(f"{exc.kind}: {exc}")
         sys.exit(exc.exit_code)
     except typer.Exit as exc:
         sys.exit(exc.exit_code)
@@ -564,10 +574,12 @@ def _quiet_sdk_loggers(argv: list[str]) -> None:
 
 
 def _say(line: str) -> None:
-    """One line on stderr, if there is a stderr to write to."""
+    """One line on stderr, if there is a stderr to write to: query strings (SAS tokens)
+    redacted, control characters stripped (a name from a log may be in it)."""
+    from orchestrator.safetext import shown
     try:
         if sys.stderr is not None:
-            sys.stderr.write(f"azbench: {line}\n")
+            sys.stderr.write(f"azbench: {shown(line)}\n")
             sys.stderr.flush()
     except OSError:
         pass

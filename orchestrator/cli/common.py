@@ -20,9 +20,12 @@ import typer
 from orchestrator.errors import EXIT_CODES
 
 if TYPE_CHECKING:
+    from datetime import datetime
+
     from jmespath.parser import ParsedResult
     from rich.console import Console
     from rich.table import Table
+    from rich.text import Text
 
     from orchestrator.store.database import Store
 
@@ -100,6 +103,23 @@ def confirm(question: str, yes: bool) -> None:
         raise typer.Abort()
 
 
+def parse_date(flag: str, value: str | None, end_of_day: bool = False) -> datetime | None:
+    """A date or date-time flag as a UTC date-time (no zone: UTC); a bare date with `end_of_day`
+    (--until) means the end of that day. ConfigError naming the flag otherwise."""
+    if value is None:
+        return None
+    from datetime import datetime, timedelta, timezone
+
+    from orchestrator.errors import ConfigError
+    try:
+        when = datetime.fromisoformat(value)
+    except ValueError:
+        raise ConfigError(f"{flag}: '{value}' is not a date like 2026-11-01") from None
+    if end_of_day and len(value.strip()) == 10:
+        when += timedelta(days=1, microseconds=-1)
+    return when if when.tzinfo else when.replace(tzinfo=timezone.utc)
+
+
 def check_number(flag: str, value: float | None, lo: float, hi: float) -> None:
     """A flag's number is finite and within [lo, hi]: Typer's ranges let nan through (every
     comparison with nan is false) and have no upper bound by default."""
@@ -136,13 +156,23 @@ def make_console() -> Console:
 
 
 def make_table(title: str, columns: list[str], rows: Sequence[Sequence[object]]) -> Table:
+    """A rich table whose title and cells are text, never markup (`[bold red]` or `[link=...]`
+    in a system's name prints as written), with control characters stripped (safetext.clean)."""
     from rich.table import Table
-    table = Table(title=title, title_justify="left")
+    table = Table(title=cell_text(title), title_justify="left")
     for col in columns:
         table.add_column(col)
     for row in rows:
-        table.add_row(*["" if v is None else str(v) for v in row])
+        table.add_row(*[cell_text(v) for v in row])
     return table
+
+
+def cell_text(value: object) -> Text:
+    """A table cell as Rich Text: cleaned of control characters, not read as markup."""
+    from rich.text import Text
+
+    from orchestrator.safetext import clean
+    return Text(clean("" if value is None else str(value)))
 
 
 @dataclass(frozen=True)
@@ -196,14 +226,26 @@ def output(as_json: bool, fmt: OutputFormat | None, query: str | None) -> Output
 
 def tsv_lines(value: Json) -> list[str]:
     """az's -o tsv: one line per item of a list (a lone value is a list of one), an object's
-    values in key order and a list's items tab-separated, no header. Nested values are compact
-    JSON, null is empty, booleans are true/false; tabs and newlines inside a value are escaped."""
+    values in key order and a list's items tab-separated, no header; null is empty, booleans
+    are true/false, tabs and newlines inside a value are escaped. Flat, as knack (az's output
+    layer, knack/output.py _TsvOutput._dump_obj) writes it: a nested list is its length and a
+    nested object an empty cell, so every row of a list has the same columns; --query picks
+    what is inside them."""
     items = value if isinstance(value, list) else [value]
     lines = []
     for item in items:
         cells = list(item.values()) if isinstance(item, dict) else item if isinstance(item, list) else [item]
-        lines.append("\t".join(_cell(c) for c in cells))
+        lines.append("\t".join(_flat(c) for c in cells))
     return lines
+
+
+def _flat(value: Json) -> str:
+    """A TSV cell: a nested list's length, a nested object empty (knack), else the value."""
+    if isinstance(value, list):
+        return str(len(value))
+    if isinstance(value, dict):
+        return ""
+    return _cell(value)
 
 
 def plain_rows(value: Json) -> tuple[list[str], list[list[str]]]:
@@ -286,7 +328,8 @@ def fit_table(title: str, columns: Sequence[Col], rows: Sequence[Sequence[object
     (say so under the table: -o json has every field)."""
     from rich.cells import cell_len
     from rich.table import Table
-    cells = [["" if v is None else str(v) for v in row] for row in rows]
+    from orchestrator.safetext import clean
+    cells = [[clean("" if v is None else str(v)) for v in row] for row in rows]
 
     def span(i: int) -> tuple[int, int]:
         texts = [columns[i].header] + [row[i] for row in cells]
@@ -303,11 +346,11 @@ def fit_table(title: str, columns: Sequence[Col], rows: Sequence[Sequence[object
             kept.add(i)
     order = sorted(kept)
     widths = _share([spans[i] for i in order], room - 3 * len(order))
-    table = Table(title=title, title_justify="left")
+    table = Table(title=cell_text(title), title_justify="left")
     for i, w in zip(order, widths):
         table.add_column(columns[i].header, width=w, no_wrap=not columns[i].wrap, overflow="fold")
     for row in cells:
-        table.add_row(*[row[i] for i in order])
+        table.add_row(*[cell_text(row[i]) for i in order])
     return table, [columns[i].header for i in range(len(columns)) if i not in kept]
 
 

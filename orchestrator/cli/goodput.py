@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Optional
 import typer
 
 from orchestrator.cli.common import JsonOpt, OutputFormat, OutputOpt, QueryOpt, app, make_console, make_table, open_store, output
+from orchestrator.safetext import clean
 
 if TYPE_CHECKING:
     from orchestrator.goodput.model import Cause, ClusterGoodput, OwnerTotal, RunGoodput
@@ -50,9 +51,9 @@ def goodput(run: Optional[str] = typer.Argument(None, help="Run id (see `azbench
             from orchestrator.goodput.cluster import cluster_goodput
             c = cluster_goodput(store, cluster)
             return out.emit(c) if not out.rich else _render_cluster(c)
-        from orchestrator.cli.results import _parse_date
+        from orchestrator.cli.common import parse_date
         from orchestrator.goodput.owners import by_owner
-        totals = by_owner(store, since=_parse_date("--since", since))
+        totals = by_owner(store, since=parse_date("--since", since))
     return out.emit(totals) if not out.rich else _render_owners(totals)
 
 
@@ -60,9 +61,10 @@ def _render_run(g: RunGoodput) -> None:
     from orchestrator.goodput.model import RUN_SOURCES
     console = make_console()
     when = "so far, the run is live" if g.live else g.state
-    console.print(f"run {g.run_id} ({g.recipe}, {g.nodes} node(s) on {g.cluster}, {when}): "
-                  f"{_dur(g.wall_s)} wall, goodput {g.goodput:.1%}"
-                  + (f", time to train {g.minutes:.2f} min" if g.minutes is not None else ""), markup=False)
+    console.print(clean(f"run {g.run_id} ({g.recipe}, {g.nodes} node(s) on {g.cluster}, {when}): "
+                        f"{_dur(g.wall_s)} wall, goodput {g.goodput:.1%}"
+                        + (f", time to train {g.minutes:.2f} min" if g.minutes is not None else "")),
+                  markup=False, highlight=False)
     _categories(g.categories, g.wall_s, g.gpu_hours, g.cost_usd, RUN_SOURCES)
     rows = []
     for a in g.attempts:
@@ -81,8 +83,8 @@ def _render_run(g: RunGoodput) -> None:
 def _render_cluster(c: ClusterGoodput) -> None:
     from orchestrator.goodput.model import CLUSTER_SOURCES
     console = make_console()
-    console.print(f"cluster {c.cluster} ({c.nodes} x {c.sku}, {c.provider}, {c.state}"
-                  f"{', live: counted up to now' if c.live else ''}): {c.line}", markup=False)
+    console.print(clean(f"cluster {c.cluster} ({c.nodes} x {c.sku}, {c.provider}, {c.state}"
+                        f"{', live: counted up to now' if c.live else ''}): {c.line}"), markup=False, highlight=False)
     _categories(c.categories, c.wall_s, c.gpu_hours, c.cost_usd, CLUSTER_SOURCES, c.node_hours)
     if c.runs:
         console.print(make_table("Runs", ["run", "recipe", "nodes", "state", "wall", "goodput", "cost $"],
@@ -136,9 +138,9 @@ def _causes(causes: list[Cause], priced: bool) -> None:
 
 
 def _footer(price_note: str, notes: list[str]) -> None:
-    sys.stdout.write(f"price: {price_note}\n")
+    sys.stdout.write(clean(f"price: {price_note}") + "\n")
     for note in notes:
-        sys.stdout.write(f"note: {note}\n")
+        sys.stdout.write(clean(f"note: {note}") + "\n")
 
 
 def _dur(seconds: float) -> str:

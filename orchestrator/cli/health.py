@@ -7,7 +7,17 @@ from typing import TYPE_CHECKING, Optional
 
 import typer
 
-from orchestrator.cli.common import JsonOpt, app, emit_json, make_console, make_table, open_store
+from orchestrator.cli.common import (
+    JsonOpt,
+    OutputFormat,
+    OutputOpt,
+    QueryOpt,
+    app,
+    make_console,
+    make_table,
+    open_store,
+    output,
+)
 from orchestrator.errors import EXIT_UNHEALTHY
 
 if TYPE_CHECKING:
@@ -31,10 +41,12 @@ def health(
                                          "drained node to Azure Guest Health Reporting (preview; the "
                                          "subscription must be allow-listed)."),
     as_json: bool = JsonOpt,
+    fmt: Optional[OutputFormat] = OutputOpt, query: Optional[str] = QueryOpt,
 ) -> None:
     """Per-node checks, group collectives and a throughput probe; drain the nodes that fail
     (and with --replace, replace them). Exits 9 when any node was flagged and not replaced
     by a node that passed its gate (or on a fabric-wide fault)."""
+    out = output(as_json, fmt, query)
     from orchestrator.clusters import lifecycle
     from orchestrator.models import utcnow
     from orchestrator.runs import fleet_gate
@@ -44,8 +56,8 @@ def health(
     with lifecycle.connect(cluster) as access:
         if undrain:
             fleet_gate.undrain(cluster, access, undrain)
-            if as_json:
-                return emit_json({"undrained": undrain})
+            if not out.rich:
+                return out.emit({"undrained": undrain})
             sys.stdout.write(f"{undrain} returned to service\n")
             return
         began = utcnow()
@@ -69,12 +81,12 @@ def health(
                     cluster, access, store, fleet_replace.reasons(report),
                     fleet_replace.ReplacePolicy(max_replacements=max_replacements))
     replaced = [r for r in (healed.replacements if healed else []) if r.status == "replaced"]
-    if as_json:
-        emit_json({**report.__dict__, "verdicts": [v.__dict__ for v in report.verdicts],
-                   "bad_nodes": report.bad_nodes,
-                   "replacements": [r.__dict__ for r in (healed.replacements if healed else [])],
-                   "replace_capped": healed.capped if healed else [],
-                   "reported": [r.__dict__ for r in reported]})
+    if not out.rich:
+        out.emit({**report.__dict__, "verdicts": [v.__dict__ for v in report.verdicts],
+                  "bad_nodes": report.bad_nodes,
+                  "replacements": [r.__dict__ for r in (healed.replacements if healed else [])],
+                  "replace_capped": healed.capped if healed else [],
+                  "reported": [r.__dict__ for r in reported]})
     else:
         _render(report)
         for r in reported:
@@ -92,7 +104,7 @@ def _render(report: FleetReport) -> None:
         console.print(make_table("Health verdicts", ["node", "check", "status", "value", "threshold", "detail"],
                                  [[v.node, v.check, v.status, _fmt(v.value, v.unit), _fmt(v.threshold, v.unit),
                                    v.detail] for v in report.verdicts]))
-    median = f"{report.median_ops_per_s:.4g} ops/s" if report.median_ops_per_s else "-"
+    median = _fmt(report.median_ops_per_s, " ops/s") if report.median_ops_per_s else "-"
     sys.stdout.write(f"checked {len(report.checked)} nodes in {report.seconds:.1f} s: "
                      f"{report.group_rounds} group rounds ({report.group_tests} group tests), "
                      f"{report.probe_rounds} probe rounds, median throughput {median}\n")
@@ -113,4 +125,5 @@ def _render_replacements(healed: ReplaceReport) -> None:
 
 
 def _fmt(value: float | None, unit: str) -> str:
-    return "-" if value is None else f"{value:.4g}{unit}"
+    from orchestrator import formats
+    return "-" if value is None else f"{formats.sig(value)}{unit}"

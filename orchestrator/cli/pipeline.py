@@ -14,14 +14,16 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Optional
+from typing import TYPE_CHECKING, Optional
 
 import typer
 
-from orchestrator.cli.common import confirm
+from orchestrator.cli.common import OutputFormat, OutputOpt, QueryOpt, confirm, output
 
 if TYPE_CHECKING:  # the use cases load inside the commands: --help stays fast
-    from orchestrator.pipelines.baselines import Comparison, Tolerances
+    from collections.abc import Mapping
+
+    from orchestrator.pipelines.baselines import Comparison, Selection, Tolerances
     from orchestrator.pipelines.results import PipelineResult, PipelineSummary
     from orchestrator.runs.attempts import RunEvent
     from orchestrator.runs.monitor import Progress as RunProgress
@@ -54,6 +56,7 @@ def pipeline_run(
     file: Path = typer.Argument(..., help="Pipeline spec YAML (see infra/pipelines/nightly.example.yaml)."),
     yes: bool = YesOpt,
     as_json: bool = typer.Option(False, "--json", help="Print the summary JSON on stdout."),
+    fmt: Optional[OutputFormat] = OutputOpt, query: Optional[str] = QueryOpt,
     junit: Optional[Path] = typer.Option(None, "--junit", help="Write JUnit XML here."),
     markdown: Optional[Path] = typer.Option(None, "--markdown", help="Write the Markdown summary here."),
     summary_json: Optional[Path] = typer.Option(None, "--summary-json", help="Write the summary JSON here."),
@@ -63,6 +66,7 @@ def pipeline_run(
 
     Teardown runs on every exit path (error, Ctrl-C, SIGTERM). Exit 0 passed, 8 regression,
     5 failed runs, 128+N on signal N, else the failing stage's code."""
+    out = output(as_json, fmt, query)
     from orchestrator.cli.common import open_store
     from orchestrator.clusters import lifecycle
     from orchestrator.cli.common import check_number
@@ -83,8 +87,10 @@ def pipeline_run(
                               on_event=view.event, poll_interval=poll)
     _write_outputs(result, junit, markdown, summary_json)
     s = result.summary
-    if as_json:
-        sys.stdout.write(s.model_dump_json(indent=2) + "\n")
+    if out.format is OutputFormat.json and out.query is None:
+        sys.stdout.write(s.model_dump_json(indent=2) + "\n")  # what --json always printed
+    elif not out.rich:
+        out.emit(s)
     else:
         _print_cases(s)
     if s.exit_code:
@@ -105,15 +111,17 @@ def pipeline_error(status: str, code: int, message: str) -> Exception:
 
 @pipeline_app.command("down")
 def pipeline_down(file: Path = typer.Argument(..., help="Pipeline spec YAML."),
-                  as_json: bool = JsonOpt) -> None:
+                  as_json: bool = JsonOpt,
+                  fmt: Optional[OutputFormat] = OutputOpt, query: Optional[str] = QueryOpt) -> None:
     """Tear down every cluster of a pipeline (idempotent): the CI step for a cancelled job."""
-    from orchestrator.cli.common import emit_json, open_store
+    out = output(as_json, fmt, query)
+    from orchestrator.cli.common import open_store
     from orchestrator.pipelines.pipeline import cluster_specs, down_cluster, load_pipeline_spec
     spec = load_pipeline_spec(file)
     with open_store() as store:
         states = {c.name: down_cluster(c, store) for c in cluster_specs(spec)}
-    if as_json:
-        return emit_json(states)
+    if not out.rich:
+        return out.emit(states)
     for name, state in states.items():
         sys.stdout.write(f"cluster '{name}': {state}\n")
 
@@ -142,19 +150,20 @@ def _print_cases(s: PipelineSummary) -> None:
                "not run" if not c.run_ids else "improvement" if c.improvements else "ok"]
             for c in s.cases]
     header = ["case", "runs", "failed"] + [METRICS[k][0] for k in keys] + ["verdict"]
+    from orchestrator.safetext import clean
     if plain_output():  # CI logs: no box drawing, nothing clipped to 80 columns
         sys.stdout.write(f"pipeline {s.pipeline}: {s.status}\n")
         for row in rows:
-            sys.stdout.write("  " + ", ".join(f"{h}={v}" for h, v in zip(header, row)) + "\n")
+            sys.stdout.write(clean("  " + ", ".join(f"{h}={v}" for h, v in zip(header, row))) + "\n")
     else:
         make_console().print(make_table(f"Pipeline {s.pipeline}: {s.status}", header, rows))
-    for c in s.cases:
+    for c in s.cases:  # the lines name benchmarks and SKUs read from results: no controls
         for line in c.regressions:
-            sys.stdout.write(f"regression: {line}\n")
+            sys.stdout.write(clean(f"regression: {line}") + "\n")
         for line in c.improvements:
-            sys.stdout.write(f"improvement: {line}\n")
+            sys.stdout.write(clean(f"improvement: {line}") + "\n")
     for cluster, line in s.goodput.items():
-        sys.stdout.write(f"goodput {cluster}: {line}\n")
+        sys.stdout.write(clean(f"goodput {cluster}: {line}") + "\n")
 
 
 class _Lines:
@@ -202,54 +211,64 @@ def baseline_set(
     benchmark: Optional[str] = typer.Option(None, "--benchmark", help="Only this benchmark."),
     since: Optional[str] = typer.Option(None, "--since", help="Only results since this date (YYYY-MM-DD)."),
     yes: bool = YesOpt, as_json: bool = JsonOpt,
+                        fmt: Optional[OutputFormat] = OutputOpt, query: Optional[str] = QueryOpt,
 ) -> None:
     """Make a baseline from stored results (default: the newest sweep); replaces one of that name."""
-    from orchestrator.cli.common import emit_json, open_store
+    out = output(as_json, fmt, query)
+    from orchestrator.cli.common import open_store
     from orchestrator.pipelines.baselines import check_name, collect, find_baseline, set_baseline
     check_name(name)
     with open_store() as store:
-        source = _selection(store, sweep, cluster, benchmark, since)
-        entries = collect(store, **source)
+        selection = _selection(store, sweep, cluster, benchmark, since)
+        entries = collect(store, selection)
         if find_baseline(store, name) is not None:
             confirm(f"Replace baseline '{name}'?", yes)
-        base = set_baseline(store, name, entries, source=_jsonable(source))
-    if as_json:
-        return emit_json(base)
+        base = set_baseline(store, name, entries, source=selection.source())
+    if not out.rich:
+        return out.emit(base)
     scales = ", ".join(e.label for e in base.entries)
-    sys.stdout.write(f"baseline '{name}' set from {_describe(source)}: {scales}\n")
+    sys.stdout.write(f"baseline '{name}' set from {_describe(selection.source())}: {scales}\n")
 
 
 @baseline_app.command("list")
-def baseline_list(as_json: bool = JsonOpt) -> None:
+def baseline_list(as_json: bool = JsonOpt,
+                  fmt: Optional[OutputFormat] = OutputOpt, query: Optional[str] = QueryOpt) -> None:
     """Stored baselines."""
-    from orchestrator.cli.common import emit_json, make_console, make_table, open_store
+    out = output(as_json, fmt, query)
+    from orchestrator.cli.common import make_console, make_table, open_store
     from orchestrator.pipelines.baselines import list_baselines
     with open_store() as store:
         items = list_baselines(store)
-    if as_json:
-        return emit_json(items)
+    if not out.rich:
+        return out.emit(items)
     make_console().print(make_table("Baselines", ["name", "scales", "updated", "source"],
                             [[b.name, ", ".join(e.label for e in b.entries),
                               f"{b.updated_at:%Y-%m-%d %H:%M}", _describe(b.source)] for b in items]))
 
 
 @baseline_app.command("show")
-def baseline_show(name: str = typer.Argument(..., help="Baseline name."), as_json: bool = JsonOpt) -> None:
+def baseline_show(name: str = typer.Argument(..., help="Baseline name."), as_json: bool = JsonOpt,
+                                                                          fmt: Optional[OutputFormat] = OutputOpt, query: Optional[str] = QueryOpt) -> None:
     """One baseline's samples: mean, spread and count per benchmark x scale x metric."""
+    out = output(as_json, fmt, query)
     import statistics
 
-    from orchestrator.cli.common import emit_json, make_console, make_table, open_store
+    from orchestrator.cli.common import make_console, make_table, open_store
     from orchestrator.pipelines.baselines import METRICS, get_baseline
     with open_store() as store:
         base = get_baseline(store, name)
-    if as_json:
-        return emit_json(base)
-    rows = [[e.label, METRICS.get(m, (m,))[0], _fmt(statistics.fmean(v)),
+    if not out.rich:
+        return out.emit(base)
+    rows = [[e.label, METRICS.get(m, (m,))[0], _fmt(e.value(m)),
              _fmt(statistics.stdev(v)) if len(v) > 1 else "-", len(v)]
-            for e in base.entries for m, v in e.metrics.items() if v]
+            for e in base.entries for m, v in e.metrics.items() if v and m not in e.refused]
     make_console().print(make_table(f"Baseline {name} ({_describe(base.source)}, updated "
-                            f"{base.updated_at:%Y-%m-%d %H:%M})",
-                            ["scale", "metric", "mean", "std", "n"], rows))
+                            f"{base.updated_at:%Y-%m-%d %H:%M}; value: the MLPerf score for time "
+                            "to train, the median step for step time)",
+                            ["scale", "metric", "value", "std", "n"], rows))
+    for e in base.entries:
+        for m, why in e.refused.items():
+            sys.stdout.write(f"{e.label} {METRICS.get(m, (m,))[0]}: {why}\n")
 
 
 @baseline_app.command("delete")
@@ -275,20 +294,21 @@ def compare_cmd(
     min_confidence: Optional[float] = typer.Option(None, "--min-confidence",
                                                    help="t-test confidence a regression needs (0-1)."),
     as_json: bool = JsonOpt,
+    fmt: Optional[OutputFormat] = OutputOpt, query: Optional[str] = QueryOpt,
     markdown: bool = typer.Option(False, "--markdown", help="Print Markdown (for PR comments)."),
 ) -> None:
     """Compare stored results (default: the newest sweep) with a baseline; exit 8 on regression."""
-    from orchestrator.cli.common import emit_json, open_store
+    out = output(as_json, fmt, query)
+    from orchestrator.cli.common import open_store
     from orchestrator.errors import RegressionError
     from orchestrator.pipelines.baselines import collect, compare, get_baseline
     from orchestrator.pipelines.results import comparison_markdown
     tolerances = _tolerances(tolerance, min_confidence)
     with open_store() as store:
         base = get_baseline(store, baseline)
-        source = _selection(store, sweep, cluster, benchmark, since)
-        result = compare(base, collect(store, **source), tolerances)
-    if as_json:
-        emit_json(result.to_json_data())
+        result = compare(base, collect(store, _selection(store, sweep, cluster, benchmark, since)), tolerances)
+    if not out.rich:
+        out.emit(result.to_json_data())
     elif markdown:
         sys.stdout.write(comparison_markdown(result))
     else:
@@ -303,16 +323,18 @@ def _print_comparison(result: Comparison) -> None:
     from orchestrator.pipelines.baselines import METRICS
     rows = [[d.label, METRICS[d.metric][0], f"{_fmt(d.baseline_mean)} (n={d.n_baseline})",
              f"{_fmt(d.current_mean)} (n={d.n_current})",
-             f"{d.change:+.1%}" if d.change is not None else "-",
-             f"{d.confidence:.0%}" if d.confidence is not None else "n<2", d.verdict]
+             _pct(d.change, signed=True), _pct(d.confidence, 0) if d.confidence is not None else "n<2", d.verdict]
             for d in result.deltas]
     make_console().print(make_table(f"Compared with baseline {result.baseline}",
                             ["scale", "metric", "baseline", "current", "change", "confidence",
                              "verdict"], rows))
-    for d in result.regressions:
-        sys.stdout.write(f"regression: {d.describe()}\n")
+    from orchestrator.safetext import clean
+    for d in result.regressions:  # its label names a benchmark and a SKU read from results
+        sys.stdout.write(clean(f"regression: {d.describe()}") + "\n")
     for d in result.improvements:
-        sys.stdout.write(f"improvement: {d.describe()}\n")
+        sys.stdout.write(clean(f"improvement: {d.describe()}") + "\n")
+    for note in result.notes:
+        sys.stdout.write(clean(note) + "\n")
 
 
 def _tolerances(items: list[str], min_confidence: Optional[float]) -> Tolerances:
@@ -338,28 +360,31 @@ def _tolerances(items: list[str], min_confidence: Optional[float]) -> Tolerances
 
 
 def _selection(store: Store, sweeps: list[str], cluster: Optional[str], benchmark: Optional[str],
-               since: Optional[str]) -> dict[str, Any]:
-    """collect() keywords; with no filter at all, the newest sweep."""
-    from orchestrator.cli.results import _parse_since
+               since: Optional[str]) -> Selection:
+    """The flags' selection; with no filter at all, the newest sweep."""
+    from orchestrator.cli.common import parse_date
     from orchestrator.errors import NotFoundError
+    from orchestrator.pipelines.baselines import Selection
     if not (sweeps or cluster or benchmark or since):
         newest = [r.sweep_id for r in store.list_runs() if r.sweep_id]
         if not newest:
             raise NotFoundError("no sweeps stored yet", hint="run a recipe first (azbench run)")
         sweeps = [max(newest)]  # sweep ids start with their UTC creation time
-    return {"sweep_ids": list(sweeps), "cluster": cluster, "benchmark": benchmark,
-            "since": _parse_since(since)}
+    return Selection(sweep_ids=tuple(sweeps), cluster=cluster, benchmark=benchmark, since=parse_date("--since", since))
 
 
-def _jsonable(source: dict[str, Any]) -> dict[str, Any]:
-    return {k: (str(v) if k == "since" else v) for k, v in source.items() if v}
-
-
-def _describe(source: dict[str, Any]) -> str:
+def _describe(source: Mapping[str, object]) -> str:
+    """A baseline's source (a selection's, or a pipeline's) in one phrase."""
     parts = [f"{k} {', '.join(v) if isinstance(v, list) else v}" for k, v in source.items()
              if v and k in ("sweep_ids", "sweeps", "cluster", "benchmark", "since", "pipeline")]
     return "; ".join(parts).replace("sweep_ids", "sweeps") or "all results"
 
 
+def _pct(value: float | None, digits: int = 1, signed: bool = False) -> str:
+    from orchestrator import formats
+    return formats.pct(value, digits, signed=signed)
+
+
 def _fmt(value: float | None) -> str:
-    return "-" if value is None else f"{value:.4g}"
+    from orchestrator import formats
+    return formats.sig(value)

@@ -1,7 +1,7 @@
 """`azbench plan BENCHMARK --sku S`: predicted time-to-train, cost and quota over node counts
 (forecast.plan), before anyone pays for a run.
 
-The command builds one `forecast.plan.Plan` (a pydantic model) and renders it: `-o json`
+The command builds one `forecast.plan.ForecastPlan` (a pydantic model) and renders it: `-o json`
 (`--json`), `-o tsv` and `--query` go through the CLI's shared output helper over the model's
 JSON form; the table's columns and cells come from `forecast.render.plan_table(plan)`.
 """
@@ -9,19 +9,21 @@ JSON form; the table's columns and cells come from `forecast.render.plan_table(p
 from __future__ import annotations
 
 import sys
+import textwrap
 from typing import Optional
 
 import typer
 
 from orchestrator.cli.common import (
+    Col,
     JsonOpt,
     OutputFormat,
     OutputOpt,
     QueryOpt,
     app,
     check_number,
+    fit_table,
     make_console,
-    make_table,
     open_store,
     output,
 )
@@ -36,7 +38,7 @@ def plan(
     target_minutes: Optional[float] = typer.Option(None, "--target-minutes", help="Mark the cheapest count "
                                                    "predicted to train within M minutes."),
     budget: Optional[float] = typer.Option(None, "--budget", help="Mark the fastest count whose predicted "
-                                           "cost per scored result is within USD."),
+                                           "cost per result is within USD."),
     extrapolate: bool = typer.Option(False, "--extrapolate", help="Allow predictions more than 4x past the "
                                      "measured GPU counts."),
     no_stored: bool = typer.Option(False, "--no-stored", help="Ignore stored results: published ones only."),
@@ -44,7 +46,7 @@ def plan(
     fmt: Optional[OutputFormat] = OutputOpt,
     query: Optional[str] = QueryOpt,
 ) -> None:
-    """Predicted time-to-train (with an 80% interval), cost per scored result, cost per hour,
+    """Predicted time-to-train (with an 80% interval), cost per result, cost per hour,
     strong-scaling efficiency and quota, per node count, from published MLPerf results and your
     stored ones. Every prediction says which points it stands on and how far it extrapolates."""
     from orchestrator.forecast.plan import PlanRequest, make_plan
@@ -65,7 +67,40 @@ def plan(
     if not out.rich:
         return out.emit(result)
     columns, rows = plan_table(result)
+    width = _width()
+    table, left_out = fit_table(plan_title(result), [_column(c) for c in columns], rows, width)
     console = make_console()
-    console.print(make_table(plan_title(result), columns, rows))
+    console.width = width
+    console.print(table)
     console.file.flush()
-    sys.stdout.write("".join(f"{line}\n" for line in plan_lines(result)))
+    lines = list(plan_lines(result))
+    if left_out:
+        lines.insert(0, f"left out at {width} columns: {', '.join(left_out)} (a wider terminal, "
+                        "-o json or --query has every column)")
+    sys.stdout.write("".join(f"{part}\n" for line in lines
+                             for part in textwrap.wrap(line, width, subsequent_indent="    ",
+                                                       break_long_words=False, break_on_hyphens=False)
+                             or [""]))
+
+
+# The plan's columns by what a reader needs first (0): the count, the prediction, its cost, the
+# mark; then the interval, what it stands on and the measured score; cost per hour, racks,
+# strong-scaling efficiency and quota are left out first on a narrow terminal.
+_RANKS = {"nodes": 0, "GPUs": 0, "predicted min": 0, "$/result": 0, "mark": 0,
+          "80% interval": 1, "stands on": 2, "measured min": 2, "cost/h": 3, "racks": 4,
+          "quota vCPUs": 5}
+_WRAPS = {"stands on", "measured min", "racks"}
+
+
+def _column(header: str) -> Col:
+    rank = _RANKS.get(header, 4 if header.startswith("strong eff.") else 3)
+    return Col(header, rank, wrap=header in _WRAPS or header.startswith("strong eff."))
+
+
+def _width() -> int:
+    """The terminal's width (COLUMNS counts as one); 100 when there is none (a pipe, a file)."""
+    import os
+    import shutil
+    if "COLUMNS" in os.environ or sys.stdout.isatty():
+        return max(40, shutil.get_terminal_size((100, 24)).columns)
+    return 100

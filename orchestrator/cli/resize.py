@@ -4,9 +4,20 @@ from __future__ import annotations
 
 import sys
 
+from typing import Optional
+
 import typer
 
-from orchestrator.cli.common import JsonOpt, app, confirm, emit_json, open_store
+from orchestrator.cli.common import (
+    JsonOpt,
+    OutputFormat,
+    OutputOpt,
+    QueryOpt,
+    app,
+    confirm,
+    open_store,
+    output,
+)
 
 
 @app.command()
@@ -17,10 +28,12 @@ def resize(
     yes: bool = typer.Option(False, "--yes", "-y", help="Grow without asking (required without a terminal on "
                                                         "providers that cost money)."),
     as_json: bool = JsonOpt,
+    fmt: Optional[OutputFormat] = OutputOpt, query: Optional[str] = QueryOpt,
 ) -> None:
     """Grow (within the provider's quota) or shrink (draining the nodes removed first; refused
     under a running job without --force) a live cluster. Growing a cluster that costs money
     shows the VMs added and the cost per hour and asks [y/N] first (--yes skips the question)."""
+    out = output(as_json, fmt, query)
     from orchestrator.clusters import lifecycle
     with open_store() as store:
         question = lifecycle.resize_question(name, nodes, store)
@@ -28,9 +41,9 @@ def resize(
         confirm(question, yes)
     with open_store() as store:
         cluster, plan = lifecycle.resize(name, nodes, store, force=force)
-    if as_json:
-        return emit_json({"cluster": name, "before": plan.before, "after": plan.after,
-                          "removed": list(plan.remove), "forced": list(plan.busy),
-                          "nodes": cluster.node_names})
+    if not out.rich:
+        return out.emit({"cluster": name, "before": plan.before, "after": plan.after,
+                         "removed": list(plan.remove), "forced": list(plan.busy),
+                         "nodes": cluster.node_names})
     removed = f"; removed {', '.join(plan.remove)}" if plan.remove else ""
     sys.stdout.write(f"{name}: {plan.before} -> {plan.after} nodes{removed}\n")

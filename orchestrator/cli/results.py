@@ -5,22 +5,26 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING, Any, Optional, TextIO
 
 import typer
 
+from orchestrator import formats
 from orchestrator.cli.common import (
+    Col,
     JsonOpt,
+    Output,
     OutputFormat,
     OutputOpt,
     QueryOpt,
     app,
     check_filter,
-    emit_json,
+    fit_table,
     make_console,
     make_table,
     open_store,
     output,
+    parse_date,
     recipes_app,
     results_app,
 )
@@ -30,8 +34,11 @@ if TYPE_CHECKING:  # the CLI imports runs/ lazily: --help stays fast
     from datetime import datetime
 
     from orchestrator.goodput.model import ClusterGoodput, RunGoodput
+    from orchestrator.report.build import Report
+    from orchestrator.results.importer import ImportProgress
     from orchestrator.runs.prepare import PrepareResult
     from orchestrator.store.database import Store
+    from orchestrator.store.schema import ResultRow
 
 # ---------------------------------------------------------------- recipes
 
@@ -55,12 +62,18 @@ def recipes_show(name: str = typer.Argument(..., help="Recipe name."),
                  nodes: int = typer.Option(1, "--nodes", help="Number of nodes (VMs)."),
                  ruleset: Optional[str] = typer.Option(None, "--ruleset", help="MLPerf ruleset, e.g. 5.1.0."),
                  image: Optional[str] = typer.Option(None, "--image", help="Override the container image."),
-                 as_json: bool = JsonOpt) -> None:
-    """The resolved config (parallelism, batch, placement) and the exact script that would run."""
+                 param: list[str] = typer.Option([], "--param", "-p", help="Recipe parameter KEY=VALUE, as `run` "
+                                                 "takes it (MLPerf recipes: an environment variable)."),
+                 as_json: bool = JsonOpt,
+                 fmt: Optional[OutputFormat] = OutputOpt, query: Optional[str] = QueryOpt) -> None:
+    """The resolved config (parallelism, batch, placement: which ranks share a group, from the
+    rank order, and what crosses the scale-out fabric) and the exact script that would run."""
+    out = output(as_json, fmt, query)
+    from orchestrator.cli.run import _params, placement_lines
     from orchestrator.runs.launch import describe_launch
-    preview = describe_launch(name, sku, nodes, ruleset, image=image)
-    if as_json:
-        return emit_json(preview)
+    preview = describe_launch(name, sku, nodes, ruleset, image=image, params=_params(param) if param else None)
+    if not out.rich:
+        return out.emit(preview)
     r = preview.resolved
     lines = [f"{r.recipe} ({r.benchmark}, ruleset {r.ruleset or '-'}) on {r.nodes} x {r.sku_short} = {r.gpus} GPUs",
              f"target: {r.target.metric} {'>=' if r.target.direction == 'max' else '<='} {r.target.value}, "
@@ -70,6 +83,8 @@ def recipes_show(name: str = typer.Argument(..., help="Recipe name."),
                      f"{f' (VP {r.vp})' if r.vp else ''}, micro batch {r.mbs}, global batch {r.gbs}, "
                      f"grad accumulation {r.grad_accum}")
     lines.append(f"config: {'derived: ' + (r.rule or '') if r.derived else 'listed'} ({r.source or 'recipe'})")
+    if r.placement is not None:
+        lines += placement_lines(r.placement).splitlines()
     if r.image:
         lines.append(f"image: {r.image}")
     if r.config:
@@ -111,7 +126,8 @@ def prepare(recipe: Optional[str] = typer.Argument(None, help="Recipe name (with
             list_only: bool = typer.Option(False, "--list", help="Show, per recipe and scale, what "
                                            "prepare stages by itself, what you must do first (the "
                                            "command or place), and the size; no cluster needed."),
-            as_json: bool = JsonOpt) -> None:
+            as_json: bool = JsonOpt,
+            fmt: Optional[OutputFormat] = OutputOpt, query: Optional[str] = QueryOpt) -> None:
     """Stage a recipe on the cluster as one batch job: verify its licence-gated weights and
     tokenizers (printing where to get and place each missing one), download its public data
     through MLCommons' R2 path (checksummed; a rerun resumes) and build its container from the
@@ -123,11 +139,12 @@ def prepare(recipe: Optional[str] = typer.Argument(None, help="Recipe name (with
     bucket; AZBENCH_IMAGE_BUILDER names a program on the cluster run instead of docker + enroot;
     AZBENCH_CONTAINER_RUNNER one run instead of the pyxis job step (--container-image) for each step
     the implementation's README runs in its container (energon conversion, FP16 preprocessing)."""
+    out = output(as_json, fmt, query)
     import os
 
     from orchestrator.errors import ConfigError
     if list_only:
-        return _list_staging(recipe, data_root, as_json)
+        return _list_staging(recipe, data_root, out)
     if recipe is None or cluster is None:
         raise ConfigError("prepare needs a RECIPE and --cluster (or --list to see what it would do)",
                           hint="azbench prepare RECIPE --cluster C, or azbench prepare --list")
@@ -154,24 +171,24 @@ def prepare(recipe: Optional[str] = typer.Argument(None, help="Recipe name (with
                        container=build, builder=os.environ.get("AZBENCH_IMAGE_BUILDER") or None,
                        r2_origin=os.environ.get("AZBENCH_R2_ORIGIN") or None,
                        runner=os.environ.get("AZBENCH_CONTAINER_RUNNER") or None,
-                       on_progress=None if as_json else _print_progress)
+                       on_progress=_print_progress if out.rich else None)
     with open_store() as store:  # after the fact, with its span (goodput counts it as staging)
         store.add_event(EventRow(kind="prepare", cluster=found.name,
                                  message=f"prepare {recipe}: job {result.job_id} {result.job_state}",
                                  data={"started_at": began.isoformat(), "job_id": result.job_id,
                                        "state": result.job_state}))
-    if as_json:
-        emit_json(result)
+    if not out.rich:
+        out.emit(result)
     else:
         _print_prepared(result)
     _refuse_unless_staged(recipe, result)
 
 
-def _list_staging(recipe: str | None, data_root: str, as_json: bool) -> None:
+def _list_staging(recipe: str | None, data_root: str, out: Output) -> None:
     from orchestrator.runs.prepare import stage_plans
     plans = stage_plans(recipe, data_root=data_root)
-    if as_json:
-        return emit_json(plans)
+    if not out.rich:
+        return out.emit(plans)
     for p in plans:
         unknown = f"{', '.join(p.unsized)}: size unknown"
         size = (f"{p.size_gb:,.1f} GB" + (f" + {unknown}" if p.unsized else "") if p.size_gb is not None
@@ -217,6 +234,9 @@ def report(benchmark: Optional[str] = typer.Option(None, "--benchmark", help="On
            as_json: bool = JsonOpt, fmt: Optional[OutputFormat] = OutputOpt,
            query: Optional[str] = QueryOpt,
            markdown: bool = typer.Option(False, "--markdown", help="Print Markdown (for PR comments)."),
+           parts: Optional[Path] = typer.Option(None, "--parts", help="With --markdown: write it into this "
+                                                "directory as files of under 65,536 characters each (a "
+                                                "GitHub comment's limit): index.md and one per benchmark."),
            html: Optional[Path] = typer.Option(None, "--html", help="Write the interactive site (index.html, pages, assets) here."),
            show_runs: bool = typer.Option(False, "--runs", help="Also list every run (the summary lists scores only)."),
            vs_published: bool = typer.Option(False, "--vs-published", help="Put each score beside the nearest published MLPerf result on the same GPU, with the delta."),
@@ -233,13 +253,18 @@ def report(benchmark: Optional[str] = typer.Option(None, "--benchmark", help="On
     from orchestrator.report.render import to_json, to_markdown
     out = output(as_json, fmt, query)
     prices = dict(parse_price(p) for p in price)
-    when, end = _parse_date("--since", since), _parse_date("--until", until, end_of_day=True)
+    when, end = parse_date("--since", since), parse_date("--until", until, end_of_day=True)
     if html is not None and html.exists() and not html.is_dir():
         raise ConfigError(f"--html: {html} is a file: give a directory for the site")
+    if parts is not None and not markdown:
+        raise ConfigError("--parts writes the Markdown report in parts: give --markdown too")
+    if parts is not None and parts.exists() and not parts.is_dir():
+        raise ConfigError(f"--parts: {parts} is a file: give a directory for the parts")
     with open_store() as store:
-        results = store.list_results(benchmark=benchmark, system=system, cluster=cluster, since=when,
-                                     until=end)
-        stored = bool(results) or _check_filters(store, benchmark=benchmark, system=system, cluster=cluster)
+        results = _with_system(store, system, benchmark=benchmark, cluster=cluster, since=when, until=end)
+        fabric = store.list_fabric_results(cluster=cluster, since=when, until=end)
+        stored = bool(results) or bool(fabric) or _check_filters(store, benchmark=benchmark, system=system,
+                                                                 cluster=cluster)
         runs = store.list_runs(cluster=cluster) if cluster else store.list_runs()
         attempts = [a for r in runs for a in store.list_attempts(r.id)]
         spot = {c.name: c.cluster.sku for c in store.list_clusters(include_terminated=True)
@@ -258,7 +283,7 @@ def report(benchmark: Optional[str] = typer.Option(None, "--benchmark", help="On
                         if cluster is None or c.name == cluster]
     rep = build_report(results, runs, attempts, benchmark=benchmark, system=system, since=when,
                        until=end, spot_clusters=spot, model_facts=model_facts(), events=events,
-                       prices=prices)
+                       prices=prices, fabric=fabric)
     if html is not None:
         from orchestrator.report.site import write_site
         try:
@@ -271,17 +296,41 @@ def report(benchmark: Optional[str] = typer.Option(None, "--benchmark", help="On
         sys.stderr.write(f"wrote {len(files)} files to {html} (open {files[0]})\n")
     if not out.rich:
         out.emit_text(to_json(rep))
+    elif markdown and parts is not None:
+        _write_parts(rep, parts)
     elif markdown:
         sys.stdout.write(to_markdown(rep) + "\n")
     elif html is None:
         from orchestrator.report.terminal import render_text, summary_view
-        if not results:
+        if not results and not rep.fabric:
             sys.stdout.write("no results match these filters\n" if stored else
                              "no results yet: run a recipe (azbench run) or import logs "
                              "(azbench results import)\n")
             return
-        view = summary_view(rep, runs=show_runs, vs_published=vs_published)
-        sys.stdout.write(render_text(view, width=_report_width()))
+        if results:
+            view = summary_view(rep, runs=show_runs, vs_published=vs_published)
+            sys.stdout.write(render_text(view, width=_report_width()))
+        if rep.fabric:
+            _print_fabric(rep)
+
+
+def _print_fabric(rep: Report) -> None:
+    """The fabric section (report/fabric.py): one line per stored collective run."""
+    from orchestrator.report.fabric import fabric_section
+    title, header, rows = fabric_section(rep.fabric)
+    keep = [0, 1, 2, 3, 4, 5, 8, 9, 11]  # the full evidence is in --json, --markdown and --html
+    make_console().print(make_table(title, [header[i] for i in keep], [[r[i] for i in keep] for r in rows]))
+
+
+def _write_parts(rep: Report, folder: Path) -> None:
+    """The Markdown report as files under `folder` (report.render.markdown_parts); one line per
+    file on stdout: its path and its size in characters."""
+    from orchestrator.paths import write_atomic
+    from orchestrator.report.render import markdown_parts
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, text in markdown_parts(rep):
+        write_atomic(folder / name, text)
+        sys.stdout.write(f"{folder / name}\t{formats.count(len(text))} characters\n")
 
 
 def _report_width() -> int:
@@ -293,6 +342,15 @@ def _report_width() -> int:
     return 100
 
 
+def _with_system(store: Store, system: Optional[str], **filters: Any) -> list[ResultRow]:
+    """store.list_results(**filters) of the system `system` names: a stored system name, or a
+    label as the report prints it ('v5.1/NVIDIA/hsg_ngpu5120_ngc25.09_nemo', report.build.names_system)."""
+    from orchestrator.report.build import names_system
+    if system is None or "/" not in system:
+        return store.list_results(system=system, **filters)
+    return [r for r in store.list_results(**filters) if names_system(r, system)]
+
+
 def _check_filters(store: Store, benchmark: Optional[str] = None, system: Optional[str] = None,
                    cluster: Optional[str] = None) -> bool:
     """After a selection came back empty: False when nothing is stored at all; else a name
@@ -302,27 +360,16 @@ def _check_filters(store: Store, benchmark: Optional[str] = None, system: Option
     if not benchmarks:
         return False
     check_filter("benchmark", benchmark, benchmarks)
-    if system is not None:
+    if system is not None and "/" in system:  # a label: any stored result it names, else the labels
+        from orchestrator.report.build import group_label, group_results, names_system
+        everything = store.list_results()
+        if not any(names_system(r, system) for r in everything):
+            check_filter("system", system, sorted(group_label(key) for key in group_results(everything)))
+    elif system is not None:
         check_filter("system", system, store.result_names("system"))
     if cluster is not None:
         check_filter("cluster", cluster, store.result_names("cluster"))
     return True
-
-
-def _parse_date(flag: str, value: Optional[str], end_of_day: bool = False) -> datetime | None:
-    """A date or date-time; a bare --until date means the end of that day (UTC)."""
-    if value is None:
-        return None
-    from datetime import datetime, timedelta, timezone
-
-    from orchestrator.errors import ConfigError
-    try:
-        when = datetime.fromisoformat(value)
-    except ValueError:
-        raise ConfigError(f"{flag}: '{value}' is not a date like 2026-11-01") from None
-    if end_of_day and len(value.strip()) == 10:
-        when += timedelta(days=1, microseconds=-1)
-    return when if when.tzinfo else when.replace(tzinfo=timezone.utc)
 
 
 @results_app.command("list")
@@ -334,65 +381,146 @@ def results_list(benchmark: Optional[str] = typer.Option(None, "--benchmark", he
     exits 2 with the stored names and the nearest."""
     out = output(as_json, fmt, query)
     with open_store() as store:
-        rows = store.list_results(benchmark=benchmark, system=system)
+        rows = _with_system(store, system, benchmark=benchmark)
         if not rows:
             _check_filters(store, benchmark=benchmark, system=system)
     if not out.rich:
         return out.emit([r.model_dump(mode="json", exclude={"summary_json"}) for r in rows])
-    make_console().print(make_table("Results", ["id", "benchmark", "system", "status", "minutes", "nodes", "GPUs",
-                                        "resumed", "source", "run"],
-                            [[r.id, r.benchmark, r.system, r.status,
-                              f"{r.minutes:.3f}" if r.minutes is not None else "-", r.nodes, r.gpus,
-                              "yes" if r.resumed else "", r.source, r.run_id] for r in rows]))
+    # No cell cut: at a narrow width the columns read last are left out, and named.
+    columns = [Col("id", 0, wrap=False), Col("benchmark", 0, wrap=False), Col("system", 0, wrap=False),
+               Col("status", 1, wrap=False), Col("minutes", 0, wrap=False), Col("nodes", 2, wrap=False),
+               Col("GPUs", 1, wrap=False), Col("resumed", 3, wrap=False), Col("source", 2, wrap=False),
+               Col("run", 3, wrap=False)]
+    width = _report_width()
+    table, left_out = fit_table("Results", columns, [
+        [r.id, r.benchmark, r.system, r.status, formats.fixed(r.minutes, 3), formats.count(r.nodes),
+         formats.count(r.gpus), "yes" if r.resumed else "", r.source, r.run_id] for r in rows], width)
+    console = make_console()
+    console.width = width
+    console.print(table)
+    if left_out:
+        console.print(f"left out at {width} columns: {', '.join(left_out)} (-o json or --query has them)",
+                      markup=False)
 
 
 @results_app.command("show")
 def results_show(result_id: int = typer.Argument(..., help="Result id (see azbench results list)."),
-                 as_json: bool = JsonOpt) -> None:
+                 as_json: bool = JsonOpt,
+                 fmt: Optional[OutputFormat] = OutputOpt, query: Optional[str] = QueryOpt) -> None:
     """One stored result with its parsed log summary."""
+    out = output(as_json, fmt, query)
     from orchestrator.errors import NotFoundError
     with open_store() as store:
-        row = next((r for r in store.list_results() if r.id == result_id), None)
+        row = store.get_result(result_id)
     if row is None:
         raise NotFoundError(f"no result with id {result_id}", hint="see `azbench results list`")
+    from orchestrator.safetext import clean
     data = row.model_dump(mode="json")
     data["summary"] = json.loads(data.pop("summary_json") or "null")
-    if as_json:
-        return emit_json(data)
+    if not out.rich:
+        return out.emit(data)
     summary = data["summary"] or {}
     for key in ("id", "benchmark", "system", "status", "minutes", "nodes", "gpus", "global_batch_size",
                 "resumed", "source", "run_id", "log_path", "compliance_ok"):
-        sys.stdout.write(f"{key:18} {data.get(key)}\n")
+        sys.stdout.write(clean(f"{key:18} {data.get(key)}") + "\n")
     sys.stdout.write(f"{'steps timed':18} {len(summary.get('step_times') or [])}\n"
                      f"{'eval points':18} {len(summary.get('eval_points') or [])}\n"
                      f"{'bad lines':18} {summary.get('bad_lines')}\n")
 
 
 @results_app.command("import")
-def results_import(path: Path = typer.Argument(..., help="Submission tree, results folder, run dir or log file."),
+def results_import(path: Path = typer.Argument(..., help="Submission tree, results folder, run dir, log file, or an nccl-tests output."),
                    compliance: bool = typer.Option(True, "--compliance/--no-compliance",
                                                    help="Run mlperf_logging's compliance checker with "
                                                    "each log's round's ruleset (default); a log that "
                                                    "fails is scored as not converged, as the result "
                                                    "summarizer does."),
-                   as_json: bool = JsonOpt) -> None:
-    """Import MLPerf result logs (idempotent: the same file twice is one result). Each log is
+                   as_json: bool = JsonOpt,
+                   fmt: Optional[OutputFormat] = OutputOpt, query: Optional[str] = QueryOpt) -> None:
+    """Import MLPerf result logs, or an nccl-tests output as a fabric result (idempotent: the same
+    file twice is one result). Each MLPerf log is
     checked for compliance unless --no-compliance: a failing run is excluded as MLPerf's result
     summarizer excludes it, so a score the summarizer would not give is not reported official."""
+    out = output(as_json, fmt, query)
+    from orchestrator.results.fabric_store import import_nccl_tests, is_nccl_tests_file
     from orchestrator.results.importer import import_path
-    with open_store() as store:
-        summary = import_path(store, path, check_compliance=compliance)
-    if as_json:
-        return emit_json(summary)
+    if is_nccl_tests_file(path):  # a collective's output: a fabric result (`azbench fabric`)
+        with open_store() as store:
+            fabric = import_nccl_tests(store, path)
+        if not out.rich:
+            return out.emit(fabric)
+        sys.stdout.write(f"imported {fabric.imported} nccl-tests run(s) ({', '.join(fabric.collectives)}), "
+                         f"{fabric.duplicates} already stored, from {path}: see `azbench report` (fabric)\n")
+        return
+    meter = ImportMeter(sys.stderr)
+    try:
+        with open_store() as store:
+            summary = import_path(store, path, check_compliance=compliance, progress=meter)
+    finally:
+        meter.close()
+    if not out.rich:
+        return out.emit(summary)
     sys.stdout.write(f"imported {len(summary.imported)} result(s), {len(summary.duplicates)} already stored, "
                      f"{len(summary.warnings)} warning(s) from {path}\n")
-    for warning in summary.warnings:
-        sys.stderr.write(f"warning: {warning.path}: {warning.message}\n")
+    from orchestrator.safetext import clean
+    for warning in summary.warnings:  # paths and messages hold folder names: no controls
+        sys.stderr.write(clean(f"warning: {warning.path}: {warning.message}") + "\n")
 
 
-def _parse_since(since: Optional[str]) -> datetime | None:
-    """--since as a UTC date-time (kept for `azbench baseline set --since`)."""
-    return _parse_date("--since", since)
+class ImportMeter:
+    """An import's progress on stderr: one line rewritten in place on a terminal (files read,
+    checked, stored, time left), plain lines in a log (CI) at each stage and every 10 s.
+    Nothing for an import that ends within 2 s, so a quick one (or a one-line error) stays so."""
+
+    QUIET_S, EVERY_S, REDRAW_S = 2.0, 10.0, 0.1
+
+    def __init__(self, stream: TextIO) -> None:
+        self._out = stream
+        self._tty = stream.isatty()
+        self._last = 0.0
+        self._stage = ""
+        self._drawn = False
+
+    def __call__(self, p: ImportProgress) -> None:
+        if p.elapsed_s < self.QUIET_S or p.stage == "done":
+            return
+        import time
+        now = time.monotonic()
+        changed, self._stage = p.stage != self._stage, p.stage
+        if self._tty:
+            if changed or now - self._last >= self.REDRAW_S:
+                import shutil
+                width = shutil.get_terminal_size().columns - 1
+                self._out.write("\r\x1b[K" + import_line(p)[:width])
+                self._drawn = True
+        elif changed or now - self._last >= self.EVERY_S:
+            self._out.write(import_line(p) + "\n")
+        else:
+            return
+        self._out.flush()
+        self._last = now
+
+    def close(self) -> None:
+        """Clear the terminal's progress line (before the summary or an error is printed)."""
+        if self._drawn:
+            self._out.write("\r\x1b[K")
+            self._out.flush()
+            self._drawn = False
+
+
+def import_line(p: ImportProgress) -> str:
+    """'read 289/289 logs (22 already stored), parsed 267/267, checked 40/267, about 12 s left'."""
+    new = p.found - p.skipped
+    parts = [f"read {p.read:,}/{p.found:,} logs" + (f" ({p.skipped:,} already stored)" if p.skipped else "")]
+    if p.stage != "read":
+        parts.append(f"parsed {p.parsed:,}/{new:,}")
+    if p.stage in ("check", "store") and p.to_check:
+        parts.append(f"checked {p.checked:,}/{p.to_check:,}")
+    if p.stage == "store":
+        parts.append(f"storing {new:,}")
+    if p.left_s is not None and p.stage in ("read", "check"):
+        parts.append(f"about {p.left_s:,.0f} s left" if p.left_s >= 1 else "under 1 s left")
+    return ", ".join(parts)
 
 
 AccountOpt = typer.Option(..., "--account", help="Blob service URL, e.g. https://ACCOUNT.blob.core.windows.net "
@@ -401,27 +529,35 @@ ContainerOpt = typer.Option(..., "--container", help="Blob container (created wh
 
 
 @results_app.command("push")
-def results_push(account: str = AccountOpt, container: str = ContainerOpt, as_json: bool = JsonOpt) -> None:
+def results_push(account: str = AccountOpt, container: str = ContainerOpt, as_json: bool = JsonOpt,
+                                                                           fmt: Optional[OutputFormat] = OutputOpt, query: Optional[str] = QueryOpt) -> None:
     """Archive raw logs (content-hashed) and a store snapshot to Azure Blob Storage; idempotent."""
+    out = output(as_json, fmt, query)
     from dataclasses import asdict
 
     from orchestrator.results.archive import AzureContainer, push
     with open_store() as store:
         summary = push(store, AzureContainer(account, container))
-    if as_json:
-        return emit_json(asdict(summary))
+    if not out.rich:
+        return out.emit(asdict(summary))
     sys.stdout.write(f"uploaded {len(summary.uploaded)} blob(s), {summary.bytes_uploaded:,} bytes; "
                      f"{summary.skipped} already there\n")
+    from orchestrator.safetext import clean
     for path in summary.missing_logs:
-        sys.stderr.write(f"warning: {path}: log no longer on disk, not archived\n")
+        sys.stderr.write(clean(f"warning: {path}: log no longer on disk, not archived") + "\n")
+    for path in summary.refused_logs:
+        sys.stderr.write(clean(f"warning: {path}: outside this home's log folders (archive/, "
+                               "runs/): not read, not uploaded") + "\n")
 
 
 @results_app.command("pull")
 def results_pull(account: str = AccountOpt, container: str = ContainerOpt,
                  into: Path = typer.Option(Path("azbench-archive"), "--into", help="Folder for the logs and snapshot.json."),
                  do_import: bool = typer.Option(True, "--import/--no-import", help="Add the snapshot's results to the local store."),
-                 as_json: bool = JsonOpt) -> None:
+                 as_json: bool = JsonOpt,
+                 fmt: Optional[OutputFormat] = OutputOpt, query: Optional[str] = QueryOpt) -> None:
     """Download archived logs and the latest store snapshot (and import its results)."""
+    out = output(as_json, fmt, query)
     from dataclasses import asdict
 
     from orchestrator.results.archive import AzureContainer, pull
@@ -431,7 +567,7 @@ def results_pull(account: str = AccountOpt, container: str = ContainerOpt,
             summary = pull(remote, into, store)
     else:
         summary = pull(remote, into)
-    if as_json:
-        return emit_json(asdict(summary))
+    if not out.rich:
+        return out.emit(asdict(summary))
     sys.stdout.write(f"downloaded {len(summary.downloaded)} file(s) into {into}, {summary.skipped} already there; "
                      f"imported {summary.imported_results} result(s)\n")

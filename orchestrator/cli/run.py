@@ -10,15 +10,20 @@ import typer
 
 from orchestrator.cli.common import (
     JsonOpt,
+    Output,
+    OutputFormat,
+    OutputOpt,
+    QueryOpt,
     app,
     check_number,
-    emit_json,
     make_console,
     make_table,
     open_store,
+    output,
 )
 
 if TYPE_CHECKING:  # the use cases load inside the commands: --help stays fast
+    from orchestrator.recipes.parallelism import Placement
     from orchestrator.runs.attempts import RunEvent, RunOutcome
     from orchestrator.runs.monitor import Progress as RunProgress
     from orchestrator.specs.run import RunSpec
@@ -32,16 +37,20 @@ def run(recipe: Optional[str] = typer.Argument(None, help="Recipe name (see azbe
         nodes: Optional[str] = typer.Option(None, "--nodes", help="Node counts, comma-separated: 1,2,4."),
         repeats: Optional[int] = typer.Option(None, "--repeats", help="Runs per node count."),
         file: Optional[Path] = typer.Option(None, "--file", "-f", help="Run spec YAML (retry, health, params)."),
-        param: list[str] = typer.Option([], "--param", "-p", help="Recipe parameter KEY=VALUE (repeatable)."),
+        param: list[str] = typer.Option([], "--param", "-p", help="Recipe parameter KEY=VALUE (repeatable); for "
+                                        "an MLPerf recipe, an environment variable its implementation reads, "
+                                        "set after the submission config (e.g. -p TP_PP_DP_MAPPING=False)."),
         poll: float = typer.Option(1.0, "--poll", min=0.05, help="Seconds between scheduler polls."),
         attach: Optional[str] = typer.Option(None, "--attach", help="Reattach to run RUN's live job(s) and finish its sweep."),
         dry_run: bool = typer.Option(False, "--dry-run", help="Print the resolved config and exact script per node count; submit nothing."),
         sku: Optional[str] = typer.Option(None, "--sku", help="With --dry-run: plan for this VM size instead of the cluster's."),
-        as_json: bool = JsonOpt) -> None:
+        as_json: bool = JsonOpt,
+        fmt: Optional[OutputFormat] = OutputOpt, query: Optional[str] = QueryOpt) -> None:
     """Run a recipe at one or more node counts, watch it, then ingest its results.
 
     A rerun of the same command while its sweep is unfinished reattaches instead of resubmitting.
     Ctrl-C asks whether to cancel the job or detach (without a terminal: detach)."""
+    out = output(as_json, fmt, query)
     from orchestrator.specs.run import load_run_spec, parse_node_list
     from orchestrator.errors import ConfigError
     from orchestrator.recipes.catalog import check_params, get_recipe
@@ -55,8 +64,8 @@ def run(recipe: Optional[str] = typer.Argument(None, help="Recipe name (see azbe
     if spec is not None:  # unknown names refused, values typed like the recipe's defaults
         spec = spec.model_copy(update={"params": check_params(get_recipe(spec.recipe), spec.params)})
     if dry_run:
-        return _dry_run(spec, sku, as_json)
-    with open_store() as store, _progress_view(enabled=not as_json) as show:
+        return _dry_run(spec, sku, out)
+    with open_store() as store, _progress_view(enabled=out.rich) as show:
         try:
             if attach:
                 outcomes = attach_run(attach, store, on_progress=show, on_event=show.event,
@@ -67,8 +76,8 @@ def run(recipe: Optional[str] = typer.Argument(None, help="Recipe name (see azbe
                                      poll_interval=poll)
         except KeyboardInterrupt:
             _interrupted(store, spec, attach)
-    if as_json:
-        emit_json([o.__dict__ for o in outcomes])
+    if not out.rich:
+        out.emit([o.__dict__ for o in outcomes])
     else:
         make_console().print(make_table("Runs", ["run", "nodes", "repeat", "state", "attempts", "resumed",
                                          "time to train (min)", "message"],
@@ -79,7 +88,7 @@ def run(recipe: Optional[str] = typer.Argument(None, help="Recipe name (see azbe
     require_success(outcomes)
 
 
-def _dry_run(spec: RunSpec | None, sku: Optional[str], as_json: bool) -> None:
+def _dry_run(spec: RunSpec | None, sku: Optional[str], out: Output) -> None:
     from orchestrator.clusters.lifecycle import require_cluster
     from orchestrator.errors import ConfigError
     from orchestrator.runs.launch import describe_launch
@@ -90,16 +99,28 @@ def _dry_run(spec: RunSpec | None, sku: Optional[str], as_json: bool) -> None:
             sku = require_cluster(spec.cluster, store).sku
     previews = [describe_launch(spec.recipe, sku, n, params=spec.params, time_limit_min=spec.time_limit_min)
                 for n in spec.nodes]
-    if as_json:
-        return emit_json(previews)
+    if not out.rich:
+        return out.emit(previews)
     for p in previews:
         r = p.resolved
         shape = f"TP {r.tp} x PP {r.pp} x CP {r.cp} x DP {r.dp}, GBS {r.gbs}" if r.gbs else f"DP {r.dp}"
         sys.stdout.write(f"=== {r.recipe} on {r.nodes} x {r.sku_short} ({r.gpus} GPUs): {shape}"
                          f"{' (derived: ' + (r.rule or '') + ')' if r.derived else ''}\n")
+        if r.placement is not None:
+            sys.stdout.write(placement_lines(r.placement))
         for warning in r.warnings:
             sys.stdout.write(f"warning: {warning}\n")
         sys.stdout.write(p.script.rstrip() + "\n\n")
+
+
+def placement_lines(p: Placement) -> str:
+    """The parallelism map as `run --dry-run` and `recipes show` print it: the rank order and why,
+    each dimension's link and reach, and what crosses the scale-out fabric."""
+    reach = ", ".join(f"{d.upper()} {p.links[d]} ({s.nodes} node{'s' if s.nodes != 1 else ''}"
+                      + (f", {s.racks} rack{'s' if s.racks != 1 else ''}" if p.racks else "") + ")"
+                      for d, s in p.spans.items())
+    return (f"placement: rank order {p.order} ({p.order_source}); {reach}\n"
+            f"scale-out: {p.scale_out}\n")
 
 
 def _attempt_table(outcomes: list[RunOutcome]) -> None:
@@ -199,9 +220,23 @@ class _progress_view:
 @app.command()
 def logs(run_id: str = typer.Argument(..., help="Run id (see azbench status)."),
          follow: bool = typer.Option(False, "--follow", "-f", help="Keep printing new lines until the run ends."),
-         attempt: Optional[int] = typer.Option(None, "--attempt", help="Attempt number (default: the last).")) -> None:
-    """Print a run's training log (fetched copy, or live from the cluster while it runs)."""
+         attempt: Optional[int] = typer.Option(None, "--attempt", help="Attempt number (default: the last)."),
+         fmt: Optional[OutputFormat] = OutputOpt, query: Optional[str] = QueryOpt) -> None:
+    """Print a run's training log (fetched copy, or live from the cluster while it runs).
+
+    -o json: {"run_id", "attempt", "lines"}; -o tsv: the run, the attempt and the line count
+    (--query "lines[]" -o tsv gives the lines)."""
+    from orchestrator.errors import ConfigError
     from orchestrator.runs.logview import stream_log
+    out = output(False, fmt, query)
+    if follow and not out.rich:
+        raise ConfigError("--follow prints the log as it comes; -o json|tsv and --query need the "
+                          "whole log: leave out --follow")
+    if not out.rich:
+        parts: list[str] = []
+        with open_store() as store:
+            number = stream_log(store, run_id, parts.append, attempt=attempt)
+        return out.emit({"run_id": run_id, "attempt": number, "lines": "".join(parts).splitlines()})
 
     def show(text: str) -> None:
         sys.stdout.write(text)

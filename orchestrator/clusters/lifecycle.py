@@ -68,7 +68,7 @@ def up(spec: ClusterSpec, store: Store, on_progress: Callable[[Any], None] | Non
     if previous is not None and live and previous.provider != spec.provider:
         raise ConfigError(f"cluster '{spec.name}' already exists with provider "
                           f"'{previous.provider}': pick another --name")
-    existing = provider.describe(spec.name)
+    existing = provider.describe(spec.name, spec)
     began = utcnow()
     created = previous.created_at if previous is not None and live else began
     pending = provider.provisional(spec, the_plan).model_copy(update={"created_at": created})
@@ -132,7 +132,7 @@ def _record_leftovers(spec: ClusterSpec, provider: Provider, store: Store, exc: 
     billing. Record it as FAILED, so `azbench down NAME` finds and deletes it, and say so.
     When the provider cannot tell, the PROVISIONING record stays for `down` to use."""
     try:
-        left = provider.describe(spec.name)
+        left = provider.describe(spec.name, spec)
     except AzbenchError:
         return  # cannot tell; `azbench down NAME` (or sweep, by tag) still finds it
     if left is None:
@@ -268,7 +268,7 @@ def _price(cluster: Cluster) -> float | None:
 def record_if_live(spec: ClusterSpec, store: Store) -> bool:
     """Store the cluster `spec` names as its provider describes it (an `up` cut short before the
     store knew it); False when the provider finds no such cluster."""
-    found = get_provider(spec.provider).describe(spec.name)
+    found = get_provider(spec.provider).describe(spec.name, spec)
     if found is None:
         return False
     store.save_cluster(found, spec.model_dump_json(), owner=owner_of(found))

@@ -13,6 +13,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from orchestrator import formats
 from orchestrator.forecast.forward import combined
 from orchestrator.forecast.loo import COVERAGE, POOL_WEIGHT, WIDEN, Residual, half_width, leave_one_out
 from orchestrator.forecast.model import SHRINK, Fit, vertex
@@ -141,5 +142,5 @@ def _results(n: int) -> str:
 
 def point_lines(points: Sequence[Point]) -> list[str]:
     """One line per point: GPUs, minutes, group and label (stored marked *)."""
-    return [f"{'*' if p.source == 'stored' else ' '} {p.gpus:>7,} GPUs {p.minutes:>9.2f} min  {p.label}"
+    return [f"{'*' if p.source == 'stored' else ' '} {formats.count(p.gpus):>7} GPUs {formats.fixed(p.minutes, 2):>9} min  {p.label}"
             + (f" ({p.note})" if p.note else "") for p in sorted(points, key=lambda p: (p.gpus, group_order(p.group)))]

@@ -2,10 +2,12 @@
 node counts, before anyone pays for a run (`azbench plan`).
 
 For each node count: the predicted score with its 80% interval (model, loo), how far it lies
-past the measured GPU counts, the cost of one scored result (runs required x predicted minutes
-x nodes x the list price per VM-hour; unknown, with the catalog's reason, where the catalog has
-no price), the cost per hour, strong-scaling efficiency against the table's smallest count, and
-the quota a request needs (nodes x the size's vCPUs, in its quota family). Node counts: those
+past the measured GPU counts, the cost per result (runs required x predicted minutes
+x nodes x the list price per VM-hour, results.definitions.cost_per_result; unknown, with the
+catalog's reason, where the catalog has no price), the cost per hour, strong-scaling efficiency against the table's smallest count, and
+the quota a request needs (nodes x the size's vCPUs, in its quota family). Cost per result is
+results.definitions.cost_per_result, the report's figure, with each of the runs a score needs at
+the predicted minutes. Node counts: those
 asked, else the recipe's published scales and a ladder of powers of two (whole NVL72 racks of
 18 VMs on GB200), within MAX_EXTRAPOLATION of the measured range. A target time marks the
 count with the fewest VM-hours (the cheapest: a price is per VM-hour) whose prediction meets
@@ -29,6 +31,7 @@ from orchestrator.hardware.catalog import GpuSku
 from orchestrator.hardware.layout import default_vms_per_rack, rack_sizes, scale_set_layout
 from orchestrator.models import Frozen
 from orchestrator.results import metrics
+from orchestrator.results.definitions import cost_per_result
 from orchestrator.store.schema import ResultRow
 
 WIDER_SCAN = 4.0  # with `extrapolate`, target and budget scans reach this much further still
@@ -85,8 +88,9 @@ class Answer(Frozen):
     text: str
 
 
-class Plan(Frozen):
-    """Everything `azbench plan` prints: a table of rows and the basis every row stands on."""
+class ForecastPlan(Frozen):
+    """Everything `azbench plan` prints: a table of rows and the basis every row stands on
+    (not models.Plan, which is a cluster's provisioning plan)."""
 
     benchmark: str
     sku: str
@@ -105,7 +109,7 @@ class Plan(Frozen):
     notes: list[str] = []
 
 
-def make_plan(request: PlanRequest) -> Plan:
+def make_plan(request: PlanRequest) -> ForecastPlan:
     """The plan for `request`; ConfigError (one line) for bad input or a refused count."""
     fitted = fitted_series(request.benchmark, request.sku, request.stored)
     sku, gpu, bench, series = fitted.sku, fitted.gpu, fitted.benchmark, fitted.points
@@ -120,7 +124,7 @@ def make_plan(request: PlanRequest) -> Plan:
     rows = _rows(ctx, sorted(set(counts)), {"target": target, "target at the upper bound": upper,
                                             "budget": budget})
     price = sku.price_per_hour_usd
-    return Plan(benchmark=bench, sku=sku.name, sku_short=sku.short, gpu=gpu, gpus_per_node=sku.gpus_per_vm,
+    return ForecastPlan(benchmark=bench, sku=sku.name, sku_short=sku.short, gpu=gpu, gpus_per_node=sku.gpus_per_vm,
                 runs_required=runs, price_per_vm_hour_usd=price, price_note=_price_note(sku),
                 basis=fitted.basis(), rows=rows, target=target, target_upper=upper,
                 budget=budget, comparisons=comparisons(series, gpu), notes=_notes(ctx))
@@ -190,7 +194,8 @@ def _row(ctx: _Context, nodes: int, marks: list[Mark], base_gpu_minutes: float) 
     measured = _measured(ctx.series.points, gpus)
     price = sku.price_per_hour_usd
     per_hour = nodes * price if price is not None else None
-    cost = [ctx.runs * m / 60.0 * per_hour if per_hour is not None else None for m in (minutes, low, high)]
+    cost = [cost_per_result([m] * ctx.runs, ctx.runs, nodes, price).usd if price is not None else None
+            for m in (minutes, low, high)]
     racks, per_rack = _racks(sku, nodes)
     return PlanRow(
         nodes=nodes, gpus=gpus, racks=racks, vms_per_rack=per_rack, minutes=minutes, low=low, high=high,
@@ -346,7 +351,7 @@ def _budget(ctx: _Context) -> Answer:
     return Answer(asked=budget, nodes=nodes,
                   text=f"${budget:,.0f}: {nodes:,} nodes is the fastest within it, "
                        f"{ctx.fit.minutes(ctx.gpus(nodes)):.1f} min for ${ctx.vm_hours(nodes) * price:,.0f} "
-                       f"per scored result")
+                       f"per result")
 
 
 # -- text ----------------------------------------------------------------------------------------
@@ -360,9 +365,10 @@ def _price_note(sku: GpuSku) -> str:
 
 
 def _notes(ctx: _Context) -> list[str]:
-    notes = [f"cost per scored result = {ctx.runs} runs (MLPerf's required count for "
-             f"{ctx.series.benchmark}) x predicted minutes x nodes x price; it leaves out "
-             "initialisation before run_start, data staging, queueing and failed runs"]
+    notes = [f"cost per result = the {ctx.runs} runs one MLPerf score of {ctx.series.benchmark} "
+             "needs, each at the predicted minutes, x nodes x price (the report's cost per "
+             "result, docs/figures.md); it leaves out initialisation before run_start, data "
+             "staging, queueing and failed runs"]
     if ctx.series.stored:
         notes.append(f"predictions are at the level of your {len(ctx.series.stored)} stored result(s) "
                      "(they take precedence over the published level)")

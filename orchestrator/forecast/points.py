@@ -11,8 +11,9 @@ same score) counts once, in its first round. Each round is a group: the model gi
 its own level (software gets faster between rounds) over one shared shape.
 
 Stored points (the store's ResultRows: the user's runs and imports): grouped per (system,
-round, submitter) as the report groups them, scored with results.metrics.mlperf_score (a
-partial score is used and says so); resumed runs and runs that failed compliance never count.
+round, submitter) as the report groups them, scored as the report scores them
+(results.definitions.time_to_train; a partial score is used and says so); resumed runs and runs
+that failed compliance never count.
 They form the group "stored", which takes precedence: when there is one, predictions are made
 at its level, and the table's "measured" column shows the stored score at its GPU count.
 """
@@ -26,6 +27,7 @@ from typing import Literal
 from orchestrator.errors import ConfigError
 from orchestrator.models import Frozen
 from orchestrator.results import metrics
+from orchestrator.results.definitions import time_to_train
 from orchestrator.results.published import (BENCHMARK_ALIASES, PublishedResult, canonical_benchmark,
                                             catalog_gpu, load_published, round_key)
 from orchestrator.store.schema import ResultRow
@@ -171,14 +173,10 @@ def stored_points(bench: str, gpu: str,
     points: list[Point] = []
     left: list[LeftOut] = []
     for (system, round_name, submitter), rows in sorted(groups.items()):
-        rows.sort(key=lambda r: (r.run_start_ms is None, r.run_start_ms or 0, r.id or 0))
         label = "stored: " + "/".join(p for p in (round_name, submitter, system) if p)
         gpus = _mode(r.gpus for r in rows)
-        minutes = [r.minutes if r.converged and r.compliance_ok is not False else None
-                   for r in rows if not r.resumed]
-        factor = next((r.scaling_factor for r in rows if r.scaling_factor), None) or 1.0
         try:
-            score = metrics.mlperf_score(minutes, bench, factor)
+            score = time_to_train(rows, bench)
         except ConfigError as exc:
             left.append(LeftOut(gpus=gpus, minutes=None, label=label, reason=exc.message))
             continue

@@ -3,7 +3,11 @@
 `collect` turns stored results (plus the health gate's all-reduce figures) into samples per
 benchmark x SKU x node count: time-to-train, each run's median step time, weak-scaling
 efficiency against the fewest-nodes scale, and all-reduce bus bandwidth when the gate measured
-it. `set_baseline` / `get_baseline` / `list_baselines` / `delete_baseline` keep them in the
+it. Each metric's figure (`BaselineEntry.values`, what `compare`, the history and `baseline
+show` print as the mean) is the one results.definitions defines: time to train is the MLPerf
+score, step time the median of every kept step, weak scaling E_weak on those medians and only at
+the same work per GPU (a scale where it is not defined has no sample, and `refused` says why);
+the per-run samples feed the t-test. `set_baseline` / `get_baseline` / `list_baselines` / `delete_baseline` keep them in the
 store (as BaselineRows, schema v3). `compare` checks current samples against a baseline with
 per-metric tolerances and Welch's t-test over the repeats (scipy when installed, else the
 stdlib version below), and lists regressions and improvements with their confidence.
@@ -16,15 +20,20 @@ import math
 import re
 import statistics
 import warnings
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field, field_validator
 
+from orchestrator import formats
+from orchestrator.report.gpus import match_gpu
 from orchestrator.errors import ConfigError, NotFoundError
 from orchestrator.models import Frozen, utcnow
+from orchestrator.results import definitions as defs
+from orchestrator.results.metrics import mlperf_score
 from orchestrator.results.summary import kept_step_times, summary_of
 from orchestrator.store.schema import BaselineRow, ResultRow
 
@@ -77,18 +86,46 @@ class Tolerances(Frozen):
 
 
 class BaselineEntry(Frozen):
-    """Samples (one per run) of each metric at one benchmark x SKU x node count."""
+    """Samples (one per run) of each metric at one benchmark x SKU x node count, each metric's
+    figure (`values`, results.definitions) and the metrics not defined here with the reason."""
 
     benchmark: str
     sku: str | None = None
     nodes: int
+    gpus: int | None = Field(None, description="GPUs at this scale (the results' own count)")
+    global_batch_size: int | None = None
     metrics: dict[str, list[float]] = Field(default_factory=dict)
+    values: dict[str, float] = Field(default_factory=dict, description="the figure per metric: "
+                                     "the MLPerf score for time_to_train")
+    refused: dict[str, str] = Field(default_factory=dict, description="metric -> why it is not "
+                                    "defined at this scale ('not defined ...')")
     runs: list[str] = Field(default_factory=list, description="run ids (or result ids) used")
     base_nodes: int | None = Field(None, description="the scale weak scaling is measured from")
 
     @property
     def label(self) -> str:
-        return f"{self.benchmark} {self.nodes}x{self.sku or '?'}"
+        return scale_label(self.benchmark, self.sku, self.gpus, self.nodes)
+
+    def value(self, metric: str) -> float | None:
+        """The metric's figure: `values`, else (a baseline stored before figures were kept) the
+        MLPerf score of the time-to-train samples (scaling factor 1) or the samples' mean."""
+        if metric in self.values:
+            return self.values[metric]
+        samples = self.metrics.get(metric) or []
+        if not samples:
+            return None
+        if metric == "time_to_train":
+            try:
+                return mlperf_score(list(samples), self.benchmark).value_minutes
+            except ConfigError:
+                return None
+        return statistics.fmean(samples)
+
+
+def scale_label(benchmark: str, sku: str | None, gpus: int | None, nodes: int) -> str:
+    """"llama31_405b · GB200 · 512 GPUs (128 nodes)": the benchmark, the GPU as a reader names
+    it (report.gpus) and the scale (formats.scale), as the site's history labels its series."""
+    return f"{benchmark} · {match_gpu(sku).label} · {formats.scale(gpus, nodes)}"
 
 
 class Baseline(Frozen):
@@ -107,10 +144,12 @@ class MetricDelta(Frozen):
     nodes: int
     metric: str
     better: Direction
-    baseline_mean: float | None
-    current_mean: float | None
+    baseline_mean: float | None = Field(description="the baseline's figure (BaselineEntry.value): "
+                                        "the MLPerf score for time_to_train")
+    current_mean: float | None = Field(description="the current figure, as baseline_mean")
     n_baseline: int
     n_current: int
+    gpus: int | None = None
     change: float | None = Field(None, description="(current - baseline) / baseline")
     p_value: float | None = None
     confidence: float | None = Field(None, description="1 - p of Welch's t-test; None when n < 2")
@@ -119,19 +158,21 @@ class MetricDelta(Frozen):
 
     @property
     def label(self) -> str:
-        return f"{self.benchmark} {self.nodes}x{self.sku or '?'}"
+        return scale_label(self.benchmark, self.sku, self.gpus, self.nodes)
 
     def describe(self) -> str:
         what = METRICS.get(self.metric, (self.metric, "lower"))[0]
         change = f"{self.change:+.1%}" if self.change is not None else "n/a"
         conf = f", confidence {self.confidence:.0%}" if self.confidence is not None else ", n<2"
-        return (f"{self.label} {what}: {_num(self.baseline_mean)} -> {_num(self.current_mean)} "
+        return (f"{self.label}, {what}: {_num(self.baseline_mean)} -> {_num(self.current_mean)} "
                 f"({change}, tolerance {self.max_change:.0%}{conf})")
 
 
 class Comparison(Frozen):
     baseline: str
     deltas: list[MetricDelta] = Field(default_factory=list)
+    notes: list[str] = Field(default_factory=list, description="metrics not defined at a scale, "
+                                                               "and why (no delta for them)")
 
     @property
     def regressions(self) -> list[MetricDelta]:
@@ -151,13 +192,35 @@ class Comparison(Frozen):
         return data
 
 
+
 # -- collecting samples ----------------------------------------------------------------------
 
 
-def collect(store: Store, *, sweep_ids: Sequence[str] = (), cluster: str | None = None,
-            benchmark: str | None = None, since: datetime | None = None) -> list[BaselineEntry]:
-    """Samples from the stored results of these sweeps (or matching the filters)."""
-    results = store.list_results(benchmark=benchmark, cluster=cluster, since=since)
+@dataclass(frozen=True)
+class Selection:
+    """Which stored results a baseline or a comparison reads: those of these sweeps, matching
+    the filters that are set."""
+
+    sweep_ids: tuple[str, ...] = ()
+    cluster: str | None = None
+    benchmark: str | None = None
+    since: datetime | None = None
+
+    def source(self) -> dict[str, str | list[str]]:
+        """What is set, as a baseline's `source` keeps it (JSON: the date as text)."""
+        out: dict[str, str | list[str]] = {}
+        if self.sweep_ids:
+            out["sweep_ids"] = list(self.sweep_ids)
+        out |= {k: v for k, v in (("cluster", self.cluster), ("benchmark", self.benchmark)) if v}
+        if self.since is not None:
+            out["since"] = str(self.since)
+        return out
+
+
+def collect(store: Store, selection: Selection) -> list[BaselineEntry]:
+    """Samples from the stored results the selection names."""
+    sweep_ids = selection.sweep_ids
+    results = store.list_results(benchmark=selection.benchmark, cluster=selection.cluster, since=selection.since)
     if sweep_ids:
         run_ids = {r.id for s in sweep_ids for r in store.list_runs(sweep_id=s)}
         if not run_ids:
@@ -171,46 +234,90 @@ def collect(store: Store, *, sweep_ids: Sequence[str] = (), cluster: str | None 
 
 def entries_from(results: Iterable[ResultRow], busbw: Mapping[str, float] | None = None
                  ) -> list[BaselineEntry]:
-    """Pure: per-scale samples. Resumed runs and results without a node count are left out;
-    time-to-train only counts converged runs."""
+    """Pure: per-scale samples and figures. Results without a node count are left out; resumed
+    runs count for step times only, and time-to-train only counts converged runs."""
     groups: dict[tuple[str, str | None, int], list[ResultRow]] = defaultdict(list)
     for r in results:
-        if r.nodes and not r.resumed:
+        if r.nodes:
             groups[(r.benchmark, r.sku, r.nodes)].append(r)
-    entries = {key: _samples(rows, busbw or {}) for key, rows in groups.items()}
-    _add_weak_scaling(entries)
-    return [BaselineEntry(benchmark=b, sku=s, nodes=n, metrics=m, runs=runs, base_nodes=base)
-            for (b, s, n), (m, runs, base) in sorted(entries.items(), key=lambda kv: _sort(kv[0]))]
+    entries = {key: _entry(key, rows, busbw or {}) for key, rows in groups.items()}
+    return _with_weak_scaling(list(entries.values()))
 
 
-def _samples(rows: list[ResultRow], busbw: Mapping[str, float]
-             ) -> tuple[dict[str, list[float]], list[str], int | None]:
+def _entry(key: tuple[str, str | None, int], rows: list[ResultRow],
+           busbw: Mapping[str, float]) -> BaselineEntry:
+    bench, sku, nodes = key
     metrics: dict[str, list[float]] = defaultdict(list)
-    for r in rows:
+    values: dict[str, float] = {}
+    refused: dict[str, str] = {}
+    scored = defs.launch_order(r for r in rows if not r.resumed)
+    for r in scored:
         if r.converged and r.minutes is not None:
             metrics["time_to_train"].append(float(r.minutes))
+        if r.run_id and r.run_id in busbw:
+            metrics["allreduce_busbw"].append(float(busbw[r.run_id]))
+    for r in defs.launch_order(rows):
         kept = kept_step_times(summary_of(r))
         if kept:
             metrics["step_time"].append(statistics.median(kept))
-        if r.run_id and r.run_id in busbw:
-            metrics["allreduce_busbw"].append(float(busbw[r.run_id]))
-    return dict(metrics), [r.run_id or f"result-{r.id}" for r in rows], None
+    systems = sorted({"/".join(p for p in (r.round, r.submitter, r.system) if p) for r in scored})
+    if len(systems) > 1:
+        refused["time_to_train"] = (f"not defined: {len(systems)} systems at this scale "
+                                    f"({', '.join(systems)}), an MLPerf score is one system's")
+    elif scored:
+        try:
+            score = defs.time_to_train(scored, bench).value_minutes
+        except ConfigError as exc:
+            refused["time_to_train"] = f"not defined: {exc.message}"
+        else:
+            if score is not None:
+                values["time_to_train"] = score
+    stats = defs.step_time(rows)
+    if stats is not None:
+        values["step_time"] = stats.median
+    if metrics.get("allreduce_busbw"):
+        values["allreduce_busbw"] = statistics.fmean(metrics["allreduce_busbw"])
+    gpus = Counter(r.gpus for r in rows if r.gpus).most_common(1)
+    gbs = Counter(r.global_batch_size for r in rows if r.global_batch_size).most_common(1)
+    return BaselineEntry(benchmark=bench, sku=sku, nodes=nodes, gpus=gpus[0][0] if gpus else None,
+                         global_batch_size=gbs[0][0] if gbs else None, metrics=dict(metrics),
+                         values=values, refused=refused,
+                         runs=[r.run_id or f"result-{r.id}" for r in rows])
 
 
-def _add_weak_scaling(entries: dict[tuple[str, str | None, int], Any]) -> None:
-    """E_weak per run = median step at the fewest-nodes scale / this run's median step."""
-    series: dict[tuple[str, str | None], list[int]] = defaultdict(list)
-    for (bench, sku, nodes), (metrics, _, _) in entries.items():
-        if metrics.get("step_time"):
-            series[(bench, sku)].append(nodes)
+def scale_of(e: BaselineEntry) -> defs.Scale:
+    """What the scaling figures read of a baseline's scale."""
+    return defs.Scale(label=e.label, workers=e.gpus or e.nodes, nodes=e.nodes,
+                      global_batch_size=e.global_batch_size, median_step_s=e.values.get("step_time"))
+
+
+def _with_weak_scaling(entries: list[BaselineEntry]) -> list[BaselineEntry]:
+    """E_weak of each scale against the fewest-nodes scale of its benchmark x SKU with step
+    times (results.definitions.weak_scaling on the median steps; per run, the base's median /
+    the run's median), where it is defined; else the reason in `refused`."""
+    series: dict[tuple[str, str | None], list[BaselineEntry]] = defaultdict(list)
+    for e in entries:
+        if e.values.get("step_time"):
+            series[(e.benchmark, e.sku)].append(e)
+    out: dict[tuple[str, str | None, int], BaselineEntry] = {
+        (e.benchmark, e.sku, e.nodes): e for e in entries}
     for (bench, sku), scales in series.items():
-        base = min(scales)
-        base_step = statistics.median(entries[(bench, sku, base)][0]["step_time"])
-        for nodes in scales:
-            metrics, runs, _ = entries[(bench, sku, nodes)]
-            if nodes != base:
-                metrics["weak_scaling_efficiency"] = [base_step / s for s in metrics["step_time"] if s > 0]
-            entries[(bench, sku, nodes)] = (metrics, runs, base)
+        base = min(scales, key=lambda e: e.nodes)
+        for e in scales:
+            update: dict[str, Any] = {"base_nodes": base.nodes}
+            if e.nodes != base.nodes:
+                found = defs.weak_scaling(bench, sku, scale_of(base), scale_of(e))
+                if isinstance(found, defs.Refused):
+                    update["refused"] = {**e.refused, "weak_scaling_efficiency":
+                                         f"not defined against {formats.scale(base.gpus, base.nodes)}: "
+                                         f"{found.reason}"}
+                else:
+                    base_step = found.step_base_s
+                    update["metrics"] = {**e.metrics, "weak_scaling_efficiency":
+                                         [base_step / s for s in e.metrics.get("step_time", []) if s > 0]}
+                    update["values"] = {**e.values, "weak_scaling_efficiency": found.efficiency}
+            out[(e.benchmark, e.sku, e.nodes)] = e.model_copy(update=update)
+    return [out[k] for k in sorted(out, key=_sort)]
 
 
 def _gate_busbw(store: Store, run_id: str) -> float | None:
@@ -278,35 +385,45 @@ def _baseline(row: BaselineRow) -> Baseline:
 
 def compare(baseline: Baseline, current: Sequence[BaselineEntry],
             tolerances: Tolerances | None = None) -> Comparison:
-    """Every metric of every scale in either set, with its verdict."""
+    """Every metric of every scale in either set, with its verdict; a metric not defined at a
+    scale on either side has no delta and a note instead."""
     tol = tolerances or Tolerances()
     base = {(e.benchmark, e.sku, e.nodes): e for e in baseline.entries}
     cur = {(e.benchmark, e.sku, e.nodes): e for e in current}
-    deltas = []
+    deltas, notes = [], []
     for key in sorted(set(base) | set(cur), key=_sort):
         b, c = base.get(key), cur.get(key)
-        names = [m for m in METRICS if (b and b.metrics.get(m)) or (c and c.metrics.get(m))]
-        for metric in names:
-            deltas.append(metric_delta(key, metric, (b.metrics.get(metric) if b else None) or [],
-                                       (c.metrics.get(metric) if c else None) or [],
-                                       getattr(tol, metric)))
-    return Comparison(baseline=baseline.name, deltas=deltas)
+        for metric in METRICS:
+            why = (c.refused.get(metric) if c else None) or (b.refused.get(metric) if b else None)
+            if why:
+                either = c or b
+                notes.append(f"{either.label if either else key[0]} {metric}: {why}")
+                continue
+            if not ((b and (b.metrics.get(metric) or metric in b.values))
+                    or (c and (c.metrics.get(metric) or metric in c.values))):
+                continue
+            delta = metric_delta(key, metric, b, c, getattr(tol, metric))
+            deltas.append(delta.model_copy(update={"gpus": (c and c.gpus) or (b and b.gpus) or None}))
+    return Comparison(baseline=baseline.name, deltas=deltas, notes=list(dict.fromkeys(notes)))
 
 
-def metric_delta(key: tuple[str, str | None, int], metric: str, base: Sequence[float],
-                 cur: Sequence[float], tol: Tolerance) -> MetricDelta:
-    """Pure: the verdict for one metric. Beyond tolerance but under min_confidence is noise."""
+def metric_delta(key: tuple[str, str | None, int], metric: str, base: BaselineEntry | None,
+                 cur: BaselineEntry | None, tol: Tolerance) -> MetricDelta:
+    """Pure: the verdict for one metric, on its figures (BaselineEntry.value: the MLPerf score
+    for time to train), sure by Welch's t-test over the per-run samples. Beyond tolerance but
+    under min_confidence is noise."""
     better = METRICS[metric][1]
+    bs = (base.metrics.get(metric) if base else None) or []
+    cs = (cur.metrics.get(metric) if cur else None) or []
+    mb, mc = (base.value(metric) if base else None), (cur.value(metric) if cur else None)
     common = dict(benchmark=key[0], sku=key[1], nodes=key[2], metric=metric, better=better,
-                  n_baseline=len(base), n_current=len(cur), max_change=tol.max_change,
-                  baseline_mean=statistics.fmean(base) if base else None,
-                  current_mean=statistics.fmean(cur) if cur else None)
-    if not base or not cur:
-        return MetricDelta(verdict="missing" if base else "new", **common)
-    mb, mc = statistics.fmean(base), statistics.fmean(cur)
+                  n_baseline=len(bs), n_current=len(cs), max_change=tol.max_change,
+                  baseline_mean=mb, current_mean=mc)
+    if mb is None or mc is None:
+        return MetricDelta(verdict="missing" if mb is not None else "new", **common)
     change = (mc - mb) / abs(mb) if mb else (0.0 if mc == mb else math.copysign(math.inf, mc - mb))
     worse = change if better == "lower" else -change
-    p = welch_p_value(base, cur)
+    p = welch_p_value(bs, cs)
     confidence = None if p is None else 1.0 - p
     sure = confidence is None or confidence >= tol.min_confidence
     verdict: Verdict = "within"
@@ -374,7 +491,7 @@ def _betacf(a: float, b: float, x: float, iterations: int = 300, eps: float = 1e
 
 
 def _num(value: float | None) -> str:
-    return "-" if value is None else f"{value:.4g}"
+    return formats.sig(value)
 
 
 def _sort(key: tuple[str, str | None, int]) -> tuple[str, str, int]:

@@ -8,8 +8,7 @@ it returns orchestrator.report.history's typed History, which the site draws.
 
 from __future__ import annotations
 
-import statistics
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING
@@ -57,11 +56,15 @@ def build_history(results: Sequence[ResultRow], runs: Sequence[RunRow], baseline
                   tolerances: Tolerances | None = None, *, since: datetime | None = None,
                   until: datetime | None = None, busbw: Mapping[str, float] | None = None
                   ) -> History:
-    """Pure: one point per occasion x scale x metric, oldest first, with compare's verdicts.
-    `busbw` ({run id: GB/s}, the health gate's all-reduce figures) adds that metric."""
+    """Pure: one point per occasion x scale x metric, oldest first, with compare's verdicts;
+    a point's value is the metric's figure (BaselineEntry.value: the MLPerf score of the
+    occasion's runs for time to train), and a metric not defined at a scale (weak scaling at
+    another work per GPU) has no point, its reason in the notes. `busbw` ({run id: GB/s}, the
+    health gate's all-reduce figures) adds that metric."""
     tol = tolerances or Tolerances()
     occasions = _occasions(results, runs)
     points: dict[SeriesKey, list[HistoryPoint]] = defaultdict(list)
+    refused: list[str] = []
     for (name, when), rows in sorted(occasions.items(), key=lambda kv: kv[0][1]):
         if (since and when < since) or (until and when > until):
             continue
@@ -71,30 +74,37 @@ def build_history(results: Sequence[ResultRow], runs: Sequence[RunRow], baseline
             verdicts = {(d.benchmark, d.sku, d.nodes, d.metric): d
                         for d in compare(baseline, entries, tol).deltas}
         for e in entries:
+            refused += [f"{e.label} {metric} ({name}): {why}" for metric, why in e.refused.items()
+                        if metric in METRICS]
             for metric, samples in e.metrics.items():
-                if not samples:
+                value = e.value(metric)
+                if not samples or value is None or metric in e.refused:
                     continue
                 d = verdicts.get((e.benchmark, e.sku, e.nodes, metric))
                 points[(e.benchmark, e.sku, e.nodes, metric)].append(HistoryPoint(
-                    when=when, occasion=name, value=statistics.fmean(samples), samples=samples,
+                    when=when, occasion=name, value=value, samples=samples,
                     verdict=d.verdict if d else None, change=d.change if d else None,
                     confidence=d.confidence if d else None))
+    gpus: dict[tuple[str, str | None, int], Counter[int]] = defaultdict(Counter)
+    for r in results:
+        if r.nodes and r.gpus:
+            gpus[(r.benchmark, r.sku, r.nodes)][r.gpus] += 1
     base_entries = {(e.benchmark, e.sku, e.nodes): e for e in (baseline.entries if baseline else [])}
     series = []
     for key in sorted(points, key=lambda k: (k[0], k[1] or "", k[2], k[3])):
         bench, sku, nodes, metric = key
         label, better = METRICS.get(metric, (metric, "lower"))
         change = getattr(tol, metric).max_change if metric in METRICS else 0.0
-        samples = (base_entries[(bench, sku, nodes)].metrics.get(metric) or []
-                   if (bench, sku, nodes) in base_entries else [])
-        mean = statistics.fmean(samples) if samples else None
+        entry = base_entries.get((bench, sku, nodes))
+        mean = entry.value(metric) if entry is not None and metric not in entry.refused else None
         band = (mean * (1 - change), mean * (1 + change)) if mean is not None else None
         series.append(HistorySeries(
             benchmark=bench, sku=sku, nodes=nodes, metric=metric, metric_label=label, better=better,
+            gpus=gpus[(bench, sku, nodes)].most_common(1)[0][0] if gpus[(bench, sku, nodes)] else None,
             baseline=baseline.name if baseline and mean is not None else None, baseline_mean=mean,
             band=band, max_change=change, points=points[key]))
     return History(baseline=baseline.name if baseline else None, since=since, until=until,
-                   series=series)
+                   series=series, notes=list(dict.fromkeys(refused)))
 
 
 def _occasions(results: Sequence[ResultRow], runs: Sequence[RunRow]

@@ -6,7 +6,6 @@ once its clusters are down, the CLI calls the renderers.
 
 from __future__ import annotations
 
-import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -14,12 +13,14 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, Field
 
+from orchestrator import formats
 from orchestrator.errors import AzbenchError
 from orchestrator.models import RunState
 from orchestrator.pipelines.baselines import (
     METRICS,
     BaselineEntry,
     Comparison,
+    Selection,
     collect,
     compare,
     find_baseline,
@@ -151,7 +152,8 @@ def build_cases(st: Progress, runs: Sequence[RunRow], attempts: Sequence[Attempt
             case.failed.append(f"{r.id}: {r.state}: {r.message or ''}".rstrip(": "))
     for case in cases.values():
         found = entries.get((case.benchmark, case.sku, case.nodes)) if case.sku else None
-        case.metrics = {m: statistics.fmean(v) for m, v in (found.metrics if found else {}).items() if v}
+        figures = {m: found.value(m) for m, v in found.metrics.items() if v} if found else {}
+        case.metrics = {m: v for m, v in figures.items() if v is not None}  # results.definitions
         deltas = cmp.for_scale(case.benchmark, case.sku, case.nodes) if cmp else []
         case.regressions = [d.describe() for d in deltas if d.verdict == "regression"]
         case.improvements = [d.describe() for d in deltas if d.verdict == "improvement"]
@@ -166,7 +168,7 @@ def _report(st: Progress, runs: Sequence[RunRow], attempts: Sequence[AttemptRow]
         ids = {r.id for r in runs}
         results = [r for r in st.store.list_results(source="run") if r.run_id in ids]
         report = build_report(results, runs, attempts, model_facts=model_facts())
-        current = collect(st.store, sweep_ids=st.sweeps) if st.sweeps else []
+        current = collect(st.store, Selection(sweep_ids=tuple(st.sweeps))) if st.sweeps else []
         rec.message = f"{len(results)} result(s) in {len(report.groups)} group(s)"
     return report, current
 
@@ -274,8 +276,9 @@ def comparison_markdown(cmp: Comparison, *, only_notable: bool = False) -> str:
     rows = [d for d in cmp.deltas if not only_notable or d.verdict in ("regression", "improvement", "noise")]
     out = [f"Compared with baseline `{cmp.baseline}`: {len(cmp.regressions)} regression(s), "
            f"{len(cmp.improvements)} improvement(s).", ""]
+    notes = [f"- {n}" for n in cmp.notes]
     if not rows:
-        return "\n".join(out).rstrip() + "\n"
+        return "\n".join(out + notes).rstrip() + "\n"
     out += ["| scale | metric | baseline | current | change | confidence | verdict |",
             "| --- | --- | --- | --- | --- | --- | --- |"]
     for d in rows:
@@ -285,8 +288,8 @@ def comparison_markdown(cmp: Comparison, *, only_notable: bool = False) -> str:
         out.append(f"| {d.label} | {METRICS[d.metric][0]} | {_fmt(d.baseline_mean)} "
                    f"(n={d.n_baseline}) | {_fmt(d.current_mean)} (n={d.n_current}) | {change} "
                    f"| {conf} | {mark} |")
-    return "\n".join(out) + "\n"
+    return "\n".join(out + ([""] + notes if notes else [])) + "\n"
 
 
 def _fmt(value: float | None) -> str:
-    return "-" if value is None else f"{value:.4g}"
+    return formats.sig(value)

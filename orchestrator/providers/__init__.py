@@ -6,7 +6,7 @@ Provider and the launcher it connects), and azure_shared/, what the two Azure ba
 
 This module builds a backend's Provider by name through the registry (orchestrator.backends);
 no module imports a backend but the registry, and no backend imports another.
-May import: specs/, hardware/, hosts/, slurm/, store/ and the base.
+May import: specs/, hardware/, hosts/, slurm/ and the base.
 Exposes: get_provider, capabilities, names; base (Provider, ProviderBase, CloudView, ...).
 """
 

@@ -133,9 +133,11 @@ class Provider(Protocol):
         """Create or adopt the cluster; idempotent (a rerun after a crash adopts what exists)."""
         ...
 
-    def describe(self, name: str) -> Cluster | None:
+    def describe(self, name: str, spec: ClusterSpec | None = None) -> Cluster | None:
         """The live cluster or None; the provider's own state is the truth, the store a cache.
-        The same record `up` returns (one to_cluster per provider)."""
+        The same record `up` returns (one to_cluster per provider). `spec`, when the caller has
+        the cluster's spec, says where to look (a subscription, a workspace); without it the
+        backend looks where its configuration says."""
         ...
 
     def down(self, cluster: Cluster) -> None:

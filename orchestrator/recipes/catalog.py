@@ -20,8 +20,9 @@ from orchestrator.hardware import catalog
 from orchestrator.errors import ConfigError, NotFoundError
 from orchestrator.models import FabricOverride, Frozen, ModelFacts, Parallelism
 from orchestrator.paths import recipes_dir
-from orchestrator.recipes.configs import effective_env, implementation, reads
+from orchestrator.recipes.configs import effective_env, implementation, reads, submissions
 from orchestrator.recipes.data import DataItem
+from orchestrator.recipes.rank_order import MAPPING_VAR, order_from
 from orchestrator.recipes.parallelism import (
     FABRIC_RULES,
     LAYOUT_FIELDS,
@@ -203,7 +204,8 @@ def list_recipes() -> list[Recipe]:
 def model_facts() -> dict[str, ModelFacts]:
     """The model facts the report's MFU needs, keyed by each recipe's MLPerf benchmark key and
     by its recipe name (both lower case); the first recipe (by file name) wins a shared key.
-    Each carries the precision of every listed published scale's config (FOLDER/NODES) and
+    Each carries the precision of every published system that ran a vendored config
+    (configs.submissions: the systems' own READMEs name it), keyed by the system's label, and
     NVIDIA's MODEL_TFLOP_PER_SAMPLE where a vendored config sets it."""
     facts: dict[str, ModelFacts] = {}
     for recipe in list_recipes():
@@ -214,21 +216,32 @@ def model_facts() -> dict[str, ModelFacts]:
     return facts
 
 
+def submission_precisions(recipe: str) -> dict[str, str]:
+    """{system label: "P: FLAG=V (file:line); config X, named by README:LINE"} for every
+    published system that ran one of `recipe`'s vendored configs and whose config sets a GEMM
+    precision (run_precision); the sources of estimates count as much as the listed scales."""
+    out: dict[str, str] = {}
+    for sub in submissions(recipe):
+        env = effective_env(recipe, sub.config, {})
+        precision, source = run_precision(dict(env.values), dict(env.sources))
+        if precision:
+            out[sub.label] = (f"{precision}: {source}; config {Path(sub.config).name}, "
+                              f"named by {sub.evidence}")
+    return out
+
+
 def _with_config_facts(recipe: Recipe, model: ModelFacts) -> ModelFacts:
-    precisions: dict[str, str] = {}
     reference: tuple[float, str] | None = None
     for sku, scales in (recipe.mlperf.scales.items() if recipe.mlperf else []):
         for scale in scales:
             if not scale.config or scale.estimate:
                 continue
             r = resolve(recipe, sku, scale.nodes)
-            if r.precision:
-                precisions[f"{scale.config.split('/')[0]}/{scale.nodes}"] = f"{r.precision}: {r.precision_source}"
             value = r.config_env.get("MODEL_TFLOP_PER_SAMPLE")
             if value and reference is None:
                 reference = (float(value), _with_line(r.env_sources.get("MODEL_TFLOP_PER_SAMPLE", ""),
                                                       "MODEL_TFLOP_PER_SAMPLE"))
-    update: dict[str, object] = {"config_precisions": precisions}
+    update: dict[str, object] = {"config_precisions": submission_precisions(recipe.name)}
     if reference:
         update.update(reference_tflop_per_sample=reference[0], reference_source=reference[1])
     return model.model_copy(update=update)
@@ -267,6 +280,8 @@ def check_params(recipe: Recipe, params: dict[str, Scalar] | None) -> dict[str, 
     number, so `-p target=--5` is refused here, not by the job an hour later)."""
     import math
     out: dict[str, Scalar] = {}
+    if recipe.mlperf is not None:
+        return _env_params(recipe, params or {})
     known = ", ".join(sorted(recipe.params)) or "none"
     for key, value in (params or {}).items():
         if key not in recipe.params:
@@ -298,6 +313,23 @@ def check_params(recipe: Recipe, params: dict[str, Scalar] | None) -> dict[str, 
     return out
 
 
+_ENV_NAME = re.compile(r"^[A-Z][A-Z0-9_]{0,63}$")
+
+
+def _env_params(recipe: Recipe, params: dict[str, Scalar]) -> dict[str, Scalar]:
+    """An MLPerf recipe's parameters are its implementation's environment variables: -p NAME=VALUE
+    is exported after the submission config is sourced (resolve checks that the implementation
+    reads NAME, READS.txt). Names are upper-case shell names; values are kept as text."""
+    out: dict[str, Scalar] = {}
+    for key, value in params.items():
+        if not _ENV_NAME.match(key):
+            raise ConfigError(f"recipe '{recipe.name}' takes environment variables of its implementation as "
+                              f"parameters (e.g. -p {MAPPING_VAR}=False); {key[:40]!r} is not one")
+        out[key] = value if isinstance(value, str) else ("True" if value is True else "False" if value is False
+                                                         else str(value))
+    return out
+
+
 def render_command(recipe: Recipe, *, run_dir: str, nodes: int,
                    params: dict[str, Scalar] | None = None, python: str = "python3") -> str:
     """The per-node command with every substituted value shell-quoted."""
@@ -315,8 +347,11 @@ def render_command(recipe: Recipe, *, run_dir: str, nodes: int,
     return recipe.launch.command.format(**{k: shlex.quote(str(v)) for k, v in values.items()})
 
 
-def resolve(recipe: Recipe | str, sku: str, nodes: int, ruleset: str | None = None) -> ResolvedConfig:
-    """The config for `nodes` x `sku`: listed, else derived by WEAK_RULE; one-line ConfigError if impossible."""
+def resolve(recipe: Recipe | str, sku: str, nodes: int, ruleset: str | None = None, *,
+            env: dict[str, Scalar] | None = None) -> ResolvedConfig:
+    """The config for `nodes` x `sku`: listed, else derived by WEAK_RULE; one-line ConfigError if
+    impossible. `env` (an MLPerf recipe's -p parameters, check_params) is exported after the
+    submission config; each name must be one its implementation reads."""
     recipe = get_recipe(recipe) if isinstance(recipe, str) else recipe
     row = catalog.lookup(sku)
     if not recipe.supports(sku):
@@ -328,7 +363,8 @@ def resolve(recipe: Recipe | str, sku: str, nodes: int, ruleset: str | None = No
     ruleset = pick_ruleset(recipe.rulesets, ruleset, recipe.benchmark)
     if recipe.mlperf is None:
         return _resolve_plain(recipe, row, nodes, ruleset)
-    return _resolve_mlperf(recipe, recipe.mlperf, row, nodes, ruleset, explicit=explicit)
+    return _resolve_mlperf(recipe, recipe.mlperf, row, nodes, ruleset, explicit=explicit,
+                           overrides=_env_params(recipe, env or {}))
 
 
 def container_ruleset(recipe: Recipe, config: str | None) -> str | None:
@@ -387,7 +423,8 @@ def _merge_layers(layers: list[tuple[dict[str, str], str]], config_env: dict[str
 
 
 def _resolve_mlperf(recipe: Recipe, spec: Mlperf, row: catalog.GpuSku, nodes: int,
-                    ruleset: str | None, *, explicit: bool = True) -> ResolvedConfig:
+                    ruleset: str | None, *, explicit: bool = True,
+                    overrides: dict[str, Scalar] | None = None) -> ResolvedConfig:
     what = f"{recipe.name} on {nodes} x {row.short}"
     configs = recipe.scales_for(row.name)
     if not configs:
@@ -412,8 +449,14 @@ def _resolve_mlperf(recipe: Recipe, spec: Mlperf, row: catalog.GpuSku, nodes: in
         (dict(spec.env), f"{yaml_name} mlperf.env"),
         (dict(base.env), f"{scale_at}.env"),
     ]
+    if overrides:
+        layers.append(({k: str(v) for k, v in overrides.items()}, "-p on the command line (after the config)"))
     sources: dict[str, str] = {}
     config_env, config_files = _load_config(recipe.name, base.config, layers, sources)
+    unread = sorted(set(overrides or {}) - (reads(recipe.name, base.config) if base.config else set()))
+    if unread:
+        raise ConfigError(f"-p {unread[0]}: {_implementation(recipe.name, base.config) or recipe.name} does not read "
+                          f"it (its READS.txt lists every variable it reads)")
     hyper = {k: config_env[k] for k in _BATCH_DEPENDENT if k in config_env}
     if (base.estimate or chosen.derived) and hyper:
         warnings.append(f"{what} is an estimate: {', '.join(f'{k}={v}' for k, v in hyper.items())}"
@@ -421,6 +464,10 @@ def _resolve_mlperf(recipe: Recipe, spec: Mlperf, row: catalog.GpuSku, nodes: in
                         f" ruleset's rules for GBS {layout.gbs}")
     env = _merge_layers(layers, config_env, sources)
     effective = {**config_env, **env}
+    order, why = order_from(effective, {MAPPING_VAR: _with_line(sources[MAPPING_VAR], MAPPING_VAR)}
+                            if MAPPING_VAR in sources else {})
+    placement = place(layout, row, nodes, order=order, order_source=why)
+    warnings += placement.warnings
     fabric = fabric_overrides(row, effective, {k: _with_line(sources[k], k) for k in FABRIC_RULES if k in sources})
     warnings += [f"{f.asked}: {f.why}; azbench " + (f"sets {f.name}={f.value}" if f.value is not None
                                                     else f"unsets {f.name}") for f in fabric]

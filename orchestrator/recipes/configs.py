@@ -165,7 +165,8 @@ class PathFact(Frozen):
     container mount its run.sub / config_mounts.sh makes (`mount`, with the shell guard it sits
     under), a path its job's scripts, configs and defaults open (`open`), where the image holds
     its code (`image`), a flag of its timed job step (`launch`), a file its expected-mounts*.csv lists
-    (`expect`) or a Hydra config group's default option (`hydra`)."""
+    (`expect`), a Hydra config group's default option (`hydra`) or a host folder run.sub
+    creates before its timed job step (`mkdir`, with where the container sees it)."""
 
     kind: str
     path: str
@@ -180,6 +181,12 @@ class PathFact(Frozen):
     def guard(self) -> str:
         """The shell condition a mount sits under ("" when it is unconditional)."""
         return self.detail.split(";if=", 1)[1] if ";if=" in self.detail else ""
+
+    @property
+    def container(self) -> str:
+        """Where the container sees a `mkdir` row's folder ("" when no mount shows it)."""
+        head = self.detail.split(";if=", 1)[0]
+        return head[len("container="):] if head.startswith("container=") else ""
 
 
 def paths_manifest(recipe: str, config: str) -> list[PathFact]:
@@ -205,7 +212,47 @@ def _manifest(path: Path) -> list[PathFact]:
     return facts
 
 
+def made_dirs(recipe: str, config: str) -> list[PathFact]:
+    """The folders the implementation's run.sub creates before its timed job step that the
+    container sees (`mkdir` rows with a container path), from PATHS.txt."""
+    return [f for f in paths_manifest(recipe, config) if f.kind == "mkdir" and f.container]
+
+
 def launch_flags(recipe: str, config: str) -> dict[str, PathFact]:
     """The flags of the implementation's timed job step by name (mpi, remap-root,
     container-env), from PATHS.txt."""
     return {f.path: f for f in paths_manifest(recipe, config) if f.kind == "launch"}
+
+
+class Submission(Frozen):
+    """A published system that ran a vendored entry config (SUBMISSIONS.txt, written by
+    recipes/configs/vendor.py from the systems' own READMEs)."""
+
+    round: str
+    submitter: str
+    system: str
+    config: str  # "<impl folder>/<file>", as recipes.configs' functions take it
+    evidence: str  # the README line that names the config (or why none needs to)
+
+    @property
+    def label(self) -> str:
+        """'v5.1/NVIDIA/tyche_ngpu512_ngc25.09_nemo', as the report labels the system."""
+        return f"{self.round}/{self.submitter}/{self.system}"
+
+
+def submissions(recipe: str) -> list[Submission]:
+    """Every (system, vendored config) pair of `recipe`'s implementation folders."""
+    out = []
+    for path in sorted((configs_dir() / recipe).glob("*/SUBMISSIONS.txt")):
+        folder = path.parent.name
+        round_name, submitter = folder.split("_", 2)[:2]
+        for n, line in enumerate(path.read_text().splitlines(), 1):
+            if not line.strip() or line.startswith("#"):
+                continue
+            cells = line.split("\t")
+            if len(cells) != 3:
+                raise ConfigError(f"{path}:{n}: not SYSTEM<TAB>CONFIG<TAB>EVIDENCE",
+                                  hint="regenerate it with recipes/configs/vendor.py")
+            out.append(Submission(round=round_name, submitter=submitter, system=cells[0],
+                                  config=f"{folder}/{cells[1]}", evidence=cells[2]))
+    return out

@@ -19,6 +19,7 @@ from orchestrator.hardware.catalog import GpuSku, NetworkProfile
 from orchestrator.hardware.layout import default_vms_per_rack
 from orchestrator.errors import ConfigError
 from orchestrator.models import FabricOverride, Frozen
+from orchestrator.recipes.rank_order import DEFAULT_ORDER, DIMS, Span, spans
 
 WEAK_RULE = ("weak scaling from the listed {base}-node config (the nearest listed scale): same "
              "TP/PP/CP/VP, micro batch and "
@@ -106,7 +107,11 @@ class Choice(Frozen):
 
 
 class Placement(Frozen):
-    """Where each parallel dimension runs, and the Slurm topology request that makes it so."""
+    """Where each parallel dimension runs, and the Slurm topology request that makes it so.
+    `links` says nvlink or infiniband per dimension, from `spans` (recipes/rank_order.py: the
+    nodes and racks its groups touch under `order`); `scale_out` says in one sentence what
+    crosses the scale-out fabric; `warnings` name a latency-critical dimension (TP, CP, PP)
+    that leaves its NVLink domain."""
 
     nvlink_domain_gpus: int
     mp_gpus: int
@@ -114,6 +119,12 @@ class Placement(Frozen):
     segment: int | None = None
     racks: int | None = None
     notes: list[str] = Field(default_factory=list)
+    order: str = DEFAULT_ORDER
+    order_source: str = ""
+    rack_vms: int = 1
+    spans: dict[str, Span] = Field(default_factory=dict)
+    scale_out: str = ""
+    warnings: list[str] = Field(default_factory=list)
 
 
 def make_layout(*, gpus: int, tp: int, pp: int, cp: int, vp: int | None, mbs: int, gbs: int,
@@ -218,8 +229,12 @@ def check_gbs(rule: GbsRule | None, gbs: int, label: str, source: str) -> list[s
     return []
 
 
-def place(layout: Layout, sku: GpuSku, nodes: int) -> Placement:
-    """TP/CP on NVLink, DP on InfiniBand; GB200: --segment and rack count, refusing rack-spanning groups."""
+def place(layout: Layout, sku: GpuSku, nodes: int, *, order: str = DEFAULT_ORDER,
+          order_source: str = "") -> Placement:
+    """Each dimension's groups from the rank order (recipes/rank_order.py), ranks on nodes in
+    blocks of GPUs per VM, nodes in racks as `up` builds them: its link (NVLink inside one domain,
+    else InfiniBand), spans, the scale-out sentence and warnings; TP must fit the NVLink domain;
+    GB200: --segment and rack count, refusing a model-parallel group larger than a rack."""
     per_vm = sku.gpus_per_vm
     domain = per_vm * sku.nvlink_domain_vms
     name = f"{sku.short} ({domain} GPUs per NVLink domain)"
@@ -227,25 +242,48 @@ def place(layout: Layout, sku: GpuSku, nodes: int) -> Placement:
         raise ConfigError(f"TP {layout.tp} does not fit the NVLink domain of {name}: "
                           f"tensor-parallel traffic must stay on NVLink")
     notes: list[str] = []
-    tp_cp = layout.tp * layout.cp
-    cp_link = "nvlink" if tp_cp <= domain else "infiniband"
-    if cp_link == "infiniband":
-        notes.append(f"context-parallel groups span {math.ceil(tp_cp / per_vm)} VMs over InfiniBand "
-                     f"(TP*CP = {tp_cp} > {domain}), as in NVIDIA's published 405B configs for 8-GPU nodes")
-    links = {"tp": "nvlink", "cp": cp_link,
-             "pp": "nvlink" if layout.mp <= domain else "infiniband",
-             "dp": "nvlink" if nodes <= sku.nvlink_domain_vms else "infiniband"}
-    if sku.nvlink_domain_vms <= 1:
-        return Placement(nvlink_domain_gpus=domain, mp_gpus=layout.mp, links=links, notes=notes)
-    segment, racks = _rack_packing(layout.mp, sku, nodes)
-    rack_vms = default_vms_per_rack(nodes, sku) or sku.nvlink_domain_vms
-    per_rack = rack_vms // segment
-    idle = rack_vms - per_rack * segment
-    notes.append(f"{nodes // segment} model-parallel groups of {segment} VM(s), {per_rack} per "
-                 f"{rack_vms}-VM rack ({idle} VM(s) per rack left idle): {racks} rack(s)"
-                 + (f" of the {sku.nvlink_domain_vms} an {sku.rack_name} holds" if rack_vms < sku.nvlink_domain_vms else ""))
+    segment, racks = None, None
+    rack_vms = 1
+    if sku.nvlink_domain_vms > 1:
+        segment, racks = _rack_packing(layout.mp, sku, nodes)
+        rack_vms = default_vms_per_rack(nodes, sku) or sku.nvlink_domain_vms
+    sizes = {"tp": layout.tp, "cp": layout.cp, "pp": layout.pp, "dp": layout.dp}
+    found = spans(sizes, order, max(per_vm, 1), rack_vms)
+    # One NVLink domain: one VM on ND v5 sizes, one rack (of the layout's VMs) on NVL72.
+    reach = {d: (s.racks if sku.nvlink_domain_vms > 1 else s.nodes) for d, s in found.items()}
+    links = {d: "nvlink" if reach[d] <= 1 else "infiniband" for d in DIMS}
+    if links["cp"] == "infiniband":
+        notes.append(f"context-parallel groups span {found['cp'].nodes} VMs over InfiniBand "
+                     f"(TP*CP = {layout.tp * layout.cp} > {domain}), as in NVIDIA's published 405B configs for 8-GPU nodes")
+    where = "rack" if sku.nvlink_domain_vms > 1 else "VM"
+    inside = f"one rack of {rack_vms} VMs" if sku.nvlink_domain_vms > 1 else f"one VM of {per_vm} GPUs"
+    warnings = [f"{d.upper()} {sizes[d]} leaves its NVLink domain ({inside}): its groups span {found[d].nodes} nodes"
+                + (f" in {found[d].racks} racks" if sku.nvlink_domain_vms > 1 else "")
+                + f" over InfiniBand (members {found[d].stride} ranks apart in rank order {order}: "
+                + f"{order_source or 'Megatron-core default'})" for d in ("tp", "cp", "pp") if links[d] == "infiniband"]
+    if segment is not None and racks is not None:
+        per_rack = rack_vms // segment
+        idle = rack_vms - per_rack * segment
+        notes.append(f"{nodes // segment} model-parallel groups of {segment} VM(s), {per_rack} per "
+                     f"{rack_vms}-VM rack ({idle} VM(s) per rack left idle): {racks} rack(s)"
+                     + (f" of the {sku.nvlink_domain_vms} an {sku.rack_name} holds" if rack_vms < sku.nvlink_domain_vms else ""))
     return Placement(nvlink_domain_gpus=domain, mp_gpus=layout.mp, links=links,
-                     segment=segment if segment > 1 else None, racks=racks, notes=notes)
+                     segment=segment if segment and segment > 1 else None, racks=racks, notes=notes,
+                     order=order, order_source=order_source, rack_vms=rack_vms, spans=found,
+                     scale_out=_scale_out(found, links, where, domain, sku.nvlink_domain_vms > 1), warnings=warnings)
+
+
+def _scale_out(found: dict[str, Span], links: dict[str, str], where: str, domain: int, racks: bool) -> str:
+    """One sentence: which dimensions' traffic crosses the InfiniBand scale-out fabric, how far."""
+    out = [d for d in DIMS if links[d] == "infiniband"]
+    stay = [d.upper() for d in DIMS if links[d] == "nvlink" and found[d].size > 1]
+    if not out:
+        return f"Nothing crosses the scale-out fabric: every group stays inside one NVLink {where} ({domain} GPUs)."
+    reach = ", ".join(f"{d.upper()} (groups of {found[d].size} over {found[d].nodes} nodes"
+                      + (f" in {found[d].racks} racks" if racks else "") + ")" for d in out)
+    kept = (f"; {', '.join(stay)} {'stays' if len(stay) == 1 else 'stay'} on NVLink inside one {where}"
+            if stay else "")
+    return f"Over the InfiniBand scale-out fabric: {reach}{kept}."
 
 
 def nvidia_config_env(layout: Layout, placement: Placement, sku: GpuSku, nodes: int,

@@ -2,12 +2,12 @@
 throughput, step-time statistics and cost, plus strong/weak scaling and SKU speedups.
 
 Pure data in, one pydantic `Report` out; the maths is orchestrator.results.metrics, rendering is
-orchestrator.report.render, .terminal, .plots and .site. Resumed runs never enter a score
+orchestrator.report.render, .terminal and .site. Resumed runs never enter a score
 (mlperf-notes §6). The headline score is the one MLCommons publishes (olympic mean x
 scaling.json, `score_minutes`); the raw olympic mean is kept beside it. Also here: the fastest
 official score per benchmark and GPU type (`best`), the attempt history of runs that needed more
 than one try; each group's GPU type (report.gpus), cost at list price (report.cost) and nearest
-published result (report.vs_published) come from their modules.
+published result (results.definitions, the one home of every figure) come from their modules.
 """
 
 from __future__ import annotations
@@ -22,21 +22,31 @@ from typing import Any
 
 from pydantic import Field
 
-from orchestrator.hardware.catalog import gpu_row
+from orchestrator import formats
 from orchestrator.errors import ConfigError
 from orchestrator.models import Frozen, ModelFacts, utcnow
 from orchestrator.report.cost import Prices, group_cost
+from orchestrator.report.fabric import FabricLine, FabricScaling, fabric_lines, fabric_scaling
 from orchestrator.report.gpus import match_gpu
 from orchestrator.report.preemption import PreemptionLine, preemption_lines
 from orchestrator.report.replacements import ReplacementLine, replacement_lines
-from orchestrator.report.vs_published import PublishedNeighbour, neighbour, published_row
+from orchestrator.results import definitions as defs
 from orchestrator.results import metrics
-from orchestrator.results.metrics import StepStats
+from orchestrator.results.definitions import (
+    Mfu,
+    PublishedNeighbour,
+    Refused,
+    Scale,
+    SkuSpeedup,
+    StrongScaling,
+    WeakScaling,
+)
+from orchestrator.results.metrics import Score, StepStats
 from orchestrator.results.stragglers import spread
 from orchestrator.results.summary import kept_step_times, summary_of
-from orchestrator.store.schema import AttemptRow, EventRow, ResultRow, RunRow
+from orchestrator.store.schema import AttemptRow, EventRow, FabricResultRow, ResultRow, RunRow
 
-_SAME_BATCH_RTOL = 1e-6  # per-worker batches this close are the same work (weak scaling)
+__all__ = ["Mfu", "PublishedNeighbour", "SkuSpeedup", "StrongScaling", "WeakScaling"]
 _SAME_SCORE_RTOL = 1e-9  # a stored score this close to its published score is the published score
 
 
@@ -83,11 +93,10 @@ def attempt_history(runs: Sequence[RunRow] | None, attempts: Sequence[AttemptRow
 def history_section(lines: Sequence[AttemptLine]) -> tuple[str, list[str], list[list[str]]]:
     header = ["run", "nodes", "attempt", "state", "failure", "excluded", "resumed from step",
               "lost steps", "lost s", "result"]
-    rows = [[line.run_id, str(line.nodes), str(line.attempt), line.state, line.failure_class or "-",
-             ",".join(line.excluded_nodes) or "-",
-             "-" if line.resumed_from_step is None else str(line.resumed_from_step),
-             "-" if line.lost_steps is None else str(line.lost_steps),
-             "-" if line.lost_seconds is None else f"{line.lost_seconds:.1f}",
+    rows = [[line.run_id, formats.count(line.nodes), formats.count(line.attempt), line.state,
+             line.failure_class or "-", ",".join(line.excluded_nodes) or "-",
+             formats.count(line.resumed_from_step), formats.count(line.lost_steps),
+             formats.fixed(line.lost_seconds, 1),
              "resumed (unofficial)" if line.result_resumed else ""] for line in lines]
     return "Attempt history (runs that failed at least once)", header, rows
 
@@ -148,26 +157,43 @@ class GroupReport(Frozen):
     model_tflops_per_gpu: float | None = Field(None, description="model FLOP/s per GPU / 1e12")
     mfu: float | None = Field(None, description="against the dense peak at mfu_precision")
     mfu_precision: str | None = None
+    mfu_precision_source: str = Field("", description="where mfu_precision was read")
     mfu_peak_tflops: float | None = None
-    mfu_bf16: float | None = Field(None, description="against the dense BF16 peak")
+    mfu_bf16: float | None = Field(None, description="against the dense BF16 peak: above 100% "
+                                                     "for FP8/FP4 runs, a note, not a utilisation")
     mfu_note: str = Field("", description="how MFU was computed, or why it is blank")
     price_per_vm_hour: float | None = None
     priced_vms: int | None = Field(None, description="Azure VMs priced (nodes, or the same GPUs "
                                                      "as VMs of the catalog size)")
     system_price_per_hour: float | None = Field(None, description="priced_vms x price_per_vm_hour")
-    cost_per_result_usd: float | None = None
+    cost_per_result_usd: float | None = Field(None, description="the runs one MLPerf score needs "
+                                              "(required_runs), each at its own minutes x VMs x "
+                                              "price (results.definitions.cost_per_result)")
+    cost_per_run_usd: float | None = Field(None, description="one run as long as the raw olympic "
+                                                             "mean x VMs x price")
     cost_all_runs_usd: float | None = None
     cost_all_attempts_usd: float | None = None
     cost_note: str = ""
     price_source: str = ""
-    published: PublishedNeighbour | None = Field(None, description="the nearest published result "
-                                                 "on the same GPU, this result itself left out")
+    published: PublishedNeighbour | None = Field(None, description="the published result on the "
+                                                 "same accelerator at the same GPU count, else the "
+                                                 "nearest count compared per GPU (per_gpu); this "
+                                                 "result itself left out")
     published_score_minutes: float | None = Field(None, description="the score MLCommons "
                                                   "published for this very result, if it is one")
 
     @property
     def label(self) -> str:
         return group_label((self.benchmark, self.system, self.round or "", self.submitter or ""))
+
+    @property
+    def scale(self) -> Scale:
+        """What the scaling figures (results.definitions) read of this group."""
+        return Scale(label=self.label, workers=self.workers, nodes=self.nodes,
+                     global_batch_size=self.global_batch_size, score_minutes=self.score_minutes,
+                     raw_minutes=self.score_raw_minutes,
+                     median_step_s=self.step_stats.median if self.step_stats else None,
+                     throughput_per_worker_minute=self.throughput_per_worker_minute)
 
     @property
     def kind(self) -> str:
@@ -184,58 +210,6 @@ class GroupReport(Frozen):
                                  rel_tol=_SAME_SCORE_RTOL))
 
 
-class StrongScaling(Frozen):
-    """Time-to-train scaling from `small` to `large` (plus per-worker throughput scaling)."""
-
-    benchmark: str
-    sku: str | None
-    small: str
-    large: str
-    workers_small: int
-    workers_large: int
-    gbs_small: int | None = None
-    gbs_large: int | None = None
-    score_small: float
-    score_large: float
-    speedup: float
-    efficiency: float
-    efficiency_scaled: float | None = None
-    throughput_efficiency: float | None = None
-
-
-class WeakScaling(Frozen):
-    """E_weak = median step at the base (fewest nodes) / median step here; not capped."""
-
-    benchmark: str
-    sku: str | None
-    base: str
-    system: str
-    nodes_base: int
-    nodes: int
-    step_base_s: float
-    step_s: float
-    efficiency: float
-    step_change: float = Field(description="t / t_base - 1: how much slower (+) or faster (-) a step got")
-    min_max: float = Field(description="min(t, t_base) / max(t, t_base): the <= 100% convention "
-                                       "behind Azure's quoted 99.8%")
-
-
-class SkuSpeedup(Frozen):
-    """How many times faster SKU b is than the slower SKU a at the same GPU count."""
-
-    benchmark: str
-    workers: int
-    sku_a: str
-    sku_b: str
-    system_a: str
-    system_b: str
-    minutes_a: float
-    minutes_b: float
-    speedup: float
-    speedup_per_gpu: float
-    speedup_per_dollar: float | None = None
-
-
 class BestLine(Frozen):
     """The fastest official MLPerf score of one benchmark on one GPU type."""
 
@@ -245,6 +219,7 @@ class BestLine(Frozen):
     gpus: int | None
     score_minutes: float
     cost_per_result_usd: float | None = None
+    cost_per_run_usd: float | None = None
     mfu: float | None = None
     mfu_precision: str | None = None
     scores: int = Field(description="official scores of this benchmark on this GPU type")
@@ -261,6 +236,8 @@ class Report(Frozen):
     attempt_history: list[AttemptLine] = Field(default_factory=list)
     preemptions: list[PreemptionLine] = Field(default_factory=list)
     replacements: list[ReplacementLine] = Field(default_factory=list)
+    fabric: list[FabricLine] = Field(default_factory=list, description="stored collective runs (report/fabric.py)")
+    fabric_scaling: list[FabricScaling] = Field(default_factory=list)
     notes: list[str] = Field(default_factory=list)
 
 
@@ -278,13 +255,14 @@ def build_report(
     model_facts: Mapping[str, ModelFacts] | None = None,
     events: Sequence[EventRow] | None = None,
     prices: Prices | None = None,
+    fabric: Sequence[FabricResultRow] | None = None,
 ) -> Report:
     """The report over `results` matching the filters. `runs`/`attempts` (optional) add the
     cluster filter and the cost of every attempt, failed ones included; `spot_clusters`
     ({cluster: SKU}) adds the spot section's cost saved; `model_facts` ({benchmark: facts}, as
     recipes.catalog.model_facts() gives them) adds MFU, which is blank without them; `events`
     (the store's) add the node replacements; `prices` ({size name: USD per VM-hour}) override
-    the catalog's list prices."""
+    the catalog's list prices; `fabric` (the store's fabric results) adds the fabric section."""
     rows = _filter(results, runs, benchmark=benchmark, system=system, cluster=cluster, since=since,
                    until=until)
     notes: list[str] = [] if rows else ["no results match"]
@@ -301,7 +279,8 @@ def build_report(
                   weak_scaling=weak_scaling(groups, notes), speedups=sku_speedups(groups),
                   attempt_history=attempt_history(runs, attempts, rows),
                   preemptions=preemption_lines(runs, attempts, spot_clusters or {}),
-                  replacements=replacement_lines(events, cluster), notes=notes)
+                  replacements=replacement_lines(events, cluster),
+                  fabric=(lines := fabric_lines(fabric or [])), fabric_scaling=fabric_scaling(lines), notes=notes)
 
 
 def best_per_benchmark(groups: Sequence[GroupReport]) -> list[BestLine]:
@@ -315,7 +294,8 @@ def best_per_benchmark(groups: Sequence[GroupReport]) -> list[BestLine]:
         g = min(members, key=lambda m: (m.score_minutes or 0.0, m.label))
         out.append(BestLine(benchmark=bench, gpu_type=gpu, system=g.label, gpus=g.gpus,
                             score_minutes=g.score_minutes or 0.0,
-                            cost_per_result_usd=g.cost_per_result_usd, mfu=g.mfu,
+                            cost_per_result_usd=g.cost_per_result_usd,
+                            cost_per_run_usd=g.cost_per_run_usd, mfu=g.mfu,
                             mfu_precision=g.mfu_precision, scores=len(members)))
     return sorted(out, key=lambda b: (b.benchmark, b.score_minutes))
 
@@ -327,53 +307,34 @@ def unmapped_notes(skus: Iterable[str | None]) -> list[str]:
 
 
 def strong_scaling(groups: Sequence[GroupReport]) -> list[StrongScaling]:
-    """Every pair of sizes within one benchmark x SKU series, from raw (and scaled) scores."""
+    """Every pair of sizes within one benchmark x SKU series (results.definitions.strong_scaling)."""
     out = []
     for (bench, sku), series in _series(groups).items():
         scored = [g for g in series if g.score_raw_minutes and g.workers]
         for a, b in ((a, b) for a, b in combinations(scored, 2) if a.workers != b.workers):
-            ta, tb, na, nb = a.score_raw_minutes or 0, b.score_raw_minutes or 0, a.workers or 0, \
-                b.workers or 0
-            scaled = tput = None
-            if a.score_minutes and b.score_minutes:
-                scaled = metrics.strong_scaling_efficiency(a.score_minutes, na, b.score_minutes, nb)
-            if a.throughput_per_worker_minute and b.throughput_per_worker_minute is not None:
-                tput = metrics.throughput_scaling(a.throughput_per_worker_minute,
-                                                  b.throughput_per_worker_minute)
-            out.append(StrongScaling(
-                benchmark=bench, sku=sku, small=a.label, large=b.label, workers_small=na,
-                workers_large=nb, gbs_small=a.global_batch_size, gbs_large=b.global_batch_size,
-                score_small=ta, score_large=tb, speedup=metrics.speedup(ta, tb),
-                efficiency=metrics.strong_scaling_efficiency(ta, na, tb, nb),
-                efficiency_scaled=scaled, throughput_efficiency=tput))
+            found = defs.strong_scaling(bench, sku, a.scale, b.scale)
+            if isinstance(found, StrongScaling):
+                out.append(found)
     return out
 
 
 def weak_scaling(
     groups: Sequence[GroupReport], notes: list[str] | None = None
 ) -> list[WeakScaling]:
-    """Step-time weak scaling against the fewest-nodes group of each series. Only pairs with
-    the same batch per worker (fixed work per worker) count; others are skipped with a note,
-    since their step-time ratio measures something else."""
+    """Step-time weak scaling against the fewest-nodes group of each series
+    (results.definitions.weak_scaling); a pair where it is not defined (the work per GPU
+    differs) is left out, with the reason in `notes`."""
     out = []
     for (bench, sku), series in _series(groups).items():
         timed = sorted((g for g in series if g.step_stats and g.nodes),
                        key=lambda g: (g.nodes or 0, g.system))
         for g in (g for g in timed[1:] if g.nodes != timed[0].nodes):
-            base = timed[0]
-            if not _same_work_per_worker(base, g):
+            found = defs.weak_scaling(bench, sku, timed[0].scale, g.scale)
+            if isinstance(found, Refused):
                 if notes is not None:
-                    notes.append(f"weak scaling {bench} {base.system} -> {g.system} skipped: "
-                                 "batch per worker differs (not fixed work per worker)")
+                    notes.append(found.text)
                 continue
-            t0 = base.step_stats.median if base.step_stats else 0.0
-            t1 = g.step_stats.median if g.step_stats else 0.0
-            out.append(WeakScaling(
-                benchmark=bench, sku=sku, base=base.label, system=g.label,
-                nodes_base=base.nodes or 0, nodes=g.nodes or 0, step_base_s=t0, step_s=t1,
-                efficiency=metrics.weak_scaling_efficiency(t0, t1),
-                step_change=metrics.step_time_change(t0, t1),
-                min_max=metrics.step_time_min_max(t0, t1)))
+            out.append(found)
     return out
 
 
@@ -387,19 +348,10 @@ def sku_speedups(groups: Sequence[GroupReport]) -> list[SkuSpeedup]:
     out = []
     for (bench, gpus), members in sorted(by_size.items()):
         for a, b in combinations(sorted(members, key=lambda g: -(g.score_minutes or 0)), 2):
-            ta, tb = a.score_minutes or 0, b.score_minutes or 0  # a is the slower
-            if a.sku == b.sku:
+            if a.sku == b.sku:  # a is the slower
                 continue
-            per_dollar = None
-            if a.system_price_per_hour and b.system_price_per_hour:
-                per_dollar = metrics.speedup_per_dollar(ta, a.system_price_per_hour,
-                                                        tb, b.system_price_per_hour)
-            out.append(SkuSpeedup(
-                benchmark=bench, workers=gpus, sku_a=a.sku or "", sku_b=b.sku or "",
-                system_a=a.label, system_b=b.label, minutes_a=ta, minutes_b=tb,
-                speedup=metrics.speedup(ta, tb),
-                speedup_per_gpu=metrics.speedup_per_gpu(ta, gpus, tb, gpus),
-                speedup_per_dollar=per_dollar))
+            out.append(defs.sku_speedup(bench, gpus, (a.sku or "", a.scale, a.system_price_per_hour),
+                                        (b.sku or "", b.scale, b.system_price_per_hour)))
     return out
 
 
@@ -411,15 +363,23 @@ def group_results(rows: Iterable[ResultRow]) -> dict[GroupKey, list[ResultRow]]:
     groups: dict[GroupKey, list[ResultRow]] = defaultdict(list)
     for r in rows:
         groups[(r.benchmark, r.system or "unknown", r.round or "", r.submitter or "")].append(r)
-    for members in groups.values():  # launch order: MLPerf's "objective ordering"
-        members.sort(key=lambda r: (r.run_start_ms is None, r.run_start_ms or 0, r.log_path or "",
-                                    r.id or 0))
-    return groups
+    return {key: defs.launch_order(members) for key, members in groups.items()}
 
 
 def group_label(key: GroupKey) -> str:
     """'round/submitter/system' with the empty parts left out (as GroupReport.label)."""
     return "/".join(p for p in (key[2], key[3], key[1]) if p)
+
+
+def names_system(row: ResultRow, value: str) -> bool:
+    """Whether a --system value names this result's system: its stored system name, its label
+    as the report prints it ('v5.1/NVIDIA/hsg_ngpu5120_ngc25.09_nemo'), or the label's tail the
+    terminal prints when every row shares the head ('NVIDIA/hsg_ngpu5120_ngc25.09_nemo')."""
+    if value == row.system:
+        return True
+    parts = value.strip("/").split("/")
+    label = group_label((row.benchmark, row.system or "unknown", row.round or "", row.submitter or ""))
+    return len(parts) > 1 and label.split("/")[-len(parts):] == parts
 
 
 def _filter(results: Iterable[ResultRow], runs: Sequence[RunRow] | None, *, benchmark: str | None,
@@ -435,7 +395,7 @@ def _filter(results: Iterable[ResultRow], runs: Sequence[RunRow] | None, *, benc
     in_cluster = {r.id for r in runs or () if r.cluster == cluster}
     return [r for r in results
             if (benchmark is None or r.benchmark == benchmark)
-            and (system is None or r.system == system)
+            and (system is None or names_system(r, system))
             and (cluster is None or r.run_id in in_cluster)
             and (since is None or r.created_at >= since)
             and (until is None or r.created_at <= until)]
@@ -458,13 +418,10 @@ def _group(key: GroupKey, rows: list[ResultRow], runs: Sequence[RunRow] | None,
     nodes, gpus = _mode(r.nodes for r in rows), _mode(r.gpus for r in rows)
     sku = _mode(r.sku for r in rows)
     gpu = match_gpu(sku)
-    factor = next((r.scaling_factor for r in rows if r.scaling_factor), None) or 1.0
+    factor = defs.scaling_factor(rows)
     scoring = [i for i, r in enumerate(rows) if not r.resumed]
-    # A run the compliance checker failed counts as not converged, as the result summarizer
-    # drops it (mlperf-notes §4.2); a run not checked (compliance_ok None) is scored as logged.
-    minutes = [rows[i].minutes if rows[i].converged and rows[i].compliance_ok is not False
-               else None for i in scoring]
-    score, note = _score(minutes, bench, factor)
+    minutes = defs.scored_minutes(rows)
+    score, note = _score(rows, bench)
     failed = [r.id or 0 for r in rows if r.compliance_ok is False]
     if failed:
         note = "; ".join(filter(None, [note, f"{len(failed)} run(s) failed compliance: not "
@@ -474,26 +431,31 @@ def _group(key: GroupKey, rows: list[ResultRow], runs: Sequence[RunRow] | None,
     tput = metrics.scored_throughput_per_minute([progress[i] for i in scoring], minutes, score) \
         if score is not None and score.value_minutes is not None else None
     workers = gpus or nodes  # a CPU node has no GPU: scale by nodes
-    stats = metrics.step_time_stats([(0, t) for s in summaries for t in kept_step_times(s)],
-                                    drop_first=False)
+    stats = defs.step_time(rows)
     source = step_source_label(summaries)
     resumed = [r.id or 0 for r in rows if r.resumed]
     if resumed:
         note = "; ".join(filter(None, [note, f"{len(resumed)} resumed run(s) not scored"]))
     alias = gpu.row.aliases[0] if gpu.row is not None and gpu.row.aliases else None
-    itself = published_row(bench, alias, sku, round_name, submitter, system)
+    itself = defs.published_row(bench, alias, sku, round_name, submitter, system)
     value = score.value_minutes if score else None
+    gbs = _mode(r.global_batch_size for r in rows)
+    mfu = defs.mfu(facts.get(bench.strip().lower()), bench, sku, gpus, gbs,
+                   _mode(s.get("max_sequence_length") for s in summaries), stats, source=source,
+                   system=group_label(key), summaries=summaries)
+    cost = group_cost(rows, gpu, nodes, gpus, score.raw_minutes if score else None, runs, attempts,
+                      prices, runs_for_score=defs.required_runs_or_none(bench))
     return GroupReport(
         benchmark=bench, system=system, round=round_name or None, submitter=submitter or None,
         sku=sku, gpu_type=gpu.label, catalog_size=gpu.row.name if gpu.row else None, nodes=nodes,
         gpus=gpus, workers=workers,
-        published=neighbour(bench, alias, sku, gpus, value, itself),
+        published=defs.published_neighbour(bench, alias, sku, gpus, value, itself),
         published_score_minutes=itself.score_minutes if itself else None,
-        global_batch_size=_mode(r.global_batch_size for r in rows), runs=len(rows),
+        global_batch_size=gbs, runs=len(rows),
         required_runs=metrics.REQUIRED_RUNS.get(bench), converged=sum(r.converged for r in rows),
         resumed_runs=resumed, scaling_factor=factor,
         score_raw_minutes=score.raw_minutes if score else None,
-        score_minutes=score.value_minutes if score else None,
+        score_minutes=value,
         official=bool(score and score.official and score.value_minutes is not None),
         partial=bool(score and score.runs_used < score.runs_required), score_note=note,
         run_lines=[_run_line(r, s, i in scored, p) for i, (r, s, p)
@@ -503,13 +465,14 @@ def _group(key: GroupKey, rows: list[ResultRow], runs: Sequence[RunRow] | None,
         throughput_per_minute=tput,
         throughput_per_worker_minute=tput / workers if tput is not None and workers else None,
         step_stats=stats, step_time_source=source,
-        **model_flops_utilisation(facts.get(bench.strip().lower()), bench, sku, gpus,
-                                  _mode(r.global_batch_size for r in rows),
-                                  _mode(s.get("max_sequence_length") for s in summaries), stats,
-                                  source=source, system=(round_name, submitter, system, nodes),
-                                  summaries=summaries),
-        **group_cost(rows, gpu, nodes, gpus, score.raw_minutes if score else None, runs, attempts,
-                     prices).model_dump())
+        model_tflops_per_gpu=mfu.model_tflops_per_gpu, mfu=mfu.value, mfu_precision=mfu.precision,
+        mfu_precision_source=mfu.precision_source, mfu_peak_tflops=mfu.peak_tflops,
+        mfu_bf16=mfu.bf16, mfu_note=mfu.note,
+        price_per_vm_hour=cost.price_per_vm_hour, priced_vms=cost.priced_vms,
+        system_price_per_hour=cost.system_price_per_hour,
+        cost_per_result_usd=cost.cost_per_result_usd, cost_per_run_usd=cost.cost_per_run_usd,
+        cost_all_runs_usd=cost.cost_all_runs_usd, cost_all_attempts_usd=cost.cost_all_attempts_usd,
+        cost_note=cost.cost_note, price_source=cost.price_source)
 
 
 # RunSummary.step_time_source -> what the report says about it (results.mllog.StepTimeSource).
@@ -527,69 +490,9 @@ def step_source_label(summaries: Sequence[Mapping[str, Any]]) -> str:
     return "; ".join(STEP_SOURCES.get(k, k) for k in found)
 
 
-def model_flops_utilisation(facts: ModelFacts | None, bench: str, sku: str | None,
-                            gpus: int | None, gbs: int | None, seq_len: int | None,
-                            stats: StepStats | None, *, source: str = "",
-                            system: tuple[str | None, str | None, str | None, int | None] = (None, None, None, None),
-                            summaries: Sequence[Mapping[str, Any]] = ()) -> dict[str, Any]:
-    """MFU at the median step time (mlperf-notes 10.3): F x tokens/step / step / (GPUs x peak),
-    against the dense peak of the precision the runs trained in (metrics.run_precision: the
-    log, else the published config of `system` = (round, submitter, system, nodes), else the
-    recipe's) and against dense BF16 (`mfu_bf16`, above 100% when the run computes in FP8/FP4).
-    Blank with the reason in `mfu_note` when a fact is missing."""
-    row = gpu_row(sku)
-    missing = [why for bad, why in (
-        (facts is None, f"no model facts for '{bench}' in the recipe catalog"),
-        (stats is None or stats.median <= 0,
-         f"no step times in the log ({source})" if source else "no step times in the log"),
-        (not gpus, "GPU count unknown"), (not gbs, "no global_batch_size logged"),
-        (row is None or row.peak_tflops_bf16 is None, f"no peak FLOP/s for {sku or 'this system'}"),
-    ) if bad]
-    if missing or facts is None or stats is None or row is None or not gpus or not gbs:
-        return {"mfu_note": "MFU blank: " + "; ".join(missing)}
-    seq = seq_len or facts.seq_len
-    flops, tokens = facts.flops_per_token(seq), gbs * seq
-    round_name, submitter, name, nodes = system
-    folder = f"{round_name}_{submitter}_{name}/{nodes}"
-    precision, where = _group_precision(summaries, facts.config_precisions.get(folder), facts.precision)
-    precision = precision or facts.precision
-    peak = row.peak_tflops(precision)
-    per_gpu = flops * tokens / stats.median / gpus / 1e12
-    bf16 = metrics.mfu(flops, tokens, stats.median, gpus, row.peak_tflops_bf16 or 0.0)
-    notes = [f"{facts.formula}; {tokens:,} tokens/step (GBS {gbs} x seq {seq}); median "
-             f"step {stats.median:.4f} s ({source or 'step times'}); precision {precision} from {where}; "
-             f"dense peaks of {row.gpu_model}: {precision} {peak}, bf16 {row.peak_tflops_bf16} TFLOP/s "
-             f"({row.peak_source or 'catalog'})"]
-    if bf16 > 1.0:
-        notes.append(f"MFU vs dense BF16 is {bf16:.1%}, above 100%: the run computes in {precision}, "
-                     "faster than BF16's peak; it compares recipes, it is not a utilisation")
-    if facts.reference_tflop_per_sample:
-        ref = facts.reference_tflop_per_sample * 1e12 / seq
-        gap = flops / ref - 1
-        notes.append(f"NVIDIA's MODEL_TFLOP_PER_SAMPLE {facts.reference_tflop_per_sample:g} "
-                     f"({facts.reference_source}) gives {ref * tokens / stats.median / gpus / 1e12:.0f} "
-                     f"TFLOP/s per GPU; azbench's F is {gap:+.1%} from it"
-                     + (f": {facts.reference_note}" if abs(gap) > 0.01 and facts.reference_note else ""))
-    return {
-        "model_tflops_per_gpu": per_gpu,
-        "mfu_bf16": bf16,
-        "mfu": metrics.mfu(flops, tokens, stats.median, gpus, peak) if peak else None,
-        "mfu_precision": precision, "mfu_peak_tflops": peak,
-        "mfu_note": "; ".join(notes),
-    }
-
-
-def _group_precision(summaries: Sequence[Mapping[str, Any]], config: str | None,
-                     default: str) -> tuple[str | None, str]:
-    """The runs' GEMM precision (metrics.run_precision), the one most runs say."""
-    found = [metrics.run_precision(s, config, default) for s in summaries] or \
-        [metrics.run_precision({}, config, default)]
-    return _mode(p for p in found) or (None, "")
-
-
-def _score(minutes: list[float | None], bench: str, factor: float) -> tuple[Any, str]:
+def _score(rows: Sequence[ResultRow], bench: str) -> tuple[Score | None, str]:
     try:
-        score = metrics.mlperf_score(minutes, bench, factor)
+        score = defs.time_to_train(rows, bench)
     except ConfigError as exc:  # an unknown benchmark has no required run count
         return None, f"no score: {exc.message}"
     return score, score.note
@@ -611,13 +514,6 @@ def _node_spread(s: dict[str, Any]) -> dict[str, Any]:
     if found is None or found.nodes < 2:
         return {}
     return {"slowest_node": found.slowest, "node_spread": round(found.ratio, 3)}
-
-
-def _same_work_per_worker(a: GroupReport, b: GroupReport) -> bool:
-    if not (a.global_batch_size and b.global_batch_size and a.workers and b.workers):
-        return True  # unknown: the caller (azbench's own sweeps) keeps per-worker work fixed
-    pa, pb = a.global_batch_size / a.workers, b.global_batch_size / b.workers
-    return abs(pa - pb) <= _SAME_BATCH_RTOL * max(pa, pb)
 
 
 def _last_progress(summary: dict[str, Any]) -> float | None:

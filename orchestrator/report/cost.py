@@ -1,5 +1,6 @@
-"""Cost at list price: what a group's results cost on Azure, per result, for all its runs and
-for all its attempts (failed ones included), with the price's source in the note.
+"""Cost at list price: what a group's results cost on Azure, per result (the runs one MLPerf
+score needs: results.definitions.cost_per_result), per run, for all its runs and for all its
+attempts (failed ones included), with the price's source in the note.
 
 A result on a catalog size (azbench's runs, Azure submissions) is priced as its nodes x the
 size's price per VM-hour. A result on another system whose GPU an Azure size has (an NVIDIA DGX
@@ -13,11 +14,13 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 
+from orchestrator import formats
 from orchestrator.errors import ConfigError, NotFoundError
 from orchestrator.hardware.catalog import gpu_skus, lookup
 from orchestrator.models import Frozen
 from orchestrator.report.gpus import GpuMatch
 from orchestrator.results import metrics
+from orchestrator.results.definitions import cost_per_result, cost_per_run
 from orchestrator.store.schema import AttemptRow, ResultRow, RunRow
 
 Prices = Mapping[str, float]  # catalog size name -> USD per VM-hour (overrides)
@@ -30,6 +33,7 @@ class GroupCost(Frozen):
     priced_vms: int | None = None
     system_price_per_hour: float | None = None
     cost_per_result_usd: float | None = None
+    cost_per_run_usd: float | None = None
     cost_all_runs_usd: float | None = None
     cost_all_attempts_usd: float | None = None
     cost_note: str = ""
@@ -61,10 +65,13 @@ def parse_price(text: str) -> tuple[str, float]:
 
 
 def group_cost(rows: Sequence[ResultRow], gpu: GpuMatch, nodes: int | None, gpus: int | None,
-               score_minutes: float | None, runs: Sequence[RunRow] | None,
-               attempts: Sequence[AttemptRow] | None, prices: Prices | None = None) -> GroupCost:
-    """List-price cost per result (one run at the olympic-mean time), of all runs, and of all
-    attempts (azbench's own runs, failed attempts included)."""
+               raw_minutes: float | None, runs: Sequence[RunRow] | None,
+               attempts: Sequence[AttemptRow] | None, prices: Prices | None = None,
+               runs_for_score: int | None = None) -> GroupCost:
+    """List-price cost per result (results.definitions.cost_per_result: the `runs_for_score`
+    runs one MLPerf score needs, each at its own minutes; `rows` in launch order), per run (one
+    run as long as the raw olympic mean), of all runs, and of all attempts (azbench's own runs,
+    failed attempts included)."""
     row = gpu.row
     if row is not None and not row.is_azure_size:  # an emulated local node: nothing to price
         return GroupCost(cost_note="no price (local)")
@@ -83,8 +90,8 @@ def group_cost(rows: Sequence[ResultRow], gpu: GpuMatch, nodes: int | None, gpus
         why = "unknown node count" if gpu.exact else "GPU count unknown"
         return GroupCost(price_per_vm_hour=price, cost_note=f"cost unknown: {why}",
                          price_source=source)
-    what = f"{vms} x {row.short}" if gpu.exact else \
-        f"{gpus} {gpu.label} as {vms} x {row.short} on Azure"
+    what = f"{formats.count(vms)} x {row.short}" if gpu.exact else \
+        f"{formats.count(gpus)} {gpu.label} as {formats.count(vms)} x {row.short} on Azure"
     dated = f", read {row.price_date}" if row.price_date and override is None else ""
     out = GroupCost(price_per_vm_hour=price, priced_vms=vms, system_price_per_hour=vms * price,
                     price_source=source,
@@ -92,10 +99,16 @@ def group_cost(rows: Sequence[ResultRow], gpu: GpuMatch, nodes: int | None, gpus
                               f"{' (--price)' if override is not None else dated}")
     per_run = [metrics.run_cost_usd(metrics.node_hours(vms, r.minutes * 60), price)
                for r in rows if r.minutes]
-    update: dict[str, float] = {"cost_all_runs_usd": sum(per_run)}
-    if score_minutes is not None:
-        update["cost_per_result_usd"] = metrics.run_cost_usd(
-            metrics.node_hours(vms, score_minutes * 60), price)
+    update: dict[str, object] = {"cost_all_runs_usd": sum(per_run)}
+    if raw_minutes is not None:
+        update["cost_per_run_usd"] = cost_per_run(raw_minutes, vms, price)
+    if runs_for_score:
+        result = cost_per_result([r.minutes for r in rows if not r.resumed], runs_for_score, vms, price)
+        update["cost_per_result_usd"] = result.usd
+        update["cost_note"] = f"{out.cost_note}; per result: {result.note}"
+    else:
+        update["cost_note"] = (f"{out.cost_note}; per result: unknown, the benchmark has no "
+                               "required run count")
     if gpu.exact and runs is not None and attempts is not None:
         run_nodes = {r.id: r.nodes for r in runs}
         ids = {r.run_id for r in rows if r.run_id}

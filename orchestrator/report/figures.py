@@ -26,14 +26,15 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import timedelta
 from typing import Any
 
+from orchestrator import formats
 from orchestrator.forecast.curve import CurveData
 from orchestrator.forecast.points import STORED, group_order
 from orchestrator.hardware.catalog import bare_name, colour_of, find
 from orchestrator.report.build import GroupReport, SkuSpeedup, WeakScaling
 from orchestrator.report.gpus import match_gpu
-from orchestrator.report.history import HistorySeries
+from orchestrator.report.history import HistoryPoint, HistorySeries
 from orchestrator.report.labels import cut_apart
-from orchestrator.report.vs_published import PublishedNeighbour
+from orchestrator.results.definitions import PublishedNeighbour
 from orchestrator.results.summary import kept_step_times, summary_of
 from orchestrator.store.schema import ResultRow
 
@@ -46,6 +47,7 @@ PUBLISHED = "#444444"
 HALF_AXIS_PX = 380  # plot width of a half-width chart at 1,280 px (what tick thinning assumes)
 FULL_AXIS_PX = 820
 BAR_ROW_PX = 26
+TOOLBAR_PX = 40  # plotly's toolbar (modebar, 22 px) at the top right; titles start below it
 BAR_LABEL_CHARS = 60
 # Kelly's 22 colours of maximum contrast without white and black (K. L. Kelly, "Twenty-two
 # colors of maximum contrast", Color Engineering 3(6), 1965), strongest first.
@@ -72,10 +74,15 @@ class Palette:
 
 
 def layout(title: str, xtitle: str, ytitle: str, **extra: Any) -> dict[str, Any]:
+    """A chart's layout: the title (lines split by <br>) in the top margin below plotly's
+    toolbar, never under it; `extra` keys replace (axes: extend) the defaults."""
+    lines = title.count("<br>") + 1
     out: dict[str, Any] = {
         "title": {"text": title, "font": {"size": 14}, "x": 0.01, "xanchor": "left",
+                  "yref": "container", "y": 1, "yanchor": "top", "pad": {"t": TOOLBAR_PX},
                   "automargin": True},
-        "height": 380, "margin": {"l": 60, "r": 20, "t": 50, "b": 50}, "hovermode": "closest",
+        "height": 380, "margin": {"l": 60, "r": 20, "t": TOOLBAR_PX + 18 * lines + 10, "b": 50},
+        "hovermode": "closest",
         "xaxis": {"title": {"text": xtitle}, "automargin": True},
         "yaxis": {"title": {"text": ytitle}, "automargin": True},
         "showlegend": False, "dragmode": "zoom",
@@ -114,7 +121,8 @@ def time_to_train(bench: str, groups: Sequence[GroupReport], palette: Palette) -
         style = _system_style(g.label)
         traces.append({"type": "scatter", "mode": "markers", "name": g.label, **style,
                        "x": [x] * len(runs), "y": [m for _, m in runs],
-                       "text": [f"{g.label}<br>{g.workers} GPUs, run {i}: {m:.3f} min" for i, m in runs],
+                       "text": [f"{g.label}<br>{formats.count(g.workers)} GPUs, run {i}: {formats.fixed(m, 3)} min"
+                                for i, m in runs],
                        "hoverinfo": "text",
                        "marker": {"size": 7, "opacity": 0.65, "color": palette.colour(g.label),
                                   "symbol": palette.symbol(g.label)}})
@@ -318,7 +326,7 @@ def _outside(curve: CurveData, inside: Sequence[int]) -> list[int | None]:
 def sku_speedup(pairs: Sequence[SkuSpeedup]) -> Figure | None:
     if not pairs:
         return None
-    names = cut_apart([f"{s.benchmark} {s.workers} GPUs: {_gpu(s.sku_b)} vs {_gpu(s.sku_a)}"
+    names = cut_apart([f"{s.benchmark} {formats.count(s.workers)} GPUs: {_gpu(s.sku_b)} vs {_gpu(s.sku_a)}"
                        for s in pairs], BAR_LABEL_CHARS)
     traces = [_hbar("speedup", names, [s.speedup for s in pairs], KELLY[0]),
               _hbar("per dollar", names, [s.speedup_per_dollar for s in pairs], KELLY[2])]
@@ -328,16 +336,30 @@ def sku_speedup(pairs: Sequence[SkuSpeedup]) -> Figure | None:
 
 
 def mfu(groups: Sequence[GroupReport]) -> Figure | None:
+    """MFU at the run's precision (its name on the bar) and against dense BF16; a BF16 figure
+    above 100% (an FP8/FP4 run outruns BF16's peak) is not a utilisation: no bar, a note under
+    the chart with its value."""
     shown = [g for g in groups if g.mfu is not None or g.mfu_bf16 is not None]
     if not shown:
         return None
     names = bar_names(shown)
+    over = [(n, g) for n, g in zip(names, shown) if g.mfu_bf16 is not None and g.mfu_bf16 > 1.0]
     traces = [_hbar("MFU (run precision)", names, [_pct(g.mfu) for g in shown], KELLY[0],
                     text=[g.mfu_precision or "" for g in shown]),
-              _hbar("MFU vs dense BF16", names, [_pct(g.mfu_bf16) for g in shown], KELLY[1])]
-    return {"data": traces, "layout": _bar_layout(
-        "Model FLOPs utilisation at the median step", "MFU (%)", len(names), barmode="group",
-        xaxis={"ticksuffix": "%", "rangemode": "tozero"}, **side_legend())}
+              _hbar("MFU vs dense BF16", names,
+                    [None if (g.mfu_bf16 or 0.0) > 1.0 else _pct(g.mfu_bf16) for g in shown], KELLY[1])]
+    lay = _bar_layout("Model FLOPs utilisation at the median step", "MFU (%)", len(names),
+                      barmode="group", xaxis={"ticksuffix": "%", "rangemode": "tozero"}, **side_legend())
+    if over:
+        lines = [f"{n}: {(g.mfu_bf16 or 0.0):.1%} vs dense BF16 ({g.mfu_precision} run)" for n, g in over[:4]]
+        lines += [f"and {len(over) - 4} more (the table has them)"] if len(over) > 4 else []
+        lay["annotations"] = [{"text": "Not drawn, above 100%: not a utilisation<br>" + "<br>".join(lines),
+                               "xref": "paper", "yref": "paper", "x": 0, "y": 0, "yshift": -40,
+                               "xanchor": "left", "yanchor": "top", "showarrow": False,
+                               "align": "left", "font": {"size": 11}}]
+        lay["margin"] = {**lay["margin"], "b": 60 + 16 * (len(lines) + 1)}
+        lay["height"] = lay["height"] + 16 * (len(lines) + 1)
+    return {"data": traces, "layout": lay}
 
 
 def cost(groups: Sequence[GroupReport]) -> Figure | None:
@@ -472,37 +494,59 @@ def accuracy(label: str, rows: Sequence[ResultRow], colour: str = KELLY[0]) -> F
 
 
 def history(series: HistorySeries) -> Figure:
-    """One metric at one scale over time: the baseline's tolerance band, the values, and the
-    verdicts of `compare` (regressions red, improvements green)."""
-    xs = [p.when.isoformat() for p in series.points]
+    """One metric at one scale over time, on an axis that does not turn noise into a trend.
+
+    With a baseline: each occasion's change against the baseline mean in percent (compare's
+    own `change`), the band its tolerance (the noise `compare` lets through) around zero, and
+    an axis that always holds the whole band, so values inside it read flat. Without one: the
+    values on an axis from zero. Regressions red, improvements green; every point's value and
+    change are in its hover text."""
+    relative = series.band is not None and bool(series.baseline_mean)
+    shown = [p for p in series.points if p.change is not None] if relative else list(series.points)
+    xs = [p.when.isoformat() for p in shown]
+    unit = series.metric_label
+
+    def y(p: HistoryPoint) -> float:
+        return (p.change or 0.0) * 100 if relative else p.value
+
     traces: list[dict[str, Any]] = []
-    if series.band is not None and xs:
-        lo, hi = series.band
+    band = series.max_change * 100
+    if relative and xs:
         span = [min(xs), max(xs)] if len(xs) > 1 else xs * 2
-        traces.append({"type": "scatter", "mode": "lines", "x": span, "y": [lo, lo],
+        traces.append({"type": "scatter", "mode": "lines", "x": span, "y": [-band, -band],
                        "line": {"width": 0}, "showlegend": False, "hoverinfo": "skip"})
-        traces.append({"type": "scatter", "mode": "lines", "x": span, "y": [hi, hi],
+        traces.append({"type": "scatter", "mode": "lines", "x": span, "y": [band, band],
                        "fill": "tonexty", "fillcolor": BAND, "line": {"width": 0},
-                       "name": f"baseline {series.baseline or ''} ±{series.max_change:.0%}",
-                       "hoverinfo": "skip"})
-        traces.append({"type": "scatter", "mode": "lines", "x": span,
-                       "y": [series.baseline_mean] * 2, "name": "baseline mean",
-                       "line": {"dash": "dot", "color": "#2e86c1", "width": 1}})
-    traces.append({"type": "scatter", "mode": "lines+markers", "name": series.metric_label[:24],
-                   "x": xs, "y": [p.value for p in series.points],
-                   "text": [f"{p.occasion}<br>{p.value:.4g} ({p.verdict or 'no baseline'}"
-                            + (f", {p.change:+.1%}" if p.change is not None else "") + ")"
-                            for p in series.points],
+                       "name": f"tolerance ±{formats.pct(series.max_change, 0)}", "hoverinfo": "skip"})
+        traces.append({"type": "scatter", "mode": "lines", "x": span, "y": [0, 0],
+                       "name": f"baseline {series.baseline or ''} mean "
+                               f"{formats.sig(series.baseline_mean)}",
+                       "line": {"dash": "dot", "color": "#2e86c1", "width": 1}, "hoverinfo": "skip"})
+    traces.append({"type": "scatter", "mode": "lines+markers", "name": "this scale" if relative else unit[:24],
+                   "x": xs, "y": [y(p) for p in shown],
+                   "text": [f"{p.occasion}<br>{unit}: {formats.sig(p.value)}"
+                            + (f" ({formats.pct(p.change, signed=True)} vs baseline, {p.verdict})"
+                               if p.change is not None else f" ({p.verdict or 'no baseline'})")
+                            for p in shown],
                    "hoverinfo": "text", "line": {"color": "#34495e"}})
     for verdict, colour, symbol in (("regression", BAD, "x"), ("improvement", GOOD, "triangle-up")):
-        hits = [p for p in series.points if p.verdict == verdict]
+        hits = [p for p in shown if p.verdict == verdict]
         if hits:
             traces.append({"type": "scatter", "mode": "markers", "name": verdict,
-                           "x": [p.when.isoformat() for p in hits], "y": [p.value for p in hits],
+                           "x": [p.when.isoformat() for p in hits], "y": [y(p) for p in hits],
                            "text": [f"{p.occasion}: {verdict}" for p in hits], "hoverinfo": "text",
                            "marker": {"color": colour, "size": 14, "symbol": symbol}})
+    if relative:
+        ys = [y(p) for p in shown] + [-band, band]
+        lo, hi = min(ys), max(ys)
+        pad = (hi - lo) * 0.12 or 1.0
+        yaxis: dict[str, Any] = {"title": {"text": "change vs baseline mean"},
+                                 "range": [lo - pad, hi + pad], "ticksuffix": "%", "zeroline": False}
+    else:
+        top = max((p.value for p in shown), default=1.0) or 1.0
+        yaxis = {"title": {"text": unit}, "range": [0, top * 1.12], "rangemode": "tozero"}
     xaxis: dict[str, Any] = {"type": "date", "title": {"text": "when"}, "nticks": 6}
-    whens = sorted({p.when for p in series.points})
+    whens = sorted({p.when for p in shown})
     if len(whens) == 1:  # one occasion: a day either side, not a millisecond scale
         xaxis["range"] = [(whens[0] - timedelta(days=1)).isoformat(),
                           (whens[0] + timedelta(days=1)).isoformat()]
@@ -512,9 +556,10 @@ def history(series: HistorySeries) -> Figure:
     else:  # whole days, never two ticks on one day, at most about five ticks
         days = max(1, math.ceil(spread / timedelta(days=1) / 4))
         xaxis.update(tickformat="%b %d<br>%Y", dtick=days * 86_400_000)
+    better = "lower" if series.better == "lower" else "higher"
     return {"data": traces, "layout": layout(
-        f"{series.label}: {series.metric_label}", "when", series.metric_label, xaxis=xaxis,
-        **side_legend())}
+        f"{series.label}<br>{unit}, {better} is better", "when", unit, xaxis=xaxis, yaxis=yaxis,
+        height=400, **side_legend())}
 
 
 # -- axes ----------------------------------------------------------------------------------------

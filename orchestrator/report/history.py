@@ -11,8 +11,12 @@ from datetime import datetime
 
 from pydantic import Field
 
-from orchestrator.hardware.catalog import bare_name
+from orchestrator import formats
 from orchestrator.models import Frozen
+from orchestrator.report.gpus import match_gpu
+
+# Fewer points than this is no trend: such a series is a table row, not a chart.
+MIN_CHART_POINTS = 3
 
 
 class HistoryPoint(Frozen):
@@ -20,7 +24,8 @@ class HistoryPoint(Frozen):
 
     when: datetime
     occasion: str = Field(description="'pipeline run <sweep id>' or 'import <date>'")
-    value: float = Field(description="mean of the samples")
+    value: float = Field(description="the metric's figure (results.definitions): the MLPerf "
+                                     "score for time to train, the median step for step time")
     samples: list[float] = Field(default_factory=list)
     verdict: str | None = Field(None, description="compare's verdict; None without a baseline")
     change: float | None = Field(None, description="(value - baseline mean) / baseline mean")
@@ -31,18 +36,26 @@ class HistorySeries(Frozen):
     benchmark: str
     sku: str | None = None
     nodes: int
+    gpus: int | None = Field(None, description="GPUs at this scale (the results' own count)")
     metric: str
     metric_label: str
     better: str = Field(description="'lower' or 'higher'")
     baseline: str | None = None
-    baseline_mean: float | None = None
+    baseline_mean: float | None = Field(None, description="the baseline's figure of the metric")
     band: tuple[float, float] | None = Field(None, description="baseline mean -/+ max_change")
     max_change: float = 0.0
     points: list[HistoryPoint] = Field(default_factory=list)
 
     @property
     def label(self) -> str:
-        return f"{self.benchmark} {self.nodes}x{bare_name(self.sku or '?')}"
+        """"llama31_405b · GB200 · 512 GPUs (128 nodes)": the benchmark, the GPU type as a
+        reader names it (report.gpus) and the scale (formats.scale)."""
+        return f"{self.benchmark} · {match_gpu(self.sku).label} · {formats.scale(self.gpus, self.nodes)}"
+
+    @property
+    def charted(self) -> bool:
+        """Whether the series is a chart (MIN_CHART_POINTS or more points) or table rows."""
+        return len(self.points) >= MIN_CHART_POINTS
 
     @property
     def regressions(self) -> list[HistoryPoint]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from orchestrator import formats
 from orchestrator.hardware.catalog import SPOT_PRICE_SOURCE, lookup
 from orchestrator.models import Frozen
 from orchestrator.store.schema import AttemptRow, RunRow
@@ -60,8 +61,9 @@ def preemption_lines(runs: Sequence[RunRow] | None, attempts: Sequence[AttemptRo
 def preemption_section(lines: Sequence[PreemptionLine]) -> tuple[str, list[str], list[list[str]]]:
     header = ["run", "cluster", "nodes", "spot", "attempts", "preemptions", "lost steps", "lost s",
               "node-h", "spot ($)", "pay-as-you-go ($)", "saved ($)"]
-    rows = [[x.run_id, x.cluster, str(x.nodes), "yes" if x.spot else "no", str(x.attempts),
-             str(x.preemptions), str(x.lost_steps), f"{x.lost_seconds:.1f}", f"{x.node_hours:.3f}",
+    rows = [[x.run_id, x.cluster, formats.count(x.nodes), "yes" if x.spot else "no", formats.count(x.attempts),
+             formats.count(x.preemptions), formats.count(x.lost_steps), formats.fixed(x.lost_seconds, 1),
+             formats.fixed(x.node_hours, 3),
              _usd(x.cost_spot_usd), _usd(x.cost_payg_usd), _usd(x.saved_usd)] for x in lines]
     return f"Spot preemptions and cost saved (estimate: spot price {SPOT_PRICE_SOURCE})", header, rows
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime
 
+from orchestrator import formats
 from orchestrator.models import Frozen
 from orchestrator.store.schema import EventRow
 
@@ -42,6 +43,6 @@ def replacement_lines(events: Sequence[EventRow] | None, cluster: str | None = N
 
 def replacement_section(lines: Sequence[ReplacementLine]) -> tuple[str, list[str], list[list[str]]]:
     header = ["when", "cluster", "node", "new node", "status", "seconds", "cost", "reason"]
-    rows = [[f"{x.ts:%Y-%m-%d %H:%M}", x.cluster, x.node, x.new_node, x.status, f"{x.seconds:.1f}",
-             "-" if x.cost_usd is None else f"${x.cost_usd:.2f}", x.reason] for x in lines]
+    rows = [[f"{x.ts:%Y-%m-%d %H:%M}", x.cluster, x.node, x.new_node, x.status, formats.fixed(x.seconds, 1),
+             formats.usd(x.cost_usd), x.reason] for x in lines]
     return "Node replacements (self-healing)", header, rows

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from orchestrator import formats
 from orchestrator.errors import ConfigError
 from orchestrator.forecast.curve import CurveData, benchmark_curves
 from orchestrator.forecast.points import check_benchmark, series_points
@@ -41,8 +42,13 @@ from orchestrator.paths import templates_dir, write_atomic
 from orchestrator.report import figures as figs
 from orchestrator.report import goodput_charts as gcharts
 from orchestrator.report.build import GroupReport, Report, RunLine, group_label, group_results
+from orchestrator.report.fabric_site import HEADER as FABRIC_HEADER
+from orchestrator.report.fabric_site import PATH as FABRIC_PATH
+from orchestrator.report.fabric_site import TEMPLATE as FABRIC_TEMPLATE
+from orchestrator.report.fabric_site import fabric_page_parts
 from orchestrator.report.figures import Figure, Palette
-from orchestrator.report.history import History, HistorySeries
+from orchestrator.report.history import MIN_CHART_POINTS, History, HistorySeries
+from orchestrator.results.definitions import PublishedNeighbour
 from orchestrator.results.published import catalog_gpu
 from orchestrator.store.schema import AttemptRow, ResultRow, RunRow
 from orchestrator.templating import render
@@ -51,7 +57,9 @@ EXCERPT_LINES = 15  # head and tail of a log shown under a run
 EXCERPT_LINE_CHARS = 240
 _ASSETS = ("static/site.css", "static/site.js", "vendor/plotly-basic.min.js",
            "vendor/LICENSE-plotly.js.txt")
-Metric = tuple[str, float | int | None, str]  # label, value, which is better ("lower"/"higher"/"")
+# label, value, which is better ("lower"/"higher"/""), and whether it depends on the GPU count
+# (a time, a cost): the compare page colours those only between systems of one GPU count.
+Metric = tuple[str, float | int | None, str, bool]
 
 
 @dataclass
@@ -95,8 +103,9 @@ def write_site(report: Report, results: Sequence[ResultRow], out_dir: Path, *,
     site = _Site(report, results, runs or [], attempts or [], history)
     site.goodput = {g.run_id: g for g in goodput}
     pages = [site.overview(), *site.benchmark_pages(), *site.system_pages(), site.history_page(),
-             site.compare_page(), goodput_page(list(goodput), list(clusters))]
-    nav = {"benchmarks": site.bench_links, "systems": site.system_links}
+             site.compare_page(), *([site.fabric_page()] if report.fabric else []),
+             goodput_page(list(goodput), list(clusters))]
+    nav = {"benchmarks": site.bench_links, "systems": site.system_links, "fabric": bool(report.fabric)}
     out_dir.mkdir(parents=True, exist_ok=True)
     written = []
     for page in pages:
@@ -219,17 +228,18 @@ class _Site:
         h = self.history
         charts: dict[str, Figure | None] = {}
         ordered = sorted(h.series if h else [], key=lambda s: (s.baseline is None, -len(s.points)))
-        drawn = [s for s in ordered if len(s.points) > 1]  # one point is a table row, not a chart
+        drawn = [s for s in ordered if s.charted]  # two points are no trend: table rows
         for i, s in enumerate(drawn):  # series with a band and the longest histories first
             charts[f"h{i}"] = figs.history(s)
         series = [{"id": f"h{i}", "s": s} for i, s in enumerate(drawn)]
-        single = [s for s in ordered if len(s.points) == 1]
+        single = [s for s in ordered if not s.charted]
         tables = [t for t in (self._history_table("history-points", drawn, "Every point"),
                               self._history_table("history-single", single,
-                                                  f"Series with one point ({len(single)}): "
-                                                  "listed, not charted")) if t.rows]
+                                                  f"Series with fewer than {MIN_CHART_POINTS} points "
+                                                  f"({len(single)}): listed, not charted")) if t.rows]
         return Page("history.html", "history.html.j2", "History", ctx={
-            "history": h, "series": series, "tables": tables, "single": len(single)},
+            "history": h, "series": series, "tables": tables, "single": len(single),
+            "min_points": MIN_CHART_POINTS},
             figures=_present(charts))
 
     def compare_page(self) -> Page:
@@ -238,7 +248,8 @@ class _Site:
             x, y, unit = figs.step_profile(self.rows.get((g.benchmark, g.label), []))
             systems.append({"id": f"{self.bench_slug[g.benchmark]}--{self.system_slug[g.label]}",
                             "key": f"{g.benchmark} | {g.label}", "benchmark": g.benchmark,
-                            "colour": self.palette.colour(g.label), "metrics": _group_metrics(g),
+                            "colour": self.palette.colour(g.label), "gpus": g.gpus,
+                            "metrics": _group_metrics(g),
                             "profile": {"x": x, "y": y, "unit": unit}})
         runs = []
         for g in self.report.groups:
@@ -248,9 +259,17 @@ class _Site:
                 runs.append({"id": f"{self.bench_slug[g.benchmark]}--{self.system_slug[g.label]}--{i}",
                              "key": f"{g.benchmark} | {g.label} | run {i}",
                              "benchmark": g.benchmark, "colour": self.palette.colour(g.label),
-                             "metrics": _run_metrics(r), "profile": {"x": x, "y": y, "unit": unit}})
+                             "gpus": g.gpus, "metrics": _run_metrics(r), "profile": {"x": x, "y": y, "unit": unit}})
         return Page("compare.html", "compare.html.j2", "Compare",
                     ctx={"compare_data": {"systems": systems, "runs": runs}})
+
+    def fabric_page(self) -> Page:
+        """fabric.html: the stored collective runs (report/fabric_site.py)."""
+        ctx, rows, charts = fabric_page_parts(self.report)
+        cells = [[Cell(text, sort=sort, cls=cls, title=title) for text, sort, cls, title in row] for row in rows]
+        ctx["runs"] = Table("fabric-runs", FABRIC_HEADER, cells, title="Every run",
+                            wide_cols=[len(FABRIC_HEADER) - 1])
+        return Page(FABRIC_PATH, FABRIC_TEMPLATE, "Fabric", ctx=ctx, figures=charts)
 
     # -- tables --------------------------------------------------------------------------
 
@@ -265,8 +284,7 @@ class _Site:
                 self._system_cell(b.system), _num_cell(b.gpus, 0),
                 _num_cell(b.cost_per_result_usd, 2, title=g.cost_note if g else ""),
                 _pct_cell(b.mfu),
-                _delta_cell(g.published.delta if g and g.published else None,
-                            g.published.config if g and g.published else ""),
+                _delta_cell(g.published if g else None),
                 _num_cell(b.scores, 0)])
         return Table("best", ["benchmark", "GPU", "MLPerf score (min)", "system", "GPUs",
                               "$ / result", "MFU", "vs nearest published", "official scores"],
@@ -301,7 +319,7 @@ class _Site:
                 _num_cell(g.gpus, 0), Cell(f"{g.runs} ({g.required_runs or '-'})", g.runs),
                 _num_cell(g.score_minutes, 3, cls="headline"), _num_cell(g.score_raw_minutes, 3),
                 Cell(kind, cls=f"k-{kind.replace(' ', '-')}"),
-                _delta_cell(n.delta if n else None, n.config if n else ""),
+                _delta_cell(n),
                 _num_cell(g.step_stats.median if g.step_stats else None, 4),
                 _pct_cell(g.mfu), _num_cell(g.cost_per_result_usd, 2, title=g.cost_note),
                 Cell(_score_note(g), cls="note")])
@@ -311,11 +329,14 @@ class _Site:
                      rows, "Scores", wide_cols=[1, 8, 12],
                      note="MLPerf score = the olympic mean of the runs x the RCP scaling factor "
                           "(scaling.json), as MLCommons publishes it; vs nearest published = "
-                          "score / the nearest published closed-division score on the same GPU "
-                          "- 1 (+: slower); $ / result = one run as long as the olympic mean at "
-                          "Azure list price (hover for how it was priced); MFU = against the dense "
-                          "peak of the precision the runs trained in (the system page says where "
-                          "that was read); - = unknown.")
+                          "score / the published closed-division score on the same accelerator "
+                          "at the same GPU count - 1 (+: slower, coloured); where none is "
+                          "published at that count, the nearest count per GPU (GPU-minutes, "
+                          "marked 'per GPU', not coloured); $ / result = the runs one MLPerf "
+                          "score needs, each at its own minutes, at Azure list price (hover for "
+                          "how it was priced); MFU = against the dense peak of the precision the "
+                          "runs trained in (the system page says where that was read); - = "
+                          "unknown. Each figure's one definition: docs/figures.md.")
 
     def _steps_table(self, groups: Sequence[GroupReport]) -> Table:
         rows = [[self._system_cell(g.label), _num_cell(g.nodes, 0), _num_cell(s.count, 0),
@@ -330,11 +351,11 @@ class _Site:
 
     def _scaling_table(self) -> Table:
         rows = [[Cell(s.benchmark), Cell(f"{s.small} → {s.large}"),
-                 Cell(f"{s.workers_small} → {s.workers_large}", s.workers_large),
+                 Cell(f"{formats.count(s.workers_small)} → {formats.count(s.workers_large)}", s.workers_large),
                  _num_cell(s.speedup, 3), _pct_cell(s.efficiency), _pct_cell(s.efficiency_scaled),
                  _pct_cell(s.throughput_efficiency)] for s in self.report.strong_scaling]
         rows += [[Cell(w.benchmark), Cell(f"{w.base} → {w.system} (weak)"),
-                  Cell(f"{w.nodes_base} → {w.nodes} nodes", w.nodes), _num_cell(None, 0),
+                  Cell(f"{formats.count(w.nodes_base)} → {formats.plural(w.nodes, 'node')}", w.nodes), _num_cell(None, 0),
                   _pct_cell(w.efficiency), _num_cell(None, 0), _num_cell(None, 0)]
                  for w in self.report.weak_scaling]
         return Table("scaling", ["benchmark", "from → to", "GPUs", "speedup (raw)",
@@ -344,12 +365,16 @@ class _Site:
     def _cost_table(self, groups: Sequence[GroupReport]) -> Table:
         rows = [[Cell(g.benchmark), self._system_cell(g.label), Cell(g.gpu_type or "-"),
                  _num_cell(g.priced_vms, 0), _num_cell(g.price_per_vm_hour, 2),
-                 _num_cell(g.cost_per_result_usd, 2), _num_cell(g.cost_all_runs_usd, 2),
+                 _num_cell(g.cost_per_result_usd, 2), _num_cell(g.cost_per_run_usd, 2),
+                 _num_cell(g.cost_all_runs_usd, 2),
                  _num_cell(g.cost_all_attempts_usd, 2), Cell(g.cost_note, cls="note"),
                  Cell(g.price_source, cls="note")] for g in groups]
         return Table("cost", ["benchmark", "system", "GPU", "VMs", "$/VM-hour", "per result ($)",
-                              "all runs ($)", "all attempts ($)", "note", "price source"], rows,
-                     "Cost at list price", wide_cols=[1, 8, 9])
+                              "per run ($)", "all runs ($)", "all attempts ($)", "note",
+                              "price source"], rows,
+                     "Cost at list price (per result: the runs one MLPerf score needs, each at its "
+                     "own minutes; per run: one run as long as the raw olympic mean)",
+                     wide_cols=[1, 9, 10])
 
     def _runs_table(self, g: GroupReport, key: str) -> Table:
         ids = [row.run_id for row in self.rows.get((g.benchmark, g.label), [])]
@@ -393,7 +418,7 @@ class _Site:
                            "confidence", "verdict"], [
             [Cell(s.label), Cell(s.metric_label),
              Cell(f"{p.when:%Y-%m-%d %H:%M}", p.when.timestamp()), Cell(p.occasion),
-             Cell(f"{p.value:.4g}", p.value), _pct_cell(p.change, signed=True),
+             Cell(formats.sig(p.value), p.value), _pct_cell(p.change, signed=True),
              _pct_cell(p.confidence), Cell(p.verdict or "-", cls=f"v-{p.verdict or 'none'}")]
             for s in series for p in s.points], title, wide_cols=[3])
 
@@ -509,52 +534,58 @@ def no_curve_line(bench: str, stored: Sequence[ResultRow]) -> str:
 def _group_metrics(g: GroupReport) -> list[Metric]:
     """A system's figures for the compare page, the most important first."""
     s = g.step_stats
-    return [("MLPerf score (min)", g.score_minutes, "lower"),
-            ("cost per result ($)", g.cost_per_result_usd, "lower"),
-            ("GPUs", g.gpus, ""),
-            ("median step (s)", s.median if s else None, "lower"),
-            ("throughput per GPU per minute", g.throughput_per_worker_minute, "higher"),
-            ("model TFLOP/s per GPU", g.model_tflops_per_gpu, "higher"),
-            ("MFU", g.mfu, "higher"),
-            ("p99 step (s)", s.p99 if s else None, "lower"),
-            ("step-time CV", s.cv if s else None, "lower"),
-            ("olympic mean, raw (min)", g.score_raw_minutes, "lower"),
-            ("scaling factor", g.scaling_factor, ""),
-            ("nearest published (min)", g.published.score_minutes if g.published else None, ""),
-            ("runs", g.runs, "")]
+    return [("MLPerf score (min)", g.score_minutes, "lower", True),
+            ("cost per result ($)", g.cost_per_result_usd, "lower", True),
+            ("GPUs", g.gpus, "", False),
+            ("median step (s)", s.median if s else None, "lower", True),
+            ("throughput per GPU per minute", g.throughput_per_worker_minute, "higher", False),
+            ("model TFLOP/s per GPU", g.model_tflops_per_gpu, "higher", False),
+            ("MFU", g.mfu, "higher", False),
+            ("p99 step (s)", s.p99 if s else None, "lower", True),
+            ("step-time CV", s.cv if s else None, "lower", False),
+            ("olympic mean, raw (min)", g.score_raw_minutes, "lower", True),
+            ("scaling factor", g.scaling_factor, "", False),
+            ("nearest published (min)", g.published.score_minutes if g.published else None, "", False),
+            ("runs", g.runs, "", False)]
 
 
 def _run_metrics(r: RunLine) -> list[Metric]:
-    return [("minutes", r.minutes, "lower"), ("median step (s)", r.median_step_s, "lower"),
-            ("progress per minute", r.progress_per_minute, "higher"),
-            ("node spread", r.node_spread, "lower")]
+    return [("minutes", r.minutes, "lower", True), ("median step (s)", r.median_step_s, "lower", True),
+            ("progress per minute", r.progress_per_minute, "higher", True),
+            ("node spread", r.node_spread, "lower", False)]
 
 
 def _score_note(g: GroupReport) -> str:
     parts = [g.score_note] if g.score_note else []
     if g.published_score_minutes is not None:
         parts.append("published as " + ("this score" if g.is_published_score
-                                        else f"{g.published_score_minutes:,.3f} min"))
+                                        else f"{formats.fixed(g.published_score_minutes, 3)} min"))
     return "; ".join(parts)
 
 
 def _num_cell(v: float | int | None, digits: int, cls: str = "", title: str = "") -> Cell:
     return Cell("-", None, title=title) if v is None else \
-        Cell(f"{v:,.{digits}f}", float(v), cls=cls, title=title)
+        Cell(formats.fixed(v, digits), float(v), cls=cls, title=title)
 
 
 def _pct_cell(v: float | None, signed: bool = False) -> Cell:
     if v is None:
         return Cell("-", None)
-    return Cell(f"{v * 100:+.1f}%" if signed else f"{v * 100:.1f}%", v)
+    return Cell(formats.pct(v, signed=signed), v)
 
 
-def _delta_cell(delta: float | None, config: str) -> Cell:
-    if delta is None:
-        return Cell("-", None, cls="delta", title=config)
-    return Cell(f"{round(delta * 100, 1) + 0.0:+.1f}% vs {config}", delta,
-                cls="delta " + ("worse" if delta > 0.005 else ("better" if delta < -0.005 else "")),
-                title=config)
+def _delta_cell(n: PublishedNeighbour | None) -> Cell:
+    """The delta to the published neighbour: coloured only at the same GPU count; across
+    counts it is per GPU (GPU-minutes), says so, and takes no colour."""
+    if n is None or n.delta is None:
+        return Cell("-", None, cls="delta", title=n.config if n else "")
+    pct = f"{round(n.delta * 100, 1) + 0.0:+.1f}%"
+    if n.per_gpu:
+        return Cell(f"{pct} per GPU vs {n.config}", n.delta, cls="delta",
+                    title=f"{n.config}: GPU-minutes per result (score x GPUs), across GPU counts")
+    return Cell(f"{pct} vs {n.config}", n.delta,
+                cls="delta " + ("worse" if n.delta > 0.005 else ("better" if n.delta < -0.005 else "")),
+                title=n.config)
 
 
 def _present(charts: dict[str, Figure | None]) -> dict[str, Figure]:

@@ -17,8 +17,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
+from orchestrator import formats
 from orchestrator.report.build import GroupReport, Report
 from orchestrator.report.labels import cut_apart, cut_middle
+from orchestrator.safetext import clean
 
 Value = str | int | float | None
 Fmt = Literal["text", "int", "minutes", "usd", "pct", "signed_pct", "factor"]
@@ -34,6 +36,7 @@ class Column:
     shrink: bool = False  # may be cut (in the middle) to fit the width
     min_width: int = 8
     max_width: int = 0  # cut to this width whatever the room (0: no cap)
+    suffix_key: str | None = None  # a row key whose text follows the number in the cell ("fp8")
 
 
 @dataclass
@@ -75,14 +78,14 @@ def summary_view(report: Report, *, runs: bool = False, vs_published: bool = Fal
 def render_text(view: View, width: int = WIDTH) -> str:
     """The view as borderless aligned text no line of which is wider than `width`."""
     out = [part for line in view.heading
-           for part in textwrap.wrap(line, width, subsequent_indent="  ") or [""]]
+           for part in textwrap.wrap(clean(line), width, subsequent_indent="  ") or [""]]
     for table in view.tables:
-        out += ["", *textwrap.wrap(table.title, width, subsequent_indent="  ")]
+        out += ["", *textwrap.wrap(clean(table.title), width, subsequent_indent="  ")]
         out += _table_lines(table, width)
     if view.footer:
         out.append("")
         out += [part for line in view.footer
-                for part in textwrap.wrap(line, width, subsequent_indent="  ",
+                for part in textwrap.wrap(clean(line), width, subsequent_indent="  ",
                                           break_on_hyphens=False) or [""]]
     return "\n".join(out) + "\n"
 
@@ -102,10 +105,12 @@ def _heading(report: Report, prefix: str) -> list[str]:
         line += " (" + ", ".join(f"{k}={v}" for k, v in report.filters.items()) + ")"
     lines = [line, "score = the MLPerf score as MLCommons publishes it: olympic mean x "
                    "scaling.json, in minutes",
-             "$/result = one run as long as the olympic mean, at Azure list price (the catalog's, "
-             "or --price) for the same GPUs on Azure VMs; MFU = model FLOP/s at the median step / "
-             "the dense peak of the run's precision (from its log or published config, else the "
-             "recipe's assumption); - = unknown; how each was got, or why not: --markdown or --json"]
+             "$/result = the runs one MLPerf score needs (the benchmark's required runs), each at "
+             "its own minutes, at Azure list price (the catalog's, or --price) for the same GPUs "
+             "on Azure VMs; MFU = model FLOP/s at the median step / the dense peak of the "
+             "precision beside it (from the run's log or the config its system ran, else the "
+             "recipe's assumption); - = unknown; how each was got, or why not: --markdown or "
+             "--json; each figure's one definition: docs/figures.md"]
     if prefix:
         lines.append(f"systems are all under {prefix.rstrip('/')}/ (left out below)")
     return lines
@@ -113,13 +118,14 @@ def _heading(report: Report, prefix: str) -> list[str]:
 
 def _best_table(report: Report, prefix: str) -> ViewTable:
     cols = [Column("benchmark", "benchmark", min_width=10), _gpu_column(),
-            Column("score", "score", "minutes"), Column("system", "system", shrink=True, min_width=16),
+            Column("score", "score", "minutes"), Column("system", "system", shrink=True, min_width=14),
             Column("gpus", "GPUs", "int", min_width=5), Column("cost", "$/result", "usd"),
-            Column("mfu", "MFU", "pct", min_width=5)]
+            _mfu_column()]
     rows: list[dict[str, Value]] = [
         {"benchmark": b.benchmark, "gpu": b.gpu_type, "score": b.score_minutes,
          "system": _strip(b.system, prefix), "gpus": b.gpus, "cost": b.cost_per_result_usd,
-         "mfu": b.mfu} for b in report.best]
+         "mfu": b.mfu, "mfu_precision": b.mfu_precision if b.mfu is not None else None}
+        for b in report.best]
     return ViewTable("best", "Best per benchmark: the fastest official score per GPU type", cols,
                      rows)
 
@@ -128,12 +134,13 @@ def _scores_table(groups: Sequence[GroupReport], prefix: str) -> ViewTable:
     cols = [Column("system", "system", shrink=True, min_width=16), _gpu_column(),
             Column("gpus", "GPUs", "int", min_width=5), Column("score", "score", "minutes"),
             Column("kind", "kind", min_width=10), Column("cost", "$/result", "usd"),
-            Column("mfu", "MFU", "pct", min_width=5)]
+            _mfu_column()]
     rows: list[dict[str, Value]] = [
         {"benchmark": g.benchmark, "system": _strip(g.label, prefix), "gpu": g.gpu_type,
          "gpus": g.gpus, "score": g.score_minutes, "raw_mean": g.score_raw_minutes,
          "scaling": g.scaling_factor, "kind": g.kind, "cost": g.cost_per_result_usd,
-         "mfu": g.mfu} for g in groups]
+         "mfu": g.mfu, "mfu_precision": g.mfu_precision if g.mfu is not None else None}
+        for g in groups]
     return ViewTable("scores", "Scores, one line per benchmark and system (the raw olympic means "
                                "and scaling factors are in --markdown and --json)", cols, rows,
                      group_by="benchmark")
@@ -144,7 +151,7 @@ def _published_table(groups: Sequence[GroupReport], prefix: str) -> ViewTable:
             Column("gpus", "GPUs", "int", min_width=5),
             Column("score", "score", "minutes"), Column("as_published", "published", min_width=9),
             Column("published", "nearest", "minutes"), Column("delta", "delta", "signed_pct"),
-            Column("nearest_gpus", "its GPUs", "int", min_width=8)]
+            Column("nearest_gpus", "its GPUs", "int", min_width=8), Column("basis", "basis", min_width=7)]
     rows: list[dict[str, Value]] = []
     for g in groups:
         n = g.published
@@ -153,12 +160,16 @@ def _published_table(groups: Sequence[GroupReport], prefix: str) -> ViewTable:
                      "as_published": _as_published(g),
                      "published": n.score_minutes if n else None, "delta": n.delta if n else None,
                      "nearest_gpus": n.gpus if n else None,
+                     "basis": (("per GPU" if n.per_gpu else "=GPUs") if n else None),
+                     "per_gpu": n.per_gpu if n else None,
                      "neighbour": f"nearest: {n.round} {n.submitter} {n.system}" if n
                      else _no_neighbour(g)})
-    return ViewTable("vs_published", "Beside the published record (closed division, same GPU; "
-                     "the same GPU count, else the closest): delta = score / nearest - 1, + is "
-                     "slower; published '=' means this result is itself a published one and its "
-                     "score equals the published score", cols, rows, group_by="benchmark",
+    return ViewTable("vs_published", "Beside the published record (closed division, same "
+                     "accelerator): at the same GPU count (basis =GPUs) delta = score / published "
+                     "- 1; where none is published at that count, the nearest count compared per "
+                     "GPU (basis 'per GPU'): delta = score x GPUs / (its score x its GPUs) - 1; + "
+                     "is slower; published '=' means this result is itself a published one and "
+                     "its score equals the published score", cols, rows, group_by="benchmark",
                      detail="neighbour")
 
 
@@ -203,7 +214,7 @@ def _footer(report: Report, *, runs: bool) -> list[str]:
 
 
 def _note_kind(note: str) -> str:
-    """'weak scaling … skipped: batch per worker differs …' for every such pair's note."""
+    """'weak scaling … skipped: batch per GPU differs …' for every such pair's note."""
     head, sep, why = note.rpartition(": ")
     words = head.split()
     return f"{' '.join(words[:2])} …: {why}" if sep and len(words) > 2 else note
@@ -212,13 +223,18 @@ def _note_kind(note: str) -> str:
 # -- layout -----------------------------------------------------------------------------------
 
 
+def _mfu_column() -> Column:
+    """MFU with the precision it is measured against beside it: "24.2% fp4"."""
+    return Column("mfu", "MFU", "pct", min_width=5, suffix_key="mfu_precision")
+
+
 def _gpu_column() -> Column:
     return Column("gpu", "GPU", min_width=5, max_width=9)  # "local CPU" whole; GPU names are shorter
 
 
 def _table_lines(table: ViewTable, width: int) -> list[str]:
     indent = "  " if table.group_by else ""
-    cells = [[_format(r.get(c.key), c.fmt) for c in table.columns] for r in table.rows]
+    cells = [[_cell(r, c) for c in table.columns] for r in table.rows]
     widths = [max([len(c.header)] + [len(row[i]) for row in cells])
               for i, c in enumerate(table.columns)]
     widths = [min(w, c.max_width) if c.max_width else w for w, c in zip(widths, table.columns)]
@@ -231,10 +247,10 @@ def _table_lines(table: ViewTable, width: int) -> list[str]:
     for r, row in zip(table.rows, cells):
         if table.group_by and (not shown or r.get(table.group_by) != shown[-1]):
             shown.append(r.get(table.group_by))
-            out.append(_fit(str(shown[-1]), width))
+            out.append(_fit(clean(str(shown[-1])), width))
         out.append(indent + _row(row, table.columns, widths))
         if table.detail and r.get(table.detail):
-            out.append(_fit(f"{indent}    {r[table.detail]}", width))
+            out.append(_fit(clean(f"{indent}    {r[table.detail]}"), width))
     return out
 
 
@@ -260,23 +276,29 @@ def _row(cells: Sequence[str], columns: Sequence[Column], widths: Sequence[int])
     return GAP.join(parts).rstrip()
 
 
+def _cell(row: dict[str, Value], col: Column) -> str:
+    text = _format(row.get(col.key), col.fmt)
+    suffix = row.get(col.suffix_key) if col.suffix_key else None
+    return f"{text} {suffix}" if suffix and text != "-" else text
+
+
 def _format(value: Value, fmt: Fmt) -> str:
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return "-"
     if isinstance(value, str) or fmt == "text":
-        return str(value)
+        return clean(str(value))  # names come from folders and logs: no terminal controls
     number = float(value)
     if fmt == "int":
-        return f"{int(number):,}" if number >= 10_000 else str(int(number))
+        return formats.count(number)
     if fmt == "usd":
-        return f"{number:,.2f}"
+        return formats.fixed(number, 2)
     if fmt == "pct":
-        return f"{number * 100:.1f}%"
+        return formats.pct(number)
     if fmt == "signed_pct":
-        return f"{round(number * 100, 1) + 0.0:+.1f}%"  # + 0.0: never "-0.0%"
+        return formats.pct(number, signed=True)
     if fmt == "factor":
-        return f"{number:.4f}"
-    return f"{number:,.3f}" if number < 1000 else f"{number:,.1f}"
+        return formats.fixed(number, 4)
+    return formats.fixed(number, 3 if number < 1000 else 1)
 
 
 def _fit(line: str, width: int) -> str:

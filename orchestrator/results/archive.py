@@ -18,9 +18,20 @@ Nothing local goes into a snapshot: a result names its log by hash (log_sha256),
 path it has on one machine. A home that pulled an archive and pushes it back therefore makes the
 same snapshot, names its logs as the index does, and uploads nothing.
 
+A shared container is written by everyone who can push to it, so nothing in it is trusted about
+this machine (docs/results.md, "Shared results: the threat model"):
+- `pull` takes no local path from a snapshot. A result's log_path is set only to a log this pull
+  verified by its sha256 (copied into the store's archive, `<home>/archive/<sha256>.log`); any
+  log_path a snapshot carries is dropped, and so is a run's run_dir (a path on the pusher's
+  cluster). Index entries must be sha256 names.
+- `push` uploads only files under the store's own log folders (`<home>/archive`, `<home>/runs`),
+  links resolved: a result pointing anywhere else is refused and listed, never read.
+- Messages never repeat a URL's query string (a SAS token in --account): safetext.redact.
+
 The container is a Protocol (`Container`); `AzureContainer` is azure-storage-blob's
-ContainerClient, imported lazily, authenticated by an account key (AZURE_STORAGE_KEY) or
-else azure-identity's DefaultAzureCredential.
+ContainerClient, imported lazily, authenticated by an account key (AZURE_STORAGE_KEY), a SAS in
+the account URL, or else the shared Azure sign-in (providers.azure_shared.signin:
+DefaultAzureCredential with the sovereign-cloud handling, sign-in failures in one line).
 """
 
 from __future__ import annotations
@@ -36,7 +47,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import urlparse
 
+from orchestrator import paths
 from orchestrator.errors import ConfigError, NotFoundError, RemoteError
+from orchestrator.results.ingest import archive_log
+from orchestrator.safetext import redact
 from orchestrator.store.schema import AttemptRow, BaselineRow, ResultRow, RunRow
 
 if TYPE_CHECKING:
@@ -45,6 +59,7 @@ if TYPE_CHECKING:
 INDEX = "index.json"
 KEY_ENV = "AZURE_STORAGE_KEY"
 _NAME_SAFE = re.compile(r"[^A-Za-z0-9._-]+")
+_SHA256 = re.compile(r"[0-9a-f]{64}")
 
 
 class Container(Protocol):
@@ -61,6 +76,8 @@ class PushSummary:
     skipped: int = 0
     bytes_uploaded: int = 0
     missing_logs: list[str] = field(default_factory=list)
+    # results whose log_path is outside the store's log folders: not read, not uploaded
+    refused_logs: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -107,10 +124,14 @@ def push(store: Store, container: Container) -> PushSummary:
     out = PushSummary()
     hashes: dict[str, str] = {}
     logs: dict[str, tuple[str, Path]] = {}
+    roots = log_folders()
     for r in store.list_results():
-        if not r.log_path or r.log_path in hashes:
+        if not r.log_path or r.log_path in hashes or r.log_path in out.refused_logs:
             continue
         p = Path(r.log_path)
+        if not _inside(p, roots):
+            out.refused_logs.append(r.log_path)
+            continue
         if not p.is_file():
             out.missing_logs.append(r.log_path)
             continue
@@ -161,6 +182,12 @@ def pull(container: Container, folder: Path, store: Store | None = None) -> Pull
         raise NotFoundError("the container has no index.json: nothing was pushed there",
                             hint="azbench results push --account URL --container NAME")
     index = _read_index(raw)
+    bad = [k for k in index["logs"] if not _SHA256.fullmatch(str(k))]
+    if index.get("snapshot") is not None and not _SHA256.fullmatch(str(index["snapshot"])):
+        bad.append(str(index["snapshot"]))
+    if bad:
+        raise ConfigError(f"the container's {INDEX} names {len(bad)} blob(s) that are not sha256 "
+                          f"hashes (first: {bad[0][:80]!r}): nothing was pulled")
     out = PullSummary(folder=str(folder))
     (folder / "logs").mkdir(parents=True, exist_ok=True)
     folder = folder.resolve()  # results point at their logs by absolute path
@@ -183,14 +210,20 @@ def pull(container: Container, folder: Path, store: Store | None = None) -> Pull
             _write(target, snap)
             out.downloaded.append(target.name)
         if store is not None:
-            out.imported_results = import_snapshot(store, json.loads(snap), local)
+            archive = paths.archive_dir()  # each verified log, under the store's own folder
+            stored = {digest: archive_log(path, digest, archive) for digest, path in local.items()}
+            out.imported_results = import_snapshot(store, json.loads(snap), stored)
     return out
 
 
 def import_snapshot(store: Store, snap: dict[str, Any], logs: dict[str, Path]) -> int:
     """Add the snapshot's runs, attempts and results the store lacks; returns results added.
     Results keep the snapshot's ids where the store has them free (in a fresh home, all of
-    them); the others get new ids, in the order of the pusher's."""
+    them); the others get new ids, in the order of the pusher's.
+
+    `logs` maps a sha256 to the local file this pull verified has it: the only source of a
+    result's log_path. A log_path in the snapshot is dropped (a crafted one could point at
+    ~/.ssh/id_rsa, which the next push would upload), and so is a run's run_dir."""
     if snap.get("format") not in _READABLE_FORMATS:
         raise ConfigError(f"snapshot format {snap.get('format')!r} is not one this azbench reads "
                           f"({', '.join(_READABLE_FORMATS)})", hint="upgrade azbench")
@@ -199,7 +232,7 @@ def import_snapshot(store: Store, snap: dict[str, Any], logs: dict[str, Path]) -
         new_runs = set()
         for data in snap.get("runs", []):
             if data["id"] not in have_runs:
-                store.create_run(RunRow.model_validate(data))
+                store.create_run(RunRow.model_validate({**data, "run_dir": None}))
                 new_runs.add(data["id"])
         for data in snap.get("attempts", []):
             if data["run_id"] in new_runs:
@@ -208,8 +241,7 @@ def import_snapshot(store: Store, snap: dict[str, Any], logs: dict[str, Path]) -
         for data in snap.get("results", []):
             data = dict(data)
             digest = data.pop("log_sha256", None)
-            if digest in logs:
-                data["log_path"] = str(logs[digest])
+            data["log_path"] = str(logs[digest]) if isinstance(digest, str) and digest in logs else None
             rows.append(ResultRow.model_validate(data))
         rows.sort(key=lambda r: (r.id is None, r.id or 0, r.created_at, r.content_hash))
         added = sum(1 for _, new in store.add_results(rows, keep_ids=True) if new)
@@ -230,28 +262,41 @@ class AzureContainer:
         from azure.storage.blob import ContainerClient, ExponentialRetry
 
         self.url, self.container = _check_url(account_url), container
+        self.shown = redact(self.url)  # what messages say: never a SAS token
         # the SDK's default backoff starts at 15 s: an unreachable account would hold a
         # pipeline for minutes; 4 tries over ~20 s say "unreachable" soon enough
         retry = ExponentialRetry(initial_backoff=2, increment_base=2, retry_total=4)
+        if credential is None:
+            credential, self._signs_in = credential_for(self.url)
+        else:
+            self._signs_in = False
         self.client = ContainerClient(self.url, container, retry_policy=retry,
-                                      credential=credential or credential_for(self.url))
+                                      credential=credential)
         self._ensured = False
 
     @contextmanager
     def _calling(self, what: str) -> Iterator[None]:
-        """Azure SDK failures (auth, network, refusals) as one-line RemoteErrors."""
-        from azure.core.exceptions import AzureError
+        """Azure SDK failures (network, refusals) as one-line RemoteErrors, a failed sign-in
+        as the shared sign-in's SignInError (exit 3); no message repeats a query string."""
+        from azure.core.exceptions import AzureError, ClientAuthenticationError
 
+        from orchestrator.providers.azure_shared.errors import signin_error
         try:
             if not self._ensured:
                 self._ensured = True
                 self._create()
             yield
+        except ClientAuthenticationError as exc:
+            if exc.response is None and self._signs_in:  # azure-identity's: no token to send
+                raise signin_error(exc) from None
+            raise self._remote(what, exc) from None  # the service's 401/403
         except AzureError as exc:
-            first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-            raise RemoteError(f"blob storage {self.url}/{self.container}: {what}: {first}",
-                              hint=f"check --account, --container and ${KEY_ENV} or az login"
-                              ) from None
+            raise self._remote(what, exc) from None
+
+    def _remote(self, what: str, exc: BaseException) -> RemoteError:
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        return RemoteError(redact(f"blob storage {self.shown}/{self.container}: {what}: {first}"),
+                           hint=f"check --account, --container and ${KEY_ENV} or az login")
 
     def _create(self) -> None:
         from azure.core.exceptions import ResourceExistsError
@@ -279,17 +324,39 @@ class AzureContainer:
             self.client.upload_blob(name, data, overwrite=True, metadata=metadata or None)
 
 
-def credential_for(account_url: str) -> Any:
-    """An account key from $AZURE_STORAGE_KEY (named for the account in the URL), else
-    DefaultAzureCredential (az login, managed identity, environment)."""
+def credential_for(account_url: str) -> tuple[Any, bool]:
+    """(credential, whether it signs in): an account key from $AZURE_STORAGE_KEY (named for
+    the account in the URL); None for a URL that carries a SAS (its query string is the
+    credential); else the shared sign-in's DefaultAzureCredential (az login, managed identity,
+    environment; instance discovery off for a sovereign cloud's authority), with the Azure
+    SDK's loggers kept off the console."""
     key = os.environ.get(KEY_ENV)
     if key:
         from azure.core.credentials import AzureNamedKeyCredential
 
-        return AzureNamedKeyCredential(account_name(account_url), key)
-    from azure.identity import DefaultAzureCredential
+        return AzureNamedKeyCredential(account_name(account_url), key), False
+    if urlparse(account_url).query:
+        return None, False
+    from orchestrator.providers.azure_shared.signin import default_credential, quiet_sdk_loggers
 
-    return DefaultAzureCredential()
+    quiet_sdk_loggers()
+    return default_credential(), True
+
+
+def log_folders() -> list[Path]:
+    """The store's own log folders, links resolved: the archive of imported, fetched and
+    pulled logs, and the runs' local folders. `push` reads nothing outside them."""
+    return [paths.archive_dir().resolve(), (paths.home() / "runs").resolve()]
+
+
+def _inside(path: Path, roots: list[Path]) -> bool:
+    """Whether `path`, every link on the way resolved, lies under one of `roots`."""
+    try:
+        real = path.resolve(strict=True)
+    except (OSError, RuntimeError):  # missing (push reports it) or a loop of links
+        real = Path(os.path.realpath(path))
+    return any(real.is_relative_to(root) for root in roots)
+
 
 
 def account_name(account_url: str) -> str:
@@ -305,7 +372,7 @@ def account_name(account_url: str) -> str:
 def _check_url(account_url: str) -> str:
     url = urlparse(account_url)
     if url.scheme not in ("https", "http") or not url.hostname:
-        raise ConfigError(f"--account: '{account_url}' is not a URL like "
+        raise ConfigError(f"--account: '{redact(account_url)}' is not a URL like "
                           "https://ACCOUNT.blob.core.windows.net")
     return account_url.rstrip("/")
 

@@ -1,26 +1,24 @@
-"""Run the official MLPerf compliance checker on one result log and return a Verdict.
+"""The official MLPerf compliance checker's verdict on a log, and the rulesets it knows.
 
-The checker runs as a subprocess of the current interpreter with an explicit ruleset, because
-the pip version of mlperf-logging does not say which rulesets it checks and its default drifts
-(docs/mlperf-notes §3.1). A ruleset the installed package lacks, a missing package or a timeout
-is a Verdict with checked=False ("not checked", never "did not pass"); only a missing log file or
-a malformed ruleset raises. `in_container` reads the verdict the launch script recorded.
+A log is always checked with an explicit ruleset, because the pip version of mlperf-logging does
+not say which rulesets it checks and its default drifts (docs/mlperf-notes §3.1). A ruleset the
+installed package lacks, a missing package or a timeout is a Verdict with checked=False ("not
+checked", never "did not pass"). The checker runs in-process in worker processes
+(results/checker.py, results/checkpool.py: `check_log`, `check_logs`); `in_container` reads the
+verdict the launch script recorded.
 """
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import re
-import subprocess
-import sys
-import tempfile
 from pathlib import Path
 
-from orchestrator.errors import ConfigError, NotFoundError
+from orchestrator.errors import ConfigError
 from orchestrator.models import Frozen
 
 CHECKER_MODULE = "mlperf_logging.compliance_checker"
-DEFAULT_TIMEOUT_S = 300.0
 MAX_MESSAGES = 20
 _RULESET_RE = re.compile(r"^v?(\d+)\.(\d+)(?:\.(\d+))?$")
 # Checker chatter that says nothing about the verdict.
@@ -77,47 +75,21 @@ def ruleset_for(round_or_ruleset: str) -> str:
 
 def supported_rulesets(usage: str = "training") -> list[str]:
     """Rulesets the installed mlperf_logging ships rules for (its training_X.Y.Z folders)."""
+    return list(_rulesets(usage))
+
+
+@functools.lru_cache(maxsize=None)  # the installed package does not change under a process
+def _rulesets(usage: str) -> tuple[str, ...]:
     spec = importlib.util.find_spec(CHECKER_MODULE)
     if spec is None or not spec.submodule_search_locations:
-        return []
+        return ()
     root = Path(next(iter(spec.submodule_search_locations)))
     found = []
     for d in root.glob(f"{usage}_*"):
         name = d.name[len(usage) + 1 :]
         if d.is_dir() and re.fullmatch(r"\d+\.\d+\.\d+", name):
             found.append(name)
-    return sorted(found, key=lambda r: tuple(int(x) for x in r.split(".")))
-
-
-def check_log(
-    log: Path,
-    round_or_ruleset: str,
-    *,
-    usage: str = "training",
-    timeout_s: float = DEFAULT_TIMEOUT_S,
-) -> Verdict:
-    """Check one result log with the checker's rules for `round_or_ruleset` (e.g. 'v5.0')."""
-    ruleset = ruleset_for(round_or_ruleset)
-    if not Path(log).is_file():
-        raise NotFoundError(f"log file {log} does not exist")
-    if importlib.util.find_spec("mlperf_logging") is None:
-        return Verdict(ok=False, ruleset=ruleset, checked=False,
-                       messages=["mlperf_logging is not installed"])
-    if ruleset not in supported_rulesets(usage):
-        msg = f"ruleset {ruleset} not supported by installed mlperf_logging"
-        return Verdict(ok=False, ruleset=ruleset, checked=False, messages=[msg])
-    with tempfile.TemporaryDirectory(prefix="azbench-compliance-") as tmp:
-        cmd = [sys.executable, "-m", CHECKER_MODULE, "--usage", usage, "--ruleset", ruleset,
-               "--log_output", str(Path(tmp) / "compliance.log"), str(Path(log).resolve())]
-        try:
-            proc = subprocess.run(cmd, cwd=tmp, capture_output=True, text=True,
-                                  errors="replace", timeout=timeout_s, check=False)
-        except subprocess.TimeoutExpired:
-            msg = f"compliance checker timed out after {timeout_s:g} s"
-            return Verdict(ok=False, ruleset=ruleset, checked=False, messages=[msg])
-    output = proc.stdout + "\n" + proc.stderr
-    ok = proc.returncode == 0 and "SUCCESS" in output
-    return Verdict(ok=ok, ruleset=ruleset, messages=trim_messages(output))
+    return tuple(sorted(found, key=lambda r: tuple(int(x) for x in r.split("."))))
 
 
 def trim_messages(output: str, limit: int = MAX_MESSAGES) -> list[str]:

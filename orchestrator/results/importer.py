@@ -21,9 +21,11 @@ import json
 import os
 import re
 import stat
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel
 
@@ -33,11 +35,16 @@ from orchestrator.errors import ConfigError, NotFoundError
 from orchestrator.models import Frozen
 from orchestrator.results.files import check_regular, kind_of, open_regular, read_small
 from orchestrator.results.ingest import archive_log, file_hash
+from orchestrator.results.checkpool import DEFAULT_TIMEOUT_S
+from orchestrator.results.compliance import Verdict
 from orchestrator.results.mllog import MAX_LINE, RunSummary, parse_file
 from orchestrator.store.database import ResultRow, Store
 
 RESULT_RE = re.compile(r"^result_\d+\.txt$")
 ROUND_RE = re.compile(r"^v(\d+)\.(\d+)(?:\.(\d+))?$")
+# A round inside a folder name, on its own: "training_results_v5.1", "v4.1", "mlperf-v3.1.0".
+ROUND_IN_NAME_RE = re.compile(r"(?<![A-Za-z0-9])v(\d{1,3})\.(\d{1,3})(?:\.(\d{1,3}))?(?![0-9.])")
+LOGGED_RULESET_RE = re.compile(r"v?(\d{1,3})\.(\d{1,3})(?:\.\d{1,3})?")
 ATTEMPT_RE = re.compile(r"^attempt-(\d+)$")
 RUN_LOG = "train.log"
 PLACEHOLDER = "PLACEHOLDER"
@@ -76,38 +83,174 @@ class ImportSummary(BaseModel):
     warnings: list[ImportWarning] = []
 
 
+@dataclass(frozen=True)
+class ImportProgress:
+    """Where an import stands, for a progress line: logs found, read (hashed), skipped as
+    already stored, parsed, compliance-checked and stored; the stage it is in; seconds so far
+    and the estimated seconds left (None until there is a rate to go by)."""
+
+    stage: Literal["read", "parse", "check", "store", "done"]
+    found: int
+    read: int = 0
+    skipped: int = 0
+    parsed: int = 0
+    to_check: int = 0
+    checked: int = 0
+    stored: int = 0
+    elapsed_s: float = 0.0
+    left_s: float | None = None
+
+
+ProgressFn = Callable[[ImportProgress], None]
+
+
 def import_path(
-    store: Store, path: Path, *, archive_dir: Path | None = None, check_compliance: bool = False
+    store: Store, path: Path, *, archive_dir: Path | None = None, check_compliance: bool = False,
+    progress: ProgressFn | None = None, workers: int | None = None,
+    check_timeout_s: float = DEFAULT_TIMEOUT_S,
 ) -> ImportSummary:
     """Import every log under `path` in ONE store transaction; nothing is stored on error.
 
-    Raises NotFoundError (no such path, no logs under it) or ConfigError (a file that is not an
-    MLPerf log, a folder mixing benchmarks). Re-importing the same bytes is a no-op.
+    A log whose bytes are stored already (its sha256) is a duplicate and is neither parsed nor
+    checked again. The others are parsed, then (check_compliance) checked by mlperf_logging's
+    checker in parallel worker processes, each log bounded by `check_timeout_s`
+    (results/checkpool.py). `progress` hears each step. Raises NotFoundError (no such path, no
+    logs under it) or ConfigError (a file that is not an MLPerf log, a folder mixing
+    benchmarks). Re-importing the same bytes is a no-op.
     """
-    prepared = [_prepare(src) for src in discover(path)]
-    _refuse_mixed_benchmarks(prepared)
-    for p in prepared:  # a run dir named after a stored run belongs to that run
+    meter = _Meter(progress)
+    sources = discover(path)
+    meter.step(stage="read", found=len(sources))
+    hashes = _hash_all(sources, meter)
+    stored = store.results_by_hash(hashes)
+    first: dict[str, int] = {}  # the first log of each new hash: the one parsed and stored
+    for i, h in enumerate(hashes):
+        if h not in stored and h not in first:
+            first[h] = i
+    meter.step(stage="parse", skipped=len(sources) - len(first))
+    prepared: dict[int, _Prepared] = {}
+    systems: dict[Path, tuple[dict[str, Any], list[str]]] = {}
+    for i in first.values():
+        prepared[i] = _prepare(sources[i], hashes[i], systems)
+        meter.step(parsed=1)
+    _refuse_mixed_benchmarks(list(prepared.values()), _stored_neighbours(sources, hashes, stored, prepared))
+    for p in prepared.values():  # a run dir named after a stored run belongs to that run
         if p.source.run_dir and store.get_run(p.source.run_dir.name) is not None:
             p.row = p.row.model_copy(update={"run_id": p.source.run_dir.name})
-    if check_compliance:  # slow (one subprocess per log): only once the input is known good
-        for p in prepared:
-            p.row = _with_compliance(p.row, p.source, p.warnings)
+    if check_compliance:  # only once the input is known good
+        _check_all(list(prepared.values()), meter, workers, check_timeout_s)
+    meter.step(stage="store")
     archive = archive_dir or paths.archive_dir()
     created: list[Path] = []
     try:
-        rows = [_archived(p, archive, created) for p in prepared]
-        outcomes = store.add_results(rows)
+        rows = {i: _archived(p, archive, created) for i, p in prepared.items()}
+        for i, h in enumerate(hashes):  # a stored log whose archived copy is gone gets it back
+            if h in stored:
+                _archive_copy(sources[i].log, h, archive, created)
+        outcomes = dict(zip(rows, store.add_results(rows.values())))
     except BaseException:
         for copy in created:  # a failed import leaves no trace, in the archive either
             copy.unlink(missing_ok=True)
         raise
     summary = ImportSummary(source=str(path))
-    for p, row, (result_id, new) in zip(prepared, rows, outcomes):
-        item = _imported_file(p, row, result_id)
-        (summary.imported if new else summary.duplicates).append(item)
-        log = str(p.source.log)
-        summary.warnings.extend(ImportWarning(path=log, message=m) for m in p.warnings)
+    for i, (src, h) in enumerate(zip(sources, hashes)):
+        if i in prepared:
+            result_id, new = outcomes[i]
+            item = _imported_file(src, rows[i], result_id)
+            (summary.imported if new else summary.duplicates).append(item)
+            summary.warnings.extend(ImportWarning(path=str(src.log), message=m)
+                                    for m in prepared[i].warnings)
+        elif h in stored:
+            summary.duplicates.append(_imported_file(src, stored[h], stored[h].id))
+        else:  # a second copy of a log this import stores
+            j = first[h]
+            summary.duplicates.append(_imported_file(src, rows[j], outcomes[j][0]))
+    meter.step(stage="done", stored=len(summary.imported))
     return summary
+
+
+def _hash_all(sources: list[LogSource], meter: _Meter) -> list[str]:
+    """The sha256 of each log, in order. Threads: reading and hashing release the GIL, so a
+    cold disk's waits overlap (a re-import is mostly this)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    def one(src: LogSource) -> str:
+        return file_hash(src.log)
+    hashes: list[str] = []
+    with ThreadPoolExecutor(max_workers=min(8, len(sources)) or 1) as pool:
+        for h in pool.map(one, sources):
+            hashes.append(h)
+            meter.step(read=1)
+    return hashes
+
+
+class _Meter:
+    """Counts an import's steps and tells `progress` (at each stage and at most every 50 ms:
+    10,000 logs make 30,000 steps), with an estimate of the time left."""
+
+    EVERY_S = 0.05
+
+    def __init__(self, progress: ProgressFn | None) -> None:
+        self._progress = progress
+        self._start = time.monotonic()
+        self._check_start = 0.0
+        self._told = 0.0
+        self.work_total = self.work_done = 0  # MLLOG lines to check, and checked: the ETA's unit
+        self.stage = "read"
+        self.counts = dict.fromkeys(("found", "read", "skipped", "parsed", "to_check", "checked",
+                                     "stored"), 0)
+
+    def step(self, stage: str | None = None, **counts: int) -> None:
+        for key, n in counts.items():
+            self.counts[key] += n
+        now = time.monotonic()
+        if stage is not None:
+            self.stage = stage
+            if stage == "check":
+                self._check_start = now
+        elif now - self._told < self.EVERY_S:
+            return
+        if self._progress is not None:
+            self._told = now
+            self._progress(self.snapshot(now))
+
+    def snapshot(self, now: float) -> ImportProgress:
+        return ImportProgress(stage=self.stage, elapsed_s=now - self._start,  # type: ignore[arg-type]
+                              left_s=self._left(now), **self.counts)
+
+    def _left(self, now: float) -> float | None:
+        """Seconds left, from the rate of the stage under way (checking dominates)."""
+        read, found = self.counts["read"], self.counts["found"]
+        if self.stage == "read" and read:
+            return (now - self._start) / read * (found - read)
+        if self.stage == "check" and self.work_done:  # by lines: a 12,000-line log is not a 300
+            return (now - self._check_start) / self.work_done * (self.work_total - self.work_done)
+        return 0.0 if self.stage == "done" else None
+
+
+def _check_all(prepared: list[_Prepared], meter: _Meter, workers: int | None,
+               timeout_s: float) -> None:
+    """Every log with a round gets mlperf_logging's verdict; one without says why not."""
+    from orchestrator.results.checkpool import CheckJob, check_logs
+    todo: list[_Prepared] = []
+    for p in prepared:
+        if p.row.ruleset:
+            todo.append(p)
+        else:
+            p.warnings.append("compliance not checked: " + _no_round_reason(p.source))
+    # The longest logs first: the last ones to finish are then short.
+    todo.sort(key=lambda p: -p.summary.mllog_lines)
+    jobs = [CheckJob(p.source.log, p.row.ruleset or "", mllog_lines=p.summary.mllog_lines)
+            for p in todo]
+    meter.work_total = sum(max(job.mllog_lines or 0, 1) for job in jobs)
+    meter.step(stage="check", to_check=len(todo))
+
+    def checked(i: int, _verdict: Verdict) -> None:
+        meter.work_done += max(jobs[i].mllog_lines or 0, 1)
+        meter.step(checked=1)
+    verdicts = check_logs(jobs, workers=workers, timeout_s=timeout_s, on_done=checked)
+    for p, verdict in zip(todo, verdicts):
+        p.row = _with_verdict(p.row, verdict, p.warnings)
 
 
 @dataclass(frozen=True)
@@ -123,6 +266,9 @@ class LogSource:
     scaling_json: Path | None = None
     run_dir: Path | None = None  # set for an azbench run directory
     earlier_attempts: int = 0
+    # Where to look for a vX.Y folder when neither the round folder nor the log names a
+    # round: the folder above the round folder in a submission tree, else the log's folder.
+    search_from: Path | None = None
 
 
 def discover(path: Path) -> list[LogSource]:
@@ -168,20 +314,33 @@ def ruleset_of_round(round_name: str | None) -> str | None:
     return f"{int(m[1])}.{int(m[2])}.{int(m[3] or 0)}" if m else None
 
 
+def round_in_name(name: str) -> str | None:
+    """The round a folder's name holds: 'v5.1' and 'training_results_v5.1' -> 'v5.1'; None
+    when no 'vX.Y' stands on its own in it ('ND_H100_v5' and 'nemo2v5.1' hold none)."""
+    m = ROUND_IN_NAME_RE.search(name)
+    return f"v{int(m[1])}.{int(m[2])}" + (f".{int(m[3])}" if m[3] else "") if m else None
+
+
+def round_of_ruleset(ruleset: str | None) -> str | None:
+    """'5.1.0' (as a log's submission_ruleset, ruleset or mlperf_version says) -> 'v5.1'."""
+    m = LOGGED_RULESET_RE.fullmatch((ruleset or "").strip())
+    return f"v{int(m[1])}.{int(m[2])}" if m else None
+
+
 def _layout_source(log: Path) -> LogSource:
     bench_dir = log.parent
     scaling = bench_dir / "scaling.json"
     scaling_json = scaling if scaling.is_file() else None
     system_dir = bench_dir.parent
     if system_dir.parent.name != "results":
-        return LogSource(log=log, scaling_json=scaling_json)
+        return LogSource(log=log, scaling_json=scaling_json, search_from=log.parent)
     submitter_dir = system_dir.parent.parent
-    round_name = submitter_dir.parent.name
+    round_dir = submitter_dir.parent  # "v5.1", or a clone's "training_results_v5.1"
     return LogSource(
-        log=log, round=round_name if ROUND_RE.match(round_name) else None,
+        log=log, round=round_in_name(round_dir.name),
         submitter=submitter_dir.name, system=system_dir.name, benchmark=bench_dir.name,
         systems_json=submitter_dir / "systems" / f"{system_dir.name}.json",
-        scaling_json=scaling_json)
+        scaling_json=scaling_json, search_from=round_dir.parent)
 
 
 def _is_run_dir(d: Path) -> bool:
@@ -220,7 +379,8 @@ class _Prepared:
     warnings: list[str] = field(default_factory=list)
 
 
-def _prepare(src: LogSource) -> _Prepared:
+def _prepare(src: LogSource, content_hash: str,
+             systems: dict[Path, tuple[dict[str, Any], list[str]]] | None = None) -> _Prepared:
     summary = parse_file(src.log)
     decoded = summary.mllog_lines - summary.bad_lines
     if decoded <= 0:
@@ -233,8 +393,8 @@ def _prepare(src: LogSource) -> _Prepared:
             hint="remove the file or import the other folders one by one")
     warnings = _log_warnings(summary)
     facts = _run_dir_facts(src, summary, warnings) if src.run_dir else \
-        _tree_facts(src, summary, warnings)
-    return _Prepared(src, summary, _row(src, summary, facts, warnings), warnings)
+        _tree_facts(src, summary, warnings, {} if systems is None else systems)
+    return _Prepared(src, summary, _row(src, summary, facts, warnings, content_hash), warnings)
 
 
 def _log_warnings(s: RunSummary) -> list[str]:
@@ -256,7 +416,8 @@ def _log_warnings(s: RunSummary) -> list[str]:
     return out
 
 
-def _tree_facts(src: LogSource, s: RunSummary, warnings: list[str]) -> dict[str, Any]:
+def _tree_facts(src: LogSource, s: RunSummary, warnings: list[str],
+                systems: dict[Path, tuple[dict[str, Any], list[str]]]) -> dict[str, Any]:
     """round/submitter/system/benchmark/nodes/gpus/sku/scaling for a log in a submission tree."""
     logged_bench = _clean(s.benchmark)
     benchmark = src.benchmark or logged_bench
@@ -265,7 +426,11 @@ def _tree_facts(src: LogSource, s: RunSummary, warnings: list[str]) -> dict[str,
                         f"{src.benchmark!r}: filed under {src.benchmark!r}")
     if src.benchmark is None:
         warnings.append("not in <submitter>/results/<system>/<benchmark>/: names from the log")
-    system_desc = _system_json(src.systems_json, warnings)
+    if src.systems_json is not None and src.systems_json not in systems:  # read once per import
+        said: list[str] = []
+        systems[src.systems_json] = (_system_json(src.systems_json, said), said)
+    system_desc, said = systems.get(src.systems_json, ({}, [])) if src.systems_json else ({}, [])
+    warnings.extend(said)
     nodes = _as_int(system_desc.get("number_of_nodes"))
     per_node = _as_int(system_desc.get("accelerators_per_node"))
     if nodes is None:
@@ -273,8 +438,9 @@ def _tree_facts(src: LogSource, s: RunSummary, warnings: list[str]) -> dict[str,
     submitter = src.submitter or _clean(system_desc.get("submitter")) or _clean(s.submitter)
     system = src.system or _clean(s.platform)
     accelerator = _clean(system_desc.get("accelerator_model_name"))
+    round_name, ruleset = _round_of(src, s, warnings)
     return {
-        "round": src.round, "submitter": submitter, "system": system, "benchmark": benchmark,
+        "round": round_name, "ruleset": ruleset, "submitter": submitter, "system": system, "benchmark": benchmark,
         "nodes": nodes, "gpus": nodes * per_node if nodes and per_node is not None else None,
         "sku": _sku_for(system or "", str(system_desc.get("system_name", "")), accelerator),
         "scaling_factor": _scaling_factor(src.scaling_json, warnings),
@@ -294,7 +460,7 @@ def _run_dir_facts(src: LogSource, s: RunSummary, warnings: list[str]) -> dict[s
         warnings.append(f"{src.earlier_attempts} earlier attempt(s); "
                         f"imported {src.log.parent.name}")
     return {
-        "round": None, "submitter": _clean(s.submitter) or "azbench",
+        "round": None, "ruleset": _clean(s.ruleset), "submitter": _clean(s.submitter) or "azbench",
         "system": f"{nodes}x{sku}" if nodes and sku else _clean(s.platform),
         "benchmark": _clean(s.benchmark), "nodes": nodes,
         "gpus": nodes * per_node if nodes and per_node is not None else None, "sku": sku,
@@ -303,59 +469,104 @@ def _run_dir_facts(src: LogSource, s: RunSummary, warnings: list[str]) -> dict[s
     }
 
 
-def _row(src: LogSource, s: RunSummary, facts: dict[str, Any], warnings: list[str]) -> ResultRow:
+def _row(src: LogSource, s: RunSummary, facts: dict[str, Any], warnings: list[str],
+         content_hash: str) -> ResultRow:
     benchmark = facts.pop("benchmark") or "unknown"
     if benchmark == "unknown":
         warnings.append("no benchmark folder and no submission_benchmark in the log")
     complete = s.run_start_ms is not None and s.run_stop_ms is not None
     status = "invalid" if s.problems else (s.status or "unknown") if complete else "incomplete"
     return ResultRow(
-        content_hash=file_hash(src.log), source="import", benchmark=benchmark,
-        ruleset=ruleset_of_round(facts["round"]) or _clean(s.ruleset), status=status,
+        content_hash=content_hash, source="import", benchmark=benchmark, status=status,
         converged=complete and s.converged, minutes=s.minutes,
         run_start_ms=s.run_start_ms, run_stop_ms=s.run_stop_ms,
         global_batch_size=s.global_batch_size, summary_json=s.model_dump_json(), **facts)
 
 
-def _with_compliance(row: ResultRow, src: LogSource, warnings: list[str]) -> ResultRow:
-    from orchestrator.results.compliance import check_log
-    if not row.ruleset:
-        warnings.append("compliance not checked: no round folder and no ruleset in the log")
-        return row
-    verdict = check_log(src.log, row.ruleset)
+def _round_of(src: LogSource, s: RunSummary, warnings: list[str]) -> tuple[str | None, str | None]:
+    """(round, ruleset to check with): the round folder's vX.Y, else the log's own ruleset key,
+    else the nearest vX.Y in a folder above (the absolute path: a clone checked out as
+    training_results_v5.1/ and imported from its Cisco/ folder is v5.1)."""
+    logged = _clean(s.ruleset)
+    from_log = round_of_ruleset(logged)
+    if src.round:
+        if from_log and from_log != src.round:
+            warnings.append(f"log says ruleset {logged} but sits in round folder {src.round}: "
+                            f"checked and filed as {src.round}")
+        return src.round, ruleset_of_round(src.round)
+    if from_log:
+        return from_log, ruleset_of_round("v" + (logged or "").lstrip("v"))  # '5.1.1' checks as 5.1.1
+    folder = src.search_from
+    while folder is not None and folder != folder.parent:
+        if found := round_in_name(folder.name):
+            return found, ruleset_of_round(found)
+        folder = folder.parent
+    return None, None
+
+
+def _no_round_reason(src: LogSource) -> str:
+    where = src.search_from or src.log.parent
+    return (f"round unknown: no vX.Y folder in {where} or above, and no submission_ruleset, "
+            "ruleset or mlperf_version key in the log")
+
+
+def _with_verdict(row: ResultRow, verdict: Verdict, warnings: list[str]) -> ResultRow:
     if not verdict.ok:
-        warnings.append(f"compliance (ruleset {verdict.ruleset}) {verdict.label}"
-                        + (f": {verdict.messages[0]}" if not verdict.checked and verdict.messages else ""))
+        reason = f": {verdict.messages[0]}" if not verdict.checked and verdict.messages else ""
+        warnings.append(f"compliance (ruleset {verdict.ruleset}) {verdict.label}{reason}")
     # compliance_ok: True passed, False did not pass, None not checked.
     return row.model_copy(update={"compliance_ok": verdict.ok if verdict.checked else None,
                                   "compliance_json": verdict.model_dump_json()})
 
 
-def _refuse_mixed_benchmarks(prepared: list[_Prepared]) -> None:
-    by_dir: dict[Path, dict[str, list[str]]] = {}
+def _stored_neighbours(sources: list[LogSource], hashes: list[str], stored: dict[str, ResultRow],
+                       prepared: dict[int, _Prepared]) -> dict[Path, dict[str, list[str]]]:
+    """The logged benchmarks of stored logs that share a folder with a new one: a new log joins
+    their folder and must not mix benchmarks with them either."""
+    folders = {p.source.log.parent for p in prepared.values() if p.source.run_dir is None}
+    out: dict[Path, dict[str, list[str]]] = {}
+    for src, h in zip(sources, hashes):
+        row = stored.get(h)
+        if row is None or src.run_dir is not None or src.log.parent not in folders:
+            continue
+        logged = _clean(json.loads(row.summary_json or "{}").get("benchmark"))
+        if logged:
+            out.setdefault(src.log.parent, {}).setdefault(logged, []).append(src.log.name)
+    return out
+
+
+def _refuse_mixed_benchmarks(prepared: list[_Prepared],
+                             stored: dict[Path, dict[str, list[str]]]) -> None:
+    by_dir: dict[Path, dict[str, list[str]]] = {
+        d: {b: list(f) for b, f in names.items()} for d, names in stored.items()}
     for p in prepared:
         if p.source.run_dir is None and (logged := _clean(p.summary.benchmark)):
             files = by_dir.setdefault(p.source.log.parent, {}).setdefault(logged, [])
             files.append(p.source.log.name)
     for folder, names in by_dir.items():
         if len(names) > 1:
-            listing = "; ".join(f"{b}: {', '.join(files)}" for b, files in sorted(names.items()))
+            listing = "; ".join(f"{b}: {', '.join(sorted(files))}" for b, files in sorted(names.items()))
             raise ConfigError(f"{folder} mixes benchmarks ({listing}); nothing was imported",
                               hint="one folder per benchmark, as in MLPerf submissions")
 
 
 def _archived(p: _Prepared, archive: Path, created: list[Path]) -> ResultRow:
-    target = archive / f"{p.row.content_hash}.log"
-    existed = target.exists()
-    stored = archive_log(p.source.log, p.row.content_hash, archive)
-    if not existed:
-        created.append(stored)
+    stored = _archive_copy(p.source.log, p.row.content_hash, archive, created)
     return p.row.model_copy(update={"log_path": str(stored)})
 
 
-def _imported_file(p: _Prepared, row: ResultRow, result_id: int) -> ImportedFile:
+def _archive_copy(log: Path, content_hash: str, archive: Path, created: list[Path]) -> Path:
+    target = archive / f"{content_hash}.log"
+    if target.exists():
+        return target
+    stored = archive_log(log, content_hash, archive)
+    created.append(stored)
+    return stored
+
+
+def _imported_file(src: LogSource, row: ResultRow, result_id: int | None) -> ImportedFile:
     return ImportedFile(
-        path=str(p.source.log), content_hash=row.content_hash, result_id=result_id,
+        path=str(src.log), content_hash=row.content_hash, result_id=result_id,
         round=row.round, submitter=row.submitter, system=row.system, benchmark=row.benchmark,
         status=row.status, minutes=row.minutes, nodes=row.nodes, gpus=row.gpus,
         resumed=row.resumed, compliance_ok=row.compliance_ok)

@@ -1,7 +1,7 @@
 """A stored result's run summary read back as data: the RunSummary JSON a ResultRow keeps, and
 the step times that count (without the first step and the first step after each eval, §10.4).
 
-Shared by the report (step-time statistics, plots) and the pipelines' baselines (per-run median
+Shared by the report (step-time statistics, the site's charts) and the pipelines' baselines (per-run median
 step time), so that both read a summary the same way.
 """
 

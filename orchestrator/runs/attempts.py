@@ -112,7 +112,7 @@ def attempt_spec(row: RunRow, spec: RunSpec, recipe: Recipe, cluster: Cluster, a
     """One attempt as the launcher submits it; `python` runs plain recipes on the nodes."""
     run_dir = row.run_dir or RunLayout.of(cluster.workdir, row.id).run_dir
     if recipe.mlperf is not None:
-        return _mlperf_attempt(row, recipe, cluster, attempt, exclude, run_dir)
+        return _mlperf_attempt(row, recipe, cluster, attempt, exclude, run_dir, spec.params)
     command = render_command(recipe, run_dir=run_dir, nodes=row.nodes, params=spec.params,
                              python=python)
     return AttemptSpec(run_id=row.id, attempt=attempt, recipe=recipe.name, nodes=row.nodes,
@@ -124,25 +124,26 @@ def attempt_spec(row: RunRow, spec: RunSpec, recipe: Recipe, cluster: Cluster, a
 
 
 def _mlperf_attempt(row: RunRow, recipe: Recipe, cluster: Cluster, attempt: int,
-                    exclude: list[str], run_dir: str) -> AttemptSpec:
-    """An MLPerf recipe runs as its container job; timed runs never resume (rules)."""
+                    exclude: list[str], run_dir: str, params: dict[str, Any] | None = None) -> AttemptSpec:
+    """An MLPerf recipe runs as its container job (its -p parameters exported after the
+    submission config, as `run --dry-run` shows); timed runs never resume (rules)."""
     from orchestrator.recipes.catalog import resolve
     from orchestrator.runs.launch import container_build, launch_attempt
-    resolved = resolve(recipe, cluster.sku, row.nodes)
+    resolved = resolve(recipe, cluster.sku, row.nodes, env=params)
     build = container_build(recipe, cluster.sku, row.nodes)
     if build is not None:  # the squashfs `azbench prepare` built from the pinned Dockerfile
         resolved = resolved.model_copy(update={"image": build.squashfs()})
     spec = launch_attempt(resolved, run_dir, run_id=row.id, attempt=attempt, exclude=exclude)
-    return spec.model_copy(update=container_fields(recipe, cluster.sku, row.nodes))
+    return spec.model_copy(update=container_fields(recipe, cluster.sku, row.nodes, params))
 
 
-def container_fields(recipe: Recipe, sku: str, nodes: int) -> dict[str, Any]:
+def container_fields(recipe: Recipe, sku: str, nodes: int, params: dict[str, Any] | None = None) -> dict[str, Any]:
     """What a launcher without batch scripts builds an MLPerf job from: the resolved config's
     environment, the recipe's image for the SKU's CPU architecture, MPI, and its data inputs."""
     from orchestrator.recipes.catalog import data_for, resolve
     if recipe.mlperf is None:
         return {}
-    resolved = resolve(recipe, sku, nodes)
+    resolved = resolve(recipe, sku, nodes, env=params)
     # The submission config's environment (sourced on Slurm by the launch script) with azbench's
     # values on top: a launcher without batch scripts cannot source the files itself.
     return {"env": {**resolved.config_env, **resolved.env}, "image": resolved.image,

@@ -36,6 +36,7 @@ from orchestrator.errors import ConfigError
 from orchestrator.models import NodeInfo
 from orchestrator.runs.fleet_stats import OutlierRule, confirmed, controls, suspects
 from orchestrator.runs.grouptest import GroupOutcome, GroupTest, SearchResult, racks_of, search
+from orchestrator.slurm.conf import natural_key
 from orchestrator.slurm.states import expand_hostlist
 
 _AVG_BUSBW = re.compile(r"^#\s*Avg bus bandwidth\s*:\s*(\S+)")
@@ -130,7 +131,7 @@ class FleetReport:
 
     @property
     def bad_nodes(self) -> list[str]:
-        return sorted({v.node for v in self.verdicts}, key=natural)
+        return sorted({v.node for v in self.verdicts}, key=natural_key)
 
 
 class Prober(Protocol):
@@ -205,7 +206,7 @@ def check_fleet(prober: Prober, nodes: Sequence[str], switches: Mapping[str, lis
     first: dict[str, Probe] = {}
 
     def run_round(tests: list[GroupTest]) -> list[GroupOutcome]:
-        wanted = sorted({n for t in tests for n in t.nodes}, key=natural)
+        wanted = sorted({n for t in tests for n in t.nodes}, key=natural_key)
         probes = prober.probe(wanted)
         report.probe_rounds += 1
         report.group_tests += len(tests)
@@ -259,7 +260,7 @@ def _confirmed_stragglers(prober: Prober, report: FleetReport, first: Mapping[st
     reference = controls(ops, names, rule.controls)
     again = []
     for _ in range(rule.confirm_probes):
-        probes = prober.probe(sorted({*names, *reference}, key=natural))
+        probes = prober.probe(sorted({*names, *reference}, key=natural_key))
         report.probe_rounds += 1
         again.append({n: p.ops_per_s for n, p in probes.items()})
     out = []
@@ -299,11 +300,7 @@ def candidate_nodes(infos: Mapping[str, NodeInfo], only: str | None) -> list[str
         if unknown:
             raise ConfigError(f"--nodes: {', '.join(unknown[:5])} not in the cluster")
         usable = [n for n in usable if n in set(wanted)]
-    return sorted(usable, key=natural)
-
-
-def natural(name: str) -> list[object]:
-    return [int(p) if p.isdigit() else p for p in re.split(r"(\d+)", name)]
+    return sorted(usable, key=natural_key)
 
 
 def _median(values: Mapping[str, float]) -> float | None:

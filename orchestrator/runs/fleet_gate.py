@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from orchestrator.hardware.catalog import lookup
 from orchestrator.errors import ConfigError, LaunchError, MissingCapability
@@ -27,15 +27,16 @@ from orchestrator.runs.fleet import (
     Verdict,
     candidate_nodes,
     check_fleet,
-    natural,
     parse_nccl_round,
     parse_probes,
 )
+from orchestrator.runs.fabric_gate import FabricGate, gate_fabric
 from orchestrator.runs.grouptest import GroupOutcome, GroupTest
 from orchestrator.seams import Access, Launcher
-from orchestrator.slurm.conf import compress_hostlist
+from orchestrator.slurm.conf import compress_hostlist, natural_key
 
 PROBE_SCRIPT = "health_probe.sh"
+FABRIC_SCRIPT = "fabric_node_check.py"  # the GPU nodes' fabric facts (runs/fabric_gate.py judges them)
 AHC_PATH = "/opt/azurehpc/test/azurehpc-health-checks/run-health-checks.sh"
 NCCL_TESTS = "/opt/nccl-tests/build/all_reduce_perf"  # where Azure's Ubuntu-HPC images ship it
 # all_reduce_perf at one message size: the SKU's published baseline size (catalog.NcclBaseline,
@@ -97,6 +98,24 @@ class LauncherProber:
             self._staged = True
 
 
+def fabric_probe(launcher: Launcher, cluster: Cluster, opts: GateOptions,
+                 imex: bool) -> Callable[[Sequence[str]], str]:
+    """A probe of the fabric checks (templates/fabric_node_check.py, staged once) on the nodes it
+    is given, one job step per chunk as the health probe; their combined output."""
+    script = f"{(cluster.workdir or '/tmp').rstrip('/')}/azbench-health/{FABRIC_SCRIPT}"
+    staged: list[bool] = []
+
+    def probe(nodes: Sequence[str]) -> str:
+        if not staged:
+            launcher.stage_file(templates_dir() / FABRIC_SCRIPT, script)
+            staged.append(True)
+        size = opts.max_nodes_per_step or len(nodes)
+        argv = ["python3", script, *(["--imex"] if imex else [])]
+        return "\n".join(launcher.run_on_nodes(nodes[i:i + size], argv, timeout_s=opts.round_timeout_s,
+                                               env=injected()).stdout for i in range(0, len(nodes), max(size, 1)))
+    return probe
+
+
 def nccl_args(opts: GateOptions) -> list[str]:
     """all_reduce_perf's arguments at the gate's message size."""
     return ["-b", opts.nccl_message, "-e", opts.nccl_message, "-f", "2", "-g", "1"]
@@ -110,7 +129,7 @@ def drain(launcher: Launcher, verdicts: Sequence[Verdict]) -> list[str]:
     if not by_node:
         return []
     launcher.drain({node: "azbench: " + "; ".join(reasons) for node, reasons in by_node.items()})
-    return sorted(by_node, key=natural)
+    return sorted(by_node, key=natural_key)
 
 
 def undrain(cluster: Cluster, access: Access, node: str) -> None:
@@ -167,8 +186,20 @@ def gate_nodes(access: Access, cluster: Cluster, nodes: Sequence[str], *,
         has = access.shell is not None and access.shell.run(f"test -x {NCCL_TESTS}", timeout=60).ok
         opts = dataclasses.replace(opts, collective="nccl" if has else "none")
     launcher = access.launcher
-    report = check_fleet(LauncherProber(launcher, cluster, opts, ahc=ahc), nodes,
-                         launcher.leaf_switches() if access.caps.node_control else {}, opts)
+    switches = launcher.leaf_switches() if access.caps.node_control else {}
+    fabric: FabricGate | None = None
+    if gpus:  # GPU and HCA counts, and on multi-VM NVLink sizes IMEX and the fabric (fabric_gate)
+        row = lookup(cluster.sku)
+        fabric = gate_fabric(fabric_probe(launcher, cluster, opts, row.nvlink_domain_vms > 1), nodes, row,
+                             switches or None)
+    rest = [n for n in nodes if fabric is None or n not in set(fabric.flagged)]
+    report = (check_fleet(LauncherProber(launcher, cluster, opts, ahc=ahc), rest, switches, opts) if rest
+              else FleetReport(checked=[]))
+    if fabric is not None:
+        report.checked = list(nodes)
+        report.verdicts = fabric.verdicts + report.verdicts
+        if fabric.fault:
+            report.fabric = fabric.fault + (f"; {report.fabric}" if report.fabric else "")
     if drain_bad and not report.fabric and access.caps.node_control:
         report.drained = drain(launcher, report.verdicts)
     return report

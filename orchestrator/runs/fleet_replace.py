@@ -118,10 +118,10 @@ def recent_replacements(store: Store, cluster: str, window: timedelta = timedelt
 
 def _gate_new(access: Access, cluster: Cluster, new: str) -> str:
     """The gate on the new node beside healthy references; "" when it passed, else why."""
-    from orchestrator.runs.fleet import natural
+    from orchestrator.slurm.conf import natural_key
     from orchestrator.runs.fleet_gate import gate_nodes
     infos = access.launcher.node_states()
-    refs = [n for n in sorted(infos, key=natural) if n != new and infos[n].usable]
+    refs = [n for n in sorted(infos, key=natural_key) if n != new and infos[n].usable]
     report = gate_nodes(access, cluster, [new, *refs[:REFERENCE_NODES]])
     bad = [v for v in report.verdicts if v.node == new]
     return "; ".join(v.reason for v in bad) or report.fabric

@@ -25,9 +25,9 @@ from orchestrator.specs.run import HealthPolicy
 from orchestrator.models import Cluster, HealthCheckPlan, JobRef, JobState, NodeInfo
 from orchestrator.paths import RunLayout
 from orchestrator.seams import Launcher
+from orchestrator.slurm.conf import natural_key
 
 _LINE = re.compile(r"AZBENCH_HEALTH (\{.*\})\s*$")
-_NUM = re.compile(r"(\d+)")
 
 
 @dataclass(frozen=True)
@@ -61,7 +61,7 @@ def choose_nodes(infos: Mapping[str, NodeInfo], exclude: Sequence[str], wanted: 
     beyond `wanted` (so one bad node does not starve the run), in natural name order."""
     spare = max(1, math.ceil(wanted / 8))
     usable = sorted((n for n, info in infos.items() if info.usable and n not in set(exclude)),
-                    key=_natural)
+                    key=natural_key)
     return usable[: wanted + spare]
 
 
@@ -154,7 +154,3 @@ def _wait(launcher: Launcher, ref: JobRef, timeout: float, interval: float, cloc
         sleep(interval)
     launcher.cancel(ref)
     return None
-
-
-def _natural(name: str) -> list[object]:
-    return [int(p) if p.isdigit() else p for p in _NUM.split(name)]

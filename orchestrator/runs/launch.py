@@ -10,6 +10,7 @@ the jobs: recipes/ stays free of launchers.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from orchestrator.hardware import catalog
@@ -36,7 +37,7 @@ from orchestrator.recipes.catalog import (
     render_command,
     resolve,
 )
-from orchestrator.recipes.configs import PRE_ENV, bundle, implementation, launch_flags
+from orchestrator.recipes.configs import PRE_ENV, bundle, implementation, launch_flags, made_dirs
 from orchestrator.recipes.data import DataItem
 from orchestrator.recipes.parallelism import network_profile
 from orchestrator.slurm.launcher import attempt_script
@@ -63,7 +64,7 @@ def describe_launch(recipe_name: str, sku: str, nodes: int, ruleset: str | None 
     run would; submits nothing."""
     recipe = get_recipe(recipe_name)
     params = check_params(recipe, params)
-    resolved = resolve(recipe, sku, nodes, ruleset)
+    resolved = resolve(recipe, sku, nodes, ruleset, env=params if recipe.mlperf else None)
     build = None if image else container_build(recipe, sku, nodes)
     if image:
         resolved = resolved.model_copy(update={"image": image})
@@ -118,7 +119,7 @@ def container_run(recipe: Recipe, spec: Mlperf, resolved: ResolvedConfig,
                           also=d.also_paths(data_root)) for d in data_for(recipe, resolved.vendored)],
         config=resolved.config, config_files=files, config_entry=entry, pre_env=pre_env,
         scratch=sorted(spec.scratch), fabric=list(resolved.fabric), precision=resolved.precision,
-        precision_source=resolved.precision_source, **flags)
+        precision_source=resolved.precision_source, **flags, **_made_dirs(recipe.name, resolved, spec))
 
 
 def container_build(recipe: Recipe | str, sku: str, nodes: int) -> ContainerBuild | None:
@@ -226,6 +227,35 @@ def _launch_flags(recipe: str, resolved: ResolvedConfig) -> dict[str, object]:
             "remap_root": "remap-root" in flags and flags["remap-root"].detail == "yes",
             "container_env": list(dict.fromkeys([*_ALWAYS_FORCED, *forced])),
             "launch_source": f"{folder} (the implementation's {where})" if where else ""}
+
+
+# The folders a job mounts writable into the container (slurm/container.py): a folder the
+# implementation creates below one of them before launch, the job creates too.
+WRITABLE_MOUNTS = ("/results", "/checkpoints")
+
+
+def _made_dirs(recipe: str, resolved: ResolvedConfig, spec: Mlperf) -> dict[str, object]:
+    """make_dirs and make_dirs_source: the container folders the implementation's run.sub
+    creates unconditionally before its timed job step, below a folder the job mounts writable,
+    with the job's environment filled in (a folder whose name needs a value the job does not
+    set is left to the rehearsal, which says so)."""
+    rel = resolved.vendored
+    if not rel:
+        return {}
+    env = {**resolved.config_env, **resolved.env}
+    roots = (*WRITABLE_MOUNTS, *spec.scratch)
+    dirs: dict[str, str] = {}
+    for fact in made_dirs(recipe, rel):
+        path = re.sub(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}", lambda m: env.get(m.group(1), m.group(0)), fact.container)
+        if fact.guard or "$" in path or path.rstrip("/") in roots:
+            continue
+        if any(path.startswith(root.rstrip("/") + "/") for root in roots):
+            dirs.setdefault(path.rstrip("/"), fact.where)
+    if not dirs:
+        return {}
+    folder = f"recipes/configs/{recipe}/{rel.rsplit('/', 1)[0]}"
+    lines = ", ".join(dict.fromkeys(dirs.values()))
+    return {"make_dirs": list(dirs), "make_dirs_source": f"{folder}/PATHS.txt: {lines}"}
 
 
 def _submission_config(recipe: str,

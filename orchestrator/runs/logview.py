@@ -24,8 +24,9 @@ CHUNK = 1 << 20  # bytes per read of a local copy: a large log is never held who
 
 def stream_log(store: Store, run_id: str, sink: Callable[[str], None], *, attempt: int | None = None,
                follow: bool = False, interval: float = 1.0,
-               sleep: Callable[[float], None] = time.sleep) -> None:
-    """Hand the attempt's log (default: the last attempt) to `sink`, piece by piece."""
+               sleep: Callable[[float], None] = time.sleep) -> int:
+    """Hand the attempt's log (default: the last attempt) to `sink`, piece by piece; returns
+    the attempt number read."""
     run = store.get_run(run_id)
     if run is None:
         raise NotFoundError(f"no run '{run_id}'", hint="see `azbench status`")
@@ -38,7 +39,7 @@ def stream_log(store: Store, run_id: str, sink: Callable[[str], None], *, attemp
             while chunk := handle.read(CHUNK):
                 sink(decode(chunk))
         sink(decode(b"", True))
-        return
+        return number
     row = store.get_cluster(run.cluster)
     if row is None:
         raise NotFoundError(f"cluster '{run.cluster}' of run {run_id} is not in the store")
@@ -55,6 +56,7 @@ def stream_log(store: Store, run_id: str, sink: Callable[[str], None], *, attemp
         access.launcher.follow(ref, path, lambda data: sink(decode(data)), stop=stop,
                                interval=interval, sleep=sleep)
     sink(decode(b"", True))
+    return number
 
 
 def _decoder() -> Callable[..., str]:

@@ -12,6 +12,10 @@ value of the job's environment must resolve:
 - inside the image: under a Dockerfile COPY destination, present in the implementation's tree;
 - or be waived in the recipe (mlperf.waive) with the implementation's own line that says why.
 
+Every folder the implementation's run.sub creates before its timed job step (`mkdir -p`) that
+the container sees must be a mount of the job or a folder the job creates before launch too
+(ContainerRun.make_dirs: LoRA's YAML builds its index in /results/data_index/{train,val}).
+
 A published mount counts where its shell guard holds with the job's environment (bash evaluates
 the guard as run.sub would); a path in a Hydra group option counts where a defaults list selects
 that option (or none is named). Pure but for the one bash call that evaluates the guards.
@@ -39,7 +43,7 @@ _SYSTEM = ("/dev", "/proc", "/sys", "/tmp", "/usr", "/etc", "/bin", "/sbin", "/l
 class PathCheck(Frozen):
     """One path the implementation (or the job's environment) names, and how it resolves."""
 
-    kind: str  # mount | open | env
+    kind: str  # mount | open | env | mkdir
     path: str  # as written
     expanded: str  # with the job's environment ('*' where a value is unknown)
     where: str  # recipes/configs/<recipe>/<impl>/FILE:LINE, or "env NAME [source]"
@@ -85,12 +89,14 @@ def rehearse(recipe_name: str, sku: str, nodes: int, data_root: str = DEFAULT_DA
     sourced = {f.rsplit("/", 1)[-1] for f in resolved.config_files}
     chosen = {f.path for f in facts if f.kind == "hydra"}
     groups = {p.split("/", 1)[0] for p in chosen}
-    live = _guards_hold([f.guard for f in facts if f.kind == "mount" and f.guard], env)
+    live = _guards_hold([f.guard for f in facts if f.kind in ("mount", "mkdir") and f.guard], env)
     checks: list[PathCheck] = []
     for fact in facts:
         where = f"{folder}/{fact.where}"
         if fact.kind == "mount" and (not fact.guard or live.get(fact.guard)):
             checks.append(_check_mount(fact, where, env, mounts))
+        elif fact.kind == "mkdir" and (not fact.guard or live.get(fact.guard)):
+            checks.append(_check_mkdir(fact, where, env, mounts, job, recipe))
         elif fact.kind == "open" and _counts(fact, sourced, chosen, groups):
             checks.append(_check_open(fact.path, "open", where, "in-image" in fact.detail.split(),
                                       env, mounts, recipe, data_root))
@@ -173,6 +179,33 @@ def _check_mount(fact: PathFact, where: str, env: dict[str, str], mounts: list[_
     return PathCheck(kind="mount", path=fact.path, expanded=target, where=where,
                      problem=f"the implementation mounts {fact.detail.split(';')[0][4:]} at {target}; "
                              "the job mounts nothing there")
+
+
+def _check_mkdir(fact: PathFact, where: str, env: dict[str, str], mounts: list[_Mount],
+                 job: ContainerRun, recipe: Recipe) -> PathCheck:
+    """A folder run.sub creates before launch: host side only, a mount of the job (created
+    with it), a folder the job creates before launch (make_dirs), or waived."""
+    inside = fact.container
+    if not inside:
+        return PathCheck(kind="mkdir", path=fact.path, expanded=_expand(fact.path, env), where=where,
+                         resolved="host side only: no mount of the implementation shows it to "
+                                  "the container")
+    expanded = _expand(inside, env).rstrip("/") or "/"
+    tag = where.split("/")[3] if where.startswith("recipes/configs/") else ""
+    waive = recipe.mlperf.waive if recipe.mlperf else {}
+    why = waive.get(f"{tag}:{fact.path}") or waive.get(fact.path)
+    if why:
+        return PathCheck(kind="mkdir", path=fact.path, expanded=expanded, where=where, resolved=f"waived: {why}")
+    mount = next((m for m in mounts if m.target.rstrip("/") == expanded), None)
+    if mount is not None:
+        return PathCheck(kind="mkdir", path=fact.path, expanded=expanded, where=where,
+                         resolved=f"job mount {mount.target} ({mount.label})")
+    if expanded in job.make_dirs:
+        return PathCheck(kind="mkdir", path=fact.path, expanded=expanded, where=where,
+                         resolved="the job creates it before launch (its batch script's mkdir -p)")
+    return PathCheck(kind="mkdir", path=fact.path, expanded=expanded, where=where,
+                     problem=f"the implementation creates {expanded} in the container before launch "
+                             f"({fact.path}); the job does not")
 
 
 def _check_open(path: str, kind: str, where: str, in_image: bool, env: dict[str, str],

@@ -152,6 +152,14 @@ def render_slurm_conf(params: SlurmConfParams) -> str:
     return render(TEMPLATE, p=params)
 
 
+_DIGITS = re.compile(r"(\d+)")
+
+
+def natural_key(name: str) -> list[int | str]:
+    """The order node names read in, numbers by value: node2 before node10 (sorted(..., key=natural_key))."""
+    return [int(p) if p.isdigit() else p for p in _DIGITS.split(name)]
+
+
 def compress_hostlist(names: list[str]) -> str:
     """Slurm hostlist syntax: ['node1','node2','node3','gpu7'] -> 'node[1-3],gpu7'."""
     groups: dict[str, list[tuple[int, str]]] = {}

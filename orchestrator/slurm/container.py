@@ -37,6 +37,8 @@ def render_container_launch(attempt: AttemptSpec, job: ContainerRun, *, partitio
     mounts += [f"{host}:{path}" for path, host in scratch.items()]
     for mount in mounts:
         check_plain("container mount", mount.replace(":", "/"), SAFE_PATH)
+    writable = {"/results": attempt_dir, "/checkpoints": f"{run_dir}/checkpoints", **scratch}
+    made = [_host_folder(path, writable) for path in job.make_dirs]
     for name in [*job.container_env, *(f.name for f in job.fabric)]:
         check_plain("environment name", name, SAFE_NAME)
     check_plain("MPI plugin", job.mpi, SAFE_NAME)
@@ -48,7 +50,20 @@ def render_container_launch(attempt: AttemptSpec, job: ContainerRun, *, partitio
         partition=partition, exclude=list(attempt.exclude),
         job_time=format_time_limit(job.walltime_min + 20), step_time=format_time_limit(job.walltime_min),
         mounts=",".join(mounts), wrapper=wrapper, config_files=_config_files(job),
-        scratch="".join(f" {shlex.quote(d)}" for d in scratch.values()))
+        scratch="".join(f" {shlex.quote(d)}" for d in scratch.values()),
+        made_dirs=" ".join(shlex.quote(d) for d in made))
+
+
+def _host_folder(path: str, writable: dict[str, str]) -> str:
+    """The host folder behind container folder `path`, below one the job mounts writable;
+    ConfigError for any other path (the job would create it nowhere the container sees)."""
+    for inside, host in sorted(writable.items(), key=lambda kv: -len(kv[0])):
+        if path.startswith(inside.rstrip("/") + "/"):
+            folder = f"{host}/{path[len(inside.rstrip('/')) + 1:]}"
+            check_plain("folder to create", folder, SAFE_PATH)
+            return folder
+    raise ConfigError(f"make_dirs: {path} is below no folder the job mounts writable "
+                      f"({', '.join(sorted(writable))})")
 
 
 def _config_files(job: ContainerRun) -> dict[str, str]:

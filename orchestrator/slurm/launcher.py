@@ -19,8 +19,8 @@ from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
 
 from orchestrator.errors import ConfigError, LaunchError, NotFoundError
-from orchestrator.models import (AttemptSpec, Cluster, ExecResult, HealthCheckPlan, JobRef, JobState,
-                                 JobStatus, NodeInfo, StageRequest)
+from orchestrator.models import (AttemptSpec, Cluster, ExecResult, FabricTestPlan, HealthCheckPlan, JobRef,
+                                 JobState, JobStatus, NodeInfo, StageRequest)
 from orchestrator.paths import RunLayout, safe_local_path
 from orchestrator.paths import templates_dir as default_templates
 from orchestrator.seams import Capabilities, Runner, command_line
@@ -28,6 +28,7 @@ from orchestrator.slurm import commands, topology
 from orchestrator.slurm.batch import parse_sbatch_id, render_sbatch
 from orchestrator.slurm.conf import compress_hostlist
 from orchestrator.slurm.container import render_container_launch
+from orchestrator.slurm.fabric import render_fabric_test
 from orchestrator.slurm.health import render_health_check
 from orchestrator.slurm.staging import render_stage
 from orchestrator.slurm.states import SlurmRow, map_state, parse_jobs, parse_leaf_switches, parse_sinfo
@@ -114,6 +115,13 @@ class SlurmLauncher:
         """Copy templates/health_check.py to plan.script, submit the gate job from plan.out_dir."""
         return self._submit_in(plan.out_dir, render_health_check(plan, self.templates_dir),
                                "the health gate job", {plan.script: self.templates_dir / "health_check.py"})
+
+    def run_fabric_test(self, plan: FabricTestPlan) -> JobRef:
+        """Copy templates/fabric_collectives.py to plan.script (CPU sizes), submit the fabric
+        test job from plan.out_dir."""
+        files = {plan.script: self.templates_dir / "fabric_collectives.py"} if plan.script else {}
+        return self._submit_in(plan.out_dir, render_fabric_test(plan, self.templates_dir),
+                               f"the fabric test job {plan.test_id}", files)
 
     def stage(self, request: StageRequest) -> JobRef:
         """Submit the staging job from <data_root>/staging (Slurm writes its output there, and

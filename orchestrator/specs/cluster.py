@@ -114,7 +114,11 @@ class ClusterSpec(Frozen):
                 continue
             assert isinstance(section, SpecSection), f"{name}'s settings must be a SpecSection"
             found[name] = section
-        if errors:
+        if errors:  # the rest of the spec too, so one error names every wrong field
+            try:
+                cls.model_validate({**data, "sections": found})
+            except ValidationError as exc:
+                errors += exc.errors(include_url=False)
             raise ValidationError.from_exception_data(cls.__name__, errors)
         data["sections"] = found
         return data

@@ -1,4 +1,5 @@
-"""The store: azbench's database of clusters, runs, attempts, results, events and baselines.
+"""The store: azbench's database of clusters, runs, attempts, results, events, baselines and
+fabric results.
 
 Owns: the schema with its forward migrations and row models (schema), and the typed reads and
 writes over SQLite (WAL) or PostgreSQL (database).

@@ -46,6 +46,7 @@ from orchestrator.store.schema import (
     BaselineRow,
     ClusterRow,
     EventRow,
+    FabricResultRow,
     ResultRow,
     RunRow,
     attempt_row,
@@ -56,6 +57,7 @@ from orchestrator.store.schema import (
     current_version,
     event_row,
     events,
+    fabric_results,
     migrate,
     refuse_non_sqlite_file,
     results,
@@ -71,7 +73,7 @@ BUSY_TIMEOUT_MS = 15_000
 _WRITE = "azbench_write"
 # Serialises concurrent first opens on PostgreSQL (SQLite gets this from BEGIN IMMEDIATE).
 _PG_MIGRATION_LOCK = 0x617A62656E6368
-_M = TypeVar("_M", ClusterRow, RunRow, BaselineRow)
+_M = TypeVar("_M", ClusterRow, RunRow, BaselineRow, ResultRow)
 # psycopg repeats the host and port we already name: keep only the server's own reason.
 _PG_PREFIX = r'^connection failed: connection to server at "[^"]*", port \d+ failed: '
 
@@ -278,7 +280,10 @@ class Store:
             if any(a is not None and a[1] for a in added) and self.backend == "postgresql":
                 conn.execute(sa.text("SELECT setval(pg_get_serial_sequence('results', 'id'), "
                                      "(SELECT MAX(id) FROM results))"))  # number after the kept ids
-            return [a if a is not None else self._add_result(conn, row) for row, a in zip(rows, added)]
+            rest = [i for i, a in enumerate(added) if a is None]
+            for i, outcome in zip(rest, self._add_many(conn, [rows[i] for i in rest])):
+                added[i] = outcome
+            return [a for a in added if a is not None]
 
     def list_results(
         self,
@@ -301,6 +306,23 @@ class Store:
         with self._conn() as conn:
             return [ResultRow.model_validate(r._asdict()) for r in conn.execute(query)]
 
+    def get_result(self, id: int) -> ResultRow | None:
+        """One stored result by id (one row read), or None."""
+        with self._conn() as conn:
+            return _fetch(conn, results, ResultRow, id=id)
+
+    def results_by_hash(self, hashes: Iterable[str]) -> dict[str, ResultRow]:
+        """The stored results among `hashes` (content sha256), by hash: what an import skips."""
+        wanted = sorted(set(hashes))
+        found: dict[str, ResultRow] = {}
+        with self._conn() as conn:
+            for start in range(0, len(wanted), 500):  # under SQLite's bound on query variables
+                query = sa.select(results).where(results.c.content_hash.in_(wanted[start:start + 500]))
+                for r in conn.execute(query):
+                    row = ResultRow.model_validate(r._asdict())
+                    found[row.content_hash] = row
+        return found
+
     def result_names(self, field: Literal["benchmark", "system", "cluster"]) -> list[str]:
         """The distinct values of one field over the stored results, sorted (cluster: the
         clusters their runs ran on; imported results have none)."""
@@ -310,6 +332,36 @@ class Store:
             query = query.select_from(results.join(runs, runs.c.id == results.c.run_id))
         with self._conn() as conn:
             return sorted(str(v) for v in conn.execute(query).scalars())
+
+    # -- fabric results -------------------------------------------------------------------
+
+    def add_fabric_results(self, rows: Iterable[FabricResultRow]) -> list[tuple[int, bool]]:
+        """Store each collective's run once, all in ONE transaction: (id, True) when new, (the
+        stored id, False) for a hash already stored."""
+        out = []
+        with self._conn(write=True) as conn:
+            for row in rows:
+                stmt = (self._insert(fabric_results).values(**row.model_dump(exclude={"id"}))
+                        .on_conflict_do_nothing(index_elements=["content_hash"]).returning(fabric_results.c.id))
+                new_id = conn.execute(stmt).scalar()
+                if new_id is None:
+                    query = sa.select(fabric_results.c.id).where(fabric_results.c.content_hash == row.content_hash)
+                    out.append((int(conn.execute(query).scalar_one()), False))
+                else:
+                    out.append((int(new_id), True))
+        return out
+
+    def list_fabric_results(self, cluster: str | None = None, collective: str | None = None,
+                            since: datetime | None = None, until: datetime | None = None) -> list[FabricResultRow]:
+        """Stored collective runs, oldest first; `since`/`until` bound created_at (inclusive)."""
+        query = _matching(fabric_results, cluster=cluster, collective=collective)
+        query = query.order_by(fabric_results.c.created_at, fabric_results.c.id)
+        if since is not None:
+            query = query.where(fabric_results.c.created_at >= since)
+        if until is not None:
+            query = query.where(fabric_results.c.created_at <= until)
+        with self._conn() as conn:
+            return [FabricResultRow.model_validate(r._asdict()) for r in conn.execute(query)]
 
     # -- events ---------------------------------------------------------------------------
 
@@ -443,6 +495,30 @@ class Store:
         query = sa.select(results.c.id).where(results.c.content_hash == result.content_hash)
         return int(conn.execute(query).scalar_one()), False
 
+    def _add_many(self, conn: Connection, rows: list[ResultRow]) -> list[tuple[int, bool]]:
+        """_add_result for many rows, a few hundred per INSERT (10,000 rows one by one took
+        most of an import): new rows come back from RETURNING, the rest are looked up."""
+        stmt = (self._insert(results).on_conflict_do_nothing(index_elements=["content_hash"])
+                .returning(results.c.id, results.c.content_hash))
+        inserted: dict[str, int] = {}
+        for start in range(0, len(rows), 500):
+            batch = [r.model_dump(exclude={"id"}) for r in rows[start:start + 500]]
+            inserted.update((h, int(i)) for i, h in conn.execute(stmt, batch))
+        others = sorted({r.content_hash for r in rows} - inserted.keys())
+        stored: dict[str, int] = {}
+        for start in range(0, len(others), 500):
+            query = sa.select(results.c.id, results.c.content_hash).where(
+                results.c.content_hash.in_(others[start:start + 500]))
+            stored.update((h, int(i)) for i, h in conn.execute(query))
+        out: list[tuple[int, bool]] = []
+        for r in rows:  # a hash twice in `rows`: the first is the new one
+            if r.content_hash in inserted:
+                out.append((inserted.pop(r.content_hash), True))
+                stored[r.content_hash] = out[-1][0]
+            else:
+                out.append((stored[r.content_hash], False))
+        return out
+
     def _keep_id(self, conn: Connection, result: ResultRow) -> tuple[int, bool] | None:
         """Store `result` under its own id: (id, True); (the stored id, False) when its hash is
         stored; None when another row has the id."""
@@ -544,5 +620,5 @@ def _reason(exc: BaseException, password: str | None) -> str:
     return text.replace(password, "***") if password else text
 
 
-__all__ = ["AttemptRow", "BaselineRow", "ClusterRow", "EventRow", "ResultRow", "RunRow", "SCHEMA_VERSION",
+__all__ = ["AttemptRow", "BaselineRow", "ClusterRow", "EventRow", "FabricResultRow", "ResultRow", "RunRow", "SCHEMA_VERSION",
            "Store"]

@@ -181,7 +181,35 @@ baselines = sa.Table(
     sa.Column("updated_at", UTCDateTime, nullable=False),
 )
 
-TABLES = (meta, clusters, runs, attempts, results, events, baselines)
+# v5: collectives as a benchmark (`azbench fabric test`, nccl-tests outputs imported): one row per
+# collective run, its sizes and NCCL's transport facts as JSON (results/fabric_store.py's shape).
+fabric_results = sa.Table(
+    "fabric_results",
+    metadata,
+    sa.Column("id", BigId, primary_key=True, autoincrement=True),
+    sa.Column("content_hash", sa.String(128), nullable=False, unique=True),
+    sa.Column("source", sa.String(16), nullable=False),
+    sa.Column("cluster", sa.String(128)),
+    sa.Column("sku", sa.String(128)),
+    sa.Column("device", sa.String(8), nullable=False),  # GPU or CPU
+    sa.Column("backend", sa.String(64), nullable=False),  # nccl-tests, or torch.distributed gloo
+    sa.Column("collective", sa.String(64)),
+    sa.Column("scope", sa.String(256)),  # which nodes: "4 nodes", "rack nvl-...", "across 8 racks"
+    sa.Column("nodes", sa.Integer),
+    sa.Column("ranks", sa.Integer, nullable=False),
+    sa.Column("hosts", sa.Integer, nullable=False),
+    sa.Column("gpus_per_host", sa.Integer),
+    sa.Column("wrong", sa.BigInteger),
+    sa.Column("avg_busbw_gbps", sa.Float),  # nccl-tests' "Avg bus bandwidth" line, kept as printed
+    sa.Column("sizes_json", sa.Text, nullable=False),
+    sa.Column("transport_json", sa.Text),
+    sa.Column("job_id", sa.String(64)),
+    sa.Column("log_path", sa.Text),
+    sa.Column("created_at", UTCDateTime, nullable=False),
+    sa.CheckConstraint("source IN ('test', 'import')", name="ck_fabric_results_source"),
+)
+
+TABLES = (meta, clusters, runs, attempts, results, events, baselines, fabric_results)
 TABLE_NAMES = frozenset(t.name for t in TABLES)
 
 
@@ -235,6 +263,10 @@ def _v4_plan(conn: Connection) -> None:
     conn.exec_driver_sql("ALTER TABLE clusters ADD COLUMN plan_json TEXT")
 
 
+def _v5_fabric(conn: Connection) -> None:
+    metadata.create_all(conn, tables=[fabric_results])  # `azbench fabric test` and imported nccl-tests
+
+
 def _v6_goodput(conn: Connection) -> None:
     """Owners (team cost) and the attempt marks goodput reads (orchestrator.goodput)."""
     conn.exec_driver_sql("ALTER TABLE clusters ADD COLUMN owner VARCHAR(256)")
@@ -249,7 +281,8 @@ MIGRATIONS: list[tuple[int, Callable[[Connection], None]]] = [
     (2, _v2_indexes),
     (3, _v3_baselines),
     (4, _v4_plan),
-    (6, _v6_goodput),  # 5 is another change's number
+    (5, _v5_fabric),
+    (6, _v6_goodput),
 ]
 
 
@@ -445,6 +478,33 @@ class BaselineRow(_Row):
     data_json: str
     created_at: datetime = Field(default_factory=utcnow)
     updated_at: datetime = Field(default_factory=utcnow)
+
+
+class FabricResultRow(_Row):
+    """One collective's run stored as a result (`azbench fabric test`, or an imported nccl-tests
+    output); unique by `content_hash`. `sizes_json` holds per size: size (bytes), time_us, algbw,
+    busbw, wrong (results/fabric_store.py writes and reads it); `transport_json` NCCL's log facts."""
+
+    id: int | None = None
+    content_hash: str
+    source: Literal["test", "import"]
+    cluster: str | None = None
+    sku: str | None = None
+    device: Literal["GPU", "CPU"]
+    backend: str
+    collective: str | None = None
+    scope: str | None = None
+    nodes: int | None = None
+    ranks: int
+    hosts: int
+    gpus_per_host: int | None = None
+    wrong: int | None = None
+    avg_busbw_gbps: float | None = None
+    sizes_json: str
+    transport_json: str | None = None
+    job_id: str | None = None
+    log_path: str | None = None
+    created_at: datetime = Field(default_factory=utcnow)
 
 
 def attempt_values(attempt: AttemptRow) -> dict[str, Any]:

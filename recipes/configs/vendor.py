@@ -13,6 +13,18 @@ and PATHS.txt (the implementation's paths, below), and records repository, commi
 recipes/configs/ATTRIBUTION.md. The files are Apache-2.0 (the training_results repositories'
 LICENSE).
 
+SUBMISSIONS.txt says which published system ran which vendored entry config, and where the
+published tree says so: one tab-separated row per (system, config), from the submission's own
+README (`<org>/benchmarks/<bench>/implementations/<system>/README-<system>.md` names
+`benchmarks/<bench>/implementations/<impl>/config_X.sh`). An implementation none of whose
+configs a README names counts only when its folder holds one entry config and its submitter one
+system with results for the benchmark (the row says so). Vendoring stops on an entry config no
+submission ran and on a folder whose own README names a config other than the one vendored:
+
+    SYSTEM  CONFIG  EVIDENCE                         e.g. tyche_ngpu512_ngc25.09_nemo,
+                                                     config_GB200_128x4x144xtp4pp8cp2_cg_fp4.sh,
+                                                     NVIDIA/benchmarks/.../README-tyche_ngpu512_ngc25.09_nemo.md:7
+
 PATHS.txt is the small manifest the rehearsal (orchestrator/runs/rehearsal.py,
 tests/test_rehearsal.py) checks every job against, offline. One tab-separated row per fact,
 each with the file and line it was read from:
@@ -34,6 +46,10 @@ each with the file and line it was read from:
     launch  mpi|remap-root|container-env  FILE:LINE  VALUE   the flags of run.sub's timed job step
     expect  KEY     FILE:LINE  REL BYTES              expected-mounts*.csv: a file the implementation
                                                      expects under the mount KEY names, and its size
+    mkdir   HOST    run.sub:LINE [container=PATH][;if=GUARD]  a folder run.sub creates (mkdir -p)
+                                                     before its timed job step; container=: where
+                                                     the job sees it, through a mount whose source
+                                                     holds it (unconditional, or under the same guard)
 
 Scripts that prepare data (scripts/, data_scripts/, utility/, preprocessing/, public-scripts/)
 are not scanned for `open`: `prepare` runs them (recipes/*.yaml steps), the job does not. Paths
@@ -59,16 +75,22 @@ TABLE: dict[str, list[tuple[str, str, list[str]]]] = {
         ("v5.0", "NVIDIA/benchmarks/llama31_405b/implementations/eos-dfw_n1024_ngc25.01_nemo",
          ["config_DGXH100_1024x8x24xtp8pp8cp2.sh"]),
         ("v5.1", "NVIDIA/benchmarks/llama31_405b/implementations/tyche_ngpu512_ngc25.09_nemo",
-         ["config_GB200_128x4x144xtp4pp8cp2_cg.sh"]),
+         ["config_GB200_128x4x144xtp4pp8cp2_cg_fp4.sh"]),
         ("v5.1", "NVIDIA/benchmarks/llama31_405b/implementations/hsg_ngpu2560_ngc25.09_nemo",
          ["config_GB200_640x4x24xtp4pp8cp2_cg_fp4.sh"]),
         ("v5.1", "NVIDIA/benchmarks/llama31_405b/implementations/hsg_ngpu5120_ngc25.09_nemo",
          ["config_GB200_1280x4x16xtp4pp8cp2_cg_fp4.sh"]),
+        # GB300 (theia): no recipe scale runs it; vendored for the precision its results ran at
+        ("v5.1", "NVIDIA/benchmarks/llama31_405b/implementations/theia_ngpu512_ngc25.09_nemo",
+         ["config_GB300_128x4x72xtp2pp8cp2_cg_fp4.sh"]),
     ],
     "llama31_8b": [
         ("v5.1", "NVIDIA/benchmarks/llama31_8b/implementations/nemo",
          ["config_GB200_2x4x2xtp1pp1cp1_8b_fp4.sh", "config_GB200_18x4x1xtp1pp1cp2_8b.sh",
-          "config_GB200_128x4x1xtp2pp1cp4_8b.sh"]),
+          "config_GB200_128x4x1xtp2pp1cp4_8b.sh",
+          # the theia (GB300) systems' configs: for the precision their results ran at
+          "config_GB300_2x4x2xtp1pp1cp1_8b_fp4.sh", "config_GB300_18x4x1xtp1pp1cp2_8b.sh",
+          "config_GB300_128x4x1xtp2pp1cp4_8b.sh"]),
     ],
     "llama2_70b_lora": [
         ("v4.1", "NVIDIA/benchmarks/llama2_70b_lora/implementations/eos_ngc24.09_nemo",
@@ -80,7 +102,10 @@ TABLE: dict[str, list[tuple[str, str, list[str]]]] = {
         ("v4.1", "Azure/benchmarks/llama2_70b_lora/implementations/nemo",
          ["configs/config_DGXH200_64x8x2xtp4pp1cp2.sh"]),
         ("v5.1", "NVIDIA/benchmarks/llama2_70b_lora/implementations/nemo",
-         ["config_GB200_2x4x2xtp1pp1cp2_fp4.sh", "config_GB200_18x4x1xtp1pp1cp8.sh"]),
+         ["config_GB200_2x4x2xtp1pp1cp2_fp4.sh", "config_GB200_18x4x1xtp1pp1cp8.sh",
+          # tyche_ngpu512 and the theia (GB300) systems: for the precision their results ran at
+          "config_GB200_128x4x1xtp1pp1cp8.sh", "config_GB300_2x4x1xtp1pp1cp1_fp4.sh",
+          "config_GB300_18x4x1xtp1pp1cp8.sh", "config_GB300_128x4x1xtp1pp1cp8.sh"]),
     ],
     "gpt3": [
         ("v4.1", "NVIDIA/benchmarks/gpt3/implementations/eos_n64_ngc24.09_nemo",
@@ -184,6 +209,13 @@ def main(mirrors: Path) -> None:
                 + "".join(f"{n}\n" for n in sorted(names)))
             rows.append((f"{recipe}/{tag}/READS.txt", f"mlcommons/training_results_{round_}", commit,
                          f"{impl}/ (names extracted)"))
+            (out / "SUBMISSIONS.txt").write_text(
+                f"# Which mlcommons/training_results_{round_} @ {commit} system ran which config of\n"
+                f"# {impl}/, and where the published tree says so (SYSTEM<TAB>CONFIG<TAB>EVIDENCE),\n"
+                f"# extracted by recipes/configs/vendor.py. Apache-2.0, see ../../ATTRIBUTION.md.\n"
+                + "".join("\t".join(row) + "\n" for row in submissions(repo, impl, configs)))
+            rows.append((f"{recipe}/{tag}/SUBMISSIONS.txt", f"mlcommons/training_results_{round_}", commit,
+                         f"{impl}/ (systems' READMEs read)"))
     lines = ["# Attribution",
              "",
              "Files under this folder are copied unchanged (READS.txt: extracted) from the MLCommons",
@@ -197,6 +229,51 @@ def main(mirrors: Path) -> None:
     (HERE / "ATTRIBUTION.md").write_text("\n".join(lines) + "\n")
 
 
+ENTRY = re.compile(r"^(?:configs/)?config_[A-Za-z0-9]+_[0-9]+x[^/]*\.sh$")  # config_<SYSTEM>_<N>x<G>...sh
+
+
+def submissions(repo: Path, impl: str, configs: list[str]) -> list[tuple[str, str, str]]:
+    """SUBMISSIONS.txt rows for the vendored entry `configs` of `impl` (module docstring);
+    SystemExit when the published tree does not back the vendoring."""
+    org, _, bench, _, name = impl.split("/")[:5]
+    tree = git(repo, "ls-tree", "-r", "--name-only", "HEAD", f"{org}/benchmarks/{bench}/implementations/")
+    named: dict[str, list[tuple[str, str]]] = {}  # config -> [(system, README:LINE)]
+    own: list[str] = []  # configs of this folder that its own README names
+    ref = re.compile(rf"benchmarks/{re.escape(bench)}/implementations/{re.escape(name)}/"
+                     r"((?:configs/)?config_[A-Za-z0-9_.x-]+\.sh)")
+    for readme in tree.splitlines():
+        m = re.fullmatch(rf"{re.escape(org)}/benchmarks/{re.escape(bench)}/implementations/([^/]+)/README-(\1)\.md",
+                         readme)
+        if not m:
+            continue
+        for n, line in enumerate(git(repo, "show", f"HEAD:{readme}").splitlines(), 1):
+            for config in ref.findall(line):
+                named.setdefault(config, []).append((m.group(1), f"{readme}:{n}"))
+                if m.group(1) == name:
+                    own.append(config)
+    stray = sorted(set(own) - set(configs))
+    if stray:
+        raise SystemExit(f"{impl}: its README-{name}.md names {stray[0]}, not the vendored "
+                         f"{', '.join(configs)}: vendor the config the submission ran")
+    rows = [(system, Path(config).name, where) for config in configs
+            for system, where in dict.fromkeys(named.get(config, []))]
+    if any(named.get(c) for c in configs):
+        missing = [c for c in configs if not named.get(c)]
+        if missing:
+            raise SystemExit(f"{impl}/{missing[0]}: no submission's README names it")
+        return rows
+    entries = [f for f in git(repo, "ls-tree", "-r", "--name-only", "HEAD", impl + "/").splitlines()
+               if ENTRY.match(f[len(impl) + 1:])]
+    systems = sorted({p.split("/")[2] for p in git(repo, "ls-tree", "-r", "--name-only", "HEAD",
+                                                   f"{org}/results/").splitlines()
+                      if p.split("/")[3:4] == [bench]})
+    if len(configs) == 1 and [e[len(impl) + 1:] for e in entries] == configs and len(systems) == 1:
+        return [(systems[0], Path(configs[0]).name, f"{impl}/{configs[0]} is the folder's only entry config and "
+                                         f"{systems[0]} {org}'s only system with {bench} results "
+                                         "(no README names a config of the folder)")]
+    raise SystemExit(f"{impl}: no submission's README names {', '.join(configs)}")
+
+
 def paths_manifest(repo: Path, impl: str, files: list[str], vendored: list[str]) -> list[tuple[str, ...]]:
     """PATHS.txt rows for the implementation folder `impl` (module docstring)."""
     texts = {f[len(impl) + 1:]: git(repo, "show", f"HEAD:{f}") for f in files
@@ -207,6 +284,7 @@ def paths_manifest(repo: Path, impl: str, files: list[str], vendored: list[str])
             rows += _mounts(name, texts[name])
     if "run.sub" in texts:
         rows += _srun_facts(texts["run.sub"])
+        rows += _mkdirs(texts["run.sub"], [r for r in rows if r[0] == "mount"])
     images = _image_roots(texts.get("Dockerfile", ""))
     rows += [("image", dest, f"Dockerfile:{line}", f"COPY {src}") for dest, src, line in images]
     rows += _base_images(texts.get("Dockerfile", ""))
@@ -307,10 +385,9 @@ def _py_paths(text: str) -> list[tuple[int, str]]:
     return sorted(set(out))
 
 
-def _mounts(name: str, text: str) -> list[tuple[str, ...]]:
-    """`mount` rows: every HOST:TARGET of a _cont_mounts / MOUNTS assignment, with its guard."""
-    defaults = dict(re.findall(r'^\s*:\s*"\$\{([A-Z_][A-Z0-9_]*):=([^}"]*)\}"', text, re.M))
-    rows, guards = [], []
+def _guarded(text: str) -> list[tuple[int, str, str]]:
+    """(line number, code, the shell `if` guard it sits under) for each line that is not a comment."""
+    out, guards = [], []
     for n, line in enumerate(text.splitlines(), 1):
         code = line.strip()
         if code.startswith("#"):
@@ -323,6 +400,15 @@ def _mounts(name: str, text: str) -> list[tuple[str, ...]]:
             guards[-1] = f"! {{ {guards[-1]}; }}"
         elif code == "fi" and guards:
             guards.pop()
+        out.append((n, code, " && ".join(f"{{ {g}; }}" if len(guards) > 1 else g for g in guards)))
+    return out
+
+
+def _mounts(name: str, text: str) -> list[tuple[str, ...]]:
+    """`mount` rows: every HOST:TARGET of a _cont_mounts / MOUNTS assignment, with its guard."""
+    defaults = dict(re.findall(r'^\s*:\s*"\$\{([A-Z_][A-Z0-9_]*):=([^}"]*)\}"', text, re.M))
+    rows = []
+    for n, code, guard in _guarded(text):
         if not re.search(r"(_cont_mounts\+?=|MOUNTS:?=)", code):
             continue
         value = re.split(r"(?:_cont_mounts\+?=|MOUNTS:?=)", code, maxsplit=1)[1].strip('"} ')
@@ -335,9 +421,45 @@ def _mounts(name: str, text: str) -> list[tuple[str, ...]]:
             target = defaults.get(var.group(1), target) if var else target
             if not target.startswith("/"):
                 continue
-            guard = " && ".join(f"{{ {g}; }}" if len(guards) > 1 else g for g in guards)
             rows.append(("mount", target, f"{name}:{n}", f"src={m.group(1)}" + (f";if={guard}" if guard else "")))
     return rows
+
+
+def _mkdirs(text: str, mounts: list[tuple[str, ...]]) -> list[tuple[str, ...]]:
+    """`mkdir` rows: each folder a `mkdir -p` of run.sub creates before its timed job step (on
+    the batch host, in an srun or a bash -c), with where the container sees it, if it does."""
+    timed = next((int(r[2].split(":")[1]) for r in _srun_facts(text)), None)
+    rows = []
+    for n, code, guard in _guarded(text):
+        if timed is not None and n >= timed:
+            break
+        for m in re.finditer(r"\bmkdir\s+-p\s+((?:\"[^\"]*\"|[^\s;)&|\"]+)(?:\s+(?:\"[^\"]*\"|[^\s;)&|\"]+))*)",
+                             code):
+            for arg in re.findall(r'"([^"]*)"|(\S+)', m.group(1)):
+                host = _braced(arg[0] or arg[1])
+                inside = _inside(host, guard, mounts)
+                detail = (f"container={inside}" if inside else "") + (f";if={guard}" if guard else "")
+                rows.append(("mkdir", host, f"run.sub:{n}", detail))
+    return rows
+
+
+def _braced(path: str) -> str:
+    """A shell path with each $NAME written ${NAME}, so the same folder reads the same way."""
+    return re.sub(r"\$([A-Za-z_][A-Za-z0-9_]*)", r"${\1}", path)
+
+
+def _inside(host: str, guard: str, mounts: list[tuple[str, ...]]) -> str:
+    """Where the container sees host folder `host`: the longest mount source that holds it,
+    among the mounts that are unconditional or under the same guard ("" when none does)."""
+    best = ("", "")
+    for _, target, _, detail in mounts:
+        src, _, cond = detail.partition(";if=")
+        src = _braced(src[len("src="):])
+        if cond and cond != guard:
+            continue
+        if (host == src or host.startswith(src.rstrip("/") + "/")) and len(src) > len(best[0]):
+            best = (src, target + host[len(src):])
+    return best[1]
 
 
 def _srun_facts(text: str) -> list[tuple[str, ...]]:

@@ -46,7 +46,7 @@ class ToyProvider(ProviderBase):
         _state_file(spec.name).write_text(cluster.model_dump_json())
         return cluster
 
-    def describe(self, name: str) -> Cluster | None:
+    def describe(self, name: str, spec: ClusterSpec | None = None) -> Cluster | None:
         path = _state_file(name)
         return Cluster.model_validate(json.loads(path.read_text())) if path.exists() else None
 

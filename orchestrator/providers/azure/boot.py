@@ -5,7 +5,10 @@ reaches the head over SSH with the host key pinned from cloud-init (never trust 
 and polls, in one command per round: the head's cloud-init status, the failure notes the boot
 steps write (templates' azbench-step: /var/lib/azbench/boot-failed on the head,
 /shared/azbench/boot/<host>.failed from the nodes), and Slurm's node list. It fails with one line naming
-the VM and the step, or, at the deadline, naming what is still missing. `parse_probe` is pure.
+the VM and the step, or, at the deadline, naming what is still missing. A GPU node whose boot-time
+fabric check found it short of GPUs or HCAs (templates/fabric_node_check.py: "fabric check
+failed: ...") is a ShortNodeError, which `up` answers by replacing the VM (azure/provider.py)
+before Slurm lists it. `parse_probe` is pure.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from orchestrator.models import Cluster, ExecResult
 from orchestrator.slurm.commands import node_states_argv
 
 SEP = "--azbench--"
+FABRIC_MARK = "fabric check failed: "  # what templates/fabric_node_check.py --boot writes
 PROBE = (f"cloud-init status 2>/dev/null | sed -n 's/^status: //p'; echo {SEP}; "
          "cat /var/lib/azbench/boot-failed 2>/dev/null; "
          "grep -sH . /shared/azbench/boot/*.failed 2>/dev/null; "
@@ -60,12 +64,27 @@ def parse_probe(text: str) -> BootProbe:
     return probe
 
 
+class ShortNodeError(ProvisionError):
+    """Nodes whose boot-time fabric check found them short (GPUs, InfiniBand HCAs): `short`
+    maps each to its reason. A ProvisionError: a caller that cannot replace VMs fails with it."""
+
+    def __init__(self, short: dict[str, str]) -> None:
+        self.short = dict(short)
+        first, why = next(iter(self.short.items()))
+        super().__init__(f"VM {first}: {why}" + (f" (and {len(short) - 1} more)" if len(short) > 1 else ""),
+                         hint="`up` replaces such a VM; this one was not replaced")
+
+
 def verdict(probe: BootProbe, head: str, nodes: list[str]) -> str | None:
-    """'ready', or None to keep waiting; raises ProvisionError for a failed boot."""
+    """'ready', or None to keep waiting; raises ProvisionError for a failed boot, ShortNodeError
+    when every failed node failed only its fabric check."""
     if probe.head_failure or probe.head_status == "error":
         why = probe.head_failure or probe.head_detail or "see /var/log/cloud-init.log"
         raise ProvisionError(f"VM {head}: {why}",
                              hint="ssh to the head and read /var/log/cloud-init-output.log")
+    failed = {n: probe.node_failures[n] for n in nodes if n in probe.node_failures}
+    if failed and all(why.startswith(FABRIC_MARK) for why in failed.values()):
+        raise ShortNodeError(failed)
     for node in nodes:
         if node in probe.node_failures:
             raise ProvisionError(f"VM {node}: {probe.node_failures[node]}",

@@ -91,8 +91,9 @@ class AzureClients(ArmClients):
 
     def begin_remove(self, rg: str, kind: str, name: str) -> Operation[None]:
         """DELETE `kind/name` (a resource group with what is in it, when kind is resources.RG)."""
-        poller = self.resources.resource_groups.begin_delete(name) if kind == RG else self._ops(kind).begin_delete(rg, name)
-        return Operation(poller, lambda _: None)
+        if kind == RG:
+            return Operation(self.resources.resource_groups.begin_delete(name), lambda _: None)
+        return Operation(self._ops(kind).begin_delete(rg, name), lambda _: None)
 
     def group_exists(self, name: str) -> bool:
         """HEAD the resource group (https://learn.microsoft.com/rest/api/resources/resource-groups/

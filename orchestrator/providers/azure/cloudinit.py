@@ -39,6 +39,7 @@ TORCH_CPU_INDEX = "https://download.pytorch.org/whl/cpu"
 PARTITION = "gpu"
 SPOT_AGENT = "spot_agent.py"
 NVLINK_TOPOLOGY = "nvlink_topology.py"  # rebuilds topology.conf from the nodes' NVLink domains
+FABRIC_CHECK = "fabric_node_check.py"  # a GPU node's GPUs and HCAs counted at boot, before slurmd
 # The head's slurmctld reads the first; the nodes' /etc/slurm/topology.conf links to the second.
 TOPOLOGY_FILES = ("/etc/slurm/topology.conf", "/shared/slurm/topology.conf")
 MAX_CUSTOM_DATA = 65_535  # bytes before base64 (Azure's customData limit)
@@ -83,6 +84,8 @@ class NodeContext:
     scale_sets: str
     spot_agent: str = ""  # templates/spot_agent.py for spot clusters; "" = no agent
     nvlink: bool = False  # report the NVLink domain at boot and rebuild the rack topology
+    fabric_check: str = ""  # templates/fabric_node_check.py on GPU sizes: GPUs and HCAs at boot
+    ib_hcas: int = 0  # the InfiniBand HCAs the size has (catalog ib_links)
 
 
 def load_or_create_secrets(cluster_dir: Path) -> ClusterSecrets:
@@ -244,11 +247,15 @@ def recipe_env(sku: GpuSku) -> dict[str, str]:
 def node_cloud_init(cluster: str, sku: GpuSku, sets: list[ScaleSetPlan], head_addr: str,
                     sec: ClusterSecrets, *, spot: bool = False) -> str:
     """A GPU node's cloud-config; spot nodes also get the spot agent (templates/spot_agent.py)
-    as a systemd unit, which turns an eviction notice into a checkpoint."""
+    as a systemd unit, which turns an eviction notice into a checkpoint. GPU nodes count their
+    GPUs and InfiniBand HCAs before slurmd starts (templates/fabric_node_check.py --boot): a
+    short node fails its boot with the reason, which `up` reads to replace it (azure/boot.py)."""
     agent = (templates_dir() / SPOT_AGENT).read_text() if spot else ""
+    check = (templates_dir() / FABRIC_CHECK).read_text() if sku.gpus_per_vm else ""
     ctx = NodeContext(cluster=cluster, head_addr=head_addr, munge_key_b64=sec.munge_key_b64,
                       gpus=sku.gpus_per_vm, scale_sets=compress_hostlist([s.name for s in sets]),
-                      spot_agent=agent, nvlink=sku.nvlink_domain_vms > 1)
+                      spot_agent=agent, nvlink=sku.nvlink_domain_vms > 1, fabric_check=check,
+                      ib_hcas=sku.ib_links)
     return _render("cloud-init-node.yaml.j2", ctx)
 
 

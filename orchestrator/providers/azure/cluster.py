@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from orchestrator import paths
 from orchestrator.hardware.catalog import GpuSku, find
 from orchestrator.providers.azure.plan import HEAD_PRICE_PER_HOUR_USD
-from orchestrator.providers.azure import cloudinit as ci
-from orchestrator.providers.azure import resources as ar
+from orchestrator.providers.azure import cloudinit
+from orchestrator.providers.azure import resources
 from orchestrator.specs.cluster import ClusterSpec
 from orchestrator.models import Cluster, ClusterState, Plan, ScaleSetPlan, SshTarget, parse_utc
 from orchestrator.providers.azure.props import AzureProps
@@ -44,7 +44,7 @@ class Found:
     head_private_ip: str | None = None
     image: str | None = None
     admin_user: str = "azureuser"
-    spot: ar.SpotTerms | None = None
+    spot: resources.SpotTerms | None = None
     # The scale-set VMs' computer names as ARM lists them (describe); None: a fresh cluster's,
     # instance ids 0..n-1 (up). They differ once a node was replaced, added or removed.
     hosts: tuple[str, ...] | None = None
@@ -57,9 +57,9 @@ def to_cluster(found: Found, state: ClusterState) -> Cluster:
     row = find(found.sku)
     cdir = paths.cluster_dir(found.name)
     ssh = None
-    if found.head_ip and (cdir / ci.ADMIN_KEY).exists() and (cdir / ci.KNOWN_HOSTS).exists():
-        ssh = SshTarget(host=found.head_ip, port=22, user=found.admin_user, key_path=cdir / ci.ADMIN_KEY,
-                        known_hosts=cdir / ci.KNOWN_HOSTS)
+    if found.head_ip and (cdir / cloudinit.ADMIN_KEY).exists() and (cdir / cloudinit.KNOWN_HOSTS).exists():
+        ssh = SshTarget(host=found.head_ip, port=22, user=found.admin_user, key_path=cdir / cloudinit.ADMIN_KEY,
+                        known_hosts=cdir / cloudinit.KNOWN_HOSTS)
     nodes = sum(s.vms for s in found.sets)
     created = parse_utc(found.tags.get(TAG_CREATED))
     restore = found.tags.get(TAG_SPOT_RESTORE)
@@ -75,9 +75,9 @@ def to_cluster(found: Found, state: ClusterState) -> Cluster:
     return Cluster(name=found.name, provider="azure", sku=found.sku or "unknown", nodes=nodes,
                    region=found.region, state=state,
                    node_names=list(found.hosts) if found.hosts is not None else
-                   [h for s in found.sets for h in ci.node_hostnames(s)],
-                   partition=ci.PARTITION, workdir=ci.WORKDIR,
-                   env=ci.recipe_env(row) if row else {}, ssh=ssh,
+                   [h for s in found.sets for h in cloudinit.node_hostnames(s)],
+                   partition=cloudinit.PARTITION, workdir=cloudinit.WORKDIR,
+                   env=cloudinit.recipe_env(row) if row else {}, ssh=ssh,
                    cost_per_hour_usd=hourly_cost(row, nodes, found.spot),
                    properties=props, **({"created_at": created} if created else {}))
 
@@ -92,18 +92,18 @@ def provisional(spec: ClusterSpec, plan: Plan, *, subscription_id: str | None = 
     endpoint = resolve_endpoint(arm_endpoint or a.arm_endpoint)
     spot = a.priority == "spot"
     props = AzureProps(subscription_id=sub, arm_endpoint=endpoint.rstrip("/") if endpoint else None,
-                       resource_group=ar.names_from_plan(plan).rg,
+                       resource_group=resources.names_from_plan(plan).rg,
                        scale_sets=[s.name for s in plan.scale_sets], priority=a.priority,
                        eviction_policy=a.eviction_policy if spot else None,
                        spot_restore_timeout=a.spot_restore_timeout if spot else None)
-    racks = [ci.rack_of(spec.sku_row, s) for s in plan.scale_sets]
+    racks = [cloudinit.rack_of(spec.sku_row, s) for s in plan.scale_sets]
     props = props.model_copy(update={"vms_per_rack": racks[0] if racks and racks[0] > 1 else None})
     return Cluster(name=spec.name, provider="azure", sku=plan.sku, nodes=plan.nodes, region=plan.region,
                    state=ClusterState.PROVISIONING, cost_per_hour_usd=plan.cost_per_hour_usd,
                    properties=props)
 
 
-def hourly_cost(row: GpuSku | None, nodes: int, spot: ar.SpotTerms | None) -> float | None:
+def hourly_cost(row: GpuSku | None, nodes: int, spot: resources.SpotTerms | None) -> float | None:
     """List-price estimate per hour: the nodes (spot estimate under max_price for spot) plus the
     head; the planner's figure for the same cluster."""
     if row is None or row.price_per_hour_usd is None:

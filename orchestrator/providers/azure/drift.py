@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from orchestrator.providers.azure import resources as ar
+from orchestrator.providers.azure import resources
 from orchestrator.providers.azure.clients import AzureClients
 from orchestrator.providers.azure.records import ArmResource
 from orchestrator.providers.azure_shared.errors import arm_call
@@ -63,14 +63,14 @@ class LiveShape:
 def live_shape(clients: AzureClients, rg: str, cluster: str, seen: Mapping[str, ArmResource | None]) -> LiveShape:
     """The live facts, from the observed resources (lro.observe's, by 'kind/name') and one list of
     the group's scale sets (only when the group exists)."""
-    group = seen.get(f"{ar.RG}/{rg}")
+    group = seen.get(f"{resources.RG}/{rg}")
     if group is None:
         return LiveShape()
     with arm_call(f"list scale sets of {rg}"):
         sets = [s for s in clients.scale_sets_in(rg) if s.tags.get(TAG_CLUSTER) == cluster]
-    region = next((o.location for k, o in seen.items() if o is not None and not k.startswith(ar.RG)
+    region = next((o.location for k, o in seen.items() if o is not None and not k.startswith(resources.RG)
                    and o.location), None) or (sets[0].location if sets else None)
-    nsg = next((o for k, o in seen.items() if o is not None and k.startswith(ar.NSG + "/")), None)
+    nsg = next((o for k, o in seen.items() if o is not None and k.startswith(resources.NSG + "/")), None)
     ssh = nsg.ssh_source if nsg is not None else None
     if not sets:
         return LiveShape(region=region, ssh_range=ssh)

@@ -14,13 +14,14 @@ from __future__ import annotations
 
 import os
 from datetime import datetime
+from functools import partial
 from typing import Callable, Collection, Mapping, Sequence
 
 from orchestrator import paths
 from orchestrator.providers.azure.plan import plan_azure
-from orchestrator.providers.azure import cloudinit as ci
+from orchestrator.providers.azure import cloudinit
 from orchestrator.providers.azure import records
-from orchestrator.providers.azure import resources as ar
+from orchestrator.providers.azure import resources
 from orchestrator.providers.azure.clients import AzureClients, clients_from_config
 from orchestrator.providers.azure.cluster import Found, provisional, to_cluster
 from orchestrator.providers.azure_shared.errors import arm_call
@@ -40,6 +41,10 @@ from orchestrator.seams import Access, Capabilities
 from orchestrator.slurm.launcher import SlurmLauncher
 from orchestrator.providers.azure.settings import AzureSettings
 from orchestrator.providers.azure_shared.tags import TAG_CLUSTER, TAG_RACK
+
+# VMs one `up` replaces for failing their boot-time fabric check (too few GPUs or InfiniBand
+# HCAs) before it gives up: a few bad hosts are replaced, a bad image is not retried VM by VM.
+MAX_BOOT_REPLACEMENTS = 4
 
 __all__ = ["AzureProvider", "AzureClients", "ProgressEvent", "SweepItem", "sweep"]
 
@@ -70,18 +75,16 @@ class AzureProvider(ProviderBase):
         self.join_timeout_s = join_timeout_s
         self.opts = UpOptions(progress=progress, caller_ip_lookup=caller_ip_lookup, owner=owner,
                               capacity_wait_s=capacity_wait_s, workers=workers, sleep=sleep)
-        self._spec: ClusterSpec | None = None
         self._last_boot_line = ""
 
     # ------------------------------------------------------------ Provider protocol
     def plan(self, spec: ClusterSpec) -> Plan:
         """plan_azure(spec) with the head NIC listed after the public IP. Pure."""
-        self._spec = spec  # lets describe(spec.name) right after find the spec's subscription
         base = plan_azure(spec)
-        resources = list(base.resources)
-        at = next(i for i, r in enumerate(resources) if r.kind == ar.PIP) + 1
-        resources.insert(at, ar.head_nic_resource(base))
-        return base.model_copy(update={"provider": self.name, "resources": resources})
+        planned = list(base.resources)
+        at = next(i for i, r in enumerate(planned) if r.kind == resources.PIP) + 1
+        planned.insert(at, resources.head_nic_resource(base))
+        return base.model_copy(update={"provider": self.name, "resources": planned})
 
     def up(self, spec: ClusterSpec, plan: Plan) -> Cluster:
         """Create or adopt the cluster, then wait (azure.boot_timeout_s) until it has booted.
@@ -90,19 +93,40 @@ class AzureProvider(ProviderBase):
         cloud-init is done and every node is idle in Slurm; a failed boot step or the deadline
         raises ProvisionError naming the VM.
         """
-        self._spec = spec
         cluster = UpRun(self._clients_for_spec(spec), spec, plan, self.opts).execute()
         boot_timeout_s = spec.section(AzureSettings).boot_timeout_s
         if boot_timeout_s > 0:
-            from orchestrator.providers.azure.boot import wait_booted
-            wait_booted(cluster, ci.head_hostname(spec.name), timeout_s=boot_timeout_s,
-                        progress=self._boot_progress)
+            cluster = self._boot(cluster, boot_timeout_s)
         return cluster
 
-    def _boot_progress(self, line: str) -> None:
+    def _boot(self, cluster: Cluster, timeout_s: float) -> Cluster:
+        """Wait until booted; a node short of GPUs or HCAs at boot (boot.ShortNodeError) is
+        replaced before Slurm lists it, at most MAX_BOOT_REPLACEMENTS per `up`."""
+        from orchestrator.providers.azure.boot import ShortNodeError, wait_booted
+        replaced = 0
+        while True:
+            try:
+                wait_booted(cluster, cloudinit.head_hostname(cluster.name), timeout_s=timeout_s,
+                            progress=partial(self._boot_progress, cluster.name))
+                return cluster
+            except ShortNodeError as short:
+                if len(short.short) == len(cluster.node_names) > 1:
+                    raise ProvisionError(f"every VM failed its fabric check at boot ({short.message}): an image "
+                                         "fault, not the hosts; nothing replaced",
+                                         hint="check the image's NVIDIA driver and OFED") from None
+                if replaced + len(short.short) > MAX_BOOT_REPLACEMENTS:
+                    raise ProvisionError(f"{short.message}; {replaced} VM(s) already replaced during this up "
+                                         f"(at most {MAX_BOOT_REPLACEMENTS})", hint=short.hint) from None
+                for node, why in short.short.items():
+                    self._boot_progress(cluster.name, f"replacing {node} before Slurm lists it: {why}")
+                    new = self.replace_node(cluster, node)
+                    cluster = cluster.model_copy(update={"node_names": [new if n == node else n
+                                                                         for n in cluster.node_names]})
+                replaced += len(short.short)
+
+    def _boot_progress(self, name: str, line: str) -> None:
         if self.opts.progress is not None and line != self._last_boot_line:
             self._last_boot_line = line
-            name = self._spec.name if self._spec else "cluster"
             self.opts.progress(ProgressEvent(action="booting", kind="cluster", name=name, detail=line))
 
     def provisional(self, spec: ClusterSpec, plan: Plan) -> Cluster:
@@ -112,10 +136,11 @@ class AzureProvider(ProviderBase):
         return provisional(spec, plan, subscription_id=clients.subscription_id if clients else None,
                            arm_endpoint=clients.base_url if clients else None)
 
-    def describe(self, name: str) -> Cluster | None:
+    def describe(self, name: str, spec: ClusterSpec | None = None) -> Cluster | None:
         """The cluster as Azure has it (found by its azbench-cluster tag), or None: the same
-        record `up` returns (azure/cluster.py's to_cluster)."""
-        clients = self._clients_for(name, None)
+        record `up` returns (azure/cluster.py's to_cluster). Looks in the spec's subscription,
+        else the configured one."""
+        clients = self._clients_for_spec(spec) if spec is not None else self._clients_for(name, None)
         groups, _ = tagged(clients, name)
         return _read(name, groups[0], clients) if groups else None
 
@@ -245,7 +270,7 @@ class AzureProvider(ProviderBase):
             with self.connect(cluster) as access:
                 launcher = access.launcher
                 assert isinstance(launcher, SlurmLauncher)
-                launcher.swap_topology(node, new, ci.TOPOLOGY_FILES)
+                launcher.swap_topology(node, new, cloudinit.TOPOLOGY_FILES)
         return new
 
     def resize(self, cluster: Cluster, nodes: int, remove: Sequence[str] = (),
@@ -354,8 +379,8 @@ class AzureProvider(ProviderBase):
         if self.join_timeout_s <= 0 or limit <= 0:
             return
         from orchestrator.providers.azure.boot import wait_booted
-        wait_booted(cluster.model_copy(update={"node_names": list(hosts)}), ci.head_hostname(cluster.name),
-                    timeout_s=limit, poll_s=1.0, progress=self._boot_progress)
+        wait_booted(cluster.model_copy(update={"node_names": list(hosts)}), cloudinit.head_hostname(cluster.name),
+                    timeout_s=limit, poll_s=1.0, progress=partial(self._boot_progress, cluster.name))
 
     # ------------------------------------------------------------ helpers
     def _clients_for_spec(self, spec: ClusterSpec) -> AzureClients:
@@ -368,8 +393,6 @@ class AzureProvider(ProviderBase):
     def _clients_for(self, name: str, cluster: Cluster | None) -> AzureClients:
         if self.clients is not None:
             return self.clients
-        if self._spec is not None and self._spec.name == name:
-            return self._clients_for_spec(self._spec)
         props = cluster.properties_as(AzureProps) if cluster else AzureProps()
         return clients_from_config(subscription_id=props.subscription_id, arm_endpoint=props.arm_endpoint)
 
@@ -409,8 +432,8 @@ def _described(name: str, rg: records.Group, sets: list[records.ScaleSet], clien
     states = {str(s.state) for s in ours}
     state = (ClusterState.FAILED if "Failed" in states else
              ClusterState.READY if ours and states == {"Succeeded"} else ClusterState.PROVISIONING)
-    pip = observe(clients, rg.name, ar.PIP, f"{name}-head-ip")
-    nic = observe(clients, rg.name, ar.NIC, f"{name}-head-nic")
+    pip = observe(clients, rg.name, resources.PIP, f"{name}-head-ip")
+    nic = observe(clients, rg.name, resources.NIC, f"{name}-head-nic")
     hosts = tuple(h for s in ours for h in read_set(clients, rg.name, s.name).hosts)
     first = ours[0] if ours else None
     found = Found(name=name, region=first.location if first else rg.location, resource_group=rg.name,

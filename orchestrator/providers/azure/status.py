@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
-from orchestrator.providers.azure import resources as ar
+from orchestrator.providers.azure import resources
 from orchestrator.providers.azure.clients import AzureClients
 from orchestrator.providers.azure.records import ArmResource
 from orchestrator.providers.azure_shared.errors import arm_call
@@ -37,7 +37,7 @@ def live_view(clients: AzureClients, name: str, expected_sets: Sequence[str] = (
         return replace(tagged_view, resources=(CloudResource("resource group", rg.name, rg.state, ""),),
                        phase="deleting", phase_detail=f"resource group {rg.name} is being deleted")
     head_name = f"{name}-head"
-    head = observe(clients, rg.name, ar.VM, head_name)
+    head = observe(clients, rg.name, resources.VM, head_name)
     rows = [CloudResource("VM", head_name, head.state if head else "missing", _head_detail(head))]
     with arm_call(f"list scale sets of {rg.name}"):
         sets = sorted((s for s in clients.scale_sets_in(rg.name) if s.tags.get(TAG_CLUSTER) == name),

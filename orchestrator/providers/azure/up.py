@@ -20,9 +20,9 @@ from functools import partial
 from typing import Callable, TypeVar
 
 from orchestrator import paths
-from orchestrator.providers.azure import cloudinit as ci
+from orchestrator.providers.azure import cloudinit
 from orchestrator.providers.azure import drift, expiry, roles
-from orchestrator.providers.azure import resources as ar
+from orchestrator.providers.azure import resources
 from orchestrator.providers.azure.clients import AzureClients
 from orchestrator.providers.azure.cluster import Found, to_cluster
 from orchestrator.providers.azure.lro import (
@@ -66,7 +66,7 @@ class UpRun:
 
     def __init__(self, clients: AzureClients, spec: ClusterSpec, plan: Plan, opts: UpOptions) -> None:
         self.clients, self.spec, self.plan, self.opts = clients, spec, plan, opts
-        self.names = ar.names_from_plan(plan)
+        self.names = resources.names_from_plan(plan)
         self.sku = spec.sku_row
         self.settings = spec.section(AzureSettings)  # the spec's `azure:` section
         self.cdir = paths.cluster_dir(spec.name)
@@ -86,15 +86,15 @@ class UpRun:
         drift.check(self.spec, self.plan, ingress,
                     drift.live_shape(self.clients, self.names.rg, self.spec.name, self.seen),
                     resuming=self.tokens.pending())
-        secrets = ci.load_or_create_secrets(self.cdir)
+        secrets = cloudinit.load_or_create_secrets(self.cdir)
         tags = self._tags()
-        regions = [region] + [r for r in self.settings.fallback_regions if r != region]
-        for reg, following in zip(regions, regions[1:]):
-            zones, image = self._preflight(reg)
+        regions = [region] + [other for other in self.settings.fallback_regions if other != region]
+        for here, following in zip(regions, regions[1:]):
+            zones, image = self._preflight(here)
             try:
-                return self._build(reg, zones, image, ingress, secrets, tags)
+                return self._build(here, zones, image, ingress, secrets, tags)
             except CapacityError:
-                self.report.emit("retry", ar.RG, self.names.rg, f"no capacity in {reg}: moving to {following}")
+                self.report.emit("retry", resources.RG, self.names.rg, f"no capacity in {here}: moving to {following}")
                 self._clear_regional()
                 self.seen = self._observe_all()
         zones, image = self._preflight(regions[-1])
@@ -107,20 +107,21 @@ class UpRun:
 
     # ------------------------------------------------------------ observe + preflight
     def _observe_all(self) -> dict[str, ArmResource | None]:
-        n = self.names
-        items = [(ar.RG, n.rg), (ar.NSG, n.nsg), (ar.PIP, n.pip), (ar.VNET, n.vnet), (ar.NIC, n.nic),
-                 (ar.VM, n.head)] + [(ar.VMSS, s.name) for s in n.sets]
+        names = self.names
+        items = [(resources.RG, names.rg), (resources.NSG, names.nsg), (resources.PIP, names.pip),
+                 (resources.VNET, names.vnet), (resources.NIC, names.nic), (resources.VM, names.head)]
+        items += [(resources.VMSS, scale_set.name) for scale_set in names.sets]
         seen: dict[str, ArmResource | None] = {}
-        group = observe(self.clients, n.rg, ar.RG, n.rg)
-        seen[f"{ar.RG}/{n.rg}"] = group
+        group = observe(self.clients, names.rg, resources.RG, names.rg)
+        seen[f"{resources.RG}/{names.rg}"] = group
         if group is not None:
-            self._check_owner(ar.RG, n.rg, group)
+            self._check_owner(resources.RG, names.rg, group)
             other = foreign(group.tags, self.me)
             if other is not None:
-                raise NotOwnerError(f"cluster '{self.spec.name}' (resource group {n.rg}) belongs to another "
+                raise NotOwnerError(f"cluster '{self.spec.name}' (resource group {names.rg}) belongs to another "
                                     f"owner ({other.describe()}); this is {self.me.describe()}",
                                     hint="pick another cluster name or azure.resource_group")
-            jobs = {f"{k}/{name}": partial(observe, self.clients, n.rg, k, name) for k, name in items[1:]}
+            jobs = {f"{kind}/{name}": partial(observe, self.clients, names.rg, kind, name) for kind, name in items[1:]}
             seen.update(self._parallel(jobs))
         for key, obs in seen.items():
             if obs is not None:
@@ -138,105 +139,111 @@ class UpRun:
 
     def _current_region(self) -> str:
         for key, obs in self.seen.items():
-            if obs is not None and not key.startswith(ar.RG) and obs.location:
+            if obs is not None and not key.startswith(resources.RG) and obs.location:
                 return obs.location
         return self.spec.region or ""
 
     def _need(self, region: str, zones: list[str]) -> PreflightNeed:
-        new_vms = sum(s.vms for s in self.names.sets if not self._live(ar.VMSS, s.name))
+        new_vms = sum(planned.vms for planned in self.names.sets if not self._live(resources.VMSS, planned.name))
         return PreflightNeed(region=region, sku=self.sku, new_vms=new_vms, head_size=self.settings.head_size,
-                             new_head=not self._live(ar.VM, self.names.head), zones=zones,
+                             new_head=not self._live(resources.VM, self.names.head), zones=zones,
                              image=self.settings.image, spot=self.settings.priority == "spot")
 
-    def _spot(self) -> ar.SpotTerms | None:
-        a = self.settings
-        return ar.SpotTerms(a.eviction_policy, a.max_price) if a.priority == "spot" else None
+    def _spot(self) -> resources.SpotTerms | None:
+        settings = self.settings
+        if settings.priority != "spot":
+            return None
+        return resources.SpotTerms(settings.eviction_policy, settings.max_price)
 
     def _live(self, kind: str, name: str) -> bool:
-        obs = self.seen.get(f"{kind}/{name}")
-        return obs is not None and obs.state != "Failed"
+        seen = self.seen.get(f"{kind}/{name}")
+        return seen is not None and seen.state != "Failed"
 
     def _tags(self) -> dict[str, str]:
-        group = self.seen.get(f"{ar.RG}/{self.names.rg}")
-        now, a = self.opts.now(), self.settings
-        tags = ar.cluster_tags(self.spec.name, self.me.tags(), now + timedelta(hours=a.expires_hours),
-                               dict(self.spec.tags), created=now,
-                               spot_restore_s=a.spot_restore_timeout if a.priority == "spot" else None)
+        group = self.seen.get(f"{resources.RG}/{self.names.rg}")
+        now, settings = self.opts.now(), self.settings
+        spot = settings.priority == "spot"
+        tags = resources.cluster_tags(self.spec.name, self.me.tags(), now + timedelta(hours=settings.expires_hours),
+                                      dict(self.spec.tags), created=now,
+                                      spot_restore_s=settings.spot_restore_timeout if spot else None)
         if group is not None:  # a rerun keeps what the group says (owner, expiry, creation...),
             # as describe reads it from there: up and describe return the same record
             kept = (TAG_EXPIRES, TAG_CREATED, TAG_SPOT_RESTORE)
-            tags.update({k: v for k, v in group.tags.items() if k in kept})
+            tags.update({key: value for key, value in group.tags.items() if key in kept})
         return tags
 
     # ------------------------------------------------------------ creation
     def _build(self, region: str, zones: list[str], image: dict[str, str], ingress: str,
-               sec: ci.ClusterSecrets, tags: dict[str, str]) -> Cluster:
-        n, rg = self.names, self.names.rg
-        subnet_cidr, head_ip = ar.subnet_layout(self.settings.vnet_cidr, self.plan.nodes)
-        ids = {k: ar.rid(self.sub, rg, k, name) for k, name in
-               ((ar.NSG, n.nsg), (ar.PIP, n.pip), (ar.VNET, n.vnet), (ar.NIC, n.nic))}
-        subnet_id = f"{ids[ar.VNET]}/subnets/{ar.SUBNET}"
-        self._ensure(ar.RG, rg, lambda: {"location": self.spec.region, "tags": tags})
+               secrets: cloudinit.ClusterSecrets, tags: dict[str, str]) -> Cluster:
+        names, rg, settings = self.names, self.names.rg, self.settings
+        subnet_cidr, head_ip = resources.subnet_layout(settings.vnet_cidr, self.plan.nodes)
+        ids = {kind: resources.rid(self.sub, rg, kind, name) for kind, name in
+               ((resources.NSG, names.nsg), (resources.PIP, names.pip), (resources.VNET, names.vnet),
+                (resources.NIC, names.nic))}
+        subnet_id = f"{ids[resources.VNET]}/subnets/{resources.SUBNET}"
+        self._ensure(resources.RG, rg, lambda: {"location": self.spec.region, "tags": tags})
         # The head's custom role right after the group (its only scope): a caller who may not
         # define roles learns it before any VM exists.
-        role = self._expiry_role() if n.role and n.custom_role else None
+        role = self._expiry_role() if names.role and names.custom_role else None
         self._parallel({
-            "nsg": lambda: self._ensure(ar.NSG, n.nsg, lambda: ar.nsg_body(region, tags, ingress)),
-            "pip": lambda: self._ensure(ar.PIP, n.pip, lambda: ar.pip_body(region, tags))})
-        self._ensure(ar.VNET, n.vnet, lambda: ar.vnet_body(region, tags, self.settings.vnet_cidr,
-                                                           subnet_cidr, ids[ar.NSG]))
-        self._ensure(ar.NIC, n.nic, lambda: ar.nic_body(region, tags, subnet_id, ids[ar.PIP], head_ip))
-        sets = list(n.sets)
-        agent = (expiry.agent_context(self.spec.name, self.sub, rg, self.clients.base_url, self.settings.idle_minutes)
-                 if n.role else None)
-        head_cd = ci.custom_data(ci.head_cloud_init(self.spec.name, self.sku, sets, head_ip, subnet_cidr, sec,
-                                                    expiry=agent, slurm_version=ci.image_slurm(image)), "head")
-        node_cd = ci.custom_data(ci.node_cloud_init(self.spec.name, self.sku, sets, head_ip, sec,
-                                                     spot=self._spot() is not None), "nodes")
-        common = {"admin": self.settings.admin_user, "pubkey": sec.admin_public_key}
-        jobs: dict[str, Callable[[], ArmResource]] = {"head": lambda: self._ensure(ar.VM, n.head, lambda: ar.head_vm_body(
-            region, tags, size=self.settings.head_size, image=ar.head_image(image), custom_data=head_cd,
-            nic_id=ids[ar.NIC], computer_name=ci.head_hostname(self.spec.name), identity=n.role is not None,
-            **common))}
+            "nsg": lambda: self._ensure(resources.NSG, names.nsg, lambda: resources.nsg_body(region, tags, ingress)),
+            "pip": lambda: self._ensure(resources.PIP, names.pip, lambda: resources.pip_body(region, tags))})
+        self._ensure(resources.VNET, names.vnet, lambda: resources.vnet_body(
+            region, tags, settings.vnet_cidr, subnet_cidr, ids[resources.NSG]))
+        self._ensure(resources.NIC, names.nic, lambda: resources.nic_body(
+            region, tags, subnet_id, ids[resources.PIP], head_ip))
+        sets = list(names.sets)
+        agent = (expiry.agent_context(self.spec.name, self.sub, rg, self.clients.base_url, settings.idle_minutes)
+                 if names.role else None)
+        head_data = cloudinit.custom_data(cloudinit.head_cloud_init(
+            self.spec.name, self.sku, sets, head_ip, subnet_cidr, secrets, expiry=agent,
+            slurm_version=cloudinit.image_slurm(image)), "head")
+        node_data = cloudinit.custom_data(cloudinit.node_cloud_init(
+            self.spec.name, self.sku, sets, head_ip, secrets, spot=self._spot() is not None), "nodes")
+        common = {"admin": settings.admin_user, "pubkey": secrets.admin_public_key}
+        jobs: dict[str, Callable[[], ArmResource]] = {"head": lambda: self._ensure(
+            resources.VM, names.head, lambda: resources.head_vm_body(
+                region, tags, size=settings.head_size, image=resources.head_image(image), custom_data=head_data,
+                nic_id=ids[resources.NIC], computer_name=cloudinit.head_hostname(self.spec.name),
+                identity=names.role is not None, **common))}
 
-        def vmss_body(s: ScaleSetPlan, zone: str | None) -> object:
+        def vmss_body(scale_set: ScaleSetPlan, zone: str | None) -> object:
             # The set's slurm.conf slots (cloudinit.slot_count) ride on it, for replace and resize.
-            rack = ci.rack_of(self.sku, s)
-            slots = ci.slot_count(s, rack)
+            rack = cloudinit.rack_of(self.sku, scale_set)
+            slots = cloudinit.slot_count(scale_set, rack)
             set_tags = {**tags, TAG_SLOTS: str(slots), **({TAG_RACK: str(rack)} if rack > 1 else {})}
-            return ar.vmss_body(region, set_tags, sku_name=self.sku.name,
-                                scale_set=s, zone=zone, image=image,
-                                custom_data=node_cd, subnet_id=subnet_id, prefix=ci.computer_name_prefix(s),
-                                spot=self._spot(), **common)
-        for s in sets:
-            jobs[s.name] = partial(self._ensure_vmss, region, zones, s, partial(vmss_body, s))
+            return resources.vmss_body(region, set_tags, sku_name=self.sku.name, scale_set=scale_set, zone=zone,
+                                       image=image, custom_data=node_data, subnet_id=subnet_id,
+                                       prefix=cloudinit.computer_name_prefix(scale_set), spot=self._spot(), **common)
+        for scale_set in sets:
+            jobs[scale_set.name] = partial(self._ensure_vmss, region, zones, scale_set, partial(vmss_body, scale_set))
         made = self._parallel(jobs)
-        if n.role:
+        if names.role:
             self._grant_self_delete(made["head"], role)
-        return self._cluster(region, image, sec, tags, head_ip)
+        return self._cluster(region, image, secrets, tags, head_ip)
 
     def _expiry_role(self) -> str:
         """The custom role of the head's expiry agent, defined (or found) on the cluster's group."""
         self.report.check()
         role, outcome = roles.ensure_expiry_role(self.clients, self.names.rg)
-        self.report.emit(outcome, ar.ROLE_DEF, roles.role_name(self.sub, self.names.rg),
+        self.report.emit(outcome, resources.ROLE_DEF, roles.role_name(self.sub, self.names.rg),
                          f"read and delete {self.names.rg} only")
         return role
 
     def _grant_self_delete(self, head_vm: ArmResource, role: str | None) -> None:
         """The head's identity may delete this cluster's group, for its expiry agent."""
-        n = self.names
-        principal = expiry.head_principal(head_vm, n.head)
+        names = self.names
+        principal = expiry.head_principal(head_vm, names.head)
         self.report.check()
-        outcome = roles.grant_self_delete(self.clients, n.rg, n.role or "", principal, role)
+        outcome = roles.grant_self_delete(self.clients, names.rg, names.role or "", principal, role)
         what = "the custom self-expiry role" if role else "Contributor (fallback)"
-        self.report.emit(outcome, ar.ROLE, n.role or "", f"{what} on {n.rg} for {n.head}'s identity")
+        self.report.emit(outcome, resources.ROLE, names.role or "", f"{what} on {names.rg} for {names.head}'s identity")
 
     def _ensure(self, kind: str, name: str, body: Callable[[], object]) -> ArmResource:
         return ensure(self.clients, self.names.rg, kind, name, body,
                       seen=self.seen.get(f"{kind}/{name}"), tokens=self.tokens, report=self.report)
 
-    def _ensure_vmss(self, region: str, zones: list[str], s: ScaleSetPlan,
+    def _ensure_vmss(self, region: str, zones: list[str], scale_set: ScaleSetPlan,
                      body: Callable[[str | None], object]) -> ArmResource:
         from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait_fixed
         placements: list[str | None] = list(zones) or [None]
@@ -247,65 +254,69 @@ class UpRun:
         for attempt in retrying:
             with attempt:
                 zone = placements[attempt.retry_state.attempt_number - 1]
-                return self._create_vmss(region, zone, s, body)
+                return self._create_vmss(region, zone, scale_set, body)
         raise AssertionError("unreachable: the last attempt returns or raises")
 
-    def _create_vmss(self, region: str, zone: str | None, s: ScaleSetPlan,
+    def _create_vmss(self, region: str, zone: str | None, scale_set: ScaleSetPlan,
                      body: Callable[[str | None], object]) -> ArmResource:
-        key = f"{ar.VMSS}/{s.name}"
+        name = scale_set.name
+        key = f"{resources.VMSS}/{name}"
         seen = self.seen.get(key)
         if seen is not None and seen.state == "Failed":
-            delete(self.clients, self.names.rg, ar.VMSS, s.name, self.report)
+            delete(self.clients, self.names.rg, resources.VMSS, name, self.report)
             self.seen[key] = None
         try:
-            return self._ensure(ar.VMSS, s.name, lambda: body(zone))
+            return self._ensure(resources.VMSS, name, lambda: body(zone))
         except CapacityError as exc:
             where = f"zone {zone} of {region}" if zone else region
-            self.report.emit("retry", ar.VMSS, s.name, f"{_code(exc)} in {where}")
-            delete(self.clients, self.names.rg, ar.VMSS, s.name, self.report)
+            self.report.emit("retry", resources.VMSS, name, f"{_code(exc)} in {where}")
+            delete(self.clients, self.names.rg, resources.VMSS, name, self.report)
             self.seen[key] = None
             raise
 
     def _clear_regional(self) -> None:
-        n = self.names
-        clear_group(self.clients, n.rg, {ar.VMSS: [s.name for s in n.sets], ar.VM: [n.head], ar.NIC: [n.nic],
-                                         ar.VNET: [n.vnet], ar.PIP: [n.pip], ar.NSG: [n.nsg]},
+        names = self.names
+        clear_group(self.clients, names.rg,
+                    {resources.VMSS: [scale_set.name for scale_set in names.sets], resources.VM: [names.head],
+                     resources.NIC: [names.nic], resources.VNET: [names.vnet], resources.PIP: [names.pip],
+                     resources.NSG: [names.nsg]},
                     self.report, self.opts.workers)
         self.tokens.clear()
 
     def _parallel(self, jobs: Mapping[str, Callable[[], T]]) -> dict[str, T]:
         """Run independent jobs at once; on the first failure the others stop at their next step."""
-        def stop_the_others(fut: Future[T]) -> None:
-            if fut.exception() is not None:
+        def stop_the_others(future: Future[T]) -> None:
+            if future.exception() is not None:
                 self.report.abort.set()
         with ThreadPoolExecutor(max_workers=max(1, min(self.opts.workers, len(jobs)))) as pool:
             futures = {key: pool.submit(job) for key, job in jobs.items()}
-            for fut in futures.values():
-                fut.add_done_callback(stop_the_others)
-        errors = [exc for fut in futures.values() if (exc := fut.exception()) is not None]
-        real = [e for e in errors if not isinstance(e, Aborted)]
+            for future in futures.values():
+                future.add_done_callback(stop_the_others)
+        errors = [exc for future in futures.values() if (exc := future.exception()) is not None]
+        real = [error for error in errors if not isinstance(error, Aborted)]
         if real:
             # Capacity last: a fail-fast error (quota, SKU) is what the user must act on.
-            real.sort(key=lambda e: isinstance(e, CapacityError))
-            if all(isinstance(e, CapacityError) for e in real):
+            real.sort(key=lambda error: isinstance(error, CapacityError))
+            if all(isinstance(error, CapacityError) for error in real):
                 self.report.abort.clear()
             raise real[0]
         if errors:
             raise errors[0]
-        return {key: fut.result() for key, fut in futures.items()}
+        return {key: future.result() for key, future in futures.items()}
 
-    def _cluster(self, region: str, image: dict[str, str], sec: ci.ClusterSecrets, tags: dict[str, str],
-                 head_ip: str) -> Cluster:
-        pip = observe(self.clients, self.names.rg, ar.PIP, self.names.pip)
+    def _cluster(self, region: str, image: dict[str, str], secrets: cloudinit.ClusterSecrets,
+                 tags: dict[str, str], head_ip: str) -> Cluster:
+        pip = observe(self.clients, self.names.rg, resources.PIP, self.names.pip)
         address = pip.public_ip if pip else None
         if not address:
             raise ProvisionError(f"public IP {self.names.pip} has no address after creation")
-        ci.write_known_hosts(self.cdir, address, sec.host_public_key)
+        cloudinit.write_known_hosts(self.cdir, address, secrets.host_public_key)
         found = Found(name=self.spec.name, region=region, resource_group=self.names.rg, tags=tags,
                       subscription_id=self.sub, arm_endpoint=self.clients.base_url, sku=self.sku.name,
                       sets=self.names.sets, head_ip=address, head_private_ip=head_ip,
-                      image=ar.image_text(image), admin_user=self.settings.admin_user, spot=self._spot(),
-                      vms_per_rack=next((r for r in (ci.rack_of(self.sku, s) for s in self.names.sets) if r > 1), None))
+                      image=resources.image_text(image), admin_user=self.settings.admin_user, spot=self._spot(),
+                      vms_per_rack=next((rack for rack in (cloudinit.rack_of(self.sku, planned)
+                                                           for planned in self.names.sets) if rack > 1), None))
         return to_cluster(found, ClusterState.READY)
 
 

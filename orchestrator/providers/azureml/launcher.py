@@ -22,8 +22,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from orchestrator.errors import ConfigError, LaunchError, MissingCapability
-from orchestrator.models import (AttemptSpec, Cluster, ExecResult, HealthCheckPlan, JobRef, JobState,
-                                 JobStatus, NodeInfo, StageRequest)
+from orchestrator.models import (AttemptSpec, Cluster, ExecResult, FabricTestPlan, HealthCheckPlan, JobRef,
+                                 JobState, JobStatus, NodeInfo, StageRequest)
 from orchestrator.providers.azure_shared.errors import arm_call, is_not_found
 from orchestrator.providers.azureml import clients as aml
 from orchestrator.providers.azureml.props import AzureMLProps
@@ -113,6 +113,10 @@ class AzureMLLauncher:
 
     def run_health_check(self, plan: HealthCheckPlan) -> JobRef:
         raise self._missing("run the health gate on chosen nodes",
+                            hint="Azure ML places a job's nodes itself: none can be picked or left out")
+
+    def run_fabric_test(self, plan: FabricTestPlan) -> JobRef:
+        raise self._missing("run the fabric test on chosen nodes",
                             hint="Azure ML places a job's nodes itself: none can be picked or left out")
 
     def stage(self, request: StageRequest) -> JobRef:

@@ -64,12 +64,10 @@ class AzureMLProvider(ProviderBase):
         self.ml_client = ml_client or default_ml_client
         self.arm_clients = arm_clients or default_arm_clients
         self.owner = owner or os.environ.get("USER") or "azbench"
-        self._spec: ClusterSpec | None = None
 
     # ------------------------------------------------------------ Provider protocol
     def plan(self, spec: ClusterSpec) -> Plan:
         """The AmlCompute `up` would create and the checks it runs first. Pure."""
-        self._spec = spec
         sku = _allowed_sku(spec)
         opts = spec.section(AzureMLSettings)
         if opts.min_instances > spec.nodes:
@@ -96,7 +94,6 @@ class AzureMLProvider(ProviderBase):
 
     def up(self, spec: ClusterSpec, plan: Plan) -> Cluster:
         """Create the compute, or adopt the existing one of the same name; idempotent."""
-        self._spec = spec
         target = target_from_spec(spec)
         ml = self.ml_client(target)
         name = compute_name(spec.name)
@@ -109,9 +106,8 @@ class AzureMLProvider(ProviderBase):
             created = aml.create_compute(ml, build_compute(spec, self.owner))
         return to_cluster(spec.name, target, created, owned=True)
 
-    def describe(self, name: str) -> Cluster | None:
+    def describe(self, name: str, spec: ClusterSpec | None = None) -> Cluster | None:
         """The compute as Azure ML has it, or None (needs the spec's or the environment's workspace)."""
-        spec = self._spec if self._spec is not None and self._spec.name == name else None
         target = target_from_spec(spec) if spec else target_from_env()
         compute = _get_compute(self.ml_client(target), compute_name(name))
         if compute is None:

@@ -42,7 +42,7 @@ class FakeProvider(ProviderBase):
         save(cluster)
         return cluster
 
-    def describe(self, name: str) -> Cluster | None:
+    def describe(self, name: str, spec: ClusterSpec | None = None) -> Cluster | None:
         self.calls.append(("describe", name))
         return load(name)
 

@@ -1,41 +1,11 @@
 """The local provider: a real multi-node Slurm cluster emulated on this machine.
 
-`up` starts the cluster's own munged (own key and socket), one slurmctld and one slurmd per
-emulated node (`slurmd -N nodeK`, each on a free loopback port), all under
-`paths.cluster_dir(name)`, waits until Slurm lists every node idle, and records the pids it
-started (with their kernel start times, so a recycled pid is never mistaken for ours) in
-state.json.
-
-Replacement (`replace_node`, capability `replaces_nodes`): slurm.conf also defines spare node
-slots in state FUTURE, each with its port and its place in topology.conf. A replacement retires
-the bad node (its slurmd and steps killed, state FUTURE: hidden, never scheduled) and starts the
-slurmd of the next spare slot under its new name; Slurm turns a FUTURE node whose slurmd
-registers into an idle one. Why not Slurm's dynamic nodes (`slurmd -Z`, 22.05 here): slurmd
-refuses `Port=` in `--conf`, so several dynamic slurmd cannot share this host, a dynamic node is
-in no topology/tree switch (jobs that name it are "never runnable"), and removing a static node
-made the next reconfigure kill slurmctld ("node count has changed ... You have to
-restart slurmctld"): all three seen on slurm-wlm 22.05.8. Why not re-rendering slurm.conf:
-adding a node in 22.05 needs a slurmctld restart and every slurmd's conf to name it, or job
-fan-out through the slurmd tree cannot reach it. Pre-defined FUTURE slots need neither. `down` stops exactly those daemons (and the job steps their slurmd spawned) and
-keeps the logs, slurm.conf and the shared run directory for inspection.
-
-Bring-up (measured by benchmarks/bench_scale.py --up-only): the time goes into slurmd itself,
-each start building the whole node table and topology: O(nodes) CPU per slurmd, so O(nodes^2)
-in all (slurmd 22.05.8 at 2,560 slots: 37 ms of CPU per start against 9 ms at 72 slots; its
-topology/tree build runs Floyd-Warshall over the switches, O(switches^3), topology_tree.c).
-azbench adds no per-node round trip with the scheduler: the slurmd start at most
-`start_parallelism()` at a time, each known to be up by its pid file (a local file), then one
-node listing for all nodes, repeated with a doubling pause until every node is idle.
-The order keeps slurmctld's own traffic to one registration per node. slurmctld pings every
-node it knows every SlurmdTimeout/3 s and asks those not registered yet to register
-(ping_nodes.c, slurm-22-05-8-1); with slurmctld first and 2,048 nodes starting over a minute,
-that made 3,469 registrations and a ping storm. So up to SLURMCTLD_FIRST_UP_TO nodes,
-slurmctld starts first and the nodes are FUTURE in slurm.conf: it contacts no FUTURE node ("nor
-will any attempt be made to contact them", slurm.conf(5) State=FUTURE) and makes one whose
-slurmd registers idle (node_mgr.c validate_node_specs treats FUTURE as UNKNOWN), so each slurmd
-registers the moment it is up. Above that, every slurmd starts first and slurmctld last: the
-slurmd retry their registration each second until it listens (slurm_open_controller_conn), and
-slurmctld pings nothing while the slurmd start.
+`up` starts the cluster's own munged, one slurmctld and one slurmd per emulated node, waits
+until Slurm lists every node idle, and records the pids it started (with their start times) in
+state.json; `down` stops exactly those and keeps the logs. Replacement and resize start the
+slurmd of spare slots that slurm.conf defines in state FUTURE. Why FUTURE slots rather than
+dynamic nodes, and the start order that keeps slurmctld to one registration per node:
+docs/local-provider.md.
 """
 
 from __future__ import annotations
@@ -43,7 +13,6 @@ from __future__ import annotations
 import getpass
 import hashlib
 import os
-import re
 import shutil
 import socket
 import subprocess
@@ -73,8 +42,8 @@ from orchestrator.seams import Access, Capabilities
 from orchestrator.slurm.commands import (CLIENTS, CONTROL, DAEMONS, INSTALL_HINT, NODE_LIST, find_binaries,
                                          down_argv, node_states_argv, retire_argv)
 from orchestrator.slurm.launcher import SlurmLauncher
-from orchestrator.slurm.conf import (SlurmConfParams, SlurmNode, compress_hostlist, render_slurm_conf,
-                                     tree_topology)
+from orchestrator.slurm.conf import (SlurmConfParams, SlurmNode, compress_hostlist, natural_key,
+                                     render_slurm_conf, tree_topology)
 from orchestrator.providers.local.settings import LocalSettings
 from orchestrator.specs.cluster import ClusterSpec
 
@@ -148,7 +117,7 @@ class LocalProvider(ProviderBase):
             raise
         return to_cluster(state)
 
-    def describe(self, name: str) -> Cluster | None:
+    def describe(self, name: str, spec: ClusterSpec | None = None) -> Cluster | None:
         state = load_state(paths.cluster_dir(name))
         if state is None:
             return None
@@ -215,7 +184,7 @@ class LocalProvider(ProviderBase):
         try:
             proc.wait_for(all_listen, timeout_s or 60.0, 0.1, check, "slurmd ports")
         except TimeoutError:
-            late = sorted(waiting.values(), key=_natural)
+            late = sorted(waiting.values(), key=natural_key)
             raise ProvisionError(f"slurmd of {compress_hostlist(late)} ('{cluster.name}') did not listen on "
                                  f"port {', '.join(str(state.node_ports[n]) for n in late)} within "
                                  f"{timeout_s or 60.0:g} s") from None
@@ -234,7 +203,7 @@ class LocalProvider(ProviderBase):
         new = state.spares.pop(0)
         _retire(state, [node], bins)
         _start_nodes(state, [new])
-        state.nodes = sorted([n for n in state.nodes if n != node] + [new], key=_natural)
+        state.nodes = sorted([n for n in state.nodes if n != node] + [new], key=natural_key)
         state.retired.append(node)
         save_state(state)
         _wait_idle(state, [new], bins, timeout_s or 60.0)
@@ -254,7 +223,7 @@ class LocalProvider(ProviderBase):
                                     hint="`azbench down` and `up` again at the new size")
             fresh, state.spares = state.spares[:nodes - have], state.spares[nodes - have:]
             _start_nodes(state, fresh)
-            state.nodes = sorted(state.nodes + fresh, key=_natural)
+            state.nodes = sorted(state.nodes + fresh, key=natural_key)
             save_state(state)
             _wait_idle(state, fresh, bins, timeout_s or max(60.0, len(fresh) / 20))
         elif nodes < have:
@@ -460,7 +429,7 @@ def _start_nodes(state: LocalState, nodes: Sequence[str], slurmd: str | None = N
                     _check_alive(state, f"slurmd:{node}")
                 next_check, changed = now + 0.5, None  # and look at every pid file again
             if now > deadline:
-                raise ProvisionError(f"slurmd of {compress_hostlist(sorted(starting, key=_natural))} "
+                raise ProvisionError(f"slurmd of {compress_hostlist(sorted(starting, key=natural_key))} "
                                      f"('{state.name}') did not start within {timeout_s:g} s")
             named = watch.wait(0.5)
             changed = None if named is None or changed is None else changed | named
@@ -514,10 +483,6 @@ def _wait_idle(state: LocalState, nodes: Sequence[str], bins: dict[str, str], ti
     except TimeoutError:
         raise ProvisionError(f"{', '.join(nodes)} of '{state.name}' did not become idle within "
                              f"{timeout_s:g} s") from None
-
-
-def _natural(name: str) -> list[object]:
-    return [int(p) if p.isdigit() else p for p in re.split(r"(\d+)", name)]
 
 
 def node_states(state: LocalState, binary: str = NODE_LIST) -> dict[str, str]:
@@ -604,7 +569,7 @@ def _topology_text(state: LocalState) -> str:
 
 def _slots(state: LocalState) -> list[str]:
     """Every node slot slurm.conf defines: in service, retired and spare, in name order."""
-    return sorted({*state.nodes, *state.retired, *state.spares}, key=_natural)
+    return sorted({*state.nodes, *state.retired, *state.spares}, key=natural_key)
 
 
 def _daemon_env(state: LocalState) -> dict[str, str]:

@@ -81,7 +81,7 @@ class SshProvider(ProviderBase):
         save(cluster)
         return cluster
 
-    def describe(self, name: str) -> Cluster | None:
+    def describe(self, name: str, spec: ClusterSpec | None = None) -> Cluster | None:
         """The record `up` saved (ssh/cluster.py), or None once `down` forgot the cluster."""
         return load(name)
 

@@ -17,12 +17,25 @@
     if (idx.length) Plotly.restyle(el, { visible: vis }, idx);
   }
 
+  // A phone (the CSS breakpoint): the legend right of the plot would take half its width, so
+  // it goes under the plot, and the right margin it needed is given back to the plot.
+  var narrow = window.matchMedia("(max-width: 700px)");
+  function fitted(layout) {
+    if (!narrow.matches || !layout.showlegend || !layout.legend || !(layout.legend.x >= 1)) return layout;
+    var out = Object.assign({}, layout);
+    out.legend = Object.assign({}, layout.legend, { orientation: "h", x: 0, xanchor: "left",
+                                                    yref: "container", y: 0, yanchor: "bottom" });
+    out.margin = Object.assign({}, layout.margin, { r: 10, b: (layout.margin.b || 50) + 90 });
+    out.height = (layout.height || 380) + 90;
+    return out;
+  }
+
   function draw(el) {
     if (el.dataset.drawn || !el.dataset.fig) return;
     var fig = figures[el.dataset.fig];
     if (!fig || typeof Plotly === "undefined") { el.textContent = "chart unavailable"; return; }
     el.dataset.drawn = "1";
-    Plotly.newPlot(el, fig.data, fig.layout, config).then(function () {
+    Plotly.newPlot(el, fig.data, fitted(fig.layout), config).then(function () {
       applyHidden(el);
       el.dataset.rendered = "1";
     });
@@ -113,12 +126,12 @@
                       count(nodes) + " nodes = " + count(gpus) + " GPUs" + racks(c, nodes) + " (" + standsOn(b, gpus) + ")" };
       var price = c.price_per_vm_hour_usd;
       if (price === null || price === undefined) {
-        r.cost = "cost per scored result: unknown (the catalog has no list price for " + c.sku_short + ")";
+        r.cost = "cost per result: unknown (the catalog has no list price for " + c.sku_short + ")";
       } else {
         var perHour = nodes * price;
         var cost = t.map(function (m) { return c.runs_required * m / 60.0 * perHour; });
         r.cost_usd = cost[0]; r.cost_low_usd = cost[1]; r.cost_high_usd = cost[2];
-        r.cost = "cost per scored result: $" + fixed(cost[0], 0) + " [$" + fixed(cost[1], 0) + "-$" + fixed(cost[2], 0) +
+        r.cost = "cost per result: $" + fixed(cost[0], 0) + " [$" + fixed(cost[1], 0) + "-$" + fixed(cost[2], 0) +
                  "] (" + c.runs_required + " runs x predicted minutes x " + count(nodes) + " nodes x $" + fixed(price, 2) +
                  " per VM-hour, list price)";
       }
@@ -301,13 +314,14 @@
       if (!traces.length) { Plotly.purge(chart); chart.textContent = "no step times to overlay"; chart.dataset.rendered = "1"; return; }
       chart.textContent = "";
       var unit = (A.profile && A.profile.unit) || "step";
-      Plotly.react(chart, traces, {
-        title: { text: "step time over the run (median across runs)", font: { size: 14 }, x: 0.01, xanchor: "left" },
-        height: 360, margin: { l: 60, r: 20, t: 50, b: 50 }, showlegend: true,
+      Plotly.react(chart, traces, fitted({
+        title: { text: "step time over the run (median across runs)", font: { size: 14 }, x: 0.01, xanchor: "left",
+                 yref: "container", y: 1, yanchor: "top", pad: { t: 40 }, automargin: true },
+        height: 360, margin: { l: 60, r: 20, t: 68, b: 50 }, showlegend: true,
         legend: { x: 1.02, xanchor: "left", y: 1, yanchor: "top", font: { size: 11 } },
         xaxis: { title: { text: unit }, automargin: true },
         yaxis: { title: { text: "seconds" }, automargin: true, rangemode: "tozero" }
-      }, config).then(function () { chart.dataset.rendered = "1"; });
+      }), config).then(function () { chart.dataset.rendered = "1"; });
     }
     function fill() {
       var body = sec.querySelector("tbody");
@@ -326,7 +340,10 @@
         if (x !== null && y !== null && x !== undefined && y !== undefined && x !== 0) {
           var delta = (y - x) / Math.abs(x);
           d.textContent = (delta >= 0 ? "+" : "") + (delta * 100).toFixed(1) + "%";
-          if (better && Math.abs(delta) >= 0.005) {
+          // A time or a cost compared across GPU counts is not better or worse: no colour.
+          var across = m[3] && A.gpus !== B.gpus;
+          if (across) { d.textContent += " (different GPU counts)"; }
+          if (better && !across && Math.abs(delta) >= 0.005) {
             var good = better === "lower" ? delta < 0 : delta > 0;
             d.className = good ? "better" : "worse";
           }

@@ -163,6 +163,8 @@ MOUNTS=/shared/mlperf/llama2_70b_lora/v4.1/gov_report:/data:ro,/shared/mlperf/ll
 PYXIS=(--no-container-mount-home --container-writable)
 LOG="$AZBENCH_ATTEMPT_DIR/train.log"
 mkdir -p "$AZBENCH_CHECKPOINT_DIR"
+# Folders the implementation's run.sub creates before launch (recipes/configs/llama2_70b_lora/v4.1_Azure_nemo/PATHS.txt: run.sub:94).
+mkdir -p /shared/azbench/runs/preview/attempt-1/data_index/train /shared/azbench/runs/preview/attempt-1/data_index/val
 if [ ! -e /shared/mlperf/llama2_70b_lora/v4.1/gov_report/.azbench-staged ]; then
   echo "govreport is not staged under /shared/mlperf/llama2_70b_lora/v4.1/gov_report: run the staging job first" >&2
   exit 3
