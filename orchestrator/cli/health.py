@@ -64,7 +64,7 @@ def health(
         report = fleet_gate.gate_cluster(cluster, access, only=nodes, tolerance=tolerance,
                                          drain_bad=not no_drain)
         with open_store() as store:  # after the fact, with its span (goodput counts it)
-            store.add_event(EventRow(kind="health", cluster=cluster.name,
+            store.add_event(EventRow(kind="health", cluster=name,
                                      message=f"{len(report.checked)} nodes checked, drained: "
                                              f"{', '.join(report.drained) or 'none'}",
                                      data={"started_at": began.isoformat(), "seconds": report.seconds,
