@@ -51,3 +51,6 @@ class AzureProps(ProviderProps):
 
     def rack_size(self) -> int | None:
         return self.vms_per_rack
+
+    def principal(self) -> str | None:
+        return self.owner
