@@ -141,7 +141,8 @@ class ClusterState(StrEnum):
     PROVISIONING = "provisioning"
     READY = "ready"
     FAILED = "failed"
-    DELETING = "deleting"  # the cloud is deleting it (`status` read so: another `down`, its expiry agent)
+    DELETING = "deleting"  # `down` is deleting it, or the cloud is (`status` read so: its expiry agent)
+    DELETE_FAILED = "delete failed"  # a `down` stopped part way: its event says what is left; rerun `down`
     TERMINATED = "terminated"
 
 
@@ -179,13 +180,16 @@ def _moves(table: dict[str, str]) -> dict[str, frozenset[str]]:
 # The allowed transitions, state -> states it may become (staying put is always allowed). The
 # store refuses any other change (store.database), so a bug that skips a step, or revives a
 # finished run, fails loudly instead of recording what did not happen.
-CLUSTER_MOVES = _moves({
+# State names with a space ("delete failed") are written with "_" here.
+CLUSTER_MOVES = {k.replace("_", " "): frozenset(m.replace("_", " ") for m in v) for k, v in _moves({
     "provisioning": "ready failed deleting terminated",
     "ready": "provisioning failed deleting terminated",  # provisioning again: a rerun of `up`
     "failed": "provisioning ready deleting terminated",
-    "deleting": "failed terminated",  # failed: the cloud's delete stopped part way
+    # failed: the cloud's delete stopped part way (`status`); delete_failed: `down`'s did
+    "deleting": "failed delete_failed terminated",
+    "delete_failed": "deleting terminated",  # only `down` goes on from a delete that failed
     "terminated": "provisioning",  # the same name brought up (or adopted) again
-})
+}).items()}
 RUN_MOVES = _moves({
     "pending": "queued health_check submitting running failed cancelled",
     "queued": "health_check submitting retrying failed cancelled",
@@ -254,6 +258,12 @@ class ProviderProps(Frozen):
         """The cloud principal that owns the cluster, as its resources record it (Azure: the
         azbench-owner tag, the signed-in object id), or None where the backend has none."""
         return None
+
+    def up_notes(self) -> tuple[str, ...]:
+        """What the backend saw someone else do to the cluster while `up` ran, and what it did
+        about it (e.g. its tags rewritten by another writer, then restored): `up` records each
+        as an `up_interference` event."""
+        return ()
 
 
 P = TypeVar("P", bound=ProviderProps)

@@ -22,7 +22,7 @@ def spec_for(nodes=2, region="eastus", **azure) -> ClusterSpec:
 
 
 def up(clients, spec):
-    p = AzureProvider(clients, capacity_wait_s=0, owner="tester")
+    p = AzureProvider(clients, capacity_wait_s=0)
     return p.up(spec, p.plan(spec))
 
 
@@ -105,7 +105,7 @@ def test_a_rerun_after_a_crash_between_scale_sets_resumes_and_is_not_drift(fake,
                             per_call_policies=[allow_plain_http_policy(name)], polling_interval=0.01)
 
     fake.frozen_client, fake.frozen_match = "first", "virtualmachinescalesets/d-gpu-00"
-    one_at_a_time = AzureProvider(clients_as("first"), capacity_wait_s=0, owner="tester", workers=1,
+    one_at_a_time = AzureProvider(clients_as("first"), capacity_wait_s=0, workers=1,
                                   progress=crash)
     with pytest.raises(KeyboardInterrupt):
         one_at_a_time.up(spec_for(nodes=3), one_at_a_time.plan(spec_for(nodes=3)))

@@ -22,13 +22,14 @@ def test_replace_deletes_the_instance_and_restores_capacity_under_the_next_id(fa
     mark = len(fake.log)
     new = p.replace_node(cluster, "h100t-gpu-00-000000")
     assert new == "h100t-gpu-00-000002"
-    assert _writes(fake, mark) == ["POST h100t-gpu-00/delete", "PATCH virtualMachineScaleSets/h100t-gpu-00"]
+    assert _writes(fake, mark) == ["POST h100t-gpu-00/delete", "PATCH virtualMachineScaleSets/h100t-gpu-00",
+                                   "PATCH tags/default"]  # the set's next instance id, noted
     described = p.describe("h100t")
     assert described is not None and sorted(described.node_names) == \
         ["h100t-gpu-00-000001", "h100t-gpu-00-000002", "h100t-gpu-01-000000"]
 
 
-def test_resize_grows_within_the_slots_after_the_quota_check_and_shrinks_by_deleting(fake, clients, azbench_home):
+def test_resize_grows_within_the_slots_after_the_quota_check_and_shrinks_by_parking(fake, clients, azbench_home):
     p, cluster = up(clients, spec_for(nodes=3), join_timeout_s=0)
     mark = len(fake.log)
     grown = p.resize(cluster, 5)
@@ -36,14 +37,20 @@ def test_resize_grows_within_the_slots_after_the_quota_check_and_shrinks_by_dele
     mark = len(fake.log)
     shrunk = p.resize(grown, 3, ["h100t-gpu-00-000000", "h100t-gpu-01-000000"])
     assert sorted(shrunk.node_names) == sorted(set(grown.node_names) - {"h100t-gpu-00-000000", "h100t-gpu-01-000000"})
-    assert sorted(_writes(fake, mark)) == ["POST h100t-gpu-00/delete", "POST h100t-gpu-01/delete"]
+    # Parked (deallocated, ids kept for a grow) and noted on each set's tags; nothing deleted.
+    assert sorted(_writes(fake, mark)) == ["PATCH tags/default", "PATCH tags/default",
+                                           "POST h100t-gpu-00/deallocate", "POST h100t-gpu-01/deallocate"]
+    assert fake.of_type("virtualMachineScaleSets")["h100t-gpu-00"]["tags"]["azbench-parked"] == "0"
 
 
 def test_growing_past_the_slots_or_the_quota_changes_nothing(fake, clients, azbench_home):
-    p, cluster = up(clients, spec_for(nodes=3), join_timeout_s=0)
+    p, cluster = up(clients, spec_for(nodes=3, max_vms_per_scale_set=100), join_timeout_s=0)
     mark = len(fake.log)
-    with pytest.raises(CapacityError, match="no more spare slots"):
-        p.resize(cluster, 3 + 8 + 9 + 1)  # 10 slots in one set (2 + 8), 9 in the other (1 + 8)
+    # With Slurm to join (join_timeout_s > 0) no set can be added: slurm.conf defines `up`'s sets.
+    p.join_timeout_s = 1
+    with pytest.raises(CapacityError, match="can add 8 more VMs, not 9.*slurm.conf defines no spare set"):
+        p.resize(cluster, 3 + 9)  # one set of 3 VMs, 11 slots (3 + 8): 8 more at most
+    p.join_timeout_s = 0
     for row in fake.usages["eastus"]:
         row["currentValue"] = row["limit"]  # the subscription's vCPUs are all used
     with pytest.raises(CapacityError, match="cannot add 1 x Standard_ND96isr_H100_v5: quota"):

@@ -1,4 +1,4 @@
-"""Ownership on a shared subscription (issue 21, point 2): owner tags, sweep, down --force, up.
+"""Ownership on a shared subscription (issue 21, point 2; issue 39): owner tags, sweep, down --force, up.
 
 Two $AZBENCH_HOMEs stand for two people (or two machines) on one subscription: each has its own
 installation id, which with the signed-in principal's object id (the `oid` of its ARM token) is
@@ -23,16 +23,28 @@ INGRESS = "203.0.113.7/32"
 WRITES = ("PUT", "PATCH", "DELETE", "POST")
 
 
-def spec_for(name: str, nodes: int = 1) -> ClusterSpec:
+def spec_for(name: str, nodes: int = 1, self_expiry: bool = False) -> ClusterSpec:
     return ClusterSpec(name=name, provider="azure", sku="h100", nodes=nodes, region="eastus",
-                       azure={"ssh_ingress_cidr": INGRESS, "boot_timeout_s": 0, "self_expiry": False})
+                       azure={"ssh_ingress_cidr": INGRESS, "boot_timeout_s": 0, "self_expiry": self_expiry})
 
 
-def up(clients, name: str, *, days_ago: float = 0, owner: str | None = None, nodes: int = 1):
+def up(clients, name: str, *, days_ago: float = 0, owner: str | None = None, nodes: int = 1,
+       self_expiry: bool = False):
     p = AzureProvider(clients, capacity_wait_s=0, owner=owner)
     p.opts.now = lambda: datetime.now(timezone.utc) - timedelta(days=days_ago)
-    spec = spec_for(name, nodes)
+    spec = spec_for(name, nodes, self_expiry)
     return p.up(spec, p.plan(spec))
+
+
+OTHER = "00000000-0000-4000-8000-0000000000ff"
+
+
+def clients_as(fake, oid: str) -> AzureClients:
+    """SDK clients signed in as another principal (its tokens carry `oid`)."""
+    from testsupport.fake_arm import allow_plain_http_policy
+    return AzureClients(credential=StubCredential(oid=oid), subscription_id=SUB, base_url=fake.base_url,
+                        per_call_policies=[] if fake.base_url.startswith("https") else [allow_plain_http_policy()],
+                        polling_interval=0.01, retry_backoff_factor=0.01)
 
 
 def writes(fake) -> int:
@@ -67,18 +79,25 @@ def test_up_never_adopts_another_owners_cluster_of_the_same_name(fake, clients, 
     up(clients, "same")
     monkeypatch.setenv("AZBENCH_HOME", str(tmp_path / "b"))
     before = writes(fake)
-    with pytest.raises(NotOwnerError, match="cluster 'same' .*belongs to another owner") as err:
-        up(clients, "same")
+    with pytest.raises(NotOwnerError, match="cluster 'same' .*is not yours: no evidence says who created it") as err:
+        up(clients_as(fake, OTHER), "same")
     assert err.value.exit_code == 2 and "\n" not in str(err.value)
     assert writes(fake) == before
+    # Issue 39, point 11: the same principal from another home is the same person: its rerun
+    # takes the cluster (`up` only adds what is missing).
+    assert up(clients, "same").name == "same" and writes(fake) == before
 
 
 def test_a_second_home_sweeps_without_touching_the_first_homes_clusters(tls_arm, tls_clients, tmp_path,
                                                                          monkeypatch):
-    fake, env = tls_arm
+    """Another principal's home: the first one's expired cluster is skipped (and deleted only with
+    --all-owners: its custom role's createdBy proves azbench made it), its live one untouched."""
+    from testsupport.fake_arm import env_for
+    fake, _ = tls_arm
+    env = env_for(fake, "203.0.113.7", client_id="someone-else", oid=OTHER)
     monkeypatch.setenv("AZBENCH_HOME", str(tmp_path / "a"))
-    up(tls_clients, "alive")
-    up(tls_clients, "stale", days_ago=3)  # expired two days ago
+    up(tls_clients, "alive", self_expiry=True)
+    up(tls_clients, "stale", days_ago=3, self_expiry=True)  # expired two days ago
     other = tmp_path / "b"
     fake.retry_after = "1"  # the CLI's pollers: as ARM asks
     before = writes(fake)
@@ -89,7 +108,7 @@ def test_a_second_home_sweeps_without_touching_the_first_homes_clusters(tls_arm,
     assert plain.out.count("\n") == 1 and "alive" not in plain.out
     asked = azbench("sweep", "--all-owners", home=other, env=env)  # no terminal, no --yes
     assert asked.code == 2 and "pass --yes" in one_line_error(asked)
-    assert asked.out.startswith("will delete stale: expired at ") and "owner principal " in asked.out
+    assert asked.out.startswith("will delete stale: expired at ") and f"owner principal {STUB_OID}" in asked.out
     assert "alive" not in asked.out
     assert writes(fake) == before
     done = azbench("sweep", "--all-owners", "--yes", home=other, env=env)
@@ -104,7 +123,7 @@ def test_sweep_of_the_owners_home_deletes_its_expired_clusters(fake, clients, tm
     up(clients, "stale", days_ago=3)
     up(clients, "kept")
     monkeypatch.setenv("AZBENCH_HOME", str(tmp_path / "b"))
-    up(clients, "theirs", days_ago=3)
+    up(clients_as(fake, OTHER), "theirs", days_ago=3, self_expiry=True)  # another principal's, its custom role
     monkeypatch.setenv("AZBENCH_HOME", str(tmp_path / "a"))
     found = sweep(clients, dry_run=True, known_clusters={"kept"})
     assert [(i.cluster, i.mine, i.action) for i in found] == [("stale", True, "delete"), ("theirs", False, "skipped")]
@@ -127,7 +146,10 @@ def test_down_of_another_owners_cluster_needs_force(tls_arm, tls_clients, tmp_pa
     refused = azbench("down", "shared", "--yes", home=home, env=env)
     assert refused.code == 2
     line = one_line_error(refused)
-    assert "belongs to another owner (principal 11111111-2222-3333-4444-555555555555" in line
+    # Signed in as someone else at `up` (the owner tags name them): no evidence says it is the
+    # CLI's principal's (no custom role; its creator nonce is another principal's).
+    assert "is not yours: no evidence says who created it" in line
+    assert "owner tags name principal 11111111-2222-3333-4444-555555555555, which tags cannot prove" in line
     assert "--force" in line and writes(fake) == before
     forced = azbench("down", "shared", "--force", "--yes", home=home, env=env)
     assert forced.code == 0, forced.err
@@ -186,11 +208,12 @@ def test_two_principals_on_one_subscription(fake, tmp_path, monkeypatch):
     found = sweep(bob, dry_run=True, known_clusters=set())
     assert [(i.cluster, i.mine, i.action) for i in found] == [("alices-old", False, "skipped")]
     assert found[0].owner.startswith(f"principal {alice_oid}")
-    assert AzureProvider(bob).foreign_owner(mine) == f"principal {alice_oid}, installation " + \
-        (tmp_path / "shared-home" / "installation-id").read_text().strip()
+    # No custom role (self_expiry off): only Alice's creator nonce speaks, and only for Alice.
+    assert AzureProvider(bob).foreign_owner(mine).startswith("no evidence says who created it")
+    assert f"owner tags name principal {alice_oid}" in AzureProvider(bob).foreign_owner(mine)
     assert AzureProvider(alice).foreign_owner(mine) is None
     before = writes(fake)
-    with pytest.raises(NotOwnerError, match=f"belongs to another owner \\(principal {alice_oid}"):
+    with pytest.raises(NotOwnerError, match=f"is not yours: .*principal {alice_oid}"):
         up(bob, "alices")
     assert writes(fake) == before
     # Alice's own sweep deletes her expired cluster and reports nothing of Bob's.

@@ -22,7 +22,7 @@ def spec_for(name="pf", sku="h100", nodes=2, **azure) -> ClusterSpec:
 
 
 def up(clients, spec):
-    p = AzureProvider(clients, capacity_wait_s=0, owner="tester")
+    p = AzureProvider(clients, capacity_wait_s=0)
     return p.up(spec, p.plan(spec))
 
 

@@ -30,7 +30,7 @@ from orchestrator.providers.azure.preflight import resolve_ingress
 from orchestrator.specs.cluster import ClusterSpec
 from orchestrator.errors import CapacityError, ConfigError, PreflightError, ProvisionError
 from orchestrator.models import ScaleSetPlan
-from testsupport.fake_arm import SUB, StubCredential, allow_plain_http_policy
+from testsupport.fake_arm import STUB_OID, SUB, StubCredential, allow_plain_http_policy
 from testsupport.golden import check_golden
 
 GOLDEN = Path(__file__).parent / "golden"
@@ -44,7 +44,7 @@ def spec_for(name="h100t", sku="h100", nodes=3, **azure) -> ClusterSpec:
 
 
 def provider(clients, **kw) -> AzureProvider:
-    return AzureProvider(clients, capacity_wait_s=0, owner="tester", **kw)
+    return AzureProvider(clients, capacity_wait_s=0, **kw)
 
 
 def up(clients, spec, **kw):
@@ -79,7 +79,7 @@ def test_up_creates_the_cluster_with_ib_ready_properties(fake, clients, azbench_
     for res in fake.resources.values():
         if res["type"].startswith("Microsoft.Authorization/"):
             continue  # role assignment and definition: not taggable (tests/test_expiry.py)
-        assert {"azbench-cluster": "h100t", "azbench-owner": "tester"}.items() <= res["tags"].items()
+        assert {"azbench-cluster": "h100t", "azbench-owner": STUB_OID}.items() <= res["tags"].items()
         assert "azbench-expires" in res["tags"]
     rules = fake.of_type("networkSecurityGroups")["h100t-nsg"]["properties"]["securityRules"]
     assert [(r["properties"]["sourceAddressPrefix"], r["properties"]["destinationPortRange"]) for r in rules] == [(INGRESS, "22")]
@@ -174,14 +174,16 @@ def test_down_after_a_partial_up_leaves_the_fake_empty(fake, clients, azbench_ho
     assert p.describe("h100t") is None
 
 
-def test_down_deletes_tagged_strays_and_verifies(fake, clients, azbench_home):
+def test_down_deletes_its_group_never_a_tagged_stray_and_verifies(fake, clients, azbench_home):
+    """A resource outside the cluster's group that carries its tag is not the cluster's (anyone
+    with Tag Contributor may tag anything: issue 39): `down` leaves it."""
     p, cluster = up(clients, spec_for())
     clients.resources.resource_groups.create_or_update("other", {"location": "eastus"})
     tags = {"azbench-cluster": "h100t"}
     clients.network.public_ip_addresses.begin_create_or_update("other", "stray", {"location": "eastus", "tags": tags}).result()
     clients.network.public_ip_addresses.begin_create_or_update("other", "keep", {"location": "eastus"}).result()
     p.down(cluster)
-    assert sorted(r["name"] for r in fake.resources.values()) == ["keep", "other"]
+    assert sorted(r["name"] for r in fake.resources.values()) == ["keep", "other", "stray"]
     up(clients, spec_for())
     fake.sticky.add("h100t-head-ip")
     with pytest.raises(ProvisionError, match="still has 1 tagged resource.*h100t-head-ip"):
@@ -295,12 +297,12 @@ def test_a_foreign_resource_group_is_never_adopted(fake, clients, azbench_home):
 def test_sweep_deletes_expired_clusters_and_only_reports_unrecorded_live_ones(fake, clients, azbench_home):
     """Issue 32, point 1: the expiry tag decides. A live cluster of the caller's that this home
     has no record of (a lost store) is reported with the way to adopt it, never deleted."""
-    past = AzureProvider(clients, owner="tester")
+    past = AzureProvider(clients)
     past.opts.now = lambda: datetime.now(timezone.utc) - timedelta(days=3)
     s_old = spec_for("old", nodes=1)
     past.up(s_old, past.plan(s_old))
     up(clients, spec_for("live", nodes=1))
-    me = {"principal": "tester"}  # the owner both were made by (and this home's installation)
+    me: dict[str, str] = {}  # signed in as the principal both were made by (the token's oid)
     assert [(i.cluster, i.deleted, i.mine, i.action) for i in sweep(clients, dry_run=True, **me)] == \
         [("old", False, True, "delete")]
     found = sweep(clients, dry_run=True, known_clusters={"old"}, **me)

@@ -15,7 +15,7 @@ from orchestrator.specs.cluster import ClusterSpec
 from orchestrator.store.database import Store
 from tests.cli_helpers import azbench
 from tests.fixtures.hangup import hangup_server
-from testsupport.fake_arm import FakeArm, arm_writes, default_catalogue, env_for
+from testsupport.fake_arm import STUB_OID, FakeArm, arm_writes, default_catalogue, env_for
 
 SPEC = """\
 name: st
@@ -35,13 +35,13 @@ def test_live_view_reads_states_instances_and_tags_without_writing(fake, clients
     spec = ClusterSpec(name="lv", provider="azure", sku="h100", nodes=3, region="eastus",
                        azure={"ssh_ingress_cidr": "203.0.113.7/32", "max_vms_per_scale_set": 2,
                               "boot_timeout_s": 0})
-    p = AzureProvider(clients, capacity_wait_s=0, owner="tester")
+    p = AzureProvider(clients, capacity_wait_s=0)
     cluster = p.up(spec, p.plan(spec))
     fake.evict("lv-gpu-00", [1], policy="deallocate")
     writes = arm_writes(fake)
     view = p.live_view(cluster)
     assert arm_writes(fake) == writes
-    assert view.exists and (view.instances, view.running) == (3, 2) and view.owner == "tester"
+    assert view.exists and (view.instances, view.running) == (3, 2) and view.owner == STUB_OID
     assert [(r.kind, r.name, r.state) for r in view.resources] == [
         ("VM", "lv-head", "Succeeded"), ("scale set", "lv-gpu-00", "Succeeded"), ("scale set", "lv-gpu-01", "Succeeded")]
     assert view.resources[1].detail == "Standard_ND96isr_H100_v5, capacity 2: 1 deallocated, 1 running"

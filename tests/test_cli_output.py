@@ -337,6 +337,7 @@ def test_health_takes_output_and_query(stored: Path, monkeypatch: pytest.MonkeyP
     report = FleetReport(checked=["n1", "n2"], verdicts=[Verdict("n2", "collective", "slow", 10.0, 75.0, " GB/s")],
                          drained=["n2"], seconds=1.5)
     monkeypatch.setattr(lifecycle, "require_cluster", lambda name, store: object())
+    monkeypatch.setattr(lifecycle, "reachable", lambda name, store: object())  # health logs in: it asks this
     monkeypatch.setattr(lifecycle, "connect", lambda cluster: nullcontext(object()))
     monkeypatch.setattr(fleet_gate, "gate_cluster", lambda *a, **k: report)
     tsv = az(stored, "health", "c1", "-o", "tsv", "--query", "verdicts[].[node, check, status, value]")

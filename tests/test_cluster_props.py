@@ -19,7 +19,7 @@ from orchestrator.providers.ssh.props import SshProps
 from orchestrator.store.database import AttemptRow, RunRow, Store
 from tests.cli_helpers import azbench
 from tests.test_azure_provider import provider, spec_for, up
-from testsupport.fake_arm import SUB, default_catalogue
+from testsupport.fake_arm import STUB_OID, SUB, default_catalogue
 
 # properties as azbench wrote them before they were typed, one row per provider
 LEGACY = {
@@ -97,7 +97,7 @@ def test_azure_describe_builds_the_record_up_built(fake, clients, azbench_home, 
     assert described == made
     props = made.properties_as(AzureProps)
     assert props.resource_group == "azbench-h100t" and props.subscription_id == SUB
-    assert props.head_ip and props.head_private_ip and props.image and props.owner == "tester"
+    assert props.head_ip and props.head_private_ip and props.image and props.owner == STUB_OID
     assert props.scale_sets == [s.name for s in p.plan(spec).scale_sets] and made.ssh is not None
     assert made.cost_per_hour_usd == p.plan(spec).cost_per_hour_usd
     if azure:

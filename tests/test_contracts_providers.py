@@ -238,7 +238,7 @@ def _azure(home: Path, request: pytest.FixtureRequest) -> Harness:
                     if (r.get("tags") or {}).get("azbench-cluster") == spec.name}
 
     # join_timeout_s 0 likewise: replace_node and resize change ARM and wait for no Slurm join.
-    return Harness("azure", lambda: AzureProvider(clients, capacity_wait_s=0, owner="tester", join_timeout_s=0),
+    return Harness("azure", lambda: AzureProvider(clients, capacity_wait_s=0, join_timeout_s=0),
                    spec, owned,
                    requests=_arm_requests(server), credentials_used=lambda: credential.tokens)
 

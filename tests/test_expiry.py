@@ -33,7 +33,7 @@ from orchestrator.specs.cluster import ClusterSpec
 from orchestrator.errors import AzbenchError, ProvisionError
 from orchestrator.models import ScaleSetPlan
 from orchestrator.paths import templates_dir
-from testsupport.fake_arm import SUB, allow_plain_http_policy
+from testsupport.fake_arm import STUB_OID, SUB, allow_plain_http_policy
 from testsupport.fake_imds import FakeImds
 from testsupport.golden import check_golden
 
@@ -58,7 +58,7 @@ agent = load_agent()
 def up(clients, name="exp", **azure):
     spec = ClusterSpec(name=name, provider="azure", sku="h100", nodes=1, region="eastus",
                        azure={"ssh_ingress_cidr": "203.0.113.7/32", "boot_timeout_s": 0, **azure})
-    provider = AzureProvider(clients, capacity_wait_s=0, owner="tester")
+    provider = AzureProvider(clients, capacity_wait_s=0)
     provider.opts.now = lambda: T0  # expires at T0 + expires_hours
     return provider.up(spec, provider.plan(spec))
 
@@ -183,13 +183,13 @@ def test_down_after_self_expiry_removes_the_custom_role(fake, clients, head):
     cfg, client, _ = head
     assert agent.tick(cfg, client, T0 + timedelta(hours=6), busy=True).action == "delete"
     assert list(role_definitions(fake)) == [role_definition_guid(SUB, "azbench-exp")]  # outside the group
-    cluster = AzureProvider(clients, owner="tester").describe("exp")
+    cluster = AzureProvider(clients).describe("exp")
     assert cluster is None
     from orchestrator.models import Cluster, ClusterState
     from orchestrator.providers.azure.props import AzureProps
     record = Cluster(name="exp", provider="azure", sku="h100", nodes=1, state=ClusterState.READY,
                      properties=AzureProps(subscription_id=SUB, resource_group="azbench-exp"))
-    AzureProvider(clients, owner="tester").down(record)
+    AzureProvider(clients).down(record)
     assert fake.resources == {}
 
 
@@ -253,7 +253,7 @@ def test_extend_moves_the_deadline_the_agent_reads(fake, clients, head):
     scopes = move_expiry(clients, "exp", T0 + timedelta(hours=10))
     assert len(scopes) == len([r for r in fake.resources.values() if "tags" in r])
     assert {r["tags"]["azbench-expires"] for r in fake.resources.values() if "tags" in r} == {"2030-01-01T22:00:00Z"}
-    assert {r["tags"]["azbench-owner"] for r in fake.resources.values() if "tags" in r} == {"tester"}  # merged
+    assert {r["tags"]["azbench-owner"] for r in fake.resources.values() if "tags" in r} == {STUB_OID}  # merged
     assert agent.tick(cfg, client, T0 + timedelta(hours=9), busy=True).action == "keep"
     assert agent.tick(cfg, client, T0 + timedelta(hours=10), busy=True).action == "delete"
 

@@ -248,6 +248,7 @@ def test_cli_prints_one_instruction_line_per_missing_gated_item_and_exits_3(monk
     monkeypatch.setattr(prep, "prepare", fake_prepare)
     monkeypatch.setattr("orchestrator.recipes.catalog.get_recipe", lambda name: recipe)
     monkeypatch.setattr(lc, "require_cluster", lambda name, store: cluster)
+    monkeypatch.setattr(lc, "reachable", lambda name, store: cluster)  # prepare logs in: it asks this
     monkeypatch.setattr(lc, "connect", lambda c: contextlib.nullcontext(type("A", (), {"launcher": None})()))
     env = {"AZBENCH_R2_ORIGIN": "http://127.0.0.1:9", "AZBENCH_IMAGE_BUILDER": "/opt/stub"}
     text = azbench_in_process("prepare", "stagetest", "--cluster", "c1", "--no-image",

@@ -64,7 +64,7 @@ def test_every_disk_nic_and_public_ip_is_deleted_with_its_vm(fake, clients, azbe
     from orchestrator.providers.azure.provider import AzureProvider
     spec = ClusterSpec(name="dl", provider="azure", sku="h100", nodes=2, region="eastus",
                        azure={"ssh_ingress_cidr": "203.0.113.7/32", "boot_timeout_s": 0})
-    p = AzureProvider(clients, capacity_wait_s=0, owner="tester")
+    p = AzureProvider(clients, capacity_wait_s=0)
     p.up(spec, p.plan(spec))
     head = fake.of_type("virtualMachines")["dl-head"]["properties"]
     assert head["storageProfile"]["osDisk"]["deleteOption"] == "Delete"

@@ -77,6 +77,24 @@ class Fault:
 
 
 @dataclass
+class Delay:
+    """Latency injection: requests whose method equals `method` and whose path contains
+    `path_contains` are answered `seconds` later (the wait is outside the fake's lock, so other
+    requests go on meanwhile, as ARM serves concurrent clients), `times` times (None: always)."""
+
+    method: str
+    path_contains: str
+    seconds: float
+    times: int | None = None
+    # With `together`: the first `together` matching requests are held until all of them have
+    # arrived (at most `seconds`), then answered in the order they came, 0.2 s apart: two
+    # clients' writes that overlap inside one slow request, however their processes were paced.
+    together: int = 0
+    arrived: int = 0
+    gate: threading.Condition = field(default_factory=threading.Condition)
+
+
+@dataclass
 class _Op:
     key: str
     kind: str  # create | delete
@@ -91,6 +109,12 @@ class LogEntry:
     path: str
     status: int
     query: dict[str, list[str]] = field(default_factory=dict)
+    principal: str | None = None  # the `oid` of the request's bearer token (None: a sign-in)
+
+    @property
+    def sign_in(self) -> bool:
+        """A request to the identity endpoint (OpenID configuration, token), not to ARM."""
+        return self.path.endswith("/openid-configuration") or self.path.endswith("/oauth2/v2.0/token")
 
     @property
     def short(self) -> str:
@@ -114,6 +138,7 @@ class FakeArm:
         self.resources: dict[str, dict[str, Any]] = {}
         self.ops: dict[str, _Op] = {}
         self.faults: list[Fault] = []
+        self.delays: list[Delay] = []
         self.log: list[LogEntry] = []
         self.skus: dict[str, list[dict[str, Any]]] = {}
         self.usages: dict[str, list[dict[str, Any]]] = {}
@@ -176,6 +201,25 @@ class FakeArm:
             self.faults.append(fault)
         return fault
 
+    def add_latency(self, method: str, path_contains: str, seconds: float, times: int | None = None,
+                    together: int = 0) -> Delay:
+        """Slow the matching requests by `seconds` (see Delay): e.g. a resource group PUT, to open
+        the window in which two `up`s of one name both find the group absent."""
+        delay = Delay(method, path_contains, seconds, times, together)
+        with self.lock:
+            self.delays.append(delay)
+        return delay
+
+    def mark(self) -> int:
+        """A position in the request log: `since(mark)` is what came after it."""
+        with self.lock:
+            return len(self.log)
+
+    def since(self, mark: int) -> list[LogEntry]:
+        """Every request answered after `mark`, sign-ins to the identity endpoint included."""
+        with self.lock:
+            return list(self.log[mark:])
+
     def count(self, method: str | None = None, contains: str = "") -> int:
         return sum(1 for e in self.log if (method is None or e.method == method)
                    and contains.lower() in e.path.lower())
@@ -232,6 +276,9 @@ class FakeArm:
             return self._record(method, path, query, 401, {}, _err("AuthenticationFailed", "no bearer token"))
         if self.latency_s:
             time.sleep(self.latency_s)
+        pause = self._delay(method, path)
+        if pause:
+            time.sleep(pause)
         token = headers["authorization"][len("Bearer "):]
         with self.lock:
             denied = self._unknown_subscription(path) or self._rbac(method, path, token)
@@ -239,8 +286,31 @@ class FakeArm:
                                       or self._deleting_group(method, path)
                                       or (self._role_definition(method, path, body, token)
                                           if _ROLE_DEFS in path.lower() else None)
+                                      or (self._role_definitions(path, query)
+                                          if method == "GET" and path.lower().rstrip("/").endswith(
+                                              _ROLE_DEFS.rstrip("/")) else None)
                                       or self._route(method, path, query, body, headers))
-        return self._record(method, path, query, status, extra, payload)
+        return self._record(method, path, query, status, extra, payload, _claims(token).get("oid"))
+
+    def _delay(self, method: str, path: str) -> float:
+        """Seconds to hold this request (add_latency); a `together` delay waits here for the others."""
+        found = None
+        with self.lock:
+            for delay in self.delays:
+                if delay.method == method and delay.path_contains.lower() in path.lower() and \
+                        (delay.times is None or delay.times > 0):
+                    if delay.times is not None:
+                        delay.times -= 1
+                    found = delay
+                    break
+        if found is None or not found.together:
+            return found.seconds if found is not None else 0.0
+        with found.gate:
+            turn = found.arrived
+            found.arrived += 1
+            found.gate.notify_all()
+            found.gate.wait_for(lambda: found.arrived >= found.together, timeout=found.seconds)
+        return 0.2 * turn
 
     def _unknown_subscription(self, path: str) -> tuple[int, dict[str, str], Any] | None:
         """404 SubscriptionNotFound for a subscription ARM does not hold: "SubscriptionNotFound:
@@ -271,9 +341,9 @@ class FakeArm:
                              "operation.")
 
     def _record(self, method: str, path: str, query: dict[str, list[str]], status: int,
-                extra: dict[str, str], payload: Any) -> tuple[int, dict[str, str], Any]:
+                extra: dict[str, str], payload: Any, principal: str | None = None) -> tuple[int, dict[str, str], Any]:
         with self.lock:
-            self.log.append(LogEntry(method, path, status, query))
+            self.log.append(LogEntry(method, path, status, query, principal))
         return status, extra, payload
 
     def _fault(self, method: str, path: str, body: bytes) -> tuple[int, dict[str, str], Any] | None:
@@ -373,6 +443,14 @@ class FakeArm:
             return self._images(low)
         if re.fullmatch(r"/subscriptions/[^/]+/resources", low):
             return 200, {}, {"value": self._tagged(query, groups=False)}
+        if re.fullmatch(r"/subscriptions/[^/]+/resourcegroups/[^/]+/resources", low):
+            # Resources - List By Resource Group (https://learn.microsoft.com/rest/api/resources/
+            # resources/list-by-resource-group): everything in the group, tagged or not.
+            group = low.rsplit("/", 1)[0]
+            if group not in self.resources:
+                return 404, {}, _err("ResourceGroupNotFound",
+                                     f"Resource group '{group.rsplit('/', 1)[1]}' could not be found.")
+            return 200, {}, {"value": self._tagged(query, groups=False, within=group)}
         if re.fullmatch(r"/subscriptions/[^/]+/resourcegroups", low):
             return 200, {}, {"value": self._tagged(query, groups=True)}
         if low.endswith("/virtualmachinescalesets") or low.endswith("/virtualmachines") and "/virtualmachinescalesets/" in low:
@@ -384,9 +462,9 @@ class FakeArm:
         if method == "POST" and low.endswith("/delete") and "/virtualmachinescalesets/" in low:
             return self._delete_instances(low.rsplit("/", 1)[0], body)
         if method == "POST" and low.endswith("/start") and "/virtualmachinescalesets/" in low:
-            key = low.rsplit("/", 1)[0]
-            self.deallocated.pop(key, None)
-            return 202, self._start_op(key, "action", None), None
+            return self._power(low.rsplit("/", 1)[0], body, on=True)
+        if method == "POST" and low.endswith("/deallocate") and "/virtualmachinescalesets/" in low:
+            return self._power(low.rsplit("/", 1)[0], body, on=False)
         if method == "HEAD":  # Resource Groups - Check Existence: 204 there, 404 not
             # (https://learn.microsoft.com/rest/api/resources/resource-groups/check-existence)
             return (204 if low in self.resources else 404), {}, None
@@ -459,8 +537,41 @@ class FakeArm:
         doc.update(id=f"/subscriptions/{sub}/providers/Microsoft.Authorization/roleDefinitions/{def_id}",
                    name=def_id, type="Microsoft.Authorization/roleDefinitions")
         props["type"] = "CustomRole"
+        # Who made it and when, stamped by ARM (RoleDefinition's read-only createdBy, createdOn,
+        # updatedBy, updatedOn: "Id of the user who created ..."; azure-mgmt-authorization
+        # 2022-04-01 models): the caller's object id, kept from the first PUT.
+        stamp = time.strftime("%Y-%m-%dT%H:%M:%S.0000000Z", time.gmtime())
+        before = (current or {}).get("properties") or {}
+        props.update(createdBy=before.get("createdBy", caller), createdOn=before.get("createdOn", stamp),
+                     updatedBy=caller, updatedOn=stamp)
         self.resources[key] = doc
         return (200 if current is not None else 201), {}, doc
+
+    def _role_definitions(self, path: str, query: dict[str, list[str]]) -> tuple[int, dict[str, str], Any]:
+        """Role Definitions - List: GET {scope}/providers/Microsoft.Authorization/roleDefinitions
+        ("Get all role definitions that are applicable at scope and above"; $filter "Use
+        atScopeAndBelow filter to search below the given scope as well", azure-mgmt-authorization
+        2022-04-01 RoleDefinitionsOperations.list). At the tenant's root (no scope) with
+        $filter=type eq 'CustomRole' it lists every custom role of the directory, as
+        https://learn.microsoft.com/azure/role-based-access-control/custom-roles-rest shows ("List
+        all custom role definitions in a tenant"). `roleName eq '...'` narrows by name. The fake
+        holds custom roles only (built-in ones are referred to by id, never stored)."""
+        low = path.lower().rstrip("/")
+        scope = low[: -len(_ROLE_DEFS.rstrip("/"))].rstrip("/")
+        text = (query.get("$filter") or [""])[0]
+        below = "atscopeandbelow()" in text.lower()
+        name = re.search(r"roleName eq '([^']*)'", text)
+        out = []
+        for key, doc in self.resources.items():
+            if _ROLE_DEFS not in key:
+                continue
+            props = doc.get("properties") or {}
+            scopes = [s.lower().rstrip("/") for s in props.get("assignableScopes") or []]
+            applies = (not scope or any(scope == s or scope.startswith(s + "/") for s in scopes)
+                       or (below and any(s.startswith(scope + "/") for s in scopes)))
+            if applies and (name is None or props.get("roleName", "").lower() == name.group(1).lower()):
+                out.append(doc)
+        return 200, {}, {"value": out}
 
     def _workload_impact(self, path: str, body: bytes) -> tuple[int, dict[str, str], Any]:
         """Guest Health Reporting: PUT /subscriptions/{sub}/providers/Microsoft.Impact/workloadImpacts/
@@ -505,6 +616,19 @@ class FakeArm:
         return _not_found(low)
 
     def _put(self, path: str, body: bytes, error: dict[str, Any] | None = None) -> tuple[int, dict[str, str], Any]:
+        """Create or replace a resource. A resource group's PUT is answered 201 Created by the
+        request that created it and 200 OK by one that found it there, and replaces its tags
+        (https://learn.microsoft.com/rest/api/resources/resource-groups/create-or-update,
+        Responses: "200 OK ... 201 Created"). An `If-None-Match: *` header is ignored, as ARM
+        ignores it on groups: the Resource Groups API documents no such parameter and its
+        ResourceGroup has no etag, and "the resource provider is responsible for storing and
+        validating ETags - the frontdoor will never inspect these values"
+        (https://github.com/Azure/azure-resource-manager-rpc, v1.0/Addendum.md, "ETags for
+        Resources"); groups are served by that front door itself. A scale set whose
+        singlePlacementGroup is true holds at most 100 VMs ("A scale set configured with a single
+        placement group has a max capacity of 100 VMs", https://learn.microsoft.com/azure/
+        virtual-machine-scale-sets/virtual-machine-scale-sets-placement-groups): more is refused
+        400 (`_over_cap`)."""
         low = path.lower().rstrip("/")
         rg = low.split("/providers/")[0]
         is_group = "/providers/" not in low
@@ -512,6 +636,9 @@ class FakeArm:
             name = rg.rsplit("/", 1)[1]
             return 404, {}, _err("ResourceGroupNotFound", f"Resource group '{name}' could not be found.")
         doc = json.loads(body or b"{}")
+        refused = _over_cap(doc, self.resources.get(low))
+        if refused is not None:
+            return refused
         existed = low in self.resources
         doc.update(id=path, name=path.rstrip("/").rsplit("/", 1)[1], type=_rtype(path))
         props = doc.setdefault("properties", {})
@@ -535,6 +662,9 @@ class FakeArm:
         if res is None:
             return 404, {}, _not_found(low)
         doc = json.loads(body or b"{}")
+        refused = _over_cap(doc, res)
+        if refused is not None:
+            return refused
         if "sku" in doc:
             res.setdefault("sku", {}).update(doc["sku"])
             if error is None and "capacity" in doc["sku"]:
@@ -591,6 +721,43 @@ class FakeArm:
             for i in wanted:
                 self.fabric.delete(f"{vmss['name']}_{i}")
         return 202, self._start_op(key, "action", None), None
+
+    def _power(self, key: str, body: bytes, *, on: bool) -> tuple[int, dict[str, str], Any]:
+        """VirtualMachineScaleSets - Start / Deallocate: POST .../start or .../deallocate with
+        optional {"instanceIds": [...]} (none: every instance), answered 202 with an async
+        operation (https://learn.microsoft.com/rest/api/compute/virtual-machine-scale-sets/start,
+        .../deallocate: "Deallocates specific virtual machines in a VM scale set. Shuts down the
+        virtual machines and releases the compute resources. You are not billed for the compute
+        resources that this virtual machine scale set deallocates."). A deallocated instance keeps
+        its instance id (and the set's capacity); starting it gives the same id back. In boot mode
+        a deallocated VM stops, and a started one boots again (a fresh private address, as Azure
+        may give)."""
+        vmss = self.resources.get(key)
+        if vmss is None:
+            return 404, {}, _not_found(key)
+        ids = self._instance_ids(key)
+        wanted = [int(i) for i in (json.loads(body or b"{}").get("instanceIds") or ids)]
+        missing = [i for i in wanted if i not in ids]
+        if missing:
+            return 404, {}, _err("NotFound", f"The entity was not found: instance ids {missing} of {vmss['name']}.")
+        off = self.deallocated.setdefault(key, set())
+        if on:
+            off.difference_update(wanted)
+            if not off:
+                self.deallocated.pop(key, None)
+            if self.fabric is not None and not self.ops_pending(key):
+                for spec in self._instance_specs(key, vmss):
+                    self.fabric.boot(spec)
+        else:
+            off.update(wanted)
+            if self.fabric is not None:
+                for i in wanted:
+                    self.fabric.delete(f"{vmss['name']}_{i}")
+        return 202, self._start_op(key, "action", None), None
+
+    def ops_pending(self, key: str) -> bool:
+        """Whether a create or update of `key` has not finished (its VMs boot when it does)."""
+        return any(op.key == key and op.kind == "create" and not op.done for op in self.ops.values())
 
     def _start_op(self, key: str, kind: str, error: dict[str, Any] | None) -> dict[str, str]:
         op_id = f"op-{next(self._ids)}"
@@ -705,7 +872,8 @@ class FakeArm:
                        prefix_len=net.prefixlen, public_ip=None, custom_data=os_profile.get("customData", ""),
                        admin_user=os_profile["adminUsername"], ssh_keys=_keys(os_profile), size=size,
                        vcpus=self._vcpus(size))
-                for i in self._instance_ids(key) if f"{vmss['name']}_{i}" not in self.fabric.vms]
+                for i in self._instance_ids(key) if f"{vmss['name']}_{i}" not in self.fabric.vms
+                and i not in self.deallocated.get(key, set())]
 
     def _dhcp(self, net: Any) -> str:
         """The next dynamic address of the subnet: Azure keeps .0-.3; static ones are skipped."""
@@ -758,17 +926,35 @@ class FakeArm:
         return 200, {"token_type": "Bearer", "expires_in": 3600, "ext_expires_in": 3600,
                      "access_token": unsigned_jwt({"oid": oid, "tid": tenant, "appid": client})}
 
-    def _tagged(self, query: dict[str, list[str]], *, groups: bool) -> list[dict[str, Any]]:
+    def _tagged(self, query: dict[str, list[str]], *, groups: bool, within: str = "") -> list[dict[str, Any]]:
+        """Resource groups, or resources (of the subscription, or of group `within`), matching
+        the `$filter` tag condition if any. Resources come as the generic list returns them
+        (id, name, type, location, tags, sku, identity: GenericResourceExpanded; no properties),
+        with provisioningState only when `$expand` asks for it ("$expand: comma-separated list
+        of additional properties to be included in the response. Valid values include
+        createdTime, changedTime and provisioningState", https://learn.microsoft.com/rest/api/
+        resources/resources/list). Extension resources (role assignments and definitions) are
+        not listed, as ARM's resource list leaves them out."""
         match = _TAG_FILTER.search((query.get("$filter") or [""])[0])
+        expand = (query.get("$expand") or [""])[0].lower()
         out = []
         for key, res in self.resources.items():
-            if ("/providers/" in key) == groups:
+            if ("/providers/" in key) == groups or "/providers/microsoft.authorization/" in key:
+                continue
+            if within and not key.startswith(within + "/providers/"):
                 continue
             tags = res.get("tags") or {}
             if match and (match.group(1) not in tags or (match.group(2) is not None
                                                         and tags[match.group(1)] != match.group(2))):
                 continue
-            out.append(res)
+            if groups:
+                out.append(res)
+                continue
+            view = {k: v for k, v in res.items() if k in ("id", "name", "type", "location", "tags", "sku",
+                                                           "identity", "kind", "zones")}
+            if "provisioningstate" in expand:
+                view["provisioningState"] = (res.get("properties") or {}).get("provisioningState")
+            out.append(view)
         return out
 
     def _list_children(self, low: str) -> tuple[int, dict[str, str], Any]:
@@ -868,6 +1054,26 @@ def _host(vmss: dict[str, Any], i: int) -> str:
         i, r = divmod(i, 36)
         out = digits[r] + out
     return prefix + out
+
+
+SINGLE_PLACEMENT_GROUP_MAX = 100
+
+
+def _over_cap(doc: dict[str, Any], current: dict[str, Any] | None) -> tuple[int, dict[str, str], Any] | None:
+    """400 for a scale set asked to hold more than 100 VMs while it is (or stays) a single
+    placement group (`_put` cites the limit). The documentation names no error code for it:
+    InvalidParameter here, ARM's code for a request value it refuses."""
+    capacity = (doc.get("sku") or {}).get("capacity")
+    if capacity is None or int(capacity) <= SINGLE_PLACEMENT_GROUP_MAX:
+        return None
+    props = {**((current or {}).get("properties") or {}), **(doc.get("properties") or {})}
+    if props.get("singlePlacementGroup") is False:
+        return None
+    if current is None and "virtualMachineProfile" not in props:
+        return None  # not a scale set
+    return 400, {}, _err("InvalidParameter", f"The specified capacity {capacity} exceeds the maximum of "
+                         f"{SINGLE_PLACEMENT_GROUP_MAX} virtual machines of a scale set with singlePlacementGroup "
+                         "set to true.")
 
 
 def _fault_response(fault: Fault, path: str) -> tuple[int, dict[str, str], Any]:
@@ -1081,11 +1287,16 @@ def _tls_context(tls_dir: Path) -> tuple[Path, Any]:
 TENANT = "00000000-0000-0000-0000-0000000000bb"
 
 
-def env_for(fake: FakeArm, caller_ip: str) -> dict[str, str]:
-    """The environment that points the real SDKs (and so the azbench CLI) at `fake`."""
+def env_for(fake: FakeArm, caller_ip: str, *, client_id: str = "azbench-emulator",
+            oid: str | None = None) -> dict[str, str]:
+    """The environment that points the real SDKs (and so the azbench CLI) at `fake`, signed in
+    as service principal `client_id` (its tokens' `oid` is `oid` when given): two client ids are
+    two principals on one subscription."""
     assert fake.ca_file is not None, "env_for needs a fake started with tls_dir"
+    if oid is not None:
+        fake.client_oids[client_id] = oid
     return {"AZURE_RESOURCE_MANAGER_ENDPOINT": fake.base_url, "AZURE_AUTHORITY_HOST": fake.base_url,
-            "AZURE_TENANT_ID": TENANT, "AZURE_CLIENT_ID": "azbench-emulator",
+            "AZURE_TENANT_ID": TENANT, "AZURE_CLIENT_ID": client_id,
             "AZURE_CLIENT_SECRET": "not-a-secret", "AZURE_SUBSCRIPTION_ID": SUB,
             "REQUESTS_CA_BUNDLE": str(fake.ca_file), "SSL_CERT_FILE": str(fake.ca_file),
             "AZBENCH_CALLER_IP": caller_ip}

@@ -230,7 +230,8 @@ def _vmss_settings(props: Mapping[str, object]) -> str:
 
 @app.command()
 def down(name: str = typer.Argument(..., help="Cluster name."),
-         force: bool = typer.Option(False, "--force", help="Delete it even if another owner made it."),
+         force: bool = typer.Option(False, "--force", help="Delete it even if another principal made it, or its "
+                                                           "group holds resources azbench did not make."),
          yes: bool = typer.Option(False, "--yes", "-y", help="Delete without asking (required without a terminal "
                                                             "on providers that cost money)."),
          as_json: bool = JsonOpt,
@@ -238,15 +239,14 @@ def down(name: str = typer.Argument(..., help="Cluster name."),
     """Delete everything the cluster owns and verify nothing is left.
 
     On providers that cost money it first shows what goes (nodes, GPUs, runs recorded as running,
-    cost so far) and asks [y/N]; --yes skips the question; without a terminal it refuses unless --yes."""
+    cost so far, every resource it deletes) and asks [y/N]; --yes skips the question; without a
+    terminal it refuses unless --yes. A cluster you did not create, or whose group holds
+    resources azbench did not make, is refused unless --force. If it stops part way, rerun it."""
     out = output(as_json, fmt, query)
     from orchestrator.clusters import lifecycle
     with open_store() as store:
-        preview = lifecycle.down_preview(name, store)
-    if preview.question:
-        confirm(preview.question, yes)
-    with open_store() as store:
-        cluster = lifecycle.down(name, store, on_progress=_step_line if out.rich else None, force=force)
+        cluster = lifecycle.down(name, store, on_progress=_step_line if out.rich else None, force=force,
+                                 confirm=lambda question: confirm(question, yes))
         if not out.rich:
             return out.emit(cluster)
         from orchestrator.goodput.cluster import cluster_goodput
@@ -282,34 +282,44 @@ def adopt(name: str = typer.Argument(..., help="Cluster name (its azbench-cluste
 def status(name: Optional[str] = typer.Argument(None, help="Cluster name (default: all)."),
            as_json: bool = JsonOpt, fmt: Optional[OutputFormat] = OutputOpt,
            query: Optional[str] = QueryOpt) -> None:
-    """Clusters and their runs. With NAME: the cloud's view first (VM and scale-set states,
-    instances, cost so far, expiry; no SSH), then Slurm's when the head answers."""
+    """Clusters and their runs, as their cloud has them: every row is what the cloud reports
+    now (one listing per provider, no SSH; the records follow), with the cost of what still
+    bills. With NAME: the cloud's view in detail (VM and scale-set states, instances, cost so
+    far, expiry, the cluster's history), then Slurm's when the head answers."""
     import dataclasses
     from datetime import datetime, timezone
 
     from orchestrator.clusters import lifecycle
     out = output(as_json, fmt, query)
+    events: list[Any] = []
+    notes: list[str] = []
     with open_store() as store:
-        clusters = [lifecycle.require_cluster(name, store, live=False)] if name else \
-            [r.cluster for r in store.list_clusters(include_terminated=True)]
         runs = store.list_runs(cluster=name) if name else store.list_runs()
-        # ARM's view first; the record follows it (deleted, being deleted, partly there).
-        one = lifecycle.cluster_status(clusters[0], store=store) if name else None
-    if one is not None:
-        clusters = [one.cluster]
+        if name:
+            # ARM's view first; the record follows it (deleted, being deleted, partly there).
+            one = lifecycle.cluster_status(lifecycle.require_cluster(name, store, live=False), store=store)
+            events = store.list_events(cluster=name)
+            left_at = one.expires if one.cluster.state.value != "terminated" else None
+            rows = [lifecycle.ListedCluster(one.cluster, one.cost_so_far_usd,
+                                            one.rate.per_hour if one.rate is not None else None, left_at, one.change)]
+        else:
+            one = None
+            rows, notes = lifecycle.status_list(store)
+    clusters = [r.cluster for r in rows]
     nodes = one.nodes if one else []
-    costs = {c.name: lifecycle.cost_so_far(c) if c.state.value == "ready" else None for c in clusters}
-    left = {c.name: lifecycle.time_left(c) for c in clusters}
-    if one is not None:
-        costs[one.cluster.name] = one.cost_so_far_usd
-        left[one.cluster.name] = one.expires - datetime.now(timezone.utc) if one.expires else None
+    now = datetime.now(timezone.utc)
+    costs = {r.cluster.name: r.cost_so_far_usd for r in rows}
+    billed = {r.cluster.name: r.billed_per_hour_usd for r in rows}
+    left = {r.cluster.name: (r.expires - now if r.expires is not None else None) for r in rows}
     if not out.rich:
         extra = {} if one is None else {"cloud": one.cloud and dataclasses.asdict(one.cloud),
-                                        "cloud_note": one.cloud_note, "head": one.head, "change": one.change}
-        return out.emit({"clusters": clusters, "cost_so_far_usd": costs,
-                       "expires_in_s": {k: int(v.total_seconds()) if v is not None else None
-                                         for k, v in left.items()},
-                       "nodes": [n.__dict__ for n in nodes], "runs": runs, **extra})
+                                        "cloud_note": one.cloud_note, "head": one.head, "change": one.change,
+                                        "billed": one.rate.say() if one.rate is not None else None,
+                                        "events": events}
+        return out.emit({"clusters": clusters, "cost_so_far_usd": costs, "billed_per_hour_usd": billed,
+                         "expires_in_s": {k: int(v.total_seconds()) if v is not None else None
+                                          for k, v in left.items()},
+                         "nodes": [n.__dict__ for n in nodes], "runs": runs, **extra})
     console = make_console()
     console.print(make_table("Clusters", ["name", "provider", "sku", "nodes", "state", "created", "cost so far (est.)",
                                           "expires in"],
@@ -317,6 +327,11 @@ def status(name: Optional[str] = typer.Argument(None, help="Cluster name (defaul
                            f"${costs[c.name]:,.2f}" if costs[c.name] is not None else "-",
                            _left(left[c.name]) if c.state.value != "terminated" else "-"]
                           for c in clusters]))
+    for row in rows if one is None else ():
+        if row.change:
+            console.print(f"{row.cluster.name}: {row.change}", markup=False)
+    for note in notes:
+        console.print(note, markup=False)
     if one is not None and one.cloud is not None:
         cloud = one.cloud
         if not cloud.exists:
@@ -329,12 +344,17 @@ def status(name: Optional[str] = typer.Argument(None, help="Cluster name (defaul
             console.print(f"instances: {cloud.instances} listed, {cloud.running} running; owner "
                           f"{cloud.owner or '-'}; expires {cloud.expires:%Y-%m-%d %H:%M} UTC"
                           if cloud.expires else f"instances: {cloud.instances} listed, {cloud.running} running; "
-                          f"owner {cloud.owner or '-'}; no expiry")
+                          f"owner {cloud.owner or '-'}; no expiry", markup=False)
+            if one.rate is not None and (one.rate.parts or one.rate.unpriced):
+                console.print(f"billed now (list price): {one.rate.say()}", markup=False)
     for note in (one.change, one.cloud_note, one.head) if one is not None else ():
         if note:
             console.print(note, markup=False)
     if nodes:
         console.print(make_table("Nodes", ["node", "state", "detail"], [[n.name, n.state, n.detail] for n in nodes]))
+    if events:
+        console.print(make_table("History", ["when", "kind", "what"],
+                                 [[f"{e.ts:%Y-%m-%d %H:%M}", e.kind, e.message] for e in events[-15:]]))
     console.print(make_table("Runs", ["id", "cluster", "recipe", "nodes", "state", "message"],
                          [[r.id, r.cluster, r.recipe, r.nodes, r.state, r.message] for r in runs[-30:]]))
 
@@ -352,13 +372,14 @@ def _left(left: timedelta | None) -> str:
 @app.command()
 def extend(name: str = typer.Argument(..., help="Cluster name."),
            hours: float = typer.Option(..., "--hours", help="Hours to add to the expiry (from now if past)."),
+           force: bool = typer.Option(False, "--force", help="Extend it even if another principal made it."),
            as_json: bool = JsonOpt,
            fmt: Optional[OutputFormat] = OutputOpt, query: Optional[str] = QueryOpt) -> None:
     """Move an Azure cluster's expiry later: its azbench-expires tags, which the head's expiry timer reads."""
     out = output(as_json, fmt, query)
     from orchestrator.clusters import lifecycle
     with open_store() as store:
-        cluster = lifecycle.extend(name, hours, store)
+        cluster = lifecycle.extend(name, hours, store, force=force)
     if not out.rich:
         return out.emit(cluster)
     deadline = cluster.properties.deadline()
@@ -379,7 +400,7 @@ def ssh(name: str = typer.Argument(..., help="Cluster name."),
     from orchestrator.clusters import lifecycle
     from orchestrator.clusters.shell import check_head, describe, head_command
     with open_store() as store:
-        cluster = lifecycle.require_cluster(name, store)
+        cluster = lifecycle.reachable(name, store)
     cmd = head_command(cluster, list(command or []))
     if show:
         sys.stdout.write(describe(cmd) + "\n")
@@ -421,15 +442,16 @@ def sweep(dry_run: bool = typer.Option(False, "--dry-run", help="List what would
             sys.stdout.write("nothing to sweep\n")
         sys.stdout.flush()
     if not dry_run and doomed:
-        confirm(f"Delete these {len(doomed)} cluster(s)?", yes)
+        things = "cluster(s) and role definition(s)" if any(i.what != "cluster" for i in doomed) else "cluster(s)"
+        confirm(f"Delete these {len(doomed)} {things}?", yes)
         with open_store() as store:
             done = lifecycle.sweep(dataclasses.replace(request, dry_run=False, only={i.cluster for i in doomed}),
                                    store)
         items = [i for i in done if i.action in ("deleted", "failed")]
         if out.rich:
             for item in items:
-                sys.stdout.write(f"deleted {item.cluster}\n" if item.deleted else
-                                 f"failed {item.cluster}: {item.error}\n")
+                label = item.cluster if item.what == "cluster" else f"{item.what} '{item.cluster}' ({item.reason})"
+                sys.stdout.write(f"deleted {label}\n" if item.deleted else f"failed {label}: {item.error}\n")
     if not out.rich:
         out.emit([i.__dict__ for i in items])
     failed = [i for i in items if i.action == "failed"]
@@ -453,6 +475,8 @@ def _check_arm_endpoint_flag(value: str | None) -> None:
 
 def _sweep_line(item: SweepItem, verb: str) -> str:
     """One line per cluster sweep found: what it will do (or would), and why."""
+    if item.what != "cluster":
+        return f"{verb} {item.what} '{item.cluster}' ({item.reason})"
     whose = "" if item.mine else f"; owner {item.owner}"
     where = f"{len(item.resources)} resources in {', '.join(item.resource_groups) or 'no group'}{whose}"
     said = item.action if item.action in ("kept", "skipped") else verb  # what sweep leaves says so

@@ -52,7 +52,7 @@ def health(
     from orchestrator.runs import fleet_gate
     from orchestrator.store.schema import EventRow
     with open_store() as store:
-        cluster = lifecycle.require_cluster(name, store)
+        cluster = lifecycle.reachable(name, store)
     with lifecycle.connect(cluster) as access:
         if undrain:
             fleet_gate.undrain(cluster, access, undrain)

@@ -157,7 +157,7 @@ def prepare(recipe: Optional[str] = typer.Argument(None, help="Recipe name (with
     from orchestrator.store.schema import EventRow
     found_recipe = get_recipe(recipe)
     with open_store() as store:
-        found = lifecycle.require_cluster(cluster, store)
+        found = lifecycle.reachable(cluster, store)
     try:
         build = None if no_image or found_recipe.mlperf is None else \
             container_build(found_recipe, sku or found.sku, nodes or found.nodes)

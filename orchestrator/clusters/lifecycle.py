@@ -23,7 +23,8 @@ from orchestrator.errors import (AzbenchError, ConfigError, LostRaceError, Missi
 from orchestrator.models import Cluster, ClusterState, Plan, RunState, local_owner, utcnow
 
 if TYPE_CHECKING:
-    from orchestrator.providers.base import CloudView, HostReport, Provider, SweepItem, SweepRequest
+    from orchestrator.providers.base import (Billed, CloudView, Holding, HostReport, Provider, SetChange, SweepItem,
+                                             SweepRequest)
     from orchestrator.seams import Access, Capabilities
     from orchestrator.store.database import Store
     from orchestrator.store.schema import ClusterRow
@@ -65,6 +66,9 @@ def up(spec: ClusterSpec, store: Store, on_progress: Callable[[Any], None] | Non
     check_cost_cap(the_plan, cost_cap(spec))  # before describe(): no credential is read yet
     previous = store.get_cluster(spec.name)
     live = previous is not None and previous.state != ClusterState.TERMINATED
+    if previous is not None and previous.state in (ClusterState.DELETING, ClusterState.DELETE_FAILED):
+        raise ConfigError(f"cluster '{spec.name}' is {previous.state.value}: a `down` of it has not finished",
+                          hint=f"rerun `azbench down {spec.name}` to finish it, then `up` again")
     if previous is not None and live and previous.provider != spec.provider:
         raise ConfigError(f"cluster '{spec.name}' already exists with provider "
                           f"'{previous.provider}': pick another --name")
@@ -89,6 +93,8 @@ def up(spec: ClusterSpec, store: Store, on_progress: Callable[[Any], None] | Non
         raise
     cluster = cluster.model_copy(update={"created_at": created})
     store.save_cluster(cluster, spec.model_dump_json(), owner=owner_of(cluster))
+    for note in cluster.properties.up_notes():  # what someone else did meanwhile, and what `up` did
+        store.add_event(EventRow(kind="up_interference", cluster=spec.name, message=note))
     store.add_event(EventRow(kind="up", cluster=spec.name, message=what,  # after the fact
                              data={"started_at": began.isoformat()}))
     # "adopted" only for a cluster that stood whole before this `up` (a partial one was completed:
@@ -151,28 +157,59 @@ def _record_leftovers(spec: ClusterSpec, provider: Provider, store: Store, exc: 
 
 
 def down(name: str, store: Store, on_progress: Callable[[Any], None] | None = None, *,
-         force: bool = False) -> Cluster:
-    """Delete the cluster's resources; idempotent; the record ends TERMINATED. A cluster that
-    belongs to another owner (a shared subscription) is refused (NotOwnerError) unless `force`."""
+         force: bool = False, confirm: Callable[[str], None] | None = None) -> Cluster:
+    """Delete the cluster's resources; idempotent; the record ends TERMINATED.
+
+    Refused (NotOwnerError, nothing written) for a cluster the caller did not create, or one
+    whose resources include some the backend did not make, unless `force`. `confirm` gets the
+    question naming everything that goes (DownPreview; it raises to say no). The record is
+    DELETING while the provider deletes; a delete that stops part way leaves it DELETE_FAILED
+    with a `down_failed` event saying what is left, and the error's hint is to rerun `down`."""
     from orchestrator.store.schema import EventRow
     cluster = require_cluster(name, store, live=False)
     provider = get_provider(cluster.provider, progress=on_progress)
-    if not force:
-        other = provider.foreign_owner(cluster)
-        if other is not None:
-            raise NotOwnerError(f"cluster '{name}' belongs to another owner ({other})",
-                                hint=f"`azbench down {name} --force` deletes it anyway")
+    what = "down" + (" (--force)" if force else "")
+    preview = _down_preview(cluster, store, provider)
+    try:
+        _require_creator(provider, cluster, force=force, verb="down")
+        foreign = [h for h in preview.holdings if not h.ours]
+        if foreign and not force:
+            raise NotOwnerError(f"cluster '{name}' holds {len(foreign)} resource(s) azbench did not make "
+                                f"({', '.join(h.name for h in foreign)}), and `down` deletes everything it holds: "
+                                f"{', '.join(h.describe() for h in preview.holdings)}",
+                                hint=f"move them out first, or `azbench down {name} --force` deletes them too")
+    except AzbenchError as exc:
+        _attempted(store, name, "down", what, exc)
+        raise
+    if confirm is not None and preview.question:
+        confirm(preview.question)
     began = utcnow()
+    if cluster.state != ClusterState.TERMINATED:
+        store.set_cluster_state(name, ClusterState.DELETING)
     try:
         provider.down(cluster)
     except AzbenchError as exc:
-        _attempted(store, name, "down", "down" + (" (--force)" if force else ""), exc, began)
+        if cluster.state != ClusterState.TERMINATED:
+            store.set_cluster_state(name, ClusterState.DELETE_FAILED)
+        _attempted(store, name, "down", what, exc, began)
+        exc.hint = f"rerun `azbench down {name}` to finish the delete"
         raise
     store.set_cluster_state(name, ClusterState.TERMINATED)
-    store.add_event(EventRow(kind="down", cluster=name,  # after the fact
-                             message="down" + (" (--force)" if force else ""),
+    store.add_event(EventRow(kind="down", cluster=name, message=what,  # after the fact
                              data={"started_at": began.isoformat()}))
     return cluster.model_copy(update={"state": ClusterState.TERMINATED})
+
+
+def _require_creator(provider: Provider, cluster: Cluster, *, force: bool, verb: str) -> None:
+    """NotOwnerError unless the caller created the live cluster (the provider's evidence:
+    `foreign_owner`), or `force`: the one check of `down`, `extend` and `resize` (`adopt` asks
+    the provider the same question)."""
+    if force:
+        return
+    other = provider.foreign_owner(cluster)
+    if other is not None:
+        raise NotOwnerError(f"cluster '{cluster.name}' is not yours: {other}",
+                            hint=f"`azbench {verb} {cluster.name} ... --force` acts on it anyway")
 
 
 def adopt(name: str, store: Store, provider: str | None = None, *, force: bool = False,
@@ -210,29 +247,94 @@ ACTIVE_RUNS = frozenset({RunState.QUEUED, RunState.HEALTH_CHECK, RunState.SUBMIT
 @dataclass(frozen=True)
 class DownPreview:
     """What `down` deletes, for its question: `question` is "" where none is asked (a provider
-    that costs nothing, or a record already terminated)."""
+    that costs nothing, or a record already terminated). `holdings`: everything the cloud lists
+    for it (ones the backend did not make included)."""
 
     cluster: Cluster
     running_runs: int
     cost_so_far_usd: float | None
     question: str
+    holdings: tuple[Holding, ...] = ()
 
 
 def down_preview(name: str, store: Store) -> DownPreview:
     """The cluster `down NAME` would delete and, on a provider that costs money
     (caps.spends_money), the [y/N] question naming its nodes, GPUs, the runs this home
-    recorded as running on it (the scheduler itself is not asked) and its list-price cost so far."""
+    recorded as running on it (the scheduler itself is not asked), its list-price cost so far
+    and every resource that goes. Reads the cloud (the provider's `holdings`), writes nothing."""
     cluster = require_cluster(name, store, live=False)
+    return _down_preview(cluster, store, get_provider(cluster.provider))
+
+
+def _down_preview(cluster: Cluster, store: Store, provider: Provider) -> DownPreview:
+    name = cluster.name
     running = sum(1 for r in store.list_runs(cluster=name) if r.state in ACTIVE_RUNS)
-    cost = cost_so_far(cluster) if cluster.state != ClusterState.TERMINATED else None
-    if not capabilities(cluster).spends_money or cluster.state == ClusterState.TERMINATED:
+    if not provider.caps.spends_money or cluster.state == ClusterState.TERMINATED:
+        cost = cost_so_far(cluster) if cluster.state != ClusterState.TERMINATED else None
         return DownPreview(cluster, running, cost, "")
+    holdings = tuple(provider.holdings(cluster))
+    billed = [h.billed for h in holdings if h.billed is not None]
+    rate = billed_rate(billed) if holdings else None
+    cost = _spent(cluster, rate) if rate is not None else cost_so_far(cluster)
     gpus = _gpus(cluster)
-    spent = f"~${cost:,.2f} spent so far (list price)" if cost is not None else "cost so far unknown"
+    priced = f" ({rate.say()})" if rate is not None and rate.parts else ""
+    spent = (f"~${cost:,.2f} spent so far (list price{priced})" if cost is not None else
+             f"cost so far unknown{priced}")
+    goes = f"; it deletes {', '.join(h.describe() for h in holdings)}" if holdings else ""
     question = (f"Delete cluster '{name}' ({cluster.provider}, {cluster.state.value}): {cluster.nodes:,} x "
                 f"{cluster.sku}{f' = {gpus:,} GPUs' if gpus is not None else ''}, {running} run(s) recorded "
-                f"as running on it, {spent}?")
-    return DownPreview(cluster, running, cost, question)
+                f"as running on it, {spent}{goes}?")
+    return DownPreview(cluster, running, cost, question, holdings)
+
+
+@dataclass(frozen=True)
+class Rate:
+    """What a cluster's billed resources cost per hour, at list price: the total of the priced
+    ones (None when none is priced), each part said, and what could not be priced."""
+
+    per_hour: float | None
+    parts: tuple[str, ...] = ()
+    unpriced: tuple[str, ...] = ()
+
+    def say(self) -> str:
+        """'1 x Standard_ND96isr_H100_v5 at $98.32/h, head Standard_D8s_v5 at $0.384/h'."""
+        return ", ".join(self.parts + tuple(f"{u}: not priced" for u in self.unpriced))
+
+
+def billed_rate(billed: Sequence[Billed]) -> Rate:
+    """The list price per hour of what bills (the catalog's price for each size: its spot
+    estimate for spot VMs). The one place a cluster's running cost is computed from what the
+    cloud says exists; a size the catalog does not know is said, never guessed."""
+    from orchestrator.hardware.catalog import find
+    total, parts, unpriced = 0.0, [], []
+    for item in billed:
+        if item.count <= 0:
+            continue
+        row = find(item.size)
+        price = (row.spot_price_per_hour_usd() if item.spot else row.price_per_hour_usd) if row else None
+        label = f"{item.what} {item.size}" if item.count == 1 and item.what == "head" else \
+            f"{item.count:,} x {item.size or 'unknown size'}"
+        if price is None:
+            unpriced.append(f"{item.what} {item.size or '(size not checked)'}" if item.what == "head" else label)
+            continue
+        total += item.count * price
+        parts.append(f"{label} at {_usd(item.count * price)}/h")
+    priced = bool(parts)
+    return Rate(round(total, 3) if priced else None, tuple(parts), tuple(unpriced))
+
+
+def _usd(value: float) -> str:
+    """$98.32, $1,966.40; below a dollar every digit the catalog has ($0.384)."""
+    return f"${value:,.2f}" if value >= 1 else f"${value:g}"
+
+
+def _spent(cluster: Cluster, rate: Rate, now: datetime | None = None, created: datetime | None = None) -> float | None:
+    """List-price cost since creation at `rate` (what bills now), None when nothing is priced."""
+    if rate.per_hour is None:
+        return None
+    end = now or datetime.now(timezone.utc)
+    hours = max(0.0, (end - (created or cluster.created_at)).total_seconds() / 3600)
+    return round(hours * rate.per_hour, 2)
 
 
 def resize_question(name: str, nodes: int, store: Store) -> str:
@@ -318,6 +420,7 @@ class ClusterStatus:
     cloud_note: str = ""
     head: str = ""
     change: str = ""  # how the record followed the cloud's view ("" when it did not change)
+    rate: Rate | None = None  # what bills now, from the cloud's view (None without one)
 
 
 def sweep(request: SweepRequest, store: Store | None = None) -> list[SweepItem]:
@@ -375,15 +478,105 @@ def cluster_status(cluster: Cluster, now: datetime | None = None, store: Store |
             pass  # the launcher has no node list (Azure ML): nothing to say
         except Exception as exc:  # RemoteError, or what paramiko raises before it is wrapped
             head = f"head unreachable: {_one_line(exc)}"
-    elif cluster.state in (ClusterState.TERMINATED, ClusterState.DELETING):
-        head = f"no login tried: the cluster is {'deleted' if cluster.state == ClusterState.TERMINATED else 'being deleted'}"
+    elif cluster.state in GONE:
+        head = "no login tried: the cluster is " + {ClusterState.TERMINATED: "deleted", ClusterState.DELETING: "being deleted",
+                                                    ClusterState.DELETE_FAILED: "partly deleted (delete failed)"}[cluster.state]
     created = cloud.created if cloud is not None and cloud.created else cluster.created_at
     deadline = cloud.expires if cloud is not None and cloud.expires else expires_at(cluster)
-    cost = None
-    if cluster.state == ClusterState.READY and (cloud is None or cloud.exists):
-        cost = cost_so_far(cluster.model_copy(update={"created_at": created}), now)
+    rate, cost = _cost_now(cluster, cloud, created, now)
     return ClusterStatus(cluster=cluster, cloud=cloud, nodes=nodes, cost_so_far_usd=cost,
-                         expires=deadline, cloud_note=cloud_note, head=head, change=change)
+                         expires=deadline, cloud_note=cloud_note, head=head, change=change, rate=rate)
+
+
+def _cost_now(cluster: Cluster, cloud: CloudView | None, created: datetime,
+              now: datetime | None = None) -> tuple[Rate | None, float | None]:
+    """(what bills per hour, the list-price cost since `created`): from what the cloud says
+    still bills when there is a cloud view (whatever the record's state: a failed cluster whose
+    GPU scale set is still there costs money), else from the record's price while it is ready."""
+    if cloud is not None:
+        if not cloud.exists:
+            return None, None
+        rate = billed_rate(cloud.billed)
+        return rate, _spent(cluster, rate, now, created)
+    if cluster.state == ClusterState.READY:
+        return None, cost_so_far(cluster.model_copy(update={"created_at": created}), now)
+    return None, None
+
+
+@dataclass(frozen=True)
+class ListedCluster:
+    """One row of `azbench status`: the record as the cloud's view left it, what bills now
+    per hour, the cost so far and the deadline (None where there is none or it is gone)."""
+
+    cluster: Cluster
+    cost_so_far_usd: float | None
+    billed_per_hour_usd: float | None
+    expires: datetime | None
+    change: str = ""
+
+
+def status_list(store: Store, now: datetime | None = None) -> tuple[list[ListedCluster], list[str]]:
+    """Every cluster of this home as its cloud has it: each backend that can be asked without
+    a login (caps.live_node_states) is asked once for all its clusters (`overview`: one listing
+    of each kind), and each record follows its view (`_reconcile`, saved). Returns the rows and
+    one note per backend that could not be asked (its rows then stand as recorded)."""
+    rows = [r.cluster for r in store.list_clusters(include_terminated=True)]
+    by_backend: dict[str, list[Cluster]] = {}
+    for c in rows:
+        if c.state != ClusterState.TERMINATED:
+            by_backend.setdefault(c.provider, []).append(c)
+    views: dict[str, CloudView] = {}
+    notes: list[str] = []
+    for backend, clusters in by_backend.items():
+        provider = get_provider(backend)
+        if not provider.caps.live_node_states:
+            continue
+        try:
+            views.update(provider.overview(clusters))
+        except Exception as exc:  # status reports; the SDK's network errors are not all ours
+            notes.append(f"{backend}: cloud view unavailable: {_one_line(exc)}")
+    out = []
+    for c in rows:
+        view = views.get(c.name) if c.state != ClusterState.TERMINATED else None
+        c, change = _reconcile(c, view, store)
+        created = view.created if view is not None and view.created else c.created_at
+        rate, cost = _cost_now(c, view, created, now) if c.state != ClusterState.TERMINATED else (None, None)
+        deadline = None if c.state == ClusterState.TERMINATED else \
+            (view.expires if view is not None and view.expires else expires_at(c))
+        out.append(ListedCluster(c, cost, rate.per_hour if rate is not None else None, deadline, change))
+    return out, notes
+
+
+GONE = (ClusterState.TERMINATED, ClusterState.DELETING, ClusterState.DELETE_FAILED)
+
+
+def reachable(name: str | None, store: Store) -> Cluster:
+    """The named cluster (or the only live one) for a command that logs in to it (`ssh`, `run`,
+    `health`, `logs`, `prepare`). One that is deleted (NotFoundError, exit 2, as require_cluster
+    says it) or being deleted (NotAvailableError) is refused in one line with its state, before
+    any login: as its record says, or, for a backend whose cloud
+    can be asked without a login, as the cloud says now (one listing; the record follows). A
+    cloud that cannot be asked leaves the record as it is."""
+    from orchestrator.errors import NotAvailableError
+    row = store.get_cluster(name) if name is not None else None
+    if name is not None and row is None:
+        raise NotFoundError(f"no cluster named '{name}'", hint="see `azbench status`")
+    cluster = row.cluster if row is not None else require_cluster(None, store)
+    provider = get_provider(cluster.provider)
+    if cluster.state not in GONE and provider.caps.live_node_states:
+        try:
+            view = provider.overview([cluster]).get(cluster.name)
+        except Exception:  # the cloud cannot be asked now: the login will say what it finds
+            view = None
+        cluster, _ = _reconcile(cluster, view, store)
+    if cluster.state == ClusterState.TERMINATED:  # as require_cluster says it, with the state
+        raise NotFoundError(f"cluster '{cluster.name}' is down (terminated): nothing of it is left to log in to",
+                            hint="bring it up with `azbench up`")
+    if cluster.state in GONE:
+        why = "its delete is under way" if cluster.state == ClusterState.DELETING else "a `down` of it stopped part way"
+        raise NotAvailableError(f"cluster '{cluster.name}' is {cluster.state.value}: {why}",
+                                hint=f"rerun `azbench down {cluster.name}` to finish the delete")
+    return cluster
 
 
 def _reconcile(cluster: Cluster, cloud: CloudView | None, store: Store | None) -> tuple[Cluster, str]:
@@ -454,9 +647,10 @@ def time_left(cluster: Cluster, now: datetime | None = None) -> timedelta | None
     return None if deadline is None else deadline - (now or datetime.now(timezone.utc))
 
 
-def extend(name: str, hours: float, store: Store, now: datetime | None = None) -> Cluster:
+def extend(name: str, hours: float, store: Store, now: datetime | None = None, *, force: bool = False) -> Cluster:
     """Move the cluster's deadline `hours` later (from now if it has passed): the provider's tags,
-    which the in-cluster expiry agent reads, then the record."""
+    which the in-cluster expiry agent reads, then the record. Another's cluster is refused
+    (NotOwnerError) unless `force`, as `down` and `resize` refuse it."""
     from orchestrator.store.schema import EventRow
     if not (math.isfinite(hours) and EXTEND_HOURS[0] <= hours <= EXTEND_HOURS[1]):
         raise ConfigError(f"--hours: must be between {EXTEND_HOURS[0]:g} and {EXTEND_HOURS[1]:g}, "
@@ -471,6 +665,7 @@ def extend(name: str, hours: float, store: Store, now: datetime | None = None) -
     new = max(deadline, now) + timedelta(hours=hours)
     what = f"expiry {deadline:%Y-%m-%dT%H:%M:%SZ} -> {new:%Y-%m-%dT%H:%M:%SZ}"
     try:
+        _require_creator(provider, cluster, force=force, verb="extend")
         provider.extend(cluster, new)
     except AzbenchError as exc:  # the cloud said no: history says so, not that it moved
         _attempted(store, name, "extend", what, exc)
@@ -544,23 +739,34 @@ def plan_resize(cluster: Cluster, nodes: int, busy: Sequence[str] = ()) -> Resiz
 
 def resize(name: str, nodes: int, store: Store, *, force: bool = False) -> tuple[Cluster, ResizePlan]:
     """`azbench resize`: grow (the provider's quota check first) or shrink (drain the nodes to
-    remove, refuse when a job runs on them unless `force`), then store the record and an event."""
+    remove, refuse when a job runs on them unless `force`), then store the record and an event.
+    Another's cluster is refused unless `force` (as `down` and `extend`); a grow asks the
+    scheduler nothing. A resize that fails is recorded (`resize_failed`) with why."""
     from orchestrator.store.schema import EventRow
     cluster = require_cluster(name, store)
     provider = get_provider(cluster.provider)
     began = utcnow()
     if not provider.caps.resizes:
         provider.resize(cluster, nodes)  # MissingCapability, typed
-    with provider.connect(cluster) as access:
-        infos = access.launcher.node_states()
-        busy = [n for n, info in infos.items() if info.state in ("allocated", "mixed", "completing")]
-        plan = plan_resize(cluster, nodes, busy)
-        if plan.busy and not force:
-            raise ConfigError(f"refusing to shrink '{name}': a job runs on {', '.join(plan.busy)}",
-                              hint="wait for it, or pass --force to remove them anyway")
-        if plan.remove:
-            access.launcher.drain({n: "azbench: resize (removing)" for n in plan.remove})
-    resized = provider.resize(cluster, nodes, plan.remove)
+    have = len(cluster.node_names) or cluster.nodes
+    what = f"resize {have} -> {nodes} nodes"
+    try:
+        _require_creator(provider, cluster, force=force, verb="resize")
+        plan = plan_resize(cluster, nodes)
+        if plan.after < plan.before:
+            with provider.connect(cluster) as access:
+                infos = access.launcher.node_states()
+                busy = [n for n, info in infos.items() if info.state in ("allocated", "mixed", "completing")]
+                plan = plan_resize(cluster, nodes, busy)
+                if plan.busy and not force:
+                    raise ConfigError(f"refusing to shrink '{name}': a job runs on {', '.join(plan.busy)}",
+                                      hint="wait for it, or pass --force to remove them anyway")
+                if plan.remove:
+                    access.launcher.drain({n: "azbench: resize (removing)" for n in plan.remove})
+        resized = provider.resize(cluster, nodes, plan.remove)
+    except AzbenchError as exc:
+        _attempted(store, name, "resize", what, exc)
+        raise
     resized = resized.model_copy(update={"created_at": cluster.created_at})
     store.save_cluster(resized)
     store.add_event(EventRow(kind="resize", cluster=name, message=f"{plan.before} -> {plan.after} nodes",
@@ -568,3 +774,12 @@ def resize(name: str, nodes: int, store: Store, *, force: bool = False) -> tuple
                                    "before": plan.before, "after": plan.after,
                                    "started_at": began.isoformat()}))
     return resized, plan
+
+
+def resize_preview(name: str, nodes: int, store: Store) -> list[SetChange]:
+    """`resize --dry-run`: what the provider would change, one entry per node group (scale set)
+    that changes; reads only, never the scheduler (a shrink removes the last nodes, as a real
+    one does when none of them is busy)."""
+    cluster = require_cluster(name, store)
+    plan = plan_resize(cluster, nodes)
+    return get_provider(cluster.provider).resize_preview(cluster, nodes, plan.remove)

@@ -51,6 +51,17 @@ class CloudResource:
 
 
 @dataclass(frozen=True)
+class Billed:
+    """Something the cloud bills by the hour while it exists: `count` VMs of `size` (the head,
+    a scale set's instances). `size` is "" where the cloud did not say (not priced)."""
+
+    what: str
+    size: str
+    count: int
+    spot: bool = False  # spot priority: priced at the catalog's spot estimate
+
+
+@dataclass(frozen=True)
 class CloudView:
     """The cluster as its cloud sees it, read without logging in (`azbench status NAME`):
     whether it exists, its VMs and scale sets, the scale-set instances listed and running, the
@@ -68,6 +79,31 @@ class CloudView:
     # names is missing or failed); `phase_detail` says what.
     phase: str = ""
     phase_detail: str = ""
+    # What bills while it exists (VMs running or allocated; a deallocated VM bills no compute).
+    billed: tuple[Billed, ...] = ()
+
+
+@dataclass(frozen=True)
+class Holding:
+    """One resource `down` deletes with the cluster: its kind and name as the cloud lists them,
+    and whether the backend made it (`ours`): one it did not is deleted only with --force."""
+
+    kind: str
+    name: str
+    ours: bool = True
+    billed: Billed | None = None  # what it bills by the hour, for the ones that do
+
+    def describe(self) -> str:
+        return f"{self.name} ({self.kind})" if self.ours else f"{self.name} ({self.kind}, not made by azbench)"
+
+
+@dataclass(frozen=True)
+class SetChange:
+    """One group of nodes a resize changes (an Azure scale set): its nodes now and after."""
+
+    name: str
+    now: int
+    after: int
 
 
 @dataclass(frozen=True)
@@ -111,6 +147,9 @@ class SweepItem:
     mine: bool = True
     action: str = "delete"
     error: str = ""
+    # "cluster", or "role definition": a cluster's custom role left behind by a group that is
+    # gone (`cluster` is then the role's name)
+    what: str = "cluster"
 
 
 class Provider(Protocol):
@@ -145,8 +184,25 @@ class Provider(Protocol):
         ...
 
     def foreign_owner(self, cluster: Cluster) -> str | None:
-        """Who else owns the live cluster (one phrase naming them), or None when the caller
-        does or the backend has no owners. `down` refuses another's cluster without --force."""
+        """Why the live cluster is not the caller's (one phrase: who created it, or that no
+        evidence says), or None when the caller created it or the backend has no owners.
+        `down`, `extend`, `resize` and `adopt` refuse another's cluster without --force."""
+        ...
+
+    def holdings(self, cluster: Cluster) -> list[Holding]:
+        """Everything `down` would delete, as the cloud lists it now, each marked whether the
+        backend made it; reads only. Empty where the backend has nothing to list."""
+        ...
+
+    def overview(self, clusters: Sequence[Cluster]) -> dict[str, CloudView]:
+        """The cloud's view of several clusters of this backend at once, from one listing of
+        each kind (`azbench status`): by name, exists, phase and what bills. Empty where the
+        backend has no cloud to ask."""
+        ...
+
+    def resize_preview(self, cluster: Cluster, nodes: int, remove: Sequence[str] = ()) -> list[SetChange]:
+        """What `resize` to `nodes` (removing `remove` when it shrinks) would change, one entry
+        per node group that changes; reads only, no login (capability `resizes`)."""
         ...
 
     def connect(self, cluster: Cluster) -> Access:
@@ -228,6 +284,16 @@ class ProviderBase:
 
     def foreign_owner(self, cluster: Cluster) -> str | None:
         return None  # no owners: whoever holds the record may delete it
+
+    def holdings(self, cluster: Cluster) -> list[Holding]:
+        return []  # nothing listed: `down`'s question names the cluster's nodes only
+
+    def overview(self, clusters: Sequence[Cluster]) -> dict[str, CloudView]:
+        return {}  # no cloud to ask: the records stand as they are
+
+    def resize_preview(self, cluster: Cluster, nodes: int, remove: Sequence[str] = ()) -> list[SetChange]:
+        raise MissingCapability(cluster.name, self.name, "preview a resize",
+                                hint="only backends that resize (azure) show what a resize changes")
 
     def extend(self, cluster: Cluster, expires: datetime) -> None:
         raise MissingCapability(cluster.name, self.name, "move its expiry",

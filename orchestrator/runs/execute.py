@@ -18,7 +18,7 @@ from contextlib import contextmanager
 from typing import Callable, Iterator
 
 from orchestrator import paths
-from orchestrator.clusters.lifecycle import connect, require_cluster
+from orchestrator.clusters.lifecycle import connect, reachable, require_cluster
 from orchestrator.specs.run import RunSpec
 from orchestrator.errors import ConfigError, NotFoundError, RunFailedError, StoreError
 from orchestrator.models import AttemptState, Cluster, JobRef, RunState, local_owner, utcnow
@@ -45,8 +45,9 @@ from orchestrator.store.schema import AttemptRow, RunRow
 def run_sweep(spec: RunSpec, store: Store, *, on_progress: Callable[[Progress], None] | None = None,
               on_event: Callable[[RunEvent], None] | None = None, poll_interval: float = 1.0,
               reattach: bool = True) -> list[RunOutcome]:
-    """Run `spec.recipe` at each node count x repeat; a live sweep of the same spec is resumed."""
-    cluster = require_cluster(spec.cluster, store)
+    """Run `spec.recipe` at each node count x repeat; a live sweep of the same spec is resumed.
+    A cluster that is deleted (or being deleted) is refused in one line before any login."""
+    cluster = reachable(spec.cluster, store)
     recipe = get_recipe(spec.recipe)
     for nodes in spec.nodes:
         check_request(recipe, cluster.sku, nodes, cluster.nodes)
@@ -65,7 +66,7 @@ def attach_run(run_id: str, store: Store, *, on_progress: Callable[[Progress], N
     if row is None or not row.spec_json:
         raise NotFoundError(f"no run '{run_id}'", hint="see `azbench status`")
     spec = RunSpec.model_validate_json(row.spec_json)
-    cluster = require_cluster(row.cluster, store)
+    cluster = reachable(row.cluster, store)
     rows = store.list_runs(sweep_id=row.sweep_id) if row.sweep_id else [row]
     return _drive_all(rows, spec, get_recipe(row.recipe), cluster, store, on_progress, on_event,
                       poll_interval)

@@ -12,7 +12,7 @@ import codecs
 import time
 from collections.abc import Callable
 
-from orchestrator.clusters.lifecycle import connect
+from orchestrator.clusters.lifecycle import connect, reachable
 from orchestrator.errors import NotFoundError
 from orchestrator.models import FINAL_RUN_STATES as FINAL
 from orchestrator.models import JobRef
@@ -43,6 +43,7 @@ def stream_log(store: Store, run_id: str, sink: Callable[[str], None], *, attemp
     row = store.get_cluster(run.cluster)
     if row is None:
         raise NotFoundError(f"cluster '{run.cluster}' of run {run_id} is not in the store")
+    reachable(run.cluster, store)  # a deleted cluster says so, in one line, before any login
     job = next((a.job_id for a in attempts if a.attempt == number and a.job_id), None)
     ref = JobRef(cluster=run.cluster, job_id=job or "", run_dir=run.run_dir or "")
     path = RunLayout(run.run_dir or "").train_log(number)

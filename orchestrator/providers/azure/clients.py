@@ -95,11 +95,6 @@ class AzureClients(ArmClients):
             return Operation(self.resources.resource_groups.begin_delete(name), lambda _: None)
         return Operation(self._ops(kind).begin_delete(rg, name), lambda _: None)
 
-    def group_exists(self, name: str) -> bool:
-        """HEAD the resource group (https://learn.microsoft.com/rest/api/resources/resource-groups/
-        check-existence: 204 exists, 404 not)."""
-        return bool(self.resources.resource_groups.check_existence(name))
-
     def create_group(self, name: str, body: Any) -> tuple[int, ArmResource]:
         """PUT the resource group (`body`: its JSON, or a ResourceGroup model): (ARM's HTTP
         status, the group). 201 Created answers the request that created it, 200 one that found
@@ -159,12 +154,37 @@ class AzureClients(ArmClients):
     def tagged_groups(self, tag_filter: str) -> list[Group]:
         return records.groups(self.resources.resource_groups.list(filter=tag_filter))
 
-    def tagged_resources(self, tag_filter: str) -> list[Tagged]:
-        return records.tagged(self.resources.resources.list(filter=tag_filter))
+    def tagged_resources(self, tag_filter: str, *, states: bool = False) -> list[Tagged]:
+        """The subscription's resources matching `tag_filter`, from one listing; with `states`
+        each one's provisioningState too ($expand=provisioningState, https://learn.microsoft.com/
+        rest/api/resources/resources/list)."""
+        return records.tagged(self.resources.resources.list(filter=tag_filter,
+                                                            expand="provisioningState" if states else None))
 
-    def delete_by_id(self, resource_id: str, api_version: str) -> None:
-        """DELETE a resource by id and wait."""
-        self.resources.resources.begin_delete_by_id(resource_id, api_version=api_version).result()
+    def group(self, name: str) -> Group:
+        """GET one resource group (tags, state). Raises the SDK's not-found error when absent."""
+        return records.groups([self.resources.resource_groups.get(name)])[0]
+
+    def group_contents(self, rg: str) -> list[Tagged]:
+        """Everything in the resource group, tagged or not, with each one's provisioningState,
+        from one listing (Resources - List By Resource Group, https://learn.microsoft.com/rest/api/
+        resources/resources/list-by-resource-group). Raises the SDK's not-found error when the
+        group is absent."""
+        return records.tagged(self.resources.resources.list_by_resource_group(rg, expand="provisioningState"))
+
+    def replace_tags(self, scope: str, tags: Mapping[str, str]) -> None:
+        """Replace the scope's tags with exactly `tags` (PUT .../tags/default, Tags - Create Or
+        Update At Scope) and wait."""
+        from azure.mgmt.resource.resources.models import Tags, TagsResource
+        self.resources.tags.begin_create_or_update_at_scope(scope, TagsResource(properties=Tags(tags=dict(tags)))).result()
+
+    def deallocate_instances(self, rg: str, scale_set: str, instance_ids: Sequence[str]) -> None:
+        """Deallocate these instances and wait (POST .../deallocate: shut down, compute released
+        and not billed, instance ids and disks kept: https://learn.microsoft.com/rest/api/compute/
+        virtual-machine-scale-sets/deallocate)."""
+        from azure.mgmt.compute import models as m
+        self.compute.virtual_machine_scale_sets.begin_deallocate(
+            rg, scale_set, m.VirtualMachineScaleSetVMInstanceIDs(instance_ids=list(instance_ids))).result()
 
     def merge_tags(self, scope: str, tags: Mapping[str, str]) -> None:
         """Merge `tags` into the scope's tags (the others kept) and wait."""
@@ -202,6 +222,13 @@ class AzureClients(ArmClients):
                               permissions=[Permission(actions=list(actions), not_actions=[])],
                               assignable_scopes=list(assignable_scopes))
         self.authorization.role_definitions.create_or_update(scope, guid, body)
+
+    def custom_roles(self) -> list[RoleDef]:
+        """Every custom role definition of the directory, from one listing at the tenant's root
+        with $filter=type eq 'CustomRole' (https://learn.microsoft.com/azure/role-based-access-
+        control/custom-roles-rest, "List all custom role definitions in a tenant")."""
+        return [records.role_definition(d) for d in self.authorization.role_definitions.list(
+            "", filter="type eq 'CustomRole'")]
 
     def delete_role_definition(self, scope: str, guid: str) -> bool:
         """True when a definition was there (ARM answers 204, no body, when none was)."""

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from orchestrator import paths
 from orchestrator.hardware.catalog import GpuSku, find
-from orchestrator.providers.azure.plan import HEAD_PRICE_PER_HOUR_USD
+from orchestrator.providers.azure.plan import head_price
 from orchestrator.providers.azure import cloudinit
 from orchestrator.providers.azure import resources
 from orchestrator.specs.cluster import ClusterSpec
@@ -49,6 +49,7 @@ class Found:
     # instance ids 0..n-1 (up). They differ once a node was replaced, added or removed.
     hosts: tuple[str, ...] | None = None
     vms_per_rack: int | None = None  # GB200: the VMs per NVL72 rack of the layout
+    head_size: str | None = None  # the head VM's size (None: not read)
 
 
 def to_cluster(found: Found, state: ClusterState) -> Cluster:
@@ -71,14 +72,14 @@ def to_cluster(found: Found, state: ClusterState) -> Cluster:
         priority="spot" if found.spot else "regular",
         eviction_policy=found.spot.eviction_policy if found.spot else None,
         spot_restore_timeout=int(restore) if found.spot and restore and restore.isdigit() else None,
-        vms_per_rack=found.vms_per_rack)
+        vms_per_rack=found.vms_per_rack, head_size=found.head_size)
     return Cluster(name=found.name, provider="azure", sku=found.sku or "unknown", nodes=nodes,
                    region=found.region, state=state,
                    node_names=list(found.hosts) if found.hosts is not None else
                    [h for s in found.sets for h in cloudinit.node_hostnames(s)],
                    partition=cloudinit.PARTITION, workdir=cloudinit.WORKDIR,
                    env=cloudinit.recipe_env(row) if row else {}, ssh=ssh,
-                   cost_per_hour_usd=hourly_cost(row, nodes, found.spot),
+                   cost_per_hour_usd=hourly_cost(row, nodes, found.spot, found.head_size),
                    properties=props, **({"created_at": created} if created else {}))
 
 
@@ -92,7 +93,7 @@ def provisional(spec: ClusterSpec, plan: Plan, *, subscription_id: str | None = 
     endpoint = resolve_endpoint(arm_endpoint or a.arm_endpoint)
     spot = a.priority == "spot"
     props = AzureProps(subscription_id=sub, arm_endpoint=endpoint.rstrip("/") if endpoint else None,
-                       resource_group=resources.names_from_plan(plan).rg,
+                       resource_group=resources.names_from_plan(plan).rg, head_size=a.head_size,
                        scale_sets=[s.name for s in plan.scale_sets], priority=a.priority,
                        eviction_policy=a.eviction_policy if spot else None,
                        spot_restore_timeout=a.spot_restore_timeout if spot else None)
@@ -103,12 +104,14 @@ def provisional(spec: ClusterSpec, plan: Plan, *, subscription_id: str | None = 
                    properties=props)
 
 
-def hourly_cost(row: GpuSku | None, nodes: int, spot: resources.SpotTerms | None) -> float | None:
+def hourly_cost(row: GpuSku | None, nodes: int, spot: resources.SpotTerms | None,
+                head_size: str | None) -> float | None:
     """List-price estimate per hour: the nodes (spot estimate under max_price for spot) plus the
-    head; the planner's figure for the same cluster."""
+    head at its own size's price (plan.head_price; nothing where that is unknown: the plan
+    and `status` say so); the planner's figure for the same cluster."""
     if row is None or row.price_per_hour_usd is None:
         return None
     per_vm = row.spot_price_per_hour_usd(spot.max_price) if spot else None
     if per_vm is None:
         per_vm = row.price_per_hour_usd
-    return round(nodes * per_vm + HEAD_PRICE_PER_HOUR_USD, 2)
+    return round(nodes * per_vm + (head_price(head_size) or 0.0), 2)

@@ -13,12 +13,12 @@ sets: its rerun resumes, so then the node count is compared only over the sets t
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from orchestrator.providers.azure import resources
 from orchestrator.providers.azure.clients import AzureClients
-from orchestrator.providers.azure.records import ArmResource
+from orchestrator.providers.azure.records import ArmResource, ScaleSet
 from orchestrator.providers.azure_shared.errors import arm_call
 from orchestrator.specs.cluster import ClusterSpec
 from orchestrator.errors import ConfigError
@@ -60,14 +60,17 @@ class LiveShape:
         return sum(vms for _, vms in self.sets) if self.sets else None
 
 
-def live_shape(clients: AzureClients, rg: str, cluster: str, seen: Mapping[str, ArmResource | None]) -> LiveShape:
+def live_shape(clients: AzureClients, rg: str, cluster: str, seen: Mapping[str, ArmResource | None],
+               listed: Sequence[ScaleSet] | None = None) -> LiveShape:
     """The live facts, from the observed resources (lro.observe's, by 'kind/name') and one list of
-    the group's scale sets (only when the group exists)."""
+    the group's scale sets (only when the group exists; `listed`: that list, read already)."""
     group = seen.get(f"{resources.RG}/{rg}")
     if group is None:
         return LiveShape()
-    with arm_call(f"list scale sets of {rg}"):
-        sets = [s for s in clients.scale_sets_in(rg) if s.tags.get(TAG_CLUSTER) == cluster]
+    if listed is None:
+        with arm_call(f"list scale sets of {rg}"):
+            listed = clients.scale_sets_in(rg)
+    sets = [s for s in listed if s.tags.get(TAG_CLUSTER) == cluster]
     region = next((o.location for k, o in seen.items() if o is not None and not k.startswith(resources.RG)
                    and o.location), None) or (sets[0].location if sets else None)
     nsg = next((o for k, o in seen.items() if o is not None and k.startswith(resources.NSG + "/")), None)

@@ -63,6 +63,8 @@ def move_expiry(clients: AzureClients, cluster: str, expires: datetime) -> list[
     kept); returns the scopes changed. NotFoundError when Azure holds nothing of the cluster."""
     stamp = expires.strftime("%Y-%m-%dT%H:%M:%SZ")
     groups, resources = tagged(clients, cluster)
+    # Only what is in the cluster's own groups: a resource elsewhere carrying its tag is not its.
+    resources = [r for r in resources if r.group.lower() in {g.name.lower() for g in groups}]
     if not groups and not resources:
         raise NotFoundError(f"Azure holds no resource tagged azbench-cluster={cluster}")
     scopes = [rid(clients.subscription_id, g.name) for g in groups] + [r.id for r in resources]

@@ -128,12 +128,13 @@ def observe(clients: AzureClients, rg: str, kind: str, name: str) -> ArmResource
 
 
 def ensure(clients: AzureClients, rg: str, kind: str, name: str, body: Callable[[], object], *,
-           seen: ArmResource | None, tokens: TokenStore, report: Reporter) -> ArmResource:
+           seen: ArmResource | None, tokens: TokenStore, report: Reporter, cluster: str = "") -> ArmResource:
     """Adopt, resume or create `kind/name` (`body` builds its request body); the resource as it
-    ended. Raises azbench errors."""
+    ended. Raises azbench errors (a resource group someone else created first: LostRaceError
+    saying `cluster`'s name is taken)."""
     key = f"{kind}/{name}"
     if kind == RG:
-        return _ensure_group(clients, name, body, seen, report)
+        return _ensure_group(clients, name, body, seen, report, cluster)
     if seen is not None and seen.state == "Succeeded":
         tokens.drop(key)
         report.emit("exists", kind, name)
@@ -240,35 +241,29 @@ def wait_gone(clients: AzureClients, group: str, wait_s: float = DELETE_WAIT_S,
 
 
 def _ensure_group(clients: AzureClients, name: str, body: Callable[[], object], seen: ArmResource | None,
-                  report: Reporter) -> ArmResource:
-    """Create the group this `up` read as absent. It is read again (HEAD) just before the PUT,
-    and ARM answers the PUT 201 Created to the request that created the group and 200 OK to one
-    that found it there (https://learn.microsoft.com/rest/api/resources/resource-groups/
-    create-or-update, Responses): either way, a group another client (a concurrent `up` of the
-    same name) created in between stops this `up` (LostRaceError) before it writes anything else,
-    and it never claims the other's resources."""
+                  report: Reporter, cluster: str = "") -> ArmResource:
+    """Create the group this `up` read as absent. ARM answers the PUT 201 Created to the request
+    that created the group and 200 OK to one that found it there
+    (https://learn.microsoft.com/rest/api/resources/resource-groups/create-or-update, Responses),
+    and that is the proof of creation: no read before the PUT can close the window in which
+    another client (a concurrent `up` of the same name) creates it, and ARM offers no
+    `If-None-Match: *` on groups (testsupport/fake_arm.py `_put` cites why). On 200 this `up`
+    stops (LostRaceError) before it writes anything else and never claims the other's
+    resources; its PUT may have replaced the group's tags, which the winner restores
+    (up.UpRun._restore_tags)."""
     if seen is not None:
         report.emit("exists", RG, name)
         return seen
     report.check()
-    lost = ("another `azbench up` of the same cluster created it", "this one stopped before creating anything")
-    with arm_call(f"check resource group {name}"):
-        # Read again just before the write (HEAD, https://learn.microsoft.com/rest/api/resources/
-        # resource-groups/check-existence: 204 exists, 404 not): preflight took seconds since the
-        # first read, and a PUT of a group someone else made would replace its tags.
-        if clients.group_exists(name):
-            from orchestrator.errors import LostRaceError
-            raise LostRaceError(f"resource group {name} appeared while this `up` ran: {lost[0]}; {lost[1]}",
-                                hint="its resources are the other run's: see `azbench status` once that run ends, "
-                                     "and never `down` them on this run's account")
     with arm_call(f"create resource group {name}"):
         status, group = clients.create_group(name, body())
     if status != 201:
         from orchestrator.errors import LostRaceError
-        raise LostRaceError(f"resource group {name} appeared while this `up` ran: {lost[0]} (ARM answered 200, "
-                            f"not 201 Created); this one stopped before creating anything else",
-                            hint="its resources are the other run's: see `azbench status` once that run ends, "
-                                 "and never `down` them on this run's account")
+        taken = f"the name '{cluster}' is taken" if cluster else f"the resource group name {name} is taken"
+        raise LostRaceError(f"{taken}: resource group {name} was created by another `azbench up` while this one "
+                            f"ran (ARM answered 200, not 201 Created); this one stopped before writing anything else",
+                            hint="the resources are the other run's: pick another name, and never `azbench down` "
+                                 "them from this home")
     report.emit("created", RG, name)
     return group
 

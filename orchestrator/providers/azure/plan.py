@@ -10,18 +10,33 @@ from __future__ import annotations
 
 import uuid
 
-from orchestrator.hardware.catalog import SPOT_PRICE_SOURCE, GpuSku
+from orchestrator.hardware.catalog import SPOT_PRICE_SOURCE, GpuSku, find
 from orchestrator.hardware.layout import scale_set_layout
 from orchestrator.specs.cluster import ClusterSpec
 from orchestrator.errors import ConfigError
 from orchestrator.models import Plan, PlannedResource, ScaleSetPlan
 from orchestrator.providers.azure.settings import AzureSettings
 
-# The head's figures hold for the default head size only: another `azure.head_size` is read at `up`
-# (preflight reads its vCPUs from resource SKUs) and the plan says so instead of reusing these.
+# The head's vCPU figure holds for the default head size only: another `azure.head_size` is read at
+# `up` (preflight reads its vCPUs from resource SKUs) and the plan says so instead of reusing it.
 PRICED_HEAD_SIZE = "Standard_D8s_v5"
-HEAD_PRICE_PER_HOUR_USD = 0.384  # Standard_D8s_v5 Linux list estimate (eastus)
 HEAD_VCPUS = 8  # Standard_D8s_v5: 8 vCPUs (Azure's Dv5 size table)
+
+
+def head_price(size: str | None) -> float | None:
+    """The head's list price per hour: its size's row of the catalog (Standard_D8s_v5, the
+    default, $0.384; D16s_v5 $0.768), None for a size the catalog does not price."""
+    row = find(size)
+    return row.price_per_hour_usd if row is not None else None
+
+
+def default_group(cluster: str, resource_group: str | None = None) -> str:
+    """The cluster's resource group: azure.resource_group, else `azbench-<cluster>`, or the
+    cluster's own name when it already starts with `azbench-` (the default names do), never
+    `azbench-azbench-...`."""
+    if resource_group:
+        return resource_group
+    return cluster if cluster.startswith("azbench-") else f"azbench-{cluster}"
 
 
 def plan_azure(spec: ClusterSpec) -> Plan:
@@ -98,7 +113,7 @@ def _tags(spec: ClusterSpec) -> dict[str, str | int | bool | None]:
 
 def _network_resources(spec: ClusterSpec) -> list[PlannedResource]:
     a = spec.section(AzureSettings)
-    rg = a.resource_group or f"azbench-{spec.name}"
+    rg = default_group(spec.name, a.resource_group)
     ingress = a.ssh_ingress_cidr or "caller's public address/32 (detected at up)"
     return [
         PlannedResource(kind="Microsoft.Resources/resourceGroups", name=rg,
@@ -133,7 +148,7 @@ def _self_expiry_role(spec: ClusterSpec) -> list[PlannedResource]:
     else (azure.self_expiry_role: contributor) built-in Contributor there. Role assignment names
     are GUIDs: derived from the group and cluster, so a rerun finds the same one."""
     a = spec.section(AzureSettings)
-    rg = a.resource_group or f"azbench-{spec.name}"
+    rg = default_group(spec.name, a.resource_group)
     idle = f", or {a.idle_minutes} min without a Slurm job" if a.idle_minutes else ""
     custom = a.self_expiry_role == "custom"
     sub = a.subscription_id or "<subscription>"
@@ -176,10 +191,11 @@ def _cost(spec: ClusterSpec, sku: GpuSku, warnings: list[str]) -> float | None:
     if sku.price_per_hour_usd is None:
         warnings.append(f"no list price known for {sku.name}: cost per hour unknown")
         return None
-    if a.head_size != PRICED_HEAD_SIZE:
-        warnings.append(f"the head ({a.head_size}) is priced as {PRICED_HEAD_SIZE} "
-                        f"(${HEAD_PRICE_PER_HOUR_USD:g}/h): its own price is not checked")
-    payg = round(spec.nodes * sku.price_per_hour_usd + HEAD_PRICE_PER_HOUR_USD, 2)
+    head = head_price(a.head_size)
+    if head is None:
+        warnings.append(f"the head ({a.head_size}) is not priced (not in the catalog): the cost per hour "
+                        "counts the nodes only")
+    payg = round(spec.nodes * sku.price_per_hour_usd + (head or 0.0), 2)
     spot = sku.spot_price_per_hour_usd(a.max_price)
     if a.priority != "spot" or spot is None:
         return payg
@@ -187,7 +203,7 @@ def _cost(spec: ClusterSpec, sku: GpuSku, warnings: list[str]) -> float | None:
     if estimate is not None and a.max_price != -1 and a.max_price < estimate:
         warnings.append(f"azure.max_price ${a.max_price:g}/h is below the estimated spot "
                         f"price ${estimate:g}/h: Azure may not allocate the VMs, or evict them early")
-    total = round(spec.nodes * spot + HEAD_PRICE_PER_HOUR_USD, 2)
+    total = round(spec.nodes * spot + (head or 0.0), 2)
     warnings.append(f"spot: ~${total:,.2f}/h estimated vs ${payg:,.2f}/h pay-as-you-go "
                     f"({SPOT_PRICE_SOURCE}); nodes may be evicted with 30 s notice")
     return total

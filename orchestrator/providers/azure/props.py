@@ -32,6 +32,10 @@ class AzureProps(ProviderProps):
     spot_restore_timeout: int | None = None
     # VMs per NVLink rack of the GPU scale sets (GB200 only; the azbench-rack-vms tag of the sets)
     vms_per_rack: int | None = None
+    head_size: str | None = None  # the head VM's size, as `up` made it or ARM said (None: not read)
+    # What another writer did to the cluster while the `up` that wrote this record ran, and what
+    # that `up` did about it (up.UpRun._restore_tags): `up` records each as an event.
+    interference: list[str] = Field(default_factory=list)
 
     @field_validator("scale_sets", mode="before")
     @classmethod
@@ -54,3 +58,6 @@ class AzureProps(ProviderProps):
 
     def principal(self) -> str | None:
         return self.owner
+
+    def up_notes(self) -> tuple[str, ...]:
+        return tuple(self.interference)

@@ -69,6 +69,7 @@ class ScaleSet:
     spot: SpotTerms | None = None  # None: regular priority
     image: str | None = None  # resources.image_text of the VM profile's image reference
     admin_user: str | None = None
+    zones: tuple[str, ...] = ()  # the availability zones it was placed in (none: regional)
 
 
 @dataclass(frozen=True)
@@ -105,12 +106,26 @@ class Group:
 
 @dataclass(frozen=True)
 class Tagged:
-    """A resource found by tag (any type, any group)."""
+    """A resource as ARM's generic resource list gives it (by tag, or a group's contents):
+    `state` its provisioningState when the list was asked to expand it ("" otherwise); `sku`
+    and `capacity` a scale set's; `principal_id` a VM's system-assigned identity."""
 
     id: str
     name: str
     type: str
     tags: Mapping[str, str] = field(default_factory=dict)
+    state: str = ""
+    sku: str = ""
+    capacity: int | None = None
+    principal_id: str | None = None
+    location: str | None = None
+
+    @property
+    def group(self) -> str:
+        """The resource group in its id ("" for none)."""
+        parts = self.id.split("/")
+        low = [p.lower() for p in parts]
+        return parts[low.index("resourcegroups") + 1] if "resourcegroups" in low else ""
 
 
 @dataclass(frozen=True)
@@ -124,10 +139,15 @@ class Assignment:
 
 @dataclass(frozen=True)
 class RoleDef:
-    """A custom role definition: its actions (all its permission blocks') and assignable scopes."""
+    """A custom role definition: its actions (all its permission blocks'), assignable scopes,
+    name, id (a GUID) and who created it (`createdBy`, the creator's object id, stamped by ARM:
+    None where ARM sent none)."""
 
     actions: tuple[str, ...]
     assignable_scopes: tuple[str, ...]
+    role_name: str = ""
+    guid: str = ""
+    created_by: str | None = None
 
 
 @dataclass(frozen=True)
@@ -155,7 +175,7 @@ def scale_set(vmss: VirtualMachineScaleSet) -> ScaleSet:
                     sku_tier=vmss.sku.tier if vmss.sku else None,
                     capacity=int((vmss.sku.capacity if vmss.sku else None) or 0),
                     spot=_spot(profile) if profile else None, image=_image(profile) if profile else None,
-                    admin_user=os_profile.admin_username if os_profile else None)
+                    admin_user=os_profile.admin_username if os_profile else None, zones=tuple(vmss.zones or ()))
 
 
 def scale_set_vm(vm: VirtualMachineScaleSetVM) -> ScaleSetVM:
@@ -174,7 +194,13 @@ def groups(rows: Iterable[ResourceGroup]) -> list[Group]:
 
 
 def tagged(rows: Iterable[GenericResourceExpanded]) -> list[Tagged]:
-    return [Tagged(id=r.id or "", name=r.name or "", type=r.type or "", tags=dict(r.tags or {})) for r in rows]
+    """Generic resources: ARM leaves out what a type does not have (a sku, an identity) and the
+    provisioning state unless `$expand` asked for it."""
+    return [Tagged(id=r.id or "", name=r.name or "", type=r.type or "", tags=dict(r.tags or {}),
+                   state=r.provisioning_state or "", sku=(r.sku.name or "") if r.sku else "",
+                   capacity=r.sku.capacity if r.sku else None,
+                   principal_id=r.identity.principal_id if r.identity else None, location=r.location)
+            for r in rows]
 
 
 def assignment(found: RoleAssignment) -> Assignment:
@@ -184,7 +210,8 @@ def assignment(found: RoleAssignment) -> Assignment:
 def role_definition(found: RoleDefinition) -> RoleDef:
     """ARM leaves out empty lists: none means none."""
     return RoleDef(actions=tuple(a for p in found.permissions or [] for a in p.actions or []),
-                   assignable_scopes=tuple(found.assignable_scopes or []))
+                   assignable_scopes=tuple(found.assignable_scopes or []), role_name=found.role_name or "",
+                   guid=found.name or "", created_by=found.created_by or None)
 
 
 def image_names(rows: Iterable[VirtualMachineImageResource]) -> list[str]:

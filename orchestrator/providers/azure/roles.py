@@ -6,8 +6,11 @@ the group and what is in it, which is exactly what the expiry agent, templates/e
 does), assignable at the cluster's group only; `grant_self_delete` assigns it (or, with
 `azure.self_expiry_role: contributor`, the documented fallback, built-in Contributor) to the
 head's identity on that group; `delete_expiry_role` removes the definition with the cluster
-(`down`, `sweep`). Definitions, like their names, are unique in the directory, so the id is
-derived from the subscription and the group: a rerun finds the same one.
+(`down`, `sweep`), and `expiry_roles` lists every one of the subscription, by group, so `sweep`
+finds those whose group is gone. Definitions, like their names, are unique in the directory, so
+the id is derived from the subscription and the group: a rerun finds the same one. ARM stamps a
+definition with its creator (`createdBy`), which no tag writer can change: owner.creator reads
+it as the evidence of who created the cluster.
 """
 
 from __future__ import annotations
@@ -19,6 +22,13 @@ from orchestrator.providers.azure.clients import AzureClients
 from orchestrator.providers.azure.records import Assignment, RoleDef
 from orchestrator.providers.azure.resources import rid
 from orchestrator.providers.azure_shared.errors import AzureErrorMixin, arm_call, arm_error, is_not_found
+
+
+class Unread:
+    """The type of UNREAD: a value not read yet (where None means "read: there is none")."""
+
+
+UNREAD = Unread()
 
 # Built-in "Contributor" (the fallback, azure.self_expiry_role: contributor): everything in the
 # group the assignment is scoped to but access control, creating resources included.
@@ -70,20 +80,36 @@ def role_definition_id(subscription_id: str, guid: str) -> str:
     return f"/subscriptions/{subscription_id}/providers/Microsoft.Authorization/roleDefinitions/{guid}"
 
 
-def ensure_expiry_role(clients: AzureClients, rg: str) -> tuple[str, str]:
-    """Define the custom role of EXPIRY_ACTIONS, assignable at `rg` only (PUT {group}/providers/
-    Microsoft.Authorization/roleDefinitions/{id}, https://learn.microsoft.com/azure/
-    role-based-access-control/custom-roles-rest). (its full id, "exists" or "created"): a rerun
-    reads it and sends no PUT. A refusal names the fallback (ROLE_HINTS)."""
+def read_expiry_role(clients: AzureClients, rg: str) -> RoleDef | None:
+    """The cluster's custom role definition as ARM has it (createdBy included), or None."""
     sub = clients.subscription_id
-    scope, guid = rid(sub, rg), role_definition_guid(sub, rg)
-    with arm_call(f"read role definition {guid}"):
+    with arm_call(f"read role definition '{role_name(sub, rg)}'"):
         try:
-            current: RoleDef | None = clients.role_definition(scope, guid)
+            return clients.role_definition(rid(sub, rg), role_definition_guid(sub, rg))
         except Exception as exc:
             if not is_not_found(exc):
                 raise
-            current = None
+            return None
+
+
+def ensure_expiry_role(clients: AzureClients, rg: str, *, creator: str, fresh: bool = False,
+                       current: RoleDef | None | Unread = UNREAD) -> tuple[str, str]:
+    """Define the custom role of EXPIRY_ACTIONS, assignable at `rg` only (PUT {group}/providers/
+    Microsoft.Authorization/roleDefinitions/{id}, https://learn.microsoft.com/azure/
+    role-based-access-control/custom-roles-rest). (its full id, "exists" or "created"): a rerun
+    reads it (or uses `current`, read already) and sends no PUT. `fresh`: this `up` has just
+    created the group (ARM's 201), so a definition already there is a leftover of an earlier
+    cluster of the group's name; one that `creator` (the signed-in principal) did not create is
+    deleted and defined again, so its createdBy, the evidence of who made the cluster
+    (owner.creator), names this one's creator. A refusal names the fallback (ROLE_HINTS)."""
+    sub = clients.subscription_id
+    scope, guid = rid(sub, rg), role_definition_guid(sub, rg)
+    if isinstance(current, Unread):
+        current = read_expiry_role(clients, rg)
+    if current is not None and fresh and (current.created_by or "").lower() != creator.lower():
+        with arm_call(f"delete leftover role definition '{role_name(sub, rg)}' (created by {current.created_by})"):
+            clients.delete_role_definition(f"/subscriptions/{sub}", guid)
+        current = None
     if current is not None and set(current.actions) == set(EXPIRY_ACTIONS) and \
             [s.lower() for s in current.assignable_scopes] == [scope.lower()]:
         return role_definition_id(sub, guid), "exists"
@@ -98,6 +124,25 @@ def ensure_expiry_role(clients: AzureClients, rg: str) -> tuple[str, str]:
             exc.hint = hint
         raise
     return role_definition_id(sub, guid), "created"
+
+
+def expiry_roles(clients: AzureClients) -> dict[str, RoleDef]:
+    """azbench's custom roles of this subscription, by the resource group their one assignable
+    scope names (lower case), from one listing of the directory's custom roles. A role is
+    azbench's when its name is `role_name(subscription, group)` and its id the one derived from
+    them (role_definition_guid): a role someone else named so is not."""
+    sub = clients.subscription_id
+    with arm_call("list custom role definitions"):
+        found = clients.custom_roles()
+    out: dict[str, RoleDef] = {}
+    for role in found:
+        scopes = [s.rstrip("/") for s in role.assignable_scopes]
+        if len(scopes) != 1 or "/resourcegroups/" not in scopes[0].lower():
+            continue
+        rg = scopes[0].rsplit("/", 1)[1]
+        if role.role_name == role_name(sub, rg) and role.guid.lower() == role_definition_guid(sub, rg):
+            out[rg.lower()] = role
+    return out
 
 
 def delete_expiry_role(clients: AzureClients, rg: str) -> bool:
@@ -115,20 +160,22 @@ def delete_expiry_role(clients: AzureClients, rg: str) -> bool:
 
 
 def grant_self_delete(clients: AzureClients, rg: str, name: str, principal_id: str,
-                      role: str | None = None) -> str:
+                      role: str | None = None, *, fresh: bool = False) -> str:
     """Role `role` (a full role definition id; None: built-in Contributor, the fallback) on `rg`
     for `principal_id`, as role assignment `name`; returns "exists" or "created". A rerun finds
     the assignment and sends no PUT; one for another principal (a recreated head) or another role
-    (a cluster from before the custom role) is replaced: ARM cannot update either in place."""
+    (a cluster from before the custom role) is replaced: ARM cannot update either in place.
+    `fresh`: the group was created by this `up`, so it holds no assignment yet (no read)."""
     scope = rid(clients.subscription_id, rg)
     role = role or role_definition_id(clients.subscription_id, CONTRIBUTOR_ROLE)
-    with arm_call(f"read role assignment {name}"):
-        try:
-            current: Assignment | None = clients.role_assignment(scope, name)
-        except Exception as exc:
-            if not is_not_found(exc):
-                raise
-            current = None
+    current: Assignment | None = None
+    if not fresh:
+        with arm_call(f"read role assignment {name}"):
+            try:
+                current = clients.role_assignment(scope, name)
+            except Exception as exc:
+                if not is_not_found(exc):
+                    raise
     if current is not None and current.principal_id == principal_id and \
             current.role_definition_id.lower() == role.lower():
         return "exists"

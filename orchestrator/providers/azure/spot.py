@@ -16,8 +16,10 @@ from dataclasses import dataclass
 from typing import Callable
 
 from orchestrator.providers.azure.clients import AzureClients
+from orchestrator.providers.azure.heal import parse_ids
 from orchestrator.providers.azure_shared.errors import arm_call
 from orchestrator.errors import CapacityError
+from orchestrator.providers.azure_shared.tags import TAG_PARKED
 
 
 @dataclass(frozen=True)
@@ -92,17 +94,26 @@ def restore(clients: AzureClients, rg: str, planned: dict[str, int], *, timeout_
 
 
 def _restore_one(clients: AzureClients, rg: str, name: str, want: int) -> Restored:
+    """One set back to `want` VMs in the cluster: the evicted ones started (deallocated, not
+    parked by a shrink: heal.park keeps those in the set's azbench-parked tag), the deleted ones
+    made again (capacity up, parked VMs still counted in it)."""
     now = read_set(clients, rg, name)
-    added = max(want - len(now.instance_ids), 0)
-    if added:
-        with arm_call(f"restore capacity of {name} to {want} VMs"):
+    vmss = None
+    if now.deallocated or want > len(now.instance_ids):
+        with arm_call(f"read scale set {name}"):
             vmss = clients.scale_set(rg, name)
-            clients.set_capacity(rg, name, vmss.sku_name, vmss.sku_tier, want)
-    if now.deallocated:
+    parked = {str(i) for i in parse_ids(vmss.tags.get(TAG_PARKED, "") if vmss else "")} & set(now.instance_ids)
+    evicted = [i for i in now.deallocated if i not in parked]
+    added = max(want - (len(now.instance_ids) - len(parked)), 0)
+    if added and vmss is not None:
+        with arm_call(f"restore capacity of {name} to {want} VMs"):
+            clients.set_capacity(rg, name, vmss.sku_name, vmss.sku_tier, len(now.instance_ids) + added)
+    if evicted:
         with arm_call(f"start deallocated VMs of {name}"):
-            clients.start_instances(rg, name, now.deallocated)
-    after = read_set(clients, rg, name) if added or now.deallocated else now
-    return Restored(name, added, len(now.deallocated), after.hosts)
+            clients.start_instances(rg, name, evicted)
+    after = read_set(clients, rg, name) if added or evicted else now
+    hosts = tuple(h for h, i in zip(after.hosts, after.instance_ids) if i not in parked)
+    return Restored(name, added, len(evicted), hosts)
 
 
 def _shortfall(clients: AzureClients, rg: str, planned: dict[str, int]) -> str:

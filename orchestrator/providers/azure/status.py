@@ -1,8 +1,9 @@
 """`azbench status NAME` for an Azure cluster without SSH: what ARM reports, reads only.
 
 The resource group (found by its azbench-cluster tag) gives owner, creation time and expiry;
-the head VM's provisioning state; each GPU scale set's provisioning state, capacity, and its
-instances' power states from one list call per set (`$expand=instanceView`, as
+the head VM's provisioning state and size; each GPU scale set's provisioning state, capacity,
+and its instances' power states from one list call per set (what bills: the head at its own
+size, each set's VMs that are not deallocated) (`$expand=instanceView`, as
 https://learn.microsoft.com/en-us/rest/api/compute/virtual-machine-scale-set-vms/list
 documents: without it the list carries no power state).
 """
@@ -17,8 +18,8 @@ from orchestrator.providers.azure.clients import AzureClients
 from orchestrator.providers.azure.records import ArmResource
 from orchestrator.providers.azure_shared.errors import arm_call
 from orchestrator.providers.azure.lro import observe
-from orchestrator.providers.azure.teardown import tagged
-from orchestrator.providers.base import CloudResource, CloudView
+from orchestrator.providers.azure.teardown import tagged_groups
+from orchestrator.providers.base import Billed, CloudResource, CloudView
 from orchestrator.models import parse_utc
 from orchestrator.providers.azure_shared.tags import TAG_CLUSTER, TAG_CREATED, TAG_EXPIRES, TAG_OWNER
 
@@ -27,7 +28,7 @@ def live_view(clients: AzureClients, name: str, expected_sets: Sequence[str] = (
     """ARM's view of cluster `name`: CloudView(exists=False) when nothing is tagged with it;
     phase "deleting" when its group is being deleted (nothing more is read), "partial" when the
     head or one of `expected_sets` (the record's) is missing, or something failed."""
-    groups, _ = tagged(clients, name)
+    groups = tagged_groups(clients, name)
     if not groups:
         return CloudView(exists=False)
     rg = groups[0]
@@ -43,17 +44,21 @@ def live_view(clients: AzureClients, name: str, expected_sets: Sequence[str] = (
         sets = sorted((s for s in clients.scale_sets_in(rg.name) if s.tags.get(TAG_CLUSTER) == name),
                       key=lambda s: s.name)
     listed = running = 0
+    billed = [Billed("head", head.vm_size or "", 1)] if head is not None else []
     for s in sets:
         powers = _power_states(clients, rg.name, s.name)
         listed += len(powers)
         running += powers.count("running")
+        # A deallocated VM bills no compute (a parked or evicted one); any other state does.
+        billed.append(Billed("scale set", s.sku_name, len(powers) - powers.count("deallocated"),
+                             spot=s.spot is not None))
         counts = ", ".join(f"{powers.count(p)} {p}" for p in sorted(set(powers))) or "none listed"
         rows.append(CloudResource("scale set", s.name, str(s.state),
                                   f"{s.sku_name}, capacity {s.capacity}: {counts}"))
     gaps = [f"{r.kind} {r.name} {r.state.lower()}" for r in rows if r.state in ("missing", "Failed")]
     gaps += [f"scale set {s} missing" for s in expected_sets if s not in {x.name for x in sets}]
     return replace(tagged_view, resources=tuple(rows), instances=listed, running=running,
-                   phase="partial" if gaps else "", phase_detail=", ".join(gaps))
+                   phase="partial" if gaps else "", phase_detail=", ".join(gaps), billed=tuple(billed))
 
 
 def _head_detail(head: ArmResource | None) -> str:

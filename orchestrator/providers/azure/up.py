@@ -1,9 +1,13 @@
 """`up` for one Azure cluster: observe, preflight, then create only what is missing, in parallel.
 
-Order: sign in (the caller's owner tags), read every planned resource (GETs; adopt what exists,
-refuse what another cluster or another owner holds, refuse a request that differs from the live
-cluster: drift.py), preflight the VMs still to create, then resource group; NSG and public IP; VNet + subnet; head
-NIC; head VM and every GPU scale set at once (a thread pool). A scale set that fails with
+Order: sign in (the caller's owner tags), read the resource group and, when it exists, what is in
+it (one listing; adopt what exists, refuse what another cluster holds or a cluster someone else
+created: owner.creator; refuse a request that differs from the live cluster: drift.py), preflight
+the VMs still to create, then resource group (ARM's 201 Created is the proof this `up` made it:
+on 200 it stops, lro._ensure_group); NSG and public IP; VNet + subnet; head NIC; head VM and every
+GPU scale set at once (a thread pool). An `up` that created the group reads its tags again at the
+end and restores its own when another writer replaced them (a same-name `up` that lost the race),
+and says so (`up_notes`). A scale set that fails with
 AllocationFailed/ZonalAllocationFailed is deleted and retried (tenacity) in the next zone of
 `azure.zones`; when the zones are spent, the cluster's regional resources move to the next of
 `azure.fallback_regions`. Quota and SkuNotAvailable fail fast; 429s wait out Retry-After within azure.throttle_budget_s
@@ -34,8 +38,8 @@ from orchestrator.providers.azure.lro import (
     ensure,
     observe,
 )
-from orchestrator.providers.azure.records import ArmResource
-from orchestrator.providers.azure.owner import NotOwnerError, Owner, foreign, signed_in
+from orchestrator.providers.azure.records import ArmResource, RoleDef, ScaleSet, Tagged
+from orchestrator.providers.azure.owner import NotOwnerError, Owner, creator, creator_tag, foreign, signed_in
 from orchestrator.providers.azure.preflight import PreflightNeed, preflight, resolve_ingress
 from orchestrator.providers.azure.teardown import clear_group
 from orchestrator.specs.cluster import ClusterSpec
@@ -43,11 +47,24 @@ from orchestrator.errors import CapacityError, ConfigError, ProvisionError
 from orchestrator.providers.azure_shared.errors import AzureErrorMixin
 from orchestrator.models import Cluster, ClusterState, Plan, ScaleSetPlan
 from orchestrator.providers.azure.settings import AzureSettings
-from orchestrator.providers.azure_shared.tags import (TAG_CLUSTER, TAG_CREATED, TAG_EXPIRES, TAG_RACK, TAG_SLOTS,
-                                                     TAG_SPOT_RESTORE)
+from orchestrator.providers.azure.props import AzureProps
+from orchestrator.providers.azure_shared.errors import arm_call
+from orchestrator.providers.azure_shared.tags import (TAG_CLUSTER, TAG_CREATED, TAG_CREATOR, TAG_EXPIRES, TAG_MAX_VMS,
+                                                     TAG_NEXT_ID, TAG_RACK, TAG_SLOTS, TAG_SPOT_RESTORE)
 
 LRO_FILE = "azure-lro.json"
 T = TypeVar("T")
+
+
+@dataclass
+class Prefetched:
+    """What `describe` read of the cluster just before this `up` (the same command): the group
+    (None: read, absent), its scale sets and the head's public IP; None where it did not read."""
+
+    group: ArmResource | None = None
+    group_read: bool = False
+    sets: list[ScaleSet] | None = None
+    pip: ArmResource | None = None
 
 
 @dataclass
@@ -64,8 +81,14 @@ class UpOptions:
 class UpRun:
     """One `up` of one cluster; see the module docstring."""
 
-    def __init__(self, clients: AzureClients, spec: ClusterSpec, plan: Plan, opts: UpOptions) -> None:
+    def __init__(self, clients: AzureClients, spec: ClusterSpec, plan: Plan, opts: UpOptions,
+                 prefetched: Prefetched | None = None) -> None:
         self.clients, self.spec, self.plan, self.opts = clients, spec, plan, opts
+        self.prefetched = prefetched or Prefetched()
+        self.created = False  # this `up` created the group (ARM answered 201)
+        self.role_def: RoleDef | None = None  # the custom role as read while observing
+        self.pip: ArmResource | None = None  # the head's public IP as created or read
+        self.notes: tuple[str, ...] = ()  # what another writer did meanwhile (props.up_notes)
         self.names = resources.names_from_plan(plan)
         self.sku = spec.sku_row
         self.settings = spec.section(AzureSettings)  # the spec's `azure:` section
@@ -84,10 +107,25 @@ class UpRun:
         ingress = resolve_ingress(self.settings.ssh_ingress_cidr, self.opts.caller_ip_lookup)
         # Reads only so far: a request that differs from the live cluster stops here (exit 2).
         drift.check(self.spec, self.plan, ingress,
-                    drift.live_shape(self.clients, self.names.rg, self.spec.name, self.seen),
+                    drift.live_shape(self.clients, self.names.rg, self.spec.name, self.seen, self.prefetched.sets),
                     resuming=self.tokens.pending())
         secrets = cloudinit.load_or_create_secrets(self.cdir)
         tags = self._tags()
+        try:
+            built = self._regions(region, ingress, secrets, tags)
+        except BaseException:
+            if self.created:
+                self._restore_tags(tags, quiet=True)  # best effort: the error is what matters
+            raise
+        if self.created:
+            self._restore_tags(tags)
+        if self.notes:
+            props = built.properties_as(AzureProps).model_copy(update={"interference": list(self.notes)})
+            built = built.model_copy(update={"properties": props})
+        return built
+
+    def _regions(self, region: str, ingress: str, secrets: cloudinit.ClusterSecrets,
+                 tags: dict[str, str]) -> Cluster:
         regions = [region] + [other for other in self.settings.fallback_regions if other != region]
         for here, following in zip(regions, regions[1:]):
             zones, image = self._preflight(here)
@@ -100,6 +138,29 @@ class UpRun:
         zones, image = self._preflight(regions[-1])
         return self._build(regions[-1], zones, image, ingress, secrets, tags)  # the last region: no fallback
 
+    def _restore_tags(self, tags: dict[str, str], *, quiet: bool = False) -> None:
+        """Read the group's tags again (this `up` created it) and, when another writer replaced
+        them (the PUT of a same-name `up` that got 200: lro._ensure_group), put this `up`'s back
+        and keep a note naming what the other writer had written."""
+        rg = self.names.rg
+        try:
+            with arm_call(f"read the tags of resource group {rg}"):
+                now = dict(self.clients.group(rg).tags)
+            if all(now.get(key) == value for key, value in tags.items()):
+                return
+            with arm_call(f"restore the tags of resource group {rg}"):
+                self.clients.replace_tags(resources.rid(self.sub, rg), tags)
+        except Exception:
+            if quiet:
+                return
+            raise
+        theirs = foreign(now, self.me)
+        who = theirs.describe() if theirs is not None else "no owner tags"
+        note = (f"the tags of resource group {rg} were replaced while this `up` ran (owner tags then: {who}), "
+                f"by a same-name `up` whose group PUT found the group made: restored this `up`'s")
+        self.notes += (note,)
+        self.report.emit("restored", resources.RG, rg, f"tags another writer replaced ({who})")
+
     def _preflight(self, region: str) -> tuple[list[str], dict[str, str]]:
         """The zones to try in `region` (azure.zones in the spec's region only) and the image."""
         zones = self.settings.zones if region == self.spec.region else []
@@ -107,27 +168,55 @@ class UpRun:
 
     # ------------------------------------------------------------ observe + preflight
     def _observe_all(self) -> dict[str, ArmResource | None]:
+        """Every planned resource as ARM has it: the group (read by describe just before, else a
+        GET) and, when it exists, what is in it from one listing (plus the NSG's GET, whose SSH
+        rule drift compares). A group someone else created stops here (NotOwnerError)."""
         names = self.names
-        items = [(resources.RG, names.rg), (resources.NSG, names.nsg), (resources.PIP, names.pip),
-                 (resources.VNET, names.vnet), (resources.NIC, names.nic), (resources.VM, names.head)]
-        items += [(resources.VMSS, scale_set.name) for scale_set in names.sets]
-        seen: dict[str, ArmResource | None] = {}
-        group = observe(self.clients, names.rg, resources.RG, names.rg)
+        seen: dict[str, ArmResource | None] = {f"{kind}/{name}": None for kind, name in
+                                                ((resources.NSG, names.nsg), (resources.PIP, names.pip),
+                                                 (resources.VNET, names.vnet), (resources.NIC, names.nic),
+                                                 (resources.VM, names.head))}
+        seen.update({f"{resources.VMSS}/{scale_set.name}": None for scale_set in names.sets})
+        ahead = self.prefetched
+        group = ahead.group if ahead.group_read else observe(self.clients, names.rg, resources.RG, names.rg)
+        ahead.group_read = False  # a second observation (region fallback) reads afresh
         seen[f"{resources.RG}/{names.rg}"] = group
-        if group is not None:
-            self._check_owner(resources.RG, names.rg, group)
-            other = foreign(group.tags, self.me)
-            if other is not None:
-                raise NotOwnerError(f"cluster '{self.spec.name}' (resource group {names.rg}) belongs to another "
-                                    f"owner ({other.describe()}); this is {self.me.describe()}",
-                                    hint="pick another cluster name or azure.resource_group")
-            jobs = {f"{kind}/{name}": partial(observe, self.clients, names.rg, kind, name) for kind, name in items[1:]}
-            seen.update(self._parallel(jobs))
+        if group is None:
+            return seen
+        self._check_owner(resources.RG, names.rg, group)
+        self._check_creator(group)
+        with arm_call(f"list resource group {names.rg}"):
+            contents = self.clients.group_contents(names.rg)
+        kinds = {kind.lower(): kind for kind in resources.KINDS}
+        for item in contents:
+            kind = kinds.get(item.type.lower())
+            key = f"{kind}/{item.name}"
+            if kind is None or key not in seen:
+                continue
+            seen[key] = _listed(item)
+        if seen[f"{resources.NSG}/{names.nsg}"] is not None:
+            seen[f"{resources.NSG}/{names.nsg}"] = observe(self.clients, names.rg, resources.NSG, names.nsg)
         for key, obs in seen.items():
             if obs is not None:
                 kind, name = key.rsplit("/", 1)
                 self._check_owner(kind, name, obs)
         return seen
+
+    def _check_creator(self, group: ArmResource) -> None:
+        """Refuse (nothing written) a group of this cluster's name that someone else created, as
+        the custom role's createdBy or this home's creator nonce says (owner.creator). A group
+        no evidence speaks for (made before creator tags, or without a custom role from
+        another home) is taken when its owner tags name the signed-in principal: `up` only adds
+        what is missing, it deletes nothing."""
+        names = self.names
+        if names.role and names.custom_role:
+            self.role_def = roles.read_expiry_role(self.clients, names.rg)
+        made = creator(self.me, subscription_id=self.sub, rg=names.rg, cluster=self.spec.name, tags=group.tags,
+                       role_created_by=self.role_def.created_by if self.role_def else None)
+        if made.mine or (made.who == "unknown" and foreign(group.tags, self.me) is None):
+            return
+        raise NotOwnerError(f"cluster '{self.spec.name}' (resource group {names.rg}) is not yours: {made.describe()}; "
+                            f"this is {self.me.describe()}", hint="pick another cluster name or azure.resource_group")
 
     def _check_owner(self, kind: str, name: str, obs: ArmResource) -> None:
         owner = obs.tags.get(TAG_CLUSTER)
@@ -166,9 +255,10 @@ class UpRun:
         tags = resources.cluster_tags(self.spec.name, self.me.tags(), now + timedelta(hours=settings.expires_hours),
                                       dict(self.spec.tags), created=now,
                                       spot_restore_s=settings.spot_restore_timeout if spot else None)
+        tags[TAG_CREATOR] = creator_tag(self.me, self.sub, self.names.rg, self.spec.name)
         if group is not None:  # a rerun keeps what the group says (owner, expiry, creation...),
             # as describe reads it from there: up and describe return the same record
-            kept = (TAG_EXPIRES, TAG_CREATED, TAG_SPOT_RESTORE)
+            kept = (TAG_EXPIRES, TAG_CREATED, TAG_SPOT_RESTORE, TAG_CREATOR)
             tags.update({key: value for key, value in group.tags.items() if key in kept})
         return tags
 
@@ -181,13 +271,19 @@ class UpRun:
                ((resources.NSG, names.nsg), (resources.PIP, names.pip), (resources.VNET, names.vnet),
                 (resources.NIC, names.nic))}
         subnet_id = f"{ids[resources.VNET]}/subnets/{resources.SUBNET}"
-        self._ensure(resources.RG, rg, lambda: {"location": self.spec.region, "tags": tags})
+        if self.seen.get(f"{resources.RG}/{rg}") is None:
+            self._ensure(resources.RG, rg, lambda: {"location": self.spec.region, "tags": tags})
+            self.created = True  # ARM answered 201 (a 200 raised LostRaceError)
+            self.seen[f"{resources.RG}/{rg}"] = ArmResource(state="Succeeded", location=self.spec.region, tags=tags)
+        else:
+            self.report.emit("exists", resources.RG, rg)
         # The head's custom role right after the group (its only scope): a caller who may not
         # define roles learns it before any VM exists.
         role = self._expiry_role() if names.role and names.custom_role else None
-        self._parallel({
+        made_net = self._parallel({
             "nsg": lambda: self._ensure(resources.NSG, names.nsg, lambda: resources.nsg_body(region, tags, ingress)),
             "pip": lambda: self._ensure(resources.PIP, names.pip, lambda: resources.pip_body(region, tags))})
+        self.pip = made_net["pip"]
         self._ensure(resources.VNET, names.vnet, lambda: resources.vnet_body(
             region, tags, settings.vnet_cidr, subnet_cidr, ids[resources.NSG]))
         self._ensure(resources.NIC, names.nic, lambda: resources.nic_body(
@@ -211,7 +307,8 @@ class UpRun:
             # The set's slurm.conf slots (cloudinit.slot_count) ride on it, for replace and resize.
             rack = cloudinit.rack_of(self.sku, scale_set)
             slots = cloudinit.slot_count(scale_set, rack)
-            set_tags = {**tags, TAG_SLOTS: str(slots), **({TAG_RACK: str(rack)} if rack > 1 else {})}
+            set_tags = {**tags, TAG_SLOTS: str(slots), TAG_NEXT_ID: str(scale_set.vms),
+                        TAG_MAX_VMS: str(settings.max_vms_per_scale_set), **({TAG_RACK: str(rack)} if rack > 1 else {})}
             return resources.vmss_body(region, set_tags, sku_name=self.sku.name, scale_set=scale_set, zone=zone,
                                        image=image, custom_data=node_data, subnet_id=subnet_id,
                                        prefix=cloudinit.computer_name_prefix(scale_set), spot=self._spot(), **common)
@@ -225,7 +322,9 @@ class UpRun:
     def _expiry_role(self) -> str:
         """The custom role of the head's expiry agent, defined (or found) on the cluster's group."""
         self.report.check()
-        role, outcome = roles.ensure_expiry_role(self.clients, self.names.rg)
+        current: RoleDef | None | roles.Unread = self.role_def if not self.created else roles.UNREAD
+        role, outcome = roles.ensure_expiry_role(self.clients, self.names.rg, creator=self.me.principal,
+                                                 fresh=self.created, current=current)
         self.report.emit(outcome, resources.ROLE_DEF, roles.role_name(self.sub, self.names.rg),
                          f"read and delete {self.names.rg} only")
         return role
@@ -235,13 +334,14 @@ class UpRun:
         names = self.names
         principal = expiry.head_principal(head_vm, names.head)
         self.report.check()
-        outcome = roles.grant_self_delete(self.clients, names.rg, names.role or "", principal, role)
+        outcome = roles.grant_self_delete(self.clients, names.rg, names.role or "", principal, role,
+                                          fresh=self.created)
         what = "the custom self-expiry role" if role else "Contributor (fallback)"
         self.report.emit(outcome, resources.ROLE, names.role or "", f"{what} on {names.rg} for {names.head}'s identity")
 
     def _ensure(self, kind: str, name: str, body: Callable[[], object]) -> ArmResource:
-        return ensure(self.clients, self.names.rg, kind, name, body,
-                      seen=self.seen.get(f"{kind}/{name}"), tokens=self.tokens, report=self.report)
+        return ensure(self.clients, self.names.rg, kind, name, body, seen=self.seen.get(f"{kind}/{name}"),
+                      tokens=self.tokens, report=self.report, cluster=self.spec.name)
 
     def _ensure_vmss(self, region: str, zones: list[str], scale_set: ScaleSetPlan,
                      body: Callable[[str | None], object]) -> ArmResource:
@@ -306,8 +406,12 @@ class UpRun:
 
     def _cluster(self, region: str, image: dict[str, str], secrets: cloudinit.ClusterSecrets,
                  tags: dict[str, str], head_ip: str) -> Cluster:
-        pip = observe(self.clients, self.names.rg, resources.PIP, self.names.pip)
-        address = pip.public_ip if pip else None
+        address = self.pip.public_ip if self.pip else None
+        if not address and self.prefetched.pip is not None:
+            address = self.prefetched.pip.public_ip  # describe read it a moment ago
+        if not address:  # adopted from the group's listing, which carries no address
+            pip = observe(self.clients, self.names.rg, resources.PIP, self.names.pip)
+            address = pip.public_ip if pip else None
         if not address:
             raise ProvisionError(f"public IP {self.names.pip} has no address after creation")
         cloudinit.write_known_hosts(self.cdir, address, secrets.host_public_key)
@@ -315,9 +419,18 @@ class UpRun:
                       subscription_id=self.sub, arm_endpoint=self.clients.base_url, sku=self.sku.name,
                       sets=self.names.sets, head_ip=address, head_private_ip=head_ip,
                       image=resources.image_text(image), admin_user=self.settings.admin_user, spot=self._spot(),
+                      head_size=self.settings.head_size,
                       vms_per_rack=next((rack for rack in (cloudinit.rack_of(self.sku, planned)
                                                            for planned in self.names.sets) if rack > 1), None))
         return to_cluster(found, ClusterState.READY)
+
+
+def _listed(item: Tagged) -> ArmResource:
+    """A resource of the group's listing as `observe` would have read it: its state (a
+    listing that carries none reads as Succeeded, as records does for an absent state), place,
+    tags and a VM's identity; what only a GET has (addresses, rules) is None."""
+    return ArmResource(state=item.state or "Succeeded", location=item.location, tags=item.tags,
+                       principal_id=item.principal_id)
 
 
 def _code(exc: CapacityError) -> str:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import threading
 from typing import TYPE_CHECKING, Iterator
 from urllib.parse import urlsplit
 
@@ -33,21 +34,31 @@ PUBLIC_AUTHORITIES = frozenset({"login.microsoftonline.com", "login.microsoftonl
 # Per-request HTTP logs and urllib3's connection chatter only under --debug/AZBENCH_DEBUG.
 NOISY = ("azure.core.pipeline.policies.http_logging_policy", "urllib3")
 _handler: logging.Handler | None = None
+_credentials: dict[tuple[tuple[str, str], ...], DefaultAzureCredential] = {}
+_lock = threading.Lock()
 
 
 def default_credential() -> DefaultAzureCredential:
-    """DefaultAzureCredential (CLI login, managed identity, workload identity, environment).
+    """DefaultAzureCredential (CLI login, managed identity, workload identity, environment),
+    one per process and environment: every client of a command shares it, so the command signs
+    in once (the credential caches its token until it expires).
 
     Instance discovery is turned off for an authority that is not one of Microsoft's public
     hosts: MSAL would otherwise validate it against login.microsoftonline.com first, which fails
     in sovereign or air-gapped clouds (azure-notes.md §3.5).
     """
     from azure.identity import DefaultAzureCredential
-    authority = os.environ.get("AZURE_AUTHORITY_HOST", "")
-    host = urlsplit(authority if "//" in authority else f"https://{authority}").hostname or ""
-    if authority and host not in PUBLIC_AUTHORITIES:
-        return DefaultAzureCredential(disable_instance_discovery=True)
-    return DefaultAzureCredential()
+    # What DefaultAzureCredential reads from the environment decides which identity it signs in
+    # as: another value (a test's second principal, in one process) is another credential.
+    key = tuple(sorted((k, v) for k, v in os.environ.items()
+                       if k.startswith(("AZURE_", "IDENTITY_", "MSI_")) or k in ("HOME", "USERPROFILE")))
+    with _lock:
+        if key not in _credentials:
+            authority = os.environ.get("AZURE_AUTHORITY_HOST", "")
+            host = urlsplit(authority if "//" in authority else f"https://{authority}").hostname or ""
+            _credentials[key] = (DefaultAzureCredential(disable_instance_discovery=True)
+                                 if authority and host not in PUBLIC_AUTHORITIES else DefaultAzureCredential())
+        return _credentials[key]
 
 
 @contextlib.contextmanager

@@ -21,3 +21,17 @@ TAG_SLOTS = "azbench-slots"
 # On each GB200 scale set: the VMs per NVL72 rack `up` laid it out with (18, or 16 as Azure's
 # record run): resize grows and shrinks in whole racks of it.
 TAG_RACK = "azbench-rack-vms"
+# On the resource group: the creator nonce, an HMAC only the home that made the cluster can
+# compute (azure/owner.py, creator_tag): evidence, with the custom role's createdBy, of who
+# created the cluster that no tag writer can forge for another group.
+TAG_CREATOR = "azbench-creator"
+# On each scale set: the instance ids a shrink parked (deallocated: no compute billed; a grow
+# starts them again under the same ids), as a hostlist-style range list ("4-7,12").
+TAG_PARKED = "azbench-parked"
+# On each scale set: the instance id Azure gives next as far as azbench has seen (one past the
+# highest id it ever saw there): a grow knows before it writes whether new VMs would land
+# beyond the set's Slurm slots.
+TAG_NEXT_ID = "azbench-next-id"
+# On each scale set: the most VMs it may hold (azure.max_vms_per_scale_set at `up`, at most the
+# 100 of a single placement group unless Azure support raised it): a grow never fills it past.
+TAG_MAX_VMS = "azbench-max-vms"
