@@ -408,7 +408,7 @@ def test_up_records_the_owner_and_the_span_of_its_provisioning(azbench_home, mon
     assert datetime.fromisoformat(up.data["started_at"]) <= up.ts
     assert datetime.fromisoformat(down.data["started_at"]) <= down.ts
     assert g.categories["provisioning"] > 0 and g.categories["teardown"] > 0 and not g.live
-    assert sum(g.categories.values()) == pytest.approx(g.wall_s, rel=0.01)
+    adds_up(g)  # a fake cluster lives some 80 ms: each category is rounded to the millisecond
 
 
 def test_an_azure_cluster_is_owned_by_its_principal() -> None:
