@@ -77,7 +77,11 @@ def test_another_head_size_is_not_counted_as_the_default_one():
     assert any("total regional vCPU quota has 192 free vCPUs (GPU nodes) plus the head's vCPUs "
                "(Standard_D32s_v5: its count is read at up)" in c for c in plan.preflight)
     assert not any("200 free" in c for c in plan.preflight)
-    assert any("the head (Standard_D32s_v5) is priced as Standard_D8s_v5 ($0.384/h): its own price is "
-               "not checked" in w for w in plan.warnings)
+    # Issue 39: a head size the catalog prices is priced as itself; one it does not is said, not guessed.
+    assert any("the head (Standard_D32s_v5) is not priced (not in the catalog): the cost per hour counts the "
+               "nodes only" in w for w in plan.warnings)
+    assert plan.cost_per_hour_usd == round(2 * 98.32, 2)
+    plan = plan_azure(spec(sku="h100", nodes=2, azure={"head_size": "Standard_D16s_v5"}))
+    assert plan.cost_per_hour_usd == round(2 * 98.32 + 0.768, 2) and not any("head" in w for w in plan.warnings)
     plan = plan_azure(spec(sku="h100", nodes=2, azure={"head_size": "Standard_D32s_v5", "priority": "spot"}))
     assert any("quota has the head's vCPUs (Standard_D32s_v5" in c for c in plan.preflight)
