@@ -24,6 +24,20 @@ def utcnow() -> datetime:
     return datetime.now(timezone.utc)
 
 
+def local_owner() -> str:
+    """Who runs azbench here, for the owner of what it records where no cloud principal is
+    known: $AZBENCH_OWNER (a team's chosen name), else $USER, else the login name."""
+    import getpass
+    import os
+    for name in ("AZBENCH_OWNER", "USER"):
+        if os.environ.get(name, "").strip():
+            return os.environ[name].strip()
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):  # no passwd entry (some containers)
+        return "unknown"
+
+
 def parse_utc(text: object) -> datetime | None:
     """An ISO 8601 time (a trailing Z allowed; naive means UTC), or None when unreadable."""
     if not isinstance(text, str) or not text:
@@ -238,6 +252,11 @@ class ProviderProps(Frozen):
     def rack_size(self) -> int | None:
         """The VMs per NVLink rack the cluster was laid out with (GB200: 18, or 16 as Azure's
         record run; `resize` keeps whole racks of it), or None where the record does not say."""
+        return None
+
+    def principal(self) -> str | None:
+        """The cloud principal that owns the cluster, as its resources record it (Azure: the
+        azbench-owner tag, the signed-in object id), or None where the backend has none."""
         return None
 
     def up_notes(self) -> tuple[str, ...]:

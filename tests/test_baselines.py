@@ -185,7 +185,7 @@ def db_url(request: pytest.FixtureRequest, azbench_home) -> str | None:
 
 def test_baseline_roundtrip_in_store(db_url):
     with Store.open(db_url) as store:
-        assert store.schema_version() == SCHEMA_VERSION == 5
+        assert store.schema_version() == SCHEMA_VERSION == 6
         _sweep(store, "s1", [(1, 1.0, 0.1), (1, 1.1, 0.11), (2, 0.6, 0.2)], busbw=3.0)
         entries = bl.collect(store, bl.Selection(sweep_ids=("s1",)))
         assert entries[0].metrics["allreduce_busbw"] == pytest.approx([3.0, 3.01])

@@ -278,7 +278,7 @@ def test_migrates_a_v1_database(db_url: str | None) -> None:
         assert "ix_results_benchmark_system" not in _indexes(conn)
     engine.dispose()
     with Store.open(db_url) as s:
-        assert s.schema_version() == SCHEMA_VERSION == 5
+        assert s.schema_version() == SCHEMA_VERSION == 6
         assert s.get_run("old").state == "succeeded"
         assert s.get_cluster("none") is None  # v4's plan_json column is there to read
     engine = raw_engine(db_url)

@@ -136,6 +136,8 @@ def up(
     spec = _cluster_spec(file, name=name, provider=provider, sku=sku, nodes=nodes, region=region)
     the_plan = lifecycle.plan(spec)
     spending.check_cost_cap(the_plan, spending.cost_cap(spec, max_cost))
+    if spec.budget is not None:
+        _warn_budget(spec, the_plan)
     if dry_run:
         checked, problems = lifecycle.check(spec, the_plan) if check else (None, [])
         if not out.rich:
@@ -163,6 +165,23 @@ def up(
     c = result.cluster
     sys.stdout.write(f"cluster '{c.name}' {verb}: {c.nodes} x {c.sku} ({c.provider}), "
                      f"nodes {', '.join(c.node_names[:8])}{' ...' if len(c.node_names) > 8 else ''}\n")
+
+
+def _warn_budget(spec: ClusterSpec, plan: Plan) -> None:
+    """The spec's `budget:` against what its owner's clusters cost this period (the store): a
+    warning on stderr, never a refusal (the cost cap refuses)."""
+    from orchestrator.clusters.spending import budget_warning
+    from orchestrator.goodput.owners import expected_owner, spent
+    from orchestrator.models import utcnow
+    assert spec.budget is not None
+    since = spec.budget.since(utcnow())
+    with open_store() as store:
+        owner = expected_owner(store, spec.provider)
+        spend = spent(store, owner, since)
+    line = budget_warning(plan, spec.budget, owner, spend.usd, since, spend.unpriced)
+    if line:
+        sys.stderr.write(f"warning: {line}\n")
+        sys.stderr.flush()
 
 
 def _step_line(event: Any) -> None:
@@ -228,9 +247,11 @@ def down(name: str = typer.Argument(..., help="Cluster name."),
     with open_store() as store:
         cluster = lifecycle.down(name, store, on_progress=_step_line if out.rich else None, force=force,
                                  confirm=lambda question: confirm(question, yes))
-    if not out.rich:
-        return out.emit(cluster)
-    sys.stdout.write(f"cluster '{name}' is down\n")
+        if not out.rich:
+            return out.emit(cluster)
+        from orchestrator.goodput.cluster import cluster_goodput
+        line = cluster_goodput(store, name).line  # where its money went, now that its record is final
+    sys.stdout.write(f"cluster '{name}' is down\n{name}: {line}\n")
 
 
 @app.command()
@@ -470,6 +491,7 @@ import orchestrator.cli.resize  # noqa: E402,F401  (registers resize)
 import orchestrator.cli.run  # noqa: E402,F401  (registers run, logs)
 import orchestrator.cli.plan  # noqa: E402,F401  (registers plan)
 import orchestrator.cli.fabric  # noqa: E402,F401  (registers fabric)
+import orchestrator.cli.goodput  # noqa: E402,F401  (registers goodput)
 from orchestrator.cli.pipeline import baseline_app, pipeline_app, register_compare  # noqa: E402
 
 app.add_typer(pipeline_app, name="pipeline")

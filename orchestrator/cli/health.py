@@ -48,7 +48,9 @@ def health(
     by a node that passed its gate (or on a fabric-wide fault)."""
     out = output(as_json, fmt, query)
     from orchestrator.clusters import lifecycle
+    from orchestrator.models import utcnow
     from orchestrator.runs import fleet_gate
+    from orchestrator.store.schema import EventRow
     with open_store() as store:
         cluster = lifecycle.reachable(name, store)
     with lifecycle.connect(cluster) as access:
@@ -58,8 +60,15 @@ def health(
                 return out.emit({"undrained": undrain})
             sys.stdout.write(f"{undrain} returned to service\n")
             return
+        began = utcnow()
         report = fleet_gate.gate_cluster(cluster, access, only=nodes, tolerance=tolerance,
                                          drain_bad=not no_drain)
+        with open_store() as store:  # after the fact, with its span (goodput counts it)
+            store.add_event(EventRow(kind="health", cluster=name,
+                                     message=f"{len(report.checked)} nodes checked, drained: "
+                                             f"{', '.join(report.drained) or 'none'}",
+                                     data={"started_at": began.isoformat(), "seconds": report.seconds,
+                                           "drained": list(report.drained)}))
         healed, reported = None, []
         if report_to_azure and report.drained:
             from orchestrator.runs import fleet_replace

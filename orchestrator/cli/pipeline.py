@@ -162,6 +162,8 @@ def _print_cases(s: PipelineSummary) -> None:
             sys.stdout.write(clean(f"regression: {line}") + "\n")
         for line in c.improvements:
             sys.stdout.write(clean(f"improvement: {line}") + "\n")
+    for cluster, line in s.goodput.items():
+        sys.stdout.write(clean(f"goodput {cluster}: {line}") + "\n")
 
 
 class _Lines:

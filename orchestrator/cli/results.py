@@ -33,6 +33,7 @@ from orchestrator.paths import DEFAULT_DATA_ROOT
 if TYPE_CHECKING:  # the CLI imports runs/ lazily: --help stays fast
     from datetime import datetime
 
+    from orchestrator.goodput.model import ClusterGoodput, RunGoodput
     from orchestrator.report.build import Report
     from orchestrator.results.importer import ImportProgress
     from orchestrator.runs.prepare import PrepareResult
@@ -149,9 +150,11 @@ def prepare(recipe: Optional[str] = typer.Argument(None, help="Recipe name (with
                           hint="azbench prepare RECIPE --cluster C, or azbench prepare --list")
 
     from orchestrator.clusters import lifecycle
+    from orchestrator.models import utcnow
     from orchestrator.recipes.catalog import get_recipe
     from orchestrator.runs.launch import container_build
     from orchestrator.runs.prepare import prepare as stage
+    from orchestrator.store.schema import EventRow
     found_recipe = get_recipe(recipe)
     with open_store() as store:
         found = lifecycle.reachable(cluster, store)
@@ -162,12 +165,18 @@ def prepare(recipe: Optional[str] = typer.Argument(None, help="Recipe name (with
         raise ConfigError(f"prepare {recipe}: no container for {nodes or found.nodes} x "
                           f"{sku or found.sku}: {exc.message}",
                           hint="give --sku and --nodes of the runs to come, or --no-image") from None
+    began = utcnow()
     with lifecycle.connect(found) as access:
         result = stage(found_recipe, access.launcher, data_root=data_root, partition=partition,
                        container=build, builder=os.environ.get("AZBENCH_IMAGE_BUILDER") or None,
                        r2_origin=os.environ.get("AZBENCH_R2_ORIGIN") or None,
                        runner=os.environ.get("AZBENCH_CONTAINER_RUNNER") or None,
                        on_progress=_print_progress if out.rich else None)
+    with open_store() as store:  # after the fact, with its span (goodput counts it as staging)
+        store.add_event(EventRow(kind="prepare", cluster=found.name,
+                                 message=f"prepare {recipe}: job {result.job_id} {result.job_state}",
+                                 data={"started_at": began.isoformat(), "job_id": result.job_id,
+                                       "state": result.job_state}))
     if not out.rich:
         out.emit(result)
     else:
@@ -262,16 +271,24 @@ def report(benchmark: Optional[str] = typer.Option(None, "--benchmark", help="On
                 if c.cluster.properties.is_spot}
         events = store.list_events(cluster=cluster, limit=5000)
         history = None
+        goodput: list[RunGoodput] = []
+        clusters: list[ClusterGoodput] = []
         if html is not None:
+            from orchestrator.goodput.cluster import cluster_goodput
+            from orchestrator.goodput.run import run_goodput
             from orchestrator.pipelines.history import history_from_store
             history = history_from_store(store, baseline=baseline, since=when, until=end)
+            goodput = [run_goodput(store, r.id) for r in runs if r.id in {a.run_id for a in attempts}]
+            clusters = [cluster_goodput(store, c.name) for c in store.list_clusters(include_terminated=True)
+                        if cluster is None or c.name == cluster]
     rep = build_report(results, runs, attempts, benchmark=benchmark, system=system, since=when,
                        until=end, spot_clusters=spot, model_facts=model_facts(), events=events,
                        prices=prices, fabric=fabric)
     if html is not None:
         from orchestrator.report.site import write_site
         try:
-            files = write_site(rep, results, html, runs=runs, attempts=attempts, history=history)
+            files = write_site(rep, results, html, runs=runs, attempts=attempts, history=history,
+                               goodput=goodput, clusters=clusters)
         except (PermissionError, FileExistsError, NotADirectoryError, IsADirectoryError,
                 FileNotFoundError) as exc:
             raise ConfigError(f"--html: cannot write {exc.filename or html}: "

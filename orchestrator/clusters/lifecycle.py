@@ -20,7 +20,7 @@ from orchestrator.clusters.spending import check_cost_cap, cost_cap
 from orchestrator.specs.cluster import ClusterSpec
 from orchestrator.errors import (AzbenchError, ConfigError, LostRaceError, MissingCapability, NotFoundError,
                                  NotOwnerError, PreflightError)
-from orchestrator.models import Cluster, ClusterState, Plan, RunState, utcnow
+from orchestrator.models import Cluster, ClusterState, Plan, RunState, local_owner, utcnow
 
 if TYPE_CHECKING:
     from orchestrator.providers.base import (Billed, CloudView, Holding, HostReport, Provider, SetChange, SweepItem,
@@ -73,9 +73,11 @@ def up(spec: ClusterSpec, store: Store, on_progress: Callable[[Any], None] | Non
         raise ConfigError(f"cluster '{spec.name}' already exists with provider "
                           f"'{previous.provider}': pick another --name")
     existing = provider.describe(spec.name, spec)
-    created = previous.created_at if previous is not None and live else utcnow()
+    began = utcnow()
+    created = previous.created_at if previous is not None and live else began
     pending = provider.provisional(spec, the_plan).model_copy(update={"created_at": created})
-    store.save_cluster(pending, spec.model_dump_json(), plan_json=the_plan.model_dump_json())
+    store.save_cluster(pending, spec.model_dump_json(), plan_json=the_plan.model_dump_json(),
+                       owner=owner_of(pending))
     what = f"up {spec.nodes} x {the_plan.sku}"
     try:
         cluster = provider.up(spec, the_plan)
@@ -87,27 +89,37 @@ def up(spec: ClusterSpec, store: Store, on_progress: Callable[[Any], None] | Non
         raise
     except AzbenchError as exc:
         _record_leftovers(spec, provider, store, exc, previous, pending)
-        _attempted(store, spec.name, "up", what, exc)
+        _attempted(store, spec.name, "up", what, exc, began)
         raise
     cluster = cluster.model_copy(update={"created_at": created})
-    store.save_cluster(cluster, spec.model_dump_json())
+    store.save_cluster(cluster, spec.model_dump_json(), owner=owner_of(cluster))
     for note in cluster.properties.up_notes():  # what someone else did meanwhile, and what `up` did
         store.add_event(EventRow(kind="up_interference", cluster=spec.name, message=note))
-    store.add_event(EventRow(kind="up", cluster=spec.name, message=what))  # after the fact
+    store.add_event(EventRow(kind="up", cluster=spec.name, message=what,  # after the fact
+                             data={"started_at": began.isoformat()}))
     # "adopted" only for a cluster that stood whole before this `up` (a partial one was completed:
     # its missing parts were created, and the progress lines said so).
     adopted = existing is not None and existing.state == ClusterState.READY
     return UpResult(plan=the_plan, cluster=cluster, adopted=adopted)
 
 
-def _attempted(store: Store, name: str, kind: str, what: str, exc: BaseException) -> None:
+def owner_of(cluster: Cluster) -> str:
+    """Who pays for the cluster: the principal its provider records (Azure: the signed-in
+    object id its tags carry), else who runs azbench here (models.local_owner)."""
+    return cluster.properties.principal() or local_owner()
+
+
+def _attempted(store: Store, name: str, kind: str, what: str, exc: BaseException,
+               began: datetime | None = None) -> None:
     """History of an action that did not happen: `<what> attempted, failed: <why>`, of kind
-    `<kind>_failed` (an `extend` event means the cloud accepted the new deadline). Best effort:
-    the action's own error is the one the user must see."""
+    `<kind>_failed` (an `extend` event means the cloud accepted the new deadline); `began`, when
+    the attempt may have left something billing, goes into its data as `started_at` (goodput
+    counts the span). Best effort: the action's own error is the one the user must see."""
     from orchestrator.store.schema import EventRow
     try:
         store.add_event(EventRow(kind=f"{kind}_failed", cluster=name,
-                                 message=f"{what} attempted, failed: {exc}"))
+                                 message=f"{what} attempted, failed: {exc}",
+                                 data={"started_at": began.isoformat()} if began else {}))
     except AzbenchError:
         pass
 
@@ -171,6 +183,7 @@ def down(name: str, store: Store, on_progress: Callable[[Any], None] | None = No
         raise
     if confirm is not None and preview.question:
         confirm(preview.question)
+    began = utcnow()
     if cluster.state != ClusterState.TERMINATED:
         store.set_cluster_state(name, ClusterState.DELETING)
     try:
@@ -178,11 +191,12 @@ def down(name: str, store: Store, on_progress: Callable[[Any], None] | None = No
     except AzbenchError as exc:
         if cluster.state != ClusterState.TERMINATED:
             store.set_cluster_state(name, ClusterState.DELETE_FAILED)
-        _attempted(store, name, "down", what, exc)
+        _attempted(store, name, "down", what, exc, began)
         exc.hint = f"rerun `azbench down {name}` to finish the delete"
         raise
     store.set_cluster_state(name, ClusterState.TERMINATED)
-    store.add_event(EventRow(kind="down", cluster=name, message=what))  # after the fact
+    store.add_event(EventRow(kind="down", cluster=name, message=what,  # after the fact
+                             data={"started_at": began.isoformat()}))
     return cluster.model_copy(update={"state": ClusterState.TERMINATED})
 
 
@@ -217,7 +231,7 @@ def adopt(name: str, store: Store, provider: str | None = None, *, force: bool =
             continue
         if row is not None:  # a TERMINATED record of the name: it comes back through PROVISIONING
             store.save_cluster(found.model_copy(update={"state": ClusterState.PROVISIONING}))
-        store.save_cluster(found)
+        store.save_cluster(found, owner=owner_of(found))
         store.add_event(EventRow(kind="adopt", cluster=name,
                                  message=f"adopted {found.nodes} x {found.sku} ({found.state.value})"))
         return found
@@ -359,7 +373,7 @@ def record_if_live(spec: ClusterSpec, store: Store) -> bool:
     found = get_provider(spec.provider).describe(spec.name, spec)
     if found is None:
         return False
-    store.save_cluster(found, spec.model_dump_json())
+    store.save_cluster(found, spec.model_dump_json(), owner=owner_of(found))
     return True
 
 
@@ -731,6 +745,7 @@ def resize(name: str, nodes: int, store: Store, *, force: bool = False) -> tuple
     from orchestrator.store.schema import EventRow
     cluster = require_cluster(name, store)
     provider = get_provider(cluster.provider)
+    began = utcnow()
     if not provider.caps.resizes:
         provider.resize(cluster, nodes)  # MissingCapability, typed
     have = len(cluster.node_names) or cluster.nodes
@@ -755,7 +770,9 @@ def resize(name: str, nodes: int, store: Store, *, force: bool = False) -> tuple
     resized = resized.model_copy(update={"created_at": cluster.created_at})
     store.save_cluster(resized)
     store.add_event(EventRow(kind="resize", cluster=name, message=f"{plan.before} -> {plan.after} nodes",
-                             data={"removed": list(plan.remove), "forced": list(plan.busy)}))
+                             data={"removed": list(plan.remove), "forced": list(plan.busy),
+                                   "before": plan.before, "after": plan.after,
+                                   "started_at": began.isoformat()}))
     return resized, plan
 
 

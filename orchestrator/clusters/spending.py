@@ -1,12 +1,17 @@
-"""Money guards for `up`: which providers spend, the cost cap, and the one-line plan summary.
+"""Money guards for `up`: which providers spend, the cost cap, an owner's budget warning, and
+the one-line plan summary.
 
-Pure: everything here works on the plan and the spec only, so the cap and the question come
-before any credential is read or any request is sent.
+Pure: everything here works on the plan and the spec (and, for the budget, the spend the caller
+read from the store), so the cap and the question come before any credential is read or any
+request is sent.
 """
 
 from __future__ import annotations
 
-from orchestrator.specs.cluster import ClusterSpec
+from collections.abc import Sequence
+from datetime import datetime
+
+from orchestrator.specs.cluster import Budget, ClusterSpec
 from orchestrator.errors import ConfigError
 from orchestrator.models import Plan
 
@@ -35,6 +40,31 @@ def check_cost_cap(plan: Plan, cap: float | None) -> None:
         raise ConfigError(f"cluster '{plan.cluster}' would cost ~${plan.cost_per_hour_usd:,.2f}/h, over the "
                           f"cap of ${cap:,.2f}/h (--max-cost-per-hour / azure.max_cost_per_hour)",
                           hint="use fewer nodes or a smaller size, or raise the cap")
+
+
+def budget_warning(plan: Plan, budget: Budget, owner: str, spent_usd: float, since: datetime | None,
+                   unpriced: Sequence[str] = ()) -> str | None:
+    """The line `up` warns with when `owner` has spent (`spent_usd`, their clusters in the store
+    since `since`, list price) their budget, or when this cluster's most until it deletes itself
+    would pass it; None when within it, for an owner with no budget, or a plan that costs
+    nothing. A warning only: the cost cap is what refuses."""
+    limit = budget.for_owner(owner)
+    if limit is None or not spends_money(plan.provider):
+        return None
+    window = f"since {since:%Y-%m-%d}" if since is not None else "in all"
+    skipped = f"; {len(unpriced)} cluster(s) without a price not counted" if unpriced else ""
+    head = (f"owner {owner} has spent ~${spent_usd:,.2f} {window} (list price, this home's store{skipped}) "
+            f"of a ${limit:,.2f} {budget.label} budget")
+    rate = (f"this cluster adds ~${plan.cost_per_hour_usd:,.2f}/h" if plan.cost_per_hour_usd is not None
+            else "this cluster's cost per hour is unknown")
+    if spent_usd >= limit:
+        return f"{head}: over it already; {rate}"
+    worst = plan.worst_case_usd
+    if worst is not None and spent_usd + worst > limit:
+        hours = (limit - spent_usd) / plan.cost_per_hour_usd if plan.cost_per_hour_usd else None
+        left = f": the budget runs out after ~{hours:,.1f} h" if hours is not None else ""
+        return f"{head}; {rate}, at most ~${worst:,.2f} until it deletes itself{left}"
+    return None
 
 
 def plan_summary(plan: Plan, spec: ClusterSpec) -> str:

@@ -146,6 +146,20 @@ def _teardown(st: Progress, cspec: ClusterSpec) -> None:
         except AzbenchError as exc:
             st.clusters[cspec.name] = "down failed: " + str(exc)
             st.stop = st.stop or exc
+        _goodput_line(st, cspec.name)
+
+
+def _goodput_line(st: Progress, cluster: str) -> None:
+    """Where the cluster's money went, in one line, for the log and the summary (its record is
+    final once down); nothing for a cluster never created."""
+    from orchestrator.goodput.cluster import cluster_goodput
+    if st.store.get_cluster(cluster) is None:
+        return
+    try:
+        st.goodput[cluster] = cluster_goodput(st.store, cluster).line
+    except AzbenchError as exc:  # a summary line must not fail the teardown
+        st.goodput[cluster] = f"not computed: {exc}"
+    st.line(f"[{st.spec.name}] {cluster}: {st.goodput[cluster]}")
 
 
 def down_cluster(cspec: ClusterSpec, store: Store) -> str:
@@ -166,7 +180,8 @@ def _finish(st: Progress, analyse: bool = True) -> PipelineResult:
         pipeline=st.spec.name, status=status, exit_code=code, message=message,
         started_at=st.started, ended_at=utcnow(), clusters=dict(st.clusters), sweeps=list(st.sweeps),
         stages=list(st.stages), cases=cases, baseline=st.spec.baseline.name,
-        baseline_updated=updated, comparison=comparison.to_json_data() if comparison else None)
+        baseline_updated=updated, comparison=comparison.to_json_data() if comparison else None,
+        goodput=dict(st.goodput))
     st.line(f"[{st.spec.name}] {status}: {message}")
     return PipelineResult(summary=summary, report=report, comparison=comparison)
 

@@ -52,6 +52,7 @@ class Progress:
     skus: dict[str, str | None] = field(default_factory=dict)
     run_ids: list[str] = field(default_factory=list)
     sweeps: list[str] = field(default_factory=list)
+    goodput: dict[str, str] = field(default_factory=dict)  # cluster -> its one-line goodput, once down
     stop: AzbenchError | None = None
     signum: int | None = None
     quiet: bool = False  # teardown running: signals are noted, never raised

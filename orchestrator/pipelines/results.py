@@ -74,6 +74,8 @@ class PipelineSummary(BaseModel):
     baseline: str | None = None
     baseline_updated: bool = False
     comparison: dict[str, Any] | None = None
+    goodput: dict[str, str] = Field(default_factory=dict, description="cluster -> where its money "
+                                    "went, in one line (orchestrator.goodput)")
 
 
 @dataclass
@@ -241,6 +243,7 @@ def summary_markdown(result: PipelineResult, *, with_report: bool = True) -> str
     out += [f"| {g.stage} | {g.cluster or ''} | {g.status} | {g.seconds:.1f} | "
             f"{g.message.replace('|', '/')} |" for g in s.stages]
     out += ["", "Clusters: " + ", ".join(f"{k} {v}" for k, v in s.clusters.items()) + "."]
+    out += [f"- {k}: {v}" for k, v in s.goodput.items()]  # where each cluster's money went
     if with_report and result.report is not None:
         body = to_markdown(result.report).replace("# azbench report", "## Report", 1)
         out += ["", "<details><summary>Full report</summary>", "", body.rstrip(), "", "</details>"]

@@ -8,9 +8,10 @@ the catalog (fabric, its charts fabric_figures, its site page fabric_site)) and 
 (terminal: a view of typed rows and its plain-text layout), or the
 interactive site (site: pages from templates/report/, plotly specs from figures, the history's
 types from history, each benchmark page's forecast curves from forecast.curve); long names cut for
-columns and axes (labels). Every figure is computed by results.definitions (docs/figures.md);
-this folder only groups results and formats. Returns data; the CLI prints.
-May import: the base, hardware.catalog, forecast/, results/ and store/.
+columns and axes (labels). Every figure is computed by results.definitions (docs/figures.md),
+goodput's by goodput/ (its page goodput_charts draws them); this folder only groups results and
+formats. Returns data; the CLI prints.
+May import: the base, hardware.catalog, forecast/, goodput/, results/ and store/.
 Exposes: build.build_report, terminal.summary_view/render_text, cost.parse_price, render,
 site.write_site, history.History.
 """

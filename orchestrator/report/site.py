@@ -3,7 +3,9 @@
 Pages: an overview (index.html) that opens with the best MLPerf score per benchmark and GPU
 type, one page per benchmark (bench/) and per system (system/), history.html (every metric over
 time against the active baseline) and compare.html (two systems or two runs side by side with
-deltas and their step times overlaid; the selection is kept in the URL). A system page drills
+deltas and their step times overlaid; the selection is kept in the URL) and goodput.html (where
+each cluster's time went, stacked, and a timeline per run: attempts as lanes, categories as
+coloured spans, failures marked with their class). A system page drills
 down from a score to its runs and from a run to its attempts, its step-time and accuracy charts
 and an excerpt of its log. A benchmark page also draws, per GPU with two measured GPU counts or
 more, the forecast curve of `azbench plan` (forecast.curve: the fit, its 80% band and the points
@@ -34,9 +36,11 @@ from orchestrator import formats
 from orchestrator.errors import ConfigError
 from orchestrator.forecast.curve import CurveData, benchmark_curves
 from orchestrator.forecast.points import check_benchmark, series_points
+from orchestrator.goodput.model import ClusterGoodput, RunGoodput
 from orchestrator.hardware.catalog import gpu_skus, lookup
 from orchestrator.paths import templates_dir, write_atomic
 from orchestrator.report import figures as figs
+from orchestrator.report import goodput_charts as gcharts
 from orchestrator.report.build import GroupReport, Report, RunLine, group_label, group_results
 from orchestrator.report.fabric_site import HEADER as FABRIC_HEADER
 from orchestrator.report.fabric_site import PATH as FABRIC_PATH
@@ -91,11 +95,16 @@ class Page:
 
 def write_site(report: Report, results: Sequence[ResultRow], out_dir: Path, *,
                runs: Sequence[RunRow] | None = None, attempts: Sequence[AttemptRow] | None = None,
-               history: History | None = None) -> list[Path]:
-    """Write the whole site into out_dir; returns [index.html, other pages..., assets...]."""
+               history: History | None = None, goodput: Sequence[RunGoodput] = (),
+               clusters: Sequence[ClusterGoodput] = ()) -> list[Path]:
+    """Write the whole site into out_dir; returns [index.html, other pages..., assets...].
+    `goodput` and `clusters` (orchestrator.goodput) fill goodput.html: a stacked bar per
+    cluster, a timeline per run; a run's goodput also stands beside its time to train."""
     site = _Site(report, results, runs or [], attempts or [], history)
+    site.goodput = {g.run_id: g for g in goodput}
     pages = [site.overview(), *site.benchmark_pages(), *site.system_pages(), site.history_page(),
-             site.compare_page(), *([site.fabric_page()] if report.fabric else [])]
+             site.compare_page(), *([site.fabric_page()] if report.fabric else []),
+             goodput_page(list(goodput), list(clusters))]
     nav = {"benchmarks": site.bench_links, "systems": site.system_links, "fabric": bool(report.fabric)}
     out_dir.mkdir(parents=True, exist_ok=True)
     written = []
@@ -130,6 +139,7 @@ class _Site:
         self.bench_links = [(b, f"bench/{s}.html") for b, s in self.bench_slug.items()]
         self.system_links = [(n, f"system/{s}.html") for n, s in self.system_slug.items()]
         self.palette = Palette(self.system_slug)
+        self.goodput: dict[str, RunGoodput] = {}
 
     # -- pages ---------------------------------------------------------------------------
 
@@ -367,16 +377,26 @@ class _Site:
                      wide_cols=[1, 9, 10])
 
     def _runs_table(self, g: GroupReport, key: str) -> Table:
+        ids = [row.run_id for row in self.rows.get((g.benchmark, g.label), [])]
         rows = [[Cell(f"run {i}", i, href=f"#run-{key}-{i}"), Cell(r.status),
-                 _num_cell(r.minutes, 3), Cell("resumed" if r.resumed else ("yes" if r.scored else "")),
+                 _num_cell(r.minutes, 3), self._goodput_cell(ids[i] if i < len(ids) else None),
+                 Cell("resumed" if r.resumed else ("yes" if r.scored else "")),
                  _num_cell(r.median_step_s, 4), _num_cell(r.progress_per_minute, 1),
                  Cell({True: "ok", False: "FAILED", None: "not checked"}[r.compliance_ok]),
                  Cell(f"{r.slowest_node} ({r.node_spread:.2f})" if r.slowest_node else "-"),
                  Cell(Path(r.log).name if r.log else "-")]
                 for i, r in enumerate(g.run_lines)]
-        return Table(f"runs-{key}", ["run", "status", "minutes", "scored", "median step (s)",
+        return Table(f"runs-{key}", ["run", "status", "minutes", "goodput", "scored", "median step (s)",
                                      "progress/min", "compliance", "slowest node", "log"], rows,
                      "Runs", wide_cols=[8])
+
+    def _goodput_cell(self, run_id: str | None) -> Cell:
+        """The run's goodput, linked to its timeline on goodput.html; - for an imported result."""
+        g = self.goodput.get(run_id or "")
+        if g is None:
+            return Cell("-", None, title="no attempts recorded here (an imported result)")
+        return Cell(f"{g.goodput * 100:.1f}%", g.goodput, href=f"goodput.html#run-{g.run_id}",
+                    title=f"training / wall time: {g.categories['training']:,.0f} of {g.wall_s:,.0f} s")
 
     def _attempts_table(self, anchor: str, row: ResultRow) -> Table | None:
         tries = self.attempts.get(row.run_id or "", [])
@@ -401,6 +421,45 @@ class _Site:
              Cell(formats.sig(p.value), p.value), _pct_cell(p.change, signed=True),
              _pct_cell(p.confidence), Cell(p.verdict or "-", cls=f"v-{p.verdict or 'none'}")]
             for s in series for p in s.points], title, wide_cols=[3])
+
+
+def goodput_page(runs: Sequence[RunGoodput], clusters: Sequence[ClusterGoodput]) -> Page:
+    """goodput.html: where each cluster's time went (a stacked bar and a table), then every run
+    with its goodput beside its time to train, each opening onto its timeline."""
+    charts: dict[str, Figure | None] = {"clusters": gcharts.cluster_bars(clusters)}
+    cluster_rows = [[Cell(c.cluster), Cell(c.sku), _num_cell(c.nodes, 0), Cell(c.state),
+                     _num_cell(c.wall_s / 3600, 2), _pct_cell(c.goodput),
+                     _num_cell(sum(c.cost_usd.values()) if c.cost_usd else None, 2, title=c.price_note),
+                     _num_cell(sum(c.gpu_hours.values()), 2), Cell(c.line, cls="note")] for c in clusters]
+    run_rows, timelines = [], []
+    for g in runs:
+        top = g.causes[0] if g.causes else None
+        run_rows.append([Cell(g.run_id, href=f"#run-{g.run_id}"), Cell(g.cluster), Cell(g.recipe),
+                         _num_cell(g.nodes, 0), Cell(g.state), _num_cell(len(g.attempts), 0),
+                         _num_cell(g.minutes, 3), _pct_cell(g.goodput), _num_cell(g.wall_s, 0),
+                         _num_cell(g.categories["lost_work"], 1), _num_cell(g.categories["restart_overhead"], 1),
+                         Cell(top.failure_class if top else "-"),
+                         _num_cell(sum(g.cost_usd.values()) if g.cost_usd else None, 2, title=g.price_note)])
+        charts[f"timeline-{g.run_id}"] = gcharts.timeline(g)
+        timelines.append({"anchor": f"run-{g.run_id}", "g": g,
+                          "failures": [a.failure for a in g.attempts if a.failure is not None],
+                          "shares": [(gcharts.label(k), v / g.wall_s, gcharts.COLOURS.get(k, "#999"))
+                                     for k, v in g.categories.items() if v > 0 and g.wall_s > 0]})
+    tables = [Table("goodput-clusters", ["cluster", "SKU", "nodes", "state", "hours", "goodput", "cost ($)",
+                                         "GPU-hours", "where the money went"], cluster_rows,
+                    "Clusters", wide_cols=[8],
+                    note="goodput = training time / wall time, the time weighted by the share of the "
+                         "cluster's nodes each activity held; cost at the list price its record holds.")
+              if cluster_rows else None,
+              Table("goodput-runs", ["run", "cluster", "recipe", "nodes", "state", "attempts",
+                                     "time to train (min)", "goodput", "wall (s)", "lost work (s)",
+                                     "restart (s)", "top cause", "cost ($)"], run_rows, "Runs",
+                    note="time to train = MLPerf's run_start to run_stop of the attempt that finished; "
+                         "goodput = training / the run's wall time (its first attempt's start to its "
+                         "last one's end); lost work and restart overhead are what its failures cost.")]
+    return Page("goodput.html", "goodput.html.j2", "Goodput", ctx={
+        "tables": [t for t in tables if t is not None], "timelines": timelines,
+        "none": not runs and not clusters}, figures=_present(charts))
 
 
 def log_excerpt(path: str | None, lines: int = EXCERPT_LINES) -> str | None:

@@ -35,6 +35,12 @@ from orchestrator.results.files import open_regular
 
 MARKER = b":::MLLOG"
 NODE_STEP_TIME = "azbench_node_step_time"  # {node: compute seconds per step}, one event per block
+# A checkpoint written (azbench recipes log it: recipes/smoke/train.py): value the step it holds,
+# metadata.seconds how long writing it took; its time_ms is when it was complete.
+CHECKPOINT = "azbench_checkpoint"
+# The batch script's own lines around the job (templates/sbatch.sh.j2, container_launch.sh.j2):
+# "AZBENCH_ATTEMPT_START <epoch s> ..." before the first task, "AZBENCH_ATTEMPT_STOP <epoch s> rc=N" after.
+_ATTEMPT_MARK = re.compile(r"AZBENCH_ATTEMPT_(START|STOP) (\d{1,12})\b")
 _KEY_TAG = b'"key": "'
 # Keys logged once per node or per rank that carry nothing a summary needs beyond a count.
 # A skipped line is only checked to end with "}" (a cheap guard against cut lines).
@@ -89,6 +95,15 @@ class StepTime(NamedTuple):
     seconds: float
 
 
+class Checkpoint(NamedTuple):
+    """One checkpoint an azbench recipe logged (CHECKPOINT): the step it holds, when it was
+    complete (ms) and how long writing it took (s)."""
+
+    step: int
+    time_ms: int
+    seconds: float
+
+
 class RunSummary(Frozen):
     """Everything azbench keeps from one result log. Stored as JSON; computed fields included."""
 
@@ -118,6 +133,13 @@ class RunSummary(Frozen):
     # Median over blocks of each node's compute time per step (azbench recipes log it).
     node_step_times: dict[str, float] = Field(default_factory=dict)
     eval_steps: list[int] = Field(default_factory=list)
+    # (eval_start, eval_stop) times in ms, each stop paired with the start before it.
+    eval_spans: list[tuple[int, int]] = Field(default_factory=list)
+    checkpoints: list[Checkpoint] = Field(default_factory=list)
+    last_time_ms: int | None = None  # the latest time_ms of any event: the last sign of work
+    # The batch script's AZBENCH_ATTEMPT_START/STOP lines (epoch seconds): the job's own span.
+    job_start_s: int | None = None
+    job_stop_s: int | None = None
     resume_step: int | None = None
     init_checkpoint_step: int | None = None
     lines_total: int = 0
@@ -236,6 +258,9 @@ class _Accumulator:
         self.blocks: list[tuple[str, int]] = []
         self.block_samples: list[float | None] = []  # samples_count of each block_start
         self.eval_stops: list[int] = []
+        self.eval_starts: list[int] = []
+        self.checkpoints: list[Checkpoint] = []
+        self.last_time_ms: int | None = None
         self.node_times: dict[str, list[float]] = {}  # azbench_node_step_time, per block
         self.evals_key: Literal["samples_count", "epoch_num"] | None = None
         self.lines = self.mllog = self.bad = self.non_utf8 = self.other = self.long = 0
@@ -276,6 +301,8 @@ class _Accumulator:
                 other += 1
                 if b":::" in raw or b"RESULT," in raw:
                     self._provenance(raw)
+                elif b"AZBENCH_ATTEMPT_" in raw:
+                    self._attempt_mark(raw)
                 continue
             k = raw.find(_KEY_TAG, i)
             if k > 0:
@@ -358,8 +385,21 @@ class _Accumulator:
                 self.problems.append(f"{key} has time_ms {_short(raw_time)}: not a whole "
                                      "number of ms in 0..2^53")
             time_ms = None
+        if time_ms is not None and (self.last_time_ms is None or time_ms > self.last_time_ms):
+            self.last_time_ms = time_ms
         _on_event(self, key, ev.get("value"), time_ms, meta)
         return True
+
+    def _attempt_mark(self, raw: bytes) -> None:
+        """The first AZBENCH_ATTEMPT_START and the last AZBENCH_ATTEMPT_STOP line (a rerun of
+        the script appends to the same log: its stop is the job's end)."""
+        m = _ATTEMPT_MARK.search(raw.decode("utf-8", "replace"))
+        if m is None:
+            return
+        if m.group(1) == "START":
+            self.fields.setdefault("job_start_s", int(m.group(2)))
+        else:
+            self.fields["job_stop_s"] = int(m.group(2))
 
     def _provenance(self, raw: bytes) -> None:
         if MARKER in raw:
@@ -395,7 +435,9 @@ class _Accumulator:
         return RunSummary(
             **{k: v for k, v in f.items() if k != "resume_step"}, resume_step=resume,
             eval_points=self.evals, progress_key=self.evals_key, step_times=step_times,
-            step_time_source=source, eval_steps=eval_steps, lines_total=self.lines,
+            step_time_source=source, eval_steps=eval_steps,
+            eval_spans=_pair_spans(self.eval_starts, self.eval_stops), checkpoints=self.checkpoints,
+            last_time_ms=self.last_time_ms, lines_total=self.lines,
             mllog_lines=self.mllog, bad_lines=self.bad, non_utf8_lines=self.non_utf8,
             other_lines=self.other, truncated=self.truncated, long_lines=self.long,
             problems=problems, key_counts=counts,
@@ -432,6 +474,12 @@ def _on_event(acc: _Accumulator, key: str, value: object, time_ms: int | None, m
         _on_eval(acc, value, time_ms, meta)
     elif key == "eval_stop" and time_ms is not None:
         acc.eval_stops.append(time_ms)
+    elif key == "eval_start" and time_ms is not None:
+        acc.eval_starts.append(time_ms)
+    elif key == CHECKPOINT:
+        step, seconds = as_int(value), as_float(meta.get("seconds"))
+        if step is not None and time_ms is not None and seconds is not None and seconds >= 0:
+            acc.checkpoints.append(Checkpoint(step, time_ms, seconds))
     elif key == "tracked_stats":
         _on_tracked(acc, value, time_ms, meta)
     elif key == NODE_STEP_TIME:
@@ -507,6 +555,19 @@ def _step_times(
     if all(n is not None and n >= 1 for _, n in spans):
         return [StepTime(i, sec / (n or 1)) for i, (sec, n) in enumerate(spans)], "block_derived", []
     return [StepTime(i, sec) for i, (sec, _) in enumerate(spans)], "block", []
+
+
+def _pair_spans(starts: list[int], stops: list[int]) -> list[tuple[int, int]]:
+    """(start, stop) per stop, with the latest start at or before it not yet paired; a stop
+    without one, or a start never stopped (a job cut mid-eval), makes no span."""
+    spans: list[tuple[int, int]] = []
+    ordered, used = sorted(starts), 0
+    for stop in sorted(stops):
+        j = bisect_right(ordered, stop)
+        if j > used:
+            spans.append((ordered[j - 1], stop))
+            used = j
+    return spans
 
 
 def _line_body(data: bytes, pos: int) -> bytes:

@@ -174,7 +174,8 @@ def start_attempt(ctx: AttemptContext, row: RunRow, cur: AttemptRow) -> AttemptR
             return gated
         excluded, pin = gated
     with store.transaction():
-        store.update_attempt(row.id, n, state=AttemptState.SUBMITTING, excluded_nodes=excluded)
+        store.update_attempt(row.id, n, state=AttemptState.SUBMITTING, excluded_nodes=excluded,
+                             submitted_at=utcnow())
         store.update_run(row.id, state=RunState.SUBMITTING)
     resume = n > 1 and ctx.spec.retry.resume == "checkpoint"
     aspec = attempt_spec(row, ctx.spec, ctx.recipe, ctx.cluster, n, resume, pin, ctx.access.python)
@@ -264,7 +265,7 @@ def _gate(ctx: AttemptContext, row: RunRow, cur: AttemptRow) -> tuple[list[str],
     from orchestrator.runs.health import choose_nodes, run_gate
     store, n = ctx.store, cur.attempt
     with store.transaction():
-        store.update_attempt(row.id, n, state=AttemptState.HEALTH_CHECK)
+        store.update_attempt(row.id, n, state=AttemptState.HEALTH_CHECK, gate_started_at=utcnow())
         store.update_run(row.id, state=RunState.HEALTH_CHECK)
     infos = ctx.launcher.node_states()
     chosen = choose_nodes(infos, cur.excluded_nodes, row.nodes)

@@ -21,7 +21,7 @@ from orchestrator import paths
 from orchestrator.clusters.lifecycle import connect, reachable, require_cluster
 from orchestrator.specs.run import RunSpec
 from orchestrator.errors import ConfigError, NotFoundError, RunFailedError, StoreError
-from orchestrator.models import AttemptState, Cluster, JobRef, RunState, utcnow
+from orchestrator.models import AttemptState, Cluster, JobRef, RunState, local_owner, utcnow
 from orchestrator.paths import RunLayout
 from orchestrator.recipes.catalog import Recipe, check_request, get_recipe
 from orchestrator.runs.attempts import (
@@ -115,6 +115,8 @@ def require_success(outcomes: list[RunOutcome]) -> None:
 
 def _create_runs(spec: RunSpec, recipe: Recipe, cluster: Cluster, store: Store) -> list[RunRow]:
     sweep = f"s{utcnow():%Y%m%d-%H%M%S}-{secrets.token_hex(3)}"
+    stored = store.get_cluster(cluster.name)
+    owner = stored.owner if stored is not None and stored.owner else local_owner()
     rows = []
     with store.transaction():
         for nodes in spec.nodes:
@@ -123,7 +125,8 @@ def _create_runs(spec: RunSpec, recipe: Recipe, cluster: Cluster, store: Store) 
                 rows.append(store.create_run(RunRow(
                     id=run_id, sweep_id=sweep, cluster=cluster.name, recipe=recipe.name,
                     benchmark=recipe.benchmark, nodes=nodes, repeat_index=repeat, state=RunState.QUEUED,
-                    spec_json=spec.model_dump_json(), run_dir=RunLayout.of(cluster.workdir, run_id).run_dir)))
+                    spec_json=spec.model_dump_json(), run_dir=RunLayout.of(cluster.workdir, run_id).run_dir,
+                    owner=owner)))
     return rows
 
 

@@ -9,8 +9,9 @@ backend's section needs no line here. Errors keep their place: `spec.yaml:7: azu
 from __future__ import annotations
 
 from collections.abc import Mapping
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import (
     Field,
@@ -27,7 +28,7 @@ from orchestrator import backends
 from orchestrator.hardware import catalog
 from orchestrator.hardware.regions import check_region
 from orchestrator.models import Frozen, SpecSection
-from orchestrator.specs.values import NodeCount, load_spec
+from orchestrator.specs.values import NodeCount, between, load_spec
 
 S = TypeVar("S", bound=SpecSection)
 
@@ -40,6 +41,35 @@ AZBENCH_TAG_PREFIX = "azbench-"
 MAX_USER_TAGS = 50 - 8
 
 
+USD = Annotated[float, between(0.01, 1e9, " USD")]
+
+
+class Budget(Frozen):
+    """`budget:` what an owner may spend per `period` (list price, every cluster of theirs in
+    the store) before `up` warns; it never refuses (the cost cap refuses). `usd` is any owner's,
+    `owners` names some owners' own (the Azure principal's object id, or $AZBENCH_OWNER/$USER)."""
+
+    usd: USD | None = None
+    owners: dict[str, USD] = Field(default_factory=dict)
+    period: Literal["month", "week", "all"] = "month"
+
+    def for_owner(self, owner: str) -> float | None:
+        return self.owners.get(owner, self.usd)
+
+    def since(self, now: datetime) -> datetime | None:
+        """The period's start (UTC): the first of this month, this Monday, or None (all time)."""
+        day = now.astimezone(timezone.utc).replace(hour=0, minute=0, second=0, microsecond=0)
+        if self.period == "month":
+            return day.replace(day=1)
+        if self.period == "week":
+            return day - timedelta(days=day.weekday())
+        return None
+
+    @property
+    def label(self) -> str:
+        return {"month": "monthly", "week": "weekly", "all": "total"}[self.period]
+
+
 class ClusterSpec(Frozen):
     name: str = Field(pattern=r"^[a-z][a-z0-9-]{0,38}$")
     provider: str = "local"
@@ -47,6 +77,7 @@ class ClusterSpec(Frozen):
     nodes: NodeCount
     region: str | None = None
     tags: dict[str, str] = Field(default_factory=dict)
+    budget: Budget | None = None  # each owner's spend `up` warns about (clusters.spending)
     # Each backend's section, by its key, validated by the backend's own settings model. Written
     # by users as top-level keys (`azure: {...}`), and dumped back the same way.
     sections: dict[str, SerializeAsAny[SpecSection]] = Field(default_factory=dict)
@@ -98,6 +129,8 @@ class ClusterSpec(Frozen):
         out = handler(self)
         if isinstance(out, dict):
             out.update(out.pop("sections", None) or {})
+            if out.get("budget") is None:  # specs stored before budgets keep their shape
+                out.pop("budget", None)
         return out
 
     @field_validator("tags")

@@ -139,16 +139,16 @@ class Store:
     # -- clusters -------------------------------------------------------------------------
 
     def save_cluster(self, cluster: Cluster, spec_json: str | None = None,
-                     plan_json: str | None = None) -> ClusterRow:
+                     plan_json: str | None = None, owner: str | None = None) -> ClusterRow:
         """Insert or update by name; StoreError for a state change CLUSTER_MOVES does not allow.
-        spec_json/plan_json=None keep the stored ones; created_at is kept."""
+        spec_json/plan_json/owner=None keep the stored ones; created_at is kept."""
         now = utcnow()
         terminated = cluster.state == ClusterState.TERMINATED
         values = dict(
             name=cluster.name, provider=cluster.provider, sku=cluster.sku, nodes=cluster.nodes,
             region=cluster.region, state=cluster.state.value, spec_json=spec_json, plan_json=plan_json,
             cluster_json=cluster.model_dump_json(), created_at=cluster.created_at,
-            updated_at=now, terminated_at=now if terminated else None,
+            updated_at=now, terminated_at=now if terminated else None, owner=owner,
         )  # fmt: skip
         ins = self._insert(clusters).values(**values)
         new = ins.excluded
@@ -157,6 +157,7 @@ class Store:
         update |= {"cluster_json": new.cluster_json, "updated_at": new.updated_at}
         update["spec_json"] = sa.func.coalesce(new.spec_json, clusters.c.spec_json)
         update["plan_json"] = sa.func.coalesce(new.plan_json, clusters.c.plan_json)
+        update["owner"] = sa.func.coalesce(new.owner, clusters.c.owner)
         update["terminated_at"] = sa.case(
             (new.state == ClusterState.TERMINATED.value, keep_first_end), else_=sa.null()
         )

@@ -24,7 +24,7 @@ from sqlalchemy.engine import Connection, Dialect
 from orchestrator.errors import StoreError
 from orchestrator.models import AttemptState, Cluster, ClusterState, RunState, utcnow
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 VERSION_KEY = "schema_version"
 SQLITE_MAGIC = b"SQLite format 3\x00"
 
@@ -84,6 +84,7 @@ clusters = sa.Table(
     sa.Column("created_at", UTCDateTime, nullable=False),
     sa.Column("updated_at", UTCDateTime, nullable=False),
     sa.Column("terminated_at", UTCDateTime),
+    sa.Column("owner", sa.String(256)),  # v6: who pays (the Azure principal, or $USER)
 )
 
 runs = sa.Table(
@@ -103,6 +104,7 @@ runs = sa.Table(
     sa.Column("message", sa.Text),
     sa.Column("created_at", UTCDateTime, nullable=False),
     sa.Column("updated_at", UTCDateTime, nullable=False),
+    sa.Column("owner", sa.String(256)),  # v6: its cluster's owner when it was created
 )
 
 attempts = sa.Table(
@@ -121,6 +123,8 @@ attempts = sa.Table(
     sa.Column("message", sa.Text),
     sa.Column("started_at", UTCDateTime),
     sa.Column("ended_at", UTCDateTime),
+    sa.Column("gate_started_at", UTCDateTime),  # v6: its health gate began (goodput)
+    sa.Column("submitted_at", UTCDateTime),  # v6: handed to the scheduler (goodput)
     sa.UniqueConstraint("run_id", "attempt", name="uq_attempts_run_attempt"),
 )
 
@@ -209,20 +213,39 @@ TABLES = (meta, clusters, runs, attempts, results, events, baselines, fabric_res
 TABLE_NAMES = frozenset(t.name for t in TABLES)
 
 
-# The clusters table as v1 created it (v4 added plan_json): v1 must build exactly v1, so that
-# the later steps apply to a fresh database as they do to an old one.
-_clusters_v1 = sa.Table(
-    "clusters", sa.MetaData(),
-    *(sa.Column(c.name, c.type, primary_key=c.primary_key, nullable=c.nullable)
-      for c in clusters.columns if c.name != "plan_json"),
-)
+# The tables as v1 created them (v4 added clusters.plan_json, v6 the owners and the attempts'
+# gate and submit times): v1 must build exactly v1, so that the later steps apply to a fresh
+# database as they do to an old one.
+_V1_LATER = {"clusters": {"plan_json", "owner"}, "runs": {"owner"},
+             "attempts": {"gate_started_at", "submitted_at"}}
+_v1_metadata = sa.MetaData()
+
+
+def _as_v1(table: sa.Table) -> sa.Table:
+    """`table` without the columns later steps added, in the v1 metadata: its other columns
+    (foreign keys kept) and its named unique and check constraints."""
+    later = _V1_LATER.get(table.name, set())
+    columns = [sa.Column(c.name, c.type, *(sa.ForeignKey(fk.target_fullname) for fk in c.foreign_keys),
+                         primary_key=c.primary_key, nullable=c.nullable, unique=c.unique,
+                         autoincrement=c.autoincrement)
+               for c in table.columns if c.name not in later]
+    constraints: list[sa.Constraint] = []
+    for k in table.constraints:
+        if isinstance(k, sa.UniqueConstraint):
+            constraints.append(sa.UniqueConstraint(*(c.name for c in k.columns), name=k.name))
+        elif isinstance(k, sa.CheckConstraint):
+            constraints.append(sa.CheckConstraint(k.sqltext, name=k.name))
+    return sa.Table(table.name, _v1_metadata, *columns, *constraints)
+
+
+_clusters_v1, _runs_v1, _attempts_v1 = (_as_v1(t) for t in (clusters, runs, attempts))
 
 
 def _v1_initial(conn: Connection) -> None:
-    # The other Table objects above are still v1 exactly: later steps only added indexes, a
-    # table, and clusters.plan_json (frozen out above).
-    _clusters_v1.create(conn)
-    metadata.create_all(conn, tables=[runs, attempts, results, events])
+    # results and events are still v1 exactly: later steps only added indexes, a table, and
+    # the columns frozen out above.
+    _v1_metadata.create_all(conn)
+    metadata.create_all(conn, tables=[results, events])
 
 
 def _v2_indexes(conn: Connection) -> None:
@@ -244,12 +267,22 @@ def _v5_fabric(conn: Connection) -> None:
     metadata.create_all(conn, tables=[fabric_results])  # `azbench fabric test` and imported nccl-tests
 
 
+def _v6_goodput(conn: Connection) -> None:
+    """Owners (team cost) and the attempt marks goodput reads (orchestrator.goodput)."""
+    conn.exec_driver_sql("ALTER TABLE clusters ADD COLUMN owner VARCHAR(256)")
+    conn.exec_driver_sql("ALTER TABLE runs ADD COLUMN owner VARCHAR(256)")
+    kind = sa.DateTime(timezone=True).compile(dialect=conn.dialect)  # as UTCDateTime's impl
+    for column in ("gate_started_at", "submitted_at"):
+        conn.exec_driver_sql(f"ALTER TABLE attempts ADD COLUMN {column} {kind}")
+
+
 MIGRATIONS: list[tuple[int, Callable[[Connection], None]]] = [
     (1, _v1_initial),
     (2, _v2_indexes),
     (3, _v3_baselines),
     (4, _v4_plan),
     (5, _v5_fabric),
+    (6, _v6_goodput),
 ]
 
 
@@ -347,6 +380,7 @@ class ClusterRow(_Row):
     created_at: datetime
     updated_at: datetime
     terminated_at: datetime | None = None
+    owner: str | None = None  # None: recorded before owners were (v6)
 
     @property
     def cluster(self) -> Cluster:
@@ -370,6 +404,7 @@ class RunRow(_Row):
     message: str | None = None
     created_at: datetime = Field(default_factory=utcnow)
     updated_at: datetime = Field(default_factory=utcnow)
+    owner: str | None = None  # its cluster's owner (None: recorded before owners were, v6)
 
 
 class AttemptRow(_Row):
@@ -386,8 +421,10 @@ class AttemptRow(_Row):
     lost_steps: int | None = None
     lost_seconds: float | None = None
     message: str | None = None
-    started_at: datetime | None = None
+    started_at: datetime | None = None  # its row was made (before its gate and submit)
     ended_at: datetime | None = None
+    gate_started_at: datetime | None = None  # its health gate began (None: no gate)
+    submitted_at: datetime | None = None  # handed to the scheduler
 
 
 class ResultRow(_Row):

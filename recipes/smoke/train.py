@@ -425,10 +425,14 @@ def log_node_step_times(t: Trainer) -> None:
 
 
 def checkpoint(t: Trainer) -> None:
+    """Save (rank 0), then log azbench_checkpoint: the step it holds and the seconds writing it
+    took, logged once it is complete (azbench's goodput counts that time as checkpointing)."""
+    t0 = time.perf_counter()
     save_ckpt(t.args.ckpt_dir, {
         "step": t.step, "samples": t.samples, "world_size": t.d.world, "model": t.raw.state_dict(),
         "optimizer": t.opt.state_dict(), "scheduler": t.sched.state_dict(),
         "torch_rng": torch.get_rng_state(), "python_rng": random.getstate()})
+    t.log.event("azbench_checkpoint", t.step, seconds=round(time.perf_counter() - t0, 6))
 
 
 def train(t: Trainer, eval_set: torch.Tensor, t0: float) -> tuple[str, float]:

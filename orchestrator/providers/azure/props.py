@@ -56,5 +56,8 @@ class AzureProps(ProviderProps):
     def rack_size(self) -> int | None:
         return self.vms_per_rack
 
+    def principal(self) -> str | None:
+        return self.owner
+
     def up_notes(self) -> tuple[str, ...]:
         return tuple(self.interference)
