@@ -25,10 +25,11 @@ def resize(
                                                         "providers that cost money)."),
     as_json: bool = JsonOpt, fmt: Optional[OutputFormat] = OutputOpt, query: Optional[str] = QueryOpt,
 ) -> None:
-    """Grow (within the provider's quota; Azure fills the scale sets that have room, up to 100
-    VMs each, then adds sets) or shrink (draining the nodes removed first; refused under a
-    running job without --force) a live cluster. Growing a cluster that costs money shows the
-    VMs added and the cost per hour and asks [y/N] first (--yes skips the question)."""
+    """Grow (within the provider's quota; Azure starts the VMs a shrink parked, then fills the
+    scale sets that have room, never past their Slurm slots or 100 VMs each) or shrink (draining
+    the nodes removed first; refused under a running job without --force; Azure parks them:
+    deallocated, started again by a grow) a live cluster. Growing a cluster that costs money
+    shows the VMs added and the cost per hour and asks [y/N] first (--yes skips the question)."""
     from orchestrator.clusters import lifecycle
     from orchestrator.errors import ConfigError
     if (count is None) == (nodes is None):
