@@ -27,7 +27,7 @@ from orchestrator.results.nccl_log import parse_log
 from orchestrator.runs.fabric import check_collectives, plans, scopes_for
 from orchestrator.slurm.fabric import render_fabric_test
 from orchestrator.store.database import Store
-from orchestrator.store.schema import migrate
+from orchestrator.store.schema import SCHEMA_VERSION, migrate
 from testsupport.golden import check_golden
 from tests.cli_helpers import azbench, azbench_in_process, one_line_error
 
@@ -137,7 +137,7 @@ def test_fabric_results_are_their_own_kind_and_a_v4_store_migrates(tmp_path: Pat
     text = (EXCERPTS / "dgx-spark-playbooks-pr103_all_reduce_2node.txt").read_text()
     runs = nccltests.parse_runs(text)
     with Store.open(url) as store:
-        assert store.schema_version() == 5
+        assert store.schema_version() == SCHEMA_VERSION  # v4 -> v5 (fabric) and on to the latest
         rows = run_rows(text, runs, parse_log(text), source="test", device="GPU", cluster="c", sku="Standard_ND96isr_H100_v5",
                         scope="2 nodes", nodes=2, job_id="17")
         assert store.add_fabric_results(rows) == [(1, True)]
