@@ -59,13 +59,13 @@ def _home(path: Path, logs: Path, hashes: list[str]) -> Store:
     return store
 
 
-def test_a_fresh_home_pulls_the_same_ids_and_pushes_nothing_back(tmp_path: Path) -> None:
+def test_a_fresh_home_pulls_the_same_ids_and_pushes_nothing_back(tmp_path: Path, azbench_home: Path) -> None:
     """Before: results were imported in content-hash order (id 1 became 4 here) and the
     snapshot held each log's local path, so the pulled home's push uploaded a new snapshot and a
     new index (its log names carry the pull's hash prefix)."""
     hashes = ["ff" * 32, "00" * 32, "88" * 32, "44" * 32]  # added in this order: ids 1..4
     mem = _Memory()
-    with _home(tmp_path / "a.db", tmp_path / "logs", hashes) as a:
+    with _home(tmp_path / "a.db", azbench_home / "runs" / "logs", hashes) as a:  # push reads only the home's logs
         first = archive.push(a, mem)
         assert len(first.uploaded) == 6  # 4 logs, the snapshot, the index
         ids_a = [(r.id, r.content_hash) for r in a.list_results()]
@@ -97,16 +97,19 @@ def test_a_home_with_its_own_results_keeps_the_free_ids(tmp_path: Path) -> None:
             [(1, "11"), (2, "00"), (3, "88"), (4, "ff")]  # a's 1 was taken: numbered after
 
 
-def test_a_pulled_log_is_indexed_by_its_own_name_and_the_first_name_stays(tmp_path: Path) -> None:
+def test_a_pulled_log_is_indexed_by_its_own_name_and_the_first_name_stays(tmp_path: Path, azbench_home: Path) -> None:
     mem = _Memory()
-    with _home(tmp_path / "a.db", tmp_path / "logs", ["ab" * 32]) as a:
+    with _home(tmp_path / "a.db", azbench_home / "runs" / "logs", ["ab" * 32]) as a:
         archive.push(a, mem)
     with Store.open(f"sqlite:///{tmp_path / 'b.db'}") as b:
         archive.pull(mem, tmp_path / "pulled", b)
         fresh = _Memory()
         archive.push(b, fresh)  # to a new container: the name without the pull's hash prefix
-    assert json.loads(fresh.blobs["index.json"])["logs"] == json.loads(mem.blobs["index.json"])["logs"]
-    assert list(json.loads(fresh.blobs["index.json"])["logs"].values()) == ["result_0.txt"]
+    # the same log under the same hash; a pulled log lives in the home's archive as <sha256>.log
+    # (pull never keeps a path or a name a snapshot gives it), so that is the name pushed again
+    again, first = json.loads(fresh.blobs["index.json"])["logs"], json.loads(mem.blobs["index.json"])["logs"]
+    assert list(again) == list(first) and list(first.values()) == ["result_0.txt"]
+    assert list(again.values()) == [f"{next(iter(again))}.log"]
 
 
 def test_a_format_1_snapshot_still_imports_and_an_unknown_format_is_refused(tmp_path: Path) -> None:
@@ -115,6 +118,7 @@ def test_a_format_1_snapshot_still_imports_and_an_unknown_format_is_refused(tmp_
            "results": [{**row, "log_path": "/elsewhere/x.log", "log_sha256": None}]}
     with Store.open(f"sqlite:///{tmp_path / 'c.db'}") as store:
         assert archive.import_snapshot(store, old, {}) == 1
-        assert [r.log_path for r in store.list_results()] == ["/elsewhere/x.log"]
+        # a path is set only from a log whose sha256 pull verified, never from the snapshot
+        assert [r.log_path for r in store.list_results()] == [None]
         with pytest.raises(ConfigError, match="snapshot format 'azbench-snapshot/9' is not one"):
             archive.import_snapshot(store, {**old, "format": "azbench-snapshot/9"}, {})
