@@ -1,7 +1,7 @@
 """The azbench command line: parse flags, call one use case, render a table or --json.
 
 Start-up stays light: only typer is imported here at module level; every command imports what it
-needs when it runs, so `azbench --help` never loads the Azure SDKs, SQLAlchemy or matplotlib.
+needs when it runs, so `azbench --help` never loads the Azure SDKs, SQLAlchemy or torch.
 One error handler (`main`) maps AzbenchError subclasses to one stderr line and an exit code.
 """
 
