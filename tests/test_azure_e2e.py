@@ -82,9 +82,11 @@ def _sinfo(fake: FakeArm) -> dict[str, str]:
     return dict(line.split() for line in out.stdout.splitlines())
 
 
-def _wait_sinfo(fake: FakeArm, done, tries: int = 100) -> None:
-    """Poll sinfo on the head until done(states) (at most tries x 0.2 s; the caller asserts)."""
-    for _ in range(tries):
+def _wait_sinfo(fake: FakeArm, done, timeout_s: float = 120.0) -> None:
+    """Poll sinfo on the head until done(states), at most timeout_s (an event, not a speed: it
+    returns as soon as the states show; the caller asserts)."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
         if done(set(_sinfo(fake).values())):
             return
         time.sleep(0.2)

@@ -55,7 +55,7 @@ def azurite(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
                              "--location", str(folder), "--silent", "--skipApiVersionCheck",
                              "--loose"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + 120  # an event, not a speed: returns once azurite listens
         while True:
             try:
                 socket.create_connection(("127.0.0.1", port), timeout=0.5).close()

@@ -21,7 +21,7 @@ from orchestrator.results.checkpool import MAX_CHECK_LINES, CheckJob, check_log,
 from tests.test_mllog import ev
 
 pytest.importorskip("mlperf_logging")
-pytestmark = pytest.mark.timeout(180)  # a hang is a failure, not a wait
+pytestmark = pytest.mark.timeout(300)  # a hang is a failure, not a wait
 
 BERT = "v3.1/Azure/results/ND_H100_v5_pytorch/bert/result_0.txt"
 GPT3 = "v3.1/Azure+NVIDIA/results/ND_H100_v5_n1344_pytorch/gpt3/result_2.txt"

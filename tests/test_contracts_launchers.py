@@ -280,7 +280,7 @@ def test_tail_of_a_running_job_works_exactly_when_live_logs_are_declared(lh: LH)
         if not lh.launcher.caps.live_logs:
             _assert_missing(lambda: lh.launcher.tail(path), lh)
             return
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + 120  # returns as soon as the payload shows
         while lh.payload not in lh.launcher.tail(path) and time.monotonic() < deadline:
             time.sleep(0.1)  # a real job writing its log
         live = lh.launcher.tail(path)

@@ -48,6 +48,16 @@ def test_a_node_needs_both_the_z_limit_and_the_effect_floor():
     assert suspects(noisy, OutlierRule(min_effect=0.15))[0] == []
 
 
+def test_a_node_at_half_speed_or_worse_is_a_suspect_however_wide_the_spread():
+    noisy = _fleet(256, 0.30, crawl=40.0, limp=60.0)  # -60 % and -40 %, both within 4 sigmas
+    found, c = suspects(noisy)
+    assert c is not None and (40.0 - c.median) / c.sigma > -OutlierRule().z_limit  # z alone: no
+    assert [s.node for s in found] == ["crawl"]  # the gross floor (-50 %) names it; limp stays
+    assert suspects(noisy, OutlierRule(gross_effect=1.0))[0] == []  # without the floor: neither
+    with pytest.raises(ValueError, match="gross_effect"):
+        OutlierRule(min_effect=0.3, gross_effect=0.2)
+
+
 def test_a_fixed_fraction_would_flag_the_noisy_fleet_but_the_z_score_does_not():
     noisy = _fleet(256, 0.30)
     median = sorted(noisy.values())[128]

@@ -17,7 +17,7 @@ from orchestrator.results.importer import ImportProgress, import_path, round_in_
 from orchestrator.store.database import Store
 from tests.test_importer import mllog, synthetic_log
 
-pytestmark = pytest.mark.timeout(120)
+pytestmark = pytest.mark.timeout(300)
 
 
 @pytest.fixture

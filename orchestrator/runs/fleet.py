@@ -243,6 +243,7 @@ def _round_of(found: SearchResult, node: str) -> int:
 
 def outlier_rule(opts: GateOptions) -> OutlierRule:
     return OutlierRule(z_limit=opts.z_limit, min_effect=opts.tolerance,
+                       gross_effect=max(OutlierRule.gross_effect, opts.tolerance),
                        confirm_probes=opts.confirm_probes, controls=opts.controls)
 
 

@@ -14,7 +14,10 @@ github.com/Azure/ai-infrastructure-on-azure skills/ai-infra/references/outlier_d
 `sigma_floor` keeps a fleet of identical values (MAD 0) from turning a 1 % difference into an
 infinite z. A node is a *suspect* when z < -z_limit AND it is worse than the median by at least
 `min_effect` (a practical-significance floor: a statistically clear 3 % dip on a quiet machine is
-not a broken node). z_limit defaults to 4.0, stricter than the runbook's -3.0 "drain" line
+not a broken node). A node worse than the median by `gross_effect` (half speed) or more is a
+suspect whatever the spread: when the fleet's noise is so wide that half speed sits within
+z_limit sigmas, the z score can no longer rank nodes, while the confirmation below still guards
+against a one-off. z_limit defaults to 4.0, stricter than the runbook's -3.0 "drain" line
 because one gate scores up to thousands of nodes: at 2,048 nodes a -3 cut would pick ~3 healthy
 nodes per gate under normal noise, -4 about 0.06.
 
@@ -40,6 +43,7 @@ class OutlierRule:
 
     z_limit: float = 4.0
     min_effect: float = 0.15
+    gross_effect: float = 0.5
     sigma_floor: float = 0.02
     higher_is_better: bool = True
     confirm_probes: int = 2
@@ -50,6 +54,8 @@ class OutlierRule:
             raise ValueError(f"z_limit must be positive, got {self.z_limit}")
         if not 0 <= self.min_effect < 1:
             raise ValueError(f"min_effect must be a fraction in [0, 1), got {self.min_effect}")
+        if not self.min_effect <= self.gross_effect <= 1:
+            raise ValueError(f"gross_effect must be a fraction in [min_effect, 1], got {self.gross_effect}")
         if not self.sigma_floor > 0:
             raise ValueError(f"sigma_floor must be positive, got {self.sigma_floor}")
 
@@ -98,8 +104,9 @@ def score(node: str, value: float, c: Center, rule: OutlierRule) -> Score:
 
 
 def is_outlier(s: Score, rule: OutlierRule) -> bool:
-    """Worse than the center by more than z_limit sigmas and by at least min_effect (NaN: no)."""
-    return s.z < -rule.z_limit and s.effect <= -rule.min_effect
+    """Worse than the center by at least min_effect and either by more than z_limit sigmas or by
+    gross_effect or more (NaN: no)."""
+    return s.effect <= -rule.min_effect and (s.z < -rule.z_limit or s.effect <= -rule.gross_effect)
 
 
 def suspects(values: Mapping[str, float], rule: OutlierRule = OutlierRule()) -> tuple[list[Score], Center | None]:

@@ -379,13 +379,13 @@ def train_step(t: Trainer) -> None:
     """One optimizer step on this rank's deterministic batch for (seed, rank, step), timed."""
     a = t.args
     inject_faults(a, t.d, t.step + 1)
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), compute_clock(t.d.device)
     batch = t.lang.sample(a.batch_size, a.seq_len + 1,
                           seed=(a.seed * 1_000_003 + t.d.rank) * 1_000_003 + t.step).to(t.d.device)
     logits = t.model(batch[:, :-1])
     loss = F.cross_entropy(logits.reshape(-1, a.vocab), batch[:, 1:].reshape(-1))
-    slow_node_sleep()
-    t.compute_s.append(time.perf_counter() - t0)  # before backward: no collective in this time
+    slow_node_work()
+    t.compute_s.append(compute_clock(t.d.device) - c0)  # before backward: no collective in this time
     t.opt.zero_grad(set_to_none=True)
     loss.backward()
     t.opt.step()
@@ -399,12 +399,23 @@ def train_step(t: Trainer) -> None:
                 step=t.step, samples_count=t.samples)
 
 
-def slow_node_sleep() -> None:
-    """Test switch: AZBENCH_SMOKE_SLOW_NODES=node2 makes that node's compute slower by
-    AZBENCH_SMOKE_SLOW_SLEEP seconds (default 0.05) per step: a straggler."""
+def compute_clock(device: torch.device) -> float:
+    """The clock a rank's compute time is read from. On a GPU, wall time (the step synchronizes
+    the device). On the CPU, this process's CPU time: emulated nodes share the machine's cores,
+    and there wall time measures the wait for a core (a busy machine made a healthy node look
+    25 % slow beside the others), not the node's own speed."""
+    return time.perf_counter() if device.type == "cuda" else time.process_time()
+
+
+def slow_node_work() -> None:
+    """Test switch: AZBENCH_SMOKE_SLOW_NODES=node2 gives that node AZBENCH_SMOKE_SLOW_SLEEP
+    seconds (default 0.05) of extra CPU work per step: a straggler, slow by CPU time and so by
+    wall time too (a sleep would not show in the CPU clock the CPU build reads)."""
     slow = os.environ.get("AZBENCH_SMOKE_SLOW_NODES", "")
     if slow and os.environ.get("SLURMD_NODENAME", socket.gethostname()) in slow.split(","):
-        time.sleep(float(os.environ.get("AZBENCH_SMOKE_SLOW_SLEEP", "0.05")))
+        end = time.process_time() + float(os.environ.get("AZBENCH_SMOKE_SLOW_SLEEP", "0.05"))
+        while time.process_time() < end:
+            pass
 
 
 def log_node_step_times(t: Trainer) -> None:
