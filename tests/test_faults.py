@@ -65,49 +65,8 @@ def job_nodes(store: Store, run_id: str, attempt: int) -> list[str]:
     return expand_hostlist(re.search(r":::DLPAL azbench \d+ \d+ (\S+)", text).group(1))
 
 
-def test_node_killed_after_checkpoint_resumes_elsewhere(fault_cluster, store, monkeypatch):
-    from orchestrator.providers.local.provider import kill_node, restart_node
-    from orchestrator.models import JobRef
-    from orchestrator.clusters.lifecycle import connect
-    monkeypatch.setenv("AZBENCH_SMOKE_STEP_SLEEP", "0.1")  # 20-step checkpoints ~5 s apart
-    victim: list[str] = []
-
-    def kill_after_checkpoint() -> None:
-        launcher = connect(fault_cluster).launcher
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline and not victim:
-            for run in store.list_runs():
-                log = Path(f"{run.run_dir}/attempt-1/train.log")
-                steps = re.findall(r'"step": (\d+)', log.read_text()) if log.exists() else []
-                if run.job_id and steps and int(steps[-1]) >= 26:
-                    nodes = launcher.poll([JobRef(cluster="faults", job_id=run.job_id)])[run.job_id].nodes
-                    victim.append(nodes[-1])
-                    kill_node(fault_cluster, nodes[-1])
-                    return
-            time.sleep(0.1)
-
-    killer = threading.Thread(target=kill_after_checkpoint, daemon=True)
-    killer.start()
-    try:
-        spec = RunSpec(recipe="smoke", cluster="faults", nodes=[2], params=QUICK,
-                       retry=RetryPolicy(backoff_s=0.5))
-        [out] = run_sweep(spec, store, poll_interval=0.3)
-    finally:
-        killer.join(5)
-        if victim:
-            restart_node(fault_cluster, victim[0])
-    assert victim, "the job never reached step 26"
-    assert out.state == "succeeded", out.message
-    first, second = store.list_attempts(out.run_id)
-    assert first.failure_class in ("node_fail", "node_lost")
-    assert victim[0] in second.excluded_nodes
-    assert victim[0] not in job_nodes(store, out.run_id, 2)
-    assert second.resumed_from_step == 20  # the newest complete checkpoint
-    assert 0 < first.lost_steps <= 20 and first.lost_seconds > 0  # at most one interval lost
-    log = Path(out.log_path).read_text()
-    assert '"key": "resumed_from_checkpoint", "value": 20' in log
-    [result] = store.list_results()
-    assert result.resumed and out.resumed and result.converged
+# A node killed after a checkpoint, the run resuming elsewhere from it: tests/test_goodput_e2e.py
+# (its killed_run is that fault; one run serves both the recovery and the goodput checks).
 
 
 def test_unhealthy_node_is_excluded_by_the_gate(fault_cluster, store, monkeypatch):

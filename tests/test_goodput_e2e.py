@@ -94,6 +94,28 @@ def killed_run(cluster_home: tuple[Path, Any]) -> str:
     return out.run_id
 
 
+def test_the_killed_node_is_excluded_and_the_run_resumes_from_the_newest_checkpoint(
+        cluster_home: tuple[Path, Any], killed_run: str) -> None:
+    from orchestrator.slurm.states import expand_hostlist
+    home, _ = cluster_home
+    with Store.open(f"sqlite:///{home / 'azbench.db'}") as store:
+        run = store.get_run(killed_run)
+        first, second = store.list_attempts(killed_run)
+        [result] = store.list_results(cluster=NAME)
+
+    def used(attempt: int) -> list[str]:
+        text = Path(f"{run.run_dir}/attempt-{attempt}/train.log").read_text()
+        return expand_hostlist(re.search(r":::DLPAL azbench \d+ \d+ (\S+)", text).group(1))
+
+    assert first.failure_class in ("node_fail", "node_lost")
+    [victim] = [n for n in used(1) if n in second.excluded_nodes]
+    assert victim not in used(2)
+    assert second.resumed_from_step == 20  # the newest complete checkpoint
+    assert 0 < first.lost_steps <= 20 and first.lost_seconds > 0  # at most one interval lost
+    assert '"key": "resumed_from_checkpoint", "value": 20' in Path(f"{run.run_dir}/attempt-2/train.log").read_text()
+    assert result.resumed and result.converged and result.run_id == killed_run
+
+
 def goodput_json(home: Path, *args: str) -> dict[str, Any]:
     res = azbench("goodput", *args, "-o", "json", home=home)
     assert res.code == 0, res.err
