@@ -37,7 +37,11 @@ from orchestrator.errors import EXIT_INTERRUPTED, AzbenchError, StoreError
 if TYPE_CHECKING:
     from datetime import timedelta
 
+    from rich.console import Console
+
+    from orchestrator.clusters.lifecycle import ClusterStatus, ListedCluster
     from orchestrator.models import Plan
+    from orchestrator.store.schema import RunRow
     from orchestrator.providers.base import SweepItem
     from orchestrator.specs.cluster import ClusterSpec
 
@@ -320,6 +324,15 @@ def status(name: Optional[str] = typer.Argument(None, help="Cluster name (defaul
                          "expires_in_s": {k: int(v.total_seconds()) if v is not None else None
                                           for k, v in left.items()},
                          "nodes": [n.__dict__ for n in nodes], "runs": runs, **extra})
+    _render_status(rows, notes, one, events, runs, costs, left)
+
+
+def _render_status(rows: list[ListedCluster], notes: list[str], one: ClusterStatus | None, events: list[Any],
+                   runs: list[RunRow], costs: dict[str, float | None],
+                   left: dict[str, timedelta | None]) -> None:
+    """`status` on a terminal: the clusters, the list's notes, then for one cluster its cloud's
+    view, nodes and history, then the runs."""
+    clusters = [r.cluster for r in rows]
     console = make_console()
     console.print(make_table("Clusters", ["name", "provider", "sku", "nodes", "state", "created", "cost so far (est.)",
                                           "expires in"],
@@ -333,30 +346,38 @@ def status(name: Optional[str] = typer.Argument(None, help="Cluster name (defaul
     for note in notes:
         console.print(note, markup=False)
     if one is not None and one.cloud is not None:
-        cloud = one.cloud
-        if not cloud.exists:
-            console.print(f"{one.cluster.provider}: nothing tagged with cluster '{one.cluster.name}' exists")
-        elif cloud.phase == "deleting":
-            console.print(f"{one.cluster.provider}: {cloud.phase_detail}", markup=False)
-        else:
-            console.print(make_table(f"{one.cluster.provider} (no login)", ["kind", "name", "state", "detail"],
-                                     [[r.kind, r.name, r.state, r.detail] for r in cloud.resources]))
-            console.print(f"instances: {cloud.instances} listed, {cloud.running} running; owner "
-                          f"{cloud.owner or '-'}; expires {cloud.expires:%Y-%m-%d %H:%M} UTC"
-                          if cloud.expires else f"instances: {cloud.instances} listed, {cloud.running} running; "
-                          f"owner {cloud.owner or '-'}; no expiry", markup=False)
-            if one.rate is not None and (one.rate.parts or one.rate.unpriced):
-                console.print(f"billed now (list price): {one.rate.say()}", markup=False)
+        _render_cloud(console, one)
     for note in (one.change, one.cloud_note, one.head) if one is not None else ():
         if note:
             console.print(note, markup=False)
-    if nodes:
-        console.print(make_table("Nodes", ["node", "state", "detail"], [[n.name, n.state, n.detail] for n in nodes]))
+    if one is not None and one.nodes:
+        console.print(make_table("Nodes", ["node", "state", "detail"],
+                                 [[n.name, n.state, n.detail] for n in one.nodes]))
     if events:
         console.print(make_table("History", ["when", "kind", "what"],
                                  [[f"{e.ts:%Y-%m-%d %H:%M}", e.kind, e.message] for e in events[-15:]]))
     console.print(make_table("Runs", ["id", "cluster", "recipe", "nodes", "state", "message"],
                          [[r.id, r.cluster, r.recipe, r.nodes, r.state, r.message] for r in runs[-30:]]))
+
+
+def _render_cloud(console: Console, one: ClusterStatus) -> None:
+    """The cloud's view of one cluster, read with no login: its resources, instances, owner,
+    expiry and what bills now."""
+    cloud = one.cloud
+    assert cloud is not None  # the caller checks
+    if not cloud.exists:
+        console.print(f"{one.cluster.provider}: nothing tagged with cluster '{one.cluster.name}' exists")
+    elif cloud.phase == "deleting":
+        console.print(f"{one.cluster.provider}: {cloud.phase_detail}", markup=False)
+    else:
+        console.print(make_table(f"{one.cluster.provider} (no login)", ["kind", "name", "state", "detail"],
+                                 [[r.kind, r.name, r.state, r.detail] for r in cloud.resources]))
+        console.print(f"instances: {cloud.instances} listed, {cloud.running} running; owner "
+                      f"{cloud.owner or '-'}; expires {cloud.expires:%Y-%m-%d %H:%M} UTC"
+                      if cloud.expires else f"instances: {cloud.instances} listed, {cloud.running} running; "
+                      f"owner {cloud.owner or '-'}; no expiry", markup=False)
+        if one.rate is not None and (one.rate.parts or one.rate.unpriced):
+            console.print(f"billed now (list price): {one.rate.say()}", markup=False)
 
 
 def _left(left: timedelta | None) -> str:
