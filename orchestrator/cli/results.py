@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional, TextIO
 
@@ -38,7 +39,8 @@ if TYPE_CHECKING:  # the CLI imports runs/ lazily: --help stays fast
     from orchestrator.results.importer import ImportProgress
     from orchestrator.runs.prepare import PrepareResult
     from orchestrator.store.database import Store
-    from orchestrator.store.schema import ResultRow
+    from orchestrator.pipelines.history import History
+    from orchestrator.store.schema import AttemptRow, EventRow, FabricResultRow, ResultRow, RunRow
 
 # ---------------------------------------------------------------- recipes
 
@@ -248,52 +250,21 @@ def report(benchmark: Optional[str] = typer.Option(None, "--benchmark", help="On
     names and the nearest; with nothing stored at all the report says so and exits 0."""
     from orchestrator.recipes.catalog import model_facts
     from orchestrator.report.build import build_report
-    from orchestrator.errors import ConfigError
     from orchestrator.report.cost import parse_price
     from orchestrator.report.render import to_json, to_markdown
     out = output(as_json, fmt, query)
     prices = dict(parse_price(p) for p in price)
     when, end = parse_date("--since", since), parse_date("--until", until, end_of_day=True)
-    if html is not None and html.exists() and not html.is_dir():
-        raise ConfigError(f"--html: {html} is a file: give a directory for the site")
-    if parts is not None and not markdown:
-        raise ConfigError("--parts writes the Markdown report in parts: give --markdown too")
-    if parts is not None and parts.exists() and not parts.is_dir():
-        raise ConfigError(f"--parts: {parts} is a file: give a directory for the parts")
+    _check_report_paths(html, parts, markdown)
     with open_store() as store:
-        results = _with_system(store, system, benchmark=benchmark, cluster=cluster, since=when, until=end)
-        fabric = store.list_fabric_results(cluster=cluster, since=when, until=end)
-        stored = bool(results) or bool(fabric) or _check_filters(store, benchmark=benchmark, system=system,
-                                                                 cluster=cluster)
-        runs = store.list_runs(cluster=cluster) if cluster else store.list_runs()
-        attempts = [a for r in runs for a in store.list_attempts(r.id)]
-        spot = {c.name: c.cluster.sku for c in store.list_clusters(include_terminated=True)
-                if c.cluster.properties.is_spot}
-        events = store.list_events(cluster=cluster, limit=5000)
-        history = None
-        goodput: list[RunGoodput] = []
-        clusters: list[ClusterGoodput] = []
-        if html is not None:
-            from orchestrator.goodput.cluster import cluster_goodput
-            from orchestrator.goodput.run import run_goodput
-            from orchestrator.pipelines.history import history_from_store
-            history = history_from_store(store, baseline=baseline, since=when, until=end)
-            goodput = [run_goodput(store, r.id) for r in runs if r.id in {a.run_id for a in attempts}]
-            clusters = [cluster_goodput(store, c.name) for c in store.list_clusters(include_terminated=True)
-                        if cluster is None or c.name == cluster]
-    rep = build_report(results, runs, attempts, benchmark=benchmark, system=system, since=when,
-                       until=end, spot_clusters=spot, model_facts=model_facts(), events=events,
-                       prices=prices, fabric=fabric)
+        got = _report_inputs(store, benchmark=benchmark, system=system, cluster=cluster, since=when, until=end,
+                             baseline=baseline, site=html is not None)
+    rep = build_report(got.results, got.runs, got.attempts, benchmark=benchmark, system=system, since=when,
+                       until=end, spot_clusters=got.spot, model_facts=model_facts(), events=got.events,
+                       prices=prices, fabric=got.fabric)
     if html is not None:
-        from orchestrator.report.site import write_site
-        try:
-            files = write_site(rep, results, html, runs=runs, attempts=attempts, history=history,
-                               goodput=goodput, clusters=clusters)
-        except (PermissionError, FileExistsError, NotADirectoryError, IsADirectoryError,
-                FileNotFoundError) as exc:
-            raise ConfigError(f"--html: cannot write {exc.filename or html}: "
-                              f"{exc.strerror or exc}") from None
-        sys.stderr.write(f"wrote {len(files)} files to {html} (open {files[0]})\n")
+        _write_report_site(rep, got, html)
+    results, stored = got.results, got.stored
     if not out.rich:
         out.emit_text(to_json(rep))
     elif markdown and parts is not None:
@@ -312,6 +283,71 @@ def report(benchmark: Optional[str] = typer.Option(None, "--benchmark", help="On
             sys.stdout.write(render_text(view, width=_report_width()))
         if rep.fabric:
             _print_fabric(rep)
+
+
+def _check_report_paths(html: Path | None, parts: Path | None, markdown: bool) -> None:
+    """--html and --parts name directories, and --parts goes with --markdown (before any read)."""
+    from orchestrator.errors import ConfigError
+    if html is not None and html.exists() and not html.is_dir():
+        raise ConfigError(f"--html: {html} is a file: give a directory for the site")
+    if parts is not None and not markdown:
+        raise ConfigError("--parts writes the Markdown report in parts: give --markdown too")
+    if parts is not None and parts.exists() and not parts.is_dir():
+        raise ConfigError(f"--parts: {parts} is a file: give a directory for the parts")
+
+
+@dataclass
+class _ReportInputs:
+    """What `report` reads from the store; history and goodput only for the site."""
+
+    results: list[ResultRow]
+    fabric: list[FabricResultRow]
+    stored: bool  # anything stored under these filters' names (for "no results" wording)
+    runs: list[RunRow]
+    attempts: list[AttemptRow]
+    spot: dict[str, str]
+    events: list[EventRow]
+    history: History | None = None
+    goodput: list[RunGoodput] = field(default_factory=list)
+    clusters: list[ClusterGoodput] = field(default_factory=list)
+
+
+def _report_inputs(store: Store, *, benchmark: str | None, system: str | None, cluster: str | None,
+                   since: datetime | None, until: datetime | None, baseline: str | None,
+                   site: bool) -> _ReportInputs:
+    results = _with_system(store, system, benchmark=benchmark, cluster=cluster, since=since, until=until)
+    fabric = store.list_fabric_results(cluster=cluster, since=since, until=until)
+    stored = bool(results) or bool(fabric) or _check_filters(store, benchmark=benchmark, system=system,
+                                                             cluster=cluster)
+    runs = store.list_runs(cluster=cluster) if cluster else store.list_runs()
+    attempts = [a for r in runs for a in store.list_attempts(r.id)]
+    spot = {c.name: c.cluster.sku for c in store.list_clusters(include_terminated=True)
+            if c.cluster.properties.is_spot}
+    got = _ReportInputs(results, fabric, stored, runs, attempts, spot,
+                        store.list_events(cluster=cluster, limit=5000))
+    if site:
+        from orchestrator.goodput.cluster import cluster_goodput
+        from orchestrator.goodput.run import run_goodput
+        from orchestrator.pipelines.history import history_from_store
+        got.history = history_from_store(store, baseline=baseline, since=since, until=until)
+        attempted = {a.run_id for a in attempts}
+        got.goodput = [run_goodput(store, r.id) for r in runs if r.id in attempted]
+        got.clusters = [cluster_goodput(store, c.name) for c in store.list_clusters(include_terminated=True)
+                        if cluster is None or c.name == cluster]
+    return got
+
+
+def _write_report_site(rep: Report, got: _ReportInputs, html: Path) -> None:
+    """The site under `html`; a path that cannot be written is one line (ConfigError)."""
+    from orchestrator.errors import ConfigError
+    from orchestrator.report.site import write_site
+    try:
+        files = write_site(rep, got.results, html, runs=got.runs, attempts=got.attempts, history=got.history,
+                           goodput=got.goodput, clusters=got.clusters)
+    except (PermissionError, FileExistsError, NotADirectoryError, IsADirectoryError,
+            FileNotFoundError) as exc:
+        raise ConfigError(f"--html: cannot write {exc.filename or html}: {exc.strerror or exc}") from None
+    sys.stderr.write(f"wrote {len(files)} files to {html} (open {files[0]})\n")
 
 
 def _print_fabric(rep: Report) -> None:
