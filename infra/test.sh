@@ -10,4 +10,7 @@ bash infra/setup.sh
 echo "==> mypy"
 .venv/bin/mypy
 echo "==> pytest"
-exec .venv/bin/python -m pytest -q -ra "$@"
+# Two workers (pytest-xdist), each taking whole test files (module-scoped clusters stay in one
+# worker): the serial suite left a core idle about half the time. AZBENCH_TEST_WORKERS=0 runs it
+# in one process.
+exec .venv/bin/python -m pytest -q -ra -n "${AZBENCH_TEST_WORKERS:-2}" --dist loadfile "$@"

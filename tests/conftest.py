@@ -12,6 +12,15 @@ pytest_plugins: list[str] = ["tests.fixtures.arm", "tests.fixtures.postgres", "t
 SHARED = Path(__file__).resolve().parents[2] / "shared"
 
 
+@pytest.fixture(autouse=True)
+def _no_terminal_size(monkeypatch) -> None:
+    """Tables print at the width a pipe gets (cli.common.make_console), whatever runs the suite:
+    pytest-xdist's workers inherit COLUMNS=80, which folded table cells and made the same test
+    pass serially and fail under -n 2."""
+    monkeypatch.delenv("COLUMNS", raising=False)
+    monkeypatch.delenv("LINES", raising=False)
+
+
 @pytest.fixture
 def azbench_home(tmp_path, monkeypatch) -> Path:
     """A private $AZBENCH_HOME for one test."""

@@ -21,7 +21,10 @@ from orchestrator.cli.common import (
 from orchestrator.errors import EXIT_UNHEALTHY
 
 if TYPE_CHECKING:
+    from orchestrator.models import Cluster
+    from orchestrator.providers.base import HostReport
     from orchestrator.runs.fleet import FleetReport
+    from orchestrator.seams import Access
     from orchestrator.runs.fleet_replace import ReplaceReport
 
 
@@ -48,9 +51,7 @@ def health(
     by a node that passed its gate (or on a fabric-wide fault)."""
     out = output(as_json, fmt, query)
     from orchestrator.clusters import lifecycle
-    from orchestrator.models import utcnow
     from orchestrator.runs import fleet_gate
-    from orchestrator.store.schema import EventRow
     with open_store() as store:
         cluster = lifecycle.reachable(name, store)
     with lifecycle.connect(cluster) as access:
@@ -60,26 +61,9 @@ def health(
                 return out.emit({"undrained": undrain})
             sys.stdout.write(f"{undrain} returned to service\n")
             return
-        began = utcnow()
-        report = fleet_gate.gate_cluster(cluster, access, only=nodes, tolerance=tolerance,
-                                         drain_bad=not no_drain)
-        with open_store() as store:  # after the fact, with its span (goodput counts it)
-            store.add_event(EventRow(kind="health", cluster=name,
-                                     message=f"{len(report.checked)} nodes checked, drained: "
-                                             f"{', '.join(report.drained) or 'none'}",
-                                     data={"started_at": began.isoformat(), "seconds": report.seconds,
-                                           "drained": list(report.drained)}))
-        healed, reported = None, []
-        if report_to_azure and report.drained:
-            from orchestrator.runs import fleet_replace
-            with open_store() as store:
-                reported = lifecycle.report_unhealthy(cluster, fleet_replace.reasons(report), store)
-        if replace and report.drained:
-            from orchestrator.runs import fleet_replace
-            with open_store() as store:
-                healed = fleet_replace.replace_drained(
-                    cluster, access, store, fleet_replace.reasons(report),
-                    fleet_replace.ReplacePolicy(max_replacements=max_replacements))
+        report = _gate(name, cluster, access, nodes, tolerance, drain_bad=not no_drain)
+        reported = _report_to_azure(cluster, report) if report_to_azure and report.drained else []
+        healed = _replace(cluster, access, report, max_replacements) if replace and report.drained else None
     replaced = [r for r in (healed.replacements if healed else []) if r.status == "replaced"]
     if not out.rich:
         out.emit({**report.__dict__, "verdicts": [v.__dict__ for v in report.verdicts],
@@ -96,6 +80,39 @@ def health(
     unhealed = set(report.bad_nodes) - {r.node for r in replaced}
     if unhealed or report.fabric:  # drained or a fabric-wide fault: a pipeline must see it
         raise typer.Exit(EXIT_UNHEALTHY)
+
+
+def _gate(name: str, cluster: Cluster, access: Access, nodes: str | None, tolerance: float, *,
+          drain_bad: bool) -> FleetReport:
+    """The gate over cluster `name`, then its `health` event with its span (goodput counts it)."""
+    from orchestrator.models import utcnow
+    from orchestrator.runs import fleet_gate
+    from orchestrator.store.schema import EventRow
+    began = utcnow()
+    report = fleet_gate.gate_cluster(cluster, access, only=nodes, tolerance=tolerance, drain_bad=drain_bad)
+    with open_store() as store:
+        store.add_event(EventRow(kind="health", cluster=name,
+                                 message=f"{len(report.checked)} nodes checked, drained: "
+                                         f"{', '.join(report.drained) or 'none'}",
+                                 data={"started_at": began.isoformat(), "seconds": report.seconds,
+                                       "drained": list(report.drained)}))
+    return report
+
+
+def _report_to_azure(cluster: Cluster, report: FleetReport) -> list[HostReport]:
+    """Each drained node reported to Azure Guest Health Reporting (lifecycle.report_unhealthy)."""
+    from orchestrator.clusters import lifecycle
+    from orchestrator.runs import fleet_replace
+    with open_store() as store:
+        return lifecycle.report_unhealthy(cluster, fleet_replace.reasons(report), store)
+
+
+def _replace(cluster: Cluster, access: Access, report: FleetReport, max_replacements: int) -> ReplaceReport:
+    """Each drained node replaced by a fresh one that passed its own gate (runs/fleet_replace.py)."""
+    from orchestrator.runs import fleet_replace
+    with open_store() as store:
+        return fleet_replace.replace_drained(cluster, access, store, fleet_replace.reasons(report),
+                                             fleet_replace.ReplacePolicy(max_replacements=max_replacements))
 
 
 def _render(report: FleetReport) -> None:
