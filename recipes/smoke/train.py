@@ -400,11 +400,15 @@ def train_step(t: Trainer) -> None:
 
 
 def compute_clock(device: torch.device) -> float:
-    """The clock a rank's compute time is read from. On a GPU, wall time (the step synchronizes
-    the device). On the CPU, this process's CPU time: emulated nodes share the machine's cores,
-    and there wall time measures the wait for a core (a busy machine made a healthy node look
-    25 % slow beside the others), not the node's own speed."""
-    return time.perf_counter() if device.type == "cuda" else time.process_time()
+    """The clock a rank's compute time is read from. On a GPU, wall time once the device has
+    finished what was queued (kernels run asynchronously: without the synchronize, the forward
+    pass would time only its launches). On the CPU, this process's CPU time: emulated nodes share
+    the machine's cores, and there wall time measures the wait for a core (a busy machine made a
+    healthy node look 25 % slow beside the others), not the node's own speed."""
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+        return time.perf_counter()
+    return time.process_time()
 
 
 def slow_node_work() -> None:
