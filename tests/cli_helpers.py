@@ -73,3 +73,15 @@ def azbench_in_process(*args: str, home: Path, cwd: Path | None = None,
         os.environ.clear()
         os.environ.update(saved_env)
     return CliResult(code if isinstance(code, int) else 1, out.getvalue(), err.getvalue())
+
+
+def run_cli(capsys, *args: str) -> tuple[int, str, str]:
+    """`azbench ARGS` in this process, through main (its SystemExit taken): (exit code, stdout,
+    stderr) as capsys caught them."""
+    import pytest
+
+    from orchestrator.cli.app import main
+    with pytest.raises(SystemExit) as exit_:
+        main(list(args))
+    out = capsys.readouterr()
+    return int(exit_.value.code or 0), out.out, out.err

@@ -12,6 +12,7 @@ from orchestrator.providers.azure.provider import AzureProvider
 from orchestrator.specs.cluster import ClusterSpec
 from orchestrator.store.database import Store
 from testsupport.fake_arm import arm_writes
+from tests.cli_helpers import run_cli
 
 
 def spec_for(name: str, **azure) -> ClusterSpec:
@@ -26,14 +27,6 @@ def up(principals, who: str, name: str, **azure):
     with Store.open() as store:
         store.save_cluster(p.provisional(spec, p.plan(spec)), spec.model_dump_json())
         store.save_cluster(p.up(spec, p.plan(spec)), spec.model_dump_json())
-
-
-def run_cli(capsys, *args: str) -> tuple[int, str, str]:
-    from orchestrator.cli.app import main
-    with pytest.raises(SystemExit) as exit_:
-        main(list(args))
-    out = capsys.readouterr()
-    return int(exit_.value.code or 0), out.out, out.err
 
 
 def role_definitions(fake) -> int:

@@ -17,6 +17,7 @@ from orchestrator.specs.cluster import ClusterSpec
 from orchestrator.store.database import Store
 from testsupport.fake_arm import arm_writes
 from tests.fixtures.arm import BOB
+from tests.cli_helpers import run_cli
 
 
 def spec_for(name: str, nodes: int = 1, **azure) -> ClusterSpec:
@@ -28,14 +29,6 @@ def up(principals, who: str, name: str, **azure):
     principals.act_as(who)
     with Store.open() as store:
         return lifecycle.up(spec_for(name, **azure), store).cluster
-
-
-def run_cli(capsys, *args: str) -> tuple[int, str, str]:
-    from orchestrator.cli.app import main
-    with pytest.raises(SystemExit) as exit_:
-        main(list(args))
-    out = capsys.readouterr()
-    return int(exit_.value.code or 0), out.out, out.err
 
 
 @pytest.mark.parametrize("command", [("extend", "theirs", "--hours", "1"),

@@ -13,6 +13,7 @@ from orchestrator.specs.cluster import ClusterSpec
 from orchestrator.store.database import Store
 from orchestrator.store.schema import RunRow
 from tests.fixtures.hangup import hangup_server
+from tests.cli_helpers import run_cli
 
 
 def spec_for(name: str, nodes: int = 1, **azure) -> ClusterSpec:
@@ -26,14 +27,6 @@ def up(principals, name: str, **azure):
     principals.act_as("alice")
     with Store.open() as store:
         return lifecycle.up(spec_for(name, **azure), store).cluster
-
-
-def run_cli(capsys, *args: str) -> tuple[int, str, str]:
-    from orchestrator.cli.app import main
-    with pytest.raises(SystemExit) as exit_:
-        main(list(args))
-    out = capsys.readouterr()
-    return int(exit_.value.code or 0), out.out, out.err
 
 
 @pytest.fixture

@@ -19,6 +19,7 @@ from orchestrator.specs.cluster import ClusterSpec
 from orchestrator.store.database import Store
 from testsupport.fake_arm import SUB
 from tests.fixtures.arm import ALICE
+from tests.cli_helpers import run_cli
 
 PAST = (datetime.now(timezone.utc) - timedelta(days=2)).strftime("%Y-%m-%dT%H:%M:%SZ")
 
@@ -60,14 +61,6 @@ def forge(principals, who: str, group: str, tags: dict[str, str], *, vnet: str |
     if vnet:
         c.network.virtual_networks.begin_create_or_update(group, vnet, {
             "location": "eastus", "properties": {"addressSpace": {"addressPrefixes": ["10.9.0.0/16"]}}}).result()
-
-
-def run_cli(capsys, *args: str) -> tuple[int, str, str]:
-    from orchestrator.cli.app import main
-    with pytest.raises(SystemExit) as exit_:
-        main(list(args))
-    out = capsys.readouterr()
-    return int(exit_.value.code or 0), out.out, out.err
 
 
 def test_forged_groups_survive_every_sweep(principals, capsys):
