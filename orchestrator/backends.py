@@ -5,7 +5,7 @@ orchestrator/providers/ whose `__init__` exposes `BACKEND`, a `Backend` saying w
 spec must hold for it (its settings section, SKU and region rules), the model of what its
 cluster records keep (`props`), and how to build its Provider. Packages load lazily, by the
 name written here, so `azbench --help` imports no cloud SDK, and no module but this one imports
-a backend: code above the providers asks a provider's `caps`, never its name.
+a backend: code above the providers asks a provider for its parts, never its name.
 
 Adding a backend: one folder under providers/ and one line in `_REGISTRY` (docs/architecture.md
 has the recipe). `register` adds one at run time, for the tests' own test-only backend.
@@ -40,13 +40,12 @@ class Backend:
     `settings` is the model of its section of a cluster spec (the section's key is the
     backend's name; None: it reads none); `props` the model of what its Cluster records keep;
     `make(progress)` builds its Provider (`progress` receives step events from backends that
-    emit them); `caps()` says what its clusters can do without building one. The rest are the
-    spec rules `check_spec` applies."""
+    emit them; what it can do beyond the protocol is the provider's `parts()`). The rest are
+    the spec rules `check_spec` applies."""
 
     settings: type[BaseModel] | None
     props: type[BaseModel]
     make: Callable[[Callable[[Any], None] | None], Any]
-    caps: Callable[[], Any]
     sku_required: bool = True  # else the spec's sku defaults to LOCAL_SKU
     region_required: bool = False
     only_sku: str | None = None  # the one size it runs

@@ -3,11 +3,13 @@
 - Runner: commands and files on one host (LocalRunner, SshRunner in hosts/remote.py).
 - Launcher: jobs, logs and nodes of one cluster's scheduler (SlurmLauncher in slurm/launcher.py,
   AzureMLLauncher in providers/azureml/launcher.py).
-- Capabilities and Access: what `Provider.connect(cluster)` hands to the code above the
-  providers (the Provider protocol itself is in providers/base.py: it takes a
-  ClusterSpec). Code above the providers asks `caps`, never a provider's name, and never probes
-  an object with getattr. A capability that is absent answers MissingCapability (exit 7), typed
-  and in one line, never a silent failure.
+- LauncherParts: what only some launchers do (GateJobs, NodeControl, Staging, Checkpoints,
+  LiveLogs), each a small Protocol, present or None (`Launcher.parts()`).
+- Traits and Access: what `Provider.connect(cluster)` hands to the code above the providers
+  (the Provider protocol itself and its optional parts are in providers/base.py: they take a
+  ClusterSpec). Code above the providers asks for a part and handles its None, never a
+  provider's name, and never probes an object with getattr. A part that is absent answers
+  MissingCapability (exit 7), typed and in one line, never a silent failure.
 
 A type checker proves the implementations conform; tests/test_contracts_*.py prove behaviour.
 """
@@ -17,11 +19,11 @@ from __future__ import annotations
 import re
 import shlex
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
-from orchestrator.errors import ConfigError
+from orchestrator.errors import ConfigError, MissingCapability
 from orchestrator.models import (AttemptSpec, ExecResult, FabricTestPlan, HealthCheckPlan, JobRef, JobStatus,
                                  NodeInfo, StageRequest)
 
@@ -78,45 +80,126 @@ class Runner(Protocol):
 
 
 @dataclass(frozen=True)
-class Capabilities:
-    """What a cluster can do, declared by its provider (and its launcher's backend).
-
-    The provider suite (tests/test_contracts_providers.py) checks every flag against behaviour:
-    an operation whose flag is False raises MissingCapability.
-    """
+class Traits:
+    """What a cluster is, as plain data its provider declares: no operation hangs on these (an
+    optional operation is a part, `ProviderParts` or `LauncherParts`, present or None)."""
 
     spends_money: bool = False  # `up` starts billing: it asks first and honours the cost cap
-    expires: bool = False  # a deadline the cluster enforces itself; `extend` moves it
-    restores_capacity: bool = False  # after a spot eviction the provider brings the nodes back
-    live_node_states: bool = False  # the cloud lists the nodes and their states, no login needed
-    replaces_nodes: bool = False  # a bad node can be swapped for a fresh one
-    resizes: bool = False  # a live cluster grows or shrinks (`azbench resize`)
-    reports_hosts: bool = False  # a drained node can be reported to the cloud as faulty (Azure GHR)
-    sweeps: bool = False  # the cloud is searched for expired clusters to delete (`azbench sweep`)
-    shell: bool = False  # commands run on a login node: Access.shell is a Runner
     head_here: bool = False  # the head node is this machine (`azbench ssh` runs here)
     emulated_nodes: bool = False  # the nodes share this machine's cores (probe them in chunks)
-    live_logs: bool = False  # the launcher reads a running job's log: progress and hang detection
-    health_gate: bool = False  # the launcher runs the gate job, the fabric test and job steps on chosen nodes
-    node_control: bool = False  # the launcher drains and resumes nodes and knows their switches
-    stages_data: bool = False  # the launcher runs `azbench prepare`'s job on the shared file system
-
-    def __or__(self, other: Capabilities) -> Capabilities:
-        return Capabilities(**{f.name: getattr(self, f.name) or getattr(other, f.name)
-                               for f in fields(self)})
 
     def names(self) -> list[str]:
-        """The capabilities that are present, by name (for --json and messages)."""
-        return [f.name for f in fields(self) if getattr(self, f.name)]
+        """The traits that hold, by name (for --json and messages)."""
+        return [name for name, held in (("spends_money", self.spends_money), ("head_here", self.head_here),
+                                        ("emulated_nodes", self.emulated_nodes)) if held]
+
+
+# -- the launcher's optional parts: each a small Protocol, present or None in LauncherParts ----
+
+class GateJobs(Protocol):
+    """Jobs on chosen nodes: the health gate, the fabric test, a step on each node or group, and
+    a file copied where those jobs read it (Slurm; not Azure ML, which places nodes itself)."""
+
+    def run_health_check(self, plan: HealthCheckPlan) -> JobRef:
+        """Copy the check script to plan.script and submit the gate job on exactly plan.nodes;
+        its output lands at plan.output(job id)."""
+        ...
+
+    def run_fabric_test(self, plan: FabricTestPlan) -> JobRef:
+        """Submit `azbench fabric test`'s job with the CPU runner copied to plan.script where it
+        has one; its output lands at plan.output(job id)."""
+        ...
+
+    def run_on_nodes(self, nodes: Sequence[str], argv: Sequence[str], *, timeout_s: float,
+                     env: Mapping[str, str] | None = None) -> ExecResult:
+        """Run `argv` once on each node (one task per node, all at once); its combined output."""
+        ...
+
+    def run_groups(self, groups: Sequence[Sequence[str]], argv: Sequence[str], *, gpus_per_node: int,
+                   timeout_s: float) -> list[str]:
+        """Run `argv` over each node group (one task per GPU), all groups side by side; the
+        output of each group, in order."""
+        ...
+
+    def stage_file(self, local: Path, remote: str) -> None:
+        """Copy a file onto the cluster's shared file system."""
+        ...
+
+
+class NodeControl(Protocol):
+    """Nodes taken out of service and back, and the leaf switches they hang off."""
+
+    def drain(self, reasons: Mapping[str, str]) -> list[str]:
+        """Take each node out of service with its reason; the nodes drained."""
+        ...
+
+    def resume(self, nodes: Sequence[str]) -> None:
+        """Return drained (or evicted) nodes to service."""
+        ...
+
+    def leaf_switches(self) -> dict[str, list[str]]:
+        """The cluster's leaf switches and their nodes; empty when it models none."""
+        ...
+
+
+class Staging(Protocol):
+    """`azbench prepare`'s job on the cluster's shared file system."""
+
+    def stage(self, request: StageRequest) -> JobRef:
+        """Submit the staging job on one node; its output lands at request.output(job_id)."""
+        ...
+
+
+class Checkpoints(Protocol):
+    """The run's checkpoints, as the cluster's file system holds them."""
+
+    def latest_checkpoint(self, run_dir: str) -> int | None:
+        """The highest step among the run's complete checkpoints, or None."""
+        ...
+
+
+class LiveLogs(Protocol):
+    """A running job's log read piecemeal (progress and hang detection read its tail)."""
+
+    def tail(self, path: str, *, offset: int = 0, nbytes: int | None = None) -> bytes:
+        """Bytes of a running or finished job's file from `offset`, or its last `nbytes`; b""
+        while it is absent."""
+        ...
+
+
+@dataclass(frozen=True)
+class LauncherParts:
+    """What a launcher can do beyond jobs and logs, each part present or None. A caller writes
+    `if (gate := launcher.parts().gate) is None: raise MissingCapability(...)`."""
+
+    gate: GateJobs | None = None
+    nodes: NodeControl | None = None
+    staging: Staging | None = None
+    checkpoints: Checkpoints | None = None
+    live_logs: LiveLogs | None = None
+    # Why a part is absent, by the part's field name: the hint of the one-line answer (lacks).
+    why_absent: Mapping[str, str] = field(default_factory=dict)
+
+    def names(self) -> list[str]:
+        """The parts present, by name (for --json and messages)."""
+        return [name for name, part in (("gate", self.gate), ("nodes", self.nodes), ("staging", self.staging),
+                                        ("checkpoints", self.checkpoints), ("live_logs", self.live_logs))
+                if part is not None]
+
+
+def lacks(launcher: Launcher, cluster: str, what: str, part: str) -> MissingCapability:
+    """The typed answer when `launcher` has no `part` (a LauncherParts field) for `what`, about
+    `cluster`: one line, exit 7, the launcher's own reason as the hint. Callers raise it."""
+    return MissingCapability(cluster, launcher.backend, what, hint=launcher.parts().why_absent.get(part))
 
 
 class Launcher(Protocol):
-    """Everything runs/ needs of a cluster's scheduler. Paths name files on the cluster (see
-    paths.RunLayout); every call that can fail raises LaunchError or RemoteError, and one whose
-    capability the backend lacks raises MissingCapability."""
+    """Everything runs/ needs of every cluster's scheduler: jobs, their logs once written, and
+    the nodes' states. Paths name files on the cluster (see paths.RunLayout); every call that
+    can fail raises LaunchError or RemoteError. What only some schedulers do is a part
+    (`parts()`: LauncherParts), present or None."""
 
     backend: str
-    caps: Capabilities  # the launcher side: live_logs, health_gate, node_control, stages_data
 
     # -- jobs -----------------------------------------------------------------------------
     def submit(self, attempt: AttemptSpec, recipe_dir: Path | None = None) -> JobRef:
@@ -141,7 +224,9 @@ class Launcher(Protocol):
         ...
 
     def tail(self, path: str, *, offset: int = 0, nbytes: int | None = None) -> bytes:
-        """Bytes of a job's file from `offset`, or its last `nbytes`; b"" while it is absent."""
+        """Bytes of a job's file from `offset`, or its last `nbytes`; b"" while it is absent.
+        A running job's file only where the launcher has the `live_logs` part (else
+        MissingCapability, one line)."""
         ...
 
     def follow(self, ref: JobRef, path: str, sink: Callable[[bytes], None], *,
@@ -151,57 +236,14 @@ class Launcher(Protocol):
         returns the offset reached."""
         ...
 
-    # -- jobs the launcher writes itself (runs/ passes data, never script text) -------------
-    def run_health_check(self, plan: HealthCheckPlan) -> JobRef:
-        """Copy the check script to plan.script and submit the gate job on exactly plan.nodes
-        (capability `health_gate`); its output lands at plan.output(job id)."""
-        ...
-
-    def run_fabric_test(self, plan: FabricTestPlan) -> JobRef:
-        """Submit `azbench fabric test`'s job (capability `health_gate`: jobs on chosen nodes)
-        with the CPU runner copied to plan.script where it has one; its output lands at
-        plan.output(job id)."""
-        ...
-
-    def stage(self, request: StageRequest) -> JobRef:
-        """Submit the staging job on one node (capability `stages_data`); its output lands at
-        request.output(job_id)."""
-        ...
-
     # -- nodes ----------------------------------------------------------------------------
     def node_states(self) -> dict[str, NodeInfo]:
         """Every node's state and reason, in one call."""
         ...
 
-    def drain(self, reasons: Mapping[str, str]) -> list[str]:
-        """Take each node out of service with its reason; the nodes drained."""
-        ...
-
-    def resume(self, nodes: Sequence[str]) -> None:
-        """Return drained (or evicted) nodes to service."""
-        ...
-
-    def leaf_switches(self) -> dict[str, list[str]]:
-        """The cluster's leaf switches and their nodes; empty when it models none."""
-        ...
-
-    def stage_file(self, local: Path, remote: str) -> None:
-        """Copy a file onto the cluster's shared file system."""
-        ...
-
-    def run_on_nodes(self, nodes: Sequence[str], argv: Sequence[str], *, timeout_s: float,
-                     env: Mapping[str, str] | None = None) -> ExecResult:
-        """Run `argv` once on each node (one task per node, all at once); its combined output."""
-        ...
-
-    def run_groups(self, groups: Sequence[Sequence[str]], argv: Sequence[str], *, gpus_per_node: int,
-                   timeout_s: float) -> list[str]:
-        """Run `argv` over each node group (one task per GPU), all groups side by side; the
-        output of each group, in order."""
-        ...
-
-    def latest_checkpoint(self, run_dir: str) -> int | None:
-        """The highest step among the run's complete checkpoints, or None."""
+    def parts(self) -> LauncherParts:
+        """The optional parts this launcher has (the health gate's jobs, node control, staging,
+        checkpoints, live logs); None for each it lacks."""
         ...
 
     def close(self) -> None:
@@ -211,12 +253,12 @@ class Launcher(Protocol):
 
 @dataclass
 class Access:
-    """A connected cluster: its launcher, its login shell if it has one, what it can do, and the
+    """A connected cluster: its launcher, its login shell if it has one, what it is, and the
     Python that runs recipes on its nodes. Close it when done (it holds connections)."""
 
     launcher: Launcher
-    shell: Runner | None
-    caps: Capabilities
+    shell: Runner | None  # None: no login node (Azure ML)
+    traits: Traits = Traits()
     python: str = "python3"
     closers: list[Callable[[], None]] = field(default_factory=list, repr=False)
 

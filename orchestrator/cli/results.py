@@ -173,7 +173,7 @@ def prepare(recipe: Optional[str] = typer.Argument(None, help="Recipe name (with
                        container=build, builder=os.environ.get("AZBENCH_IMAGE_BUILDER") or None,
                        r2_origin=os.environ.get("AZBENCH_R2_ORIGIN") or None,
                        runner=os.environ.get("AZBENCH_CONTAINER_RUNNER") or None,
-                       on_progress=_print_progress if out.rich else None)
+                       on_progress=_print_progress if out.rich else None, cluster=found.name)
     with open_store() as store:  # after the fact, with its span (goodput counts it as staging)
         store.add_event(EventRow(kind="prepare", cluster=found.name,
                                  message=f"prepare {recipe}: job {result.job_id} {result.job_state}",

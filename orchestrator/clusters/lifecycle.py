@@ -16,6 +16,7 @@ from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Any, Callable
 
 from orchestrator.providers import get_provider
+from orchestrator.providers.base import lacking
 from orchestrator.clusters.spending import check_cost_cap, cost_cap
 from orchestrator.specs.cluster import ClusterSpec
 from orchestrator.errors import (AzbenchError, ConfigError, LostRaceError, MissingCapability, NotFoundError,
@@ -23,9 +24,9 @@ from orchestrator.errors import (AzbenchError, ConfigError, LostRaceError, Missi
 from orchestrator.models import Cluster, ClusterState, Plan, RunState, local_owner, utcnow
 
 if TYPE_CHECKING:
-    from orchestrator.providers.base import (Billed, CloudView, Holding, HostReport, Provider, SetChange, SweepItem,
-                                             SweepRequest)
-    from orchestrator.seams import Access, Capabilities
+    from orchestrator.providers.base import (Billed, CloudView, Holding, HostReport, Provider, ProviderParts, SetChange,
+                                             SweepItem, SweepRequest)
+    from orchestrator.seams import Access
     from orchestrator.store.database import Store
     from orchestrator.store.schema import ClusterRow
 
@@ -49,7 +50,9 @@ def check(spec: ClusterSpec, the_plan: Plan) -> tuple[list[str], list[str]]:
     """`up --dry-run --check`: the provider reads what its preflight needs (quota, sizes and
     zones, images): (what it found, one line per check; the problems `up` would refuse with).
     No write, no store."""
-    return get_provider(spec.provider).check(spec, the_plan)
+    if (preflight := get_provider(spec.provider).parts().preflight) is None:
+        raise lacking(spec.name, spec.provider, "check")
+    return preflight.check(spec, the_plan)
 
 
 def up(spec: ClusterSpec, store: Store, on_progress: Callable[[Any], None] | None = None) -> UpResult:
@@ -206,7 +209,8 @@ def _require_creator(provider: Provider, cluster: Cluster, *, force: bool, verb:
     the provider the same question)."""
     if force:
         return
-    other = provider.foreign_owner(cluster)
+    ownership = provider.parts().ownership
+    other = ownership.foreign_owner(cluster) if ownership is not None else None  # none: no owners
     if other is not None:
         raise NotOwnerError(f"cluster '{cluster.name}' is not yours: {other}",
                             hint=f"`azbench {verb} {cluster.name} ... --force` acts on it anyway")
@@ -216,17 +220,19 @@ def adopt(name: str, store: Store, provider: str | None = None, *, force: bool =
           account: str | None = None, endpoint: str | None = None) -> Cluster:
     """Rebuild the record of live cluster `name` from its cloud (tags and resources) in a home
     that has none (a lost store, another machine): the first backend that finds it, of
-    `provider` or of every backend whose clusters are findable by tag (capability `sweeps`).
+    `provider` or of every backend whose clusters are findable by tag (the `ownership` part).
     Another owner's is refused (NotOwnerError) unless `force`. An `adopt` event after the fact."""
-    from orchestrator.providers import capabilities, names
+    from orchestrator.providers import names
     from orchestrator.store.schema import EventRow
     row = store.get_cluster(name)
     if row is not None and row.state != ClusterState.TERMINATED:
         raise ConfigError(f"cluster '{name}' is already in this home ({row.state.value})",
                           hint=f"see `azbench status {name}`")
-    backends = [provider] if provider else [n for n in names() if capabilities(n).sweeps]
+    backends = [provider] if provider else [n for n in names() if get_provider(n).parts().ownership is not None]
     for backend in backends:
-        found = get_provider(backend).adopt(name, account=account, endpoint=endpoint, force=force)
+        if (ownership := get_provider(backend).parts().ownership) is None:
+            raise lacking(name, backend, "adopt")
+        found = ownership.adopt(name, account=account, endpoint=endpoint, force=force)
         if found is None:
             continue
         if row is not None:  # a TERMINATED record of the name: it comes back through PROVISIONING
@@ -259,7 +265,7 @@ class DownPreview:
 
 def down_preview(name: str, store: Store) -> DownPreview:
     """The cluster `down NAME` would delete and, on a provider that costs money
-    (caps.spends_money), the [y/N] question naming its nodes, GPUs, the runs this home
+    (traits.spends_money), the [y/N] question naming its nodes, GPUs, the runs this home
     recorded as running on it (the scheduler itself is not asked), its list-price cost so far
     and every resource that goes. Reads the cloud (the provider's `holdings`), writes nothing."""
     cluster = require_cluster(name, store, live=False)
@@ -269,10 +275,12 @@ def down_preview(name: str, store: Store) -> DownPreview:
 def _down_preview(cluster: Cluster, store: Store, provider: Provider) -> DownPreview:
     name = cluster.name
     running = sum(1 for r in store.list_runs(cluster=name) if r.state in ACTIVE_RUNS)
-    if not provider.caps.spends_money or cluster.state == ClusterState.TERMINATED:
+    parts = provider.parts()
+    if not parts.traits.spends_money or cluster.state == ClusterState.TERMINATED:
         cost = cost_so_far(cluster) if cluster.state != ClusterState.TERMINATED else None
         return DownPreview(cluster, running, cost, "")
-    holdings = tuple(provider.holdings(cluster))
+    # Without the ownership part nothing is listed: the question names the cluster's nodes only.
+    holdings = tuple(parts.ownership.holdings(cluster)) if parts.ownership is not None else ()
     billed = [h.billed for h in holdings if h.billed is not None]
     rate = billed_rate(billed) if holdings else None
     cost = _spent(cluster, rate) if rate is not None else cost_so_far(cluster)
@@ -344,7 +352,7 @@ def resize_question(name: str, nodes: int, store: Store) -> str:
     from orchestrator.hardware.catalog import lookup
     cluster = require_cluster(name, store)
     plan = plan_resize(cluster, nodes)
-    if plan.after <= plan.before or not capabilities(cluster).spends_money:
+    if plan.after <= plan.before or not parts(cluster).traits.spends_money:
         return ""
     added = plan.after - plan.before
     price = _price(cluster)
@@ -378,20 +386,22 @@ def record_if_live(spec: ClusterSpec, store: Store) -> bool:
 
 
 def connect(cluster: Cluster) -> Access:
-    """The cluster's launcher, shell and capabilities (close the Access when done)."""
+    """The cluster's launcher, shell and traits (close the Access when done)."""
     return get_provider(cluster.provider).connect(cluster)
 
 
-def capabilities(cluster: Cluster) -> Capabilities:
-    """What the cluster can do, without connecting to it."""
-    return get_provider(cluster.provider).caps
+def parts(cluster: Cluster) -> ProviderParts:
+    """What the cluster can do beyond the protocol, and its traits, without connecting to it."""
+    return get_provider(cluster.provider).parts()
 
 
 def restore_capacity(cluster: Cluster, nodes: Sequence[str] = (), evict_wait_s: float = 0.0) -> list[str]:
     """After an eviction: the provider waits (at most `evict_wait_s`) until `nodes` are gone, then
     brings the cluster's nodes back (MissingCapability where it cannot); the host names now in
     the cluster."""
-    return get_provider(cluster.provider).restore_capacity(cluster, nodes, evict_wait_s=evict_wait_s)
+    if (healer := parts(cluster).healer) is None:
+        raise lacking(cluster.name, cluster.provider, "restore_capacity")
+    return healer.restore_capacity(cluster, nodes, evict_wait_s=evict_wait_s)
 
 
 @dataclass(frozen=True)
@@ -424,16 +434,16 @@ class ClusterStatus:
 
 
 def sweep(request: SweepRequest, store: Store | None = None) -> list[SweepItem]:
-    """Every backend that can (capability `sweeps`) searches its cloud for expired clusters and,
+    """Every backend that can (the `expiry` part) searches its cloud for expired clusters and,
     unless a dry run, deletes them; their items in registry order. Each deleted cluster this
     home has a live record of ends TERMINATED, with a `sweep` event. NotFoundError-free: a
     backend's own errors (no subscription, sign-in) pass through."""
-    from orchestrator.providers import capabilities, names
+    from orchestrator.providers import names
     items: list[SweepItem] = []
     for name in names():
-        if not capabilities(name).sweeps:
+        if (expiry := get_provider(name).parts().expiry) is None:
             continue
-        found = get_provider(name).sweep(request)
+        found = expiry.sweep(request)
         items += found
         if store is not None:
             _mark_swept(store, name, found)
@@ -460,9 +470,10 @@ def cluster_status(cluster: Cluster, now: datetime | None = None, store: Store |
     provider = get_provider(cluster.provider)
     cloud: CloudView | None = None
     cloud_note = ""
-    if provider.caps.live_node_states and cluster.state != ClusterState.TERMINATED:
+    live = provider.parts().live
+    if live is not None and cluster.state != ClusterState.TERMINATED:
         try:
-            cloud = provider.live_view(cluster)
+            cloud = live.live_view(cluster)
         except Exception as exc:  # status reports; the SDK's network errors are not all ours
             cloud_note = f"cloud view unavailable: {_one_line(exc)}"
     cluster, change = _reconcile(cluster, cloud, store)
@@ -517,7 +528,7 @@ class ListedCluster:
 
 def status_list(store: Store, now: datetime | None = None) -> tuple[list[ListedCluster], list[str]]:
     """Every cluster of this home as its cloud has it: each backend that can be asked without
-    a login (caps.live_node_states) is asked once for all its clusters (`overview`: one listing
+    a login (the `live` part) is asked once for all its clusters (`overview`: one listing
     of each kind), and each record follows its view (`_reconcile`, saved). Returns the rows and
     one note per backend that could not be asked (its rows then stand as recorded)."""
     rows = [r.cluster for r in store.list_clusters(include_terminated=True)]
@@ -528,11 +539,10 @@ def status_list(store: Store, now: datetime | None = None) -> tuple[list[ListedC
     views: dict[str, CloudView] = {}
     notes: list[str] = []
     for backend, clusters in by_backend.items():
-        provider = get_provider(backend)
-        if not provider.caps.live_node_states:
+        if (live := get_provider(backend).parts().live) is None:
             continue
         try:
-            views.update(provider.overview(clusters))
+            views.update(live.overview(clusters))
         except Exception as exc:  # status reports; the SDK's network errors are not all ours
             notes.append(f"{backend}: cloud view unavailable: {_one_line(exc)}")
     out = []
@@ -562,10 +572,10 @@ def reachable(name: str | None, store: Store) -> Cluster:
     if name is not None and row is None:
         raise NotFoundError(f"no cluster named '{name}'", hint="see `azbench status`")
     cluster = row.cluster if row is not None else require_cluster(None, store)
-    provider = get_provider(cluster.provider)
-    if cluster.state not in GONE and provider.caps.live_node_states:
+    live = parts(cluster).live
+    if cluster.state not in GONE and live is not None:
         try:
-            view = provider.overview([cluster]).get(cluster.name)
+            view = live.overview([cluster]).get(cluster.name)
         except Exception:  # the cloud cannot be asked now: the login will say what it finds
             view = None
         cluster, _ = _reconcile(cluster, view, store)
@@ -658,7 +668,8 @@ def extend(name: str, hours: float, store: Store, now: datetime | None = None, *
     cluster = require_cluster(name, store)
     provider = get_provider(cluster.provider)
     deadline = expires_at(cluster)
-    if not provider.caps.expires or deadline is None:
+    expiry = provider.parts().expiry
+    if expiry is None or deadline is None:
         raise ConfigError(f"cluster '{name}' ({cluster.provider}) has no expiry to extend",
                           hint="only clusters that delete themselves (azure) expire")
     now = now or datetime.now(timezone.utc)
@@ -666,7 +677,7 @@ def extend(name: str, hours: float, store: Store, now: datetime | None = None, *
     what = f"expiry {deadline:%Y-%m-%dT%H:%M:%SZ} -> {new:%Y-%m-%dT%H:%M:%SZ}"
     try:
         _require_creator(provider, cluster, force=force, verb="extend")
-        provider.extend(cluster, new)
+        expiry.extend(cluster, new)
     except AzbenchError as exc:  # the cloud said no: history says so, not that it moved
         _attempted(store, name, "extend", what, exc)
         raise
@@ -682,7 +693,9 @@ def replace_node(cluster: Cluster, node: str, store: Store) -> tuple[Cluster, st
     where it cannot); the record is re-read from the provider and stored. The cluster as now
     described, and the new node's name."""
     provider = get_provider(cluster.provider)
-    new = provider.replace_node(cluster, node)
+    if (healer := provider.parts().healer) is None:
+        raise lacking(cluster.name, cluster.provider, "replace_node")
+    new = healer.replace_node(cluster, node)
     current = provider.describe(cluster.name) or cluster
     current = current.model_copy(update={"created_at": cluster.created_at})
     store.save_cluster(current)
@@ -693,7 +706,9 @@ def report_unhealthy(cluster: Cluster, reasons: Mapping[str, str], store: Store)
     """Report drained nodes (node -> reason) to the cloud as faulty hosts (MissingCapability
     where the provider has no documented way); one `host_reported` event per node."""
     from orchestrator.store.schema import EventRow
-    results = get_provider(cluster.provider).report_unhealthy(cluster, reasons)
+    if (reports := parts(cluster).host_reports) is None:
+        raise lacking(cluster.name, cluster.provider, "report_unhealthy")
+    results = reports.report_unhealthy(cluster, reasons)
     for r in results:
         store.add_event(EventRow(kind="host_reported", cluster=cluster.name,
                                  message=f"{r.node}: {r.status} ({r.detail})",
@@ -746,8 +761,8 @@ def resize(name: str, nodes: int, store: Store, *, force: bool = False) -> tuple
     cluster = require_cluster(name, store)
     provider = get_provider(cluster.provider)
     began = utcnow()
-    if not provider.caps.resizes:
-        provider.resize(cluster, nodes)  # MissingCapability, typed
+    if (resizer := provider.parts().resizer) is None:
+        raise lacking(cluster.name, cluster.provider, "resize")
     have = len(cluster.node_names) or cluster.nodes
     what = f"resize {have} -> {nodes} nodes"
     try:
@@ -761,9 +776,10 @@ def resize(name: str, nodes: int, store: Store, *, force: bool = False) -> tuple
                 if plan.busy and not force:
                     raise ConfigError(f"refusing to shrink '{name}': a job runs on {', '.join(plan.busy)}",
                                       hint="wait for it, or pass --force to remove them anyway")
-                if plan.remove:
-                    access.launcher.drain({n: "azbench: resize (removing)" for n in plan.remove})
-        resized = provider.resize(cluster, nodes, plan.remove)
+                control = access.launcher.parts().nodes
+                if plan.remove and control is not None:  # without it the provider retires them as they are
+                    control.drain({n: "azbench: resize (removing)" for n in plan.remove})
+        resized = resizer.resize(cluster, nodes, plan.remove)
     except AzbenchError as exc:
         _attempted(store, name, "resize", what, exc)
         raise
@@ -782,4 +798,6 @@ def resize_preview(name: str, nodes: int, store: Store) -> list[SetChange]:
     one does when none of them is busy)."""
     cluster = require_cluster(name, store)
     plan = plan_resize(cluster, nodes)
-    return get_provider(cluster.provider).resize_preview(cluster, nodes, plan.remove)
+    if (resizer := parts(cluster).resizer) is None:
+        raise lacking(cluster.name, cluster.provider, "resize_preview")
+    return resizer.resize_preview(cluster, nodes, plan.remove)

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from orchestrator import paths
 from orchestrator.hosts.remote import command_line
-from orchestrator.clusters.lifecycle import capabilities
+from orchestrator.clusters.lifecycle import parts
 from orchestrator.errors import MissingCapability, NotAvailableError, RemoteError
 from orchestrator.models import Cluster, SshTarget
 
@@ -45,7 +45,7 @@ def head_command(cluster: Cluster, command: list[str]) -> HeadCommand:
     """The command line for `azbench ssh NAME [-- COMMAND]` (an interactive shell without one)."""
     if cluster.ssh is not None:
         return _ssh_command(cluster, cluster.ssh, command)
-    if capabilities(cluster).head_here:
+    if parts(cluster).traits.head_here:
         return _local_command(cluster, command)
     raise MissingCapability(cluster.name, cluster.provider, "open a shell: it has no head node to log in to",
                             hint="its jobs run through its provider's API; see azbench logs")

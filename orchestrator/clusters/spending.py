@@ -18,8 +18,8 @@ from orchestrator.models import Plan
 
 def spends_money(provider: str) -> bool:
     """True for providers whose `up` starts billing (the ones `up` asks about)."""
-    from orchestrator.providers import capabilities
-    return capabilities(provider).spends_money
+    from orchestrator.providers import parts
+    return parts(provider).traits.spends_money
 
 
 def cost_cap(spec: ClusterSpec, flag: float | None = None) -> float | None:

@@ -7,7 +7,7 @@ Provider and the launcher it connects), and azure_shared/, what the two Azure ba
 This module builds a backend's Provider by name through the registry (orchestrator.backends);
 no module imports a backend but the registry, and no backend imports another.
 May import: specs/, hardware/, hosts/, slurm/ and the base.
-Exposes: get_provider, capabilities, names; base (Provider, ProviderBase, CloudView, ...).
+Exposes: get_provider, parts, names; base (Provider, ProviderParts, the part Protocols, CloudView, ...).
 """
 
 from __future__ import annotations
@@ -16,8 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 from orchestrator import backends
-from orchestrator.providers.base import Provider
-from orchestrator.seams import Capabilities
+from orchestrator.providers.base import Provider, ProviderParts
 
 
 def names() -> tuple[str, ...]:
@@ -32,10 +31,10 @@ def get_provider(name: str, progress: Callable[[Any], None] | None = None) -> Pr
     return provider
 
 
-def capabilities(name: str) -> Capabilities:
-    """What clusters of provider `name` can do, without building one (e.g. before `up` asks)."""
-    caps: Capabilities = backends.load(name).caps()
-    return caps
+def parts(name: str) -> ProviderParts:
+    """What clusters of provider `name` can do beyond the protocol, and their traits (e.g.
+    before `up` asks); building a provider opens no connection and reads no credential."""
+    return get_provider(name).parts()
 
 
-__all__ = ["capabilities", "get_provider", "names"]
+__all__ = ["get_provider", "names", "parts"]

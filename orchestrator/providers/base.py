@@ -2,7 +2,8 @@
 
 Every provider (fake, local, ssh, azure, azureml) passes one contract suite,
 tests/test_contracts_providers.py: `plan` is pure, `up` is idempotent, `describe` matches `up`,
-`down` is idempotent, and the capabilities it declares match what it does.
+`down` is idempotent, and every optional part it returns (`parts()`) works, each part's suite
+run over the backends that have it.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from typing import TYPE_CHECKING, Protocol, TypedDict
 
 from orchestrator.errors import MissingCapability
 from orchestrator.models import Cluster, ClusterState, Plan
-from orchestrator.seams import Access, Capabilities
+from orchestrator.seams import Access, Traits
 
 if TYPE_CHECKING:
     from orchestrator.specs.cluster import ClusterSpec
@@ -152,12 +153,170 @@ class SweepItem:
     what: str = "cluster"
 
 
+# -- the optional parts: each a small Protocol, present or None in ProviderParts ---------------
+
+class Resizer(Protocol):
+    """A live cluster grown or shrunk (`azbench resize`), and what that would change."""
+
+    def resize(self, cluster: Cluster, nodes: int, remove: Sequence[str] = (),
+               timeout_s: float | None = None) -> Cluster:
+        """Grow to `nodes` (fresh nodes, joined and idle) or shrink to it by retiring `remove`
+        (the caller drained them first); the cluster as now described. CapacityError when
+        growing needs more than the provider can get (its quota)."""
+        ...
+
+    def resize_preview(self, cluster: Cluster, nodes: int, remove: Sequence[str] = ()) -> list[SetChange]:
+        """What `resize` to `nodes` (removing `remove` when it shrinks) would change, one entry
+        per node group that changes; reads only, no login."""
+        ...
+
+
+class Expiry(Protocol):
+    """A deadline the cluster enforces itself, kept in its cloud where `sweep` finds it."""
+
+    def extend(self, cluster: Cluster, expires: datetime) -> None:
+        """Move the cluster's self-enforced deadline."""
+        ...
+
+    def sweep(self, request: SweepRequest) -> list[SweepItem]:
+        """The clusters in the cloud past their deadline, found by their tags, and (unless
+        `request.dry_run`) deleted; one item each."""
+        ...
+
+
+class Healer(Protocol):
+    """Nodes brought back or swapped for fresh ones by the provider."""
+
+    def replace_node(self, cluster: Cluster, node: str, timeout_s: float | None = None) -> str:
+        """Retire `node` for good and bring a fresh one up under a new name, joined to the
+        scheduler and idle; the new node's name. The caller gates the new node before it
+        counts as healthy."""
+        ...
+
+    def restore_capacity(self, cluster: Cluster, nodes: Collection[str] = (),
+                         timeout_s: float | None = None, evict_wait_s: float = 0.0) -> list[str]:
+        """Bring evicted nodes back; the host names now in the cluster.
+
+        First waits, at most `evict_wait_s`, until `nodes` are really gone (deleted, deallocated,
+        dead): a job leaves a noticed node before Azure evicts it, and a node restored while
+        still up would count as capacity, then vanish under the next attempt. Past the wait it
+        restores anyway (the eviction may have been called off)."""
+        ...
+
+
+class HostReports(Protocol):
+    """Faulty hosts reported to the cloud (Azure Guest Health Reporting)."""
+
+    def report_unhealthy(self, cluster: Cluster, reasons: Mapping[str, str]) -> list[HostReport]:
+        """Report each drained node (node -> the gate's reason) to the cloud as a faulty host;
+        one result per node."""
+        ...
+
+
+class Ownership(Protocol):
+    """Who created a cluster, what it holds, and its record rebuilt from the cloud's tags. A
+    backend without this part has no owners (whoever holds the record may delete it) and
+    nothing to list beyond its nodes."""
+
+    def foreign_owner(self, cluster: Cluster) -> str | None:
+        """Why the live cluster is not the caller's (one phrase: who created it, or that no
+        evidence says), or None when the caller created it. `down`, `extend`, `resize` and
+        `adopt` refuse another's cluster without --force."""
+        ...
+
+    def holdings(self, cluster: Cluster) -> list[Holding]:
+        """Everything `down` would delete, as the cloud lists it now, each marked whether the
+        backend made it; reads only."""
+        ...
+
+    def adopt(self, name: str, *, account: str | None = None, endpoint: str | None = None,
+              force: bool = False) -> Cluster | None:
+        """The live cluster `name` rebuilt from the cloud's tags and resources, for a home that
+        has no record of it; None when the cloud holds none. NotOwnerError for another owner's
+        unless `force`. `account` and `endpoint` as in SweepRequest."""
+        ...
+
+
+class LiveView(Protocol):
+    """The cluster as its cloud lists it, read without logging in (`azbench status`)."""
+
+    def node_states(self, cluster: Cluster) -> Sequence[CloudNode]:
+        """The cluster's VMs as the cloud lists them."""
+        ...
+
+    def live_view(self, cluster: Cluster) -> CloudView:
+        """The cluster's resources and their states as the cloud reports them, no writes."""
+        ...
+
+    def overview(self, clusters: Sequence[Cluster]) -> dict[str, CloudView]:
+        """The cloud's view of several clusters of this backend at once, from one listing of
+        each kind: by name, exists, phase and what bills."""
+        ...
+
+
+class Preflight(Protocol):
+    """The plan checked against the cloud before anything is written (`up --dry-run --check`)."""
+
+    def check(self, spec: ClusterSpec, plan: Plan) -> tuple[list[str], list[str]]:
+        """(one line per check as the cloud answered it, what would refuse `up`). Reads only."""
+        ...
+
+
+@dataclass(frozen=True)
+class ProviderParts:
+    """What a provider can do beyond plan, up, describe, down and connect: its traits (plain
+    data) and each optional part, or None where it has none. A part is any object with the part's
+methods: the provider itself where it has them (mypy proves it conforms), or a small class of
+the backend's. A caller writes
+    `if (r := provider.parts().resizer) is None: raise lacking(...)`, and mypy makes every caller
+    handle the None."""
+
+    traits: Traits = Traits()
+    resizer: Resizer | None = None
+    expiry: Expiry | None = None
+    healer: Healer | None = None
+    host_reports: HostReports | None = None
+    ownership: Ownership | None = None
+    live: LiveView | None = None
+    preflight: Preflight | None = None
+
+    def names(self) -> list[str]:
+        """The parts present, by name (for --json, messages and the contract suite)."""
+        parts = (("resizer", self.resizer), ("expiry", self.expiry), ("healer", self.healer),
+                 ("host_reports", self.host_reports), ("ownership", self.ownership), ("live", self.live),
+                 ("preflight", self.preflight))
+        return [name for name, part in parts if part is not None]
+
+
+# The one-line answer (MissingCapability, exit 7) for each operation of a part a backend lacks:
+# what it cannot do, and the hint.
+_LACKS: dict[str, tuple[str, str | None]] = {
+    "resize": ("be resized while it runs", "`azbench down` it and `up` again at the new size"),
+    "resize_preview": ("preview a resize", "only backends that resize (azure, local) show what a resize changes"),
+    "extend": ("move its expiry", "only clusters that delete themselves (azure) expire"),
+    "sweep": ("be swept", "its clusters hold no deadline the cloud can be searched by"),
+    "replace_node": ("replace a node", "drain it (`azbench health`) and replace it by hand"),
+    "restore_capacity": ("restore evicted capacity", "its nodes are left to their owner"),
+    "report_unhealthy": ("report a faulty host to its cloud", "only Azure documents a way (Guest Health Reporting)"),
+    "adopt": ("be adopted from its cloud's tags", "its clusters carry no tags to rebuild a record from"),
+    "node_states": ("list its nodes without logging in", None),
+    "live_view": ("report its resources without logging in", None),
+    "check": ("check a plan against its cloud", "its `up` checks what it needs as it starts"),
+}
+
+
+def lacking(subject: str, provider: str, operation: str) -> MissingCapability:
+    """The typed answer when `provider` has no part for `operation` (a key of _LACKS), about
+    `subject` (a cluster's name): one line, exit 7. Callers raise it."""
+    what, hint = _LACKS[operation]
+    return MissingCapability(subject, provider, what, hint=hint)
+
+
 class Provider(Protocol):
-    """A source of clusters. `caps` declares what its clusters can do; an operation whose
-    capability is absent raises MissingCapability (ProviderBase supplies those answers)."""
+    """A source of clusters: what every backend does. Everything optional is a part
+    (`parts()`: ProviderParts), present or None."""
 
     name: str
-    caps: Capabilities
 
     def plan(self, spec: ClusterSpec) -> Plan:
         """Pure: what `up` would create. No credentials, no network, no side effects."""
@@ -183,155 +342,24 @@ class Provider(Protocol):
         """Delete everything the cluster owns and verify it is gone; missing is success."""
         ...
 
-    def foreign_owner(self, cluster: Cluster) -> str | None:
-        """Why the live cluster is not the caller's (one phrase: who created it, or that no
-        evidence says), or None when the caller created it or the backend has no owners.
-        `down`, `extend`, `resize` and `adopt` refuse another's cluster without --force."""
-        ...
-
-    def holdings(self, cluster: Cluster) -> list[Holding]:
-        """Everything `down` would delete, as the cloud lists it now, each marked whether the
-        backend made it; reads only. Empty where the backend has nothing to list."""
-        ...
-
-    def overview(self, clusters: Sequence[Cluster]) -> dict[str, CloudView]:
-        """The cloud's view of several clusters of this backend at once, from one listing of
-        each kind (`azbench status`): by name, exists, phase and what bills. Empty where the
-        backend has no cloud to ask."""
-        ...
-
-    def resize_preview(self, cluster: Cluster, nodes: int, remove: Sequence[str] = ()) -> list[SetChange]:
-        """What `resize` to `nodes` (removing `remove` when it shrinks) would change, one entry
-        per node group that changes; reads only, no login (capability `resizes`)."""
-        ...
-
     def connect(self, cluster: Cluster) -> Access:
-        """The cluster's launcher, login shell (if any) and capabilities. Opens no connection
-        until one is used; close the Access when done."""
+        """The cluster's launcher, login shell (if any) and traits. Opens no connection until
+        one is used; close the Access when done."""
         ...
 
-    def extend(self, cluster: Cluster, expires: datetime) -> None:
-        """Move the cluster's self-enforced deadline (capability `expires`)."""
-        ...
-
-    def restore_capacity(self, cluster: Cluster, nodes: Collection[str] = (),
-                         timeout_s: float | None = None, evict_wait_s: float = 0.0) -> list[str]:
-        """Bring evicted nodes back; the host names now in the cluster (`restores_capacity`).
-
-        First waits, at most `evict_wait_s`, until `nodes` are really gone (deleted, deallocated,
-        dead): a job leaves a noticed node before Azure evicts it, and a node restored while
-        still up would count as capacity, then vanish under the next attempt. Past the wait it
-        restores anyway (the eviction may have been called off)."""
-        ...
-
-    def node_states(self, cluster: Cluster) -> Sequence[CloudNode]:
-        """The cluster's VMs as the cloud lists them (capability `live_node_states`)."""
-        ...
-
-    def live_view(self, cluster: Cluster) -> CloudView:
-        """The cluster's resources and their states as the cloud reports them, no login and no
-        writes (capability `live_node_states`)."""
-        ...
-
-    def replace_node(self, cluster: Cluster, node: str, timeout_s: float | None = None) -> str:
-        """Retire `node` for good and bring a fresh one up under a new name, joined to the
-        scheduler and idle; the new node's name (capability `replaces_nodes`). The caller
-        gates the new node before it counts as healthy."""
-        ...
-
-    def resize(self, cluster: Cluster, nodes: int, remove: Sequence[str] = (),
-               timeout_s: float | None = None) -> Cluster:
-        """Grow to `nodes` (fresh nodes, joined and idle) or shrink to it by retiring `remove`
-        (the caller drained them first); the cluster as now described (capability `resizes`).
-        CapacityError when growing needs more than the provider can get (its quota)."""
-        ...
-
-    def report_unhealthy(self, cluster: Cluster, reasons: Mapping[str, str]) -> list[HostReport]:
-        """Report each drained node (node -> the gate's reason) to the cloud as a faulty host;
-        one result per node (capability `reports_hosts`)."""
-        ...
-
-    def sweep(self, request: SweepRequest) -> list[SweepItem]:
-        """The clusters in the cloud past their deadline, found by their tags, and (unless
-        `request.dry_run`) deleted; one item each (capability `sweeps`)."""
-        ...
-
-    def check(self, spec: ClusterSpec, plan: Plan) -> tuple[list[str], list[str]]:
-        """The plan's preflight read, not written (`up --dry-run --check`): (one line per check
-        as the cloud answered it, what would refuse `up`). Reads only."""
-        ...
-
-    def adopt(self, name: str, *, account: str | None = None, endpoint: str | None = None,
-              force: bool = False) -> Cluster | None:
-        """The live cluster `name` rebuilt from the cloud's tags and resources, for a home that
-        has no record of it (capability `sweeps`: clusters findable by tag); None when the cloud
-        holds none. NotOwnerError for another owner's unless `force`. `account` and `endpoint`
-        as in SweepRequest."""
+    def parts(self) -> ProviderParts:
+        """Its traits and optional parts (resize, expiry, healing, host reports, ownership, the
+        live view, preflight checks); None for each it lacks. Cheap: builds no client."""
         ...
 
 
 class ProviderBase:
-    """The answers of a provider that lacks an optional capability: MissingCapability, typed."""
+    """What every backend shares: the provisional record of a plan."""
 
     name: str = "provider"
-    caps: Capabilities = Capabilities()
 
     def provisional(self, spec: ClusterSpec, plan: Plan) -> Cluster:
         """The plan's shape, PROVISIONING; a backend adds what its `down` needs to find it."""
         return Cluster(name=spec.name, provider=self.name, sku=plan.sku, nodes=plan.nodes,
                        region=plan.region, state=ClusterState.PROVISIONING,
                        cost_per_hour_usd=plan.cost_per_hour_usd)
-
-    def foreign_owner(self, cluster: Cluster) -> str | None:
-        return None  # no owners: whoever holds the record may delete it
-
-    def holdings(self, cluster: Cluster) -> list[Holding]:
-        return []  # nothing listed: `down`'s question names the cluster's nodes only
-
-    def overview(self, clusters: Sequence[Cluster]) -> dict[str, CloudView]:
-        return {}  # no cloud to ask: the records stand as they are
-
-    def resize_preview(self, cluster: Cluster, nodes: int, remove: Sequence[str] = ()) -> list[SetChange]:
-        raise MissingCapability(cluster.name, self.name, "preview a resize",
-                                hint="only backends that resize (azure) show what a resize changes")
-
-    def extend(self, cluster: Cluster, expires: datetime) -> None:
-        raise MissingCapability(cluster.name, self.name, "move its expiry",
-                                hint="only clusters that delete themselves (azure) expire")
-
-    def restore_capacity(self, cluster: Cluster, nodes: Collection[str] = (),
-                         timeout_s: float | None = None, evict_wait_s: float = 0.0) -> list[str]:
-        raise MissingCapability(cluster.name, self.name, "restore evicted capacity",
-                                hint="its nodes are left to their owner")
-
-    def node_states(self, cluster: Cluster) -> Sequence[CloudNode]:
-        raise MissingCapability(cluster.name, self.name, "list its nodes without logging in")
-
-    def live_view(self, cluster: Cluster) -> CloudView:
-        raise MissingCapability(cluster.name, self.name, "report its resources without logging in")
-
-    def replace_node(self, cluster: Cluster, node: str, timeout_s: float | None = None) -> str:
-        raise MissingCapability(cluster.name, self.name, "replace a node",
-                                hint="drain it (`azbench health`) and replace it by hand")
-
-    def report_unhealthy(self, cluster: Cluster, reasons: Mapping[str, str]) -> list[HostReport]:
-        raise MissingCapability(cluster.name, self.name, "report a faulty host to its cloud",
-                                hint="only Azure documents a way (Guest Health Reporting)")
-
-    def resize(self, cluster: Cluster, nodes: int, remove: Sequence[str] = (),
-               timeout_s: float | None = None) -> Cluster:
-        raise MissingCapability(cluster.name, self.name, "be resized while it runs",
-                                hint="`azbench down` it and `up` again at the new size")
-
-    def sweep(self, request: SweepRequest) -> list[SweepItem]:
-        raise MissingCapability(f"{self.name} clusters", self.name, "be swept",
-                                hint="its clusters hold no deadline the cloud can be searched by")
-
-    def check(self, spec: ClusterSpec, plan: Plan) -> tuple[list[str], list[str]]:
-        raise MissingCapability(spec.name, self.name, "check a plan against its cloud",
-                                hint="its `up` checks what it needs as it starts")
-
-    def adopt(self, name: str, *, account: str | None = None, endpoint: str | None = None,
-              force: bool = False) -> Cluster | None:
-        raise MissingCapability(name, self.name, "be adopted from its cloud's tags",
-                                hint="its clusters carry no tags to rebuild a record from")

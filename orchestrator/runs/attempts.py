@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
 from orchestrator import paths
+from orchestrator.clusters.lifecycle import parts
 from orchestrator.specs.run import RunSpec
 from orchestrator.errors import AzbenchError
 from orchestrator.models import (
@@ -168,7 +169,7 @@ def start_attempt(ctx: AttemptContext, row: RunRow, cur: AttemptRow) -> AttemptR
         if found is not None:
             return _submitted(ctx, row, n, found.job_id)
     excluded, pin = list(cur.excluded_nodes), list(cur.excluded_nodes)
-    if ctx.spec.health.enabled and ctx.access.caps.health_gate:
+    if ctx.spec.health.enabled and ctx.launcher.parts().gate is not None:
         gated = _gate(ctx, row, cur)
         if isinstance(gated, AttemptRow):
             return gated
@@ -245,7 +246,7 @@ def final_failure(ctx: AttemptContext, row: RunRow, last: AttemptRow, failure: F
 
 def _hang_timeout(ctx: AttemptContext) -> float:
     """Hangs are judged from the MLLOG tail, which only a launcher with live logs can read."""
-    if not ctx.access.caps.live_logs:
+    if ctx.launcher.parts().live_logs is None:
         return float("inf")
     return ctx.spec.retry.hang_timeout
 
@@ -253,7 +254,7 @@ def _hang_timeout(ctx: AttemptContext) -> float:
 def _startup_grace(ctx: AttemptContext) -> float | None:
     """The hang limit until the first step: the run's retry.startup_grace, else the recipe's
     (None without live logs: _hang_timeout is then infinite from the start)."""
-    if not ctx.access.caps.live_logs:
+    if ctx.launcher.parts().live_logs is None:
         return None
     if ctx.spec.retry.startup_grace is not None:
         return float(ctx.spec.retry.startup_grace)
@@ -297,7 +298,7 @@ def _fleet_gate(ctx: AttemptContext, row: RunRow, n: int, nodes: list[str]) -> l
         ctx.event(row, "health_fleet", f"attempt {n}: " + (report.fabric or "drained " + "; ".join(
             f"{v.node}: {v.reason}" for v in report.verdicts)), drained=report.drained)
     policy = ctx.spec.health
-    if policy.replace and report.drained and ctx.access.caps.replaces_nodes:
+    if policy.replace and report.drained and parts(ctx.cluster).healer is not None:
         from orchestrator.runs.fleet_replace import ReplacePolicy, reasons, replace_drained
         replace_drained(ctx.cluster, ctx.access, ctx.store, reasons(report),
                         ReplacePolicy(policy.max_replacements, policy.max_replacements_per_hour))
@@ -320,9 +321,9 @@ def _watch_attempt(ctx: AttemptContext, row: RunRow, cur: AttemptRow, ref: JobRe
         first = ctx.store.list_attempts(row.id)[0].started_at or started
         left = ctx.spec.retry.max_duration - (utcnow() - first).total_seconds()
         try:
-            live = ctx.access.caps.live_logs
-            status, action = watch(ref, LogPoller(ctx.launcher, log, live),
-                                   progress_reader(ctx.launcher, log) if live else no_progress,
+            live = ctx.launcher.parts().live_logs
+            status, action = watch(ref, LogPoller(ctx.launcher, log, live is not None),
+                                   progress_reader(live, log) if live is not None else no_progress,
                                    run_id=row.id, attempt=cur.attempt, nodes=row.nodes,
                                    hang_timeout=_hang_timeout(ctx), deadline_s=max(left, 0),
                                    startup_grace=_startup_grace(ctx),

@@ -134,7 +134,7 @@ def _drive_all(rows: list[RunRow], spec: RunSpec, recipe: Recipe, cluster: Clust
                on_progress: Callable[[Progress], None] | None, on_event: Callable[[RunEvent], None] | None,
                poll: float) -> list[RunOutcome]:
     with connect(cluster) as access:
-        if recipe.mlperf is not None and access.caps.shell:  # files on the cluster are readable
+        if recipe.mlperf is not None and access.shell is not None:  # files on the cluster are readable
             from orchestrator.runs.launch import container_build
             from orchestrator.runs.prepare import check_staged
             # A Slurm launch runs the squashfs `prepare` built (attempts._mlperf_attempt).
@@ -198,7 +198,9 @@ def _next_attempt(ctx: AttemptContext, row: RunRow, attempts: list[AttemptRow],
     if not decision.retry:
         _store_lost_work(ctx, row, last.attempt, None)
         return final_failure(ctx, row, last, failure, decision.reason)
-    resume_step = ctx.launcher.latest_checkpoint(row.run_dir or "") if decision.resume else None
+    # Without the checkpoints part (Azure ML) the recipe resumes from its datastore by itself.
+    checkpoints = ctx.launcher.parts().checkpoints
+    resume_step = checkpoints.latest_checkpoint(row.run_dir or "") if decision.resume and checkpoints else None
     with ctx.store.transaction():
         _store_lost_work(ctx, row, last.attempt, resume_step)
         nxt = ctx.store.add_attempt(AttemptRow(

@@ -137,16 +137,17 @@ def fabric_test(cluster: Cluster, access: Access, store: Store, *, node_counts: 
                 timeout_s: float | None = None, clock: Callable[[], float] = time.monotonic,
                 sleep: Callable[[float], None] = time.sleep) -> FabricOutcome:
     """Run the jobs one after another, store every collective's run, judge each."""
-    if not access.caps.health_gate:
+    parts = access.launcher.parts()
+    if (gate := parts.gate) is None:
         raise MissingCapability(cluster.name, access.launcher.backend, "run the fabric test on chosen nodes")
     chosen = check_collectives(collectives)
     if not chosen:
         raise ConfigError("--collectives: name at least one collective")
     row = lookup(cluster.sku)
-    if racks and not access.caps.node_control:
+    if racks and parts.nodes is None:
         raise MissingCapability(cluster.name, access.launcher.backend, "list its racks (leaf switches)")
     usable = sorted((n for n, info in access.launcher.node_states().items() if info.usable), key=natural_key)
-    groups = access.launcher.leaf_switches() if racks else None
+    groups = parts.nodes.leaf_switches() if racks and parts.nodes is not None else None
     if racks and not groups:
         raise ConfigError(f"--racks: cluster '{cluster.name}' has no racks in its topology")
     scopes = scopes_for(node_counts, groups, usable)
@@ -165,7 +166,7 @@ def fabric_test(cluster: Cluster, access: Access, store: Store, *, node_counts: 
                                                              python=access.python, stamp=stamp)):
         job = FabricJob(scope=scope, nodes=nodes, nodelist=list(nodelist))
         outcome.jobs.append(job)
-        ref = access.launcher.run_fabric_test(plan)
+        ref = gate.run_fabric_test(plan)
         job.job_id = ref.job_id
         limit = timeout_s if timeout_s is not None else plan.time_limit_min * 60 + 600
         state = _wait(access, ref, limit, poll_interval, clock, sleep)

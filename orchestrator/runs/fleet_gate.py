@@ -4,8 +4,8 @@
 topology call), run runs/fleet.py's rounds through LauncherProber (one job step of
 templates/health_probe.sh per round, or per chunk of nodes on an emulated cluster; on GPU SKUs
 the group collectives are nccl-tests runs, one per group, side by side), then drain what was
-flagged. Everything goes through the cluster's Launcher (`health_gate` and `node_control`
-capabilities), so the same code serves the local cluster and an SSH login node.
+flagged. Everything goes through the cluster's Launcher (its `gate` and `nodes` parts), so the
+same code serves the local cluster and an SSH login node.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from orchestrator.runs.fleet import (
 )
 from orchestrator.runs.fabric_gate import FabricGate, gate_fabric
 from orchestrator.runs.grouptest import GroupOutcome, GroupTest
-from orchestrator.seams import Access, Launcher
+from orchestrator.seams import Access, GateJobs, NodeControl
 from orchestrator.slurm.conf import compress_hostlist, natural_key
 
 PROBE_SCRIPT = "health_probe.sh"
@@ -51,9 +51,10 @@ EMULATED_STEP_NODES = 256
 
 
 class LauncherProber:
-    """Runs the probe as one job step over the nodes (one task each) through a Launcher."""
+    """Runs the probe as one job step over the nodes (one task each) through a launcher's gate
+    part (its jobs on chosen nodes)."""
 
-    def __init__(self, launcher: Launcher, cluster: Cluster, opts: GateOptions, *,
+    def __init__(self, launcher: GateJobs, cluster: Cluster, opts: GateOptions, *,
                  ahc: str | None = None) -> None:
         self.launcher, self.cluster, self.opts = launcher, cluster, opts
         self.workdir = cluster.workdir or "/tmp"
@@ -98,7 +99,7 @@ class LauncherProber:
             self._staged = True
 
 
-def fabric_probe(launcher: Launcher, cluster: Cluster, opts: GateOptions,
+def fabric_probe(launcher: GateJobs, cluster: Cluster, opts: GateOptions,
                  imex: bool) -> Callable[[Sequence[str]], str]:
     """A probe of the fabric checks (templates/fabric_node_check.py, staged once) on the nodes it
     is given, one job step per chunk as the health probe; their combined output."""
@@ -121,7 +122,7 @@ def nccl_args(opts: GateOptions) -> list[str]:
     return ["-b", opts.nccl_message, "-e", opts.nccl_message, "-f", "2", "-g", "1"]
 
 
-def drain(launcher: Launcher, verdicts: Sequence[Verdict]) -> list[str]:
+def drain(launcher: NodeControl, verdicts: Sequence[Verdict]) -> list[str]:
     """Drain each flagged node with its reasons ("azbench: ..."); returns the nodes drained."""
     by_node: dict[str, list[str]] = {}
     for v in verdicts:
@@ -136,9 +137,10 @@ def undrain(cluster: Cluster, access: Access, node: str) -> None:
     """Return a drained node to service; ConfigError when it is unknown or not drained."""
     if not re.fullmatch(r"[A-Za-z0-9._-]+", node):
         raise ConfigError(f"--undrain: {node!r} is not a node name")
-    _require(access.caps.node_control, cluster, access, "return nodes to service")
+    if (control := access.launcher.parts().nodes) is None:
+        raise MissingCapability(cluster.name, access.launcher.backend, "return nodes to service")
     try:
-        access.launcher.resume([node])
+        control.resume([node])
     except ConfigError as exc:
         raise ConfigError(f"--undrain: {exc.message}") from None
 
@@ -153,7 +155,7 @@ def options_for(cluster: Cluster, access: Access, tolerance: float = GATE_MIN_EF
     (catalog.NcclBaseline: message size, expected bus bandwidth, warn level as the threshold)."""
     row = lookup(cluster.sku)
     opts = GateOptions(tolerance=tolerance, gpus_per_node=row.gpus_per_vm,
-                       max_nodes_per_step=EMULATED_STEP_NODES if access.caps.emulated_nodes else 0)
+                       max_nodes_per_step=EMULATED_STEP_NODES if access.traits.emulated_nodes else 0)
     base = row.nccl if row.gpus_per_vm else None
     if base is not None:
         return dataclasses.replace(opts, link_gbps=base.reference_gbps,
@@ -166,7 +168,8 @@ def options_for(cluster: Cluster, access: Access, tolerance: float = GATE_MIN_EF
 def gate_cluster(cluster: Cluster, access: Access, *, only: str | None = None,
                  tolerance: float = GATE_MIN_EFFECT, drain_bad: bool = True) -> FleetReport:
     """`azbench health`: the usable nodes (one node listing), restricted to `only`, then gate_nodes."""
-    _require(access.caps.health_gate, cluster, access, "run the health gate")
+    if access.launcher.parts().gate is None:
+        raise MissingCapability(cluster.name, access.launcher.backend, "run the health gate")
     nodes = candidate_nodes(access.launcher.node_states(), only)
     if not nodes:
         raise ConfigError(f"cluster '{cluster.name}' has no usable node to check")
@@ -179,35 +182,33 @@ def gate_nodes(access: Access, cluster: Cluster, nodes: Sequence[str], *,
     """The gate on `nodes` (leaf switches from one topology call), then drain what it flagged
     unless it is a fabric-wide fault or `drain_bad` is False. Also run before every attempt,
     there without azurehpc-health-checks (`with_ahc`), whose full suite takes minutes."""
+    parts = access.launcher.parts()
+    if (gate := parts.gate) is None:
+        raise MissingCapability(cluster.name, access.launcher.backend, "run the health gate")
     opts = options_for(cluster, access, tolerance)
     gpus = lookup(cluster.sku).gpus_per_vm
     ahc = AHC_PATH if gpus and with_ahc else None
     if gpus:  # real collectives on GPU nodes: nccl-tests where installed, else none
         has = access.shell is not None and access.shell.run(f"test -x {NCCL_TESTS}", timeout=60).ok
         opts = dataclasses.replace(opts, collective="nccl" if has else "none")
-    launcher = access.launcher
-    switches = launcher.leaf_switches() if access.caps.node_control else {}
+    control = parts.nodes
+    switches = control.leaf_switches() if control is not None else {}
     fabric: FabricGate | None = None
     if gpus:  # GPU and HCA counts, and on multi-VM NVLink sizes IMEX and the fabric (fabric_gate)
         row = lookup(cluster.sku)
-        fabric = gate_fabric(fabric_probe(launcher, cluster, opts, row.nvlink_domain_vms > 1), nodes, row,
+        fabric = gate_fabric(fabric_probe(gate, cluster, opts, row.nvlink_domain_vms > 1), nodes, row,
                              switches or None)
     rest = [n for n in nodes if fabric is None or n not in set(fabric.flagged)]
-    report = (check_fleet(LauncherProber(launcher, cluster, opts, ahc=ahc), rest, switches, opts) if rest
+    report = (check_fleet(LauncherProber(gate, cluster, opts, ahc=ahc), rest, switches, opts) if rest
               else FleetReport(checked=[]))
     if fabric is not None:
         report.checked = list(nodes)
         report.verdicts = fabric.verdicts + report.verdicts
         if fabric.fault:
             report.fabric = fabric.fault + (f"; {report.fabric}" if report.fabric else "")
-    if drain_bad and not report.fabric and access.caps.node_control:
-        report.drained = drain(launcher, report.verdicts)
+    if drain_bad and not report.fabric and control is not None:
+        report.drained = drain(control, report.verdicts)
     return report
-
-
-def _require(present: bool, cluster: Cluster, access: Access, what: str) -> None:
-    if not present:
-        raise MissingCapability(cluster.name, access.launcher.backend, what)
 
 
 def _last_line(text: str) -> str:

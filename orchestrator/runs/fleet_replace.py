@@ -1,7 +1,7 @@
 """Self-healing: replace the nodes the health gate drained, gate each new node, count the cost.
 
 `replace_drained` takes the gate's drained nodes and their reasons. For each, within the
-policy's caps, it asks the provider (through clusters.lifecycle, capability `replaces_nodes`)
+policy's caps, it asks the provider (through clusters.lifecycle, its `healer` part)
 to retire the node and bring a fresh one up under a new name, joined to Slurm; then gates the
 new node beside a few healthy reference nodes (runs/fleet_gate.gate_nodes: the same probe,
 collective and robust straggler rule). A new node that fails its gate is drained like any other.
@@ -67,7 +67,7 @@ def replace_drained(cluster: Cluster, access: Access, store: Store, drained: Map
                     policy: ReplacePolicy = ReplacePolicy(), *,
                     clock: Callable[[], float] = time.monotonic) -> ReplaceReport:
     """Replace each drained node (node -> reason) within the caps; see the module docstring."""
-    if not access.caps.replaces_nodes:
+    if lifecycle.parts(cluster).healer is None:
         raise MissingCapability(cluster.name, cluster.provider, "replace a node",
                                 hint="drain it (`azbench health`) and replace it by hand")
     report = ReplaceReport(cluster=cluster)

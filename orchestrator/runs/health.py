@@ -24,7 +24,7 @@ from orchestrator.hardware.catalog import lookup
 from orchestrator.specs.run import HealthPolicy
 from orchestrator.models import Cluster, HealthCheckPlan, JobRef, JobState, NodeInfo
 from orchestrator.paths import RunLayout
-from orchestrator.seams import Launcher
+from orchestrator.seams import Launcher, lacks
 from orchestrator.slurm.conf import natural_key
 
 _LINE = re.compile(r"AZBENCH_HEALTH (\{.*\})\s*$")
@@ -130,7 +130,9 @@ def run_gate(launcher: Launcher, cluster: Cluster, *, run_id: str, attempt: int,
         run_id=run_id, attempt=attempt, nodes=nodes, out_dir=layout.health_dir(attempt),
         script=layout.health_script, check_dir=run_dir, python=python, sku=cluster.sku,
         policy=policy, partition=cluster.partition)
-    ref = launcher.run_health_check(plan)
+    if (gate := launcher.parts().gate) is None:
+        raise lacks(launcher, cluster.name, "run the health gate on chosen nodes", "gate")
+    ref = gate.run_health_check(plan)
     if on_submit:
         on_submit(ref.job_id)
     state = _wait(launcher, ref, policy.timeout, poll_interval, clock, sleep)

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from orchestrator.clusters.lifecycle import restore_capacity
+from orchestrator.clusters.lifecycle import parts, restore_capacity
 from orchestrator.errors import AzbenchError, ConfigError
 from orchestrator.runs.failures import Failure
 
@@ -33,15 +33,15 @@ if TYPE_CHECKING:
 
 def recover(ctx: AttemptContext, row: RunRow, failure: Failure) -> str | None:
     """None once capacity is back and the evicted nodes are resumed; else why the run stops."""
-    caps = ctx.access.caps
+    restores = parts(ctx.cluster).healer is not None
     hosts: list[str] = []
-    if caps.restores_capacity:
+    if restores:
         try:
             hosts = restore_capacity(ctx.cluster, failure.suspects, evict_wait_s=EVICTION_WAIT_S)
         except AzbenchError as exc:
             return exc.message
     nodes = ", ".join(failure.suspects) or "nodes"
-    capacity = "capacity restored" if caps.restores_capacity else "capacity left to the cluster"
+    capacity = "capacity restored" if restores else "capacity left to the cluster"
     ctx.event(row, "spot_restore", f"evicted {nodes}: {capacity}, {_resume(ctx, failure)}",
               nodes=list(failure.suspects), hosts=hosts)
     return None
@@ -51,10 +51,10 @@ def _resume(ctx: AttemptContext, failure: Failure) -> str:
     """Return the evicted nodes to service; what happened, in words for the event."""
     if not failure.suspects:
         return "no node to resume"
-    if not ctx.access.caps.node_control:
+    if (nodes := ctx.launcher.parts().nodes) is None:
         return "nodes left to the cluster's scheduler"
     try:
-        ctx.launcher.resume(failure.suspects)
+        nodes.resume(failure.suspects)
     except ConfigError:
         return "nodes already in service"
     except AzbenchError as exc:

@@ -30,7 +30,7 @@ from orchestrator.recipes.catalog import Recipe, data_for, get_recipe, list_reci
 from orchestrator.recipes.configs import implementation, paths_manifest
 from orchestrator.recipes.data import DataItem
 from orchestrator.runs.launch import stage_request
-from orchestrator.seams import Launcher
+from orchestrator.seams import Launcher, lacks
 
 ItemState = Literal["staged", "already staged", "staging failed", "checksum mismatch", "missing",
                     "not reached", "skipped"]
@@ -107,16 +107,19 @@ def prepare(recipe: Recipe | str, launcher: Launcher, *, data_root: str = DEFAUL
             runner: str | None = None, on_progress: Callable[[str], None] | None = None,
             poll_interval: float = 2.0, timeout_s: float = 24 * 3600.0,
             sleep: Callable[[float], None] = time.sleep,
-            clock: Callable[[], float] = time.monotonic) -> PrepareResult:
+            clock: Callable[[], float] = time.monotonic, cluster: str = "") -> PrepareResult:
     """Submit the staging job for `recipe`, wait for it, and report each item; `on_progress`
-    gets each line the job prints as it appears (items started, files fetched, the build)."""
+    gets each line the job prints as it appears (items started, files fetched, the build).
+    MissingCapability (naming `cluster`) where the launcher has no staging part."""
     recipe = get_recipe(recipe) if isinstance(recipe, str) else recipe
     if recipe.mlperf is None:
         raise ConfigError(f"recipe '{recipe.name}' has no data to stage")
     root = data_root.rstrip("/") or "/"
     request = stage_request(recipe, data_root=root, partition=partition, container=container,
                             builder=builder, r2_origin=r2_origin, runner=runner)
-    ref = launcher.stage(request)
+    if (staging := launcher.parts().staging) is None:
+        raise lacks(launcher, cluster, "stage data on a shared file system", "staging")
+    ref = staging.stage(request)
     output = request.output(ref.job_id)
     progress = _Progress(launcher, output, on_progress)
     deadline = clock() + timeout_s

@@ -23,7 +23,7 @@ from orchestrator.models import (AttemptSpec, Cluster, ExecResult, FabricTestPla
                                  JobState, JobStatus, NodeInfo, StageRequest)
 from orchestrator.paths import RunLayout, safe_local_path
 from orchestrator.paths import templates_dir as default_templates
-from orchestrator.seams import Capabilities, Runner, command_line
+from orchestrator.seams import LauncherParts, Runner, command_line
 from orchestrator.slurm import commands, topology
 from orchestrator.slurm.batch import parse_sbatch_id, render_sbatch
 from orchestrator.slurm.conf import compress_hostlist
@@ -53,7 +53,6 @@ class SlurmLauncher:
     """Launcher over Slurm. `sacct_calls`/`squeue_calls` count scheduler queries (benchmarks)."""
 
     backend = "slurm"
-    caps = Capabilities(live_logs=True, health_gate=True, node_control=True, stages_data=True)
 
     def __init__(self, runner: Runner, cluster: Cluster, templates_dir: Path | None = None, *,
                  admin: str = "") -> None:
@@ -308,6 +307,12 @@ class SlurmLauncher:
         steps = [int(m.group(1)) for name in out.stdout.split() if (m := _CKPT.match(name))
                  and not name.endswith((".tmp", ".partial"))]
         return max(steps) if steps else None
+
+    def parts(self) -> LauncherParts:
+        """Every part, each this launcher's own methods: the gate's jobs on chosen nodes, drain
+        and resume with the leaf switches, staging on the shared file system, checkpoints and
+        a running job's log."""
+        return LauncherParts(gate=self, nodes=self, staging=self, checkpoints=self, live_logs=self)
 
     def close(self) -> None:
         self.runner.close()

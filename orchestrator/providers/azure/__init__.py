@@ -27,7 +27,6 @@ from orchestrator.backends import Backend
 from orchestrator.providers.azure.props import AzureProps
 from orchestrator.providers.azure.settings import AzureSettings
 from orchestrator.providers.base import Provider
-from orchestrator.seams import Capabilities
 
 
 def _make(progress: Callable[[Any], None] | None = None) -> Provider:
@@ -36,10 +35,5 @@ def _make(progress: Callable[[Any], None] | None = None) -> Provider:
     return AzureProvider(progress=progress)
 
 
-def _caps() -> Capabilities:
-    from orchestrator.providers.azure.provider import AzureProvider
-    return AzureProvider.caps
-
-
-BACKEND = Backend(settings=AzureSettings, props=AzureProps, make=_make, caps=_caps,
+BACKEND = Backend(settings=AzureSettings, props=AzureProps, make=_make,
                   region_required=True)

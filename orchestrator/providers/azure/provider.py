@@ -33,14 +33,14 @@ from orchestrator.providers.azure.teardown import delete_cluster, ours, tag_filt
 from orchestrator.providers.azure.teardown import sweep as _sweep
 from orchestrator.providers.azure.up import LRO_FILE, Prefetched, UpOptions, UpRun
 from orchestrator.providers.base import (Billed, CloudNode, CloudResource, CloudView, Holding, HostReport, ProviderBase,
-                                         SetChange, SweepItem, SweepRequest)
+                                         ProviderParts, SetChange, SweepItem, SweepRequest)
 from orchestrator.hosts.remote import SshRunner
 from orchestrator.specs.cluster import ClusterSpec
 from orchestrator.hardware.catalog import lookup
 from orchestrator.errors import CapacityError, ConfigError, NotAvailableError, NotOwnerError, ProvisionError
 from orchestrator.models import Cluster, ClusterState, Plan, ScaleSetPlan, parse_utc
 from orchestrator.providers.azure.props import AzureProps
-from orchestrator.seams import Access, Capabilities
+from orchestrator.seams import Access, Traits
 from orchestrator.slurm.launcher import SlurmLauncher
 from orchestrator.providers.azure.settings import AzureSettings
 from orchestrator.providers.azure_shared.tags import (TAG_CLUSTER, TAG_CREATED, TAG_EXPIRES, TAG_NEXT_ID, TAG_OWNER,
@@ -64,9 +64,7 @@ class AzureProvider(ProviderBase):
     """
 
     name = "azure"
-    caps = Capabilities(spends_money=True, expires=True, restores_capacity=True, live_node_states=True,
-                        shell=True, replaces_nodes=True, resizes=True, reports_hosts=True,
-                        sweeps=True) | SlurmLauncher.caps
+    traits = Traits(spends_money=True)
 
     def __init__(self, clients: AzureClients | None = None, *,
                  progress: Callable[[ProgressEvent], None] | None = None,
@@ -257,10 +255,16 @@ class AzureProvider(ProviderBase):
                                     f"not in {paths.cluster_dir(cluster.name)})")
         runner = SshRunner(cluster.ssh, env=dict(cluster.env))
         # The admin user changes node states through sudo (slurm/launcher.py, `admin`).
-        return Access(launcher=SlurmLauncher(runner, cluster, admin="sudo -n"), shell=runner, caps=self.caps,
+        return Access(launcher=SlurmLauncher(runner, cluster, admin="sudo -n"), shell=runner, traits=self.traits,
                       python=cluster.env.get("AZBENCH_PYTHON", "python3"), closers=[runner.close])
 
-    # ------------------------------------------------------------ capabilities
+    def parts(self) -> ProviderParts:
+        """Every optional part, each this provider's own methods below (and above: check,
+        adopt, foreign_owner, holdings, overview)."""
+        return ProviderParts(traits=self.traits, resizer=self, expiry=self, healer=self, host_reports=self,
+                             ownership=self, live=self, preflight=self)
+
+    # ------------------------------------------------------------ the parts
     def extend(self, cluster: Cluster, expires: datetime) -> None:
         """Move azbench-expires on everything the cluster owns; the head's agent reads it each tick."""
         from orchestrator.providers.azure.expiry import move_expiry

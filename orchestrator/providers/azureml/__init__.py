@@ -20,7 +20,6 @@ from orchestrator.backends import Backend
 from orchestrator.providers.azureml.props import AzureMLProps
 from orchestrator.providers.azureml.settings import AzureMLSettings
 from orchestrator.providers.base import Provider
-from orchestrator.seams import Capabilities
 
 
 def _make(progress: Callable[[Any], None] | None = None) -> Provider:
@@ -29,10 +28,5 @@ def _make(progress: Callable[[Any], None] | None = None) -> Provider:
     return AzureMLProvider()
 
 
-def _caps() -> Capabilities:
-    from orchestrator.providers.azureml.provider import AzureMLProvider
-    return AzureMLProvider.caps
-
-
-BACKEND = Backend(settings=AzureMLSettings, props=AzureMLProps, make=_make, caps=_caps,
+BACKEND = Backend(settings=AzureMLSettings, props=AzureMLProps, make=_make,
                   region_required=True)

@@ -17,19 +17,18 @@ import re
 import shlex
 import shutil
 import tempfile
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from orchestrator.errors import ConfigError, LaunchError, MissingCapability
-from orchestrator.models import (AttemptSpec, Cluster, ExecResult, FabricTestPlan, HealthCheckPlan, JobRef,
-                                 JobState, JobStatus, NodeInfo, StageRequest)
+from orchestrator.models import AttemptSpec, Cluster, JobRef, JobState, JobStatus, NodeInfo
 from orchestrator.providers.azure_shared.errors import arm_call, is_not_found
 from orchestrator.providers.azureml import clients as aml
 from orchestrator.providers.azureml.props import AzureMLProps
 from orchestrator.providers.azureml.records import JobInfo
 from orchestrator.paths import RunLayout, job_name, safe_local_path
-from orchestrator.seams import Capabilities, shell_name
+from orchestrator.seams import LauncherParts, shell_name
 
 S = JobState
 # Azure ML job status (azure/ai/ml/operations/_run_history_constants.py) -> JobState. One table.
@@ -72,12 +71,12 @@ class AzureMLLauncher:
     one for the cluster's workspace).
 
     Azure ML runs jobs, not commands, on nodes it picks itself: there is no job step, drain or
-    topology, no health gate on chosen nodes and no shared file system to stage data on
-    (MissingCapability), and a running job's log is only served as a stream (`follow`, through
-    `jobs.stream`), so progress and hang detection from the log are not available."""
+    topology, no health gate on chosen nodes and no shared file system to stage data on (it has
+    no part: `parts()` is all None), and a running job's log is only served as a stream
+    (`follow`, through `jobs.stream`), so progress and hang detection from the log are not
+    available."""
 
     backend = "azureml"
-    caps = Capabilities()
 
     def __init__(self, cluster: Cluster, ml_client: MLClient | None = None, *, image: str | None = None,
                  datastore: str = DEFAULT_DATASTORE, ml_factory: Callable[[], MLClient] | None = None) -> None:
@@ -110,18 +109,6 @@ class AzureMLLauncher:
                     raise LaunchError(f"Azure ML rejected job {name}: {_one_line(str(exc))}") from None
                 raise
         return ref
-
-    def run_health_check(self, plan: HealthCheckPlan) -> JobRef:
-        raise self._missing("run the health gate on chosen nodes",
-                            hint="Azure ML places a job's nodes itself: none can be picked or left out")
-
-    def run_fabric_test(self, plan: FabricTestPlan) -> JobRef:
-        raise self._missing("run the fabric test on chosen nodes",
-                            hint="Azure ML places a job's nodes itself: none can be picked or left out")
-
-    def stage(self, request: StageRequest) -> JobRef:
-        raise self._missing("stage data on a shared file system",
-                            hint="Azure ML jobs mount their data from the workspace's datastore")
 
     def find(self, name: str) -> JobRef | None:
         """The job called `name` in the workspace (job names are unique there), or None."""
@@ -234,30 +221,15 @@ class AzureMLLauncher:
                                          reason=f"Azure ML node state {node.state}" if bad else "")
         return out
 
-    def drain(self, reasons: Mapping[str, str]) -> list[str]:
-        raise self._missing("drain nodes", hint="Azure ML replaces unhealthy nodes itself")
-
-    def resume(self, nodes: Sequence[str]) -> None:
-        raise self._missing("return nodes to service", hint="Azure ML manages its nodes")
-
-    def leaf_switches(self) -> dict[str, list[str]]:
-        return {}
-
-    def stage_file(self, local: Path, remote: str) -> None:
-        raise self._missing("copy files onto its nodes", hint="jobs upload their code themselves")
-
-    def run_on_nodes(self, nodes: Sequence[str], argv: Sequence[str], *, timeout_s: float,
-                     env: Mapping[str, str] | None = None) -> ExecResult:
-        raise self._missing("run commands on chosen nodes")
-
-    def run_groups(self, groups: Sequence[Sequence[str]], argv: Sequence[str], *, gpus_per_node: int,
-                   timeout_s: float) -> list[str]:
-        raise self._missing("run commands on chosen nodes")
-
-    def latest_checkpoint(self, run_dir: str) -> int | None:
-        """Unknown here: checkpoints live in the workspace's datastore, mounted into every
-        attempt, and the recipe resumes from its newest one itself."""
-        return None
+    def parts(self) -> LauncherParts:
+        """No part: Azure ML places a job's nodes itself (no gate, step or drain on chosen nodes,
+        no topology), mounts a job's data from the workspace's datastore (nothing to stage), and
+        the recipe resumes from its newest checkpoint in that datastore itself; a running job's
+        log is served only as a stream (`follow`)."""
+        return LauncherParts(why_absent={
+            "gate": "Azure ML places a job's nodes itself: none can be picked or left out",
+            "nodes": "Azure ML replaces unhealthy nodes itself",
+            "staging": "Azure ML jobs mount their data from the workspace's datastore"})
 
     def close(self) -> None:
         return None

@@ -26,12 +26,12 @@ from orchestrator.providers.azureml import clients as aml
 from orchestrator.providers.azureml.cluster import AmlTarget, provisional, to_cluster
 from orchestrator.providers.azureml.launcher import AzureMLLauncher
 from orchestrator.providers.azureml.records import AmlComputeInfo
-from orchestrator.providers.base import ProviderBase
+from orchestrator.providers.base import ProviderBase, ProviderParts
 from orchestrator.specs.cluster import ClusterSpec
 from orchestrator.errors import ConfigError, NotFoundError, PreflightError
 from orchestrator.models import Cluster, Plan, PlannedResource, ScaleSetPlan
 from orchestrator.providers.azureml.props import AzureMLProps
-from orchestrator.seams import Access, Capabilities
+from orchestrator.seams import Access, Traits
 from orchestrator.providers.azureml.settings import AzureMLSettings
 
 if TYPE_CHECKING:
@@ -57,7 +57,7 @@ class AzureMLProvider(ProviderBase):
     DefaultAzureCredential); `arm_clients` builds the Compute RP clients used by the size check."""
 
     name = "azureml"
-    caps = Capabilities(spends_money=True) | AzureMLLauncher.caps
+    traits = Traits(spends_money=True)
 
     def __init__(self, ml_client: MLClientFactory | None = None,
                  arm_clients: ArmClientsFactory | None = None, *, owner: str | None = None) -> None:
@@ -143,7 +143,12 @@ class AzureMLProvider(ProviderBase):
     def connect(self, cluster: Cluster) -> Access:
         """Jobs through the workspace's MLClient (built on first use); no login shell."""
         launcher = AzureMLLauncher(cluster, ml_factory=lambda: self.ml_client(target_from_cluster(cluster)))
-        return Access(launcher=launcher, shell=None, caps=self.caps)
+        return Access(launcher=launcher, shell=None, traits=self.traits)
+
+    def parts(self) -> ProviderParts:
+        """No optional part: Azure ML scales, heals and places the compute's nodes itself, and
+        its compute carries no deadline (it scales to zero instead)."""
+        return ProviderParts(traits=self.traits)
 
     # ------------------------------------------------------------ preflight
     def preflight(self, spec: ClusterSpec, *, ml: MLClient | None = None) -> None:

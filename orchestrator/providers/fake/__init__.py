@@ -9,7 +9,6 @@ from typing import Any
 from orchestrator.backends import Backend
 from orchestrator.providers.fake.props import FakeProps
 from orchestrator.providers.base import Provider
-from orchestrator.seams import Capabilities
 
 
 def _make(progress: Callable[[Any], None] | None = None) -> Provider:
@@ -18,9 +17,4 @@ def _make(progress: Callable[[Any], None] | None = None) -> Provider:
     return FakeProvider()
 
 
-def _caps() -> Capabilities:
-    from orchestrator.providers.fake.provider import FakeProvider
-    return FakeProvider.caps
-
-
-BACKEND = Backend(settings=None, props=FakeProps, make=_make, caps=_caps)
+BACKEND = Backend(settings=None, props=FakeProps, make=_make)

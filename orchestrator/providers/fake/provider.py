@@ -10,13 +10,13 @@ from __future__ import annotations
 import os
 
 from orchestrator.hardware.layout import scale_set_layout
-from orchestrator.providers.base import ProviderBase
+from orchestrator.providers.base import ProviderBase, ProviderParts
 from orchestrator.providers.fake.cluster import load, save, state_file, to_cluster
 from orchestrator.hosts.remote import LocalRunner
 from orchestrator.specs.cluster import ClusterSpec
 from orchestrator.errors import CapacityError, PreflightError
 from orchestrator.models import Cluster, Plan, PlannedResource, ScaleSetPlan
-from orchestrator.seams import Access, Capabilities
+from orchestrator.seams import Access, Traits
 from orchestrator.slurm.launcher import SlurmLauncher
 
 
@@ -24,7 +24,7 @@ class FakeProvider(ProviderBase):
     """Azure-shaped and in memory; its clusters are reached like local ones (commands run here)."""
 
     name = "fake"
-    caps = Capabilities(shell=True, head_here=True) | SlurmLauncher.caps
+    traits = Traits(head_here=True)
 
     def __init__(self) -> None:
         self.calls: list[tuple[str, str]] = []
@@ -54,10 +54,14 @@ class FakeProvider(ProviderBase):
         self.calls.append(("connect", cluster.name))
         return _connect(self, cluster)
 
+    def parts(self) -> ProviderParts:
+        """No optional part: its clusters are records in a file."""
+        return ProviderParts(traits=self.traits)
+
 
 def _connect(provider: FakeProvider, cluster: Cluster) -> Access:
     runner = LocalRunner(env=dict(cluster.env))
-    return Access(launcher=SlurmLauncher(runner, cluster), shell=runner, caps=provider.caps,
+    return Access(launcher=SlurmLauncher(runner, cluster), shell=runner, traits=provider.traits,
                   python=cluster.env.get("AZBENCH_PYTHON", "python3"), closers=[runner.close])
 
 

@@ -13,7 +13,6 @@ from orchestrator.backends import LOCAL_SKU, Backend
 from orchestrator.providers.local.props import LocalProps
 from orchestrator.providers.local.settings import LocalSettings
 from orchestrator.providers.base import Provider
-from orchestrator.seams import Capabilities
 
 
 def _make(progress: Callable[[Any], None] | None = None) -> Provider:
@@ -22,10 +21,5 @@ def _make(progress: Callable[[Any], None] | None = None) -> Provider:
     return LocalProvider()
 
 
-def _caps() -> Capabilities:
-    from orchestrator.providers.local.provider import LocalProvider
-    return LocalProvider.caps
-
-
-BACKEND = Backend(settings=LocalSettings, props=LocalProps, make=_make, caps=_caps,
+BACKEND = Backend(settings=LocalSettings, props=LocalProps, make=_make,
                   sku_required=False, only_sku=LOCAL_SKU)

@@ -22,7 +22,7 @@ from pathlib import Path
 from collections.abc import Collection, Sequence
 
 from orchestrator import paths
-from orchestrator.providers.base import ProviderBase
+from orchestrator.providers.base import ProviderBase, ProviderParts, SetChange
 from orchestrator.providers.local.cluster import (
     PARTITION,
     SKU,
@@ -38,7 +38,7 @@ from orchestrator.hosts.remote import LocalRunner
 from orchestrator.errors import CapacityError, ConfigError, ProvisionError
 from orchestrator.models import Cluster, ClusterState, Plan, PlannedResource, ScaleSetPlan
 from orchestrator.providers.local.props import LocalProps
-from orchestrator.seams import Access, Capabilities
+from orchestrator.seams import Access, Traits
 from orchestrator.slurm.commands import (CLIENTS, CONTROL, DAEMONS, INSTALL_HINT, NODE_LIST, find_binaries,
                                          down_argv, node_states_argv, retire_argv)
 from orchestrator.slurm.launcher import SlurmLauncher
@@ -63,8 +63,7 @@ class LocalProvider(ProviderBase):
     """Provider for `--provider local`; see the module docstring."""
 
     name = "local"
-    caps = Capabilities(shell=True, head_here=True, emulated_nodes=True,
-                        restores_capacity=True, replaces_nodes=True, resizes=True) | SlurmLauncher.caps
+    traits = Traits(head_here=True, emulated_nodes=True)
 
     def __init__(self, *, ready_timeout_s: float = 60.0, poll_s: float = 0.2,
                  grace_s: float = 5.0) -> None:
@@ -144,8 +143,12 @@ class LocalProvider(ProviderBase):
     def connect(self, cluster: Cluster) -> Access:
         """Commands run here with the cluster's environment; recipes run on this interpreter."""
         runner = LocalRunner(env=dict(cluster.env))
-        return Access(launcher=SlurmLauncher(runner, cluster), shell=runner, caps=self.caps,
+        return Access(launcher=SlurmLauncher(runner, cluster), shell=runner, traits=self.traits,
                       python=sys.executable, closers=[runner.close])
+
+    def parts(self) -> ProviderParts:
+        """Resize (spare slots) and healing (restart a killed node, replace one by a spare)."""
+        return ProviderParts(traits=self.traits, resizer=self, healer=self)
 
     def kill_node(self, cluster: Cluster, node: str) -> None:
         kill_node(cluster, node)
@@ -236,6 +239,11 @@ class LocalProvider(ProviderBase):
             state.retired += list(remove)
             save_state(state)
         return to_cluster(state)
+
+    def resize_preview(self, cluster: Cluster, nodes: int, remove: Sequence[str] = ()) -> list[SetChange]:
+        """The one node group, now and after; reads this machine's state file only."""
+        have = len(_state_for(cluster).nodes)
+        return [] if nodes == have else [SetChange(cluster.name, have, nodes)]
 
     def restart_node(self, cluster: Cluster, node: str, timeout_s: float = 60.0) -> None:
         restart_node(cluster, node, timeout_s=timeout_s)

@@ -12,7 +12,6 @@ from orchestrator.backends import Backend
 from orchestrator.providers.ssh.props import SshProps
 from orchestrator.providers.ssh.settings import SshSettings
 from orchestrator.providers.base import Provider
-from orchestrator.seams import Capabilities
 
 
 def _make(progress: Callable[[Any], None] | None = None) -> Provider:
@@ -21,11 +20,6 @@ def _make(progress: Callable[[Any], None] | None = None) -> Provider:
     return SshProvider()
 
 
-def _caps() -> Capabilities:
-    from orchestrator.providers.ssh.provider import SshProvider
-    return SshProvider.caps
-
-
-BACKEND = Backend(settings=SshSettings, props=SshProps, make=_make, caps=_caps,
+BACKEND = Backend(settings=SshSettings, props=SshProps, make=_make,
                   sku_required=False, section_required=True,
                   section_hint="host, user, key_path, workdir")
