@@ -107,8 +107,8 @@ class NotAvailableError(AzbenchError):
 class MissingCapability(NotAvailableError):
     """The cluster cannot do this (its provider or launcher lacks the capability). Exit 7.
 
-    The typed answer to an absent part (providers.base.ProviderParts, seams.LauncherParts), so nothing above the
-    providers probes objects or gets a silent failure."""
+    The typed answer to an absent part (providers.base.ProviderParts, seams.LauncherParts), so
+    nothing above the providers probes objects or gets a silent failure."""
 
     kind = "not available"
 

@@ -61,7 +61,9 @@ def test_a_provider_without_a_documented_way_says_so(azbench_home):
     from orchestrator.specs.cluster import ClusterSpec
     spec = ClusterSpec(name="nog", provider="fake", sku="h100", nodes=2, region="eastus")
     cluster = provider.up(spec, provider.plan(spec))
-    assert not provider.caps.reports_hosts
-    with pytest.raises(MissingCapability) as info:
-        provider.report_unhealthy(cluster, {cluster.node_names[0]: "bad"})
+    assert provider.parts().host_reports is None
+    from orchestrator.clusters import lifecycle
+    from orchestrator.store.database import Store
+    with Store.open() as store, pytest.raises(MissingCapability) as info:
+        lifecycle.report_unhealthy(cluster, {cluster.node_names[0]: "bad"}, store)
     assert "report a faulty host" in str(info.value) and info.value.exit_code == 7

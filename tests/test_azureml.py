@@ -351,7 +351,7 @@ def test_access_gives_azureml_clusters_the_azureml_launcher_and_no_shell():
     from orchestrator.clusters.lifecycle import connect
     from orchestrator.errors import MissingCapability
     access = connect(cluster())
-    assert access.shell is None and not access.caps.shell and not access.caps.health_gate
+    assert access.shell is None and access.launcher.parts().gate is None
     assert isinstance(access.launcher, L.AzureMLLauncher)
     with pytest.raises(MissingCapability, match="cannot drain nodes"):  # typed, never a silent 127
         access.launcher.drain({"n1": "slow"})

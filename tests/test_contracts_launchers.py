@@ -6,10 +6,11 @@ testsupport/fake_azureml.FakeML, the stateful stand-in for azure-ai-ml's MLClien
 
 The contract: each launcher class has every member of the protocol with the protocol's
 signature; a submitted job is found by name, polls to a terminal state, and cancelling it after
-the end is harmless; its log comes back byte for byte (fetch_logs and tail); a running job's log
-can be tailed exactly when the launcher declares `live_logs`; every other method works where
-the launcher supports it (SUPPORTS, which its capabilities must declare) and raises
-MissingCapability (one line, naming the cluster) where not, never a silent empty answer or exit 127.
+the end is harmless; its log comes back byte for byte (fetch_logs and tail). The optional parts
+(seams.LauncherParts) run per component: each part's test is parametrized over the launchers that
+have it (PARTS), every other part is None, and a caller that needs an absent part answers
+MissingCapability (one line, naming the cluster: seams.lacks), never a silent empty answer or
+exit 127; a running job's log is tailed exactly where the launcher has `live_logs`.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import os
 import sys
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
@@ -30,19 +31,19 @@ from orchestrator.errors import MissingCapability
 from orchestrator.models import (AttemptSpec, Cluster, ExecResult, FabricTestPlan, HealthCheckPlan, JobRef,
                                  JobState, JobStatus, StageRequest)
 from orchestrator.paths import RunLayout, job_name
-from orchestrator.seams import Capabilities, Launcher
+from orchestrator.seams import (Checkpoints, GateJobs, Launcher, LauncherParts, LiveLogs, NodeControl, Staging,
+                                lacks)
 from orchestrator.slurm.launcher import SlurmLauncher
 
 LAUNCHERS = (SlurmLauncher, AzureMLLauncher)
-# The protocol's methods that need a capability, by the capability (seams.Capabilities).
-NEEDS = {"health_gate": ("run_health_check", "run_fabric_test", "run_on_nodes", "run_groups", "stage_file"),
-         "node_control": ("drain", "resume"), "stages_data": ("stage",)}
-# Which of those each launcher does (by its backend); it raises MissingCapability for the rest.
-SUPPORTS = {"slurm": ("run_health_check", "run_fabric_test", "run_on_nodes", "run_groups", "stage_file", "drain",
-                      "resume", "stage"),
-            # Azure ML places a job's nodes itself (no gate, step or drain on chosen nodes) and
-            # mounts a job's data from the workspace's datastore (nothing to stage on the cluster).
-            "azureml": ()}
+# Each part's Protocol (seams.LauncherParts' fields).
+PART_TYPES = {"gate": GateJobs, "nodes": NodeControl, "staging": Staging, "checkpoints": Checkpoints,
+              "live_logs": LiveLogs}
+# The parts each launcher has (by its backend); every other part is None. Azure ML places a
+# job's nodes itself (no gate, step or drain on chosen nodes), mounts a job's data from the
+# workspace's datastore (nothing to stage), resumes from its datastore itself, and streams a
+# running job's log only whole (`follow`).
+PARTS = {"slurm": tuple(PART_TYPES), "azureml": ()}
 # Bytes a job writes to its log: multi-byte UTF-8 and a byte that is not UTF-8 at all.
 PAYLOAD = "contract na\\303\\257ve \\342\\230\\203 \\377 end"
 PAYLOAD_BYTES = "contract naïve ☃ ".encode() + b"\xff end"
@@ -63,28 +64,27 @@ def _shape(sig: inspect.Signature) -> list[tuple[str, Any, bool]]:
 COVERED = {"submit": "submit_then_find", "find": "submit_then_find", "poll": "poll_reaches_a_terminal_state",
            "cancel": "cancel_of_a_*", "fetch_logs": "fetch_logs_*", "tail": "tail_of_*",
            "follow": "follow_of_a_finished_job_*", "node_states": "node_states_list_the_nodes",
-           "leaf_switches": "leaf_switches_*", "latest_checkpoint": "latest_checkpoint",
-           "run_health_check": "what_the_launcher_lacks_*", "run_fabric_test": "what_the_launcher_lacks_*",
-           "stage": "what_the_launcher_lacks_*", "run_on_nodes": "what_the_launcher_lacks_*",
-           "run_groups": "what_the_launcher_lacks_*", "stage_file": "what_the_launcher_lacks_*",
-           "drain": "what_the_launcher_lacks_*", "resume": "what_the_launcher_lacks_*",
-           "close": "the fixture's teardown"}
+           "parts": "the_parts_are_the_declared_ones_*", "close": "the fixture's teardown"}
+# Every part's methods, and the test that holds each launcher with the part to them.
+PART_COVERED = {"gate": "gate_jobs_run_on_chosen_nodes", "nodes": "node_control_*",
+                "staging": "staging_runs_the_prepare_job", "checkpoints": "checkpoints_*",
+                "live_logs": "live_logs_tail_a_running_job_exactly"}
 
 
 def test_every_protocol_method_has_a_contract_test():
     assert set(_protocol_methods()) == set(COVERED)
 
 
+def test_every_part_has_a_contract_test_and_its_protocol_is_what_runs_needs():
+    assert set(PART_COVERED) == set(PART_TYPES) == {f.name for f in fields(LauncherParts) if f.name != "why_absent"}
+    methods = {n for proto in PART_TYPES.values() for n in vars(proto) if not n.startswith("_")}
+    assert {"run_health_check", "run_fabric_test", "run_on_nodes", "run_groups", "stage_file", "drain", "resume",
+            "leaf_switches", "stage", "latest_checkpoint", "tail"} <= methods
+
+
 def test_the_protocol_is_what_runs_needs():
-    assert {"submit", "run_health_check", "run_fabric_test", "stage", "find", "poll", "cancel", "fetch_logs", "tail", "follow",
-            "node_states", "drain", "resume", "latest_checkpoint"} <= set(_protocol_methods())
-    assert {op for ops in NEEDS.values() for op in ops} <= set(_protocol_methods())
-
-
-@pytest.mark.parametrize("cls", LAUNCHERS, ids=lambda c: c.__name__)
-def test_each_launcher_supports_exactly_what_its_capabilities_declare(cls: type):
-    declared = {op for cap, ops in NEEDS.items() if getattr(cls.caps, cap) for op in ops}
-    assert declared == set(SUPPORTS[cls.backend])
+    assert {"submit", "find", "poll", "cancel", "fetch_logs", "tail", "follow", "node_states", "parts"} <= \
+        set(_protocol_methods())
 
 
 @pytest.mark.parametrize("cls", LAUNCHERS, ids=lambda c: c.__name__)
@@ -94,8 +94,7 @@ def test_the_class_has_every_protocol_member_with_its_signature(cls: type):
         assert callable(impl), f"{cls.__name__} lacks {name}"
         assert _shape(inspect.signature(impl)) == _shape(sig), f"{cls.__name__}.{name} signature"
     assert isinstance(cls.backend, str) and cls.backend
-    assert isinstance(cls.caps, Capabilities)
-    assert set(Launcher.__annotations__) == {"backend", "caps"}
+    assert set(Launcher.__annotations__) == {"backend"}
 
 
 # -- one harness per launcher ----------------------------------------------------------------
@@ -189,7 +188,16 @@ def _azureml(tmp: Path, request: pytest.FixtureRequest) -> Iterator[LH]:
              _poller(launcher, pause=0.0, limit=5), log, finish, payload)
 
 
-@pytest.fixture(scope="module", params=[pytest.param("slurm", marks=pytest.mark.integration), "azureml"])
+def _param(name: str) -> Any:
+    return pytest.param(name, marks=pytest.mark.integration) if name == "slurm" else name
+
+
+def having(part: str, present: bool = True) -> Any:
+    """The test runs on the launchers that have `part` (or, `present` False, that lack it)."""
+    return pytest.mark.parametrize("lh", [_param(n) for n in PARTS if (part in PARTS[n]) == present], indirect=True)
+
+
+@pytest.fixture(scope="module", params=[_param("slurm"), "azureml"])
 def lh(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[LH]:
     recipe = tmp_path_factory.mktemp("ctr-recipe")
     (recipe / "train.py").write_text("print('staged')\n")
@@ -271,21 +279,34 @@ def test_follow_of_a_finished_job_hands_over_every_byte_once(lh: LH, done):
     assert b"".join(got) == lh.log(ref, 1)[3:] and reached == len(lh.log(ref, 1))
 
 
-def test_tail_of_a_running_job_works_exactly_when_live_logs_are_declared(lh: LH):
+@having("live_logs")
+def test_live_logs_tail_a_running_job_exactly(lh: LH):
+    live = lh.launcher.parts().live_logs
+    assert live is not None
     ref = lh.start(lh.attempt(2, f"printf '{PAYLOAD}\\n'"), True)
     path = f"{RunLayout(lh.run_dir).attempt_dir(2)}/train.log"
     try:
         running = lh.wait(ref, lambda s: s.state is JobState.RUNNING)
         assert running.state is JobState.RUNNING, running
-        if not lh.launcher.caps.live_logs:
-            _assert_missing(lambda: lh.launcher.tail(path), lh)
-            return
         deadline = time.monotonic() + 120  # returns as soon as the payload shows
-        while lh.payload not in lh.launcher.tail(path) and time.monotonic() < deadline:
+        while lh.payload not in live.tail(path) and time.monotonic() < deadline:
             time.sleep(0.1)  # a real job writing its log
-        live = lh.launcher.tail(path)
-        assert lh.payload in live and b"AZBENCH_ATTEMPT_STOP" not in live
-        assert lh.launcher.tail(path, offset=len(live)) == lh.log(ref, 2)[len(live):]
+        now = live.tail(path)
+        assert lh.payload in now and b"AZBENCH_ATTEMPT_STOP" not in now
+        assert live.tail(path, offset=len(now)) == lh.log(ref, 2)[len(now):]
+    finally:
+        lh.finish(ref)
+        assert lh.wait(ref, lambda s: s.state.terminal).state is JobState.COMPLETED
+
+
+@having("live_logs", present=False)
+def test_without_live_logs_a_running_jobs_tail_is_missing_capability(lh: LH):
+    ref = lh.start(lh.attempt(2, f"printf '{PAYLOAD}\\n'"), True)
+    path = f"{RunLayout(lh.run_dir).attempt_dir(2)}/train.log"
+    try:
+        running = lh.wait(ref, lambda s: s.state is JobState.RUNNING)
+        assert running.state is JobState.RUNNING, running
+        _assert_missing(lambda: lh.launcher.tail(path), lh)
     finally:
         lh.finish(ref)
         assert lh.wait(ref, lambda s: s.state.terminal).state is JobState.COMPLETED
@@ -300,48 +321,81 @@ def test_node_states_list_the_nodes(lh: LH):
     assert all(info.name == name and info.state and info.usable for name, info in nodes.items())
 
 
-def test_leaf_switches_cover_the_nodes_or_are_empty_without_node_control(lh: LH):
-    switches = lh.launcher.leaf_switches()
-    if lh.launcher.caps.node_control:
-        assert sorted(n for members in switches.values() for n in members) == sorted(lh.cluster.node_names)
-    else:
-        assert switches == {}
+def test_the_parts_are_the_declared_ones_and_every_other_part_is_none(lh: LH):
+    own = lh.launcher.parts()
+    assert isinstance(own, LauncherParts) and sorted(own.names()) == sorted(PARTS[lh.backend])
+    for name, proto in PART_TYPES.items():
+        part = getattr(own, name)
+        if name not in PARTS[lh.backend]:
+            assert part is None, name
+            continue
+        members = {n for n in vars(proto) if not n.startswith("_")}
+        for member in members:  # the part has the protocol's methods with their signatures
+            assert _shape(inspect.signature(getattr(part, member))) == \
+                _shape(inspect.signature(getattr(proto, member)).replace(
+                    parameters=list(inspect.signature(getattr(proto, member)).parameters.values())[1:])), member
 
 
-def test_latest_checkpoint(lh: LH):
-    if lh.backend == "azureml":  # the recipe resumes from the datastore mount itself
-        assert lh.launcher.latest_checkpoint(lh.run_dir) is None
-        return
+@pytest.mark.parametrize("part, what", [("gate", "run the health gate on chosen nodes"),
+                                        ("nodes", "drain nodes"), ("staging", "stage data on a shared file system")])
+def test_an_absent_part_answers_one_line_with_the_launchers_reason(lh: LH, part: str, what: str):
+    if part in PARTS[lh.backend]:
+        pytest.skip(f"{lh.backend} has {part}")
+    error = lacks(lh.launcher, lh.cluster.name, what, part)
+    assert "\n" not in str(error) and lh.cluster.name in str(error) and error.exit_code == 7
+    assert error.hint, "the launcher says why it lacks the part"
+
+
+@having("nodes")
+def test_node_control_leaf_switches_cover_the_nodes_then_drain_and_resume(lh: LH, tmp_path):
+    control = lh.launcher.parts().nodes
+    assert control is not None
+    switches = control.leaf_switches()
+    assert sorted(n for members in switches.values() for n in members) == sorted(lh.cluster.node_names)
+    node = sorted(lh.launcher.node_states())[0]
+    for method in ("drain", "resume"):
+        result = control.drain({node: "contract test"}) if method == "drain" else control.resume([node])
+        _check_works(lh, method, result, node, "")
+
+
+@having("checkpoints")
+def test_checkpoints_the_latest_complete_step(lh: LH):
+    checkpoints = lh.launcher.parts().checkpoints
+    assert checkpoints is not None
     ckpt = Path(RunLayout(lh.run_dir).checkpoints)
     ckpt.mkdir(parents=True, exist_ok=True)
     for name in ("step-10.pt", "step-20.pt", "step-30.pt.tmp", ".step-40.pt"):
         (ckpt / name).write_text("x")
-    assert lh.launcher.latest_checkpoint(lh.run_dir) == 20
+    assert checkpoints.latest_checkpoint(lh.run_dir) == 20
 
 
-@pytest.mark.parametrize("cap", sorted(NEEDS))
-def test_what_the_launcher_lacks_raises_missing_capability(lh: LH, cap: str, tmp_path):
+@having("staging")
+def test_staging_runs_the_prepare_job(lh: LH):
+    staging = lh.launcher.parts().staging
+    assert staging is not None
+    node = sorted(lh.launcher.node_states())[0]
+    result = staging.stage(StageRequest(recipe="ctr", data_root=f"{lh.run_dir}/data"))
+    _check_works(lh, "stage", result, node, "")
+
+
+@having("gate")
+def test_gate_jobs_run_on_chosen_nodes(lh: LH, tmp_path):
+    gate = lh.launcher.parts().gate
+    assert gate is not None
     node = sorted(lh.launcher.node_states())[0]
     local = tmp_path / "staged.txt"
     local.write_bytes(b"staged \xff\n")
     remote = f"{lh.run_dir}/stage/staged.txt"
     calls: dict[str, Callable[[], Any]] = {
-        "run_health_check": lambda: lh.launcher.run_health_check(_health_plan(lh, node)),
-        "run_fabric_test": lambda: lh.launcher.run_fabric_test(_fabric_plan(lh, node)),
-        "stage": lambda: lh.launcher.stage(StageRequest(recipe="ctr", data_root=f"{lh.run_dir}/data")),
-        "run_on_nodes": lambda: lh.launcher.run_on_nodes([node], ["echo", "step-ok"], timeout_s=60),
-        "run_groups": lambda: lh.launcher.run_groups([[node]], ["echo", "group-ok"], gpus_per_node=0,
-                                                     timeout_s=60),
-        "stage_file": lambda: lh.launcher.stage_file(local, remote),
-        "drain": lambda: lh.launcher.drain({node: "contract test"}),
-        "resume": lambda: lh.launcher.resume([node]),
+        "run_health_check": lambda: gate.run_health_check(_health_plan(lh, node)),
+        "run_fabric_test": lambda: gate.run_fabric_test(_fabric_plan(lh, node)),
+        "run_on_nodes": lambda: gate.run_on_nodes([node], ["echo", "step-ok"], timeout_s=60),
+        "run_groups": lambda: gate.run_groups([[node]], ["echo", "group-ok"], gpus_per_node=0, timeout_s=60),
+        "stage_file": lambda: gate.stage_file(local, remote),
     }
-    for method in NEEDS[cap]:
-        if method not in SUPPORTS[lh.backend]:
-            _assert_missing(calls[method], lh)
-            continue
-        result = calls[method]()
-        _check_works(lh, method, result, node, remote)
+    assert set(calls) == {n for n in vars(GateJobs) if not n.startswith("_")}
+    for method, call in calls.items():
+        _check_works(lh, method, call(), node, remote)
 
 
 def _check_works(lh: LH, method: str, result: Any, node: str, remote: str) -> None:

@@ -5,8 +5,10 @@ file), local (a real one-node Slurm cluster), ssh (the session's real sshd in fr
 session's local Slurm cluster), azure (the real azure-mgmt clients against the loopback fake ARM)
 and azureml (the real MLClient against the fake ARM with Azure ML's routes). Per provider, in
 order, on one cluster: `plan` and `provisional` are pure, `up` is idempotent, `describe` matches
-`up`, `connect` hands out what the capabilities say, every capability the provider declares
-works and every one it lacks raises MissingCapability, `down` is idempotent and leaves nothing.
+`up`, `connect` hands out its traits and its launcher's parts, `down` is idempotent and leaves
+nothing. The optional parts (providers.base.ProviderParts) run per component: each part's tests
+are parametrized over the backends that have it (PARTS), and every backend returns None for
+every part it lacks.
 
 Purity is observed, not assumed: an audit hook (sys.addaudithook) records every file opened for
 writing, every socket connect and every subprocess while `plan` runs, and the providers get
@@ -19,7 +21,7 @@ import os
 import socket
 import sys
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
@@ -28,14 +30,24 @@ import pytest
 
 from orchestrator.clusters import spending
 from orchestrator import backends
-from orchestrator.providers import capabilities, get_provider
-from orchestrator.providers.base import Provider
+from orchestrator.providers import get_provider, parts
+from orchestrator.providers.base import Provider, ProviderParts, SweepRequest
 from orchestrator.specs.cluster import ClusterSpec
-from orchestrator.errors import ConfigError, MissingCapability, PreflightError
+from orchestrator.errors import ConfigError, PreflightError
 from orchestrator.models import Cluster, ClusterState
-from orchestrator.seams import Access, Capabilities, Launcher
+from orchestrator.seams import Access, Launcher, LauncherParts, Traits
 
 PROVIDERS = ("fake", "local", "ssh", "azure", "azureml")
+ALL_PARTS = ("resizer", "expiry", "healer", "host_reports", "ownership", "live", "preflight")
+# The optional parts each backend has (ProviderParts); every other part is None.
+PARTS: dict[str, tuple[str, ...]] = {"fake": (), "local": ("resizer", "healer"), "ssh": (), "azure": ALL_PARTS,
+                                     "azureml": ()}
+# What each backend's clusters are (Traits), and the parts of the launcher `connect` hands out.
+TRAITS = {"fake": Traits(head_here=True), "local": Traits(head_here=True, emulated_nodes=True), "ssh": Traits(),
+          "azure": Traits(spends_money=True), "azureml": Traits(spends_money=True)}
+SLURM_PARTS = ("gate", "nodes", "staging", "checkpoints", "live_logs")
+LAUNCHER_PARTS = {"fake": SLURM_PARTS, "local": SLURM_PARTS, "ssh": SLURM_PARTS, "azure": SLURM_PARTS,
+                  "azureml": ()}
 
 
 def test_the_suite_covers_every_registered_provider():
@@ -284,9 +296,16 @@ def server_sub() -> str:
 _BUILDERS = {"fake": _fake, "local": _local, "ssh": _ssh, "azure": _azure, "azureml": _azureml}
 
 
-@pytest.fixture(scope="module", params=[
-    pytest.param(name, marks=pytest.mark.integration) if name in ("local", "ssh") else name
-    for name in PROVIDERS])
+def _param(name: str) -> Any:
+    return pytest.param(name, marks=pytest.mark.integration) if name in ("local", "ssh") else name
+
+
+def having(part: str) -> Any:
+    """The test runs on the backends that have `part` only (the module's `h`, overridden)."""
+    return pytest.mark.parametrize("h", [_param(n) for n in PROVIDERS if part in PARTS[n]], indirect=True)
+
+
+@pytest.fixture(scope="module", params=[_param(name) for name in PROVIDERS])
 def h(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Harness]:
     """One provider's harness, with its own $AZBENCH_HOME for the module; its cluster is brought
     down at the end whatever the tests did."""
@@ -318,9 +337,20 @@ def _same_record(a: Cluster, b: Cluster) -> dict[str, tuple[Any, Any]]:
 
 # -- the contract, in the order a cluster lives it -------------------------------------------
 
-def test_registry_capabilities_are_the_providers_own(h: Harness):
-    assert capabilities(h.name) == h.provider.caps
+def test_the_parts_are_the_declared_ones_and_every_other_part_is_none(h: Harness):
+    own = h.provider.parts()
+    assert isinstance(own, ProviderParts)
+    assert sorted(own.names()) == sorted(PARTS[h.name])
+    absent = {f.name: getattr(own, f.name) for f in fields(own) if f.name in ALL_PARTS and f.name not in PARTS[h.name]}
+    assert all(part is None for part in absent.values()), absent
+    assert own.traits == TRAITS[h.name]
+    assert sorted(parts(h.name).names()) == sorted(own.names())  # the facade builds the same
     assert h.provider.name == h.name
+
+
+def test_the_protocol_declares_at_most_eight_members():
+    declared = {n for n in vars(Provider) if not n.startswith("_")} | set(Provider.__annotations__)
+    assert declared == {"name", "plan", "provisional", "up", "describe", "down", "connect", "parts"}
 
 
 def test_plan_is_pure(h: Harness):
@@ -374,19 +404,18 @@ def test_describe_of_an_unknown_cluster_is_none(h: Harness):
     assert h.provider.describe("ctr-nosuch") is None
 
 
-def test_connect_hands_out_the_declared_capabilities(h: Harness):
+def test_connect_hands_out_the_traits_and_the_launchers_parts(h: Harness):
     cluster = h.cluster()
     access = h.provider.connect(cluster)
     try:
         assert isinstance(access, Access)
-        assert access.caps == h.provider.caps
-        assert (access.shell is None) == (not access.caps.shell)
+        assert access.traits == h.provider.parts().traits
+        assert (access.shell is None) == (h.name == "azureml")  # no login node there
         launcher = access.launcher
         assert _protocol_members(Launcher) <= set(dir(launcher)), "launcher lacks protocol members"
-        assert _flags(launcher.caps) <= _flags(access.caps), "the launcher can do more than declared"
-        for flag in ("live_logs", "health_gate", "node_control", "stages_data"):  # the launcher's side
-            assert getattr(launcher.caps, flag) == getattr(access.caps, flag), flag
-        if access.caps.head_here:  # the login shell is this machine: it sees our files
+        own = launcher.parts()
+        assert isinstance(own, LauncherParts) and sorted(own.names()) == sorted(LAUNCHER_PARTS[h.name])
+        if access.traits.head_here:  # the login shell is this machine: it sees our files
             marker = Path(os.environ["AZBENCH_HOME"]) / f"here-{os.getpid()}"
             marker.write_text("x")
             assert access.shell is not None
@@ -398,12 +427,11 @@ def test_connect_hands_out_the_declared_capabilities(h: Harness):
 
 
 def test_shell_of_a_shell_cluster_runs_commands(h: Harness):
-    if not h.provider.caps.shell:
-        pytest.skip(f"{h.name} declares no login shell (connect's shell is None: checked above)")
     if h.name == "azure":
         pytest.skip("the fake ARM's VMs do not boot: tests/test_azure_e2e.py logs into booted ones")
     with h.provider.connect(h.cluster()) as access:
-        assert access.shell is not None
+        if access.shell is None:
+            pytest.skip(f"{h.name} has no login shell (checked above)")
         result = access.shell.run("echo contract; exit 3")
         assert (result.exit_code, result.stdout) == (3, "contract\n")
 
@@ -411,67 +439,131 @@ def test_shell_of_a_shell_cluster_runs_commands(h: Harness):
 def test_spends_money_means_the_cost_cap_applies(h: Harness):
     plan = h.provider.plan(h.spec)
     tiny = 0.001
-    if h.provider.caps.spends_money:
+    if h.provider.parts().traits.spends_money:
         with pytest.raises(ConfigError, match="cap"):
             spending.check_cost_cap(plan, tiny)
     else:
         spending.check_cost_cap(plan, tiny)  # free (or someone else's) clusters are never capped
 
 
-def test_extend_works_exactly_when_the_cluster_expires(h: Harness):
+# -- the optional parts, each over the backends that have it -----------------------------------
+
+@having("expiry")
+def test_expiry_extend_moves_the_deadline_describe_shows(h: Harness):
+    expiry = h.provider.parts().expiry
+    assert expiry is not None
     cluster = h.cluster()
     when = datetime.now(timezone.utc).replace(microsecond=0) + timedelta(hours=5)
-    if not h.provider.caps.expires:
-        _assert_missing(lambda: h.provider.extend(cluster, when), cluster)
-        return
-    h.provider.extend(cluster, when)
+    expiry.extend(cluster, when)
     described = h.provider.describe(cluster.name)
     assert described is not None
     stamp = when.strftime("%Y-%m-%dT%H:%M:%SZ")
     assert stamp in described.model_dump_json(), "describe does not show the moved expiry"
 
 
-def test_node_states_work_exactly_when_declared_live(h: Harness):
+@having("expiry")
+def test_expiry_sweep_dry_run_keeps_a_live_cluster_and_writes_nothing(h: Harness):
+    expiry = h.provider.parts().expiry
+    assert expiry is not None
     cluster = h.cluster()
-    if not h.provider.caps.live_node_states:
-        _assert_missing(lambda: h.provider.node_states(cluster), cluster)
-        return
-    nodes = h.provider.node_states(cluster)
+    mark = len(h.requests())
+    items = expiry.sweep(SweepRequest(dry_run=True, known={cluster.name}))
+    assert all(not i.deleted for i in items) and cluster.name not in {i.cluster for i in items if i.action == "delete"}
+    assert [r for r in h.requests()[mark:] if not r.startswith(("GET ", "POST "))] == [], "a dry run wrote"
+    assert h.owned() == h.owned_after_first
+
+
+@having("live")
+def test_live_node_states_list_the_nodes(h: Harness):
+    live = h.provider.parts().live
+    assert live is not None
+    cluster = h.cluster()
+    nodes = live.node_states(cluster)
     assert sorted(n["name"] for n in nodes) == sorted(cluster.node_names)
     assert all(n["state"] for n in nodes)
 
 
-def test_live_view_works_exactly_when_declared_live(h: Harness):
+@having("live")
+def test_live_view_and_overview_read_the_cluster_without_writing(h: Harness):
+    live = h.provider.parts().live
+    assert live is not None
     cluster = h.cluster()
-    if not h.provider.caps.live_node_states:
-        _assert_missing(lambda: h.provider.live_view(cluster), cluster)
-        return
     mark = len(h.requests())
-    view = h.provider.live_view(cluster)
+    view = live.live_view(cluster)
     assert view.exists and view.instances == cluster.nodes and all(r.state for r in view.resources)
+    listed = live.overview([cluster])
+    assert listed[cluster.name].exists and not listed[cluster.name].phase, listed
     assert [r for r in h.requests()[mark:] if not r.startswith("GET ")] == [], "a status read wrote"
 
 
-def test_restore_capacity_works_exactly_when_declared(h: Harness):
+@having("ownership")
+def test_ownership_the_creator_owns_it_holdings_are_ours_and_adopt_rebuilds_it(h: Harness):
+    ownership = h.provider.parts().ownership
+    assert ownership is not None
     cluster = h.cluster()
-    if not h.provider.caps.restores_capacity:
-        _assert_missing(lambda: h.provider.restore_capacity(cluster, (), timeout_s=5), cluster)
-        return
     mark = len(h.requests())
-    hosts = h.provider.restore_capacity(cluster, (), timeout_s=30)
+    assert ownership.foreign_owner(cluster) is None
+    held = ownership.holdings(cluster)
+    assert held and all(x.ours for x in held), held
+    adopted = ownership.adopt(cluster.name)
+    assert adopted is not None and (adopted.name, adopted.nodes, adopted.sku) == (cluster.name, cluster.nodes, cluster.sku)
+    assert ownership.adopt("ctr-nosuch") is None
+    assert [r for r in h.requests()[mark:] if not r.startswith(("GET ", "POST "))] == [], "ownership reads wrote"
+
+
+@having("preflight")
+def test_preflight_check_reads_and_finds_nothing_refusing_a_valid_plan(h: Harness):
+    preflight = h.provider.parts().preflight
+    assert preflight is not None
+    mark = len(h.requests())
+    checked, problems = preflight.check(h.spec, h.provider.plan(h.spec))
+    assert checked and problems == [], (checked, problems)
+    assert [r for r in h.requests()[mark:] if not r.startswith(("GET ", "POST "))] == [], "a check wrote"
+
+
+@having("host_reports")
+def test_host_reports_of_no_node_report_nothing_and_write_nothing(h: Harness):
+    reports = h.provider.parts().host_reports
+    assert reports is not None
+    cluster = h.cluster()
+    mark = len(h.requests())
+    assert reports.report_unhealthy(cluster, {}) == []
+    assert [r for r in h.requests()[mark:] if not r.startswith("GET ")] == []
+
+
+@having("resizer")
+def test_resizer_preview_says_what_a_grow_changes_and_changes_nothing(h: Harness):
+    resizer = h.provider.parts().resizer
+    assert resizer is not None
+    cluster = h.cluster()
+    mark = len(h.requests())
+    assert resizer.resize_preview(cluster, len(cluster.node_names)) == []
+    grow = resizer.resize_preview(cluster, len(cluster.node_names) + 1)
+    assert sum(c.after - c.now for c in grow) == 1, grow
+    assert [r for r in h.requests()[mark:] if not r.startswith("GET ")] == [], "a preview wrote"
+    assert h.owned() == h.owned_after_first
+
+
+@having("healer")
+def test_healer_restore_capacity_with_nothing_evicted_changes_nothing(h: Harness):
+    healer = h.provider.parts().healer
+    assert healer is not None
+    cluster = h.cluster()
+    mark = len(h.requests())
+    hosts = healer.restore_capacity(cluster, (), timeout_s=30)
     assert sorted(hosts) == sorted(cluster.node_names)
     changes = [r for r in h.requests()[mark:] if not r.startswith("GET ")]
     assert changes == [], "nothing was evicted, yet restore changed the cluster"
     assert h.owned() == h.owned_after_first
 
 
-def test_replace_node_works_exactly_when_declared(h: Harness):
+@having("healer")
+def test_healer_replace_node_brings_a_fresh_one_under_a_new_name(h: Harness):
+    healer = h.provider.parts().healer
+    assert healer is not None
     cluster = h.cluster()
-    if not h.provider.caps.replaces_nodes:
-        _assert_missing(lambda: h.provider.replace_node(cluster, (cluster.node_names or ["node1"])[0]), cluster)
-        return
     old = cluster.node_names[-1]
-    new = h.provider.replace_node(cluster, old)
+    new = healer.replace_node(cluster, old)
     described = h.provider.describe(cluster.name)
     assert described is not None and new not in cluster.node_names
     assert sorted(described.node_names) == sorted([*cluster.node_names[:-1], new])
@@ -490,17 +582,6 @@ def test_down_is_idempotent_and_leaves_nothing(h: Harness):
 
 
 # -- helpers ---------------------------------------------------------------------------------
-
-def _assert_missing(call: Callable[[], Any], cluster: Cluster) -> None:
-    with pytest.raises(MissingCapability) as info:
-        call()
-    text = str(info.value)
-    assert "\n" not in text and cluster.name in text and info.value.exit_code == 7
-
-
-def _flags(caps: Capabilities) -> set[str]:
-    return set(caps.names())
-
 
 def _protocol_members(proto: type) -> set[str]:
     return {n for n in vars(proto) if not n.startswith("_")} | set(getattr(proto, "__annotations__", {}))

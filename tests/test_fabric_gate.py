@@ -26,7 +26,7 @@ from orchestrator.paths import templates_dir
 from orchestrator.providers.azure import boot
 from orchestrator.runs.fabric_gate import gate_fabric, judge, parse_facts
 from orchestrator.runs.fleet_gate import gate_nodes
-from orchestrator.seams import Access, Capabilities
+from orchestrator.seams import Access, LauncherParts
 from testsupport.vm_emulator import can_emulate
 
 TOOLS = Path(__file__).parent / "data" / "fabric_tools"
@@ -157,7 +157,9 @@ class _Launcher:
     drains recorded. (The real round trip runs on emulated VMs below.)"""
 
     backend = "fake"
-    caps = Capabilities(health_gate=True, node_control=True)
+
+    def parts(self) -> LauncherParts:
+        return LauncherParts(gate=self, nodes=self)  # type: ignore[arg-type]
 
     def __init__(self, facts: dict[str, dict[str, Any]]) -> None:
         self.facts, self.drained, self.staged = facts, {}, []  # type: ignore[var-annotated]
@@ -189,7 +191,7 @@ def test_the_gate_drains_what_failed_twice_and_nothing_on_a_harness_fault() -> N
     facts = {f"n{i}": _facts(f"n{i}", f"10.0.0.{i}", gpus=8, hcas=8, imex=False) for i in (1, 2, 3)}
     facts["n2"]["gpus"] = {"count": 7, "names": ["NVIDIA H100 80GB HBM3"] * 7}
     launcher = _Launcher(facts)
-    access = Access(launcher=launcher, shell=None, caps=launcher.caps)  # type: ignore[arg-type]
+    access = Access(launcher=launcher, shell=None)  # type: ignore[arg-type]
     report = gate_nodes(access, h100, ["n1", "n2", "n3"], with_ahc=False)
     assert report.drained == ["n2"] and not report.fabric
     assert launcher.drained["n2"].startswith("azbench: gpu_count fail: 7 (threshold 8); nvidia-smi lists 7 of 8 GPUs")
@@ -198,7 +200,7 @@ def test_the_gate_drains_what_failed_twice_and_nothing_on_a_harness_fault() -> N
     for f in every.values():
         f["hcas"] = []
     bad = _Launcher(every)
-    report = gate_nodes(Access(launcher=bad, shell=None, caps=bad.caps), h100, ["n1", "n2", "n3"],  # type: ignore[arg-type]
+    report = gate_nodes(Access(launcher=bad, shell=None), h100, ["n1", "n2", "n3"],  # type: ignore[arg-type]
                         with_ahc=False)
     assert bad.drained == {} and report.drained == []
     assert "ib_hcas failed on every node checked (3 of 3): an image or harness fault" in report.fabric

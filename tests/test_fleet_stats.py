@@ -144,8 +144,8 @@ def test_sku_baselines_are_published_figures_with_their_source():
 def test_gpu_gate_options_use_the_baseline_size_and_warn_level():
     from orchestrator.models import Cluster
     from orchestrator.runs.fleet_gate import nccl_args, options_for
-    from orchestrator.seams import Access, Capabilities
+    from orchestrator.seams import Access
     cluster = Cluster(name="g", provider="azure", sku="Standard_ND96isr_H100_v5", nodes=2)
-    opts = options_for(cluster, Access(launcher=None, shell=None, caps=Capabilities()))  # type: ignore[arg-type]
+    opts = options_for(cluster, Access(launcher=None, shell=None))  # type: ignore[arg-type]
     assert opts.link_gbps == 450.0 and opts.link_gbps * opts.link_fail_fraction == pytest.approx(400.0)
     assert nccl_args(opts)[:4] == ["-b", "16G", "-e", "16G"]

@@ -47,7 +47,7 @@ def test_follow_counts_raw_bytes_so_a_split_character_and_bad_bytes_survive(stor
         else:
             store.update_run("r1", state="succeeded")
 
-    access = Access(launcher=SlurmLauncher(runner, SLURM), shell=runner, caps=SlurmLauncher.caps)
+    access = Access(launcher=SlurmLauncher(runner, SLURM), shell=runner)
     monkeypatch.setattr(logview, "connect", lambda cluster: access)
     from orchestrator.models import ClusterState
     store.save_cluster(SLURM.model_copy(update={"state": ClusterState.READY}))

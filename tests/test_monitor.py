@@ -327,14 +327,15 @@ def test_an_attempt_takes_the_runs_grace_else_the_recipes_and_none_without_live_
     from orchestrator.specs.run import RunSpec
     from orchestrator.recipes.catalog import get_recipe
     from orchestrator.runs.attempts import _startup_grace
-    from orchestrator.seams import Capabilities
+    from orchestrator.seams import LauncherParts
     recipe = get_recipe("llama31_405b")
 
     def ctx(live=True, **retry):
-        return SimpleNamespace(access=SimpleNamespace(caps=Capabilities(live_logs=live)), recipe=recipe,
+        parts = LauncherParts(live_logs=SimpleNamespace() if live else None)  # type: ignore[arg-type]
+        return SimpleNamespace(launcher=SimpleNamespace(parts=lambda: parts), recipe=recipe,
                                spec=RunSpec(recipe="llama31_405b", retry=retry))
     assert _startup_grace(ctx()) == recipe.launch.startup_grace_min * 60 == 1800
     assert _startup_grace(ctx(startup_grace="45m")) == 2700
     assert _startup_grace(ctx(live=False)) is None
-    assert _startup_grace(SimpleNamespace(access=ctx().access, recipe=get_recipe("smoke"),
+    assert _startup_grace(SimpleNamespace(launcher=ctx().launcher, recipe=get_recipe("smoke"),
                                           spec=RunSpec(recipe="smoke"))) is None

@@ -14,7 +14,6 @@ from typing import Any
 
 from orchestrator.backends import Backend
 from orchestrator.providers.base import Provider
-from orchestrator.seams import Capabilities
 from tests.toy_backend.props import ToyProps
 from tests.toy_backend.settings import ToySettings
 
@@ -24,9 +23,4 @@ def _make(progress: Callable[[Any], None] | None = None) -> Provider:
     return ToyProvider()
 
 
-def _caps() -> Capabilities:
-    from tests.toy_backend.provider import ToyProvider
-    return ToyProvider.caps
-
-
-BACKEND = Backend(settings=ToySettings, props=ToyProps, make=_make, caps=_caps, sku_required=False)
+BACKEND = Backend(settings=ToySettings, props=ToyProps, make=_make, sku_required=False)

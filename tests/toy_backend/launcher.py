@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
 from orchestrator.errors import MissingCapability
-from orchestrator.models import Cluster, ExecResult, JobRef, JobStatus, NodeInfo
-from orchestrator.seams import Capabilities
+from orchestrator.models import Cluster, JobRef, JobStatus, NodeInfo
+from orchestrator.seams import LauncherParts
 
 if TYPE_CHECKING:
     from orchestrator.models import AttemptSpec
@@ -19,13 +19,16 @@ class ToyLauncher:
     """Knows the cluster's nodes (all idle); every other scheduler operation is MissingCapability."""
 
     backend = "toy"
-    caps = Capabilities()
 
     def __init__(self, cluster: Cluster) -> None:
         self.cluster = cluster
 
     def node_states(self) -> dict[str, NodeInfo]:
         return {n: NodeInfo(name=n, state="idle") for n in self.cluster.node_names}
+
+    def parts(self) -> LauncherParts:
+        """No part: it runs nothing."""
+        return LauncherParts()
 
     def close(self) -> None:
         pass
@@ -58,27 +61,3 @@ class ToyLauncher:
                stop: Callable[[], bool], offset: int = 0, interval: float = 1.0,
                sleep: Callable[[float], None] | None = None) -> int:
         self._cannot("keep logs")
-
-    def drain(self, reasons: Mapping[str, str]) -> list[str]:
-        self._cannot("drain nodes")
-
-    def resume(self, nodes: Sequence[str]) -> None:
-        self._cannot("resume nodes")
-
-    def leaf_switches(self) -> dict[str, list[str]]:
-        return {}
-
-    def stage_file(self, local: Path, remote: str) -> None:
-        self._cannot("stage files")
-
-    def run_on_nodes(self, nodes: Sequence[str], argv: Sequence[str], *, timeout_s: float,
-                     env: Mapping[str, str] | None = None) -> ExecResult:
-        self._cannot("run commands on nodes")
-
-    def run_groups(self, groups: Sequence[Sequence[str]], argv: Sequence[str], *, gpus_per_node: int,
-                   timeout_s: float) -> list[str]:
-        self._cannot("run commands on nodes")
-
-    def latest_checkpoint(self, run_dir: str) -> int | None:
-        self._cannot("keep checkpoints")
-

@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING
 
 from orchestrator import paths
 from orchestrator.models import Cluster, ClusterState, Plan, PlannedResource, ScaleSetPlan
-from orchestrator.providers.base import ProviderBase
-from orchestrator.seams import Access, Capabilities
+from orchestrator.providers.base import ProviderBase, ProviderParts
+from orchestrator.seams import Access
 from tests.toy_backend.launcher import ToyLauncher
 from tests.toy_backend.props import ToyProps
 from tests.toy_backend.settings import ToySettings
@@ -23,7 +23,6 @@ class ToyProvider(ProviderBase):
     """Free, instant clusters kept in `$AZBENCH_HOME/clusters/<name>/toy.json`."""
 
     name = "toy"
-    caps = Capabilities()
 
     def plan(self, spec: ClusterSpec) -> Plan:
         sku = spec.sku or "Local_CPU"
@@ -54,7 +53,10 @@ class ToyProvider(ProviderBase):
         _state_file(cluster.name).unlink(missing_ok=True)
 
     def connect(self, cluster: Cluster) -> Access:
-        return Access(launcher=ToyLauncher(cluster), shell=None, caps=self.caps)
+        return Access(launcher=ToyLauncher(cluster), shell=None)
+
+    def parts(self) -> ProviderParts:
+        return ProviderParts()
 
 
 def _state_file(name: str) -> Path:
