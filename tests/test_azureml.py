@@ -353,8 +353,9 @@ def test_access_gives_azureml_clusters_the_azureml_launcher_and_no_shell():
     access = connect(cluster())
     assert access.shell is None and access.launcher.parts().gate is None
     assert isinstance(access.launcher, L.AzureMLLauncher)
-    with pytest.raises(MissingCapability, match="cannot drain nodes"):  # typed, never a silent 127
-        access.launcher.drain({"n1": "slow"})
+    from orchestrator.runs.fleet_gate import undrain
+    with pytest.raises(MissingCapability, match="cannot return nodes to service"):  # typed, never a silent 127
+        undrain(cluster(), access, "n1")
 
 
 # -- CLI ---------------------------------------------------------------------------------------

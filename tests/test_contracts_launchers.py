@@ -336,11 +336,15 @@ def test_the_parts_are_the_declared_ones_and_every_other_part_is_none(lh: LH):
                     parameters=list(inspect.signature(getattr(proto, member)).parameters.values())[1:])), member
 
 
-@pytest.mark.parametrize("part, what", [("gate", "run the health gate on chosen nodes"),
-                                        ("nodes", "drain nodes"), ("staging", "stage data on a shared file system")])
-def test_an_absent_part_answers_one_line_with_the_launchers_reason(lh: LH, part: str, what: str):
-    if part in PARTS[lh.backend]:
-        pytest.skip(f"{lh.backend} has {part}")
+_NEEDED = {"gate": "run the health gate on chosen nodes", "nodes": "drain nodes",
+           "staging": "stage data on a shared file system"}
+
+
+@pytest.mark.parametrize(("lh", "part"), [pytest.param(n, part, marks=_param(n).marks if n == "slurm" else ())
+                                          for n in PARTS for part in _NEEDED if part not in PARTS[n]],
+                         indirect=["lh"])
+def test_an_absent_part_answers_one_line_with_the_launchers_reason(lh: LH, part: str):
+    what = _NEEDED[part]
     error = lacks(lh.launcher, lh.cluster.name, what, part)
     assert "\n" not in str(error) and lh.cluster.name in str(error) and error.exit_code == 7
     assert error.hint, "the launcher says why it lacks the part"

@@ -348,6 +348,22 @@ def test_the_parts_are_the_declared_ones_and_every_other_part_is_none(h: Harness
     assert h.provider.name == h.name
 
 
+# Each operation of a part, by the part (providers.base._LACKS has the answer when it is absent).
+OPERATIONS = {"resize": "resizer", "resize_preview": "resizer", "extend": "expiry", "sweep": "expiry",
+              "replace_node": "healer", "restore_capacity": "healer", "report_unhealthy": "host_reports",
+              "adopt": "ownership", "node_states": "live", "live_view": "live", "check": "preflight"}
+
+
+@pytest.mark.parametrize(("backend", "operation"), [(n, op) for n in PROVIDERS for op, part in OPERATIONS.items()
+                                                    if part not in PARTS[n]])
+def test_an_absent_part_answers_one_line_exit_7(backend: str, operation: str):
+    from orchestrator.providers.base import _LACKS, lacking
+    assert set(OPERATIONS) == set(_LACKS)
+    error = lacking("ctr-x", backend, operation)
+    assert "\n" not in str(error) and str(error).startswith(f"cluster 'ctr-x' ({backend}) cannot ")
+    assert error.exit_code == 7
+
+
 def test_the_protocol_declares_at_most_eight_members():
     declared = {n for n in vars(Provider) if not n.startswith("_")} | set(Provider.__annotations__)
     assert declared == {"name", "plan", "provisional", "up", "describe", "down", "connect", "parts"}

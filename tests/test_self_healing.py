@@ -10,7 +10,6 @@ import json
 import pytest
 
 from orchestrator.cli import main
-from orchestrator.providers.base import ProviderBase
 from orchestrator.errors import MissingCapability
 from orchestrator.models import Cluster
 from orchestrator.store.database import Store
@@ -93,10 +92,12 @@ def test_a_run_spec_with_health_replace_replaces_what_its_gate_drains(heal_clust
     assert "node2" not in _sinfo(cluster) and _sinfo(cluster)[replaced[-1]["new_node"]] == "idle"
 
 
-def test_a_provider_without_the_capability_says_so():
+def test_a_provider_without_the_healer_part_says_so(azbench_home):
+    from orchestrator.clusters import lifecycle
+    from orchestrator.store.database import Store
     cluster = Cluster(name="c1", provider="ssh", sku="Local_CPU", nodes=2)
-    with pytest.raises(MissingCapability) as info:
-        ProviderBase().replace_node(cluster, "node1")
+    with Store.open() as store, pytest.raises(MissingCapability) as info:
+        lifecycle.replace_node(cluster, "node1", store)
     assert "cannot replace a node" in str(info.value) and info.value.exit_code == 7
 
 
