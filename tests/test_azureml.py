@@ -370,6 +370,40 @@ def test_cli_dry_run_shows_the_compute_plan(azbench_home):
     assert plan["total_gpus"] == 32 and any("Azure ML quota" in c for c in plan["preflight"])
 
 
+def test_the_sizes_azure_ml_takes_are_the_catalog_rows_marked_for_it(azbench_home):
+    """Issue 44: no second home for sizes. GB300's row is marked `aml_compute`, so it plans."""
+    from orchestrator.hardware import catalog
+    assert [r.key for r in catalog.aml_compute_skus()] == ["h100", "h200", "gb300"]
+    result = azbench("up", "--provider", "azureml", "--sku", "gb300", "--nodes", "2", "--region", "eastus",
+                     "--dry-run", "--json", home=azbench_home)
+    assert result.code == 0, result.err
+    plan = json.loads(result.out)
+    assert plan["sku"] == "Standard_ND128isr_GB300_v6" and plan["total_gpus"] == 8
+    assert plan["resources"][0]["properties"]["size"] == "Standard_ND128isr_GB300_v6"
+
+
+def test_a_row_unmarked_for_azure_ml_is_refused_in_one_line(tmp_path, monkeypatch):
+    """The mark is read from the row: the same H100 row with `aml_compute: false` in a copy of
+    sizes.yaml is refused (one line, exit 2) and the message names what is marked instead."""
+    import yaml
+
+    from orchestrator.hardware import catalog
+    from tests.cli_helpers import azbench_in_process
+    data = yaml.safe_load(catalog.SIZES_FILE.read_text(encoding="utf-8"))
+    for row in data["sizes"]:
+        if row["name"] == "Standard_ND96isr_H100_v5":
+            row["aml_compute"] = False
+    sizes = tmp_path / "sizes.yaml"
+    sizes.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+    monkeypatch.setattr(catalog, "SIZES_FILE", sizes)
+    result = azbench_in_process("up", "--provider", "azureml", "--sku", "h100", "--nodes", "2", "--region",
+                                "eastus", "--dry-run", home=tmp_path / "home")
+    assert result.code == 2
+    line = one_line_error(result)
+    assert "size Standard_ND96isr_H100_v5 is not allowed for provider 'azureml'" in line
+    assert "use h200 or gb300" in line and "aml_compute: false" in line
+
+
 @pytest.mark.parametrize("args, code, message", [
     (["--sku", "gb200", "--nodes", "18", "--dry-run"], 2, "not allowed for provider 'azureml'"),
     (["--sku", "h100", "--nodes", "0", "--dry-run"], 2, "--nodes: must be between 1 and 100000, got 0"),

@@ -117,6 +117,7 @@ class GpuSku(Frozen):
     rack_source: str = Field(min_length=1)
     image: str
     quota_family: str
+    aml_compute: bool = Field(description="`--provider azureml` may use this size (Azure ML's AmlCompute)")
     platform_source: str = Field(min_length=1)
     price_per_hour_usd: float | None = Field(gt=0)
     price_source: str = Field(min_length=1, description="where price_per_hour_usd was read, or why it is None")
@@ -332,6 +333,11 @@ def colour_of(label: str) -> str | None:
 
 def gpu_skus() -> list[GpuSku]:
     return [row for row in rows() if row.gpus_per_vm > 0]
+
+
+def aml_compute_skus() -> list[GpuSku]:
+    """The sizes `--provider azureml` may use (rows marked `aml_compute`), in file order."""
+    return [row for row in rows() if row.aml_compute]
 
 
 def cpu_azure_skus() -> list[GpuSku]:

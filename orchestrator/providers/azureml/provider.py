@@ -42,7 +42,6 @@ if TYPE_CHECKING:
     from orchestrator.hardware.catalog import GpuSku
 
 COMPUTE_KIND = "Microsoft.MachineLearningServices/workspaces/computes"
-ALLOWED_SIZES = ("Standard_ND96isr_H100_v5", "Standard_ND96isr_H200_v5")
 TOTAL_QUOTA = "Total Cluster Dedicated Regional vCPUs"
 WORKSPACE_ENV, GROUP_ENV = "AZBENCH_AZUREML_WORKSPACE", "AZBENCH_AZUREML_RESOURCE_GROUP"
 _COMPUTE_NAME = re.compile(r"^[a-z][a-z0-9-]{1,15}$")
@@ -269,10 +268,16 @@ def default_arm_clients(target: AmlTarget) -> ArmClients:
 
 # ------------------------------------------------------------------ helpers
 def _allowed_sku(spec: ClusterSpec) -> GpuSku:
+    """The spec's size if its catalog row is marked for Azure ML (`aml_compute` in sizes.yaml);
+    ConfigError naming the sizes that are, otherwise."""
+    from orchestrator.hardware.catalog import aml_compute_skus
     sku = spec.sku_row
-    if sku.name not in ALLOWED_SIZES:
-        raise ConfigError(f"size {sku.name} is not allowed for provider 'azureml' "
-                          f"(use h100 or h200: {', '.join(ALLOWED_SIZES)})")
+    if not sku.aml_compute:
+        allowed = aml_compute_skus()
+        keys = [r.key for r in allowed]
+        choices = f"{', '.join(keys[:-1])} or {keys[-1]}" if len(keys) > 1 else "".join(keys) or "none is marked"
+        raise ConfigError(f"size {sku.name} is not allowed for provider 'azureml' (sizes.yaml marks it "
+                          f"aml_compute: false; use {choices}: {', '.join(r.name for r in allowed)})")
     return sku
 
 
