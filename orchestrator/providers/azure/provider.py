@@ -22,7 +22,7 @@ from orchestrator import paths
 from orchestrator.providers.azure.plan import default_group, plan_azure
 from orchestrator.providers.azure import cloudinit
 from orchestrator.providers.azure import records
-from orchestrator.providers.azure import resources
+from orchestrator.providers.azure import resources, scaleset
 from orchestrator.providers.azure.clients import AzureClients, clients_from_config
 from orchestrator.providers.azure.cluster import Found, provisional, to_cluster
 from orchestrator.providers.azure_shared.errors import arm_call, is_not_found
@@ -43,8 +43,7 @@ from orchestrator.providers.azure.props import AzureProps
 from orchestrator.seams import Access, Traits
 from orchestrator.slurm.launcher import SlurmLauncher
 from orchestrator.providers.azure.settings import AzureSettings
-from orchestrator.providers.azure_shared.tags import (TAG_CLUSTER, TAG_CREATED, TAG_EXPIRES, TAG_NEXT_ID, TAG_OWNER,
-                                                     TAG_PARKED, TAG_RACK, TAG_SLOTS)
+from orchestrator.providers.azure_shared.tags import TAG_CLUSTER, TAG_CREATED, TAG_EXPIRES, TAG_OWNER, TAG_PARKED, TAG_RACK
 
 # VMs one `up` replaces for failing their boot-time fabric check (too few GPUs or InfiniBand
 # HCAs) before it gives up: a few bad hosts are replaced, a bad image is not retried VM by VM.
@@ -434,21 +433,21 @@ class AzureProvider(ProviderBase):
                             racks=(vms // unit) if unit > 1 else None)
         sec = cloudinit.load_or_create_secrets(cdir)
         sku = lookup(cluster.sku)
-        rack = cloudinit.rack_of(sku, plan)
         every = [ScaleSetPlan(name=s.name, vms=len(s.active), gpus=0) for s in sets] + [plan]
         node_cd = cloudinit.custom_data(cloudinit.node_cloud_init(cluster.name, sku, every, props.head_private_ip, sec,
-                                                    spot=first.spot is not None), "nodes")
-        set_tags = {**first.tags, TAG_SLOTS: str(cloudinit.slot_count(plan, rack)), TAG_NEXT_ID: str(vms),
-                    **({TAG_RACK: str(rack)} if rack > 1 else {})}
-        set_tags.pop(TAG_PARKED, None)
+                                                                  spot=first.spot is not None), "nodes")
         subnet_id = f"{resources.rid(clients.subscription_id, rg, resources.VNET, f'{cluster.name}-vnet')}/subnets/{resources.SUBNET}"
-        image = resources.image_reference(first.image or props.image or sku.image)
-        body = resources.vmss_body(first.location or cluster.region or "", set_tags, sku_name=first.sku_name, scale_set=plan,
-                            zone=first.zones[0] if first.zones else None, image=image, custom_data=node_cd,
-                            subnet_id=subnet_id, prefix=cloudinit.computer_name_prefix(plan), spot=first.spot,
-                            admin=first.admin_user or "azureuser", pubkey=sec.admin_public_key)
+        # The first set's shape and tags (its cap included), as `up` made it: scaleset.body, the
+        # same function `up` builds every set with.
+        template = scaleset.SetTemplate(location=first.location or cluster.region or "", sku=sku,
+                                        sku_name=first.sku_name, image=resources.image_reference(
+                                            first.image or props.image or sku.image),
+                                        custom_data=node_cd, subnet_id=subnet_id, admin=first.admin_user or "azureuser",
+                                        pubkey=sec.admin_public_key, spot=first.spot, tags=first.tags)
+        zone = first.zones[0] if first.zones else None
         report = Reporter(self.opts.progress)
-        ensure(clients, rg, resources.VMSS, name, lambda: body, seen=None, tokens=TokenStore(cdir / LRO_FILE), report=report)
+        ensure(clients, rg, resources.VMSS, name, lambda: scaleset.body(template, plan, zone), seen=None,
+               tokens=TokenStore(cdir / LRO_FILE), report=report)
         view = heal.read_sets(clients, rg, [name])[0]
         heal.note_next_id(clients, rg, clients.subscription_id, view)
         return sorted(view.hosts, key=lambda h: view.hosts[h])

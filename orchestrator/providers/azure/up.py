@@ -26,7 +26,7 @@ from typing import Callable, TypeVar
 from orchestrator import paths
 from orchestrator.providers.azure import cloudinit
 from orchestrator.providers.azure import drift, expiry, roles
-from orchestrator.providers.azure import resources
+from orchestrator.providers.azure import resources, scaleset
 from orchestrator.providers.azure.clients import AzureClients
 from orchestrator.providers.azure.cluster import Found, to_cluster
 from orchestrator.providers.azure.lro import (
@@ -49,8 +49,8 @@ from orchestrator.models import Cluster, ClusterState, Plan, ScaleSetPlan
 from orchestrator.providers.azure.settings import AzureSettings
 from orchestrator.providers.azure.props import AzureProps
 from orchestrator.providers.azure_shared.errors import arm_call
-from orchestrator.providers.azure_shared.tags import (TAG_CLUSTER, TAG_CREATED, TAG_CREATOR, TAG_EXPIRES, TAG_MAX_VMS,
-                                                     TAG_NEXT_ID, TAG_RACK, TAG_SLOTS, TAG_SPOT_RESTORE)
+from orchestrator.providers.azure_shared.tags import (TAG_CLUSTER, TAG_CREATED, TAG_CREATOR, TAG_EXPIRES,
+                                                     TAG_SPOT_RESTORE)
 
 LRO_FILE = "azure-lro.json"
 T = TypeVar("T")
@@ -296,24 +296,17 @@ class UpRun:
             slurm_version=cloudinit.image_slurm(image)), "head")
         node_data = cloudinit.custom_data(cloudinit.node_cloud_init(
             self.spec.name, self.sku, sets, head_ip, secrets, spot=self._spot() is not None), "nodes")
-        common = {"admin": settings.admin_user, "pubkey": secrets.admin_public_key}
         jobs: dict[str, Callable[[], ArmResource]] = {"head": lambda: self._ensure(
             resources.VM, names.head, lambda: resources.head_vm_body(
                 region, tags, size=settings.head_size, image=resources.head_image(image), custom_data=head_data,
                 nic_id=ids[resources.NIC], computer_name=cloudinit.head_hostname(self.spec.name),
-                identity=names.role is not None, **common))}
-
-        def vmss_body(scale_set: ScaleSetPlan, zone: str | None) -> object:
-            # The set's slurm.conf slots (cloudinit.slot_count) ride on it, for replace and resize.
-            rack = cloudinit.rack_of(self.sku, scale_set)
-            slots = cloudinit.slot_count(scale_set, rack)
-            set_tags = {**tags, TAG_SLOTS: str(slots), TAG_NEXT_ID: str(scale_set.vms),
-                        TAG_MAX_VMS: str(settings.max_vms_per_scale_set), **({TAG_RACK: str(rack)} if rack > 1 else {})}
-            return resources.vmss_body(region, set_tags, sku_name=self.sku.name, scale_set=scale_set, zone=zone,
-                                       image=image, custom_data=node_data, subnet_id=subnet_id,
-                                       prefix=cloudinit.computer_name_prefix(scale_set), spot=self._spot(), **common)
+                identity=names.role is not None, admin=settings.admin_user, pubkey=secrets.admin_public_key))}
+        template = scaleset.SetTemplate(location=region, sku=self.sku, sku_name=self.sku.name, image=image,
+                                        custom_data=node_data, subnet_id=subnet_id, admin=settings.admin_user,
+                                        pubkey=secrets.admin_public_key, spot=self._spot(), tags=tags,
+                                        max_vms=settings.max_vms_per_scale_set)
         for scale_set in sets:
-            jobs[scale_set.name] = partial(self._ensure_vmss, region, zones, scale_set, partial(vmss_body, scale_set))
+            jobs[scale_set.name] = partial(self._ensure_vmss, region, zones, scale_set, template)
         made = self._parallel(jobs)
         if names.role:
             self._grant_self_delete(made["head"], role)
@@ -344,7 +337,7 @@ class UpRun:
                       tokens=self.tokens, report=self.report, cluster=self.spec.name)
 
     def _ensure_vmss(self, region: str, zones: list[str], scale_set: ScaleSetPlan,
-                     body: Callable[[str | None], object]) -> ArmResource:
+                     template: scaleset.SetTemplate) -> ArmResource:
         from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait_fixed
         placements: list[str | None] = list(zones) or [None]
         retrying = Retrying(stop=stop_after_attempt(len(placements)), reraise=True,
@@ -354,11 +347,11 @@ class UpRun:
         for attempt in retrying:
             with attempt:
                 zone = placements[attempt.retry_state.attempt_number - 1]
-                return self._create_vmss(region, zone, scale_set, body)
+                return self._create_vmss(region, zone, scale_set, template)
         raise AssertionError("unreachable: the last attempt returns or raises")
 
     def _create_vmss(self, region: str, zone: str | None, scale_set: ScaleSetPlan,
-                     body: Callable[[str | None], object]) -> ArmResource:
+                     template: scaleset.SetTemplate) -> ArmResource:
         name = scale_set.name
         key = f"{resources.VMSS}/{name}"
         seen = self.seen.get(key)
@@ -366,7 +359,7 @@ class UpRun:
             delete(self.clients, self.names.rg, resources.VMSS, name, self.report)
             self.seen[key] = None
         try:
-            return self._ensure(resources.VMSS, name, lambda: body(zone))
+            return self._ensure(resources.VMSS, name, lambda: scaleset.body(template, scale_set, zone))
         except CapacityError as exc:
             where = f"zone {zone} of {region}" if zone else region
             self.report.emit("retry", resources.VMSS, name, f"{_code(exc)} in {where}")
