@@ -484,10 +484,12 @@ def _wait_idle(state: LocalState, nodes: Sequence[str], bins: dict[str, str], ti
         for node in nodes:
             _check_alive(state, f"slurmd:{node}")
 
+    def idle() -> bool:
+        listing = node_states(state, bins[NODE_LIST])
+        return all(listing.get(n) == "idle" for n in nodes)
+
     try:
-        listing = lambda: node_states(state, bins[NODE_LIST])  # noqa: E731
-        proc.wait_for(lambda: all(listing().get(n) == "idle" for n in nodes),
-                      timeout_s, 0.2, check, "idle nodes", max_poll_s=2.0)
+        proc.wait_for(idle, timeout_s, 0.2, check, "idle nodes", max_poll_s=2.0)
     except TimeoutError:
         raise ProvisionError(f"{', '.join(nodes)} of '{state.name}' did not become idle within "
                              f"{timeout_s:g} s") from None
