@@ -40,9 +40,11 @@ def wired(fake, clients, azbench_home, monkeypatch):
     from orchestrator.providers.azure import provider as azure
     clients.throttle.sleep = lambda s: None  # Retry-After waits are booked, not slept
     monkeypatch.setattr(azure, "clients_from_config", lambda **kw: clients)
+    real = lifecycle.get_provider  # the other backends stay themselves (sweep asks each for its parts)
     monkeypatch.setattr(lifecycle, "get_provider",
-                        lambda name, progress=None: AzureProvider(clients, capacity_wait_s=0,
-                                                                  progress=progress, join_timeout_s=0))
+                        lambda name, progress=None: AzureProvider(clients, capacity_wait_s=0, progress=progress,
+                                                                  join_timeout_s=0)
+                        if name == "azure" else real(name, progress=progress))
     monkeypatch.setattr(sys, "stdin", io.StringIO(""))
     monkeypatch.setenv("AZBENCH_CALLER_IP", "203.0.113.7")
     return clients

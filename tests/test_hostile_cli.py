@@ -526,12 +526,13 @@ def test_a_failed_extend_is_recorded_as_attempted_and_a_good_one_after_the_fact(
     deadline = datetime(2030, 1, 1, tzinfo=timezone.utc)
     calls: list[datetime] = []
 
-    class Caps:
-        expires = True
+    from orchestrator.providers.base import ProviderParts
 
     class Provider:
-        caps = Caps()
         fail = True
+
+        def parts(self) -> ProviderParts:
+            return ProviderParts(expiry=self, ownership=self)  # type: ignore[arg-type]
 
         def extend(self, cluster, when):
             calls.append(when)
