@@ -357,9 +357,9 @@ def test_node_control_leaf_switches_cover_the_nodes_then_drain_and_resume(lh: LH
     switches = control.leaf_switches()
     assert sorted(n for members in switches.values() for n in members) == sorted(lh.cluster.node_names)
     node = sorted(lh.launcher.node_states())[0]
-    for method in ("drain", "resume"):
-        result = control.drain({node: "contract test"}) if method == "drain" else control.resume([node])
-        _check_works(lh, method, result, node, "")
+    _check_works(lh, "drain", control.drain({node: "contract test"}), node, "")
+    control.resume([node])
+    _check_works(lh, "resume", None, node, "")
 
 
 @having("checkpoints")
