@@ -275,12 +275,12 @@ def down_preview(name: str, store: Store) -> DownPreview:
 def _down_preview(cluster: Cluster, store: Store, provider: Provider) -> DownPreview:
     name = cluster.name
     running = sum(1 for r in store.list_runs(cluster=name) if r.state in ACTIVE_RUNS)
-    parts = provider.parts()
-    if not parts.traits.spends_money or cluster.state == ClusterState.TERMINATED:
+    own = provider.parts()
+    if not own.traits.spends_money or cluster.state == ClusterState.TERMINATED:
         cost = cost_so_far(cluster) if cluster.state != ClusterState.TERMINATED else None
         return DownPreview(cluster, running, cost, "")
     # Without the ownership part nothing is listed: the question names the cluster's nodes only.
-    holdings = tuple(parts.ownership.holdings(cluster)) if parts.ownership is not None else ()
+    holdings = tuple(own.ownership.holdings(cluster)) if own.ownership is not None else ()
     billed = [h.billed for h in holdings if h.billed is not None]
     rate = billed_rate(billed) if holdings else None
     cost = _spent(cluster, rate) if rate is not None else cost_so_far(cluster)

@@ -265,9 +265,9 @@ class Preflight(Protocol):
 @dataclass(frozen=True)
 class ProviderParts:
     """What a provider can do beyond plan, up, describe, down and connect: its traits (plain
-    data) and each optional part, or None where it has none. A part is any object with the part's
-methods: the provider itself where it has them (mypy proves it conforms), or a small class of
-the backend's. A caller writes
+    data) and each optional part, or None where it has none. A part is any object with the
+    part's methods: the provider itself where it has them (mypy proves it conforms), or a small
+    class of the backend's. A caller writes
     `if (r := provider.parts().resizer) is None: raise lacking(...)`, and mypy makes every caller
     handle the None."""
 
