@@ -77,7 +77,7 @@ class RunEvent:
 @dataclass
 class AttemptContext:
     """What every step of one attempt needs: spec, recipe, cluster, store, and the cluster's
-    Access (its launcher and capabilities)."""
+    Access (its launcher, with its parts, and traits)."""
 
     spec: RunSpec
     recipe: Recipe

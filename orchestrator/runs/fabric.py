@@ -8,7 +8,7 @@ NCCL's own log says which transport it used; on CPU sizes (the local cluster, th
 rehearsal) azbench's gloo runner (templates/fabric_collectives.py) with two ranks per node,
 labelled CPU, with no baseline. Each collective's run becomes one stored FabricResultRow
 (results/fabric_store.py) and is judged by results/fabric.py. Everything goes through the
-cluster's Launcher (capability `health_gate`: jobs on chosen nodes).
+cluster's Launcher (its `gate` part: jobs on chosen nodes).
 """
 
 from __future__ import annotations

@@ -1,14 +1,14 @@
 """After a spot eviction: get the capacity back, put the evicted nodes back into service.
 
 The run's next attempt resumes from the newest checkpoint like any retry; this module only makes
-sure there are nodes to resume on. Where the cluster `restores_capacity`, its provider brings
+sure there are nodes to resume on. Where the provider has a `healer` part, it brings
 the nodes back (Azure grows each GPU scale set back to its planned size or starts the
 deallocated VMs, waiting at most azure.spot_restore_timeout; the local provider restarts the
 emulated nodes' daemons); elsewhere the nodes are left to their owner. The provider first waits
 for the noticed nodes to be gone: the spot agent acknowledges the notice only after the job has
 left, so the job's end reaches azbench before the eviction does, and a node restored (resumed)
 in that gap would take the next attempt down with it. Then, where the launcher
-has `node_control`, the nodes the spot agent drained are resumed, and what happened (resumed,
+has a `nodes` part, the nodes the spot agent drained are resumed, and what happened (resumed,
 already in service, or why not) is what the event records.
 """
 

@@ -45,7 +45,7 @@ class HealthPolicy(Frozen):
     busbw_fail_fraction: Annotated[float, between(0.01, 1)] = 0.75
     timeout: Annotated[int, between(1, 86_400, " seconds")] = 300
     # Self-healing (runs/fleet_replace.py): replace the nodes the gate drains, where the
-    # provider can (capability replaces_nodes), at most this many per gate and per hour.
+    # provider can (its healer part), at most this many per gate and per hour.
     replace: bool = False
     max_replacements: Annotated[int, between(0, 10_000)] = 4
     max_replacements_per_hour: Annotated[int, between(0, 10_000)] = 8

@@ -1,4 +1,4 @@
-"""Replace and resize the scale-set VMs of a live Azure cluster (capabilities replaces_nodes, resizes).
+"""Replace and resize the scale-set VMs of a live Azure cluster (the healer and resizer parts).
 
 Slurm side (cloudinit.slot_count): slurm.conf defines, per scale set, the VMs `up` made plus
 spare instance-id slots in state FUTURE, and the set carries their count as its azbench-slots
