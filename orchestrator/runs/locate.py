@@ -23,7 +23,7 @@ from orchestrator.results.nccltests import parse_runs, parse_size
 from orchestrator.runs.fabric_gate import gate_fabric
 from orchestrator.runs.fleet import Verdict
 from orchestrator.runs.fleet_gate import NCCL_TESTS, drain, fabric_probe, options_for
-from orchestrator.runs.locate_plan import (Round, Suspect, Test, conclude, judge, judge_against, pairs,
+from orchestrator.runs.locate_plan import (Round, Suspect, Collective, conclude, judge, judge_against, pairs,
                                            repairs)
 from orchestrator.seams import Access
 from orchestrator.slurm.conf import natural_key
@@ -79,7 +79,7 @@ def locate(cluster: Cluster, access: Access, *, nodes: Sequence[str] | None = No
     expected = row.nccl.warn_gbps if row.nccl is not None else None
     if len(racks) > 1:
         rack_round = Round(index=len(report.rounds) + 1, kind="racks",
-                           tests=[Test(nodes=tuple(m), kind="rack") for m in racks.values() if len(m) > 1])
+                           tests=[Collective(nodes=tuple(m), kind="rack") for m in racks.values() if len(m) > 1])
         _timed(rack_round, run, clock)
         judge(rack_round.tests, expected)
         report.rounds.append(rack_round)
@@ -91,7 +91,7 @@ def locate(cluster: Cluster, access: Access, *, nodes: Sequence[str] | None = No
     else:
         matched, left = pairs(good, racks if len(racks) > 1 else None)
         pair_round = Round(index=len(report.rounds) + 1, kind="pairs",
-                           tests=[Test(nodes=p, kind="pair") for p in matched])
+                           tests=[Collective(nodes=p, kind="pair") for p in matched])
         _timed(pair_round, run, clock)
         # The row's figure is for a node group inside its own fabric; NVL72 pairs cross racks,
         # where the row publishes none (its scope text): judged against the median only.
@@ -100,7 +100,7 @@ def locate(cluster: Cluster, access: Access, *, nodes: Sequence[str] | None = No
         report.rounds.append(pair_round)
         slow = [t for t in pair_round.tests if t.slow]
         fine = [n for t in pair_round.tests if t.slow is False for n in t.nodes]
-        retests: list[Test] = []
+        retests: list[Collective] = []
         for chunk in repairs(slow, fine, left):
             again = Round(index=len(report.rounds) + 1, kind="re-pairs", tests=chunk)
             _timed(again, run, clock)
@@ -146,7 +146,7 @@ def _per_node(cluster: Cluster, access: Access, row: GpuSku, chosen: list[str], 
 
 
 def _round_runner(cluster: Cluster, access: Access, row: GpuSku,
-                  timeout_s: float) -> Callable[[list[Test]], None]:
+                  timeout_s: float) -> Callable[[list[Collective]], None]:
     """Runs one round's tests side by side and fills in each test's busbw (or error)."""
     gpus = row.gpus_per_vm
     if gpus:
@@ -162,7 +162,7 @@ def _round_runner(cluster: Cluster, access: Access, row: GpuSku,
                 "-f", "2", "-n", str(LOCAL_ITERS), "-w", str(LOCAL_WARMUP), "--timeout", str(int(timeout_s))]
     size = parse_size(message)
 
-    def run(tests: list[Test]) -> None:
+    def run(tests: list[Collective]) -> None:
         outputs = access.launcher.run_groups([t.nodes for t in tests], argv, gpus_per_node=gpus, timeout_s=timeout_s)
         for test, text in zip(tests, outputs):
             runs = [r for r in parse_runs(text) if r.sizes]
@@ -174,7 +174,7 @@ def _round_runner(cluster: Cluster, access: Access, row: GpuSku,
     return run
 
 
-def _timed(round_: Round, run: Callable[[list[Test]], None], clock: Callable[[], float]) -> None:
+def _timed(round_: Round, run: Callable[[list[Collective]], None], clock: Callable[[], float]) -> None:
     t0 = clock()
     if round_.tests:
         run(round_.tests)

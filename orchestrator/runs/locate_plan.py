@@ -33,7 +33,7 @@ SLOW_FRACTION = 0.5
 
 
 @dataclass
-class Test:
+class Collective:
     """One collective of a round: its nodes, what it measured, and the judgement."""
 
     nodes: tuple[str, ...]
@@ -51,7 +51,7 @@ class Test:
 class Round:
     index: int
     kind: str  # "per-node", "racks", "pairs", "re-pairs"
-    tests: list[Test] = field(default_factory=list)
+    tests: list[Collective] = field(default_factory=list)
     wall_s: float = 0.0
     notes: list[str] = field(default_factory=list)
 
@@ -84,7 +84,7 @@ def pairs(nodes: Sequence[str], racks: Mapping[str, Sequence[str]] | None = None
     return matched, order[len(matched) * 2:]
 
 
-def judge(tests: list[Test], expected: float | None, fraction: float = SLOW_FRACTION) -> float | None:
+def judge(tests: list[Collective], expected: float | None, fraction: float = SLOW_FRACTION) -> float | None:
     """Mark each test slow or not against the round's median busbw (x `fraction`) and `expected`
     (the row's figure for this kind of group, or None); a test that measured nothing is slow when
     it failed (its error), unjudged otherwise. Returns the median."""
@@ -101,7 +101,7 @@ def judge(tests: list[Test], expected: float | None, fraction: float = SLOW_FRAC
     return median
 
 
-def judge_against(tests: list[Test], reference: float | None, expected: float | None,
+def judge_against(tests: list[Collective], reference: float | None, expected: float | None,
                   fraction: float = SLOW_FRACTION) -> None:
     """Re-pairs are judged against the pairs round's median (`reference`), not their own: most
     re-pairs may hold a slow node."""
@@ -112,21 +112,21 @@ def judge_against(tests: list[Test], reference: float | None, expected: float | 
         t.slow = (True if t.error else None) if t.busbw is None else (t.floor is not None and t.busbw < t.floor)
 
 
-def repairs(slow: Sequence[Test], good: Sequence[str], left: Sequence[str]) -> list[list[Test]]:
+def repairs(slow: Sequence[Collective], good: Sequence[str], left: Sequence[str]) -> list[list[Collective]]:
     """Re-pair tests for each node of each slow pair (and each node left over), each with a
     distinct known-good partner; split into as few rounds as the good nodes allow."""
     subjects = [n for t in slow for n in t.nodes] + list(left)
     if not good:
         return []
     width = len(good)
-    out: list[list[Test]] = []
+    out: list[list[Collective]] = []
     for i in range(0, len(subjects), width):
         chunk = subjects[i:i + width]
-        out.append([Test(nodes=(s, g), kind="re-pair", subject=s) for s, g in zip(chunk, good)])
+        out.append([Collective(nodes=(s, g), kind="re-pair", subject=s) for s, g in zip(chunk, good)])
     return out
 
 
-def conclude(slow_pairs: Sequence[Test], retests: Sequence[Test]) -> tuple[list[Suspect], list[str]]:
+def conclude(slow_pairs: Sequence[Collective], retests: Sequence[Collective]) -> tuple[list[Suspect], list[str]]:
     """Suspects (a node slow in its pair and again with a good partner) and unconfirmed findings."""
     by_subject = {t.subject: t for t in retests if t.subject}
     suspects: list[Suspect] = []
@@ -168,7 +168,7 @@ class Estimate:
 
 
 # What one round costs besides the collective itself: starting one job step per group over the
-# nodes (srun), and the per-node check's own run. Assumed, not measured at 2,048 VMs: the gate's
+# nodes, and the per-node check's own run. Assumed, not measured at 2,048 VMs: the gate's
 # fleet rounds (runs/fleet_gate.py) are of this order; the dry run says so.
 STEP_START_S = 60.0
 NODE_CHECK_S = 60.0
@@ -205,5 +205,5 @@ def _gbps(value: float | None) -> str:
     return "not measured" if value is None else f"{value:.4g} GB/s"
 
 
-__all__ = ["SLOW_FRACTION", "Test", "Round", "Suspect", "Estimate", "pairs", "judge", "judge_against", "repairs",
+__all__ = ["SLOW_FRACTION", "Collective", "Round", "Suspect", "Estimate", "pairs", "judge", "judge_against", "repairs",
            "conclude", "estimate"]

@@ -160,9 +160,10 @@ def namespace(links: Links, node: str) -> str | None:
     return f"{links.prefix}-{names.index(node)}" if node in links.addresses else None
 
 
-def write_python(path: Path, python: str, links: Links, scontrol: str) -> None:
+def write_python(path: Path, python: str, links: Links, first_node: str) -> None:
     """The cluster's python (see the module docstring): a shell script entering the node's
-    namespace; the plain interpreter where no link was built."""
+    namespace; the plain interpreter where no link was built. `first_node`: shell text printing
+    the first node of the task's job (the scheduler's)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     cases = "\n".join(f"  {shlex.quote(n)}) NS={shlex.quote(namespace(links, n) or '')}; ADDR={a} ;;"
                       for n, a in links.addresses.items())
@@ -178,7 +179,7 @@ if [ -z "$NS" ] || [ ! -e "/run/netns/$NS" ]; then exec {shlex.quote(python)} "$
 export GLOO_SOCKET_IFNAME=eth0
 case "${{MASTER_ADDR:-}}" in
   ""|127.0.0.1|localhost|::1)
-    FIRST=$({shlex.quote(scontrol)} show hostnames "${{SLURM_JOB_NODELIST:-}}" 2>/dev/null | head -n 1)
+    FIRST=$({first_node})
     MASTER_ADDR="$FIRST" ;;
 esac
 case "${{MASTER_ADDR:-}}" in

@@ -41,7 +41,7 @@ from orchestrator.models import Cluster, ClusterState, Plan, PlannedResource, Sc
 from orchestrator.providers.local.props import LocalProps
 from orchestrator.seams import Access, Capabilities
 from orchestrator.slurm.commands import (CLIENTS, CONTROL, DAEMONS, INSTALL_HINT, NODE_LIST, find_binaries,
-                                         down_argv, node_states_argv, retire_argv)
+                                         down_argv, first_node_command, node_states_argv, retire_argv)
 from orchestrator.slurm.launcher import SlurmLauncher
 from orchestrator.slurm.conf import (SlurmConfParams, SlurmNode, compress_hostlist, natural_key,
                                      render_slurm_conf, tree_topology)
@@ -521,8 +521,8 @@ def _build_links(state: LocalState, faults: dict[str, netlinks.LinkFault], bins:
                                  + ", ".join(f"{n}={f.text()}" for n, f in faults.items())
                                  + ": those links could not be shaped")
     if state.links.built:
-        scontrol = bins.get("scontrol") or shutil.which("scontrol") or "scontrol"
-        netlinks.write_python(Path(state.cluster_dir) / "bin" / "python", sys.executable, state.links, scontrol)
+        netlinks.write_python(Path(state.cluster_dir) / "bin" / "python", sys.executable, state.links,
+                              first_node_command(bins.get(CONTROL, CONTROL)))
     save_state(state)
 
 
