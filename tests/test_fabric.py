@@ -21,10 +21,10 @@ from orchestrator.paths import templates_dir
 from orchestrator.report.build import build_report
 from orchestrator.report.fabric_figures import busbw_vs_nodes, busbw_vs_size, size_ticks
 from orchestrator.report.render import to_markdown
-from orchestrator.results import nccltests
-from orchestrator.results.fabric_store import import_nccl_tests, run_rows, sizes_of
-from orchestrator.results.nccl_log import parse_log
-from orchestrator.runs.fabric import check_collectives, plans, scopes_for
+from orchestrator.fabric import nccltests
+from orchestrator.fabric.stored import import_nccl_tests, run_rows, sizes_of
+from orchestrator.fabric.nccl_log import parse_log
+from orchestrator.fabric.runner import check_collectives, plans, scopes_for
 from orchestrator.slurm.fabric import render_fabric_test
 from orchestrator.store.database import Store
 from orchestrator.store.schema import SCHEMA_VERSION, migrate

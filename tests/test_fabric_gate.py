@@ -1,4 +1,4 @@
-"""The gate's fabric checks (runs/fabric_gate.py, templates/fabric_node_check.py): GPU and HCA
+"""The gate's fabric checks (fabric/gate.py, templates/fabric_node_check.py): GPU and HCA
 counts against the SKU, and on GB200 the IMEX service, domain and channel, the GPUs' fabric state
 and one NVLink domain per rack; a failing check rerun before it counts, a failure on every node an
 image or harness fault; the boot-time count and `up` replacing a short VM; and on emulated Azure
@@ -24,8 +24,9 @@ from orchestrator.hardware.catalog import lookup
 from orchestrator.models import Cluster, ExecResult, NodeInfo
 from orchestrator.paths import templates_dir
 from orchestrator.providers.azure import boot
-from orchestrator.runs.fabric_gate import gate_fabric, judge, parse_facts
-from orchestrator.runs.fleet_gate import gate_nodes
+from orchestrator.fabric.gate import gate_fabric, parse_facts
+from orchestrator.fabric.judge import judge_nodes as judge
+from orchestrator.runs.fleet_gate import fabric_verdict, gate_nodes
 from orchestrator.seams import Access, Capabilities
 from testsupport.vm_emulator import can_emulate
 
@@ -138,7 +139,7 @@ def test_a_failing_check_is_rerun_and_only_a_repeat_failure_counts() -> None:
     assert calls == [["node1", "node2", "node3", "node4"], ["node1", "node2", "node3", "node4"]] and gate.rounds == 2
     assert gate.flagged == ["node2", "node3", "node4"] and not gate.fault
     assert not any(f.node == "node1" for f in gate.findings)
-    verdict = next(v for v in gate.verdicts if v.check == "gpu_count")
+    verdict = next(fabric_verdict(f) for f in gate.findings if f.check == "gpu_count")
     assert verdict.reason == "gpu_count fail: 3 (threshold 4); nvidia-smi lists 3 of 4 GPUs"
 
 

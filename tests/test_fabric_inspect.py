@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 
 from orchestrator.errors import EXIT_FABRIC
-from orchestrator.results.fabric import Expected, busbw_check, expected_for, worst
-from orchestrator.results.fabric_inspect import inspect_text
-from orchestrator.results.nccl_log import parse_log
-from orchestrator.results.nccltests import NcclRun, SizeRow, bus_factor, parse_runs, parse_size
+from orchestrator.fabric.judge import Expected, busbw_check, expected_for, worst
+from orchestrator.fabric.inspection import inspect_text
+from orchestrator.fabric.nccl_log import parse_log
+from orchestrator.fabric.nccltests import NcclRun, SizeRow, bus_factor, parse_runs, parse_size
 from orchestrator.hardware.catalog import lookup
 from tests.cli_helpers import azbench_in_process, one_line_error
 

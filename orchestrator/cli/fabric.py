@@ -1,6 +1,6 @@
 """`azbench fabric`: what the network did. `fabric inspect FILE...` reads nccl-tests outputs and
-NCCL_DEBUG=INFO logs (results/fabric_inspect.py); `fabric test` runs the collectives as Slurm jobs
-and stores them (runs/fabric.py). Both print every verdict with its evidence and exit
+NCCL_DEBUG=INFO logs (fabric/inspection.py); `fabric test` runs the collectives as Slurm jobs
+and stores them (fabric/runner.py). Both print every verdict with its evidence and exit
 errors.EXIT_FABRIC when one fails."""
 
 from __future__ import annotations
@@ -16,9 +16,9 @@ from orchestrator.cli.common import JsonOpt, OutputFormat, OutputOpt, QueryOpt, 
 from orchestrator.errors import EXIT_CODES, EXIT_FABRIC
 
 if TYPE_CHECKING:
-    from orchestrator.results.fabric import Check, RunReport
-    from orchestrator.results.fabric_inspect import FileReport, TransportReport
-    from orchestrator.runs.fabric import FabricOutcome
+    from orchestrator.fabric.judge import Check, RunReport
+    from orchestrator.fabric.inspection import FileReport, TransportReport
+    from orchestrator.fabric.runner import FabricOutcome
 
 _FAILS = f"Exits {EXIT_FABRIC} ({EXIT_CODES[EXIT_FABRIC]})."
 fabric_app = typer.Typer(help="What the network did: run collectives as a benchmark, read what others ran. "
@@ -38,7 +38,7 @@ def fabric_inspect(files: list[Path] = typer.Argument(..., help="nccl-tests outp
                                                      "(default: the catalog size of the GPU the output names)."),
                    as_json: bool = JsonOpt, fmt: Optional[OutputFormat] = OutputOpt,
                    query: Optional[str] = QueryOpt) -> None:
-    from orchestrator.results.fabric_inspect import inspect_files
+    from orchestrator.fabric.inspection import inspect_files
     out = output(as_json, fmt, query)
     reports = inspect_files(files, sku)
     if not out.rich:
@@ -67,7 +67,7 @@ def fabric_test(cluster: Optional[str] = typer.Option(None, "--cluster", help="C
                 as_json: bool = JsonOpt, fmt: Optional[OutputFormat] = OutputOpt,
                 query: Optional[str] = QueryOpt) -> None:
     from orchestrator.clusters import lifecycle
-    from orchestrator.runs.fabric import fabric_test as run
+    from orchestrator.fabric.runner import fabric_test as run
     from orchestrator.specs.run import parse_node_list
     from orchestrator.cli.common import check_number
     check_number("--poll", poll, 0.05, 3600)
@@ -162,7 +162,7 @@ def _unique(checks: list[Check]) -> list[Check]:
 
 
 def _size(n: int | float | None) -> str:
-    from orchestrator.results.fabric import human_size
+    from orchestrator.fabric.judge import human_size
     return human_size(int(n)) if n is not None else "-"
 
 

@@ -351,8 +351,8 @@ def _write_report_site(rep: Report, got: _ReportInputs, html: Path) -> None:
 
 
 def _print_fabric(rep: Report) -> None:
-    """The fabric section (report/fabric.py): one line per stored collective run."""
-    from orchestrator.report.fabric import fabric_section
+    """The fabric section (fabric/lines.py): one line per stored collective run."""
+    from orchestrator.fabric.lines import fabric_section
     title, header, rows = fabric_section(rep.fabric)
     keep = [0, 1, 2, 3, 4, 5, 8, 9, 11]  # the full evidence is in --json, --markdown and --html
     make_console().print(make_table(title, [header[i] for i in keep], [[r[i] for i in keep] for r in rows]))
@@ -478,7 +478,7 @@ def results_import(path: Path = typer.Argument(..., help="Submission tree, resul
     checked for compliance unless --no-compliance: a failing run is excluded as MLPerf's result
     summarizer excludes it, so a score the summarizer would not give is not reported official."""
     out = output(as_json, fmt, query)
-    from orchestrator.results.fabric_store import import_nccl_tests, is_nccl_tests_file
+    from orchestrator.fabric.stored import import_nccl_tests, is_nccl_tests_file
     from orchestrator.results.importer import import_path
     if is_nccl_tests_file(path):  # a collective's output: a fabric result (`azbench fabric`)
         with open_store() as store:

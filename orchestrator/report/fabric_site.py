@@ -8,7 +8,7 @@ from typing import Any
 
 from orchestrator.report.build import Report
 from orchestrator.report.fabric_figures import Figure, fabric_charts
-from orchestrator.results.fabric import human_size
+from orchestrator.fabric.judge import human_size
 
 PATH = "fabric.html"
 TEMPLATE = "fabric.html.j2"

@@ -7,7 +7,7 @@ images ship it in /opt/nccl-tests/build) with NCCL_DEBUG=INFO and the SKU's netw
 NCCL's own log says which transport it used; on CPU sizes (the local cluster, the D-series
 rehearsal) azbench's gloo runner (templates/fabric_collectives.py) with two ranks per node,
 labelled CPU, with no baseline. Each collective's run becomes one stored FabricResultRow
-(results/fabric_store.py) and is judged by results/fabric.py. Everything goes through the
+(fabric/stored.py) and is judged by fabric/judge.py. Everything goes through the
 cluster's Launcher (capability `health_gate`: jobs on chosen nodes).
 """
 
@@ -23,15 +23,15 @@ from typing import Literal
 from orchestrator.errors import ConfigError, LaunchError, MissingCapability
 from orchestrator.hardware.catalog import GpuSku, lookup
 from orchestrator.models import Cluster, FabricTestPlan, JobRef, JobState, utcnow
-from orchestrator.results.fabric import Check, Status, expected_for, human_size, run_checks, worst, worst_of
-from orchestrator.results.fabric_store import run_rows
-from orchestrator.results.nccl_log import parse_log
-from orchestrator.results.nccltests import COLLECTIVES, NcclRun, parse_runs
+from orchestrator.fabric.judge import Check, Status, expected_for, human_size, run_checks, worst, worst_of
+from orchestrator.fabric.stored import run_rows
+from orchestrator.fabric.nccl_log import parse_log
+from orchestrator.fabric.nccltests import COLLECTIVES, NcclRun, parse_runs
 from orchestrator.slurm.conf import natural_key
-from orchestrator.runs.fleet_gate import NCCL_TESTS
 from orchestrator.seams import Access
 from orchestrator.store.database import Store
 
+NCCL_TESTS = "/opt/nccl-tests/build/all_reduce_perf"  # where Azure's Ubuntu-HPC images ship it (the gate runs it)
 NCCL_TESTS_DIR = str(PurePosixPath(NCCL_TESTS).parent)
 CPU_RANKS_PER_NODE = 2  # so that one node measures something (two ranks talk over loopback)
 # CPU sizes: 1 KiB to 1 MiB by 4 is six sizes, seconds per collective on two shared cores.

@@ -1,5 +1,5 @@
 """`azbench fabric inspect FILE...`: read what others ran (nccl-tests outputs, NCCL_DEBUG=INFO
-logs, alone or inside a run's log) and judge it (results/fabric.py's checks).
+logs, alone or inside a run's log) and judge it (fabric/judge.py's checks).
 
 A file may hold nccl-tests runs, NCCL INFO lines, or both (an nccl-tests run with NCCL_DEBUG=INFO
 set, or a training log). Every run in it is reported with the file's transport facts; a file with
@@ -14,11 +14,11 @@ from pydantic import Field
 
 from orchestrator.errors import ConfigError
 from orchestrator.models import Frozen
-from orchestrator.results.fabric import Check, RunReport, Status, expected_for, run_checks, run_report, \
+from orchestrator.fabric.judge import Check, RunReport, Status, expected_for, run_checks, run_report, \
     sku_of, transport_check, worst
 from orchestrator.results.files import read_small
-from orchestrator.results.nccl_log import NcclTransport, parse_log
-from orchestrator.results.nccltests import NcclRun, parse_runs
+from orchestrator.fabric.nccl_log import NcclTransport, parse_log
+from orchestrator.fabric.nccltests import NcclRun, parse_runs
 
 FILE_LIMIT = 256 * 2 ** 20  # bytes read of one file: a 4,096-rank NCCL INFO log is tens of MB
 

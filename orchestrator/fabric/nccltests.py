@@ -138,6 +138,15 @@ def strip_prefix(line: str) -> str:
     return _PREFIX.sub("", line, count=1).rstrip("\n")
 
 
+def last_avg_busbw(text: str) -> float | None:
+    """The last "# Avg bus bandwidth" figure in `text`, a table or not (a gate round's fallback)."""
+    found: float | None = None
+    for line in text.splitlines():
+        if (m := _AVG.search(strip_prefix(line))) is not None and (v := _float(m.group(1))) is not None:
+            found = v
+    return found
+
+
 def looks_like_output(text: str) -> bool:
     """True when `text` holds an nccl-tests run (its "nThread ... nGpus" header)."""
     return any(_HEADER.search(strip_prefix(line)) for line in text.splitlines())

@@ -2,7 +2,7 @@
 nccl-tests outputs) with its busbw per size, its verdict, and the SKU's expected figure with its
 source; and, per cluster and collective, busbw at the largest size against node count.
 
-The numbers are the stored rows' (results/fabric_store.py); the verdicts are results/fabric.py's
+The numbers are the stored rows' (fabric/stored.py); the verdicts are fabric/judge.py's
 checks, computed here from the same rows (one rule, one home). CPU runs (gloo) are labelled CPU
 and have no expected figure. Pure: rows in, models out.
 """
@@ -17,10 +17,10 @@ from pydantic import Field
 
 from orchestrator.hardware.catalog import find
 from orchestrator.models import Frozen
-from orchestrator.results.fabric import (BASELINE_COLLECTIVE, Check, Expected, Status, expected_for, human_size,
+from orchestrator.fabric.judge import (BASELINE_COLLECTIVE, Check, Expected, Status, expected_for, human_size,
                                          run_checks, worst_of)
-from orchestrator.results.fabric_store import SizePoint, sizes_of, transport_of
-from orchestrator.results.nccltests import NcclRun, SizeRow
+from orchestrator.fabric.stored import SizePoint, sizes_of, transport_of
+from orchestrator.fabric.nccltests import NcclRun, SizeRow
 from orchestrator.store.schema import FabricResultRow
 
 

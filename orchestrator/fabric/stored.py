@@ -16,11 +16,11 @@ from typing import Literal
 from pydantic import Field
 
 from orchestrator.models import Frozen
-from orchestrator.results.fabric import size_point
-from orchestrator.results.fabric_inspect import read_text
+from orchestrator.fabric.judge import size_point
+from orchestrator.fabric.inspection import read_text
 from orchestrator.results.files import open_regular
-from orchestrator.results.nccl_log import NcclTransport, parse_log
-from orchestrator.results.nccltests import NcclRun, looks_like_output, parse_runs
+from orchestrator.fabric.nccl_log import NcclTransport, parse_log
+from orchestrator.fabric.nccltests import NcclRun, looks_like_output, parse_runs
 from orchestrator.store.database import FabricResultRow, Store
 
 GLOO = "torch.distributed gloo"

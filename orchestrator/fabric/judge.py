@@ -1,5 +1,7 @@
-"""Fabric verdicts: what a collective's numbers and NCCL's own log say about the network, judged
-once here (`fabric inspect`, `fabric test`, the report and the site all show these).
+"""Fabric verdicts, judged once here: what a collective's numbers and NCCL's own log say about
+the network (`fabric inspect`, `results import`, `fabric test`, the report and the site all show
+these), a gate round's nccl-tests busbw (runs/fleet.parse_nccl_round), and the gate's per-node
+facts (GPU and HCA counts, IMEX and the NVLink fabric: judge_nodes, which fabric/gate.py calls).
 
 The checks, each with its evidence:
 
@@ -19,15 +21,18 @@ A failure is a failure whatever else passed; a warning alone is not a failure.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from typing import Literal
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
 
 from pydantic import Field
 
 from orchestrator.hardware.catalog import GpuSku, NcclBaseline, gpu_row
 from orchestrator.models import Frozen
-from orchestrator.results.nccl_log import NcclTransport
-from orchestrator.results.nccltests import NcclRun, SizeRow, parse_size
+from orchestrator.fabric.nccl_log import NcclTransport
+from orchestrator.fabric.nccltests import NcclRun, SizeRow, last_avg_busbw, parse_runs, parse_size
+from orchestrator.slurm.conf import natural_key
 
 Status = Literal["ok", "warn", "fail", "not checked"]
 _RANK = {"not checked": 0, "ok": 1, "warn": 2, "fail": 3}
@@ -103,6 +108,22 @@ def busbw_check(run: NcclRun, expected: Expected | None, *, device: str = "GPU")
     return Check(check="busbw", status=status,
                  evidence=f"{row.busbw:g} GB/s {where}, {relation} the warn level {expected.warn_gbps:g} GB/s "
                           f"of {expected.sku} ({expected.scope}; {expected.source})")
+
+
+def round_busbw(text: str, message: str) -> tuple[float | None, str]:
+    """A gate round's busbw from one group's all_reduce_perf output (run at `message` only): the
+    table's busbw at that size (else at the largest size measured), read by the one parser; the
+    "# Avg bus bandwidth" line only when the output has no table (for a one-size run it is that
+    size's busbw). (None, why) when the output holds neither."""
+    runs = parse_runs(text)
+    wanted = parse_size(message)
+    for run in runs:
+        row = run.at(wanted) or run.largest
+        if row is not None and row.busbw is not None:
+            return row.busbw, f"all_reduce_perf busbw at {_bytes(row.size)}, GB/s"
+    if (avg := last_avg_busbw(text)) is not None:
+        return avg, "all_reduce_perf avg bus bandwidth (no size table), GB/s"
+    return None, "nccl-tests all_reduce_perf failed"
 
 
 def wrong_check(run: NcclRun) -> Check:
@@ -187,6 +208,140 @@ def run_report(run: NcclRun, checks: list[Check]) -> RunReport:
 def size_point(s: SizeRow) -> dict[str, float | int | None]:
     return {"size": s.size, "busbw": s.busbw, "algbw": s.algbw if s.algbw is not None else s.algbw_ip,
             "time_us": s.time_us if s.time_us is not None else s.time_us_ip, "wrong": s.wrong}
+
+
+# -- the gate's per-node checks (fabric/gate.py probes; templates/fabric_node_check.py reads) --------
+
+COMPLETED, SUCCESS = "Completed", "Success"
+Facts = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Finding:
+    node: str
+    check: str
+    evidence: str
+    value: float | None = None
+    threshold: float | None = None
+
+
+def multi_node_nvlink(sku: GpuSku) -> bool:
+    """GB200-like sizes: an NVLink domain (IMEX, the fabric manager) spans several VMs."""
+    return sku.nvlink_domain_vms > 1
+
+
+def node_findings(node: str, facts: Facts | None, sku: GpuSku) -> list[Finding]:
+    """The per-node checks on one node's facts."""
+    if facts is None:
+        return [Finding(node, "fabric_check", "printed no AZBENCH_FABRIC line (node hung, or python3 missing)")]
+    out: list[Finding] = []
+    gpus = facts.get("gpus") or {}
+    count = int(gpus.get("count") or 0)
+    if count < sku.gpus_per_vm:
+        out.append(Finding(node, "gpu_count", f"nvidia-smi lists {count} of {sku.gpus_per_vm} GPUs"
+                           + (f": {gpus['error']}" if gpus.get("error") else ""), count, sku.gpus_per_vm))
+    hcas = facts.get("hcas") or []
+    if len(hcas) < sku.ib_links:
+        names = ", ".join(str(h.get("name")) for h in hcas) or "none"
+        out.append(Finding(node, "ib_hcas", f"{facts.get('hca_source', 'ibstat')} lists {len(hcas)} of {sku.ib_links} "
+                           f"InfiniBand HCAs ({names})", len(hcas), sku.ib_links))
+    down = [str(h.get("name")) for h in hcas if not h.get("active")]
+    if down:
+        out.append(Finding(node, "ib_port_state", f"InfiniBand HCA(s) with no Active port: {', '.join(down)}",
+                           len(hcas) - len(down), len(hcas)))
+    if not multi_node_nvlink(sku):
+        return out
+    imex = facts.get("imex") or {}
+    if imex.get("service") != "active":
+        out.append(Finding(node, "imex_service", f"systemctl is-active nvidia-imex: {imex.get('service') or 'no answer'}"))
+    if not imex.get("channel"):
+        out.append(Finding(node, "imex_channel", "/dev/nvidia-caps-imex-channels/channel0 does not exist "
+                           "(IMEX channels are created by the administrator; none survives a reboot)"))
+    if imex.get("table") is None:
+        out.append(Finding(node, "imex_domain", f"nvidia-imex-ctl -N failed on this node: "
+                           f"{imex.get('table_error') or 'no output'}"))
+    fabric = imex.get("fabric") or []
+    bad = [f"GPU {i}: State {g.get('state', '?')}, Status {g.get('status', '?')}" for i, g in enumerate(fabric)
+           if g.get("state") != COMPLETED or g.get("status") != SUCCESS]
+    if not fabric:
+        out.append(Finding(node, "fabric_state", "nvidia-smi -q shows no GPU Fabric section"
+                           + (f": {imex['fabric_error']}" if imex.get("fabric_error") else "")))
+    elif bad:
+        out.append(Finding(node, "fabric_state", "nvidia-smi -q: " + "; ".join(bad) + f" (want {COMPLETED}/{SUCCESS})"))
+    return out
+
+
+def domain_findings(facts: Mapping[str, Facts], sku: GpuSku) -> list[Finding]:
+    """IMEX peers that other nodes' tables show not READY, or (in a domain of three or more)
+    with every connection to them down: the peer is flagged, with the observer and what it saw;
+    the node that saw it is not."""
+    if not multi_node_nvlink(sku):
+        return []
+    by_address = {a: node for node, f in facts.items() for a in f.get("addresses") or []}
+    seen: dict[str, list[str]] = {}
+    for observer in sorted(facts, key=natural_key):
+        table = (facts[observer].get("imex") or {}).get("table")
+        if not table:
+            continue
+        members = {n["index"]: n["address"] for n in table.get("nodes", [])}
+        for n in table.get("nodes", []):
+            if n.get("status") != "READY":
+                seen.setdefault(n["address"], []).append(f"{observer} lists it {n.get('status')}")
+        if len(members) < 3:
+            continue  # two nodes cut apart: either end could be the one down
+        for k, address in members.items():
+            into = sorted({cell for frm, to, cell in table.get("not_connected", []) if to == k and frm != k})
+            count = sum(1 for frm, to, _ in table.get("not_connected", []) if to == k and frm != k)
+            if count == len(members) - 1:
+                seen.setdefault(address, []).append(f"{observer}: every connection to it is {'/'.join(into)}")
+    out = []
+    for address, why in seen.items():
+        node = by_address.get(address)
+        if node is None:
+            continue  # a domain member this gate did not check: the gate names only its nodes
+        out.append(Finding(node, "imex_domain", f"nvidia-imex-ctl -N: {address} ({node}) not READY or not "
+                           f"connected: {'; '.join(why[:3])}" + (f" (+{len(why) - 3} more)" if len(why) > 3 else "")))
+    return out
+
+
+def rack_findings(facts: Mapping[str, Facts], racks: Mapping[str, Sequence[str]], sku: GpuSku) -> list[Finding]:
+    """Within each rack, every node's GPUs must report one ClusterUUID.CliqueId, the rack's."""
+    if not multi_node_nvlink(sku):
+        return []
+    out = []
+    for rack, members in racks.items():
+        domains = {n: _domain(facts[n]) for n in members if n in facts}
+        known = {n: d for n, d in domains.items() if d}
+        if not known:
+            continue
+        (common, count), = Counter(known.values()).most_common(1)
+        for node, d in sorted(domains.items(), key=lambda kv: natural_key(kv[0])):
+            if d and d != common:
+                out.append(Finding(node, "nvlink_domain", f"ClusterUUID.CliqueId {d} differs from rack {rack}'s "
+                                   f"{common} (on {count} of its {len(domains)} nodes)"))
+            elif d is None and (facts[node].get("imex") or {}).get("fabric"):
+                out.append(Finding(node, "nvlink_domain", "its GPUs report more than one ClusterUUID.CliqueId"))
+    return out
+
+
+def judge_nodes(facts: Mapping[str, Facts], nodes: Sequence[str], sku: GpuSku,
+          racks: Mapping[str, Sequence[str]]) -> list[Finding]:
+    """Every finding on `nodes`, one per node and check (evidence from several views joined)."""
+    found = [f for n in nodes for f in node_findings(n, facts.get(n), sku)]
+    found += [f for f in domain_findings(facts, sku) + rack_findings(facts, racks, sku) if f.node in set(nodes)]
+    merged: dict[tuple[str, str], Finding] = {}
+    for f in found:
+        key = (f.node, f.check)
+        merged[key] = f if key not in merged else Finding(f.node, f.check, f"{merged[key].evidence} | {f.evidence}",
+                                                          merged[key].value, merged[key].threshold)
+    return list(merged.values())
+
+
+def _domain(facts: Facts) -> str | None:
+    fabric = (facts.get("imex") or {}).get("fabric") or []
+    found = {f"{g.get('uuid')}.{g.get('clique')}" for g in fabric
+             if g.get("uuid") not in (None, "", "N/A") and g.get("clique") not in (None, "", "N/A")}
+    return found.pop() if len(found) == 1 else None
 
 
 def _bytes(n: int) -> str:

@@ -29,7 +29,7 @@ from collections.abc import Iterable
 from pydantic import Field
 
 from orchestrator.models import Frozen
-from orchestrator.results.nccltests import strip_prefix
+from orchestrator.fabric.nccltests import strip_prefix
 
 _INFO = re.compile(r"^(?P<host>[^\s:]+):(?P<pid>\d+):(?P<tid>\d+)\s+\[(?P<dev>\d+)\]\s+NCCL INFO\s+(?P<msg>.*)$")
 _USING_NET = re.compile(r"^Using network\s+(.+?)\s*$")
