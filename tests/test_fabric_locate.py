@@ -15,8 +15,8 @@ import pytest
 from orchestrator.errors import ConfigError
 from orchestrator.models import Cluster, NodeInfo
 from orchestrator.providers.local import links as netlinks
-from orchestrator.runs.locate import locate
-from orchestrator.runs.locate_plan import Collective, conclude, estimate, judge, judge_against, pairs, repairs
+from orchestrator.runs.locate import locate_cluster as locate
+from orchestrator.fabric.locate_plan import Collective, conclude, estimate, judge, judge_against, pairs, repairs
 from orchestrator.seams import Access
 from tests.cli_helpers import azbench, azbench_in_process
 

@@ -14,8 +14,8 @@ from orchestrator.cli.fabric import fabric_app
 from orchestrator.errors import EXIT_FABRIC
 
 if TYPE_CHECKING:
-    from orchestrator.runs.locate import LocateReport
-    from orchestrator.runs.locate_plan import Estimate
+    from orchestrator.fabric.locate import LocateReport
+    from orchestrator.fabric.locate_plan import Estimate
 
 
 @fabric_app.command("locate", help=(
@@ -48,12 +48,12 @@ def fabric_locate(cluster: Optional[str] = typer.Option(None, "--cluster", help=
             _print_estimate(plan)
         return
     from orchestrator.clusters import lifecycle
-    from orchestrator.runs.locate import locate
+    from orchestrator.runs.locate import locate_cluster
     names = [n.strip() for n in nodes.split(",") if n.strip()] if nodes else None
     with open_store() as store:
         found = lifecycle.require_cluster(cluster, store)
     with lifecycle.connect(found) as access:
-        report = locate(found, access, nodes=names, drain_found=drain_found)
+        report = locate_cluster(found, access, nodes=names, drain_found=drain_found)
     if not out.rich:
         out.emit(report_json(report))
     else:
@@ -81,8 +81,8 @@ def _estimate(cluster: str | None, sku: str | None, count: int | None) -> Estima
     from orchestrator.errors import ConfigError
     from orchestrator.hardware.catalog import lookup
     from orchestrator.hardware.layout import default_vms_per_rack
-    from orchestrator.results.nccltests import parse_size
-    from orchestrator.runs.locate_plan import estimate
+    from orchestrator.fabric.locate_plan import estimate
+    from orchestrator.fabric.nccltests import parse_size
     if sku is None or count is None:
         if sku is not None or count is not None:
             raise ConfigError("--dry-run: give both --sku and --count, or a cluster")
