@@ -180,6 +180,8 @@ needs_links = pytest.mark.skipif(netlinks.unavailable() is not None, reason=netl
 
 
 def _locate_on(home: Path, nodes: int, faults: str | None) -> dict[str, Any]:
+    """`up`, `fabric locate -o json`, then the site (its ranked list is in the report's
+    "located" key: home/site/fabric.html), then `down`."""
     env = {netlinks.FAULTS_VAR: faults} if faults else {netlinks.LINKS_VAR: "1"}
     up = azbench("up", "--provider", "local", "--name", "loc", "--nodes", str(nodes), home=home, env=env)
     if up.code == 3:
@@ -189,6 +191,8 @@ def _locate_on(home: Path, nodes: int, faults: str | None) -> dict[str, Any]:
         done = azbench("fabric", "locate", "-o", "json", home=home, timeout=900)
         assert done.code in (0, 10), done.err
         report: dict[str, Any] = json.loads(done.out)
+        site = azbench("report", "--html", str(home / "site"), home=home)
+        assert site.code == 0, site.err
         return report
     finally:
         assert azbench("down", "loc", home=home).code == 0
@@ -201,6 +205,9 @@ def test_a_20_mbit_link_on_node7_is_named_and_no_other_node(tmp_path: Path) -> N
     assert [s["node"] for s in report["suspects"]] == ["node7"], json.dumps(report, indent=1)
     assert isinstance(report["rounds"], int) and report["rounds"] <= 4
     assert any("own link" in n for n in report["notes"])
+    page = (tmp_path / "home" / "site" / "fabric.html").read_text()
+    ranked = page.split('<ol class="ranked">', 1)[1].split("</ol>", 1)[0]
+    assert ranked.count("<li>") == report["tests"] and "node7" in ranked.split("</li>", 1)[0]
 
 
 @pytest.mark.integration

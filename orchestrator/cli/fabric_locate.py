@@ -52,8 +52,8 @@ def fabric_locate(cluster: Optional[str] = typer.Option(None, "--cluster", help=
     names = [n.strip() for n in nodes.split(",") if n.strip()] if nodes else None
     with open_store() as store:
         found = lifecycle.require_cluster(cluster, store)
-    with lifecycle.connect(found) as access:
-        report = locate_cluster(found, access, nodes=names, drain_found=drain_found)
+        with lifecycle.connect(found) as access:
+            report = locate_cluster(found, access, nodes=names, drain_found=drain_found, store=store)
     if not out.rich:
         out.emit(report_json(report))
     else:

@@ -58,13 +58,16 @@ class LocateReport:
 
 Probe = Callable[[Sequence[str]], str]
 Drain = Callable[[list[Suspect]], list[str]]
+Record = Callable[[Collective, str], None]  # a collective and the output it printed
+SCOPE = "locate"  # the stored runs' scope starts with it: "locate pair node7+node8"
 
 
 def locate(cluster: Cluster, access: Access, *, nodes: Sequence[str] | None = None, probe: Probe | None = None,
-           drain: Drain | None = None, timeout_s: float = ROUND_TIMEOUT_S,
+           drain: Drain | None = None, record: Record | None = None, timeout_s: float = ROUND_TIMEOUT_S,
            clock: Callable[[], float] = time.monotonic) -> LocateReport:
     """The rounds on `nodes` (default: every node), suspects named only on evidence they measured.
-    `probe`: the gate's fabric probe (GPU sizes); `drain`: drains the suspects, None never."""
+    `probe`: the gate's fabric probe (GPU sizes); `drain`: drains the suspects, None never;
+    `record`: keeps each collective's output (runs/locate.py stores it as a fabric result)."""
     if not access.caps.health_gate:
         raise MissingCapability(cluster.name, access.launcher.backend, "run collectives on chosen nodes")
     start = clock()
@@ -77,7 +80,7 @@ def locate(cluster: Cluster, access: Access, *, nodes: Sequence[str] | None = No
     report = LocateReport(cluster=cluster.name, sku=row.name, device="GPU" if row.gpus_per_vm else "CPU",
                           nodes=chosen, notes=list(access.notes))
     good = _per_node(row, chosen, states, report, probe, clock)
-    run = _round_runner(cluster, access, row, timeout_s)
+    run = _round_runner(cluster, access, row, timeout_s, record)
     racks = access.launcher.leaf_switches() if row.nvlink_domain_vms > 1 and access.caps.node_control else {}
     racks = {k: [n for n in v if n in good] for k, v in racks.items() if any(n in good for n in v)}
     expected = row.nccl.warn_gbps if row.nccl is not None else None
@@ -149,8 +152,8 @@ def _per_node(row: GpuSku, chosen: list[str], states: dict[str, NodeInfo], repor
     return [n for n in chosen if n not in bad]
 
 
-def _round_runner(cluster: Cluster, access: Access, row: GpuSku,
-                  timeout_s: float) -> Callable[[list[Collective]], None]:
+def _round_runner(cluster: Cluster, access: Access, row: GpuSku, timeout_s: float,
+                  record: Record | None) -> Callable[[list[Collective]], None]:
     """Runs one round's tests side by side and fills in each test's busbw (or error)."""
     gpus = row.gpus_per_vm
     if gpus:
@@ -171,11 +174,18 @@ def _round_runner(cluster: Cluster, access: Access, row: GpuSku,
         for test, text in zip(tests, outputs):
             runs = [r for r in parse_runs(text) if r.sizes]
             point = runs[0].at(size) or runs[0].largest if runs else None
+            if record is not None and runs:
+                record(test, text)
             test.busbw = point.busbw if point is not None else None
             if test.busbw is None:
                 lines = [ln.strip() for ln in text.strip().splitlines() if ln.strip()]
                 test.error = (lines[-1][:200] if lines else "no output") + " (nothing measured)"
     return run
+
+
+def scope_of(test: Collective) -> str:
+    """The stored scope of a locate collective: "locate pair node7+node8"."""
+    return f"{SCOPE} {test.kind} {'+'.join(test.nodes)}"
 
 
 def _timed(round_: Round, run: Callable[[list[Collective]], None], clock: Callable[[], float]) -> None:
@@ -189,4 +199,4 @@ def _g(value: float | None) -> str:
     return "not measured" if value is None else f"{value:.4g} GB/s"
 
 
-__all__ = ["LocateReport", "locate", "LOCAL_MESSAGE"]
+__all__ = ["LocateReport", "locate", "LOCAL_MESSAGE", "SCOPE", "scope_of"]
