@@ -93,8 +93,10 @@ class _Stub:
     def node_states(self) -> dict[str, NodeInfo]:
         return {n: NodeInfo(name=n, state="down" if n in self.down else "idle") for n in self.nodes}
 
+    racks: dict[str, list[str]] = {}
+
     def leaf_switches(self) -> dict[str, list[str]]:
-        return {}
+        return self.racks
 
     def stage_file(self, local: Path, remote: str) -> None:
         assert local.is_file()
@@ -148,6 +150,20 @@ def test_a_down_node_is_named_by_the_per_node_check_and_left_out_of_the_pairs() 
 def test_a_clean_fleet_names_none_in_two_rounds() -> None:
     report = locate(_cluster(16), _access(_Stub(16, {})))
     assert report.suspects == [] and len(report.rounds) == 2 and report.tests == 8
+
+
+def test_on_nvl72_sizes_a_collective_per_rack_comes_first_then_pairs_across_racks() -> None:
+    from orchestrator.fabric.locate import locate as rounds
+    stub = _Stub(8, {"node6": 0.002})
+    stub.racks = {"r1": stub.nodes[:4], "r2": stub.nodes[4:]}
+    cluster = Cluster(name="c", provider="fake", sku="gb200", nodes=8, workdir="/tmp/x")
+    report = rounds(cluster, _access(stub))
+    assert [r.kind for r in report.rounds] == ["per-node", "racks", "pairs", "re-pairs"]
+    assert stub.groups[0] == [tuple(stub.nodes[:4]), tuple(stub.nodes[4:])]
+    assert stub.groups[1] == [("node1", "node5"), ("node2", "node6"), ("node3", "node7"), ("node4", "node8")]
+    assert [s.node for s in report.suspects] == ["node6"]
+    assert any("inside the rack of node5..node8" in u and "not named" in u for u in report.unconfirmed)
+    assert "GPU and HCA counts not checked (no probe)" in report.rounds[0].notes
 
 
 # -- the local cluster's links ------------------------------------------------------------------
