@@ -83,49 +83,61 @@ def locate(cluster: Cluster, access: Access, *, nodes: Sequence[str] | None = No
     run = _round_runner(cluster, access, row, timeout_s, record)
     racks = access.launcher.leaf_switches() if row.nvlink_domain_vms > 1 and access.caps.node_control else {}
     racks = {k: [n for n in v if n in good] for k, v in racks.items() if any(n in good for n in v)}
+    # The row's figure: the threshold the gate applies to its node groups (catalog.NcclBaseline).
     expected = row.nccl.warn_gbps if row.nccl is not None else None
     if len(racks) > 1:
-        rack_round = Round(index=len(report.rounds) + 1, kind="racks",
-                           tests=[Collective(nodes=tuple(m), kind="rack") for m in racks.values() if len(m) > 1])
-        _timed(rack_round, run, clock)
-        judge(rack_round.tests, expected)
-        report.rounds.append(rack_round)
-        # A slow rack is NVLink inside it; the pairs next test the scale-out links. Which node of the
-        # rack is not measured here: said, not named (the gate's halving inside a rack corners it).
-        report.unconfirmed += [f"all_reduce inside the rack of {t.nodes[0]}..{t.nodes[-1]} {_g(t.busbw)} below "
-                               f"{_g(t.floor)}: NVLink inside that rack; which node is not measured here "
-                               "(`azbench health` corners it by halving); not named"
-                               for t in rack_round.tests if t.slow]
+        _rack_round(report, racks, run, expected, clock)
     if len(good) < 2:
         report.notes.append("fewer than two nodes passed the per-node check: no collective to run")
     else:
-        matched, left = pairs(good, racks if len(racks) > 1 else None)
-        pair_round = Round(index=len(report.rounds) + 1, kind="pairs",
-                           tests=[Collective(nodes=p, kind="pair") for p in matched])
-        _timed(pair_round, run, clock)
-        # The row's figure is for a node group inside its own fabric; NVL72 pairs cross racks,
-        # where the row publishes none (its scope text): judged against the median only.
-        pair_expected = expected if row.nvlink_domain_vms <= 1 else None
-        median = judge(pair_round.tests, pair_expected)
-        report.rounds.append(pair_round)
-        slow = [t for t in pair_round.tests if t.slow]
-        fine = [n for t in pair_round.tests if t.slow is False for n in t.nodes]
-        retests: list[Collective] = []
-        for chunk in repairs(slow, fine, left):
-            again = Round(index=len(report.rounds) + 1, kind="re-pairs", tests=chunk)
-            _timed(again, run, clock)
-            judge_against(again.tests, median, pair_expected)
-            report.rounds.append(again)
-            retests += chunk
-        if (slow or left) and not fine:
-            report.notes.append("no pair passed: nothing to re-pair against, no node named")
-        found, unconfirmed = conclude(slow, retests)
-        report.unconfirmed += unconfirmed
-        report.suspects += found
+        # NVL72 pairs cross racks, where the row publishes no figure (its scope): the median only.
+        _pair_rounds(report, good, racks if len(racks) > 1 else None, run,
+                     expected if row.nvlink_domain_vms <= 1 else None, clock)
     if drain is not None and report.suspects:
         report.drained = drain([s for s in report.suspects if s.node in states])
     report.wall_s = clock() - start
     return report
+
+
+def _rack_round(report: LocateReport, racks: dict[str, list[str]], run: Callable[[list[Collective]], None],
+                expected: float | None, clock: Callable[[], float]) -> None:
+    """One all_reduce inside each rack, all at once. A slow rack is NVLink inside it; the pairs
+    then test the scale-out links. Which node of the rack is not measured here: said, not named
+    (the gate's halving inside a rack corners it)."""
+    rack_round = Round(index=len(report.rounds) + 1, kind="racks",
+                       tests=[Collective(nodes=tuple(m), kind="rack") for m in racks.values() if len(m) > 1])
+    _timed(rack_round, run, clock)
+    judge(rack_round.tests, expected)
+    report.rounds.append(rack_round)
+    report.unconfirmed += [f"all_reduce inside the rack of {t.nodes[0]}..{t.nodes[-1]} {_g(t.busbw)} below "
+                           f"{_g(t.floor)}: NVLink inside that rack; which node is not measured here "
+                           "(`azbench health` corners it by halving); not named"
+                           for t in rack_round.tests if t.slow]
+
+
+def _pair_rounds(report: LocateReport, good: list[str], racks: dict[str, list[str]] | None,
+                 run: Callable[[list[Collective]], None], expected: float | None, clock: Callable[[], float]) -> None:
+    """The pairs round, then the re-pairs of its slow pairs (and the odd node out) against its median."""
+    matched, left = pairs(good, racks)
+    pair_round = Round(index=len(report.rounds) + 1, kind="pairs",
+                       tests=[Collective(nodes=p, kind="pair") for p in matched])
+    _timed(pair_round, run, clock)
+    median = judge(pair_round.tests, expected)
+    report.rounds.append(pair_round)
+    slow = [t for t in pair_round.tests if t.slow]
+    fine = [n for t in pair_round.tests if t.slow is False for n in t.nodes]
+    retests: list[Collective] = []
+    for chunk in repairs(slow, fine, left):
+        again = Round(index=len(report.rounds) + 1, kind="re-pairs", tests=chunk)
+        _timed(again, run, clock)
+        judge_against(again.tests, median, expected)
+        report.rounds.append(again)
+        retests += chunk
+    if (slow or left) and not fine:
+        report.notes.append("no pair passed: nothing to re-pair against, no node named")
+    found, unconfirmed = conclude(slow, retests)
+    report.unconfirmed += unconfirmed
+    report.suspects += found
 
 
 def _per_node(row: GpuSku, chosen: list[str], states: dict[str, NodeInfo], report: LocateReport,
