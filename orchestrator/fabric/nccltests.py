@@ -456,7 +456,8 @@ def table_collective(ratio: tuple[float, float] | None, redops: set[str], roots:
     n = ranks if ranks is not None and ranks >= 2 else None
     if op == "sum":
         if n is not None and n > 2 and near(2 * (n - 1) / n) or n is None and r > 1.0 + tol:
-            return "all_reduce", f"the table: {said} = 2(n-1)/n" + (f" for {n} ranks" if n else "") + ", op sum"
+            ranks_read = f" for {n} ranks" if n else (f" (n = {2 / (2 - r):.0f})" if r < 2 else "")
+            return "all_reduce", f"the table: {said} = 2(n-1)/n{ranks_read}, op sum"
         if n is not None and n > 2 and near((n - 1) / n) or n is None and r < 1.0 - tol:
             return "reduce_scatter", f"the table: {said} = (n-1)/n" + (f" for {n} ranks" if n else "") + ", op sum"
         if n == 2 and near(1.0):
