@@ -130,11 +130,14 @@ def _print_file(report: FileReport) -> None:
             sizes = ", ".join(f"{_size(p['size'])} {p['busbw']:g}" for p in run.busbw
                               if isinstance(p.get("size"), int) and p.get("busbw") is not None)
             w(f"  busbw per size ({run.collective or 'unnamed'}): {sizes or 'none measured'}\n")
-            w(f"  collective {run.collective or 'not known'}: read from {run.collective_basis or 'nothing'}\n")
+            w(f"  collective {run.collective}: read from {run.collective_basis}\n" if run.collective
+              else f"  collective not known: {run.collective_basis or 'the output does not say'}\n")
     if report.transport is not None:
         w(f"  {_transport_line(report.transport)}\n")
     for check in _unique(report.checks):
         w(f"  [{check.status}] {check.check}: {check.evidence}\n")
+    for note in report.notes:
+        w(f"  note: {note}\n")
     w(f"verdict: {report.verdict}\n\n")
 
 

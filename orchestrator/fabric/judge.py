@@ -97,7 +97,8 @@ def busbw_check(run: NcclRun, expected: Expected | None, *, device: str = "GPU")
     if device == "CPU":
         return Check(check="busbw", status="not checked",
                      evidence="CPU collectives (gloo): no published baseline to judge them against")
-    basis = f" (collective read from {run.collective_basis})" if run.collective_basis else ""
+    basis = (f" (collective read from {run.collective_basis})" if run.collective and run.collective_basis
+             else f" ({run.collective_basis})" if run.collective_basis else "")
     if run.collective != BASELINE_COLLECTIVE:
         return Check(check="busbw", status="not checked",
                      evidence=f"the catalog's baseline is all_reduce_perf busbw; this run is "
@@ -151,8 +152,9 @@ def wrong_check(run: NcclRun) -> Check:
         return Check(check="wrong values", status="not checked", evidence="#wrong not reported (run with -c 1)")
     if wrong:
         bad = [s for s in run.sizes if s.wrong]
-        return Check(check="wrong values", status="fail",
-                     evidence=f"{wrong} wrong element(s) at {len(bad)} size(s), first at {_bytes(bad[0].size)}")
+        where = f" at {len(bad)} size(s) kept, first at {_bytes(min(s.size for s in bad))}" if bad else ""
+        unkept = f" ({run.wrong_dropped} in the {run.rows_dropped} rows read but not kept)" if run.wrong_dropped else ""
+        return Check(check="wrong values", status="fail", evidence=f"{wrong} wrong element(s){where}{unkept}")
     return Check(check="wrong values", status="ok", evidence=f"0 wrong elements over {len(run.sizes)} size(s)")
 
 

@@ -31,7 +31,6 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
 
 from pydantic import Field
 
@@ -257,7 +256,7 @@ class Parser:
                 # A table without its "nThread" header (a pasted excerpt, a second table): a run
                 # of its own, with what the output says of it.
                 self.current = self._start(None, None)
-            self.current.columns = line.replace("#", " ").split()
+            self.current.set_columns(line.replace("#", " ").split())
         elif self.current is not None and not (self.current.rows_read and _RANK.match(line)):
             self.current.feed(line, number)
         elif _RANK.match(line):
@@ -296,13 +295,21 @@ def _collective(name: str) -> str:
     return name
 
 
-@dataclass
-class _Row:
-    """A table row kept with its op and root (for reading the collective from the table)."""
+# A table row as the parser holds it: size, count, type, then out-of-place time, algbw, busbw,
+# #wrong and in-place time, algbw, busbw, #wrong.
+_Row = tuple[int, "int | None", "str | None", "float | None", "float | None", "float | None", "int | None",
+             "float | None", "float | None", "float | None", "int | None"]
+_ALIASES = {"wrong": "wrong", "#wrong": "wrong", "error": "wrong", "res": "wrong", "bytes": "size", "N": "count",
+            "op": "redop"}
 
-    row: SizeRow
-    redop: str | None
-    root: str | None
+
+def _best(row: _Row) -> float:
+    return max((v for v in (row[5], row[9]) if v is not None), default=0.0)
+
+
+def _size_row(r: _Row) -> SizeRow:
+    return SizeRow(size=r[0], count=r[1], dtype=r[2], time_us=r[3], algbw=r[4], busbw_oop=r[5], wrong_oop=r[6],
+                   time_us_ip=r[7], algbw_ip=r[8], busbw_ip=r[9], wrong_ip=r[10])
 
 
 class _Builder:
@@ -350,58 +357,67 @@ class _Builder:
         if (m := _OOB.match(line)) is not None:
             self.oob = _int(m.group(1), number)
 
-    def row(self, line: str, number: int) -> None:
-        words = line.split()
-        cols = self.columns
-        if len(words) < len(cols) - 2:  # a cut line
-            return
-        for word in words:
-            if len(word) > MAX_DIGITS and (word[0].isdigit() or word[0] in "+-."):
-                raise ConfigError(f"line {number}: a number of {len(word)} characters (at most {MAX_DIGITS}): "
-                                  "not an nccl-tests value")
-        # The table's own order: the first time/algbw/busbw/#wrong group is out of place, the
-        # second in place; per-iteration columns (-I) have other names and are skipped.
+    def set_columns(self, words: list[str]) -> None:
+        """The table's header: each column's key, in the table's own order (the first time/algbw/
+        busbw/#wrong group is out of place, the second in place; per-iteration columns of -I have
+        other names and are skipped)."""
         seen: dict[str, int] = {}
-        values: dict[str, str] = {}
-        for name, word in zip(cols, words):
-            key = {"wrong": "wrong", "#wrong": "wrong", "error": "wrong", "res": "wrong", "bytes": "size",
-                   "N": "count", "op": "redop"}.get(name, name)
+        keys = []
+        for name in words:
+            key = _ALIASES.get(name, name)
             index = seen.get(key, 0)
             seen[key] = index + 1
-            values[f"{key}{'_ip' if index else ''}"] = word
+            keys.append(f"{key}{'_ip' if index else ''}")
+        self.columns = keys
+
+    def row(self, line: str, number: int) -> None:
+        """One table row: counted, and kept while under MAX_ROWS (or where a verdict may need it).
+        Rows are held as tuples; SizeRow models are built once, for the rows kept."""
+        words = line.split()
+        if len(words) < len(self.columns) - 2:  # a cut line
+            return
+        if max(map(len, words), default=0) > MAX_DIGITS:
+            for word in words:
+                if len(word) > MAX_DIGITS and (word[0].isdigit() or word[0] in "+-."):
+                    raise ConfigError(f"line {number}: a number of {len(word)} characters (at most {MAX_DIGITS}): "
+                                      "not an nccl-tests value")
+        values = dict(zip(self.columns, words))
         size = _int(values.get("size"), number)
         if size is None:
             return
         self.rows_read += 1
-        row = SizeRow(size=size, count=_int(values.get("count"), number), dtype=values.get("type"),
-                      time_us=_float(values.get("time")), algbw=_float(values.get("algbw")),
-                      busbw_oop=_float(values.get("busbw")), wrong_oop=_wrong(values.get("wrong")),
-                      time_us_ip=_float(values.get("time_ip")), algbw_ip=_float(values.get("algbw_ip")),
-                      busbw_ip=_float(values.get("busbw_ip")), wrong_ip=_wrong(values.get("wrong_ip")))
-        if (op := values.get("redop")) is not None and len(self.redops) < 8:
+        get = values.get
+        alg, bus, alg_ip, bus_ip = _float(get("algbw")), _float(get("busbw")), _float(get("algbw_ip")), \
+            _float(get("busbw_ip"))
+        wrong, wrong_ip = _wrong(get("wrong")), _wrong(get("wrong_ip"))
+        if len(self.redops) < 8 and (op := get("redop")) is not None:
             self.redops.setdefault(op.lower())
-        if (root := values.get("root")) is not None and len(self.roots) < 8:
+        if len(self.roots) < 8 and (root := get("root")) is not None:
             self.roots.setdefault(root)
-        for alg, bus in ((row.algbw, row.busbw_oop), (row.algbw_ip, row.busbw_ip)):
-            if alg and bus and alg > 0 and (self.ratio is None or alg > self.ratio[0]):
-                self.ratio = (alg, bus / alg)
-        if row.wrong_oop is not None:
-            self.both_checked = self.both_checked or row.wrong_ip is not None
-            self.oop_only = self.oop_only or row.wrong_ip is None
-        kept = _Row(row, values.get("redop"), values.get("root"))
+        for a, b in ((alg, bus), (alg_ip, bus_ip)):
+            if a and b and a > 0 and (self.ratio is None or a > self.ratio[0]):
+                self.ratio = (a, b / a)
+        if wrong is not None:
+            self.both_checked = self.both_checked or wrong_ip is not None
+            self.oop_only = self.oop_only or wrong_ip is None
+        row: _Row = (size, _int(get("count"), number), get("type"), _float(get("time")), alg, bus, wrong,
+                     _float(get("time_ip")), alg_ip, bus_ip, wrong_ip)
         if len(self.kept) < MAX_ROWS or (size & (size - 1) == 0 and len(self.kept) < MAX_ROWS + 64):
-            self.kept.append(kept)
+            self.kept.append(row)
             return
         # Over the cap: counted, and kept only where a verdict may need it.
         self.dropped += 1
-        self.wrong_dropped += row.wrong or 0
-        if row.busbw is not None:
-            best = self.extra.get("peak")
-            if best is None or (row.busbw, size) > (best.row.busbw or 0.0, best.row.size):
-                self.extra["peak"] = kept
+        self.wrong_dropped += (wrong or 0) + (wrong_ip or 0)
+        if (wrong or wrong_ip) and "wrong" not in self.extra:
+            self.extra["wrong"] = row  # the first wrong size: the verdict's evidence names it
+        best_bus = max((v for v in (bus, bus_ip) if v is not None), default=None)
+        if best_bus is not None:
+            peak = self.extra.get("peak")
+            if peak is None or (best_bus, size) > (_best(peak), peak[0]):
+                self.extra["peak"] = row
             big = self.extra.get("largest")
-            if big is None or size > big.row.size:
-                self.extra["largest"] = kept
+            if big is None or size > big[0]:
+                self.extra["largest"] = row
 
     def build(self, name_hint: str | None) -> NcclRun:
         hosts = list(self.hosts)
@@ -413,7 +429,11 @@ class _Builder:
         # rank on several hosts, not a job.
         ranks = self.max_rank + 1 if self.max_rank is not None else None
         at_least = ranks is not None and (self.elided or len(self.ranks) < ranks)
-        sizes = [k.row for k in self.kept] + [k.row for k in dict.fromkeys(self.extra.values())]
+        extra = list({id(r): r for r in self.extra.values()}.values())
+        sizes = [_size_row(r) for r in self.kept + extra]
+        # The extra rows were counted as dropped; kept after all, they count in `sizes` only.
+        dropped = self.dropped - len(extra)
+        wrong_dropped = self.wrong_dropped - sum((r[6] or 0) + (r[10] or 0) for r in extra)
         collective, basis = self.collective, self.basis
         if collective is None:
             collective, basis = self._from_table(ranks if not at_least else None, name_hint)
@@ -422,7 +442,7 @@ class _Builder:
                        hosts=len(hosts) if hosts else None, gpus_per_host=None if at_least else gpus,
                        host_names=hosts[:64], gpu=self.gpu, sizes=sizes, avg_busbw=self.avg,
                        out_of_bounds=self.oob, min_bytes=self.min_bytes, max_bytes=self.max_bytes,
-                       rows_read=self.rows_read, rows_dropped=self.dropped, wrong_dropped=self.wrong_dropped)
+                       rows_read=self.rows_read, rows_dropped=dropped, wrong_dropped=wrong_dropped)
 
     def _from_table(self, ranks: int | None, name_hint: str | None) -> tuple[str | None, str]:
         """The collective the table says (bus factor, op, root), else the file name's, else None."""
