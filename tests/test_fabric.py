@@ -11,6 +11,7 @@ import os
 import socket
 import subprocess
 import sys
+import types
 from pathlib import Path
 
 import pytest
@@ -42,7 +43,7 @@ def _cluster(sku: str, nodes: int = 4) -> Cluster:
                    workdir="/shared/work")
 
 
-def _runner():  # type: ignore[no-untyped-def]
+def _runner() -> types.ModuleType:
     spec = importlib.util.spec_from_file_location("fabric_collectives", RUNNER)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)

@@ -93,7 +93,7 @@ class _Counting(io.BytesIO):
 def test_a_file_with_nul_in_its_first_block_is_refused_without_reading_the_rest(tmp_path: Path) -> None:
     handle = _Counting(b"# nThread 1 nGpus 1 minBytes 8 maxBytes 8\n\0" + b"\0" * (8 * FIRST_BLOCK))
     with pytest.raises(ConfigError, match=r"nul\.bin: not a text file \(a NUL byte at offset 42"):
-        read_stream(handle, "nul.bin")  # type: ignore[arg-type]
+        read_stream(handle, "nul.bin")
     assert handle.read_bytes == FIRST_BLOCK
     path = tmp_path / "zeros.out"
     path.write_bytes(b"\0" * (4 * FIRST_BLOCK))

@@ -263,12 +263,12 @@ class Parser:
             # rank lines with no header before them (an excerpt that starts there): a run of its own
             self.current = self._start(None, None)
             self.current.feed(line, number)
-        if head != "#" and (name := _perf_word(line)) is not None and not line.lstrip().startswith("#"):
+        if head != "#" and (perf := _perf_word(line)) is not None and not line.lstrip().startswith("#"):
             # a pasted command line names the next run (or this one, printed before its table)
             if self.current is not None and not self.current.rows_read and self.current.basis == "":
-                self.current.collective, self.current.basis = name, f"its command line ('{name}_perf')"
+                self.current.collective, self.current.basis = perf, f"its command line ('{perf}_perf')"
             else:
-                self.pending = (name, f"its command line ('{name}_perf')")
+                self.pending = (perf, f"its command line ('{perf}_perf')")
 
     def _start(self, min_bytes: int | None, max_bytes: int | None) -> _Builder:
         name, basis = self.pending if self.pending is not None else (None, "")
@@ -472,7 +472,10 @@ def table_collective(ratio: tuple[float, float] | None, redops: set[str], roots:
     if roots and roots != {"-1"}:
         return None, "a rooted collective (broadcast or reduce: the root column)"
     said = f"busbw/algbw {r:.3f}"
-    near = (lambda want: abs(r - want) <= tol * max(want, 1.0))
+
+    def near(want: float) -> bool:
+        return abs(r - want) <= tol * max(want, 1.0)
+
     n = ranks if ranks is not None and ranks >= 2 else None
     if op == "sum":
         if n is not None and n > 2 and near(2 * (n - 1) / n) or n is None and r > 1.0 + tol:
