@@ -10,7 +10,7 @@ G Pid P on HOST device D [BUS] NAME" line per rank (older: "#   Rank  N Pid P on
 (size, count, type, redop, root, then time, algbw, busbw and #wrong out of place and again in place;
 older versions have no root column and "error" for "#wrong"), then "# Out of bounds values : 0 OK"
 and "# Avg bus bandwidth : X". rccl-tests add "rccl-tests: Version ..." and "RCCL version : ...".
-Launchers prefix lines ("0: " from `srun -l`, "[1,0]<stdout>:" from Open MPI's --tag-output, "[0] ")
+Launchers prefix lines ("0: " from a Slurm job step's --label, "[1,0]<stdout>:" from Open MPI's --tag-output, "[0] ")
 and NCCL_DEBUG=INFO lines interleave: both are read past. A file may hold several runs (one per
 collective); each starts at its "nThread" header (or at a table without one).
 
