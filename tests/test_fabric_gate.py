@@ -12,6 +12,7 @@ import gzip
 import importlib.util
 import json
 import time
+import types
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -35,7 +36,7 @@ CHECK = templates_dir() / "fabric_node_check.py"
 GB200, H100 = lookup("gb200"), lookup("h100")
 
 
-def _check():  # type: ignore[no-untyped-def]
+def _check() -> types.ModuleType:
     spec = importlib.util.spec_from_file_location("fabric_node_check", CHECK)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
@@ -235,7 +236,11 @@ def test_up_replaces_a_short_vm_before_slurm_lists_it(monkeypatch: pytest.Monkey
 
     replaced: list[str] = []
     monkeypatch.setattr(boot, "wait_booted", wait_booted)
-    monkeypatch.setattr(provider, "replace_node", lambda c, node, timeout_s=None: replaced.append(node) or "c-gpu-00-000002")
+    def replace_node(c: object, node: str, timeout_s: float | None = None) -> str:
+        replaced.append(node)
+        return "c-gpu-00-000002"
+
+    monkeypatch.setattr(provider, "replace_node", replace_node)
     done = provider._boot(cluster, 60)
     assert replaced == ["c-gpu-00-000001"] and done.node_names == ["c-gpu-00-000000", "c-gpu-00-000002"]
     assert waits == [["c-gpu-00-000000", "c-gpu-00-000001"], ["c-gpu-00-000000", "c-gpu-00-000002"]]

@@ -130,15 +130,21 @@ def _print_file(report: FileReport) -> None:
             sizes = ", ".join(f"{_size(p['size'])} {p['busbw']:g}" for p in run.busbw
                               if isinstance(p.get("size"), int) and p.get("busbw") is not None)
             w(f"  busbw per size ({run.collective or 'unnamed'}): {sizes or 'none measured'}\n")
+            w(f"  collective {run.collective}: read from {run.collective_basis}\n" if run.collective
+              else f"  collective not known: {run.collective_basis or 'the output does not say'}\n")
     if report.transport is not None:
         w(f"  {_transport_line(report.transport)}\n")
     for check in _unique(report.checks):
         w(f"  [{check.status}] {check.check}: {check.evidence}\n")
+    for note in report.notes:
+        w(f"  note: {note}\n")
     w(f"verdict: {report.verdict}\n\n")
 
 
 def _run_cells(run: RunReport) -> list[object]:
-    return [run.collective or "unnamed", run.ranks, run.hosts, run.gpus_per_host or "-",
+    ranks = "unknown" if run.ranks is None else f"{'at least ' if run.ranks_at_least else ''}{run.ranks}"
+    return [run.collective or "unnamed", ranks, run.hosts if run.hosts is not None else "unknown",
+            run.gpus_per_host or "-",
             f"{run.peak_busbw:g}" if run.peak_busbw is not None else "-",
             _size(run.peak_size) if run.peak_size is not None else "-",
             f"{run.avg_busbw_line:g}" if run.avg_busbw_line is not None else "not in the output",
@@ -148,7 +154,8 @@ def _run_cells(run: RunReport) -> list[object]:
 def _transport_line(t: TransportReport) -> str:
     gdr = {True: "yes", False: "no", None: "not said"}[t.gdr]
     channels = ", ".join(f"{n} via {k}" for k, n in sorted(t.channels.items())) or "no inter-node channel lines"
-    return (f"NCCL {t.nccl_version or '(version not logged)'}: network {', '.join(t.network) or 'not logged'}; "
+    rccl = f" (RCCL {t.rccl_version})" if t.rccl_version else ""
+    return (f"NCCL {t.nccl_version or '(version not logged)'}{rccl}: network {', '.join(t.network) or 'not logged'}; "
             f"plugin {t.plugin or 'not logged'}; GPUDirect RDMA {gdr}; HCAs {', '.join(t.hcas) or 'not logged'}; "
             f"channels: {channels}")
 

@@ -58,6 +58,8 @@ class Expected(Frozen):
     size: int
     scope: str
     source: str
+    gpus_per_vm: int = Field(0, description="GPUs per VM the figure was measured with (the row's)")
+    nic_gbps: float | None = Field(None, description="one InfiniBand link's line rate, Gb/s (the row's facts)")
 
 
 def worst(checks: Iterable[Check]) -> Status:
@@ -76,7 +78,8 @@ def expected_for(sku: GpuSku | None) -> Expected | None:
     if sku is None or base is None:
         return None
     return Expected(sku=sku.name, expected_gbps=base.reference_gbps, warn_gbps=base.warn_gbps,
-                    message=base.message, size=parse_size(base.message), scope=base.scope, source=base.source)
+                    message=base.message, size=parse_size(base.message), scope=base.scope, source=base.source,
+                    gpus_per_vm=sku.gpus_per_vm, nic_gbps=float(sku.ib_gbps_per_link) or None)
 
 
 def judged_size(run: NcclRun, expected: Expected | None) -> SizeRow | None:
@@ -87,27 +90,44 @@ def judged_size(run: NcclRun, expected: Expected | None) -> SizeRow | None:
 
 
 def busbw_check(run: NcclRun, expected: Expected | None, *, device: str = "GPU") -> Check:
-    """busbw at the judged size against the warn level (see the module docstring)."""
+    """busbw at the judged size against the warn level (see the module docstring). A run with
+    fewer GPUs per host than the row's (one GPU per node: one NIC) is "not comparable" with the
+    node group's figure: the catalog publishes no per-NIC busbw, so it is set beside the NIC's
+    line rate and not judged."""
     if device == "CPU":
         return Check(check="busbw", status="not checked",
                      evidence="CPU collectives (gloo): no published baseline to judge them against")
+    basis = (f" (collective read from {run.collective_basis})" if run.collective and run.collective_basis
+             else f" ({run.collective_basis})" if run.collective_basis else "")
     if run.collective != BASELINE_COLLECTIVE:
         return Check(check="busbw", status="not checked",
                      evidence=f"the catalog's baseline is all_reduce_perf busbw; this run is "
-                              f"{run.collective or 'an unnamed collective'}")
+                              f"{run.collective or 'an unnamed collective'}{basis}")
     if expected is None:
         return Check(check="busbw", status="not checked",
                      evidence="no published all-reduce baseline for this size (see `azbench catalog`)")
     row = judged_size(run, expected)
     if row is None or row.busbw is None:
         return Check(check="busbw", status="not checked", evidence="the output has no measured size")
-    where = (f"at {_bytes(row.size)}" + ("" if row.size == expected.size
-                                          else f", the largest size measured (the baseline's is {expected.message})"))
+    where = (f"at {_bytes(row.size)} ({row.busbw_from})"
+             + ("" if row.size == expected.size else f", the largest size measured (the baseline's is {expected.message})"))
+    per_host = run.gpus_per_host
+    if per_host is not None and expected.gpus_per_vm and per_host < expected.gpus_per_vm:
+        nic = ""
+        if per_host == 1 and expected.nic_gbps:
+            line_rate = expected.nic_gbps / 8
+            nic = (f"; one GPU per host runs over one NIC: {row.busbw / line_rate:.0%} of one "
+                   f"{expected.nic_gbps:g} Gb/s link's {line_rate:g} GB/s line rate")
+        return Check(check="busbw", status="not checked",
+                     evidence=f"not comparable: {row.busbw:g} GB/s {where} with {per_host} GPU(s) per host, and "
+                              f"{expected.sku}'s figure is for {expected.gpus_per_vm} per VM ({expected.scope}); "
+                              f"the catalog publishes no per-NIC figure{nic}")
     status: Status = "warn" if row.busbw < expected.warn_gbps else "ok"
     relation = "below" if status == "warn" else "at or above"
+    unknown = "" if per_host is not None else "; GPUs per host unknown (no rank lines): judged as a full VM"
     return Check(check="busbw", status=status,
                  evidence=f"{row.busbw:g} GB/s {where}, {relation} the warn level {expected.warn_gbps:g} GB/s "
-                          f"of {expected.sku} ({expected.scope}; {expected.source})")
+                          f"of {expected.sku} ({expected.scope}; {expected.source}){basis}{unknown}")
 
 
 def round_busbw(text: str, message: str) -> tuple[float | None, str]:
@@ -132,8 +152,9 @@ def wrong_check(run: NcclRun) -> Check:
         return Check(check="wrong values", status="not checked", evidence="#wrong not reported (run with -c 1)")
     if wrong:
         bad = [s for s in run.sizes if s.wrong]
-        return Check(check="wrong values", status="fail",
-                     evidence=f"{wrong} wrong element(s) at {len(bad)} size(s), first at {_bytes(bad[0].size)}")
+        where = f" at {len(bad)} size(s) kept, first at {_bytes(min(s.size for s in bad))}" if bad else ""
+        unkept = f" ({run.wrong_dropped} in the {run.rows_dropped} rows read but not kept)" if run.wrong_dropped else ""
+        return Check(check="wrong values", status="fail", evidence=f"{wrong} wrong element(s){where}{unkept}")
     return Check(check="wrong values", status="ok", evidence=f"0 wrong elements over {len(run.sizes)} size(s)")
 
 
@@ -148,13 +169,13 @@ def transport_check(log: NcclTransport | None, *, device: str = "GPU") -> Check:
         return Check(check="transport", status="not checked",
                      evidence=f"no inter-node channel lines among {log.info_lines} NCCL INFO lines "
                               "(one node, or the channels were not logged)")
-    total = len(log.channels)
+    total = log.channel_count
     sockets = log.socket_channels
-    if sockets:
-        first = sockets[0]
+    if log.socket_count:
+        example = f": e.g. {sockets[0].host}: '{sockets[0].line}'" if sockets else ""
         return Check(check="transport", status="fail",
-                     evidence=f"{len(sockets)} of {total} inter-node channel ends via NET/Socket (TCP sockets, "
-                              f"not InfiniBand): e.g. {first.host}: '{first.line}'")
+                     evidence=f"{log.socket_count} of {total} inter-node channel ends via NET/Socket (TCP sockets, "
+                              f"not InfiniBand){example}")
     kinds = ", ".join(f"{n} via {t}" for t, n in sorted(log.by_transport.items()))
     return Check(check="transport", status="ok", evidence=f"{total} inter-node channel ends: {kinds}")
 
@@ -180,15 +201,22 @@ def sku_of(run_gpus: Sequence[str], sku: str | None) -> tuple[GpuSku | None, str
 
 
 class RunReport(Frozen):
-    """One nccl-tests run as `fabric inspect` and the report show it."""
+    """One nccl-tests run as `fabric inspect` and the report show it. Ranks and hosts the output
+    does not state are None ("unknown"); `ranks_at_least` when rank lines were left out."""
 
     collective: str | None
-    ranks: int
-    hosts: int
+    collective_basis: str = ""
+    ranks: int | None
+    ranks_at_least: bool = False
+    hosts: int | None
     gpus_per_host: int | None
     gpu: str = ""
+    nccl_tests_version: str | None = None
+    rccl_version: str | None = None
     busbw: list[dict[str, float | int | None]] = Field(default_factory=list,
-                                                        description="per size: size (bytes), busbw, algbw, time_us, wrong")
+                                                        description="per size: size (bytes), busbw (the better of "
+                                                        "the two), busbw_oop, busbw_ip, algbw, time_us, wrong")
+    rows_dropped: int = Field(0, description="table rows read but not kept (over the parser's cap)")
     peak_busbw: float | None = None
     peak_size: int | None = None
     avg_busbw_line: float | None = Field(None, description="nccl-tests' '# Avg bus bandwidth' (a mean over every size: not judged)")
@@ -199,15 +227,21 @@ class RunReport(Frozen):
 
 def run_report(run: NcclRun, checks: list[Check]) -> RunReport:
     peak = run.peak
-    return RunReport(collective=run.collective, ranks=run.ranks, hosts=run.hosts, gpus_per_host=run.gpus_per_host,
-                     gpu=run.gpu, busbw=[size_point(s) for s in run.sizes],
+    return RunReport(collective=run.collective, collective_basis=run.collective_basis, ranks=run.ranks,
+                     ranks_at_least=run.ranks_at_least, hosts=run.hosts, gpus_per_host=run.gpus_per_host,
+                     gpu=run.gpu, nccl_tests_version=run.version, rccl_version=run.rccl_version,
+                     busbw=[size_point(s) for s in run.sizes], rows_dropped=run.rows_dropped,
                      peak_busbw=peak.busbw if peak else None, peak_size=peak.size if peak else None,
                      avg_busbw_line=run.avg_busbw, wrong=run.wrong, checks=checks, verdict=worst(checks))
 
 
 def size_point(s: SizeRow) -> dict[str, float | int | None]:
-    return {"size": s.size, "busbw": s.busbw, "algbw": s.algbw if s.algbw is not None else s.algbw_ip,
-            "time_us": s.time_us if s.time_us is not None else s.time_us_ip, "wrong": s.wrong}
+    """One size as reports and the store keep it: out-of-place and in-place busbw and #wrong
+    apart, and the better busbw (the one judged)."""
+    return {"size": s.size, "busbw": s.busbw, "busbw_oop": s.busbw_oop, "busbw_ip": s.busbw_ip,
+            "algbw": s.algbw if s.algbw is not None else s.algbw_ip,
+            "time_us": s.time_us if s.time_us is not None else s.time_us_ip, "wrong": s.wrong,
+            "wrong_oop": s.wrong_oop, "wrong_ip": s.wrong_ip}
 
 
 # -- the gate's per-node checks (fabric/gate.py probes; templates/fabric_node_check.py reads) --------

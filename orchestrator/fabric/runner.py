@@ -24,9 +24,9 @@ from orchestrator.errors import ConfigError, LaunchError, MissingCapability
 from orchestrator.hardware.catalog import GpuSku, lookup
 from orchestrator.models import Cluster, FabricTestPlan, JobRef, JobState, utcnow
 from orchestrator.fabric.judge import Check, Status, expected_for, human_size, run_checks, worst, worst_of
+from orchestrator.fabric.nccltests import COLLECTIVES, NcclRun
+from orchestrator.fabric.reading import read_bytes
 from orchestrator.fabric.stored import run_rows
-from orchestrator.fabric.nccl_log import parse_log
-from orchestrator.fabric.nccltests import COLLECTIVES, NcclRun, parse_runs
 from orchestrator.slurm.conf import natural_key
 from orchestrator.seams import Access
 from orchestrator.store.database import Store
@@ -170,13 +170,13 @@ def fabric_test(cluster: Cluster, access: Access, store: Store, *, node_counts: 
         limit = timeout_s if timeout_s is not None else plan.time_limit_min * 60 + 600
         state = _wait(access, ref, limit, poll_interval, clock, sleep)
         job.state = state.value if state else f"cancelled after {limit:g}s"
-        text = access.launcher.tail(plan.output(ref.job_id)).decode(errors="replace")
-        runs = [r for r in parse_runs(text) if r.sizes]
-        log = parse_log(text)
+        reading = read_bytes(access.launcher.tail(plan.output(ref.job_id)), plan.output(ref.job_id), name_hint="")
+        runs = [r for r in reading.runs if r.sizes]
+        log = reading.log
         found = {r.collective for r in runs}
         job.errors = [f"{c}: no result in the job's output (job {ref.job_id} {job.state})"
                       for c in chosen if c not in found]
-        rows = run_rows(text, runs, log, source="test", device=device, cluster=cluster.name, sku=row.name,
+        rows = run_rows(reading.sha256, runs, log, source="test", device=device, cluster=cluster.name, sku=row.name,
                         scope=scope, nodes=nodes, job_id=ref.job_id, log_path=plan.output(ref.job_id))
         job.stored = [i for i, _ in store.add_fabric_results(rows)]
         for run in runs:

@@ -36,8 +36,8 @@ def fabric_page_parts(report: Report) -> tuple[dict[str, Any], list[list[CellDat
             expected = ("none: CPU (gloo)" if ln.device == "CPU" else "none published", None, "muted", "")
         evidence = "; ".join(f"{c.check} {c.status}: {c.evidence}" for c in ln.checks if c.status != "not checked")
         rows.append([(ln.label, ln.label, "", ""), (ln.scope or "-", ln.scope, "", ""),
-                     (ln.collective or "unnamed", ln.collective, "", ""), _int(ln.nodes), _int(ln.ranks),
-                     _int(ln.hosts), _int(ln.gpus_per_host), _at(ln.peak_busbw, ln.peak_size),
+                     (ln.collective or "unnamed", ln.collective, "", ""), _int(ln.nodes),
+                     _count(ln.ranks, ln.ranks_at_least), _count(ln.hosts, ln.ranks_at_least), _int(ln.gpus_per_host), _at(ln.peak_busbw, ln.peak_size),
                      _at(ln.busbw_at_largest, ln.largest_size), expected,
                      ("not checked", None, "muted", "") if ln.wrong is None else _int(ln.wrong),
                      (ln.verdict, ln.verdict, _CLS[ln.verdict], ""), (evidence or "nothing judged", None, "", "")])
@@ -59,6 +59,14 @@ def _at(value: float | None, size: int | None) -> CellData:
     if value is None:
         return ("-", None, "", "")
     return (f"{value:.4g}" + (f" ({human_size(size)})" if size else ""), value, "num", "")
+
+
+def _count(value: int | None, at_least: bool) -> CellData:
+    """Ranks or hosts as the output states them: "unknown" when it does not, never 0."""
+    if value is None:
+        return ("unknown", None, "muted", "the output does not state it")
+    return (f"at least {value}" if at_least else str(value), value, "num",
+            "rank lines were left out of the output" if at_least else "")
 
 
 def _int(value: int | None) -> CellData:
