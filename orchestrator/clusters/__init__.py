@@ -4,7 +4,7 @@ Owns up/down/status/extend/resize/replace/sweep and `connect` (lifecycle.py: pla
 PROVISIONING record, call the provider, record the outcome), the spending guards (spending.py:
 the confirmation summary and the cost cap), and the head-node shell of `azbench ssh` (shell.py).
 Reaches backends only through the providers registry (`providers.get_provider(name)`), and asks
-a provider's `caps`, never its name.
+a provider for its parts, never its name.
 May import: the base, specs/, hardware/, hosts/, providers/ (the registry and base.py only) and store/.
 Exposes: lifecycle (up, down, connect, cluster_status, sweep, ...), spending, shell.
 """
