@@ -10,6 +10,7 @@ from orchestrator.report.build import Report
 from orchestrator.report.fabric_figures import fabric_charts
 from orchestrator.report.figures import Figure
 from orchestrator.fabric.judge import human_size
+from orchestrator.fabric.locate import SCOPE as LOCATE_SCOPE
 
 PATH = "fabric.html"
 TEMPLATE = "fabric.html.j2"
@@ -41,8 +42,17 @@ def fabric_page_parts(report: Report) -> tuple[dict[str, Any], list[list[CellDat
                      ("not checked", None, "muted", "") if ln.wrong is None else _int(ln.wrong),
                      (ln.verdict, ln.verdict, _CLS[ln.verdict], ""), (evidence or "nothing judged", None, "", "")])
     ctx = {"counts": counts, "scaling": [k for k in charts if k.startswith("fabric-nodes-")],
-           "by_size": [k for k in charts if k.startswith("fabric-size-")]}
+           "by_size": [k for k in charts if k.startswith("fabric-size-")], "located": located(report)}
     return ctx, rows, charts
+
+
+def located(report: Report) -> list[dict[str, str]]:
+    """`fabric locate`'s stored collectives (pairs, re-pairs, racks), slowest first: the ranked list."""
+    runs = [ln for ln in report.fabric if (ln.scope or "").startswith(LOCATE_SCOPE + " ")]
+    runs.sort(key=lambda ln: (ln.busbw_at_largest is None, ln.busbw_at_largest or 0.0))
+    return [{"what": (ln.scope or "")[len(LOCATE_SCOPE) + 1:], "cluster": ln.label,
+             "busbw": "not measured" if ln.busbw_at_largest is None else f"{ln.busbw_at_largest:.4g} GB/s"}
+            for ln in runs]
 
 
 def _at(value: float | None, size: int | None) -> CellData:
