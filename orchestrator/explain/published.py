@@ -1,0 +1,121 @@
+"""The published step times the model is fitted and checked on: recipes/published/step_times.csv
+(recipes/published/step_times.py builds it from the MLCommons trees; ATTRIBUTION.md beside it),
+read back as typed scales, each with its StepConfig and the catalog row's Hardware.
+
+A scale is one (round, submitter, system, benchmark) at its GPU count. Scales whose accelerator
+has no catalog row with peaks and an NVLink busbw, or whose benchmark has no model facts, are
+kept with the reason they are not modelled (`Scale.why_not`), never guessed.
+"""
+
+from __future__ import annotations
+
+import csv
+from dataclasses import dataclass
+from functools import lru_cache
+
+from orchestrator.explain.model import Hardware, StepConfig
+from orchestrator.hardware.catalog import GpuSku, by_accelerator
+from orchestrator.models import ModelFacts
+from orchestrator.paths import recipes_dir
+from orchestrator.recipes.rank_order import order_from
+
+DATA_FILE = "published/step_times.csv"
+_TRUE = ("1", "true", "yes")
+
+
+@dataclass(frozen=True)
+class Scale:
+    """One published scale: who, on what, its config and its measured median step."""
+
+    round: str
+    submitter: str
+    system: str
+    benchmark: str
+    accelerator: str
+    gpus: int
+    step_s: float
+    config_path: str
+    config: StepConfig | None
+    hardware: Hardware | None
+    gpu_key: str | None
+    why_not: str = ""
+
+    @property
+    def label(self) -> str:
+        return f"{self.round}/{self.submitter}/{self.system}"
+
+    @property
+    def system_key(self) -> tuple[str, str, str]:
+        return (self.round, self.submitter, self.system)
+
+    @property
+    def group(self) -> tuple[str, str]:
+        """What the compute rate is fitted per: (catalog GPU, precision)."""
+        return (self.gpu_key or "", self.config.precision if self.config else "")
+
+
+def hardware_of(row: GpuSku, precision: str, inter_busbw_gbs: float | None = None) -> Hardware | None:
+    """The model's view of a catalog row at `precision`; None when the row lacks a peak or an
+    NVLink busbw (the model then says "not predicted")."""
+    peak = row.peak_tflops(precision)
+    if not peak or not row.expected_busbw_gbps or not row.gpus_per_vm:
+        return None
+    ib = row.ib_links * row.ib_gbps_per_link / 8.0 / row.gpus_per_vm
+    return Hardware(peak_tflops=peak, gpus_per_node=row.gpus_per_vm,
+                    domain_nodes=row.nvlink_domain_vms, nvlink_busbw_gbs=row.expected_busbw_gbps,
+                    ib_gbs_per_gpu=ib, inter_busbw_gbs=inter_busbw_gbs,
+                    source=f"{row.short}: {peak:g} TFLOP/s dense {precision} ({row.peak_source}); "
+                           f"NVLink busbw {row.expected_busbw_gbps:g} GB/s ({row.busbw_source}); "
+                           f"InfiniBand {row.ib_links} x {row.ib_gbps_per_link} Gb/s per VM")
+
+
+def missing_hardware(row: GpuSku | None, precision: str) -> str:
+    if row is None:
+        return "no catalog size has this accelerator (hardware/sizes.yaml)"
+    if not row.peak_tflops(precision):
+        return f"the catalog row {row.short} has no dense {precision} peak"
+    return f"the catalog row {row.short} has no NVLink busbw (expected_busbw_gbps)"
+
+
+@lru_cache(maxsize=1)
+def scales() -> tuple[Scale, ...]:
+    """Every row of the vendored table; ConfigError-free (bad rows say why_not)."""
+    from orchestrator.recipes.catalog import model_facts
+
+    facts = model_facts()
+    out = []
+    with (recipes_dir() / DATA_FILE).open(newline="") as fh:
+        for r in csv.DictReader(fh):
+            out.append(_scale(r, facts.get(r["benchmark"])))
+    return tuple(out)
+
+
+def _scale(r: dict[str, str], facts: ModelFacts | None) -> Scale:
+    row = by_accelerator(r["accelerator"])
+    precision = r["precision"]
+    hw = hardware_of(row, precision) if row is not None else None
+    why = "" if hw is not None else missing_hardware(row, precision)
+    config = None
+    if facts is None:
+        why = why or f"no model facts for {r['benchmark']}"
+    else:
+        order, _ = order_from({"TP_PP_DP_MAPPING": r["tp_pp_dp_mapping"]} if r["tp_pp_dp_mapping"] else {})
+        config = StepConfig(
+            benchmark=r["benchmark"], params=facts.params, layers=facts.layers,
+            d_model=facts.d_model, seq_len=int(r["seq_len"] or facts.seq_len), gbs=int(r["gbs"]),
+            mbs=int(r["mbs"]), gpus=int(r["gpus"]), tp=int(r["tp"]), pp=int(r["pp"]),
+            cp=int(r["cp"]), vp=int(r["vp"] or 1), ep=int(r["ep"] or 1), precision=precision,
+            trainable_params=facts.trainable_params,
+            tp_overlap=r["tp_overlap"].strip().lower() in _TRUE, order=order,
+            fp8_param_gather=precision != "bf16" and r["benchmark"] != "llama2_70b_lora")
+        why = why or (config.problem() or "")
+    return Scale(round=r["round"], submitter=r["submitter"], system=r["system"],
+                 benchmark=r["benchmark"], accelerator=r["accelerator"], gpus=int(r["gpus"]),
+                 step_s=float(r["step_s"]), config_path=r["config"], config=config,
+                 hardware=hw, gpu_key=row.key if row is not None and hw is not None else None,
+                 why_not=why)
+
+
+def modelled() -> list[Scale]:
+    """The scales the model can take."""
+    return [s for s in scales() if not s.why_not]
