@@ -83,6 +83,8 @@ def main() -> int:
     print(f"explain forward: {fn} scales, median {100 * fmed:.1f}%, p90 {100 * fp90:.1f}%")
     if not args.no_write:
         RESULTS.mkdir(parents=True, exist_ok=True)
+        doc = validate.checks_document()
+        (recipes_dir() / "published" / "step_model_checks.json").write_text(json.dumps(doc, indent=1) + "\n")
         (RESULTS / "bench_explain.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
         with (RESULTS / "bench_explain.csv").open("w", newline="") as fh:
             w = csv.writer(fh)

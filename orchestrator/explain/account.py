@@ -12,6 +12,8 @@ the model has none for.
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any
+from functools import lru_cache
 
 from pydantic import Field
 
@@ -267,3 +269,77 @@ def _layout(c: StepConfig) -> dict[str, object]:
 
 __all__ = ["COMPONENTS", "Explained", "from_resolved", "ReportExplain", "explain_config", "explain_published",
            "report_summary", "listing"]
+
+
+class PlanExplain(Frozen):
+    """What `plan -o json` carries per node count (`explain`): the model's step for the recipe's
+    config at that scale, its parts, its time to train (step x steps to train) and the band the
+    model's leave-one-out error gives it."""
+
+    predicted_step_s: float | None = None
+    components: dict[str, float] = Field(default_factory=dict)
+    layout: dict[str, object] = Field(default_factory=dict)
+    links: dict[str, str] = Field(default_factory=dict)
+    leaves_nvlink_domain: list[str] = Field(default_factory=list)
+    model_minutes: float | None = None
+    model_low: float | None = None
+    model_high: float | None = None
+    steps_to_train: float | None = None
+    steps_source: str = ""
+    config: str = ""
+    not_predicted: list[str] = Field(default_factory=list)
+
+
+def plan_explain(recipe: str, sku: str, nodes: int, params: dict[str, str] | None = None) -> PlanExplain:
+    """The model at one plan row: the recipe's config at `nodes` (with -p values), on `sku`."""
+    from orchestrator.errors import NotFoundError
+    from orchestrator.explain.published import steps_to_train
+    from orchestrator.hardware.catalog import lookup
+    try:
+        resolved = resolve_config(recipe, sku, nodes, params)
+        config = from_resolved(resolved)
+    except (ConfigError, NotFoundError) as exc:
+        return PlanExplain(not_predicted=[f"no config to model: {getattr(exc, 'message', str(exc))}"])
+    e = explain_config(config, lookup(sku), subject=f"{recipe} on {nodes} x {sku}",
+                       rack_vms=resolved.placement.rack_vms if resolved.placement else None)
+    if e.predicted_step_s is None:
+        return PlanExplain(layout=e.layout, not_predicted=e.not_predicted)
+    steps = steps_to_train(config.benchmark, config.gbs)
+    band = model_band(config.benchmark)
+    minutes = steps.steps * e.predicted_step_s / 60.0 if steps else None
+    return PlanExplain(
+        predicted_step_s=e.predicted_step_s, components=e.components, layout=e.layout, links=e.links,
+        leaves_nvlink_domain=e.leaves_nvlink_domain, model_minutes=minutes,
+        model_low=minutes * (1 - band) if minutes is not None else None,
+        model_high=minutes * (1 + band) if minutes is not None else None,
+        steps_to_train=steps.steps if steps else None,
+        steps_source=steps.source if steps else "no published score and step of this benchmark",
+        config=resolved.config or resolved.source)
+
+
+def model_band(benchmark: str | None = None) -> float:
+    """The model's relative band: its leave-one-out p90 error over the published scales of
+    `benchmark` (all of them when it has fewer than 5), as benchmarks/bench_explain.py last wrote
+    it to recipes/published/step_model_checks.json (tests/test_explain.py checks it is current)."""
+    checks = _checks()
+    row = checks.get("by_benchmark", {}).get(benchmark or "", {})
+    if row and row.get("scales", 0) >= 5:
+        return float(row["p90"])
+    return float(checks["leave_one_out"]["p90"])
+
+
+CHECKS_FILE = "published/step_model_checks.json"
+
+
+@lru_cache(maxsize=1)
+def _checks() -> dict[str, Any]:
+    import json
+
+    from orchestrator.paths import recipes_dir
+    path = recipes_dir() / CHECKS_FILE
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError) as exc:
+        raise ConfigError(f"recipes/{CHECKS_FILE} is unreadable ({exc})",
+                          hint="rerun python benchmarks/bench_explain.py") from None
+    return data if isinstance(data, dict) else {}

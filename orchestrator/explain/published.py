@@ -119,3 +119,40 @@ def _scale(r: dict[str, str], facts: ModelFacts | None) -> Scale:
 def modelled() -> list[Scale]:
     """The scales the model can take."""
     return [s for s in scales() if not s.why_not]
+
+
+@dataclass(frozen=True)
+class StepsToTrain:
+    """How many steps a score takes at a global batch, from published scores and steps."""
+
+    steps: float
+    source: str
+
+
+def steps_to_train(benchmark: str, gbs: int) -> StepsToTrain | None:
+    """Step-equivalents of one published score (score minutes x 60 / median step: evaluation and
+    the rest of the timed run included) at the published global batch nearest `gbs` (newest
+    round first), scaled by that batch / `gbs` (the same samples to the target: an assumption;
+    the RCPs ask somewhat more samples of a larger batch). None without a published pair."""
+    import math
+
+    from orchestrator.results.published import load_published, round_key
+
+    scores = {(r.round, r.org, r.system, r.benchmark_key): r.score_minutes for r in load_published()}
+    pairs = []
+    for s in scales():
+        score = scores.get((s.round, s.submitter, s.system, s.benchmark))
+        if s.benchmark == benchmark and s.config is not None and score:
+            pairs.append((s, score * 60.0 / s.step_s))
+    if not pairs:
+        return None
+    nearest = min(abs(math.log(p[0].config.gbs / gbs)) for p in pairs if p[0].config)  # type: ignore[union-attr]
+    close = [p for p in pairs if p[0].config and abs(abs(math.log(p[0].config.gbs / gbs)) - nearest) < 1e-9]
+    newest = max(round_key(p[0].round) for p in close)
+    picked = [p for p in close if round_key(p[0].round) == newest]
+    s, equiv = sorted(picked, key=lambda p: p[1])[len(picked) // 2]
+    assert s.config is not None
+    steps = equiv * s.config.gbs / gbs
+    return StepsToTrain(steps=steps, source=(
+        f"{equiv:.0f} step-equivalents of {s.label}'s published score at GBS {s.config.gbs} "
+        f"(score / median step), x {s.config.gbs}/{gbs}: the same samples to the target assumed"))

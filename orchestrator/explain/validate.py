@@ -70,3 +70,17 @@ def summary(checks: Sequence[Check]) -> tuple[int, float, float]:
         return 0, float("nan"), float("nan")
     rank = max(1, -(-9 * len(errs) // 10))
     return len(errs), statistics.median(errs), errs[rank - 1]
+
+
+def checks_document() -> dict[str, object]:
+    """What recipes/published/step_model_checks.json holds: the leave-one-out and forward figures
+    (fractions), overall and per benchmark; benchmarks/bench_explain.py writes it."""
+    loo = leave_one_out()
+    fwd, skipped = forward()
+
+    def fig(checks: Sequence[Check]) -> dict[str, object]:
+        n, med, p90 = summary(checks)
+        return {"scales": n, "median": round(med, 4), "p90": round(p90, 4)}
+    return {"leave_one_out": fig(loo), "forward": {**fig(fwd), "not_predicted_rounds": skipped},
+            "by_benchmark": {b: fig([c for c in loo if c.scale.benchmark == b])
+                             for b in sorted({c.scale.benchmark for c in loo})}}
