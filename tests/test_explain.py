@@ -230,3 +230,13 @@ def test_report_json_explains_the_published_v51_405b_gb200_logs(tmp_path: Path) 
         assert sum(e["components"].values()) == pytest.approx(e["predicted_step_s"], rel=0.01)
         seen += 1
     assert seen == 3
+
+
+def test_a_measured_busbw_gives_back_the_cross_domain_rate_it_was_made_with() -> None:
+    # 4 domains of 8: a collective costed with a 30 GB/s inter rate, read back as nccl-tests' busbw
+    hw = replace(HW, inter_busbw_gbs=30.0)
+    size, n = 8e9, 32
+    t = group_time(size, n, 4, hw) - (7 * ALPHA_NVLINK_S + 3 * ALPHA_IB_S)
+    busbw = size * (n - 1) / n / t / 1e9
+    assert model.inter_rate_from_busbw(busbw, n, 4, HW) == pytest.approx(30.0, rel=1e-9)
+    assert model.inter_rate_from_busbw(busbw, n, 1, HW) is None

@@ -12,11 +12,16 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Optional
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Optional
 
 import typer
 
 from orchestrator.cli.common import JsonOpt, OutputFormat, OutputOpt, QueryOpt, app, make_console, make_table, open_store, output
+
+if TYPE_CHECKING:
+    from orchestrator.explain.account import Explained
+    from orchestrator.store.schema import FabricResultRow
 
 
 @app.command()
@@ -58,7 +63,7 @@ def explain(
         _print(e)
 
 
-def _run(run_id: str) -> object:
+def _run(run_id: str) -> Explained:
     from orchestrator.errors import ConfigError
     from orchestrator.explain import account
     from orchestrator.results.definitions import step_time
@@ -80,24 +85,22 @@ def _run(run_id: str) -> object:
             params = {str(k): str(v) for k, v in raw.items()}
     return account.explain_run(run_id, run.recipe, run.nodes, cluster.sku,
                                stats.median if stats else None, stats.count if stats else 0, params,
-                               inter_busbw_gbs=fabric[0] if fabric else None,
-                               fabric_note=fabric[1] if fabric else "")
+                               fabric=fabric)
 
 
-def _stored_inter_busbw(rows: list, sku: str) -> tuple[float, str] | None:  # type: ignore[type-arg]
+def _stored_inter_busbw(rows: Sequence[FabricResultRow], sku: str) -> tuple[float, int, int, str] | None:
     """The newest stored GPU all-reduce/reduce-scatter test that spans more than one node: its
-    average busbw (GB/s) and what it was."""
+    average busbw (GB/s), ranks, hosts and what it was."""
     picked = [r for r in rows if r.device == "GPU" and (r.hosts or 0) > 1 and r.avg_busbw_gbps
               and (r.collective or "").replace("-", "_") in ("all_reduce", "reduce_scatter", "allreduce")]
     if not picked:
         return None
     r = picked[-1]
-    return float(r.avg_busbw_gbps), f"{r.collective} on {r.hosts} nodes, {r.created_at:%Y-%m-%d}"
+    return (float(r.avg_busbw_gbps or 0.0), r.ranks, r.hosts,
+            f"{r.collective} on {r.hosts} nodes, {r.created_at:%Y-%m-%d}")
 
 
-def _print(e: object) -> None:
-    from orchestrator.explain.account import Explained
-    assert isinstance(e, Explained)
+def _print(e: Explained) -> None:
     console = make_console()
     w = sys.stdout.write
     w(f"{e.subject}\n")

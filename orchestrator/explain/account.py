@@ -20,7 +20,7 @@ from pydantic import Field
 from orchestrator.errors import ConfigError
 from orchestrator.explain.fit import fitted_params
 from orchestrator.explain.model import (
-    ALPHA_IB_S, ALPHA_NVLINK_S, ARCH, COMPONENTS, IB_EFFICIENCY, Hardware, StepConfig, predict,
+    inter_rate_from_busbw, ALPHA_IB_S, ALPHA_NVLINK_S, ARCH, COMPONENTS, IB_EFFICIENCY, Hardware, StepConfig, predict,
 )
 from orchestrator.explain.published import DATA_FILE, Scale, hardware_of, missing_hardware, scales
 from orchestrator.hardware.catalog import GpuSku
@@ -152,7 +152,7 @@ def gap_statement(predicted: float, measured: float | None, parts: dict[str, flo
     if refit is not None:
         b, busbw, note = refit
         new = getattr(b, "step_s")
-        tail = (f"; your stored fabric test read {busbw:.0f} GB/s{(' (' + note + ')') if note else ''}: "
+        tail = (f"; your stored fabric test ({note}) gives {busbw:.0f} GB/s between domains: "
                 f"re-predicted with it, {new:.3g} s")
     return head + dp + tail
 
@@ -186,7 +186,7 @@ def report_summary(round_name: str | None, submitter: str | None, system: str, b
 
 def explain_run(run_id: str, recipe: str, nodes: int, sku: str, measured_s: float | None,
                 steps: int, params: dict[str, str] | None = None,
-                inter_busbw_gbs: float | None = None, fabric_note: str = "") -> Explained:
+                fabric: tuple[float, int, int, str] | None = None) -> Explained:
     """A run of azbench's own: its recipe's config at its scale on its cluster's size (what
     `run --dry-run` resolves, with the run's -p values), against its measured median step."""
     from orchestrator.hardware.catalog import find
@@ -206,11 +206,30 @@ def explain_run(run_id: str, recipe: str, nodes: int, sku: str, measured_s: floa
                 "what it cannot: compute, communication or bubble of a CPU or unmodelled recipe")
         return Explained(subject=subject, benchmark=recipe, measured_step_s=measured_s,
                          not_predicted=why, notes=[measured_note, what])
+    rack_vms = resolved.placement.rack_vms if resolved.placement else None
+    inter, note = _stored_rate(fabric, row, config.precision, rack_vms)
     out = explain_config(config, row, subject=subject, measured_s=measured_s,
-                         inter_busbw_gbs=inter_busbw_gbs, fabric_note=fabric_note,
-                         rack_vms=resolved.placement.rack_vms if resolved.placement else None)
+                         inter_busbw_gbs=inter, fabric_note=note, rack_vms=rack_vms)
     return out.model_copy(update={"notes": [*out.notes, measured_note,
                                             f"config: {resolved.config or resolved.source}"]})
+
+
+def _stored_rate(fabric: tuple[float, int, int, str] | None, row: GpuSku | None, precision: str,
+                 rack_vms: int | None) -> tuple[float | None, str]:
+    """The cross-domain rate a stored fabric test implies (model.inter_rate_from_busbw), and what
+    the test was; (None, "") without a test or when it implies nothing."""
+    if fabric is None or row is None:
+        return None, ""
+    hw = hardware_of(row, precision)
+    if hw is None:
+        return None, ""
+    busbw, ranks, hosts, what = fabric
+    per_domain = rack_vms or row.nvlink_domain_vms
+    domains = max(1, -(-hosts // max(per_domain, 1)))
+    rate = inter_rate_from_busbw(busbw, ranks, domains, hw)
+    if rate is None:
+        return None, ""
+    return rate, f"{what}: busbw {busbw:.0f} GB/s, {rate:.0f} GB/s per GPU between domains"
 
 
 def resolve_config(recipe: str, sku: str, nodes: int, params: dict[str, str] | None = None) -> ResolvedConfig:

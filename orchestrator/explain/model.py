@@ -160,6 +160,19 @@ def group_time(size_bytes: float, n: int, domains: int, hw: Hardware, factor: st
     return inner + outer
 
 
+def inter_rate_from_busbw(busbw_gbs: float, ranks: int, domains: int, hw: Hardware) -> float | None:
+    """The cross-domain rate (GB/s per GPU) a measured busbw of a large collective over `ranks`
+    ranks in `domains` NVLink domains implies, by group_time's two levels without latency:
+    (n−1)/n / busbw = (k−1)/k / B_nvlink + (D−1)/D / (k · B_inter). None when it implies nothing
+    (one domain, or a busbw the NVLink level alone would not allow)."""
+    n, domains = ranks, max(1, min(domains, ranks))
+    if domains <= 1 or busbw_gbs <= 0:
+        return None
+    k = max(1, n // domains)
+    rest = (n - 1) / n / busbw_gbs - (k - 1) / k / hw.nvlink_busbw_gbs
+    return (domains - 1) / domains / k / rest if rest > 0 else None
+
+
 def p2p_time(size_bytes: float, cross: bool, hw: Hardware) -> float:
     """One send/receive between two ranks: on NVLink (busbw is the per-GPU rate) or InfiniBand."""
     rate = hw.inter_gbs if cross else hw.nvlink_busbw_gbs

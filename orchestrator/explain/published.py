@@ -146,7 +146,7 @@ def steps_to_train(benchmark: str, gbs: int) -> StepsToTrain | None:
             pairs.append((s, score * 60.0 / s.step_s))
     if not pairs:
         return None
-    nearest = min(abs(math.log(p[0].config.gbs / gbs)) for p in pairs if p[0].config)  # type: ignore[union-attr]
+    nearest = min(abs(math.log(p[0].config.gbs / gbs)) for p in pairs if p[0].config)
     close = [p for p in pairs if p[0].config and abs(abs(math.log(p[0].config.gbs / gbs)) - nearest) < 1e-9]
     newest = max(round_key(p[0].round) for p in close)
     picked = [p for p in close if round_key(p[0].round) == newest]

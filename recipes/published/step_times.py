@@ -126,12 +126,12 @@ def layouts(repo: Path, commit: str, org: str, bench: str, tmp: Path) -> list[di
     for name in sorted(set(impl.values())):
         folder = prefix + name
         local = tmp / folder
-        for f in files:
-            if impl[f] == name:
-                target = tmp / f
+        for item in files:
+            if impl[item] == name:
+                target = tmp / item
                 target.parent.mkdir(parents=True, exist_ok=True)
                 target.write_bytes(subprocess.run(
-                    ["git", f"--git-dir={repo}", "show", f"{commit}:{f}"], capture_output=True,
+                    ["git", f"--git-dir={repo}", "show", f"{commit}:{item}"], capture_output=True,
                     check=True).stdout)
         if not local.is_dir():
             continue
@@ -212,7 +212,7 @@ def scale(repo: Path, commit: str, round_name: str, org: str, system: str, bench
             continue  # the mirror lacks the blob
         summary = parse_lines(text.splitlines())
         times = [s.seconds for s in summary.step_times[1:] or summary.step_times]
-        kind = summary.step_time_source or ""
+        kind: str = summary.step_time_source or ""
         if kind not in ("tracked_stats", "tracked_block_avg", "block_derived") or not times:
             times = fallback_steps(text, summary.global_batch_size, summary.max_sequence_length
                                    or SEQ.get(bench))
