@@ -22,10 +22,10 @@ from orchestrator.explain.fit import fitted_params
 from orchestrator.explain.model import (
     inter_rate_from_busbw, ALPHA_IB_S, ALPHA_NVLINK_S, ARCH, COMPONENTS, IB_EFFICIENCY, Hardware, StepConfig, predict,
 )
-from orchestrator.explain.published import DATA_FILE, Scale, hardware_of, missing_hardware, scales
+from orchestrator.explain.published import DATA_FILE, Scale, hardware_of, missing_hardware, model_facts, scales
 from orchestrator.hardware.catalog import GpuSku
 from orchestrator.models import Frozen
-from orchestrator.recipes.catalog import ResolvedConfig, model_facts
+from orchestrator.recipes.catalog import ResolvedConfig
 from orchestrator.recipes.rank_order import order_from
 
 # Parts a gap statement names: the largest differences first, at most this many.

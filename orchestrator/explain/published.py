@@ -78,10 +78,27 @@ def missing_hardware(row: GpuSku | None, precision: str) -> str:
 
 
 @lru_cache(maxsize=1)
+def model_facts() -> dict[str, ModelFacts]:
+    """The recipes' `model:` blocks by benchmark (the facts the step model reads; not
+    recipes.catalog.model_facts, which also sources every vendored config for MFU's precisions)."""
+    from orchestrator.errors import NotFoundError
+    from orchestrator.explain.model import ARCH
+    from orchestrator.recipes.catalog import get_recipe
+
+    facts: dict[str, ModelFacts] = {}
+    for name in ARCH:  # the benchmarks the model covers, each a recipe of the same name
+        try:
+            recipe = get_recipe(name)
+        except NotFoundError:
+            continue
+        if recipe.model is not None:
+            facts[recipe.benchmark.lower()] = recipe.model
+    return facts
+
+
+@lru_cache(maxsize=1)
 def scales() -> tuple[Scale, ...]:
     """Every row of the vendored table; ConfigError-free (bad rows say why_not)."""
-    from orchestrator.recipes.catalog import model_facts
-
     facts = model_facts()
     out = []
     with (recipes_dir() / DATA_FILE).open(newline="") as fh:
