@@ -240,3 +240,27 @@ def test_a_measured_busbw_gives_back_the_cross_domain_rate_it_was_made_with() ->
     busbw = size * (n - 1) / n / t / 1e9
     assert model.inter_rate_from_busbw(busbw, n, 4, HW) == pytest.approx(30.0, rel=1e-9)
     assert model.inter_rate_from_busbw(busbw, n, 1, HW) is None
+
+
+def test_the_site_stacks_the_parts_beside_the_measured_step_and_markdown_lists_them() -> None:
+    from orchestrator.report import figures
+    from orchestrator.report.build import GroupReport
+    from orchestrator.report.render import sections
+    e = account.ReportExplain(predicted_step_s=1.2, measured_step_s=1.3,
+                              components={"compute": 1.0, "pp_bubble": 0.15, "dp_comm": 0.05, "cp_comm": 0.0},
+                              error=-0.1 / 1.3)
+    g = GroupReport(benchmark="llama31_405b", system="sys", runs=1, required_runs=3, converged=1, explain=e)
+    none = GroupReport(benchmark="llama31_405b", system="other", runs=1, required_runs=3, converged=1)
+    fig = figures.explain([g, none])
+    assert fig is not None and fig["layout"]["barmode"] == "stack"
+    parts = [t for t in fig["data"] if t.get("offsetgroup") == "model"]
+    assert [t["name"] for t in parts] == ["compute", "pp_bubble", "dp_comm"]  # zero parts left out
+    assert sum(t["x"][0] for t in parts) == pytest.approx(1.2)
+    (measured,) = [t for t in fig["data"] if t.get("offsetgroup") == "measured"]
+    assert measured["x"] == [1.3] and len(measured["y"]) == 1  # the unexplained group is not drawn
+    assert figures.explain([none]) is None
+    from orchestrator.report.build import Report
+    report = Report(groups=[g, none])
+    (title, header, rows), = [s for s in sections(report) if s[0].startswith("The step explained")]
+    assert header[2:5] == ["measured step (s)", "model step (s)", "error"] and len(rows) == 1
+    assert rows[0][2] == "1.3000" and rows[0][3] == "1.2000"

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 
 @app.command()
 def explain(
-    run_id: Optional[str] = typer.Argument(None, help="A run id (azbench runs lists them)."),
+    run_id: Optional[str] = typer.Argument(None, help="A run id (azbench status lists them)."),
     system: Optional[str] = typer.Option(None, "--system", help="A published system: its name or "
                                          "round/submitter/system, e.g. v5.1/NVIDIA/tyche_ngpu512_ngc25.09_nemo."),
     benchmark: Optional[str] = typer.Option(None, "--benchmark", help="With --system: the benchmark."),
@@ -70,7 +70,7 @@ def _run(run_id: str) -> Explained:
     with open_store() as store:
         run = store.get_run(run_id)
         if run is None:
-            raise ConfigError(f"no run '{run_id}' in the store", hint="azbench runs lists them")
+            raise ConfigError(f"no run '{run_id}' in the store", hint="azbench status lists clusters and their runs")
         cluster = store.get_cluster(run.cluster)
         if cluster is None:
             raise ConfigError(f"run '{run_id}': its cluster '{run.cluster}' is not in the store")

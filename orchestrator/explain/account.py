@@ -17,7 +17,7 @@ from functools import lru_cache
 
 from pydantic import Field
 
-from orchestrator.errors import ConfigError
+from orchestrator.errors import ConfigError, NotFoundError
 from orchestrator.explain.fit import fitted_params
 from orchestrator.explain.model import (
     inter_rate_from_busbw, ALPHA_IB_S, ALPHA_NVLINK_S, ARCH, COMPONENTS, IB_EFFICIENCY, Hardware, StepConfig, predict,
@@ -197,8 +197,8 @@ def explain_run(run_id: str, recipe: str, nodes: int, sku: str, measured_s: floa
     try:
         resolved = resolve_config(recipe, sku, nodes, params)
         config = from_resolved(resolved)
-    except ConfigError as exc:
-        why = [f"the recipe's config at this scale cannot be modelled: {exc}"]
+    except (ConfigError, NotFoundError) as exc:
+        why = [f"the recipe's config at this scale cannot be modelled: {getattr(exc, 'message', str(exc))}"]
         if row is not None and not row.gpus_per_vm:
             why.append(f"{row.short} has no GPU: no achieved FLOP rate, NVLink or InfiniBand to "
                        "cost a step on")
@@ -311,7 +311,6 @@ class PlanExplain(Frozen):
 
 def plan_explain(recipe: str, sku: str, nodes: int, params: dict[str, str] | None = None) -> PlanExplain:
     """The model at one plan row: the recipe's config at `nodes` (with -p values), on `sku`."""
-    from orchestrator.errors import NotFoundError
     from orchestrator.explain.published import steps_to_train
     from orchestrator.hardware.catalog import lookup
     try:
