@@ -264,3 +264,22 @@ def test_the_site_stacks_the_parts_beside_the_measured_step_and_markdown_lists_t
     (title, header, rows), = [s for s in sections(report) if s[0].startswith("The step explained")]
     assert header[2:5] == ["measured step (s)", "model step (s)", "error"] and len(rows) == 1
     assert rows[0][2] == "1.3000" and rows[0][3] == "1.2000"
+
+
+def test_a_stored_fabric_test_re_predicts_the_step_in_the_gap() -> None:
+    from orchestrator.explain.published import hardware_of
+    row = lookup("gb200")
+    hw = hardware_of(row, "fp4")
+    assert hw is not None
+    hw16 = replace(hw, domain_nodes=16, inter_busbw_gbs=10.0)  # a slow fabric: 10 GB/s per GPU between racks
+    ranks, domains = 1024, 16
+    size = 16e9
+    t = group_time(size, ranks, domains, hw16) - ((ranks // domains - 1) * ALPHA_NVLINK_S + (domains - 1) * ALPHA_IB_S)
+    busbw = size * (ranks - 1) / ranks / t / 1e9
+    e = account.explain_run("r9", "llama31_405b", 2048, "gb200", 1.41, 1000,
+                            fabric=(busbw, ranks, 256, "all_reduce on 256 nodes"))
+    assert e.predicted_step_s is not None
+    assert "re-predicted with it" in e.gap and "10 GB/s between domains" in e.gap
+    again = float(e.gap.rsplit("re-predicted with it, ", 1)[1].split(" s")[0])
+    assert again > e.predicted_step_s  # a slower cross-rack rate exposes more dp_comm
+    assert e.gap.startswith("measured 1.41 s, predicted")
