@@ -283,3 +283,36 @@ def test_a_stored_fabric_test_re_predicts_the_step_in_the_gap() -> None:
     again = float(e.gap.rsplit("re-predicted with it, ", 1)[1].split(" s")[0])
     assert again > e.predicted_step_s  # a slower cross-rack rate exposes more dp_comm
     assert e.gap.startswith("measured 1.41 s, predicted")
+
+
+def test_explain_a_gpu_run_with_its_stored_steps(tmp_path: Path) -> None:
+    """A run of the 405B recipe on 128 GB200 VMs (the tyche_ngpu512 config) with 21 stored steps:
+    the prediction for that config beside the median of the kept steps (step 0 dropped)."""
+    from orchestrator.results.mllog import RunSummary, StepTime
+    home = tmp_path / "home"
+    old = os.environ.get("AZBENCH_HOME")
+    os.environ["AZBENCH_HOME"] = str(home)
+    steps = [StepTime(0, 60.0)] + [StepTime(i, 17.0 + 0.01 * i) for i in range(1, 21)]
+    try:
+        with Store.open() as store:
+            store.save_cluster(Cluster(name="gb", provider="fake", sku="Standard_ND128isr_NDR_GB200_v6", nodes=128))
+            store.create_run(RunRow(id="r2", cluster="gb", recipe="llama31_405b", benchmark="llama31_405b", nodes=128))
+            store.add_result(ResultRow(content_hash="h", run_id="r2", source="run", benchmark="llama31_405b",
+                                       status="success", converged=True, nodes=128, gpus=512,
+                                       sku="Standard_ND128isr_NDR_GB200_v6",
+                                       summary_json=RunSummary(benchmark="llama31_405b", step_times=steps,
+                                                               step_time_source="tracked_stats").model_dump_json()))
+    finally:
+        if old is None:
+            os.environ.pop("AZBENCH_HOME", None)
+        else:
+            os.environ["AZBENCH_HOME"] = old
+    r = azbench_in_process("explain", "r2", "-o", "json", home=home)
+    assert r.code == 0, r.err
+    doc = json.loads(r.out)
+    assert doc["measured_step_s"] == pytest.approx(17.105)  # the median of steps 1..20
+    assert doc["measured_stats"]["count"] == 20
+    assert doc["layout"]["tp"] == 4 and doc["layout"]["gbs"] == 1152 and doc["layout"]["precision"] == "fp4"
+    assert abs(doc["error"]) < 0.08 and doc["gap"].startswith("measured 17.1 s")
+    text = azbench_in_process("explain", "r2", home=home)
+    assert "median of 20 kept steps" in text.out and "measured step (median)" in text.out

@@ -83,9 +83,11 @@ def _run(run_id: str) -> Explained:
         raw = spec.get("params") if isinstance(spec, dict) else None
         if isinstance(raw, dict):
             params = {str(k): str(v) for k, v in raw.items()}
+    figures = ({k: float(v) for k, v in stats.model_dump().items() if isinstance(v, (int, float))}
+               if stats else None)
     return account.explain_run(run_id, run.recipe, run.nodes, cluster.sku,
                                stats.median if stats else None, stats.count if stats else 0, params,
-                               fabric=fabric)
+                               fabric=fabric, stats=figures)
 
 
 def _stored_inter_busbw(rows: Sequence[FabricResultRow], sku: str) -> tuple[float, int, int, str] | None:
@@ -100,6 +102,14 @@ def _stored_inter_busbw(rows: Sequence[FabricResultRow], sku: str) -> tuple[floa
             f"{r.collective} on {r.hosts} nodes, {r.created_at:%Y-%m-%d}")
 
 
+def _stats(e: Explained) -> str:
+    st = e.measured_stats
+    if not st:
+        return ""
+    return (f" (median of {int(st.get('count', 0)):,} kept steps; p95 {st.get('p95', 0.0):.4g} s, "
+            f"min {st.get('min', 0.0):.4g} s, max {st.get('max', 0.0):.4g} s)")
+
+
 def _print(e: Explained) -> None:
     console = make_console()
     w = sys.stdout.write
@@ -108,7 +118,8 @@ def _print(e: Explained) -> None:
         w("predicted step: not predicted\n")
         for why in e.not_predicted:
             w(f"  - {why}\n")
-        w(f"measured step: {f'{e.measured_step_s:.4g} s' if e.measured_step_s is not None else 'not measured'}\n")
+        w(f"measured step: {f'{e.measured_step_s:.4g} s' if e.measured_step_s is not None else 'not measured'}"
+          f"{_stats(e)}\n")
         for note in e.notes:
             w(f"note: {note}\n")
         return
@@ -117,8 +128,11 @@ def _print(e: Explained) -> None:
     rows.append(["predicted step", f"{total:.4f}", "100%"])
     if e.measured_step_s is not None:
         rows.append(["measured step (median)", f"{e.measured_step_s:.4f}", f"{e.error:+.1%} error" if e.error is not None else ""])
+
     console.print(make_table("Where the step goes (seconds)", ["part", "seconds", "share"], rows))
     console.file.flush()
+    if e.measured_stats:
+        w(f"measured step{_stats(e)}\n")
     layout = ", ".join(f"{k.upper()} {v}" for k, v in e.layout.items() if k in ("tp", "pp", "cp", "vp", "dp", "mbs", "gbs"))
     w(f"layout: {layout}; {e.layout.get('precision')}; rank order {e.layout.get('order')}\n")
     w("links: " + "; ".join(f"{k.upper()} {v}" for k, v in e.links.items()) + "\n")

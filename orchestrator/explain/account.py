@@ -45,6 +45,8 @@ class Explained(Frozen):
     gpus: int | None = None
     predicted_step_s: float | None = None
     measured_step_s: float | None = None
+    measured_stats: dict[str, float] = Field(default_factory=dict, description="the measured "
+                                             "step's statistics (results.metrics.StepStats): count, p95, ...")
     components: dict[str, float] = Field(default_factory=dict)
     error: float | None = Field(None, description="(predicted - measured) / measured")
     layout: dict[str, object] = Field(default_factory=dict)
@@ -186,7 +188,8 @@ def report_summary(round_name: str | None, submitter: str | None, system: str, b
 
 def explain_run(run_id: str, recipe: str, nodes: int, sku: str, measured_s: float | None,
                 steps: int, params: dict[str, str] | None = None,
-                fabric: tuple[float, int, int, str] | None = None) -> Explained:
+                fabric: tuple[float, int, int, str] | None = None,
+                stats: dict[str, float] | None = None) -> Explained:
     """A run of azbench's own: its recipe's config at its scale on its cluster's size (what
     `run --dry-run` resolves, with the run's -p values), against its measured median step."""
     from orchestrator.hardware.catalog import find
@@ -205,12 +208,13 @@ def explain_run(run_id: str, recipe: str, nodes: int, sku: str, measured_s: floa
         what = ("what it can say: the measured step and its statistics (report, results show); "
                 "what it cannot: compute, communication or bubble of a CPU or unmodelled recipe")
         return Explained(subject=subject, benchmark=recipe, measured_step_s=measured_s,
-                         not_predicted=why, notes=[measured_note, what])
+                         measured_stats=dict(stats or {}), not_predicted=why, notes=[measured_note, what])
     rack_vms = resolved.placement.rack_vms if resolved.placement else None
     inter, note = _stored_rate(fabric, row, config.precision, rack_vms)
     out = explain_config(config, row, subject=subject, measured_s=measured_s,
                          inter_busbw_gbs=inter, fabric_note=note, rack_vms=rack_vms)
-    return out.model_copy(update={"notes": [*out.notes, measured_note,
+    return out.model_copy(update={"measured_stats": dict(stats or {}),
+                                  "notes": [*out.notes, measured_note,
                                             f"config: {resolved.config or resolved.source}"]})
 
 
