@@ -255,7 +255,7 @@ def _explain_scale(s: Scale, measured_s: float | None = None) -> Explained:
         return Explained(subject=subject, benchmark=s.benchmark, gpus=s.gpus, measured_step_s=measured,
                          not_predicted=[s.why_not])
     out = explain_config(s.config, find(s.gpu_key) if s.gpu_key else None, subject=subject,
-                         measured_s=measured)
+                         measured_s=measured, rack_vms=s.hardware.domain_nodes if s.hardware else None)
     return out.model_copy(update={"notes": [*out.notes, f"config: {s.config_path}; measured: the "
                                             f"median step of the published logs (recipes/{DATA_FILE}); "
                                             "the parameters were fitted with this scale in the data "

@@ -10,7 +10,7 @@ kept with the reason they are not modelled (`Scale.why_not`), never guessed.
 from __future__ import annotations
 
 import csv
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 
 from orchestrator.explain.model import Hardware, StepConfig
@@ -126,6 +126,12 @@ def _scale(r: dict[str, str], facts: ModelFacts | None) -> Scale:
             tp_overlap=r["tp_overlap"].strip().lower() in _TRUE, order=order,
             fp8_param_gather=precision != "bf16" and r["benchmark"] != "llama2_70b_lora")
         why = why or (config.problem() or "")
+        if hw is not None and row is not None and row.nvlink_domain_vms > 1 and not why:
+            # NVIDIA's multi-VM NVLink configs set SEGMENT (whole model-parallel groups per rack,
+            # recipes/parallelism.py): a rack holds as many whole groups as fit.
+            group_vms = -(-config.tp * config.pp * config.cp // max(row.gpus_per_vm, 1))
+            if group_vms <= row.nvlink_domain_vms:
+                hw = replace(hw, domain_nodes=row.nvlink_domain_vms // group_vms * group_vms)
     return Scale(round=r["round"], submitter=r["submitter"], system=r["system"],
                  benchmark=r["benchmark"], accelerator=r["accelerator"], gpus=int(r["gpus"]),
                  step_s=float(r["step_s"]), config_path=r["config"], config=config,
@@ -134,8 +140,18 @@ def _scale(r: dict[str, str], facts: ModelFacts | None) -> Scale:
 
 
 def modelled() -> list[Scale]:
-    """The scales the model can take."""
-    return [s for s in scales() if not s.why_not]
+    """The scales the model can take, each published log set once: a scale whose step time,
+    benchmark and GPU count equal an earlier row's (the same logs under another submitter folder
+    or round, e.g. v4.0 smc, smc-ac-power and smc-dc-power) is left out of the fit and the checks,
+    so a held-out system is never fitted on its own copy."""
+    out: list[Scale] = []
+    seen: set[tuple[str, int, float]] = set()
+    for s in scales():
+        key = (s.benchmark, s.gpus, s.step_s)
+        if not s.why_not and key not in seen:
+            out.append(s)
+        seen.add(key)
+    return out
 
 
 @dataclass(frozen=True)
