@@ -56,7 +56,7 @@ def render(name: str, templates_dir: Path | None = None, **ctx: object) -> str:
 def environment(templates_dir: Path | None = None, name: str = "") -> jinja2.Environment:
     """The environment for a templates folder and the kind of template `name` is (shell or
     other), built once per folder and kind (templates reload when their file changes)."""
-    return _environment(str(Path(templates_dir or shipped_templates()).resolve()), is_shell(name))
+    return _environment(str(Path(templates_dir or shipped_templates()).resolve()), _kind(name))
 
 
 def is_shell(name: str) -> bool:
@@ -64,9 +64,14 @@ def is_shell(name: str) -> bool:
     return name.endswith(_SHELL_SUFFIXES)
 
 
-def build_environment(folder: str, shell: bool,
+def _kind(name: str) -> str:
+    return "shell" if is_shell(name) else "html" if name.endswith(".html.j2") else "text"
+
+
+def build_environment(folder: str, shell: bool | str,
                       undefined: type[jinja2.Undefined] = jinja2.StrictUndefined) -> jinja2.Environment:
-    """A fresh environment with azbench's filters and rules (tests pass their own `undefined`)."""
+    """A fresh environment with azbench's filters and rules for a kind of template: "shell",
+    "text" (True and False name these two) or "html" (tests pass their own `undefined`)."""
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(folder),
         undefined=undefined,
@@ -75,7 +80,7 @@ def build_environment(folder: str, shell: bool,
         keep_trailing_newline=True,
         trim_blocks=True,
         lstrip_blocks=True,
-        finalize=_finalize_shell if shell else _finalize_text,
+        finalize=_FINALIZE[_kind_of(shell)],
     )
     env.filters["q"] = quote
     env.filters["exports"] = _export_lines
@@ -87,8 +92,12 @@ def build_environment(folder: str, shell: bool,
 
 
 @lru_cache(maxsize=16)
-def _environment(folder: str, shell: bool) -> jinja2.Environment:
-    return build_environment(folder, shell)
+def _environment(folder: str, kind: str) -> jinja2.Environment:
+    return build_environment(folder, kind)
+
+
+def _kind_of(shell: bool | str) -> str:
+    return shell if isinstance(shell, str) else "shell" if shell else "text"
 
 
 class UnsafeValue(ValueError):
@@ -120,6 +129,10 @@ def _finalize_text(value: object) -> object:
     if isinstance(value, (Shell, Block)) or hasattr(value, "__html__"):
         return value
     return _checked(value)
+
+
+# HTML pages are escaped by Jinja's autoescape instead (a page may hold multi-line text).
+_FINALIZE = {"shell": _finalize_shell, "text": _finalize_text, "html": None}
 
 
 def _export_lines(env: dict[str, object]) -> Shell:

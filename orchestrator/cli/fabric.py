@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Optional
 import typer
 
 from orchestrator.cli.common import JsonOpt, OutputFormat, OutputOpt, QueryOpt, app, make_console, \
-    make_table, open_store, output
+    make_table, open_store, output, say
 from orchestrator.errors import EXIT_CODES, EXIT_FABRIC
 
 if TYPE_CHECKING:
@@ -96,7 +96,7 @@ def _outcome_json(outcome: FabricOutcome) -> dict[str, object]:
 
 
 def _print_outcome(outcome: FabricOutcome) -> None:
-    w = sys.stdout.write
+    w = say  # file names, GPU names, NCCL's version and evidence come from the file
     rows = [[j.scope, j.job_id or "-", r["collective"], r["ranks"], r["hosts"], r["gpus_per_host"] or "-",
              _num(r["peak_busbw"]), r["peak_size"] or "-", _num(r["busbw_at_largest"]), r["largest_size"] or "-",
              r["wrong"] if r["wrong"] is not None else "not checked", r["verdict"]]
@@ -119,7 +119,7 @@ def _num(value: object) -> str:
 
 
 def _print_file(report: FileReport) -> None:
-    w = sys.stdout.write
+    w = say  # file names, GPU names, NCCL's version and evidence come from the file
     w(f"{report.file}: {report.kind}; judged against "
       f"{report.sku or 'no catalog size'} ({report.sku_basis})\n")
     if report.runs:
