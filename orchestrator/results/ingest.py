@@ -9,6 +9,8 @@ from __future__ import annotations
 import errno
 import hashlib
 import os
+import shutil
+from typing import BinaryIO
 from pathlib import Path
 
 from orchestrator import paths
@@ -39,12 +41,10 @@ def archive_log(path: Path, content_hash: str, archive: Path | None = None) -> P
         return target
     tmp = target.with_suffix(f".tmp{os.getpid()}")
     try:
-        digest = hashlib.sha256()
         with open_regular(path, "log file") as src, open(tmp, "wb") as dst:
-            for block in iter(lambda: src.read(1 << 20), b""):
-                digest.update(block)
-                dst.write(block)
-        if digest.hexdigest() != content_hash:
+            hashing = _Hashing(dst)
+            shutil.copyfileobj(src, hashing, 1 << 20)
+        if hashing.digest.hexdigest() != content_hash:
             raise ConfigError(f"{path}: its content does not hash to {content_hash[:16]}... "
                               "(changed while it was archived?); nothing archived")
         os.replace(tmp, target)
@@ -54,6 +54,20 @@ def archive_log(path: Path, content_hash: str, archive: Path | None = None) -> P
             raise StoreError(f"no space left on device archiving {path} in {root}") from None
         raise
     return target
+
+
+class _Hashing:
+    """A binary file that hashes what is written through it (sha256)."""
+
+    def __init__(self, out: BinaryIO) -> None:
+        self.out, self.digest, self.name = out, hashlib.sha256(), getattr(out, "name", "")
+
+    def write(self, data: bytes) -> int:
+        self.digest.update(data)
+        return self.out.write(data)
+
+    def flush(self) -> None:
+        self.out.flush()
 
 
 def _hash_of(path: Path) -> str | None:

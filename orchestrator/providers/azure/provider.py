@@ -164,8 +164,8 @@ class AzureProvider(ProviderBase):
                 return None  # none, or not this cluster's (up says whose)
             return _read(name, records.Group(rg, group.location, dict(group.tags), group.state), clients,
                          self._prefetched)
-        groups = tagged_groups(clients, name)
-        return _read(name, groups[0], clients) if groups else None
+        own = own_group(tagged_groups(clients, name), name)
+        return _read(name, own, clients) if own is not None else None
 
     def check(self, spec: ClusterSpec, plan: Plan) -> tuple[list[str], list[str]]:
         """Preflight's reads for a new cluster (sizes and zones, vCPU quotas, the image), as
@@ -183,15 +183,15 @@ class AzureProvider(ProviderBase):
         did not create (owner.creator: its custom role's createdBy, or this home's creator nonce;
         the owner tags prove nothing) is refused unless `force`: reads only, no write."""
         clients = self.clients or self._built_clients(account, endpoint, None)
-        groups = tagged_groups(clients, name)
-        if not groups:
+        group = own_group(tagged_groups(clients, name), name)
+        if group is None:  # another group carrying the tag is a decoy: never the cluster
             return None
-        made = self._creator(clients, name, groups[0])
+        made = self._creator(clients, name, group)
         if not made.mine and not force:
             raise NotOwnerError(f"cluster '{name}' is not yours: {made.describe()}",
                                 hint=f"`azbench adopt {name} --force` records it here anyway (its `extend`, "
                                      "`resize` and `down` then need --force too)")
-        return _read(name, groups[0], clients)
+        return _read(name, group, clients)
 
     def down(self, cluster: Cluster) -> None:
         """Delete the cluster's resource group (what `holdings` listed, a group already being
@@ -264,7 +264,8 @@ class AzureProvider(ProviderBase):
     def extend(self, cluster: Cluster, expires: datetime) -> None:
         """Move azbench-expires on everything the cluster owns; the head's agent reads it each tick."""
         from orchestrator.providers.azure.expiry import move_expiry
-        move_expiry(self._clients_for(cluster.name, cluster), cluster.name, expires)
+        move_expiry(self._clients_for(cluster.name, cluster), cluster.name, expires,
+                    cluster.properties_as(AzureProps).resource_group)
 
     def node_states(self, cluster: Cluster) -> list[CloudNode]:
         """One row per VM from one list call per scale set (never one GET per VM)."""
@@ -546,20 +547,30 @@ class AzureProvider(ProviderBase):
         return self._built[key]
 
     def _creator(self, clients: AzureClients, name: str, group: records.Group) -> Creator:
-        """Who created the cluster's group (owner.creator): this home's creator nonce is read
-        from the group's tags (no request); only when it is not this home's is the custom role
-        read for its createdBy (one GET)."""
+        """Who created the cluster's group (owner.creator), from evidence a same-name `up`'s
+        group PUT cannot overwrite: the tags of what the group holds (one listing, kept for
+        `holdings` in the same command), and only when they do not show this home's creator
+        nonce, the custom role's createdBy (one GET)."""
         from orchestrator.providers.azure import roles
         if self._me is None:
             self._me = signed_in(clients, self.opts.owner)
         me = self._me
+        with arm_call(f"list resource group {group.name}"):
+            try:
+                contents = clients.group_contents(group.name)
+            except Exception as exc:
+                if not is_not_found(exc):
+                    raise
+                contents = []
+        self._contents[name] = contents
+        children = [dict(item.tags) for item in contents]
         made = creator(me, subscription_id=clients.subscription_id, rg=group.name, cluster=name, tags=group.tags,
-                       role_created_by=None)
+                       role_created_by=None, children=children, role_read=False)
         if made.mine:
             return made
         role = roles.read_expiry_role(clients, group.name)
         return creator(me, subscription_id=clients.subscription_id, rg=group.name, cluster=name, tags=group.tags,
-                       role_created_by=role.created_by if role else None)
+                       role_created_by=role.created_by if role else None, children=children)
 
 
 def sweep(clients: AzureClients | None = None, *, dry_run: bool = True,
@@ -675,6 +686,14 @@ def _rack(sets: list[records.ScaleSet]) -> int | None:
         if value.isdigit() and int(value) > 1:
             return int(value)
     return None
+
+
+def own_group(groups: Sequence[records.Group], name: str, rg: str | None = None) -> records.Group | None:
+    """The cluster's own group among `groups` tagged with it: the one named `rg` (default
+    azbench-<name>). Any other group carrying the tag is a decoy (or an orphan): reported by
+    sweep, never read as the cluster, never written."""
+    want = default_group(name, rg).lower()
+    return next((g for g in groups if g.name.lower() == want), None)
 
 
 def _rg(cluster: Cluster) -> str:
