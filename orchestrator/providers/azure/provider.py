@@ -29,7 +29,7 @@ from orchestrator.providers.azure_shared.errors import arm_call, is_not_found
 from orchestrator.providers.azure.heal import Growth, SetView
 from orchestrator.providers.azure.lro import ProgressEvent
 from orchestrator.providers.azure.owner import Creator, Owner, creator, signed_in
-from orchestrator.providers.azure.teardown import delete_cluster, ours, tag_filter, tagged_groups
+from orchestrator.providers.azure.teardown import delete_cluster, ours, own_group, tag_filter, tagged_groups
 from orchestrator.providers.azure.teardown import sweep as _sweep
 from orchestrator.providers.azure.up import LRO_FILE, Prefetched, UpOptions, UpRun
 from orchestrator.providers.base import (Billed, CloudNode, CloudResource, CloudView, Holding, HostReport, ProviderBase,
@@ -283,7 +283,8 @@ class AzureProvider(ProviderBase):
         """ARM's view, no SSH and no writes: VM and scale-set states, instances, tags (status.py)."""
         from orchestrator.providers.azure.status import live_view
         expected = cluster.properties_as(AzureProps).scale_sets if isinstance(cluster.properties, AzureProps) else []
-        return live_view(self._clients_for(cluster.name, cluster), cluster.name, expected)
+        group = cluster.properties_as(AzureProps).resource_group if isinstance(cluster.properties, AzureProps) else None
+        return live_view(self._clients_for(cluster.name, cluster), cluster.name, expected, group)
 
     def restore_capacity(self, cluster: Cluster, nodes: Collection[str] = (),
                          timeout_s: float | None = None, evict_wait_s: float = 0.0) -> list[str]:
@@ -596,12 +597,17 @@ def sweep(clients: AzureClients | None = None, *, dry_run: bool = True,
 
 def _overview(cluster: Cluster, groups: list[records.Group], listed: list[records.Tagged]) -> CloudView:
     """One cluster's CloudView from the subscription's listings (AzureProvider.overview)."""
-    if not groups and not listed:
-        return CloudView(exists=False)
     props = cluster.properties_as(AzureProps)
-    tags = groups[0].tags if groups else listed[0].tags
+    own = own_group(groups, cluster.name, props.resource_group)  # other tagged groups are decoys
+    groups = [own] if own is not None else []
+    listed = [r for r in listed if own is not None and r.group.lower() == own.name.lower()]
+    if not groups:
+        return CloudView(exists=False)
+    tags = groups[0].tags
+    # The owner the resources' tags name (a same-name `up`'s group PUT cannot reach them).
+    owner = next((r.tags[TAG_OWNER] for r in listed if r.tags.get(TAG_OWNER)), None) or tags.get(TAG_OWNER)
     base = CloudView(exists=True, created=parse_utc(tags.get(TAG_CREATED)), expires=parse_utc(tags.get(TAG_EXPIRES)),
-                     owner=tags.get(TAG_OWNER))
+                     owner=owner)
     deleting = [g for g in groups if g.state == "Deleting"]
     if deleting:
         return replace(base, phase="deleting", phase_detail=f"resource group {deleting[0].name} is being deleted",
@@ -686,14 +692,6 @@ def _rack(sets: list[records.ScaleSet]) -> int | None:
         if value.isdigit() and int(value) > 1:
             return int(value)
     return None
-
-
-def own_group(groups: Sequence[records.Group], name: str, rg: str | None = None) -> records.Group | None:
-    """The cluster's own group among `groups` tagged with it: the one named `rg` (default
-    azbench-<name>). Any other group carrying the tag is a decoy (or an orphan): reported by
-    sweep, never read as the cluster, never written."""
-    want = default_group(name, rg).lower()
-    return next((g for g in groups if g.name.lower() == want), None)
 
 
 def _rg(cluster: Cluster) -> str:
