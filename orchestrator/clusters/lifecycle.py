@@ -337,6 +337,19 @@ def _spent(cluster: Cluster, rate: Rate, now: datetime | None = None, created: d
     return round(hours * rate.per_hour, 2)
 
 
+def _undrain(provider: Provider, cluster: Cluster, nodes: Sequence[str]) -> str:
+    """Return `nodes` (drained for a resize that failed) to service; what happened, in words."""
+    if not nodes:
+        return ""
+    try:
+        with provider.connect(cluster) as access:
+            access.launcher.resume(list(nodes))
+    except AzbenchError as exc:
+        return (f"{', '.join(nodes)} stay drained: returning them failed ({exc}); "
+                f"`azbench health {cluster.name} --undrain` returns them")
+    return f"{', '.join(nodes)} returned to service (undrained)"
+
+
 def resize_question(name: str, nodes: int, store: Store) -> str:
     """For `resize` that grows a cluster on a provider that costs money: the [y/N] question
     naming the VMs added and the cost per hour before and after (list price); "" otherwise.
@@ -750,6 +763,7 @@ def resize(name: str, nodes: int, store: Store, *, force: bool = False) -> tuple
         provider.resize(cluster, nodes)  # MissingCapability, typed
     have = len(cluster.node_names) or cluster.nodes
     what = f"resize {have} -> {nodes} nodes"
+    drained: list[str] = []
     try:
         _require_creator(provider, cluster, force=force, verb="resize")
         plan = plan_resize(cluster, nodes)
@@ -762,13 +776,22 @@ def resize(name: str, nodes: int, store: Store, *, force: bool = False) -> tuple
                     raise ConfigError(f"refusing to shrink '{name}': a job runs on {', '.join(plan.busy)}",
                                       hint="wait for it, or pass --force to remove them anyway")
                 if plan.remove:
+                    drained = list(plan.remove)
                     access.launcher.drain({n: "azbench: resize (removing)" for n in plan.remove})
         resized = provider.resize(cluster, nodes, plan.remove)
     except AzbenchError as exc:
+        # No node stays drained and billing: those the provider did not remove (all of them,
+        # unless it says which it kept) go back to service, and the message says so.
+        kept = getattr(exc, "kept", None)
+        back = _undrain(provider, cluster, drained if kept is None else [n for n in drained if n in kept])
+        if back:
+            exc.message = f"{exc.message}; {back}"
         _attempted(store, name, "resize", what, exc)
         raise
     resized = resized.model_copy(update={"created_at": cluster.created_at})
     store.save_cluster(resized)
+    for note in getattr(provider, "notes", {}).get(name, []):
+        store.add_event(EventRow(kind="resize_note", cluster=name, message=note))
     store.add_event(EventRow(kind="resize", cluster=name, message=f"{plan.before} -> {plan.after} nodes",
                              data={"removed": list(plan.remove), "forced": list(plan.busy),
                                    "before": plan.before, "after": plan.after,

@@ -37,7 +37,7 @@ from orchestrator.providers.base import (Billed, CloudNode, CloudResource, Cloud
 from orchestrator.hosts.remote import SshRunner
 from orchestrator.specs.cluster import ClusterSpec
 from orchestrator.hardware.catalog import lookup
-from orchestrator.errors import CapacityError, ConfigError, NotAvailableError, NotOwnerError, ProvisionError
+from orchestrator.errors import AzbenchError, CapacityError, ConfigError, NotAvailableError, NotOwnerError, ProvisionError
 from orchestrator.models import Cluster, ClusterState, Plan, ScaleSetPlan, parse_utc
 from orchestrator.providers.azure.props import AzureProps
 from orchestrator.seams import Access, Capabilities
@@ -85,6 +85,9 @@ class AzureProvider(ProviderBase):
         # caller, and the clients of each subscription and endpoint.
         self._prefetched: Prefetched | None = None
         self._contents: dict[str, list[records.Tagged]] = {}
+        # What the last resize of each cluster did besides the plan (a park that fell back to
+        # delete), for the caller to record.
+        self.notes: dict[str, list[str]] = {}
         self._me: Owner | None = None
         self._built: dict[tuple[str | None, str | None, float | None], AzureClients] = {}
 
@@ -358,16 +361,50 @@ class AzureProvider(ProviderBase):
                 fresh += self._new_set(clients, cluster, sets, name, vms, unit)
             self._wait_joined(cluster, fresh, timeout_s)
         elif nodes < have:
-            where = [heal.find_host(sets, host, cluster.name) for host in remove]
-            self._retire(cluster, remove, "azbench: resize (removed)")
-            for view in sets:
-                ids = [i for v, i in where if v.name == view.name]
-                if ids:
-                    heal.park(clients, rg, clients.subscription_id, view, ids)
+            self._shrink(cluster, clients, rg, sets, remove)
         described = self.describe(cluster.name)
         if described is None:
             raise ProvisionError(f"Azure cluster '{cluster.name}' is gone after the resize")
         return described
+
+    def _shrink(self, cluster: Cluster, clients: AzureClients, rg: str, sets: Sequence[SetView],
+                remove: Sequence[str]) -> None:
+        """Take `remove` (drained by the caller) out: park each set's instances (deallocate:
+        ids kept for a grow); where parking fails, delete them instead (said in `notes`); then
+        retire in Slurm what is gone. Where neither works, ShrinkError names the nodes still
+        there, which the caller undrains: no node stays drained and billing."""
+        from orchestrator.providers.azure import heal
+        where = [heal.find_host(sets, host, cluster.name) for host in remove]
+        host_of = {(v.name, i): h for h, (v, i) in zip(remove, where)}
+        gone: list[str] = []
+        kept: list[str] = []
+        failures: list[str] = []
+        notes: list[str] = []
+        for view in sets:
+            ids = [i for v, i in where if v.name == view.name]
+            if not ids:
+                continue
+            hosts = [host_of[(view.name, i)] for i in ids]
+            try:
+                heal.park(clients, rg, clients.subscription_id, view, ids)
+            except AzbenchError as parked:
+                try:
+                    heal.delete_instances(clients, rg, view.name, ids)
+                except AzbenchError as deleted:
+                    kept += hosts
+                    failures.append(f"parking {', '.join(hosts)} failed ({parked}) and deleting them failed "
+                                    f"({deleted})")
+                    continue
+                notes.append(f"parking {', '.join(hosts)} of {view.name} failed ({parked}); deleted them "
+                             "instead (their instance ids are not kept for a grow)")
+            gone += hosts
+        self.notes[cluster.name] = notes
+        if gone:
+            self._retire(cluster, gone, "azbench: resize (removed)")
+        if kept:
+            raise ShrinkError(f"shrinking '{cluster.name}' left {', '.join(kept)} in the cluster: "
+                              + "; ".join(failures) + (f"; removed {', '.join(gone)}" if gone else ""),
+                              kept=kept, hint="they are returned to service (undrained); rerun the resize")
 
     def resize_preview(self, cluster: Cluster, nodes: int, remove: Sequence[str] = ()) -> list[SetChange]:
         """What `resize` would change, set by set (`<set>: <now> -> <after>`), read from ARM (the
@@ -716,3 +753,11 @@ def _admin(sets: list[records.ScaleSet]) -> str:
             return s.admin_user
     return os.environ.get("AZBENCH_ADMIN_USER", "azureuser")
 
+
+class ShrinkError(ProvisionError):
+    """A shrink that could not remove every node: `kept` names those still in the cluster
+    (still drained by the caller, who returns them to service)."""
+
+    def __init__(self, message: str, *, kept: Sequence[str], hint: str | None = None) -> None:
+        super().__init__(message, hint=hint)
+        self.kept = list(kept)
