@@ -41,7 +41,7 @@ class FakeSlurm:
 
 
 @pytest.fixture
-def slurm(wired, monkeypatch):  # noqa: F811 (the fixture imported above)
+def slurm(wired: Any, monkeypatch: pytest.MonkeyPatch) -> dict[str, FakeSlurm]:  # noqa: F811
     box: dict[str, FakeSlurm] = {}
 
     def connect(self: AzureProvider, cluster: Any) -> Access:
@@ -61,7 +61,7 @@ def _events(name: str) -> list[tuple[str, str]]:
         return [(e.kind, e.message) for e in store.list_events(cluster=name)]
 
 
-def test_a_shrink_and_a_grow_back_succeed(fake, slurm) -> None:
+def test_a_shrink_and_a_grow_back_succeed(fake: Any, slurm: dict[str, FakeSlurm]) -> None:
     _up("rs", 4)
     with Store.open() as store:
         shrunk, plan = lifecycle.resize("rs", 2, store)
@@ -73,7 +73,7 @@ def test_a_shrink_and_a_grow_back_succeed(fake, slurm) -> None:
     assert slurm["s"].drained == set(plan.remove)  # parked: drained, as Slurm sees a removed node
 
 
-def test_a_failed_park_deletes_the_instances_instead_and_says_so(fake, slurm) -> None:
+def test_a_failed_park_deletes_the_instances_instead_and_says_so(fake: Any, slurm: dict[str, FakeSlurm]) -> None:
     _up("rp", 4)
     fake.add_fault("error500", method="POST", path_contains="/deallocate", times=100)
     with Store.open() as store:
@@ -84,7 +84,7 @@ def test_a_failed_park_deletes_the_instances_instead_and_says_so(fake, slurm) ->
     assert len(notes) == 1 and "deleted them instead" in notes[0] and "failed" in notes[0]
 
 
-def test_when_neither_park_nor_delete_works_no_node_stays_drained(fake, slurm) -> None:
+def test_when_neither_park_nor_delete_works_no_node_stays_drained(fake: Any, slurm: dict[str, FakeSlurm]) -> None:
     _up("rn", 4)
     fake.add_fault("error500", method="POST", path_contains="/deallocate", times=100)
     fake.add_fault("error500", method="POST", path_contains="/delete", times=100)
