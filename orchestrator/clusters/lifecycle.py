@@ -19,7 +19,7 @@ from orchestrator.providers import get_provider
 from orchestrator.clusters.spending import check_cost_cap, cost_cap
 from orchestrator.specs.cluster import ClusterSpec
 from orchestrator.errors import (AzbenchError, ConfigError, LostRaceError, MissingCapability, NotFoundError,
-                                 NotOwnerError, PreflightError)
+                                 NotOwnerError, PreflightError, ProvisionError)
 from orchestrator.models import Cluster, ClusterState, Plan, RunState, local_owner, utcnow
 
 if TYPE_CHECKING:
@@ -193,6 +193,8 @@ def down(name: str, store: Store, on_progress: Callable[[Any], None] | None = No
             store.set_cluster_state(name, ClusterState.DELETE_FAILED)
         _attempted(store, name, "down", what, exc, began)
         exc.hint = f"rerun `azbench down {name}` to finish the delete"
+        if isinstance(exc, ProvisionError):
+            exc.kind = "down failed"  # a delete that stopped, not a provisioning failure (same exit 4)
         raise
     store.set_cluster_state(name, ClusterState.TERMINATED)
     store.add_event(EventRow(kind="down", cluster=name, message=what,  # after the fact

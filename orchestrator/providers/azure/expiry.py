@@ -52,9 +52,10 @@ def head_principal(vm: records.ArmResource, head: str) -> str:
     """The object id of the head VM's system-assigned identity."""
     principal = vm.principal_id
     if not principal:
-        raise ProvisionError(f"head VM {head} has no system-assigned identity, so it cannot delete "
-                             "its cluster when it expires",
-                             hint="delete the head VM and rerun up, or set azure.self_expiry: false")
+        raise ProvisionError(f"head VM {head} reports no system-assigned identity (read with its own GET), "
+                             "so it cannot delete its cluster when it expires; nothing else was changed",
+                             hint=f"give it one (`az vm identity assign -g <group> -n {head}`) and rerun up, or set "
+                                  "azure.self_expiry: false (then `azbench sweep` is the only backstop)")
     return str(principal)
 
 

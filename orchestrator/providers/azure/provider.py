@@ -586,21 +586,23 @@ class AzureProvider(ProviderBase):
 
     def _creator(self, clients: AzureClients, name: str, group: records.Group) -> Creator:
         """Who created the cluster's group (owner.creator), from evidence a same-name `up`'s
-        group PUT cannot overwrite: the tags of what the group holds (one listing, kept for
-        `holdings` in the same command), and only when they do not show this home's creator
+        group PUT cannot overwrite: the tags of what the group holds (one listing per command,
+        shared with `holdings`), and only when they do not show this home's creator
         nonce, the custom role's createdBy (one GET)."""
         from orchestrator.providers.azure import roles
         if self._me is None:
             self._me = signed_in(clients, self.opts.owner)
         me = self._me
-        with arm_call(f"list resource group {group.name}"):
-            try:
-                contents = clients.group_contents(group.name)
-            except Exception as exc:
-                if not is_not_found(exc):
-                    raise
-                contents = []
-        self._contents[name] = contents
+        contents = self._contents.get(name)  # `holdings` in this command listed it already
+        if contents is None:
+            with arm_call(f"list resource group {group.name}"):
+                try:
+                    contents = clients.group_contents(group.name)
+                except Exception as exc:
+                    if not is_not_found(exc):
+                        raise
+                    contents = []
+            self._contents[name] = contents
         children = [dict(item.tags) for item in contents]
         made = creator(me, subscription_id=clients.subscription_id, rg=group.name, cluster=name, tags=group.tags,
                        role_created_by=None, children=children, role_read=False)

@@ -194,11 +194,12 @@ def sweep(clients: AzureClients, *, me: Owner, dry_run: bool = True, known_clust
     out = []
     for cluster, found_tags in sorted(_by_cluster(groups).items()):
         own = own_group(found_tags.groups, cluster)
-        # Another group carrying the tag is a decoy (or an orphan): reported once it claims to
-        # be expired, never written, and never a reason to skip the cluster's own group.
+        own_stamp = parse_utc(own.tags.get(TAG_EXPIRES)) if own is not None else None
+        # Another group carrying the tag is a decoy (or an orphan): reported when it claims to be
+        # expired or the cluster's own group is, never written, never a reason to skip the latter.
         for decoy in (g for g in found_tags.groups if g is not own):
             stamp = parse_utc(decoy.tags.get(TAG_EXPIRES))
-            if stamp is not None and stamp <= now:
+            if (stamp is not None and stamp <= now) or (own_stamp is not None and own_stamp <= now):
                 claimed = owner_of(decoy.tags)
                 out.append(SweepItem(cluster=cluster, resource_groups=(decoy.name,), resources=(),
                                      expires=decoy.tags.get(TAG_EXPIRES), deleted=False, mine=False,

@@ -333,6 +333,9 @@ class UpRun:
     def _grant_self_delete(self, head_vm: ArmResource, role: str | None) -> None:
         """The head's identity may delete this cluster's group, for its expiry agent."""
         names = self.names
+        if not head_vm.principal_id:  # a listing (a rerun adopting the head) carries no identity:
+            # the VM's own GET does (https://learn.microsoft.com/rest/api/compute/virtual-machines/get)
+            head_vm = observe(self.clients, names.rg, resources.VM, names.head) or head_vm
         principal = expiry.head_principal(head_vm, names.head)
         self.report.check()
         outcome = roles.grant_self_delete(self.clients, names.rg, names.role or "", principal, role,
