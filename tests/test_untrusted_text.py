@@ -105,3 +105,23 @@ def test_a_p_value_with_a_line_break_or_nul_is_refused_exit_2(tmp_path: Path, va
                                 "-p", f"SHARP={value}", home=tmp_path / "home")
     assert result.code == 2, result.out + result.err
     assert "control character" in result.err and "touch" not in result.out
+
+
+def test_a_pulled_runs_params_cannot_inject_at_attach(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A snapshot carries a "running" run whose spec has a parameter with a newline: `run
+    --attach` checks the stored spec as `run` would, and refuses it before any cluster is
+    reached (exit 2)."""
+    from orchestrator.errors import ConfigError
+    from orchestrator.runs.execute import attach_run
+    from orchestrator.specs.run import RunSpec
+    from orchestrator.store.database import Store
+    from orchestrator.store.schema import RunRow
+    monkeypatch.setenv("AZBENCH_HOME", str(tmp_path / "home"))
+    spec = RunSpec.model_validate({"recipe": "llama31_8b", "params": {"SHARP": "1\ntouch /tmp/azbench-pwned #"}})
+    with Store.open() as store:
+        store.create_run(RunRow(id="r1", cluster="c", recipe="llama31_8b", benchmark="llama31_8b", nodes=8,
+                                state="running", spec_json=spec.model_dump_json()))
+        with pytest.raises(ConfigError, match="control character") as err:
+            attach_run("r1", store)
+    assert err.value.exit_code == 2
+
