@@ -240,7 +240,7 @@ def logs(run_id: str = typer.Argument(..., help="Run id (see azbench status)."),
         return out.emit({"run_id": run_id, "attempt": number, "lines": "".join(parts).splitlines()})
 
     def show(text: str) -> None:
-        sys.stdout.write(text)
+        say(text)  # a job's log is text from the cluster: no ESC, bidi or zero-width reaches the terminal
         sys.stdout.flush()
     with open_store() as store:
         stream_log(store, run_id, show, attempt=attempt, follow=follow)
