@@ -12,10 +12,10 @@ marked by the filter that made it: `q`, `exports` (`export KEY=value` lines, nam
 values quoted), `heredoc` (a file's text inside a quoted here-document, checked not to contain
 its delimiter), `script` (a command azbench built from quoted parts, such as a recipe's
 launch command) and `prose` (a value in a comment line, shown unquoted: it can hold no line
-break, so the comment cannot end early). No value in any template may hold a line break, NUL or other control
-character unless one of those filters placed it: a comment line (`# {{ why }}`), a #SBATCH
-line, a slurm.conf line or a YAML scalar can never gain a line from a value. A value that breaks
-the rule is a ConfigError naming the template.
+break, so the comment cannot end early). No value in any template may hold a line break, NUL
+or other control character unless one of those filters placed it: a comment line
+(`# {{ why }}`), a batch directive line, a slurm.conf line or a YAML scalar can never gain a
+line from a value. A value that breaks the rule is a ConfigError naming the template.
 """
 
 from __future__ import annotations

@@ -13,13 +13,13 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Protocol, runtime_checkable
 
 from orchestrator.providers import get_provider
 from orchestrator.clusters.spending import check_cost_cap, cost_cap
 from orchestrator.specs.cluster import ClusterSpec
 from orchestrator.errors import (AzbenchError, ConfigError, LostRaceError, MissingCapability, NotFoundError,
-                                 NotOwnerError, PreflightError, ProvisionError)
+                                 NotOwnerError, PreflightError, ProvisionError, ShrinkError)
 from orchestrator.models import Cluster, ClusterState, Plan, RunState, local_owner, utcnow
 
 if TYPE_CHECKING:
@@ -337,6 +337,14 @@ def _spent(cluster: Cluster, rate: Rate, now: datetime | None = None, created: d
     end = now or datetime.now(timezone.utc)
     hours = max(0.0, (end - (created or cluster.created_at)).total_seconds() / 3600)
     return round(hours * rate.per_hour, 2)
+
+
+@runtime_checkable
+class ReportsNotes(Protocol):
+    """A provider that says what an operation did besides its plan, per cluster (Azure: a
+    shrink whose park fell back to deleting the instances)."""
+
+    notes: dict[str, list[str]]
 
 
 def _undrain(provider: Provider, cluster: Cluster, nodes: Sequence[str]) -> str:
@@ -784,16 +792,17 @@ def resize(name: str, nodes: int, store: Store, *, force: bool = False) -> tuple
     except AzbenchError as exc:
         # No node stays drained and billing: those the provider did not remove (all of them,
         # unless it says which it kept) go back to service, and the message says so.
-        kept = getattr(exc, "kept", None)
-        back = _undrain(provider, cluster, drained if kept is None else [n for n in drained if n in kept])
+        back = _undrain(provider, cluster, [n for n in drained if n in exc.kept]
+                        if isinstance(exc, ShrinkError) else drained)
         if back:
             exc.message = f"{exc.message}; {back}"
         _attempted(store, name, "resize", what, exc)
         raise
     resized = resized.model_copy(update={"created_at": cluster.created_at})
     store.save_cluster(resized)
-    for note in getattr(provider, "notes", {}).get(name, []):
-        store.add_event(EventRow(kind="resize_note", cluster=name, message=note))
+    if isinstance(provider, ReportsNotes):  # what the resize did besides its plan (a park that fell back)
+        for note in provider.notes.get(name, []):
+            store.add_event(EventRow(kind="resize_note", cluster=name, message=note))
     store.add_event(EventRow(kind="resize", cluster=name, message=f"{plan.before} -> {plan.after} nodes",
                              data={"removed": list(plan.remove), "forced": list(plan.busy),
                                    "before": plan.before, "after": plan.after,

@@ -316,7 +316,7 @@ def check_params(recipe: Recipe, params: dict[str, Scalar] | None) -> dict[str, 
 
 _ENV_NAME = re.compile(r"^[A-Z][A-Z0-9_]{0,63}$")
 # A line break, NUL or other control character: a value that holds one could end a line of the
-# generated script (a comment, an #SBATCH line) and start a command of its own.
+# generated script (a comment, a batch directive) and start a command of its own.
 _PARAM_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 
 

@@ -37,7 +37,8 @@ from orchestrator.providers.base import (Billed, CloudNode, CloudResource, Cloud
 from orchestrator.hosts.remote import SshRunner
 from orchestrator.specs.cluster import ClusterSpec
 from orchestrator.hardware.catalog import lookup
-from orchestrator.errors import AzbenchError, CapacityError, ConfigError, NotAvailableError, NotOwnerError, ProvisionError
+from orchestrator.errors import (AzbenchError, CapacityError, ConfigError, NotAvailableError, NotOwnerError,
+                                 ProvisionError, ShrinkError)
 from orchestrator.models import Cluster, ClusterState, Plan, ScaleSetPlan, parse_utc
 from orchestrator.providers.azure.props import AzureProps
 from orchestrator.seams import Access, Capabilities
@@ -404,7 +405,7 @@ class AzureProvider(ProviderBase):
         if kept:
             raise ShrinkError(f"shrinking '{cluster.name}' left {', '.join(kept)} in the cluster: "
                               + "; ".join(failures) + (f"; removed {', '.join(gone)}" if gone else ""),
-                              kept=kept, hint="they are returned to service (undrained); rerun the resize")
+                              kept=list(kept), hint="rerun the resize")
 
     def resize_preview(self, cluster: Cluster, nodes: int, remove: Sequence[str] = ()) -> list[SetChange]:
         """What `resize` would change, set by set (`<set>: <now> -> <after>`), read from ARM (the
@@ -755,11 +756,3 @@ def _admin(sets: list[records.ScaleSet]) -> str:
             return s.admin_user
     return os.environ.get("AZBENCH_ADMIN_USER", "azureuser")
 
-
-class ShrinkError(ProvisionError):
-    """A shrink that could not remove every node: `kept` names those still in the cluster
-    (still drained by the caller, who returns them to service)."""
-
-    def __init__(self, message: str, *, kept: Sequence[str], hint: str | None = None) -> None:
-        super().__init__(message, hint=hint)
-        self.kept = list(kept)
