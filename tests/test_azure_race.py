@@ -15,6 +15,8 @@ import json
 import subprocess
 import sys
 import time
+from pathlib import Path
+from typing import Any
 
 from tests.cli_helpers import CliResult, azbench, one_line_error
 from tests.fixtures.arm import ALICE, BOB
@@ -31,7 +33,7 @@ azure:
 """
 
 
-def _start(args: list[str], home, env) -> subprocess.Popen[str]:
+def _start(args: list[str], home: Path, env: dict[str, str]) -> subprocess.Popen[str]:
     import os
     full = {**os.environ, **env, "AZBENCH_HOME": str(home)}
     full.pop("AZBENCH_DEBUG", None)
@@ -44,12 +46,13 @@ def _done(proc: subprocess.Popen[str]) -> CliResult:
     return CliResult(proc.returncode, out, err)
 
 
-def _writes(fake, oid: str) -> list[str]:
+def _writes(fake: Any, oid: str) -> list[str]:
     return [f"{e.method} {e.status} {e.path.rsplit('/', 1)[-1]}" for e in fake.log
             if e.principal == oid and e.method in WRITES]
 
 
-def test_two_ups_of_one_name_the_second_stops_and_the_first_keeps_its_cluster(tls_principals, tmp_path):
+def test_two_ups_of_one_name_the_second_stops_and_the_first_keeps_its_cluster(tls_principals: Any,
+                                                                             tmp_path: Path) -> None:
     fake, env = tls_principals
     spec = tmp_path / "dup.yaml"
     spec.write_text(SPEC)
@@ -104,7 +107,8 @@ def test_two_ups_of_one_name_the_second_stops_and_the_first_keeps_its_cluster(tl
     assert "azbench-dup" in {r["name"] for r in fake.resources.values()}
 
 
-def test_owner_tags_naming_you_do_not_make_another_principals_cluster_yours(tls_principals, tmp_path):
+def test_owner_tags_naming_you_do_not_make_another_principals_cluster_yours(tls_principals: Any,
+                                                                           tmp_path: Path) -> None:
     """Bob rewrites the owner tags of Alice's cluster to name himself (anyone with Tag
     Contributor may): his `adopt` and `down` still need --force, because ARM says Alice made
     its custom role (its createdBy), and no tag can say otherwise."""

@@ -1066,7 +1066,7 @@ def _usage(family: str, used: int, limit: int) -> dict[str, Any]:
 
 
 def _host(vmss: dict[str, Any], i: int) -> str:
-    prefix = vmss["properties"].get("virtualMachineProfile", {}).get("osProfile", {}).get("computerNamePrefix", "")
+    prefix: str = vmss["properties"].get("virtualMachineProfile", {}).get("osProfile", {}).get("computerNamePrefix", "")
     digits = "0123456789abcdefghijklmnopqrstuvwxyz"
     out = ""
     for _ in range(6):
@@ -1223,7 +1223,7 @@ def allow_plain_http_policy(client_tag: str | None = None) -> Any:
     """
     from azure.core.pipeline.policies import SansIOHTTPPolicy
 
-    class AllowPlainHttp(SansIOHTTPPolicy):
+    class AllowPlainHttp(SansIOHTTPPolicy[Any, Any]):
         def on_request(self, request: Any) -> None:
             request.context["enforce_https"] = False
             if client_tag:
