@@ -34,7 +34,8 @@ from orchestrator.results.importer import import_path
 from orchestrator.store.database import Store
 from orchestrator.store.schema import ResultRow
 from tests.cli_helpers import azbench_in_process
-from testsupport.mlperf_tree import GB200, H200, L8B, L405, LORA, MANY, SynthSystem, write_tree
+from testsupport.mlperf_tree import (GB200, H200, L8B, L405, LORA, MANY, SynthSystem,
+                                     record_compliance_passed, write_tree)
 
 EXTRA = (
     # NVIDIA v5.1's three GB200 405B scales (tyche_ngpu512, hsg_ngpu2560, hsg_ngpu5120): batch
@@ -86,6 +87,7 @@ def views(tmp_path_factory: pytest.TempPathFactory) -> Views:
     with Store.open(f"sqlite:///{home / 'azbench.db'}") as store:
         import_path(store, write_tree(tmp / "tree", MANY + EXTRA), archive_dir=tmp / "archive",
                     check_compliance=False)
+        record_compliance_passed(store)
         rows = store.list_results()
     return Views(home, rows, tmp / "site")
 

@@ -471,6 +471,10 @@ def results_import(path: Path = typer.Argument(..., help="Submission tree, resul
                                                    "each log's round's ruleset (default); a log that "
                                                    "fails is scored as not converged, as the result "
                                                    "summarizer does."),
+                   round_name: Optional[str] = typer.Option(
+                       None, "--round", help="The MLPerf round of every log (v5.1), for a tree "
+                       "whose folders do not name it (a clone in tr51/): its score can then be "
+                       "checked and official. Stored results without a round get it."),
                    as_json: bool = JsonOpt,
                    fmt: Optional[OutputFormat] = OutputOpt, query: Optional[str] = QueryOpt) -> None:
     """Import MLPerf result logs, or an nccl-tests output as a fabric result (idempotent: the same
@@ -491,13 +495,19 @@ def results_import(path: Path = typer.Argument(..., help="Submission tree, resul
     meter = ImportMeter(sys.stderr)
     try:
         with open_store() as store:
-            summary = import_path(store, path, check_compliance=compliance, progress=meter)
+            summary = import_path(store, path, check_compliance=compliance, progress=meter,
+                                  round_name=round_name)
     finally:
         meter.close()
     if not out.rich:
         return out.emit(summary)
     sys.stdout.write(f"imported {len(summary.imported)} result(s), {len(summary.duplicates)} already stored, "
                      f"{len(summary.warnings)} warning(s) from {path}\n")
+    if summary.refiled:
+        sys.stdout.write(f"filed {len(summary.refiled)} stored result(s) without a round as "
+                         f"{summary.refiled[0].round} (--round)\n")
+    for why, n in sorted(summary.skipped_reasons().items()):
+        sys.stdout.write(f"skipped {n} log(s): {why}\n")
     from orchestrator.safetext import clean
     for warning in summary.warnings:  # paths and messages hold folder names: no controls
         sys.stderr.write(clean(f"warning: {warning.path}: {warning.message}") + "\n")

@@ -145,7 +145,13 @@ class GroupReport(Frozen):
     score_raw_minutes: float | None = Field(None, description="the olympic mean (raw)")
     score_minutes: float | None = Field(None, description="the MLPerf score as MLCommons publishes "
                                                           "it: raw score x scaling_factor")
-    official: bool = False
+    official: bool = Field(False, description="a full MLPerf score whose counted runs passed "
+                                              "compliance for the round the files name")
+    compliance: str = Field("not checked", description='"passed", "failed" or "not checked": '
+                            "mlperf_logging's checker on the runs the score counts "
+                            "(results.definitions.verdict)")
+    verdict: str = Field("no score", description="'official' or 'not official: why', the words "
+                                                 "every view prints")
     partial: bool = False
     score_note: str = ""
     run_lines: list[RunLine] = Field(default_factory=list)
@@ -197,10 +203,11 @@ class GroupReport(Frozen):
 
     @property
     def kind(self) -> str:
-        """"official", "partial", "unofficial" or "no score" (what every renderer prints)."""
+        """"official", "partial", "not official" or "no score" (a short column; `verdict` says
+        why, in the same words in every view)."""
         if self.score_minutes is None:
             return "no score"
-        return "official" if self.official else ("partial" if self.partial else "unofficial")
+        return "official" if self.official else ("partial" if self.partial else "not official")
 
     @property
     def is_published_score(self) -> bool:
@@ -422,6 +429,7 @@ def _group(key: GroupKey, rows: list[ResultRow], runs: Sequence[RunRow] | None,
     scoring = [i for i, r in enumerate(rows) if not r.resumed]
     minutes = defs.scored_minutes(rows)
     score, note = _score(rows, bench)
+    verdict = defs.verdict(rows, bench, round_name or None, score)
     failed = [r.id or 0 for r in rows if r.compliance_ok is False]
     if failed:
         note = "; ".join(filter(None, [note, f"{len(failed)} run(s) failed compliance: not "
@@ -456,7 +464,7 @@ def _group(key: GroupKey, rows: list[ResultRow], runs: Sequence[RunRow] | None,
         resumed_runs=resumed, scaling_factor=factor,
         score_raw_minutes=score.raw_minutes if score else None,
         score_minutes=value,
-        official=bool(score and score.official and score.value_minutes is not None),
+        official=verdict.official, compliance=verdict.compliance, verdict=verdict.text,
         partial=bool(score and score.runs_used < score.runs_required), score_note=note,
         run_lines=[_run_line(r, s, i in scored, p) for i, (r, s, p)
                    in enumerate(zip(rows, summaries, progress))],

@@ -156,7 +156,8 @@ def _results_section(groups: Sequence[GroupReport]) -> _Section:
               "nearest published", "vs nearest (basis)", "note"]
     rows = [[g.benchmark, g.label, g.gpu_type or "-", _i(g.nodes), _i(g.gpus),
              f"{_i(g.runs)} ({_i(g.required_runs)})", _i(g.converged), _f(g.score_minutes, 4),
-             _f(g.score_raw_minutes, 4), _f(g.scaling_factor, 4), g.kind,
+             _f(g.score_raw_minutes, 4), _f(g.scaling_factor, 4),
+             g.verdict if g.score_minutes is not None else g.kind,
              _f(g.published_score_minutes, 4),
              f"{g.published.config}: {_f(g.published.score_minutes, 4)}" if g.published else "-",
              (f"{_signed_pct(g.published.delta)} ({g.published.basis})"
