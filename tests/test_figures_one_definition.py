@@ -288,3 +288,38 @@ def test_every_views_number_is_finite(views: Views) -> None:
     for g in views.json["groups"]:
         for key in ("score_minutes", "cost_per_result_usd", "cost_per_run_usd", "mfu"):
             assert g[key] is None or math.isfinite(g[key])
+
+
+def test_plan_and_report_agree_on_cost_per_result_at_every_measured_scale(views: Views) -> None:
+    """Issue 47.3: the plan prices a result with the report's function (the runs a score needs,
+    each at its wall time: a predicted score / its RCP scaling factor), and at every count with
+    a stored score its measured cost per result is the report's, to 2 % (here: exactly)."""
+    v = views
+    checked = 0
+    for g in v.report.groups:
+        if g.cost_per_result_usd is None or not g.catalog_size or g.priced_vms != g.nodes or not g.nodes:
+            continue
+        stored = tuple(r for r in v.rows if r.benchmark == g.benchmark)
+        (row,) = make_plan(PlanRequest(benchmark=g.benchmark, sku=g.catalog_size, nodes=(g.nodes,),
+                                       extrapolate=True, stored=stored)).rows
+        price = lookup(g.catalog_size).price_per_hour_usd
+        assert price is not None and row.scaling_factor > 0 and row.scaling_from
+        runs = g.required_runs or 0
+        assert row.cost_per_result_usd == pytest.approx(
+            runs * row.minutes / row.scaling_factor / 60 * g.nodes * price)
+        named = next(x for x in v.report.groups
+                     if f"stored: {x.label}" == row.measured_by and x.benchmark == g.benchmark)
+        assert named.gpus == g.gpus and row.measured_cost_per_result_usd is not None
+        assert row.measured_cost_per_result_usd == pytest.approx(named.cost_per_result_usd, rel=0.02)
+        checked += 1
+    assert checked >= 20
+    priced = azbench_in_process("plan", "llama31_405b", "--sku", "gb200", "--nodes", "640", "--price",
+                                "gb200=100", "-o", "json", home=v.home)
+    assert priced.code == 0, priced.err
+    data = json.loads(priced.out)
+    assert data["price_per_vm_hour_usd"] == 100.0 and "--price" in data["price_note"]
+    (row,) = data["rows"]
+    assert row["cost_per_result_usd"] == pytest.approx(3 * row["minutes"] / row["scaling_factor"] / 60 * 640 * 100)
+    report = json.loads(azbench_in_process("report", "--json", "--price", "gb200=100", home=v.home).out)
+    got = next(x for x in report["groups"] if x["system"] == "gb200_n640_gbs960")
+    assert row["measured_cost_per_result_usd"] == pytest.approx(got["cost_per_result_usd"], rel=1e-9)
