@@ -39,7 +39,7 @@ if TYPE_CHECKING:  # the CLI imports runs/ lazily: --help stays fast
     from orchestrator.results.importer import ImportProgress
     from orchestrator.runs.prepare import PrepareResult
     from orchestrator.store.database import Store
-    from orchestrator.pipelines.history import History
+    from orchestrator.report.history import History
     from orchestrator.store.schema import AttemptRow, EventRow, FabricResultRow, ResultRow, RunRow
 
 # ---------------------------------------------------------------- recipes
@@ -242,7 +242,9 @@ def report(benchmark: Optional[str] = typer.Option(None, "--benchmark", help="On
            html: Optional[Path] = typer.Option(None, "--html", help="Write the interactive site (index.html, pages, assets) here."),
            show_runs: bool = typer.Option(False, "--runs", help="Also list every run (the summary lists scores only)."),
            vs_published: bool = typer.Option(False, "--vs-published", help="Put each score beside the nearest published MLPerf result on the same GPU, with the delta."),
-           price: list[str] = typer.Option([], "--price", help="Override a list price: SKU=USD_PER_VM_HOUR, e.g. h200=84.80 (repeatable).")) -> None:
+           price: list[str] = typer.Option([], "--price", help="Override a list price: SKU=USD_PER_VM_HOUR, e.g. h200=84.80 (repeatable)."),
+           mixed_rounds: bool = typer.Option(False, "--mixed-rounds", help="Also compute speedups between "
+                                             "scores of different rounds (flagged; default: same round only).")) -> None:
     """MLPerf scores as MLCommons publishes them, best per benchmark, cost, MFU; with --markdown,
     --json or --html also step times, scaling efficiency, speedups and attempt history.
 
@@ -261,7 +263,7 @@ def report(benchmark: Optional[str] = typer.Option(None, "--benchmark", help="On
                              baseline=baseline, site=html is not None)
     rep = build_report(got.results, got.runs, got.attempts, benchmark=benchmark, system=system, since=when,
                        until=end, spot_clusters=got.spot, model_facts=model_facts(), events=got.events,
-                       prices=prices, fabric=got.fabric)
+                       prices=prices, fabric=got.fabric, mixed_round_speedups=mixed_rounds)
     if html is not None:
         _write_report_site(rep, got, html)
     results, stored = got.results, got.stored

@@ -12,10 +12,12 @@ from collections.abc import Sequence
 
 from orchestrator.errors import ConfigError
 from orchestrator.forecast.basis import MAX_EXTRAPOLATION, Basis
-from orchestrator.forecast.plan import runs_required
+from orchestrator.forecast.plan import runs_required, scaling_order
 from orchestrator.forecast.series import fitted_series
 from orchestrator.hardware.catalog import gpu_skus
 from orchestrator.hardware.layout import rack_sizes
+from pydantic import Field
+
 from orchestrator.models import Frozen
 from orchestrator.results.published import catalog_gpu
 from orchestrator.store.schema import ResultRow
@@ -33,6 +35,14 @@ class CurveSample(Frozen):
     extrapolation: float
 
 
+class ScalingPoint(Frozen):
+    """A measured score's GPU count and the RCP scaling factor in it."""
+
+    gpus: int
+    factor: float
+    label: str
+
+
 class CurveData(Frozen):
     """One benchmark x GPU size, ready to embed: samples for the line and band, the points for
     the markers, the basis (parameters, interval, points' provenance, text) for the input."""
@@ -47,6 +57,9 @@ class CurveData(Frozen):
     max_gpus: float
     runs_required: int
     price_per_vm_hour_usd: float | None
+    scaling: list[ScalingPoint] = Field(default_factory=list, description="the measured scores' "
+                                        "RCP factors, in tie order: a count's runs are priced at "
+                                        "the predicted score / the nearest one's (forecast.plan)")
     basis: Basis
     samples: list[CurveSample]
     caption: str
@@ -67,6 +80,8 @@ def benchmark_curve(benchmark: str, sku: str, stored: Sequence[ResultRow] = (),
         node_steps=list(rack_sizes(row)),
         min_gpus=low, max_gpus=high,
         runs_required=runs_required(series.benchmark), price_per_vm_hour_usd=row.price_per_hour_usd,
+        scaling=[ScalingPoint(gpus=p.gpus, factor=p.scaling_factor, label=p.label)
+                 for p in scaling_order(series.points.points)],
         basis=basis, samples=points, caption=basis.text[0])
 
 

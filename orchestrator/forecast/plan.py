@@ -156,7 +156,7 @@ def comparisons(series: SeriesPoints, gpu: str) -> list[str]:
             a, b, same = _pair([p for p in series.points if p.gpus == gpus],
                                [p for p in other.points if p.gpus == gpus])
             out.append(f"at {gpus:,} GPUs: {gpu} {a.minutes:.2f} min ({a.label}) vs {other.gpu} "
-                       f"{b.minutes:.2f} min ({b.label}): {gpu} {b.minutes / a.minutes:.2f}x as fast"
+                       f"{b.minutes:.2f} min ({b.label}): {gpu} {metrics.speedup(b.minutes, a.minutes):.2f}x as fast"
                        + ("" if same else " (different rounds)"))
     return out
 
@@ -233,15 +233,26 @@ def _row(ctx: _Context, nodes: int, marks: list[Mark], base_gpu_minutes: float) 
         vcpus=nodes * sku.vcpus, quota_family=sku.quota_family, why=_why(ctx, nodes), marks=marks)
 
 
+def scaling_order(points: Sequence[Point]) -> list[Point]:
+    """The points in the order a tie of distance is broken: stored first, then the newest round,
+    then the fastest (what the site's script receives: CurveData.scaling)."""
+    return sorted(points, key=lambda p: (p.group != STORED, tuple(-k for k in group_order(p.group)[1]),
+                                         p.minutes, p.gpus))
+
+
 def _scaling(points: Sequence[Point], gpus: int) -> tuple[float, str]:
-    """The RCP scaling factor of the measured score nearest `gpus` (log distance; a stored one
-    first, then the newest round), and that score's label; 1.0 without points."""
+    """The RCP scaling factor of the measured score nearest `gpus` (log distance; ties:
+    scaling_order), and that score's label; 1.0 without points."""
     import math
-    if not points:
+    best: Point | None = None
+    far = math.inf
+    for p in scaling_order(points):
+        d = abs(math.log(p.gpus / gpus))
+        if d < far:
+            best, far = p, d
+    if best is None:
         return 1.0, ""
-    near = min(points, key=lambda p: (abs(math.log(p.gpus / gpus)), p.group != STORED,
-                                      tuple(-k for k in group_order(p.group)[1]), p.minutes))
-    return near.scaling_factor, f"{near.label} ({near.gpus:,} GPUs)"
+    return best.scaling_factor, f"{best.label} ({best.gpus:,} GPUs)"
 
 
 def _stands_on(fit: Fit, gpus: int) -> tuple[Literal["measured", "inside", "above", "below"], str]:

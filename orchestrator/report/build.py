@@ -263,13 +263,15 @@ def build_report(
     events: Sequence[EventRow] | None = None,
     prices: Prices | None = None,
     fabric: Sequence[FabricResultRow] | None = None,
+    mixed_round_speedups: bool = False,
 ) -> Report:
     """The report over `results` matching the filters. `runs`/`attempts` (optional) add the
     cluster filter and the cost of every attempt, failed ones included; `spot_clusters`
     ({cluster: SKU}) adds the spot section's cost saved; `model_facts` ({benchmark: facts}, as
     recipes.catalog.model_facts() gives them) adds MFU, which is blank without them; `events`
     (the store's) add the node replacements; `prices` ({size name: USD per VM-hour}) override
-    the catalog's list prices; `fabric` (the store's fabric results) adds the fabric section."""
+    the catalog's list prices; `fabric` (the store's fabric results) adds the fabric section;
+    `mixed_round_speedups` pairs scores of different rounds too (flagged)."""
     rows = _filter(results, runs, benchmark=benchmark, system=system, cluster=cluster, since=since,
                    until=until)
     notes: list[str] = [] if rows else ["no results match"]
@@ -283,7 +285,7 @@ def build_report(
     filters = {k: str(v) for k, v in asked.items() if v is not None}
     return Report(filters=filters, best=best_per_benchmark(groups), groups=groups,
                   strong_scaling=strong_scaling(groups),
-                  weak_scaling=weak_scaling(groups, notes), speedups=sku_speedups(groups),
+                  weak_scaling=weak_scaling(groups, notes), speedups=sku_speedups(groups, mixed_round_speedups),
                   attempt_history=attempt_history(runs, attempts, rows),
                   preemptions=preemption_lines(runs, attempts, spot_clusters or {}),
                   replacements=replacement_lines(events, cluster),
@@ -345,9 +347,10 @@ def weak_scaling(
     return out
 
 
-def sku_speedups(groups: Sequence[GroupReport]) -> list[SkuSpeedup]:
+def sku_speedups(groups: Sequence[GroupReport], mixed_rounds: bool = False) -> list[SkuSpeedup]:
     """Pairs of SKUs with a score for the same benchmark at the same GPU count, on the MLPerf
-    score (x scaling); per dollar where both systems have a list price (report.cost)."""
+    score (x scaling), of the same round unless `mixed_rounds` (then flagged); per dollar where
+    both systems have a list price (report.cost)."""
     by_size: dict[tuple[str, int], list[GroupReport]] = defaultdict(list)
     for g in groups:
         if g.score_minutes and g.gpus and g.sku:
@@ -355,10 +358,11 @@ def sku_speedups(groups: Sequence[GroupReport]) -> list[SkuSpeedup]:
     out = []
     for (bench, gpus), members in sorted(by_size.items()):
         for a, b in combinations(sorted(members, key=lambda g: -(g.score_minutes or 0)), 2):
-            if a.sku == b.sku:  # a is the slower
-                continue
+            if a.sku == b.sku or not (mixed_rounds or defs.same_round(a.round, b.round)):
+                continue  # a is the slower
             out.append(defs.sku_speedup(bench, gpus, (a.sku or "", a.scale, a.system_price_per_hour),
-                                        (b.sku or "", b.scale, b.system_price_per_hour)))
+                                        (b.sku or "", b.scale, b.system_price_per_hour),
+                                        rounds=(a.round, b.round)))
     return out
 
 

@@ -19,7 +19,8 @@ them. A figure that is not defined for a pair is a `Refused` with the reason, ne
 - weak scaling: t_base / t on median step times, defined only at the same work per GPU (global
   batch / GPUs equal within 1e-6; unknown counts as the same, as azbench's sweeps keep it) and
   never capped (`weak_scaling`).
-- speedup between GPU types at the same GPU count, on MLPerf scores (`sku_speedup`).
+- speedup between GPU types at the same GPU count, on MLPerf scores of the same round unless
+  asked (`sku_speedup`; `SkuSpeedup.text` names both systems and rounds, and flags mixed ones).
 - cost per result: the cost of the runs one MLPerf score needs (the benchmark's required runs,
   each at its own minutes x VMs x price per VM-hour: `cost_per_result`); cost per run is one run
   as long as the raw olympic mean (`cost_per_run`), under its own name only.
@@ -333,6 +334,24 @@ class SkuSpeedup(Frozen):
     speedup: float
     speedup_per_gpu: float
     speedup_per_dollar: float | None = None
+    round_a: str | None = None
+    round_b: str | None = None
+    mixed_rounds: bool = Field(False, description="the two scores are of different rounds (or "
+                                                  "one round is unknown): only when asked")
+
+    @property
+    def text(self) -> str:
+        """'flux1 at 72 GPUs: v5.1/NVIDIA/theia (GB300) 1.109x v5.1/Nebius/x (GB200)', every
+        view's words for it, flagged when the rounds differ."""
+        flag = f" (mixed rounds: {self.round_a or 'unknown'} vs {self.round_b or 'unknown'})" \
+            if self.mixed_rounds else ""
+        return (f"{self.benchmark} at {formats.count(self.workers)} GPUs: {self.system_b} "
+                f"({self.sku_b}) {self.speedup:.3f}x {self.system_a} ({self.sku_a}){flag}")
+
+
+def same_round(a: str | None, b: str | None) -> bool:
+    """Two scores of one round (both named and equal, or both azbench's own, with none)."""
+    return a == b
 
 
 def work_per_gpu_differs(base: Scale, other: Scale) -> str | None:
@@ -385,16 +404,18 @@ def strong_scaling(benchmark: str, sku: str | None, small: Scale, large: Scale,
 
 
 def sku_speedup(benchmark: str, gpus: int, slower: tuple[str, Scale, float | None],
-                faster: tuple[str, Scale, float | None]) -> SkuSpeedup:
+                faster: tuple[str, Scale, float | None],
+                rounds: tuple[str | None, str | None] = (None, None)) -> SkuSpeedup:
     """(sku, scale, system price per hour) of two systems at `gpus` GPUs, on MLPerf scores; per
-    dollar where both have a price."""
+    dollar where both have a price; `rounds` (slower's, faster's) flags a mixed-round pair."""
     (sku_a, a, price_a), (sku_b, b, price_b) = slower, faster
     ta, tb = a.score_minutes or 0.0, b.score_minutes or 0.0
     per_dollar = metrics.speedup_per_dollar(ta, price_a, tb, price_b) if price_a and price_b else None
     return SkuSpeedup(benchmark=benchmark, workers=gpus, sku_a=sku_a, sku_b=sku_b, system_a=a.label,
                       system_b=b.label, minutes_a=ta, minutes_b=tb, speedup=metrics.speedup(ta, tb),
                       speedup_per_gpu=metrics.speedup_per_gpu(ta, gpus, tb, gpus),
-                      speedup_per_dollar=per_dollar)
+                      speedup_per_dollar=per_dollar, round_a=rounds[0], round_b=rounds[1],
+                      mixed_rounds=not same_round(*rounds))
 
 
 # -- cost ---------------------------------------------------------------------------------------

@@ -129,11 +129,17 @@
         r.cost = "cost per result: unknown (the catalog has no list price for " + c.sku_short + ")";
       } else {
         var perHour = nodes * price;
-        var cost = t.map(function (m) { return c.runs_required * m / 60.0 * perHour; });
+        // each run at its predicted wall time: the score / the nearest measured score's RCP factor
+        var factor = 1.0, far = Infinity;
+        (c.scaling || []).forEach(function (p) {
+          var d = Math.abs(Math.log(p.gpus / gpus));
+          if (d < far) { far = d; factor = p.factor; }
+        });
+        var cost = t.map(function (m) { return c.runs_required * (m / factor) / 60.0 * perHour; });
         r.cost_usd = cost[0]; r.cost_low_usd = cost[1]; r.cost_high_usd = cost[2];
         r.cost = "cost per result: $" + fixed(cost[0], 0) + " [$" + fixed(cost[1], 0) + "-$" + fixed(cost[2], 0) +
-                 "] (" + c.runs_required + " runs x predicted minutes x " + count(nodes) + " nodes x $" + fixed(price, 2) +
-                 " per VM-hour, list price)";
+                 "] (" + c.runs_required + " runs x predicted minutes / RCP scaling " + fixed(factor, 4) + " x " +
+                 count(nodes) + " nodes x $" + fixed(price, 2) + " per VM-hour, list price)";
       }
       return r;
     }
