@@ -106,6 +106,7 @@ def test_groups_scores_resumed_runs_and_step_stats(rows) -> None:
     stats = two.step_stats
     assert stats is not None and stats.median == pytest.approx(1.02)
     assert stats.count == 4 * 36 and stats.cv == pytest.approx(0.0082, abs=5e-4)
+    assert stats.excluded == 4 * 4  # each run's first step and the 3 after an eval (issue 47)
     assert two.throughput_per_minute == pytest.approx(640 / 2.0)
     assert two.workers == 2  # a CPU node has no GPU: scale by nodes
     # an emulated local node has no price: no cost figure at all, never an estimate of zero

@@ -106,7 +106,8 @@ def evaluate(basis: Basis, gpus: float) -> tuple[float, float, float]:
     u = log2(gpus); e = u clamped to [log2 low_gpus, log2 high_gpus]; v = e held at the vertex
     on the rising side (a2 > 0: min(e, vertex); a2 < 0: max(e, vertex)); x = v - center;
     ln T = a0 + a1·x + a2·x² + offsets[level] + s·(u - e), s = min(a1 + 2·a2·x, 0), or 0 where
-    v != e; the 80% interval is ln T ± sqrt((half_width_ln·(1 + widen·|u - e|))² + new_round_ln²)."""
+    v != e; the 80% interval is ln T ± (half_width_ln·(1 + widen·d) + new_round_ln), d the
+    doublings from u to the nearest measured count (measured_gpus)."""
     a0, a1, a2 = basis.coefficients
     u = math.log2(gpus)
     e = min(max(u, math.log2(basis.low_gpus)), math.log2(basis.high_gpus))
@@ -115,9 +116,10 @@ def evaluate(basis: Basis, gpus: float) -> tuple[float, float, float]:
     x = v - basis.center_log2_gpus
     slope = 0.0 if v != e else min(a1 + 2.0 * a2 * x, 0.0)
     centre = a0 + a1 * x + a2 * x * x + basis.offsets.get(basis.level, 0.0) + slope * (u - e)
-    within = basis.interval.half_width_ln * (1.0 + basis.interval.widen_per_doubling * abs(u - e))
+    near = min((abs(u - math.log2(g)) for g in basis.measured_gpus), default=abs(u - e))
+    within = basis.interval.half_width_ln * (1.0 + basis.interval.widen_per_doubling * near)
     r = basis.interval.new_round_ln
-    h = math.sqrt(within * within + r * r)
+    h = within + r  # forward.combined
     return math.exp(centre), math.exp(centre - h), math.exp(centre + h)
 
 

@@ -342,23 +342,28 @@ def sku_speedup(pairs: Sequence[SkuSpeedup]) -> Figure | None:
 
 def mfu(groups: Sequence[GroupReport]) -> Figure | None:
     """MFU at the run's precision (its name on the bar) and against dense BF16; a BF16 figure
-    above 100% (an FP8/FP4 run outruns BF16's peak) is not a utilisation: no bar, a note under
-    the chart with its value."""
+    above 100% (an FP8/FP4 run outruns BF16's peak) is not a utilisation: its bar is the one at
+    the run's own precision, and a note under the chart gives both values; the BF16 series is
+    left out when it has no bar."""
     shown = [g for g in groups if g.mfu is not None or g.mfu_bf16 is not None]
     if not shown:
         return None
     names = bar_names(shown)
     over = [(n, g) for n, g in zip(names, shown) if g.mfu_bf16 is not None and g.mfu_bf16 > 1.0]
     traces = [_hbar("MFU (run precision)", names, [_pct(g.mfu) for g in shown], KELLY[0],
-                    text=[g.mfu_precision or "" for g in shown]),
-              _hbar("MFU vs dense BF16", names,
-                    [None if (g.mfu_bf16 or 0.0) > 1.0 else _pct(g.mfu_bf16) for g in shown], KELLY[1])]
+                    text=[g.mfu_precision or "" for g in shown])]
+    bf16 = [None if (g.mfu_bf16 or 0.0) > 1.0 else _pct(g.mfu_bf16) for g in shown]
+    if any(v is not None for v in bf16):  # no legend entry without a bar
+        traces.append(_hbar("MFU vs dense BF16", names, bf16, KELLY[1]))
     lay = _bar_layout("Model FLOPs utilisation at the median step", "MFU (%)", len(names),
                       barmode="group", xaxis={"ticksuffix": "%", "rangemode": "tozero"}, **side_legend())
     if over:
-        lines = [f"{n}: {(g.mfu_bf16 or 0.0):.1%} vs dense BF16 ({g.mfu_precision} run)" for n, g in over[:4]]
+        lines = [f"{n}: {(g.mfu_bf16 or 0.0):.1%} vs dense BF16 ({g.mfu_precision} run); drawn "
+                 + (f"at its {g.mfu_precision} peak: {g.mfu:.1%}" if g.mfu is not None
+                    else f"nowhere: no {g.mfu_precision} peak in the catalog") for n, g in over[:4]]
         lines += [f"and {len(over) - 4} more (the table has them)"] if len(over) > 4 else []
-        lay["annotations"] = [{"text": "Not drawn, above 100%: not a utilisation<br>" + "<br>".join(lines),
+        lay["annotations"] = [{"text": "vs dense BF16 above 100%: not a utilisation, each drawn "
+                                       "against its own precision's peak<br>" + "<br>".join(lines),
                                "xref": "paper", "yref": "paper", "x": 0, "y": 0, "yshift": -40,
                                "xanchor": "left", "yanchor": "top", "showarrow": False,
                                "align": "left", "font": {"size": 11}}]

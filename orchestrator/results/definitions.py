@@ -168,9 +168,13 @@ def verdict(rows: Sequence[ResultRow], benchmark: str, round_name: str | None,
 
 def step_time(rows: Sequence[ResultRow]) -> StepStats | None:
     """Statistics of every kept step of the rows' runs, pooled (resumed runs included: their
-    steps ran); None without step times."""
-    return metrics.step_time_stats([(0, t) for r in rows for t in kept_step_times(summary_of(r))],
-                                   drop_first=False)
+    steps ran); `excluded` counts the logged steps left out (each run's first step and the
+    first after each eval; whole-block durations); None without step times."""
+    summaries = [summary_of(r) for r in rows]
+    kept = [t for s in summaries for t in kept_step_times(s)]
+    stats = metrics.step_time_stats([(0, t) for t in kept], drop_first=False)
+    logged = sum(len(s.get("step_times") or []) for s in summaries)
+    return stats.model_copy(update={"excluded": logged - len(kept)}) if stats else None
 
 
 # -- MFU ----------------------------------------------------------------------------------------

@@ -58,9 +58,14 @@
       var slope = v !== e ? 0.0 : Math.min(a1 + 2.0 * a2 * x, 0.0);
       var offset = Object.prototype.hasOwnProperty.call(b.offsets, b.level) ? b.offsets[b.level] : 0.0;
       var centre = a0 + a1 * x + a2 * x * x + offset + slope * (u - e);
-      var within = b.interval.half_width_ln * (1.0 + b.interval.widen_per_doubling * Math.abs(u - e));
+      // the doublings to the nearest measured count (Fit.distance), inside the data too
+      var near = Math.abs(u - e);
+      if (b.measured_gpus && b.measured_gpus.length) {
+        near = Math.min.apply(null, b.measured_gpus.map(function (g) { return Math.abs(u - Math.log2(g)); }));
+      }
+      var within = b.interval.half_width_ln * (1.0 + b.interval.widen_per_doubling * near);
       var r = b.interval.new_round_ln || 0.0;
-      var h = Math.sqrt(within * within + r * r);
+      var h = within + r;  // forward.combined: a new round's shift adds to the curve's error
       return [Math.exp(centre), Math.exp(centre - h), Math.exp(centre + h)];
     }
     // how far past the measured counts, as Fit.extrapolation: 2 ** doublings outside (1 inside)
