@@ -537,3 +537,24 @@ def test_staging_gates_and_replacements_are_spans_of_their_events() -> None:
     assert g.node_hours["staging"] == pytest.approx(20 * 4 / 3600, abs=1e-4)
     assert [s.category for s in g.spans] == ["staging", "health_gate", "resize_replace"]
     adds_up(g)
+
+
+def test_by_owner_follows_the_clusters_size_history_as_cluster_goodput_does(azbench_home) -> None:
+    """Issue 47.5: a 4-node cluster resized to 2 half way through an hour is 3 node-hours for
+    `goodput --by owner` as for `--cluster` (before: 2 x 1 h = 2, the record's final count)."""
+    with Store.open() as store:
+        store.save_cluster(Cluster(name="c1", provider="fake", sku="h100", nodes=4, state=ClusterState.READY,
+                                   cost_per_hour_usd=40.0, created_at=T0), owner="alice")
+        store.add_event(EventRow(kind="resize", cluster="c1", ts=at(1800), message="4 -> 2 nodes",
+                                 data={"before": 4, "after": 2, "started_at": at(1790).isoformat()}))
+        row = store.get_cluster("c1")
+        assert row is not None
+        store.save_cluster(row.cluster.model_copy(update={"nodes": 2, "cost_per_hour_usd": 20.0}))
+        (total,) = owners.by_owner(store, now=at(3600))
+        whole = gc.cluster_goodput(store, "c1", now=at(3600))
+        later = owners.by_owner(store, since=at(2700), now=at(3600))[0]
+    assert sum(whole.node_hours.values()) == pytest.approx(3.0, abs=1e-3)
+    assert total.node_hours == pytest.approx(sum(whole.node_hours.values()), rel=0.01)
+    assert total.cost_usd == pytest.approx(sum(whole.cost_usd.values()), rel=0.01)  # $10/node-hour
+    assert total.gpu_hours == pytest.approx(3.0 * 8)
+    assert later.node_hours == pytest.approx(0.5)  # 15 min of 2 nodes
