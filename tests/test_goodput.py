@@ -558,3 +558,12 @@ def test_by_owner_follows_the_clusters_size_history_as_cluster_goodput_does(azbe
     assert total.cost_usd == pytest.approx(sum(whole.cost_usd.values()), rel=0.01)  # $10/node-hour
     assert total.gpu_hours == pytest.approx(3.0 * 8)
     assert later.node_hours == pytest.approx(0.5)  # 15 min of 2 nodes
+
+
+def test_a_failure_names_its_node_from_the_retry_or_the_evidence() -> None:
+    """Issue 47.5: failure.nodes was [] although the evidence named node3."""
+    from orchestrator.goodput.run import failed_nodes
+    assert failed_nodes([], "NCCL watchdog timeout, rank 12 on node3", []) == ["node3"]
+    assert failed_nodes([], "Xid 79 on gpu-node-12: fell off the bus", []) == ["gpu-node-12"]
+    assert failed_nodes(["gpu-node-1"], "anything on node3", ["gpu-node-1", "gpu-node-3"]) == ["gpu-node-3"]
+    assert failed_nodes([], "OOM in rank 0", []) == []
