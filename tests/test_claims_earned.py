@@ -99,3 +99,18 @@ def test_the_round_given_makes_the_score_checked_and_official(tr51: Path, tmp_pa
     bad = azbench_in_process("results", "import", str(nvidia), "--round", "five", home=home)
     assert bad.code != 0 and "--round 'five' is not an MLPerf round" in bad.err
     assert "Traceback" not in bad.err
+
+
+def test_status_is_degraded_with_the_nodes_slurm_reports_down() -> None:
+    """Issue 47.5: `status` said `ready` while two nodes were `down*`."""
+    from orchestrator.clusters.lifecycle import ClusterStatus, NodeView
+    from orchestrator.models import Cluster, ClusterState
+    from orchestrator.models import utcnow
+    c = Cluster(name="c1", provider="fake", sku="h100", nodes=4, state=ClusterState.READY,
+                created_at=utcnow())
+    nodes = [NodeView("node1", "idle"), NodeView("node2", "down*"), NodeView("node3", "drain"),
+             NodeView("node4", "allocated")]
+    s = ClusterStatus(cluster=c, cloud=None, nodes=nodes, cost_so_far_usd=None, expires=None)
+    assert s.health == "degraded" and s.down_nodes == ["node2", "node3"]
+    fine = ClusterStatus(cluster=c, cloud=None, nodes=nodes[:1], cost_so_far_usd=None, expires=None)
+    assert fine.health == "ready" and fine.down_nodes == []
