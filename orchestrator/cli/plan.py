@@ -44,6 +44,8 @@ def plan(
     no_stored: bool = typer.Option(False, "--no-stored", help="Ignore stored results: published ones only."),
     price: list[str] = typer.Option([], "--price", help="Override a list price: SKU=USD_PER_VM_HOUR, e.g. "
                                     "gb300=140 (repeatable), as report --price does."),
+    param: list[str] = typer.Option([], "--param", "-p", help="Recipe parameter KEY=VALUE for the step "
+                                    "model's config (e.g. TENSOR_MODEL_PARALLEL=8), as `run` takes it."),
     as_json: bool = JsonOpt,
     fmt: Optional[OutputFormat] = OutputOpt,
     query: Optional[str] = QueryOpt,
@@ -66,9 +68,11 @@ def plan(
     if not no_stored:
         with open_store() as store:
             stored = [r for key in stored_keys(bench) for r in store.list_results(benchmark=key)]
+    from orchestrator.cli.run import _params
+    params = tuple((k, str(v)) for k, v in _params(param).items())
     result = make_plan(PlanRequest(benchmark=bench, sku=sku, nodes=counts, target_minutes=target_minutes,
                                    budget_usd=budget, extrapolate=extrapolate, stored=tuple(stored),
-                                   prices=prices))
+                                   prices=prices, params=params))
     if not out.rich:
         return out.emit(result)
     columns, rows = plan_table(result)

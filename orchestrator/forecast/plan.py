@@ -24,6 +24,7 @@ from typing import Literal
 from pydantic import Field
 
 from orchestrator.errors import ConfigError, NotFoundError
+from orchestrator.explain.account import PlanExplain, plan_explain
 from orchestrator.forecast import record
 from orchestrator.forecast.basis import MAX_EXTRAPOLATION, Band, Basis
 from orchestrator.forecast.model import Fit
@@ -53,6 +54,7 @@ class PlanRequest:
     extrapolate: bool = False
     stored: Sequence[ResultRow] = field(default_factory=tuple)
     prices: Mapping[str, float] = field(default_factory=dict)  # size name -> USD per VM-hour (--price)
+    params: tuple[tuple[str, str], ...] = ()  # -p KEY=VALUE for the step model's config
 
 
 class PlanRow(Frozen):
@@ -87,6 +89,8 @@ class PlanRow(Frozen):
     quota_family: str
     why: str
     marks: list[Mark] = []
+    explain: PlanExplain | None = None  # the step model's view of this count (explain.account)
+    model_vs_curve: str = ""  # said where the two disagree by more than their intervals
 
 
 class Answer(Frozen):
@@ -220,6 +224,7 @@ def _row(ctx: _Context, nodes: int, marks: list[Mark], base_gpu_minutes: float) 
     if measured is not None and price is not None:
         minutes_each = measured.run_minutes or [measured.minutes / measured.scaling_factor] * ctx.runs
         measured_cost = cost_per_result(minutes_each, ctx.runs, nodes, price).usd
+    model = plan_explain(ctx.series.benchmark, sku.name, nodes, dict(ctx.request.params))
     return PlanRow(
         nodes=nodes, gpus=gpus, racks=racks, vms_per_rack=per_rack, minutes=minutes, low=low, high=high,
         extrapolation=ctx.fit.extrapolation(gpus), position=position, stands_on=stands_on,
@@ -230,7 +235,18 @@ def _row(ctx: _Context, nodes: int, marks: list[Mark], base_gpu_minutes: float) 
         measured_cost_per_result_usd=measured_cost,
         vm_hours_per_result=ctx.vm_hours(nodes),
         strong_scaling=metrics.strong_scaling_efficiency(base_gpu_minutes, 1, minutes, gpus),
-        vcpus=nodes * sku.vcpus, quota_family=sku.quota_family, why=_why(ctx, nodes), marks=marks)
+        vcpus=nodes * sku.vcpus, quota_family=sku.quota_family, why=_why(ctx, nodes), marks=marks,
+        explain=model, model_vs_curve=_disagreement(model, minutes, low, high))
+
+
+def _disagreement(model: PlanExplain, minutes: float, low: float, high: float) -> str:
+    """A sentence where the model's band and the curve's interval do not overlap, else ""."""
+    if model.model_minutes is None or model.model_low is None or model.model_high is None:
+        return ""
+    if model.model_high < low or model.model_low > high:
+        return (f"the step model ({model.model_minutes:.1f} min [{model.model_low:.1f}-{model.model_high:.1f}]) "
+                f"and the curve ({minutes:.1f} min [{low:.1f}-{high:.1f}]) disagree beyond their intervals")
+    return ""
 
 
 def scaling_order(points: Sequence[Point]) -> list[Point]:
