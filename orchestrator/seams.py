@@ -85,13 +85,15 @@ class Traits:
     optional operation is a part, `ProviderParts` or `LauncherParts`, present or None)."""
 
     spends_money: bool = False  # `up` starts billing: it asks first and honours the cost cap
+    shell: bool = False  # its clusters have a login node (Access.shell is a Runner once connected)
     head_here: bool = False  # the head node is this machine (`azbench ssh` runs here)
     emulated_nodes: bool = False  # the nodes share this machine's cores (probe them in chunks)
 
     def names(self) -> list[str]:
         """The traits that hold, by name (for --json and messages)."""
-        return [name for name, held in (("spends_money", self.spends_money), ("head_here", self.head_here),
-                                        ("emulated_nodes", self.emulated_nodes)) if held]
+        return [name for name, held in (("spends_money", self.spends_money), ("shell", self.shell),
+                                        ("head_here", self.head_here), ("emulated_nodes", self.emulated_nodes))
+                if held]
 
 
 # -- the launcher's optional parts: each a small Protocol, present or None in LauncherParts ----

@@ -43,8 +43,8 @@ ALL_PARTS = ("resizer", "expiry", "healer", "host_reports", "ownership", "live",
 PARTS: dict[str, tuple[str, ...]] = {"fake": (), "local": ("resizer", "healer"), "ssh": (), "azure": ALL_PARTS,
                                      "azureml": ()}
 # What each backend's clusters are (Traits), and the parts of the launcher `connect` hands out.
-TRAITS = {"fake": Traits(head_here=True), "local": Traits(head_here=True, emulated_nodes=True), "ssh": Traits(),
-          "azure": Traits(spends_money=True), "azureml": Traits(spends_money=True)}
+TRAITS = {"fake": Traits(shell=True, head_here=True), "local": Traits(shell=True, head_here=True, emulated_nodes=True),
+          "ssh": Traits(shell=True), "azure": Traits(spends_money=True, shell=True), "azureml": Traits(spends_money=True)}
 SLURM_PARTS = ("gate", "nodes", "staging", "checkpoints", "live_logs")
 LAUNCHER_PARTS = {"fake": SLURM_PARTS, "local": SLURM_PARTS, "ssh": SLURM_PARTS, "azure": SLURM_PARTS,
                   "azureml": ()}
@@ -426,7 +426,7 @@ def test_connect_hands_out_the_traits_and_the_launchers_parts(h: Harness):
     try:
         assert isinstance(access, Access)
         assert access.traits == h.provider.parts().traits
-        assert (access.shell is None) == (h.name == "azureml")  # no login node there
+        assert (access.shell is None) == (not access.traits.shell)
         launcher = access.launcher
         assert _protocol_members(Launcher) <= set(dir(launcher)), "launcher lacks protocol members"
         own = launcher.parts()

@@ -66,7 +66,8 @@ def summary_view(report: Report, *, runs: bool = False, vs_published: bool = Fal
     """Best per benchmark, then one line per score; `runs` adds every run, `vs_published` the
     nearest published result beside every score."""
     prefix = _common_prefix(report.groups)
-    tables = [_best_table(report, prefix), _scores_table(report.groups, prefix)]
+    tables = [_best_table(report, prefix), _scores_table(report.groups, prefix),
+              _explain_table(report.groups, prefix)]
     if vs_published:
         tables.append(_published_table(report.groups, prefix))
     if runs:
@@ -146,6 +147,25 @@ def _scores_table(groups: Sequence[GroupReport], prefix: str) -> ViewTable:
                      group_by="benchmark")
 
 
+def _explain_table(groups: Sequence[GroupReport], prefix: str) -> ViewTable:
+    """The step model beside the measured median step (explain.account), groups it covers only."""
+    cols = [Column("system", "system", shrink=True, min_width=16), Column("gpus", "GPUs", "int", min_width=5),
+            Column("measured", "step (s)", "minutes"), Column("predicted", "model (s)", "minutes"),
+            Column("error", "error", "signed_pct"), Column("largest", "largest parts", shrink=True, min_width=12)]
+    rows: list[dict[str, Value]] = []
+    for g in groups:
+        e = g.explain
+        if e is None:
+            continue
+        top = sorted(e.components.items(), key=lambda kv: -kv[1])[:3]
+        rows.append({"benchmark": g.benchmark, "system": _strip(g.label, prefix), "gpus": g.gpus,
+                     "measured": e.measured_step_s, "predicted": e.predicted_step_s, "error": e.error,
+                     "largest": ", ".join(f"{k} {v:.3g}" for k, v in top) if top
+                     else "not predicted: " + "; ".join(e.not_predicted)})
+    return ViewTable("explain", "The step explained: the model's step (compute, communication, bubble, "
+                     "...: azbench explain) beside the measured median step", cols, rows, group_by="benchmark")
+
+
 def _published_table(groups: Sequence[GroupReport], prefix: str) -> ViewTable:
     cols = [Column("system", "system", shrink=True, min_width=16), _gpu_column(),
             Column("gpus", "GPUs", "int", min_width=5),
@@ -203,6 +223,9 @@ def _footer(report: Report, *, runs: bool) -> list[str]:
         shown.insert(0, f"runs {sum(g.runs for g in report.groups)} (--runs)")
     lines = ["more: " + ", ".join(shown) + "; all of it in --markdown, --json, --html DIR"] \
         if shown else []
+    verdicts = Counter(g.verdict for g in report.groups
+                       if g.score_minutes is not None and not g.official)
+    lines += [f"{n} score{'s' if n > 1 else ''}: {text}" for text, n in sorted(verdicts.items())]
     warnings = [n for n in report.notes if n.startswith("warning:")]
     others = [n for n in report.notes if not n.startswith("warning:")]
     lines += warnings

@@ -24,7 +24,7 @@ class FakeProvider(ProviderBase):
     """Azure-shaped and in memory; its clusters are reached like local ones (commands run here)."""
 
     name = "fake"
-    traits = Traits(head_here=True)
+    traits = Traits(shell=True, head_here=True)
 
     def __init__(self) -> None:
         self.calls: list[tuple[str, str]] = []

@@ -64,7 +64,7 @@ class LocalProvider(ProviderBase):
     """Provider for `--provider local`; see the module docstring."""
 
     name = "local"
-    traits = Traits(head_here=True, emulated_nodes=True)
+    traits = Traits(shell=True, head_here=True, emulated_nodes=True)
 
     def __init__(self, *, ready_timeout_s: float = 60.0, poll_s: float = 0.2,
                  grace_s: float = 5.0) -> None:

@@ -18,7 +18,7 @@ from orchestrator.hardware import catalog
 from orchestrator.providers.base import ProviderBase, ProviderParts
 from orchestrator.providers.ssh.cluster import RECORD, SlurmNodeRow, cluster_dir, load, save, to_cluster
 from orchestrator.hosts.remote import SshRunner
-from orchestrator.seams import Access, Runner
+from orchestrator.seams import Access, Runner, Traits
 from orchestrator.slurm import commands
 from orchestrator.slurm.launcher import SlurmLauncher
 from orchestrator.errors import ConfigError, NotAvailableError, ProvisionError
@@ -36,6 +36,7 @@ class SshProvider(ProviderBase):
     """Provider for `--provider ssh`; see the module docstring."""
 
     name = "ssh"
+    traits = Traits(shell=True)
 
     def __init__(self, runner_factory: RunnerFactory | None = None, *,
                  connect_timeout: float = 10.0) -> None:
@@ -89,7 +90,7 @@ class SshProvider(ProviderBase):
 
     def parts(self) -> ProviderParts:
         """No optional part: azbench only borrows the cluster (its owner resizes and heals it)."""
-        return ProviderParts()
+        return ProviderParts(traits=self.traits)
 
     def down(self, cluster: Cluster) -> None:
         """Forget the cluster: remove the local record and the known_hosts azbench wrote."""
@@ -106,7 +107,7 @@ def connect(provider: SshProvider, cluster: Cluster) -> Access:
         raise NotAvailableError(f"cluster '{cluster.name}' has no SSH login recorded",
                                 hint=f"azbench up -f <its spec> --name {cluster.name}")
     runner = provider._factory(cluster.ssh, dict(cluster.env))
-    return Access(launcher=SlurmLauncher(runner, cluster), shell=runner,
+    return Access(launcher=SlurmLauncher(runner, cluster), shell=runner, traits=provider.traits,
                   python=cluster.env.get("AZBENCH_PYTHON", "python3"), closers=[runner.close])
 
 
