@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from orchestrator import paths
-from orchestrator.hosts.remote import command_line
+from orchestrator.seams import command_line
 from orchestrator.clusters.lifecycle import capabilities
 from orchestrator.errors import MissingCapability, NotAvailableError, RemoteError
 from orchestrator.models import Cluster, SshTarget

@@ -69,7 +69,7 @@ class Fit:
 
     def extrapolation(self, gpus: float) -> float:
         """`gpus` over the largest measured count (or the smallest over `gpus`); 1 inside."""
-        return 2.0 ** self.distance(gpus)
+        return float(2.0 ** self.distance(gpus))
 
     def _curve(self, u: float) -> float:
         x = u - self.center

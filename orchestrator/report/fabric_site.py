@@ -7,7 +7,8 @@ from __future__ import annotations
 from typing import Any
 
 from orchestrator.report.build import Report
-from orchestrator.report.fabric_figures import Figure, fabric_charts
+from orchestrator.report.fabric_figures import fabric_charts
+from orchestrator.report.figures import Figure
 from orchestrator.results.fabric import human_size
 
 PATH = "fabric.html"

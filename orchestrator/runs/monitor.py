@@ -135,7 +135,7 @@ def decide_retry(history: Sequence[AttemptRecord], policy: RetryPolicy, elapsed_
 
 def backoff_s(policy: RetryPolicy, attempt: int, cap: float = BACKOFF_CAP_S) -> float:
     """Exponential backoff (tenacity's wait_exponential): backoff_s * 2**(attempt-1), capped."""
-    return min(cap, policy.backoff_s * 2 ** max(attempt - 1, 0))
+    return min(cap, float(policy.backoff_s * 2 ** max(attempt - 1, 0)))
 
 
 def watch(ref: JobRef, poller: Poller, read_progress: ProgressReader, *, run_id: str,

@@ -477,8 +477,10 @@ def _wait_idle(state: LocalState, nodes: Sequence[str], bins: dict[str, str], ti
             _check_alive(state, f"slurmd:{node}")
 
     try:
-        listing = lambda: node_states(state, bins[NODE_LIST])  # noqa: E731
-        proc.wait_for(lambda: all(listing().get(n) == "idle" for n in nodes),
+        def all_idle() -> bool:
+            listing = node_states(state, bins[NODE_LIST])
+            return all(listing.get(n) == "idle" for n in nodes)
+        proc.wait_for(all_idle,
                       timeout_s, 0.2, check, "idle nodes", max_poll_s=2.0)
     except TimeoutError:
         raise ProvisionError(f"{', '.join(nodes)} of '{state.name}' did not become idle within "
