@@ -46,7 +46,7 @@ SLOW_NIGHT = 5  # this night's runs are 40% slower: a regression against nightly
 
 def _result(run_id: str, nodes: int, minutes: float, step: float, night: int, log: Path) -> ResultRow:
     steps = [[i, step * (3 if i == 1 else 1) * (1 + 0.01 * (i % 5))] for i in range(1, 41)]
-    summary = {"step_times": steps, "eval_steps": [], "eval_points": [[100.0 * nodes, 0.9]]}
+    summary = {"step_times": steps, "eval_steps": [], "eval_points": [[100.0 * nodes, 0.9, 0]]}
     return ResultRow(content_hash=run_id, run_id=run_id, source="run", system=f"{nodes}xND_H100_v5",
                      benchmark="smoke", status="success", converged=True, minutes=minutes,
                      nodes=nodes, gpus=8 * nodes, sku="Standard_ND96isr_H100_v5",

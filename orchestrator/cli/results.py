@@ -451,17 +451,21 @@ def results_show(result_id: int = typer.Argument(..., help="Result id (see azben
     if row is None:
         raise NotFoundError(f"no result with id {result_id}", hint="see `azbench results list`")
     from orchestrator.safetext import clean
+    from orchestrator.results.summary import summary_of
     data = row.model_dump(mode="json")
     data["summary"] = json.loads(data.pop("summary_json") or "null")
     if not out.rich:
         return out.emit(data)
-    summary = data["summary"] or {}
+    summary = summary_of(row)
     for key in ("id", "benchmark", "system", "status", "minutes", "nodes", "gpus", "global_batch_size",
                 "resumed", "source", "run_id", "log_path", "compliance_ok"):
         sys.stdout.write(clean(f"{key:18} {data.get(key)}") + "\n")
-    sys.stdout.write(f"{'steps timed':18} {len(summary.get('step_times') or [])}\n"
-                     f"{'eval points':18} {len(summary.get('eval_points') or [])}\n"
-                     f"{'bad lines':18} {summary.get('bad_lines')}\n")
+    if row.summary_json is None:  # nothing parsed was kept: no count is a claim
+        sys.stdout.write(f"{'log summary':18} not recorded\n")
+        return
+    sys.stdout.write(f"{'steps timed':18} {len(summary.step_times)}\n"
+                     f"{'eval points':18} {len(summary.eval_points)}\n"
+                     f"{'bad lines':18} {summary.bad_lines}\n")
 
 
 @results_app.command("import")

@@ -35,6 +35,7 @@ from orchestrator.report.gpus import match_gpu
 from orchestrator.report.history import HistoryPoint, HistorySeries
 from orchestrator.report.labels import cut_apart
 from orchestrator.results.definitions import PublishedNeighbour
+from orchestrator.results.mllog import RunSummary
 from orchestrator.results.summary import kept_step_times, summary_of
 from orchestrator.store.schema import ResultRow
 
@@ -386,17 +387,17 @@ def bar_names(groups: Sequence[GroupReport]) -> list[str]:
 # -- a system's runs -----------------------------------------------------------------------------
 
 
-def step_axis(summary: Mapping[str, Any]) -> tuple[list[float], list[float], str]:
+def step_axis(summary: RunSummary) -> tuple[list[float], list[float], str]:
     """(x, seconds, x title) of one run's step times, x in steps. NVIDIA's v5.0 NeMo logs give
     `metadata.step` as a sample count (1152, 2304, ...): when the logged steps advance by the
     global batch size, they are divided by it. Per-block figures are plotted per block."""
-    steps = summary.get("step_times") or []
-    xs = [float(s) for s, _ in steps]
-    ts = [float(t) for _, t in steps]
-    source = summary.get("step_time_source")
+    steps = summary.step_times
+    xs = [float(s.step) for s in steps]
+    ts = [float(s.seconds) for s in steps]
+    source = summary.step_time_source
     if source in ("tracked_block_avg", "block_derived", "block"):
         return [float(i + 1) for i in range(len(ts))], ts, "block"
-    gbs = summary.get("global_batch_size")
+    gbs = summary.global_batch_size
     gaps = [b - a for a, b in zip(xs, xs[1:]) if b > a]
     if isinstance(gbs, int) and gbs > 1 and gaps and statistics.median(gaps) == gbs:
         return [x / gbs for x in xs], ts, "step"
@@ -465,13 +466,12 @@ def accuracy(label: str, rows: Sequence[ResultRow], colour: str = KELLY[0]) -> F
     runs = []
     for k, row in enumerate(rows):
         s = summary_of(row)
-        points = [(p[0], p[1]) for p in s.get("eval_points") or []
-                  if isinstance(p, list) and len(p) >= 2 and p[0] is not None and p[1] is not None]
+        points = [(p.progress, p.value) for p in s.eval_points if p.progress is not None and p.value is not None]
         if points:
             runs.append((k, points, s))
     if not runs:
         return None
-    key = runs[0][2].get("progress_key")
+    key = runs[0][2].progress_key
     unit = "samples" if key == "samples_count" else f"{key or 'progress'} (as logged)"
     traces: list[dict[str, Any]] = [
         {"type": "scatter", "mode": "lines+markers", "name": f"runs ({len(runs)})",
@@ -480,7 +480,7 @@ def accuracy(label: str, rows: Sequence[ResultRow], colour: str = KELLY[0]) -> F
          "marker": {"size": 4}, "hovertemplate": f"run {k}: %{{y:.4g}} at %{{x:,}} {unit}"
                                                  "<extra></extra>"}
         for i, (k, pts, _) in enumerate(runs)]
-    target = next((s.get("target_accuracy") for _, _, s in runs if s.get("target_accuracy")), None)
+    target = next((s.target_accuracy for _, _, s in runs if s.target_accuracy), None)
     xs = [p for _, pts, _ in runs for p, _ in pts]
     if isinstance(target, (int, float)):
         traces.append({"type": "scatter", "mode": "lines", "name": f"target {target:g}",

@@ -38,6 +38,7 @@ from orchestrator.results.ingest import archive_log, file_hash
 from orchestrator.results.checkpool import DEFAULT_TIMEOUT_S
 from orchestrator.results.compliance import Verdict
 from orchestrator.results.mllog import MAX_LINE, RunSummary, parse_file
+from orchestrator.results.summary import summary_of
 from orchestrator.store.database import ResultRow, Store
 
 RESULT_RE = re.compile(r"^result_\d+\.txt$")
@@ -529,7 +530,7 @@ def _stored_neighbours(sources: list[LogSource], hashes: list[str], stored: dict
         row = stored.get(h)
         if row is None or src.run_dir is not None or src.log.parent not in folders:
             continue
-        logged = _clean(json.loads(row.summary_json or "{}").get("benchmark"))
+        logged = _clean(summary_of(row).benchmark)
         if logged:
             out.setdefault(src.log.parent, {}).setdefault(logged, []).append(src.log.name)
     return out
