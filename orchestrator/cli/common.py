@@ -18,6 +18,9 @@ from typing import TYPE_CHECKING, Any, Union
 import typer
 
 from orchestrator.errors import EXIT_CODES
+from orchestrator.errors import ConfigError
+from orchestrator.safetext import clean
+from orchestrator.errors import NotFoundError
 
 if TYPE_CHECKING:
     from datetime import datetime
@@ -94,7 +97,6 @@ def _root(debug: bool = typer.Option(False, "--debug", help="Show tracebacks for
 
 def confirm(question: str, yes: bool) -> None:
     """--yes, or a y/N prompt on a terminal; without a terminal refuse instead of hanging."""
-    from orchestrator.errors import ConfigError
     if yes:
         return
     if not sys.stdin.isatty():
@@ -110,7 +112,6 @@ def parse_date(flag: str, value: str | None, end_of_day: bool = False) -> dateti
         return None
     from datetime import datetime, timedelta, timezone
 
-    from orchestrator.errors import ConfigError
     try:
         when = datetime.fromisoformat(value)
     except ValueError:
@@ -125,7 +126,6 @@ def check_number(flag: str, value: float | None, lo: float, hi: float) -> None:
     comparison with nan is false) and have no upper bound by default."""
     import math
 
-    from orchestrator.errors import ConfigError
     if value is not None and not (math.isfinite(value) and lo <= value <= hi):
         raise ConfigError(f"{flag}: must be between {lo:g} and {hi:g}, got {value:g}")
 
@@ -171,7 +171,6 @@ def cell_text(value: object) -> Text:
     """A table cell as Rich Text: cleaned of control characters, not read as markup."""
     from rich.text import Text
 
-    from orchestrator.safetext import clean
     return Text(clean("" if value is None else str(value)))
 
 
@@ -217,7 +216,6 @@ class Output:
 def output(as_json: bool, fmt: OutputFormat | None, query: str | None) -> Output:
     """The Output for a command's --json, -o and --query; a bad query or a --json that
     contradicts -o is a ConfigError (exit 2) before the command does anything."""
-    from orchestrator.errors import ConfigError
     if as_json and fmt not in (None, OutputFormat.json):
         raise ConfigError(f"--json is -o json: it cannot be combined with -o {fmt.value if fmt else ''}")
     chosen = OutputFormat.json if as_json else (fmt or OutputFormat.table)
@@ -280,7 +278,6 @@ def _compile(query: str) -> ParsedResult:
     import jmespath
     from jmespath.exceptions import JMESPathError
 
-    from orchestrator.errors import ConfigError
     try:
         return jmespath.compile(query)
     except JMESPathError as exc:
@@ -290,7 +287,6 @@ def _compile(query: str) -> ParsedResult:
 def _search(compiled: ParsedResult, query: str, value: Json) -> Json:
     from jmespath.exceptions import JMESPathError
 
-    from orchestrator.errors import ConfigError
     try:
         found: Json = compiled.search(value)
     except JMESPathError as exc:
@@ -328,7 +324,6 @@ def fit_table(title: str, columns: Sequence[Col], rows: Sequence[Sequence[object
     (say so under the table: -o json has every field)."""
     from rich.cells import cell_len
     from rich.table import Table
-    from orchestrator.safetext import clean
     cells = [[clean("" if v is None else str(v)) for v in row] for row in rows]
 
     def span(i: int) -> tuple[int, int]:
@@ -373,7 +368,6 @@ def check_filter(what: str, value: str | None, stored: Sequence[str]) -> None:
     (exit 2) listing them and the nearest. Call it only when the store holds results."""
     import difflib
 
-    from orchestrator.errors import NotFoundError
     if value is None or value in stored:
         return
     lowered = {name.lower(): name for name in stored}
@@ -385,5 +379,5 @@ def check_filter(what: str, value: str | None, stored: Sequence[str]) -> None:
 
 
 def open_store() -> Store:
-    from orchestrator.store.database import Store
+    from orchestrator.store.database import Store  # lazy: +pydantic+sqlalchemy on --help (cli/__init__)
     return Store.open()

@@ -49,10 +49,10 @@ def plan(
     """Predicted time-to-train (with an 80% interval), cost per result, cost per hour,
     strong-scaling efficiency and quota, per node count, from published MLPerf results and your
     stored ones. Every prediction says which points it stands on and how far it extrapolates."""
-    from orchestrator.forecast.plan import PlanRequest, make_plan
-    from orchestrator.forecast.points import check_benchmark, stored_keys
-    from orchestrator.forecast.render import plan_lines, plan_table, plan_title
-    from orchestrator.specs.run import parse_node_list
+    from orchestrator.forecast.plan import PlanRequest, make_plan  # lazy: +numpy+pydantic+sqlalchemy on --help (cli/__init__)
+    from orchestrator.forecast.points import check_benchmark, stored_keys  # lazy: +pydantic+sqlalchemy on --help (cli/__init__)
+    from orchestrator.forecast.render import plan_lines, plan_table, plan_title  # lazy: +numpy+pydantic+sqlalchemy on --help (cli/__init__)
+    from orchestrator.specs.run import parse_node_list  # lazy: +pydantic on --help (cli/__init__)
     out = output(as_json, fmt, query)
     check_number("--target-minutes", target_minutes, 1e-3, 1e7)
     check_number("--budget", budget, 1e-2, 1e12)

@@ -21,6 +21,8 @@ from orchestrator.specs.run import RetryPolicy
 from orchestrator.errors import LaunchError, RemoteError
 from orchestrator.models import JobRef, JobState, JobStatus
 from orchestrator.runs.failures import NOT_EXCLUDED, Failure, infra_retryable
+from orchestrator.results.mllog import parse_lines
+from orchestrator.results.stragglers import spread
 
 BACKOFF_CAP_S = 60.0
 _STOP = re.compile(r"AZBENCH_ATTEMPT_STOP \d+ rc=(-?\d+)")
@@ -247,8 +249,6 @@ def no_progress() -> tuple[None, None, None]:
 def progress_reader(launcher: LogReader, log_path: str, nbytes: int = 16384) -> ProgressReader:
     """(last step, last eval value, eta, slowest node) from the tail of a remote MLLOG file;
     a reader may return only the first three."""
-    from orchestrator.results.mllog import parse_lines
-    from orchestrator.results.stragglers import spread
 
     def read() -> tuple[int | None, float | None, float | None, str]:
         tail = launcher.tail(log_path, nbytes=nbytes).decode(errors="replace")
