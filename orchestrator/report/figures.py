@@ -509,19 +509,8 @@ def history(series: HistorySeries) -> Figure:
     def y(p: HistoryPoint) -> float:
         return (p.change or 0.0) * 100 if relative else p.value
 
-    traces: list[dict[str, Any]] = []
     band = series.max_change * 100
-    if relative and xs:
-        span = [min(xs), max(xs)] if len(xs) > 1 else xs * 2
-        traces.append({"type": "scatter", "mode": "lines", "x": span, "y": [-band, -band],
-                       "line": {"width": 0}, "showlegend": False, "hoverinfo": "skip"})
-        traces.append({"type": "scatter", "mode": "lines", "x": span, "y": [band, band],
-                       "fill": "tonexty", "fillcolor": BAND, "line": {"width": 0},
-                       "name": f"tolerance ±{formats.pct(series.max_change, 0)}", "hoverinfo": "skip"})
-        traces.append({"type": "scatter", "mode": "lines", "x": span, "y": [0, 0],
-                       "name": f"baseline {series.baseline or ''} mean "
-                               f"{formats.sig(series.baseline_mean)}",
-                       "line": {"dash": "dot", "color": "#2e86c1", "width": 1}, "hoverinfo": "skip"})
+    traces = _tolerance_band(series, xs) if relative and xs else []
     traces.append({"type": "scatter", "mode": "lines+markers", "name": "this scale" if relative else unit[:24],
                    "x": xs, "y": [y(p) for p in shown],
                    "text": [f"{p.occasion}<br>{unit}: {formats.sig(p.value)}"
@@ -545,6 +534,28 @@ def history(series: HistorySeries) -> Figure:
     else:
         top = max((p.value for p in shown), default=1.0) or 1.0
         yaxis = {"title": {"text": unit}, "range": [0, top * 1.12], "rangemode": "tozero"}
+    better = "lower" if series.better == "lower" else "higher"
+    return {"data": traces, "layout": layout(
+        f"{series.label}<br>{unit}, {better} is better", "when", unit, xaxis=_time_axis(shown), yaxis=yaxis,
+        height=400, **side_legend())}
+
+
+def _tolerance_band(series: HistorySeries, xs: list[str]) -> list[dict[str, Any]]:
+    """The tolerance band around zero and the baseline's line, across the occasions `xs`."""
+    band = series.max_change * 100
+    span = [min(xs), max(xs)] if len(xs) > 1 else xs * 2
+    return [{"type": "scatter", "mode": "lines", "x": span, "y": [-band, -band],
+             "line": {"width": 0}, "showlegend": False, "hoverinfo": "skip"},
+            {"type": "scatter", "mode": "lines", "x": span, "y": [band, band],
+             "fill": "tonexty", "fillcolor": BAND, "line": {"width": 0},
+             "name": f"tolerance ±{formats.pct(series.max_change, 0)}", "hoverinfo": "skip"},
+            {"type": "scatter", "mode": "lines", "x": span, "y": [0, 0],
+             "name": f"baseline {series.baseline or ''} mean {formats.sig(series.baseline_mean)}",
+             "line": {"dash": "dot", "color": "#2e86c1", "width": 1}, "hoverinfo": "skip"}]
+
+
+def _time_axis(shown: Sequence[HistoryPoint]) -> dict[str, Any]:
+    """A date axis for the occasions: a day either side of one, dated ticks, at most ~5."""
     xaxis: dict[str, Any] = {"type": "date", "title": {"text": "when"}, "nticks": 6}
     whens = sorted({p.when for p in shown})
     if len(whens) == 1:  # one occasion: a day either side, not a millisecond scale
@@ -556,10 +567,7 @@ def history(series: HistorySeries) -> Figure:
     else:  # whole days, never two ticks on one day, at most about five ticks
         days = max(1, math.ceil(spread / timedelta(days=1) / 4))
         xaxis.update(tickformat="%b %d<br>%Y", dtick=days * 86_400_000)
-    better = "lower" if series.better == "lower" else "higher"
-    return {"data": traces, "layout": layout(
-        f"{series.label}<br>{unit}, {better} is better", "when", unit, xaxis=xaxis, yaxis=yaxis,
-        height=400, **side_legend())}
+    return xaxis
 
 
 # -- axes ----------------------------------------------------------------------------------------
