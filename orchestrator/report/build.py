@@ -26,7 +26,7 @@ from orchestrator import formats
 from orchestrator.errors import ConfigError
 from orchestrator.models import Frozen, ModelFacts, utcnow
 from orchestrator.report.cost import Prices, group_cost
-from orchestrator.report.fabric import FabricLine, FabricScaling, fabric_lines, fabric_scaling
+from orchestrator.fabric.lines import FabricLine, FabricScaling, fabric_lines, fabric_scaling
 from orchestrator.report.gpus import match_gpu
 from orchestrator.report.preemption import PreemptionLine, preemption_lines
 from orchestrator.report.replacements import ReplacementLine, replacement_lines
@@ -237,7 +237,7 @@ class Report(Frozen):
     attempt_history: list[AttemptLine] = Field(default_factory=list)
     preemptions: list[PreemptionLine] = Field(default_factory=list)
     replacements: list[ReplacementLine] = Field(default_factory=list)
-    fabric: list[FabricLine] = Field(default_factory=list, description="stored collective runs (report/fabric.py)")
+    fabric: list[FabricLine] = Field(default_factory=list, description="stored collective runs (fabric/lines.py)")
     fabric_scaling: list[FabricScaling] = Field(default_factory=list)
     notes: list[str] = Field(default_factory=list)
 

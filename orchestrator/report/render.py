@@ -13,7 +13,7 @@ from typing import Any
 from orchestrator import formats
 from orchestrator.safetext import clean
 from orchestrator.report.build import GroupReport, Report, history_section
-from orchestrator.report.fabric import fabric_section
+from orchestrator.fabric.lines import fabric_section
 from orchestrator.report.preemption import preemption_section
 from orchestrator.report.replacements import replacement_section
 
