@@ -112,7 +112,7 @@ ROOT = Path(__file__).resolve().parents[1]
 PKG = ROOT / "orchestrator"
 BASE = {"models", "errors", "paths", "yamlio", "seams", "templating", "backends", "formats", "safetext"}
 FOLDERS = ("store", "slurm", "hardware", "hosts", "specs", "providers", "clusters", "results", "recipes", "goodput", "fabric",
-           "report", "forecast",
+           "report", "forecast", "explain",
            "runs", "pipelines", "cli")
 REGISTRY = "orchestrator.backends"  # the one module that names backends and imports them
 PROVIDERS = "orchestrator.providers"

@@ -515,6 +515,7 @@ import orchestrator.cli.plan  # noqa: E402,F401  (registers plan)
 import orchestrator.cli.fabric  # noqa: E402,F401  (registers fabric)
 import orchestrator.cli.fabric_locate  # noqa: E402,F401  (registers fabric locate)
 import orchestrator.cli.goodput  # noqa: E402,F401  (registers goodput)
+import orchestrator.cli.explain  # noqa: E402,F401  (registers explain)
 from orchestrator.cli.pipeline import baseline_app, pipeline_app, register_compare  # noqa: E402
 
 app.add_typer(pipeline_app, name="pipeline")

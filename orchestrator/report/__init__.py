@@ -11,7 +11,8 @@ types from history, each benchmark page's forecast curves from forecast.curve); 
 columns and axes (labels). Every figure is computed by results.definitions (docs/figures.md),
 goodput's by goodput/ (its page goodput_charts draws them); this folder only groups results and
 formats. Returns data; the CLI prints.
-May import: the base, hardware.catalog, fabric/, forecast/, goodput/, results/ and store/.
+May import: the base, explain/ (the step model beside the measured step), hardware.catalog, fabric/,
+forecast/, goodput/, results/ and store/.
 Exposes: build.build_report, terminal.summary_view/render_text, cost.parse_price, render,
 site.write_site, history.History.
 """
