@@ -27,6 +27,7 @@ from orchestrator.cli.common import (
     open_store,
     output,
 )
+from orchestrator.cli.run import _params
 
 
 @app.command()
@@ -64,7 +65,6 @@ def plan(
     if not no_stored:
         with open_store() as store:
             stored = [r for key in stored_keys(bench) for r in store.list_results(benchmark=key)]
-    from orchestrator.cli.run import _params
     params = tuple((k, str(v)) for k, v in _params(param).items())
     result = make_plan(PlanRequest(benchmark=bench, sku=sku, nodes=counts, target_minutes=target_minutes,
                                    budget_usd=budget, extrapolate=extrapolate, stored=tuple(stored),
