@@ -5,14 +5,13 @@ errors.EXIT_FABRIC when one fails."""
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Optional
 
 import typer
 
 from orchestrator.cli.common import JsonOpt, OutputFormat, OutputOpt, QueryOpt, app, make_console, \
-    make_table, open_store, output
+    make_table, open_store, output, say
 from orchestrator.errors import EXIT_CODES, EXIT_FABRIC
 from orchestrator.cli.common import check_number
 
@@ -96,8 +95,9 @@ def _outcome_json(outcome: FabricOutcome) -> dict[str, object]:
 
 
 def _print_outcome(outcome: FabricOutcome) -> None:
-    w = sys.stdout.write
-    rows = [[j.scope, j.job_id or "-", r["collective"], r["ranks"], r["hosts"], r["gpus_per_host"] or "-",
+    w = say  # file names, GPU names, NCCL's version and evidence come from the file
+    rows = [[j.scope, j.job_id or "-", r["collective"] or "unnamed", _known(r["ranks"]), _known(r["hosts"]),
+             r["gpus_per_host"] or "-",
              _num(r["peak_busbw"]), r["peak_size"] or "-", _num(r["busbw_at_largest"]), r["largest_size"] or "-",
              r["wrong"] if r["wrong"] is not None else "not checked", r["verdict"]]
             for j in outcome.jobs for r in j.runs]
@@ -114,12 +114,17 @@ def _print_outcome(outcome: FabricOutcome) -> None:
     w(f"verdict: {outcome.verdict}\n")
 
 
+def _known(value: object) -> object:
+    """A count as the output states it: "unknown" where it does not, never 0."""
+    return "unknown" if value is None else value
+
+
 def _num(value: object) -> str:
     return f"{value:g}" if isinstance(value, (int, float)) else "-"
 
 
 def _print_file(report: FileReport) -> None:
-    w = sys.stdout.write
+    w = say  # file names, GPU names, NCCL's version and evidence come from the file
     w(f"{report.file}: {report.kind}; judged against "
       f"{report.sku or 'no catalog size'} ({report.sku_basis})\n")
     if report.runs:
@@ -143,7 +148,8 @@ def _print_file(report: FileReport) -> None:
 
 def _run_cells(run: RunReport) -> list[object]:
     ranks = "unknown" if run.ranks is None else f"{'at least ' if run.ranks_at_least else ''}{run.ranks}"
-    return [run.collective or "unnamed", ranks, run.hosts if run.hosts is not None else "unknown",
+    hosts = "unknown" if run.hosts is None else f"{'at least ' if run.ranks_at_least else ''}{run.hosts}"
+    return [run.collective or "unnamed", ranks, hosts,
             run.gpus_per_host or "-",
             f"{run.peak_busbw:g}" if run.peak_busbw is not None else "-",
             _size(run.peak_size) if run.peak_size is not None else "-",

@@ -12,6 +12,7 @@ import typer
 
 from orchestrator import formats
 from orchestrator.cli.common import (
+    say,
     Col,
     JsonOpt,
     Output,
@@ -108,13 +109,13 @@ def recipes_show(name: str = typer.Argument(..., help="Recipe name."),
     if effective:
         lines += ["", "environment (effective value, where it came from):"]
         lines += [f"  {k}={effective[k]}  [{r.env_sources.get(k, 'azbench')}]" for k in sorted(effective)]
-    sys.stdout.write("\n".join(lines) + "\n\n--- script ---\n" + preview.script.rstrip() + "\n")
+    say("\n".join(lines) + "\n\n--- script ---\n" + preview.script.rstrip() + "\n")
     if preview.stage_script:
-        sys.stdout.write("\n--- data staging job ---\n" + preview.stage_script.rstrip() + "\n")
+        say("\n--- data staging job ---\n" + preview.stage_script.rstrip() + "\n")
 
 
 def _print_progress(line: str) -> None:
-    sys.stdout.write(f"  {line}\n")
+    say(f"  {line}\n")
     sys.stdout.flush()
 
 
@@ -199,20 +200,20 @@ def _list_staging(recipe: str | None, data_root: str, out: Output) -> None:
         unknown = f"{', '.join(p.unsized)}: size unknown"
         size = (f"{p.size_gb:,.1f} GB" + (f" + {unknown}" if p.unsized else "") if p.size_gb is not None
                 else unknown if p.unsized else "no data")
-        sys.stdout.write(f"{p.recipe} {p.sku} x{p.nodes} ({'published' if p.published else 'estimate'}, "
+        say(f"{p.recipe} {p.sku} x{p.nodes} ({'published' if p.published else 'estimate'}, "
                          f"{p.implementation}): {size}\n")
-        sys.stdout.write("".join(f"  automatic: {a}\n" for a in p.automatic))
-        sys.stdout.write("".join(f"  you first: {u}\n" for u in p.user))
-        sys.stdout.write(f"  then: {p.command}\n")
+        say("".join(f"  automatic: {a}\n" for a in p.automatic))
+        say("".join(f"  you first: {u}\n" for u in p.user))
+        say(f"  then: {p.command}\n")
 
 
 def _print_prepared(result: PrepareResult) -> None:
     for item in result.items:
-        sys.stdout.write(f"{item.name:24} {item.kind:10} {item.state:18} {item.path}\n")
+        say(f"{item.name:24} {item.kind:10} {item.state:18} {item.path}\n")
     for item in result.items:
         if item.instructions:
-            sys.stdout.write(f"{'optional, ' if item.optional else ''}missing: {item.instructions}\n")
-    sys.stdout.write(f"job {result.job_id}: {result.job_state}; output {result.output}\n")
+            say(f"{'optional, ' if item.optional else ''}missing: {item.instructions}\n")
+    say(f"job {result.job_id}: {result.job_state}; output {result.output}\n")
 
 
 def _refuse_unless_staged(recipe: str, result: PrepareResult) -> None:
@@ -490,10 +491,10 @@ def results_import(path: Path = typer.Argument(..., help="Submission tree, resul
             fabric = import_nccl_tests(store, path, sku)
         if not out.rich:
             return out.emit(fabric)
-        sys.stdout.write(f"imported {fabric.imported} nccl-tests run(s) ({', '.join(fabric.collectives)}), "
-                         f"{fabric.duplicates} already stored, from {path}: see `azbench report` (fabric)\n"
-                         f"judged against {fabric.sku or 'no catalog size'} ({fabric.sku_basis}): "
-                         f"verdict {fabric.verdict}, as `azbench fabric inspect` gives\n")
+        say(f"imported {fabric.imported} nccl-tests run(s) ({', '.join(fabric.collectives)}), "
+            f"{fabric.duplicates} already stored, from {path}: see `azbench report` (fabric)\n"
+            f"judged against {fabric.sku or 'no catalog size'} ({fabric.sku_basis}): "
+            f"verdict {fabric.verdict}, as `azbench fabric inspect` gives\n")
         return
     meter = ImportMeter(sys.stderr)
     try:
@@ -503,7 +504,7 @@ def results_import(path: Path = typer.Argument(..., help="Submission tree, resul
         meter.close()
     if not out.rich:
         return out.emit(summary)
-    sys.stdout.write(f"imported {len(summary.imported)} result(s), {len(summary.duplicates)} already stored, "
+    say(f"imported {len(summary.imported)} result(s), {len(summary.duplicates)} already stored, "
                      f"{len(summary.warnings)} warning(s) from {path}\n")
     for warning in summary.warnings:  # paths and messages hold folder names: no controls
         sys.stderr.write(clean(f"warning: {warning.path}: {warning.message}") + "\n")
@@ -610,5 +611,5 @@ def results_pull(account: str = AccountOpt, container: str = ContainerOpt,
         summary = pull(remote, into)
     if not out.rich:
         return out.emit(asdict(summary))
-    sys.stdout.write(f"downloaded {len(summary.downloaded)} file(s) into {into}, {summary.skipped} already there; "
+    say(f"downloaded {len(summary.downloaded)} file(s) into {into}, {summary.skipped} already there; "
                      f"imported {summary.imported_results} result(s)\n")

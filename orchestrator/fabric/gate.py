@@ -28,7 +28,8 @@ from orchestrator.hardware.catalog import GpuSku
 from orchestrator.fabric.judge import Facts, Finding, judge_nodes
 from orchestrator.slurm.conf import natural_key
 
-_LINE = re.compile(r"AZBENCH_FABRIC (\{.*\})\s*$")
+_MARK = "AZBENCH_FABRIC {"
+_LINE = re.compile(r"AZBENCH_FABRIC (\{.*\})")  # matched where the mark was found: one try a line
 
 
 @dataclass
@@ -50,7 +51,8 @@ def parse_facts(text: str) -> dict[str, Facts]:
     """Each node's AZBENCH_FABRIC line (the last one a node printed)."""
     out: dict[str, Facts] = {}
     for line in text.splitlines():
-        m = _LINE.search(line)
+        at = line.find(_MARK)
+        m = _LINE.match(line.rstrip(), at) if at >= 0 else None
         if m is None:
             continue
         try:

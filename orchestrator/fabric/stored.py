@@ -105,6 +105,8 @@ def run_rows(digest: str, runs: list[NcclRun], log: NcclTransport | None, *, sou
     """The rows for `runs`, all read from one output whose sha256 is `digest` (and whose NCCL
     facts are `log`). Ranks and hosts the output does not state are kept as None in the run's
     facts; the columns (NOT NULL since v5) then hold 0, which no reader shows."""
+    if len(digest) != 64:  # the output's sha256 (reading.Reading.sha256), never the output itself
+        raise ValueError(f"run_rows takes the output's sha256 hex digest, not {len(digest)} characters of text")
     transport = log.model_dump_json() if log is not None and log.info_lines else None
     out = []
     for i, run in enumerate(runs):

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from orchestrator import formats
-from orchestrator.safetext import clean
+from orchestrator.safetext import clean, markdown
 from orchestrator.report.build import GroupReport, Report, history_section
 from orchestrator.fabric.lines import fabric_section
 from orchestrator.report.preemption import preemption_section
@@ -256,12 +256,12 @@ def _md_row(cells: Sequence[Any]) -> str:
 def md_text(value: object) -> str:
     """Markdown from any text (names come from folders and logs): control characters
     stripped, `&` and `<` escaped (`<a href="javascript:...">` shows as written, never as a
-    tag; `->` stays as it is), `[` and `]` escaped (no Markdown link)."""
-    text = clean(str(value)).replace("&", "&amp;").replace("<", "&lt;")
-    return text.replace("[", "\\[").replace("]", "\\]")
+    tag; `->` stays as it is), `[`, `]` and the backslash escaped (no Markdown link):
+    safetext.markdown."""
+    return markdown(value)
 
 
 def md_cell(value: object) -> str:
     """md_text for a table cell: `|` escaped too (no extra column)."""
-    return md_text(value).replace("|", "\\|")
+    return markdown(value, cell=True)
 

@@ -557,11 +557,10 @@ def _archived(p: _Prepared, archive: Path, created: list[Path]) -> ResultRow:
 
 
 def _archive_copy(log: Path, content_hash: str, archive: Path, created: list[Path]) -> Path:
-    target = archive / f"{content_hash}.log"
-    if target.exists():
-        return target
-    stored = archive_log(log, content_hash, archive)
-    created.append(stored)
+    existed = (archive / f"{content_hash}.log").exists()
+    stored = archive_log(log, content_hash, archive)  # re-hashes a copy already there
+    if not existed:
+        created.append(stored)
     return stored
 
 

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from orchestrator.errors import MissingCapability
 from orchestrator.fabric.locate import LocateReport, locate, scope_of
 from orchestrator.fabric.locate_plan import Collective, Suspect
-from orchestrator.fabric.nccltests import parse_runs
+from orchestrator.fabric.reading import read_text
 from orchestrator.fabric.stored import run_rows
 from orchestrator.hardware.catalog import lookup
 from orchestrator.models import Cluster
@@ -36,10 +36,12 @@ def locate_cluster(cluster: Cluster, access: Access, *, nodes: Sequence[str] | N
                                        for s in suspects])
 
     def keep(test: Collective, text: str) -> None:
-        if store is not None:
-            store.add_fabric_results(run_rows(text, [r for r in parse_runs(text) if r.sizes], None, source="test",
-                                              device="GPU" if row.gpus_per_vm else "CPU", cluster=cluster.name,
-                                              sku=row.name, scope=scope_of(test), nodes=len(test.nodes)))
+        if store is not None:  # read as every output is read (fabric/reading.py): its runs, NCCL's lines, its hash
+            reading = read_text(text, scope_of(test), name_hint="")
+            store.add_fabric_results(run_rows(reading.sha256, [r for r in reading.runs if r.sizes], reading.log,
+                                              source="test", device="GPU" if row.gpus_per_vm else "CPU",
+                                              cluster=cluster.name, sku=row.name, scope=scope_of(test),
+                                              nodes=len(test.nodes)))
 
     return locate(cluster, access, nodes=nodes, probe=probe, drain=drain_suspects if drain_found else None,
                   record=keep)
