@@ -19,7 +19,7 @@ import typer
 
 from orchestrator.errors import EXIT_CODES
 from orchestrator.errors import ConfigError
-from orchestrator.safetext import clean
+from orchestrator.safetext import clean, clean_lines, json_text
 from orchestrator.errors import NotFoundError
 
 if TYPE_CHECKING:
@@ -151,7 +151,6 @@ def say(text: str, err: bool = False) -> None:
     """Write `text` to stdout (stderr with err=True) with no control, bidi or zero-width
     character (safetext.clean_lines; newlines kept): for every line that holds a file's, a
     folder's, a snapshot's or the cloud's text."""
-    from orchestrator.safetext import clean_lines
     (sys.stderr if err else sys.stdout).write(clean_lines(text))
 
 
@@ -205,7 +204,6 @@ class Output:
     def emit_text(self, text: str) -> None:
         """Print a JSON document a renderer already made (the report's), in this format."""
         if self.format is OutputFormat.json and self.query is None:
-            from orchestrator.safetext import json_text
             sys.stdout.write(json_text(text) + "\n")  # no raw ESC, bidi or zero-width character
             return
         self._write(json.loads(text))
@@ -280,7 +278,6 @@ def _cell(value: Json) -> str:
         text = json.dumps(value, separators=(",", ":"))
     else:
         text = str(value)
-    from orchestrator.safetext import clean
     return clean(text.replace("\t", "\\t").replace("\r", "\\r").replace("\n", "\\n"))
 
 
