@@ -246,7 +246,9 @@ def report(benchmark: Optional[str] = typer.Option(None, "--benchmark", help="On
            html: Optional[Path] = typer.Option(None, "--html", help="Write the interactive site (index.html, pages, assets) here."),
            show_runs: bool = typer.Option(False, "--runs", help="Also list every run (the summary lists scores only)."),
            vs_published: bool = typer.Option(False, "--vs-published", help="Put each score beside the nearest published MLPerf result on the same GPU, with the delta."),
-           price: list[str] = typer.Option([], "--price", help="Override a list price: SKU=USD_PER_VM_HOUR, e.g. h200=84.80 (repeatable).")) -> None:
+           price: list[str] = typer.Option([], "--price", help="Override a list price: SKU=USD_PER_VM_HOUR, e.g. h200=84.80 (repeatable)."),
+           mixed_rounds: bool = typer.Option(False, "--mixed-rounds", help="Also compute speedups between "
+                                             "scores of different rounds (flagged; default: same round only).")) -> None:
     """MLPerf scores as MLCommons publishes them, best per benchmark, cost, MFU; with --markdown,
     --json or --html also step times, scaling efficiency, speedups and attempt history.
 
@@ -265,7 +267,7 @@ def report(benchmark: Optional[str] = typer.Option(None, "--benchmark", help="On
                              baseline=baseline, site=html is not None)
     rep = build_report(got.results, got.runs, got.attempts, benchmark=benchmark, system=system, since=when,
                        until=end, spot_clusters=got.spot, model_facts=model_facts(), events=got.events,
-                       prices=prices, fabric=got.fabric)
+                       prices=prices, fabric=got.fabric, mixed_round_speedups=mixed_rounds)
     if html is not None:
         _write_report_site(rep, got, html)
     results, stored = got.results, got.stored
@@ -474,6 +476,10 @@ def results_import(path: Path = typer.Argument(..., help="Submission tree, resul
                                                    "each log's round's ruleset (default); a log that "
                                                    "fails is scored as not converged, as the result "
                                                    "summarizer does."),
+                   round_name: Optional[str] = typer.Option(
+                       None, "--round", help="The MLPerf round of every log (v5.1), for a tree "
+                       "whose folders do not name it (a clone in tr51/): its score can then be "
+                       "checked and official. Stored results without a round get it."),
                    sku: Optional[str] = typer.Option(None, "--sku", help="An nccl-tests output: judge it "
                                                      "against this VM size (default: the catalog size of "
                                                      "the GPU the output names), as `fabric inspect --sku`."),
@@ -499,13 +505,19 @@ def results_import(path: Path = typer.Argument(..., help="Submission tree, resul
     meter = ImportMeter(sys.stderr)
     try:
         with open_store() as store:
-            summary = import_path(store, path, check_compliance=compliance, progress=meter)
+            summary = import_path(store, path, check_compliance=compliance, progress=meter,
+                                  round_name=round_name)
     finally:
         meter.close()
     if not out.rich:
         return out.emit(summary)
     say(f"imported {len(summary.imported)} result(s), {len(summary.duplicates)} already stored, "
                      f"{len(summary.warnings)} warning(s) from {path}\n")
+    if summary.refiled:
+        sys.stdout.write(f"filed {len(summary.refiled)} stored result(s) without a round as "
+                         f"{summary.refiled[0].round} (--round)\n")
+    for why, n in sorted(summary.skipped_reasons().items()):
+        sys.stdout.write(f"skipped {n} log(s): {why}\n")
     for warning in summary.warnings:  # paths and messages hold folder names: no controls
         sys.stderr.write(clean(f"warning: {warning.path}: {warning.message}") + "\n")
 

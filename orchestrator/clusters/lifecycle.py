@@ -445,6 +445,17 @@ class ClusterStatus:
     change: str = ""  # how the record followed the cloud's view ("" when it did not change)
     rate: Rate | None = None  # what bills now, from the cloud's view (None without one)
 
+    @property
+    def down_nodes(self) -> list[str]:
+        """The nodes the scheduler reports down, drained or failed ("down*", "drain", "fail")."""
+        return [n.name for n in self.nodes if n.state.rstrip("*~#!%$@^-+").lower()
+                in ("down", "drain", "drained", "draining", "fail", "failing", "not_responding")]
+
+    @property
+    def health(self) -> str:
+        """"degraded" when the scheduler reports a node down, else the record's state."""
+        return "degraded" if self.down_nodes else self.cluster.state.value
+
 
 def sweep(request: SweepRequest, store: Store | None = None) -> list[SweepItem]:
     """Every backend that can (capability `sweeps`) searches its cloud for expired clusters and,
