@@ -63,7 +63,7 @@ def plan(
     check_number("--budget", budget, 1e-2, 1e12)
     counts = tuple(parse_node_list(nodes)) if nodes is not None else None
     bench = check_benchmark(benchmark)
-    from orchestrator.report.cost import parse_price
+    from orchestrator.report.cost import parse_price  # lazy: +pydantic+sqlalchemy on --help (cli/__init__)
     prices = dict(parse_price(p) for p in price)
     stored = []
     if not no_stored:
