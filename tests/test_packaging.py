@@ -157,6 +157,8 @@ def _run_hiding(tmp_path: Path, hide: str, *args: str) -> subprocess.CompletedPr
      "azbench results push needs the Azure Storage SDK: pip install 'azbench[blob]'"),
     ("azure,paramiko,tenacity", ("sweep", "--dry-run"),
      "azbench sweep (provider azure) needs the Azure SDKs: pip install 'azbench[azure]'"),
+    ("torch", ("up", "--provider", "local", "--nodes", "2", "--yes"),
+     "azbench up --provider local needs PyTorch: pip install 'azbench[local]'"),
     ("azure,paramiko,tenacity", ("adopt", "somecluster", "--provider", "azure"),
      "azbench adopt --provider azure needs the Azure SDKs: pip install 'azbench[azure]'"),
 ])
