@@ -147,23 +147,41 @@ def emit_json(obj: Any) -> None:
     sys.stdout.write(json.dumps(to_jsonable(obj), indent=2, default=str) + "\n")
 
 
+PIPED_WIDTH = 100  # what a table gets in a pipe or a file when COLUMNS is not set
+
+
+def output_width() -> int:
+    """The width tables fit: $COLUMNS when set (piped or not), else the terminal's, else 100."""
+    import shutil
+    columns = os.environ.get("COLUMNS", "").strip()
+    if columns.isdigit() and int(columns) > 0:
+        return max(40, int(columns))
+    if sys.stdout.isatty():
+        return max(40, shutil.get_terminal_size((PIPED_WIDTH, 24)).columns)
+    return PIPED_WIDTH
+
+
 def make_console() -> Console:
-    """A rich Console; when piped (CI logs, files) it is wide, so tables do not fold to 80 columns."""
+    """A rich Console `output_width()` wide: $COLUMNS when set, else the terminal's, else 100
+    (CI logs, files)."""
     from rich.console import Console
-    if not sys.stdout.isatty() and "COLUMNS" not in os.environ:
-        return Console(width=200)
-    return Console()
+    return Console(width=output_width())
 
 
-def make_table(title: str, columns: list[str], rows: Sequence[Sequence[object]]) -> Table:
+def make_table(title: str, columns: list[str], rows: Sequence[Sequence[object]], *,
+               width: int | None = None) -> Table:
     """A rich table whose title and cells are text, never markup (`[bold red]` or `[link=...]`
-    in a system's name prints as written), with control characters stripped (safetext.clean)."""
-    from rich.table import Table
-    table = Table(title=cell_text(title), title_justify="left")
-    for col in columns:
-        table.add_column(col)
-    for row in rows:
-        table.add_row(*[cell_text(v) for v in row])
+    in a system's name prints as written), with control characters stripped (safetext.clean).
+
+    It fits `width` (output_width()) with no cell cut: cells wrap at spaces, never inside a
+    word (a run id, a name), and where the columns' longest words do not fit side by side the
+    last columns are left out and the caption names them (fit_table)."""
+    width = output_width() if width is None else width
+    table, left_out = fit_table(title, [Col(h, rank=n) for n, h in enumerate(columns)], rows, width)
+    if left_out:
+        table.caption = cell_text(f"left out at {width} columns: {', '.join(left_out)} "
+                                  "(a wider terminal shows them; -o json has every field)")
+        table.caption_justify = "left"
     return table
 
 
