@@ -59,16 +59,21 @@ JsonOpt = typer.Option(False, "--json", help="Print machine-readable JSON on std
 
 
 class OutputFormat(str, Enum):
-    """-o: the command's table, its JSON form, or that form as tab-separated values."""
+    """-o, as az has it: the command's table, its JSON form, that form coloured (jsonc), as
+    YAML (yaml, yamlc coloured), or as tab-separated values."""
 
     table = "table"
     json = "json"
+    jsonc = "jsonc"
+    yaml = "yaml"
+    yamlc = "yamlc"
     tsv = "tsv"
 
 
 OutputOpt = typer.Option(None, "--output", "-o", case_sensitive=False,
-                         help="Output format: table (the default), json, or tsv (tab-separated "
-                              "values without headers), as in az.")
+                         help="Output format, as in az: table (the default), json, jsonc "
+                              "(coloured on a terminal), yaml, yamlc, or tsv (tab-separated "
+                              "values without headers).")
 QueryOpt = typer.Option(None, "--query", metavar="JMESPATH",
                         help="JMESPath query (https://jmespath.org) applied to the JSON form "
                              "before output, as in az; e.g. \"[].name\".")
@@ -225,11 +230,31 @@ class Output:
             value = _search(self.compiled, self.query or "", value)
         if self.format is OutputFormat.json:
             sys.stdout.write(json.dumps(value, indent=2) + "\n")
+        elif self.format in (OutputFormat.jsonc, OutputFormat.yaml, OutputFormat.yamlc):
+            _write_document(value, self.format)
         elif self.format is OutputFormat.tsv:
             sys.stdout.write("".join(line + "\n" for line in tsv_lines(value)))
         elif value is not None:
             columns, rows = plain_rows(value)
             make_console().print(make_table("", columns, rows))
+
+
+def _write_document(value: Json, fmt: OutputFormat) -> None:
+    """-o jsonc, yaml, yamlc: the JSON form as JSON or YAML (keys in the JSON form's order);
+    the coloured ones are coloured only on a terminal, so a pipe gets plain text to parse."""
+    import yaml
+
+    if fmt is OutputFormat.jsonc:
+        text, lexer = json.dumps(value, indent=2), "json"
+    else:
+        text, lexer = yaml.safe_dump(value, sort_keys=False, allow_unicode=True,
+                                     default_flow_style=False), "yaml"
+    if fmt is OutputFormat.yaml or not sys.stdout.isatty():
+        sys.stdout.write(text if text.endswith("\n") else text + "\n")
+        return
+    from rich.syntax import Syntax
+    make_console().print(Syntax(text.rstrip("\n"), lexer, background_color="default",
+                                word_wrap=True))
 
 
 def output(as_json: bool, fmt: OutputFormat | None, query: str | None) -> Output:
