@@ -166,6 +166,17 @@ def output_width() -> int:
     return PIPED_WIDTH
 
 
+def wrapped(line: str, width: int | None = None) -> str:
+    """`line` (made safe: safetext.clean) wrapped to `width` (output_width()) at spaces, the
+    following lines indented two; never inside a word, so a name or a run id stays whole."""
+    import textwrap
+
+    from orchestrator.safetext import clean
+    lines = textwrap.wrap(clean(line), output_width() if width is None else width,
+                          subsequent_indent="  ", break_long_words=False, break_on_hyphens=False)
+    return "\n".join(lines or [""]) + "\n"
+
+
 def make_console() -> Console:
     """A rich Console `output_width()` wide: $COLUMNS when set, else the terminal's, else 100
     (CI logs, files)."""

@@ -233,29 +233,40 @@ def _gpu_column() -> Column:
 
 
 def _table_lines(table: ViewTable, width: int) -> list[str]:
-    """The table's lines, none wider than `width` and no name cut: when a row with the long
-    names (`shrink` columns) at full length is too wide, they move to a line of their own (above
-    the row when they lead it, else below it) and the rest of the row follows, indented."""
+    """The table's lines, none wider than `width` and no name cut. A long name (a `shrink`
+    column) that does not fit its column moves to a line of its own (above its row when the
+    column leads the row, else below it) and leaves its cell blank; when not even the column's
+    `min_width` fits, every row's names move (the column is stacked)."""
     indent = "  " if table.group_by else ""
     cells = [[_cell(r, c) for c in table.columns] for r in table.rows]
     widths = [max([len(c.header)] + [len(row[i]) for row in cells])
               for i, c in enumerate(table.columns)]
     widths = [min(w, c.max_width) if c.max_width else w for w, c in zip(widths, table.columns)]
+    long = [i for i, c in enumerate(table.columns) if c.shrink]
+    others = sum(w for i, w in enumerate(widths) if i not in long)
+    room = width - len(indent) - others - len(GAP) * (len(widths) - 1)
     stacked: list[int] = []
-    if sum(widths) + len(GAP) * (len(widths) - 1) > width - len(indent):
-        stacked = [i for i, c in enumerate(table.columns) if c.shrink]
+    if long and sum(widths[i] for i in long) > room:
+        share = room // len(long)
+        if all(share >= max(table.columns[i].min_width, len(table.columns[i].header)) for i in long):
+            for i in long:
+                widths[i] = share
+        else:
+            stacked = long
     inline = [i for i in range(len(table.columns)) if i not in stacked]
-    above = bool(stacked) and stacked[0] == 0
-    row_indent = indent + ("    " if above else "")
+    above = bool(long) and long[0] == 0
+    row_indent = indent + ("    " if above and stacked else "")
     columns = [table.columns[i] for i in inline]
     fitted = _shrink(columns, [widths[i] for i in inline], width - len(row_indent))
+    fit = dict(zip(inline, fitted))
+    pad = indent if above else indent + "    "
 
-    def names(values: Sequence[str], pad: str) -> list[str]:
+    def names(values: Sequence[str]) -> list[str]:
         text = "  ".join(v for v in values if v)
         return textwrap.wrap(text, width, initial_indent=pad, subsequent_indent=pad,
-                             break_on_hyphens=False) if text else []
+                             break_long_words=False, break_on_hyphens=False) if text else []
 
-    head_names = names([table.columns[i].header for i in stacked], indent if above else indent + "    ")
+    head_names = names([table.columns[i].header for i in stacked])
     out = head_names if above else []
     out.append(row_indent + _row([table.columns[i].header for i in inline], columns, fitted))
     out += [] if above else head_names
@@ -264,9 +275,10 @@ def _table_lines(table: ViewTable, width: int) -> list[str]:
         if table.group_by and (not shown or r.get(table.group_by) != shown[-1]):
             shown.append(r.get(table.group_by))
             out += textwrap.wrap(clean(str(shown[-1])), width, break_on_hyphens=False)
-        own = names([row[i] for i in stacked], indent if above else indent + "    ")
+        moved = [i for i in long if i in stacked or len(row[i]) > fit[i]]
+        own = names([row[i] for i in moved])
         out += own if above else []
-        out.append(row_indent + _row([row[i] for i in inline], columns, fitted))
+        out.append(row_indent + _row(["" if i in moved else row[i] for i in inline], columns, fitted))
         out += [] if above else own
         if table.detail and r.get(table.detail):
             out += textwrap.wrap(clean(str(r[table.detail])), width, break_on_hyphens=False,
