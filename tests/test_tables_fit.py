@@ -139,3 +139,40 @@ def test_piped_output_is_100_columns_unless_columns_says(home: Path) -> None:
     assert max(cell_len(line) for line in done.out.splitlines()) <= 100
     evidence = [line for line in done.out.splitlines() if "evidence:" in line]
     assert evidence and "Slurm state node_fail" in " ".join(done.out.split())  # below the table
+
+
+# -- conventions (issue 49, point 4) ---------------------------------------------------------
+
+
+@pytest.mark.parametrize("args", [("results", "list"), ("catalog",), ("baseline", "show", "wide")])
+def test_yaml_and_jsonc_are_the_json_form(home: Path, args: tuple[str, ...]) -> None:
+    """-o yaml is the JSON form as YAML (key order kept); -o jsonc in a pipe is plain JSON."""
+    import yaml
+
+    as_json = azbench_in_process(*args, "-o", "json", home=home)
+    as_yaml = azbench_in_process(*args, "-o", "yaml", home=home)
+    as_jsonc = azbench_in_process(*args, "-o", "jsonc", home=home)
+    assert (as_json.code, as_yaml.code, as_jsonc.code) == (0, 0, 0), as_yaml.err + as_jsonc.err
+    data = json.loads(as_json.out)
+    assert yaml.safe_load(as_yaml.out) == data
+    assert json.loads(as_jsonc.out) == data
+    queried = azbench_in_process(*args, "-o", "yaml", "--query", "length(@)", home=home)
+    assert queried.code == 0 and yaml.safe_load(queried.out) == len(data)
+
+
+def test_baseline_on_imported_logs_says_pass_since(tmp_path: Path) -> None:
+    """Imported logs belong to no sweep: `baseline set` and `compare` with no selection say
+    what selects them instead of "run a recipe first"."""
+    home = tmp_path / "home"
+    tree = _tree(tmp_path / "tree")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("AZBENCH_HOME", str(home))
+        patch.delenv("AZBENCH_DB_URL", raising=False)
+        with Store.open() as store:
+            import_path(store, tree / "v5.1")
+    done = azbench_in_process("baseline", "set", "b", "--yes", home=home)
+    assert done.code == 2 and "imported results: pass --since DATE" in done.err
+    assert "run a recipe first" not in done.err and len(done.err.splitlines()) == 1
+    since = done.err.split("--since ")[2].split(",")[0]  # the example date it gives works
+    assert azbench_in_process("baseline", "set", "b", "--since", since, "--yes", home=home).code == 0
+    assert "imported results" in azbench_in_process("compare", "b", home=home).err

@@ -21,7 +21,7 @@ import typer
 from orchestrator.cli.common import OutputFormat, OutputOpt, QueryOpt, confirm, output, wrapped
 
 if TYPE_CHECKING:  # the use cases load inside the commands: --help stays fast
-    from collections.abc import Mapping
+    from collections.abc import Callable, Mapping
 
     from orchestrator.pipelines.baselines import Comparison, Selection, Tolerances
     from orchestrator.pipelines.results import PipelineResult, PipelineSummary
@@ -70,7 +70,8 @@ def pipeline_run(
     from orchestrator.cli.common import open_store
     from orchestrator.clusters import lifecycle
     from orchestrator.cli.common import check_number
-    from orchestrator.pipelines.pipeline import cluster_specs, load_pipeline_spec, run_pipeline
+    from orchestrator.pipelines.pipeline import run_pipeline
+    from orchestrator.pipelines.spec import cluster_specs, load_pipeline_spec
     from orchestrator.recipes.catalog import check_params, get_recipe
     check_number("--poll", poll, 0.05, 3600)
     spec = load_pipeline_spec(file)
@@ -116,7 +117,8 @@ def pipeline_down(file: Path = typer.Argument(..., help="Pipeline spec YAML."),
     """Tear down every cluster of a pipeline (idempotent): the CI step for a cancelled job."""
     out = output(as_json, fmt, query)
     from orchestrator.cli.common import open_store
-    from orchestrator.pipelines.pipeline import cluster_specs, down_cluster, load_pipeline_spec
+    from orchestrator.pipelines.pipeline import down_cluster
+    from orchestrator.pipelines.spec import cluster_specs, load_pipeline_spec
     spec = load_pipeline_spec(file)
     with open_store() as store:
         states = {c.name: down_cluster(c, store) for c in cluster_specs(spec)}
@@ -131,7 +133,7 @@ def _write_outputs(result: PipelineResult, junit: Optional[Path], markdown: Opti
     from orchestrator.pipelines.junit import to_junit_xml
     from orchestrator.paths import write_atomic
     from orchestrator.pipelines.results import junit_suites, summary_markdown
-    outputs = {junit: lambda: to_junit_xml(junit_suites(result.summary)),
+    outputs: dict[Optional[Path], Callable[[], str]] = {junit: lambda: to_junit_xml(junit_suites(result.summary)),
                markdown: lambda: summary_markdown(result),
                summary_json: lambda: result.summary.model_dump_json(indent=2) + "\n"}
     for path, render in outputs.items():

@@ -40,7 +40,7 @@ if TYPE_CHECKING:  # the CLI imports runs/ lazily: --help stays fast
     from orchestrator.results.importer import ImportProgress
     from orchestrator.runs.prepare import PrepareResult
     from orchestrator.store.database import Store
-    from orchestrator.pipelines.history import History
+    from orchestrator.report.history import History
     from orchestrator.store.schema import AttemptRow, EventRow, FabricResultRow, ResultRow, RunRow
 
 # ---------------------------------------------------------------- recipes
