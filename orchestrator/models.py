@@ -452,7 +452,7 @@ class HealthCheckPlan:
 
 @dataclass(frozen=True)
 class FabricTestPlan:
-    """One `azbench fabric test` job (runs/fabric.py fills it in): the collectives, one after
+    """One `azbench fabric test` job (fabric/runner.py fills it in): the collectives, one after
     another, over `nodes` nodes (exactly `nodelist` when given: one NVLink rack, or one node per
     rack), at message sizes `min_size`..`max_size` (nccl-tests' -b/-e, factor `step_factor`).
     On GPU sizes each collective is nccl-tests' `<collective>_perf` from `nccl_tests_dir` with

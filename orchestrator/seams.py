@@ -219,6 +219,9 @@ class Access:
     caps: Capabilities
     python: str = "python3"
     closers: list[Callable[[], None]] = field(default_factory=list, repr=False)
+    # What the backend says about how its nodes' measurements relate to real hardware (the local
+    # cluster: whether each node has its own link, and what could not be shaped); views print it.
+    notes: list[str] = field(default_factory=list)
 
     def close(self) -> None:
         for close in self.closers:

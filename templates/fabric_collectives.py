@@ -6,7 +6,7 @@ Rank 0 prints each collective's run in nccl-tests' own format (NVIDIA/nccl-tests
 "# Collective test starting" line, the "# nThread ... nGpus" header, one "#  Rank N Group 0 Pid P
 on HOST device D [cpu] ..." line per rank, the size table, "# Out of bounds values" and "# Avg bus
 bandwidth"), so azbench reads nccl-tests outputs and these with one parser
-(orchestrator/results/nccltests.py). Sizes, algbw and busbw follow nccl-tests doc/PERFORMANCE.md:
+(orchestrator/fabric/nccltests.py). Sizes, algbw and busbw follow nccl-tests doc/PERFORMANCE.md:
 S is the whole array (all_gather: every rank's part; reduce_scatter: every rank's input), algbw =
 S/t, busbw = algbw x BUS_FACTOR (2(n-1)/n for all_reduce, (n-1)/n for all_gather, reduce_scatter
 and alltoall, 1 for sendrecv). torch's all_reduce works in place: its figures fill the in-place

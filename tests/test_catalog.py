@@ -252,7 +252,7 @@ def test_a_new_size_is_one_row(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
 
 # -- no GPU or size named outside hardware/ ------------------------------------------------------
 
-SCANNED = ("results", "report", "recipes", "forecast", "runs", "slurm")
+SCANNED = ("results", "fabric", "report", "recipes", "forecast", "runs", "slurm")
 MODEL = re.compile(r"(?<![A-Za-z0-9])[A-Za-z]{1,3}[0-9]{2,4}[A-Za-z]?(?![A-Za-z0-9])")
 
 

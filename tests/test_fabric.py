@@ -4,12 +4,14 @@ site's fabric page; then the command on the real local Slurm cluster."""
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import json
 import os
 import socket
 import subprocess
 import sys
+import types
 from pathlib import Path
 
 import pytest
@@ -21,10 +23,10 @@ from orchestrator.paths import templates_dir
 from orchestrator.report.build import build_report
 from orchestrator.report.fabric_figures import busbw_vs_nodes, busbw_vs_size, size_ticks
 from orchestrator.report.render import to_markdown
-from orchestrator.results import nccltests
-from orchestrator.results.fabric_store import import_nccl_tests, run_rows, sizes_of
-from orchestrator.results.nccl_log import parse_log
-from orchestrator.runs.fabric import check_collectives, plans, scopes_for
+from orchestrator.fabric import nccltests
+from orchestrator.fabric.stored import import_nccl_tests, run_rows, sizes_of
+from orchestrator.fabric.nccl_log import parse_log
+from orchestrator.fabric.runner import check_collectives, plans, scopes_for
 from orchestrator.slurm.fabric import render_fabric_test
 from orchestrator.store.database import Store
 from orchestrator.store.schema import SCHEMA_VERSION, migrate
@@ -41,7 +43,7 @@ def _cluster(sku: str, nodes: int = 4) -> Cluster:
                    workdir="/shared/work")
 
 
-def _runner():  # type: ignore[no-untyped-def]
+def _runner() -> types.ModuleType:
     spec = importlib.util.spec_from_file_location("fabric_collectives", RUNNER)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
@@ -138,7 +140,7 @@ def test_fabric_results_are_their_own_kind_and_a_v4_store_migrates(tmp_path: Pat
     runs = nccltests.parse_runs(text)
     with Store.open(url) as store:
         assert store.schema_version() == SCHEMA_VERSION  # v4 -> v5 (fabric) and on to the latest
-        rows = run_rows(text, runs, parse_log(text), source="test", device="GPU", cluster="c", sku="Standard_ND96isr_H100_v5",
+        rows = run_rows(_sha(text), runs, parse_log(text), source="test", device="GPU", cluster="c", sku="Standard_ND96isr_H100_v5",
                         scope="2 nodes", nodes=2, job_id="17")
         assert store.add_fabric_results(rows) == [(1, True)]
         assert store.add_fabric_results(rows) == [(1, False)]  # the same output twice is one result
@@ -165,12 +167,19 @@ def test_results_import_takes_an_nccl_tests_output(tmp_path: Path) -> None:
 
 # -- the report and the site --------------------------------------------------------------------
 
+def _sha(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
 def _gpu_rows(store: Store) -> None:
-    """Two H100 groups: 2 nodes healthy over IB, 4 nodes over NET/Socket and slow (judged at 16G)."""
+    """Two H100 groups of 2 full VMs (8 GPUs each): healthy over IB, and over NET/Socket and slow
+    (judged at 16G)."""
+    ranks = "".join(f"#  Rank {8 * h + g:2d} Group  0 Pid {g} on node{h + 1} device  {g} [0000:01:00] NVIDIA H100 80GB HBM3\n"
+                    for h in range(2) for g in range(8))
+
     def table(busbw: float) -> str:
         return ("# Collective test starting: all_reduce_perf\n# nThread 1 nGpus 1 minBytes 1048576 maxBytes 17179869184\n"
-                "#  Rank  0 Group  0 Pid 1 on node1 device  0 [0000:01:00] NVIDIA H100 80GB HBM3\n"
-                "#  Rank  1 Group  0 Pid 2 on node2 device  0 [0000:01:00] NVIDIA H100 80GB HBM3\n"
+                + ranks +
                 "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong\n"
                 f"     1048576        262144     float     sum      -1   100.0   10.48    20.0      0   100.0   10.48    20.0      0\n"
                 f" 17179869184    4294967296     float     sum      -1   40000  429.50  {busbw}      0   40000  429.50  {busbw}      0\n"
@@ -179,7 +188,7 @@ def _gpu_rows(store: Store) -> None:
     sock = "node1:1:1 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[0] [send] via NET/Socket/0\n"
     for nodes, busbw, net in ((2, 440.0, ib), (4, 380.0, sock)):
         text = table(busbw) + net
-        store.add_fabric_results(run_rows(text, nccltests.parse_runs(text), parse_log(text), source="test", device="GPU",
+        store.add_fabric_results(run_rows(_sha(text), nccltests.parse_runs(text), parse_log(text), source="test", device="GPU",
                                           cluster="gpu", sku="Standard_ND96isr_H100_v5", scope=f"{nodes} nodes",
                                           nodes=nodes))
 
@@ -195,7 +204,7 @@ def test_report_judges_each_run_against_the_catalog_and_draws_both_charts(tmp_pa
     assert bad.verdict == "fail" and {c.check: c.status for c in bad.checks} == {
         "transport": "fail", "wrong values": "ok", "busbw": "warn"}
     busbw = next(c for c in bad.checks if c.check == "busbw")
-    assert "380 GB/s at 16G, below the warn level 400 GB/s" in busbw.evidence  # not the 200.5 Avg line
+    assert "380 GB/s at 16G (out-of-place), below the warn level 400 GB/s" in busbw.evidence  # not the 200.5 Avg line
     [scaling] = report.fabric_scaling
     assert [(p.nodes, p.busbw, p.verdict) for p in scaling.points] == [(2, 440.0, "ok"), (4, 380.0, "fail")]
     fig = busbw_vs_nodes("all_reduce", report.fabric_scaling)

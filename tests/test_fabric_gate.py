@@ -1,4 +1,4 @@
-"""The gate's fabric checks (runs/fabric_gate.py, templates/fabric_node_check.py): GPU and HCA
+"""The gate's fabric checks (fabric/gate.py, templates/fabric_node_check.py): GPU and HCA
 counts against the SKU, and on GB200 the IMEX service, domain and channel, the GPUs' fabric state
 and one NVLink domain per rack; a failing check rerun before it counts, a failure on every node an
 image or harness fault; the boot-time count and `up` replacing a short VM; and on emulated Azure
@@ -12,6 +12,7 @@ import gzip
 import importlib.util
 import json
 import time
+import types
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -24,8 +25,9 @@ from orchestrator.hardware.catalog import lookup
 from orchestrator.models import Cluster, ExecResult, NodeInfo
 from orchestrator.paths import templates_dir
 from orchestrator.providers.azure import boot
-from orchestrator.runs.fabric_gate import gate_fabric, judge, parse_facts
-from orchestrator.runs.fleet_gate import gate_nodes
+from orchestrator.fabric.gate import gate_fabric, parse_facts
+from orchestrator.fabric.judge import judge_nodes as judge
+from orchestrator.runs.fleet_gate import fabric_verdict, gate_nodes
 from orchestrator.seams import Access, Capabilities
 from testsupport.vm_emulator import can_emulate
 
@@ -34,7 +36,7 @@ CHECK = templates_dir() / "fabric_node_check.py"
 GB200, H100 = lookup("gb200"), lookup("h100")
 
 
-def _check():  # type: ignore[no-untyped-def]
+def _check() -> types.ModuleType:
     spec = importlib.util.spec_from_file_location("fabric_node_check", CHECK)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
@@ -138,7 +140,7 @@ def test_a_failing_check_is_rerun_and_only_a_repeat_failure_counts() -> None:
     assert calls == [["node1", "node2", "node3", "node4"], ["node1", "node2", "node3", "node4"]] and gate.rounds == 2
     assert gate.flagged == ["node2", "node3", "node4"] and not gate.fault
     assert not any(f.node == "node1" for f in gate.findings)
-    verdict = next(v for v in gate.verdicts if v.check == "gpu_count")
+    verdict = next(fabric_verdict(f) for f in gate.findings if f.check == "gpu_count")
     assert verdict.reason == "gpu_count fail: 3 (threshold 4); nvidia-smi lists 3 of 4 GPUs"
 
 
@@ -234,7 +236,11 @@ def test_up_replaces_a_short_vm_before_slurm_lists_it(monkeypatch: pytest.Monkey
 
     replaced: list[str] = []
     monkeypatch.setattr(boot, "wait_booted", wait_booted)
-    monkeypatch.setattr(provider, "replace_node", lambda c, node, timeout_s=None: replaced.append(node) or "c-gpu-00-000002")
+    def replace_node(c: object, node: str, timeout_s: float | None = None) -> str:
+        replaced.append(node)
+        return "c-gpu-00-000002"
+
+    monkeypatch.setattr(provider, "replace_node", replace_node)
     done = provider._boot(cluster, 60)
     assert replaced == ["c-gpu-00-000001"] and done.node_names == ["c-gpu-00-000000", "c-gpu-00-000002"]
     assert waits == [["c-gpu-00-000000", "c-gpu-00-000001"], ["c-gpu-00-000000", "c-gpu-00-000002"]]

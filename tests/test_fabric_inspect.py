@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 
 from orchestrator.errors import EXIT_FABRIC
-from orchestrator.results.fabric import Expected, busbw_check, expected_for, worst
-from orchestrator.results.fabric_inspect import inspect_text
-from orchestrator.results.nccl_log import parse_log
-from orchestrator.results.nccltests import NcclRun, SizeRow, bus_factor, parse_runs, parse_size
+from orchestrator.fabric.judge import Expected, busbw_check, expected_for, worst
+from orchestrator.fabric.inspection import inspect_text
+from orchestrator.fabric.nccl_log import parse_log
+from orchestrator.fabric.nccltests import NcclRun, SizeRow, bus_factor, parse_runs, parse_size
 from orchestrator.hardware.catalog import lookup
 from tests.cli_helpers import azbench_in_process, one_line_error
 
@@ -130,11 +130,11 @@ def test_busbw_is_judged_at_the_largest_size_never_the_avg_line() -> None:
     # The same run cut at 1G with a slow largest size warns, at the size it names.
     slow = run.model_copy(update={"sizes": [SizeRow(size=8, busbw_oop=0.0), SizeRow(size=2 ** 30, busbw_oop=390.0)]})
     check = busbw_check(slow, h100)
-    assert check.status == "warn" and "at 1G, the largest size measured (the baseline's is 16G)" in check.evidence
+    assert check.status == "warn" and "at 1G (out-of-place), the largest size measured (the baseline's is 16G)" in check.evidence
     # At the baseline's size the baseline's size is judged, even if a larger one was run.
     both = run.model_copy(update={"sizes": [SizeRow(size=16 * 2 ** 30, busbw_oop=380.0),
                                             SizeRow(size=32 * 2 ** 30, busbw_oop=450.0)]})
-    assert busbw_check(both, h100).status == "warn" and "at 16G," in busbw_check(both, h100).evidence
+    assert busbw_check(both, h100).status == "warn" and "at 16G (out-of-place)," in busbw_check(both, h100).evidence
     other = run.model_copy(update={"collective": "all_gather"})
     assert busbw_check(other, h100).status == "not checked"
     assert busbw_check(run, h100, device="CPU").status == "not checked"
@@ -149,10 +149,16 @@ def test_bus_factors_are_nccl_tests_performance_md() -> None:
 
 def test_cli_warns_with_exit_0_fails_with_its_code_and_emits_json(tmp_path: Path) -> None:
     ok = DATA / "dgx-spark-playbooks-pr103_all_reduce_2node.txt"
-    # Judged as an ND H100 v5 group, 1.01 GB/s at 64K is below the 400 GB/s warn level: warn, exit 0.
-    warned = azbench_in_process("fabric", "inspect", str(ok), "--sku", "h100", home=tmp_path)
+    # One GPU per host is one NIC: not comparable with ND H100 v5's 8-GPU figure, and said so.
+    single = azbench_in_process("fabric", "inspect", str(ok), "--sku", "h100", home=tmp_path)
+    assert single.code == 0, single.err
+    assert "[not checked] busbw: not comparable: 1.01 GB/s at 64K (in-place)" in single.out
+    assert "the catalog publishes no per-NIC figure" in single.out and "verdict: ok" in single.out
+    # 8 MI300X on one host (its GPU names the row): 161.14 GB/s at 8M, below 314: warn, exit 0.
+    mi300x = DATA / "hpc-ai-envs-pr30_rccl_mi300x.txt"
+    warned = azbench_in_process("fabric", "inspect", str(mi300x), home=tmp_path)
     assert warned.code == 0, warned.err
-    assert "[warn] busbw: 1.01 GB/s at 64K, the largest size measured" in warned.out
+    assert "[warn] busbw: 161.14 GB/s at 8M (out-of-place), the largest size measured" in warned.out
     assert "verdict: warn" in warned.out
     failed = azbench_in_process("fabric", "inspect", str(ok), str(DATA / "nccl-1232_socket_fallback.txt"),
                                 "-o", "json", home=tmp_path)

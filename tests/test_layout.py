@@ -82,8 +82,8 @@ from orchestrator import backends
 ROOT = Path(__file__).resolve().parents[1]
 PKG = ROOT / "orchestrator"
 BASE = {"models", "errors", "paths", "yamlio", "seams", "templating", "backends", "formats", "safetext"}
-FOLDERS = ("store", "slurm", "hardware", "hosts", "specs", "providers", "clusters", "results", "recipes", "goodput", "report",
-           "forecast",
+FOLDERS = ("store", "slurm", "hardware", "hosts", "specs", "providers", "clusters", "results", "recipes", "goodput", "fabric",
+           "report", "forecast", "explain",
            "runs", "pipelines", "cli")
 REGISTRY = "orchestrator.backends"  # the one module that names backends and imports them
 PROVIDERS = "orchestrator.providers"

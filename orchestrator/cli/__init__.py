@@ -2,8 +2,8 @@
 
 Owns: parsing flags, calling one use case per command, rendering tables or --json, and the one
 error handler that maps AzbenchError to exit codes. Thin: no business logic here.
-May import: the base, specs/, hardware/, clusters/, forecast/, goodput/, pipelines/, recipes/, report/,
-results/, runs/, store/, providers.base and providers.azure_shared (the sweep flags;
+May import: the base, specs/, hardware/, clusters/, explain/, fabric/, forecast/, goodput/, pipelines/, recipes/,
+report/, results/, runs/, store/, providers.base and providers.azure_shared (the sweep flags;
 never a backend): it is the top floor. Heavy ones only inside commands, so `azbench --help`
 stays fast.
 Exposes: `main` (the console-script entry point `orchestrator.cli:main`).

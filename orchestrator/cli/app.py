@@ -513,7 +513,9 @@ import orchestrator.cli.resize  # noqa: E402,F401  (registers resize)
 import orchestrator.cli.run  # noqa: E402,F401  (registers run, logs)
 import orchestrator.cli.plan  # noqa: E402,F401  (registers plan)
 import orchestrator.cli.fabric  # noqa: E402,F401  (registers fabric)
+import orchestrator.cli.fabric_locate  # noqa: E402,F401  (registers fabric locate)
 import orchestrator.cli.goodput  # noqa: E402,F401  (registers goodput)
+import orchestrator.cli.explain  # noqa: E402,F401  (registers explain)
 from orchestrator.cli.pipeline import baseline_app, pipeline_app, register_compare  # noqa: E402
 
 app.add_typer(pipeline_app, name="pipeline")

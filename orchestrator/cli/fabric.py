@@ -1,6 +1,6 @@
 """`azbench fabric`: what the network did. `fabric inspect FILE...` reads nccl-tests outputs and
-NCCL_DEBUG=INFO logs (results/fabric_inspect.py); `fabric test` runs the collectives as Slurm jobs
-and stores them (runs/fabric.py). Both print every verdict with its evidence and exit
+NCCL_DEBUG=INFO logs (fabric/inspection.py); `fabric test` runs the collectives as Slurm jobs
+and stores them (fabric/runner.py). Both print every verdict with its evidence and exit
 errors.EXIT_FABRIC when one fails."""
 
 from __future__ import annotations
@@ -16,9 +16,9 @@ from orchestrator.cli.common import JsonOpt, OutputFormat, OutputOpt, QueryOpt, 
 from orchestrator.errors import EXIT_CODES, EXIT_FABRIC
 
 if TYPE_CHECKING:
-    from orchestrator.results.fabric import Check, RunReport
-    from orchestrator.results.fabric_inspect import FileReport, TransportReport
-    from orchestrator.runs.fabric import FabricOutcome
+    from orchestrator.fabric.judge import Check, RunReport
+    from orchestrator.fabric.inspection import FileReport, TransportReport
+    from orchestrator.fabric.runner import FabricOutcome
 
 _FAILS = f"Exits {EXIT_FABRIC} ({EXIT_CODES[EXIT_FABRIC]})."
 fabric_app = typer.Typer(help="What the network did: run collectives as a benchmark, read what others ran. "
@@ -38,7 +38,7 @@ def fabric_inspect(files: list[Path] = typer.Argument(..., help="nccl-tests outp
                                                      "(default: the catalog size of the GPU the output names)."),
                    as_json: bool = JsonOpt, fmt: Optional[OutputFormat] = OutputOpt,
                    query: Optional[str] = QueryOpt) -> None:
-    from orchestrator.results.fabric_inspect import inspect_files
+    from orchestrator.fabric.inspection import inspect_files
     out = output(as_json, fmt, query)
     reports = inspect_files(files, sku)
     if not out.rich:
@@ -67,7 +67,7 @@ def fabric_test(cluster: Optional[str] = typer.Option(None, "--cluster", help="C
                 as_json: bool = JsonOpt, fmt: Optional[OutputFormat] = OutputOpt,
                 query: Optional[str] = QueryOpt) -> None:
     from orchestrator.clusters import lifecycle
-    from orchestrator.runs.fabric import fabric_test as run
+    from orchestrator.fabric.runner import fabric_test as run
     from orchestrator.specs.run import parse_node_list
     from orchestrator.cli.common import check_number
     check_number("--poll", poll, 0.05, 3600)
@@ -97,7 +97,8 @@ def _outcome_json(outcome: FabricOutcome) -> dict[str, object]:
 
 def _print_outcome(outcome: FabricOutcome) -> None:
     w = sys.stdout.write
-    rows = [[j.scope, j.job_id or "-", r["collective"], r["ranks"], r["hosts"], r["gpus_per_host"] or "-",
+    rows = [[j.scope, j.job_id or "-", r["collective"] or "unnamed", _known(r["ranks"]), _known(r["hosts"]),
+             r["gpus_per_host"] or "-",
              _num(r["peak_busbw"]), r["peak_size"] or "-", _num(r["busbw_at_largest"]), r["largest_size"] or "-",
              r["wrong"] if r["wrong"] is not None else "not checked", r["verdict"]]
             for j in outcome.jobs for r in j.runs]
@@ -112,6 +113,11 @@ def _print_outcome(outcome: FabricOutcome) -> None:
         for check in _unique(job.checks):
             w(f"  [{check.status}] {job.scope}: {check.check}: {check.evidence}\n")
     w(f"verdict: {outcome.verdict}\n")
+
+
+def _known(value: object) -> object:
+    """A count as the output states it: "unknown" where it does not, never 0."""
+    return "unknown" if value is None else value
 
 
 def _num(value: object) -> str:
@@ -130,15 +136,22 @@ def _print_file(report: FileReport) -> None:
             sizes = ", ".join(f"{_size(p['size'])} {p['busbw']:g}" for p in run.busbw
                               if isinstance(p.get("size"), int) and p.get("busbw") is not None)
             w(f"  busbw per size ({run.collective or 'unnamed'}): {sizes or 'none measured'}\n")
+            w(f"  collective {run.collective}: read from {run.collective_basis}\n" if run.collective
+              else f"  collective not known: {run.collective_basis or 'the output does not say'}\n")
     if report.transport is not None:
         w(f"  {_transport_line(report.transport)}\n")
     for check in _unique(report.checks):
         w(f"  [{check.status}] {check.check}: {check.evidence}\n")
+    for note in report.notes:
+        w(f"  note: {note}\n")
     w(f"verdict: {report.verdict}\n\n")
 
 
 def _run_cells(run: RunReport) -> list[object]:
-    return [run.collective or "unnamed", run.ranks, run.hosts, run.gpus_per_host or "-",
+    ranks = "unknown" if run.ranks is None else f"{'at least ' if run.ranks_at_least else ''}{run.ranks}"
+    hosts = "unknown" if run.hosts is None else f"{'at least ' if run.ranks_at_least else ''}{run.hosts}"
+    return [run.collective or "unnamed", ranks, hosts,
+            run.gpus_per_host or "-",
             f"{run.peak_busbw:g}" if run.peak_busbw is not None else "-",
             _size(run.peak_size) if run.peak_size is not None else "-",
             f"{run.avg_busbw_line:g}" if run.avg_busbw_line is not None else "not in the output",
@@ -148,7 +161,8 @@ def _run_cells(run: RunReport) -> list[object]:
 def _transport_line(t: TransportReport) -> str:
     gdr = {True: "yes", False: "no", None: "not said"}[t.gdr]
     channels = ", ".join(f"{n} via {k}" for k, n in sorted(t.channels.items())) or "no inter-node channel lines"
-    return (f"NCCL {t.nccl_version or '(version not logged)'}: network {', '.join(t.network) or 'not logged'}; "
+    rccl = f" (RCCL {t.rccl_version})" if t.rccl_version else ""
+    return (f"NCCL {t.nccl_version or '(version not logged)'}{rccl}: network {', '.join(t.network) or 'not logged'}; "
             f"plugin {t.plugin or 'not logged'}; GPUDirect RDMA {gdr}; HCAs {', '.join(t.hcas) or 'not logged'}; "
             f"channels: {channels}")
 
@@ -162,7 +176,7 @@ def _unique(checks: list[Check]) -> list[Check]:
 
 
 def _size(n: int | float | None) -> str:
-    from orchestrator.results.fabric import human_size
+    from orchestrator.fabric.judge import human_size
     return human_size(int(n)) if n is not None else "-"
 
 

@@ -42,6 +42,8 @@ def plan(
     extrapolate: bool = typer.Option(False, "--extrapolate", help="Allow predictions more than 4x past the "
                                      "measured GPU counts."),
     no_stored: bool = typer.Option(False, "--no-stored", help="Ignore stored results: published ones only."),
+    param: list[str] = typer.Option([], "--param", "-p", help="Recipe parameter KEY=VALUE for the step "
+                                    "model's config (e.g. TENSOR_MODEL_PARALLEL=8), as `run` takes it."),
     as_json: bool = JsonOpt,
     fmt: Optional[OutputFormat] = OutputOpt,
     query: Optional[str] = QueryOpt,
@@ -62,8 +64,11 @@ def plan(
     if not no_stored:
         with open_store() as store:
             stored = [r for key in stored_keys(bench) for r in store.list_results(benchmark=key)]
+    from orchestrator.cli.run import _params
+    params = tuple((k, str(v)) for k, v in _params(param).items())
     result = make_plan(PlanRequest(benchmark=bench, sku=sku, nodes=counts, target_minutes=target_minutes,
-                                   budget_usd=budget, extrapolate=extrapolate, stored=tuple(stored)))
+                                   budget_usd=budget, extrapolate=extrapolate, stored=tuple(stored),
+                                   params=params))
     if not out.rich:
         return out.emit(result)
     columns, rows = plan_table(result)

@@ -352,8 +352,8 @@ def _write_report_site(rep: Report, got: _ReportInputs, html: Path) -> None:
 
 
 def _print_fabric(rep: Report) -> None:
-    """The fabric section (report/fabric.py): one line per stored collective run."""
-    from orchestrator.report.fabric import fabric_section
+    """The fabric section (fabric/lines.py): one line per stored collective run."""
+    from orchestrator.fabric.lines import fabric_section
     title, header, rows = fabric_section(rep.fabric)
     keep = [0, 1, 2, 3, 4, 5, 8, 9, 11]  # the full evidence is in --json, --markdown and --html
     make_console().print(make_table(title, [header[i] for i in keep], [[r[i] for i in keep] for r in rows]))
@@ -469,6 +469,9 @@ def results_import(path: Path = typer.Argument(..., help="Submission tree, resul
                                                    "each log's round's ruleset (default); a log that "
                                                    "fails is scored as not converged, as the result "
                                                    "summarizer does."),
+                   sku: Optional[str] = typer.Option(None, "--sku", help="An nccl-tests output: judge it "
+                                                     "against this VM size (default: the catalog size of "
+                                                     "the GPU the output names), as `fabric inspect --sku`."),
                    as_json: bool = JsonOpt,
                    fmt: Optional[OutputFormat] = OutputOpt, query: Optional[str] = QueryOpt) -> None:
     """Import MLPerf result logs, or an nccl-tests output as a fabric result (idempotent: the same
@@ -476,15 +479,17 @@ def results_import(path: Path = typer.Argument(..., help="Submission tree, resul
     checked for compliance unless --no-compliance: a failing run is excluded as MLPerf's result
     summarizer excludes it, so a score the summarizer would not give is not reported official."""
     out = output(as_json, fmt, query)
-    from orchestrator.results.fabric_store import import_nccl_tests, is_nccl_tests_file
+    from orchestrator.fabric.stored import import_nccl_tests, is_nccl_tests_file
     from orchestrator.results.importer import import_path
     if is_nccl_tests_file(path):  # a collective's output: a fabric result (`azbench fabric`)
         with open_store() as store:
-            fabric = import_nccl_tests(store, path)
+            fabric = import_nccl_tests(store, path, sku)
         if not out.rich:
             return out.emit(fabric)
         sys.stdout.write(f"imported {fabric.imported} nccl-tests run(s) ({', '.join(fabric.collectives)}), "
-                         f"{fabric.duplicates} already stored, from {path}: see `azbench report` (fabric)\n")
+                         f"{fabric.duplicates} already stored, from {path}: see `azbench report` (fabric)\n"
+                         f"judged against {fabric.sku or 'no catalog size'} ({fabric.sku_basis}): "
+                         f"verdict {fabric.verdict}, as `azbench fabric inspect` gives\n")
         return
     meter = ImportMeter(sys.stderr)
     try:

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from orchestrator.errors import ConfigError, NotFoundError
+from orchestrator.explain.account import PlanExplain, plan_explain
 from orchestrator.forecast import record
 from orchestrator.forecast.basis import MAX_EXTRAPOLATION, Band, Basis
 from orchestrator.forecast.model import Fit
@@ -50,6 +51,7 @@ class PlanRequest:
     budget_usd: float | None = None
     extrapolate: bool = False
     stored: Sequence[ResultRow] = field(default_factory=tuple)
+    params: tuple[tuple[str, str], ...] = ()  # -p KEY=VALUE for the step model's config
 
 
 class PlanRow(Frozen):
@@ -78,6 +80,8 @@ class PlanRow(Frozen):
     quota_family: str
     why: str
     marks: list[Mark] = []
+    explain: PlanExplain | None = None  # the step model's view of this count (explain.account)
+    model_vs_curve: str = ""  # said where the two disagree by more than their intervals
 
 
 class Answer(Frozen):
@@ -197,6 +201,7 @@ def _row(ctx: _Context, nodes: int, marks: list[Mark], base_gpu_minutes: float) 
     cost = [cost_per_result([m] * ctx.runs, ctx.runs, nodes, price).usd if price is not None else None
             for m in (minutes, low, high)]
     racks, per_rack = _racks(sku, nodes)
+    model = plan_explain(ctx.series.benchmark, sku.name, nodes, dict(ctx.request.params))
     return PlanRow(
         nodes=nodes, gpus=gpus, racks=racks, vms_per_rack=per_rack, minutes=minutes, low=low, high=high,
         extrapolation=ctx.fit.extrapolation(gpus), position=position, stands_on=stands_on,
@@ -205,7 +210,18 @@ def _row(ctx: _Context, nodes: int, marks: list[Mark], base_gpu_minutes: float) 
         cost_per_result_usd=cost[0], cost_per_result_low_usd=cost[1], cost_per_result_high_usd=cost[2],
         cost_per_hour_usd=per_hour, vm_hours_per_result=ctx.vm_hours(nodes),
         strong_scaling=metrics.strong_scaling_efficiency(base_gpu_minutes, 1, minutes, gpus),
-        vcpus=nodes * sku.vcpus, quota_family=sku.quota_family, why=_why(ctx, nodes), marks=marks)
+        vcpus=nodes * sku.vcpus, quota_family=sku.quota_family, why=_why(ctx, nodes), marks=marks,
+        explain=model, model_vs_curve=_disagreement(model, minutes, low, high))
+
+
+def _disagreement(model: PlanExplain, minutes: float, low: float, high: float) -> str:
+    """A sentence where the model's band and the curve's interval do not overlap, else ""."""
+    if model.model_minutes is None or model.model_low is None or model.model_high is None:
+        return ""
+    if model.model_high < low or model.model_low > high:
+        return (f"the step model ({model.model_minutes:.1f} min [{model.model_low:.1f}-{model.model_high:.1f}]) "
+                f"and the curve ({minutes:.1f} min [{low:.1f}-{high:.1f}]) disagree beyond their intervals")
+    return ""
 
 
 def _stands_on(fit: Fit, gpus: int) -> tuple[Literal["measured", "inside", "above", "below"], str]:

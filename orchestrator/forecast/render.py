@@ -37,8 +37,35 @@ def plan_lines(plan: ForecastPlan) -> list[str]:
     lines.append("points (GPUs, score, round and system):")
     lines += point_lines(plan.basis.points)
     lines += [f"measured speedup {c}" for c in plan.comparisons]
+    lines += model_lines(plan)
     lines += plan.notes
     return lines
+
+
+def model_lines(plan: ForecastPlan) -> list[str]:
+    """The step model per row (explain: azbench explain, docs/explain.md), and where it and the
+    curve disagree beyond their intervals."""
+    out: list[str] = []
+    missing = {"; ".join(r.explain.not_predicted) for r in plan.rows
+               if r.explain is not None and r.explain.predicted_step_s is None}
+    if missing and all(r.explain is None or r.explain.predicted_step_s is None for r in plan.rows):
+        return [f"step model: not predicted ({' / '.join(sorted(missing))})"]
+    for row in plan.rows:
+        e = row.explain
+        if e is None:
+            continue
+        if e.predicted_step_s is None:
+            out.append(f"step model at {formats.count(row.nodes)} nodes: not predicted ({'; '.join(e.not_predicted)})")
+            continue
+        top = ", ".join(f"{k} {v:.3g} s" for k, v in sorted(e.components.items(), key=lambda kv: -kv[1])[:3])
+        ttt = (f"; {formats.fixed(e.model_minutes, 2)} min [{formats.fixed(e.model_low, 2)}-"
+               f"{formats.fixed(e.model_high, 2)}] to train" if e.model_minutes is not None else "")
+        leaves = f"; leaving the NVLink domain: {', '.join(e.leaves_nvlink_domain)}" if e.leaves_nvlink_domain else ""
+        out.append(f"step model at {formats.count(row.nodes)} nodes: {e.predicted_step_s:.3g} s ({top}; dp_comm "
+                   f"{e.components.get('dp_comm', 0.0):.3g} s){ttt}{leaves}")
+        if row.model_vs_curve:
+            out.append(f"at {formats.count(row.nodes)} nodes {row.model_vs_curve}")
+    return out
 
 
 def _cells(plan: ForecastPlan, row: PlanRow, racks: bool) -> list[str]:

@@ -34,6 +34,7 @@ from orchestrator.recipes.parallelism import (
     fabric_overrides,
     network_profile,
     nvidia_config_env,
+    override_layout,
     pick_ruleset,
     place,
     validate_scales,
@@ -432,16 +433,18 @@ def _resolve_mlperf(recipe: Recipe, spec: Mlperf, row: catalog.GpuSku, nodes: in
     chosen = choose(configs, row.gpus_per_vm, nodes, what)
     if not explicit:  # default: the round of the implementation the container is built from
         ruleset = container_ruleset(recipe, chosen.base.config) or ruleset
-    layout = chosen.layout
-    placement = place(layout, row, nodes)
+    names = {**spec.env_names, **chosen.base.env_names}
+    given = {k: str(v) for k, v in (overrides or {}).items()}
+    layout = override_layout(chosen.layout, names, given, nodes * row.gpus_per_vm, what)
+    moved = layout != chosen.layout  # -p changed the layout: groups may leave the rack, with warnings
+    placement = place(layout, row, nodes, span_racks=moved)
     label = f"{what} (ruleset {ruleset})"
     warnings = check_gbs(spec.gbs_rules.get(ruleset or ""), layout.gbs, label, spec.gbs_source)
     base = chosen.base
     yaml_name = f"recipes/{Path(recipe.source).name}"
     scale_at = f"{yaml_name} mlperf.scales ({row.short}, {base.nodes} nodes)"
     layers: list[tuple[dict[str, str], str]] = [
-        (nvidia_config_env(layout, placement, row, nodes, ruleset, chosen.walltime_min,
-                           {**spec.env_names, **base.env_names}),
+        (nvidia_config_env(layout, placement, row, nodes, ruleset, chosen.walltime_min, names),
          f"azbench: layout of {scale_at}" + (f" ({chosen.rule})" if chosen.derived else "")),
         ({item.var: item.mount for item in spec.data_used_by(_implementation(recipe.name, base.config))
           if item.var and item.mount},
@@ -466,7 +469,7 @@ def _resolve_mlperf(recipe: Recipe, spec: Mlperf, row: catalog.GpuSku, nodes: in
     effective = {**config_env, **env}
     order, why = order_from(effective, {MAPPING_VAR: _with_line(sources[MAPPING_VAR], MAPPING_VAR)}
                             if MAPPING_VAR in sources else {})
-    placement = place(layout, row, nodes, order=order, order_source=why)
+    placement = place(layout, row, nodes, order=order, order_source=why, span_racks=moved)
     warnings += placement.warnings
     fabric = fabric_overrides(row, effective, {k: _with_line(sources[k], k) for k in FABRIC_RULES if k in sources})
     warnings += [f"{f.asked}: {f.why}; azbench " + (f"sets {f.name}={f.value}" if f.value is not None

@@ -12,6 +12,7 @@ cannot honour is here (FABRIC_RULES). Pure functions; every refusal is one Confi
 from __future__ import annotations
 
 import math
+import re
 
 from pydantic import Field
 
@@ -229,12 +230,40 @@ def check_gbs(rule: GbsRule | None, gbs: int, label: str, source: str) -> list[s
     return []
 
 
+def override_layout(layout: Layout, names: dict[str, str], overrides: dict[str, str], gpus: int,
+                    what: str) -> Layout:
+    """`layout` with the -p values of its fields (`names`: layout field -> the implementation's
+    variable) applied, so the plan is the layout the script runs: TP, PP, CP, VP and MBS as given,
+    GBS as given (or MINIBS x the new DP), else kept; DP and MINIBS follow (make_layout)."""
+    by_var = {var: field for field, var in names.items()}
+    given: dict[str, int] = {}
+    for var, text in overrides.items():
+        field = by_var.get(var)
+        if field is None or field in ("dp", "grad_accum"):
+            continue
+        if not re.fullmatch(r"[0-9]{1,9}", text.strip()):
+            raise ConfigError(f"-p {var}={text[:40]}: {field.upper()} must be a whole number")
+        given[field] = int(text)
+    if not given:
+        return layout
+    tp, pp, cp = given.get("tp", layout.tp), given.get("pp", layout.pp), given.get("cp", layout.cp)
+    vp = given.get("vp", layout.vp)
+    mp = tp * pp * cp
+    dp = gpus // mp if mp and gpus % mp == 0 else None
+    gbs = given.get("gbs") or ((given["minibs"] * dp) if "minibs" in given and dp else layout.gbs)
+    return make_layout(gpus=gpus, tp=tp, pp=pp, cp=cp, vp=vp, mbs=given.get("mbs", layout.mbs),
+                       gbs=gbs, what=f"{what} with -p {', '.join(f'{names[f]}={v}' for f, v in given.items())}")
+
+
 def place(layout: Layout, sku: GpuSku, nodes: int, *, order: str = DEFAULT_ORDER,
-          order_source: str = "") -> Placement:
+          order_source: str = "", span_racks: bool = False) -> Placement:
     """Each dimension's groups from the rank order (recipes/rank_order.py), ranks on nodes in
     blocks of GPUs per VM, nodes in racks as `up` builds them: its link (NVLink inside one domain,
     else InfiniBand), spans, the scale-out sentence and warnings; TP must fit the NVLink domain;
-    GB200: --segment and rack count, refusing a model-parallel group larger than a rack."""
+    GB200: --segment and rack count, never more racks than the plan of `nodes` holds (else a
+    ConfigError naming the nearest counts that fit). A model-parallel group larger than a rack is
+    refused unless `span_racks` (a -p override asked for it: its warnings say which groups leave
+    the rack)."""
     per_vm = sku.gpus_per_vm
     domain = per_vm * sku.nvlink_domain_vms
     name = f"{sku.short} ({domain} GPUs per NVLink domain)"
@@ -245,7 +274,7 @@ def place(layout: Layout, sku: GpuSku, nodes: int, *, order: str = DEFAULT_ORDER
     segment, racks = None, None
     rack_vms = 1
     if sku.nvlink_domain_vms > 1:
-        segment, racks = _rack_packing(layout.mp, sku, nodes)
+        segment, racks = _rack_packing(layout.mp, sku, nodes, span_racks)
         rack_vms = default_vms_per_rack(nodes, sku) or sku.nvlink_domain_vms
     sizes = {"tp": layout.tp, "cp": layout.cp, "pp": layout.pp, "dp": layout.dp}
     found = spans(sizes, order, max(per_vm, 1), rack_vms)
@@ -264,7 +293,15 @@ def place(layout: Layout, sku: GpuSku, nodes: int, *, order: str = DEFAULT_ORDER
     if segment is not None and racks is not None:
         per_rack = rack_vms // segment
         idle = rack_vms - per_rack * segment
-        notes.append(f"{nodes // segment} model-parallel groups of {segment} VM(s), {per_rack} per "
+        group = max(1, layout.mp // per_vm)
+        if group > segment:
+            warnings.append(f"a model-parallel group (TP*PP*CP = {layout.tp}*{layout.pp}*{layout.cp} = "
+                            f"{layout.mp} GPUs, {group} VMs) is larger than one rack of {rack_vms} VMs: "
+                            f"each spans {group // segment} racks in segments of {segment} VMs "
+                            f"(--segment={segment})")
+        notes.append((f"{nodes // segment} segments of {segment} VM(s) ({nodes // group} model-parallel groups "
+                      f"of {group})" if group > segment else f"{nodes // segment} model-parallel groups of {segment} VM(s)")
+                     + f", {per_rack} per "
                      f"{rack_vms}-VM rack ({idle} VM(s) per rack left idle): {racks} rack(s)"
                      + (f" of the {sku.nvlink_domain_vms} an {sku.rack_name} holds" if rack_vms < sku.nvlink_domain_vms else ""))
     return Placement(nvlink_domain_gpus=domain, mp_gpus=layout.mp, links=links,
@@ -303,24 +340,60 @@ def nvidia_config_env(layout: Layout, placement: Placement, sku: GpuSku, nodes: 
     return env
 
 
-def _rack_packing(mp: int, sku: GpuSku, nodes: int) -> tuple[int, int]:
-    """(VMs per model-parallel group, racks needed) on a multi-VM NVLink domain: a group may not
-    span an NVL72 rack, and racks hold as many VMs as a plan of `nodes` builds
-    (hardware.layout.default_vms_per_rack: 18, 16, or one partial rack below 18)."""
+def _rack_packing(mp: int, sku: GpuSku, nodes: int, span_racks: bool = False) -> tuple[int, int]:
+    """(VMs per Slurm segment, racks needed) on a multi-VM NVLink domain. Racks hold as many VMs
+    as a plan of `nodes` builds (hardware.layout.default_vms_per_rack: 18, 16, or one partial
+    rack below 18). A model-parallel group is one segment; one larger than a rack (`span_racks`)
+    is cut into the largest segments that divide it and fit a rack. ConfigError when the
+    segments need more racks than the plan holds, naming the nearest node counts that fit."""
     per_vm, domain = sku.gpus_per_vm, sku.nvlink_domain_vms
-    if mp > per_vm * domain:
+    if mp > per_vm * domain and not span_racks:
         raise ConfigError(f"a model-parallel group of TP*PP*CP = {mp} GPUs ({math.ceil(mp / per_vm)} "
                           f"VMs) would span {sku.short} {sku.rack_name}s ({domain} VMs = "
                           f"{per_vm * domain} GPUs each)")
     if (mp > per_vm and mp % per_vm) or (mp < per_vm and per_vm % mp):
         raise ConfigError(f"a model-parallel group of {mp} GPUs does not tile {sku.short} VMs "
                           f"of {per_vm} GPUs")
-    segment = max(1, mp // per_vm)
+    group = max(1, mp // per_vm)
     rack_vms = default_vms_per_rack(nodes, sku) or domain
-    if segment > rack_vms:
-        raise ConfigError(f"a model-parallel group of {segment} VMs does not fit the racks of "
+    if group > rack_vms and not span_racks:
+        raise ConfigError(f"a model-parallel group of {group} VMs does not fit the racks of "
                           f"{rack_vms} VMs a {nodes}-VM {sku.short} cluster is built in")
-    return segment, math.ceil((nodes // segment) / (rack_vms // segment))
+    segment = _segment(group, rack_vms)
+    racks, held = _racks(nodes, segment, rack_vms)
+    if racks > held:
+        near = fitting_counts(nodes, group, sku)
+        raise ConfigError(f"{nodes} {sku.short} VMs are built as {held} {sku.rack_name}(s) of {rack_vms} VMs; "
+                          f"{nodes // segment} segments of {segment} VMs (whole model-parallel groups "
+                          f"of {group} VM(s)) fit {rack_vms // segment} per rack and would need {racks} racks"
+                          + (f"; nearest counts that fit: {' or '.join(str(n) for n in near)}" if near else ""))
+    return segment, racks
+
+
+def _segment(group: int, rack_vms: int) -> int:
+    """The Slurm segment for model-parallel groups of `group` VMs in racks of `rack_vms`: the group
+    itself when it fits one rack, else the largest divisor of it that does."""
+    return next(s for s in range(min(group, rack_vms), 0, -1) if group % s == 0)
+
+
+def _racks(nodes: int, segment: int, rack_vms: int) -> tuple[int, int]:
+    """(racks the segments need, racks a plan of `nodes` holds) at `rack_vms` VMs a rack."""
+    need = math.ceil((nodes // segment) / (rack_vms // segment))
+    return need, max(1, nodes // rack_vms)
+
+
+def fitting_counts(nodes: int, group: int, sku: GpuSku, reach: int = 4096) -> tuple[int, ...]:
+    """The nearest node counts below and above `nodes` whose racks (as a plan builds them) hold
+    whole model-parallel groups of `group` VMs without more racks than the plan has."""
+    def fits(n: int) -> bool:
+        rack_vms = default_vms_per_rack(n, sku)
+        if not rack_vms or n % group:
+            return False
+        need, held = _racks(n, _segment(group, rack_vms), rack_vms)
+        return need <= held
+    below = next((n for n in range(nodes - 1, 0, -1) if fits(n)), None)
+    above = next((n for n in range(nodes + 1, nodes + reach) if fits(n)), None)
+    return tuple(n for n in (below, above) if n is not None)
 
 
 def network_profile(sku: GpuSku) -> NetworkProfile:

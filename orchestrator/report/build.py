@@ -26,7 +26,7 @@ from orchestrator import formats
 from orchestrator.errors import ConfigError
 from orchestrator.models import Frozen, ModelFacts, utcnow
 from orchestrator.report.cost import Prices, group_cost
-from orchestrator.report.fabric import FabricLine, FabricScaling, fabric_lines, fabric_scaling
+from orchestrator.fabric.lines import FabricLine, FabricScaling, fabric_lines, fabric_scaling
 from orchestrator.report.gpus import match_gpu
 from orchestrator.report.preemption import PreemptionLine, preemption_lines
 from orchestrator.report.replacements import ReplacementLine, replacement_lines
@@ -44,6 +44,7 @@ from orchestrator.results.definitions import (
 from orchestrator.results.metrics import Score, StepStats
 from orchestrator.results.stragglers import spread
 from orchestrator.results.summary import kept_step_times, summary_of
+from orchestrator.explain.account import ReportExplain, explain_run, report_summary
 from orchestrator.store.schema import AttemptRow, EventRow, FabricResultRow, ResultRow, RunRow
 
 __all__ = ["Mfu", "PublishedNeighbour", "SkuSpeedup", "StrongScaling", "WeakScaling"]
@@ -181,6 +182,9 @@ class GroupReport(Frozen):
                                                  "result itself left out")
     published_score_minutes: float | None = Field(None, description="the score MLCommons "
                                                   "published for this very result, if it is one")
+    explain: ReportExplain | None = Field(None, description="the step model's prediction beside "
+                                          "the measured median step (explain.account): parts, "
+                                          "error; None where the model has no config for it")
 
     @property
     def label(self) -> str:
@@ -236,7 +240,7 @@ class Report(Frozen):
     attempt_history: list[AttemptLine] = Field(default_factory=list)
     preemptions: list[PreemptionLine] = Field(default_factory=list)
     replacements: list[ReplacementLine] = Field(default_factory=list)
-    fabric: list[FabricLine] = Field(default_factory=list, description="stored collective runs (report/fabric.py)")
+    fabric: list[FabricLine] = Field(default_factory=list, description="stored collective runs (fabric/lines.py)")
     fabric_scaling: list[FabricScaling] = Field(default_factory=list)
     notes: list[str] = Field(default_factory=list)
 
@@ -443,6 +447,7 @@ def _group(key: GroupKey, rows: list[ResultRow], runs: Sequence[RunRow] | None,
     mfu = defs.mfu(facts.get(bench.strip().lower()), bench, sku, gpus, gbs,
                    _mode(s.get("max_sequence_length") for s in summaries), stats, source=source,
                    system=group_label(key), summaries=summaries)
+    explained = _explain(bench, system, round_name, submitter, rows, runs, stats.median if stats else None)
     cost = group_cost(rows, gpu, nodes, gpus, score.raw_minutes if score else None, runs, attempts,
                       prices, runs_for_score=defs.required_runs_or_none(bench))
     return GroupReport(
@@ -472,7 +477,25 @@ def _group(key: GroupKey, rows: list[ResultRow], runs: Sequence[RunRow] | None,
         system_price_per_hour=cost.system_price_per_hour,
         cost_per_result_usd=cost.cost_per_result_usd, cost_per_run_usd=cost.cost_per_run_usd,
         cost_all_runs_usd=cost.cost_all_runs_usd, cost_all_attempts_usd=cost.cost_all_attempts_usd,
-        cost_note=cost.cost_note, price_source=cost.price_source)
+        cost_note=cost.cost_note, price_source=cost.price_source, explain=explained)
+
+
+def _explain(bench: str, system: str, round_name: str, submitter: str, rows: Sequence[ResultRow],
+             runs: Sequence[RunRow] | None, measured: float | None) -> ReportExplain | None:
+    """The step model for a group: a published scale of the vendored table by its name, else a
+    run of ours through its recipe's config at its scale (explain.account)."""
+    found = report_summary(round_name or None, submitter or None, system, bench, measured)
+    if found is not None or not runs:
+        return found
+    by_id = {r.id: r for r in runs}
+    run = next((by_id[r.run_id] for r in rows if r.run_id in by_id), None)
+    sku = _mode(r.sku for r in rows)
+    if run is None or not sku:
+        return None
+    e = explain_run(run.id, run.recipe, run.nodes, sku, measured, 0)
+    return ReportExplain(predicted_step_s=e.predicted_step_s, measured_step_s=measured,
+                         components=e.components, error=e.error, not_predicted=e.not_predicted,
+                         source=e.subject)
 
 
 # RunSummary.step_time_source -> what the report says about it (results.mllog.StepTimeSource).

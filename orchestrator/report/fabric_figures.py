@@ -10,9 +10,9 @@ from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any
 
-from orchestrator.report.fabric import FabricLine, FabricScaling
+from orchestrator.fabric.lines import FabricLine, FabricScaling
 from orchestrator.report.figures import BAD, GOOD, KELLY, Figure, count_axis, layout, side_legend, value_axis
-from orchestrator.results.fabric import Expected, human_size
+from orchestrator.fabric.judge import Expected, human_size
 
 WARN = "#d68910"
 _VERDICT_COLOUR = {"fail": BAD, "warn": WARN, "ok": GOOD, "not checked": "#7f8c8d"}

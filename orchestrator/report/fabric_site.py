@@ -7,8 +7,10 @@ from __future__ import annotations
 from typing import Any
 
 from orchestrator.report.build import Report
-from orchestrator.report.fabric_figures import Figure, fabric_charts
-from orchestrator.results.fabric import human_size
+from orchestrator.report.fabric_figures import fabric_charts
+from orchestrator.report.figures import Figure
+from orchestrator.fabric.judge import human_size
+from orchestrator.fabric.locate import SCOPE as LOCATE_SCOPE
 
 PATH = "fabric.html"
 TEMPLATE = "fabric.html.j2"
@@ -34,20 +36,37 @@ def fabric_page_parts(report: Report) -> tuple[dict[str, Any], list[list[CellDat
             expected = ("none: CPU (gloo)" if ln.device == "CPU" else "none published", None, "muted", "")
         evidence = "; ".join(f"{c.check} {c.status}: {c.evidence}" for c in ln.checks if c.status != "not checked")
         rows.append([(ln.label, ln.label, "", ""), (ln.scope or "-", ln.scope, "", ""),
-                     (ln.collective or "unnamed", ln.collective, "", ""), _int(ln.nodes), _int(ln.ranks),
-                     _int(ln.hosts), _int(ln.gpus_per_host), _at(ln.peak_busbw, ln.peak_size),
+                     (ln.collective or "unnamed", ln.collective, "", ""), _int(ln.nodes),
+                     _count(ln.ranks, ln.ranks_at_least), _count(ln.hosts, ln.ranks_at_least), _int(ln.gpus_per_host), _at(ln.peak_busbw, ln.peak_size),
                      _at(ln.busbw_at_largest, ln.largest_size), expected,
                      ("not checked", None, "muted", "") if ln.wrong is None else _int(ln.wrong),
                      (ln.verdict, ln.verdict, _CLS[ln.verdict], ""), (evidence or "nothing judged", None, "", "")])
     ctx = {"counts": counts, "scaling": [k for k in charts if k.startswith("fabric-nodes-")],
-           "by_size": [k for k in charts if k.startswith("fabric-size-")]}
+           "by_size": [k for k in charts if k.startswith("fabric-size-")], "located": located(report)}
     return ctx, rows, charts
+
+
+def located(report: Report) -> list[dict[str, str]]:
+    """`fabric locate`'s stored collectives (pairs, re-pairs, racks), slowest first: the ranked list."""
+    runs = [ln for ln in report.fabric if (ln.scope or "").startswith(LOCATE_SCOPE + " ")]
+    runs.sort(key=lambda ln: (ln.busbw_at_largest is None, ln.busbw_at_largest or 0.0))
+    return [{"what": (ln.scope or "")[len(LOCATE_SCOPE) + 1:], "cluster": ln.label,
+             "busbw": "not measured" if ln.busbw_at_largest is None else f"{ln.busbw_at_largest:.4g} GB/s"}
+            for ln in runs]
 
 
 def _at(value: float | None, size: int | None) -> CellData:
     if value is None:
         return ("-", None, "", "")
     return (f"{value:.4g}" + (f" ({human_size(size)})" if size else ""), value, "num", "")
+
+
+def _count(value: int | None, at_least: bool) -> CellData:
+    """Ranks or hosts as the output states them: "unknown" when it does not, never 0."""
+    if value is None:
+        return ("unknown", None, "muted", "the output does not state it")
+    return (f"at least {value}" if at_least else str(value), value, "num",
+            "rank lines were left out of the output" if at_least else "")
 
 
 def _int(value: int | None) -> CellData:

@@ -362,6 +362,31 @@ def mfu(groups: Sequence[GroupReport]) -> Figure | None:
     return {"data": traces, "layout": lay}
 
 
+def explain(groups: Sequence[GroupReport]) -> Figure | None:
+    """The step model's parts stacked, one bar per system, beside a bar of the measured median
+    step (explain.account); systems the model does not predict are left out."""
+    shown = [g for g in groups if g.explain is not None and g.explain.predicted_step_s is not None]
+    if not shown:
+        return None
+    names = bar_names(shown)
+    parts = [k for k in ("compute", "tp_comm", "cp_comm", "ep_comm", "pp_bubble", "pp_p2p", "dp_comm",
+                         "optimizer", "other")
+             if any((g.explain.components.get(k) or 0.0) > 0 for g in shown if g.explain)]
+    traces = []
+    for i, part in enumerate(parts):
+        bar = _hbar(part, names, [g.explain.components.get(part) if g.explain else None for g in shown],
+                    KELLY[i % len(KELLY)])
+        bar.update(offsetgroup="model", legendgroup="model")
+        traces.append(bar)
+    measured = _hbar("measured (median)", names, [g.explain.measured_step_s if g.explain else None
+                                                  for g in shown], "#222222")
+    measured.update(offsetgroup="measured")
+    traces.append(measured)
+    return {"data": traces, "layout": _bar_layout(
+        "Where the step goes: the model's parts beside the measured step", "seconds per step",
+        len(names), barmode="stack", xaxis={"rangemode": "tozero"}, **side_legend())}
+
+
 def cost(groups: Sequence[GroupReport]) -> Figure | None:
     shown = [g for g in groups if g.cost_all_runs_usd is not None or g.cost_per_result_usd is not None]
     if not shown:

@@ -13,7 +13,7 @@ from typing import Any
 from orchestrator import formats
 from orchestrator.safetext import clean
 from orchestrator.report.build import GroupReport, Report, history_section
-from orchestrator.report.fabric import fabric_section
+from orchestrator.fabric.lines import fabric_section
 from orchestrator.report.preemption import preemption_section
 from orchestrator.report.replacements import replacement_section
 
@@ -109,7 +109,8 @@ def _packed(name: str, head: list[str], secs: Sequence[_Section], limit: int,
 def sections(report: Report) -> list[_Section]:
     """The report as (title, header, rows) of display strings; empty sections left out."""
     out = [_best_section(report), _results_section(report.groups), _runs_section(report.groups),
-           _steps_section(report.groups), _mfu_section(report.groups), _cost_section(report.groups)]
+           _steps_section(report.groups), _explain_section(report.groups), _mfu_section(report.groups),
+           _cost_section(report.groups)]
     out.append(("Strong scaling (time-to-train)",
                 ["benchmark", "small -> large", "GPUs", "GBS", "speedup", "E_strong",
                  "E_strong x scaling", "throughput/GPU eff."],
@@ -194,6 +195,17 @@ def _steps_section(groups: Sequence[GroupReport]) -> _Section:
     # "MFU bf16" is MFU against dense BF16 (kept short: the column's name is read by scripts); a
     # run that computes in FP8/FP4 can pass 100% there, and the cell says so.
     return "Step times and throughput", header, rows
+
+
+def _explain_section(groups: Sequence[GroupReport]) -> _Section:
+    """The step model beside the measured median step, with every part (they add up to it)."""
+    parts = ["compute", "tp_comm", "cp_comm", "ep_comm", "pp_bubble", "pp_p2p", "dp_comm", "optimizer", "other"]
+    header = ["benchmark", "system", "measured step (s)", "model step (s)", "error", *parts, "note"]
+    rows = [[g.benchmark, g.label, _f(g.explain.measured_step_s, 4), _f(g.explain.predicted_step_s, 4),
+             _signed_pct(g.explain.error), *[_f(g.explain.components.get(k), 4) for k in parts],
+             "not predicted: " + "; ".join(g.explain.not_predicted) if g.explain.not_predicted else g.explain.source]
+            for g in groups if g.explain is not None]
+    return "The step explained (model parts in seconds; azbench explain)", header, rows
 
 
 def _mfu_section(groups: Sequence[GroupReport]) -> _Section:

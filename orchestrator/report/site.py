@@ -180,7 +180,7 @@ class _Site:
                 "strong": figs.strong_scaling(bench, groups),
                 "weak": figs.weak_scaling(bench, self.report.weak_scaling),
                 "speedup": figs.sku_speedup([s for s in self.report.speedups if s.benchmark == bench]),
-                "mfu": figs.mfu(groups)}
+                "mfu": figs.mfu(groups), "explain": figs.explain(groups)}
             curves = benchmark_curves(bench, stored=self.results)
             for c in curves:
                 charts[f"forecast-{c.gpu}"] = figs.forecast(c, self.palette)

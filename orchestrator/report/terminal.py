@@ -66,7 +66,8 @@ def summary_view(report: Report, *, runs: bool = False, vs_published: bool = Fal
     """Best per benchmark, then one line per score; `runs` adds every run, `vs_published` the
     nearest published result beside every score."""
     prefix = _common_prefix(report.groups)
-    tables = [_best_table(report, prefix), _scores_table(report.groups, prefix)]
+    tables = [_best_table(report, prefix), _scores_table(report.groups, prefix),
+              _explain_table(report.groups, prefix)]
     if vs_published:
         tables.append(_published_table(report.groups, prefix))
     if runs:
@@ -144,6 +145,25 @@ def _scores_table(groups: Sequence[GroupReport], prefix: str) -> ViewTable:
     return ViewTable("scores", "Scores, one line per benchmark and system (the raw olympic means "
                                "and scaling factors are in --markdown and --json)", cols, rows,
                      group_by="benchmark")
+
+
+def _explain_table(groups: Sequence[GroupReport], prefix: str) -> ViewTable:
+    """The step model beside the measured median step (explain.account), groups it covers only."""
+    cols = [Column("system", "system", shrink=True, min_width=16), Column("gpus", "GPUs", "int", min_width=5),
+            Column("measured", "step (s)", "minutes"), Column("predicted", "model (s)", "minutes"),
+            Column("error", "error", "signed_pct"), Column("largest", "largest parts", shrink=True, min_width=12)]
+    rows: list[dict[str, Value]] = []
+    for g in groups:
+        e = g.explain
+        if e is None:
+            continue
+        top = sorted(e.components.items(), key=lambda kv: -kv[1])[:3]
+        rows.append({"benchmark": g.benchmark, "system": _strip(g.label, prefix), "gpus": g.gpus,
+                     "measured": e.measured_step_s, "predicted": e.predicted_step_s, "error": e.error,
+                     "largest": ", ".join(f"{k} {v:.3g}" for k, v in top) if top
+                     else "not predicted: " + "; ".join(e.not_predicted)})
+    return ViewTable("explain", "The step explained: the model's step (compute, communication, bubble, "
+                     "...: azbench explain) beside the measured median step", cols, rows, group_by="benchmark")
 
 
 def _published_table(groups: Sequence[GroupReport], prefix: str) -> ViewTable:

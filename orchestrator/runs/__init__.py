@@ -3,9 +3,8 @@
 Owns: sweeps of runs by node count and repeat (execute), one attempt (attempts), the health
 gates (health: the all-reduce job; fleet, grouptest and fleet_gate: the scale gate behind
 `azbench health` with its group testing, stragglers and drain; fleet_stats: its robust
-statistics; fabric_gate: its fabric checks on GPU nodes (GPU and HCA counts, IMEX and the
-fabric state on multi-VM NVLink sizes); fleet_replace: self-healing, replacing what it drained),
-`azbench fabric test` (fabric), the monitor and its decide(),
+statistics, calling fabric/'s gate checks and judge on GPU nodes; fleet_replace: self-healing,
+replacing what it drained), the monitor and its decide(),
 the failure-class table, recovery after a spot eviction (preemption), a run's logs (logview),
 a recipe's attempt and staging job as data for the launcher (launch: the join of recipes/ and
 the job models; its previews ask slurm/ for the exact scripts), the rehearsal of every MLPerf
@@ -16,9 +15,8 @@ named by the digest of its pinned implementation, then the READMEs' preprocessin
 container, each step marked by a key over its command and inputs). runs/ hands the launcher
 data, never script text.
 May import: the base, specs/, hardware/, clusters/ (lifecycle for `connect`; never providers/), recipes/,
-results/, slurm/ and store/.
-Exposes: execute.run_sweep, attempts, health, fleet_gate.gate_cluster/gate_nodes, fabric.fabric_test
-(`azbench fabric test`: collectives as Slurm jobs, stored), fabric_gate.gate_fabric,
+results/, fabric/, slurm/ and store/.
+Exposes: execute.run_sweep, attempts, health, fleet_gate.gate_cluster/gate_nodes,
 fleet_replace.replace_drained, monitor,
 failures, logview, launch.describe_launch/launch_attempt/container_run/stage_request/container_build,
 prepare.prepare/check_staged/stage_plans, rehearsal.rehearse/rehearse_all.

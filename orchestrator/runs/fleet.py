@@ -33,13 +33,13 @@ from dataclasses import dataclass, field
 from typing import Callable, Iterable, Mapping, Protocol, Sequence
 
 from orchestrator.errors import ConfigError
+from orchestrator.fabric.judge import round_busbw
 from orchestrator.models import NodeInfo
 from orchestrator.runs.fleet_stats import OutlierRule, confirmed, controls, suspects
 from orchestrator.runs.grouptest import GroupOutcome, GroupTest, SearchResult, racks_of, search
 from orchestrator.slurm.conf import natural_key
 from orchestrator.slurm.states import expand_hostlist
 
-_AVG_BUSBW = re.compile(r"^#\s*Avg bus bandwidth\s*:\s*(\S+)")
 _PROBE = re.compile(r"AZBENCH_PROBE (.*)$")
 _AHC = re.compile(r"AZBENCH_AHC (.*)$")
 # NHC (which azurehpc-health-checks is built on) reports a failed check as
@@ -278,17 +278,13 @@ def _confirmed_stragglers(prober: Prober, report: FleetReport, first: Mapping[st
 
 
 def parse_nccl_round(outputs: Sequence[str], opts: GateOptions) -> list[GroupOutcome]:
-    """One outcome per group from its nccl-tests all_reduce_perf output (its last "# Avg bus
-    bandwidth" line); a group with none failed."""
+    """One outcome per group from its nccl-tests all_reduce_perf output, its busbw read by the
+    fabric's one judge (fabric.judge.round_busbw); a group with none failed."""
     limit = opts.link_gbps * opts.link_fail_fraction
     out = []
     for text in outputs:
-        found = [m.group(1) for m in map(_AVG_BUSBW.search, text.splitlines()) if m]
-        busbw = _num(found[-1]) if found else math.nan
-        if math.isnan(busbw):
-            out.append(GroupOutcome(False, None, limit, "nccl-tests all_reduce_perf failed"))
-        else:
-            out.append(GroupOutcome(busbw >= limit, busbw, limit, "all_reduce_perf avg bus bandwidth, GB/s"))
+        busbw, what = round_busbw(text, opts.nccl_message)
+        out.append(GroupOutcome(busbw is not None and busbw >= limit, busbw, limit, what))
     return out
 
 

@@ -30,15 +30,16 @@ from orchestrator.runs.fleet import (
     parse_nccl_round,
     parse_probes,
 )
-from orchestrator.runs.fabric_gate import FabricGate, gate_fabric
+from orchestrator.fabric.gate import FabricGate, gate_fabric
+from orchestrator.fabric.judge import Finding
+from orchestrator.fabric.runner import NCCL_TESTS
 from orchestrator.runs.grouptest import GroupOutcome, GroupTest
 from orchestrator.seams import Access, Launcher
 from orchestrator.slurm.conf import compress_hostlist, natural_key
 
 PROBE_SCRIPT = "health_probe.sh"
-FABRIC_SCRIPT = "fabric_node_check.py"  # the GPU nodes' fabric facts (runs/fabric_gate.py judges them)
+FABRIC_SCRIPT = "fabric_node_check.py"  # the GPU nodes' fabric facts (fabric/gate.py judges them)
 AHC_PATH = "/opt/azurehpc/test/azurehpc-health-checks/run-health-checks.sh"
-NCCL_TESTS = "/opt/nccl-tests/build/all_reduce_perf"  # where Azure's Ubuntu-HPC images ship it
 # all_reduce_perf at one message size: the SKU's published baseline size (catalog.NcclBaseline,
 # 16G on every ND size). Small messages measure latency, not bandwidth, and flag healthy nodes.
 NCCL_MESSAGE = "16G"
@@ -197,7 +198,7 @@ def gate_nodes(access: Access, cluster: Cluster, nodes: Sequence[str], *,
               else FleetReport(checked=[]))
     if fabric is not None:
         report.checked = list(nodes)
-        report.verdicts = fabric.verdicts + report.verdicts
+        report.verdicts = [fabric_verdict(f) for f in fabric.findings] + report.verdicts
         if fabric.fault:
             report.fabric = fabric.fault + (f"; {report.fabric}" if report.fabric else "")
     if drain_bad and not report.fabric and access.caps.node_control:
@@ -216,3 +217,8 @@ def _last_line(text: str) -> str:
 
 
 __all__ = ["LauncherProber", "drain", "undrain", "gate_cluster", "gate_nodes", "options_for"]
+
+
+def fabric_verdict(f: Finding) -> Verdict:
+    """A fabric finding as the fleet report's verdict (a failed check, with its evidence)."""
+    return Verdict(f.node, f.check, "fail", f.value, f.threshold, detail=f.evidence)

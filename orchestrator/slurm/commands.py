@@ -93,6 +93,11 @@ def resume(nodes: Sequence[str]) -> str:
     return f"scontrol update nodename={q(','.join(nodes))} state=RESUME"
 
 
+def first_node_command(binary: str = CONTROL) -> str:
+    """Shell text printing the first node of the job a task runs in (SLURM_JOB_NODELIST expanded)."""
+    return f'{q(binary)} show hostnames "${{SLURM_JOB_NODELIST:-}}" 2>/dev/null | head -n 1'
+
+
 def down_argv(nodes: Sequence[str], reason: str, binary: str = "scontrol") -> list[str]:
     """Mark nodes DOWN (what a job still on them gets killed by) before they are retired."""
     return [binary, "update", f"nodename={','.join(nodes)}", "state=DOWN", f"reason={reason[:240]}"]

@@ -1,6 +1,6 @@
 """The fabric test's batch script: templates/fabric_test.sbatch.j2 for a FabricTestPlan.
 
-Pure: a plan in, the script out. Which collectives, sizes and nodes are runs/fabric.py's choice;
+Pure: a plan in, the script out. Which collectives, sizes and nodes are fabric/runner.py's choice;
 here they become #SBATCH lines and one job step per collective (nccl-tests on GPU sizes, azbench's
 gloo runner on CPU ones).
 """

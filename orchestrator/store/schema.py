@@ -182,7 +182,7 @@ baselines = sa.Table(
 )
 
 # v5: collectives as a benchmark (`azbench fabric test`, nccl-tests outputs imported): one row per
-# collective run, its sizes and NCCL's transport facts as JSON (results/fabric_store.py's shape).
+# collective run, its sizes and NCCL's transport facts as JSON (fabric/stored.py's shape).
 fabric_results = sa.Table(
     "fabric_results",
     metadata,
@@ -483,7 +483,7 @@ class BaselineRow(_Row):
 class FabricResultRow(_Row):
     """One collective's run stored as a result (`azbench fabric test`, or an imported nccl-tests
     output); unique by `content_hash`. `sizes_json` holds per size: size (bytes), time_us, algbw,
-    busbw, wrong (results/fabric_store.py writes and reads it); `transport_json` NCCL's log facts."""
+    busbw, wrong (fabric/stored.py writes and reads it); `transport_json` NCCL's log facts."""
 
     id: int | None = None
     content_hash: str

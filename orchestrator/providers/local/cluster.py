@@ -13,6 +13,7 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 from orchestrator.models import Cluster, ClusterState, utcnow
+from orchestrator.providers.local.links import Links
 from orchestrator.providers.local.props import LocalProps
 
 PARTITION = "local"
@@ -45,6 +46,8 @@ class LocalState(BaseModel):
     slurmctld_port: int
     node_ports: dict[str, int]
     daemons: dict[str, Daemon] = Field(default_factory=dict)
+    # Each node's own network link (providers/local/links.py), when `up` was asked for links.
+    links: Links = Field(default_factory=Links)
     created_at: datetime = Field(default_factory=utcnow)
 
 

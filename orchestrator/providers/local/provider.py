@@ -33,6 +33,7 @@ from orchestrator.providers.local.cluster import (
     save_state,
     to_cluster,
 )
+from orchestrator.providers.local import links as netlinks
 from orchestrator.providers.local import proc
 from orchestrator.hosts.remote import LocalRunner
 from orchestrator.errors import CapacityError, ConfigError, ProvisionError
@@ -40,7 +41,7 @@ from orchestrator.models import Cluster, ClusterState, Plan, PlannedResource, Sc
 from orchestrator.providers.local.props import LocalProps
 from orchestrator.seams import Access, Capabilities
 from orchestrator.slurm.commands import (CLIENTS, CONTROL, DAEMONS, INSTALL_HINT, NODE_LIST, find_binaries,
-                                         down_argv, node_states_argv, retire_argv)
+                                         down_argv, first_node_command, node_states_argv, retire_argv)
 from orchestrator.slurm.launcher import SlurmLauncher
 from orchestrator.slurm.conf import (SlurmConfParams, SlurmNode, compress_hostlist, natural_key,
                                      render_slurm_conf, tree_topology)
@@ -100,6 +101,7 @@ class LocalProvider(ProviderBase):
         bins = find_binaries()
         cdir = paths.cluster_dir(spec.name)
         wanted = node_names(spec.nodes)
+        faults = netlinks.parse_faults(os.environ.get(netlinks.FAULTS_VAR, ""), wanted)  # before anything starts
         state = load_state(cdir)
         if state is not None:
             # Replacements rename nodes, so the shape is the node count, not the names.
@@ -109,6 +111,8 @@ class LocalProvider(ProviderBase):
             self._stop(state)  # half-dead or resized: stop our own pids, then start afresh
         try:
             state = self._start(spec, cdir, bins)
+            if netlinks.wanted():
+                _build_links(state, faults, bins)
             self._wait_ready(state, bins)
         except ProvisionError:
             leftover = load_state(cdir)  # saved as each daemon started: stop what did start
@@ -134,6 +138,8 @@ class LocalProvider(ProviderBase):
         if state is None:
             return
         self._stop(state)
+        netlinks.teardown(state.links)
+        (cdir / "bin" / "python").unlink(missing_ok=True)
         runtime = Path(state.runtime_dir)
         if runtime.is_dir() and (runtime.is_relative_to(cdir) or runtime.name.startswith("azbench-")):
             shutil.rmtree(runtime, ignore_errors=True)
@@ -144,8 +150,12 @@ class LocalProvider(ProviderBase):
     def connect(self, cluster: Cluster) -> Access:
         """Commands run here with the cluster's environment; recipes run on this interpreter."""
         runner = LocalRunner(env=dict(cluster.env))
+        state = load_state(_cluster_dir(cluster))
+        links = state.links if state is not None else netlinks.Links()
+        wrapper = _cluster_dir(cluster) / "bin" / "python"
+        python = str(wrapper) if links.built and wrapper.exists() else sys.executable
         return Access(launcher=SlurmLauncher(runner, cluster), shell=runner, caps=self.caps,
-                      python=sys.executable, closers=[runner.close])
+                      python=python, closers=[runner.close], notes=_link_notes(links))
 
     def kill_node(self, cluster: Cluster, node: str) -> None:
         kill_node(cluster, node)
@@ -476,8 +486,10 @@ def _wait_idle(state: LocalState, nodes: Sequence[str], bins: dict[str, str], ti
         for node in nodes:
             _check_alive(state, f"slurmd:{node}")
 
+    def listing() -> dict[str, str]:
+        return node_states(state, bins[NODE_LIST])
+
     try:
-        listing = lambda: node_states(state, bins[NODE_LIST])  # noqa: E731
         proc.wait_for(lambda: all(listing().get(n) == "idle" for n in nodes),
                       timeout_s, 0.2, check, "idle nodes", max_poll_s=2.0)
     except TimeoutError:
@@ -497,6 +509,29 @@ def node_states(state: LocalState, binary: str = NODE_LIST) -> dict[str, str]:
         return {}
     pairs = (line.split() for line in out.stdout.splitlines())
     return {p[0]: p[1] for p in pairs if len(p) == 2}
+
+
+def _build_links(state: LocalState, faults: dict[str, netlinks.LinkFault], bins: dict[str, str]) -> None:
+    """Each node (spare slots too, so a replacement has one) its own link; the cluster's python
+    enters it (providers/local/links.py). Where links cannot be built, the notes say so."""
+    tag = hashlib.sha256(state.cluster_dir.encode()).hexdigest()[:6]
+    state.links = netlinks.build(tag, [*state.nodes, *state.spares], faults)
+    if not state.links.built and faults:
+        state.links.notes.append(f"{netlinks.FAULTS_VAR} asked for "
+                                 + ", ".join(f"{n}={f.text()}" for n, f in faults.items())
+                                 + ": those links could not be shaped")
+    if state.links.built:
+        netlinks.write_python(Path(state.cluster_dir) / "bin" / "python", sys.executable, state.links,
+                              first_node_command(bins.get(CONTROL, CONTROL)))
+    save_state(state)
+
+
+def _link_notes(links: netlinks.Links) -> list[str]:
+    """What a view says about the nodes' links: their own (with faults), or why none were built."""
+    if links.built:
+        return [f"each node has its own link (veth on a bridge, namespaces {links.prefix}-*)"] + links.notes
+    return list(links.notes) or ["nodes share this machine's loopback: no node has a link of its own "
+                                 f"(set {netlinks.LINKS_VAR}=1 or {netlinks.FAULTS_VAR} at up, as root)"]
 
 
 def _cluster_dir(cluster: Cluster) -> Path:

@@ -2,7 +2,7 @@
 nccl-tests outputs) with its busbw per size, its verdict, and the SKU's expected figure with its
 source; and, per cluster and collective, busbw at the largest size against node count.
 
-The numbers are the stored rows' (results/fabric_store.py); the verdicts are results/fabric.py's
+The numbers are the stored rows' (fabric/stored.py); the verdicts are fabric/judge.py's
 checks, computed here from the same rows (one rule, one home). CPU runs (gloo) are labelled CPU
 and have no expected figure. Pure: rows in, models out.
 """
@@ -17,10 +17,9 @@ from pydantic import Field
 
 from orchestrator.hardware.catalog import find
 from orchestrator.models import Frozen
-from orchestrator.results.fabric import (BASELINE_COLLECTIVE, Check, Expected, Status, expected_for, human_size,
+from orchestrator.fabric.judge import (BASELINE_COLLECTIVE, Check, Expected, Status, expected_for, human_size,
                                          run_checks, worst_of)
-from orchestrator.results.fabric_store import SizePoint, sizes_of, transport_of
-from orchestrator.results.nccltests import NcclRun, SizeRow
+from orchestrator.fabric.stored import SizePoint, facts_of, run_of, sizes_of, transport_of
 from orchestrator.store.schema import FabricResultRow
 
 
@@ -36,9 +35,11 @@ class FabricLine(Frozen):
     collective: str | None = None
     scope: str | None = None
     nodes: int | None = None
-    ranks: int
-    hosts: int
+    ranks: int | None = Field(None, description="None: the output does not say (never 0)")
+    ranks_at_least: bool = False
+    hosts: int | None = None
     gpus_per_host: int | None = None
+    collective_basis: str = Field("", description="how the collective was read (a line, the table, the file name)")
     busbw: list[SizePoint] = Field(default_factory=list, description="per size: size (bytes), busbw, algbw, time_us, wrong")
     wrong: int | None = None
     peak_busbw: float | None = None
@@ -85,10 +86,7 @@ def fabric_lines(rows: Sequence[FabricResultRow]) -> list[FabricLine]:
 
 
 def fabric_line(row: FabricResultRow) -> FabricLine:
-    points = sizes_of(row)
-    run = NcclRun(collective=row.collective, ranks=row.ranks, hosts=row.hosts, gpus_per_host=row.gpus_per_host,
-                  sizes=[SizeRow(size=p.size, busbw_oop=p.busbw, algbw=p.algbw, time_us=p.time_us, wrong_oop=p.wrong)
-                         for p in points], avg_busbw=row.avg_busbw_gbps)
+    points, run = sizes_of(row), run_of(row)
     sku = find(row.sku)
     expected = expected_for(sku) if row.device == "GPU" else None
     log = transport_of(row)
@@ -97,8 +95,9 @@ def fabric_line(row: FabricResultRow) -> FabricLine:
     nets = (log.networks or list(dict.fromkeys(c.net for c in log.channels))) if log else []
     return FabricLine(
         id=row.id, source=row.source, cluster=row.cluster, sku=row.sku, device=row.device, backend=row.backend,
-        collective=row.collective, scope=row.scope, nodes=row.nodes, ranks=row.ranks, hosts=row.hosts,
-        gpus_per_host=row.gpus_per_host, busbw=points, wrong=run.wrong,
+        collective=row.collective, scope=row.scope, nodes=row.nodes, ranks=run.ranks,
+        ranks_at_least=run.ranks_at_least, hosts=run.hosts, gpus_per_host=run.gpus_per_host,
+        collective_basis=facts_of(row).collective_basis, busbw=points, wrong=run.wrong,
         peak_busbw=peak.busbw if peak else None, peak_size=peak.size if peak else None,
         largest_size=largest.size if largest else None, busbw_at_largest=largest.busbw if largest else None,
         avg_busbw_line=row.avg_busbw_gbps,
@@ -130,7 +129,8 @@ def fabric_section(lines: Sequence[FabricLine]) -> tuple[str, list[str], list[li
     header = ["cluster (SKU, device)", "scope", "collective", "nodes", "ranks", "hosts", "GPUs/host",
               "peak busbw GB/s (size)", "busbw at largest GB/s (size)", "expected GB/s (source)", "wrong",
               "verdict", "evidence"]
-    rows = [[ln.label, ln.scope or "-", ln.collective or "unnamed", _i(ln.nodes), str(ln.ranks), str(ln.hosts),
+    rows = [[ln.label, ln.scope or "-", ln.collective or "unnamed", _i(ln.nodes),
+             ("at least " if ln.ranks_at_least else "") + _i(ln.ranks, "unknown"), _i(ln.hosts, "unknown"),
              _i(ln.gpus_per_host), _at(ln.peak_busbw, ln.peak_size), _at(ln.busbw_at_largest, ln.largest_size),
              (f"{ln.expected.expected_gbps:g} (warn {ln.expected.warn_gbps:g}; {ln.expected.source})"
               if ln.expected else ("none: CPU (gloo)" if ln.device == "CPU" else "none published")),
@@ -145,5 +145,5 @@ def _at(value: float | None, size: int | None) -> str:
     return "-" if value is None else f"{value:g}" + (f" ({human_size(size)})" if size else "")
 
 
-def _i(value: int | None) -> str:
-    return "-" if value is None else str(value)
+def _i(value: int | None, missing: str = "-") -> str:
+    return missing if value is None else str(value)

@@ -7,7 +7,7 @@ images ship it in /opt/nccl-tests/build) with NCCL_DEBUG=INFO and the SKU's netw
 NCCL's own log says which transport it used; on CPU sizes (the local cluster, the D-series
 rehearsal) azbench's gloo runner (templates/fabric_collectives.py) with two ranks per node,
 labelled CPU, with no baseline. Each collective's run becomes one stored FabricResultRow
-(results/fabric_store.py) and is judged by results/fabric.py. Everything goes through the
+(fabric/stored.py) and is judged by fabric/judge.py. Everything goes through the
 cluster's Launcher (capability `health_gate`: jobs on chosen nodes).
 """
 
@@ -23,15 +23,15 @@ from typing import Literal
 from orchestrator.errors import ConfigError, LaunchError, MissingCapability
 from orchestrator.hardware.catalog import GpuSku, lookup
 from orchestrator.models import Cluster, FabricTestPlan, JobRef, JobState, utcnow
-from orchestrator.results.fabric import Check, Status, expected_for, human_size, run_checks, worst, worst_of
-from orchestrator.results.fabric_store import run_rows
-from orchestrator.results.nccl_log import parse_log
-from orchestrator.results.nccltests import COLLECTIVES, NcclRun, parse_runs
+from orchestrator.fabric.judge import Check, Status, expected_for, human_size, run_checks, worst, worst_of
+from orchestrator.fabric.nccltests import COLLECTIVES, NcclRun
+from orchestrator.fabric.reading import read_bytes
+from orchestrator.fabric.stored import run_rows
 from orchestrator.slurm.conf import natural_key
-from orchestrator.runs.fleet_gate import NCCL_TESTS
 from orchestrator.seams import Access
 from orchestrator.store.database import Store
 
+NCCL_TESTS = "/opt/nccl-tests/build/all_reduce_perf"  # where Azure's Ubuntu-HPC images ship it (the gate runs it)
 NCCL_TESTS_DIR = str(PurePosixPath(NCCL_TESTS).parent)
 CPU_RANKS_PER_NODE = 2  # so that one node measures something (two ranks talk over loopback)
 # CPU sizes: 1 KiB to 1 MiB by 4 is six sizes, seconds per collective on two shared cores.
@@ -170,13 +170,13 @@ def fabric_test(cluster: Cluster, access: Access, store: Store, *, node_counts: 
         limit = timeout_s if timeout_s is not None else plan.time_limit_min * 60 + 600
         state = _wait(access, ref, limit, poll_interval, clock, sleep)
         job.state = state.value if state else f"cancelled after {limit:g}s"
-        text = access.launcher.tail(plan.output(ref.job_id)).decode(errors="replace")
-        runs = [r for r in parse_runs(text) if r.sizes]
-        log = parse_log(text)
+        reading = read_bytes(access.launcher.tail(plan.output(ref.job_id)), plan.output(ref.job_id), name_hint="")
+        runs = [r for r in reading.runs if r.sizes]
+        log = reading.log
         found = {r.collective for r in runs}
         job.errors = [f"{c}: no result in the job's output (job {ref.job_id} {job.state})"
                       for c in chosen if c not in found]
-        rows = run_rows(text, runs, log, source="test", device=device, cluster=cluster.name, sku=row.name,
+        rows = run_rows(reading.sha256, runs, log, source="test", device=device, cluster=cluster.name, sku=row.name,
                         scope=scope, nodes=nodes, job_id=ref.job_id, log_path=plan.output(ref.job_id))
         job.stored = [i for i, _ in store.add_fabric_results(rows)]
         for run in runs:

@@ -1,0 +1,147 @@
+"""The model's fitted parameters: fitted once on published step times, no per-system knob.
+
+The model is linear in its parameters (model.py): step = compute·(1 + bubble)·slowdown[g] +
+Σ raw_k·exposed_k + opt_bytes·opt_s_per_gb + other_s, with g the (catalog GPU, precision) group.
+They are fitted by bounded least squares on the relative error (slowdown ≥ 1: no config beats
+the dense peak; exposures in [0, 1]; the rest ≥ 0). A group the fit has no scale for takes the
+median slowdown of the fitted groups of its precision, else of all (said in `source`).
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+import numpy as np
+
+from orchestrator.explain.model import Params, terms
+from orchestrator.explain.published import DATA_FILE, Scale, modelled
+from orchestrator.hardware.catalog import find
+
+GLOBAL = ("elementwise_s", "tp_exposed", "tp_exposed_plain", "cp_exposed", "pp_exposed", "dp_exposed",
+          "opt_s_per_gb", "other_s")
+_BOUNDS = {"elementwise_s": (0.0, 100.0), "tp_exposed": (0.0, 1.0), "tp_exposed_plain": (0.0, 1.0), "cp_exposed": (0.0, 1.0),
+           "pp_exposed": (0.0, 1.0), "dp_exposed": (0.0, 1.0), "opt_s_per_gb": (0.0, 10.0),
+           "other_s": (0.0, 5.0)}
+_SLOW = (1.0, 50.0)
+
+
+@dataclass
+class Fitted:
+    """The fitted parameters, by name, with the data they came from."""
+
+    slowdown: dict[tuple[str, str], float]
+    shared: dict[str, float]
+    scales: int
+    systems: int
+    source: str
+    counts: dict[tuple[str, str], int] = field(default_factory=dict)
+
+    def params_for(self, group: tuple[str, str]) -> tuple[Params, str]:
+        """The Params for a (GPU, precision) group and where its slowdown came from."""
+        if group in self.slowdown:
+            slow, why = self.slowdown[group], f"fitted on {self.counts.get(group, 0)} scale(s) of {group[0]} {group[1]}"
+            return Params(slowdown=slow, **self.shared), why
+        gpu, precision = group
+        row = find(gpu)
+        here = row.peak_tflops(precision) if row is not None else None
+        # Same GPU at another precision: the same achieved FLOP rate (an FP8 GEMM is rarely
+        # twice a BF16 one end to end: attention and the rest stay in BF16).
+        other = sorted((p, v) for (g, p), v in self.slowdown.items() if g == gpu)
+        if other and row is not None and here:
+            p, v = other[-1]
+            peak = row.peak_tflops(p) or here
+            slow = v * here / peak
+            why = (f"no fitted scale of {gpu} {precision}: {gpu} {p}'s achieved rate "
+                   f"({peak / v:.0f} TFLOP/s) at the {precision} peak")
+        else:
+            same = [v for (g, p), v in self.slowdown.items() if p == precision]
+            pool = same or list(self.slowdown.values()) or [1.0]
+            slow = statistics.median(pool)
+            why = (f"no fitted scale of {gpu} {precision}: the median share of peak of the fitted "
+                   f"{precision if same else 'all'} groups")
+        return Params(slowdown=slow, **self.shared), why
+
+    def table(self) -> list[dict[str, object]]:
+        """Every parameter, its value and its data, for `explain --params` and the docs."""
+        rows: list[dict[str, object]] = [
+            {"name": f"achieved share of dense peak [{g} {p}]", "value": round(1.0 / v, 4),
+             "data": f"{self.counts.get((g, p), 0)} scale(s)"} for (g, p), v in sorted(self.slowdown.items())]
+        rows += [{"name": k, "value": round(v, 6), "data": f"{self.scales} scales"} for k, v in self.shared.items()]
+        return rows
+
+
+def design(scales: Sequence[Scale], groups: list[tuple[str, str]]) -> tuple[np.ndarray, np.ndarray]:
+    """The linear system: one row per scale, columns = groups' slowdowns then GLOBAL."""
+    a = np.zeros((len(scales), len(groups) + len(GLOBAL)))
+    y = np.zeros(len(scales))
+    for i, s in enumerate(scales):
+        assert s.config is not None and s.hardware is not None
+        t = terms(s.config, s.hardware)
+        a[i, groups.index(s.group)] = t.compute * (1.0 + t.bubble_fraction)
+        j = len(groups)
+        a[i, j] = t.elementwise * (1.0 + t.bubble_fraction)
+        j += 1
+        a[i, j + (0 if s.config.tp_overlap else 1)] = t.tp_raw
+        a[i, j + 2], a[i, j + 3], a[i, j + 4] = t.cp_raw, t.pp_raw, t.dp_tail
+        a[i, j + 5], a[i, j + 6] = t.opt_bytes / 1e9, 1.0
+        y[i] = s.step_s
+    return a, y
+
+
+def fit(scales: Sequence[Scale], source: str = "") -> Fitted:
+    """Bounded least squares on relative error over `scales` (each must be modelled)."""
+    groups = sorted({s.group for s in scales})
+    a, y = design(scales, groups)
+    w = 1.0 / y
+    aw, yw = a * w[:, None], y * w
+    lo = np.array([_SLOW[0]] * len(groups) + [_BOUNDS[k][0] for k in GLOBAL])
+    hi = np.array([_SLOW[1]] * len(groups) + [_BOUNDS[k][1] for k in GLOBAL])
+    theta = _bounded_lstsq(aw, yw, lo, hi)
+    counts = {g: sum(1 for s in scales if s.group == g) for g in groups}
+    return Fitted(slowdown={g: float(theta[i]) for i, g in enumerate(groups)},
+                  shared={k: float(theta[len(groups) + j]) for j, k in enumerate(GLOBAL)},
+                  scales=len(scales), systems=len({s.system_key for s in scales}),
+                  source=source or f"recipes/{DATA_FILE}", counts=counts)
+
+
+def _bounded_lstsq(a: np.ndarray, y: np.ndarray, lo: np.ndarray, hi: np.ndarray,
+                   rounds: int = 200) -> np.ndarray:
+    """min ‖a·θ − y‖ with lo ≤ θ ≤ hi: an active set (free variables solved exactly; a variable
+    that leaves its bounds is pinned at the nearest; one whose gradient points inward is freed)."""
+    n = a.shape[1]
+    active = np.zeros(n, dtype=int)  # 0 free, -1 at lo, +1 at hi
+    theta = np.clip(np.ones(n), lo, hi)
+    used = np.abs(a).sum(axis=0) > 0
+    active[~used] = -1
+    theta[~used] = lo[~used]
+    for _ in range(rounds):
+        free = active == 0
+        fixed = np.where(active < 0, lo, hi)
+        theta = np.where(free, 0.0, fixed)
+        rhs = y - a[:, ~free] @ theta[~free]
+        if free.any():
+            sol, *_ = np.linalg.lstsq(a[:, free], rhs, rcond=None)
+            theta[free] = sol
+        low, high = free & (theta < lo), free & (theta > hi)
+        if low.any() or high.any():
+            # pin the worst violator only, then re-solve
+            over = np.where(low, lo - theta, np.where(high, theta - hi, 0.0))
+            k = int(np.argmax(over))
+            active[k] = -1 if low[k] else 1
+            continue
+        grad = a.T @ (a @ theta - y)
+        release = (~free) & used & (((active < 0) & (grad < -1e-12)) | ((active > 0) & (grad > 1e-12)))
+        if not release.any():
+            break
+        k = int(np.argmax(np.where(release, np.abs(grad), -1.0)))
+        active[k] = 0
+    return np.clip(theta, lo, hi)
+
+
+@lru_cache(maxsize=1)
+def fitted_params() -> Fitted:
+    """The parameters fitted on every modelled published scale (recipes/published/step_times.csv)."""
+    return fit(modelled())

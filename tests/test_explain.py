@@ -1,0 +1,318 @@
+"""The step-time model (orchestrator/explain): hand-computed cases against the formulas' sources,
+the fit recovering parameters it generated, the published v5.1 405B GB200 systems, `plan`'s
+model at Azure's 2,048-VM 405B config, and `azbench explain` (published, run, CPU smoke run).
+
+Sources of the hand computations:
+- FLOPs per token 6N + 12·L·h·s: Kaplan et al. 2020 §2.1 (6N), Chowdhery et al. 2022 (PaLM)
+  Appendix B (12·L·H·Q·T with H·Q = h, T = s).
+- Interleaved 1F1B bubble (p − 1)/(v·m): Narayanan et al. 2021 (SC'21) §2.2.
+- Ring collectives: nccl-tests doc/PERFORMANCE.md: busbw = algbw·2(n−1)/n for all_reduce,
+  algbw·(n−1)/n for all_gather and reduce_scatter; algbw = size / time.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from orchestrator.explain import account, model
+from orchestrator.explain.fit import GLOBAL, fit, fitted_params
+from orchestrator.explain.model import (
+    ALPHA_IB_S, ALPHA_NVLINK_S, Hardware, Params, StepConfig, bubble_fraction, flops_per_token,
+    group_time, predict, ring_time,
+)
+from orchestrator.explain.published import modelled, scales
+from orchestrator.hardware.catalog import lookup
+from orchestrator.models import Cluster
+from orchestrator.store.database import Store
+from orchestrator.store.schema import ResultRow, RunRow
+from tests.cli_helpers import azbench_in_process
+
+HW = Hardware(peak_tflops=1000.0, gpus_per_node=8, domain_nodes=1, nvlink_busbw_gbs=400.0,
+              ib_gbs_per_gpu=50.0)
+
+
+def test_flops_per_token_is_6n_plus_palms_attention_term() -> None:
+    c = StepConfig(benchmark="llama31_405b", params=405e9, layers=126, d_model=16384, seq_len=8192,
+                   gbs=1152, mbs=1, gpus=512, tp=4, pp=8, cp=2, vp=8)
+    # 6 x 405e9 = 2.43e12; 12 x 126 x 16,384 x 8,192 = 202,937,204,736
+    assert flops_per_token(c) == pytest.approx(2.43e12 + 202_937_204_736, rel=1e-12)
+    lora = replace(c, benchmark="llama2_70b_lora", params=70e9, layers=80, d_model=8192,
+                   trainable_params=44_564_480)
+    # frozen base: 4N + 2 N_train + 12 L h s = 2.8e11 + 89,128,960 + 64,424,509,440
+    assert flops_per_token(lora) == pytest.approx(2.8e11 + 89_128_960 + 64_424_509_440, rel=1e-12)
+
+
+@pytest.mark.parametrize("pp,vp,m,expected", [(8, 8, 16, 7 / 128), (4, 1, 8, 3 / 8), (1, 1, 4, 0.0),
+                                              (8, 1, 1, 7.0)])
+def test_bubble_is_p_minus_1_over_v_m(pp: int, vp: int, m: int, expected: float) -> None:
+    assert bubble_fraction(pp, vp, m) == pytest.approx(expected)
+
+
+def test_ring_all_reduce_and_all_gather_times_follow_nccl_tests_bus_bandwidth() -> None:
+    # 1 GB over 8 ranks at 100 GB/s busbw: all_reduce 2*7/8 * 1e9 / 1e11 = 17.5 ms; all_gather 8.75 ms
+    assert ring_time(1e9, 8, 100.0, "ar") == pytest.approx(0.0175)
+    assert ring_time(1e9, 8, 100.0, "ag") == pytest.approx(0.00875)
+    # with a latency of 10 us per step: 2(n-1) = 14 steps for all_reduce
+    assert ring_time(1e9, 8, 100.0, "ar", 1e-5) == pytest.approx(0.0175 + 14e-5)
+    assert ring_time(1e9, 1, 100.0, "ar") == 0.0
+
+
+def test_a_group_in_one_domain_is_an_nvlink_ring_and_one_member_per_domain_an_infiniband_ring() -> None:
+    inside = group_time(1e9, 8, 1, HW)
+    assert inside == pytest.approx(1e9 * 7 / 8 / 400e9 + 7 * ALPHA_NVLINK_S)
+    across = group_time(1e9, 16, 16, HW)
+    assert across == pytest.approx(1e9 * 15 / 16 / (HW.inter_gbs * 1e9) + 15 * ALPHA_IB_S)
+    # 4 domains of 8: the NVLink ring over 8, then 1/8 of the data over 4 domains
+    two_level = group_time(1e9, 32, 4, HW)
+    assert two_level == pytest.approx(1e9 * 7 / 8 / 400e9 + 7 * ALPHA_NVLINK_S
+                                      + 1e9 / 8 * 3 / 4 / (HW.inter_gbs * 1e9) + 3 * ALPHA_IB_S)
+
+
+def test_the_parts_add_up_to_the_step_and_compute_is_flops_over_the_achieved_rate() -> None:
+    c = StepConfig(benchmark="gpt3", params=175e9, layers=96, d_model=12288, seq_len=2048, gbs=2048,
+                   mbs=2, gpus=512, tp=4, pp=8, vp=4)
+    p = Params(slowdown=2.0, elementwise_s=0.0, tp_exposed=0.5, tp_exposed_plain=1.0, cp_exposed=0.5,
+               pp_exposed=0.5, dp_exposed=0.5, opt_s_per_gb=0.01, other_s=0.01)
+    b = predict(c, HW, p)
+    assert b.step_s == pytest.approx(sum(b.components.values()))
+    assert set(b.components) == set(model.COMPONENTS)
+    flops = 2048 * 2048 * flops_per_token(c)
+    assert b.components["compute"] == pytest.approx(flops / 512 / (1000e12 / 2.0))
+    m = 2048 // (16 * 2)  # DP = 512 / 32 = 16
+    assert b.components["pp_bubble"] == pytest.approx(b.components["compute"] * 7 / (4 * m))
+    assert b.terms.leaves_domain == ["pp", "dp"]  # 8 GPUs per domain: TP 4 stays, PP and DP leave
+
+
+def test_the_fit_recovers_the_parameters_it_generated_the_steps_with() -> None:
+    pool = modelled()
+    truth = fitted_params()
+    synthetic = []
+    for s in pool:
+        params, _ = truth.params_for(s.group)
+        assert s.config is not None and s.hardware is not None
+        synthetic.append(replace(s, step_s=predict(s.config, s.hardware, params).step_s))
+    again = fit(synthetic)
+    for group, value in truth.slowdown.items():
+        assert again.slowdown[group] == pytest.approx(value, rel=1e-3), group
+    for name in GLOBAL:
+        assert again.shared[name] == pytest.approx(truth.shared[name], rel=1e-2, abs=1e-6), name
+
+
+def test_the_table_has_at_least_40_modelled_scales_over_the_four_llm_benchmarks() -> None:
+    pool = modelled()
+    assert len(pool) >= 40
+    assert {s.benchmark for s in pool} == {"gpt3", "llama2_70b_lora", "llama31_8b", "llama31_405b"}
+    assert all(s.why_not for s in scales() if s.hardware is None)  # never predicted without a row
+
+
+@pytest.mark.parametrize("system", ["tyche_ngpu512_ngc25.09_nemo", "hsg_ngpu2560_ngc25.09_nemo",
+                                    "hsg_ngpu5120_ngc25.09_nemo"])
+def test_the_v51_405b_gb200_systems_are_predicted_within_8_percent(system: str) -> None:
+    s = next(x for x in scales() if x.system == system and x.benchmark == "llama31_405b")
+    e = account.report_summary("v5.1", "NVIDIA", system, "llama31_405b", s.step_s)
+    assert e is not None and e.predicted_step_s is not None and e.error is not None
+    assert abs(e.error) <= 0.08, (system, e.error)
+    assert sum(e.components.values()) == pytest.approx(e.predicted_step_s, rel=0.01)
+    assert {"compute", "pp_bubble", "dp_comm"} <= set(e.components)
+
+
+def test_plan_model_at_azures_2048_vm_405b_config() -> None:
+    at = {n: account.plan_explain("llama31_405b", "gb200", n) for n in (2048, 1792)}
+    e = at[2048]
+    assert e.layout["tp"] == 4 and e.layout["pp"] == 8 and e.layout["vp"] == 8 and e.layout["cp"] == 2
+    assert e.layout["gbs"] == 1024
+    assert e.predicted_step_s is not None and abs(e.predicted_step_s - 1.27) / 1.27 <= 0.10
+    assert 0.010 <= e.components["dp_comm"] <= 0.030
+    assert e.leaves_nvlink_domain == ["DP"]  # TP, CP and PP stay in the rack
+    assert at[1792].predicted_step_s is not None
+    assert abs(at[1792].predicted_step_s - e.predicted_step_s) < 0.010
+    tp8 = account.plan_explain("llama31_405b", "gb200", 2048, {"TENSOR_MODEL_PARALLEL": "8"})
+    assert tp8.layout["tp"] == 8 and tp8.layout["dp"] == 64
+    assert "PP" in tp8.leaves_nvlink_domain and tp8.links["pp"].startswith("InfiniBand")
+
+
+def test_the_stored_checks_are_what_the_model_gives_today() -> None:
+    from orchestrator.explain.validate import checks_document
+    from orchestrator.paths import recipes_dir
+    stored = json.loads((recipes_dir() / account.CHECKS_FILE).read_text())
+    assert stored == json.loads(json.dumps(checks_document())), "rerun benchmarks/bench_explain.py"
+
+
+def test_explain_a_published_system_as_json_and_a_bad_one_in_one_line(tmp_path: Path) -> None:
+    r = azbench_in_process("explain", "--system", "v5.1/NVIDIA/hsg_ngpu5120_ngc25.09_nemo",
+                           "--benchmark", "llama31_405b", "-o", "json", home=tmp_path)
+    assert r.code == 0, r.err
+    doc = json.loads(r.out)
+    assert doc["measured_step_s"] == pytest.approx(2.22759)
+    assert sum(doc["components"].values()) == pytest.approx(doc["predicted_step_s"])
+    assert doc["gap"].startswith("measured 2.23 s, predicted")
+    bad = azbench_in_process("explain", "--system", "nope", "--benchmark", "gpt3", home=tmp_path)
+    assert bad.code == 2 and bad.err.count("\n") == 1 and "no published gpt3 scale" in bad.err
+
+
+def test_explain_on_a_cpu_smoke_run_says_not_predicted_and_why(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    import os
+    old = os.environ.get("AZBENCH_HOME")
+    os.environ["AZBENCH_HOME"] = str(home)
+    try:
+        with Store.open() as store:
+            store.save_cluster(Cluster(name="local", provider="local", sku="Local_CPU", nodes=2))
+            store.create_run(RunRow(id="r1", cluster="local", recipe="smoke", benchmark="smoke", nodes=2))
+    finally:
+        if old is None:
+            os.environ.pop("AZBENCH_HOME", None)
+        else:
+            os.environ["AZBENCH_HOME"] = old
+    r = azbench_in_process("explain", "r1", home=home)
+    assert r.code == 0, r.err
+    assert "predicted step: not predicted" in r.out
+    assert "no model of 'smoke'" in r.out or "cannot be modelled" in r.out
+    assert "has no GPU" in r.out
+    j = azbench_in_process("explain", "r1", "-o", "json", home=home)
+    doc = json.loads(j.out)
+    assert doc["predicted_step_s"] is None and doc["components"] == {} and doc["not_predicted"]
+
+
+def test_a_result_row_type_is_what_the_report_hook_reads() -> None:
+    # the report matches a group to the table by (round, submitter, system, benchmark)
+    assert account.report_summary("v5.1", "NVIDIA", "not-a-system", "llama31_405b", 1.0) is None
+    assert "run_id" in ResultRow.model_fields
+    assert lookup("gb200").peak_tflops("fp4")
+
+
+MIRRORS = Path(os.environ.get("AZBENCH_MIRRORS", Path(__file__).resolve().parents[2] / ".mirror"))
+V51 = MIRRORS / "mlcommons+training_results_v5.1" / "repo"
+V51_COMMIT = "441d65f4445cd59687466533fd9f55399136e7a4"
+
+
+def test_report_json_explains_the_published_v51_405b_gb200_logs(tmp_path: Path) -> None:
+    """The published logs themselves (a mirror of mlcommons/training_results_v5.1 where there is
+    one), imported and reported: `explain` per group within 8 % of the measured median step."""
+    import subprocess
+
+    from orchestrator.recipes.catalog import model_facts
+    from orchestrator.report.build import build_report
+    from orchestrator.results.importer import import_path
+    if not (V51 / "HEAD").exists():
+        pytest.skip(f"no mirror of mlcommons/training_results_v5.1 at {V51}")
+    systems = ("tyche_ngpu512_ngc25.09_nemo", "hsg_ngpu2560_ngc25.09_nemo", "hsg_ngpu5120_ngc25.09_nemo")
+    tree = tmp_path / "tree" / "v5.1" / "NVIDIA"
+    for system in systems:
+        folder = tree / "results" / system / "llama31_405b"
+        folder.mkdir(parents=True)
+        for k in range(3):
+            folder.joinpath(f"result_{k}.txt").write_bytes(subprocess.run(
+                ["git", "-C", str(V51), "show", f"{V51_COMMIT}:NVIDIA/results/{system}/llama31_405b/result_{k}.txt"],
+                capture_output=True, check=True).stdout)
+        (tree / "systems").mkdir(exist_ok=True)
+        (tree / "systems" / f"{system}.json").write_bytes(subprocess.run(
+            ["git", "-C", str(V51), "show", f"{V51_COMMIT}:NVIDIA/systems/{system}.json"],
+            capture_output=True, check=True).stdout)
+    store = Store.open(f"sqlite:///{tmp_path / 'db.sqlite'}")
+    try:
+        import_path(store, tmp_path / "tree", archive_dir=tmp_path / "archive", check_compliance=False)
+        report = build_report(store.list_results(), model_facts=model_facts())
+    finally:
+        store.close()
+    doc = json.loads(report.model_dump_json())
+    seen = 0
+    for g in doc["groups"]:
+        e = g["explain"]
+        assert e is not None, g["system"]
+        assert e["measured_step_s"] == pytest.approx(g["step_stats"]["median"])
+        assert abs(e["error"]) <= 0.08, (g["system"], e["error"])
+        assert sum(e["components"].values()) == pytest.approx(e["predicted_step_s"], rel=0.01)
+        seen += 1
+    assert seen == 3
+
+
+def test_a_measured_busbw_gives_back_the_cross_domain_rate_it_was_made_with() -> None:
+    # 4 domains of 8: a collective costed with a 30 GB/s inter rate, read back as nccl-tests' busbw
+    hw = replace(HW, inter_busbw_gbs=30.0)
+    size, n = 8e9, 32
+    t = group_time(size, n, 4, hw) - (7 * ALPHA_NVLINK_S + 3 * ALPHA_IB_S)
+    busbw = size * (n - 1) / n / t / 1e9
+    assert model.inter_rate_from_busbw(busbw, n, 4, HW) == pytest.approx(30.0, rel=1e-9)
+    assert model.inter_rate_from_busbw(busbw, n, 1, HW) is None
+
+
+def test_the_site_stacks_the_parts_beside_the_measured_step_and_markdown_lists_them() -> None:
+    from orchestrator.report import figures
+    from orchestrator.report.build import GroupReport
+    from orchestrator.report.render import sections
+    e = account.ReportExplain(predicted_step_s=1.2, measured_step_s=1.3,
+                              components={"compute": 1.0, "pp_bubble": 0.15, "dp_comm": 0.05, "cp_comm": 0.0},
+                              error=-0.1 / 1.3)
+    g = GroupReport(benchmark="llama31_405b", system="sys", runs=1, required_runs=3, converged=1, explain=e)
+    none = GroupReport(benchmark="llama31_405b", system="other", runs=1, required_runs=3, converged=1)
+    fig = figures.explain([g, none])
+    assert fig is not None and fig["layout"]["barmode"] == "stack"
+    parts = [t for t in fig["data"] if t.get("offsetgroup") == "model"]
+    assert [t["name"] for t in parts] == ["compute", "pp_bubble", "dp_comm"]  # zero parts left out
+    assert sum(t["x"][0] for t in parts) == pytest.approx(1.2)
+    (measured,) = [t for t in fig["data"] if t.get("offsetgroup") == "measured"]
+    assert measured["x"] == [1.3] and len(measured["y"]) == 1  # the unexplained group is not drawn
+    assert figures.explain([none]) is None
+    from orchestrator.report.build import Report
+    report = Report(groups=[g, none])
+    (title, header, rows), = [s for s in sections(report) if s[0].startswith("The step explained")]
+    assert header[2:5] == ["measured step (s)", "model step (s)", "error"] and len(rows) == 1
+    assert rows[0][2] == "1.3000" and rows[0][3] == "1.2000"
+
+
+def test_a_stored_fabric_test_re_predicts_the_step_in_the_gap() -> None:
+    from orchestrator.explain.published import hardware_of
+    row = lookup("gb200")
+    hw = hardware_of(row, "fp4")
+    assert hw is not None
+    hw16 = replace(hw, domain_nodes=16, inter_busbw_gbs=10.0)  # a slow fabric: 10 GB/s per GPU between racks
+    ranks, domains = 1024, 16
+    size = 16e9
+    t = group_time(size, ranks, domains, hw16) - ((ranks // domains - 1) * ALPHA_NVLINK_S + (domains - 1) * ALPHA_IB_S)
+    busbw = size * (ranks - 1) / ranks / t / 1e9
+    e = account.explain_run("r9", "llama31_405b", 2048, "gb200", 1.41, 1000,
+                            fabric=(busbw, ranks, 256, "all_reduce on 256 nodes"))
+    assert e.predicted_step_s is not None
+    assert "re-predicted with it" in e.gap and "10 GB/s between domains" in e.gap
+    again = float(e.gap.rsplit("re-predicted with it, ", 1)[1].split(" s")[0])
+    assert again > e.predicted_step_s  # a slower cross-rack rate exposes more dp_comm
+    assert e.gap.startswith("measured 1.41 s, predicted")
+
+
+def test_explain_a_gpu_run_with_its_stored_steps(tmp_path: Path) -> None:
+    """A run of the 405B recipe on 128 GB200 VMs (the tyche_ngpu512 config) with 21 stored steps:
+    the prediction for that config beside the median of the kept steps (step 0 dropped)."""
+    from orchestrator.results.mllog import RunSummary, StepTime
+    home = tmp_path / "home"
+    old = os.environ.get("AZBENCH_HOME")
+    os.environ["AZBENCH_HOME"] = str(home)
+    steps = [StepTime(0, 60.0)] + [StepTime(i, 17.0 + 0.01 * i) for i in range(1, 21)]
+    try:
+        with Store.open() as store:
+            store.save_cluster(Cluster(name="gb", provider="fake", sku="Standard_ND128isr_NDR_GB200_v6", nodes=128))
+            store.create_run(RunRow(id="r2", cluster="gb", recipe="llama31_405b", benchmark="llama31_405b", nodes=128))
+            store.add_result(ResultRow(content_hash="h", run_id="r2", source="run", benchmark="llama31_405b",
+                                       status="success", converged=True, nodes=128, gpus=512,
+                                       sku="Standard_ND128isr_NDR_GB200_v6",
+                                       summary_json=RunSummary(benchmark="llama31_405b", step_times=steps,
+                                                               step_time_source="tracked_stats").model_dump_json()))
+    finally:
+        if old is None:
+            os.environ.pop("AZBENCH_HOME", None)
+        else:
+            os.environ["AZBENCH_HOME"] = old
+    r = azbench_in_process("explain", "r2", "-o", "json", home=home)
+    assert r.code == 0, r.err
+    doc = json.loads(r.out)
+    assert doc["measured_step_s"] == pytest.approx(17.105)  # the median of steps 1..20
+    assert doc["measured_stats"]["count"] == 20
+    assert doc["layout"]["tp"] == 4 and doc["layout"]["gbs"] == 1152 and doc["layout"]["precision"] == "fp4"
+    assert abs(doc["error"]) < 0.08 and doc["gap"].startswith("measured 17.1 s")
+    text = azbench_in_process("explain", "r2", home=home)
+    assert "median of 20 kept steps" in text.out and "measured step (median)" in text.out
