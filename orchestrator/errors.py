@@ -55,6 +55,15 @@ class ProvisionError(AzbenchError):
     kind = "provisioning failed"
 
 
+class ShrinkError(ProvisionError):
+    """A shrink that could not take every node out: `kept` names those still in the cluster
+    (drained by the caller, who returns them to service). Exit 4."""
+
+    def __init__(self, message: str, *, kept: list[str], hint: str | None = None) -> None:
+        super().__init__(message, hint=hint)
+        self.kept = list(kept)
+
+
 class CapacityError(ProvisionError):
     """The cloud had no capacity (AllocationFailed); retryable elsewhere or later. Exit 4."""
 

@@ -79,7 +79,9 @@ def test_up_never_adopts_another_owners_cluster_of_the_same_name(fake, clients, 
     up(clients, "same")
     monkeypatch.setenv("AZBENCH_HOME", str(tmp_path / "b"))
     before = writes(fake)
-    with pytest.raises(NotOwnerError, match="cluster 'same' .*is not yours: no evidence says who created it") as err:
+    # The owner tags of its resources (written only after ARM's 201) name the first principal.
+    with pytest.raises(NotOwnerError, match="cluster 'same' .*is not yours: created by principal .*owner tags "
+                                            "of its resources") as err:
         up(clients_as(fake, OTHER), "same")
     assert err.value.exit_code == 2 and "\n" not in str(err.value)
     assert writes(fake) == before
@@ -146,10 +148,10 @@ def test_down_of_another_owners_cluster_needs_force(tls_arm, tls_clients, tmp_pa
     refused = azbench("down", "shared", "--yes", home=home, env=env)
     assert refused.code == 2
     line = one_line_error(refused)
-    # Signed in as someone else at `up` (the owner tags name them): no evidence says it is the
-    # CLI's principal's (no custom role; its creator nonce is another principal's).
-    assert "is not yours: no evidence says who created it" in line
-    assert "owner tags name principal 11111111-2222-3333-4444-555555555555, which tags cannot prove" in line
+    # Signed in as someone else at `up`: the owner tags of the cluster's resources (written only
+    # by the `up` ARM answered 201, after it) name that principal as its creator (issue 48).
+    assert "is not yours: created by principal 11111111-2222-3333-4444-555555555555" in line
+    assert "the owner tags of its resources" in line
     assert "--force" in line and writes(fake) == before
     forced = azbench("down", "shared", "--force", "--yes", home=home, env=env)
     assert forced.code == 0, forced.err
@@ -208,9 +210,10 @@ def test_two_principals_on_one_subscription(fake, tmp_path, monkeypatch):
     found = sweep(bob, dry_run=True, known_clusters=set())
     assert [(i.cluster, i.mine, i.action) for i in found] == [("alices-old", False, "skipped")]
     assert found[0].owner.startswith(f"principal {alice_oid}")
-    # No custom role (self_expiry off): only Alice's creator nonce speaks, and only for Alice.
-    assert AzureProvider(bob).foreign_owner(mine).startswith("no evidence says who created it")
-    assert f"owner tags name principal {alice_oid}" in AzureProvider(bob).foreign_owner(mine)
+    # No custom role (self_expiry off): the tags of the cluster's resources speak (issue 48: only
+    # the `up` ARM answered 201 writes them), naming Alice.
+    assert AzureProvider(bob).foreign_owner(mine).startswith(f"created by principal {alice_oid}")
+    assert "the owner tags of its resources" in AzureProvider(bob).foreign_owner(mine)
     assert AzureProvider(alice).foreign_owner(mine) is None
     before = writes(fake)
     with pytest.raises(NotOwnerError, match=f"is not yours: .*principal {alice_oid}"):

@@ -202,8 +202,10 @@ def test_self_expiry_off_means_no_identity_no_role_no_agent(fake, clients, azben
 
 def test_an_adopted_head_without_identity_is_a_one_line_error(fake, clients, azbench_home):
     up(clients, self_expiry=False)
-    with pytest.raises(ProvisionError, match="has no system-assigned identity"):
+    # Read from the VM's own GET (the listing never carries it); never "delete the head VM".
+    with pytest.raises(ProvisionError, match="reports no system-assigned identity \\(read with its own GET\\)") as err:
         up(clients)
+    assert "delete the head" not in str(err.value) and "az vm identity assign" in str(err.value)
 
 
 def test_the_head_identity_can_delete_its_own_cluster_and_nothing_else(fake, clients, head):

@@ -51,7 +51,9 @@ def test_validate_series_and_summarize_do_the_arithmetic() -> None:
     assert held[16].predicted == pytest.approx(math.sqrt(12.0))
     assert held[8].predicted == pytest.approx(16.0 / 1.5)
     assert held[32].predicted == pytest.approx(2.0)
-    assert held[16].low == pytest.approx(math.sqrt(12.0) * math.exp(-0.15))
+    # 16 is held out between 8 and 32, a doubling from each: its interval widens as far as a
+    # doubling past the data would (issue 47), 0.15 x (1 + 1)
+    assert held[16].low == pytest.approx(math.sqrt(12.0) * math.exp(-0.30))
     assert held[32].high == pytest.approx(2.0 * math.exp(0.30))
     assert held[32].extrapolation == pytest.approx(2.0)
     # |errors|: 16 -> 1 - 3.464/4 = 0.134 (inside: ln error 0.144 <= 0.15), 8 and 32 -> 1/3
@@ -62,8 +64,8 @@ def test_validate_series_and_summarize_do_the_arithmetic() -> None:
     assert summary.worst_abs_error == pytest.approx(1.0 / 3.0)
     assert summary.coverage == 1.0
     assert summary.line() == "median abs error 33.3%, worst 33.3%, coverage 100.0%"
-    narrow = [Residual(gpus=1, group="x", log_error=0.1, distance=0.0)]
-    assert summarize(validate_series("toy", THREE, narrow)).coverage == 0.0
+    narrow = [Residual(gpus=1, group="x", log_error=0.1, distance=0.0)]  # 16 only: 0.144 <= 0.2
+    assert summarize(validate_series("toy", THREE, narrow)).coverage == pytest.approx(1.0 / 3.0)
 
 
 def test_four_points_hold_out_to_a_least_squares_line() -> None:
@@ -243,3 +245,23 @@ def test_the_published_record_meets_the_issue_targets() -> None:
     assert summary.coverage >= 0.70
     assert record.pool_size() == (summary.series, len([r for s in record.checked_series()
                                                        for r in leave_one_out(s.points)]))
+
+
+def test_the_interval_widens_with_the_doublings_to_the_nearest_measured_count() -> None:
+    """Issue 47.4: a count 3 doublings from each measured count is not "inside" and certain:
+    its interval is as wide as 3 doublings past the data; the site's formula is the same."""
+    from orchestrator.forecast.basis import Band, basis_of
+    from orchestrator.forecast.curve import evaluate
+    from orchestrator.forecast.model import fit_points
+    from orchestrator.forecast.points import SeriesPoints
+    points = [_p(8, 64.0), _p(512, 1.5), _p(1024, 0.8)]
+    fit = fit_points(points)
+    assert fit.distance(64) == pytest.approx(3.0) and fit.outside(64) == 0.0
+    assert fit.distance(512) == 0.0 and fit.extrapolation(64) == 1.0  # the 4x refusal: outside only
+    band = Band(q=0.1, own=0, pool_series=0, pool_errors=0)
+    t, low, high = band.interval(fit, 64)
+    assert math.log(high / t) == pytest.approx(0.1 * (1 + 3))
+    _, low8, high8 = band.interval(fit, 8)
+    assert math.log(high8 / fit.minutes(8)) == pytest.approx(0.1)
+    basis = basis_of(SeriesPoints(benchmark="toy", gpu="h100", points=points), fit, band)
+    assert evaluate(basis, 64) == pytest.approx((t, low, high), rel=1e-12)

@@ -27,7 +27,7 @@ def test_gb200_default_counts_are_whole_racks_and_the_recipe_scales_within_4x() 
         assert row.extrapolation <= 4.0
         assert row.vcpus == row.nodes * GB200.vcpus and row.quota_family == GB200.quota_family
         assert row.cost_per_hour_usd == pytest.approx(row.nodes * 108.16)
-        assert row.cost_per_result_usd == pytest.approx(3 * row.minutes / 60 * row.nodes * 108.16)
+        assert row.cost_per_result_usd == pytest.approx(3 * row.minutes / row.scaling_factor / 60 * row.nodes * 108.16)
         assert row.low < row.minutes < row.high
     assert plan.rows[0].strong_scaling == pytest.approx(1.0)
     at_640 = next(r for r in plan.rows if r.nodes == 640)

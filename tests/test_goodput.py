@@ -537,3 +537,33 @@ def test_staging_gates_and_replacements_are_spans_of_their_events() -> None:
     assert g.node_hours["staging"] == pytest.approx(20 * 4 / 3600, abs=1e-4)
     assert [s.category for s in g.spans] == ["staging", "health_gate", "resize_replace"]
     adds_up(g)
+
+
+def test_by_owner_follows_the_clusters_size_history_as_cluster_goodput_does(azbench_home) -> None:
+    """Issue 47.5: a 4-node cluster resized to 2 half way through an hour is 3 node-hours for
+    `goodput --by owner` as for `--cluster` (before: 2 x 1 h = 2, the record's final count)."""
+    with Store.open() as store:
+        store.save_cluster(Cluster(name="c1", provider="fake", sku="h100", nodes=4, state=ClusterState.READY,
+                                   cost_per_hour_usd=40.0, created_at=T0), owner="alice")
+        store.add_event(EventRow(kind="resize", cluster="c1", ts=at(1800), message="4 -> 2 nodes",
+                                 data={"before": 4, "after": 2, "started_at": at(1790).isoformat()}))
+        row = store.get_cluster("c1")
+        assert row is not None
+        store.save_cluster(row.cluster.model_copy(update={"nodes": 2, "cost_per_hour_usd": 20.0}))
+        (total,) = owners.by_owner(store, now=at(3600))
+        whole = gc.cluster_goodput(store, "c1", now=at(3600))
+        later = owners.by_owner(store, since=at(2700), now=at(3600))[0]
+    assert sum(whole.node_hours.values()) == pytest.approx(3.0, abs=1e-3)
+    assert total.node_hours == pytest.approx(sum(whole.node_hours.values()), rel=0.01)
+    assert total.cost_usd == pytest.approx(sum(whole.cost_usd.values()), rel=0.01)  # $10/node-hour
+    assert total.gpu_hours == pytest.approx(3.0 * 8)
+    assert later.node_hours == pytest.approx(0.5)  # 15 min of 2 nodes
+
+
+def test_a_failure_names_its_node_from_the_retry_or_the_evidence() -> None:
+    """Issue 47.5: failure.nodes was [] although the evidence named node3."""
+    from orchestrator.goodput.run import failed_nodes
+    assert failed_nodes([], "NCCL watchdog timeout, rank 12 on node3", []) == ["node3"]
+    assert failed_nodes([], "Xid 79 on gpu-node-12: fell off the bus", []) == ["gpu-node-12"]
+    assert failed_nodes(["gpu-node-1"], "anything on node3", ["gpu-node-1", "gpu-node-3"]) == ["gpu-node-3"]
+    assert failed_nodes([], "OOM in rank 0", []) == []

@@ -107,7 +107,7 @@ def test_a_log_whose_round_cannot_be_told_says_why(
     assert warning.path == str(bench / "result_0.txt")
     assert warning.message == (
         f"compliance not checked: round unknown: no vX.Y folder in {tmp_path} or above, and no "
-        "submission_ruleset, ruleset or mlperf_version key in the log")
+        "submission_ruleset, ruleset or mlperf_version key in the log: give --round")
 
 
 def test_a_stored_log_is_neither_parsed_nor_checked_again(
@@ -117,28 +117,59 @@ def test_a_stored_log_is_neither_parsed_nor_checked_again(
     clone(root)
     clone(root, submitter="Dell", benchmark="gpt3")
     first = import_path(store, root, check_compliance=True)
-    shutil.copytree(root / "Cisco", root / "Copy")  # the same bytes under another name
     parsed: list[Path] = []
     real = importer.parse_file
     monkeypatch.setattr(importer, "parse_file", lambda p: parsed.append(p) or real(p))
     checked.clear()
     again = import_path(store, root, check_compliance=True)
     assert parsed == [] and checked == [] and again.imported == []
-    # what scripts read: each duplicate names the stored result, its round and its verdict
-    assert [(d.result_id, d.round, d.compliance_ok) for d in again.duplicates] == [
-        (first.imported[0].result_id, "v5.1", True)] * 2 + [(first.imported[1].result_id, "v5.1", True)]
+    # what scripts read: each duplicate names the stored result, its round, its verdict and why
+    assert [(d.result_id, d.round, d.compliance_ok, d.skipped) for d in again.duplicates] == [
+        (first.imported[0].result_id, "v5.1", True, "already stored (same bytes, same folder)"),
+        (first.imported[1].result_id, "v5.1", True, "already stored (same bytes, same folder)")]
+
+
+def test_the_same_bytes_in_another_folder_are_that_folders_result_too(
+        store: Store, tmp_path: Path, checked: list[tuple[str, str]],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Dell's v5.1 retinanet and rgat logs are byte-identical for two systems: each system keeps
+    its result; the bytes are archived once; a copy in the same folder is a duplicate, named."""
+    root = tmp_path / "training_results_v5.1"
+    bench = clone(root)
+    first = import_path(store, root, check_compliance=True, archive_dir=tmp_path / "archive")
+    shutil.copytree(root / "Cisco", root / "Copy")  # the same bytes under another submitter
+    (bench / "result_1.txt").write_bytes((bench / "result_0.txt").read_bytes())  # and in its folder
+    parsed: list[Path] = []
+    real = importer.parse_file
+    monkeypatch.setattr(importer, "parse_file", lambda p: parsed.append(p) or real(p))
+    checked.clear()
+    again = import_path(store, root, check_compliance=True, archive_dir=tmp_path / "archive")
+    (new,) = again.imported
+    assert new.submitter == "Copy" and new.system == "sys_a" and new.round == "v5.1"
+    assert new.result_id != first.imported[0].result_id and checked == [("bert", "5.1.0")]
+    assert parsed == [root / "Copy" / "results" / "sys_a" / "bert" / "result_0.txt"]
+    assert sorted(d.skipped or "" for d in again.duplicates) == [
+        "already stored (same bytes, same folder)", "already stored (same bytes, same folder)"]
+    assert len(list((tmp_path / "archive").glob("*.log"))) == 1  # the bytes, once
+    rows = store.list_results()
+    assert sorted(r.submitter or "" for r in rows) == ["Cisco", "Copy"]
+    assert rows[0].log_path == rows[1].log_path
 
 
 def test_a_second_copy_in_one_import_is_a_duplicate_of_the_first(
         store: Store, tmp_path: Path, checked: list[tuple[str, str]]) -> None:
     root = tmp_path / "v5.1"
-    clone(root)
+    bench = clone(root)
+    (bench / "result_1.txt").write_bytes((bench / "result_0.txt").read_bytes())
     shutil.copytree(root / "Cisco", root / "Copy")
     summary = import_path(store, root, check_compliance=True)
-    assert len(checked) == 1 and len(summary.imported) == 1
-    (dup,) = summary.duplicates
-    assert dup.result_id == summary.imported[0].result_id and dup.path.endswith(
-        "Copy/results/sys_a/bert/result_0.txt")
+    assert len(checked) == 2 and len(summary.imported) == 2  # Cisco's and Copy's
+    assert len(summary.duplicates) == 2
+    for dup in summary.duplicates:  # result_1 of each folder: result_0's bytes, in its folder
+        assert dup.path.endswith("result_1.txt") and dup.skipped == (
+            "same bytes as result_0.txt in the same folder")
+        assert dup.result_id == next(i.result_id for i in summary.imported
+                                     if i.submitter == dup.submitter)
 
 
 def test_a_new_log_beside_a_stored_one_of_another_benchmark_is_refused(

@@ -46,7 +46,9 @@ def smoke_row(nodes: int, k: int, minutes: float, *, resumed: bool = False,
         source="run", submitter="azbench", system=f"{nodes}xLocal_CPU", benchmark="smoke",
         status="success", converged=True, minutes=minutes, run_start_ms=1000 * k,
         global_batch_size=8 * nodes, nodes=nodes, gpus=0, sku="Local_CPU", resumed=resumed,
-        summary_json=summary.model_dump_json(), created_at=T0 + timedelta(hours=nodes))
+        summary_json=summary.model_dump_json(), created_at=T0 + timedelta(hours=nodes),
+        ruleset="5.1.0", compliance_ok=True,  # the in-container checker's verdict, as a run records it
+        compliance_json='{"ok": true, "ruleset": "5.1.0", "messages": [], "checked": true}')
 
 
 @pytest.fixture
@@ -98,11 +100,13 @@ def test_groups_scores_resumed_runs_and_step_stats(rows) -> None:
     two = groups[2]
     assert (two.runs, two.required_runs, two.converged) == (4, 3, 4)
     assert two.resumed_runs == [209] and "1 resumed run(s) not scored" in two.score_note
-    assert two.score_raw_minutes == pytest.approx(2.0) and two.official  # median of 2, 1.5, 2.5
+    assert two.score_raw_minutes == pytest.approx(2.0)  # median of 2, 1.5, 2.5
+    assert two.official and two.compliance == "passed" and two.verdict == "official"
     assert [r.scored for r in two.run_lines] == [True, False, False, False]  # 2.0 is run 0
     stats = two.step_stats
     assert stats is not None and stats.median == pytest.approx(1.02)
     assert stats.count == 4 * 36 and stats.cv == pytest.approx(0.0082, abs=5e-4)
+    assert stats.excluded == 4 * 4  # each run's first step and the 3 after an eval (issue 47)
     assert two.throughput_per_minute == pytest.approx(640 / 2.0)
     assert two.workers == 2  # a CPU node has no GPU: scale by nodes
     # an emulated local node has no price: no cost figure at all, never an estimate of zero
@@ -211,12 +215,13 @@ def many_report(tmp_path_factory: pytest.TempPathFactory):
     from orchestrator.results.importer import import_path
     from orchestrator.store.database import Store
     from tests.conftest import SHARED
-    from testsupport.mlperf_tree import write_tree
+    from testsupport.mlperf_tree import record_compliance_passed, write_tree
     tmp = tmp_path_factory.mktemp("parts")
     with Store.open(f"sqlite:///{tmp / 'db.sqlite'}") as store:
         import_path(store, write_tree(tmp / "tree"), archive_dir=tmp / "archive")
         if (SHARED / "mlperf-logs").is_dir():
             import_path(store, SHARED / "mlperf-logs", archive_dir=tmp / "archive")
+        record_compliance_passed(store)
         results = store.list_results()
     return build_report(results, model_facts=model_facts())
 

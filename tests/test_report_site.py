@@ -317,16 +317,25 @@ def test_speedup_chart_between_skus() -> None:
     """Neither the shared logs nor the synthetic nights have two SKUs at one size: the spec."""
     from orchestrator.report import figures
     from orchestrator.report.build import SkuSpeedup
+    from orchestrator.report.labels import cut_apart
 
     pair = SkuSpeedup(benchmark="llama31_8b", workers=8, sku_a="Standard_ND96isr_H100_v5",
-                      sku_b="Standard_ND96isr_H200_v5", system_a="a", system_b="b", minutes_a=30.0,
-                      minutes_b=20.0, speedup=1.5, speedup_per_gpu=1.5, speedup_per_dollar=1.2)
+                      sku_b="Standard_ND96isr_H200_v5", system_a="v5.1/A/a", system_b="v5.1/B/b",
+                      minutes_a=30.0, minutes_b=20.0, speedup=1.5, speedup_per_gpu=1.5,
+                      speedup_per_dollar=1.2, round_a="v5.1", round_b="v5.1")
     fig = figures.sku_speedup([pair])
     assert fig is not None and figures.sku_speedup([]) is None
-    # horizontal bars (issue 31: long labels): the values are x, the labels y
+    # horizontal bars (issue 31: long labels): the values are x, the labels y; both systems named
     assert [t["x"] for t in fig["data"]] == [[1.5], [1.2]]
-    assert fig["data"][0]["y"] == ["llama31_8b 8 GPUs: ND96isr_H200_v5 vs ND96isr_H100_v5"]
+    whole = "llama31_8b 8 GPUs: v5.1/B/b (ND96isr_H200_v5) vs v5.1/A/a (ND96isr_H100_v5)"
+    assert fig["data"][0]["y"] == cut_apart([whole], figures.BAR_LABEL_CHARS)
+    assert fig["data"][0]["customdata"] == [pair.text] and "v5.1/B/b" in pair.text and "v5.1/A/a" in pair.text
     assert all(t["orientation"] == "h" for t in fig["data"])
+    # no legend entry without data (issue 47): no price, no "per dollar" trace
+    unpriced = figures.sku_speedup([pair.model_copy(update={"speedup_per_dollar": None})])
+    assert unpriced is not None and [t["name"] for t in unpriced["data"]] == ["speedup"]
+    mixed = figures.sku_speedup([pair.model_copy(update={"round_a": "v5.0", "mixed_rounds": True})])
+    assert mixed is not None and mixed["data"][0]["y"][0].endswith("[mixed rounds]")
 
 
 def test_log_excerpt_keeps_head_and_tail(tmp_path: Path) -> None:

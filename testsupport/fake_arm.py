@@ -92,6 +92,9 @@ class Delay:
     together: int = 0
     arrived: int = 0
     gate: threading.Condition = field(default_factory=threading.Condition)
+    # With `release` (hold()): the matching requests wait until the test sets it (at most
+    # `seconds`), then ARM answers them as they stand then: a slow client's write landing late.
+    release: threading.Event | None = None
 
 
 @dataclass
@@ -210,6 +213,16 @@ class FakeArm:
             self.delays.append(delay)
         return delay
 
+    def hold(self, method: str, path_contains: str, seconds: float = 300.0, times: int | None = 1) -> Delay:
+        """Hold the matching requests until `delay.release.set()` (at most `seconds`): e.g. a
+        slow `up`'s group PUT that reaches ARM only after a same-name `up` has finished; ARM
+        then answers it as things stand (200: the group exists). `delay.arrived` counts those
+        waiting."""
+        delay = Delay(method, path_contains, seconds, times, release=threading.Event())
+        with self.lock:
+            self.delays.append(delay)
+        return delay
+
     def mark(self) -> int:
         """A position in the request log: `since(mark)` is what came after it."""
         with self.lock:
@@ -303,6 +316,12 @@ class FakeArm:
                         delay.times -= 1
                     found = delay
                     break
+        if found is not None and found.release is not None:
+            with found.gate:
+                found.arrived += 1
+                found.gate.notify_all()
+            found.release.wait(found.seconds)
+            return 0.0
         if found is None or not found.together:
             return found.seconds if found is not None else 0.0
         with found.gate:
@@ -1047,7 +1066,7 @@ def _usage(family: str, used: int, limit: int) -> dict[str, Any]:
 
 
 def _host(vmss: dict[str, Any], i: int) -> str:
-    prefix = vmss["properties"].get("virtualMachineProfile", {}).get("osProfile", {}).get("computerNamePrefix", "")
+    prefix: str = vmss["properties"].get("virtualMachineProfile", {}).get("osProfile", {}).get("computerNamePrefix", "")
     digits = "0123456789abcdefghijklmnopqrstuvwxyz"
     out = ""
     for _ in range(6):
@@ -1204,7 +1223,7 @@ def allow_plain_http_policy(client_tag: str | None = None) -> Any:
     """
     from azure.core.pipeline.policies import SansIOHTTPPolicy
 
-    class AllowPlainHttp(SansIOHTTPPolicy):
+    class AllowPlainHttp(SansIOHTTPPolicy[Any, Any]):
         def on_request(self, request: Any) -> None:
             request.context["enforce_https"] = False
             if client_tag:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import random
 from dataclasses import dataclass
+from typing import Any
 from pathlib import Path
 
 ROUND = "v5.1"
@@ -152,3 +153,16 @@ def _log(s: SynthSystem, bench: str, k: int, rng: random.Random) -> str:
     t += 1000
     log("run_stop", None, status="success")
     return "\n".join(lines) + "\n"
+
+
+def record_compliance_passed(store: Any) -> int:
+    """Record every stored result that has a round as passing mlperf_logging's checker for that
+    round (what `results import` records for a compliant tree). The synthetic logs are never put
+    through the checker: the tests that read them test figures and views, and a score is official
+    only with a passed verdict (results.definitions.verdict). Returns how many were marked."""
+    rows = [r.model_copy(update={
+        "compliance_ok": True, "ruleset": r.ruleset or f"{r.round.lstrip('v')}.0",
+        "compliance_json": json.dumps({"ok": True, "ruleset": f"{r.round.lstrip('v')}.0",
+                                       "messages": [], "checked": True})})
+        for r in store.list_results() if r.round]
+    return int(store.refile_results(rows))

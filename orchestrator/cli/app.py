@@ -320,6 +320,7 @@ def status(name: Optional[str] = typer.Argument(None, help="Cluster name (defaul
         extra = {} if one is None else {"cloud": one.cloud and dataclasses.asdict(one.cloud),
                                         "cloud_note": one.cloud_note, "head": one.head, "change": one.change,
                                         "billed": one.rate.say() if one.rate is not None else None,
+                                        "health": one.health, "down_nodes": one.down_nodes,
                                         "events": events}
         return out.emit({"clusters": clusters, "cost_so_far_usd": costs, "billed_per_hour_usd": billed,
                          "expires_in_s": {k: int(v.total_seconds()) if v is not None else None
@@ -351,6 +352,9 @@ def _render_status(rows: list[ListedCluster], notes: list[str], one: ClusterStat
     for note in (one.change, one.cloud_note, one.head) if one is not None else ():
         if note:
             console.print(note, markup=False)
+    if one is not None and one.down_nodes:  # the record says ready; Slurm says otherwise
+        console.print(f"{one.cluster.name}: degraded: {len(one.down_nodes)} node(s) down in Slurm: "
+                      f"{', '.join(one.down_nodes)}", markup=False)
     if one is not None and one.nodes:
         console.print(make_table("Nodes", ["node", "state", "detail"],
                                  [[n.name, n.state, n.detail] for n in one.nodes]))

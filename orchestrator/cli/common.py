@@ -177,6 +177,14 @@ def wrapped(line: str, width: int | None = None) -> str:
     return "\n".join(lines or [""]) + "\n"
 
 
+def say(text: str, err: bool = False) -> None:
+    """Write `text` to stdout (stderr with err=True) with no control, bidi or zero-width
+    character (safetext.clean_lines; newlines kept): for every line that holds a file's, a
+    folder's, a snapshot's or the cloud's text."""
+    from orchestrator.safetext import clean_lines
+    (sys.stderr if err else sys.stdout).write(clean_lines(text))
+
+
 def make_console() -> Console:
     """A rich Console `output_width()` wide: $COLUMNS when set, else the terminal's, else 100
     (CI logs, files)."""
@@ -232,7 +240,8 @@ class Output:
     def emit_text(self, text: str) -> None:
         """Print a JSON document a renderer already made (the report's), in this format."""
         if self.format is OutputFormat.json and self.query is None:
-            sys.stdout.write(text + "\n")
+            from orchestrator.safetext import json_text
+            sys.stdout.write(json_text(text) + "\n")  # no raw ESC, bidi or zero-width character
             return
         self._write(json.loads(text))
 
@@ -327,7 +336,8 @@ def _cell(value: Json) -> str:
         text = json.dumps(value, separators=(",", ":"))
     else:
         text = str(value)
-    return text.replace("\t", "\\t").replace("\r", "\\r").replace("\n", "\\n")
+    from orchestrator.safetext import clean
+    return clean(text.replace("\t", "\\t").replace("\r", "\\r").replace("\n", "\\n"))
 
 
 def _compile(query: str) -> ParsedResult:

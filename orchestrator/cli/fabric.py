@@ -5,14 +5,13 @@ errors.EXIT_FABRIC when one fails."""
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Optional
 
 import typer
 
 from orchestrator.cli.common import JsonOpt, OutputFormat, OutputOpt, QueryOpt, app, make_console, \
-    make_table, open_store, output
+    make_table, open_store, output, say
 from orchestrator.errors import EXIT_CODES, EXIT_FABRIC
 
 if TYPE_CHECKING:
@@ -96,7 +95,7 @@ def _outcome_json(outcome: FabricOutcome) -> dict[str, object]:
 
 
 def _print_outcome(outcome: FabricOutcome) -> None:
-    w = sys.stdout.write
+    w = say  # file names, GPU names, NCCL's version and evidence come from the file
     rows = [[j.scope, j.job_id or "-", r["collective"] or "unnamed", _known(r["ranks"]), _known(r["hosts"]),
              r["gpus_per_host"] or "-",
              _num(r["peak_busbw"]), r["peak_size"] or "-", _num(r["busbw_at_largest"]), r["largest_size"] or "-",
@@ -125,7 +124,7 @@ def _num(value: object) -> str:
 
 
 def _print_file(report: FileReport) -> None:
-    w = sys.stdout.write
+    w = say  # file names, GPU names, NCCL's version and evidence come from the file
     w(f"{report.file}: {report.kind}; judged against "
       f"{report.sku or 'no catalog size'} ({report.sku_basis})\n")
     if report.runs:

@@ -42,6 +42,8 @@ def plan(
     extrapolate: bool = typer.Option(False, "--extrapolate", help="Allow predictions more than 4x past the "
                                      "measured GPU counts."),
     no_stored: bool = typer.Option(False, "--no-stored", help="Ignore stored results: published ones only."),
+    price: list[str] = typer.Option([], "--price", help="Override a list price: SKU=USD_PER_VM_HOUR, e.g. "
+                                    "gb300=140 (repeatable), as report --price does."),
     param: list[str] = typer.Option([], "--param", "-p", help="Recipe parameter KEY=VALUE for the step "
                                     "model's config (e.g. TENSOR_MODEL_PARALLEL=8), as `run` takes it."),
     as_json: bool = JsonOpt,
@@ -60,6 +62,8 @@ def plan(
     check_number("--budget", budget, 1e-2, 1e12)
     counts = tuple(parse_node_list(nodes)) if nodes is not None else None
     bench = check_benchmark(benchmark)
+    from orchestrator.report.cost import parse_price
+    prices = dict(parse_price(p) for p in price)
     stored = []
     if not no_stored:
         with open_store() as store:
@@ -68,7 +72,7 @@ def plan(
     params = tuple((k, str(v)) for k, v in _params(param).items())
     result = make_plan(PlanRequest(benchmark=bench, sku=sku, nodes=counts, target_minutes=target_minutes,
                                    budget_usd=budget, extrapolate=extrapolate, stored=tuple(stored),
-                                   params=params))
+                                   prices=prices, params=params))
     if not out.rich:
         return out.emit(result)
     columns, rows = plan_table(result)

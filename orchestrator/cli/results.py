@@ -12,6 +12,7 @@ import typer
 
 from orchestrator import formats
 from orchestrator.cli.common import (
+    say,
     Col,
     JsonOpt,
     Output,
@@ -104,13 +105,13 @@ def recipes_show(name: str = typer.Argument(..., help="Recipe name."),
     if effective:
         lines += ["", "environment (effective value, where it came from):"]
         lines += [f"  {k}={effective[k]}  [{r.env_sources.get(k, 'azbench')}]" for k in sorted(effective)]
-    sys.stdout.write("\n".join(lines) + "\n\n--- script ---\n" + preview.script.rstrip() + "\n")
+    say("\n".join(lines) + "\n\n--- script ---\n" + preview.script.rstrip() + "\n")
     if preview.stage_script:
-        sys.stdout.write("\n--- data staging job ---\n" + preview.stage_script.rstrip() + "\n")
+        say("\n--- data staging job ---\n" + preview.stage_script.rstrip() + "\n")
 
 
 def _print_progress(line: str) -> None:
-    sys.stdout.write(f"  {line}\n")
+    say(f"  {line}\n")
     sys.stdout.flush()
 
 
@@ -196,20 +197,20 @@ def _list_staging(recipe: str | None, data_root: str, out: Output) -> None:
         unknown = f"{', '.join(p.unsized)}: size unknown"
         size = (f"{p.size_gb:,.1f} GB" + (f" + {unknown}" if p.unsized else "") if p.size_gb is not None
                 else unknown if p.unsized else "no data")
-        sys.stdout.write(f"{p.recipe} {p.sku} x{p.nodes} ({'published' if p.published else 'estimate'}, "
+        say(f"{p.recipe} {p.sku} x{p.nodes} ({'published' if p.published else 'estimate'}, "
                          f"{p.implementation}): {size}\n")
-        sys.stdout.write("".join(f"  automatic: {a}\n" for a in p.automatic))
-        sys.stdout.write("".join(f"  you first: {u}\n" for u in p.user))
-        sys.stdout.write(f"  then: {p.command}\n")
+        say("".join(f"  automatic: {a}\n" for a in p.automatic))
+        say("".join(f"  you first: {u}\n" for u in p.user))
+        say(f"  then: {p.command}\n")
 
 
 def _print_prepared(result: PrepareResult) -> None:
     for item in result.items:
-        sys.stdout.write(f"{item.name:24} {item.kind:10} {item.state:18} {item.path}\n")
+        say(f"{item.name:24} {item.kind:10} {item.state:18} {item.path}\n")
     for item in result.items:
         if item.instructions:
-            sys.stdout.write(f"{'optional, ' if item.optional else ''}missing: {item.instructions}\n")
-    sys.stdout.write(f"job {result.job_id}: {result.job_state}; output {result.output}\n")
+            say(f"{'optional, ' if item.optional else ''}missing: {item.instructions}\n")
+    say(f"job {result.job_id}: {result.job_state}; output {result.output}\n")
 
 
 def _refuse_unless_staged(recipe: str, result: PrepareResult) -> None:
@@ -243,7 +244,9 @@ def report(benchmark: Optional[str] = typer.Option(None, "--benchmark", help="On
            html: Optional[Path] = typer.Option(None, "--html", help="Write the interactive site (index.html, pages, assets) here."),
            show_runs: bool = typer.Option(False, "--runs", help="Also list every run (the summary lists scores only)."),
            vs_published: bool = typer.Option(False, "--vs-published", help="Put each score beside the nearest published MLPerf result on the same GPU, with the delta."),
-           price: list[str] = typer.Option([], "--price", help="Override a list price: SKU=USD_PER_VM_HOUR, e.g. h200=84.80 (repeatable).")) -> None:
+           price: list[str] = typer.Option([], "--price", help="Override a list price: SKU=USD_PER_VM_HOUR, e.g. h200=84.80 (repeatable)."),
+           mixed_rounds: bool = typer.Option(False, "--mixed-rounds", help="Also compute speedups between "
+                                             "scores of different rounds (flagged; default: same round only).")) -> None:
     """MLPerf scores as MLCommons publishes them, best per benchmark, cost, MFU; with --markdown,
     --json or --html also step times, scaling efficiency, speedups and attempt history.
 
@@ -262,7 +265,7 @@ def report(benchmark: Optional[str] = typer.Option(None, "--benchmark", help="On
                              baseline=baseline, site=html is not None)
     rep = build_report(got.results, got.runs, got.attempts, benchmark=benchmark, system=system, since=when,
                        until=end, spot_clusters=got.spot, model_facts=model_facts(), events=got.events,
-                       prices=prices, fabric=got.fabric)
+                       prices=prices, fabric=got.fabric, mixed_round_speedups=mixed_rounds)
     if html is not None:
         _write_report_site(rep, got, html)
     results, stored = got.results, got.stored
@@ -469,6 +472,10 @@ def results_import(path: Path = typer.Argument(..., help="Submission tree, resul
                                                    "each log's round's ruleset (default); a log that "
                                                    "fails is scored as not converged, as the result "
                                                    "summarizer does."),
+                   round_name: Optional[str] = typer.Option(
+                       None, "--round", help="The MLPerf round of every log (v5.1), for a tree "
+                       "whose folders do not name it (a clone in tr51/): its score can then be "
+                       "checked and official. Stored results without a round get it."),
                    sku: Optional[str] = typer.Option(None, "--sku", help="An nccl-tests output: judge it "
                                                      "against this VM size (default: the catalog size of "
                                                      "the GPU the output names), as `fabric inspect --sku`."),
@@ -486,21 +493,27 @@ def results_import(path: Path = typer.Argument(..., help="Submission tree, resul
             fabric = import_nccl_tests(store, path, sku)
         if not out.rich:
             return out.emit(fabric)
-        sys.stdout.write(f"imported {fabric.imported} nccl-tests run(s) ({', '.join(fabric.collectives)}), "
-                         f"{fabric.duplicates} already stored, from {path}: see `azbench report` (fabric)\n"
-                         f"judged against {fabric.sku or 'no catalog size'} ({fabric.sku_basis}): "
-                         f"verdict {fabric.verdict}, as `azbench fabric inspect` gives\n")
+        say(f"imported {fabric.imported} nccl-tests run(s) ({', '.join(fabric.collectives)}), "
+            f"{fabric.duplicates} already stored, from {path}: see `azbench report` (fabric)\n"
+            f"judged against {fabric.sku or 'no catalog size'} ({fabric.sku_basis}): "
+            f"verdict {fabric.verdict}, as `azbench fabric inspect` gives\n")
         return
     meter = ImportMeter(sys.stderr)
     try:
         with open_store() as store:
-            summary = import_path(store, path, check_compliance=compliance, progress=meter)
+            summary = import_path(store, path, check_compliance=compliance, progress=meter,
+                                  round_name=round_name)
     finally:
         meter.close()
     if not out.rich:
         return out.emit(summary)
-    sys.stdout.write(f"imported {len(summary.imported)} result(s), {len(summary.duplicates)} already stored, "
+    say(f"imported {len(summary.imported)} result(s), {len(summary.duplicates)} already stored, "
                      f"{len(summary.warnings)} warning(s) from {path}\n")
+    if summary.refiled:
+        sys.stdout.write(f"filed {len(summary.refiled)} stored result(s) without a round as "
+                         f"{summary.refiled[0].round} (--round)\n")
+    for why, n in sorted(summary.skipped_reasons().items()):
+        sys.stdout.write(f"skipped {n} log(s): {why}\n")
     from orchestrator.safetext import clean
     for warning in summary.warnings:  # paths and messages hold folder names: no controls
         sys.stderr.write(clean(f"warning: {warning.path}: {warning.message}") + "\n")
@@ -608,5 +621,5 @@ def results_pull(account: str = AccountOpt, container: str = ContainerOpt,
         summary = pull(remote, into)
     if not out.rich:
         return out.emit(asdict(summary))
-    sys.stdout.write(f"downloaded {len(summary.downloaded)} file(s) into {into}, {summary.skipped} already there; "
+    say(f"downloaded {len(summary.downloaded)} file(s) into {into}, {summary.skipped} already there; "
                      f"imported {summary.imported_results} result(s)\n")

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, Optional, Self
 import typer
 
 from orchestrator.cli.common import (
+    say,
     JsonOpt,
     Output,
     OutputFormat,
@@ -104,13 +105,13 @@ def _dry_run(spec: RunSpec | None, sku: Optional[str], out: Output) -> None:
     for p in previews:
         r = p.resolved
         shape = f"TP {r.tp} x PP {r.pp} x CP {r.cp} x DP {r.dp}, GBS {r.gbs}" if r.gbs else f"DP {r.dp}"
-        sys.stdout.write(f"=== {r.recipe} on {r.nodes} x {r.sku_short} ({r.gpus} GPUs): {shape}"
+        say(f"=== {r.recipe} on {r.nodes} x {r.sku_short} ({r.gpus} GPUs): {shape}"
                          f"{' (derived: ' + (r.rule or '') + ')' if r.derived else ''}\n")
         if r.placement is not None:
-            sys.stdout.write(placement_lines(r.placement))
+            say(placement_lines(r.placement))
         for warning in r.warnings:
-            sys.stdout.write(f"warning: {warning}\n")
-        sys.stdout.write(p.script.rstrip() + "\n\n")
+            say(f"warning: {warning}\n")
+        say(p.script.rstrip() + "\n\n")
 
 
 def placement_lines(p: Placement) -> str:
@@ -239,7 +240,7 @@ def logs(run_id: str = typer.Argument(..., help="Run id (see azbench status)."),
         return out.emit({"run_id": run_id, "attempt": number, "lines": "".join(parts).splitlines()})
 
     def show(text: str) -> None:
-        sys.stdout.write(text)
+        say(text)  # a job's log is text from the cluster: no ESC, bidi or zero-width reaches the terminal
         sys.stdout.flush()
     with open_store() as store:
         stream_log(store, run_id, show, attempt=attempt, follow=follow)

@@ -13,13 +13,13 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Protocol, runtime_checkable
 
 from orchestrator.providers import get_provider, require
 from orchestrator.clusters.spending import check_cost_cap, cost_cap
 from orchestrator.specs.cluster import ClusterSpec
 from orchestrator.errors import (AzbenchError, ConfigError, LostRaceError, MissingCapability, NotFoundError,
-                                 NotOwnerError, PreflightError)
+                                 NotOwnerError, PreflightError, ProvisionError, ShrinkError)
 from orchestrator.models import Cluster, ClusterState, Plan, RunState, local_owner, utcnow
 
 if TYPE_CHECKING:
@@ -199,6 +199,8 @@ def down(name: str, store: Store, on_progress: Callable[[Any], None] | None = No
             store.set_cluster_state(name, ClusterState.DELETE_FAILED)
         _attempted(store, name, "down", what, exc, began)
         exc.hint = f"rerun `azbench down {name}` to finish the delete"
+        if isinstance(exc, ProvisionError):
+            exc.kind = "down failed"  # a delete that stopped, not a provisioning failure (same exit 4)
         raise
     store.set_cluster_state(name, ClusterState.TERMINATED)
     store.add_event(EventRow(kind="down", cluster=name, message=what,  # after the fact
@@ -343,6 +345,27 @@ def _spent(cluster: Cluster, rate: Rate, now: datetime | None = None, created: d
     return round(hours * rate.per_hour, 2)
 
 
+@runtime_checkable
+class ReportsNotes(Protocol):
+    """A provider that says what an operation did besides its plan, per cluster (Azure: a
+    shrink whose park fell back to deleting the instances)."""
+
+    notes: dict[str, list[str]]
+
+
+def _undrain(provider: Provider, cluster: Cluster, nodes: Sequence[str]) -> str:
+    """Return `nodes` (drained for a resize that failed) to service; what happened, in words."""
+    if not nodes:
+        return ""
+    try:
+        with provider.connect(cluster) as access:
+            access.launcher.resume(list(nodes))
+    except AzbenchError as exc:
+        return (f"{', '.join(nodes)} stay drained: returning them failed ({exc}); "
+                f"`azbench health {cluster.name} --undrain` returns them")
+    return f"{', '.join(nodes)} returned to service (undrained)"
+
+
 def resize_question(name: str, nodes: int, store: Store) -> str:
     """For `resize` that grows a cluster on a provider that costs money: the [y/N] question
     naming the VMs added and the cost per hour before and after (list price); "" otherwise.
@@ -427,6 +450,17 @@ class ClusterStatus:
     head: str = ""
     change: str = ""  # how the record followed the cloud's view ("" when it did not change)
     rate: Rate | None = None  # what bills now, from the cloud's view (None without one)
+
+    @property
+    def down_nodes(self) -> list[str]:
+        """The nodes the scheduler reports down, drained or failed ("down*", "drain", "fail")."""
+        return [n.name for n in self.nodes if n.state.rstrip("*~#!%$@^-+").lower()
+                in ("down", "drain", "drained", "draining", "fail", "failing", "not_responding")]
+
+    @property
+    def health(self) -> str:
+        """"degraded" when the scheduler reports a node down, else the record's state."""
+        return "degraded" if self.down_nodes else self.cluster.state.value
 
 
 def sweep(request: SweepRequest, store: Store | None = None) -> list[SweepItem]:
@@ -756,6 +790,7 @@ def resize(name: str, nodes: int, store: Store, *, force: bool = False) -> tuple
         provider.resize(cluster, nodes)  # MissingCapability, typed
     have = len(cluster.node_names) or cluster.nodes
     what = f"resize {have} -> {nodes} nodes"
+    drained: list[str] = []
     try:
         _require_creator(provider, cluster, force=force, verb="resize")
         plan = plan_resize(cluster, nodes)
@@ -768,13 +803,23 @@ def resize(name: str, nodes: int, store: Store, *, force: bool = False) -> tuple
                     raise ConfigError(f"refusing to shrink '{name}': a job runs on {', '.join(plan.busy)}",
                                       hint="wait for it, or pass --force to remove them anyway")
                 if plan.remove:
+                    drained = list(plan.remove)
                     access.launcher.drain({n: "azbench: resize (removing)" for n in plan.remove})
         resized = provider.resize(cluster, nodes, plan.remove)
     except AzbenchError as exc:
+        # No node stays drained and billing: those the provider did not remove (all of them,
+        # unless it says which it kept) go back to service, and the message says so.
+        back = _undrain(provider, cluster, [n for n in drained if n in exc.kept]
+                        if isinstance(exc, ShrinkError) else drained)
+        if back:
+            exc.message = f"{exc.message}; {back}"
         _attempted(store, name, "resize", what, exc)
         raise
     resized = resized.model_copy(update={"created_at": cluster.created_at})
     store.save_cluster(resized)
+    if isinstance(provider, ReportsNotes):  # what the resize did besides its plan (a park that fell back)
+        for note in provider.notes.get(name, []):
+            store.add_event(EventRow(kind="resize_note", cluster=name, message=note))
     store.add_event(EventRow(kind="resize", cluster=name, message=f"{plan.before} -> {plan.after} nodes",
                              data={"removed": list(plan.remove), "forced": list(plan.busy),
                                    "before": plan.before, "after": plan.after,

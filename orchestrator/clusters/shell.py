@@ -46,8 +46,16 @@ def head_command(cluster: Cluster, command: list[str]) -> HeadCommand:
     """The command line for `azbench ssh NAME [-- COMMAND]` (an interactive shell without one)."""
     if cluster.ssh is not None:
         return _ssh_command(cluster, cluster.ssh, command)
-    if capabilities(cluster).head_here:
+    caps = capabilities(cluster)
+    if caps.head_here:
         return _local_command(cluster, command)
+    if caps.shell:  # it has a login node; this home lacks its key and pinned host key
+        from orchestrator import paths
+        raise MissingCapability(cluster.name, cluster.provider,
+                                f"open a shell: this home has no SSH login for it (no keys in "
+                                f"{paths.cluster_dir(cluster.name)}; a cluster adopted from another home "
+                                "has its head, but not the keys `up` made)",
+                                hint="run `azbench ssh` from the home that ran `up`, or copy its cluster folder here")
     raise MissingCapability(cluster.name, cluster.provider, "open a shell: it has no head node to log in to",
                             hint="its jobs run through its provider's API; see azbench logs")
 

@@ -70,8 +70,9 @@ class Basis(Frozen):
     x = log2(N) − center_log2_gpus, with log2(N) held at vertex_log2_gpus (the parabola's turn,
     brought into the measured range; None for a line) on the side where the curve would rise,
     and continued as its tangent (never rising) outside [low_gpus, high_gpus]. The 80% interval
-    is ×/÷ exp(sqrt((half_width_ln·(1 + widen·d))² + new_round_ln²)), d the doublings outside the
-    measured range, new_round_ln forward's new-round term (0 at the level of stored results).
+    is ×/÷ exp(half_width_ln·(1 + widen·d) + new_round_ln), d the doublings to the
+    nearest measured count (inside the range too), new_round_ln forward's new-round term (0 at
+    the level of stored results).
     curve.evaluate computes it from these fields alone."""
 
     benchmark: str
@@ -125,7 +126,7 @@ def _text(series: SeriesPoints, fit: Fit, band: Band) -> list[str]:
         f"{SHRINK:g}); past the data the tangent, never rising",
         f"interval: {COVERAGE:.0%} from leave-one-out errors ({band.own} of this series, "
         f"{band.pool_errors} of {band.pool_series} other series, weighted as {POOL_WEIGHT:g} points), ×/÷ "
-        f"{math.exp(band.q):.2f} inside the data, +{WIDEN:.0%} width per doubling past it"
+        f"{math.exp(band.q):.2f} at a measured count, +{WIDEN:.0%} width per doubling from the nearest one"
         + (f"; a new software round adds ×/÷ {math.exp(band.new_round):.2f} in quadrature (the "
            f"{COVERAGE:.0%} quantile of the level shifts between published rounds)" if band.new_round else
            "; at your stored results' level no new-round term"),

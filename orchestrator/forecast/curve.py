@@ -12,10 +12,12 @@ from collections.abc import Sequence
 
 from orchestrator.errors import ConfigError
 from orchestrator.forecast.basis import MAX_EXTRAPOLATION, Basis
-from orchestrator.forecast.plan import runs_required
+from orchestrator.forecast.plan import runs_required, scaling_order
 from orchestrator.forecast.series import fitted_series
 from orchestrator.hardware.catalog import gpu_skus
 from orchestrator.hardware.layout import rack_sizes
+from pydantic import Field
+
 from orchestrator.models import Frozen
 from orchestrator.results.published import catalog_gpu
 from orchestrator.store.schema import ResultRow
@@ -33,6 +35,14 @@ class CurveSample(Frozen):
     extrapolation: float
 
 
+class ScalingPoint(Frozen):
+    """A measured score's GPU count and the RCP scaling factor in it."""
+
+    gpus: int
+    factor: float
+    label: str
+
+
 class CurveData(Frozen):
     """One benchmark x GPU size, ready to embed: samples for the line and band, the points for
     the markers, the basis (parameters, interval, points' provenance, text) for the input."""
@@ -47,6 +57,9 @@ class CurveData(Frozen):
     max_gpus: float
     runs_required: int
     price_per_vm_hour_usd: float | None
+    scaling: list[ScalingPoint] = Field(default_factory=list, description="the measured scores' "
+                                        "RCP factors, in tie order: a count's runs are priced at "
+                                        "the predicted score / the nearest one's (forecast.plan)")
     basis: Basis
     samples: list[CurveSample]
     caption: str
@@ -67,6 +80,8 @@ def benchmark_curve(benchmark: str, sku: str, stored: Sequence[ResultRow] = (),
         node_steps=list(rack_sizes(row)),
         min_gpus=low, max_gpus=high,
         runs_required=runs_required(series.benchmark), price_per_vm_hour_usd=row.price_per_hour_usd,
+        scaling=[ScalingPoint(gpus=p.gpus, factor=p.scaling_factor, label=p.label)
+                 for p in scaling_order(series.points.points)],
         basis=basis, samples=points, caption=basis.text[0])
 
 
@@ -91,7 +106,8 @@ def evaluate(basis: Basis, gpus: float) -> tuple[float, float, float]:
     u = log2(gpus); e = u clamped to [log2 low_gpus, log2 high_gpus]; v = e held at the vertex
     on the rising side (a2 > 0: min(e, vertex); a2 < 0: max(e, vertex)); x = v - center;
     ln T = a0 + a1·x + a2·x² + offsets[level] + s·(u - e), s = min(a1 + 2·a2·x, 0), or 0 where
-    v != e; the 80% interval is ln T ± sqrt((half_width_ln·(1 + widen·|u - e|))² + new_round_ln²)."""
+    v != e; the 80% interval is ln T ± (half_width_ln·(1 + widen·d) + new_round_ln), d the
+    doublings from u to the nearest measured count (measured_gpus)."""
     a0, a1, a2 = basis.coefficients
     u = math.log2(gpus)
     e = min(max(u, math.log2(basis.low_gpus)), math.log2(basis.high_gpus))
@@ -100,9 +116,10 @@ def evaluate(basis: Basis, gpus: float) -> tuple[float, float, float]:
     x = v - basis.center_log2_gpus
     slope = 0.0 if v != e else min(a1 + 2.0 * a2 * x, 0.0)
     centre = a0 + a1 * x + a2 * x * x + basis.offsets.get(basis.level, 0.0) + slope * (u - e)
-    within = basis.interval.half_width_ln * (1.0 + basis.interval.widen_per_doubling * abs(u - e))
+    near = min((abs(u - math.log2(g)) for g in basis.measured_gpus), default=abs(u - e))
+    within = basis.interval.half_width_ln * (1.0 + basis.interval.widen_per_doubling * near)
     r = basis.interval.new_round_ln
-    h = math.sqrt(within * within + r * r)
+    h = within + r  # forward.combined
     return math.exp(centre), math.exp(centre - h), math.exp(centre + h)
 
 

@@ -85,7 +85,10 @@ class LooSummary(Frozen):
 def leave_one_out(points: Sequence[Point]) -> list[Residual]:
     """The error at each point when its GPU count is held out (counts whose rest cannot be fitted,
     i.e. fewer than two other counts, are skipped)."""
-    return [Residual(gpus=p.gpus, group=p.group, distance=fit.distance(p.gpus),
+    # Errors are scaled by the distance outside the data only: the width they give is then
+    # widened, per prediction, by the distance to the nearest measured count (Fit.distance),
+    # inside the data too, so a count far from every measured one is not called certain.
+    return [Residual(gpus=p.gpus, group=p.group, distance=fit.outside(p.gpus),
                      log_error=fit.log_minutes(p.gpus, p.group) - math.log(p.minutes))
             for _, held, _, fit in _folds(points) for p in held]
 

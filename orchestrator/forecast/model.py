@@ -63,13 +63,21 @@ class Fit:
         return math.exp(self.log_minutes(gpus, group))
 
     def distance(self, gpus: float) -> float:
+        """How far `gpus` lies from the nearest measured count, in doublings (0 at a measured
+        count): past the range, the doublings past its edge; inside it, to the nearer of the
+        measured counts on each side (a count 3 doublings from each is 3 doublings from the
+        data, and its interval widens as far). What the interval widens with."""
+        u = math.log2(gpus)
+        return float(min(abs(u - math.log2(s)) for s in self.scales))
+
+    def outside(self, gpus: float) -> float:
         """How far `gpus` lies outside the measured range, in doublings (0 inside)."""
         u = math.log2(gpus)
         return max(0.0, u - math.log2(self.high), math.log2(self.low) - u)
 
     def extrapolation(self, gpus: float) -> float:
         """`gpus` over the largest measured count (or the smallest over `gpus`); 1 inside."""
-        return 2.0 ** self.distance(gpus)
+        return float(2.0 ** self.outside(gpus))
 
     def _curve(self, u: float) -> float:
         x = u - self.center

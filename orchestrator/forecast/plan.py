@@ -17,9 +17,11 @@ are refused unless `extrapolate`.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
+
+from pydantic import Field
 
 from orchestrator.errors import ConfigError, NotFoundError
 from orchestrator.explain.account import PlanExplain, plan_explain
@@ -51,6 +53,7 @@ class PlanRequest:
     budget_usd: float | None = None
     extrapolate: bool = False
     stored: Sequence[ResultRow] = field(default_factory=tuple)
+    prices: Mapping[str, float] = field(default_factory=dict)  # size name -> USD per VM-hour (--price)
     params: tuple[tuple[str, str], ...] = ()  # -p KEY=VALUE for the step model's config
 
 
@@ -74,6 +77,12 @@ class PlanRow(Frozen):
     cost_per_result_low_usd: float | None = None
     cost_per_result_high_usd: float | None = None
     cost_per_hour_usd: float | None = None
+    scaling_factor: float = Field(1.0, description="the RCP scaling factor in the predicted "
+                                  "score: each run's predicted wall time is minutes / it")
+    scaling_from: str = Field("", description="the measured score whose factor it is")
+    measured_cost_per_result_usd: float | None = Field(None, description="the measured score's "
+        "cost per result, as the report prices it: a stored one's runs each at its own minutes, "
+        "a published one's at its score / its scaling factor")
     vm_hours_per_result: float
     strong_scaling: float | None = None
     vcpus: int
@@ -127,9 +136,9 @@ def make_plan(request: PlanRequest) -> ForecastPlan:
             counts.append(answer.nodes)
     rows = _rows(ctx, sorted(set(counts)), {"target": target, "target at the upper bound": upper,
                                             "budget": budget})
-    price = sku.price_per_hour_usd
+    price = ctx.price
     return ForecastPlan(benchmark=bench, sku=sku.name, sku_short=sku.short, gpu=gpu, gpus_per_node=sku.gpus_per_vm,
-                runs_required=runs, price_per_vm_hour_usd=price, price_note=_price_note(sku),
+                runs_required=runs, price_per_vm_hour_usd=price, price_note=_price_note(sku, ctx.price),
                 basis=fitted.basis(), rows=rows, target=target, target_upper=upper,
                 budget=budget, comparisons=comparisons(series, gpu), notes=_notes(ctx))
 
@@ -151,7 +160,7 @@ def comparisons(series: SeriesPoints, gpu: str) -> list[str]:
             a, b, same = _pair([p for p in series.points if p.gpus == gpus],
                                [p for p in other.points if p.gpus == gpus])
             out.append(f"at {gpus:,} GPUs: {gpu} {a.minutes:.2f} min ({a.label}) vs {other.gpu} "
-                       f"{b.minutes:.2f} min ({b.label}): {gpu} {b.minutes / a.minutes:.2f}x as fast"
+                       f"{b.minutes:.2f} min ({b.label}): {gpu} {metrics.speedup(b.minutes, a.minutes):.2f}x as fast"
                        + ("" if same else " (different rounds)"))
     return out
 
@@ -170,11 +179,18 @@ class _Context:
     def gpus(self, nodes: int) -> int:
         return nodes * self.sku.gpus_per_vm
 
+    @property
+    def price(self) -> float | None:
+        """USD per VM-hour: --price for this size, else the catalog's list price."""
+        return self.request.prices.get(self.sku.name, self.sku.price_per_hour_usd)
+
     def allowed(self, nodes: int, factor: float = MAX_EXTRAPOLATION) -> bool:
         return self.fit.extrapolation(self.gpus(nodes)) <= factor * (1 + 1e-9)
 
     def vm_hours(self, nodes: int) -> float:
-        return self.runs * self.fit.minutes(self.gpus(nodes)) / 60.0 * nodes
+        """VM-hours of the runs a score needs, each at its predicted wall time."""
+        factor = _scaling(self.series.points, self.gpus(nodes))[0]
+        return self.runs * self.fit.minutes(self.gpus(nodes)) / factor / 60.0 * nodes
 
     @property
     def scan_factor(self) -> float:
@@ -196,11 +212,18 @@ def _row(ctx: _Context, nodes: int, marks: list[Mark], base_gpu_minutes: float) 
     minutes, low, high = ctx.band.interval(ctx.fit, gpus)
     position, stands_on = _stands_on(ctx.fit, gpus)
     measured = _measured(ctx.series.points, gpus)
-    price = sku.price_per_hour_usd
+    price = ctx.price
     per_hour = nodes * price if price is not None else None
-    cost = [cost_per_result([m] * ctx.runs, ctx.runs, nodes, price).usd if price is not None else None
-            for m in (minutes, low, high)]
+    factor, factor_from = _scaling(ctx.series.points, gpus)
+    # The report's cost per result: the runs a score needs, each at its own wall time (the
+    # predicted score / the RCP factor in it), x VMs x price.
+    cost = [cost_per_result([m / factor] * ctx.runs, ctx.runs, nodes, price).usd
+            if price is not None else None for m in (minutes, low, high)]
     racks, per_rack = _racks(sku, nodes)
+    measured_cost = None
+    if measured is not None and price is not None:
+        minutes_each = measured.run_minutes or [measured.minutes / measured.scaling_factor] * ctx.runs
+        measured_cost = cost_per_result(minutes_each, ctx.runs, nodes, price).usd
     model = plan_explain(ctx.series.benchmark, sku.name, nodes, dict(ctx.request.params))
     return PlanRow(
         nodes=nodes, gpus=gpus, racks=racks, vms_per_rack=per_rack, minutes=minutes, low=low, high=high,
@@ -208,7 +231,9 @@ def _row(ctx: _Context, nodes: int, marks: list[Mark], base_gpu_minutes: float) 
         measured_minutes=measured.minutes if measured else None,
         measured_by=measured.label if measured else None, measured_who=measured.by if measured else None,
         cost_per_result_usd=cost[0], cost_per_result_low_usd=cost[1], cost_per_result_high_usd=cost[2],
-        cost_per_hour_usd=per_hour, vm_hours_per_result=ctx.vm_hours(nodes),
+        cost_per_hour_usd=per_hour, scaling_factor=factor, scaling_from=factor_from,
+        measured_cost_per_result_usd=measured_cost,
+        vm_hours_per_result=ctx.vm_hours(nodes),
         strong_scaling=metrics.strong_scaling_efficiency(base_gpu_minutes, 1, minutes, gpus),
         vcpus=nodes * sku.vcpus, quota_family=sku.quota_family, why=_why(ctx, nodes), marks=marks,
         explain=model, model_vs_curve=_disagreement(model, minutes, low, high))
@@ -222,6 +247,28 @@ def _disagreement(model: PlanExplain, minutes: float, low: float, high: float) -
         return (f"the step model ({model.model_minutes:.1f} min [{model.model_low:.1f}-{model.model_high:.1f}]) "
                 f"and the curve ({minutes:.1f} min [{low:.1f}-{high:.1f}]) disagree beyond their intervals")
     return ""
+
+
+def scaling_order(points: Sequence[Point]) -> list[Point]:
+    """The points in the order a tie of distance is broken: stored first, then the newest round,
+    then the fastest (what the site's script receives: CurveData.scaling)."""
+    return sorted(points, key=lambda p: (p.group != STORED, tuple(-k for k in group_order(p.group)[1]),
+                                         p.minutes, p.gpus))
+
+
+def _scaling(points: Sequence[Point], gpus: int) -> tuple[float, str]:
+    """The RCP scaling factor of the measured score nearest `gpus` (log distance; ties:
+    scaling_order), and that score's label; 1.0 without points."""
+    import math
+    best: Point | None = None
+    far = math.inf
+    for p in scaling_order(points):
+        d = abs(math.log(p.gpus / gpus))
+        if d < far:
+            best, far = p, d
+    if best is None:
+        return 1.0, ""
+    return best.scaling_factor, f"{best.label} ({best.gpus:,} GPUs)"
 
 
 def _stands_on(fit: Fit, gpus: int) -> tuple[Literal["measured", "inside", "above", "below"], str]:
@@ -353,10 +400,10 @@ def _choose(ctx: _Context, goal: float, counts: list[int], how: str) -> Answer:
 
 def _budget(ctx: _Context) -> Answer:
     budget = ctx.request.budget_usd or 0.0
-    price = ctx.sku.price_per_hour_usd
+    price = ctx.price
     if price is None:
         raise ConfigError(f"--budget needs a price: {ctx.sku.short} has none in the catalog "
-                          f"({_price_note(ctx.sku)})")
+                          f"({_price_note(ctx.sku)}): give --price {ctx.sku.name}=USD")
     fits = [n for n in _candidates(ctx) if ctx.vm_hours(n) * price <= budget]
     if not fits:
         cheapest = min(_candidates(ctx) or [1], key=ctx.vm_hours)
@@ -372,7 +419,9 @@ def _budget(ctx: _Context) -> Answer:
 
 # -- text ----------------------------------------------------------------------------------------
 
-def _price_note(sku: GpuSku) -> str:
+def _price_note(sku: GpuSku, price: float | None = None) -> str:
+    if price is not None and price != sku.price_per_hour_usd:
+        return f"${price:,.2f} per VM-hour, given (--price)"
     if sku.price_per_hour_usd is None:
         return f"unknown: {sku.price_source}"
     where = next((part.strip().removeprefix("price:").strip() for part in sku.notes.split(";")
@@ -382,9 +431,10 @@ def _price_note(sku: GpuSku) -> str:
 
 def _notes(ctx: _Context) -> list[str]:
     notes = [f"cost per result = the {ctx.runs} runs one MLPerf score of {ctx.series.benchmark} "
-             "needs, each at the predicted minutes, x nodes x price (the report's cost per "
-             "result, docs/figures.md); it leaves out initialisation before run_start, data "
-             "staging, queueing and failed runs"]
+             "needs, each at its predicted wall time (the predicted score / the RCP scaling "
+             "factor of the nearest measured score, scaling_factor), x nodes x price (the "
+             "report's cost per result, docs/figures.md); it leaves out initialisation before "
+             "run_start, data staging, queueing and failed runs"]
     if ctx.series.stored:
         notes.append(f"predictions are at the level of your {len(ctx.series.stored)} stored result(s) "
                      "(they take precedence over the published level)")

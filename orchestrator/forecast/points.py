@@ -25,9 +25,11 @@ from collections.abc import Iterable, Sequence
 from typing import Literal
 
 from orchestrator.errors import ConfigError
+from pydantic import Field
+
 from orchestrator.models import Frozen
 from orchestrator.results import metrics
-from orchestrator.results.definitions import time_to_train
+from orchestrator.results.definitions import launch_order, time_to_train
 from orchestrator.results.published import (BENCHMARK_ALIASES, PublishedResult, canonical_benchmark,
                                             catalog_gpu, load_published, round_key)
 from orchestrator.store.schema import ResultRow
@@ -53,6 +55,11 @@ class Point(Frozen):
     by: str = ""
     round: str | None = None
     note: str = ""
+    scaling_factor: float = Field(1.0, description="the RCP scaling factor in `minutes` "
+                                  "(score = the runs' olympic mean x it): a run's wall time is "
+                                  "minutes / scaling_factor")
+    run_minutes: list[float | None] = Field(default_factory=list, description="a stored score's "
+                                            "runs' own minutes, launch order, resumed ones left out")
 
 
 class LeftOut(Frozen):
@@ -158,7 +165,8 @@ def published_points(bench: str, gpu: str,
             left.append(_left(r, f"the same score as {earlier.label}: republished, counted once"))
             continue
         points.append(Point(gpus=r.accelerators, nodes=r.nodes, minutes=r.score_minutes, group=r.round,
-                            source="published", label=_label(r), by=f"{r.round} {r.submitter}", round=r.round))
+                            source="published", label=_label(r), by=f"{r.round} {r.submitter}", round=r.round,
+                            scaling_factor=r.scaling_factor or 1.0))
     points.sort(key=lambda p: (p.gpus, group_order(p.group)))
     return points, left
 
@@ -193,7 +201,8 @@ def stored_points(bench: str, gpu: str,
                                        "official" if score.official else score.note]))
         by = " ".join(part for part in ("stored", round_name, submitter) if part)
         points.append(Point(gpus=gpus, nodes=_mode(r.nodes for r in rows), minutes=score.value_minutes,
-                            by=by, round=round_name or None,
+                            by=by, round=round_name or None, scaling_factor=score.scaling_factor,
+                            run_minutes=[r.minutes for r in launch_order(rows) if not r.resumed],
                             group=STORED, source="stored", label=label, note=note))
     return sorted(points, key=lambda p: p.gpus), left
 

@@ -34,6 +34,19 @@ def plan_lines(plan: ForecastPlan) -> list[str]:
     lines = [a.text for a in (plan.target, plan.target_upper, plan.budget) if a is not None]
     lines += plan.basis.text
     lines.append(f"price: {plan.price_note}; quota family {plan.rows[0].quota_family if plan.rows else '-'}")
+    factors: dict[tuple[float, str], list[int]] = {}
+    for row in plan.rows:
+        factors.setdefault((row.scaling_factor, row.scaling_from), []).append(row.nodes)
+    for (factor, source), counts in factors.items():
+        lines.append(f"runs priced at the predicted score / RCP scaling factor {factor:.4g}"
+                     + (f" (of {source})" if source else "")
+                     + f" for {', '.join(formats.count(n) for n in counts)} nodes")
+    for row in plan.rows:
+        if row.measured_cost_per_result_usd is not None and row.measured_minutes is not None:
+            lines.append(f"measured at {formats.count(row.nodes)} nodes: "
+                         f"{formats.fixed(row.measured_minutes, 2)} min ({row.measured_by}), "
+                         f"{_usd(row.measured_cost_per_result_usd, plan)} per result as the report "
+                         "prices it (its runs, each at its own minutes)")
     lines.append("points (GPUs, score, round and system):")
     lines += point_lines(plan.basis.points)
     lines += [f"measured speedup {c}" for c in plan.comparisons]

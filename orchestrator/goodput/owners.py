@@ -1,7 +1,8 @@
 """Team cost: what each owner's clusters cost and how much of it trained, from the store.
 
-An owner's clusters count for the part of their lives inside the window (`since` to now), at the
-cost per hour their records hold (list price); their runs (the runs whose record names the owner,
+An owner's clusters count for the part of their lives inside the window (`since` to now), in
+node-hours over each cluster's size history (its resize events, as `goodput --cluster` counts
+them), at the price per node-hour their records hold (list price); their runs (the runs whose record names the owner,
 started inside the window) give the training node-hours (run.run_goodput). Goodput per owner is
 training node-hours over the node-hours of their clusters. A record from before owners were
 stored (schema v6) counts under NOT_RECORDED.
@@ -13,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from orchestrator.goodput.cluster import life
+from orchestrator.goodput.cluster import EVENT_LIMIT, _node_counts, _nodes_at, life
 from orchestrator.goodput.model import TRAINING, OwnerTotal
 from orchestrator.goodput.run import run_goodput
 from orchestrator.goodput.timeline import epoch
@@ -48,14 +49,15 @@ def by_owner(store: Store, since: datetime | None = None, now: datetime | None =
         a = acc.setdefault(row.owner or NOT_RECORDED, _Acc())
         a.clusters += 1
         a.hours += hours
-        a.node_hours += hours * row.nodes
+        node_hours = _node_hours_in(store, row, since, now)
+        a.node_hours += node_hours
         sku = find(row.sku)
-        a.gpu_hours += hours * row.nodes * (sku.gpus_per_vm if sku else 0)
+        a.gpu_hours += node_hours * (sku.gpus_per_vm if sku else 0)
         price = row.cluster.cost_per_hour_usd
         if price is None:
             a.unpriced.append(row.name)
-        else:
-            a.cost += hours * price
+        elif row.nodes > 0:  # per node-hour, as `goodput --cluster` prices it
+            a.cost += node_hours * price / row.nodes
     for run in store.list_runs():
         if since is not None and run.created_at < since:
             continue
@@ -103,6 +105,23 @@ def _spend(owner: str, rows: Sequence[ClusterRow], since: datetime | None, now: 
         else:
             usd += hours * price
     return Spend(owner, round(usd, 2), counted, tuple(sorted(unpriced)))
+
+
+def _node_hours_in(store: Store, row: ClusterRow, since: datetime | None, now: datetime) -> float:
+    """The cluster's node-hours inside the window, over its size history (its resize events,
+    as `goodput --cluster` walks them: cluster._node_counts)."""
+    lo, hi, _ = life(row, now)
+    events = [e for e in store.list_events(cluster=row.name, limit=EVENT_LIMIT)
+              if e.run_id is None and e.kind == "resize"]
+    steps = _node_counts(row.nodes, events, lo)
+    start = max(lo, epoch(since)) if since is not None else lo
+    total = 0.0
+    bounds = [t for t, _ in steps if start < t < hi] + [hi]
+    t0 = start
+    for t1 in bounds:
+        total += max(t1 - t0, 0.0) * _nodes_at(steps, t0)
+        t0 = t1
+    return total / 3600
 
 
 def _hours_in(row: ClusterRow, since: datetime | None, now: datetime) -> float:

@@ -14,6 +14,8 @@ construction (timeline.partition).
 
 from __future__ import annotations
 
+import re
+
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -70,7 +72,8 @@ def breakdown(row: RunRow, attempts: Sequence[AttemptRow], logs: Mapping[int, Ru
     wall = hi - lo
     rate, price_note = run_price(row, cluster)
     gpus = _gpus_per_node(cluster) * row.nodes
-    failures = {m.row.attempt: _failure(m, pieces) for m in marks if m.failed}
+    failures = {m.row.attempt: _failure(m, pieces, marks[i + 1] if i + 1 < len(marks) else None)
+                for i, m in enumerate(marks) if m.failed}
     done = next((m.log for m in reversed(marks) if m.row.state == AttemptState.SUCCEEDED and m.log), None)
     return RunGoodput(
         run_id=row.id, cluster=row.cluster, recipe=row.recipe, benchmark=row.benchmark,
@@ -272,11 +275,26 @@ def _kept_at(m: _Mark, nxt: _Mark | None, failed_at: float, notes: list[str]) ->
     return m.run_start
 
 
-def _failure(m: _Mark, pieces: Sequence[Piece]) -> AttemptFailure:
+_NODE_IN_TEXT = re.compile(r"\b[A-Za-z][\w-]*node[\w-]*?\d+\b|\bnode\d+\b")
+
+
+def failed_nodes(failed: Sequence[str], evidence: str, next_excluded: Sequence[str]) -> list[str]:
+    """The nodes a failure names: those the next attempt newly excluded (it left out what
+    failed), else those the evidence names ("node3", "gpu-node-3"), else the attempt's own."""
+    newly = [n for n in next_excluded if n not in failed]
+    if newly:
+        return newly
+    named = list(dict.fromkeys(_NODE_IN_TEXT.findall(evidence or "")))
+    return named or list(failed)
+
+
+def _failure(m: _Mark, pieces: Sequence[Piece], nxt: _Mark | None = None) -> AttemptFailure:
     n = m.row.attempt
     mine = [p for p in pieces if p.origin == n]
+    nodes = failed_nodes(m.row.excluded_nodes, m.row.message or "",
+                         nxt.row.excluded_nodes if nxt is not None else [])
     return AttemptFailure(attempt=n, failure_class=m.row.failure_class or "unknown",
-                   evidence=m.row.message or "", nodes=list(m.row.excluded_nodes),
+                   evidence=m.row.message or "", nodes=nodes,
                    at=utc(m.failure_at),
                    lost_work_s=round(sum(p.seconds for p in mine if p.label == LOST_WORK), 3),
                    restart_overhead_s=round(sum(p.seconds for p in mine if p.label == RESTART), 3))

@@ -272,8 +272,12 @@ def _entry(key: tuple[str, str | None, int], rows: list[ResultRow],
         else:
             if score is not None:
                 values["time_to_train"] = score
+    every = sorted({"/".join(p for p in (r.round, r.submitter, r.system) if p) for r in rows})
     stats = defs.step_time(rows)
-    if stats is not None:
+    if len(every) > 1 and stats is not None:  # pooled, it would belong to neither
+        refused["step_time"] = (f"not defined: {len(every)} systems at this scale "
+                                f"({', '.join(every)}), a step time is one system's")
+    elif stats is not None:
         values["step_time"] = stats.median
     if metrics.get("allreduce_busbw"):
         values["allreduce_busbw"] = statistics.fmean(metrics["allreduce_busbw"])
@@ -297,12 +301,21 @@ def _with_weak_scaling(entries: list[BaselineEntry]) -> list[BaselineEntry]:
     the run's median), where it is defined; else the reason in `refused`."""
     series: dict[tuple[str, str | None], list[BaselineEntry]] = defaultdict(list)
     for e in entries:
-        if e.values.get("step_time"):
+        if e.values.get("step_time") or "step_time" in e.refused:
             series[(e.benchmark, e.sku)].append(e)
     out: dict[tuple[str, str | None, int], BaselineEntry] = {
         (e.benchmark, e.sku, e.nodes): e for e in entries}
     for (bench, sku), scales in series.items():
         base = min(scales, key=lambda e: e.nodes)
+        if "step_time" in base.refused:  # the base has no one step time: nothing to scale from
+            for e in scales:
+                if e.nodes != base.nodes:
+                    out[(e.benchmark, e.sku, e.nodes)] = e.model_copy(update={
+                        "base_nodes": base.nodes, "refused": {**e.refused, "weak_scaling_efficiency":
+                            f"not defined against {formats.scale(base.gpus, base.nodes)}: its step "
+                            f"time is {base.refused['step_time'].removeprefix('not defined: ')}"}})
+            continue
+        scales = [e for e in scales if "step_time" not in e.refused]
         for e in scales:
             update: dict[str, Any] = {"base_nodes": base.nodes}
             if e.nodes != base.nodes:

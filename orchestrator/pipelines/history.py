@@ -24,6 +24,7 @@ from orchestrator.pipelines.baselines import (
     list_baselines,
 )
 from orchestrator.report.history import History, HistoryPoint, HistorySeries
+from orchestrator.results import definitions as defs
 from orchestrator.store.schema import ResultRow, RunRow
 
 if TYPE_CHECKING:
@@ -58,11 +59,18 @@ def build_history(results: Sequence[ResultRow], runs: Sequence[RunRow], baseline
                   ) -> History:
     """Pure: one point per occasion x scale x metric, oldest first, with compare's verdicts;
     a point's value is the metric's figure (BaselineEntry.value: the MLPerf score of the
-    occasion's runs for time to train), and a metric not defined at a scale (weak scaling at
-    another work per GPU) has no point, its reason in the notes. `busbw` ({run id: GB/s}, the
+    occasion's runs for time to train; where the occasion has fewer runs than a score needs,
+    their mean, marked `partial`: runs, never a time to train), and a metric not defined at a
+    scale (weak scaling at another work per GPU; time to train or step time at a scale several
+    systems share over time) has no point, its reason in the notes. `busbw` ({run id: GB/s}, the
     health gate's all-reduce figures) adds that metric."""
     tol = tolerances or Tolerances()
     occasions = _occasions(results, runs)
+    systems: dict[tuple[str, str | None, int], set[str]] = defaultdict(set)
+    for r in results:  # a series is one system's: scores and step times are never pooled
+        if r.nodes:
+            systems[(r.benchmark, r.sku, r.nodes)].add(
+                "/".join(p for p in (r.round, r.submitter, r.system) if p))
     points: dict[SeriesKey, list[HistoryPoint]] = defaultdict(list)
     refused: list[str] = []
     for (name, when), rows in sorted(occasions.items(), key=lambda kv: kv[0][1]):
@@ -76,13 +84,23 @@ def build_history(results: Sequence[ResultRow], runs: Sequence[RunRow], baseline
         for e in entries:
             refused += [f"{e.label} {metric} ({name}): {why}" for metric, why in e.refused.items()
                         if metric in METRICS]
+            scale = (e.benchmark, e.sku, e.nodes)
+            if len(systems[scale]) > 1:
+                refused += [f"{e.label} {metric}: not defined: {len(systems[scale])} systems at "
+                            f"this scale over time ({', '.join(sorted(systems[scale]))}), a series "
+                            "is one system's" for metric in ("time_to_train", "step_time")
+                            if metric in e.metrics and metric not in e.refused]
+            partial = _partial(rows, scale)
             for metric, samples in e.metrics.items():
                 value = e.value(metric)
                 if not samples or value is None or metric in e.refused:
                     continue
+                if metric in ("time_to_train", "step_time") and len(systems[scale]) > 1:
+                    continue
                 d = verdicts.get((e.benchmark, e.sku, e.nodes, metric))
                 points[(e.benchmark, e.sku, e.nodes, metric)].append(HistoryPoint(
                     when=when, occasion=name, value=value, samples=samples,
+                    partial=partial if metric == "time_to_train" else None,
                     verdict=d.verdict if d else None, change=d.change if d else None,
                     confidence=d.confidence if d else None))
     gpus: dict[tuple[str, str | None, int], Counter[int]] = defaultdict(Counter)
@@ -105,6 +123,17 @@ def build_history(results: Sequence[ResultRow], runs: Sequence[RunRow], baseline
             band=band, max_change=change, points=points[key]))
     return History(baseline=baseline.name if baseline else None, since=since, until=until,
                    series=series, notes=list(dict.fromkeys(refused)))
+
+
+def _partial(rows: Sequence[ResultRow], scale: tuple[str, str | None, int]) -> str | None:
+    """Why the occasion's runs at `scale` are no MLPerf score (fewer runs than the benchmark
+    requires: their mean is not a time to train), or None."""
+    bench, sku, nodes = scale
+    mine = [r for r in rows if (r.benchmark, r.sku, r.nodes) == scale and not r.resumed]
+    need = defs.required_runs_or_none(bench)
+    if need is None or len(mine) >= need:
+        return None
+    return (f"the mean of {len(mine)} run(s), {need} make a score: runs, not a time to train")
 
 
 def _occasions(results: Sequence[ResultRow], runs: Sequence[RunRow]

@@ -281,6 +281,7 @@ def check_params(recipe: Recipe, params: dict[str, Scalar] | None) -> dict[str, 
     number, so `-p target=--5` is refused here, not by the job an hour later)."""
     import math
     out: dict[str, Scalar] = {}
+    check_param_text(params or {})
     if recipe.mlperf is not None:
         return _env_params(recipe, params or {})
     known = ", ".join(sorted(recipe.params)) or "none"
@@ -315,6 +316,20 @@ def check_params(recipe: Recipe, params: dict[str, Scalar] | None) -> dict[str, 
 
 
 _ENV_NAME = re.compile(r"^[A-Z][A-Z0-9_]{0,63}$")
+# A line break, NUL or other control character: a value that holds one could end a line of the
+# generated script (a comment, a batch directive) and start a command of its own.
+_PARAM_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+
+
+def check_param_text(params: dict[str, Scalar]) -> None:
+    """ConfigError (exit 2) for a parameter whose name or value holds a newline, NUL or other
+    control character, whichever path brought it (-p, a run spec, a pulled snapshot's run)."""
+    for key, value in params.items():
+        for what, text in (("name", str(key)), ("value", str(value))):
+            found = _PARAM_CONTROL.search(text)
+            if found:
+                raise ConfigError(f"parameter {str(key)[:40]!r}: its {what} holds a control character "
+                                  f"({found.group()!r}); a value must be one line of text")
 
 
 def _env_params(recipe: Recipe, params: dict[str, Scalar]) -> dict[str, Scalar]:
@@ -333,7 +348,9 @@ def _env_params(recipe: Recipe, params: dict[str, Scalar]) -> dict[str, Scalar]:
 
 def render_command(recipe: Recipe, *, run_dir: str, nodes: int,
                    params: dict[str, Scalar] | None = None, python: str = "python3") -> str:
-    """The per-node command with every substituted value shell-quoted."""
+    """The per-node command with every substituted value shell-quoted; ConfigError for a value
+    with a line break or control character."""
+    check_param_text(params or {})
     unknown = set(params or {}) - set(recipe.params)
     if unknown:
         raise ConfigError(f"recipe '{recipe.name}' has no parameter '{sorted(unknown)[0]}'",

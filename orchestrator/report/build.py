@@ -146,7 +146,13 @@ class GroupReport(Frozen):
     score_raw_minutes: float | None = Field(None, description="the olympic mean (raw)")
     score_minutes: float | None = Field(None, description="the MLPerf score as MLCommons publishes "
                                                           "it: raw score x scaling_factor")
-    official: bool = False
+    official: bool = Field(False, description="a full MLPerf score whose counted runs passed "
+                                              "compliance for the round the files name")
+    compliance: str = Field("not checked", description='"passed", "failed" or "not checked": '
+                            "mlperf_logging's checker on the runs the score counts "
+                            "(results.definitions.verdict)")
+    verdict: str = Field("no score", description="'official' or 'not official: why', the words "
+                                                 "every view prints")
     partial: bool = False
     score_note: str = ""
     run_lines: list[RunLine] = Field(default_factory=list)
@@ -201,10 +207,11 @@ class GroupReport(Frozen):
 
     @property
     def kind(self) -> str:
-        """"official", "partial", "unofficial" or "no score" (what every renderer prints)."""
+        """"official", "partial", "not official" or "no score" (a short column; `verdict` says
+        why, in the same words in every view)."""
         if self.score_minutes is None:
             return "no score"
-        return "official" if self.official else ("partial" if self.partial else "unofficial")
+        return "official" if self.official else ("partial" if self.partial else "not official")
 
     @property
     def is_published_score(self) -> bool:
@@ -260,13 +267,15 @@ def build_report(
     events: Sequence[EventRow] | None = None,
     prices: Prices | None = None,
     fabric: Sequence[FabricResultRow] | None = None,
+    mixed_round_speedups: bool = False,
 ) -> Report:
     """The report over `results` matching the filters. `runs`/`attempts` (optional) add the
     cluster filter and the cost of every attempt, failed ones included; `spot_clusters`
     ({cluster: SKU}) adds the spot section's cost saved; `model_facts` ({benchmark: facts}, as
     recipes.catalog.model_facts() gives them) adds MFU, which is blank without them; `events`
     (the store's) add the node replacements; `prices` ({size name: USD per VM-hour}) override
-    the catalog's list prices; `fabric` (the store's fabric results) adds the fabric section."""
+    the catalog's list prices; `fabric` (the store's fabric results) adds the fabric section;
+    `mixed_round_speedups` pairs scores of different rounds too (flagged)."""
     rows = _filter(results, runs, benchmark=benchmark, system=system, cluster=cluster, since=since,
                    until=until)
     notes: list[str] = [] if rows else ["no results match"]
@@ -280,7 +289,7 @@ def build_report(
     filters = {k: str(v) for k, v in asked.items() if v is not None}
     return Report(filters=filters, best=best_per_benchmark(groups), groups=groups,
                   strong_scaling=strong_scaling(groups),
-                  weak_scaling=weak_scaling(groups, notes), speedups=sku_speedups(groups),
+                  weak_scaling=weak_scaling(groups, notes), speedups=sku_speedups(groups, mixed_round_speedups),
                   attempt_history=attempt_history(runs, attempts, rows),
                   preemptions=preemption_lines(runs, attempts, spot_clusters or {}),
                   replacements=replacement_lines(events, cluster),
@@ -342,9 +351,10 @@ def weak_scaling(
     return out
 
 
-def sku_speedups(groups: Sequence[GroupReport]) -> list[SkuSpeedup]:
+def sku_speedups(groups: Sequence[GroupReport], mixed_rounds: bool = False) -> list[SkuSpeedup]:
     """Pairs of SKUs with a score for the same benchmark at the same GPU count, on the MLPerf
-    score (x scaling); per dollar where both systems have a list price (report.cost)."""
+    score (x scaling), of the same round unless `mixed_rounds` (then flagged); per dollar where
+    both systems have a list price (report.cost)."""
     by_size: dict[tuple[str, int], list[GroupReport]] = defaultdict(list)
     for g in groups:
         if g.score_minutes and g.gpus and g.sku:
@@ -352,10 +362,11 @@ def sku_speedups(groups: Sequence[GroupReport]) -> list[SkuSpeedup]:
     out = []
     for (bench, gpus), members in sorted(by_size.items()):
         for a, b in combinations(sorted(members, key=lambda g: -(g.score_minutes or 0)), 2):
-            if a.sku == b.sku:  # a is the slower
-                continue
+            if a.sku == b.sku or not (mixed_rounds or defs.same_round(a.round, b.round)):
+                continue  # a is the slower
             out.append(defs.sku_speedup(bench, gpus, (a.sku or "", a.scale, a.system_price_per_hour),
-                                        (b.sku or "", b.scale, b.system_price_per_hour)))
+                                        (b.sku or "", b.scale, b.system_price_per_hour),
+                                        rounds=(a.round, b.round)))
     return out
 
 
@@ -426,6 +437,7 @@ def _group(key: GroupKey, rows: list[ResultRow], runs: Sequence[RunRow] | None,
     scoring = [i for i, r in enumerate(rows) if not r.resumed]
     minutes = defs.scored_minutes(rows)
     score, note = _score(rows, bench)
+    verdict = defs.verdict(rows, bench, round_name or None, score)
     failed = [r.id or 0 for r in rows if r.compliance_ok is False]
     if failed:
         note = "; ".join(filter(None, [note, f"{len(failed)} run(s) failed compliance: not "
@@ -461,7 +473,7 @@ def _group(key: GroupKey, rows: list[ResultRow], runs: Sequence[RunRow] | None,
         resumed_runs=resumed, scaling_factor=factor,
         score_raw_minutes=score.raw_minutes if score else None,
         score_minutes=value,
-        official=bool(score and score.official and score.value_minutes is not None),
+        official=verdict.official, compliance=verdict.compliance, verdict=verdict.text,
         partial=bool(score and score.runs_used < score.runs_required), score_note=note,
         run_lines=[_run_line(r, s, i in scored, p) for i, (r, s, p)
                    in enumerate(zip(rows, summaries, progress))],

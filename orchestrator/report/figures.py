@@ -326,10 +326,15 @@ def _outside(curve: CurveData, inside: Sequence[int]) -> list[int | None]:
 def sku_speedup(pairs: Sequence[SkuSpeedup]) -> Figure | None:
     if not pairs:
         return None
-    names = cut_apart([f"{s.benchmark} {formats.count(s.workers)} GPUs: {_gpu(s.sku_b)} vs {_gpu(s.sku_a)}"
+    names = cut_apart([f"{s.benchmark} {formats.count(s.workers)} GPUs: {s.system_b} ({_gpu(s.sku_b)}) "
+                       f"vs {s.system_a} ({_gpu(s.sku_a)})" + (" [mixed rounds]" if s.mixed_rounds else "")
                        for s in pairs], BAR_LABEL_CHARS)
-    traces = [_hbar("speedup", names, [s.speedup for s in pairs], KELLY[0]),
-              _hbar("per dollar", names, [s.speedup_per_dollar for s in pairs], KELLY[2])]
+    traces = [_hbar("speedup", names, [s.speedup for s in pairs], KELLY[0])]
+    if any(s.speedup_per_dollar is not None for s in pairs):  # no legend entry without a bar
+        traces.append(_hbar("per dollar", names, [s.speedup_per_dollar for s in pairs], KELLY[2]))
+    for trace in traces:  # the whole names on hover: a cut label may hide a system
+        trace["customdata"] = [s.text for s in pairs]
+        trace["hovertemplate"] = "%{customdata}<br>" + trace["name"] + ": %{x:,.4g}<extra></extra>"
     return {"data": traces, "layout": _bar_layout(
         "Speedup between GPUs at equal GPU count (MLPerf score)", "x faster than the slower",
         len(names), barmode="group", xaxis={"rangemode": "tozero"}, **side_legend())}
@@ -337,23 +342,28 @@ def sku_speedup(pairs: Sequence[SkuSpeedup]) -> Figure | None:
 
 def mfu(groups: Sequence[GroupReport]) -> Figure | None:
     """MFU at the run's precision (its name on the bar) and against dense BF16; a BF16 figure
-    above 100% (an FP8/FP4 run outruns BF16's peak) is not a utilisation: no bar, a note under
-    the chart with its value."""
+    above 100% (an FP8/FP4 run outruns BF16's peak) is not a utilisation: its bar is the one at
+    the run's own precision, and a note under the chart gives both values; the BF16 series is
+    left out when it has no bar."""
     shown = [g for g in groups if g.mfu is not None or g.mfu_bf16 is not None]
     if not shown:
         return None
     names = bar_names(shown)
     over = [(n, g) for n, g in zip(names, shown) if g.mfu_bf16 is not None and g.mfu_bf16 > 1.0]
     traces = [_hbar("MFU (run precision)", names, [_pct(g.mfu) for g in shown], KELLY[0],
-                    text=[g.mfu_precision or "" for g in shown]),
-              _hbar("MFU vs dense BF16", names,
-                    [None if (g.mfu_bf16 or 0.0) > 1.0 else _pct(g.mfu_bf16) for g in shown], KELLY[1])]
+                    text=[g.mfu_precision or "" for g in shown])]
+    bf16 = [None if (g.mfu_bf16 or 0.0) > 1.0 else _pct(g.mfu_bf16) for g in shown]
+    if any(v is not None for v in bf16):  # no legend entry without a bar
+        traces.append(_hbar("MFU vs dense BF16", names, bf16, KELLY[1]))
     lay = _bar_layout("Model FLOPs utilisation at the median step", "MFU (%)", len(names),
                       barmode="group", xaxis={"ticksuffix": "%", "rangemode": "tozero"}, **side_legend())
     if over:
-        lines = [f"{n}: {(g.mfu_bf16 or 0.0):.1%} vs dense BF16 ({g.mfu_precision} run)" for n, g in over[:4]]
+        lines = [f"{n}: {(g.mfu_bf16 or 0.0):.1%} vs dense BF16 ({g.mfu_precision} run); drawn "
+                 + (f"at its {g.mfu_precision} peak: {g.mfu:.1%}" if g.mfu is not None
+                    else f"nowhere: no {g.mfu_precision} peak in the catalog") for n, g in over[:4]]
         lines += [f"and {len(over) - 4} more (the table has them)"] if len(over) > 4 else []
-        lay["annotations"] = [{"text": "Not drawn, above 100%: not a utilisation<br>" + "<br>".join(lines),
+        lay["annotations"] = [{"text": "vs dense BF16 above 100%: not a utilisation, each drawn "
+                                       "against its own precision's peak<br>" + "<br>".join(lines),
                                "xref": "paper", "yref": "paper", "x": 0, "y": 0, "yshift": -40,
                                "xanchor": "left", "yanchor": "top", "showarrow": False,
                                "align": "left", "font": {"size": 11}}]
@@ -547,13 +557,23 @@ def history(series: HistorySeries) -> Figure:
                        "name": f"baseline {series.baseline or ''} mean "
                                f"{formats.sig(series.baseline_mean)}",
                        "line": {"dash": "dot", "color": "#2e86c1", "width": 1}, "hoverinfo": "skip"})
-    traces.append({"type": "scatter", "mode": "lines+markers", "name": "this scale" if relative else unit[:24],
-                   "x": xs, "y": [y(p) for p in shown],
-                   "text": [f"{p.occasion}<br>{unit}: {formats.sig(p.value)}"
-                            + (f" ({formats.pct(p.change, signed=True)} vs baseline, {p.verdict})"
-                               if p.change is not None else f" ({p.verdict or 'no baseline'})")
-                            for p in shown],
-                   "hoverinfo": "text", "line": {"color": "#34495e"}})
+    def hover(p: HistoryPoint) -> str:
+        what = f"runs' mean (partial: {p.partial})" if p.partial else unit
+        return (f"{p.occasion}<br>{what}: {formats.sig(p.value)}"
+                + (f" ({formats.pct(p.change, signed=True)} vs baseline, {p.verdict})"
+                   if p.change is not None else f" ({p.verdict or 'no baseline'})"))
+
+    scores = [p for p in shown if not p.partial]
+    if scores:
+        traces.append({"type": "scatter", "mode": "lines+markers", "name": "this scale" if relative else unit[:24],
+                       "x": [p.when.isoformat() for p in scores], "y": [y(p) for p in scores],
+                       "text": [hover(p) for p in scores], "hoverinfo": "text", "line": {"color": "#34495e"}})
+    runs_only = [p for p in shown if p.partial]
+    if runs_only:  # fewer runs than a score needs: their mean, drawn as runs, never as a score
+        traces.append({"type": "scatter", "mode": "markers", "name": "runs' mean (not a score)",
+                       "x": [p.when.isoformat() for p in runs_only], "y": [y(p) for p in runs_only],
+                       "text": [hover(p) for p in runs_only], "hoverinfo": "text",
+                       "marker": {"color": "#34495e", "symbol": "circle-open", "size": 9}})
     for verdict, colour, symbol in (("regression", BAD, "x"), ("improvement", GOOD, "triangle-up")):
         hits = [p for p in shown if p.verdict == verdict]
         if hits:

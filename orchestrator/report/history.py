@@ -30,6 +30,8 @@ class HistoryPoint(Frozen):
     verdict: str | None = Field(None, description="compare's verdict; None without a baseline")
     change: float | None = Field(None, description="(value - baseline mean) / baseline mean")
     confidence: float | None = None
+    partial: str | None = Field(None, description="set when the occasion has fewer runs than a "
+                                "score needs: `value` is their mean (runs), not a time to train")
 
 
 class HistorySeries(Frozen):

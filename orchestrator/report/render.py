@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from orchestrator import formats
-from orchestrator.safetext import clean
+from orchestrator.safetext import clean, markdown
 from orchestrator.report.build import GroupReport, Report, history_section
 from orchestrator.fabric.lines import fabric_section
 from orchestrator.report.preemption import preemption_section
@@ -125,10 +125,12 @@ def sections(report: Report) -> list[_Section]:
                   _f(w.step_base_s, 4), _f(w.step_s, 4), _pct(w.efficiency),
                   _signed_pct(w.step_change), _pct(w.min_max)]
                  for w in report.weak_scaling]))
-    out.append(("Speedup between SKUs (same GPU count)",
-                ["benchmark", "GPUs", "a -> b", "minutes a", "minutes b", "speedup",
-                 "per GPU", "per dollar"],
-                [[s.benchmark, _i(s.workers), f"{s.sku_a} -> {s.sku_b}", _f(s.minutes_a, 3),
+    out.append(("Speedup between SKUs (same GPU count, same round unless asked)",
+                ["benchmark", "GPUs", "a (slower) -> b", "rounds", "minutes a", "minutes b",
+                 "speedup", "per GPU", "per dollar"],
+                [[s.benchmark, _i(s.workers), f"{s.system_a} ({s.sku_a}) -> {s.system_b} ({s.sku_b})",
+                  (f"{s.round_a or '?'} vs {s.round_b or '?'}: mixed rounds" if s.mixed_rounds
+                   else s.round_a or "-"), _f(s.minutes_a, 3),
                   _f(s.minutes_b, 3), _f(s.speedup, 3), _f(s.speedup_per_gpu, 3),
                   _f(s.speedup_per_dollar, 3)] for s in report.speedups]))
     out.append(history_section(report.attempt_history))
@@ -157,7 +159,8 @@ def _results_section(groups: Sequence[GroupReport]) -> _Section:
               "nearest published", "vs nearest (basis)", "note"]
     rows = [[g.benchmark, g.label, g.gpu_type or "-", _i(g.nodes), _i(g.gpus),
              f"{_i(g.runs)} ({_i(g.required_runs)})", _i(g.converged), _f(g.score_minutes, 4),
-             _f(g.score_raw_minutes, 4), _f(g.scaling_factor, 4), g.kind,
+             _f(g.score_raw_minutes, 4), _f(g.scaling_factor, 4),
+             g.verdict if g.score_minutes is not None else g.kind,
              _f(g.published_score_minutes, 4),
              f"{g.published.config}: {_f(g.published.score_minutes, 4)}" if g.published else "-",
              (f"{_signed_pct(g.published.delta)} ({g.published.basis})"
@@ -256,12 +259,12 @@ def _md_row(cells: Sequence[Any]) -> str:
 def md_text(value: object) -> str:
     """Markdown from any text (names come from folders and logs): control characters
     stripped, `&` and `<` escaped (`<a href="javascript:...">` shows as written, never as a
-    tag; `->` stays as it is), `[` and `]` escaped (no Markdown link)."""
-    text = clean(str(value)).replace("&", "&amp;").replace("<", "&lt;")
-    return text.replace("[", "\\[").replace("]", "\\]")
+    tag; `->` stays as it is), `[`, `]` and the backslash escaped (no Markdown link):
+    safetext.markdown."""
+    return markdown(value)
 
 
 def md_cell(value: object) -> str:
     """md_text for a table cell: `|` escaped too (no extra column)."""
-    return md_text(value).replace("|", "\\|")
+    return markdown(value, cell=True)
 

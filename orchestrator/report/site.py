@@ -47,6 +47,7 @@ from orchestrator.report.fabric_site import PATH as FABRIC_PATH
 from orchestrator.report.fabric_site import TEMPLATE as FABRIC_TEMPLATE
 from orchestrator.report.fabric_site import fabric_page_parts
 from orchestrator.report.figures import Figure, Palette
+from orchestrator.safetext import plot_figure
 from orchestrator.report.history import MIN_CHART_POINTS, History, HistorySeries
 from orchestrator.results.definitions import PublishedNeighbour
 from orchestrator.results.published import catalog_gpu
@@ -112,7 +113,7 @@ def write_site(report: Report, results: Sequence[ResultRow], out_dir: Path, *,
         root = "../" * page.path.count("/")
         html = render(f"report/{page.template}", title=page.title, root=root, nav=nav,
                       generated=f"{report.generated_at:%Y-%m-%d %H:%M} UTC",
-                      filters=report.filters, figures=page.figures, current=page.path, **page.ctx)
+                      filters=report.filters, figures=_plain(page.figures), current=page.path, **page.ctx)
         written.append(_write(out_dir / page.path, html))
     assets = out_dir / "assets"
     assets.mkdir(exist_ok=True)
@@ -318,7 +319,8 @@ class _Site:
                 self._system_cell(g.label, link_system), Cell(g.gpu_type or "-"),
                 _num_cell(g.gpus, 0), Cell(f"{g.runs} ({g.required_runs or '-'})", g.runs),
                 _num_cell(g.score_minutes, 3, cls="headline"), _num_cell(g.score_raw_minutes, 3),
-                Cell(kind, cls=f"k-{kind.replace(' ', '-')}"),
+                Cell(g.verdict if g.score_minutes is not None else kind,
+                     cls=f"k-{kind.replace(' ', '-')}"),
                 _delta_cell(n),
                 _num_cell(g.step_stats.median if g.step_stats else None, 4),
                 _pct_cell(g.mfu), _num_cell(g.cost_per_result_usd, 2, title=g.cost_note),
@@ -586,6 +588,12 @@ def _delta_cell(n: PublishedNeighbour | None) -> Cell:
     return Cell(f"{pct} vs {n.config}", n.delta,
                 cls="delta " + ("worse" if n.delta > 0.005 else ("better" if n.delta < -0.005 else "")),
                 title=n.config)
+
+
+def _plain(figures: dict[str, Figure]) -> dict[str, Any]:
+    """Every string of every chart as plain text (safetext.plot): plotly would draw a system
+    name's `<a href>` as a link."""
+    return {name: plot_figure(fig) for name, fig in figures.items()}
 
 
 def _present(charts: dict[str, Figure | None]) -> dict[str, Figure]:

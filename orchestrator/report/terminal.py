@@ -223,6 +223,9 @@ def _footer(report: Report, *, runs: bool) -> list[str]:
         shown.insert(0, f"runs {sum(g.runs for g in report.groups)} (--runs)")
     lines = ["more: " + ", ".join(shown) + "; all of it in --markdown, --json, --html DIR"] \
         if shown else []
+    verdicts = Counter(g.verdict for g in report.groups
+                       if g.score_minutes is not None and not g.official)
+    lines += [f"{n} score{'s' if n > 1 else ''}: {text}" for text, n in sorted(verdicts.items())]
     warnings = [n for n in report.notes if n.startswith("warning:")]
     others = [n for n in report.notes if not n.startswith("warning:")]
     lines += warnings

@@ -9,7 +9,8 @@ Layout in the container:
 lacks it, and index.json (merged with the one already there, so colleagues' logs stay listed
 under the name they were first pushed with) only when its bytes change; a second push of the
 same store uploads nothing. `pull` downloads what the index lists into a folder
-(logs/<sha256 prefix>_<name>, snapshot.json), skipping files already there with the right hash,
+(logs/<sha256>_<name>, the full hash: a 48-bit prefix was found to collide in seconds,
+snapshot.json), skipping files already there with the right hash,
 and can import the snapshot into the local store (idempotent: results are unique by content
 hash). Results keep their ids where the local store has them free, so a fresh home that pulls
 sees the pusher's ids.
@@ -25,7 +26,11 @@ this machine (docs/results.md, "Shared results: the threat model"):
   log_path a snapshot carries is dropped, and so is a run's run_dir (a path on the pusher's
   cluster). Index entries must be sha256 names.
 - `push` uploads only files under the store's own log folders (`<home>/archive`, `<home>/runs`),
-  links resolved: a result pointing anywhere else is refused and listed, never read.
+  links resolved: a result pointing anywhere else is refused and listed, never read; so is a
+  file with more than one hard link (a link planted in archive/ to a file elsewhere).
+- index.json and snapshots are read with a size cap; a malformed one (not JSON, a name that is
+  not text, a result id that is not a number, a list that is not a list) is a ConfigError
+  (exit 2) naming what is wrong, before anything is imported.
 - Messages never repeat a URL's query string (a SAS token in --account): safetext.redact.
 
 The container is a Protocol (`Container`); `AzureContainer` is azure-storage-blob's
@@ -53,11 +58,16 @@ from orchestrator.errors import ConfigError, NotFoundError, RemoteError
 from orchestrator.results.ingest import archive_log
 from orchestrator.safetext import redact
 from orchestrator.store.schema import AttemptRow, BaselineRow, ResultRow, RunRow
+from pydantic import BaseModel
 
 if TYPE_CHECKING:
     from orchestrator.store.database import Store
 
 INDEX = "index.json"
+# Caps on what pull reads: an index of 1 M entries took 491 MB to parse. 16 MiB holds about
+# 150,000 logs; a snapshot of 256 MiB several hundred thousand results.
+INDEX_MAX_BYTES = 16 << 20
+SNAPSHOT_MAX_BYTES = 256 << 20
 KEY_ENV = "AZURE_STORAGE_KEY"
 _NAME_SAFE = re.compile(r"[^A-Za-z0-9._-]+")
 _SHA256 = re.compile(r"[0-9a-f]{64}")
@@ -136,9 +146,13 @@ def push(store: Store, container: Container) -> PushSummary:
         if not p.is_file():
             out.missing_logs.append(r.log_path)
             continue
+        if p.stat().st_nlink > 1:  # a hard link resolves inside the folders yet is another file
+            out.refused_logs.append(r.log_path)
+            continue
         digest = _file_sha256(p)
         hashes[r.log_path] = digest
-        logs[digest] = (p.name.removeprefix(f"{digest[:12]}_"), p)  # a pulled log: its own name
+        # a pulled log: its own name (full-hash prefix; the 12-digit one of older pulls too)
+        logs[digest] = (p.name.removeprefix(f"{digest}_").removeprefix(f"{digest[:12]}_"), p)
     present = container.names("logs/")
     for digest, (name, path) in sorted(logs.items()):
         blob = f"logs/{digest}"
@@ -146,6 +160,8 @@ def push(store: Store, container: Container) -> PushSummary:
             out.skipped += 1
             continue
         data = path.read_bytes()
+        if path.stat().st_nlink > 1:
+            raise ConfigError(f"{path}: gained a second hard link while being archived; nothing uploaded")
         if sha256(data) != digest:
             raise ConfigError(f"{path}: changed while being archived; push again")
         container.put(blob, data, {"name": name})
@@ -179,6 +195,9 @@ def pull(container: Container, folder: Path, store: Store | None = None) -> Pull
     """Download the indexed logs and the latest snapshot into `folder`; with `store`, import
     the snapshot's runs, attempts and results (log paths pointing at the pulled files)."""
     raw = container.get(INDEX)
+    if raw is not None and len(raw) > INDEX_MAX_BYTES:
+        raise ConfigError(f"the container's {INDEX} is {len(raw):,} bytes, over the {INDEX_MAX_BYTES:,} "
+                          "this azbench reads: nothing was pulled")
     if raw is None:
         raise NotFoundError("the container has no index.json: nothing was pushed there",
                             hint="azbench results push --account URL --container NAME")
@@ -194,7 +213,7 @@ def pull(container: Container, folder: Path, store: Store | None = None) -> Pull
     folder = folder.resolve()  # results point at their logs by absolute path
     local: dict[str, Path] = {}
     for digest, name in sorted(index["logs"].items()):
-        target = folder / "logs" / f"{digest[:12]}_{_NAME_SAFE.sub('_', name) or 'log'}"
+        target = folder / "logs" / f"{digest}_{_NAME_SAFE.sub('_', str(name))[:120] or 'log'}"
         local[digest] = target
         if target.is_file() and _file_sha256(target) == digest:
             out.skipped += 1
@@ -204,6 +223,10 @@ def pull(container: Container, folder: Path, store: Store | None = None) -> Pull
         out.downloaded.append(target.name)
     if index.get("snapshot"):
         snap = _checked(container, f"snapshots/{index['snapshot']}.json", index["snapshot"])
+        if len(snap) > SNAPSHOT_MAX_BYTES:
+            raise ConfigError(f"snapshot {index['snapshot'][:16]}... is {len(snap):,} bytes, over the "
+                              f"{SNAPSHOT_MAX_BYTES:,} this azbench reads: nothing was imported")
+        parsed = _parse_snapshot(snap) if store is not None else None
         target = folder / "snapshot.json"
         if target.is_file() and target.read_bytes() == snap:
             out.skipped += 1
@@ -213,7 +236,8 @@ def pull(container: Container, folder: Path, store: Store | None = None) -> Pull
         if store is not None:
             archive = paths.archive_dir()  # each verified log, under the store's own folder
             stored = {digest: archive_log(path, digest, archive) for digest, path in local.items()}
-            out.imported_results = import_snapshot(store, json.loads(snap), stored)
+            assert parsed is not None
+            out.imported_results = import_snapshot(store, parsed, stored)
     return out
 
 
@@ -380,16 +404,64 @@ def _check_url(account_url: str) -> str:
 
 
 def _read_index(raw: bytes | None) -> dict[str, Any]:
+    """The index as {"logs": {str: str}, "snapshot": str | None}; ConfigError for anything else."""
     if raw is None:
         return {"logs": {}, "snapshot": None}
+    if len(raw) > INDEX_MAX_BYTES:
+        raise ConfigError(f"the container's {INDEX} is {len(raw):,} bytes, over the {INDEX_MAX_BYTES:,} "
+                          "this azbench reads")
     try:
         data = json.loads(raw)
         if not isinstance(data, dict) or not isinstance(data.get("logs"), dict):
             raise ValueError("no logs mapping")
-    except ValueError as exc:
-        raise ConfigError(f"the container's {INDEX} is not an azbench index: {exc}") from None
-    data.setdefault("snapshot", None)
+        odd = [k for k, v in data["logs"].items() if not isinstance(v, str)]
+        if odd:
+            raise ValueError(f"log {str(odd[0])[:20]}... has a name that is not text")
+        if data.setdefault("snapshot", None) is not None and not isinstance(data["snapshot"], str):
+            raise ValueError("its snapshot is not a hash")
+    except (ValueError, RecursionError) as exc:
+        raise ConfigError(f"the container's {INDEX} is not an azbench index: {str(exc)[:200]}") from None
     return data
+
+
+_SECTIONS: dict[str, type[BaseModel]] = {"runs": RunRow, "attempts": AttemptRow, "results": ResultRow, "baselines": BaselineRow}
+
+
+def _parse_snapshot(raw: bytes) -> dict[str, Any]:
+    """A snapshot's JSON, checked before anything is imported: an object of a known format whose
+    runs, attempts, results and baselines are lists of objects that validate as their rows
+    (ids numbers, names text). ConfigError (exit 2) naming the first problem otherwise."""
+    from pydantic import ValidationError
+    try:
+        snap = json.loads(raw)
+    except (ValueError, RecursionError) as exc:
+        raise ConfigError(f"the pulled snapshot is not JSON: {str(exc)[:120]}") from None
+    if not isinstance(snap, dict):
+        raise ConfigError("the pulled snapshot is not a JSON object")
+    if snap.get("format") not in _READABLE_FORMATS:
+        raise ConfigError(f"snapshot format {str(snap.get('format'))[:60]!r} is not one this azbench reads "
+                          f"({', '.join(_READABLE_FORMATS)})", hint="upgrade azbench")
+    for section, model in _SECTIONS.items():
+        items = snap.get(section, [])
+        if not isinstance(items, list):
+            raise ConfigError(f"the pulled snapshot's {section} is not a list")
+        for n, item in enumerate(items):
+            if not isinstance(item, dict):
+                raise ConfigError(f"the pulled snapshot's {section}[{n}] is not an object")
+            data = {k: v for k, v in item.items() if k != "log_sha256"}
+            if section == "results":
+                data["log_path"] = None
+                digest = item.get("log_sha256")
+                if digest is not None and not (isinstance(digest, str) and _SHA256.fullmatch(digest)):
+                    raise ConfigError(f"the pulled snapshot's results[{n}].log_sha256 is not a sha256")
+            try:
+                model.model_validate(data)
+            except ValidationError as exc:
+                first = exc.errors()[0]
+                where = ".".join(str(x) for x in first.get("loc", ()))
+                raise ConfigError(f"the pulled snapshot's {section}[{n}].{where}: "
+                                  f"{str(first.get('msg', 'invalid'))[:120]}") from None
+    return snap
 
 
 def _checked(container: Container, name: str, digest: str) -> bytes:

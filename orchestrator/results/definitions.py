@@ -19,7 +19,8 @@ them. A figure that is not defined for a pair is a `Refused` with the reason, ne
 - weak scaling: t_base / t on median step times, defined only at the same work per GPU (global
   batch / GPUs equal within 1e-6; unknown counts as the same, as azbench's sweeps keep it) and
   never capped (`weak_scaling`).
-- speedup between GPU types at the same GPU count, on MLPerf scores (`sku_speedup`).
+- speedup between GPU types at the same GPU count, on MLPerf scores of the same round unless
+  asked (`sku_speedup`; `SkuSpeedup.text` names both systems and rounds, and flags mixed ones).
 - cost per result: the cost of the runs one MLPerf score needs (the benchmark's required runs,
   each at its own minutes x VMs x price per VM-hour: `cost_per_result`); cost per run is one run
   as long as the raw olympic mean (`cost_per_run`), under its own name only.
@@ -31,8 +32,9 @@ them. A figure that is not defined for a pair is a `Refused` with the reason, ne
 from __future__ import annotations
 
 from collections import Counter
+import json
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import Field
 
@@ -96,14 +98,83 @@ def time_to_train(rows: Sequence[ResultRow], benchmark: str) -> Score:
     return metrics.mlperf_score(scored_minutes(ordered), benchmark, scaling_factor(ordered))
 
 
+# -- compliance and the verdict -------------------------------------------------------------------
+
+ROUND_UNKNOWN = "not official: compliance not checked (round unknown: give --round)"
+Compliance = Literal["passed", "failed", "not checked"]
+
+
+class Verdict(Frozen):
+    """Whether a score is official, and the words every view prints for it."""
+
+    compliance: Compliance = Field(description="mlperf_logging's checker on the runs the score "
+                                               "counts, for the round the files name")
+    official: bool
+    text: str = Field(description="'official', or 'not official: why' (the same words in "
+                                  "every view)")
+
+
+def _checked_for(row: ResultRow, round_name: str | None) -> bool | None:
+    """The row's verdict if it was checked with the ruleset of `round_name` (an azbench run's:
+    the ruleset its log names), else None."""
+    target = round_name or row.ruleset
+    if row.compliance_ok is None or not target:
+        return None
+    try:
+        said = json.loads(row.compliance_json or "{}")
+    except ValueError:
+        return None
+    ruleset = (said.get("ruleset") if isinstance(said, dict) else None) or row.ruleset or ""
+    return row.compliance_ok if _major_minor(str(ruleset)) == _major_minor(target) else None
+
+
+def _major_minor(name: str) -> list[str]:
+    """'v5.1' and '5.1.0' -> ['5', '1']."""
+    return name.strip().lstrip("v").split(".")[:2]
+
+
+def verdict(rows: Sequence[ResultRow], benchmark: str, round_name: str | None,
+            score: Score | None) -> Verdict:
+    """A score is official only when it is a full MLPerf score and every run it counts (the first
+    required runs in launch order, resumed ones never) passed mlperf_logging's checker with the
+    ruleset of the round the files name. A round not known is never a verdict: ROUND_UNKNOWN."""
+    counted = [r for r in launch_order(rows) if not r.resumed]
+    need = required_runs_or_none(benchmark)
+    counted = counted[:need] if need else counted
+    found = [_checked_for(r, round_name) for r in counted]
+    compliance: Compliance = ("failed" if any(v is False for v in found) else
+                              "passed" if found and all(v is True for v in found) else "not checked")
+    if score is None or score.value_minutes is None:
+        return Verdict(compliance=compliance, official=False, text="no score")
+    if compliance == "failed":
+        bad = sum(v is False for v in found)
+        return Verdict(compliance=compliance, official=False,
+                       text=f"not official: compliance failed ({bad} of {len(found)} runs)")
+    if compliance == "not checked":
+        unchecked = sum(v is None for v in found)
+        known = round_name or next((r.ruleset for r in counted if r.ruleset), None)
+        why = ROUND_UNKNOWN if not known else (
+            f"not official: compliance not checked ({unchecked} of {len(found)} runs; "
+            "import without --no-compliance)")
+        return Verdict(compliance=compliance, official=False, text=why)
+    if not score.official:
+        return Verdict(compliance=compliance, official=False,
+                       text=f"not official: {score.note or 'not a full MLPerf score'}")
+    return Verdict(compliance=compliance, official=True, text="official")
+
+
 # -- step time ----------------------------------------------------------------------------------
 
 
 def step_time(rows: Sequence[ResultRow]) -> StepStats | None:
     """Statistics of every kept step of the rows' runs, pooled (resumed runs included: their
-    steps ran); None without step times."""
-    return metrics.step_time_stats([(0, t) for r in rows for t in kept_step_times(summary_of(r))],
-                                   drop_first=False)
+    steps ran); `excluded` counts the logged steps left out (each run's first step and the
+    first after each eval; whole-block durations); None without step times."""
+    summaries = [summary_of(r) for r in rows]
+    kept = [t for s in summaries for t in kept_step_times(s)]
+    stats = metrics.step_time_stats([(0, t) for t in kept], drop_first=False)
+    logged = sum(len(s.get("step_times") or []) for s in summaries)
+    return stats.model_copy(update={"excluded": logged - len(kept)}) if stats else None
 
 
 # -- MFU ----------------------------------------------------------------------------------------
@@ -137,6 +208,25 @@ def group_precision(summaries: Sequence[Mapping[str, Any]], config: str | None,
     return counts.most_common(1)[0][0] if counts else (None, "")
 
 
+def config_precision(facts: ModelFacts, system: str | None) -> str | None:
+    """The precision ("P: source") of the config the published `system` ran, found by its label
+    ("v5.1/NVIDIA/hsg_ngpu5120_ngc25.09_nemo"), else by its submitter and system folder
+    whatever the round folder was called (a clone in `tr51/`), else by the system folder alone;
+    None where no vendored SUBMISSIONS.txt names it, or where the matches disagree."""
+    if not system:
+        return None
+    if system in facts.config_precisions:
+        return facts.config_precisions[system]
+    parts = system.strip("/").split("/")
+    for tail in (parts[-2:], parts[-1:]):
+        found = {v for k, v in facts.config_precisions.items() if k.split("/")[-len(tail):] == tail}
+        if len(found) == 1:
+            return found.pop()
+        if found:
+            return None
+    return None
+
+
 def mfu(facts: ModelFacts | None, bench: str, sku: str | None, gpus: int | None, gbs: int | None, seq_len: int | None, stats: StepStats | None, *,
         source: str = "", system: str | None = None,
         summaries: Sequence[Mapping[str, Any]] = ()) -> Mfu:
@@ -157,8 +247,7 @@ def mfu(facts: ModelFacts | None, bench: str, sku: str | None, gpus: int | None,
         return Mfu(note="MFU blank: " + "; ".join(missing))
     seq = seq_len or facts.seq_len
     flops, tokens = facts.flops_per_token(seq), gbs * seq
-    precision, where = group_precision(summaries, facts.config_precisions.get(system or ""),
-                                       facts.precision)
+    precision, where = group_precision(summaries, config_precision(facts, system), facts.precision)
     precision = precision or facts.precision
     peak = row.peak_tflops(precision)
     bf16 = metrics.mfu(flops, tokens, stats.median, gpus, row.peak_tflops_bf16 or 0.0)
@@ -249,6 +338,24 @@ class SkuSpeedup(Frozen):
     speedup: float
     speedup_per_gpu: float
     speedup_per_dollar: float | None = None
+    round_a: str | None = None
+    round_b: str | None = None
+    mixed_rounds: bool = Field(False, description="the two scores are of different rounds (or "
+                                                  "one round is unknown): only when asked")
+
+    @property
+    def text(self) -> str:
+        """'flux1 at 72 GPUs: v5.1/NVIDIA/theia (GB300) 1.109x v5.1/Nebius/x (GB200)', every
+        view's words for it, flagged when the rounds differ."""
+        flag = f" (mixed rounds: {self.round_a or 'unknown'} vs {self.round_b or 'unknown'})" \
+            if self.mixed_rounds else ""
+        return (f"{self.benchmark} at {formats.count(self.workers)} GPUs: {self.system_b} "
+                f"({self.sku_b}) {self.speedup:.3f}x {self.system_a} ({self.sku_a}){flag}")
+
+
+def same_round(a: str | None, b: str | None) -> bool:
+    """Two scores of one round (both named and equal, or both azbench's own, with none)."""
+    return a == b
 
 
 def work_per_gpu_differs(base: Scale, other: Scale) -> str | None:
@@ -301,16 +408,18 @@ def strong_scaling(benchmark: str, sku: str | None, small: Scale, large: Scale,
 
 
 def sku_speedup(benchmark: str, gpus: int, slower: tuple[str, Scale, float | None],
-                faster: tuple[str, Scale, float | None]) -> SkuSpeedup:
+                faster: tuple[str, Scale, float | None],
+                rounds: tuple[str | None, str | None] = (None, None)) -> SkuSpeedup:
     """(sku, scale, system price per hour) of two systems at `gpus` GPUs, on MLPerf scores; per
-    dollar where both have a price."""
+    dollar where both have a price; `rounds` (slower's, faster's) flags a mixed-round pair."""
     (sku_a, a, price_a), (sku_b, b, price_b) = slower, faster
     ta, tb = a.score_minutes or 0.0, b.score_minutes or 0.0
     per_dollar = metrics.speedup_per_dollar(ta, price_a, tb, price_b) if price_a and price_b else None
     return SkuSpeedup(benchmark=benchmark, workers=gpus, sku_a=sku_a, sku_b=sku_b, system_a=a.label,
                       system_b=b.label, minutes_a=ta, minutes_b=tb, speedup=metrics.speedup(ta, tb),
                       speedup_per_gpu=metrics.speedup_per_gpu(ta, gpus, tb, gpus),
-                      speedup_per_dollar=per_dollar)
+                      speedup_per_dollar=per_dollar, round_a=rounds[0], round_b=rounds[1],
+                      mixed_rounds=not same_round(*rounds))
 
 
 # -- cost ---------------------------------------------------------------------------------------

@@ -5,7 +5,10 @@ The MLPerf layout `<round>/<submitter>/results/<system>/<benchmark>/result_N.txt
 `<submitter>/systems/<system>.json`, optional `scaling.json`) gives each log its context from
 its path, whatever the entry point. Submitter, system and benchmark come from the folders, never
 from the log (some logs say SUBMISSION_ORG_PLACEHOLDER); nodes and GPUs from the system JSON.
-Results are unique by the sha256 of the raw bytes, archived as `<archive>/<hash>.log`. A file
+A log's raw bytes are archived once, as `<archive>/<sha256>.log`; its result is unique by the
+sha256 within its folder: the same bytes in another system's or benchmark's folder (Dell's v5.1
+retinanet and rgat logs, byte-identical for two systems) are that folder's result too
+(`result_key`), and every log not stored again is named with why (ImportedFile.skipped). A file
 that is not an MLPerf log or a folder mixing benchmarks fails the whole import (ConfigError);
 a log without run_start, a cut log or a missing system JSON imports with a warning.
 
@@ -23,11 +26,11 @@ import re
 import stat
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from orchestrator import paths
 from orchestrator.hardware.catalog import find, size_in_system
@@ -67,6 +70,7 @@ class ImportedFile(Frozen):
     gpus: int | None = None
     resumed: bool = False
     compliance_ok: bool | None = None
+    skipped: str | None = Field(None, description="why a duplicate was not stored again")
 
 
 class ImportWarning(Frozen):
@@ -80,7 +84,16 @@ class ImportSummary(BaseModel):
     source: str
     imported: list[ImportedFile] = []
     duplicates: list[ImportedFile] = []
+    refiled: list[ImportedFile] = Field(default_factory=list, description="stored results "
+                                        "without a round that this import's --round filed")
     warnings: list[ImportWarning] = []
+
+    def skipped_reasons(self) -> dict[str, int]:
+        """How many logs were not stored again, by why."""
+        out: dict[str, int] = {}
+        for d in self.duplicates:
+            out[d.skipped or "already stored"] = out.get(d.skipped or "already stored", 0) + 1
+        return out
 
 
 @dataclass(frozen=True)
@@ -107,7 +120,7 @@ ProgressFn = Callable[[ImportProgress], None]
 def import_path(
     store: Store, path: Path, *, archive_dir: Path | None = None, check_compliance: bool = False,
     progress: ProgressFn | None = None, workers: int | None = None,
-    check_timeout_s: float = DEFAULT_TIMEOUT_S,
+    check_timeout_s: float = DEFAULT_TIMEOUT_S, round_name: str | None = None,
 ) -> ImportSummary:
     """Import every log under `path` in ONE store transaction; nothing is stored on error.
 
@@ -116,24 +129,29 @@ def import_path(
     checker in parallel worker processes, each log bounded by `check_timeout_s`
     (results/checkpool.py). `progress` hears each step. Raises NotFoundError (no such path, no
     logs under it) or ConfigError (a file that is not an MLPerf log, a folder mixing
-    benchmarks). Re-importing the same bytes is a no-op.
+    benchmarks). Re-importing the same bytes into the same folder is a no-op; the same bytes in
+    another system's or benchmark's folder are a result of that folder too (`result_key`: the
+    log is archived once). `round_name` ("v5.1") is the round of every log, for a tree whose
+    folders do not name it; stored results without a round get it (ImportSummary.refiled).
     """
+    given = _given_round(round_name)
     meter = _Meter(progress)
-    sources = discover(path)
+    sources = [replace(src, given_round=given) for src in discover(path)] if given else discover(path)
     meter.step(stage="read", found=len(sources))
     hashes = _hash_all(sources, meter)
-    stored = store.results_by_hash(hashes)
-    first: dict[str, int] = {}  # the first log of each new hash: the one parsed and stored
-    for i, h in enumerate(hashes):
-        if h not in stored and h not in first:
-            first[h] = i
+    keys, stored = _result_keys(store, sources, hashes)
+    refile = {k for k, row in stored.items() if given and row.round is None and row.source == "import"}
+    first: dict[str, int] = {}  # the first log of each new key: the one parsed and stored
+    for i, k in enumerate(keys):
+        if (k not in stored or k in refile) and k not in first:
+            first[k] = i
     meter.step(stage="parse", skipped=len(sources) - len(first))
     prepared: dict[int, _Prepared] = {}
     systems: dict[Path, tuple[dict[str, Any], list[str]]] = {}
     for i in first.values():
-        prepared[i] = _prepare(sources[i], hashes[i], systems)
+        prepared[i] = _prepare(sources[i], keys[i], systems)
         meter.step(parsed=1)
-    _refuse_mixed_benchmarks(list(prepared.values()), _stored_neighbours(sources, hashes, stored, prepared))
+    _refuse_mixed_benchmarks(list(prepared.values()), _stored_neighbours(sources, keys, stored, prepared))
     for p in prepared.values():  # a run dir named after a stored run belongs to that run
         if p.source.run_dir and store.get_run(p.source.run_dir.name) is not None:
             p.row = p.row.model_copy(update={"run_id": p.source.run_dir.name})
@@ -143,30 +161,95 @@ def import_path(
     archive = archive_dir or paths.archive_dir()
     created: list[Path] = []
     try:
-        rows = {i: _archived(p, archive, created) for i, p in prepared.items()}
-        for i, h in enumerate(hashes):  # a stored log whose archived copy is gone gets it back
-            if h in stored:
-                _archive_copy(sources[i].log, h, archive, created)
-        outcomes = dict(zip(rows, store.add_results(rows.values())))
+        rows = {i: _archived(p, hashes[i], archive, created) for i, p in prepared.items()}
+        for i, k in enumerate(keys):  # a stored log whose archived copy is gone gets it back
+            if k in stored:
+                _archive_copy(sources[i].log, hashes[i], archive, created)
+        with store.transaction():
+            new_rows = {i: r for i, r in rows.items() if keys[i] not in refile}
+            outcomes = dict(zip(new_rows, store.add_results(new_rows.values())))
+            moved = [r.model_copy(update={"id": stored[keys[i]].id}) for i, r in rows.items()
+                     if keys[i] in refile]
+            store.refile_results(moved)
     except BaseException:
         for copy in created:  # a failed import leaves no trace, in the archive either
             copy.unlink(missing_ok=True)
         raise
     summary = ImportSummary(source=str(path))
-    for i, (src, h) in enumerate(zip(sources, hashes)):
-        if i in prepared:
+    for i, (src, k) in enumerate(zip(sources, keys)):
+        if i in prepared and k in refile:
+            summary.refiled.append(_imported_file(src, rows[i], stored[k].id))
+            summary.warnings.extend(ImportWarning(path=str(src.log), message=m)
+                                    for m in prepared[i].warnings)
+        elif i in prepared:
             result_id, new = outcomes[i]
             item = _imported_file(src, rows[i], result_id)
+            if not new:
+                item = item.model_copy(update={"skipped": "already stored (same bytes, same folder)"})
             (summary.imported if new else summary.duplicates).append(item)
             summary.warnings.extend(ImportWarning(path=str(src.log), message=m)
                                     for m in prepared[i].warnings)
-        elif h in stored:
-            summary.duplicates.append(_imported_file(src, stored[h], stored[h].id))
-        else:  # a second copy of a log this import stores
-            j = first[h]
-            summary.duplicates.append(_imported_file(src, rows[j], outcomes[j][0]))
+        elif k in stored:
+            item = _imported_file(src, stored[k], stored[k].id)
+            summary.duplicates.append(item.model_copy(update={
+                "skipped": "already stored (same bytes, same folder)"}))
+        else:  # a second copy of a log this import stores, in the same folder
+            j = first[k]
+            item = _imported_file(src, rows[j], outcomes[j][0])
+            summary.duplicates.append(item.model_copy(update={
+                "skipped": f"same bytes as {sources[j].log.name} in the same folder"}))
     meter.step(stage="done", stored=len(summary.imported))
     return summary
+
+
+def result_key(content_hash: str, placement: tuple[str, str, str] | None) -> str:
+    """The key a result is stored under: the log's sha256, and for the same bytes in a second
+    system's or benchmark's folder, the sha256 with that folder's own suffix
+    ("<sha256>:<16 hex of submitter/system/benchmark>"): each folder keeps its result, the
+    bytes are archived once (<sha256>.log)."""
+    if placement is None:
+        return content_hash
+    import hashlib
+    return f"{content_hash}:{hashlib.sha256('/'.join(placement).encode()).hexdigest()[:16]}"
+
+
+def _placement(src: LogSource) -> tuple[str, str, str] | None:
+    """(submitter, system, benchmark) of a log in a submission tree's folders, else None."""
+    if src.submitter and src.system and src.benchmark and src.run_dir is None:
+        return src.submitter, src.system, src.benchmark
+    return None
+
+
+def _result_keys(store: Store, sources: list[LogSource],
+                 hashes: list[str]) -> tuple[list[str], dict[str, ResultRow]]:
+    """Each log's result key, and the stored results among them by key. A log whose bytes are
+    stored (or come first in this import) under another folder gets its folder's own key."""
+    stored = store.results_by_hash(hashes)
+    owner: dict[str, tuple[str, str, str] | None] = {}
+    for h, row in stored.items():
+        if row.submitter and row.system and row.source == "import":
+            owner[h] = (row.submitter, row.system, row.benchmark)
+        else:
+            owner[h] = None
+    keys = []
+    for src, h in zip(sources, hashes):
+        place = _placement(src)
+        holder = owner.setdefault(h, place)
+        keys.append(h if place is None or holder is None or holder == place else result_key(h, place))
+    extra = [k for k in keys if k not in stored]
+    stored.update(store.results_by_hash(extra))
+    return keys, stored
+
+
+def _given_round(round_name: str | None) -> str | None:
+    """A --round value as a round folder name ('v5.1'); ConfigError for anything else."""
+    if round_name is None:
+        return None
+    found = round_in_name(round_name.strip()) or round_of_ruleset(round_name)
+    if not found:
+        raise ConfigError(f"--round {round_name!r} is not an MLPerf round",
+                          hint="give it as a round folder is named, e.g. v5.1")
+    return found
 
 
 def _hash_all(sources: list[LogSource], meter: _Meter) -> list[str]:
@@ -266,6 +349,7 @@ class LogSource:
     scaling_json: Path | None = None
     run_dir: Path | None = None  # set for an azbench run directory
     earlier_attempts: int = 0
+    given_round: str | None = None  # `results import --round`: wins over what the tree says
     # Where to look for a vX.Y folder when neither the round folder nor the log names a
     # round: the folder above the round folder in a submission tree, else the log's folder.
     search_from: Path | None = None
@@ -489,6 +573,13 @@ def _round_of(src: LogSource, s: RunSummary, warnings: list[str]) -> tuple[str |
     training_results_v5.1/ and imported from its Cisco/ folder is v5.1)."""
     logged = _clean(s.ruleset)
     from_log = round_of_ruleset(logged)
+    if src.given_round:
+        said = src.round or from_log
+        if said and said != src.given_round:
+            warnings.append(f"the {'round folder' if src.round else 'log'} says {said} but the "
+                            f"round was given as {src.given_round} (--round): checked and filed "
+                            f"as {src.given_round}")
+        return src.given_round, ruleset_of_round(src.given_round)
     if src.round:
         if from_log and from_log != src.round:
             warnings.append(f"log says ruleset {logged} but sits in round folder {src.round}: "
@@ -507,7 +598,7 @@ def _round_of(src: LogSource, s: RunSummary, warnings: list[str]) -> tuple[str |
 def _no_round_reason(src: LogSource) -> str:
     where = src.search_from or src.log.parent
     return (f"round unknown: no vX.Y folder in {where} or above, and no submission_ruleset, "
-            "ruleset or mlperf_version key in the log")
+            "ruleset or mlperf_version key in the log: give --round")
 
 
 def _with_verdict(row: ResultRow, verdict: Verdict, warnings: list[str]) -> ResultRow:
@@ -550,17 +641,16 @@ def _refuse_mixed_benchmarks(prepared: list[_Prepared],
                               hint="one folder per benchmark, as in MLPerf submissions")
 
 
-def _archived(p: _Prepared, archive: Path, created: list[Path]) -> ResultRow:
-    stored = _archive_copy(p.source.log, p.row.content_hash, archive, created)
+def _archived(p: _Prepared, content_hash: str, archive: Path, created: list[Path]) -> ResultRow:
+    stored = _archive_copy(p.source.log, content_hash, archive, created)
     return p.row.model_copy(update={"log_path": str(stored)})
 
 
 def _archive_copy(log: Path, content_hash: str, archive: Path, created: list[Path]) -> Path:
-    target = archive / f"{content_hash}.log"
-    if target.exists():
-        return target
-    stored = archive_log(log, content_hash, archive)
-    created.append(stored)
+    existed = (archive / f"{content_hash}.log").exists()
+    stored = archive_log(log, content_hash, archive)  # re-hashes a copy already there
+    if not existed:
+        created.append(stored)
     return stored
 
 

@@ -298,7 +298,8 @@ def run_precision(summary: Mapping[str, Any], config_precision: str | None = Non
                   default: str | None = None) -> tuple[str | None, str]:
     """The GEMM precision a run trained in and where that was read, first found of: the log's
     ":::AZBENCH_PRECISION gemm=P source=S" line (the config the job sourced), the log's
-    `lowest_numerical_precision_in_linear` (MLPerf 6.0+), the config of the run's system
+    `lowest_numerical_precision_in_linear` (MLPerf 6.0+), its fp8/fp4 hyperparameters (the config
+    dump beside the MLLOG lines: RunSummary.logged_precision), the config of the run's system
     (`config_precision`, "P: source"), else `default` labelled as the recipe's assumption.
     16-bit float counts as bf16 (same dense peak)."""
     line = str(summary.get("precision_line") or "")
@@ -310,6 +311,9 @@ def run_precision(summary: Mapping[str, Any], config_precision: str | None = Non
     for token, precision in _PRECISIONS:
         if token in logged:
             return precision, f"the log's lowest_numerical_precision_in_linear={logged}"
+    hinted = summary.get("logged_precision")
+    if hinted in ("fp4", "fp8"):
+        return str(hinted), f"the log's {summary.get('logged_precision_text') or hinted} hyperparameter"
     if config_precision:
         value, _, where = config_precision.partition(": ")
         return value, f"the system's published config ({where})"

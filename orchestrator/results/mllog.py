@@ -41,6 +41,11 @@ CHECKPOINT = "azbench_checkpoint"
 # The batch script's own lines around the job (templates/sbatch.sh.j2, container_launch.sh.j2):
 # "AZBENCH_ATTEMPT_START <epoch s> ..." before the first task, "AZBENCH_ATTEMPT_STOP <epoch s> rc=N" after.
 _ATTEMPT_MARK = re.compile(r"AZBENCH_ATTEMPT_(START|STOP) (\d{1,12})\b")
+# A framework's fp8/fp4 hyperparameter in the config dump many submitters' logs carry beside the
+# MLLOG lines ("fp8: true", "fp8='hybrid'", "fp4='e2m1'", "fp4: false"): the precision the run
+# trained in, where no MLLOG key says it (lowest_numerical_precision_in_linear is v6.0+).
+_PRECISION_HINT = re.compile(rb"(?<![\w.-])fp([48])\s*[:=]\s*['\"]?([A-Za-z0-9_]{1,16})")
+_FALSY = frozenset({b"false", b"none", b"null", b"0", b"no", b"off"})
 _KEY_TAG = b'"key": "'
 # Keys logged once per node or per rank that carry nothing a summary needs beyond a count.
 # A skipped line is only checked to end with "}" (a cheap guard against cut lines).
@@ -161,6 +166,10 @@ class RunSummary(Frozen):
     compliance_line: str | None = None
     # "gemm=PRECISION source=WHERE": the GEMM precision of the config the job sourced (same).
     precision_line: str | None = None
+    # The lowest precision the log's fp8/fp4 hyperparameters turn on ("fp4"), and the first
+    # line's words that say so ("fp4='e2m1'"); None when the log sets neither on.
+    logged_precision: str | None = None
+    logged_precision_text: str | None = None
 
     @computed_field  # type: ignore[prop-decorator]
     @property
@@ -303,6 +312,8 @@ class _Accumulator:
                     self._provenance(raw)
                 elif b"AZBENCH_ATTEMPT_" in raw:
                     self._attempt_mark(raw)
+                elif b"fp" in raw:
+                    self._precision_hint(raw)
                 continue
             k = raw.find(_KEY_TAG, i)
             if k > 0:
@@ -400,6 +411,15 @@ class _Accumulator:
             self.fields.setdefault("job_start_s", int(m.group(2)))
         else:
             self.fields["job_stop_s"] = int(m.group(2))
+
+    def _precision_hint(self, raw: bytes) -> None:
+        """The first fp8/fp4 setting that turns the precision on (fp4 over fp8)."""
+        for m in _PRECISION_HINT.finditer(raw[:MAX_LINE]):
+            found, now = "fp" + m.group(1).decode(), self.fields.get("logged_precision")
+            if m.group(2).lower() in _FALSY or now == "fp4" or now == found:
+                continue
+            self.fields["logged_precision"] = found
+            self.fields["logged_precision_text"] = m.group(0).decode("utf-8", "replace")
 
     def _provenance(self, raw: bytes) -> None:
         if MARKER in raw:

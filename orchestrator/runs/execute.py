@@ -23,7 +23,7 @@ from orchestrator.specs.run import RunSpec
 from orchestrator.errors import ConfigError, NotFoundError, RunFailedError, StoreError
 from orchestrator.models import AttemptState, Cluster, JobRef, RunState, local_owner, utcnow
 from orchestrator.paths import RunLayout
-from orchestrator.recipes.catalog import Recipe, check_request, get_recipe
+from orchestrator.recipes.catalog import Recipe, check_params, check_request, get_recipe
 from orchestrator.runs.attempts import (
     FINAL,
     FINAL_ATTEMPT,
@@ -65,11 +65,17 @@ def attach_run(run_id: str, store: Store, *, on_progress: Callable[[Progress], N
     row = store.get_run(run_id)
     if row is None or not row.spec_json:
         raise NotFoundError(f"no run '{run_id}'", hint="see `azbench status`")
-    spec = RunSpec.model_validate_json(row.spec_json)
+    # The stored spec may come from a pulled snapshot: it is checked as a fresh `run` would check
+    # it (a parameter with a line break could otherwise add a line to the next attempt's script).
+    try:
+        spec = RunSpec.model_validate_json(row.spec_json)
+    except ValueError as e:
+        raise ConfigError(f"run '{run_id}': its stored run spec is not valid ({str(e).splitlines()[0][:120]})") from None
+    recipe = get_recipe(row.recipe)
+    spec = spec.model_copy(update={"params": check_params(recipe, spec.params)})
     cluster = reachable(row.cluster, store)
     rows = store.list_runs(sweep_id=row.sweep_id) if row.sweep_id else [row]
-    return _drive_all(rows, spec, get_recipe(row.recipe), cluster, store, on_progress, on_event,
-                      poll_interval)
+    return _drive_all(rows, spec, recipe, cluster, store, on_progress, on_event, poll_interval)
 
 
 def live_sweep(spec: RunSpec, store: Store, cluster: str) -> list[RunRow]:

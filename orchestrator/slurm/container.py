@@ -50,8 +50,7 @@ def render_container_launch(attempt: AttemptSpec, job: ContainerRun, *, partitio
         partition=partition, exclude=list(attempt.exclude),
         job_time=format_time_limit(job.walltime_min + 20), step_time=format_time_limit(job.walltime_min),
         mounts=",".join(mounts), wrapper=wrapper, config_files=_config_files(job),
-        scratch="".join(f" {shlex.quote(d)}" for d in scratch.values()),
-        made_dirs=" ".join(shlex.quote(d) for d in made))
+        scratch=list(scratch.values()), made_dirs=made)
 
 
 def _host_folder(path: str, writable: dict[str, str]) -> str:

@@ -323,6 +323,21 @@ class Store:
                     found[row.content_hash] = row
         return found
 
+    def refile_results(self, rows: Iterable[ResultRow]) -> int:
+        """Set the round, ruleset and compliance verdict of stored results (by id) to the rows'
+        (an import told the round its files did not name: `results import --round`); returns
+        how many were updated."""
+        changed = 0
+        with self._conn(write=True) as conn:
+            for row in rows:
+                if row.id is None:
+                    continue
+                done = conn.execute(results.update().where(results.c.id == row.id).values(
+                    round=row.round, ruleset=row.ruleset, compliance_ok=row.compliance_ok,
+                    compliance_json=row.compliance_json))
+                changed += done.rowcount or 0
+        return changed
+
     def result_names(self, field: Literal["benchmark", "system", "cluster"]) -> list[str]:
         """The distinct values of one field over the stored results, sorted (cluster: the
         clusters their runs ran on; imported results have none)."""

@@ -52,21 +52,27 @@ def head_principal(vm: records.ArmResource, head: str) -> str:
     """The object id of the head VM's system-assigned identity."""
     principal = vm.principal_id
     if not principal:
-        raise ProvisionError(f"head VM {head} has no system-assigned identity, so it cannot delete "
-                             "its cluster when it expires",
-                             hint="delete the head VM and rerun up, or set azure.self_expiry: false")
+        raise ProvisionError(f"head VM {head} reports no system-assigned identity (read with its own GET), "
+                             "so it cannot delete its cluster when it expires; nothing else was changed",
+                             hint=f"give it one (`az vm identity assign -g <group> -n {head}`) and rerun up, or set "
+                                  "azure.self_expiry: false (then `azbench sweep` is the only backstop)")
     return str(principal)
 
 
-def move_expiry(clients: AzureClients, cluster: str, expires: datetime) -> list[str]:
-    """Set `azbench-expires` on the cluster's groups and tagged resources (tags merged, others
-    kept); returns the scopes changed. NotFoundError when Azure holds nothing of the cluster."""
+def move_expiry(clients: AzureClients, cluster: str, expires: datetime, rg: str | None = None) -> list[str]:
+    """Set `azbench-expires` on the cluster's own group `rg` (default azbench-<cluster>) and the
+    resources in it tagged with the cluster (tags merged, others kept); returns the scopes
+    changed. Another group carrying the cluster's tag (a decoy) and anything in it is never
+    written. NotFoundError when the cluster's group holds nothing of it."""
+    from orchestrator.providers.azure.plan import default_group
     stamp = expires.strftime("%Y-%m-%dT%H:%M:%SZ")
+    own = default_group(cluster, rg).lower()
     groups, resources = tagged(clients, cluster)
-    # Only what is in the cluster's own groups: a resource elsewhere carrying its tag is not its.
-    resources = [r for r in resources if r.group.lower() in {g.name.lower() for g in groups}]
-    if not groups and not resources:
-        raise NotFoundError(f"Azure holds no resource tagged azbench-cluster={cluster}")
+    groups = [g for g in groups if g.name.lower() == own]
+    resources = [r for r in resources if r.group.lower() == own] if groups else []
+    if not groups:
+        raise NotFoundError(f"Azure holds no resource group {default_group(cluster, rg)} tagged "
+                            f"azbench-cluster={cluster}")
     scopes = [rid(clients.subscription_id, g.name) for g in groups] + [r.id for r in resources]
     for scope in scopes:
         with arm_call(f"tag {scope}"):

@@ -259,13 +259,36 @@ def _ensure_group(clients: AzureClients, name: str, body: Callable[[], object], 
         status, group = clients.create_group(name, body())
     if status != 201:
         from orchestrator.errors import LostRaceError
+        if not _holds_anything(clients, name):
+            # Nothing inside yet: the 200 may answer this `up`'s own retried PUT (the 201 of the
+            # first one lost to a 500 or a dropped connection after ARM made the group), or a
+            # same-name `up` that made it moments ago. No evidence tells them apart yet: say both.
+            raise LostRaceError(
+                f"resource group {name}: ARM answered 200, not 201 Created, and the group holds nothing yet: "
+                f"either this `up`'s own first request created it and its 201 was lost (a failed or dropped "
+                f"response the SDK retried), or another `azbench up` of '{cluster or name}' created it moments "
+                "ago; this one stopped before writing anything else",
+                hint=f"if no other `azbench up` of '{cluster or name}' is running, rerun `azbench up`: it takes an "
+                     "empty group whose owner tags name you; if one is, let it finish (`azbench status` then "
+                     "says whose it is)")
         taken = f"the name '{cluster}' is taken" if cluster else f"the resource group name {name} is taken"
         raise LostRaceError(f"{taken}: resource group {name} was created by another `azbench up` while this one "
-                            f"ran (ARM answered 200, not 201 Created); this one stopped before writing anything else",
+                            f"ran (ARM answered 200, not 201 Created, and the group already holds that run's "
+                            f"resources); this one stopped before writing anything else",
                             hint="the resources are the other run's: pick another name, and never `azbench down` "
                                  "them from this home")
     report.emit("created", RG, name)
     return group
+
+
+def _holds_anything(clients: AzureClients, rg: str) -> bool:
+    """Whether group `rg` holds any resource (one listing; a read, so a loser writes nothing).
+    True when the listing fails: then the race-loss message, which sends no one to write."""
+    try:
+        with arm_call(f"list resource group {rg}"):
+            return bool(clients.group_contents(rg))
+    except Exception:  # noqa: BLE001 - the answer only picks the message
+        return True
 
 
 def _wait(operation: Operation[ArmResource], report: Reporter, interval: float) -> None:

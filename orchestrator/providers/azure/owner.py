@@ -7,12 +7,21 @@ access token, https://learn.microsoft.com/entra/identity-platform/access-token-c
 and `azbench-installation`, a random id made once per $AZBENCH_HOME. They say who the cluster
 claims to belong to; anyone with Tag Contributor may write them, so they decide nothing.
 
-Who created a cluster is decided by `creator` (docs/azure.md, "What makes a cluster yours"):
-the `createdBy` ARM stamps on the cluster's custom role definition when there is one (no tag
-writer can change it), else the group's `azbench-creator` tag when it is the creator nonce
-this home computes for the signed-in principal (`creator_tag`: an HMAC keyed by
-$AZBENCH_HOME/installation-key, so no one else can make it for another group), else nobody
-known. The same principal from another home is the same person: principals are compared, not
+Who created a cluster is decided by `creator` (docs/azure.md, "What makes a cluster yours"),
+from evidence a same-name `up` that lost the race cannot overwrite: its one write is the group
+PUT that ARM answered 200, which replaces the group's tags (owner and creator nonce included)
+but reaches nothing inside the group. So the group's tags are a label, and the proof is:
+1. the `createdBy` ARM stamps on the cluster's custom role definition when there is one (no
+   tag writer can change it: RoleDefinition's read-only createdBy,
+   https://learn.microsoft.com/rest/api/authorization/role-definitions/get);
+2. else the tags of the cluster's child resources (VNet, NSG, public IP, NIC, VMs, scale sets),
+   which only the `up` that got ARM's 201 Created writes, after that 201: the creator nonce this
+   home computes for the signed-in principal (`creator_tag`: an HMAC keyed by
+   $AZBENCH_HOME/installation-key, so no one else can make it for another group) on any of
+   them makes it the caller's; otherwise the principal their owner tags name is its creator;
+3. else, in a group with no child resource yet (an `up` stopped right after the group), the
+   group's own creator nonce; else nobody known.
+The same principal from another home is the same person: principals are compared, not
 installations.
 """
 
@@ -25,14 +34,14 @@ import json
 import os
 import secrets
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from orchestrator import paths
 from orchestrator.errors import NotOwnerError
 from orchestrator.providers.azure_shared.clients import ArmClients
 from orchestrator.providers.azure_shared.endpoints import arm_scope
-from orchestrator.providers.azure_shared.tags import TAG_CREATOR, TAG_INSTALL, TAG_OWNER
+from orchestrator.providers.azure_shared.tags import TAG_CLUSTER, TAG_CREATOR, TAG_INSTALL, TAG_OWNER
 
 __all__ = ["Creator", "NotOwnerError", "Owner", "creator", "creator_tag", "foreign", "installation_id", "owner_of",
            "principal_of", "signed_in"]
@@ -101,20 +110,38 @@ def creator_tag(me: Owner, subscription_id: str, rg: str, cluster: str) -> str:
 
 
 def creator(me: Owner, *, subscription_id: str, rg: str, cluster: str, tags: Mapping[str, str] | None,
-            role_created_by: str | None) -> Creator:
-    """Who created group `rg` of `cluster`: its custom role's createdBy when there is one
-    (`role_created_by`, as ARM stamped it), else the group's creator tag when it is this home's
-    nonce for `me`, else unknown (see the module docstring)."""
+            role_created_by: str | None, children: Sequence[Mapping[str, str]] | None = None,
+            role_read: bool = True) -> Creator:
+    """Who created group `rg` of `cluster` (see the module docstring): its custom role's
+    createdBy when there is one (`role_created_by`, as ARM stamped it), else the tags of its
+    child resources (`children`: each one's tags, from one listing of the group; None when not
+    read), else, when it holds none, the group's creator tag when it is this home's nonce for
+    `me`, else unknown. `role_read` False: the role was not looked for (messages say so rather
+    than "it has no custom role")."""
     if role_created_by:
         mine = role_created_by.lower() == me.principal.lower()
         return Creator("me" if mine else "other", role_created_by,
                        "the createdBy ARM stamped on its custom role definition")
-    if (tags or {}).get(TAG_CREATOR) and hmac.compare_digest((tags or {})[TAG_CREATOR],
-                                                             creator_tag(me, subscription_id, rg, cluster)):
-        return Creator("me", me.principal, "its creator tag is this home's nonce")
+    nonce = creator_tag(me, subscription_id, rg, cluster)
+    made = [c for c in (children or []) if c.get(TAG_CLUSTER) == cluster and (c.get(TAG_CREATOR) or c.get(TAG_OWNER))]
+    if any(hmac.compare_digest(c.get(TAG_CREATOR, ""), nonce) for c in made):
+        return Creator("me", me.principal, "its resources carry this home's creator nonce, which only the `up` "
+                                           "that ARM answered 201 Created writes")
+    others = sorted({c[TAG_OWNER] for c in made if c.get(TAG_OWNER) and c[TAG_OWNER].lower() != me.principal.lower()})
+    if others:
+        return Creator("other", others[0], "the owner tags of its resources, written by the `up` that ARM answered "
+                                           "201 Created (a later group PUT does not reach them)")
+    no_role = "it has no custom role" if role_read else "its custom role was not read"
+    if made:  # the caller's principal, from another home (another nonce): not proof of this home
+        return Creator("unknown", None, f"{no_role}, and its resources' creator tags are another home's "
+                                        "(your principal's owner tags: from another home of yours?)")
+    if not (children or []) and (tags or {}).get(TAG_CREATOR) and \
+            hmac.compare_digest((tags or {})[TAG_CREATOR], nonce):
+        return Creator("me", me.principal, "it holds no resource yet, and its creator tag is this home's nonce")
     claimed = owner_of(tags)
-    said = f"; its owner tags name principal {claimed.principal}, which tags cannot prove" if claimed else ""
-    return Creator("unknown", None, f"it has no custom role, and its creator tag is not this home's{said}")
+    said = f"; its group's owner tags name principal {claimed.principal}, which tags cannot prove" if claimed else ""
+    held = "its resources carry no creator tag" if children else "it holds no resource of azbench's"
+    return Creator("unknown", None, f"{no_role}, {held}, and its creator tag is not this home's{said}")
 
 
 def principal_of(token: str) -> str | None:

@@ -29,7 +29,7 @@ from orchestrator.providers.azure_shared.errors import arm_call, is_not_found
 from orchestrator.providers.azure.heal import Growth, SetView
 from orchestrator.providers.azure.lro import ProgressEvent
 from orchestrator.providers.azure.owner import Creator, Owner, creator, signed_in
-from orchestrator.providers.azure.teardown import delete_cluster, ours, tag_filter, tagged_groups
+from orchestrator.providers.azure.teardown import delete_cluster, ours, own_group, tag_filter, tagged_groups
 from orchestrator.providers.azure.teardown import sweep as _sweep
 from orchestrator.providers.azure.up import LRO_FILE, Prefetched, UpOptions, UpRun
 from orchestrator.providers.base import (Billed, CloudNode, CloudResource, CloudView, Holding, HostReport, ProviderBase,
@@ -37,7 +37,8 @@ from orchestrator.providers.base import (Billed, CloudNode, CloudResource, Cloud
 from orchestrator.hosts.remote import SshRunner
 from orchestrator.specs.cluster import ClusterSpec
 from orchestrator.hardware.catalog import lookup
-from orchestrator.errors import CapacityError, ConfigError, NotAvailableError, NotOwnerError, ProvisionError
+from orchestrator.errors import (AzbenchError, CapacityError, ConfigError, NotAvailableError, NotOwnerError,
+                                 ProvisionError, ShrinkError)
 from orchestrator.models import Cluster, ClusterState, Plan, ScaleSetPlan, parse_utc
 from orchestrator.providers.azure.props import AzureProps
 from orchestrator.seams import Access, Capabilities
@@ -85,6 +86,9 @@ class AzureProvider(ProviderBase):
         # caller, and the clients of each subscription and endpoint.
         self._prefetched: Prefetched | None = None
         self._contents: dict[str, list[records.Tagged]] = {}
+        # What the last resize of each cluster did besides the plan (a park that fell back to
+        # delete), for the caller to record.
+        self.notes: dict[str, list[str]] = {}
         self._me: Owner | None = None
         self._built: dict[tuple[str | None, str | None, float | None], AzureClients] = {}
 
@@ -164,8 +168,8 @@ class AzureProvider(ProviderBase):
                 return None  # none, or not this cluster's (up says whose)
             return _read(name, records.Group(rg, group.location, dict(group.tags), group.state), clients,
                          self._prefetched)
-        groups = tagged_groups(clients, name)
-        return _read(name, groups[0], clients) if groups else None
+        own = own_group(tagged_groups(clients, name), name)
+        return _read(name, own, clients) if own is not None else None
 
     def check(self, spec: ClusterSpec, plan: Plan) -> tuple[list[str], list[str]]:
         """Preflight's reads for a new cluster (sizes and zones, vCPU quotas, the image), as
@@ -183,15 +187,15 @@ class AzureProvider(ProviderBase):
         did not create (owner.creator: its custom role's createdBy, or this home's creator nonce;
         the owner tags prove nothing) is refused unless `force`: reads only, no write."""
         clients = self.clients or self._built_clients(account, endpoint, None)
-        groups = tagged_groups(clients, name)
-        if not groups:
+        group = own_group(tagged_groups(clients, name), name)
+        if group is None:  # another group carrying the tag is a decoy: never the cluster
             return None
-        made = self._creator(clients, name, groups[0])
+        made = self._creator(clients, name, group)
         if not made.mine and not force:
             raise NotOwnerError(f"cluster '{name}' is not yours: {made.describe()}",
                                 hint=f"`azbench adopt {name} --force` records it here anyway (its `extend`, "
                                      "`resize` and `down` then need --force too)")
-        return _read(name, groups[0], clients)
+        return _read(name, group, clients)
 
     def down(self, cluster: Cluster) -> None:
         """Delete the cluster's resource group (what `holdings` listed, a group already being
@@ -264,7 +268,8 @@ class AzureProvider(ProviderBase):
     def extend(self, cluster: Cluster, expires: datetime) -> None:
         """Move azbench-expires on everything the cluster owns; the head's agent reads it each tick."""
         from orchestrator.providers.azure.expiry import move_expiry
-        move_expiry(self._clients_for(cluster.name, cluster), cluster.name, expires)
+        move_expiry(self._clients_for(cluster.name, cluster), cluster.name, expires,
+                    cluster.properties_as(AzureProps).resource_group)
 
     def node_states(self, cluster: Cluster) -> list[CloudNode]:
         """One row per VM from one list call per scale set (never one GET per VM)."""
@@ -282,7 +287,8 @@ class AzureProvider(ProviderBase):
         """ARM's view, no SSH and no writes: VM and scale-set states, instances, tags (status.py)."""
         from orchestrator.providers.azure.status import live_view
         expected = cluster.properties_as(AzureProps).scale_sets if isinstance(cluster.properties, AzureProps) else []
-        return live_view(self._clients_for(cluster.name, cluster), cluster.name, expected)
+        group = cluster.properties_as(AzureProps).resource_group if isinstance(cluster.properties, AzureProps) else None
+        return live_view(self._clients_for(cluster.name, cluster), cluster.name, expected, group)
 
     def restore_capacity(self, cluster: Cluster, nodes: Collection[str] = (),
                          timeout_s: float | None = None, evict_wait_s: float = 0.0) -> list[str]:
@@ -356,16 +362,50 @@ class AzureProvider(ProviderBase):
                 fresh += self._new_set(clients, cluster, sets, name, vms, unit)
             self._wait_joined(cluster, fresh, timeout_s)
         elif nodes < have:
-            where = [heal.find_host(sets, host, cluster.name) for host in remove]
-            self._retire(cluster, remove, "azbench: resize (removed)")
-            for view in sets:
-                ids = [i for v, i in where if v.name == view.name]
-                if ids:
-                    heal.park(clients, rg, clients.subscription_id, view, ids)
+            self._shrink(cluster, clients, rg, sets, remove)
         described = self.describe(cluster.name)
         if described is None:
             raise ProvisionError(f"Azure cluster '{cluster.name}' is gone after the resize")
         return described
+
+    def _shrink(self, cluster: Cluster, clients: AzureClients, rg: str, sets: Sequence[SetView],
+                remove: Sequence[str]) -> None:
+        """Take `remove` (drained by the caller) out: park each set's instances (deallocate:
+        ids kept for a grow); where parking fails, delete them instead (said in `notes`); then
+        retire in Slurm what is gone. Where neither works, ShrinkError names the nodes still
+        there, which the caller undrains: no node stays drained and billing."""
+        from orchestrator.providers.azure import heal
+        where = [heal.find_host(sets, host, cluster.name) for host in remove]
+        host_of = {(v.name, i): h for h, (v, i) in zip(remove, where)}
+        gone: list[str] = []
+        kept: list[str] = []
+        failures: list[str] = []
+        notes: list[str] = []
+        for view in sets:
+            ids = [i for v, i in where if v.name == view.name]
+            if not ids:
+                continue
+            hosts = [host_of[(view.name, i)] for i in ids]
+            try:
+                heal.park(clients, rg, clients.subscription_id, view, ids)
+            except AzbenchError as parked:
+                try:
+                    heal.delete_instances(clients, rg, view.name, ids)
+                except AzbenchError as deleted:
+                    kept += hosts
+                    failures.append(f"parking {', '.join(hosts)} failed ({parked}) and deleting them failed "
+                                    f"({deleted})")
+                    continue
+                notes.append(f"parking {', '.join(hosts)} of {view.name} failed ({parked}); deleted them "
+                             "instead (their instance ids are not kept for a grow)")
+            gone += hosts
+        self.notes[cluster.name] = notes
+        if gone:
+            self._retire(cluster, gone, "azbench: resize (removed)")
+        if kept:
+            raise ShrinkError(f"shrinking '{cluster.name}' left {', '.join(kept)} in the cluster: "
+                              + "; ".join(failures) + (f"; removed {', '.join(gone)}" if gone else ""),
+                              kept=list(kept), hint="rerun the resize")
 
     def resize_preview(self, cluster: Cluster, nodes: int, remove: Sequence[str] = ()) -> list[SetChange]:
         """What `resize` would change, set by set (`<set>: <now> -> <after>`), read from ARM (the
@@ -546,20 +586,32 @@ class AzureProvider(ProviderBase):
         return self._built[key]
 
     def _creator(self, clients: AzureClients, name: str, group: records.Group) -> Creator:
-        """Who created the cluster's group (owner.creator): this home's creator nonce is read
-        from the group's tags (no request); only when it is not this home's is the custom role
-        read for its createdBy (one GET)."""
+        """Who created the cluster's group (owner.creator), from evidence a same-name `up`'s
+        group PUT cannot overwrite: the tags of what the group holds (one listing per command,
+        shared with `holdings`), and only when they do not show this home's creator
+        nonce, the custom role's createdBy (one GET)."""
         from orchestrator.providers.azure import roles
         if self._me is None:
             self._me = signed_in(clients, self.opts.owner)
         me = self._me
+        contents = self._contents.get(name)  # `holdings` in this command listed it already
+        if contents is None:
+            with arm_call(f"list resource group {group.name}"):
+                try:
+                    contents = clients.group_contents(group.name)
+                except Exception as exc:
+                    if not is_not_found(exc):
+                        raise
+                    contents = []
+            self._contents[name] = contents
+        children = [dict(item.tags) for item in contents]
         made = creator(me, subscription_id=clients.subscription_id, rg=group.name, cluster=name, tags=group.tags,
-                       role_created_by=None)
+                       role_created_by=None, children=children, role_read=False)
         if made.mine:
             return made
         role = roles.read_expiry_role(clients, group.name)
         return creator(me, subscription_id=clients.subscription_id, rg=group.name, cluster=name, tags=group.tags,
-                       role_created_by=role.created_by if role else None)
+                       role_created_by=role.created_by if role else None, children=children)
 
 
 def sweep(clients: AzureClients | None = None, *, dry_run: bool = True,
@@ -585,12 +637,17 @@ def sweep(clients: AzureClients | None = None, *, dry_run: bool = True,
 
 def _overview(cluster: Cluster, groups: list[records.Group], listed: list[records.Tagged]) -> CloudView:
     """One cluster's CloudView from the subscription's listings (AzureProvider.overview)."""
-    if not groups and not listed:
-        return CloudView(exists=False)
     props = cluster.properties_as(AzureProps)
-    tags = groups[0].tags if groups else listed[0].tags
+    own = own_group(groups, cluster.name, props.resource_group)  # other tagged groups are decoys
+    groups = [own] if own is not None else []
+    listed = [r for r in listed if own is not None and r.group.lower() == own.name.lower()]
+    if not groups:
+        return CloudView(exists=False)
+    tags = groups[0].tags
+    # The owner the resources' tags name (a same-name `up`'s group PUT cannot reach them).
+    owner = next((r.tags[TAG_OWNER] for r in listed if r.tags.get(TAG_OWNER)), None) or tags.get(TAG_OWNER)
     base = CloudView(exists=True, created=parse_utc(tags.get(TAG_CREATED)), expires=parse_utc(tags.get(TAG_EXPIRES)),
-                     owner=tags.get(TAG_OWNER))
+                     owner=owner)
     deleting = [g for g in groups if g.state == "Deleting"]
     if deleting:
         return replace(base, phase="deleting", phase_detail=f"resource group {deleting[0].name} is being deleted",

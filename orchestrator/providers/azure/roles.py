@@ -15,6 +15,8 @@ it as the evidence of who created the cluster.
 
 from __future__ import annotations
 
+import re
+
 import uuid
 
 from orchestrator.errors import AzbenchError
@@ -126,6 +128,9 @@ def ensure_expiry_role(clients: AzureClients, rg: str, *, creator: str, fresh: b
     return role_definition_id(sub, guid), "created"
 
 
+_GROUP_SCOPE = re.compile(r"/subscriptions/[^/]+/resourceGroups/([^/]+)", re.IGNORECASE)
+
+
 def expiry_roles(clients: AzureClients) -> dict[str, RoleDef]:
     """azbench's custom roles of this subscription, by the resource group their one assignable
     scope names (lower case), from one listing of the directory's custom roles. A role is
@@ -137,9 +142,12 @@ def expiry_roles(clients: AzureClients) -> dict[str, RoleDef]:
     out: dict[str, RoleDef] = {}
     for role in found:
         scopes = [s.rstrip("/") for s in role.assignable_scopes]
-        if len(scopes) != 1 or "/resourcegroups/" not in scopes[0].lower():
+        # The scope must be a resource group itself: the last segment of a VNet's scope
+        # (.../resourceGroups/G/providers/Microsoft.Network/virtualNetworks/V) is no group name.
+        group = _GROUP_SCOPE.fullmatch(scopes[0]) if len(scopes) == 1 else None
+        if group is None:
             continue
-        rg = scopes[0].rsplit("/", 1)[1]
+        rg = group.group(1)
         if role.role_name == role_name(sub, rg) and role.guid.lower() == role_definition_guid(sub, rg):
             out[rg.lower()] = role
     return out

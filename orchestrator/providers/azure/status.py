@@ -1,6 +1,8 @@
 """`azbench status NAME` for an Azure cluster without SSH: what ARM reports, reads only.
 
-The resource group (found by its azbench-cluster tag) gives owner, creation time and expiry;
+The cluster's own resource group (azbench-<name>, tagged with it) gives creation time and
+expiry; the owner is read from the head's and the scale sets' tags (the group's when they have
+none);
 the head VM's provisioning state and size; each GPU scale set's provisioning state, capacity,
 and its instances' power states from one list call per set (what bills: the head at its own
 size, each set's VMs that are not deallocated) (`$expand=instanceView`, as
@@ -18,20 +20,24 @@ from orchestrator.providers.azure.clients import AzureClients
 from orchestrator.providers.azure.records import ArmResource
 from orchestrator.providers.azure_shared.errors import arm_call
 from orchestrator.providers.azure.lro import observe
-from orchestrator.providers.azure.teardown import tagged_groups
+from orchestrator.providers.azure.teardown import own_group, tagged_groups
 from orchestrator.providers.base import Billed, CloudResource, CloudView
 from orchestrator.models import parse_utc
 from orchestrator.providers.azure_shared.tags import TAG_CLUSTER, TAG_CREATED, TAG_EXPIRES, TAG_OWNER
 
 
-def live_view(clients: AzureClients, name: str, expected_sets: Sequence[str] = ()) -> CloudView:
-    """ARM's view of cluster `name`: CloudView(exists=False) when nothing is tagged with it;
-    phase "deleting" when its group is being deleted (nothing more is read), "partial" when the
-    head or one of `expected_sets` (the record's) is missing, or something failed."""
-    groups = tagged_groups(clients, name)
-    if not groups:
+def live_view(clients: AzureClients, name: str, expected_sets: Sequence[str] = (),
+              resource_group: str | None = None) -> CloudView:
+    """ARM's view of cluster `name` in its own group (`resource_group`, default
+    azbench-<name>; another group tagged with it is a decoy, never read as the cluster):
+    CloudView(exists=False) when that group is not there; phase "deleting" when it is being
+    deleted (nothing more is read), "partial" when the head or one of `expected_sets` (the
+    record's) is missing, or something failed. The owner shown is the one the head's and the
+    scale sets' owner tags name (only the `up` that ARM answered 201 wrote them: a same-name
+    `up`'s later group PUT replaces the group's tags, not theirs), else the group's."""
+    rg = own_group(tagged_groups(clients, name), name, resource_group)
+    if rg is None:
         return CloudView(exists=False)
-    rg = groups[0]
     tagged_view = CloudView(exists=True, created=parse_utc(rg.tags.get(TAG_CREATED)),
                             expires=parse_utc(rg.tags.get(TAG_EXPIRES)), owner=rg.tags.get(TAG_OWNER))
     if rg.state == "Deleting":
@@ -55,6 +61,9 @@ def live_view(clients: AzureClients, name: str, expected_sets: Sequence[str] = (
         counts = ", ".join(f"{powers.count(p)} {p}" for p in sorted(set(powers))) or "none listed"
         rows.append(CloudResource("scale set", s.name, str(s.state),
                                   f"{s.sku_name}, capacity {s.capacity}: {counts}"))
+    children = [t.get(TAG_OWNER) for t in ([head.tags] if head is not None else []) + [x.tags for x in sets]]
+    owner = next((o for o in children if o), None) or tagged_view.owner
+    tagged_view = replace(tagged_view, owner=owner)
     gaps = [f"{r.kind} {r.name} {r.state.lower()}" for r in rows if r.state in ("missing", "Failed")]
     gaps += [f"scale set {s} missing" for s in expected_sets if s not in {x.name for x in sets}]
     return replace(tagged_view, resources=tuple(rows), instances=listed, running=running,

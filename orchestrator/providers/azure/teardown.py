@@ -78,6 +78,14 @@ def tagged_groups(clients: AzureClients, cluster: str | None = None) -> list[rec
         return clients.tagged_groups(tag_filter(cluster))
 
 
+def own_group(groups: Sequence[records.Group], name: str, rg: str | None = None) -> records.Group | None:
+    """The cluster's own group among `groups` tagged with it: the one named `rg` (default
+    azbench-<name>). Any other group carrying the tag is a decoy (or an orphan): reported by
+    sweep, never read as the cluster, never written."""
+    want = default_group(name, rg).lower()
+    return next((g for g in groups if g.name.lower() == want), None)
+
+
 def delete_cluster(clients: AzureClients, cluster: str, *, groups: Collection[str], workers: int = 8) -> list[str]:
     """Delete the cluster's resource groups `groups`, wait, verify nothing tagged with the
     cluster is left in them, then the head's custom role of each (a group already gone, say
@@ -147,13 +155,7 @@ def evidence(clients: AzureClients, me: Owner, cluster: str, group: records.Grou
     creator (the custom role's createdBy from `roles`, by group; else this home's creator
     nonce), and, with `contents`, what it holds (one listing of the group)."""
     role = roles.get(group.name.lower())
-    made = creator(me, subscription_id=clients.subscription_id, rg=group.name, cluster=cluster, tags=group.tags,
-                   role_created_by=role.created_by if role else None)
-    if group.name != default_group(cluster) and made.who == "unknown":
-        return Evidence(made, f"its group {group.name} is not named {default_group(cluster)}: not azbench's "
-                              "(its tags alone prove nothing)")
-    if made.who == "unknown":
-        return Evidence(made, f"no evidence azbench made it ({made.how})")
+    held: list[records.Tagged] | None = None
     if contents:
         with arm_call(f"list resource group {group.name}"):
             try:
@@ -162,6 +164,15 @@ def evidence(clients: AzureClients, me: Owner, cluster: str, group: records.Grou
                 if not is_not_found(exc):
                     raise
                 held = []
+    made = creator(me, subscription_id=clients.subscription_id, rg=group.name, cluster=cluster, tags=group.tags,
+                   role_created_by=role.created_by if role else None,
+                   children=[dict(r.tags) for r in held] if held is not None else None)
+    if group.name != default_group(cluster) and made.who == "unknown":
+        return Evidence(made, f"its group {group.name} is not named {default_group(cluster)}: not azbench's "
+                              "(its tags alone prove nothing)")
+    if made.who == "unknown":
+        return Evidence(made, f"no evidence azbench made it ({made.how})")
+    if held is not None:
         foreign = [r.name for r in held if not ours(cluster, r)]
         if foreign:
             return Evidence(made, f"its group {group.name} holds what azbench did not make ({', '.join(foreign)})")
@@ -181,7 +192,24 @@ def sweep(clients: AzureClients, *, me: Owner, dry_run: bool = True, known_clust
     groups = tagged_groups(clients)
     roles = expiry_roles(clients)
     out = []
-    for cluster, entry in sorted(_by_cluster(groups).items()):
+    for cluster, found_tags in sorted(_by_cluster(groups).items()):
+        own = own_group(found_tags.groups, cluster)
+        own_stamp = parse_utc(own.tags.get(TAG_EXPIRES)) if own is not None else None
+        # Another group carrying the tag is a decoy (or an orphan): reported when it claims to be
+        # expired or the cluster's own group is, never written, never a reason to skip the latter.
+        for decoy in (g for g in found_tags.groups if g is not own):
+            stamp = parse_utc(decoy.tags.get(TAG_EXPIRES))
+            if (stamp is not None and stamp <= now) or (own_stamp is not None and own_stamp <= now):
+                claimed = owner_of(decoy.tags)
+                out.append(SweepItem(cluster=cluster, resource_groups=(decoy.name,), resources=(),
+                                     expires=decoy.tags.get(TAG_EXPIRES), deleted=False, mine=False,
+                                     owner=claimed.describe() + " (tags only)" if claimed else "no owner tags",
+                                     reason=f"decoy: its group {decoy.name} is not named {default_group(cluster)}: "
+                                            "not the cluster's group (its tags alone prove nothing); never written",
+                                     action="skipped"))
+        if own is None:
+            continue
+        entry = _by_cluster([own])[cluster]
         stamps = [s for s in (parse_utc(e) for e in entry.expires) if s is not None]
         deadline = min(stamps) if stamps else None
         expired = deadline is not None and deadline <= now

@@ -184,9 +184,9 @@ class UpRun:
         if group is None:
             return seen
         self._check_owner(resources.RG, names.rg, group)
-        self._check_creator(group)
         with arm_call(f"list resource group {names.rg}"):
             contents = self.clients.group_contents(names.rg)
+        self._check_creator(group, [dict(item.tags) for item in contents])
         kinds = {kind.lower(): kind for kind in resources.KINDS}
         for item in contents:
             kind = kinds.get(item.type.lower())
@@ -202,9 +202,9 @@ class UpRun:
                 self._check_owner(kind, name, obs)
         return seen
 
-    def _check_creator(self, group: ArmResource) -> None:
+    def _check_creator(self, group: ArmResource, children: list[dict[str, str]]) -> None:
         """Refuse (nothing written) a group of this cluster's name that someone else created, as
-        the custom role's createdBy or this home's creator nonce says (owner.creator). A group
+        the custom role's createdBy or the tags of what the group holds say (owner.creator). A group
         no evidence speaks for (made before creator tags, or without a custom role from
         another home) is taken when its owner tags name the signed-in principal: `up` only adds
         what is missing, it deletes nothing."""
@@ -212,7 +212,8 @@ class UpRun:
         if names.role and names.custom_role:
             self.role_def = roles.read_expiry_role(self.clients, names.rg)
         made = creator(self.me, subscription_id=self.sub, rg=names.rg, cluster=self.spec.name, tags=group.tags,
-                       role_created_by=self.role_def.created_by if self.role_def else None)
+                       role_created_by=self.role_def.created_by if self.role_def else None, children=children,
+                       role_read=bool(names.role and names.custom_role))
         if made.mine or (made.who == "unknown" and foreign(group.tags, self.me) is None):
             return
         raise NotOwnerError(f"cluster '{self.spec.name}' (resource group {names.rg}) is not yours: {made.describe()}; "
@@ -332,6 +333,9 @@ class UpRun:
     def _grant_self_delete(self, head_vm: ArmResource, role: str | None) -> None:
         """The head's identity may delete this cluster's group, for its expiry agent."""
         names = self.names
+        if not head_vm.principal_id:  # a listing (a rerun adopting the head) carries no identity:
+            # the VM's own GET does (https://learn.microsoft.com/rest/api/compute/virtual-machines/get)
+            head_vm = observe(self.clients, names.rg, resources.VM, names.head) or head_vm
         principal = expiry.head_principal(head_vm, names.head)
         self.report.check()
         outcome = roles.grant_self_delete(self.clients, names.rg, names.role or "", principal, role,

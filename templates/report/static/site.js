@@ -84,9 +84,14 @@
       var slope = v !== e ? 0.0 : Math.min(a1 + 2.0 * a2 * x, 0.0);
       var offset = Object.prototype.hasOwnProperty.call(b.offsets, b.level) ? b.offsets[b.level] : 0.0;
       var centre = a0 + a1 * x + a2 * x * x + offset + slope * (u - e);
-      var within = b.interval.half_width_ln * (1.0 + b.interval.widen_per_doubling * Math.abs(u - e));
+      // the doublings to the nearest measured count (Fit.distance), inside the data too
+      var near = Math.abs(u - e);
+      if (b.measured_gpus && b.measured_gpus.length) {
+        near = Math.min.apply(null, b.measured_gpus.map(function (g) { return Math.abs(u - Math.log2(g)); }));
+      }
+      var within = b.interval.half_width_ln * (1.0 + b.interval.widen_per_doubling * near);
       var r = b.interval.new_round_ln || 0.0;
-      var h = Math.sqrt(within * within + r * r);
+      var h = within + r;  // forward.combined: a new round's shift adds to the curve's error
       return [Math.exp(centre), Math.exp(centre - h), Math.exp(centre + h)];
     }
     // how far past the measured counts, as Fit.extrapolation: 2 ** doublings outside (1 inside)
@@ -155,11 +160,17 @@
         r.cost = "cost per result: unknown (the catalog has no list price for " + c.sku_short + ")";
       } else {
         var perHour = nodes * price;
-        var cost = t.map(function (m) { return c.runs_required * m / 60.0 * perHour; });
+        // each run at its predicted wall time: the score / the nearest measured score's RCP factor
+        var factor = 1.0, far = Infinity;
+        (c.scaling || []).forEach(function (p) {
+          var d = Math.abs(Math.log(p.gpus / gpus));
+          if (d < far) { far = d; factor = p.factor; }
+        });
+        var cost = t.map(function (m) { return c.runs_required * (m / factor) / 60.0 * perHour; });
         r.cost_usd = cost[0]; r.cost_low_usd = cost[1]; r.cost_high_usd = cost[2];
         r.cost = "cost per result: $" + fixed(cost[0], 0) + " [$" + fixed(cost[1], 0) + "-$" + fixed(cost[2], 0) +
-                 "] (" + c.runs_required + " runs x predicted minutes x " + count(nodes) + " nodes x $" + fixed(price, 2) +
-                 " per VM-hour, list price)";
+                 "] (" + c.runs_required + " runs x predicted minutes / RCP scaling " + fixed(factor, 4) + " x " +
+                 count(nodes) + " nodes x $" + fixed(price, 2) + " per VM-hour, list price)";
       }
       return r;
     }

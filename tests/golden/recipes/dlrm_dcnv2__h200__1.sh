@@ -48,7 +48,7 @@ export DGXNGPU=8
 export DGXNNODES=1
 export NEXP=1
 mkdir -p "$AZBENCH_ATTEMPT_DIR/submission-config"
-cat > "$AZBENCH_ATTEMPT_DIR/submission-config/config_DGXH200_1x8x6912.sh" <<'AZBENCH_CONFIG_FILE'
+cat > "$AZBENCH_ATTEMPT_DIR/submission-config/"config_DGXH200_1x8x6912.sh <<'AZBENCH_CONFIG_FILE'
 ## DL params
 export RUN_SCRIPT="train.py"
 export BATCHSIZE=55296
@@ -79,7 +79,7 @@ fi
 export WALLTIME=$((${NEXP:-1} * ${WALLTIME_MINUTES} + 5 ))
 AZBENCH_CONFIG_FILE
 set +u
-source "$AZBENCH_ATTEMPT_DIR/submission-config/config_DGXH200_1x8x6912.sh" || { echo "sourcing config_DGXH200_1x8x6912.sh failed" >&2; exit 3; }
+source "$AZBENCH_ATTEMPT_DIR/submission-config/"config_DGXH200_1x8x6912.sh || { echo sourcing config_DGXH200_1x8x6912.sh failed >&2; exit 3; }
 set -u
 
 # Benchmark configuration (NVIDIA config_*.sh variables): azbench's layout and the recipe's overrides, on top of the config.
@@ -92,14 +92,14 @@ export MLPERF_RULESET=4.1.0
 export NEXP=1
 
 CONT=/shared/mlperf/containers/dlrm_dcnv2-3f5ac6ce770e70f7.sqsh
-CONT_NAME="azbench_dlrm_dcnv2_${SLURM_JOB_ID}"
+CONT_NAME=azbench_dlrm_dcnv2_"${SLURM_JOB_ID}"
 MOUNTS=/shared/mlperf/dlrm_dcnv2/criteo_1tb_multihot_raw:/data:ro,/shared/mlperf/dlrm_dcnv2/criteo_1tb_multihot_raw:/data_val:ro,/shared/azbench/runs/preview/attempt-1:/results,/shared/azbench/runs/preview/checkpoints:/checkpoints,/opt/microsoft:/opt/microsoft:ro
 # pyxis flags, MPI plugin and forced variables as in recipes/configs/dlrm_dcnv2/v4.1_NVIDIA_h200_ngc24.04_merlin_hugectr (the implementation's run.sub:131).
 PYXIS=(--no-container-mount-home --container-writable)
 LOG="$AZBENCH_ATTEMPT_DIR/train.log"
 mkdir -p "$AZBENCH_CHECKPOINT_DIR"
 if [ ! -e /shared/mlperf/dlrm_dcnv2/criteo_1tb_multihot_raw/.azbench-staged ]; then
-  echo "criteo-multihot is not staged under /shared/mlperf/dlrm_dcnv2/criteo_1tb_multihot_raw: run the staging job first" >&2
+  echo 'criteo-multihot is not staged under /shared/mlperf/dlrm_dcnv2/criteo_1tb_multihot_raw: run the staging job first' >&2
   exit 3
 fi
 
@@ -127,13 +127,13 @@ rc=${PIPESTATUS[0]}
 end=$(date +%s)
 echo "RUNANDTIME_STOP $end" | tee -a /results/mllog_rank0.log
 if [ "$rc" -eq 0 ]; then
-  echo "RESULT,dlrm_dcnv2,,$(( end - start )),azbench,$(date -u -d "@$start" '+%Y-%m-%d %r')" | tee -a /results/mllog_rank0.log
+  echo "RESULT,"dlrm_dcnv2",,$(( end - start )),azbench,$(date -u -d "@$start" '+%Y-%m-%d %r')" | tee -a /results/mllog_rank0.log
 fi
 exit "$rc"
 AZBENCH_RUN_AND_TIME
 chmod +x "$AZBENCH_ATTEMPT_DIR/azbench_run_and_time.sh"
 
-echo ":::DLPAL ${CONT} ${SLURM_JOB_ID} ${SLURM_JOB_NUM_NODES} ${SLURM_JOB_NODELIST} ${SLURM_CLUSTER_NAME:-} azbench_ND_H200_v5_1x8x6912xtp1pp1cp1" >>"$LOG"
+echo ":::DLPAL ${CONT} ${SLURM_JOB_ID} ${SLURM_JOB_NUM_NODES} ${SLURM_JOB_NODELIST} ${SLURM_CLUSTER_NAME:-} "azbench_ND_H200_v5_1x8x6912xtp1pp1cp1 >>"$LOG"
 echo "AZBENCH_ATTEMPT_START $(date +%s) attempt=$AZBENCH_ATTEMPT resume=0" >>"$LOG"
 
 # Import the image on every node, 128 nodes per srun: Azure's 2,048-VM run batched its pulls
@@ -171,6 +171,6 @@ srun -N1 -n1 --container-name="$CONT_NAME" "${PYXIS[@]}" --container-mounts="$AZ
     exec python3 -m mlperf_logging.compliance_checker --usage training --ruleset "$1" --log_output /results/compliance.out /results/train.log' \
   azbench-compliance 4.1.0 >"$AZBENCH_ATTEMPT_DIR/compliance.stdout" 2>&1
 crc=$?
-echo ":::AZBENCH_COMPLIANCE rc=$crc ruleset=4.1.0" >>"$LOG"
+echo ":::AZBENCH_COMPLIANCE rc=$crc ruleset="4.1.0 >>"$LOG"
 echo "AZBENCH_ATTEMPT_STOP $(date +%s) rc=$rc" >>"$LOG"
 exit "$rc"

@@ -49,7 +49,7 @@ export DGXNGPU=4
 export DGXNNODES=144
 export NEXP=1
 mkdir -p "$AZBENCH_ATTEMPT_DIR/submission-config"
-cat > "$AZBENCH_ATTEMPT_DIR/submission-config/config_common.sh" <<'AZBENCH_CONFIG_FILE'
+cat > "$AZBENCH_ATTEMPT_DIR/submission-config/"config_common.sh <<'AZBENCH_CONFIG_FILE'
 # Copyright (c) 2025, NVIDIA CORPORATION.  All rights reserved.
 #
 # Licensed under the Apache License, Version 2.0 (the "License");
@@ -92,7 +92,7 @@ export NCCL_LOCAL_REGISTER=0
 
 export MODEL_TFLOP_PER_SAMPLE=20.3
 AZBENCH_CONFIG_FILE
-cat > "$AZBENCH_ATTEMPT_DIR/submission-config/config_common_gbs_1024.sh" <<'AZBENCH_CONFIG_FILE'
+cat > "$AZBENCH_ATTEMPT_DIR/submission-config/"config_common_gbs_1024.sh <<'AZBENCH_CONFIG_FILE'
 # Copyright (c) 2025 NVIDIA CORPORATION.  All rights reserved.
 #
 # Licensed under the Apache License, Version 2.0 (the "License");
@@ -110,7 +110,7 @@ cat > "$AZBENCH_ATTEMPT_DIR/submission-config/config_common_gbs_1024.sh" <<'AZBE
 export LEARNING_RATE=${LEARNING_RATE:-"0.000185"}
 export WARMUP_STEPS=${WARMUP_STEPS:-0}
 AZBENCH_CONFIG_FILE
-cat > "$AZBENCH_ATTEMPT_DIR/submission-config/config_common_gbs_2048.sh" <<'AZBENCH_CONFIG_FILE'
+cat > "$AZBENCH_ATTEMPT_DIR/submission-config/"config_common_gbs_2048.sh <<'AZBENCH_CONFIG_FILE'
 # Copyright (c) 2025 NVIDIA CORPORATION.  All rights reserved.
 #
 # Licensed under the Apache License, Version 2.0 (the "License");
@@ -129,7 +129,7 @@ cat > "$AZBENCH_ATTEMPT_DIR/submission-config/config_common_gbs_2048.sh" <<'AZBE
 export LEARNING_RATE=${LEARNING_RATE:-"0.00019"}
 export WARMUP_STEPS=${WARMUP_STEPS:-0}
 AZBENCH_CONFIG_FILE
-cat > "$AZBENCH_ATTEMPT_DIR/submission-config/config_common_gbs_2304.sh" <<'AZBENCH_CONFIG_FILE'
+cat > "$AZBENCH_ATTEMPT_DIR/submission-config/"config_common_gbs_2304.sh <<'AZBENCH_CONFIG_FILE'
 # Copyright (c) 2025 NVIDIA CORPORATION.  All rights reserved.
 #
 # Licensed under the Apache License, Version 2.0 (the "License");
@@ -148,7 +148,7 @@ cat > "$AZBENCH_ATTEMPT_DIR/submission-config/config_common_gbs_2304.sh" <<'AZBE
 export LEARNING_RATE=${LEARNING_RATE:-"0.000185"}
 export WARMUP_STEPS=${WARMUP_STEPS:-0}
 AZBENCH_CONFIG_FILE
-cat > "$AZBENCH_ATTEMPT_DIR/submission-config/config_common_gbs_512.sh" <<'AZBENCH_CONFIG_FILE'
+cat > "$AZBENCH_ATTEMPT_DIR/submission-config/"config_common_gbs_512.sh <<'AZBENCH_CONFIG_FILE'
 # Copyright (c) 2025 NVIDIA CORPORATION.  All rights reserved.
 #
 # Licensed under the Apache License, Version 2.0 (the "License");
@@ -166,7 +166,7 @@ cat > "$AZBENCH_ATTEMPT_DIR/submission-config/config_common_gbs_512.sh" <<'AZBEN
 export LEARNING_RATE=${LEARNING_RATE:-"0.0002"}
 export WARMUP_STEPS=${WARMUP_STEPS:-1600}
 AZBENCH_CONFIG_FILE
-cat > "$AZBENCH_ATTEMPT_DIR/submission-config/config_GB200_18x04x32.sh" <<'AZBENCH_CONFIG_FILE'
+cat > "$AZBENCH_ATTEMPT_DIR/submission-config/"config_GB200_18x04x32.sh <<'AZBENCH_CONFIG_FILE'
 # Copyright (c) 2025, NVIDIA CORPORATION.  All rights reserved.
 #
 # Licensed under the Apache License, Version 2.0 (the "License");
@@ -198,7 +198,7 @@ export WALLTIME_RUNANDTIME=80
 export WALLTIME=$((5 + ${NEXP:-1} * ($WALLTIME_RUNANDTIME + 5)))
 AZBENCH_CONFIG_FILE
 set +u
-source "$AZBENCH_ATTEMPT_DIR/submission-config/config_GB200_18x04x32.sh" || { echo "sourcing config_GB200_18x04x32.sh failed" >&2; exit 3; }
+source "$AZBENCH_ATTEMPT_DIR/submission-config/"config_GB200_18x04x32.sh || { echo sourcing config_GB200_18x04x32.sh failed >&2; exit 3; }
 set -u
 
 # Benchmark configuration (NVIDIA config_*.sh variables): azbench's layout and the recipe's overrides, on top of the config.
@@ -214,14 +214,14 @@ export TP=1
 export WALLTIME_RUNANDTIME=30
 
 CONT=/shared/mlperf/containers/flux1-b83b31107126857b.sqsh
-CONT_NAME="azbench_flux1_${SLURM_JOB_ID}"
+CONT_NAME=azbench_flux1_"${SLURM_JOB_ID}"
 MOUNTS=/shared/mlperf/flux1/data:/dataset:ro,/shared/azbench/runs/preview/attempt-1:/results,/shared/azbench/runs/preview/checkpoints:/checkpoints,/dev/nvidia-caps-imex-channels:/dev/nvidia-caps-imex-channels
 # pyxis flags, MPI plugin and forced variables as in recipes/configs/flux1/v5.1_NVIDIA_tyche_ngpu72_ngc25.09_nemo (the implementation's run.sub:255).
 PYXIS=(--no-container-mount-home --container-remap-root --container-writable)
 LOG="$AZBENCH_ATTEMPT_DIR/train.log"
 mkdir -p "$AZBENCH_CHECKPOINT_DIR"
 if [ ! -e /shared/mlperf/flux1/data/.azbench-staged ]; then
-  echo "cc12m-preprocessed is not staged under /shared/mlperf/flux1/data: run the staging job first" >&2
+  echo 'cc12m-preprocessed is not staged under /shared/mlperf/flux1/data: run the staging job first' >&2
   exit 3
 fi
 
@@ -249,13 +249,13 @@ rc=${PIPESTATUS[0]}
 end=$(date +%s)
 echo "RUNANDTIME_STOP $end" | tee -a /results/mllog_rank0.log
 if [ "$rc" -eq 0 ]; then
-  echo "RESULT,flux1,,$(( end - start )),azbench,$(date -u -d "@$start" '+%Y-%m-%d %r')" | tee -a /results/mllog_rank0.log
+  echo "RESULT,"flux1",,$(( end - start )),azbench,$(date -u -d "@$start" '+%Y-%m-%d %r')" | tee -a /results/mllog_rank0.log
 fi
 exit "$rc"
 AZBENCH_RUN_AND_TIME
 chmod +x "$AZBENCH_ATTEMPT_DIR/azbench_run_and_time.sh"
 
-echo ":::DLPAL ${CONT} ${SLURM_JOB_ID} ${SLURM_JOB_NUM_NODES} ${SLURM_JOB_NODELIST} ${SLURM_CLUSTER_NAME:-} azbench_ND_GB200_v6_144x4x4xtp1pp1cp1" >>"$LOG"
+echo ":::DLPAL ${CONT} ${SLURM_JOB_ID} ${SLURM_JOB_NUM_NODES} ${SLURM_JOB_NODELIST} ${SLURM_CLUSTER_NAME:-} "azbench_ND_GB200_v6_144x4x4xtp1pp1cp1 >>"$LOG"
 echo "AZBENCH_ATTEMPT_START $(date +%s) attempt=$AZBENCH_ATTEMPT resume=0" >>"$LOG"
 
 # Import the image on every node, 128 nodes per srun: Azure's 2,048-VM run batched its pulls
@@ -293,6 +293,6 @@ srun -N1 -n1 --container-name="$CONT_NAME" "${PYXIS[@]}" --container-mounts="$AZ
     exec python3 -m mlperf_logging.compliance_checker --usage training --ruleset "$1" --log_output /results/compliance.out /results/train.log' \
   azbench-compliance 5.1.0 >"$AZBENCH_ATTEMPT_DIR/compliance.stdout" 2>&1
 crc=$?
-echo ":::AZBENCH_COMPLIANCE rc=$crc ruleset=5.1.0" >>"$LOG"
+echo ":::AZBENCH_COMPLIANCE rc=$crc ruleset="5.1.0 >>"$LOG"
 echo "AZBENCH_ATTEMPT_STOP $(date +%s) rc=$rc" >>"$LOG"
 exit "$rc"

@@ -48,7 +48,7 @@ export DGXNGPU=8
 export DGXNNODES=64
 export NEXP=1
 mkdir -p "$AZBENCH_ATTEMPT_DIR/submission-config"
-cat > "$AZBENCH_ATTEMPT_DIR/submission-config/config_common.sh" <<'AZBENCH_CONFIG_FILE'
+cat > "$AZBENCH_ATTEMPT_DIR/submission-config/"config_common.sh <<'AZBENCH_CONFIG_FILE'
 ## System run parms
 
 export TRAIN_ONLY=0
@@ -126,7 +126,7 @@ export NCCL_WORK_FIFO_DEPTH=1048576
 # Use legacy NeMo dataset path
 export LEGACY_DATASET=True
 AZBENCH_CONFIG_FILE
-cat > "$AZBENCH_ATTEMPT_DIR/submission-config/config_fp8.sh" <<'AZBENCH_CONFIG_FILE'
+cat > "$AZBENCH_ATTEMPT_DIR/submission-config/"config_fp8.sh <<'AZBENCH_CONFIG_FILE'
 # Source this config for FP8 training
 export FP8=True
 export FP8_HYBRID=True
@@ -134,7 +134,7 @@ export FP8_AMAX_HISTORY=1024
 export FP8_AMAX_ALGO="max"
 export FP8_REDUCE_AMAX=True
 AZBENCH_CONFIG_FILE
-cat > "$AZBENCH_ATTEMPT_DIR/submission-config/config_DGXH100_64x8x128x4x8_mbs2.sh" <<'AZBENCH_CONFIG_FILE'
+cat > "$AZBENCH_ATTEMPT_DIR/submission-config/"config_DGXH100_64x8x128x4x8_mbs2.sh <<'AZBENCH_CONFIG_FILE'
 # dryrun "med" config
 
 ## DL params
@@ -177,7 +177,7 @@ export DEFER_EMBEDDING_WGRAD_COMPUTE=True
 export WGRAD_DEFERRAL_LIMIT=65
 AZBENCH_CONFIG_FILE
 set +u
-source "$AZBENCH_ATTEMPT_DIR/submission-config/config_DGXH100_64x8x128x4x8_mbs2.sh" || { echo "sourcing config_DGXH100_64x8x128x4x8_mbs2.sh failed" >&2; exit 3; }
+source "$AZBENCH_ATTEMPT_DIR/submission-config/"config_DGXH100_64x8x128x4x8_mbs2.sh || { echo sourcing config_DGXH100_64x8x128x4x8_mbs2.sh failed >&2; exit 3; }
 set -u
 
 # Benchmark configuration (NVIDIA config_*.sh variables): azbench's layout and the recipe's overrides, on top of the config.
@@ -196,18 +196,18 @@ export TENSOR_MODEL_PARALLEL=4
 export WALLTIME_RUNANDTIME=170
 
 CONT=/shared/mlperf/containers/gpt3-e1cb2d8dd0c4ea1d.sqsh
-CONT_NAME="azbench_gpt3_${SLURM_JOB_ID}"
+CONT_NAME=azbench_gpt3_"${SLURM_JOB_ID}"
 MOUNTS=/shared/mlperf/gpt3/c4:/preproc_data:ro,/shared/mlperf/gpt3/checkpoint:/load_checkpoints:ro,/shared/mlperf/gpt3/c4/spm/tokenizer.model:/workspace/llm/tokenizer.model:ro,/shared/azbench/runs/preview/attempt-1:/results,/shared/azbench/runs/preview/checkpoints:/checkpoints,/opt/microsoft:/opt/microsoft:ro,/shared/azbench/runs/preview/attempt-1/scratch/npy_index:/npy_index
 # pyxis flags, MPI plugin and forced variables as in recipes/configs/gpt3/v4.1_NVIDIA_eos_n64_ngc24.09_nemo (the implementation's run.sub:440).
 PYXIS=(--no-container-mount-home --container-writable)
 LOG="$AZBENCH_ATTEMPT_DIR/train.log"
 mkdir -p "$AZBENCH_CHECKPOINT_DIR" /shared/azbench/runs/preview/attempt-1/scratch/npy_index
 if [ ! -e /shared/mlperf/gpt3/c4/.azbench-staged ]; then
-  echo "c4-preprocessed is not staged under /shared/mlperf/gpt3/c4: run the staging job first" >&2
+  echo 'c4-preprocessed is not staged under /shared/mlperf/gpt3/c4: run the staging job first' >&2
   exit 3
 fi
 if [ ! -e /shared/mlperf/gpt3/checkpoint/.azbench-staged ]; then
-  echo "checkpoint is not staged under /shared/mlperf/gpt3/checkpoint: run the staging job first" >&2
+  echo 'checkpoint is not staged under /shared/mlperf/gpt3/checkpoint: run the staging job first' >&2
   exit 3
 fi
 
@@ -235,13 +235,13 @@ rc=${PIPESTATUS[0]}
 end=$(date +%s)
 echo "RUNANDTIME_STOP $end" | tee -a /results/mllog_rank0.log
 if [ "$rc" -eq 0 ]; then
-  echo "RESULT,gpt3,,$(( end - start )),azbench,$(date -u -d "@$start" '+%Y-%m-%d %r')" | tee -a /results/mllog_rank0.log
+  echo "RESULT,"gpt3",,$(( end - start )),azbench,$(date -u -d "@$start" '+%Y-%m-%d %r')" | tee -a /results/mllog_rank0.log
 fi
 exit "$rc"
 AZBENCH_RUN_AND_TIME
 chmod +x "$AZBENCH_ATTEMPT_DIR/azbench_run_and_time.sh"
 
-echo ":::DLPAL ${CONT} ${SLURM_JOB_ID} ${SLURM_JOB_NUM_NODES} ${SLURM_JOB_NODELIST} ${SLURM_CLUSTER_NAME:-} azbench_ND_H100_v5_64x8x128xtp4pp8cp1" >>"$LOG"
+echo ":::DLPAL ${CONT} ${SLURM_JOB_ID} ${SLURM_JOB_NUM_NODES} ${SLURM_JOB_NODELIST} ${SLURM_CLUSTER_NAME:-} "azbench_ND_H100_v5_64x8x128xtp4pp8cp1 >>"$LOG"
 echo "AZBENCH_ATTEMPT_START $(date +%s) attempt=$AZBENCH_ATTEMPT resume=0" >>"$LOG"
 echo ':::AZBENCH_PRECISION gemm=fp8 source=FP8=True (recipes/configs/gpt3/v4.1_NVIDIA_eos_n64_ngc24.09_nemo/config_fp8.sh:2)' >>"$LOG"
 
@@ -280,6 +280,6 @@ srun -N1 -n1 --container-name="$CONT_NAME" "${PYXIS[@]}" --container-mounts="$AZ
     exec python3 -m mlperf_logging.compliance_checker --usage training --ruleset "$1" --log_output /results/compliance.out /results/train.log' \
   azbench-compliance 4.1.0 >"$AZBENCH_ATTEMPT_DIR/compliance.stdout" 2>&1
 crc=$?
-echo ":::AZBENCH_COMPLIANCE rc=$crc ruleset=4.1.0" >>"$LOG"
+echo ":::AZBENCH_COMPLIANCE rc=$crc ruleset="4.1.0 >>"$LOG"
 echo "AZBENCH_ATTEMPT_STOP $(date +%s) rc=$rc" >>"$LOG"
 exit "$rc"

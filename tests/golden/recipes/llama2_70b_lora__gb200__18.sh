@@ -52,7 +52,7 @@ export DGXNGPU=4
 export DGXNNODES=18
 export NEXP=1
 mkdir -p "$AZBENCH_ATTEMPT_DIR/submission-config"
-cat > "$AZBENCH_ATTEMPT_DIR/submission-config/config_common.sh" <<'AZBENCH_CONFIG_FILE'
+cat > "$AZBENCH_ATTEMPT_DIR/submission-config/"config_common.sh <<'AZBENCH_CONFIG_FILE'
 #!/bin/bash
 export DGXSYSTEM=$(basename $(readlink -f ${BASH_SOURCE[1]}) | sed 's/^config_//' | sed 's/\.sh$//' )
 
@@ -110,7 +110,7 @@ export TQDM_DISABLE=True
 
 export MODEL_TFLOP_PER_SAMPLE=2598
 AZBENCH_CONFIG_FILE
-cat > "$AZBENCH_ATTEMPT_DIR/submission-config/config_common_fp4.sh" <<'AZBENCH_CONFIG_FILE'
+cat > "$AZBENCH_ATTEMPT_DIR/submission-config/"config_common_fp4.sh <<'AZBENCH_CONFIG_FILE'
 export FP4=True
 export FP8=False
 export FP8_PARAM_GATHER=0
@@ -130,7 +130,7 @@ export NVTE_DPA_FP8DS_AMAX_ALGO=max
 export NVTE_DPA_FP8DS_AMAX_HISTLEN=4
 export NVTE_DPA_FP8DS_REDUCE_AMAX=1
 AZBENCH_CONFIG_FILE
-cat > "$AZBENCH_ATTEMPT_DIR/submission-config/config_GB200_18x4x1xtp1pp1cp8.sh" <<'AZBENCH_CONFIG_FILE'
+cat > "$AZBENCH_ATTEMPT_DIR/submission-config/"config_GB200_18x4x1xtp1pp1cp8.sh <<'AZBENCH_CONFIG_FILE'
 #!/bin/bash
 
 source $(dirname ${BASH_SOURCE[0]})/config_common.sh
@@ -152,7 +152,7 @@ export WALLTIME_RUNANDTIME=10
 export WALLTIME=$((5 + ${NEXP:-1} * ($WALLTIME_RUNANDTIME + 5)))
 AZBENCH_CONFIG_FILE
 set +u
-source "$AZBENCH_ATTEMPT_DIR/submission-config/config_GB200_18x4x1xtp1pp1cp8.sh" || { echo "sourcing config_GB200_18x4x1xtp1pp1cp8.sh failed" >&2; exit 3; }
+source "$AZBENCH_ATTEMPT_DIR/submission-config/"config_GB200_18x4x1xtp1pp1cp8.sh || { echo sourcing config_GB200_18x4x1xtp1pp1cp8.sh failed >&2; exit 3; }
 set -u
 
 # Benchmark configuration (NVIDIA config_*.sh variables): azbench's layout and the recipe's overrides, on top of the config.
@@ -169,18 +169,18 @@ export TP=1
 export WALLTIME_RUNANDTIME=10
 
 CONT=/shared/mlperf/containers/llama2_70b_lora-076316d0a395b117.sqsh
-CONT_NAME="azbench_llama2_70b_lora_${SLURM_JOB_ID}"
+CONT_NAME=azbench_llama2_70b_lora_"${SLURM_JOB_ID}"
 MOUNTS=/shared/mlperf/llama2_70b_lora/gov_report:/data:ro,/shared/mlperf/llama2_70b_lora/model:/ckpt:ro,/shared/azbench/runs/preview/attempt-1:/results,/shared/azbench/runs/preview/checkpoints:/checkpoints,/dev/nvidia-caps-imex-channels:/dev/nvidia-caps-imex-channels
 # pyxis flags, MPI plugin and forced variables as in recipes/configs/llama2_70b_lora/v5.1_NVIDIA_nemo (the implementation's run.sub:246).
 PYXIS=(--no-container-mount-home --container-remap-root --container-writable)
 LOG="$AZBENCH_ATTEMPT_DIR/train.log"
 mkdir -p "$AZBENCH_CHECKPOINT_DIR"
 if [ ! -e /shared/mlperf/llama2_70b_lora/gov_report/.azbench-staged ]; then
-  echo "govreport_v5_1 is not staged under /shared/mlperf/llama2_70b_lora/gov_report: run the staging job first" >&2
+  echo 'govreport_v5_1 is not staged under /shared/mlperf/llama2_70b_lora/gov_report: run the staging job first' >&2
   exit 3
 fi
 if [ ! -e /shared/mlperf/llama2_70b_lora/model/.azbench-staged ]; then
-  echo "model_v5_1 is not staged under /shared/mlperf/llama2_70b_lora/model: run the staging job first" >&2
+  echo 'model_v5_1 is not staged under /shared/mlperf/llama2_70b_lora/model: run the staging job first' >&2
   exit 3
 fi
 
@@ -208,13 +208,13 @@ rc=${PIPESTATUS[0]}
 end=$(date +%s)
 echo "RUNANDTIME_STOP $end" | tee -a /results/mllog_rank0.log
 if [ "$rc" -eq 0 ]; then
-  echo "RESULT,llama2_70b_lora,,$(( end - start )),azbench,$(date -u -d "@$start" '+%Y-%m-%d %r')" | tee -a /results/mllog_rank0.log
+  echo "RESULT,"llama2_70b_lora",,$(( end - start )),azbench,$(date -u -d "@$start" '+%Y-%m-%d %r')" | tee -a /results/mllog_rank0.log
 fi
 exit "$rc"
 AZBENCH_RUN_AND_TIME
 chmod +x "$AZBENCH_ATTEMPT_DIR/azbench_run_and_time.sh"
 
-echo ":::DLPAL ${CONT} ${SLURM_JOB_ID} ${SLURM_JOB_NUM_NODES} ${SLURM_JOB_NODELIST} ${SLURM_CLUSTER_NAME:-} azbench_ND_GB200_v6_18x4x1xtp1pp1cp8" >>"$LOG"
+echo ":::DLPAL ${CONT} ${SLURM_JOB_ID} ${SLURM_JOB_NUM_NODES} ${SLURM_JOB_NODELIST} ${SLURM_CLUSTER_NAME:-} "azbench_ND_GB200_v6_18x4x1xtp1pp1cp8 >>"$LOG"
 echo "AZBENCH_ATTEMPT_START $(date +%s) attempt=$AZBENCH_ATTEMPT resume=0" >>"$LOG"
 echo ':::AZBENCH_PRECISION gemm=fp8 source=FP8=True (recipes/configs/llama2_70b_lora/v5.1_NVIDIA_nemo/config_common.sh:20)' >>"$LOG"
 
@@ -254,6 +254,6 @@ srun -N1 -n1 --container-name="$CONT_NAME" "${PYXIS[@]}" --container-mounts="$AZ
     exec python3 -m mlperf_logging.compliance_checker --usage training --ruleset "$1" --log_output /results/compliance.out /results/train.log' \
   azbench-compliance 5.1.0 >"$AZBENCH_ATTEMPT_DIR/compliance.stdout" 2>&1
 crc=$?
-echo ":::AZBENCH_COMPLIANCE rc=$crc ruleset=5.1.0" >>"$LOG"
+echo ":::AZBENCH_COMPLIANCE rc=$crc ruleset="5.1.0 >>"$LOG"
 echo "AZBENCH_ATTEMPT_STOP $(date +%s) rc=$rc" >>"$LOG"
 exit "$rc"

@@ -48,7 +48,7 @@ export DGXNGPU=8
 export DGXNNODES=64
 export NEXP=1
 mkdir -p "$AZBENCH_ATTEMPT_DIR/submission-config"
-cat > "$AZBENCH_ATTEMPT_DIR/submission-config/config_common.sh" <<'AZBENCH_CONFIG_FILE'
+cat > "$AZBENCH_ATTEMPT_DIR/submission-config/"config_common.sh <<'AZBENCH_CONFIG_FILE'
 #!/bin/bash
 
 # Copyright (c) 2024, NVIDIA CORPORATION.  All rights reserved.
@@ -101,7 +101,7 @@ export SP=1
 export MBS=1
 export VAL_CHECK_INTERVAL=384
 AZBENCH_CONFIG_FILE
-cat > "$AZBENCH_ATTEMPT_DIR/submission-config/config_DGXH200_64x8x2xtp4pp1cp2.sh" <<'AZBENCH_CONFIG_FILE'
+cat > "$AZBENCH_ATTEMPT_DIR/submission-config/"config_DGXH200_64x8x2xtp4pp1cp2.sh <<'AZBENCH_CONFIG_FILE'
 #!/bin/bash
 
 # Copyright (c) 2024, NVIDIA CORPORATION.  All rights reserved.
@@ -140,7 +140,7 @@ export WALLTIME_RUNANDTIME=50
 export WALLTIME=$((5 + ${NEXP:-1} * ($WALLTIME_RUNANDTIME + 5)))
 AZBENCH_CONFIG_FILE
 set +u
-source "$AZBENCH_ATTEMPT_DIR/submission-config/config_DGXH200_64x8x2xtp4pp1cp2.sh" || { echo "sourcing config_DGXH200_64x8x2xtp4pp1cp2.sh failed" >&2; exit 3; }
+source "$AZBENCH_ATTEMPT_DIR/submission-config/"config_DGXH200_64x8x2xtp4pp1cp2.sh || { echo sourcing config_DGXH200_64x8x2xtp4pp1cp2.sh failed >&2; exit 3; }
 set -u
 
 # Benchmark configuration (NVIDIA config_*.sh variables): azbench's layout and the recipe's overrides, on top of the config.
@@ -157,7 +157,7 @@ export TP=4
 export WALLTIME_RUNANDTIME=50
 
 CONT=/shared/mlperf/containers/llama2_70b_lora-5ad0764d6b49a6f8.sqsh
-CONT_NAME="azbench_llama2_70b_lora_${SLURM_JOB_ID}"
+CONT_NAME=azbench_llama2_70b_lora_"${SLURM_JOB_ID}"
 MOUNTS=/shared/mlperf/llama2_70b_lora/v4.1/gov_report:/data:ro,/shared/mlperf/llama2_70b_lora/v4.1/model:/ckpt:ro,/shared/azbench/runs/preview/attempt-1:/results,/shared/azbench/runs/preview/checkpoints:/checkpoints,/opt/microsoft:/opt/microsoft:ro
 # pyxis flags, MPI plugin and forced variables as in recipes/configs/llama2_70b_lora/v4.1_Azure_nemo (the implementation's run.sub:201).
 PYXIS=(--no-container-mount-home --container-writable)
@@ -166,11 +166,11 @@ mkdir -p "$AZBENCH_CHECKPOINT_DIR"
 # Folders the implementation's run.sub creates before launch (recipes/configs/llama2_70b_lora/v4.1_Azure_nemo/PATHS.txt: run.sub:94).
 mkdir -p /shared/azbench/runs/preview/attempt-1/data_index/train /shared/azbench/runs/preview/attempt-1/data_index/val
 if [ ! -e /shared/mlperf/llama2_70b_lora/v4.1/gov_report/.azbench-staged ]; then
-  echo "govreport is not staged under /shared/mlperf/llama2_70b_lora/v4.1/gov_report: run the staging job first" >&2
+  echo 'govreport is not staged under /shared/mlperf/llama2_70b_lora/v4.1/gov_report: run the staging job first' >&2
   exit 3
 fi
 if [ ! -e /shared/mlperf/llama2_70b_lora/v4.1/model/.azbench-staged ]; then
-  echo "model is not staged under /shared/mlperf/llama2_70b_lora/v4.1/model: run the staging job first" >&2
+  echo 'model is not staged under /shared/mlperf/llama2_70b_lora/v4.1/model: run the staging job first' >&2
   exit 3
 fi
 
@@ -198,13 +198,13 @@ rc=${PIPESTATUS[0]}
 end=$(date +%s)
 echo "RUNANDTIME_STOP $end" | tee -a /results/mllog_rank0.log
 if [ "$rc" -eq 0 ]; then
-  echo "RESULT,llama2_70b_lora,,$(( end - start )),azbench,$(date -u -d "@$start" '+%Y-%m-%d %r')" | tee -a /results/mllog_rank0.log
+  echo "RESULT,"llama2_70b_lora",,$(( end - start )),azbench,$(date -u -d "@$start" '+%Y-%m-%d %r')" | tee -a /results/mllog_rank0.log
 fi
 exit "$rc"
 AZBENCH_RUN_AND_TIME
 chmod +x "$AZBENCH_ATTEMPT_DIR/azbench_run_and_time.sh"
 
-echo ":::DLPAL ${CONT} ${SLURM_JOB_ID} ${SLURM_JOB_NUM_NODES} ${SLURM_JOB_NODELIST} ${SLURM_CLUSTER_NAME:-} azbench_ND_H200_v5_64x8x1xtp4pp1cp2" >>"$LOG"
+echo ":::DLPAL ${CONT} ${SLURM_JOB_ID} ${SLURM_JOB_NUM_NODES} ${SLURM_JOB_NODELIST} ${SLURM_CLUSTER_NAME:-} "azbench_ND_H200_v5_64x8x1xtp4pp1cp2 >>"$LOG"
 echo "AZBENCH_ATTEMPT_START $(date +%s) attempt=$AZBENCH_ATTEMPT resume=0" >>"$LOG"
 echo ':::AZBENCH_PRECISION gemm=fp8 source=FP8=True (recipes/configs/llama2_70b_lora/v4.1_Azure_nemo/config_common.sh:40)' >>"$LOG"
 
@@ -243,6 +243,6 @@ srun -N1 -n1 --container-name="$CONT_NAME" "${PYXIS[@]}" --container-mounts="$AZ
     exec python3 -m mlperf_logging.compliance_checker --usage training --ruleset "$1" --log_output /results/compliance.out /results/train.log' \
   azbench-compliance 4.1.0 >"$AZBENCH_ATTEMPT_DIR/compliance.stdout" 2>&1
 crc=$?
-echo ":::AZBENCH_COMPLIANCE rc=$crc ruleset=4.1.0" >>"$LOG"
+echo ":::AZBENCH_COMPLIANCE rc=$crc ruleset="4.1.0 >>"$LOG"
 echo "AZBENCH_ATTEMPT_STOP $(date +%s) rc=$rc" >>"$LOG"
 exit "$rc"

@@ -48,7 +48,7 @@ export DGXNGPU=8
 export DGXNNODES=64
 export NEXP=1
 mkdir -p "$AZBENCH_ATTEMPT_DIR/submission-config"
-cat > "$AZBENCH_ATTEMPT_DIR/submission-config/config_common.sh" <<'AZBENCH_CONFIG_FILE'
+cat > "$AZBENCH_ATTEMPT_DIR/submission-config/"config_common.sh <<'AZBENCH_CONFIG_FILE'
 
 export TRAIN_ONLY=0
 
@@ -128,7 +128,7 @@ export HF_HUB_OFFLINE=1
 export PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True
 
 AZBENCH_CONFIG_FILE
-cat > "$AZBENCH_ATTEMPT_DIR/submission-config/config_DGXH100_64x8x288xtp8pp8cp2.sh" <<'AZBENCH_CONFIG_FILE'
+cat > "$AZBENCH_ATTEMPT_DIR/submission-config/"config_DGXH100_64x8x288xtp8pp8cp2.sh <<'AZBENCH_CONFIG_FILE'
 source $(dirname ${BASH_SOURCE[0]})/config_common.sh
 
 export MINIBS=288
@@ -155,7 +155,7 @@ export ASYM_PP_EMBED=True
 export ASYM_PP_LOSS=True
 AZBENCH_CONFIG_FILE
 set +u
-source "$AZBENCH_ATTEMPT_DIR/submission-config/config_DGXH100_64x8x288xtp8pp8cp2.sh" || { echo "sourcing config_DGXH100_64x8x288xtp8pp8cp2.sh failed" >&2; exit 3; }
+source "$AZBENCH_ATTEMPT_DIR/submission-config/"config_DGXH100_64x8x288xtp8pp8cp2.sh || { echo sourcing config_DGXH100_64x8x288xtp8pp8cp2.sh failed >&2; exit 3; }
 set -u
 
 # Benchmark configuration (NVIDIA config_*.sh variables): azbench's layout and the recipe's overrides, on top of the config.
@@ -178,22 +178,22 @@ export TENSOR_MODEL_PARALLEL=8
 export WALLTIME_RUNANDTIME=420
 
 CONT=/shared/mlperf/containers/llama31_405b-5e29d1a96660fda7.sqsh
-CONT_NAME="azbench_llama31_405b_${SLURM_JOB_ID}"
+CONT_NAME=azbench_llama31_405b_"${SLURM_JOB_ID}"
 MOUNTS=/shared/mlperf/llama31_405b/c4:/preproc_data:ro,/shared/mlperf/llama31_405b/tokenizer:/workspace/llm/nemo_tokenizer:ro,/shared/mlperf/llama31_405b/checkpoint:/load_checkpoints:ro,/shared/azbench/runs/preview/attempt-1:/results,/shared/azbench/runs/preview/checkpoints:/checkpoints,/opt/microsoft:/opt/microsoft:ro,/shared/azbench/runs/preview/attempt-1/scratch/mem_dump:/mem_dump,/shared/azbench/runs/preview/attempt-1/scratch/npy_index:/npy_index
 # pyxis flags, MPI plugin and forced variables as in recipes/configs/llama31_405b/v5.0_NVIDIA_eos-dfw_n64_ngc25.01_nemo (the implementation's run.sub:424).
 PYXIS=(--no-container-mount-home --container-remap-root --container-writable)
 LOG="$AZBENCH_ATTEMPT_DIR/train.log"
 mkdir -p "$AZBENCH_CHECKPOINT_DIR" /shared/azbench/runs/preview/attempt-1/scratch/mem_dump /shared/azbench/runs/preview/attempt-1/scratch/npy_index
 if [ ! -e /shared/mlperf/llama31_405b/c4/.azbench-staged ]; then
-  echo "c4-preprocessed is not staged under /shared/mlperf/llama31_405b/c4: run the staging job first" >&2
+  echo 'c4-preprocessed is not staged under /shared/mlperf/llama31_405b/c4: run the staging job first' >&2
   exit 3
 fi
 if [ ! -e /shared/mlperf/llama31_405b/tokenizer/.azbench-staged ]; then
-  echo "tokenizer is not staged under /shared/mlperf/llama31_405b/tokenizer: run the staging job first" >&2
+  echo 'tokenizer is not staged under /shared/mlperf/llama31_405b/tokenizer: run the staging job first' >&2
   exit 3
 fi
 if [ ! -e /shared/mlperf/llama31_405b/checkpoint/.azbench-staged ]; then
-  echo "checkpoint is not staged under /shared/mlperf/llama31_405b/checkpoint: run the staging job first" >&2
+  echo 'checkpoint is not staged under /shared/mlperf/llama31_405b/checkpoint: run the staging job first' >&2
   exit 3
 fi
 
@@ -221,13 +221,13 @@ rc=${PIPESTATUS[0]}
 end=$(date +%s)
 echo "RUNANDTIME_STOP $end" | tee -a /results/mllog_rank0.log
 if [ "$rc" -eq 0 ]; then
-  echo "RESULT,llama31_405b,,$(( end - start )),azbench,$(date -u -d "@$start" '+%Y-%m-%d %r')" | tee -a /results/mllog_rank0.log
+  echo "RESULT,"llama31_405b",,$(( end - start )),azbench,$(date -u -d "@$start" '+%Y-%m-%d %r')" | tee -a /results/mllog_rank0.log
 fi
 exit "$rc"
 AZBENCH_RUN_AND_TIME
 chmod +x "$AZBENCH_ATTEMPT_DIR/azbench_run_and_time.sh"
 
-echo ":::DLPAL ${CONT} ${SLURM_JOB_ID} ${SLURM_JOB_NUM_NODES} ${SLURM_JOB_NODELIST} ${SLURM_CLUSTER_NAME:-} azbench_ND_H200_v5_64x8x288xtp8pp8cp2" >>"$LOG"
+echo ":::DLPAL ${CONT} ${SLURM_JOB_ID} ${SLURM_JOB_NUM_NODES} ${SLURM_JOB_NODELIST} ${SLURM_CLUSTER_NAME:-} "azbench_ND_H200_v5_64x8x288xtp8pp8cp2 >>"$LOG"
 echo "AZBENCH_ATTEMPT_START $(date +%s) attempt=$AZBENCH_ATTEMPT resume=0" >>"$LOG"
 echo ':::AZBENCH_PRECISION gemm=fp8 source=FP8=True (recipes/configs/llama31_405b/v5.0_NVIDIA_eos-dfw_n64_ngc25.01_nemo/config_common.sh:50)' >>"$LOG"
 
@@ -266,6 +266,6 @@ srun -N1 -n1 --container-name="$CONT_NAME" "${PYXIS[@]}" --container-mounts="$AZ
     exec python3 -m mlperf_logging.compliance_checker --usage training --ruleset "$1" --log_output /results/compliance.out /results/train.log' \
   azbench-compliance 5.0.0 >"$AZBENCH_ATTEMPT_DIR/compliance.stdout" 2>&1
 crc=$?
-echo ":::AZBENCH_COMPLIANCE rc=$crc ruleset=5.0.0" >>"$LOG"
+echo ":::AZBENCH_COMPLIANCE rc=$crc ruleset="5.0.0 >>"$LOG"
 echo "AZBENCH_ATTEMPT_STOP $(date +%s) rc=$rc" >>"$LOG"
 exit "$rc"

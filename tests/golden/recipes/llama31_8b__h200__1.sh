@@ -48,7 +48,7 @@ export DGXNGPU=8
 export DGXNNODES=1
 export NEXP=1
 mkdir -p "$AZBENCH_ATTEMPT_DIR/submission-config"
-cat > "$AZBENCH_ATTEMPT_DIR/submission-config/config_common.sh" <<'AZBENCH_CONFIG_FILE'
+cat > "$AZBENCH_ATTEMPT_DIR/submission-config/"config_common.sh <<'AZBENCH_CONFIG_FILE'
 
 export TRAIN_ONLY=0
 
@@ -149,7 +149,7 @@ export BINDCMD="bindpcie --cpu=node"
 export EXTRA_ARGS=""
 export GPU_ARCH=gb200
 AZBENCH_CONFIG_FILE
-cat > "$AZBENCH_ATTEMPT_DIR/submission-config/config_common_405b.sh" <<'AZBENCH_CONFIG_FILE'
+cat > "$AZBENCH_ATTEMPT_DIR/submission-config/"config_common_405b.sh <<'AZBENCH_CONFIG_FILE'
 export MODEL_SIZE="405b"
 export TARGET_LOG_PPL="5.6"
 export MIN_LR=8e-7
@@ -158,7 +158,7 @@ export OPT_LR_DECAY_STEPS=1200000
 
 export MODEL_TFLOP_PER_SAMPLE=21508
 AZBENCH_CONFIG_FILE
-cat > "$AZBENCH_ATTEMPT_DIR/submission-config/config_common_8b.sh" <<'AZBENCH_CONFIG_FILE'
+cat > "$AZBENCH_ATTEMPT_DIR/submission-config/"config_common_8b.sh <<'AZBENCH_CONFIG_FILE'
 export MODEL_SIZE="8b"
 export TARGET_LOG_PPL="3.3"
 export LOAD_CHECKPOINT=""
@@ -189,14 +189,14 @@ export GC_VALID=10000
 export NVTE_NVFP4_DISABLE_STOCHASTIC_ROUNDING=0
 export NVTE_NVFP4_DISABLE_2D_QUANTIZATION=0
 AZBENCH_CONFIG_FILE
-cat > "$AZBENCH_ATTEMPT_DIR/submission-config/config_common_cg.sh" <<'AZBENCH_CONFIG_FILE'
+cat > "$AZBENCH_ATTEMPT_DIR/submission-config/"config_common_cg.sh <<'AZBENCH_CONFIG_FILE'
 export FULL_CUDA_GRAPH=1
 export MCORE_CUDA_GRAPH=1
 export TORCH_NCCL_AVOID_RECORD_STREAMS=1
 export OVERLAP_PARAM_GATHER_WITH_OPTIM_STEP=False
 export DEFER_EMBEDDING_WGRAD_COMPUTE=False
 AZBENCH_CONFIG_FILE
-cat > "$AZBENCH_ATTEMPT_DIR/submission-config/config_common_fp4.sh" <<'AZBENCH_CONFIG_FILE'
+cat > "$AZBENCH_ATTEMPT_DIR/submission-config/"config_common_fp4.sh <<'AZBENCH_CONFIG_FILE'
 export FP4=True
 export FP8=False
 export FP4_RECIPE="nvfp4"
@@ -213,7 +213,7 @@ export NVTE_NVFP4_DISABLE_2D_QUANTIZATION=1
 # FP8 attention recipe
 export NVTE_DPA_FP8_RECIPE="Float8CurrentScaling"
 AZBENCH_CONFIG_FILE
-cat > "$AZBENCH_ATTEMPT_DIR/submission-config/config_common_fp8attn.sh" <<'AZBENCH_CONFIG_FILE'
+cat > "$AZBENCH_ATTEMPT_DIR/submission-config/"config_common_fp8attn.sh <<'AZBENCH_CONFIG_FILE'
 export FP8_DPA=True
 export NVTE_DPA_FP8_FORMAT="HYBRID"
 export NVTE_DPA_FP8DS_AMAX_ALGO="most_recent"
@@ -221,7 +221,7 @@ export NVTE_DPA_FP8DS_AMAX_HISTLEN=1
 export NVTE_DPA_FP8DS_REDUCE_AMAX=0
 export NVTE_DPA_FP8CS_O_in_F16=1
 AZBENCH_CONFIG_FILE
-cat > "$AZBENCH_ATTEMPT_DIR/submission-config/config_GB200_18x4x1xtp1pp1cp2_8b.sh" <<'AZBENCH_CONFIG_FILE'
+cat > "$AZBENCH_ATTEMPT_DIR/submission-config/"config_GB200_18x4x1xtp1pp1cp2_8b.sh <<'AZBENCH_CONFIG_FILE'
 source $(dirname ${BASH_SOURCE[0]})/config_common.sh
 source $(dirname ${BASH_SOURCE[0]})/config_common_cg.sh
 source $(dirname ${BASH_SOURCE[0]})/config_common_8b.sh
@@ -252,7 +252,7 @@ export WALLTIME_RUNANDTIME=30
 export WALLTIME=$((5 + ${NEXP:-1} * ($WALLTIME_RUNANDTIME + 5)))
 AZBENCH_CONFIG_FILE
 set +u
-source "$AZBENCH_ATTEMPT_DIR/submission-config/config_GB200_18x4x1xtp1pp1cp2_8b.sh" || { echo "sourcing config_GB200_18x4x1xtp1pp1cp2_8b.sh failed" >&2; exit 3; }
+source "$AZBENCH_ATTEMPT_DIR/submission-config/"config_GB200_18x4x1xtp1pp1cp2_8b.sh || { echo sourcing config_GB200_18x4x1xtp1pp1cp2_8b.sh failed >&2; exit 3; }
 set -u
 
 # Benchmark configuration (NVIDIA config_*.sh variables): azbench's layout and the recipe's overrides, on top of the config.
@@ -270,18 +270,18 @@ export TENSOR_MODEL_PARALLEL=1
 export WALLTIME_RUNANDTIME=120
 
 CONT=/shared/mlperf/containers/llama31_8b-acf502cf72c16807.sqsh
-CONT_NAME="azbench_llama31_8b_${SLURM_JOB_ID}"
+CONT_NAME=azbench_llama31_8b_"${SLURM_JOB_ID}"
 MOUNTS=/shared/mlperf/llama31_8b/c4:/preproc_data:ro,/shared/mlperf/llama31_8b/tokenizer:/workspace/llm/nemo_tokenizer:ro,/shared/azbench/runs/preview/attempt-1:/results,/shared/azbench/runs/preview/checkpoints:/checkpoints,/opt/microsoft:/opt/microsoft:ro,/shared/azbench/runs/preview/attempt-1/scratch/mem_dump:/mem_dump,/shared/azbench/runs/preview/attempt-1/scratch/npy_index:/npy_index
 # pyxis flags, MPI plugin and forced variables as in recipes/configs/llama31_8b/v5.1_NVIDIA_nemo (the implementation's run.sub:477).
 PYXIS=(--no-container-mount-home --container-remap-root --container-writable)
 LOG="$AZBENCH_ATTEMPT_DIR/train.log"
 mkdir -p "$AZBENCH_CHECKPOINT_DIR" /shared/azbench/runs/preview/attempt-1/scratch/mem_dump /shared/azbench/runs/preview/attempt-1/scratch/npy_index
 if [ ! -e /shared/mlperf/llama31_8b/c4/.azbench-staged ]; then
-  echo "c4-preprocessed is not staged under /shared/mlperf/llama31_8b/c4: run the staging job first" >&2
+  echo 'c4-preprocessed is not staged under /shared/mlperf/llama31_8b/c4: run the staging job first' >&2
   exit 3
 fi
 if [ ! -e /shared/mlperf/llama31_8b/tokenizer/.azbench-staged ]; then
-  echo "tokenizer is not staged under /shared/mlperf/llama31_8b/tokenizer: run the staging job first" >&2
+  echo 'tokenizer is not staged under /shared/mlperf/llama31_8b/tokenizer: run the staging job first' >&2
   exit 3
 fi
 
@@ -309,13 +309,13 @@ rc=${PIPESTATUS[0]}
 end=$(date +%s)
 echo "RUNANDTIME_STOP $end" | tee -a /results/mllog_rank0.log
 if [ "$rc" -eq 0 ]; then
-  echo "RESULT,llama31_8b,,$(( end - start )),azbench,$(date -u -d "@$start" '+%Y-%m-%d %r')" | tee -a /results/mllog_rank0.log
+  echo "RESULT,"llama31_8b",,$(( end - start )),azbench,$(date -u -d "@$start" '+%Y-%m-%d %r')" | tee -a /results/mllog_rank0.log
 fi
 exit "$rc"
 AZBENCH_RUN_AND_TIME
 chmod +x "$AZBENCH_ATTEMPT_DIR/azbench_run_and_time.sh"
 
-echo ":::DLPAL ${CONT} ${SLURM_JOB_ID} ${SLURM_JOB_NUM_NODES} ${SLURM_JOB_NODELIST} ${SLURM_CLUSTER_NAME:-} azbench_ND_H200_v5_1x8x8xtp1pp1cp2" >>"$LOG"
+echo ":::DLPAL ${CONT} ${SLURM_JOB_ID} ${SLURM_JOB_NUM_NODES} ${SLURM_JOB_NODELIST} ${SLURM_CLUSTER_NAME:-} "azbench_ND_H200_v5_1x8x8xtp1pp1cp2 >>"$LOG"
 echo "AZBENCH_ATTEMPT_START $(date +%s) attempt=$AZBENCH_ATTEMPT resume=0" >>"$LOG"
 echo ':::AZBENCH_PRECISION gemm=fp8 source=FP8=True (recipes/configs/llama31_8b/v5.1_NVIDIA_nemo/config_common.sh:54)' >>"$LOG"
 
@@ -354,6 +354,6 @@ srun -N1 -n1 --container-name="$CONT_NAME" "${PYXIS[@]}" --container-mounts="$AZ
     exec python3 -m mlperf_logging.compliance_checker --usage training --ruleset "$1" --log_output /results/compliance.out /results/train.log' \
   azbench-compliance 5.1.0 >"$AZBENCH_ATTEMPT_DIR/compliance.stdout" 2>&1
 crc=$?
-echo ":::AZBENCH_COMPLIANCE rc=$crc ruleset=5.1.0" >>"$LOG"
+echo ":::AZBENCH_COMPLIANCE rc=$crc ruleset="5.1.0 >>"$LOG"
 echo "AZBENCH_ATTEMPT_STOP $(date +%s) rc=$rc" >>"$LOG"
 exit "$rc"

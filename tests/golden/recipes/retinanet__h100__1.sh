@@ -48,7 +48,7 @@ export DGXNGPU=8
 export DGXNNODES=1
 export NEXP=1
 mkdir -p "$AZBENCH_ATTEMPT_DIR/submission-config"
-cat > "$AZBENCH_ATTEMPT_DIR/submission-config/config_DGXH100_001x08x032.sh" <<'AZBENCH_CONFIG_FILE'
+cat > "$AZBENCH_ATTEMPT_DIR/submission-config/"config_DGXH100_001x08x032.sh <<'AZBENCH_CONFIG_FILE'
 # Copyright (c) 2024, NVIDIA CORPORATION. All rights reserved.
 #
 # Licensed under the Apache License, Version 2.0 (the "License");
@@ -94,7 +94,7 @@ export DGXNSOCKET=2
 export DGXHT=2  # HT is on is 2, HT off is 1
 AZBENCH_CONFIG_FILE
 set +u
-source "$AZBENCH_ATTEMPT_DIR/submission-config/config_DGXH100_001x08x032.sh" || { echo "sourcing config_DGXH100_001x08x032.sh failed" >&2; exit 3; }
+source "$AZBENCH_ATTEMPT_DIR/submission-config/"config_DGXH100_001x08x032.sh || { echo sourcing config_DGXH100_001x08x032.sh failed >&2; exit 3; }
 set -u
 
 # Benchmark configuration (NVIDIA config_*.sh variables): azbench's layout and the recipe's overrides, on top of the config.
@@ -108,18 +108,18 @@ export NEXP=1
 export WALLTIME_RUNANDTIME=50
 
 CONT=/shared/mlperf/containers/retinanet-426078ba818a7034.sqsh
-CONT_NAME="azbench_retinanet_${SLURM_JOB_ID}"
+CONT_NAME=azbench_retinanet_"${SLURM_JOB_ID}"
 MOUNTS=/shared/mlperf/retinanet/open-images-v6:/datasets/open-images-v6:ro,/shared/mlperf/retinanet/torch-home:/root/.cache/torch:ro,/shared/azbench/runs/preview/attempt-1:/results,/shared/azbench/runs/preview/checkpoints:/checkpoints,/opt/microsoft:/opt/microsoft:ro
 # pyxis flags, MPI plugin and forced variables as in recipes/configs/retinanet/v4.1_NVIDIA_eos_ngc24.09_pytorch (the implementation's run.sub:283).
 PYXIS=(--no-container-mount-home --container-writable)
 LOG="$AZBENCH_ATTEMPT_DIR/train.log"
 mkdir -p "$AZBENCH_CHECKPOINT_DIR"
 if [ ! -e /shared/mlperf/retinanet/open-images-v6/.azbench-staged ]; then
-  echo "openimages is not staged under /shared/mlperf/retinanet/open-images-v6: run the staging job first" >&2
+  echo 'openimages is not staged under /shared/mlperf/retinanet/open-images-v6: run the staging job first' >&2
   exit 3
 fi
 if [ ! -e /shared/mlperf/retinanet/torch-home/.azbench-staged ]; then
-  echo "backbone is not staged under /shared/mlperf/retinanet/torch-home: run the staging job first" >&2
+  echo 'backbone is not staged under /shared/mlperf/retinanet/torch-home: run the staging job first' >&2
   exit 3
 fi
 
@@ -147,13 +147,13 @@ rc=${PIPESTATUS[0]}
 end=$(date +%s)
 echo "RUNANDTIME_STOP $end" | tee -a /results/mllog_rank0.log
 if [ "$rc" -eq 0 ]; then
-  echo "RESULT,ssd,,$(( end - start )),azbench,$(date -u -d "@$start" '+%Y-%m-%d %r')" | tee -a /results/mllog_rank0.log
+  echo "RESULT,"ssd",,$(( end - start )),azbench,$(date -u -d "@$start" '+%Y-%m-%d %r')" | tee -a /results/mllog_rank0.log
 fi
 exit "$rc"
 AZBENCH_RUN_AND_TIME
 chmod +x "$AZBENCH_ATTEMPT_DIR/azbench_run_and_time.sh"
 
-echo ":::DLPAL ${CONT} ${SLURM_JOB_ID} ${SLURM_JOB_NUM_NODES} ${SLURM_JOB_NODELIST} ${SLURM_CLUSTER_NAME:-} azbench_ND_H100_v5_1x8x32xtp1pp1cp1" >>"$LOG"
+echo ":::DLPAL ${CONT} ${SLURM_JOB_ID} ${SLURM_JOB_NUM_NODES} ${SLURM_JOB_NODELIST} ${SLURM_CLUSTER_NAME:-} "azbench_ND_H100_v5_1x8x32xtp1pp1cp1 >>"$LOG"
 echo "AZBENCH_ATTEMPT_START $(date +%s) attempt=$AZBENCH_ATTEMPT resume=0" >>"$LOG"
 
 # Import the image on every node, 128 nodes per srun: Azure's 2,048-VM run batched its pulls
@@ -191,6 +191,6 @@ srun -N1 -n1 --container-name="$CONT_NAME" "${PYXIS[@]}" --container-mounts="$AZ
     exec python3 -m mlperf_logging.compliance_checker --usage training --ruleset "$1" --log_output /results/compliance.out /results/train.log' \
   azbench-compliance 4.1.0 >"$AZBENCH_ATTEMPT_DIR/compliance.stdout" 2>&1
 crc=$?
-echo ":::AZBENCH_COMPLIANCE rc=$crc ruleset=4.1.0" >>"$LOG"
+echo ":::AZBENCH_COMPLIANCE rc=$crc ruleset="4.1.0 >>"$LOG"
 echo "AZBENCH_ATTEMPT_STOP $(date +%s) rc=$rc" >>"$LOG"
 exit "$rc"

@@ -134,7 +134,7 @@ stage criteo-multihot /shared/mlperf/dlrm_dcnv2/criteo_1tb_multihot_raw 'mlc_r2 
 # never rebuilt; a build writes .partial and renames it only when complete, so a rerun resumes.
 AZBENCH_IMAGE_BUILDER=""
 build_image() {
-  local out=$1 src="$DATA_ROOT/containers/src/65280ddf54b3dcee" tag=azbench-dlrm_dcnv2:65280ddf54b3dcee
+  local out=$1 src="$DATA_ROOT/containers/src/"65280ddf54b3dcee tag=azbench-dlrm_dcnv2:65280ddf54b3dcee
   if [ -n "$AZBENCH_IMAGE_BUILDER" ]; then
     "$AZBENCH_IMAGE_BUILDER" "$out" 65280ddf54b3dcee mlcommons/training_results_v4.1 b87b9e396f771345d4ef122ba33456304f15228d NVIDIA/benchmarks/dlrm_dcnv2/implementations/eos_ngc24.04_merlin_hugectr
     return
@@ -243,4 +243,4 @@ if [ "$MISSING" -gt 0 ]; then
   echo "$MISSING item(s) you must provide (licence-gated or made in the container) missing: see the lines above"
   exit 3
 fi
-echo "staged dlrm_dcnv2 under $DATA_ROOT"
+echo staged dlrm_dcnv2 under "$DATA_ROOT"

@@ -134,7 +134,7 @@ stage cc12m-preprocessed /shared/mlperf/flux1/data 'mlc_r2 -d cc12m_preprocessed
 # never rebuilt; a build writes .partial and renames it only when complete, so a rerun resumes.
 AZBENCH_IMAGE_BUILDER=""
 build_image() {
-  local out=$1 src="$DATA_ROOT/containers/src/859427ea7815cad6" tag=azbench-flux1:859427ea7815cad6
+  local out=$1 src="$DATA_ROOT/containers/src/"859427ea7815cad6 tag=azbench-flux1:859427ea7815cad6
   if [ -n "$AZBENCH_IMAGE_BUILDER" ]; then
     "$AZBENCH_IMAGE_BUILDER" "$out" 859427ea7815cad6 mlcommons/training_results_v5.1 441d65f4445cd59687466533fd9f55399136e7a4 NVIDIA/benchmarks/flux1/implementations/tyche_ngpu16_ngc25.09_nemo
     return
@@ -248,4 +248,4 @@ if [ "$MISSING" -gt 0 ]; then
   echo "$MISSING item(s) you must provide (licence-gated or made in the container) missing: see the lines above"
   exit 3
 fi
-echo "staged flux1 under $DATA_ROOT"
+echo staged flux1 under "$DATA_ROOT"

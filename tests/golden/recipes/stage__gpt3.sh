@@ -136,7 +136,7 @@ stage checkpoint /shared/mlperf/gpt3/checkpoint 'mlc_r2 -d . https://training.ml
 # never rebuilt; a build writes .partial and renames it only when complete, so a rerun resumes.
 AZBENCH_IMAGE_BUILDER=""
 build_image() {
-  local out=$1 src="$DATA_ROOT/containers/src/e1cb2d8dd0c4ea1d" tag=azbench-gpt3:e1cb2d8dd0c4ea1d
+  local out=$1 src="$DATA_ROOT/containers/src/"e1cb2d8dd0c4ea1d tag=azbench-gpt3:e1cb2d8dd0c4ea1d
   if [ -n "$AZBENCH_IMAGE_BUILDER" ]; then
     "$AZBENCH_IMAGE_BUILDER" "$out" e1cb2d8dd0c4ea1d mlcommons/training_results_v4.1 b87b9e396f771345d4ef122ba33456304f15228d NVIDIA/benchmarks/gpt3/implementations/eos_n64_ngc24.09_nemo
     return
@@ -259,4 +259,4 @@ if [ "$MISSING" -gt 0 ]; then
   echo "$MISSING item(s) you must provide (licence-gated or made in the container) missing: see the lines above"
   exit 3
 fi
-echo "staged gpt3 under $DATA_ROOT"
+echo staged gpt3 under "$DATA_ROOT"

@@ -132,7 +132,7 @@ verify() {
 # never rebuilt; a build writes .partial and renames it only when complete, so a rerun resumes.
 AZBENCH_IMAGE_BUILDER=""
 build_image() {
-  local out=$1 src="$DATA_ROOT/containers/src/a56ab1b8669c8d2f" tag=azbench-llama2_70b_lora:a56ab1b8669c8d2f
+  local out=$1 src="$DATA_ROOT/containers/src/"a56ab1b8669c8d2f tag=azbench-llama2_70b_lora:a56ab1b8669c8d2f
   if [ -n "$AZBENCH_IMAGE_BUILDER" ]; then
     "$AZBENCH_IMAGE_BUILDER" "$out" a56ab1b8669c8d2f mlcommons/training_results_v4.1 b87b9e396f771345d4ef122ba33456304f15228d NVIDIA/benchmarks/llama2_70b_lora/implementations/eos_ngc24.09_nemo
     return
@@ -246,4 +246,4 @@ if [ "$MISSING" -gt 0 ]; then
   echo "$MISSING item(s) you must provide (licence-gated or made in the container) missing: see the lines above"
   exit 3
 fi
-echo "staged llama2_70b_lora under $DATA_ROOT"
+echo staged llama2_70b_lora under "$DATA_ROOT"

@@ -132,7 +132,7 @@ verify() {
 # never rebuilt; a build writes .partial and renames it only when complete, so a rerun resumes.
 AZBENCH_IMAGE_BUILDER=""
 build_image() {
-  local out=$1 src="$DATA_ROOT/containers/src/076316d0a395b117" tag=azbench-llama2_70b_lora:076316d0a395b117
+  local out=$1 src="$DATA_ROOT/containers/src/"076316d0a395b117 tag=azbench-llama2_70b_lora:076316d0a395b117
   if [ -n "$AZBENCH_IMAGE_BUILDER" ]; then
     "$AZBENCH_IMAGE_BUILDER" "$out" 076316d0a395b117 mlcommons/training_results_v5.1 441d65f4445cd59687466533fd9f55399136e7a4 NVIDIA/benchmarks/llama2_70b_lora/implementations/nemo
     return
@@ -239,4 +239,4 @@ if [ "$MISSING" -gt 0 ]; then
   echo "$MISSING item(s) you must provide (licence-gated or made in the container) missing: see the lines above"
   exit 3
 fi
-echo "staged llama2_70b_lora under $DATA_ROOT"
+echo staged llama2_70b_lora under "$DATA_ROOT"

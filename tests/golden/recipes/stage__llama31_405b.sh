@@ -147,7 +147,7 @@ stage tokenizer /shared/mlperf/llama31_405b/tokenizer 'mlc_r2 -d . https://train
 # never rebuilt; a build writes .partial and renames it only when complete, so a rerun resumes.
 AZBENCH_IMAGE_BUILDER=""
 build_image() {
-  local out=$1 src="$DATA_ROOT/containers/src/5e29d1a96660fda7" tag=azbench-llama31_405b:5e29d1a96660fda7
+  local out=$1 src="$DATA_ROOT/containers/src/"5e29d1a96660fda7 tag=azbench-llama31_405b:5e29d1a96660fda7
   if [ -n "$AZBENCH_IMAGE_BUILDER" ]; then
     "$AZBENCH_IMAGE_BUILDER" "$out" 5e29d1a96660fda7 mlcommons/training_results_v5.0 0fdc28f013256aea84fa36fdaf1e0fa46094b18c NVIDIA/benchmarks/llama31_405b/implementations/eos-dfw_n64_ngc25.01_nemo
     return
@@ -197,4 +197,4 @@ if [ "$MISSING" -gt 0 ]; then
   echo "$MISSING item(s) you must provide (licence-gated or made in the container) missing: see the lines above"
   exit 3
 fi
-echo "staged llama31_405b under $DATA_ROOT"
+echo staged llama31_405b under "$DATA_ROOT"

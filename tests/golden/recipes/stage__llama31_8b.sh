@@ -136,7 +136,7 @@ stage tokenizer /shared/mlperf/llama31_8b/tokenizer 'mlc_r2 -d . https://trainin
 # never rebuilt; a build writes .partial and renames it only when complete, so a rerun resumes.
 AZBENCH_IMAGE_BUILDER=""
 build_image() {
-  local out=$1 src="$DATA_ROOT/containers/src/acf502cf72c16807" tag=azbench-llama31_8b:acf502cf72c16807
+  local out=$1 src="$DATA_ROOT/containers/src/"acf502cf72c16807 tag=azbench-llama31_8b:acf502cf72c16807
   if [ -n "$AZBENCH_IMAGE_BUILDER" ]; then
     "$AZBENCH_IMAGE_BUILDER" "$out" acf502cf72c16807 mlcommons/training_results_v5.1 441d65f4445cd59687466533fd9f55399136e7a4 NVIDIA/benchmarks/llama31_8b/implementations/nemo
     return
@@ -186,4 +186,4 @@ if [ "$MISSING" -gt 0 ]; then
   echo "$MISSING item(s) you must provide (licence-gated or made in the container) missing: see the lines above"
   exit 3
 fi
-echo "staged llama31_8b under $DATA_ROOT"
+echo staged llama31_8b under "$DATA_ROOT"

@@ -134,7 +134,7 @@ stage backbone /shared/mlperf/retinanet/torch-home 'mkdir -p hub/checkpoints && 
 # never rebuilt; a build writes .partial and renames it only when complete, so a rerun resumes.
 AZBENCH_IMAGE_BUILDER=""
 build_image() {
-  local out=$1 src="$DATA_ROOT/containers/src/426078ba818a7034" tag=azbench-retinanet:426078ba818a7034
+  local out=$1 src="$DATA_ROOT/containers/src/"426078ba818a7034 tag=azbench-retinanet:426078ba818a7034
   if [ -n "$AZBENCH_IMAGE_BUILDER" ]; then
     "$AZBENCH_IMAGE_BUILDER" "$out" 426078ba818a7034 mlcommons/training_results_v4.1 b87b9e396f771345d4ef122ba33456304f15228d NVIDIA/benchmarks/ssd/implementations/eos_ngc24.09_pytorch
     return
@@ -239,4 +239,4 @@ if [ "$MISSING" -gt 0 ]; then
   echo "$MISSING item(s) you must provide (licence-gated or made in the container) missing: see the lines above"
   exit 3
 fi
-echo "staged retinanet under $DATA_ROOT"
+echo staged retinanet under "$DATA_ROOT"

@@ -134,7 +134,7 @@ stage igbh-full /shared/mlperf/rgat/igbh 'mlc_r2 -d . https://training.mlcommons
 # never rebuilt; a build writes .partial and renames it only when complete, so a rerun resumes.
 AZBENCH_IMAGE_BUILDER=""
 build_image() {
-  local out=$1 src="$DATA_ROOT/containers/src/0118ba7394bb0d36" tag=azbench-rgat:0118ba7394bb0d36
+  local out=$1 src="$DATA_ROOT/containers/src/"0118ba7394bb0d36 tag=azbench-rgat:0118ba7394bb0d36
   if [ -n "$AZBENCH_IMAGE_BUILDER" ]; then
     "$AZBENCH_IMAGE_BUILDER" "$out" 0118ba7394bb0d36 mlcommons/training_results_v4.1 b87b9e396f771345d4ef122ba33456304f15228d NVIDIA/benchmarks/gnn/implementations/eos_ngc24.09_dgl
     return
@@ -241,4 +241,4 @@ if [ "$MISSING" -gt 0 ]; then
   echo "$MISSING item(s) you must provide (licence-gated or made in the container) missing: see the lines above"
   exit 3
 fi
-echo "staged rgat under $DATA_ROOT"
+echo staged rgat under "$DATA_ROOT"
