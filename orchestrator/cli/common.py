@@ -18,6 +18,9 @@ from typing import TYPE_CHECKING, Any, Union
 import typer
 
 from orchestrator.errors import EXIT_CODES
+from orchestrator.errors import ConfigError
+from orchestrator.safetext import clean, clean_lines, json_text
+from orchestrator.errors import NotFoundError
 
 if TYPE_CHECKING:
     from datetime import datetime
@@ -59,16 +62,21 @@ JsonOpt = typer.Option(False, "--json", help="Print machine-readable JSON on std
 
 
 class OutputFormat(str, Enum):
-    """-o: the command's table, its JSON form, or that form as tab-separated values."""
+    """-o, as az has it: the command's table, its JSON form, that form coloured (jsonc), as
+    YAML (yaml, yamlc coloured), or as tab-separated values."""
 
     table = "table"
     json = "json"
+    jsonc = "jsonc"
+    yaml = "yaml"
+    yamlc = "yamlc"
     tsv = "tsv"
 
 
 OutputOpt = typer.Option(None, "--output", "-o", case_sensitive=False,
-                         help="Output format: table (the default), json, or tsv (tab-separated "
-                              "values without headers), as in az.")
+                         help="Output format, as in az: table (the default), json, jsonc "
+                              "(coloured on a terminal), yaml, yamlc, or tsv (tab-separated "
+                              "values without headers).")
 QueryOpt = typer.Option(None, "--query", metavar="JMESPATH",
                         help="JMESPath query (https://jmespath.org) applied to the JSON form "
                              "before output, as in az; e.g. \"[].name\".")
@@ -94,7 +102,6 @@ def _root(debug: bool = typer.Option(False, "--debug", help="Show tracebacks for
 
 def confirm(question: str, yes: bool) -> None:
     """--yes, or a y/N prompt on a terminal; without a terminal refuse instead of hanging."""
-    from orchestrator.errors import ConfigError
     if yes:
         return
     if not sys.stdin.isatty():
@@ -110,7 +117,6 @@ def parse_date(flag: str, value: str | None, end_of_day: bool = False) -> dateti
         return None
     from datetime import datetime, timedelta, timezone
 
-    from orchestrator.errors import ConfigError
     try:
         when = datetime.fromisoformat(value)
     except ValueError:
@@ -125,7 +131,6 @@ def check_number(flag: str, value: float | None, lo: float, hi: float) -> None:
     comparison with nan is false) and have no upper bound by default."""
     import math
 
-    from orchestrator.errors import ConfigError
     if value is not None and not (math.isfinite(value) and lo <= value <= hi):
         raise ConfigError(f"{flag}: must be between {lo:g} and {hi:g}, got {value:g}")
 
@@ -147,31 +152,59 @@ def emit_json(obj: Any) -> None:
     sys.stdout.write(json.dumps(to_jsonable(obj), indent=2, default=str) + "\n")
 
 
+PIPED_WIDTH = 100  # what a table gets in a pipe or a file when COLUMNS is not set
+
+
+def output_width() -> int:
+    """The width tables fit: $COLUMNS when set (piped or not), else the terminal's, else 100."""
+    import shutil
+    columns = os.environ.get("COLUMNS", "").strip()
+    if columns.isdigit() and int(columns) > 0:
+        return max(40, int(columns))
+    if sys.stdout.isatty():
+        return max(40, shutil.get_terminal_size((PIPED_WIDTH, 24)).columns)
+    return PIPED_WIDTH
+
+
+def wrapped(line: str, width: int | None = None) -> str:
+    """`line` (made safe: safetext.clean) wrapped to `width` (output_width()) at spaces, the
+    following lines indented two; never inside a word, so a name or a run id stays whole."""
+    import textwrap
+
+    from orchestrator.safetext import clean
+    lines = textwrap.wrap(clean(line), output_width() if width is None else width,
+                          subsequent_indent="  ", break_long_words=False, break_on_hyphens=False)
+    return "\n".join(lines or [""]) + "\n"
+
+
 def say(text: str, err: bool = False) -> None:
     """Write `text` to stdout (stderr with err=True) with no control, bidi or zero-width
     character (safetext.clean_lines; newlines kept): for every line that holds a file's, a
     folder's, a snapshot's or the cloud's text."""
-    from orchestrator.safetext import clean_lines
     (sys.stderr if err else sys.stdout).write(clean_lines(text))
 
 
 def make_console() -> Console:
-    """A rich Console; when piped (CI logs, files) it is wide, so tables do not fold to 80 columns."""
+    """A rich Console `output_width()` wide: $COLUMNS when set, else the terminal's, else 100
+    (CI logs, files)."""
     from rich.console import Console
-    if not sys.stdout.isatty() and "COLUMNS" not in os.environ:
-        return Console(width=200)
-    return Console()
+    return Console(width=output_width())
 
 
-def make_table(title: str, columns: list[str], rows: Sequence[Sequence[object]]) -> Table:
+def make_table(title: str, columns: list[str], rows: Sequence[Sequence[object]], *,
+               width: int | None = None) -> Table:
     """A rich table whose title and cells are text, never markup (`[bold red]` or `[link=...]`
-    in a system's name prints as written), with control characters stripped (safetext.clean)."""
-    from rich.table import Table
-    table = Table(title=cell_text(title), title_justify="left")
-    for col in columns:
-        table.add_column(col)
-    for row in rows:
-        table.add_row(*[cell_text(v) for v in row])
+    in a system's name prints as written), with control characters stripped (safetext.clean).
+
+    It fits `width` (output_width()) with no cell cut: cells wrap at spaces, never inside a
+    word (a run id, a name), and where the columns' longest words do not fit side by side the
+    last columns are left out and the caption names them (fit_table)."""
+    width = output_width() if width is None else width
+    table, left_out = fit_table(title, [Col(h, rank=n) for n, h in enumerate(columns)], rows, width)
+    if left_out:
+        table.caption = cell_text(f"left out at {width} columns: {', '.join(left_out)} "
+                                  "(a wider terminal shows them; -o json has every field)")
+        table.caption_justify = "left"
     return table
 
 
@@ -179,7 +212,6 @@ def cell_text(value: object) -> Text:
     """A table cell as Rich Text: cleaned of control characters, not read as markup."""
     from rich.text import Text
 
-    from orchestrator.safetext import clean
     return Text(clean("" if value is None else str(value)))
 
 
@@ -206,7 +238,6 @@ class Output:
     def emit_text(self, text: str) -> None:
         """Print a JSON document a renderer already made (the report's), in this format."""
         if self.format is OutputFormat.json and self.query is None:
-            from orchestrator.safetext import json_text
             sys.stdout.write(json_text(text) + "\n")  # no raw ESC, bidi or zero-width character
             return
         self._write(json.loads(text))
@@ -216,6 +247,8 @@ class Output:
             value = _search(self.compiled, self.query or "", value)
         if self.format is OutputFormat.json:
             sys.stdout.write(json.dumps(value, indent=2) + "\n")
+        elif self.format in (OutputFormat.jsonc, OutputFormat.yaml, OutputFormat.yamlc):
+            _write_document(value, self.format)
         elif self.format is OutputFormat.tsv:
             sys.stdout.write("".join(line + "\n" for line in tsv_lines(value)))
         elif value is not None:
@@ -223,10 +256,27 @@ class Output:
             make_console().print(make_table("", columns, rows))
 
 
+def _write_document(value: Json, fmt: OutputFormat) -> None:
+    """-o jsonc, yaml, yamlc: the JSON form as JSON or YAML (keys in the JSON form's order);
+    the coloured ones are coloured only on a terminal, so a pipe gets plain text to parse."""
+    import yaml
+
+    if fmt is OutputFormat.jsonc:
+        text, lexer = json.dumps(value, indent=2), "json"
+    else:
+        text, lexer = yaml.safe_dump(value, sort_keys=False, allow_unicode=True,
+                                     default_flow_style=False), "yaml"
+    if fmt is OutputFormat.yaml or not sys.stdout.isatty():
+        sys.stdout.write(text if text.endswith("\n") else text + "\n")
+        return
+    from rich.syntax import Syntax
+    make_console().print(Syntax(text.rstrip("\n"), lexer, background_color="default",
+                                word_wrap=True))
+
+
 def output(as_json: bool, fmt: OutputFormat | None, query: str | None) -> Output:
     """The Output for a command's --json, -o and --query; a bad query or a --json that
     contradicts -o is a ConfigError (exit 2) before the command does anything."""
-    from orchestrator.errors import ConfigError
     if as_json and fmt not in (None, OutputFormat.json):
         raise ConfigError(f"--json is -o json: it cannot be combined with -o {fmt.value if fmt else ''}")
     chosen = OutputFormat.json if as_json else (fmt or OutputFormat.table)
@@ -282,7 +332,6 @@ def _cell(value: Json) -> str:
         text = json.dumps(value, separators=(",", ":"))
     else:
         text = str(value)
-    from orchestrator.safetext import clean
     return clean(text.replace("\t", "\\t").replace("\r", "\\r").replace("\n", "\\n"))
 
 
@@ -290,7 +339,6 @@ def _compile(query: str) -> ParsedResult:
     import jmespath
     from jmespath.exceptions import JMESPathError
 
-    from orchestrator.errors import ConfigError
     try:
         return jmespath.compile(query)
     except JMESPathError as exc:
@@ -300,7 +348,6 @@ def _compile(query: str) -> ParsedResult:
 def _search(compiled: ParsedResult, query: str, value: Json) -> Json:
     from jmespath.exceptions import JMESPathError
 
-    from orchestrator.errors import ConfigError
     try:
         found: Json = compiled.search(value)
     except JMESPathError as exc:
@@ -338,7 +385,6 @@ def fit_table(title: str, columns: Sequence[Col], rows: Sequence[Sequence[object
     (say so under the table: -o json has every field)."""
     from rich.cells import cell_len
     from rich.table import Table
-    from orchestrator.safetext import clean
     cells = [[clean("" if v is None else str(v)) for v in row] for row in rows]
 
     def span(i: int) -> tuple[int, int]:
@@ -383,7 +429,6 @@ def check_filter(what: str, value: str | None, stored: Sequence[str]) -> None:
     (exit 2) listing them and the nearest. Call it only when the store holds results."""
     import difflib
 
-    from orchestrator.errors import NotFoundError
     if value is None or value in stored:
         return
     lowered = {name.lower(): name for name in stored}
@@ -395,5 +440,5 @@ def check_filter(what: str, value: str | None, stored: Sequence[str]) -> None:
 
 
 def open_store() -> Store:
-    from orchestrator.store.database import Store
+    from orchestrator.store.database import Store  # lazy: +pydantic+sqlalchemy on --help (cli/__init__)
     return Store.open()

@@ -14,14 +14,27 @@ import os
 import sys
 import time
 from pathlib import Path
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Optional
 
 import typer
 
-from orchestrator.cli.common import OutputFormat, OutputOpt, QueryOpt, confirm, output
+from orchestrator.cli.common import OutputFormat, OutputOpt, QueryOpt, confirm, output, wrapped
+from orchestrator.cli.common import open_store
+from orchestrator.cli.common import check_number
+from orchestrator.errors import AzbenchError
+from orchestrator.pipelines.junit import to_junit_xml
+from orchestrator.paths import write_atomic
+from orchestrator.cli.common import make_console, make_table
+from orchestrator.safetext import clean
+from orchestrator.cli.common import make_console, make_table, open_store
+from orchestrator.errors import RegressionError
+from orchestrator.errors import ConfigError
+from orchestrator.cli.common import parse_date
+from orchestrator.errors import NotFoundError
 
 if TYPE_CHECKING:  # the use cases load inside the commands: --help stays fast
-    from collections.abc import Mapping
+    from collections.abc import Callable, Mapping
 
     from orchestrator.pipelines.baselines import Comparison, Selection, Tolerances
     from orchestrator.pipelines.results import PipelineResult, PipelineSummary
@@ -67,11 +80,10 @@ def pipeline_run(
     Teardown runs on every exit path (error, Ctrl-C, SIGTERM). Exit 0 passed, 8 regression,
     5 failed runs, 128+N on signal N, else the failing stage's code."""
     out = output(as_json, fmt, query)
-    from orchestrator.cli.common import open_store
-    from orchestrator.clusters import lifecycle
-    from orchestrator.cli.common import check_number
-    from orchestrator.pipelines.pipeline import cluster_specs, load_pipeline_spec, run_pipeline
-    from orchestrator.recipes.catalog import check_params, get_recipe
+    from orchestrator.clusters import lifecycle  # lazy: +pydantic on --help (cli/__init__)
+    from orchestrator.pipelines.pipeline import run_pipeline  # lazy: +pydantic+sqlalchemy on --help (cli/__init__)
+    from orchestrator.pipelines.spec import cluster_specs, load_pipeline_spec  # lazy: +pydantic+sqlalchemy on --help (cli/__init__)
+    from orchestrator.recipes.catalog import check_params, get_recipe  # lazy: +pydantic on --help (cli/__init__)
     check_number("--poll", poll, 0.05, 3600)
     spec = load_pipeline_spec(file)
     for entry in spec.matrix:  # before anything costs money: unknown recipes or parameters
@@ -100,7 +112,6 @@ def pipeline_run(
 def pipeline_error(status: str, code: int, message: str) -> Exception:
     """An AzbenchError carrying the pipeline's exit code (typer.Exit's code is lost under
     cli.main's standalone_mode=False), so main() prints one line and exits with it."""
-    from orchestrator.errors import AzbenchError
 
     class PipelineExit(AzbenchError):
         exit_code = code
@@ -115,8 +126,8 @@ def pipeline_down(file: Path = typer.Argument(..., help="Pipeline spec YAML."),
                   fmt: Optional[OutputFormat] = OutputOpt, query: Optional[str] = QueryOpt) -> None:
     """Tear down every cluster of a pipeline (idempotent): the CI step for a cancelled job."""
     out = output(as_json, fmt, query)
-    from orchestrator.cli.common import open_store
-    from orchestrator.pipelines.pipeline import cluster_specs, down_cluster, load_pipeline_spec
+    from orchestrator.pipelines.pipeline import down_cluster  # lazy: +pydantic+sqlalchemy on --help (cli/__init__)
+    from orchestrator.pipelines.spec import cluster_specs, load_pipeline_spec  # lazy: +pydantic+sqlalchemy on --help (cli/__init__)
     spec = load_pipeline_spec(file)
     with open_store() as store:
         states = {c.name: down_cluster(c, store) for c in cluster_specs(spec)}
@@ -128,10 +139,8 @@ def pipeline_down(file: Path = typer.Argument(..., help="Pipeline spec YAML."),
 
 def _write_outputs(result: PipelineResult, junit: Optional[Path], markdown: Optional[Path],
                    summary_json: Optional[Path]) -> None:
-    from orchestrator.pipelines.junit import to_junit_xml
-    from orchestrator.paths import write_atomic
-    from orchestrator.pipelines.results import junit_suites, summary_markdown
-    outputs = {junit: lambda: to_junit_xml(junit_suites(result.summary)),
+    from orchestrator.pipelines.results import junit_suites, summary_markdown  # lazy: +pydantic+sqlalchemy on --help (cli/__init__)
+    outputs: dict[Optional[Path], Callable[[], str]] = {junit: lambda: to_junit_xml(junit_suites(result.summary)),
                markdown: lambda: summary_markdown(result),
                summary_json: lambda: result.summary.model_dump_json(indent=2) + "\n"}
     for path, render in outputs.items():
@@ -142,15 +151,13 @@ def _write_outputs(result: PipelineResult, junit: Optional[Path], markdown: Opti
 
 
 def _print_cases(s: PipelineSummary) -> None:
-    from orchestrator.cli.common import make_console, make_table
-    from orchestrator.pipelines.baselines import METRICS
+    from orchestrator.pipelines.baselines import METRICS  # lazy: +pydantic+sqlalchemy on --help (cli/__init__)
     keys = ("time_to_train", "step_time", "weak_scaling_efficiency", "allreduce_busbw")
     rows = [[c.name, len(c.run_ids), len(c.failed)] + [_fmt(c.metrics.get(k)) for k in keys]
             + ["error" if c.failed else "regression" if c.regressions else
                "not run" if not c.run_ids else "improvement" if c.improvements else "ok"]
             for c in s.cases]
     header = ["case", "runs", "failed"] + [METRICS[k][0] for k in keys] + ["verdict"]
-    from orchestrator.safetext import clean
     if plain_output():  # CI logs: no box drawing, nothing clipped to 80 columns
         sys.stdout.write(f"pipeline {s.pipeline}: {s.status}\n")
         for row in rows:
@@ -159,11 +166,11 @@ def _print_cases(s: PipelineSummary) -> None:
         make_console().print(make_table(f"Pipeline {s.pipeline}: {s.status}", header, rows))
     for c in s.cases:  # the lines name benchmarks and SKUs read from results: no controls
         for line in c.regressions:
-            sys.stdout.write(clean(f"regression: {line}") + "\n")
+            sys.stdout.write(wrapped(f"regression: {line}"))
         for line in c.improvements:
-            sys.stdout.write(clean(f"improvement: {line}") + "\n")
+            sys.stdout.write(wrapped(f"improvement: {line}"))
     for cluster, line in s.goodput.items():
-        sys.stdout.write(clean(f"goodput {cluster}: {line}") + "\n")
+        sys.stdout.write(wrapped(f"goodput {cluster}: {line}"))
 
 
 class _Lines:
@@ -215,8 +222,7 @@ def baseline_set(
 ) -> None:
     """Make a baseline from stored results (default: the newest sweep); replaces one of that name."""
     out = output(as_json, fmt, query)
-    from orchestrator.cli.common import open_store
-    from orchestrator.pipelines.baselines import check_name, collect, find_baseline, set_baseline
+    from orchestrator.pipelines.baselines import check_name, collect, find_baseline, set_baseline  # lazy: +pydantic+sqlalchemy on --help (cli/__init__)
     check_name(name)
     with open_store() as store:
         selection = _selection(store, sweep, cluster, benchmark, since)
@@ -227,7 +233,7 @@ def baseline_set(
     if not out.rich:
         return out.emit(base)
     scales = ", ".join(e.label for e in base.entries)
-    sys.stdout.write(f"baseline '{name}' set from {_describe(selection.source())}: {scales}\n")
+    sys.stdout.write(wrapped(f"baseline '{name}' set from {_describe(selection.source())}: {scales}"))
 
 
 @baseline_app.command("list")
@@ -235,8 +241,7 @@ def baseline_list(as_json: bool = JsonOpt,
                   fmt: Optional[OutputFormat] = OutputOpt, query: Optional[str] = QueryOpt) -> None:
     """Stored baselines."""
     out = output(as_json, fmt, query)
-    from orchestrator.cli.common import make_console, make_table, open_store
-    from orchestrator.pipelines.baselines import list_baselines
+    from orchestrator.pipelines.baselines import list_baselines  # lazy: +pydantic+sqlalchemy on --help (cli/__init__)
     with open_store() as store:
         items = list_baselines(store)
     if not out.rich:
@@ -253,8 +258,7 @@ def baseline_show(name: str = typer.Argument(..., help="Baseline name."), as_jso
     out = output(as_json, fmt, query)
     import statistics
 
-    from orchestrator.cli.common import make_console, make_table, open_store
-    from orchestrator.pipelines.baselines import METRICS, get_baseline
+    from orchestrator.pipelines.baselines import METRICS, get_baseline  # lazy: +pydantic+sqlalchemy on --help (cli/__init__)
     with open_store() as store:
         base = get_baseline(store, name)
     if not out.rich:
@@ -268,14 +272,13 @@ def baseline_show(name: str = typer.Argument(..., help="Baseline name."), as_jso
                             ["scale", "metric", "value", "std", "n"], rows))
     for e in base.entries:
         for m, why in e.refused.items():
-            sys.stdout.write(f"{e.label} {METRICS.get(m, (m,))[0]}: {why}\n")
+            sys.stdout.write(wrapped(f"{e.label} {METRICS.get(m, (m,))[0]}: {why}"))
 
 
 @baseline_app.command("delete")
 def baseline_delete(name: str = typer.Argument(..., help="Baseline name."), yes: bool = YesOpt) -> None:
     """Delete a baseline."""
-    from orchestrator.cli.common import open_store
-    from orchestrator.pipelines.baselines import delete_baseline, get_baseline
+    from orchestrator.pipelines.baselines import delete_baseline, get_baseline  # lazy: +pydantic+sqlalchemy on --help (cli/__init__)
     with open_store() as store:
         get_baseline(store, name)
         confirm(f"Delete baseline '{name}'?", yes)
@@ -299,10 +302,8 @@ def compare_cmd(
 ) -> None:
     """Compare stored results (default: the newest sweep) with a baseline; exit 8 on regression."""
     out = output(as_json, fmt, query)
-    from orchestrator.cli.common import open_store
-    from orchestrator.errors import RegressionError
-    from orchestrator.pipelines.baselines import collect, compare, get_baseline
-    from orchestrator.pipelines.results import comparison_markdown
+    from orchestrator.pipelines.baselines import collect, compare, get_baseline  # lazy: +pydantic+sqlalchemy on --help (cli/__init__)
+    from orchestrator.pipelines.results import comparison_markdown  # lazy: +pydantic+sqlalchemy on --help (cli/__init__)
     tolerances = _tolerances(tolerance, min_confidence)
     with open_store() as store:
         base = get_baseline(store, baseline)
@@ -319,8 +320,7 @@ def compare_cmd(
 
 
 def _print_comparison(result: Comparison) -> None:
-    from orchestrator.cli.common import make_console, make_table
-    from orchestrator.pipelines.baselines import METRICS
+    from orchestrator.pipelines.baselines import METRICS  # lazy: +pydantic+sqlalchemy on --help (cli/__init__)
     rows = [[d.label, METRICS[d.metric][0], f"{_fmt(d.baseline_mean)} (n={d.n_baseline})",
              f"{_fmt(d.current_mean)} (n={d.n_current})",
              _pct(d.change, signed=True), _pct(d.confidence, 0) if d.confidence is not None else "n<2", d.verdict]
@@ -328,20 +328,18 @@ def _print_comparison(result: Comparison) -> None:
     make_console().print(make_table(f"Compared with baseline {result.baseline}",
                             ["scale", "metric", "baseline", "current", "change", "confidence",
                              "verdict"], rows))
-    from orchestrator.safetext import clean
     for d in result.regressions:  # its label names a benchmark and a SKU read from results
-        sys.stdout.write(clean(f"regression: {d.describe()}") + "\n")
+        sys.stdout.write(wrapped(f"regression: {d.describe()}"))
     for d in result.improvements:
-        sys.stdout.write(clean(f"improvement: {d.describe()}") + "\n")
+        sys.stdout.write(wrapped(f"improvement: {d.describe()}"))
     for note in result.notes:
-        sys.stdout.write(clean(note) + "\n")
+        sys.stdout.write(wrapped(note))
 
 
 def _tolerances(items: list[str], min_confidence: Optional[float]) -> Tolerances:
     from pydantic import ValidationError
 
-    from orchestrator.errors import ConfigError
-    from orchestrator.pipelines.baselines import METRICS, Tolerance, Tolerances
+    from orchestrator.pipelines.baselines import METRICS, Tolerance, Tolerances  # lazy: +pydantic+sqlalchemy on --help (cli/__init__)
     data: dict[str, dict[str, object]] = {}
     for item in items:
         metric, sep, value = item.partition("=")
@@ -362,12 +360,17 @@ def _tolerances(items: list[str], min_confidence: Optional[float]) -> Tolerances
 def _selection(store: Store, sweeps: list[str], cluster: Optional[str], benchmark: Optional[str],
                since: Optional[str]) -> Selection:
     """The flags' selection; with no filter at all, the newest sweep."""
-    from orchestrator.cli.common import parse_date
-    from orchestrator.errors import NotFoundError
-    from orchestrator.pipelines.baselines import Selection
+    from orchestrator.pipelines.baselines import Selection  # lazy: +pydantic+sqlalchemy on --help (cli/__init__)
     if not (sweeps or cluster or benchmark or since):
         newest = [r.sweep_id for r in store.list_runs() if r.sweep_id]
         if not newest:
+            imported = store.list_results()
+            if imported:  # imported logs belong to no sweep: a date or a benchmark selects them
+                first = min(r.created_at for r in imported)
+                raise NotFoundError(
+                    f"no sweeps stored yet; imported results: pass --since DATE "
+                    f"(e.g. --since {first:%Y-%m-%d}, the first of {len(imported)} stored) "
+                    "or --benchmark B")
             raise NotFoundError("no sweeps stored yet", hint="run a recipe first (azbench run)")
         sweeps = [max(newest)]  # sweep ids start with their UTC creation time
     return Selection(sweep_ids=tuple(sweeps), cluster=cluster, benchmark=benchmark, since=parse_date("--since", since))
@@ -381,10 +384,10 @@ def _describe(source: Mapping[str, object]) -> str:
 
 
 def _pct(value: float | None, digits: int = 1, signed: bool = False) -> str:
-    from orchestrator import formats
+    from orchestrator import formats  # lazy: +pydantic on --help (cli/__init__)
     return formats.pct(value, digits, signed=signed)
 
 
 def _fmt(value: float | None) -> str:
-    from orchestrator import formats
+    from orchestrator import formats  # lazy: +pydantic on --help (cli/__init__)
     return formats.sig(value)

@@ -52,12 +52,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import urlparse
 
+from pydantic import BaseModel
+
 from orchestrator import paths
+from orchestrator.backends import require_extra
 from orchestrator.errors import ConfigError, NotFoundError, RemoteError
 from orchestrator.results.ingest import archive_log
 from orchestrator.safetext import redact
 from orchestrator.store.schema import AttemptRow, BaselineRow, ResultRow, RunRow
-from pydantic import BaseModel
+from orchestrator.providers.azure_shared.signin import default_credential, quiet_sdk_loggers
+from orchestrator.providers.azure_shared.errors import signin_error
 
 if TYPE_CHECKING:
     from orchestrator.store.database import Store
@@ -283,6 +287,7 @@ class AzureContainer:
     """A container through azure-storage-blob (created on first use when missing)."""
 
     def __init__(self, account_url: str, container: str, credential: Any = None) -> None:
+        require_extra("blob")  # azure-storage-blob is the [blob] extra: one line, exit 7
         from azure.storage.blob import ContainerClient, ExponentialRetry
 
         self.url, self.container = _check_url(account_url), container
@@ -304,7 +309,6 @@ class AzureContainer:
         as the shared sign-in's SignInError (exit 3); no message repeats a query string."""
         from azure.core.exceptions import AzureError, ClientAuthenticationError
 
-        from orchestrator.providers.azure_shared.errors import signin_error
         try:
             if not self._ensured:
                 self._ensured = True
@@ -361,7 +365,6 @@ def credential_for(account_url: str) -> tuple[Any, bool]:
         return AzureNamedKeyCredential(account_name(account_url), key), False
     if urlparse(account_url).query:
         return None, False
-    from orchestrator.providers.azure_shared.signin import default_credential, quiet_sdk_loggers
 
     quiet_sdk_loggers()
     return default_credential(), True

@@ -36,4 +36,5 @@ def _make(progress: Callable[[Any], None] | None = None) -> Provider:
 
 
 BACKEND = Backend(settings=AzureSettings, props=AzureProps, make=_make,
-                  region_required=True)
+                  region_required=True,
+                  extra="azure")

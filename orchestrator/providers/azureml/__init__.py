@@ -29,4 +29,5 @@ def _make(progress: Callable[[Any], None] | None = None) -> Provider:
 
 
 BACKEND = Backend(settings=AzureMLSettings, props=AzureMLProps, make=_make,
-                  region_required=True)
+                  region_required=True,
+                  extra="azureml")

@@ -22,4 +22,6 @@ def _make(progress: Callable[[Any], None] | None = None) -> Provider:
 
 
 BACKEND = Backend(settings=LocalSettings, props=LocalProps, make=_make,
-                  sku_required=False, only_sku=LOCAL_SKU)
+                  sku_required=False, only_sku=LOCAL_SKU,
+                  # its nodes run recipes and the fabric test with this Python's torch
+                  extra="local")

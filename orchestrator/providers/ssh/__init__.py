@@ -22,4 +22,5 @@ def _make(progress: Callable[[Any], None] | None = None) -> Provider:
 
 BACKEND = Backend(settings=SshSettings, props=SshProps, make=_make,
                   sku_required=False, section_required=True,
-                  section_hint="host, user, key_path, workdir")
+                  section_hint="host, user, key_path, workdir",
+                  extra="ssh")
