@@ -7,8 +7,8 @@ gate, queue, init (job start to run_start), training (run_start to run_stop, or 
 teardown. Over them lie evaluation (eval_start..eval_stop) and checkpoints (azbench_checkpoint);
 over those, a failed attempt's lost work (from the checkpoint the next attempt resumed from, or
 run_start when none was kept, to the failure: its last MLLOG event); over everything the restart
-overhead (from the failure to the next attempt's run_start), both attributed to the failure's
-class. What no source covers stays `unattributed`. The categories add up to the wall time by
+overhead (from the failure to the next attempt's run_start, or to the attempt's end when nothing
+retried), both attributed to the failure's class. What no source covers stays `unattributed`. The categories add up to the wall time by
 construction (timeline.partition).
 """
 
@@ -88,6 +88,12 @@ def breakdown(row: RunRow, attempts: Sequence[AttemptRow], logs: Mapping[int, Ru
         attempts=[_attempt(m, pieces, failures.get(m.row.attempt)) for m in marks],
         causes=causes(pieces, list(failures.values()), row.nodes, gpus, rate),
         notes=notes)
+
+
+def lost_work_by_attempt(g: RunGoodput) -> dict[int, float]:
+    """Each failed attempt's lost work in seconds, as `goodput` prints it: the one definition
+    of "lost" that `run`'s attempt table shows too."""
+    return {a.attempt: a.failure.lost_work_s for a in g.attempts if a.failure is not None}
 
 
 def run_price(row: RunRow, cluster: Cluster | None) -> tuple[float | None, str]:
@@ -239,8 +245,8 @@ def _phases(m: _Mark, nxt: _Mark | None, notes: list[str]) -> list[Interval]:
     failed_at = m.failure_at
     if m.run_start is not None and failed_at > m.run_start:
         claim(LOST_WORK, _kept_at(m, nxt, failed_at, notes), failed_at, LOST, origin=n)
-    if nxt is None:
-        claim("teardown", failed_at, m.end)
+    if nxt is None:  # nothing retried: detecting the failure and ending its job are still its cost
+        claim(RESTART, failed_at, m.end, RESTARTING, origin=n)
         return out
     # Until the next attempt trains again: its run_start; its own failure when it never got
     # there; now while it is still on its way; its start when it ended with no run_start here.
