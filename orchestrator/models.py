@@ -7,6 +7,7 @@ contract between providers, launchers, the monitor and the CLI.
 from __future__ import annotations
 
 import hashlib
+import re
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from enum import Enum, StrEnum
@@ -744,3 +745,12 @@ class ModelFacts(Frozen):
                     f"activation gradients 2N, weight gradients only for {self.trainable_params:,.0f}"
                     f" trainable parameters; attention: PaLM app. B)")
         return "6N + 12*L*d*s per token (6N: Kaplan et al. 2020; attention: PaLM app. B)"
+
+
+_NODE_IN_TEXT = re.compile(r"\b[A-Za-z][\w-]*node[\w-]*?\d+\b|\bnode\d+\b")
+
+
+def named_nodes(text: str) -> tuple[str, ...]:
+    """The node names a failure's evidence spells out ("node3", "gpu-node-3"), first seen first:
+    the one rule behind the retry's exclusions (runs.failures) and goodput's failure.nodes."""
+    return tuple(dict.fromkeys(_NODE_IN_TEXT.findall(text or "")))

@@ -14,8 +14,6 @@ construction (timeline.partition).
 
 from __future__ import annotations
 
-import re
-
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -26,7 +24,8 @@ from orchestrator.goodput.model import (LOST_WORK, RESTART, RUN_CATEGORIES, TRAI
                                         AttemptFailure, AttemptGoodput, Cause, RunGoodput, Span)
 from orchestrator.goodput.timeline import Interval, Piece, epoch, partition, totals, utc
 from orchestrator.hardware.catalog import find
-from orchestrator.models import FINAL_ATTEMPT_STATES, FINAL_RUN_STATES, AttemptState, Cluster, utcnow
+from orchestrator.models import (FINAL_ATTEMPT_STATES, FINAL_RUN_STATES, AttemptState, Cluster, named_nodes,
+                                 utcnow)
 from orchestrator.results.mllog import RunSummary, parse_file
 from orchestrator.store.database import Store
 from orchestrator.store.schema import AttemptRow, RunRow
@@ -281,17 +280,13 @@ def _kept_at(m: _Mark, nxt: _Mark | None, failed_at: float, notes: list[str]) ->
     return m.run_start
 
 
-_NODE_IN_TEXT = re.compile(r"\b[A-Za-z][\w-]*node[\w-]*?\d+\b|\bnode\d+\b")
-
-
 def failed_nodes(failed: Sequence[str], evidence: str, next_excluded: Sequence[str]) -> list[str]:
     """The nodes a failure names: those the next attempt newly excluded (it left out what
     failed), else those the evidence names ("node3", "gpu-node-3"), else the attempt's own."""
     newly = [n for n in next_excluded if n not in failed]
     if newly:
         return newly
-    named = list(dict.fromkeys(_NODE_IN_TEXT.findall(evidence or "")))
-    return named or list(failed)
+    return list(named_nodes(evidence)) or list(failed)
 
 
 def _failure(m: _Mark, pieces: Sequence[Piece], nxt: _Mark | None = None) -> AttemptFailure:
