@@ -33,7 +33,7 @@ def invoke(args: list[str]) -> CliResult:
 def _result(run_id: str, nodes: int, minutes: float, step: float, *, converged: bool = True,
             resumed: bool = False, n: int = 0) -> ResultRow:
     steps = [[i, step * (3 if i == 1 else 1)] for i in range(1, 31)]  # first step is slow: dropped
-    summary = {"step_times": steps, "eval_steps": [], "eval_points": [[100.0 * nodes, 0.9]]}
+    summary = {"step_times": steps, "eval_steps": [], "eval_points": [[100.0 * nodes, 0.9, 0]]}
     return ResultRow(content_hash=f"{run_id}-{n}", run_id=run_id, source="run", system=f"{nodes}xLocal_CPU",
                      benchmark="smoke", status="success" if converged else "aborted",
                      converged=converged, minutes=minutes, nodes=nodes, gpus=0, sku="Local_CPU",

@@ -1,5 +1,14 @@
 """The package layout is the architecture: one folder per concern, dependencies one way, seams kept.
 
+What the import graph says is `lint-imports`' (pyproject.toml [tool.importlinter], run by CI and
+proven here on a planted copy): the floors of docs/architecture.md, backends only through the
+registry, runs/ and pipelines/ never importing providers/. What the types say is mypy's. This
+file keeps what neither can say, as rules about meaning: each expression is resolved to what it
+stands for (`aliases`/`qualify`: `il.import_module`, a `load` bound by `from importlib import
+import_module as load`, `getattr(builtins, "__im" + "port__")` are one thing) and each string
+is folded from its parts (`fold`: "s" + "batch", f-strings, `"".join([...])`, `%` and
+`.format`, `.lower()`, `[::-1]`, a constant, an Enum member, a class attribute).
+
 Every rule reads the syntax tree (ast) of each module under orchestrator/ and returns its
 violations as `module:line: what`; each whole-tree test asserts there are none. Each rule is
 proven by planted tests (PLANTED): the violation is appended to one real module (or written as a
@@ -23,18 +32,32 @@ The rules:
 - Contracts: what a folder imports is allowed by the "May import:" line of its `__init__`
   docstring (`folder/`: a whole folder, `folder.module`: that module only; "never x/" anywhere,
   inside a parenthesis too, up to the next , ; or ), is an exception, not an allowance); base
-  modules import no folder.
+  modules import no folder. (The floors are lint-imports' layers too; these lines are finer.)
 - Backends: a backend is a package the registry (orchestrator/backends.py) lists; names and
   packages are read from the registry at test time, so a backend a test registers counts. No
   module imports a backend (its package or any submodule) but the registry and the backend's
   own package; so no backend imports another. providers/base.py and providers/azure_shared/ are
   not backends.
-- runs/ never imports providers/ (not even the facade).
+- Dynamic imports: only the registry loads a module by a name or path known at run time
+  (DYNAMIC: importlib.import_module, __import__, pkgutil.resolve_name, importlib.util's
+  spec/module builders, runpy, sys.modules, exec/eval/compile), however the loader is reached;
+  results/checker.py's patch of the third-party MLPerf checker is the one exception.
+- Reflection: outside the homes of providers, launchers, runners and the store (SEAM_HOMES), no
+  getattr/hasattr/setattr/delattr/vars/dir/type of one, no `object.__getattribute__(it, ...)`,
+  no inspect.* or `operator.attrgetter(...)(it)`, no dunder read on it or its type. "One" is a
+  name annotated with a seam type, bound from a maker (`get_provider`, `.connect`, `Store.open`,
+  `open_store`), or named like one (`provider`, `self._launcher`, `azure_store`).
+- GPU and VM-size names (the catalog's words, tests/test_catalog.forbidden_words): nowhere
+  outside hardware/ and the backends, plain or assembled; cli/ may show an alias as a plain
+  literal in a help text, never build or compare one.
 - Provider names: only the registry uses a provider's name to decide something, and a backend's
-  package may use its own name. Elsewhere a string equal to a registered provider name may not
+  package may use its own name. Elsewhere a string that folds to a registered provider name, in
+  any case (an Enum member, `.value` of one, a class attribute, parts joined, a frozenset
+  constant, one picked out of `backends.names()`), may not
   be a side of a comparison (`==`, `!=`, `in`, `not in`, `is`, a tuple/list/set of names
   included), a `case` value or mapping-pattern key, a key of a dict display or a `dict(name=...)`
-  keyword, or an argument of `.startswith`/`.endswith`; a name bound to one counts as the name
+  keyword, a subscript key or `.get`/`.pop` argument, an `operator.eq`/getattr argument, or an
+  argument of `.startswith`/`.endswith`; a name bound to one counts as the name
   (`AZ = "azure"` then `provider == AZ`; a constant imported from a module of the tree, or read
   as `module.AZ`). As a plain value (a default, help text, `Literal[...]`, `provider="fake"`) it
   is allowed.
@@ -59,7 +82,8 @@ The rules:
   azbench also uses as a name of its own (`tags`, `compute`, `resources`) counts when reached
   through a client or called with a method only the SDK has; `ml.compute.get(...)` is not told
   apart from a record's `.compute` and a dict's `.get`.
-- Only slurm/ spells Slurm's command words, in any case (`#SBATCH`), in the source (escapes read
+- Only slurm/ spells Slurm's command words (folded from parts too; naming slurm's own constant,
+  `commands.NODE_LIST`, is using it), in any case (`#SBATCH`), in the source (escapes read
   as spaces, so `"...\\nsrun"` counts) and in every string as Python decodes it;
   benchmarks/ never import tests/.
 """
@@ -67,8 +91,13 @@ The rules:
 from __future__ import annotations
 
 import ast
+import builtins
 import functools
+import os
 import re
+import shutil
+import subprocess
+import sys
 import textwrap
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator
@@ -274,7 +303,7 @@ def _imports(mod: Module, known: frozenset[str]) -> tuple[Import, ...]:
     found: list[Import] = []
     for node in ast.walk(mod.tree):
         if (name := _sys_modules_key(node, registries)) is not None:
-            found.append(Import(name, node.lineno))
+            found.append(Import(name, getattr(node, "lineno", 0)))
         if isinstance(node, ast.Import):
             found += [Import(a.name, node.lineno) for a in node.names]
         elif isinstance(node, ast.ImportFrom):
@@ -391,12 +420,6 @@ def backend_import_violations(tree: Tree, packages: dict[str, str] | None = None
                    for module, line, name, target in backend_imports(tree, packages))
 
 
-def runs_provider_imports(tree: Tree) -> list[str]:
-    known = set(tree)
-    return ordered({f"{m}:{i.line}: imports {i.target}" for m, mod in tree.items() if _within(m, "orchestrator.runs")
-                   for i in imports(mod, known) if _within(i.target, PROVIDERS)})
-
-
 # -- provider names --------------------------------------------------------------------------------
 
 Constants = frozenset[tuple[str, frozenset[str]]]  # a name (`AZ`, `names.AZ`) -> the strings it may hold
@@ -424,24 +447,34 @@ def _own_constants(tree: ast.Module) -> dict[str, frozenset[str]]:
     return dict(found)
 
 
-def constants(tree: Tree, module: str) -> Constants:
+@functools.cache
+def _import_nodes(tree: ast.Module) -> tuple[ast.Import | ast.ImportFrom, ...]:
+    return tuple(n for n in ast.walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom)))
+
+
+def constants(tree: Tree, module: str, skip: str = "") -> Constants:
     """What each name of `module` may hold, resolved: its own literal bindings, a constant it
     imports from a module of the tree (`from x import AZ as A`), and `alias.AZ` for a module of
     the tree it imports (`import orchestrator.x as alias`, `from orchestrator import x`)."""
     mod = tree[module]
     found = dict(_own_constants(mod.tree))
+
+    def theirs_ok(source: str) -> bool:
+        return bool(skip) and _within(source, skip)
     package = module if mod.package else module.rpartition(".")[0]
-    for n in ast.walk(mod.tree):
+    for n in _import_nodes(mod.tree):
         if isinstance(n, ast.ImportFrom):
             source = _resolve(n.module or "", package, n.level) if n.level else n.module or ""
             for a in n.names:
+                if theirs_ok(source) or theirs_ok(f"{source}.{a.name}"):
+                    continue
                 if f"{source}.{a.name}" in tree:  # a module: its constants as alias.NAME
                     found |= {f"{a.asname or a.name}.{k}": v for k, v in _own_constants(tree[f"{source}.{a.name}"].tree).items()}
                 elif source in tree and a.name in (theirs := _own_constants(tree[source].tree)):
                     found[a.asname or a.name] = theirs[a.name]
         elif isinstance(n, ast.Import):
             for a in n.names:
-                if a.name in tree:
+                if a.name in tree and not theirs_ok(a.name):
                     found |= {f"{a.asname or a.name}.{k}": v for k, v in _own_constants(tree[a.name].tree).items()}
     return frozenset(found.items())
 
@@ -455,13 +488,25 @@ def _dotted(node: ast.AST) -> str | None:
 
 
 def _names(node: ast.AST | None, names: frozenset[str], consts: dict[str, frozenset[str]]) -> bool:
-    """The node is a provider name, a name bound to one (resolved through `consts`), or a
-    tuple/list/set holding one."""
+    """The node spells a provider name in any case (folded: a literal, parts joined, a name, an
+    Enum member or class attribute bound to one, `.lower()` of one), is a tuple/list/set (or
+    frozenset(...)) holding one, or picks one out of the registry's list (`backends.names()[0]`)."""
     if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
         return any(_names(e, names, consts) for e in node.elts)
-    if isinstance(node, (ast.Name, ast.Attribute)) and (dotted := _dotted(node)) in consts:
-        return bool(consts[dotted] & names)
-    return bool(_strings(node) & names) if isinstance(node, (ast.Constant, ast.BinOp, ast.JoinedStr)) else False
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("frozenset", "set", "tuple", "list") \
+            and len(node.args) == 1:
+        return _names(node.args[0], names, consts)
+    if isinstance(node, ast.Starred):
+        return _names(node.value, names, consts)
+    # One name picked out of the registry's list (`backends.names()[0]`) is a name; the whole
+    # list (`p in backends.names()`: is it registered?) is not.
+    root: ast.AST | None = node if isinstance(node, ast.Subscript) else None
+    while isinstance(root, (ast.Subscript, ast.Call, ast.Attribute)):
+        if isinstance(root, ast.Attribute) and root.attr in ("names", "packages", "_REGISTRY", "_BUILT_IN") \
+                and _dotted(root.value) in ("backends", "orchestrator.backends"):
+            return True
+        root = root.value if isinstance(root, (ast.Subscript, ast.Attribute)) else root.func
+    return bool({s.lower() for s in fold(node, consts)} & names)
 
 
 def provider_name_uses(tree: ast.AST, names: Iterable[str], consts: Constants = frozenset()) -> list[tuple[int, str]]:
@@ -475,10 +520,23 @@ def provider_name_uses(tree: ast.AST, names: Iterable[str], consts: Constants = 
 def _provider_name_uses(tree: ast.AST, names: frozenset[str], consts: Constants) -> tuple[tuple[int, str], ...]:
     found: set[tuple[int, str]] = set()
     bound = dict(consts)
+    if isinstance(tree, ast.Module):
+        bound |= _bound_strings(tree)
+    table = aliases(tree) if isinstance(tree, ast.Module) else {}
 
     def named(node: ast.AST | None) -> bool:
         return _names(node, names, bound)
     for n in ast.walk(tree):
+        if isinstance(n, ast.Subscript) and named(n.slice):
+            found.add((n.lineno, "subscript key"))
+        elif isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in (
+                "get", "pop", "setdefault", "__getitem__", "__contains__", "__eq__", "__ne__", "count", "index",
+                "removeprefix", "removesuffix") and any(named(a) for a in n.args):
+            found.add((n.lineno, f"looked up or compared (.{n.func.attr})"))
+        elif isinstance(n, ast.Call) and (qualify(n.func, table) or "").startswith(("operator.", "builtins.getattr",
+                                                                                    "builtins.hasattr")) \
+                and any(named(a) for a in n.args):
+            found.add((n.lineno, "compared or looked up (" + (qualify(n.func, table) or "") + ")"))
         if isinstance(n, ast.Compare) and any(named(side) for side in (n.left, *n.comparators)):
             found.add((n.lineno, "compared"))
         elif isinstance(n, ast.MatchValue) and named(n.value):
@@ -682,6 +740,450 @@ def slurm_word_violations(tree: Tree) -> list[str]:
                    if not _within(m, "orchestrator.slurm") for line in slurm_word_uses(mod))
 
 
+# -- what a name stands for: the symbols of one module ---------------------------------------------
+#
+# The rules below ask what an expression *is*, not how it is spelled: `il.import_module`,
+# `load` (bound by `from importlib import import_module as load`), `getattr(importlib,
+# "import_" + "module")` and `vars(builtins)["__import__"]` all resolve to one qualified name.
+# Strings are folded the same way: "s" + "batch", f"{'s'}batch", "".join(["s", "batch"]),
+# a constant bound to a part, an Enum member or a class attribute, `.lower()` of one.
+
+_BUILTINS = frozenset(dir(builtins))
+_CASE = ("lower", "upper", "casefold", "strip", "lstrip", "rstrip", "title", "capitalize")
+_FOLD_CAP = 64  # at most this many spellings per expression (a product of alternatives)
+
+
+@functools.cache
+def aliases(tree: ast.Module, package: str = "") -> dict[str, str]:
+    """name -> the qualified name it stands for, module-wide (every scope: an over-approximation):
+    `import a.b as x` (x -> a.b), `import a.b` (a -> a), `from a import b as c` (c -> a.b),
+    relative imports resolved against `package`, and `y = <a resolvable name>` (y -> what it is)."""
+    table: dict[str, str] = {}
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Import):
+            for a in n.names:
+                table[a.asname or a.name.partition(".")[0]] = a.name if a.asname else a.name.partition(".")[0]
+        elif isinstance(n, ast.ImportFrom):
+            source = _resolve(n.module or "", package, n.level) if n.level else n.module or ""
+            for a in n.names:
+                if a.name != "*":
+                    table[a.asname or a.name] = f"{source}.{a.name}"
+    for _ in range(3):  # y = x; z = y: a few rounds reach a fixed point in practice
+        for n in ast.walk(tree):
+            if isinstance(n, (ast.Assign, ast.AnnAssign, ast.NamedExpr)) and n.value is not None:
+                targets = n.targets if isinstance(n, ast.Assign) else [n.target]
+                if (q := qualify(n.value, table)) is not None:
+                    table |= {t.id: q for t in targets if isinstance(t, ast.Name) and t.id not in table}
+    return table
+
+
+def qualify(node: ast.AST, table: dict[str, str]) -> str | None:
+    """The qualified name an expression stands for (`importlib.import_module`,
+    `builtins.__import__`), through aliases, attribute chains, getattr with a foldable name,
+    `vars(m)[...]`/`m.__dict__[...]`/`__builtins__[...]` and `operator.attrgetter(...)`; else None."""
+    if isinstance(node, ast.Name):
+        if node.id in table:
+            return table[node.id]
+        if node.id == "__builtins__":
+            return "builtins"
+        return f"builtins.{node.id}" if node.id in _BUILTINS else None
+    if isinstance(node, ast.Attribute):
+        base = qualify(node.value, table)
+        return f"{base}.{node.attr}" if base else None
+    if isinstance(node, ast.Call) and qualify(node.func, table) == "builtins.getattr" and len(node.args) >= 2:
+        base, names = qualify(node.args[0], table), fold(node.args[1], {})
+        return f"{base}.{next(iter(names))}" if base and len(names) == 1 else None
+    if isinstance(node, ast.Subscript):
+        names = fold(node.slice, {})
+        holder = node.value
+        if isinstance(holder, ast.Attribute) and holder.attr == "__dict__":
+            holder = holder.value
+        elif isinstance(holder, ast.Call) and qualify(holder.func, table) == "builtins.vars" and holder.args:
+            holder = holder.args[0]
+        base = qualify(holder, table)
+        return f"{base}.{next(iter(names))}" if base and len(names) == 1 else None
+    return None
+
+
+def _cap(values: Iterable[str]) -> frozenset[str]:
+    out = frozenset(values)
+    return out if len(out) <= _FOLD_CAP else frozenset()
+
+
+def fold(node: ast.AST | None, consts: dict[str, frozenset[str]]) -> frozenset[str]:
+    """Every string `node` may spell from constants: literals, `+` and f-strings of foldable
+    parts, `sep.join([...])`, `"%s%s" % (...)`, `"{}{}".format(...)`, `.lower()` and friends,
+    `str(...)`, a name or `Enum.MEMBER`/`Class.ATTR`/`module.NAME` bound to a literal (through
+    `consts`), `Member.value`. Nothing it cannot know (a parameter, a call) is guessed."""
+    if node is None:
+        return frozenset()
+    if isinstance(node, ast.Constant):
+        return frozenset({node.value}) if isinstance(node.value, str) else frozenset()
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        left, right = fold(node.left, consts), fold(node.right, consts)
+        return _cap(a + b for a in left for b in right)
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mod) and isinstance(node.left, ast.Constant) \
+            and isinstance(node.left.value, str):
+        args = node.right.elts if isinstance(node.right, ast.Tuple) else [node.right]
+        parts = [fold(a, consts) for a in args]
+        if all(len(p) == 1 for p in parts):
+            try:
+                return frozenset({node.left.value % tuple(next(iter(p)) for p in parts)})
+            except (TypeError, ValueError):
+                return frozenset()
+        return frozenset()
+    if isinstance(node, ast.JoinedStr):
+        out = frozenset({""})
+        for v in node.values:
+            part = fold(v.value if isinstance(v, ast.FormattedValue) and v.format_spec is None else v, consts)
+            if not part:
+                return frozenset()
+            out = _cap(a + b for a in out for b in part)
+        return out
+    if isinstance(node, (ast.Name, ast.Attribute)):
+        dotted = _dotted(node)
+        if dotted is not None and dotted in consts:
+            return consts[dotted]
+        if isinstance(node, ast.Attribute) and node.attr in ("value", "name"):
+            return fold(node.value, consts)  # Provider.AZURE.value is what Provider.AZURE holds
+        return frozenset()
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+        method, receiver = node.func.attr, node.func.value
+        if method in _CASE and not node.args:
+            return _cap(getattr(s, method)() for s in fold(receiver, consts))
+        if method == "join" and len(node.args) == 1 and isinstance(node.args[0], (ast.List, ast.Tuple)):
+            out = frozenset({""})
+            seps = fold(receiver, consts)
+            for i, e in enumerate(node.args[0].elts):
+                part = fold(e, consts)
+                if not part or len(seps) != 1:
+                    return frozenset()
+                out = _cap(a + (next(iter(seps)) if i else "") + b for a in out for b in part)
+            return out
+        if method == "format" and not node.keywords:
+            template, parts = fold(receiver, consts), [fold(a, consts) for a in node.args]
+            if len(template) == 1 and all(len(p) == 1 for p in parts):
+                try:
+                    return frozenset({next(iter(template)).format(*(next(iter(p)) for p in parts))})
+                except (IndexError, KeyError, ValueError):
+                    return frozenset()
+        return frozenset()
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "str" and len(node.args) == 1:
+        return fold(node.args[0], consts)
+    if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Slice):  # "hctabs"[::-1], "xsbatch"[1:]
+        bounds: list[int | None] = []
+        for b in (node.slice.lower, node.slice.upper, node.slice.step):
+            if b is None:
+                bounds.append(None)
+            elif isinstance(b, ast.Constant) and isinstance(b.value, int):
+                bounds.append(b.value)
+            elif isinstance(b, ast.UnaryOp) and isinstance(b.op, ast.USub) and isinstance(b.operand, ast.Constant) \
+                    and isinstance(b.operand.value, int):
+                bounds.append(-b.operand.value)
+            else:
+                return frozenset()
+        return _cap(t[slice(*bounds)] for t in fold(node.value, consts))
+    return frozenset()
+
+
+@functools.cache
+def _bound_strings(tree: ast.Module) -> dict[str, frozenset[str]]:
+    """Names a module binds to strings it can fold, class attributes as `Class.NAME` too (an Enum's
+    members: `class P(Enum): AZ = "azure"` gives P.AZ), and the functional Enum API's members
+    (`P = Enum("P", {"AZ": "azure"})` or `Enum("P", ["azure"])`). Two rounds, so a name bound to
+    a fold of other names (`B = A + "x"`) resolves."""
+    found: dict[str, frozenset[str]] = defaultdict(frozenset)
+
+    def bind(target: ast.AST, value: ast.AST | None, prefix: str = "") -> None:
+        if isinstance(target, ast.Name) and value is not None:
+            if isinstance(value, (ast.Tuple, ast.List, ast.Set)):
+                strings = frozenset(s for e in value.elts for s in fold(e, found))
+            elif isinstance(value, ast.Call) and isinstance(value.func, ast.Name) \
+                    and value.func.id in ("frozenset", "set", "tuple", "list") and len(value.args) == 1:
+                inner = value.args[0]
+                strings = frozenset(s for e in getattr(inner, "elts", []) for s in fold(e, found))
+            else:
+                strings = fold(value, found)
+            if strings:
+                found[prefix + target.id] |= strings
+            if isinstance(value, ast.Call) and value.args and _dotted(value.func) in (
+                    "Enum", "StrEnum", "enum.Enum", "enum.StrEnum"):
+                members = value.args[1] if len(value.args) > 1 else None
+                if isinstance(members, ast.Dict):
+                    for k, v in zip(members.keys, members.values):
+                        if (key := fold(k, found)) and (held := fold(v, found)):
+                            found[f"{target.id}.{next(iter(key))}"] |= held
+                elif isinstance(members, (ast.List, ast.Tuple)):
+                    for e in members.elts:
+                        for s in fold(e, found):
+                            found[f"{target.id}.{s}"] |= {s}
+                elif (spelled := fold(members, found)):
+                    for s in next(iter(spelled)).replace(",", " ").split():
+                        found[f"{target.id}.{s}"] |= {s}
+    for _ in range(2):
+        for n in ast.walk(tree):
+            if isinstance(n, ast.ClassDef):
+                for stmt in n.body:
+                    if isinstance(stmt, ast.Assign):
+                        for t in stmt.targets:
+                            bind(t, stmt.value, n.name + ".")
+                    elif isinstance(stmt, ast.AnnAssign):
+                        bind(stmt.target, stmt.value, n.name + ".")
+            if isinstance(n, (ast.Assign, ast.AnnAssign, ast.NamedExpr)) and n.value is not None:
+                for t in n.targets if isinstance(n, ast.Assign) else [n.target]:
+                    bind(t, n.value)
+    return dict(found)
+
+
+def _docstring_ids(tree: ast.AST) -> set[int]:
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and node.body:
+            first = node.body[0]
+            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant):
+                found.add(id(first.value))
+    return found
+
+
+def _function_lines(tree: ast.AST, allowed: Iterable[str]) -> set[int]:
+    names = set(allowed)
+    lines: set[int] = set()
+    for fn in ast.walk(tree):
+        if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) and fn.name in names:
+            lines |= set(range(fn.lineno, (fn.end_lineno or fn.lineno) + 1))
+    return lines
+
+
+def _package_of(mod: Module) -> str:
+    return mod.name if mod.package else mod.name.rpartition(".")[0]
+
+
+# -- dynamic imports: only the registry loads modules by name -------------------------------------
+
+# What loads a module (or runs code) by a name or a path known only at run time. import-linter
+# sees `import importlib`; this sees the call, whatever it is called locally (`__import__` is a
+# builtin: no import to see).
+DYNAMIC = frozenset({
+    "builtins.__import__", "importlib.__import__", "importlib.import_module", "importlib.reload",
+    "importlib.util.spec_from_file_location", "importlib.util.spec_from_loader",
+    "importlib.util.module_from_spec", "importlib.util.LazyLoader",
+    "importlib.machinery.SourceFileLoader", "importlib.machinery.SourcelessFileLoader",
+    "importlib.machinery.ExtensionFileLoader", "importlib.machinery.PathFinder",
+    "pkgutil.resolve_name", "pkgutil.get_loader", "pkgutil.find_loader", "pkgutil.iter_modules",
+    "pkgutil.walk_packages", "pkgutil.get_importer",
+    "runpy.run_module", "runpy.run_path", "zipimport.zipimporter", "imp.load_module", "imp.load_source",
+    "sys.modules", "sys.meta_path", "sys.path_hooks",
+    "builtins.exec", "builtins.eval", "builtins.compile",
+})
+# Outside the registry, the one exception: results/checker.py patches and runs the installed
+# third-party MLPerf checker's own code (its per-ruleset parser module, its eval/exec of rules);
+# no module of ours is loaded there.
+DYNAMIC_ALLOWED = {"orchestrator.results.checker": ("_patch", "_eval", "_exec", "_compiled")}
+
+
+@functools.cache
+def dynamic_import_uses(mod: Module) -> list[tuple[int, str]]:
+    """(line, what) of every import of, and every reference to, a loader in DYNAMIC."""
+    table = aliases(mod.tree, _package_of(mod))
+    found: set[tuple[int, str]] = set()
+    for n in ast.walk(mod.tree):
+        if isinstance(n, ast.ImportFrom) and not n.level:
+            found |= {(n.lineno, f"{n.module}.{a.name}") for a in n.names if f"{n.module}.{a.name}" in DYNAMIC}
+        elif isinstance(n, (ast.Name, ast.Attribute, ast.Call, ast.Subscript)):
+            q = qualify(n, table)
+            if q is not None and (q in DYNAMIC or any(q.startswith(d + ".") for d in DYNAMIC)):
+                found.add((n.lineno, q))
+    allowed = _function_lines(mod.tree, DYNAMIC_ALLOWED.get(mod.name, ()))
+    return sorted((line, what) for line, what in found if line not in allowed)
+
+
+def dynamic_import_violations(tree: Tree) -> list[str]:
+    return ordered(f"{m}:{line}: loads a module by name ({what}); only {REGISTRY} may"
+                   for m, mod in tree.items() if m != REGISTRY for line, what in dynamic_import_uses(mod))
+
+
+# -- reflection on the seams' objects ---------------------------------------------------------------
+
+# The objects behind the seams: a provider, its launcher, an Access, a runner, the store. Above
+# their homes they are used through their types, never taken apart by reflection.
+SEAM_TYPES = frozenset({"Provider", "ProviderBase", "ProviderParts", "Launcher", "SlurmLauncher", "Access",
+                        "Runner", "Store", "Capabilities", "Backend"})
+SEAM_WORDS = ("provider", "prov", "launcher", "access", "runner", "store", "backend", "shell")
+SEAM_MAKERS = frozenset({"get_provider", "connect", "open_store", "open", "Store", "make", "load", "make_provider"})
+# Where the objects live: each may look at itself.
+SEAM_HOMES = ("orchestrator.providers", "orchestrator.store", "orchestrator.hosts", "orchestrator.slurm",
+              "orchestrator.seams", "orchestrator.backends")
+REFLECTORS = frozenset({"builtins.getattr", "builtins.hasattr", "builtins.setattr", "builtins.delattr",
+                        "builtins.vars", "builtins.dir", "builtins.type"})
+
+
+def _seam_word(name: str) -> bool:
+    name = name.lstrip("_").lower()
+    return name in SEAM_WORDS or name.endswith(tuple("_" + w for w in SEAM_WORDS))
+
+
+def _annotated_seam(annotation: ast.AST | None) -> bool:
+    for n in ast.walk(annotation) if annotation is not None else ():
+        if isinstance(n, ast.Name) and n.id in SEAM_TYPES or isinstance(n, ast.Attribute) and n.attr in SEAM_TYPES:
+            return True
+        if isinstance(n, ast.Constant) and isinstance(n.value, str) and set(re.findall(r"\w+", n.value)) & SEAM_TYPES:
+            return True
+    return False
+
+
+@functools.cache
+def seam_names(tree: ast.Module) -> frozenset[str]:
+    """Names that hold a seam object: named so (`provider`, `self._launcher`'s `_launcher`,
+    `azure_provider`), annotated with a seam type, bound from a maker (`get_provider(...)`,
+    `provider.connect(...)`, `Store.open(...)`, `with open_store() as db`), or from another."""
+    found: set[str] = set()
+    for _ in range(2):
+        for n in ast.walk(tree):
+            if isinstance(n, ast.arg) and (_annotated_seam(n.annotation) or _seam_word(n.arg)):
+                found.add(n.arg)
+            elif isinstance(n, ast.AnnAssign) and isinstance(n.target, ast.Name) and _annotated_seam(n.annotation):
+                found.add(n.target.id)
+            elif isinstance(n, (ast.Assign, ast.NamedExpr)) and is_seam(n.value, frozenset(found)):
+                targets = n.targets if isinstance(n, ast.Assign) else [n.target]
+                found |= {t.id for t in targets if isinstance(t, ast.Name)}
+            elif isinstance(n, ast.withitem) and isinstance(n.optional_vars, ast.Name) \
+                    and is_seam(n.context_expr, frozenset(found)):
+                found.add(n.optional_vars.id)
+            elif isinstance(n, (ast.For, ast.comprehension)) and isinstance(n.target, ast.Name) \
+                    and is_seam(n.iter, frozenset(found)):
+                found.add(n.target.id)
+    return frozenset(found)
+
+
+def is_seam(expr: ast.AST | None, names: frozenset[str]) -> bool:
+    """`expr` is a seam object: a seam name, an attribute named like one (`self.provider`,
+    `access.launcher`), a maker's result, or an element of a container of them."""
+    if isinstance(expr, ast.Name):
+        return expr.id in names or _seam_word(expr.id)
+    if isinstance(expr, ast.Attribute):
+        return _seam_word(expr.attr) or expr.attr in SEAM_TYPES
+    if isinstance(expr, ast.Call):
+        func = expr.func
+        name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
+        return name in SEAM_MAKERS and (name not in ("open", "load", "make", "connect")
+                                        or isinstance(func, ast.Attribute) and is_seam(func.value, names)
+                                        or isinstance(func, ast.Attribute) and _dotted(func.value) in ("Store", "backends"))
+    if isinstance(expr, (ast.Subscript, ast.Starred)):
+        return is_seam(expr.value, names)
+    if isinstance(expr, (ast.List, ast.Tuple, ast.Set)):
+        return any(is_seam(e, names) for e in expr.elts)
+    return False
+
+
+@functools.cache
+def reflection_uses(mod: Module) -> list[tuple[int, str]]:
+    """(line, how) wherever a seam object is taken apart: getattr/hasattr/setattr/delattr/vars/
+    dir/type of it, `object.__getattribute__(it, ...)` (any `builtins.object`/`type` method),
+    inspect.* of it, `operator.attrgetter(...)(it)`, or a dunder read on it or on its type
+    (`p.__dict__`, `p.__module__`, `type(p).__name__`, `p.__class__.__qualname__`)."""
+    table = aliases(mod.tree, _package_of(mod))
+    names = seam_names(mod.tree)
+    found: set[tuple[int, str]] = set()
+
+    def seam_or_its_type(e: ast.AST) -> bool:
+        if isinstance(e, ast.Call) and qualify(e.func, table) == "builtins.type" and e.args:
+            return is_seam(e.args[0], names)
+        if isinstance(e, ast.Attribute) and e.attr == "__class__":
+            return is_seam(e.value, names)
+        return is_seam(e, names)
+    for n in ast.walk(mod.tree):
+        if isinstance(n, ast.Call):
+            q = qualify(n.func, table) or ""
+            first = n.args[0] if n.args else None
+            if q in REFLECTORS and first is not None and seam_or_its_type(first):
+                found.add((n.lineno, q.removeprefix("builtins.") + "()"))
+            elif (q.startswith(("builtins.object.", "builtins.type.", "inspect.")) or q == "builtins.isinstance"
+                  and False) and first is not None and seam_or_its_type(first):
+                found.add((n.lineno, q))
+            elif isinstance(n.func, ast.Call) and qualify(n.func.func, table) in (
+                    "operator.attrgetter", "operator.methodcaller") and first is not None and seam_or_its_type(first):
+                found.add((n.lineno, "operator." + (qualify(n.func.func, table) or "").rpartition(".")[2]))
+        elif isinstance(n, ast.Attribute) and n.attr.startswith("__") and n.attr.endswith("__") \
+                and n.attr not in ("__enter__", "__exit__", "__init__") and seam_or_its_type(n.value):
+            found.add((n.lineno, n.attr))
+    allowed = _allowed_lines(mod.tree, mod.name)
+    return sorted((line, how) for line, how in found if line not in allowed)
+
+
+def reflection_violations(tree: Tree) -> list[str]:
+    return ordered(f"{m}:{line}: reflection on a provider, launcher, runner or the store ({how}); type the object"
+                   for m, mod in tree.items() if not any(_within(m, h) for h in SEAM_HOMES)
+                   for line, how in reflection_uses(mod))
+
+
+# -- folded strings: Slurm's words, GPU and size names -----------------------------------------------
+
+def _assembled(mod: Module, consts: dict[str, frozenset[str]], plain: bool = True) -> Iterator[tuple[int, str]]:
+    """(line, text) of every string an expression spells (docstrings aside), folded from its
+    parts; with `plain` False, only what is assembled (a literal alone is left out)."""
+    skip = _docstring_ids(mod.tree)
+    for n in ast.walk(mod.tree):
+        if not plain and isinstance(n, ast.Constant):
+            continue
+        if id(n) in skip or not isinstance(n, (ast.Constant, ast.BinOp, ast.JoinedStr, ast.Call, ast.Name, ast.Attribute,
+                                               ast.Subscript)):
+            continue
+        if isinstance(n, (ast.Name, ast.Attribute)) and not isinstance(getattr(n, "ctx", None), ast.Load):
+            continue
+        for text in fold(n, consts):
+            yield n.lineno, text
+
+
+def module_strings(tree: Tree, module: str, skip: str = "") -> dict[str, frozenset[str]]:
+    """What each name of `module` may spell: its own bindings and the constants it imports, but
+    not those of `skip` (a name slurm/ binds to a Slurm word is slurm's to spell; naming the
+    constant is using it, not spelling it)."""
+    return {**{k: v for k, v in constants(tree, module, skip)}, **_bound_strings(tree[module].tree)}
+
+
+@functools.cache
+def _folded_slurm(mod: Module, consts: frozenset[tuple[str, frozenset[str]]]) -> tuple[int, ...]:
+    return tuple(sorted({line for line, text in _assembled(mod, dict(consts)) if SLURM_WORDS.search(text)}))
+
+
+def slurm_assembled_violations(tree: Tree) -> list[str]:
+    """Slurm's command words spelled from parts ("s" + "batch", "".join(...), a constant) outside slurm/."""
+    return ordered(f"{m}:{line}: Slurm command word (assembled) outside slurm/" for m, mod in tree.items()
+                   if not _within(m, "orchestrator.slurm")
+                   for line in _folded_slurm(mod, frozenset(module_strings(tree, m, "orchestrator.slurm").items())))
+
+
+@functools.cache
+def gpu_words() -> re.Pattern[str]:
+    """What names a GPU or a VM size, from the catalog's rows (tests/test_catalog.forbidden_words)."""
+    from tests.test_catalog import forbidden_words
+    words = forbidden_words()
+    return re.compile("|".join(rf"(?<![a-z0-9]){re.escape(w)}(?![a-z0-9])"
+                               for w in sorted(words, key=len, reverse=True)), re.IGNORECASE)
+
+
+# Where a size or GPU may be named: hardware/ (the catalog), and the backends, whose SDK calls
+# spell Azure's size prefix. Everything else reads the catalog's rows. cli/ may give the aliases
+# users type as examples in a help text (a plain literal), never build or compare one.
+GPU_HOMES = ("orchestrator.hardware", "orchestrator.providers")
+GPU_EXAMPLES = ("orchestrator.cli",)
+
+
+@functools.cache
+def _folded_gpu(mod: Module, consts: frozenset[tuple[str, frozenset[str]]]) -> tuple[int, ...]:
+    pattern = gpu_words()
+    plain = not _within(mod.name, GPU_EXAMPLES[0])
+    return tuple(sorted({line for line, text in _assembled(mod, dict(consts), plain) if pattern.search(text)}))
+
+
+def gpu_assembled_violations(tree: Tree) -> list[str]:
+    """GPU and size names spelled outside hardware/, assembled from parts ("Standard_ND" +
+    "96isr_H100_v5", f"{'H'}100", "".join(...)) or bound to a name and compared."""
+    return ordered(f"{m}:{line}: GPU or VM size named outside hardware/" for m, mod in tree.items()
+                   if not any(_within(m, h) for h in GPU_HOMES)
+                   for line in _folded_gpu(mod, frozenset(module_strings(tree, m).items())))
+
+
 # -- the SDK edge ----------------------------------------------------------------------------------
 
 # The Azure backends' records and client modules are the one place that calls the SDK and reads
@@ -742,7 +1244,9 @@ def sdk() -> Sdk:
                 groups[name] |= _public(dir(type(ops)))
     # MLClient's groups are properties annotated with their Operations class; read from its source
     # (importing azure.ai.ml takes seconds).
-    root = next(Path(p) / "ai" / "ml" for p in importlib.util.find_spec("azure").submodule_search_locations or ()
+    azure = importlib.util.find_spec("azure")
+    assert azure is not None, "the Azure SDKs are not installed"
+    root = next(Path(p) / "ai" / "ml" for p in azure.submodule_search_locations or ()
                 if (Path(p) / "ai" / "ml" / "_ml_client.py").is_file())
     ml_client = next(n for n in ast.parse((root / "_ml_client.py").read_text()).body
                      if isinstance(n, ast.ClassDef) and n.name == "MLClient")
@@ -980,11 +1484,6 @@ def test_only_the_registry_imports_a_backend() -> None:
     assert not wrong, "\n".join(wrong)
 
 
-def test_runs_never_imports_a_provider() -> None:
-    wrong = runs_provider_imports(real_tree())
-    assert not wrong, "\n".join(wrong)
-
-
 def test_only_the_registry_knows_provider_names() -> None:
     wrong = provider_name_violations(real_tree())
     assert not wrong, "\n".join(wrong)
@@ -1003,6 +1502,56 @@ def test_only_the_store_touches_its_privates() -> None:
 def test_only_slurm_spells_slurm_commands() -> None:
     wrong = slurm_word_violations(real_tree())
     assert not wrong, "\n".join(wrong)
+
+
+def test_only_the_registry_loads_modules_by_name() -> None:
+    wrong = dynamic_import_violations(real_tree())
+    assert not wrong, "import it, or register a backend in orchestrator/backends.py:\n" + "\n".join(wrong)
+
+
+def test_no_reflection_on_providers_launchers_runners_or_the_store() -> None:
+    wrong = reflection_violations(real_tree())
+    assert not wrong, "\n".join(wrong)
+
+
+def test_no_gpu_or_size_named_outside_hardware_even_from_parts() -> None:
+    wrong = gpu_assembled_violations(real_tree())
+    assert not wrong, "read the catalog's rows (orchestrator/hardware/):\n" + "\n".join(wrong)
+
+
+def test_no_slurm_word_assembled_outside_slurm() -> None:
+    wrong = slurm_assembled_violations(real_tree())
+    assert not wrong, "\n".join(wrong)
+
+
+def _lint_imports(root: Path) -> subprocess.CompletedProcess[str]:
+    """`lint-imports` with the project's contracts (pyproject.toml) over the package under `root`."""
+    exe = Path(sys.executable).with_name("lint-imports")
+    if not exe.exists():
+        pytest.skip("lint-imports is not installed (pip install -e '.[test]')")
+    (root / "pyproject.toml").write_text((ROOT / "pyproject.toml").read_text())
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    return subprocess.run([str(exe), "--no-cache"], cwd=root, env=env, capture_output=True, text=True, timeout=120)
+
+
+def test_lint_imports_catches_upward_backend_and_runs_imports(tmp_path: Path) -> None:
+    """The import-linter contracts hold on a copy of the package with three planted imports, lazy
+    and type-only ones among them: store/ importing cli/ (a floor upward), runs/ importing the
+    provider facade, one backend importing another; each is named."""
+    shutil.copytree(PKG, tmp_path / "orchestrator", ignore=shutil.ignore_patterns("__pycache__", "_data"))
+    clean = _lint_imports(tmp_path)
+    assert clean.returncode == 0, clean.stdout[-3000:]
+    plant = {"store/database.py": "\ndef _up():\n    from orchestrator.cli import app  # noqa\n",
+             "runs/monitor.py": "\nfrom typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import orchestrator.providers.base\n",
+             "providers/fake/provider.py": "\nimport orchestrator.providers.ssh.settings\n"}
+    for where, code in plant.items():
+        path = tmp_path / "orchestrator" / where
+        path.write_text(path.read_text() + code)
+    broken = _lint_imports(tmp_path)
+    assert broken.returncode != 0
+    for needle in ("orchestrator.store.database -> orchestrator.cli", "orchestrator.runs.monitor -> orchestrator.providers",
+                   "orchestrator.providers.fake.provider -> orchestrator.providers.ssh"):
+        assert needle in broken.stdout, (needle, broken.stdout[-3000:])
 
 
 def test_no_class_is_told_apart_by_its_name() -> None:
@@ -1041,7 +1590,10 @@ Rule = Callable[[Tree], list[str]]
 RULES: dict[str, Rule] = {
     "contract": contract_violations,
     "backend import": backend_import_violations,
-    "runs imports providers": runs_provider_imports,
+    "dynamic import": dynamic_import_violations,
+    "reflection": reflection_violations,
+    "gpu name": gpu_assembled_violations,
+    "slurm assembled": slurm_assembled_violations,
     "provider name": provider_name_violations,
     "store private": store_private_violations,
     "probe": probe_violations,
@@ -1080,7 +1632,7 @@ PLANTED = [
                  id="1-import_module-alias-backend"),
     pytest.param("backend import", "orchestrator.cli.app",
                  '__import__("orchestrator.providers", fromlist=["local"])\n', id="1-__import__-fromlist-backend"),
-    pytest.param("runs imports providers", "orchestrator.runs.execute",
+    pytest.param("contract", "orchestrator.runs.execute",
                  'import importlib\nimportlib.import_module(".azure", package="orchestrator.providers")\n',
                  id="1-import_module-relative-runs"),
     # 2. one backend importing another.
@@ -1196,6 +1748,105 @@ PLANTED = [
                  id="10-match-on-__class__.__name__"),
     pytest.param("contract", "orchestrator.runs.execute",
                  "from orchestrator.providers import base\n", id="10-runs-never-providers-inside-a-parenthesis"),
+    # 11. (issue 44) rules about meaning: forms no rule listed before, each resolved or folded.
+    # Dynamic imports outside the registry, however the loader is reached.
+    pytest.param("dynamic import", "orchestrator.report.build",
+                 'import importlib as il\ndef f(name):\n    return il.import_module(name)\n', id="11-alias-import_module-variable"),
+    pytest.param("dynamic import", "orchestrator.runs.execute",
+                 'from importlib import import_module as load\nWHERE = "orchestrator.report.build"\n'
+                 'def f():\n    return load(WHERE)\n', id="11-from-import-alias-constant-name"),
+    pytest.param("dynamic import", "orchestrator.clusters.lifecycle",
+                 'def f(name):\n    return __import__(name)\n', id="11-__import__-variable"),
+    pytest.param("dynamic import", "orchestrator.cli.app",
+                 'import pkgutil\ndef f():\n    return pkgutil.resolve_name("orchestrator.report.build:build_report")\n',
+                 id="11-pkgutil.resolve_name"),
+    pytest.param("dynamic import", "orchestrator.goodput.run",
+                 'import builtins\nloader = getattr(builtins, "__im" + "port__")\ndef f(x):\n    return loader(x)\n',
+                 id="11-getattr-builtins-assembled"),
+    pytest.param("dynamic import", "orchestrator.forecast.plan",
+                 'def f(x):\n    return __builtins__["__import__"](x)\n', id="11-__builtins__-subscript"),
+    pytest.param("dynamic import", "orchestrator.pipelines.pipeline",
+                 'import sys as s\ndef f(name):\n    return s.modules[name]\n', id="11-sys.modules-dynamic-key"),
+    pytest.param("dynamic import", "orchestrator.recipes.catalog",
+                 'from importlib import util\ndef f(p):\n    return util.module_from_spec(util.spec_from_file_location("m", p))\n',
+                 id="11-spec_from_file_location"),
+    pytest.param("dynamic import", "orchestrator.report.site",
+                 'import runpy\nrun = runpy.run_module\n', id="11-runpy-as-a-value"),
+    pytest.param("dynamic import", "orchestrator.results.summary",
+                 'def f():\n    exec("import orchestrator.report")\n', id="11-exec-an-import"),
+    # Reflection on a provider, a launcher, an Access or the store.
+    pytest.param("reflection", "orchestrator.report.build",
+                 'def f(provider):\n    return getattr(provider, "resize")\n', id="11-getattr-provider"),
+    pytest.param("reflection", "orchestrator.results.summary",
+                 'def f(self):\n    return dir(self.launcher)\n', id="11-dir-self.launcher"),
+    pytest.param("reflection", "orchestrator.goodput.cluster",
+                 'def f(p: "Provider"):\n    return p.__module__.endswith("cloud")\n', id="11-__module__-annotated"),
+    pytest.param("reflection", "orchestrator.report.build",
+                 'def f(db):\n    s = Store.open(db)\n    return object.__getattribute__(s, "engine")\n',
+                 id="11-object.__getattribute__-store"),
+    pytest.param("reflection", "orchestrator.forecast.plan",
+                 'def f(access):\n    return type(access.launcher).__qualname__\n', id="11-type-of-launcher-qualname"),
+    pytest.param("reflection", "orchestrator.pipelines.pipeline",
+                 'def f(name):\n    prov = get_provider(name)\n    return vars(prov)\n', id="11-vars-of-get_provider"),
+    pytest.param("reflection", "orchestrator.runs.monitor",
+                 'import inspect\ndef f(launcher):\n    return inspect.getmembers(launcher)\n', id="11-inspect.getmembers"),
+    pytest.param("reflection", "orchestrator.cli.app",
+                 'from operator import attrgetter\ndef f(x: Provider):\n    return attrgetter("replace_node")(x)\n',
+                 id="11-attrgetter-typed-name"),
+    pytest.param("reflection", "orchestrator.clusters.lifecycle",
+                 'def f(spec):\n    with open_store() as db:\n        return db.__dict__\n', id="11-with-open_store-__dict__"),
+    # Provider names however the string is reached.
+    pytest.param("provider name", "orchestrator.clusters.lifecycle",
+                 'from enum import Enum\nclass Kind(Enum):\n    AZ = "azure"\n    LOCAL = "local"\n'
+                 'def f(c):\n    match Kind(c.provider):\n        case Kind.AZ:\n            return 1\n',
+                 id="11-Enum-match"),
+    pytest.param("provider name", "orchestrator.runs.execute",
+                 'from enum import StrEnum\nclass P(StrEnum):\n    ML = "az" + "ureml"\n'
+                 'def f(c):\n    return c.provider == P.ML.value\n', id="11-StrEnum-value-assembled"),
+    pytest.param("provider name", "orchestrator.report.build",
+                 'from enum import Enum\nK = Enum("K", {"A": "fake"})\ndef f(p):\n    return p is K.A\n',
+                 id="11-functional-Enum"),
+    pytest.param("provider name", "orchestrator.pipelines.pipeline",
+                 'WAIT = {}\ndef f():\n    return WAIT.get("azure", 5)\n', id="11-dict-get-key"),
+    pytest.param("provider name", "orchestrator.cli.app",
+                 'def f(p):\n    return p.upper() == "AZURE"\n', id="11-case-insensitive"),
+    pytest.param("provider name", "orchestrator.goodput.run",
+                 'import operator\ndef f(p):\n    return operator.eq(p, "local")\n', id="11-operator.eq"),
+    pytest.param("provider name", "orchestrator.forecast.plan",
+                 'def f(p):\n    return "".join(["s", "sh"]) == p\n', id="11-join-assembled"),
+    pytest.param("provider name", "orchestrator.runs.monitor",
+                 'from orchestrator import backends\ndef f(p):\n    return p == backends.names()[2]\n',
+                 id="11-picked-from-the-registry-list"),
+    pytest.param("provider name", "orchestrator.clusters.spending",
+                 'CLOUDS = frozenset({"azure", "azureml"})\ndef f(p):\n    return p in CLOUDS\n', id="11-frozenset-constant"),
+    pytest.param("provider name", "orchestrator.report.site",
+                 'def f(table, c):\n    return table["%s" % "fake"](c)\n', id="11-subscript-dispatch"),
+    # GPU and size names, assembled from parts.
+    pytest.param("gpu name", "orchestrator.report.build",
+                 'SIZE = "Standard_ND" + "96isr_H100_v5"\n', id="11-size-concatenated"),
+    pytest.param("gpu name", "orchestrator.runs.execute",
+                 'def f(n):\n    return f"{\'H\'}100" if n else None\n', id="11-gpu-fstring"),
+    pytest.param("gpu name", "orchestrator.results.summary",
+                 'def f(sku):\n    return sku == "".join(["GB", "200"])\n', id="11-gpu-join"),
+    pytest.param("gpu name", "orchestrator.cli.app",
+                 'def f(sku):\n    return sku == "h" + "100"\n', id="11-cli-builds-an-alias"),
+    pytest.param("gpu name", "orchestrator.goodput.cluster",
+                 'GPU = "B200"\n', id="11-gpu-plain-in-goodput"),
+    pytest.param("gpu name", "orchestrator.forecast.points",
+                 'PART = "MI"\ndef f():\n    return "{}{}".format(PART, "325X")\n', id="11-gpu-format-with-a-constant"),
+    # Slurm's command words, assembled.
+    pytest.param("slurm assembled", "orchestrator.runs.execute",
+                 'CMD = "s" + "batch"\n', id="11-s+batch"),
+    pytest.param("slurm assembled", "orchestrator.runs.monitor",
+                 'def f():\n    return f"{\'sq\'}ueue -u me"\n', id="11-fstring-squeue"),
+    pytest.param("slurm assembled", "orchestrator.clusters.lifecycle",
+                 'A = "sin"\nB = A + "fo"\n', id="11-constant-then-concatenated"),
+    pytest.param("slurm assembled", "orchestrator.report.build",
+                 'X = "%s%s" % ("sa", "cct")\n', id="11-percent-format"),
+    pytest.param("slurm assembled", "orchestrator.cli.app",
+                 'def f(run):\n    return run(["nurs"[::-1], "hostname"])\n', id="11-reversed"),
+    pytest.param("slurm assembled", "orchestrator.pipelines.pipeline",
+                 'def f():\n    return "".join(["scan", "cel"])\n', id="11-join-scancel"),
 ]
 
 
@@ -1260,6 +1911,28 @@ ALLOWED = [
                  'def f(e):\n    return f"{type(e).__name__}: {e}"\n', id="a-type-name-in-a-message"),
     pytest.param("store private", "orchestrator.report.build",
                  'def f(store, row):\n    return vars(row), row.__dict__\n', id="vars-of-something-else"),
+    pytest.param("dynamic import", REGISTRY, 'import importlib\ndef f(p):\n    return importlib.import_module(p)\n',
+                 id="the-registry-loads-by-name"),
+    pytest.param("dynamic import", "orchestrator.cli.common",
+                 'from importlib.metadata import version\nimport importlib.util\ndef f():\n'
+                 '    return version("azbench"), importlib.util.find_spec("mlperf_logging")\n',
+                 id="metadata-and-find_spec-load-nothing"),
+    pytest.param("reflection", "orchestrator.report.build",
+                 'def f(row, exc):\n    return getattr(row, "x"), type(exc).__name__, vars(row)\n', id="reflection-on-data"),
+    pytest.param("reflection", "orchestrator.providers.azure.provider",
+                 'def f(provider):\n    return type(provider).__name__\n', id="a-provider-looks-at-itself"),
+    pytest.param("provider name", "orchestrator.specs.cluster",
+                 'from orchestrator import backends\ndef f(p):\n    return p in backends.names()\n',
+                 id="is-it-registered"),
+    pytest.param("gpu name", "orchestrator.hardware.catalog",
+                 'X = "Standard_ND" + "96isr_H100_v5"\n', id="hardware-names-sizes"),
+    pytest.param("gpu name", "orchestrator.cli.plan",
+                 'HELP = "VM size or alias: h100, h200"\n', id="cli-help-example"),
+    pytest.param("slurm assembled", "orchestrator.providers.local.provider",
+                 'from orchestrator.slurm.commands import NODE_LIST\nX = NODE_LIST + " -h"\n',
+                 id="slurm-constant-used-by-name"),
+    pytest.param("slurm assembled", "orchestrator.slurm.batch",
+                 'X = "s" + "batch"\n', id="slurm-assembles-its-own"),
 ]
 
 

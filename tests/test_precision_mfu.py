@@ -18,6 +18,7 @@ from orchestrator.recipes.catalog import model_facts, resolve
 from orchestrator.report.build import build_report
 from orchestrator.results.importer import import_path
 from orchestrator.results.metrics import run_precision
+from orchestrator.results.mllog import RunSummary
 from orchestrator.store.database import Store
 
 MIRROR = Path(__file__).resolve().parents[2] / ".mirror" / "mlcommons+training_results_v5.1" / "repo"
@@ -75,10 +76,10 @@ def test_the_fp4_config_of_a_published_system_sets_the_mfu_precision(tmp_path: P
 
 def test_the_log_says_the_precision_first(tmp_path: Path) -> None:
     line = ":::AZBENCH_PRECISION gemm=fp8 source=FP8=True (recipes/configs/x/config_common.sh:54)"
-    assert run_precision({"precision_line": line.split(" ", 1)[1]}, "fp4: FP4=True (x)")[0] == "fp8"
-    assert run_precision({"params": {"lowest_numerical_precision_in_linear": "nvfp4"}})[0] == "fp4"
-    assert run_precision({}, "fp4: FP4=True (recipes/configs/y:1)")[0] == "fp4"
-    value, where = run_precision({}, None, "fp8")
+    assert run_precision(RunSummary(precision_line=line.split(" ", 1)[1]), "fp4: FP4=True (x)")[0] == "fp8"
+    assert run_precision(RunSummary(params={"lowest_numerical_precision_in_linear": "nvfp4"}))[0] == "fp4"
+    assert run_precision(RunSummary(), "fp4: FP4=True (recipes/configs/y:1)")[0] == "fp4"
+    value, where = run_precision(RunSummary(), None, "fp8")
     assert value == "fp8" and "recipe's model.precision" in where
     tree = tmp_path / "tree"
     bench = tree / "v5.1" / "NVIDIA" / "results" / SYSTEM / "llama31_405b"

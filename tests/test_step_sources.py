@@ -25,7 +25,7 @@ def test_v41_gpt3_train_step_timing_in_s_gives_per_step_mfu_near_47_percent() ->
     assert s.step_time_source == "tracked_stats"
     # 2 blocks of 12 steps each; "validation_step_timing in s" lines are not train steps.
     assert len(s.step_times) == 24 and len(s.eval_steps) == 1
-    kept = kept_step_times(s.model_dump())
+    kept = kept_step_times(s)
     assert len(kept) == 22 and all(9.3 < t < 9.6 for t in kept)
     stats = metrics.step_time_stats([(0, t) for t in kept], drop_first=False)
     assert stats is not None
@@ -49,7 +49,7 @@ def test_v51_lora_block_averages_are_kept_not_dropped_as_after_an_eval() -> None
     # mlperf_common logs one train_step_time (an average, no metadata.step) per block.
     assert s.step_time_source == "tracked_block_avg"
     assert len(s.step_times) == 4 and s.eval_steps == []
-    kept = kept_step_times(s.model_dump())
+    kept = kept_step_times(s)
     assert len(kept) == 3 and all(0.18 < t < 0.19 for t in kept)
 
 
@@ -66,13 +66,13 @@ def test_without_a_step_key_step_time_is_block_duration_over_its_steps() -> None
     s = parse_lines([gbs, *_block(0, 12_000, 640), *_block(13_000, 19_000, 384)])
     assert s.step_time_source == "block_derived"
     assert [round(t.seconds, 6) for t in s.step_times] == [1.2, 1.0]  # 12 s / 10 steps, 6 s / 6
-    assert kept_step_times(s.model_dump()) == [1.0]
+    assert kept_step_times(s) == [1.0]
 
 
 def test_whole_block_durations_are_never_used_as_step_times() -> None:
     s = parse_lines(_block(0, 12_000, 640))  # no global_batch_size: steps per block unknown
     assert s.step_time_source == "block"
-    assert kept_step_times(s.model_dump()) == []
+    assert kept_step_times(s) == []
 
 
 def test_lora_mfu_counts_the_frozen_base_without_weight_gradients() -> None:
@@ -84,7 +84,7 @@ def test_lora_mfu_counts_the_frozen_base_without_weight_gradients() -> None:
     assert facts.flops_per_token() == pytest.approx(3.4451e11, rel=1e-4)
     assert "frozen base" in facts.formula
     s = parse_file(LORA)
-    stats = metrics.step_time_stats([(0, t) for t in kept_step_times(s.model_dump())],
+    stats = metrics.step_time_stats([(0, t) for t in kept_step_times(s)],
                                     drop_first=False)
     out = mfu(facts, "llama2_70b_lora", "gb200", 512, s.global_batch_size,
               s.max_sequence_length, stats, source="per-block average")

@@ -33,6 +33,12 @@ from orchestrator.cli.common import (
     output,
 )
 from orchestrator.errors import EXIT_INTERRUPTED, AzbenchError, StoreError
+from orchestrator.errors import ConfigError
+from orchestrator.paths import templates_dir, write_atomic
+from orchestrator.errors import ConfigError, PreflightError
+from orchestrator.errors import ProvisionError
+from orchestrator.paths import home
+from orchestrator.safetext import shown
 
 if TYPE_CHECKING:
     from datetime import timedelta
@@ -51,7 +57,7 @@ if TYPE_CHECKING:
 def catalog(as_json: bool = JsonOpt, fmt: Optional[OutputFormat] = OutputOpt,
             query: Optional[str] = QueryOpt) -> None:
     """The GPU VM sizes azbench knows (prices are list-price estimates)."""
-    from orchestrator.hardware.catalog import CATALOG
+    from orchestrator.hardware.catalog import CATALOG  # lazy: +pydantic on --help (cli/__init__)
     out = output(as_json, fmt, query)
     if not out.rich:
         return out.emit(list(CATALOG))
@@ -83,8 +89,6 @@ _CATALOG_COLUMNS = [Col("size", 0), Col("name", 1, wrap=False), Col("aliases", 4
 def init(path: Path = typer.Argument(Path("cluster.yaml"), help="Where to write the example."),
          force: bool = typer.Option(False, "--force", help="Overwrite an existing file.")) -> None:
     """Write a commented example cluster.yaml."""
-    from orchestrator.errors import ConfigError
-    from orchestrator.paths import templates_dir, write_atomic
     if path.is_dir():
         raise ConfigError(f"{path} is a directory: give a file name such as {path / 'cluster.yaml'}")
     if path.exists() and not force:
@@ -102,8 +106,8 @@ def init(path: Path = typer.Argument(Path("cluster.yaml"), help="Where to write 
 # ---------------------------------------------------------------- up / down / status
 
 def _cluster_spec(file: Optional[Path], **flags: Any) -> ClusterSpec:
-    from orchestrator.clusters.spending import default_name
-    from orchestrator.specs.cluster import load_cluster_spec
+    from orchestrator.clusters.spending import default_name  # lazy: +pydantic on --help (cli/__init__)
+    from orchestrator.specs.cluster import load_cluster_spec  # lazy: +pydantic on --help (cli/__init__)
     if file is None and flags.get("name") is None:
         flags["name"] = default_name(flags.get("provider"))
     return load_cluster_spec(file, flags)
@@ -132,8 +136,7 @@ def up(
     Azure and Azure ML clusters cost money: `up` prints the plan in one line and asks first
     (--yes skips the question; without a terminal it refuses unless --yes is given)."""
     out = output(as_json, fmt, query)
-    from orchestrator.clusters import lifecycle, spending
-    from orchestrator.errors import ConfigError, PreflightError
+    from orchestrator.clusters import lifecycle, spending  # lazy: +pydantic on --help (cli/__init__)
     check_number("--max-cost-per-hour", max_cost, 0.01, 1_000_000)
     if check and not dry_run:
         raise ConfigError("--check goes with --dry-run (a real `up` checks the same before its first write)")
@@ -174,9 +177,9 @@ def up(
 def _warn_budget(spec: ClusterSpec, plan: Plan) -> None:
     """The spec's `budget:` against what its owner's clusters cost this period (the store): a
     warning on stderr, never a refusal (the cost cap refuses)."""
-    from orchestrator.clusters.spending import budget_warning
-    from orchestrator.goodput.owners import expected_owner, spent
-    from orchestrator.models import utcnow
+    from orchestrator.clusters.spending import budget_warning  # lazy: +pydantic on --help (cli/__init__)
+    from orchestrator.goodput.owners import expected_owner, spent  # lazy: +pydantic+sqlalchemy on --help (cli/__init__)
+    from orchestrator.models import utcnow  # lazy: +pydantic on --help (cli/__init__)
     assert spec.budget is not None
     since = spec.budget.since(utcnow())
     with open_store() as store:
@@ -198,7 +201,7 @@ def _step_line(event: Any) -> None:
 def _render_plan(plan: Plan, checked: list[str] | None = None) -> None:
     """The plan; its preflight lines say what `up` will check, or (`checked`, --check) what
     was read."""
-    from orchestrator.clusters.spending import worst_case
+    from orchestrator.clusters.spending import worst_case  # lazy: +pydantic on --help (cli/__init__)
     console = make_console()
     cost = f"~${plan.cost_per_hour_usd:,.2f}/h (estimate)" if plan.cost_per_hour_usd is not None else "unknown"
     console.print(f"[bold]Plan for cluster '{plan.cluster}'[/bold] ({plan.provider}, {plan.region or 'this machine'}): "
@@ -247,13 +250,13 @@ def down(name: str = typer.Argument(..., help="Cluster name."),
     terminal it refuses unless --yes. A cluster you did not create, or whose group holds
     resources azbench did not make, is refused unless --force. If it stops part way, rerun it."""
     out = output(as_json, fmt, query)
-    from orchestrator.clusters import lifecycle
+    from orchestrator.clusters import lifecycle  # lazy: +pydantic on --help (cli/__init__)
     with open_store() as store:
         cluster = lifecycle.down(name, store, on_progress=_step_line if out.rich else None, force=force,
                                  confirm=lambda question: confirm(question, yes))
         if not out.rich:
             return out.emit(cluster)
-        from orchestrator.goodput.cluster import cluster_goodput
+        from orchestrator.goodput.cluster import cluster_goodput  # lazy: +pydantic+sqlalchemy on --help (cli/__init__)
         line = cluster_goodput(store, name).line  # where its money went, now that its record is final
     sys.stdout.write(f"cluster '{name}' is down\n{name}: {line}\n")
 
@@ -270,7 +273,7 @@ def adopt(name: str = typer.Argument(..., help="Cluster name (its azbench-cluste
     """Rebuild the record of a live cluster this home does not know (a lost or copied store) from
     its cloud tags and resources; another owner's needs --force. Reads only: nothing changes in the cloud."""
     out = output(as_json, fmt, query)
-    from orchestrator.clusters import lifecycle
+    from orchestrator.clusters import lifecycle  # lazy: +pydantic on --help (cli/__init__)
     _check_arm_endpoint_flag(arm_endpoint)
     with open_store() as store:
         cluster = lifecycle.adopt(name, store, provider, force=force, account=subscription, endpoint=arm_endpoint)
@@ -293,7 +296,7 @@ def status(name: Optional[str] = typer.Argument(None, help="Cluster name (defaul
     import dataclasses
     from datetime import datetime, timezone
 
-    from orchestrator.clusters import lifecycle
+    from orchestrator.clusters import lifecycle  # lazy: +pydantic on --help (cli/__init__)
     out = output(as_json, fmt, query)
     events: list[Any] = []
     notes: list[str] = []
@@ -402,7 +405,7 @@ def extend(name: str = typer.Argument(..., help="Cluster name."),
            fmt: Optional[OutputFormat] = OutputOpt, query: Optional[str] = QueryOpt) -> None:
     """Move an Azure cluster's expiry later: its azbench-expires tags, which the head's expiry timer reads."""
     out = output(as_json, fmt, query)
-    from orchestrator.clusters import lifecycle
+    from orchestrator.clusters import lifecycle  # lazy: +pydantic on --help (cli/__init__)
     with open_store() as store:
         cluster = lifecycle.extend(name, hours, store, force=force)
     if not out.rich:
@@ -422,8 +425,8 @@ def ssh(name: str = typer.Argument(..., help="Cluster name."),
     import os
     import subprocess
 
-    from orchestrator.clusters import lifecycle
-    from orchestrator.clusters.shell import check_head, describe, head_command
+    from orchestrator.clusters import lifecycle  # lazy: +pydantic on --help (cli/__init__)
+    from orchestrator.clusters.shell import check_head, describe, head_command  # lazy: +pydantic on --help (cli/__init__)
     with open_store() as store:
         cluster = lifecycle.reachable(name, store)
     cmd = head_command(cluster, list(command or []))
@@ -450,9 +453,8 @@ def sweep(dry_run: bool = typer.Option(False, "--dry-run", help="List what would
     has no record of is listed, never deleted (`azbench adopt NAME` takes it in)."""
     out = output(as_json, fmt, query)
     import dataclasses
-    from orchestrator.clusters import lifecycle
-    from orchestrator.errors import ProvisionError
-    from orchestrator.providers.base import SweepRequest
+    from orchestrator.clusters import lifecycle  # lazy: +pydantic on --help (cli/__init__)
+    from orchestrator.providers.base import SweepRequest  # lazy: +pydantic on --help (cli/__init__)
     _check_arm_endpoint_flag(arm_endpoint)
     with open_store() as store:
         known = {r.name for r in store.list_clusters()}
@@ -489,8 +491,7 @@ def sweep(dry_run: bool = typer.Option(False, "--dry-run", help="List what would
 
 def _check_arm_endpoint_flag(value: str | None) -> None:
     """--arm-endpoint must be an https URL (ConfigError naming the flag, exit 2)."""
-    from orchestrator.errors import ConfigError
-    from orchestrator.providers.azure_shared.endpoints import check_arm_endpoint
+    from orchestrator.providers.azure_shared.endpoints import check_arm_endpoint  # lazy: +pydantic on --help (cli/__init__)
     if value is not None:
         try:
             check_arm_endpoint(value)
@@ -596,8 +597,6 @@ def _os_error(exc: OSError) -> NoReturn:
         _say("usage error: standard output is closed: nothing could be printed")
         sys.exit(2)
     if exc.filename:
-        from orchestrator.errors import ConfigError
-        from orchestrator.paths import home
         path = Path(str(exc.filename))
         ours = path.is_relative_to(home()) if path.is_absolute() else False
         kind = StoreError if ours else ConfigError
@@ -627,7 +626,6 @@ def _quiet_sdk_loggers(argv: list[str]) -> None:
 def _say(line: str) -> None:
     """One line on stderr, if there is a stderr to write to: query strings (SAS tokens)
     redacted, control characters stripped (a name from a log may be in it)."""
-    from orchestrator.safetext import shown
     try:
         if sys.stderr is not None:
             sys.stderr.write(f"azbench: {shown(line)}\n")

@@ -18,6 +18,9 @@ from typing import TYPE_CHECKING, Any, Union
 import typer
 
 from orchestrator.errors import EXIT_CODES
+from orchestrator.errors import ConfigError
+from orchestrator.safetext import clean, clean_lines, json_text
+from orchestrator.errors import NotFoundError
 
 if TYPE_CHECKING:
     from datetime import datetime
@@ -94,7 +97,6 @@ def _root(debug: bool = typer.Option(False, "--debug", help="Show tracebacks for
 
 def confirm(question: str, yes: bool) -> None:
     """--yes, or a y/N prompt on a terminal; without a terminal refuse instead of hanging."""
-    from orchestrator.errors import ConfigError
     if yes:
         return
     if not sys.stdin.isatty():
@@ -110,7 +112,6 @@ def parse_date(flag: str, value: str | None, end_of_day: bool = False) -> dateti
         return None
     from datetime import datetime, timedelta, timezone
 
-    from orchestrator.errors import ConfigError
     try:
         when = datetime.fromisoformat(value)
     except ValueError:
@@ -125,7 +126,6 @@ def check_number(flag: str, value: float | None, lo: float, hi: float) -> None:
     comparison with nan is false) and have no upper bound by default."""
     import math
 
-    from orchestrator.errors import ConfigError
     if value is not None and not (math.isfinite(value) and lo <= value <= hi):
         raise ConfigError(f"{flag}: must be between {lo:g} and {hi:g}, got {value:g}")
 
@@ -151,7 +151,6 @@ def say(text: str, err: bool = False) -> None:
     """Write `text` to stdout (stderr with err=True) with no control, bidi or zero-width
     character (safetext.clean_lines; newlines kept): for every line that holds a file's, a
     folder's, a snapshot's or the cloud's text."""
-    from orchestrator.safetext import clean_lines
     (sys.stderr if err else sys.stdout).write(clean_lines(text))
 
 
@@ -179,7 +178,6 @@ def cell_text(value: object) -> Text:
     """A table cell as Rich Text: cleaned of control characters, not read as markup."""
     from rich.text import Text
 
-    from orchestrator.safetext import clean
     return Text(clean("" if value is None else str(value)))
 
 
@@ -206,7 +204,6 @@ class Output:
     def emit_text(self, text: str) -> None:
         """Print a JSON document a renderer already made (the report's), in this format."""
         if self.format is OutputFormat.json and self.query is None:
-            from orchestrator.safetext import json_text
             sys.stdout.write(json_text(text) + "\n")  # no raw ESC, bidi or zero-width character
             return
         self._write(json.loads(text))
@@ -226,7 +223,6 @@ class Output:
 def output(as_json: bool, fmt: OutputFormat | None, query: str | None) -> Output:
     """The Output for a command's --json, -o and --query; a bad query or a --json that
     contradicts -o is a ConfigError (exit 2) before the command does anything."""
-    from orchestrator.errors import ConfigError
     if as_json and fmt not in (None, OutputFormat.json):
         raise ConfigError(f"--json is -o json: it cannot be combined with -o {fmt.value if fmt else ''}")
     chosen = OutputFormat.json if as_json else (fmt or OutputFormat.table)
@@ -282,7 +278,6 @@ def _cell(value: Json) -> str:
         text = json.dumps(value, separators=(",", ":"))
     else:
         text = str(value)
-    from orchestrator.safetext import clean
     return clean(text.replace("\t", "\\t").replace("\r", "\\r").replace("\n", "\\n"))
 
 
@@ -290,7 +285,6 @@ def _compile(query: str) -> ParsedResult:
     import jmespath
     from jmespath.exceptions import JMESPathError
 
-    from orchestrator.errors import ConfigError
     try:
         return jmespath.compile(query)
     except JMESPathError as exc:
@@ -300,7 +294,6 @@ def _compile(query: str) -> ParsedResult:
 def _search(compiled: ParsedResult, query: str, value: Json) -> Json:
     from jmespath.exceptions import JMESPathError
 
-    from orchestrator.errors import ConfigError
     try:
         found: Json = compiled.search(value)
     except JMESPathError as exc:
@@ -338,7 +331,6 @@ def fit_table(title: str, columns: Sequence[Col], rows: Sequence[Sequence[object
     (say so under the table: -o json has every field)."""
     from rich.cells import cell_len
     from rich.table import Table
-    from orchestrator.safetext import clean
     cells = [[clean("" if v is None else str(v)) for v in row] for row in rows]
 
     def span(i: int) -> tuple[int, int]:
@@ -383,7 +375,6 @@ def check_filter(what: str, value: str | None, stored: Sequence[str]) -> None:
     (exit 2) listing them and the nearest. Call it only when the store holds results."""
     import difflib
 
-    from orchestrator.errors import NotFoundError
     if value is None or value in stored:
         return
     lowered = {name.lower(): name for name in stored}
@@ -395,5 +386,5 @@ def check_filter(what: str, value: str | None, stored: Sequence[str]) -> None:
 
 
 def open_store() -> Store:
-    from orchestrator.store.database import Store
+    from orchestrator.store.database import Store  # lazy: +pydantic+sqlalchemy on --help (cli/__init__)
     return Store.open()

@@ -12,6 +12,8 @@ import typer
 
 from orchestrator.cli.common import JsonOpt, OutputFormat, OutputOpt, QueryOpt, app, make_console, make_table, open_store, output
 from orchestrator.safetext import clean
+from orchestrator.errors import ConfigError
+from orchestrator.cli.common import parse_date
 
 if TYPE_CHECKING:
     from orchestrator.goodput.model import Cause, ClusterGoodput, OwnerTotal, RunGoodput
@@ -34,7 +36,6 @@ def goodput(run: Optional[str] = typer.Argument(None, help="Run id (see `azbench
     teardown), with GPU-hours and list-price cost per category, the failures with their class
     and evidence, and the top causes of lost GPU-hours. What no source covers is `unattributed`.
     Goodput = training / wall time."""
-    from orchestrator.errors import ConfigError
     chosen = [f for f, v in (("RUN", run), ("--cluster", cluster), ("--by", by)) if v is not None]
     if len(chosen) != 1:
         raise ConfigError("goodput needs exactly one of RUN, --cluster NAME or --by owner"
@@ -44,21 +45,20 @@ def goodput(run: Optional[str] = typer.Argument(None, help="Run id (see `azbench
     out = output(as_json, fmt, query)
     with open_store() as store:
         if run is not None:
-            from orchestrator.goodput.run import run_goodput
+            from orchestrator.goodput.run import run_goodput  # lazy: +pydantic+sqlalchemy on --help (cli/__init__)
             g = run_goodput(store, run)
             return out.emit(g) if not out.rich else _render_run(g)
         if cluster is not None:
-            from orchestrator.goodput.cluster import cluster_goodput
+            from orchestrator.goodput.cluster import cluster_goodput  # lazy: +pydantic+sqlalchemy on --help (cli/__init__)
             c = cluster_goodput(store, cluster)
             return out.emit(c) if not out.rich else _render_cluster(c)
-        from orchestrator.cli.common import parse_date
-        from orchestrator.goodput.owners import by_owner
+        from orchestrator.goodput.owners import by_owner  # lazy: +pydantic+sqlalchemy on --help (cli/__init__)
         totals = by_owner(store, since=parse_date("--since", since))
     return out.emit(totals) if not out.rich else _render_owners(totals)
 
 
 def _render_run(g: RunGoodput) -> None:
-    from orchestrator.goodput.model import RUN_SOURCES
+    from orchestrator.goodput.model import RUN_SOURCES  # lazy: +pydantic on --help (cli/__init__)
     console = make_console()
     when = "so far, the run is live" if g.live else g.state
     console.print(clean(f"run {g.run_id} ({g.recipe}, {g.nodes} node(s) on {g.cluster}, {when}): "
@@ -81,7 +81,7 @@ def _render_run(g: RunGoodput) -> None:
 
 
 def _render_cluster(c: ClusterGoodput) -> None:
-    from orchestrator.goodput.model import CLUSTER_SOURCES
+    from orchestrator.goodput.model import CLUSTER_SOURCES  # lazy: +pydantic on --help (cli/__init__)
     console = make_console()
     console.print(clean(f"cluster {c.cluster} ({c.nodes} x {c.sku}, {c.provider}, {c.state}"
                         f"{', live: counted up to now' if c.live else ''}): {c.line}"), markup=False, highlight=False)

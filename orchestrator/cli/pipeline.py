@@ -14,11 +14,24 @@ import os
 import sys
 import time
 from pathlib import Path
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Optional
 
 import typer
 
 from orchestrator.cli.common import OutputFormat, OutputOpt, QueryOpt, confirm, output
+from orchestrator.cli.common import open_store
+from orchestrator.cli.common import check_number
+from orchestrator.errors import AzbenchError
+from orchestrator.pipelines.junit import to_junit_xml
+from orchestrator.paths import write_atomic
+from orchestrator.cli.common import make_console, make_table
+from orchestrator.safetext import clean
+from orchestrator.cli.common import make_console, make_table, open_store
+from orchestrator.errors import RegressionError
+from orchestrator.errors import ConfigError
+from orchestrator.cli.common import parse_date
+from orchestrator.errors import NotFoundError
 
 if TYPE_CHECKING:  # the use cases load inside the commands: --help stays fast
     from collections.abc import Mapping
@@ -67,11 +80,10 @@ def pipeline_run(
     Teardown runs on every exit path (error, Ctrl-C, SIGTERM). Exit 0 passed, 8 regression,
     5 failed runs, 128+N on signal N, else the failing stage's code."""
     out = output(as_json, fmt, query)
-    from orchestrator.cli.common import open_store
-    from orchestrator.clusters import lifecycle
-    from orchestrator.cli.common import check_number
-    from orchestrator.pipelines.pipeline import cluster_specs, load_pipeline_spec, run_pipeline
-    from orchestrator.recipes.catalog import check_params, get_recipe
+    from orchestrator.clusters import lifecycle  # lazy: +pydantic on --help (cli/__init__)
+    from orchestrator.pipelines.pipeline import run_pipeline  # lazy: +pydantic+sqlalchemy on --help (cli/__init__)
+    from orchestrator.pipelines.spec import cluster_specs, load_pipeline_spec  # lazy: +pydantic+sqlalchemy on --help (cli/__init__)
+    from orchestrator.recipes.catalog import check_params, get_recipe  # lazy: +pydantic on --help (cli/__init__)
     check_number("--poll", poll, 0.05, 3600)
     spec = load_pipeline_spec(file)
     for entry in spec.matrix:  # before anything costs money: unknown recipes or parameters
@@ -100,7 +112,6 @@ def pipeline_run(
 def pipeline_error(status: str, code: int, message: str) -> Exception:
     """An AzbenchError carrying the pipeline's exit code (typer.Exit's code is lost under
     cli.main's standalone_mode=False), so main() prints one line and exits with it."""
-    from orchestrator.errors import AzbenchError
 
     class PipelineExit(AzbenchError):
         exit_code = code
@@ -115,8 +126,8 @@ def pipeline_down(file: Path = typer.Argument(..., help="Pipeline spec YAML."),
                   fmt: Optional[OutputFormat] = OutputOpt, query: Optional[str] = QueryOpt) -> None:
     """Tear down every cluster of a pipeline (idempotent): the CI step for a cancelled job."""
     out = output(as_json, fmt, query)
-    from orchestrator.cli.common import open_store
-    from orchestrator.pipelines.pipeline import cluster_specs, down_cluster, load_pipeline_spec
+    from orchestrator.pipelines.pipeline import down_cluster  # lazy: +pydantic+sqlalchemy on --help (cli/__init__)
+    from orchestrator.pipelines.spec import cluster_specs, load_pipeline_spec  # lazy: +pydantic+sqlalchemy on --help (cli/__init__)
     spec = load_pipeline_spec(file)
     with open_store() as store:
         states = {c.name: down_cluster(c, store) for c in cluster_specs(spec)}
@@ -128,10 +139,8 @@ def pipeline_down(file: Path = typer.Argument(..., help="Pipeline spec YAML."),
 
 def _write_outputs(result: PipelineResult, junit: Optional[Path], markdown: Optional[Path],
                    summary_json: Optional[Path]) -> None:
-    from orchestrator.pipelines.junit import to_junit_xml
-    from orchestrator.paths import write_atomic
-    from orchestrator.pipelines.results import junit_suites, summary_markdown
-    outputs = {junit: lambda: to_junit_xml(junit_suites(result.summary)),
+    from orchestrator.pipelines.results import junit_suites, summary_markdown  # lazy: +pydantic+sqlalchemy on --help (cli/__init__)
+    outputs: dict[Optional[Path], Callable[[], str]] = {junit: lambda: to_junit_xml(junit_suites(result.summary)),
                markdown: lambda: summary_markdown(result),
                summary_json: lambda: result.summary.model_dump_json(indent=2) + "\n"}
     for path, render in outputs.items():
@@ -142,15 +151,13 @@ def _write_outputs(result: PipelineResult, junit: Optional[Path], markdown: Opti
 
 
 def _print_cases(s: PipelineSummary) -> None:
-    from orchestrator.cli.common import make_console, make_table
-    from orchestrator.pipelines.baselines import METRICS
+    from orchestrator.pipelines.baselines import METRICS  # lazy: +pydantic+sqlalchemy on --help (cli/__init__)
     keys = ("time_to_train", "step_time", "weak_scaling_efficiency", "allreduce_busbw")
     rows = [[c.name, len(c.run_ids), len(c.failed)] + [_fmt(c.metrics.get(k)) for k in keys]
             + ["error" if c.failed else "regression" if c.regressions else
                "not run" if not c.run_ids else "improvement" if c.improvements else "ok"]
             for c in s.cases]
     header = ["case", "runs", "failed"] + [METRICS[k][0] for k in keys] + ["verdict"]
-    from orchestrator.safetext import clean
     if plain_output():  # CI logs: no box drawing, nothing clipped to 80 columns
         sys.stdout.write(f"pipeline {s.pipeline}: {s.status}\n")
         for row in rows:
@@ -215,8 +222,7 @@ def baseline_set(
 ) -> None:
     """Make a baseline from stored results (default: the newest sweep); replaces one of that name."""
     out = output(as_json, fmt, query)
-    from orchestrator.cli.common import open_store
-    from orchestrator.pipelines.baselines import check_name, collect, find_baseline, set_baseline
+    from orchestrator.pipelines.baselines import check_name, collect, find_baseline, set_baseline  # lazy: +pydantic+sqlalchemy on --help (cli/__init__)
     check_name(name)
     with open_store() as store:
         selection = _selection(store, sweep, cluster, benchmark, since)
@@ -235,8 +241,7 @@ def baseline_list(as_json: bool = JsonOpt,
                   fmt: Optional[OutputFormat] = OutputOpt, query: Optional[str] = QueryOpt) -> None:
     """Stored baselines."""
     out = output(as_json, fmt, query)
-    from orchestrator.cli.common import make_console, make_table, open_store
-    from orchestrator.pipelines.baselines import list_baselines
+    from orchestrator.pipelines.baselines import list_baselines  # lazy: +pydantic+sqlalchemy on --help (cli/__init__)
     with open_store() as store:
         items = list_baselines(store)
     if not out.rich:
@@ -253,8 +258,7 @@ def baseline_show(name: str = typer.Argument(..., help="Baseline name."), as_jso
     out = output(as_json, fmt, query)
     import statistics
 
-    from orchestrator.cli.common import make_console, make_table, open_store
-    from orchestrator.pipelines.baselines import METRICS, get_baseline
+    from orchestrator.pipelines.baselines import METRICS, get_baseline  # lazy: +pydantic+sqlalchemy on --help (cli/__init__)
     with open_store() as store:
         base = get_baseline(store, name)
     if not out.rich:
@@ -274,8 +278,7 @@ def baseline_show(name: str = typer.Argument(..., help="Baseline name."), as_jso
 @baseline_app.command("delete")
 def baseline_delete(name: str = typer.Argument(..., help="Baseline name."), yes: bool = YesOpt) -> None:
     """Delete a baseline."""
-    from orchestrator.cli.common import open_store
-    from orchestrator.pipelines.baselines import delete_baseline, get_baseline
+    from orchestrator.pipelines.baselines import delete_baseline, get_baseline  # lazy: +pydantic+sqlalchemy on --help (cli/__init__)
     with open_store() as store:
         get_baseline(store, name)
         confirm(f"Delete baseline '{name}'?", yes)
@@ -299,10 +302,8 @@ def compare_cmd(
 ) -> None:
     """Compare stored results (default: the newest sweep) with a baseline; exit 8 on regression."""
     out = output(as_json, fmt, query)
-    from orchestrator.cli.common import open_store
-    from orchestrator.errors import RegressionError
-    from orchestrator.pipelines.baselines import collect, compare, get_baseline
-    from orchestrator.pipelines.results import comparison_markdown
+    from orchestrator.pipelines.baselines import collect, compare, get_baseline  # lazy: +pydantic+sqlalchemy on --help (cli/__init__)
+    from orchestrator.pipelines.results import comparison_markdown  # lazy: +pydantic+sqlalchemy on --help (cli/__init__)
     tolerances = _tolerances(tolerance, min_confidence)
     with open_store() as store:
         base = get_baseline(store, baseline)
@@ -319,8 +320,7 @@ def compare_cmd(
 
 
 def _print_comparison(result: Comparison) -> None:
-    from orchestrator.cli.common import make_console, make_table
-    from orchestrator.pipelines.baselines import METRICS
+    from orchestrator.pipelines.baselines import METRICS  # lazy: +pydantic+sqlalchemy on --help (cli/__init__)
     rows = [[d.label, METRICS[d.metric][0], f"{_fmt(d.baseline_mean)} (n={d.n_baseline})",
              f"{_fmt(d.current_mean)} (n={d.n_current})",
              _pct(d.change, signed=True), _pct(d.confidence, 0) if d.confidence is not None else "n<2", d.verdict]
@@ -328,7 +328,6 @@ def _print_comparison(result: Comparison) -> None:
     make_console().print(make_table(f"Compared with baseline {result.baseline}",
                             ["scale", "metric", "baseline", "current", "change", "confidence",
                              "verdict"], rows))
-    from orchestrator.safetext import clean
     for d in result.regressions:  # its label names a benchmark and a SKU read from results
         sys.stdout.write(clean(f"regression: {d.describe()}") + "\n")
     for d in result.improvements:
@@ -340,8 +339,7 @@ def _print_comparison(result: Comparison) -> None:
 def _tolerances(items: list[str], min_confidence: Optional[float]) -> Tolerances:
     from pydantic import ValidationError
 
-    from orchestrator.errors import ConfigError
-    from orchestrator.pipelines.baselines import METRICS, Tolerance, Tolerances
+    from orchestrator.pipelines.baselines import METRICS, Tolerance, Tolerances  # lazy: +pydantic+sqlalchemy on --help (cli/__init__)
     data: dict[str, dict[str, object]] = {}
     for item in items:
         metric, sep, value = item.partition("=")
@@ -362,9 +360,7 @@ def _tolerances(items: list[str], min_confidence: Optional[float]) -> Tolerances
 def _selection(store: Store, sweeps: list[str], cluster: Optional[str], benchmark: Optional[str],
                since: Optional[str]) -> Selection:
     """The flags' selection; with no filter at all, the newest sweep."""
-    from orchestrator.cli.common import parse_date
-    from orchestrator.errors import NotFoundError
-    from orchestrator.pipelines.baselines import Selection
+    from orchestrator.pipelines.baselines import Selection  # lazy: +pydantic+sqlalchemy on --help (cli/__init__)
     if not (sweeps or cluster or benchmark or since):
         newest = [r.sweep_id for r in store.list_runs() if r.sweep_id]
         if not newest:
@@ -381,10 +377,10 @@ def _describe(source: Mapping[str, object]) -> str:
 
 
 def _pct(value: float | None, digits: int = 1, signed: bool = False) -> str:
-    from orchestrator import formats
+    from orchestrator import formats  # lazy: +pydantic on --help (cli/__init__)
     return formats.pct(value, digits, signed=signed)
 
 
 def _fmt(value: float | None) -> str:
-    from orchestrator import formats
+    from orchestrator import formats  # lazy: +pydantic on --help (cli/__init__)
     return formats.sig(value)

@@ -31,6 +31,12 @@ from orchestrator.cli.common import (
     results_app,
 )
 from orchestrator.paths import DEFAULT_DATA_ROOT
+from orchestrator.cli.run import _params, placement_lines
+from orchestrator.errors import ConfigError
+from orchestrator.errors import PreflightError, RunFailedError
+from orchestrator.paths import write_atomic
+from orchestrator.errors import NotFoundError
+from orchestrator.safetext import clean
 
 if TYPE_CHECKING:  # the CLI imports runs/ lazily: --help stays fast
     from datetime import datetime
@@ -49,7 +55,7 @@ if TYPE_CHECKING:  # the CLI imports runs/ lazily: --help stays fast
 def recipes_list(as_json: bool = JsonOpt, fmt: Optional[OutputFormat] = OutputOpt,
                  query: Optional[str] = QueryOpt) -> None:
     """Recipes azbench can run."""
-    from orchestrator.recipes.catalog import list_recipes
+    from orchestrator.recipes.catalog import list_recipes  # lazy: +pydantic on --help (cli/__init__)
     out = output(as_json, fmt, query)
     recipes = list_recipes()
     if not out.rich:
@@ -72,8 +78,7 @@ def recipes_show(name: str = typer.Argument(..., help="Recipe name."),
     """The resolved config (parallelism, batch, placement: which ranks share a group, from the
     rank order, and what crosses the scale-out fabric) and the exact script that would run."""
     out = output(as_json, fmt, query)
-    from orchestrator.cli.run import _params, placement_lines
-    from orchestrator.runs.launch import describe_launch
+    from orchestrator.runs.launch import describe_launch  # lazy: +jinja2+pydantic on --help (cli/__init__)
     preview = describe_launch(name, sku, nodes, ruleset, image=image, params=_params(param) if param else None)
     if not out.rich:
         return out.emit(preview)
@@ -94,7 +99,7 @@ def recipes_show(name: str = typer.Argument(..., help="Recipe name."),
         lines.append(f"submission config{' (an estimate scales from it)' if r.estimate else ''}: {r.config}")
     lines += [f"warning: {w}" for w in r.warnings]
     if r.config:
-        from orchestrator.runs.rehearsal import rehearse
+        from orchestrator.runs.rehearsal import rehearse  # lazy: +jinja2+pydantic on --help (cli/__init__)
         done = rehearse(name, sku, nodes)
         waived = f" ({len(done.waived)} of them by a waiver that cites the implementation)" if done.waived else ""
         lines.append(f"rehearsal: {len(done.checks)} paths {done.implementation} names, "
@@ -145,19 +150,18 @@ def prepare(recipe: Optional[str] = typer.Argument(None, help="Recipe name (with
     out = output(as_json, fmt, query)
     import os
 
-    from orchestrator.errors import ConfigError
     if list_only:
         return _list_staging(recipe, data_root, out)
     if recipe is None or cluster is None:
         raise ConfigError("prepare needs a RECIPE and --cluster (or --list to see what it would do)",
                           hint="azbench prepare RECIPE --cluster C, or azbench prepare --list")
 
-    from orchestrator.clusters import lifecycle
-    from orchestrator.models import utcnow
-    from orchestrator.recipes.catalog import get_recipe
-    from orchestrator.runs.launch import container_build
-    from orchestrator.runs.prepare import prepare as stage
-    from orchestrator.store.schema import EventRow
+    from orchestrator.clusters import lifecycle  # lazy: +pydantic on --help (cli/__init__)
+    from orchestrator.models import utcnow  # lazy: +pydantic on --help (cli/__init__)
+    from orchestrator.recipes.catalog import get_recipe  # lazy: +pydantic on --help (cli/__init__)
+    from orchestrator.runs.launch import container_build  # lazy: +jinja2+pydantic on --help (cli/__init__)
+    from orchestrator.runs.prepare import prepare as stage  # lazy: +jinja2+pydantic on --help (cli/__init__)
+    from orchestrator.store.schema import EventRow  # lazy: +pydantic+sqlalchemy on --help (cli/__init__)
     found_recipe = get_recipe(recipe)
     with open_store() as store:
         found = lifecycle.reachable(cluster, store)
@@ -188,7 +192,7 @@ def prepare(recipe: Optional[str] = typer.Argument(None, help="Recipe name (with
 
 
 def _list_staging(recipe: str | None, data_root: str, out: Output) -> None:
-    from orchestrator.runs.prepare import stage_plans
+    from orchestrator.runs.prepare import stage_plans  # lazy: +jinja2+pydantic on --help (cli/__init__)
     plans = stage_plans(recipe, data_root=data_root)
     if not out.rich:
         return out.emit(plans)
@@ -214,7 +218,6 @@ def _print_prepared(result: PrepareResult) -> None:
 
 def _refuse_unless_staged(recipe: str, result: PrepareResult) -> None:
     """Exit 3 when an item the user must provide is missing, 5 when anything else is not staged."""
-    from orchestrator.errors import PreflightError, RunFailedError
     gated = result.missing_gated
     if gated:
         raise PreflightError(f"prepare {recipe}: {len(gated)} item(s) you must provide are missing: "
@@ -251,10 +254,10 @@ def report(benchmark: Optional[str] = typer.Option(None, "--benchmark", help="On
 
     A --benchmark, --system or --cluster that names nothing stored exits 2 with the stored
     names and the nearest; with nothing stored at all the report says so and exits 0."""
-    from orchestrator.recipes.catalog import model_facts
-    from orchestrator.report.build import build_report
-    from orchestrator.report.cost import parse_price
-    from orchestrator.report.render import to_json, to_markdown
+    from orchestrator.recipes.catalog import model_facts  # lazy: +pydantic on --help (cli/__init__)
+    from orchestrator.report.build import build_report  # lazy: +pydantic+sqlalchemy on --help (cli/__init__)
+    from orchestrator.report.cost import parse_price  # lazy: +pydantic+sqlalchemy on --help (cli/__init__)
+    from orchestrator.report.render import to_json, to_markdown  # lazy: +pydantic+sqlalchemy on --help (cli/__init__)
     out = output(as_json, fmt, query)
     prices = dict(parse_price(p) for p in price)
     when, end = parse_date("--since", since), parse_date("--until", until, end_of_day=True)
@@ -275,7 +278,7 @@ def report(benchmark: Optional[str] = typer.Option(None, "--benchmark", help="On
     elif markdown:
         sys.stdout.write(to_markdown(rep) + "\n")
     elif html is None:
-        from orchestrator.report.terminal import render_text, summary_view
+        from orchestrator.report.terminal import render_text, summary_view  # lazy: +pydantic+sqlalchemy on --help (cli/__init__)
         if not results and not rep.fabric:
             sys.stdout.write("no results match these filters\n" if stored else
                              "no results yet: run a recipe (azbench run) or import logs "
@@ -290,7 +293,6 @@ def report(benchmark: Optional[str] = typer.Option(None, "--benchmark", help="On
 
 def _check_report_paths(html: Path | None, parts: Path | None, markdown: bool) -> None:
     """--html and --parts name directories, and --parts goes with --markdown (before any read)."""
-    from orchestrator.errors import ConfigError
     if html is not None and html.exists() and not html.is_dir():
         raise ConfigError(f"--html: {html} is a file: give a directory for the site")
     if parts is not None and not markdown:
@@ -329,9 +331,9 @@ def _report_inputs(store: Store, *, benchmark: str | None, system: str | None, c
     got = _ReportInputs(results, fabric, stored, runs, attempts, spot,
                         store.list_events(cluster=cluster, limit=5000))
     if site:
-        from orchestrator.goodput.cluster import cluster_goodput
-        from orchestrator.goodput.run import run_goodput
-        from orchestrator.pipelines.history import history_from_store
+        from orchestrator.goodput.cluster import cluster_goodput  # lazy: +pydantic+sqlalchemy on --help (cli/__init__)
+        from orchestrator.goodput.run import run_goodput  # lazy: +pydantic+sqlalchemy on --help (cli/__init__)
+        from orchestrator.pipelines.history import history_from_store  # lazy: +pydantic+sqlalchemy on --help (cli/__init__)
         got.history = history_from_store(store, baseline=baseline, since=since, until=until)
         attempted = {a.run_id for a in attempts}
         got.goodput = [run_goodput(store, r.id) for r in runs if r.id in attempted]
@@ -342,8 +344,7 @@ def _report_inputs(store: Store, *, benchmark: str | None, system: str | None, c
 
 def _write_report_site(rep: Report, got: _ReportInputs, html: Path) -> None:
     """The site under `html`; a path that cannot be written is one line (ConfigError)."""
-    from orchestrator.errors import ConfigError
-    from orchestrator.report.site import write_site
+    from orchestrator.report.site import write_site  # lazy: +jinja2+numpy+pydantic+sqlalchemy on --help (cli/__init__)
     try:
         files = write_site(rep, got.results, html, runs=got.runs, attempts=got.attempts, history=got.history,
                            goodput=got.goodput, clusters=got.clusters)
@@ -355,7 +356,7 @@ def _write_report_site(rep: Report, got: _ReportInputs, html: Path) -> None:
 
 def _print_fabric(rep: Report) -> None:
     """The fabric section (fabric/lines.py): one line per stored collective run."""
-    from orchestrator.fabric.lines import fabric_section
+    from orchestrator.fabric.lines import fabric_section  # lazy: +pydantic+sqlalchemy on --help (cli/__init__)
     title, header, rows = fabric_section(rep.fabric)
     keep = [0, 1, 2, 3, 4, 5, 8, 9, 11]  # the full evidence is in --json, --markdown and --html
     make_console().print(make_table(title, [header[i] for i in keep], [[r[i] for i in keep] for r in rows]))
@@ -364,8 +365,7 @@ def _print_fabric(rep: Report) -> None:
 def _write_parts(rep: Report, folder: Path) -> None:
     """The Markdown report as files under `folder` (report.render.markdown_parts); one line per
     file on stdout: its path and its size in characters."""
-    from orchestrator.paths import write_atomic
-    from orchestrator.report.render import markdown_parts
+    from orchestrator.report.render import markdown_parts  # lazy: +pydantic+sqlalchemy on --help (cli/__init__)
     folder.mkdir(parents=True, exist_ok=True)
     for name, text in markdown_parts(rep):
         write_atomic(folder / name, text)
@@ -384,7 +384,7 @@ def _report_width() -> int:
 def _with_system(store: Store, system: Optional[str], **filters: Any) -> list[ResultRow]:
     """store.list_results(**filters) of the system `system` names: a stored system name, or a
     label as the report prints it ('v5.1/NVIDIA/hsg_ngpu5120_ngc25.09_nemo', report.build.names_system)."""
-    from orchestrator.report.build import names_system
+    from orchestrator.report.build import names_system  # lazy: +pydantic+sqlalchemy on --help (cli/__init__)
     if system is None or "/" not in system:
         return store.list_results(system=system, **filters)
     return [r for r in store.list_results(**filters) if names_system(r, system)]
@@ -400,7 +400,7 @@ def _check_filters(store: Store, benchmark: Optional[str] = None, system: Option
         return False
     check_filter("benchmark", benchmark, benchmarks)
     if system is not None and "/" in system:  # a label: any stored result it names, else the labels
-        from orchestrator.report.build import group_label, group_results, names_system
+        from orchestrator.report.build import group_label, group_results, names_system  # lazy: +pydantic+sqlalchemy on --help (cli/__init__)
         everything = store.list_results()
         if not any(names_system(r, system) for r in everything):
             check_filter("system", system, sorted(group_label(key) for key in group_results(everything)))
@@ -448,23 +448,25 @@ def results_show(result_id: int = typer.Argument(..., help="Result id (see azben
                  fmt: Optional[OutputFormat] = OutputOpt, query: Optional[str] = QueryOpt) -> None:
     """One stored result with its parsed log summary."""
     out = output(as_json, fmt, query)
-    from orchestrator.errors import NotFoundError
     with open_store() as store:
         row = store.get_result(result_id)
     if row is None:
         raise NotFoundError(f"no result with id {result_id}", hint="see `azbench results list`")
-    from orchestrator.safetext import clean
+    from orchestrator.results.summary import summary_of  # lazy: +pydantic+sqlalchemy on --help (cli/__init__)
     data = row.model_dump(mode="json")
     data["summary"] = json.loads(data.pop("summary_json") or "null")
     if not out.rich:
         return out.emit(data)
-    summary = data["summary"] or {}
+    summary = summary_of(row)
     for key in ("id", "benchmark", "system", "status", "minutes", "nodes", "gpus", "global_batch_size",
                 "resumed", "source", "run_id", "log_path", "compliance_ok"):
         sys.stdout.write(clean(f"{key:18} {data.get(key)}") + "\n")
-    sys.stdout.write(f"{'steps timed':18} {len(summary.get('step_times') or [])}\n"
-                     f"{'eval points':18} {len(summary.get('eval_points') or [])}\n"
-                     f"{'bad lines':18} {summary.get('bad_lines')}\n")
+    if row.summary_json is None:  # nothing parsed was kept: no count is a claim
+        sys.stdout.write(f"{'log summary':18} not recorded\n")
+        return
+    sys.stdout.write(f"{'steps timed':18} {len(summary.step_times)}\n"
+                     f"{'eval points':18} {len(summary.eval_points)}\n"
+                     f"{'bad lines':18} {summary.bad_lines}\n")
 
 
 @results_app.command("import")
@@ -488,8 +490,8 @@ def results_import(path: Path = typer.Argument(..., help="Submission tree, resul
     checked for compliance unless --no-compliance: a failing run is excluded as MLPerf's result
     summarizer excludes it, so a score the summarizer would not give is not reported official."""
     out = output(as_json, fmt, query)
-    from orchestrator.fabric.stored import import_nccl_tests, is_nccl_tests_file
-    from orchestrator.results.importer import import_path
+    from orchestrator.fabric.stored import import_nccl_tests, is_nccl_tests_file  # lazy: +pydantic+sqlalchemy on --help (cli/__init__)
+    from orchestrator.results.importer import import_path  # lazy: +pydantic+sqlalchemy on --help (cli/__init__)
     if is_nccl_tests_file(path):  # a collective's output: a fabric result (`azbench fabric`)
         with open_store() as store:
             fabric = import_nccl_tests(store, path, sku)
@@ -516,7 +518,6 @@ def results_import(path: Path = typer.Argument(..., help="Submission tree, resul
                          f"{summary.refiled[0].round} (--round)\n")
     for why, n in sorted(summary.skipped_reasons().items()):
         sys.stdout.write(f"skipped {n} log(s): {why}\n")
-    from orchestrator.safetext import clean
     for warning in summary.warnings:  # paths and messages hold folder names: no controls
         sys.stderr.write(clean(f"warning: {warning.path}: {warning.message}") + "\n")
 
@@ -589,14 +590,13 @@ def results_push(account: str = AccountOpt, container: str = ContainerOpt, as_js
     out = output(as_json, fmt, query)
     from dataclasses import asdict
 
-    from orchestrator.results.archive import AzureContainer, push
+    from orchestrator.results.archive import AzureContainer, push  # lazy: +pydantic+sqlalchemy on --help (cli/__init__)
     with open_store() as store:
         summary = push(store, AzureContainer(account, container))
     if not out.rich:
         return out.emit(asdict(summary))
     sys.stdout.write(f"uploaded {len(summary.uploaded)} blob(s), {summary.bytes_uploaded:,} bytes; "
                      f"{summary.skipped} already there\n")
-    from orchestrator.safetext import clean
     for path in summary.missing_logs:
         sys.stderr.write(clean(f"warning: {path}: log no longer on disk, not archived") + "\n")
     for path in summary.refused_logs:
@@ -614,7 +614,7 @@ def results_pull(account: str = AccountOpt, container: str = ContainerOpt,
     out = output(as_json, fmt, query)
     from dataclasses import asdict
 
-    from orchestrator.results.archive import AzureContainer, pull
+    from orchestrator.results.archive import AzureContainer, pull  # lazy: +pydantic+sqlalchemy on --help (cli/__init__)
     remote = AzureContainer(account, container)
     if do_import:
         with open_store() as store:

@@ -36,6 +36,8 @@ from orchestrator.models import Frozen
 from orchestrator.results import metrics
 from orchestrator.results.definitions import cost_per_result
 from orchestrator.store.schema import ResultRow
+from orchestrator.recipes.catalog import get_recipe
+from orchestrator.results.published import load_published
 
 WIDER_SCAN = 4.0  # with `extrapolate`, target and budget scans reach this much further still
 
@@ -359,7 +361,6 @@ def _ladder(ctx: _Context, factor: float) -> list[int]:
 
 def _recipe_scales(ctx: _Context) -> list[int]:
     """The node counts the recipe lists for this size (none for a benchmark without a recipe)."""
-    from orchestrator.recipes.catalog import get_recipe
     try:
         recipe = get_recipe(ctx.series.benchmark)
     except NotFoundError:
@@ -445,7 +446,6 @@ def _notes(ctx: _Context) -> list[str]:
 
 
 def _runs_from_table(bench: str) -> int:
-    from orchestrator.results.published import load_published
     runs = {r.runs_required for r in load_published() if r.benchmark_key == bench}
     return max(runs) if runs else 1
 

@@ -28,6 +28,10 @@ from orchestrator.pipelines.baselines import Comparison
 from orchestrator.pipelines.progress import PipelineInterrupted, Progress
 from orchestrator.pipelines.results import PipelineResult, PipelineSummary, ScaleCase
 from orchestrator.pipelines.spec import PipelineSpec, cluster_specs, load_pipeline_spec, run_specs  # noqa: F401
+from orchestrator.clusters import lifecycle
+from orchestrator.runs import execute  # by module: tests replace execute.run_sweep
+from orchestrator.goodput.cluster import cluster_goodput
+from orchestrator.pipelines.results import analyse as analyse_results
 
 if TYPE_CHECKING:
     from orchestrator.runs.attempts import RunEvent
@@ -62,7 +66,6 @@ def run_pipeline(spec: PipelineSpec, store: Store, *, on_line: Callable[[str], N
 
 def _one_cluster(st: Progress, cspec: ClusterSpec, on_progress: OnProgress | None, on_event: OnEvent | None,
                  poll: float) -> None:
-    from orchestrator.clusters import lifecycle
     st.skus[cspec.name] = cspec.sku
     st.clusters[cspec.name] = "planned"
     try:
@@ -84,14 +87,13 @@ def _one_cluster(st: Progress, cspec: ClusterSpec, on_progress: OnProgress | Non
 
 def _run_entry(st: Progress, rspec: RunSpec, on_progress: OnProgress | None, on_event: OnEvent | None,
                poll: float) -> None:
-    from orchestrator.runs.execute import run_sweep
     kwargs: dict[str, Any] = {"spec": rspec, "store": st.store, "on_progress": on_progress,
                               "poll_interval": poll}
-    if on_event is not None and "on_event" in inspect.signature(run_sweep).parameters:
+    if on_event is not None and "on_event" in inspect.signature(execute.run_sweep).parameters:
         kwargs["on_event"] = on_event
     scales = ",".join(map(str, rspec.nodes))
     with st.stage(f"runs {rspec.recipe} nodes={scales} x{rspec.repeats}", rspec.cluster) as rec:
-        outcomes = run_sweep(**kwargs)
+        outcomes = execute.run_sweep(**kwargs)
         st.run_ids += [o.run_id for o in outcomes]
         row = st.store.get_run(outcomes[0].run_id) if outcomes else None
         if row is not None and row.sweep_id and row.sweep_id not in st.sweeps:
@@ -122,14 +124,13 @@ def _health_stage(st: Progress, cluster: str) -> None:
 
 def _cancel_live(st: Progress, cluster: str) -> None:
     """Cancel (through the launcher) and mark cancelled the unfinished runs this pipeline started on `cluster`."""
-    from orchestrator.runs.execute import cancel_runs
     live = [r.id for r in st.store.list_runs(cluster=cluster)
             if r.state not in FINAL_RUN_STATES and r.created_at >= st.started]
     if not live:
         return
     with st.stage("cancel", cluster) as rec:
         try:
-            jobs = cancel_runs(st.store, live)
+            jobs = execute.cancel_runs(st.store, live)
             rec.message = f"cancelled {len(live)} run(s), Slurm job(s) {', '.join(jobs) or 'none'}"
         except AzbenchError as exc:
             rec.status, rec.message = "failed", str(exc)
@@ -152,7 +153,6 @@ def _teardown(st: Progress, cspec: ClusterSpec) -> None:
 def _goodput_line(st: Progress, cluster: str) -> None:
     """Where the cluster's money went, in one line, for the log and the summary (its record is
     final once down); nothing for a cluster never created."""
-    from orchestrator.goodput.cluster import cluster_goodput
     if st.store.get_cluster(cluster) is None:
         return
     try:
@@ -165,7 +165,6 @@ def _goodput_line(st: Progress, cluster: str) -> None:
 def down_cluster(cspec: ClusterSpec, store: Store) -> str:
     """Tear down `cspec`'s cluster, idempotently; also one whose `up` was cut short before the
     store knew it (the provider's describe finds it). Returns the final state."""
-    from orchestrator.clusters import lifecycle
     if store.get_cluster(cspec.name) is None and not lifecycle.record_if_live(cspec, store):
         return "not created"
     lifecycle.down(cspec.name, store)
@@ -173,7 +172,6 @@ def down_cluster(cspec: ClusterSpec, store: Store) -> str:
 
 
 def _finish(st: Progress, analyse: bool = True) -> PipelineResult:
-    from orchestrator.pipelines.results import analyse as analyse_results
     report, comparison, cases, updated = analyse_results(st, with_results=analyse)
     status, code, message = _verdict(st, cases, comparison)
     summary = PipelineSummary(

@@ -18,6 +18,7 @@ from pydantic import BaseModel
 from orchestrator.errors import AzbenchError
 from orchestrator.models import utcnow
 from orchestrator.pipelines.spec import PipelineSpec
+from orchestrator.store.schema import EventRow
 
 if TYPE_CHECKING:
     from orchestrator.store.database import Store
@@ -82,7 +83,6 @@ class Progress:
             self._event(rec)
 
     def _event(self, rec: StageRecord) -> None:
-        from orchestrator.store.schema import EventRow
         try:
             self.store.add_event(EventRow(kind="pipeline", cluster=rec.cluster,
                                           message=f"{self.spec.name} {rec.stage}: {rec.status}",

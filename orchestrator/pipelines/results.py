@@ -28,6 +28,12 @@ from orchestrator.pipelines.baselines import (
 )
 from orchestrator.pipelines.junit import JUnitCase, JUnitSuite
 from orchestrator.pipelines.progress import StageRecord
+from orchestrator.results import archive  # by module: tests replace archive.push
+from orchestrator.pipelines.spec import cluster_specs
+from orchestrator.recipes.catalog import model_facts
+from orchestrator.report.build import build_report
+from orchestrator.recipes.catalog import get_recipe
+from orchestrator.report.render import to_markdown
 
 if TYPE_CHECKING:
     from orchestrator.pipelines.progress import Progress
@@ -117,10 +123,9 @@ def _archive(st: Progress) -> None:
     policy = st.spec.archive
     if not (policy.account and policy.container):
         return
-    from orchestrator.results.archive import AzureContainer, push
     try:
         with st.stage("archive") as rec:
-            done = push(st.store, AzureContainer(policy.account, policy.container))
+            done = archive.push(st.store, archive.AzureContainer(policy.account, policy.container))
             rec.message = (f"{len(done.uploaded)} blob(s) uploaded, {done.skipped} already in "
                            f"{policy.container}")
     except AzbenchError:
@@ -129,7 +134,6 @@ def _archive(st: Progress) -> None:
 
 def build_cases(st: Progress, runs: Sequence[RunRow], attempts: Sequence[AttemptRow],
                 current: Sequence[BaselineEntry], cmp: Comparison | None) -> list[ScaleCase]:
-    from orchestrator.pipelines.spec import cluster_specs
     entries = {(e.benchmark, e.sku, e.nodes): e for e in current}
     spans: dict[str, float] = {}
     for a in attempts:
@@ -162,8 +166,6 @@ def build_cases(st: Progress, runs: Sequence[RunRow], attempts: Sequence[Attempt
 
 def _report(st: Progress, runs: Sequence[RunRow], attempts: Sequence[AttemptRow]
             ) -> tuple[Report, list[BaselineEntry]]:
-    from orchestrator.recipes.catalog import model_facts
-    from orchestrator.report.build import build_report
     with st.stage("report") as rec:
         ids = {r.id for r in runs}
         results = [r for r in st.store.list_results(source="run") if r.run_id in ids]
@@ -209,7 +211,6 @@ def _update_baseline(st: Progress, current: Sequence[BaselineEntry], cases: Sequ
 
 
 def _benchmark(recipe: str) -> str:
-    from orchestrator.recipes.catalog import get_recipe
     try:
         return get_recipe(recipe).benchmark
     except AzbenchError:
@@ -221,7 +222,6 @@ def _benchmark(recipe: str) -> str:
 
 def summary_markdown(result: PipelineResult, *, with_report: bool = True) -> str:
     """A Markdown summary for a PR comment or $GITHUB_STEP_SUMMARY."""
-    from orchestrator.report.render import to_markdown
     s = result.summary
     out = [f"# azbench pipeline `{s.pipeline}`: {s.status.upper()}", "", s.message, "",
            "| benchmark x scale | runs | failed | " + " | ".join(METRICS[m][0] for m in _KEY_METRICS)

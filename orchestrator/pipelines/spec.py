@@ -22,6 +22,7 @@ from orchestrator.errors import ConfigError
 from orchestrator.models import Frozen
 from orchestrator.pipelines.baselines import Tolerances
 from orchestrator.yamlio import load_yaml, validation_error_to_config_error
+from orchestrator.hardware.catalog import lookup
 
 
 class MatrixEntry(Frozen):
@@ -91,7 +92,6 @@ def load_pipeline_spec(path: Path) -> PipelineSpec:
 
 def cluster_specs(spec: PipelineSpec) -> list[ClusterSpec]:
     """One ClusterSpec per SKU (named <cluster>-<sku>), expiring one hour after the timeout."""
-    from orchestrator.hardware.catalog import lookup
     expires_h = spec.timeout / 3600 + 1.0
     base, own = spec.cluster, spec.cluster.own_section()
     if own is not None:

@@ -44,6 +44,7 @@ from orchestrator.results.definitions import (
 from orchestrator.results.metrics import Score, StepStats
 from orchestrator.results.published import PublishedResult
 from orchestrator.results.stragglers import spread
+from orchestrator.results.mllog import RunSummary
 from orchestrator.results.summary import kept_step_times, summary_of
 from orchestrator.explain.account import ReportExplain, explain_run, report_summary
 from orchestrator.store.schema import AttemptRow, EventRow, FabricResultRow, ResultRow, RunRow
@@ -470,7 +471,7 @@ def _group(key: GroupKey, rows: list[ResultRow], runs: Sequence[RunRow] | None,
     value = score.value_minutes if score else None
     gbs = _mode(r.global_batch_size for r in rows)
     mfu = defs.mfu(facts.get(bench.strip().lower()), bench, sku, gpus, gbs,
-                   _mode(s.get("max_sequence_length") for s in summaries), stats, source=source,
+                   _mode(s.max_sequence_length for s in summaries), stats, source=source,
                    system=group_label(key), summaries=summaries)
     explained = _explain(bench, system, round_name, submitter, rows, runs, stats.median if stats else None)
     cost = group_cost(rows, gpu, nodes, gpus, score.raw_minutes if score else None, runs, attempts,
@@ -490,8 +491,7 @@ def _group(key: GroupKey, rows: list[ResultRow], runs: Sequence[RunRow] | None,
         partial=bool(score and score.runs_used < score.runs_required), score_note=note,
         run_lines=[_run_line(r, s, i in scored, p) for i, (r, s, p)
                    in enumerate(zip(rows, summaries, progress))],
-        throughput_unit=next((s.get("progress_key") for s in summaries if s.get("progress_key")),
-                             None),
+        throughput_unit=next((s.progress_key for s in summaries if s.progress_key), None),
         throughput_per_minute=tput,
         throughput_per_worker_minute=tput / workers if tput is not None and workers else None,
         step_stats=stats, step_time_source=source,
@@ -532,9 +532,9 @@ STEP_SOURCES = {
 }
 
 
-def step_source_label(summaries: Sequence[Mapping[str, Any]]) -> str:
+def step_source_label(summaries: Sequence[RunSummary]) -> str:
     """Which source the group's step times used, e.g. "per-step tracked_stats" (all runs alike)."""
-    found = sorted({str(s.get("step_time_source")) for s in summaries if s.get("step_time_source")})
+    found = sorted({s.step_time_source for s in summaries if s.step_time_source})
     return "; ".join(STEP_SOURCES.get(k, k) for k in found)
 
 
@@ -546,7 +546,7 @@ def _score(rows: Sequence[ResultRow], bench: str) -> tuple[Score | None, str]:
     return score, score.note
 
 
-def _run_line(r: ResultRow, s: dict[str, Any], scored: bool, progress: float | None) -> RunLine:
+def _run_line(r: ResultRow, s: RunSummary, scored: bool, progress: float | None) -> RunLine:
     kept = kept_step_times(s)
     rate = progress / r.minutes if progress is not None and r.minutes else None
     return RunLine(
@@ -556,18 +556,17 @@ def _run_line(r: ResultRow, s: dict[str, Any], scored: bool, progress: float | N
         compliance_ok=r.compliance_ok, **_node_spread(s))
 
 
-def _node_spread(s: dict[str, Any]) -> dict[str, Any]:
+def _node_spread(s: RunSummary) -> dict[str, Any]:
     """Per-node step-time spread (recipes that log azbench_node_step_time): slowest node."""
-    found = spread(s.get("node_step_times") or {})
+    found = spread(s.node_step_times)
     if found is None or found.nodes < 2:
         return {}
     return {"slowest_node": found.slowest, "node_spread": round(found.ratio, 3)}
 
 
-def _last_progress(summary: dict[str, Any]) -> float | None:
-    points = summary.get("eval_points") or []
-    value = points[-1][0] if points and isinstance(points[-1], list) and points[-1] else None
-    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+def _last_progress(summary: RunSummary) -> float | None:
+    value = summary.eval_points[-1].progress if summary.eval_points else None
+    return float(value) if value is not None else None
 
 
 def _mode(values: Iterable[Any]) -> Any:

@@ -35,6 +35,7 @@ from orchestrator.report.gpus import match_gpu
 from orchestrator.report.history import HistoryPoint, HistorySeries
 from orchestrator.report.labels import cut_apart
 from orchestrator.results.definitions import PublishedNeighbour
+from orchestrator.results.mllog import RunSummary
 from orchestrator.results.summary import kept_step_times, summary_of
 from orchestrator.store.schema import ResultRow
 
@@ -421,17 +422,17 @@ def bar_names(groups: Sequence[GroupReport]) -> list[str]:
 # -- a system's runs -----------------------------------------------------------------------------
 
 
-def step_axis(summary: Mapping[str, Any]) -> tuple[list[float], list[float], str]:
+def step_axis(summary: RunSummary) -> tuple[list[float], list[float], str]:
     """(x, seconds, x title) of one run's step times, x in steps. NVIDIA's v5.0 NeMo logs give
     `metadata.step` as a sample count (1152, 2304, ...): when the logged steps advance by the
     global batch size, they are divided by it. Per-block figures are plotted per block."""
-    steps = summary.get("step_times") or []
-    xs = [float(s) for s, _ in steps]
-    ts = [float(t) for _, t in steps]
-    source = summary.get("step_time_source")
+    steps = summary.step_times
+    xs = [float(s.step) for s in steps]
+    ts = [float(s.seconds) for s in steps]
+    source = summary.step_time_source
     if source in ("tracked_block_avg", "block_derived", "block"):
         return [float(i + 1) for i in range(len(ts))], ts, "block"
-    gbs = summary.get("global_batch_size")
+    gbs = summary.global_batch_size
     gaps = [b - a for a, b in zip(xs, xs[1:]) if b > a]
     if isinstance(gbs, int) and gbs > 1 and gaps and statistics.median(gaps) == gbs:
         return [x / gbs for x in xs], ts, "step"
@@ -500,13 +501,12 @@ def accuracy(label: str, rows: Sequence[ResultRow], colour: str = KELLY[0]) -> F
     runs = []
     for k, row in enumerate(rows):
         s = summary_of(row)
-        points = [(p[0], p[1]) for p in s.get("eval_points") or []
-                  if isinstance(p, list) and len(p) >= 2 and p[0] is not None and p[1] is not None]
+        points = [(p.progress, p.value) for p in s.eval_points if p.progress is not None and p.value is not None]
         if points:
             runs.append((k, points, s))
     if not runs:
         return None
-    key = runs[0][2].get("progress_key")
+    key = runs[0][2].progress_key
     unit = "samples" if key == "samples_count" else f"{key or 'progress'} (as logged)"
     traces: list[dict[str, Any]] = [
         {"type": "scatter", "mode": "lines+markers", "name": f"runs ({len(runs)})",
@@ -515,7 +515,7 @@ def accuracy(label: str, rows: Sequence[ResultRow], colour: str = KELLY[0]) -> F
          "marker": {"size": 4}, "hovertemplate": f"run {k}: %{{y:.4g}} at %{{x:,}} {unit}"
                                                  "<extra></extra>"}
         for i, (k, pts, _) in enumerate(runs)]
-    target = next((s.get("target_accuracy") for _, _, s in runs if s.get("target_accuracy")), None)
+    target = next((s.target_accuracy for _, _, s in runs if s.target_accuracy), None)
     xs = [p for _, pts, _ in runs for p, _ in pts]
     if isinstance(target, (int, float)):
         traces.append({"type": "scatter", "mode": "lines", "name": f"target {target:g}",
@@ -544,19 +544,9 @@ def history(series: HistorySeries) -> Figure:
     def y(p: HistoryPoint) -> float:
         return (p.change or 0.0) * 100 if relative else p.value
 
-    traces: list[dict[str, Any]] = []
     band = series.max_change * 100
-    if relative and xs:
-        span = [min(xs), max(xs)] if len(xs) > 1 else xs * 2
-        traces.append({"type": "scatter", "mode": "lines", "x": span, "y": [-band, -band],
-                       "line": {"width": 0}, "showlegend": False, "hoverinfo": "skip"})
-        traces.append({"type": "scatter", "mode": "lines", "x": span, "y": [band, band],
-                       "fill": "tonexty", "fillcolor": BAND, "line": {"width": 0},
-                       "name": f"tolerance ±{formats.pct(series.max_change, 0)}", "hoverinfo": "skip"})
-        traces.append({"type": "scatter", "mode": "lines", "x": span, "y": [0, 0],
-                       "name": f"baseline {series.baseline or ''} mean "
-                               f"{formats.sig(series.baseline_mean)}",
-                       "line": {"dash": "dot", "color": "#2e86c1", "width": 1}, "hoverinfo": "skip"})
+    traces = _tolerance_band(series, xs) if relative and xs else []
+
     def hover(p: HistoryPoint) -> str:
         what = f"runs' mean (partial: {p.partial})" if p.partial else unit
         return (f"{p.occasion}<br>{what}: {formats.sig(p.value)}"
@@ -590,6 +580,28 @@ def history(series: HistorySeries) -> Figure:
     else:
         top = max((p.value for p in shown), default=1.0) or 1.0
         yaxis = {"title": {"text": unit}, "range": [0, top * 1.12], "rangemode": "tozero"}
+    better = "lower" if series.better == "lower" else "higher"
+    return {"data": traces, "layout": layout(
+        f"{series.label}<br>{unit}, {better} is better", "when", unit, xaxis=_time_axis(shown), yaxis=yaxis,
+        height=400, **side_legend())}
+
+
+def _tolerance_band(series: HistorySeries, xs: list[str]) -> list[dict[str, Any]]:
+    """The tolerance band around zero and the baseline's line, across the occasions `xs`."""
+    band = series.max_change * 100
+    span = [min(xs), max(xs)] if len(xs) > 1 else xs * 2
+    return [{"type": "scatter", "mode": "lines", "x": span, "y": [-band, -band],
+             "line": {"width": 0}, "showlegend": False, "hoverinfo": "skip"},
+            {"type": "scatter", "mode": "lines", "x": span, "y": [band, band],
+             "fill": "tonexty", "fillcolor": BAND, "line": {"width": 0},
+             "name": f"tolerance ±{formats.pct(series.max_change, 0)}", "hoverinfo": "skip"},
+            {"type": "scatter", "mode": "lines", "x": span, "y": [0, 0],
+             "name": f"baseline {series.baseline or ''} mean {formats.sig(series.baseline_mean)}",
+             "line": {"dash": "dot", "color": "#2e86c1", "width": 1}, "hoverinfo": "skip"}]
+
+
+def _time_axis(shown: Sequence[HistoryPoint]) -> dict[str, Any]:
+    """A date axis for the occasions: a day either side of one, dated ticks, at most ~5."""
     xaxis: dict[str, Any] = {"type": "date", "title": {"text": "when"}, "nticks": 6}
     whens = sorted({p.when for p in shown})
     if len(whens) == 1:  # one occasion: a day either side, not a millisecond scale
@@ -601,10 +613,7 @@ def history(series: HistorySeries) -> Figure:
     else:  # whole days, never two ticks on one day, at most about five ticks
         days = max(1, math.ceil(spread / timedelta(days=1) / 4))
         xaxis.update(tickformat="%b %d<br>%Y", dtick=days * 86_400_000)
-    better = "lower" if series.better == "lower" else "higher"
-    return {"data": traces, "layout": layout(
-        f"{series.label}<br>{unit}, {better} is better", "when", unit, xaxis=xaxis, yaxis=yaxis,
-        height=400, **side_legend())}
+    return xaxis
 
 
 # -- axes ----------------------------------------------------------------------------------------

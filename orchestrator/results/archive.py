@@ -52,12 +52,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import urlparse
 
+from pydantic import BaseModel
+
 from orchestrator import paths
 from orchestrator.errors import ConfigError, NotFoundError, RemoteError
 from orchestrator.results.ingest import archive_log
 from orchestrator.safetext import redact
 from orchestrator.store.schema import AttemptRow, BaselineRow, ResultRow, RunRow
-from pydantic import BaseModel
+from orchestrator.providers.azure_shared.signin import default_credential, quiet_sdk_loggers
+from orchestrator.providers.azure_shared.errors import signin_error
 
 if TYPE_CHECKING:
     from orchestrator.store.database import Store
@@ -304,7 +307,6 @@ class AzureContainer:
         as the shared sign-in's SignInError (exit 3); no message repeats a query string."""
         from azure.core.exceptions import AzureError, ClientAuthenticationError
 
-        from orchestrator.providers.azure_shared.errors import signin_error
         try:
             if not self._ensured:
                 self._ensured = True
@@ -361,7 +363,6 @@ def credential_for(account_url: str) -> tuple[Any, bool]:
         return AzureNamedKeyCredential(account_name(account_url), key), False
     if urlparse(account_url).query:
         return None, False
-    from orchestrator.providers.azure_shared.signin import default_credential, quiet_sdk_loggers
 
     quiet_sdk_loggers()
     return default_credential(), True

@@ -23,6 +23,7 @@ from typing import Any
 
 from orchestrator.errors import NotFoundError
 from orchestrator.results.compliance import Verdict, ruleset_for, supported_rulesets
+from orchestrator.results import checker  # by module: a test replaces checker.run_checker
 
 DEFAULT_TIMEOUT_S = 30.0  # a real log checks in under 2 s (a 2.6 MB GPT-3 log: 1.3 s)
 # MLLOG lines a log may have and be given to the checker: 16x the most in the published logs we
@@ -204,7 +205,6 @@ class _Pool:
 def _serve(conn: Connection, memory_limit: int, inherited: list[int]) -> None:
     """A worker: check each (log, ruleset, usage) it receives, until None or a closed pipe (so
     a worker whose importer was killed -9 leaves after the log it is checking)."""
-    from orchestrator.results.checker import run_checker
     for fd in inherited:
         os.close(fd)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the importer's to handle
@@ -218,7 +218,7 @@ def _serve(conn: Connection, memory_limit: int, inherited: list[int]) -> None:
             return
         log, ruleset, usage = job
         try:
-            verdict = run_checker(Path(log), ruleset, usage)
+            verdict = checker.run_checker(Path(log), ruleset, usage)
         except MemoryError:
             verdict = Verdict(ok=False, ruleset=ruleset, checked=False, messages=[
                 f"the checker ran out of memory ({memory_limit >> 30} GiB allowed)"])

@@ -51,7 +51,8 @@ from orchestrator.results.published import (
     load_published,
     series,
 )
-from orchestrator.results.summary import kept_step_times, summary_of
+from orchestrator.results.mllog import RunSummary
+from orchestrator.results.summary import EMPTY, kept_step_times, summary_of
 from orchestrator.store.schema import ResultRow
 
 SAME_WORK_RTOL = 1e-6  # per-GPU batches this close are the same work (weak scaling)
@@ -173,7 +174,7 @@ def step_time(rows: Sequence[ResultRow]) -> StepStats | None:
     summaries = [summary_of(r) for r in rows]
     kept = [t for s in summaries for t in kept_step_times(s)]
     stats = metrics.step_time_stats([(0, t) for t in kept], drop_first=False)
-    logged = sum(len(s.get("step_times") or []) for s in summaries)
+    logged = sum(len(s.step_times) for s in summaries)
     return stats.model_copy(update={"excluded": logged - len(kept)}) if stats else None
 
 
@@ -198,12 +199,12 @@ class Mfu(Frozen):
         return (self.bf16 or 0.0) > 1.0
 
 
-def group_precision(summaries: Sequence[Mapping[str, Any]], config: str | None,
+def group_precision(summaries: Sequence[RunSummary], config: str | None,
                     default: str | None) -> tuple[str | None, str]:
     """The runs' GEMM precision (metrics.run_precision of each run: its log, else `config` =
     the published system's config, else `default`), the one most runs say."""
     found = [metrics.run_precision(s, config, default) for s in summaries] or \
-        [metrics.run_precision({}, config, default)]
+        [metrics.run_precision(EMPTY, config, default)]
     counts = Counter(p for p in found if p[0] is not None)
     return counts.most_common(1)[0][0] if counts else (None, "")
 
@@ -229,7 +230,7 @@ def config_precision(facts: ModelFacts, system: str | None) -> str | None:
 
 def mfu(facts: ModelFacts | None, bench: str, sku: str | None, gpus: int | None, gbs: int | None, seq_len: int | None, stats: StepStats | None, *,
         source: str = "", system: str | None = None,
-        summaries: Sequence[Mapping[str, Any]] = ()) -> Mfu:
+        summaries: Sequence[RunSummary] = ()) -> Mfu:
     """MFU at the median step time (mlperf-notes 10.3): F x tokens/step / step / (GPUs x peak),
     against the dense peak of the precision the runs trained in (group_precision, with the
     config of the published `system` label, "v5.1/NVIDIA/hsg_ngpu5120_ngc25.09_nemo") and

@@ -41,7 +41,9 @@ from orchestrator.results.ingest import archive_log, file_hash
 from orchestrator.results.checkpool import DEFAULT_TIMEOUT_S
 from orchestrator.results.compliance import Verdict
 from orchestrator.results.mllog import MAX_LINE, RunSummary, parse_file
+from orchestrator.results.summary import summary_of
 from orchestrator.store.database import ResultRow, Store
+from orchestrator.results import checkpool  # by module: tests replace checkpool.check_logs
 
 RESULT_RE = re.compile(r"^result_\d+\.txt$")
 ROUND_RE = re.compile(r"^v(\d+)\.(\d+)(?:\.(\d+))?$")
@@ -314,7 +316,6 @@ class _Meter:
 def _check_all(prepared: list[_Prepared], meter: _Meter, workers: int | None,
                timeout_s: float) -> None:
     """Every log with a round gets mlperf_logging's verdict; one without says why not."""
-    from orchestrator.results.checkpool import CheckJob, check_logs
     todo: list[_Prepared] = []
     for p in prepared:
         if p.row.ruleset:
@@ -323,7 +324,7 @@ def _check_all(prepared: list[_Prepared], meter: _Meter, workers: int | None,
             p.warnings.append("compliance not checked: " + _no_round_reason(p.source))
     # The longest logs first: the last ones to finish are then short.
     todo.sort(key=lambda p: -p.summary.mllog_lines)
-    jobs = [CheckJob(p.source.log, p.row.ruleset or "", mllog_lines=p.summary.mllog_lines)
+    jobs = [checkpool.CheckJob(p.source.log, p.row.ruleset or "", mllog_lines=p.summary.mllog_lines)
             for p in todo]
     meter.work_total = sum(max(job.mllog_lines or 0, 1) for job in jobs)
     meter.step(stage="check", to_check=len(todo))
@@ -331,7 +332,7 @@ def _check_all(prepared: list[_Prepared], meter: _Meter, workers: int | None,
     def checked(i: int, _verdict: Verdict) -> None:
         meter.work_done += max(jobs[i].mllog_lines or 0, 1)
         meter.step(checked=1)
-    verdicts = check_logs(jobs, workers=workers, timeout_s=timeout_s, on_done=checked)
+    verdicts = checkpool.check_logs(jobs, workers=workers, timeout_s=timeout_s, on_done=checked)
     for p, verdict in zip(todo, verdicts):
         p.row = _with_verdict(p.row, verdict, p.warnings)
 
@@ -620,7 +621,7 @@ def _stored_neighbours(sources: list[LogSource], hashes: list[str], stored: dict
         row = stored.get(h)
         if row is None or src.run_dir is not None or src.log.parent not in folders:
             continue
-        logged = _clean(json.loads(row.summary_json or "{}").get("benchmark"))
+        logged = _clean(summary_of(row).benchmark)
         if logged:
             out.setdefault(src.log.parent, {}).setdefault(logged, []).append(src.log.name)
     return out

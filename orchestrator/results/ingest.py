@@ -19,6 +19,8 @@ from orchestrator.errors import AzbenchError, ConfigError, StoreError
 from orchestrator.models import Cluster
 from orchestrator.results.files import open_regular
 from orchestrator.store.schema import ResultRow
+from orchestrator.results.compliance import in_container
+from orchestrator.results.mllog import parse_file
 
 
 def file_hash(path: Path) -> str:
@@ -81,8 +83,6 @@ def _hash_of(path: Path) -> str | None:
 def result_from_run(log: Path, *, run_id: str, cluster: Cluster, nodes: int,
                     benchmark: str) -> ResultRow:
     """The ResultRow for a log that `azbench run` fetched from `cluster`."""
-    from orchestrator.results.compliance import in_container
-    from orchestrator.results.mllog import parse_file
     summary = parse_file(log)
     verdict = in_container(summary.compliance_line)
     content_hash = file_hash(log)

@@ -294,7 +294,7 @@ _PRECISIONS = (("fp4", "fp4"), ("e2m1", "fp4"), ("fp8", "fp8"), ("e4m3", "fp8"),
                ("bf16", "bf16"), ("fp16", "bf16"))
 
 
-def run_precision(summary: Mapping[str, Any], config_precision: str | None = None,
+def run_precision(summary: RunSummary, config_precision: str | None = None,
                   default: str | None = None) -> tuple[str | None, str]:
     """The GEMM precision a run trained in and where that was read, first found of: the log's
     ":::AZBENCH_PRECISION gemm=P source=S" line (the config the job sourced), the log's
@@ -302,18 +302,17 @@ def run_precision(summary: Mapping[str, Any], config_precision: str | None = Non
     dump beside the MLLOG lines: RunSummary.logged_precision), the config of the run's system
     (`config_precision`, "P: source"), else `default` labelled as the recipe's assumption.
     16-bit float counts as bf16 (same dense peak)."""
-    line = str(summary.get("precision_line") or "")
+    line = summary.precision_line or ""
     m = re.search(r"gemm=(\w+)(?:\s+source=(.*))?", line)
     if m and m.group(1) in ("fp4", "fp8", "bf16"):
         return m.group(1), f"the log's :::AZBENCH_PRECISION ({(m.group(2) or '').strip() or 'no source'})"
-    params = summary.get("params") or {}
-    logged = str(params.get("lowest_numerical_precision_in_linear") or "").lower() if isinstance(params, Mapping) else ""
+    logged = str(summary.params.get("lowest_numerical_precision_in_linear") or "").lower()
     for token, precision in _PRECISIONS:
         if token in logged:
             return precision, f"the log's lowest_numerical_precision_in_linear={logged}"
-    hinted = summary.get("logged_precision")
+    hinted = summary.logged_precision
     if hinted in ("fp4", "fp8"):
-        return str(hinted), f"the log's {summary.get('logged_precision_text') or hinted} hyperparameter"
+        return hinted, f"the log's {summary.logged_precision_text or hinted} hyperparameter"
     if config_precision:
         value, _, where = config_precision.partition(": ")
         return value, f"the system's published config ({where})"

@@ -1,5 +1,7 @@
-"""A stored result's run summary read back as data: the RunSummary JSON a ResultRow keeps, and
-the step times that count (without the first step and the first step after each eval, §10.4).
+"""A stored result's run summary read back as its model: the RunSummary JSON a ResultRow keeps,
+validated into `RunSummary` (readers use attributes, so a renamed field fails the type check
+instead of blanking a chart), and the step times that count (without the first step and the
+first step after each eval, §10.4).
 
 Shared by the report (step-time statistics, the site's charts) and the pipelines' baselines (per-run median
 step time), so that both read a summary the same way.
@@ -7,28 +9,35 @@ step time), so that both read a summary the same way.
 
 from __future__ import annotations
 
-import json
-from typing import Any
+import functools
 
+from pydantic import ValidationError
+
+from orchestrator.results.mllog import RunSummary
 from orchestrator.store.schema import ResultRow
 
+EMPTY = RunSummary()
 
-def summary_of(row: ResultRow) -> dict[str, Any]:
-    """The stored RunSummary as plain JSON data ({} when absent or unreadable)."""
+
+def summary_of(row: ResultRow) -> RunSummary:
+    """The stored RunSummary (an empty one when absent or unreadable: every field its default)."""
+    return _parsed(row.summary_json) if row.summary_json else EMPTY
+
+
+@functools.lru_cache(maxsize=512)  # a report reads each row's summary several times (charts, stats)
+def _parsed(text: str) -> RunSummary:
     try:
-        data = json.loads(row.summary_json) if row.summary_json else {}
-    except ValueError:
-        return {}
-    return data if isinstance(data, dict) else {}
+        return RunSummary.model_validate_json(text)
+    except ValidationError:
+        return EMPTY
 
 
-def kept_step_times(summary: dict[str, Any]) -> list[float]:
+def kept_step_times(summary: RunSummary) -> list[float]:
     """Step seconds without the first step and the first step after each eval (§10.4).
 
     Whole block durations (step_time_source "block": no per-step key and no samples count) are
     not step times: none are kept, and the report says why."""
-    if summary.get("step_time_source") == "block":
+    if summary.step_time_source == "block":
         return []
-    after_eval = set(summary.get("eval_steps") or [])
-    return [float(sec) for pos, (step, sec) in enumerate(summary.get("step_times") or [])
-            if pos > 0 and step not in after_eval]
+    after_eval = set(summary.eval_steps)
+    return [float(t.seconds) for pos, t in enumerate(summary.step_times) if pos > 0 and t.step not in after_eval]

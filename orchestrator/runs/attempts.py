@@ -42,6 +42,16 @@ from orchestrator.runs.monitor import (
 )
 from orchestrator.store.database import Store
 from orchestrator.store.schema import AttemptRow, EventRow, ResultRow, RunRow
+from orchestrator.hardware.catalog import lookup
+from orchestrator.recipes.catalog import resolve
+from orchestrator.runs.launch import container_build, launch_attempt
+from orchestrator.recipes.catalog import data_for, resolve
+from orchestrator.results.mllog import parse_lines
+from orchestrator.results.stragglers import find_stragglers
+from orchestrator.runs.health import choose_nodes, run_gate
+from orchestrator.runs.fleet_gate import gate_nodes
+from orchestrator.runs.fleet_replace import ReplacePolicy, reasons, replace_drained
+from orchestrator.results.ingest import result_from_run
 
 if TYPE_CHECKING:
     from orchestrator.seams import Access, Launcher
@@ -100,7 +110,6 @@ class AttemptContext:
 
 
 def cluster_gpus_per_node(cluster: Cluster) -> int:
-    from orchestrator.hardware.catalog import lookup
     return lookup(cluster.sku).gpus_per_vm
 
 
@@ -127,8 +136,6 @@ def _mlperf_attempt(row: RunRow, recipe: Recipe, cluster: Cluster, attempt: int,
                     exclude: list[str], run_dir: str, params: dict[str, Any] | None = None) -> AttemptSpec:
     """An MLPerf recipe runs as its container job (its -p parameters exported after the
     submission config, as `run --dry-run` shows); timed runs never resume (rules)."""
-    from orchestrator.recipes.catalog import resolve
-    from orchestrator.runs.launch import container_build, launch_attempt
     resolved = resolve(recipe, cluster.sku, row.nodes, env=params)
     build = container_build(recipe, cluster.sku, row.nodes)
     if build is not None:  # the squashfs `azbench prepare` built from the pinned Dockerfile
@@ -140,7 +147,6 @@ def _mlperf_attempt(row: RunRow, recipe: Recipe, cluster: Cluster, attempt: int,
 def container_fields(recipe: Recipe, sku: str, nodes: int, params: dict[str, Any] | None = None) -> dict[str, Any]:
     """What a launcher without batch scripts builds an MLPerf job from: the resolved config's
     environment, the recipe's image for the SKU's CPU architecture, MPI, and its data inputs."""
-    from orchestrator.recipes.catalog import data_for, resolve
     if recipe.mlperf is None:
         return {}
     resolved = resolve(recipe, sku, nodes, env=params)
@@ -221,8 +227,6 @@ STRAGGLER_MIN_NODES = 3  # with two nodes the median is their mean: no straggler
 def _stragglers(ctx: AttemptContext, row: RunRow, n: int, text: str) -> list[str]:
     """Nodes whose compute time per step (the recipe's azbench_node_step_time) exceeds the
     median of the run's nodes by more than the tolerance; recorded as a "straggler" event."""
-    from orchestrator.results.mllog import parse_lines
-    from orchestrator.results.stragglers import find_stragglers
     times = parse_lines(text.splitlines()).node_step_times
     if len(times) < STRAGGLER_MIN_NODES:
         return []
@@ -262,7 +266,6 @@ def _startup_grace(ctx: AttemptContext) -> float | None:
 
 
 def _gate(ctx: AttemptContext, row: RunRow, cur: AttemptRow) -> tuple[list[str], list[str]] | AttemptRow:
-    from orchestrator.runs.health import choose_nodes, run_gate
     store, n = ctx.store, cur.attempt
     with store.transaction():
         store.update_attempt(row.id, n, state=AttemptState.HEALTH_CHECK, gate_started_at=utcnow())
@@ -291,14 +294,12 @@ def _gate(ctx: AttemptContext, row: RunRow, cur: AttemptRow) -> tuple[list[str],
 def _fleet_gate(ctx: AttemptContext, row: RunRow, n: int, nodes: list[str]) -> list[str]:
     """`azbench health`'s checks on the chosen nodes (probe, group collectives, stragglers):
     the nodes it drained, which this attempt and every later run then avoid."""
-    from orchestrator.runs.fleet_gate import gate_nodes
     report = gate_nodes(ctx.access, ctx.cluster, nodes, with_ahc=False)
     if report.verdicts or report.fabric:
         ctx.event(row, "health_fleet", f"attempt {n}: " + (report.fabric or "drained " + "; ".join(
             f"{v.node}: {v.reason}" for v in report.verdicts)), drained=report.drained)
     policy = ctx.spec.health
     if policy.replace and report.drained and ctx.access.caps.replaces_nodes:
-        from orchestrator.runs.fleet_replace import ReplacePolicy, reasons, replace_drained
         replace_drained(ctx.cluster, ctx.access, ctx.store, reasons(report),
                         ReplacePolicy(policy.max_replacements, policy.max_replacements_per_hour))
     return report.drained
@@ -381,7 +382,6 @@ def _tail_text(path: Path, nbytes: int) -> str:
 
 
 def _resume_step_of(text: str) -> int | None:
-    from orchestrator.results.mllog import parse_lines
     return parse_lines(text.splitlines()).resume_step
 
 
@@ -394,7 +394,6 @@ def _result(ctx: AttemptContext, row: RunRow, n: int, fetch: bool = True) -> Res
     """The ResultRow of attempt n's log, carrying the run's attempt history; None without a log."""
     import json
 
-    from orchestrator.results.ingest import result_from_run
     if fetch:
         try:
             ctx.launcher.fetch_logs(JobRef(cluster=ctx.cluster.name, job_id="-",

@@ -40,6 +40,10 @@ from orchestrator.runs.failures import Failure, FailureClass, lost_work, with_na
 from orchestrator.runs.monitor import AttemptRecord, Progress, RetryDecision, decide_retry
 from orchestrator.store.database import Store
 from orchestrator.store.schema import AttemptRow, RunRow
+from orchestrator.runs.launch import container_build
+from orchestrator.runs.prepare import check_staged
+from orchestrator.runs.preemption import recover
+from orchestrator.results.mllog import parse_file
 
 
 def run_sweep(spec: RunSpec, store: Store, *, on_progress: Callable[[Progress], None] | None = None,
@@ -141,8 +145,6 @@ def _drive_all(rows: list[RunRow], spec: RunSpec, recipe: Recipe, cluster: Clust
                poll: float) -> list[RunOutcome]:
     with connect(cluster) as access:
         if recipe.mlperf is not None and access.caps.shell:  # files on the cluster are readable
-            from orchestrator.runs.launch import container_build
-            from orchestrator.runs.prepare import check_staged
             # A Slurm launch runs the squashfs `prepare` built (attempts._mlperf_attempt).
             for nodes in sorted({r.nodes for r in rows}):
                 check_staged(recipe, access.launcher, cluster.name,
@@ -200,7 +202,6 @@ def _next_attempt(ctx: AttemptContext, row: RunRow, attempts: list[AttemptRow],
     elapsed = (utcnow() - attempts[0].started_at).total_seconds() if attempts[0].started_at else 0.0
     decision = decide_retry(history, ctx.spec.retry, elapsed, ctx.cluster.nodes, row.nodes)
     if decision.retry and failure.cls == FailureClass.PREEMPTED:
-        from orchestrator.runs.preemption import recover
         stop = recover(ctx, row, failure)
         decision = decision if stop is None else RetryDecision(False, stop)
     if not decision.retry:
@@ -223,7 +224,6 @@ def _next_attempt(ctx: AttemptContext, row: RunRow, attempts: list[AttemptRow],
 
 
 def _store_lost_work(ctx: AttemptContext, row: RunRow, n: int, kept_step: int | None) -> None:
-    from orchestrator.results.mllog import parse_file
     log = local_log(row.id, n)
     if log.exists():
         steps, seconds = lost_work(parse_file(log).step_times, kept_step)

@@ -30,6 +30,8 @@ from orchestrator.runs.fleet import FleetReport
 from orchestrator.seams import Access
 from orchestrator.store.database import Store
 from orchestrator.store.schema import EventRow
+from orchestrator.slurm.conf import natural_key
+from orchestrator.runs.fleet_gate import gate_nodes
 
 REPLACED = "node_replaced"
 CAPPED = "replace_capped"
@@ -118,8 +120,6 @@ def recent_replacements(store: Store, cluster: str, window: timedelta = timedelt
 
 def _gate_new(access: Access, cluster: Cluster, new: str) -> str:
     """The gate on the new node beside healthy references; "" when it passed, else why."""
-    from orchestrator.slurm.conf import natural_key
-    from orchestrator.runs.fleet_gate import gate_nodes
     infos = access.launcher.node_states()
     refs = [n for n in sorted(infos, key=natural_key) if n != new and infos[n].usable]
     report = gate_nodes(access, cluster, [new, *refs[:REFERENCE_NODES]])

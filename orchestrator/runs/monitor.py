@@ -21,6 +21,8 @@ from orchestrator.specs.run import RetryPolicy
 from orchestrator.errors import LaunchError, RemoteError
 from orchestrator.models import JobRef, JobState, JobStatus
 from orchestrator.runs.failures import NOT_EXCLUDED, Failure, infra_retryable
+from orchestrator.results.mllog import parse_lines
+from orchestrator.results.stragglers import spread
 
 BACKOFF_CAP_S = 60.0
 _STOP = re.compile(r"AZBENCH_ATTEMPT_STOP \d+ rc=(-?\d+)")
@@ -135,7 +137,7 @@ def decide_retry(history: Sequence[AttemptRecord], policy: RetryPolicy, elapsed_
 
 def backoff_s(policy: RetryPolicy, attempt: int, cap: float = BACKOFF_CAP_S) -> float:
     """Exponential backoff (tenacity's wait_exponential): backoff_s * 2**(attempt-1), capped."""
-    return min(cap, policy.backoff_s * 2 ** max(attempt - 1, 0))
+    return min(cap, float(policy.backoff_s * 2 ** max(attempt - 1, 0)))
 
 
 def watch(ref: JobRef, poller: Poller, read_progress: ProgressReader, *, run_id: str,
@@ -247,8 +249,6 @@ def no_progress() -> tuple[None, None, None]:
 def progress_reader(launcher: LogReader, log_path: str, nbytes: int = 16384) -> ProgressReader:
     """(last step, last eval value, eta, slowest node) from the tail of a remote MLLOG file;
     a reader may return only the first three."""
-    from orchestrator.results.mllog import parse_lines
-    from orchestrator.results.stragglers import spread
 
     def read() -> tuple[int | None, float | None, float | None, str]:
         tail = launcher.tail(log_path, nbytes=nbytes).decode(errors="replace")

@@ -140,7 +140,7 @@ def public_ip_lookup(url: str = IP_ECHO_URL, timeout_s: float = 5.0) -> str:
     """This machine's public address from an HTTPS echo service (the default caller lookup)."""
     try:
         with urllib.request.urlopen(url, timeout=timeout_s) as resp:  # noqa: S310 (fixed https URL)
-            return resp.read(64).decode().strip()
+            return str(resp.read(64).decode().strip())
     except OSError as exc:
         raise PreflightError(f"cannot detect your public address via {url}: {exc}",
                              hint=f"set azure.ssh_ingress_cidr or {CALLER_IP_ENV}") from None
