@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Install everything azbench and its tests need on a fresh Debian 12 machine:
 # Debian packages (Slurm, munge, OpenSSH server, PostgreSQL), a virtualenv in .venv with the
-# PyTorch 2.13.0 (the smoke recipe's dependency) and azbench with its test extras.
+# PyTorch 2.13.0 (the smoke recipe's dependency) and azbench with its test extra (every extra).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -44,8 +44,10 @@ pip_install --upgrade pip
 # machines) pip takes it; otherwise PyPI's Linux wheel, which bundles CUDA (several GB) and runs
 # on CPU too. Unpinned, a later extra would pull the newest CUDA build.
 pip_install "torch==2.13.0"
-pip_install -e ".[test,local]"
-.venv/bin/python -c "import orchestrator, torch, sqlalchemy, paramiko, mlperf_logging; print('==> ready: torch', torch.__version__)"
+# [test] is the test tools plus [all] (azure, azureml, blob, local, postgres, ssh): every test,
+# the type checker and the contract suites run in this venv. The core alone is `pip install .`.
+pip_install -e ".[test]"
+.venv/bin/python -c "import orchestrator, torch, sqlalchemy, paramiko, mlperf_logging, azure.identity, azure.ai.ml, azure.storage.blob, psycopg; print('==> ready: torch', torch.__version__)"
 # Azurite, the Azure Storage emulator the blob archive tests run against (tests/test_blob.py),
 # from npm into a project-local folder: nothing global, removed with the checkout.
 if command -v npm >/dev/null; then

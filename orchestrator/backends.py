@@ -20,7 +20,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from orchestrator.errors import ConfigError
+from orchestrator.errors import ConfigError, MissingExtra
 
 _REGISTRY: dict[str, str] = {
     "local": "orchestrator.providers.local",
@@ -52,6 +52,7 @@ class Backend:
     only_sku: str | None = None  # the one size it runs
     section_required: bool = False  # its settings section has no defaults
     section_hint: str = ""
+    extra: str | None = None  # the pip extra its SDKs come in (errors.EXTRAS); None: the core
 
 
 def names() -> tuple[str, ...]:
@@ -105,3 +106,61 @@ def unregister(name: str) -> None:
     """Remove a backend `register` added; the built-in ones stay."""
     if name not in _BUILT_IN:
         _REGISTRY.pop(name, None)
+
+
+# What each pip extra (pyproject's optional-dependencies) gives and the modules that prove it is
+# installed. The core reads results; a command that needs more says which extra, in one line
+# (MissingExtra, exit 7). A backend's `extra` names its row.
+EXTRAS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "azure": ("the Azure SDKs", ("azure.identity", "azure.mgmt.compute", "azure.mgmt.network",
+                                 "azure.mgmt.resource", "azure.mgmt.authorization", "paramiko",
+                                 "tenacity")),
+    "azureml": ("the Azure ML SDK", ("azure.ai.ml", "azure.identity", "azure.mgmt.compute")),
+    "blob": ("the Azure Storage SDK", ("azure.storage.blob", "azure.identity")),
+    "ssh": ("SSH (paramiko)", ("paramiko", "tenacity")),
+    "local": ("PyTorch", ("torch",)),
+    "postgres": ("the PostgreSQL driver", ("psycopg",)),
+}
+_SHARED_NAMESPACE = "azure"  # three extras install under it: its absence names none of them
+
+
+def missing_modules(extra: str) -> list[str]:
+    """The modules of `extra` (EXTRAS) that cannot be imported here, found by importlib's
+    finders without importing them (milliseconds)."""
+    from importlib.util import find_spec
+
+    missing = []
+    for module in EXTRAS[extra][1]:
+        try:
+            found = find_spec(module) is not None
+        except (ImportError, ValueError):  # a parent package is missing
+            found = False
+        if not found:
+            missing.append(module)
+    return missing
+
+
+def require_extra(extra: str | None, subject: str = "") -> None:
+    """MissingExtra when a module of `extra` is missing (None asks for nothing); `subject`
+    says what asked ("--provider azure")."""
+    if extra is None:
+        return
+    missing = missing_modules(extra)
+    if missing:
+        raise MissingExtra(extra, EXTRAS[extra][0], subject, module=missing[0])
+
+
+def missing_extra(exc: ImportError, extra: str | None = None, subject: str = "") -> MissingExtra | None:
+    """The MissingExtra behind a failed import: `extra` when given and the module is one an
+    extra provides, else the extra that provides it; None when no extra does (a bug)."""
+    name = exc.name or ""
+    owners = [e for e, (_, modules) in EXTRAS.items()
+              if any(m == name or m.startswith(name + ".") or name.startswith(m + ".")
+                     for m in modules)]
+    if not owners:
+        return None
+    if extra is None or extra not in EXTRAS:
+        if name == _SHARED_NAMESPACE:
+            return None
+        extra = owners[0]
+    return MissingExtra(extra, EXTRAS[extra][0], subject, module=name)

@@ -126,6 +126,21 @@ class MissingCapability(NotAvailableError):
         self.cluster, self.backend, self.what = cluster, backend, what
 
 
+class MissingExtra(NotAvailableError):
+    """A command needs an extra that is not installed (`pip install 'azbench[EXTRA]'`). Exit 7.
+
+    `what` names what the extra gives ("the Azure SDKs", backends.EXTRAS); `subject` says
+    what asked for it ("--provider azure"); the CLI's handler puts the command
+    in front: `azbench up --provider azure needs the Azure SDKs: pip install 'azbench[azure]'`."""
+
+    kind = "not installed"
+
+    def __init__(self, extra: str, what: str, subject: str = "", *, module: str = "") -> None:
+        self.extra, self.subject, self.module = extra, subject, module
+        self.needs = f"needs {what}: pip install 'azbench[{extra}]'"
+        super().__init__(f"{subject} {self.needs}" if subject else self.needs)
+
+
 class RegressionError(AzbenchError):
     """A comparison against a baseline found a regression. Exit 8."""
 
@@ -147,7 +162,8 @@ EXIT_CODES: dict[int, str] = {
     4: "provisioning failed (cloud or local cluster resources, no capacity)",
     5: "run failed (remote unreachable, wrong host key, launch or benchmark failure)",
     6: "results store error (unwritable AZBENCH_HOME, disk full, corrupt or newer database)",
-    7: "not available: a feature not built yet, or a capability this cluster lacks",
+    7: "not available: a feature not built yet, a capability this cluster lacks, or an extra "
+       "not installed (the line names it: pip install 'azbench[azure]')",
     8: "performance regression against the baseline",
     EXIT_UNHEALTHY: "health check flagged nodes (drained, or a fabric-wide fault); "
                     "the report is printed first",

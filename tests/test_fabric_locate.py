@@ -16,7 +16,8 @@ from orchestrator.errors import ConfigError
 from orchestrator.models import Cluster, NodeInfo
 from orchestrator.providers.local import links as netlinks
 from orchestrator.runs.locate import locate_cluster as locate
-from orchestrator.fabric.locate_plan import Collective, conclude, estimate, judge, judge_against, pairs, repairs
+from orchestrator.fabric.locate_plan import (Collective, conclude, controls, estimate, judge, judge_against, pairs,
+                                             repairs, round_reference)
 from orchestrator.seams import Access
 from tests.cli_helpers import azbench, azbench_in_process
 
@@ -118,6 +119,26 @@ class _Stub:
         return out
 
 
+def test_re_pairs_on_a_busier_host_are_judged_against_their_own_known_good_pairs() -> None:
+    """Load that arrives after the pairs round slows every re-pair: its known-good pairs, run
+    beside them, lower the reference, so only the node that is slow against them is named."""
+    pair_round = [Collective(nodes=(f"n{i}", f"n{i + 1}"), kind="pair", busbw=0.1) for i in range(1, 12, 2)]
+    pair_round[0].busbw = 0.03  # n1+n2 slow by chance
+    median = judge(pair_round, None)
+    slow = [t for t in pair_round if t.slow]
+    good = [n for t in pair_round if t.slow is False for n in t.nodes]
+    [again] = repairs(slow, good, [])
+    checks = controls(again, good)
+    assert [t.nodes for t in checks] == [("n5", "n6"), ("n7", "n8"), ("n9", "n10")]
+    for t in again + checks:
+        t.busbw = 0.04  # the whole round at 40 % of the pairs round: the host got busier
+    assert round_reference(median, checks) == 0.04 and round_reference(median, []) == median
+    judge_against(again, round_reference(median, checks), None)
+    assert conclude(slow, again)[0] == []  # judged against the median alone, n1 and n2 were named
+    judge_against(again, median, None)
+    assert [s.node for s in conclude(slow, again)[0]] == ["n1", "n2"]
+
+
 def _access(stub: _Stub, node_control: bool = True) -> Access:
     from orchestrator.seams import Capabilities
     return Access(launcher=stub, shell=None,  # type: ignore[arg-type]
@@ -132,7 +153,7 @@ def _cluster(nodes: int) -> Cluster:
 def test_locate_names_the_slow_node_in_three_rounds_and_drains_only_when_asked() -> None:
     stub = _Stub(16, {"node7": 0.002})
     report = locate(_cluster(16), _access(stub))
-    assert [s.node for s in report.suspects] == ["node7"] and len(report.rounds) == 3 and report.tests == 10
+    assert [s.node for s in report.suspects] == ["node7"] and len(report.rounds) == 3 and report.tests == 13  # 8 pairs, 2 re-pairs, 3 controls
     assert stub.groups[0] == [(f"node{i}", f"node{i + 1}") for i in range(1, 16, 2)] and not stub.drained
     assert report.notes == ["stub links"]
     drained = locate(_cluster(16), _access(stub), drain_found=True)

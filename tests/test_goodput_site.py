@@ -125,3 +125,20 @@ def test_the_system_page_link_opens_the_timeline(browser: Any, site: Path) -> No
     WebDriverWait(browser, 90).until(lambda d: d.execute_script(
         "var c = document.querySelector('#run-r1 .chart'); return !!c && c.dataset.rendered === '1'"))
     assert browser.find_element(By.ID, "run-r1").get_attribute("open") is not None
+
+
+def test_the_goodput_page_fits_a_phone(site: Path, tmp_path: Path) -> None:
+    """At 390 px: nothing wider than the screen, no blank table row, titles inside charts."""
+    pytest.importorskip("selenium.webdriver", reason="selenium (the test extra) is absent")
+    import shutil
+
+    if not shutil.which("chromium") or not shutil.which("chromedriver"):
+        pytest.skip("Debian's chromium and chromium-driver are not installed (infra/setup.sh)")
+    from testsupport.site_layout import PHONE_PX, chromium, phone_problems
+
+    phone = chromium(PHONE_PX, 844, profile=tmp_path / "phone", phone=True)
+    try:
+        found = phone_problems(phone, [site / "goodput.html", *sorted((site / "system").glob("*.html"))])
+        assert {k: v for k, v in found.items() if v} == {}
+    finally:
+        phone.quit()

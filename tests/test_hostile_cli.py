@@ -289,9 +289,9 @@ CASES: list[tuple[str, int, str]] = [
     ("catalog --bogus", U, r"usage error: No such option: --bogus \(see 'azbench catalog --help'\)"),
     ("results bogus", U, r"usage error: No such command 'bogus'"),
     # -- output options (issue 31): -o, --query, --json against -o
-    ("catalog -o xml", U, r"usage error: Invalid value for '--output' / '-o': .*'xml' is not one of 'table', 'json', 'tsv'"),
+    ("catalog -o xml", U, r"usage error: Invalid value for '--output' / '-o': .*'xml' is not one of 'table', 'json', 'jsonc', 'yaml', 'yamlc', 'tsv'"),
     ("status -o", U, r"usage error: Option '-o' requires an argument"),
-    ("recipes list --output=yaml", U, r"usage error: Invalid value for '--output' / '-o'"),
+    ("recipes list --output=xml", U, r"usage error: Invalid value for '--output' / '-o'"),
     ("results list -o tsv,json", U, r"usage error: Invalid value for '--output' / '-o'"),
     ("report -o html", U, r"usage error: Invalid value for '--output' / '-o'"),
     ("catalog --query", U, r"usage error: Option '--query' requires an argument"),

@@ -47,7 +47,7 @@ def test_an_override_that_breaks_the_relations_is_one_line() -> None:
     assert "TENSOR_MODEL_PARALLEL=3" in exc.value.message and "\n" not in exc.value.message
 
 
-@pytest.mark.parametrize("nodes, near", [(144, "128 or 160"), (2304, "2288 or 2320")])
+@pytest.mark.parametrize("nodes, near", [(144, "128 or 160"), (2304, "2,288 or 2,320")])
 def test_gb200_counts_whose_groups_overflow_the_racks_are_refused(nodes: int, near: str) -> None:
     with pytest.raises(ConfigError) as exc:
         R.resolve("llama31_405b", "gb200", nodes)

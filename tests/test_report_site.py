@@ -838,3 +838,27 @@ def test_history_titles_clear_the_toolbar_and_a_phone_gets_one_column(site: Path
         assert all(top > plot_bottom for top, plot_bottom in legends)  # under the plot
     finally:
         phone.quit()
+
+
+def test_every_page_fits_a_phone(many_site: tuple[Path, Path], site: Path, tmp_path: Path) -> None:
+    """At 390 px (a phone): no page wider than the screen (long paths wrap, tables scroll in
+    their own box), no blank table row, no chart title wider than its chart; the index leads
+    with best-per-benchmark and folds the rest."""
+    pytest.importorskip("selenium.webdriver", reason="selenium (the test extra) is absent")
+    if not shutil.which("chromium") or not shutil.which("chromedriver"):
+        pytest.skip("Debian's chromium and chromium-driver are not installed (infra/setup.sh)")
+    from testsupport.site_layout import PHONE_PX, chromium, phone_problems
+
+    pages = sorted({*_many_pages(many_site[0]), *site.rglob("*.html")})
+    phone = chromium(PHONE_PX, 844, profile=tmp_path / "phone", phone=True)
+    try:
+        found = phone_problems(phone, pages)
+        assert {k: v for k, v in found.items() if v} == {}
+        phone.get((site / "index.html").as_uri())
+        folds = phone.execute_script("return [...document.querySelectorAll('details.fold')].map(d => d.open)")
+        assert folds and not any(folds)  # folded on a phone (open on a wide screen)
+        shown = phone.execute_script("return [...document.querySelectorAll('main .table-block')]"
+                                     ".filter(b => !b.closest('details:not([open])')).map(b => b.id)")
+        assert set(shown) <= {"best-block"}  # best-per-benchmark leads; the rest is folded
+    finally:
+        phone.quit()

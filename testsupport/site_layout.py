@@ -124,3 +124,44 @@ def chromium(width: int = 1280, height: int = 1000, profile: Path | None = None,
     driver = webdriver.Chrome(options=opts, service=Service(shutil.which("chromedriver") or ""))
     driver.set_page_load_timeout(120)
     return driver
+
+
+PHONE_PX = 390  # a phone's viewport (390 x 844, as an iPhone 12 to 15 has it)
+
+_PHONE_JS = """
+const W = window.innerWidth, problems = [];
+if (document.documentElement.scrollWidth > W)
+  problems.push('page ' + document.documentElement.scrollWidth + ' px wide at ' + W + ' px');
+const shown = e => e.offsetParent !== null && !e.closest('details:not([open])');
+for (const r of document.querySelectorAll('tr')) {
+  if (!shown(r)) continue;
+  const h = r.getBoundingClientRect().height;
+  if (h > 60 && !r.textContent.trim()) problems.push('blank table row ' + Math.round(h) + ' px tall');
+}
+for (const c of document.querySelectorAll('.chart')) {
+  if (!shown(c)) continue;
+  const b = c.getBoundingClientRect();
+  for (const t of c.querySelectorAll('.gtitle')) {
+    const tb = t.getBoundingClientRect();
+    if (tb.width && (tb.left < b.left - 1 || tb.right > b.right + 1))
+      problems.push((c.id || 'chart') + ': title ' + Math.round(tb.width) + ' px in a ' + Math.round(b.width) + ' px chart');
+  }
+}
+return problems;
+"""
+
+
+def phone_problems(driver: WebDriver, pages: Iterable[Path]) -> dict[str, list[str]]:
+    """{page: problems} on a phone (`driver` from chromium(PHONE_PX, 844, phone=True)): the page
+    wider than the screen (tables scroll in their own box, .table-wrap; nothing else may), a
+    blank table row, a chart title wider than its chart."""
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    found: dict[str, list[str]] = {}
+    for page in pages:
+        driver.get(page.as_uri())
+        WebDriverWait(driver, WAIT_S).until(lambda d: d.execute_script(READY_JS))
+        answer = driver.execute_script(_PHONE_JS)
+        found[page.name if page.parent.name not in ("bench", "system") else
+              f"{page.parent.name}/{page.name}"] = [str(p) for p in answer] if isinstance(answer, list) else ["no answer"]
+    return found

@@ -32,7 +32,7 @@ from orchestrator.cli.common import (
     open_store,
     output,
 )
-from orchestrator.errors import EXIT_INTERRUPTED, AzbenchError, StoreError
+from orchestrator.errors import EXIT_INTERRUPTED, AzbenchError, MissingExtra, StoreError
 from orchestrator.errors import ConfigError
 from orchestrator.paths import templates_dir, write_atomic
 from orchestrator.errors import ConfigError, PreflightError
@@ -155,6 +155,7 @@ def up(
         if problems:
             raise PreflightError("; ".join(problems), hint="read by --dry-run --check; nothing was created")
         return None
+    lifecycle.require_sdk(spec.provider)  # a missing extra is said before the cost question
     if spending.spends_money(spec.provider):
         summary = spending.plan_summary(the_plan, spec)
         if yes and out.rich:  # the plan, not a claim that anything started (preflight may refuse it)
@@ -547,6 +548,10 @@ def main(argv: list[str] | None = None) -> None:
             _say("interrupted")
         if isinstance(code, int) and code:
             sys.exit(code)
+    except MissingExtra as exc:
+        if _STATE["debug"]:
+            raise
+        _say_missing(exc, argv if argv is not None else sys.argv[1:])
     except AzbenchError as exc:
         if _STATE["debug"]:
             raise
@@ -566,9 +571,42 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(0)
     except OSError as exc:
         _os_error(exc)
+    except ModuleNotFoundError as exc:  # an extra's SDK that no boundary checked first
+        from orchestrator.backends import missing_extra
+        found = None if _STATE["debug"] else missing_extra(exc)
+        if found is None:
+            _internal_error(exc)
+        _say_missing(found, argv if argv is not None else sys.argv[1:])
     except Exception as exc:  # a bug: keep it to one line unless --debug
         _internal_error(exc)
     sys.exit(0)
+
+
+def _say_missing(exc: MissingExtra, argv: list[str]) -> NoReturn:
+    """`azbench up --provider azure needs the Azure SDKs: pip install 'azbench[azure]'`, exit 7:
+    the command as typed (its subcommand words, and the flag that chose the backend when the
+    user typed it), then what it needs."""
+    import typer.core
+
+    words = ["azbench"]
+    command = typer.main.get_command(app)
+    for token in argv:
+        if (not isinstance(command, typer.core.TyperGroup) or token.startswith("-")
+                or token not in command.commands):
+            break
+        command = command.commands[token]
+        words.append(token)
+    flag, _, value = exc.subject.partition(" ")
+    typed = flag.startswith("-") and (any(a == flag for a in argv)
+                                      or any(a.startswith(flag + "=") for a in argv))
+    if typed:
+        line = f"{' '.join(words)} {exc.subject} {exc.needs}"
+    elif exc.subject:  # the backend came from a spec or a stored cluster
+        line = f"{' '.join(words)} (provider {value or exc.subject}) {exc.needs}"
+    else:
+        line = f"{' '.join(words)} {exc.needs}"
+    _say(line, prefix="")
+    sys.exit(exc.exit_code)
 
 
 def _usage_error(exc: typer.TyperException) -> NoReturn:
@@ -623,12 +661,12 @@ def _quiet_sdk_loggers(argv: list[str]) -> None:
         logging.getLogger("azure").setLevel(logging.ERROR + 10)
 
 
-def _say(line: str) -> None:
+def _say(line: str, prefix: str = "azbench: ") -> None:
     """One line on stderr, if there is a stderr to write to: query strings (SAS tokens)
     redacted, control characters stripped (a name from a log may be in it)."""
     try:
         if sys.stderr is not None:
-            sys.stderr.write(f"azbench: {shown(line)}\n")
+            sys.stderr.write(f"{prefix}{shown(line)}\n")
             sys.stderr.flush()
     except OSError:
         pass

@@ -62,16 +62,21 @@ JsonOpt = typer.Option(False, "--json", help="Print machine-readable JSON on std
 
 
 class OutputFormat(str, Enum):
-    """-o: the command's table, its JSON form, or that form as tab-separated values."""
+    """-o, as az has it: the command's table, its JSON form, that form coloured (jsonc), as
+    YAML (yaml, yamlc coloured), or as tab-separated values."""
 
     table = "table"
     json = "json"
+    jsonc = "jsonc"
+    yaml = "yaml"
+    yamlc = "yamlc"
     tsv = "tsv"
 
 
 OutputOpt = typer.Option(None, "--output", "-o", case_sensitive=False,
-                         help="Output format: table (the default), json, or tsv (tab-separated "
-                              "values without headers), as in az.")
+                         help="Output format, as in az: table (the default), json, jsonc "
+                              "(coloured on a terminal), yaml, yamlc, or tsv (tab-separated "
+                              "values without headers).")
 QueryOpt = typer.Option(None, "--query", metavar="JMESPATH",
                         help="JMESPath query (https://jmespath.org) applied to the JSON form "
                              "before output, as in az; e.g. \"[].name\".")
@@ -147,6 +152,31 @@ def emit_json(obj: Any) -> None:
     sys.stdout.write(json.dumps(to_jsonable(obj), indent=2, default=str) + "\n")
 
 
+PIPED_WIDTH = 100  # what a table gets in a pipe or a file when COLUMNS is not set
+
+
+def output_width() -> int:
+    """The width tables fit: $COLUMNS when set (piped or not), else the terminal's, else 100."""
+    import shutil
+    columns = os.environ.get("COLUMNS", "").strip()
+    if columns.isdigit() and int(columns) > 0:
+        return max(40, int(columns))
+    if sys.stdout.isatty():
+        return max(40, shutil.get_terminal_size((PIPED_WIDTH, 24)).columns)
+    return PIPED_WIDTH
+
+
+def wrapped(line: str, width: int | None = None) -> str:
+    """`line` (made safe: safetext.clean) wrapped to `width` (output_width()) at spaces, the
+    following lines indented two; never inside a word, so a name or a run id stays whole."""
+    import textwrap
+
+    from orchestrator.safetext import clean
+    lines = textwrap.wrap(clean(line), output_width() if width is None else width,
+                          subsequent_indent="  ", break_long_words=False, break_on_hyphens=False)
+    return "\n".join(lines or [""]) + "\n"
+
+
 def say(text: str, err: bool = False) -> None:
     """Write `text` to stdout (stderr with err=True) with no control, bidi or zero-width
     character (safetext.clean_lines; newlines kept): for every line that holds a file's, a
@@ -155,22 +185,26 @@ def say(text: str, err: bool = False) -> None:
 
 
 def make_console() -> Console:
-    """A rich Console; when piped (CI logs, files) it is wide, so tables do not fold to 80 columns."""
+    """A rich Console `output_width()` wide: $COLUMNS when set, else the terminal's, else 100
+    (CI logs, files)."""
     from rich.console import Console
-    if not sys.stdout.isatty() and "COLUMNS" not in os.environ:
-        return Console(width=200)
-    return Console()
+    return Console(width=output_width())
 
 
-def make_table(title: str, columns: list[str], rows: Sequence[Sequence[object]]) -> Table:
+def make_table(title: str, columns: list[str], rows: Sequence[Sequence[object]], *,
+               width: int | None = None) -> Table:
     """A rich table whose title and cells are text, never markup (`[bold red]` or `[link=...]`
-    in a system's name prints as written), with control characters stripped (safetext.clean)."""
-    from rich.table import Table
-    table = Table(title=cell_text(title), title_justify="left")
-    for col in columns:
-        table.add_column(col)
-    for row in rows:
-        table.add_row(*[cell_text(v) for v in row])
+    in a system's name prints as written), with control characters stripped (safetext.clean).
+
+    It fits `width` (output_width()) with no cell cut: cells wrap at spaces, never inside a
+    word (a run id, a name), and where the columns' longest words do not fit side by side the
+    last columns are left out and the caption names them (fit_table)."""
+    width = output_width() if width is None else width
+    table, left_out = fit_table(title, [Col(h, rank=n) for n, h in enumerate(columns)], rows, width)
+    if left_out:
+        table.caption = cell_text(f"left out at {width} columns: {', '.join(left_out)} "
+                                  "(a wider terminal shows them; -o json has every field)")
+        table.caption_justify = "left"
     return table
 
 
@@ -213,11 +247,31 @@ class Output:
             value = _search(self.compiled, self.query or "", value)
         if self.format is OutputFormat.json:
             sys.stdout.write(json.dumps(value, indent=2) + "\n")
+        elif self.format in (OutputFormat.jsonc, OutputFormat.yaml, OutputFormat.yamlc):
+            _write_document(value, self.format)
         elif self.format is OutputFormat.tsv:
             sys.stdout.write("".join(line + "\n" for line in tsv_lines(value)))
         elif value is not None:
             columns, rows = plain_rows(value)
             make_console().print(make_table("", columns, rows))
+
+
+def _write_document(value: Json, fmt: OutputFormat) -> None:
+    """-o jsonc, yaml, yamlc: the JSON form as JSON or YAML (keys in the JSON form's order);
+    the coloured ones are coloured only on a terminal, so a pipe gets plain text to parse."""
+    import yaml
+
+    if fmt is OutputFormat.jsonc:
+        text, lexer = json.dumps(value, indent=2), "json"
+    else:
+        text, lexer = yaml.safe_dump(value, sort_keys=False, allow_unicode=True,
+                                     default_flow_style=False), "yaml"
+    if fmt is OutputFormat.yaml or not sys.stdout.isatty():
+        sys.stdout.write(text if text.endswith("\n") else text + "\n")
+        return
+    from rich.syntax import Syntax
+    make_console().print(Syntax(text.rstrip("\n"), lexer, background_color="default",
+                                word_wrap=True))
 
 
 def output(as_json: bool, fmt: OutputFormat | None, query: str | None) -> Output:

@@ -72,10 +72,13 @@ def _render_run(g: RunGoodput) -> None:
         rows.append([a.attempt, a.state, a.job_id or "-", f.failure_class if f else "-",
                      ", ".join(f.nodes) if f and f.nodes else "-",
                      a.resumed_from_step if a.resumed_from_step is not None else "-",
-                     f"{f.lost_work_s:,.1f}" if f else "-", f"{f.restart_overhead_s:,.1f}" if f else "-",
-                     f.evidence if f else ""])
+                     f"{f.lost_work_s:,.1f}" if f else "-", f"{f.restart_overhead_s:,.1f}" if f else "-"])
     console.print(make_table("Attempts", ["attempt", "state", "job", "failure", "nodes", "resumed from",
-                                          "lost work s", "restart s", "evidence"], rows))
+                                          "lost work s", "restart s"], rows))
+    for a in g.attempts:  # evidence is prose: below the table, whole, not in a one-word column
+        if a.failure is not None and a.failure.evidence:
+            console.print(clean(f"  attempt {a.attempt} evidence: {a.failure.evidence}"),
+                          markup=False, highlight=False)
     _causes(g.causes, g.cost_usd != {})
     _footer(g.price_note, g.notes)
 

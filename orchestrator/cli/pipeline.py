@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Optional
 
 import typer
 
-from orchestrator.cli.common import OutputFormat, OutputOpt, QueryOpt, confirm, output
+from orchestrator.cli.common import OutputFormat, OutputOpt, QueryOpt, confirm, output, wrapped
 from orchestrator.cli.common import open_store
 from orchestrator.cli.common import check_number
 from orchestrator.errors import AzbenchError
@@ -34,7 +34,7 @@ from orchestrator.cli.common import parse_date
 from orchestrator.errors import NotFoundError
 
 if TYPE_CHECKING:  # the use cases load inside the commands: --help stays fast
-    from collections.abc import Mapping
+    from collections.abc import Callable, Mapping
 
     from orchestrator.pipelines.baselines import Comparison, Selection, Tolerances
     from orchestrator.pipelines.results import PipelineResult, PipelineSummary
@@ -166,11 +166,11 @@ def _print_cases(s: PipelineSummary) -> None:
         make_console().print(make_table(f"Pipeline {s.pipeline}: {s.status}", header, rows))
     for c in s.cases:  # the lines name benchmarks and SKUs read from results: no controls
         for line in c.regressions:
-            sys.stdout.write(clean(f"regression: {line}") + "\n")
+            sys.stdout.write(wrapped(f"regression: {line}"))
         for line in c.improvements:
-            sys.stdout.write(clean(f"improvement: {line}") + "\n")
+            sys.stdout.write(wrapped(f"improvement: {line}"))
     for cluster, line in s.goodput.items():
-        sys.stdout.write(clean(f"goodput {cluster}: {line}") + "\n")
+        sys.stdout.write(wrapped(f"goodput {cluster}: {line}"))
 
 
 class _Lines:
@@ -233,7 +233,7 @@ def baseline_set(
     if not out.rich:
         return out.emit(base)
     scales = ", ".join(e.label for e in base.entries)
-    sys.stdout.write(f"baseline '{name}' set from {_describe(selection.source())}: {scales}\n")
+    sys.stdout.write(wrapped(f"baseline '{name}' set from {_describe(selection.source())}: {scales}"))
 
 
 @baseline_app.command("list")
@@ -272,7 +272,7 @@ def baseline_show(name: str = typer.Argument(..., help="Baseline name."), as_jso
                             ["scale", "metric", "value", "std", "n"], rows))
     for e in base.entries:
         for m, why in e.refused.items():
-            sys.stdout.write(f"{e.label} {METRICS.get(m, (m,))[0]}: {why}\n")
+            sys.stdout.write(wrapped(f"{e.label} {METRICS.get(m, (m,))[0]}: {why}"))
 
 
 @baseline_app.command("delete")
@@ -329,11 +329,11 @@ def _print_comparison(result: Comparison) -> None:
                             ["scale", "metric", "baseline", "current", "change", "confidence",
                              "verdict"], rows))
     for d in result.regressions:  # its label names a benchmark and a SKU read from results
-        sys.stdout.write(clean(f"regression: {d.describe()}") + "\n")
+        sys.stdout.write(wrapped(f"regression: {d.describe()}"))
     for d in result.improvements:
-        sys.stdout.write(clean(f"improvement: {d.describe()}") + "\n")
+        sys.stdout.write(wrapped(f"improvement: {d.describe()}"))
     for note in result.notes:
-        sys.stdout.write(clean(note) + "\n")
+        sys.stdout.write(wrapped(note))
 
 
 def _tolerances(items: list[str], min_confidence: Optional[float]) -> Tolerances:
@@ -364,6 +364,13 @@ def _selection(store: Store, sweeps: list[str], cluster: Optional[str], benchmar
     if not (sweeps or cluster or benchmark or since):
         newest = [r.sweep_id for r in store.list_runs() if r.sweep_id]
         if not newest:
+            imported = store.list_results()
+            if imported:  # imported logs belong to no sweep: a date or a benchmark selects them
+                first = min(r.created_at for r in imported)
+                raise NotFoundError(
+                    f"no sweeps stored yet; imported results: pass --since DATE "
+                    f"(e.g. --since {first:%Y-%m-%d}, the first of {len(imported)} stored) "
+                    "or --benchmark B")
             raise NotFoundError("no sweeps stored yet", hint="run a recipe first (azbench run)")
         sweeps = [max(newest)]  # sweep ids start with their UTC creation time
     return Selection(sweep_ids=tuple(sweeps), cluster=cluster, benchmark=benchmark, since=parse_date("--since", since))

@@ -107,9 +107,6 @@ def _column(header: str) -> Col:
 
 
 def _width() -> int:
-    """The terminal's width (COLUMNS counts as one); 100 when there is none (a pipe, a file)."""
-    import os
-    import shutil
-    if "COLUMNS" in os.environ or sys.stdout.isatty():
-        return max(40, shutil.get_terminal_size((100, 24)).columns)
-    return 100
+    """$COLUMNS when set, else the terminal's width, else (a pipe, a file) 100."""
+    from orchestrator.cli.common import output_width
+    return output_width()

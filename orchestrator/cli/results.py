@@ -23,6 +23,7 @@ from orchestrator.cli.common import (
     check_filter,
     fit_table,
     make_console,
+    output_width,
     make_table,
     open_store,
     output,
@@ -373,12 +374,9 @@ def _write_parts(rep: Report, folder: Path) -> None:
 
 
 def _report_width() -> int:
-    """100 columns, or the terminal's width when it is narrower (COLUMNS counts as one)."""
+    """$COLUMNS when set, else the terminal's width up to 100, else (piped) 100."""
     import os
-    import shutil
-    if "COLUMNS" in os.environ or sys.stdout.isatty():
-        return max(40, min(100, shutil.get_terminal_size((100, 24)).columns))
-    return 100
+    return output_width() if "COLUMNS" in os.environ else min(100, output_width())
 
 
 def _with_system(store: Store, system: Optional[str], **filters: Any) -> list[ResultRow]:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Any, Callable, Protocol, runtime_checkable
 
-from orchestrator.providers import get_provider
+from orchestrator.providers import get_provider, require
 from orchestrator.clusters.spending import check_cost_cap, cost_cap
 from orchestrator.specs.cluster import ClusterSpec
 from orchestrator.errors import (AzbenchError, ConfigError, LostRaceError, MissingCapability, NotFoundError,
@@ -40,9 +40,15 @@ class UpResult:
     adopted: bool = False
 
 
+def require_sdk(provider: str) -> None:
+    """MissingExtra (exit 7, naming the pip extra) when `provider`'s SDKs are not installed:
+    `up` asks this before it asks to spend."""
+    require(provider)
+
+
 def plan(spec: ClusterSpec) -> Plan:
     """The dry-run: no credentials, no network, no store."""
-    return get_provider(spec.provider).plan(spec)
+    return get_provider(spec.provider, plan_only=True).plan(spec)
 
 
 def check(spec: ClusterSpec, the_plan: Plan) -> tuple[list[str], list[str]]:

@@ -25,6 +25,7 @@ from pathlib import Path
 from orchestrator import paths
 from orchestrator.seams import command_line
 from orchestrator.clusters.lifecycle import capabilities
+from orchestrator.backends import require_extra
 from orchestrator.errors import MissingCapability, NotAvailableError, RemoteError
 from orchestrator.models import Cluster, SshTarget
 
@@ -72,6 +73,7 @@ def check_head(cluster: Cluster, connect_timeout: float = 15.0) -> None:
 
 def pinned_known_hosts(cluster: Cluster) -> Path:
     """`ssh_known_hosts` (0600) holding only the head's pinned key(s), from the stored pin."""
+    require_extra("ssh")
     import paramiko
     target = _target(cluster)
     name = target.host if target.port == 22 else f"[{target.host}]:{target.port}"

@@ -21,8 +21,8 @@ from orchestrator.hardware.catalog import GpuSku, lookup
 from orchestrator.models import Cluster, NodeInfo
 from orchestrator.paths import templates_dir
 from orchestrator.fabric.gate import gate_fabric
-from orchestrator.fabric.locate_plan import (Collective, Round, Suspect, conclude, judge, judge_against, pairs,
-                                             repairs)
+from orchestrator.fabric.locate_plan import (Collective, Round, Suspect, conclude, controls, judge, judge_against,
+                                             pairs, repairs, round_reference)
 from orchestrator.fabric.nccltests import parse_runs, parse_size
 from orchestrator.fabric.runner import NCCL_TESTS
 from orchestrator.seams import Access
@@ -128,9 +128,14 @@ def _pair_rounds(report: LocateReport, good: list[str], racks: dict[str, list[st
     fine = [n for t in pair_round.tests if t.slow is False for n in t.nodes]
     retests: list[Collective] = []
     for chunk in repairs(slow, fine, left):
-        again = Round(index=len(report.rounds) + 1, kind="re-pairs", tests=chunk)
+        checks = controls(chunk, fine)
+        again = Round(index=len(report.rounds) + 1, kind="re-pairs", tests=chunk + checks)
         _timed(again, run, clock)
-        judge_against(again.tests, median, expected)
+        reference = round_reference(median, checks)
+        if reference != median:
+            again.notes.append(f"judged against this round's known-good pairs ({_g(reference)}), slower than "
+                               f"the pairs round's median ({_g(median)}): the host was busier")
+        judge_against(again.tests, reference, expected)
         report.rounds.append(again)
         retests += chunk
     if (slow or left) and not fine:

@@ -13,6 +13,8 @@ run side by side on disjoint nodes, so wall time follows rounds, not tests. The 
 4. each slow pair re-paired: both of its nodes, each with a node that passed, all at once. A node
    slow again with a good partner is named; a pair whose two nodes are both fine with good
    partners is reported unconfirmed (a transient or the link between those two), never named.
+   Up to three known-good pairs run beside the re-pairs: where they are slower than the pairs
+   round's median (a busier host), the re-pairs are judged against them instead.
 
 A node is named only on two measurements: its slow pair and its slow re-pair. That keeps a busy
 host's spread from naming a healthy node. An odd node out is tested in round 4 with a good one.
@@ -37,7 +39,7 @@ class Collective:
     """One collective of a round: its nodes, what it measured, and the judgement."""
 
     nodes: tuple[str, ...]
-    kind: str  # "rack", "pair", "re-pair"
+    kind: str  # "rack", "pair", "re-pair", "control" (known-good beside re-pairs)
     subject: str | None = None  # the node a re-pair tests (the other is a known-good partner)
     busbw: float | None = None
     error: str = ""
@@ -124,6 +126,28 @@ def repairs(slow: Sequence[Collective], good: Sequence[str], left: Sequence[str]
         chunk = subjects[i:i + width]
         out.append([Collective(nodes=(s, g), kind="re-pair", subject=s) for s, g in zip(chunk, good)])
     return out
+
+
+# Known-good pairs run beside each round of re-pairs: a host busier than during the pairs round
+# slows every test of the later round, and judged against the earlier median alone both nodes of
+# a pair that was slow by chance would be named (seen on a 2-core host under load).
+CONTROLS = 3
+
+
+def controls(chunk: Sequence[Collective], good: Sequence[str], most: int = CONTROLS) -> list[Collective]:
+    """Up to `most` pairs of known-good nodes that `chunk` does not use, to run beside it."""
+    used = {n for t in chunk for n in t.nodes}
+    free = [n for n in good if n not in used]
+    return [Collective(nodes=(free[i], free[i + 1]), kind="control") for i in range(0, min(len(free) - 1, 2 * most), 2)]
+
+
+def round_reference(median: float | None, checks: Sequence[Collective]) -> float | None:
+    """What a re-pairs round is judged against: the pairs round's median, or its own known-good
+    pairs' median where that is lower (the host was busier), so load alone names no node."""
+    values = [t.busbw for t in checks if t.busbw is not None and math.isfinite(t.busbw)]
+    if not values or median is None:
+        return median
+    return min(median, statistics.median(values))
 
 
 def conclude(slow_pairs: Sequence[Collective], retests: Sequence[Collective]) -> tuple[list[Suspect], list[str]]:

@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn, Sequence
 
+from orchestrator.backends import require_extra
 from orchestrator.errors import RemoteError
 from orchestrator.models import ExecResult, SshTarget
 from orchestrator.seams import command_line
@@ -91,6 +92,7 @@ class SshRunner:
     def __init__(self, target: SshTarget, env: dict[str, str] | None = None,
                  connect_timeout: float = 10.0, keepalive: int = 15, *,
                  connect_attempts: int = 4) -> None:
+        require_extra("ssh")  # paramiko is the [ssh] extra: say so before the first connection
         self.target = target
         self.env = dict(env or {})
         self.connect_timeout = connect_timeout

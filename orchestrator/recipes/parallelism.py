@@ -19,6 +19,7 @@ from pydantic import Field
 from orchestrator.hardware.catalog import GpuSku, NetworkProfile
 from orchestrator.hardware.layout import default_vms_per_rack
 from orchestrator.errors import ConfigError
+from orchestrator.formats import count
 from orchestrator.models import FabricOverride, Frozen
 from orchestrator.recipes.rank_order import DEFAULT_ORDER, DIMS, Span, spans
 
@@ -363,10 +364,11 @@ def _rack_packing(mp: int, sku: GpuSku, nodes: int, span_racks: bool = False) ->
     racks, held = _racks(nodes, segment, rack_vms)
     if racks > held:
         near = fitting_counts(nodes, group, sku)
-        raise ConfigError(f"{nodes} {sku.short} VMs are built as {held} {sku.rack_name}(s) of {rack_vms} VMs; "
-                          f"{nodes // segment} segments of {segment} VMs (whole model-parallel groups "
-                          f"of {group} VM(s)) fit {rack_vms // segment} per rack and would need {racks} racks"
-                          + (f"; nearest counts that fit: {' or '.join(str(n) for n in near)}" if near else ""))
+        raise ConfigError(f"{count(nodes)} {sku.short} VMs are built as {count(held)} {sku.rack_name}(s) of "
+                          f"{rack_vms} VMs; {count(nodes // segment)} segments of {segment} VMs (whole "
+                          f"model-parallel groups of {group} VM(s)) fit {rack_vms // segment} per rack and would "
+                          f"need {count(racks)} racks"
+                          + (f"; nearest counts that fit: {' or '.join(count(n) for n in near)}" if near else ""))
     return segment, racks
 
 

@@ -3,8 +3,8 @@ and a borderless plain-text rendering that fits a given width (100 columns by de
 
 `summary_view` turns a Report into a `View`: titled tables of typed cells (numbers stay numbers)
 with stable column keys (ViewTable.data; `azbench report -o json|tsv` emits the whole Report);
-`render_text` lays a View out as aligned text, cutting only the columns marked `shrink` (long
-names, cut in the middle with "…") when the width is short. Adding runs or the published
+`render_text` lays a View out as aligned text; when the width is short the columns marked
+`shrink` (long names) move to a line of their own, never cut. Adding runs or the published
 neighbours are options of the view, not other renderers. Returns strings; prints nothing.
 """
 
@@ -19,7 +19,7 @@ from typing import Literal
 
 from orchestrator import formats
 from orchestrator.report.build import GroupReport, Report
-from orchestrator.report.labels import cut_apart, cut_middle
+from orchestrator.report.labels import cut_middle
 from orchestrator.safetext import clean
 
 Value = str | int | float | None
@@ -240,7 +240,7 @@ def _note_kind(note: str) -> str:
     """'weak scaling … skipped: batch per GPU differs …' for every such pair's note."""
     head, sep, why = note.rpartition(": ")
     words = head.split()
-    return f"{' '.join(words[:2])} …: {why}" if sep and len(words) > 2 else note
+    return f"{' '.join(words[:2])} ...: {why}" if sep and len(words) > 2 else note
 
 
 # -- layout -----------------------------------------------------------------------------------
@@ -256,24 +256,56 @@ def _gpu_column() -> Column:
 
 
 def _table_lines(table: ViewTable, width: int) -> list[str]:
+    """The table's lines, none wider than `width` and no name cut. A long name (a `shrink`
+    column) that does not fit its column moves to a line of its own (above its row when the
+    column leads the row, else below it) and leaves its cell blank; when not even the column's
+    `min_width` fits, every row's names move (the column is stacked)."""
     indent = "  " if table.group_by else ""
     cells = [[_cell(r, c) for c in table.columns] for r in table.rows]
     widths = [max([len(c.header)] + [len(row[i]) for row in cells])
               for i, c in enumerate(table.columns)]
     widths = [min(w, c.max_width) if c.max_width else w for w, c in zip(widths, table.columns)]
-    widths = _shrink(table.columns, widths, width - len(indent))
-    for i, w in enumerate(widths):  # cut names so that different names stay different
-        for row, text in zip(cells, cut_apart([row[i] for row in cells], w)):
-            row[i] = text
-    out = [indent + _row([c.header for c in table.columns], table.columns, widths)]
+    long = [i for i, c in enumerate(table.columns) if c.shrink]
+    others = sum(w for i, w in enumerate(widths) if i not in long)
+    room = width - len(indent) - others - len(GAP) * (len(widths) - 1)
+    stacked: list[int] = []
+    if long and sum(widths[i] for i in long) > room:
+        share = room // len(long)
+        if all(share >= max(table.columns[i].min_width, len(table.columns[i].header)) for i in long):
+            for i in long:
+                widths[i] = share
+        else:
+            stacked = long
+    inline = [i for i in range(len(table.columns)) if i not in stacked]
+    above = bool(long) and long[0] == 0
+    row_indent = indent + ("    " if above and stacked else "")
+    columns = [table.columns[i] for i in inline]
+    fitted = _shrink(columns, [widths[i] for i in inline], width - len(row_indent))
+    fit = dict(zip(inline, fitted))
+    pad = indent if above else indent + "    "
+
+    def names(values: Sequence[str]) -> list[str]:
+        text = "  ".join(v for v in values if v)
+        return textwrap.wrap(text, width, initial_indent=pad, subsequent_indent=pad,
+                             break_long_words=False, break_on_hyphens=False) if text else []
+
+    head_names = names([table.columns[i].header for i in stacked])
+    out = head_names if above else []
+    out.append(row_indent + _row([table.columns[i].header for i in inline], columns, fitted))
+    out += [] if above else head_names
     shown: list[Value] = []  # the heading printed last
     for r, row in zip(table.rows, cells):
         if table.group_by and (not shown or r.get(table.group_by) != shown[-1]):
             shown.append(r.get(table.group_by))
-            out.append(_fit(clean(str(shown[-1])), width))
-        out.append(indent + _row(row, table.columns, widths))
+            out += textwrap.wrap(clean(str(shown[-1])), width, break_on_hyphens=False)
+        moved = [i for i in long if i in stacked or len(row[i]) > fit[i]]
+        own = names([row[i] for i in moved])
+        out += own if above else []
+        out.append(row_indent + _row(["" if i in moved else row[i] for i in inline], columns, fitted))
+        out += [] if above else own
         if table.detail and r.get(table.detail):
-            out.append(_fit(clean(f"{indent}    {r[table.detail]}"), width))
+            out += textwrap.wrap(clean(str(r[table.detail])), width, break_on_hyphens=False,
+                                 initial_indent=f"{indent}    ", subsequent_indent=f"{indent}      ")
     return out
 
 
@@ -322,10 +354,6 @@ def _format(value: Value, fmt: Fmt) -> str:
     if fmt == "factor":
         return formats.fixed(number, 4)
     return formats.fixed(number, 3 if number < 1000 else 1)
-
-
-def _fit(line: str, width: int) -> str:
-    return cut_middle(line, width)
 
 
 def _common_prefix(groups: Iterable[GroupReport]) -> str:

@@ -55,6 +55,7 @@ from urllib.parse import urlparse
 from pydantic import BaseModel
 
 from orchestrator import paths
+from orchestrator.backends import require_extra
 from orchestrator.errors import ConfigError, NotFoundError, RemoteError
 from orchestrator.results.ingest import archive_log
 from orchestrator.safetext import redact
@@ -286,6 +287,7 @@ class AzureContainer:
     """A container through azure-storage-blob (created on first use when missing)."""
 
     def __init__(self, account_url: str, container: str, credential: Any = None) -> None:
+        require_extra("blob")  # azure-storage-blob is the [blob] extra: one line, exit 7
         from azure.storage.blob import ContainerClient, ExponentialRetry
 
         self.url, self.container = _check_url(account_url), container

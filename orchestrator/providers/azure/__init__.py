@@ -42,4 +42,5 @@ def _caps() -> Capabilities:
 
 
 BACKEND = Backend(settings=AzureSettings, props=AzureProps, make=_make, caps=_caps,
-                  region_required=True)
+                  region_required=True,
+                  extra="azure")

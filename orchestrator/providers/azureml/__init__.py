@@ -35,4 +35,5 @@ def _caps() -> Capabilities:
 
 
 BACKEND = Backend(settings=AzureMLSettings, props=AzureMLProps, make=_make, caps=_caps,
-                  region_required=True)
+                  region_required=True,
+                  extra="azureml")

@@ -28,4 +28,6 @@ def _caps() -> Capabilities:
 
 
 BACKEND = Backend(settings=LocalSettings, props=LocalProps, make=_make, caps=_caps,
-                  sku_required=False, only_sku=LOCAL_SKU)
+                  sku_required=False, only_sku=LOCAL_SKU,
+                  # its nodes run recipes and the fabric test with this Python's torch
+                  extra="local")

@@ -28,4 +28,5 @@ def _caps() -> Capabilities:
 
 BACKEND = Backend(settings=SshSettings, props=SshProps, make=_make, caps=_caps,
                   sku_required=False, section_required=True,
-                  section_hint="host, user, key_path, workdir")
+                  section_hint="host, user, key_path, workdir",
+                  extra="ssh")

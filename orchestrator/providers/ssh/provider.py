@@ -9,9 +9,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Callable
-
-import paramiko
+from typing import TYPE_CHECKING, Callable
 
 from orchestrator import paths
 from orchestrator.hardware import catalog
@@ -25,6 +23,9 @@ from orchestrator.errors import ConfigError, NotAvailableError, ProvisionError
 from orchestrator.models import Cluster, ExecResult, Plan, ScaleSetPlan, SshTarget
 from orchestrator.providers.ssh.settings import SshSettings
 from orchestrator.specs.cluster import ClusterSpec
+
+if TYPE_CHECKING:
+    import paramiko
 
 _GRES_GPU = re.compile(r"(?:^|,)gpu(?::[^:,()]+)?:(\d+)")
 _UNUSABLE = ("down", "drain", "fail", "maint", "unknown", "future", "inval")
@@ -134,6 +135,10 @@ def pin_host_key(spec: ClusterSpec) -> Path:
 
 
 def _parse_host_key(name: str, line: str) -> paramiko.hostkeys.HostKeyEntry:
+    # imported here: paramiko is the [ssh] extra, and `caps` (sweep asks every backend's) must
+    # load this module without it
+    import paramiko
+
     parts = line.split()
     try:
         entry = paramiko.hostkeys.HostKeyEntry.from_line(" ".join([name, *parts[:2]]))

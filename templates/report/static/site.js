@@ -30,12 +30,38 @@
     return out;
   }
 
+  // A title longer than its chart is wide wraps at spaces (plotly never wraps one: a phone cut
+  // it); the top margin grows by a line for each line added.
+  function wrapTitle(layout, px) {
+    var title = layout.title, text = title && (typeof title === "string" ? title : title.text);
+    if (!text || !px) return layout;
+    var size = (title.font && title.font.size) || (layout.font && layout.font.size) || 14;
+    var room = Math.max(12, Math.floor((px - 70) / (0.56 * size * 1.2)));
+    var lines = [];
+    text.split(/<br\s*\/?>/i).forEach(function (part) {
+      var line = "";
+      part.split(" ").forEach(function (word) {
+        if (line && (line + " " + word).replace(/<[^>]*>/g, "").length > room) { lines.push(line); line = word; }
+        else line = line ? line + " " + word : word;
+      });
+      lines.push(line);
+    });
+    var before = text.split(/<br\s*\/?>/i).length;
+    if (lines.length === before) return layout;
+    var out = Object.assign({}, layout);
+    out.title = Object.assign({}, typeof title === "string" ? {} : title, { text: lines.join("<br>") });
+    var extra = Math.ceil((lines.length - before) * size * 1.3);
+    out.margin = Object.assign({}, layout.margin, { t: ((layout.margin && layout.margin.t) || 80) + extra });
+    out.height = (layout.height || 380) + extra;
+    return out;
+  }
+
   function draw(el) {
     if (el.dataset.drawn || !el.dataset.fig) return;
     var fig = figures[el.dataset.fig];
     if (!fig || typeof Plotly === "undefined") { el.textContent = "chart unavailable"; return; }
     el.dataset.drawn = "1";
-    Plotly.newPlot(el, fig.data, fitted(fig.layout), config).then(function () {
+    Plotly.newPlot(el, fig.data, wrapTitle(fitted(fig.layout), el.clientWidth), config).then(function () {
       applyHidden(el);
       el.dataset.rendered = "1";
     });
@@ -179,8 +205,12 @@
   })();
   window.azbenchForecast = forecast;
 
+  // A phone folds the index's sections below best-per-benchmark (details.fold, open on a wide
+  // screen); charts in a closed <details> are drawn when it opens, at the width it gives them.
+  if (narrow.matches) document.querySelectorAll("details.fold").forEach(function (d) { d.open = false; });
   document.querySelectorAll(".chart[data-fig]").forEach(function (el) {
-    if (!el.classList.contains("lazy") || el.closest("details[open]")) draw(el);
+    if ((!el.classList.contains("lazy") || el.closest("details[open]"))
+        && !el.closest("details:not([open])")) draw(el);
   });
   // charts inside a closed <details> (a run's drill-down) are drawn when it opens
   document.querySelectorAll("details").forEach(function (d) {
