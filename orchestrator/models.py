@@ -7,6 +7,7 @@ contract between providers, launchers, the monitor and the CLI.
 from __future__ import annotations
 
 import hashlib
+import re
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from enum import Enum, StrEnum
@@ -719,6 +720,9 @@ class ModelFacts(Frozen):
     # Parameters that get weight gradients; None = all (pre-training). A frozen base (LoRA) still
     # runs forward (2N) and the activation-gradient backward (2N), but no weight gradients.
     trainable_params: float | None = Field(None, gt=0)
+    # Parameters every token passes through, where that is not all of them (FLUX.1: its blocks'
+    # timestep modulation and the embedders run once per sample); None = params.
+    token_params: float | None = Field(None, gt=0)
     source: str
     # The GEMM precision of the config each published system ran (the one its README names:
     # recipes/configs/*/*/SUBMISSIONS.txt), by the system's label (e.g.
@@ -734,8 +738,9 @@ class ModelFacts(Frozen):
 
     def flops_per_token(self, seq_len: int | None = None) -> float:
         seq = seq_len or self.seq_len
-        trained = self.params if self.trainable_params is None else self.trainable_params
-        return 4.0 * self.params + 2.0 * trained + 12.0 * self.layers * self.d_model * seq
+        per_token = self.params if self.token_params is None else self.token_params
+        trained = per_token if self.trainable_params is None else self.trainable_params
+        return 4.0 * per_token + 2.0 * trained + 12.0 * self.layers * self.d_model * seq
 
     @property
     def formula(self) -> str:
@@ -743,4 +748,17 @@ class ModelFacts(Frozen):
             return (f"4N + 2N_trainable + 12*L*d*s per token (frozen base: forward 2N and "
                     f"activation gradients 2N, weight gradients only for {self.trainable_params:,.0f}"
                     f" trainable parameters; attention: PaLM app. B)")
+        if self.token_params is not None:
+            return (f"6N_token + 12*L*d*s per token (N_token: the {self.token_params:,.0f} parameters "
+                    f"every token passes through, of {self.params:,.0f}; the rest run once per "
+                    "sample; 6N: Kaplan et al. 2020; attention: PaLM app. B)")
         return "6N + 12*L*d*s per token (6N: Kaplan et al. 2020; attention: PaLM app. B)"
+
+
+_NODE_IN_TEXT = re.compile(r"\b[A-Za-z][\w-]*node[\w-]*?\d+\b|\bnode\d+\b")
+
+
+def named_nodes(text: str) -> tuple[str, ...]:
+    """The node names a failure's evidence spells out ("node3", "gpu-node-3"), first seen first:
+    the one rule behind the retry's exclusions (runs.failures) and goodput's failure.nodes."""
+    return tuple(dict.fromkeys(_NODE_IN_TEXT.findall(text or "")))

@@ -212,11 +212,16 @@ def test_a_checkpoint_older_than_the_attempt_keeps_nothing_of_it() -> None:
     adds_up(g)
 
 
-def test_a_failure_nothing_retried_ends_in_teardown() -> None:
+def test_a_failure_nothing_retried_costs_its_detection_not_teardown() -> None:
+    """Issue 47.5: with no retry, Slurm's detection of the failure counted as teardown."""
     only = attempt(1, "failed", 0, 40, submitted=1, failure_class="app_error", message="app_error: exit 1")
     g = breakdown(run_row("failed"), [only], {1: log(2, 3, 5, steps=[30], ckpts=[(20, 25, 0.0)], job_stop=33)}, cluster())
     assert g.categories["lost_work"] == 5  # its newest checkpoint (25) to its last event (30)
-    assert g.categories["teardown"] == 10 and g.categories["restart_overhead"] == 0
+    assert g.categories["teardown"] == 0 and g.categories["restart_overhead"] == 10  # 30 -> its end, 40
+    failure = g.attempts[0].failure
+    assert failure is not None and (failure.lost_work_s, failure.restart_overhead_s) == (5, 10)
+    [cause] = g.causes
+    assert (cause.failure_class, cause.lost_work_s, cause.restart_overhead_s) == ("app_error", 5, 10)
     adds_up(g)
 
 
@@ -567,3 +572,27 @@ def test_a_failure_names_its_node_from_the_retry_or_the_evidence() -> None:
     assert failed_nodes([], "Xid 79 on gpu-node-12: fell off the bus", []) == ["gpu-node-12"]
     assert failed_nodes(["gpu-node-1"], "anything on node3", ["gpu-node-1", "gpu-node-3"]) == ["gpu-node-3"]
     assert failed_nodes([], "OOM in rank 0", []) == []
+
+
+def test_run_prints_goodputs_lost_work_not_a_second_sum(azbench_home, capsys) -> None:
+    """Issue 47.5: `run` said attempt 1 lost 8.1 s (the store's step times past the kept step)
+    where goodput said 10.38 s (the kept checkpoint to the failure). Both print goodput's."""
+    from orchestrator import paths
+    from orchestrator.cli.run import _attempt_table
+    from orchestrator.runs.attempts import RunOutcome
+    attempts, lines = killed_after_checkpoint_lines()  # the store says 9.5 s, goodput 10
+    with Store.open() as store:
+        store.save_cluster(cluster())
+        store.create_run(run_row())
+        for a in attempts:
+            store.add_attempt(a)
+        for n, text in lines.items():
+            train = paths.local_train_log("r1", n)
+            train.parent.mkdir(parents=True, exist_ok=True)
+            train.write_text("\n".join(text) + "\n")
+        g = run_goodput(store, "r1")
+    failure = g.attempts[0].failure
+    assert failure is not None and failure.lost_work_s == 10
+    _attempt_table([RunOutcome(run_id="r1", nodes=2, repeat=1, state="succeeded", message="", attempts=2)])  # type: ignore[arg-type]
+    out = capsys.readouterr().out
+    assert "lost work s" in out and "10.0" in out and "9.5" not in out

@@ -339,3 +339,22 @@ def test_an_attempt_takes_the_runs_grace_else_the_recipes_and_none_without_live_
     assert _startup_grace(ctx(live=False)) is None
     assert _startup_grace(SimpleNamespace(launcher=ctx().launcher, recipe=get_recipe("smoke"),
                                           spec=RunSpec(recipe="smoke"))) is None
+
+
+def test_the_retry_excludes_the_node_only_the_evidence_names():
+    """Issue 47.5: a failure whose evidence names node3 but whose scan matched no job node left
+    excluded_nodes empty; the retry now leaves node3 out (fresh or read back from the store)."""
+    from orchestrator.runs.execute import _stored_failure
+    from orchestrator.runs.failures import with_named_suspects
+    from orchestrator.store.schema import AttemptRow
+    fresh = with_named_suspects(Failure(F.NCCL_ERROR, (), "NCCL watchdog timeout, rank 12 on node3"))
+    d = decide_retry([AttemptRecord(1, fresh)], RetryPolicy(), 0, cluster_nodes=4, nodes_needed=2)
+    assert fresh.suspects == ("node3",) and d.retry and d.exclude == ("node3",)
+    row = AttemptRow(run_id="r", attempt=1, state="failed", failure_class="nccl_error",
+                     message=fresh.describe(), excluded_nodes=[])
+    stored = _stored_failure(row)
+    assert stored is not None and stored.suspects == ("node3",)
+    # its own suspects win; a user failure or an eviction names none to exclude
+    assert with_named_suspects(node_fail("node1"), "node3").suspects == ("node1",)
+    assert with_named_suspects(Failure(F.APP_ERROR, (), "rank 0 on node3: exit 1")).suspects == ()
+    assert with_named_suspects(Failure(F.PREEMPTED, (), "evicted node3")).suspects == ()

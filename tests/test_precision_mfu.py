@@ -266,3 +266,50 @@ def test_published_systems_get_the_precision_of_the_config_they_ran(
     assert g.mfu_precision == "fp4" and "README-" in g.mfu_precision_source
     assert g.mfu == pytest.approx(F_405B * gbs * 8192 / step / (nodes * 4) / 10000e12, rel=1e-3)
     assert g.mfu == pytest.approx(want, abs=0.001)  # not FP8's double
+
+
+# -- every benchmark gets an MFU (issue 47, point 3) ---------------------------------------------
+
+
+def test_flux1_has_model_facts_with_sources_matching_nvidias_count() -> None:
+    """GB300's flux1 scores had no MFU: no model facts for flux1. Its F counts the parameters
+    every one of the 512 joint tokens passes through; x 512 it is NVIDIA's MODEL_TFLOP_PER_SAMPLE
+    (20.3) within 1%, where the whole 11.9e9 would read 37 TFLOP per sample."""
+    flux = model_facts()["flux1"]
+    assert flux.token_params is not None and flux.seq_len == 512 and flux.precision == "fp8"
+    assert "cc12m.yaml:3" in flux.source and "flux-schnell" in flux.source
+    assert flux.reference_tflop_per_sample == 20.3
+    assert flux.flops_per_token() * 512 / 1e12 == pytest.approx(20.3, rel=0.01)
+    assert 6 * flux.params * 512 / 1e12 > 36  # why token_params: the whole count overstates it
+    assert "N_token" in flux.formula
+
+
+def test_gb300s_published_flux1_scores_get_an_mfu(tmp_path: Path) -> None:
+    """NVIDIA's 72-GPU GB300 flux1 logs (theia_ngpu72): the report's MFU against FP8's dense peak
+    matches the hand computation F x GBS x 512 / median step / GPUs / peak."""
+    if not (MIRROR / "HEAD").exists() and not (MIRROR / ".git").exists():
+        pytest.skip(f"no mirror of mlcommons/training_results_v5.1 at {MIRROR}")
+    system = "theia_ngpu72_ngc25.09_nemo"
+    tree = tmp_path / "tree"
+    bench = tree / "v5.1" / "NVIDIA" / "results" / system / "flux1"
+    bench.mkdir(parents=True)
+    names = [n for n in _git("ls-tree", "--name-only", f"{V51}:NVIDIA/results/{system}/flux1").decode().split()
+             if n.startswith("result_")]
+    gbs = 0
+    for name in names:
+        raw = _git("show", f"{V51}:NVIDIA/results/{system}/flux1/{name}")
+        (bench / name).write_bytes(raw)
+        gbs = int(re.search(rb'"key": "global_batch_size", "value": (\d+)', raw).group(1))  # type: ignore[union-attr]
+    (tree / "v5.1" / "NVIDIA" / "systems").mkdir(parents=True)
+    (tree / "v5.1" / "NVIDIA" / "systems" / f"{system}.json").write_bytes(
+        _git("show", f"{V51}:NVIDIA/systems/{system}.json"))
+    g = _report(tree, tmp_path).groups[0]
+    assert g.gpus == 72 and g.mfu is not None and g.mfu_precision == "fp8", g.mfu_note
+    flux = model_facts()["flux1"]
+    row = lookup("gb300")
+    assert row is not None
+    peak = row.peak_tflops("fp8")
+    assert peak
+    assert g.step_stats is not None and g.step_stats.median > 0
+    hand = flux.flops_per_token(512) * gbs * 512 / g.step_stats.median / 72 / (peak * 1e12)
+    assert g.mfu == pytest.approx(hand, rel=0.001) and 0.05 < g.mfu < 0.9

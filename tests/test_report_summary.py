@@ -262,3 +262,30 @@ def test_cli_until_before_every_result_says_none_match(synth_store: Path) -> Non
     selects nothing, and the report says so rather than printing empty tables."""
     out = azbench_in_process("report", "--until", "2000-01-01", home=synth_store.parent)
     assert (out.code, out.out, out.err) == (0, "no results match these filters\n", "")
+
+
+def test_nearest_published_is_never_a_result_stored_in_the_same_comparison() -> None:
+    """Issue 47.6: with two published systems stored side by side, each one's "nearest
+    published" was the other system of the pair. It is now a published result the report does
+    not already hold."""
+    from orchestrator.results.definitions import published_neighbour
+    dell = next(r for r in load_published() if r.round == "v3.1" and r.org == "Dell"
+                and r.system == "XE8640x4H100-SXM-80GB" and r.benchmark_key == "retinanet")
+    alone = published_neighbour("retinanet", "h100", dell.accelerator, 4, None, dell)
+    assert alone is not None
+    other = next(r for r in load_published() if (r.round, r.org, r.system, r.benchmark_key)
+                 == (alone.round, alone.submitter, alone.system, "retinanet"))
+
+    def rows(p: object, k: int) -> list[ResultRow]:
+        return [ResultRow(content_hash=f"{p.system}{i}", source="import", round=p.round,  # type: ignore[attr-defined]
+                          submitter=p.org, system=p.system, benchmark="retinanet",  # type: ignore[attr-defined]
+                          status="success", converged=True, minutes=p.score_minutes,  # type: ignore[attr-defined]
+                          run_start_ms=k + i, nodes=1, gpus=4, sku=p.accelerator)  # type: ignore[attr-defined]
+                for i in range(5)]
+
+    report = build_report(rows(dell, 0) + rows(other, 100))
+    assert len(report.groups) == 2
+    stored = {(dell.round, dell.org, dell.system), (other.round, other.org, other.system)}
+    for g in report.groups:
+        assert g.published is not None, g.label
+        assert (g.published.round, g.published.submitter, g.published.system) not in stored, g.label

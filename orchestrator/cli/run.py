@@ -129,14 +129,17 @@ def _attempt_table(outcomes: list[RunOutcome]) -> None:
     retried = [o for o in outcomes if o.attempts > 1]
     if not retried:
         return
+    from orchestrator.goodput.run import lost_work_by_attempt, run_goodput
     with open_store() as store:
+        # lost work is goodput's figure (checkpoint kept to the failure), never a second sum
+        lost = {o.run_id: lost_work_by_attempt(run_goodput(store, o.run_id)) for o in retried}
         rows = [[o.run_id, a.attempt, a.job_id, a.state, a.failure_class or "", ", ".join(a.excluded_nodes),
                  a.resumed_from_step if a.resumed_from_step is not None else "",
                  a.lost_steps if a.lost_steps is not None else "",
-                 f"{a.lost_seconds:.1f}" if a.lost_seconds is not None else ""]
+                 f"{lost[o.run_id][a.attempt]:,.1f}" if a.attempt in lost[o.run_id] else ""]
                 for o in retried for a in store.list_attempts(o.run_id)]
     make_console().print(make_table("Attempts", ["run", "attempt", "job", "state", "failure", "excluded",
-                                         "resumed from step", "lost steps", "lost s"], rows))
+                                         "resumed from step", "lost steps", "lost work s"], rows))
 
 
 def _interrupted(store: Store, spec: RunSpec | None, attach: Optional[str]) -> None:

@@ -40,15 +40,15 @@ _SHARED = {
                   "none counts its checkpoints as training)",
     LOST_WORK: "from the checkpoint the next attempt resumed from (its azbench_checkpoint event; "
                "run_start when none was kept) to the failure (the attempt's last MLLOG event)",
-    RESTART: "from the failure to the next attempt's run_start: detection, the failed job's end, "
-             "backoff, the next gate, queue and init",
+    RESTART: "from the failure to the next attempt's run_start (to the attempt's end when nothing "
+             "retried): detection, the failed job's end, backoff, the next gate, queue and init",
     UNATTRIBUTED: "time no source covers (azbench's own steps between marks, a log not fetched)",
 }
 # Where each category's seconds come from, as `goodput` prints it.
 RUN_SOURCES: dict[str, str] = {
     **{k: v for k, v in _SHARED.items() if k != UNATTRIBUTED},
-    "teardown": "from MLLOG run_stop (or the failure, when nothing retried) to the attempt's end "
-                "in the store (job exit, log fetch, ingest)",
+    "teardown": "from MLLOG run_stop to the attempt's end in the store (job exit, log fetch, "
+                "ingest); after a failure that time is restart overhead, retried or not",
     UNATTRIBUTED: _SHARED[UNATTRIBUTED],
 }
 CLUSTER_SOURCES: dict[str, str] = {

@@ -7,14 +7,12 @@ gate, queue, init (job start to run_start), training (run_start to run_stop, or 
 teardown. Over them lie evaluation (eval_start..eval_stop) and checkpoints (azbench_checkpoint);
 over those, a failed attempt's lost work (from the checkpoint the next attempt resumed from, or
 run_start when none was kept, to the failure: its last MLLOG event); over everything the restart
-overhead (from the failure to the next attempt's run_start), both attributed to the failure's
-class. What no source covers stays `unattributed`. The categories add up to the wall time by
+overhead (from the failure to the next attempt's run_start, or to the attempt's end when nothing
+retried), both attributed to the failure's class. What no source covers stays `unattributed`. The categories add up to the wall time by
 construction (timeline.partition).
 """
 
 from __future__ import annotations
-
-import re
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -26,7 +24,8 @@ from orchestrator.goodput.model import (LOST_WORK, RESTART, RUN_CATEGORIES, TRAI
                                         AttemptFailure, AttemptGoodput, Cause, RunGoodput, Span)
 from orchestrator.goodput.timeline import Interval, Piece, epoch, partition, totals, utc
 from orchestrator.hardware.catalog import find
-from orchestrator.models import FINAL_ATTEMPT_STATES, FINAL_RUN_STATES, AttemptState, Cluster, utcnow
+from orchestrator.models import (FINAL_ATTEMPT_STATES, FINAL_RUN_STATES, AttemptState, Cluster, named_nodes,
+                                 utcnow)
 from orchestrator.results.mllog import RunSummary, parse_file
 from orchestrator.store.database import Store
 from orchestrator.store.schema import AttemptRow, RunRow
@@ -88,6 +87,12 @@ def breakdown(row: RunRow, attempts: Sequence[AttemptRow], logs: Mapping[int, Ru
         attempts=[_attempt(m, pieces, failures.get(m.row.attempt)) for m in marks],
         causes=causes(pieces, list(failures.values()), row.nodes, gpus, rate),
         notes=notes)
+
+
+def lost_work_by_attempt(g: RunGoodput) -> dict[int, float]:
+    """Each failed attempt's lost work in seconds, as `goodput` prints it: the one definition
+    of "lost" that `run`'s attempt table shows too."""
+    return {a.attempt: a.failure.lost_work_s for a in g.attempts if a.failure is not None}
 
 
 def run_price(row: RunRow, cluster: Cluster | None) -> tuple[float | None, str]:
@@ -239,8 +244,8 @@ def _phases(m: _Mark, nxt: _Mark | None, notes: list[str]) -> list[Interval]:
     failed_at = m.failure_at
     if m.run_start is not None and failed_at > m.run_start:
         claim(LOST_WORK, _kept_at(m, nxt, failed_at, notes), failed_at, LOST, origin=n)
-    if nxt is None:
-        claim("teardown", failed_at, m.end)
+    if nxt is None:  # nothing retried: detecting the failure and ending its job are still its cost
+        claim(RESTART, failed_at, m.end, RESTARTING, origin=n)
         return out
     # Until the next attempt trains again: its run_start; its own failure when it never got
     # there; now while it is still on its way; its start when it ended with no run_start here.
@@ -275,17 +280,13 @@ def _kept_at(m: _Mark, nxt: _Mark | None, failed_at: float, notes: list[str]) ->
     return m.run_start
 
 
-_NODE_IN_TEXT = re.compile(r"\b[A-Za-z][\w-]*node[\w-]*?\d+\b|\bnode\d+\b")
-
-
 def failed_nodes(failed: Sequence[str], evidence: str, next_excluded: Sequence[str]) -> list[str]:
     """The nodes a failure names: those the next attempt newly excluded (it left out what
     failed), else those the evidence names ("node3", "gpu-node-3"), else the attempt's own."""
     newly = [n for n in next_excluded if n not in failed]
     if newly:
         return newly
-    named = list(dict.fromkeys(_NODE_IN_TEXT.findall(evidence or "")))
-    return named or list(failed)
+    return list(named_nodes(evidence)) or list(failed)
 
 
 def _failure(m: _Mark, pieces: Sequence[Piece], nxt: _Mark | None = None) -> AttemptFailure:

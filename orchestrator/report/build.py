@@ -42,6 +42,7 @@ from orchestrator.results.definitions import (
     WeakScaling,
 )
 from orchestrator.results.metrics import Score, StepStats
+from orchestrator.results.published import PublishedResult
 from orchestrator.results.stragglers import spread
 from orchestrator.results.mllog import RunSummary
 from orchestrator.results.summary import kept_step_times, summary_of
@@ -281,8 +282,11 @@ def build_report(
                    until=until)
     notes: list[str] = [] if rows else ["no results match"]
     facts = {key.strip().lower(): f for key, f in (model_facts or {}).items()}
-    groups = [_group(key, members, runs, attempts, facts, prices or {})
-              for key, members in group_results(rows).items()]
+    grouped = group_results(rows)
+    # a published result stored here is one of the systems compared: never another's neighbour
+    stored = [p for key, members in grouped.items() if (p := _itself(key, members)) is not None]
+    groups = [_group(key, members, runs, attempts, facts, prices or {}, stored)
+              for key, members in grouped.items()]
     groups.sort(key=lambda g: (g.benchmark, g.sku or "", g.workers or 0, g.system))
     notes += unmapped_notes(r.sku for r in rows)
     asked = {"benchmark": benchmark, "system": system, "cluster": cluster, "since": since,
@@ -426,9 +430,18 @@ def _series(groups: Iterable[GroupReport]) -> dict[tuple[str, str | None], list[
     return out
 
 
+def _itself(key: GroupKey, rows: Sequence[ResultRow]) -> PublishedResult | None:
+    """The vendored table's row for this group, when its results are a published one's."""
+    bench, system, round_name, submitter = key
+    sku = _mode(r.sku for r in rows)
+    gpu = match_gpu(sku)
+    alias = gpu.row.aliases[0] if gpu.row is not None and gpu.row.aliases else None
+    return defs.published_row(bench, alias, sku, round_name, submitter, system)
+
+
 def _group(key: GroupKey, rows: list[ResultRow], runs: Sequence[RunRow] | None,
            attempts: Sequence[AttemptRow] | None, facts: Mapping[str, ModelFacts],
-           prices: Prices) -> GroupReport:
+           prices: Prices, stored: Sequence[PublishedResult] = ()) -> GroupReport:
     bench, system, round_name, submitter = key
     summaries = [summary_of(r) for r in rows]
     nodes, gpus = _mode(r.nodes for r in rows), _mode(r.gpus for r in rows)
@@ -454,7 +467,7 @@ def _group(key: GroupKey, rows: list[ResultRow], runs: Sequence[RunRow] | None,
     if resumed:
         note = "; ".join(filter(None, [note, f"{len(resumed)} resumed run(s) not scored"]))
     alias = gpu.row.aliases[0] if gpu.row is not None and gpu.row.aliases else None
-    itself = defs.published_row(bench, alias, sku, round_name, submitter, system)
+    itself = _itself(key, rows)
     value = score.value_minutes if score else None
     gbs = _mode(r.global_batch_size for r in rows)
     mfu = defs.mfu(facts.get(bench.strip().lower()), bench, sku, gpus, gbs,
@@ -467,7 +480,7 @@ def _group(key: GroupKey, rows: list[ResultRow], runs: Sequence[RunRow] | None,
         benchmark=bench, system=system, round=round_name or None, submitter=submitter or None,
         sku=sku, gpu_type=gpu.label, catalog_size=gpu.row.name if gpu.row else None, nodes=nodes,
         gpus=gpus, workers=workers,
-        published=defs.published_neighbour(bench, alias, sku, gpus, value, itself),
+        published=defs.published_neighbour(bench, alias, sku, gpus, value, itself, stored),
         published_score_minutes=itself.score_minutes if itself else None,
         global_batch_size=gbs, runs=len(rows),
         required_runs=metrics.REQUIRED_RUNS.get(bench), converged=sum(r.converged for r in rows),

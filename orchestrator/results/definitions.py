@@ -514,13 +514,16 @@ def published_row(benchmark: str, gpu_alias: str | None, accelerator: str | None
 
 def published_neighbour(benchmark: str, gpu_alias: str | None, accelerator: str | None,
                         gpus: int | None, score: float | None,
-                        itself: PublishedResult | None = None) -> PublishedNeighbour | None:
+                        itself: PublishedResult | None = None,
+                        stored: Sequence[PublishedResult] = ()) -> PublishedNeighbour | None:
     """The published closed-division result on the same accelerator at `gpus` GPUs (ties: the
     newest round, then the fastest); none published at that count: the nearest count in log
-    space, compared per GPU. `itself` (a stored copy of a published result) is left out."""
+    space, compared per GPU. `itself` (a stored copy of a published result) and `stored` (the
+    published results stored in the same comparison: the other systems) are left out."""
     if not gpus:
         return None
-    best = closest([r for r in candidates(benchmark, gpu_alias, accelerator) if r != itself], gpus)
+    best = closest([r for r in candidates(benchmark, gpu_alias, accelerator)
+                    if r != itself and r not in stored], gpus)
     if best is None:
         return None
     same = best.accelerators == gpus

@@ -21,7 +21,7 @@ from orchestrator import paths
 from orchestrator.clusters.lifecycle import connect, reachable, require_cluster
 from orchestrator.specs.run import RunSpec
 from orchestrator.errors import ConfigError, NotFoundError, RunFailedError, StoreError
-from orchestrator.models import AttemptState, Cluster, JobRef, RunState, local_owner, utcnow
+from orchestrator.models import AttemptState, Cluster, JobRef, RunState, local_owner, named_nodes, utcnow
 from orchestrator.paths import RunLayout
 from orchestrator.recipes.catalog import Recipe, check_params, check_request, get_recipe
 from orchestrator.runs.attempts import (
@@ -36,7 +36,7 @@ from orchestrator.runs.attempts import (
     local_log,
     start_attempt,
 )
-from orchestrator.runs.failures import Failure, FailureClass, lost_work
+from orchestrator.runs.failures import Failure, FailureClass, lost_work, with_named_suspects
 from orchestrator.runs.monitor import AttemptRecord, Progress, RetryDecision, decide_retry
 from orchestrator.store.database import Store
 from orchestrator.store.schema import AttemptRow, RunRow
@@ -192,6 +192,8 @@ def _next_attempt(ctx: AttemptContext, row: RunRow, attempts: list[AttemptRow],
     """Decide on the last failed attempt: the next attempt's row, or the run's final outcome."""
     last = attempts[-1]
     failure = failure or _stored_failure(last)
+    if failure is not None:  # a node only the evidence names is still the one to leave out
+        failure = with_named_suspects(failure, last.message or "")
     if failure is None:
         raise StoreError(f"run {row.id}: attempt {last.attempt} ended ({last.state}) with no failure "
                          "recorded, so there is nothing to retry; `azbench logs RUN` shows what it printed")
@@ -233,7 +235,9 @@ def _store_lost_work(ctx: AttemptContext, row: RunRow, n: int, kept_step: int | 
 def _stored_failure(attempt: AttemptRow) -> Failure | None:
     if attempt.state == "succeeded" or not attempt.failure_class:
         return None
-    return Failure(FailureClass(attempt.failure_class), tuple(attempt.excluded_nodes), "")
+    # its line (failure.describe(): "cls on node3 (...): evidence") names its suspects
+    suspects = named_nodes(attempt.message or "") or tuple(attempt.excluded_nodes)
+    return Failure(FailureClass(attempt.failure_class), suspects, "")
 
 
 def _stored_outcome(store: Store, row: RunRow) -> RunOutcome:

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Iterable, Mapping, Sequence
 
-from orchestrator.models import JobState
+from orchestrator.models import JobState, named_nodes
 
 
 class FailureClass(str, Enum):
@@ -245,6 +245,15 @@ def _state_evidence(obs: Observation) -> str:
 def _clip(line: str, limit: int = 200) -> str:
     line = _RANK_PREFIX.sub("", line.strip())
     return line if len(line) <= limit else line[: limit - 3] + "..."
+
+
+def with_named_suspects(failure: Failure, text: str = "") -> Failure:
+    """`failure`, its suspects those its evidence (or `text`, the stored line) names when it has
+    none of its own: a node the evidence names is the one the retry leaves out."""
+    if failure.suspects or failure.cls in NOT_EXCLUDED or not failure.retryable:
+        return failure
+    named = named_nodes(f"{failure.evidence}\n{text}")
+    return Failure(failure.cls, named, failure.evidence) if named else failure
 
 
 def lost_work(step_times: Sequence[tuple[int, float]], kept_step: int | None) -> tuple[int, float]:
