@@ -194,6 +194,8 @@ def test_best_per_benchmark_is_the_fastest_official_score_per_gpu_type(synth: Re
 
 def test_nearest_published_result_prefers_the_same_gpu_count(synth: Report) -> None:
     published = load_published()
+    # a published result stored in the report is one of the systems compared, never a neighbour
+    stored = {(h.submitter, h.system, h.round) for h in synth.groups}
     for g in synth.groups:
         n = g.published
         if g.gpu_type == "Wingtip XPU-9" or not g.gpus:
@@ -202,7 +204,7 @@ def test_nearest_published_result_prefers_the_same_gpu_count(synth: Report) -> N
         assert n is not None, g.label
         same = [r for r in published if r.division == "closed" and r.accelerators == g.gpus
                 and r.benchmark == g.benchmark and match_gpu(r.accelerator).label == g.gpu_type
-                and not (r.org == g.submitter and r.system == g.system and r.round == g.round)]
+                and (r.org, r.system, r.round) not in stored]
         assert n.same_gpus == bool(same) and n.per_gpu == (not same), g.label
         if same:
             assert n.score_minutes in {r.score_minutes for r in same}
@@ -215,10 +217,12 @@ def test_nearest_published_result_prefers_the_same_gpu_count(synth: Report) -> N
 # -- the terminal summary --------------------------------------------------------------------------
 
 
-def test_terminal_summary_fits_100_columns_in_under_80_lines(synth: Report) -> None:
+def test_terminal_summary_fits_100_columns_in_under_110_lines(synth: Report) -> None:
     text = render_text(summary_view(synth))
     lines = text.splitlines()
-    assert len(lines) < 80 and max(map(len, lines)) <= 100
+    # under 110 (was 80): a system name too long for its column is printed whole on its own line (issue 49),
+    # and the step model adds its table (issue 45); 13 bests and 27 scores, 104 lines here
+    assert len(lines) < 110 and max(map(len, lines)) <= 100
     assert not set("│┃━┏┓┗┛═╇┡").intersection(text)  # borderless
     assert lines[0].startswith("azbench report: ") and "Best per benchmark" in text
     header = next(line for line in lines if line.strip().startswith("system"))
@@ -250,7 +254,7 @@ def test_cli_report_defaults_to_the_summary(synth_store: Path) -> None:
     home = synth_store.parent
     out = azbench_in_process("report", home=home)
     assert out.code == 0, out.err
-    assert len(out.out.splitlines()) < 80 and "Best per benchmark" in out.out
+    assert len(out.out.splitlines()) < 110 and "Best per benchmark" in out.out
     vs = azbench_in_process("report", "--vs-published", "--price", "gb200=100", home=home)
     assert vs.code == 0 and "nearest: " in vs.out
     bad = azbench_in_process("report", "--price", "gb200", home=home)

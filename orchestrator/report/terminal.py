@@ -151,19 +151,18 @@ def _explain_table(groups: Sequence[GroupReport], prefix: str) -> ViewTable:
     """The step model beside the measured median step (explain.account), groups it covers only."""
     cols = [Column("system", "system", shrink=True, min_width=16), Column("gpus", "GPUs", "int", min_width=5),
             Column("measured", "step (s)", "minutes"), Column("predicted", "model (s)", "minutes"),
-            Column("error", "error", "signed_pct"), Column("largest", "largest parts", shrink=True, min_width=12)]
+            Column("error", "error", "signed_pct")]
     rows: list[dict[str, Value]] = []
     for g in groups:
         e = g.explain
         if e is None:
             continue
-        top = sorted(e.components.items(), key=lambda kv: -kv[1])[:3]
         rows.append({"benchmark": g.benchmark, "system": _strip(g.label, prefix), "gpus": g.gpus,
-                     "measured": e.measured_step_s, "predicted": e.predicted_step_s, "error": e.error,
-                     "largest": ", ".join(f"{k} {v:.3g}" for k, v in top) if top
-                     else "not predicted: " + "; ".join(e.not_predicted)})
-    return ViewTable("explain", "The step explained: the model's step (compute, communication, bubble, "
-                     "...: azbench explain) beside the measured median step", cols, rows, group_by="benchmark")
+                     "measured": e.measured_step_s, "predicted": e.predicted_step_s, "error": e.error})
+    # The parts themselves (compute, tp_comm, dp_comm, ...) would put a second long cell beside the
+    # system name on every row: they are in --markdown, --json and `azbench explain`.
+    return ViewTable("explain", "The step explained: the model's step beside the measured median step "
+                     "(its parts: azbench explain, --markdown, --json)", cols, rows, group_by="benchmark")
 
 
 def _published_table(groups: Sequence[GroupReport], prefix: str) -> ViewTable:
@@ -252,7 +251,7 @@ def _mfu_column() -> Column:
 
 
 def _gpu_column() -> Column:
-    return Column("gpu", "GPU", min_width=5, max_width=9)  # "local CPU" whole; GPU names are shorter
+    return Column("gpu", "GPU", min_width=5)  # never capped: a GPU type is a name the user tells apart
 
 
 def _table_lines(table: ViewTable, width: int) -> list[str]:
