@@ -57,7 +57,7 @@ def test_the_in_container_verdict_is_read_from_the_log() -> None:
     assert in_container(None) is None
 
 
-def test_the_launch_records_the_checker_and_defaults_to_the_container_round() -> None:
+def test_the_launch_records_the_checker_and_defaults_to_the_container_round(tmp_path: Path) -> None:
     r = resolve("llama31_405b", "h100", 64)  # v5.0 implementation -> ruleset 5.0.0
     assert r.ruleset == "5.0.0" and r.env["MLPERF_RULESET"] == "5.0.0"
     assert resolve("llama31_405b", "h100", 64, "5.1.0").ruleset == "5.1.0"  # explicit wins
@@ -65,7 +65,14 @@ def test_the_launch_records_the_checker_and_defaults_to_the_container_round() ->
     script = attempt_script(launch_attempt(r, "/shared/azbench/runs/x"))
     tail = script[script.index("mlperf_logging.compliance_checker"):]
     assert "|| true" not in tail
-    assert 'echo ":::AZBENCH_COMPLIANCE rc=$crc ruleset=5.0.0" >>"$LOG"' in tail
+    # The ruleset is a template value, so it is shell-quoted outside the double quotes (q prints
+    # 5.0.0 bare); the line bash runs still writes ":::AZBENCH_COMPLIANCE rc=N ruleset=5.0.0".
+    line = 'echo ":::AZBENCH_COMPLIANCE rc=$crc ruleset="5.0.0 >>"$LOG"'
+    assert line in tail.splitlines()
+    import subprocess
+    log = tmp_path / "train.log"
+    subprocess.run(["bash", "-c", f"crc=91; LOG={str(log)!r}; {line}"], check=True)
+    assert log.read_text() == ":::AZBENCH_COMPLIANCE rc=91 ruleset=5.0.0\n"
 
 
 def _summarizer_score(submitter_dir: Path, ruleset: str, benchmark: str) -> float | None:

@@ -68,7 +68,8 @@ def test_gpu_script_checks_gpus_ib_and_busbw_against_the_catalog():
         out_dir="/shared/runs/r1/health/attempt-2", script="/s/h.py", check_dir="/shared/runs/r1",
         python="python3", sku="h100",
         policy=HealthPolicy(busbw_warn_fraction=0.9, busbw_fail_fraction=0.8), partition="gpu"))
-    assert "#SBATCH --nodelist=gpu[1-3]" in script and "#SBATCH --nodes=3" in script
+    # The hostlist is shell-quoted as every template value is (sbatch strips the quotes).
+    assert "#SBATCH --nodelist='gpu[1-3]'" in script and "#SBATCH --nodes=3" in script
     assert "#SBATCH --ntasks-per-node=8" in script and "#SBATCH --gpus-per-node=8" in script
     assert "--gpus 8" in script and "--ib-ports 8" in script and "--expected-busbw 450.0" in script
     assert "--warn-frac 0.9" in script and "--fail-frac 0.8" in script

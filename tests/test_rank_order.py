@@ -119,7 +119,7 @@ def test_run_dry_run_and_recipes_show_print_the_map(tmp_path: Path) -> None:
                              "-p", "TP_PP_DP_MAPPING=False", home=tmp_path)
     assert dry.code == 0, dry.err
     assert "PP infiniband (8 nodes, 8 racks)" in dry.out and "warning: PP 8 leaves its NVLink domain" in dry.out
-    assert dry.out.index("source \"$AZBENCH_ATTEMPT_DIR/submission-config/config_GB200") < \
+    assert dry.out.index("source \"$AZBENCH_ATTEMPT_DIR/submission-config/\"config_GB200") < \
         dry.out.index("export TP_PP_DP_MAPPING=False")  # after the config, so it wins
     data = json.loads(azbench_in_process("run", "llama31_405b", "--sku", "gb200", "--nodes", "2048", "--dry-run",
                                          "--json", home=tmp_path).out)

@@ -70,9 +70,11 @@ def test_every_vendored_file_is_attributed() -> None:
 def test_the_launch_sources_the_config_before_azbench_overrides() -> None:
     r = resolve("llama31_405b", "h200", 64)  # an estimate: azbench's values must win
     script = attempt_script(launch_attempt(r, "/shared/azbench/runs/x"))
-    source = script.index('source "$AZBENCH_ATTEMPT_DIR/submission-config/'
-                          'config_DGXH100_64x8x288xtp8pp8cp2.sh"')
-    assert script.index("cat > \"$AZBENCH_ATTEMPT_DIR/submission-config/config_common.sh\"") < source
+    # File names are template values, shell-quoted after the double-quoted folder (q prints them
+    # bare when they need no quotes).
+    source = script.index('source "$AZBENCH_ATTEMPT_DIR/submission-config/"'
+                          'config_DGXH100_64x8x288xtp8pp8cp2.sh ')
+    assert script.index("cat > \"$AZBENCH_ATTEMPT_DIR/submission-config/\"config_common.sh ") < source
     assert source < script.index("export DGXSYSTEM=azbench_ND_H200_v5_64x8x288xtp8pp8cp2")
     assert "export FP8=True" in script  # the vendored config_common.sh travels verbatim
 
