@@ -126,17 +126,67 @@ _SHARED_NAMESPACE = "azure"  # three extras install under it: its absence names 
 def missing_modules(extra: str) -> list[str]:
     """The modules of `extra` (EXTRAS) that cannot be imported here, found by importlib's
     finders without importing them (milliseconds)."""
-    from importlib.util import find_spec
+    return [module for module in EXTRAS[extra][1] if not _findable(module)]
 
-    missing = []
-    for module in EXTRAS[extra][1]:
-        try:
-            found = find_spec(module) is not None
-        except (ImportError, ValueError):  # a parent package is missing
-            found = False
-        if not found:
-            missing.append(module)
-    return missing
+
+def _findable(module: str) -> bool:
+    """Whether `module` can be imported, importing nothing: importlib.util.find_spec imports a
+    dotted name's parents (find_spec("azure.mgmt.compute") imports azure.mgmt, which is what
+    loading the SDK lazily must not do), so each level is asked of the meta path's finders with
+    its parent's search path, the path-based one walked by hand (pkgutil.get_importer per entry),
+    namespace packages (the Azure SDKs share `azure` and `azure.mgmt`) gathering their portions."""
+    import importlib.util
+    import sys
+    from importlib.machinery import PathFinder
+
+    names = module.split(".")
+    try:
+        spec = importlib.util.find_spec(names[0])  # a top-level name imports nothing
+        for depth in range(2, len(names) + 1):
+            name = ".".join(names[:depth])
+            loaded = sys.modules.get(name)
+            if loaded is not None:  # imported already (os.path, a module that is no package's)
+                spec = loaded.__spec__
+                continue
+            if spec is None or spec.submodule_search_locations is None:
+                return False
+            path = list(spec.submodule_search_locations)
+            found = None
+            for meta in sys.meta_path:
+                if meta is PathFinder or isinstance(meta, PathFinder):
+                    found = _path_spec(name, path)
+                elif hasattr(meta, "find_spec"):
+                    found = meta.find_spec(name, path)  # a blocker raises ModuleNotFoundError
+                if found is not None:
+                    break
+            spec = found
+    except (ImportError, ValueError):  # hidden, a broken package or a module without a spec
+        return False
+    return spec is not None
+
+
+def _path_spec(name: str, path: list[str]) -> Any:
+    """PathFinder.find_spec(name, path) without its parent imported (it reads the parent's
+    __path__ from sys.modules for a namespace package): the first module or regular package
+    on `path`, else a namespace package of every entry's portion, else None."""
+    import importlib.util
+    import pkgutil
+
+    portions: list[str] = []
+    for entry in path:
+        finder = pkgutil.get_importer(entry)
+        part = finder.find_spec(name) if finder is not None and hasattr(finder, "find_spec") else None
+        if part is None:
+            continue
+        if part.loader is not None:
+            return part
+        portions.extend(part.submodule_search_locations or ())
+    if not portions:
+        return None
+    spec = importlib.util.spec_from_loader(name, None, is_package=True)
+    if spec is not None:
+        spec.submodule_search_locations = portions
+    return spec
 
 
 def require_extra(extra: str | None, subject: str = "") -> None:

@@ -259,7 +259,7 @@ def test_a_failing_boot_step_fails_up_with_one_line_naming_vm_and_step(tmp_path,
                            azure={"ssh_ingress_cidr": f"{fake.fabric.gateway}/32", "boot_timeout_s": 240,
                                   "self_expiry": False})
         provider = AzureProvider(clients, capacity_wait_s=0)
-        monkeypatch.setattr(lifecycle, "get_provider", lambda name, progress=None: provider)
+        monkeypatch.setattr(lifecycle, "get_provider", lambda name, **kw: provider)
         azbench_home.mkdir(parents=True, exist_ok=True)
         with Store.open(f"sqlite:///{azbench_home / 'azbench.db'}") as store:
             with pytest.raises(ProvisionError) as err:

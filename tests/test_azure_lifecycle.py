@@ -42,9 +42,9 @@ def wired(fake, clients, azbench_home, monkeypatch):
     monkeypatch.setattr(azure, "clients_from_config", lambda **kw: clients)
     real = lifecycle.get_provider  # the other backends stay themselves (sweep asks each for its parts)
     monkeypatch.setattr(lifecycle, "get_provider",
-                        lambda name, progress=None: AzureProvider(clients, capacity_wait_s=0, progress=progress,
+                        lambda name, progress=None, **kw: AzureProvider(clients, capacity_wait_s=0, progress=progress,
                                                                   join_timeout_s=0)
-                        if name == "azure" else real(name, progress=progress))
+                        if name == "azure" else real(name, progress=progress, **kw))
     monkeypatch.setattr(sys, "stdin", io.StringIO(""))
     monkeypatch.setenv("AZBENCH_CALLER_IP", "203.0.113.7")
     return clients
@@ -297,7 +297,8 @@ def test_a_cluster_without_a_name_gets_a_unique_one_where_it_costs_money(azbench
 
 
 # ---------------------------------------------------------------- point 4: a plan that says what it knows
-def test_dry_run_says_what_will_be_checked_and_check_reads_it_with_no_writes(fake, wired, capsys):
+def test_dry_run_says_what_will_be_checked_and_check_reads_it_with_no_writes(fake, wired, capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "200")  # piped output is 100 wide; the lines below are matched whole
     args = ["up", "--dry-run", "--provider", "azure", "--sku", "h100", "--nodes", "2", "--region", "eastus",
             "--name", "chk"]
     assert run_cli(*args) == 0
@@ -318,7 +319,9 @@ def test_dry_run_says_what_will_be_checked_and_check_reads_it_with_no_writes(fak
     assert "will check" not in out and arm_writes(fake) == 0
 
 
-def test_dry_run_check_reports_a_restricted_zone_and_a_quota_shortfall_as_exit_3(fake, wired, capsys, tmp_path):
+def test_dry_run_check_reports_a_restricted_zone_and_a_quota_shortfall_as_exit_3(fake, wired, capsys, tmp_path,
+                                                                                   monkeypatch):
+    monkeypatch.setenv("COLUMNS", "200")  # piped output is 100 wide; the lines below are matched whole
     spec = tmp_path / "c.yaml"
     spec.write_text("name: chk\nprovider: azure\nsku: h100\nnodes: 2\nregion: eastus\n"
                     "azure:\n  zones: ['2']\n  ssh_ingress_cidr: 203.0.113.7/32\n")

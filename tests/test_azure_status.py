@@ -108,7 +108,7 @@ def test_cluster_status_never_raises_when_the_cloud_is_unreachable(azbench_home,
     from testsupport.fake_arm import StubCredential
     dead = AzureClients(credential=StubCredential(), subscription_id="00000000-0000-0000-0000-0000000000aa",
                         base_url=f"https://127.0.0.1:{_closed_port()}", retry_total=0)
-    monkeypatch.setattr(lifecycle, "get_provider", lambda name, progress=None: AzureProvider(dead))
+    monkeypatch.setattr(lifecycle, "get_provider", lambda name, **kw: AzureProvider(dead))
     cluster = Cluster(name="gone", provider="azure", sku="Standard_D4s_v5", nodes=1, region="eastus",
                       state=ClusterState.READY, properties=AzureProps(resource_group="azbench-gone"))
     out = lifecycle.cluster_status(cluster)  # azure-core's ServiceRequestError is no AzbenchError

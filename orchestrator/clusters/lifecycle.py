@@ -230,13 +230,15 @@ def adopt(name: str, store: Store, provider: str | None = None, *, force: bool =
     that has none (a lost store, another machine): the first backend that finds it, of
     `provider` or of every backend whose clusters are findable by tag (the `ownership` part).
     Another owner's is refused (NotOwnerError) unless `force`. An `adopt` event after the fact."""
-    from orchestrator.providers import names
+    from orchestrator.providers import names, parts
     from orchestrator.store.schema import EventRow
     row = store.get_cluster(name)
     if row is not None and row.state != ClusterState.TERMINATED:
         raise ConfigError(f"cluster '{name}' is already in this home ({row.state.value})",
                           hint=f"see `azbench status {name}`")
-    backends = [provider] if provider else [n for n in names() if get_provider(n).parts().ownership is not None]
+    # Which backends can adopt is asked of their parts (no SDK needed): only those that can
+    # need their extra, so a missing SDK of a backend that cannot adopt is never in the way.
+    backends = [provider] if provider else [n for n in names() if parts(n).ownership is not None]
     for backend in backends:
         if (ownership := get_provider(backend).parts().ownership) is None:
             raise lacking(name, backend, "adopt")
@@ -479,10 +481,12 @@ def sweep(request: SweepRequest, store: Store | None = None) -> list[SweepItem]:
     unless a dry run, deletes them; their items in registry order. Each deleted cluster this
     home has a live record of ends TERMINATED, with a `sweep` event. NotFoundError-free: a
     backend's own errors (no subscription, sign-in) pass through."""
-    from orchestrator.providers import names
+    from orchestrator.providers import names, parts
     items: list[SweepItem] = []
     for name in names():
-        if (expiry := get_provider(name).parts().expiry) is None:
+        # Whether it sweeps is asked of its parts (no SDK needed); only a backend that does
+        # needs its extra, so ssh's missing paramiko never stands in for azure's SDKs.
+        if parts(name).expiry is None or (expiry := get_provider(name).parts().expiry) is None:
             continue
         found = expiry.sweep(request)
         items += found
