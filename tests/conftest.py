@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -10,6 +12,14 @@ pytest_plugins: list[str] = ["tests.fixtures.arm", "tests.fixtures.postgres", "t
                              "tests.fixtures.slurm"]
 
 SHARED = Path(__file__).resolve().parents[2] / "shared"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """A test that names no $AZBENCH_HOME gets this run's own, never the user's ~/.azbench: an
+    interrupted run once left an Azure operation token there (clusters/exp/azure-lro.json) that
+    every later run of test_expiry tried to resume against a fake ARM long gone."""
+    if not os.environ.get("AZBENCH_HOME"):
+        os.environ["AZBENCH_HOME"] = tempfile.mkdtemp(prefix="azbench-test-home-")
 
 
 @pytest.fixture(autouse=True)
