@@ -78,7 +78,7 @@ def test_unhealthy_node_is_excluded_by_the_gate(fault_cluster, store, monkeypatc
     assert attempt.excluded_nodes == ["node1"]
     assert "node1" not in job_nodes(store, out.run_id, 1)
     gate = [e for e in store.list_events(run_id=out.run_id) if e.kind == "health_gate"]
-    assert "node1: injected" in gate[0].message and gate[0].data["failed"]["node1"]
+    assert "node1: injected" in gate[0].message and gate[0].data.failed["node1"]
 
 
 def test_hang_is_cancelled_and_retried(fault_cluster, store, tmp_path, monkeypatch):

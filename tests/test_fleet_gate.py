@@ -146,6 +146,6 @@ def test_a_straggler_in_a_run_is_recorded_and_the_retry_excludes_it(big_cluster,
     # node4 is recorded first (the worst). The recipe reads CPU time on the CPU build, so a busy
     # machine should not name a healthy node too; were it to, that node must be far less slow
     # (0.1 s of extra work per step against a forward pass of milliseconds).
-    assert events and events[0].data["node"] == "node4", [e.data for e in events]
-    assert events[0].data["value"] > events[0].data["threshold"] > events[0].data["median"]
-    assert all(e.data["value"] < events[0].data["value"] / 2 for e in events[1:]), [e.data for e in events]
+    assert events and events[0].data.node == "node4", [e.data for e in events]
+    assert events[0].data.value > events[0].data.threshold > events[0].data.median
+    assert all(e.data.value < events[0].data.value / 2 for e in events[1:]), [e.data for e in events]

@@ -410,8 +410,8 @@ def test_up_records_the_owner_and_the_span_of_its_provisioning(azbench_home, mon
         [down] = [e for e in store.list_events(cluster="f1") if e.kind == "down"]
         g = gc.cluster_goodput(store, "f1")
     assert row is not None and row.owner == "team-b"
-    assert datetime.fromisoformat(up.data["started_at"]) <= up.ts
-    assert datetime.fromisoformat(down.data["started_at"]) <= down.ts
+    assert up.data.started_at <= up.ts
+    assert down.data.started_at <= down.ts
     assert g.categories["provisioning"] > 0 and g.categories["teardown"] > 0 and not g.live
     adds_up(g)  # a fake cluster lives some 80 ms: each category is rounded to the millisecond
 
@@ -534,7 +534,7 @@ def test_staging_gates_and_replacements_are_spans_of_their_events() -> None:
               EventRow(kind="health", cluster="c1", ts=at(45), message="4 nodes checked",
                        data={"started_at": at(40).isoformat(), "seconds": 4.8}),
               EventRow(kind="node_replaced", cluster="c1", ts=at(70), message="node3 -> node5",
-                       data={"seconds": 12.5}),
+                       data={"node": "node3", "seconds": 12.5}),
               EventRow(kind="resize", cluster="c1", ts=at(80), message="4 -> 4 nodes")]
     g = gc.breakdown(row, events, [], at(200))
     assert g.categories["staging"] == 20 and g.categories["health_gate"] == 5

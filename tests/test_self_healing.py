@@ -47,8 +47,8 @@ def test_replace_swaps_a_bad_node_for_a_fresh_gated_one_and_caps_the_rest(heal_c
     assert "node3" not in nodes and nodes["node7"] == "idle" and len(nodes) == 6
     with Store.open() as store:
         [event] = [e for e in store.list_events(cluster="heal") if e.kind == "node_replaced"]
-        assert event.data["node"] == "node3" and event.data["new_node"] == "node7"
-        assert {"reason", "seconds", "cost_usd"} <= set(event.data)
+        assert event.data.node == "node3" and event.data.new_node == "node7"
+        assert event.data.reason and event.data.seconds > 0 and event.data.cost_usd == 0.0
         assert store.get_cluster("heal") is not None
         assert "node7" in Cluster.model_validate_json(store.get_cluster("heal").cluster_json).node_names
 
@@ -88,8 +88,8 @@ def test_a_run_spec_with_health_replace_replaces_what_its_gate_drains(heal_clust
                                   ["node1", "node2", "node4"])
         replaced = [e.data for e in store.list_events(cluster="heal") if e.kind == "node_replaced"]
     assert drained == ["node2"]
-    assert replaced[-1]["node"] == "node2" and replaced[-1]["status"] == "replaced"
-    assert "node2" not in _sinfo(cluster) and _sinfo(cluster)[replaced[-1]["new_node"]] == "idle"
+    assert replaced[-1].node == "node2" and replaced[-1].status == "replaced"
+    assert "node2" not in _sinfo(cluster) and _sinfo(cluster)[replaced[-1].new_node] == "idle"
 
 
 def test_a_provider_without_the_healer_part_says_so(azbench_home):

@@ -201,7 +201,7 @@ def test_preempt_notice_checkpoints_and_the_run_resumes_elsewhere(spot_cluster, 
     [result] = store.list_results()
     assert result.resumed and result.converged
     restore = [e for e in store.list_events(run_id=out.run_id) if e.kind == "spot_restore"]
-    assert restore and restore[0].data["nodes"] == [victim]
+    assert restore and restore[0].data.nodes == [victim]
     sinfo = subprocess.run(["sinfo", "-h", "-N", "-n", victim, "-o", "%E"], capture_output=True,
                            text=True, env={**os.environ, **spot_cluster.env})
     assert PREEMPT_REASON not in sinfo.stdout  # resumed in Slurm after the restore

@@ -25,6 +25,7 @@ from orchestrator.store.database import (
     RunRow,
     Store,
 )
+from orchestrator.store.events import SpotRestoreData
 from orchestrator.store.schema import meta, migrate
 
 BACKENDS = ["sqlite", pytest.param("postgresql", marks=pytest.mark.integration)]
@@ -187,12 +188,12 @@ def test_list_results_filters(store: Store) -> None:
 def test_events_filters_limit_and_data(store: Store) -> None:
     for i in range(5):
         run_id = "r1" if i % 2 else None
-        data = {"i": i, "nodes": ["n1"]}
-        store.add_event(EventRow(kind="s", message=f"m{i}", cluster="c1", run_id=run_id, data=data))
+        data = {"nodes": [f"n{i}"], "hosts": ["h1"]}
+        store.add_event(EventRow(kind="spot_restore", message=f"m{i}", cluster="c1", run_id=run_id, data=data))
     assert [e.message for e in store.list_events(limit=3)] == ["m2", "m3", "m4"]
     assert [e.message for e in store.list_events(run_id="r1")] == ["m1", "m3"]
     assert len(store.list_events(cluster="c1")) == 5 and store.list_events(cluster="c9") == []
-    assert store.list_events(limit=1)[0].data == {"i": 4, "nodes": ["n1"]}
+    assert store.list_events(limit=1)[0].data == SpotRestoreData(nodes=["n4"], hosts=["h1"])
 
 
 def test_baselines_save_replace_keeping_created_at_list_and_delete(store: Store) -> None:

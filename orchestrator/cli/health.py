@@ -87,6 +87,7 @@ def _gate(name: str, cluster: Cluster, access: Access, nodes: str | None, tolera
     """The gate over cluster `name`, then its `health` event with its span (goodput counts it)."""
     from orchestrator.models import utcnow  # lazy: +pydantic on --help (cli/__init__)
     from orchestrator.runs import fleet_gate  # lazy: +jinja2+pydantic on --help (cli/__init__)
+    from orchestrator.store.events import HealthData  # lazy: +pydantic on --help (cli/__init__)
     from orchestrator.store.schema import EventRow  # lazy: +pydantic+sqlalchemy on --help (cli/__init__)
     began = utcnow()
     report = fleet_gate.gate_cluster(cluster, access, only=nodes, tolerance=tolerance, drain_bad=drain_bad)
@@ -94,8 +95,8 @@ def _gate(name: str, cluster: Cluster, access: Access, nodes: str | None, tolera
         store.add_event(EventRow(kind="health", cluster=name,
                                  message=f"{len(report.checked)} nodes checked, drained: "
                                          f"{', '.join(report.drained) or 'none'}",
-                                 data={"started_at": began.isoformat(), "seconds": report.seconds,
-                                       "drained": list(report.drained)}))
+                                 data=HealthData(started_at=began, seconds=report.seconds,
+                                                 drained=list(report.drained))))
     return report
 
 

@@ -162,6 +162,7 @@ def prepare(recipe: Optional[str] = typer.Argument(None, help="Recipe name (with
     from orchestrator.recipes.catalog import get_recipe  # lazy: +pydantic on --help (cli/__init__)
     from orchestrator.runs.launch import container_build  # lazy: +jinja2+pydantic on --help (cli/__init__)
     from orchestrator.runs.prepare import prepare as stage  # lazy: +jinja2+pydantic on --help (cli/__init__)
+    from orchestrator.store.events import PrepareData  # lazy: +pydantic on --help (cli/__init__)
     from orchestrator.store.schema import EventRow  # lazy: +pydantic+sqlalchemy on --help (cli/__init__)
     found_recipe = get_recipe(recipe)
     with open_store() as store:
@@ -183,8 +184,8 @@ def prepare(recipe: Optional[str] = typer.Argument(None, help="Recipe name (with
     with open_store() as store:  # after the fact, with its span (goodput counts it as staging)
         store.add_event(EventRow(kind="prepare", cluster=found.name,
                                  message=f"prepare {recipe}: job {result.job_id} {result.job_state}",
-                                 data={"started_at": began.isoformat(), "job_id": result.job_id,
-                                       "state": result.job_state}))
+                                 data=PrepareData(started_at=began, job_id=result.job_id,
+                                                  state=result.job_state)))
     if not out.rich:
         out.emit(result)
     else:

@@ -22,6 +22,7 @@ from orchestrator.specs.cluster import ClusterSpec
 from orchestrator.errors import (AzbenchError, ConfigError, LostRaceError, MissingCapability, NotFoundError,
                                  NotOwnerError, PreflightError, ProvisionError, ShrinkError)
 from orchestrator.models import Cluster, ClusterState, Plan, RunState, local_owner, utcnow
+from orchestrator.store.events import DownData, FailedData, HostReportData, ResizeData, UpData
 
 if TYPE_CHECKING:
     from orchestrator.providers.base import (Billed, CloudView, Holding, HostReport, Provider, ProviderParts, SetChange,
@@ -105,7 +106,7 @@ def up(spec: ClusterSpec, store: Store, on_progress: Callable[[Any], None] | Non
     for note in cluster.properties.up_notes():  # what someone else did meanwhile, and what `up` did
         store.add_event(EventRow(kind="up_interference", cluster=spec.name, message=note))
     store.add_event(EventRow(kind="up", cluster=spec.name, message=what,  # after the fact
-                             data={"started_at": began.isoformat()}))
+                             data=UpData(started_at=began)))
     # "adopted" only for a cluster that stood whole before this `up` (a partial one was completed:
     # its missing parts were created, and the progress lines said so).
     adopted = existing is not None and existing.state == ClusterState.READY
@@ -128,7 +129,7 @@ def _attempted(store: Store, name: str, kind: str, what: str, exc: BaseException
     try:
         store.add_event(EventRow(kind=f"{kind}_failed", cluster=name,
                                  message=f"{what} attempted, failed: {exc}",
-                                 data={"started_at": began.isoformat()} if began else {}))
+                                 data=FailedData(started_at=began)))
     except AzbenchError:
         pass
 
@@ -207,7 +208,7 @@ def down(name: str, store: Store, on_progress: Callable[[Any], None] | None = No
         raise
     store.set_cluster_state(name, ClusterState.TERMINATED)
     store.add_event(EventRow(kind="down", cluster=name, message=what,  # after the fact
-                             data={"started_at": began.isoformat()}))
+                             data=DownData(started_at=began)))
     return cluster.model_copy(update={"state": ClusterState.TERMINATED})
 
 
@@ -757,8 +758,8 @@ def report_unhealthy(cluster: Cluster, reasons: Mapping[str, str], store: Store)
     for r in results:
         store.add_event(EventRow(kind="host_reported", cluster=cluster.name,
                                  message=f"{r.node}: {r.status} ({r.detail})",
-                                 data={"node": r.node, "status": r.status, "detail": r.detail,
-                                       "category": r.category}))
+                                 data=HostReportData(node=r.node, status=r.status, detail=r.detail,
+                                                     category=r.category)))
     return results
 
 
@@ -842,9 +843,8 @@ def resize(name: str, nodes: int, store: Store, *, force: bool = False) -> tuple
         for note in provider.notes.get(name, []):
             store.add_event(EventRow(kind="resize_note", cluster=name, message=note))
     store.add_event(EventRow(kind="resize", cluster=name, message=f"{plan.before} -> {plan.after} nodes",
-                             data={"removed": list(plan.remove), "forced": list(plan.busy),
-                                   "before": plan.before, "after": plan.after,
-                                   "started_at": began.isoformat()}))
+                             data=ResizeData(removed=list(plan.remove), forced=list(plan.busy),
+                                             before=plan.before, after=plan.after, started_at=began)))
     return resized, plan
 
 

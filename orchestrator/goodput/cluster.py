@@ -24,8 +24,9 @@ from orchestrator.goodput.model import (CLUSTER_CATEGORIES, IDLE, TRAINING, Caus
 from orchestrator.goodput.run import run_goodput
 from orchestrator.goodput.timeline import epoch, utc
 from orchestrator.hardware.catalog import find
-from orchestrator.models import ClusterState, parse_utc, utcnow
+from orchestrator.models import ClusterState, utcnow
 from orchestrator.store.database import Store
+from orchestrator.store.events import ResizeData, Spanned
 from orchestrator.store.schema import ClusterRow, EventRow
 
 # Event kinds that are spans of the cluster's own activities, with their category and priority
@@ -150,12 +151,9 @@ def _activities(row: ClusterRow, events: Sequence[EventRow], lo: float, hi: floa
         if kind is None:
             continue
         end = epoch(e.ts)
-        began = parse_utc(e.data.get("started_at"))
-        seconds = e.data.get("seconds")
+        began = e.data.began(e.ts) if isinstance(e.data, Spanned) else None
         if began is not None:
             start = epoch(began)
-        elif isinstance(seconds, (int, float)) and seconds >= 0:
-            start = end - float(seconds)
         elif e.kind == "up" and ups == 0:  # a store from before the spans: the first up from creation
             start = lo
         else:
@@ -177,8 +175,8 @@ def _node_counts(final: int, events: Sequence[EventRow], lo: float) -> list[tupl
     count = final
     for e in sorted((e for e in events if e.kind == "resize"), key=lambda e: e.ts, reverse=True):
         m = _RESIZE.match(e.message)
-        before = e.data.get("before")
-        if isinstance(before, int):
+        before = e.data.before if isinstance(e.data, ResizeData) else None
+        if before is not None:
             steps.append((epoch(e.ts), count))
             count = before
         elif m:

@@ -35,6 +35,7 @@ from orchestrator.models import Frozen, utcnow
 from orchestrator.results import definitions as defs
 from orchestrator.results.metrics import mlperf_score
 from orchestrator.results.summary import kept_step_times, summary_of
+from orchestrator.store.events import GateData
 from orchestrator.store.schema import BaselineRow, ResultRow
 
 if TYPE_CHECKING:
@@ -335,9 +336,8 @@ def _with_weak_scaling(entries: list[BaselineEntry]) -> list[BaselineEntry]:
 
 def _gate_busbw(store: Store, run_id: str) -> float | None:
     """The last all-reduce bus bandwidth the health gate measured for this run."""
-    found = [e.data.get("busbw_gbps") for e in store.list_events(run_id=run_id)
-             if e.kind == "health_gate"]
-    values = [float(v) for v in found if isinstance(v, (int, float)) and not isinstance(v, bool)]
+    values = [e.data.busbw_gbps for e in store.list_events(run_id=run_id)
+              if isinstance(e.data, GateData) and e.data.busbw_gbps is not None]
     return values[-1] if values else None
 
 

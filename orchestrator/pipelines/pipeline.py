@@ -31,6 +31,7 @@ from orchestrator.pipelines.spec import PipelineSpec, cluster_specs, load_pipeli
 from orchestrator.clusters import lifecycle
 from orchestrator.runs import execute  # by module: tests replace execute.run_sweep
 from orchestrator.goodput.cluster import cluster_goodput
+from orchestrator.store.events import GateData
 from orchestrator.pipelines.results import analyse as analyse_results
 
 if TYPE_CHECKING:
@@ -114,9 +115,9 @@ def _health_stage(st: Progress, cluster: str) -> None:
             rec.status, rec.message = "skipped", "health.enabled is false"
             return
         mine = [rid for rid in st.run_ids if (r := st.store.get_run(rid)) is not None and r.cluster == cluster]
-        gates = [e for rid in mine for e in st.store.list_events(run_id=rid) if e.kind == "health_gate"]
-        excluded = sorted({n for e in gates for n in (e.data.get("failed") or {})})
-        bw = [e.data["busbw_gbps"] for e in gates if isinstance(e.data.get("busbw_gbps"), (int, float))]
+        gates = [e.data for rid in mine for e in st.store.list_events(run_id=rid) if isinstance(e.data, GateData)]
+        excluded = sorted({n for g in gates for n in g.failed})
+        bw = [g.busbw_gbps for g in gates if g.busbw_gbps is not None]
         rec.message = (f"{len(gates)} gate(s) before attempts, nodes failed: "
                        f"{', '.join(excluded) or 'none'}"
                        + (f", all-reduce busbw {min(bw):.3g}-{max(bw):.3g} GB/s" if bw else ""))

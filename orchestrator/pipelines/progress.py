@@ -11,25 +11,16 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, Literal
-
-from pydantic import BaseModel
+from typing import TYPE_CHECKING
 
 from orchestrator.errors import AzbenchError
 from orchestrator.models import utcnow
 from orchestrator.pipelines.spec import PipelineSpec
+from orchestrator.store.events import StageRecord  # the stage's record is its event's data
 from orchestrator.store.schema import EventRow
 
 if TYPE_CHECKING:
     from orchestrator.store.database import Store
-
-
-class StageRecord(BaseModel):
-    stage: str
-    cluster: str | None = None
-    status: Literal["ok", "failed", "skipped", "interrupted"] = "ok"
-    seconds: float = 0.0
-    message: str = ""
 
 
 class PipelineInterrupted(BaseException):
@@ -86,6 +77,6 @@ class Progress:
         try:
             self.store.add_event(EventRow(kind="pipeline", cluster=rec.cluster,
                                           message=f"{self.spec.name} {rec.stage}: {rec.status}",
-                                          data=rec.model_dump(mode="json")))
+                                          data=rec))
         except AzbenchError:
             pass  # history is best effort; teardown must not depend on it

@@ -27,7 +27,7 @@ from orchestrator.pipelines.baselines import (
     set_baseline,
 )
 from orchestrator.pipelines.junit import JUnitCase, JUnitSuite
-from orchestrator.pipelines.progress import StageRecord
+from orchestrator.store.events import StageRecord
 from orchestrator.results import archive  # by module: tests replace archive.push
 from orchestrator.pipelines.spec import cluster_specs
 from orchestrator.recipes.catalog import model_facts

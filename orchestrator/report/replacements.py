@@ -11,9 +11,8 @@ from datetime import datetime
 
 from orchestrator import formats
 from orchestrator.models import Frozen
+from orchestrator.store.events import NodeReplacedData
 from orchestrator.store.schema import EventRow
-
-REPLACED = "node_replaced"  # runs.fleet_replace.REPLACED (report may not import runs/)
 
 
 class ReplacementLine(Frozen):
@@ -31,13 +30,10 @@ def replacement_lines(events: Sequence[EventRow] | None, cluster: str | None = N
     """One line per `node_replaced` event (of `cluster` when given), oldest first."""
     out = []
     for e in events or ():
-        if e.kind != REPLACED or (cluster is not None and e.cluster != cluster):
+        if not isinstance(d := e.data, NodeReplacedData) or (cluster is not None and e.cluster != cluster):
             continue
-        d = e.data
-        out.append(ReplacementLine(ts=e.ts, cluster=e.cluster or "", node=str(d.get("node", "")),
-                                   new_node=str(d.get("new_node", "")), status=str(d.get("status", "")),
-                                   seconds=float(d.get("seconds") or 0.0), cost_usd=d.get("cost_usd"),
-                                   reason=str(d.get("reason", ""))))
+        out.append(ReplacementLine(ts=e.ts, cluster=e.cluster or "", node=d.node, new_node=d.new_node or "",
+                                   status=d.status, seconds=d.seconds, cost_usd=d.cost_usd, reason=d.reason))
     return sorted(out, key=lambda x: x.ts)
 
 

@@ -42,6 +42,7 @@ from orchestrator.runs.monitor import (
     watch,
 )
 from orchestrator.store.database import Store
+from orchestrator.store.events import FleetGateData, GateData, Payload, StragglerData
 from orchestrator.store.schema import AttemptRow, EventRow, ResultRow, RunRow
 from orchestrator.hardware.catalog import lookup
 from orchestrator.recipes.catalog import resolve
@@ -103,7 +104,8 @@ class AttemptContext:
     def launcher(self) -> Launcher:
         return self.access.launcher
 
-    def event(self, run: RunRow, kind: str, message: str, **data: object) -> None:
+    def event(self, run: RunRow, kind: str, message: str, data: Payload | None = None) -> None:
+        """Record the run's event `kind` (its data the model store.events names for it)."""
         self.store.add_event(EventRow(kind=kind, cluster=run.cluster, run_id=run.id,
                                       message=message, data=data))
         if self.on_event:
@@ -235,7 +237,7 @@ def _stragglers(ctx: AttemptContext, row: RunRow, n: int, text: str) -> list[str
     for s in slow:
         ctx.event(row, "straggler", f"attempt {n}: {s.node} computes a step in {s.value:.4g} s, "
                   f"{s.off_median:+.0%} vs the median {s.median:.4g} s (threshold {s.threshold:.4g} s)",
-                  node=s.node, value=s.value, threshold=s.threshold, median=s.median)
+                  StragglerData(node=s.node, value=s.value, threshold=s.threshold, median=s.median))
     return [s.node for s in slow]
 
 
@@ -283,7 +285,7 @@ def _gate(ctx: AttemptContext, row: RunRow, cur: AttemptRow) -> tuple[list[str],
     ctx.event(row, "health_gate", f"attempt {n}: {len(gate.healthy)}/{len(gate.checked)} nodes "
               f"healthy in {gate.seconds:.1f}s" + (f"; excluded {verdict}" if verdict else "")
               + (f"; {gate.fabric}" if gate.fabric else ""),
-              failed=gate.failed, busbw_gbps=gate.busbw_gbps, job_id=gate.job_id)
+              GateData(failed=gate.failed, busbw_gbps=gate.busbw_gbps, job_id=gate.job_id))
     if gate.fabric or len(gate.healthy) < row.nodes:
         store.update_attempt(row.id, n, excluded_nodes=excluded)
         why = gate.fabric or f"{len(gate.healthy)} healthy nodes, {row.nodes} needed"
@@ -298,7 +300,7 @@ def _fleet_gate(ctx: AttemptContext, row: RunRow, n: int, nodes: list[str]) -> l
     report = gate_nodes(ctx.access, ctx.cluster, nodes, with_ahc=False)
     if report.verdicts or report.fabric:
         ctx.event(row, "health_fleet", f"attempt {n}: " + (report.fabric or "drained " + "; ".join(
-            f"{v.node}: {v.reason}" for v in report.verdicts)), drained=report.drained)
+            f"{v.node}: {v.reason}" for v in report.verdicts)), FleetGateData(drained=report.drained))
     policy = ctx.spec.health
     if policy.replace and report.drained and parts(ctx.cluster).healer is not None:
         replace_drained(ctx.cluster, ctx.access, ctx.store, reasons(report),

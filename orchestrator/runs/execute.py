@@ -39,6 +39,7 @@ from orchestrator.runs.attempts import (
 from orchestrator.runs.failures import Failure, FailureClass, lost_work, with_named_suspects
 from orchestrator.runs.monitor import AttemptRecord, Progress, RetryDecision, decide_retry
 from orchestrator.store.database import Store
+from orchestrator.store.events import RetryData
 from orchestrator.store.schema import AttemptRow, RunRow
 from orchestrator.runs.launch import container_build
 from orchestrator.runs.prepare import check_staged
@@ -220,7 +221,7 @@ def _next_attempt(ctx: AttemptContext, row: RunRow, attempts: list[AttemptRow],
               f"{nxt.attempt} in {decision.backoff_s:g}s"
               + (f" without {', '.join(decision.exclude)}" if decision.exclude else "")
               + (f", resuming from step {resume_step}" if resume_step else ", from scratch"),
-              failure=failure.cls.value, suspects=list(failure.suspects))
+              RetryData(failure=failure.cls.value, suspects=list(failure.suspects)))
     ctx.sleep(decision.backoff_s)
     return nxt
 

@@ -29,6 +29,7 @@ from orchestrator.models import Cluster, utcnow
 from orchestrator.runs.fleet import FleetReport
 from orchestrator.seams import Access
 from orchestrator.store.database import Store
+from orchestrator.store.events import NodeReplacedData, ReplaceCappedData
 from orchestrator.store.schema import EventRow
 from orchestrator.slurm.conf import natural_key
 from orchestrator.runs.fleet_gate import gate_nodes
@@ -79,7 +80,7 @@ def replace_drained(cluster: Cluster, access: Access, store: Store, drained: Map
         store.add_event(EventRow(kind=CAPPED, cluster=cluster.name,
                                  message=f"{len(report.capped)} drained nodes left drained: cap of "
                                          f"{policy.max_replacements} per call, {policy.max_per_hour} per hour",
-                                 data={"nodes": report.capped}))
+                                 data=ReplaceCappedData(nodes=report.capped)))
     for node in todo:
         started = clock()
         try:
@@ -96,9 +97,9 @@ def replace_drained(cluster: Cluster, access: Access, store: Store, drained: Map
         report.replacements.append(done)
         store.add_event(EventRow(kind=REPLACED, cluster=cluster.name,
                                  message=f"{node} -> {new} in {seconds:.1f}s ({done.status}): {done.reason}",
-                                 data={"node": node, "reason": done.reason, "new_node": new,
-                                       "seconds": round(seconds, 3), "cost_usd": done.cost_usd,
-                                       "status": done.status, "gate": gate}))
+                                 data=NodeReplacedData(node=node, reason=done.reason, new_node=new,
+                                                       seconds=round(seconds, 3), cost_usd=done.cost_usd,
+                                                       status=done.status, gate=gate)))
     return report
 
 

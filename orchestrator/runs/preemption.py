@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 from orchestrator.clusters.lifecycle import parts, restore_capacity
 from orchestrator.errors import AzbenchError, ConfigError
 from orchestrator.runs.failures import Failure
+from orchestrator.store.events import SpotRestoreData
 
 # How long to wait for the eviction after the job has left a noticed node: Azure's Preempt
 # notice is 30 s ahead (learn.microsoft.com/azure/virtual-machines/linux/scheduled-events, event
@@ -43,7 +44,7 @@ def recover(ctx: AttemptContext, row: RunRow, failure: Failure) -> str | None:
     nodes = ", ".join(failure.suspects) or "nodes"
     capacity = "capacity restored" if restores else "capacity left to the cluster"
     ctx.event(row, "spot_restore", f"evicted {nodes}: {capacity}, {_resume(ctx, failure)}",
-              nodes=list(failure.suspects), hosts=hosts)
+              SpotRestoreData(nodes=list(failure.suspects), hosts=hosts))
     return None
 
 

@@ -382,7 +382,7 @@ class Store:
 
     def add_event(self, ev: EventRow) -> EventRow:
         values = ev.model_dump(exclude={"id", "data"})
-        values["data_json"] = json.dumps(ev.data, sort_keys=True, default=str) if ev.data else None
+        values["data_json"] = ev.data.to_json()  # JSON only here, at the SQL edge
         with self._conn(write=True) as conn:
             new_id = _new_id(conn.execute(events.insert().values(**values)))
         return ev.model_copy(update={"id": new_id})

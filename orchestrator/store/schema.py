@@ -12,17 +12,18 @@ takes and returns; they are re-exported by orchestrator.store.database.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Literal
 
 import sqlalchemy as sa
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, SerializeAsAny, model_validator
 from sqlalchemy.engine import Connection, Dialect
 
 from orchestrator.errors import StoreError
 from orchestrator.models import AttemptState, Cluster, ClusterState, RunState, utcnow
+from orchestrator.store.events import NoData, Payload, UnknownData, payload_model, stored_payload
 
 SCHEMA_VERSION = 6
 VERSION_KEY = "schema_version"
@@ -458,7 +459,9 @@ class ResultRow(_Row):
 
 
 class EventRow(_Row):
-    """One line of history (state change, retry, warning) about a cluster or a run."""
+    """One line of history (state change, retry, warning) about a cluster or a run. `data` is
+    the payload model store.events.PAYLOADS names for `kind` (a dict given for it is validated
+    into that model); a kind this azbench does not know holds UnknownData."""
 
     id: int | None = None
     ts: datetime = Field(default_factory=utcnow)
@@ -466,7 +469,29 @@ class EventRow(_Row):
     run_id: str | None = None
     kind: str
     message: str = ""
-    data: dict[str, Any] = Field(default_factory=dict)
+    data: SerializeAsAny[Payload] = Field(default_factory=NoData)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _typed_data(cls, values: object) -> object:
+        """No data, or a dict of it, becomes the payload model of the event's kind."""
+        if not isinstance(values, Mapping):
+            return values
+        data = values.get("data")
+        if data is None or isinstance(data, Mapping):
+            model = payload_model(str(values.get("kind")))
+            typed = UnknownData(raw=dict(data) if data else None) if model is None else \
+                model.model_validate(data or {})
+            return {**values, "data": typed}
+        return values
+
+    @model_validator(mode="after")
+    def _data_fits_kind(self) -> EventRow:
+        model = payload_model(self.kind)
+        if not isinstance(self.data, UnknownData) and (model is None or not isinstance(self.data, model)):
+            want = f"records {model.__name__}" if model is not None else "is not a known event kind"
+            raise ValueError(f"event kind '{self.kind}' {want}, not {type(self.data).__name__}")
+        return self
 
 
 class BaselineRow(_Row):
@@ -520,6 +545,7 @@ def attempt_row(row: sa.Row[Any]) -> AttemptRow:
 
 
 def event_row(row: sa.Row[Any]) -> EventRow:
+    """A stored event, its data typed by store.events.stored_payload (any row an azbench wrote reads)."""
     data = row._asdict()
-    raw = data.pop("data_json")
-    return EventRow.model_validate({**data, "data": json.loads(raw) if raw else {}})
+    text = data.pop("data_json")
+    return EventRow.model_validate({**data, "data": stored_payload(data["kind"], text)})
