@@ -49,7 +49,7 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
             assert c is not None
             store.add_event(EventRow(kind="down", cluster="c1", ts=at(130), message="down",
                                      data={"started_at": at(110).isoformat()}))
-            patch.setattr("orchestrator.store.database.utcnow", lambda: at(130))  # its end, as `down` stamps it
+            patch.setattr("orchestrator.store.records.utcnow", lambda: at(130))  # its end, as `down` stamps it
             store.save_cluster(c.cluster.model_copy(update={"state": ClusterState.TERMINATED}))
             result = result_from_run(paths.local_train_log("r1", 2), run_id="r1", cluster=c.cluster, nodes=2,
                                      benchmark="smoke")

@@ -533,12 +533,15 @@ class FabricResultRow(_Row):
 
 
 def attempt_values(attempt: AttemptRow) -> dict[str, Any]:
+    """The column values of `attempt` for an INSERT or UPDATE of `attempts`: the SQL edge, read
+    only by store.database (excluded_nodes as its JSON text). Reads return AttemptRow (attempt_row)."""
     values = attempt.model_dump(exclude={"id"})
     values["excluded_nodes"] = json.dumps(attempt.excluded_nodes)
     return values
 
 
 def attempt_row(row: sa.Row[Any]) -> AttemptRow:
+    """A stored attempt, its excluded_nodes parsed from their JSON text."""
     data = row._asdict()
     data["excluded_nodes"] = json.loads(data["excluded_nodes"] or "[]")
     return AttemptRow.model_validate(data)
