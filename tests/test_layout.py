@@ -1410,10 +1410,15 @@ def sdk_violations(tree: Tree) -> list[str]:
 # -- the layout ----------------------------------------------------------------------------------
 
 def test_root_holds_only_the_base_and_the_folders() -> None:
+    """Each name at the root is a concern's folder or a member of the base, a module or (split by
+    noun, as models/ is) a package; no name is both, and every member of the base is there."""
     files = {p.stem for p in PKG.glob("*.py")} - {"__init__", "__main__"}
-    assert files <= BASE, f"modules outside a concern's folder: {sorted(files - BASE)}"
     folders = {p.name for p in PKG.iterdir() if p.is_dir() and (p / "__init__.py").is_file()}
-    assert folders == set(FOLDERS), folders ^ set(FOLDERS)
+    base_packages = folders & BASE
+    assert files <= BASE, f"modules outside a concern's folder: {sorted(files - BASE)}"
+    assert not files & base_packages, f"both a module and a package: {sorted(files & base_packages)}"
+    assert files | base_packages == BASE, f"base members missing: {sorted(BASE - files - base_packages)}"
+    assert folders - base_packages == set(FOLDERS), (folders - base_packages) ^ set(FOLDERS)
 
 
 def test_every_package_states_its_contract() -> None:

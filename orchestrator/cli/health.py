@@ -87,8 +87,7 @@ def _gate(name: str, cluster: Cluster, access: Access, nodes: str | None, tolera
     """The gate over cluster `name`, then its `health` event with its span (goodput counts it)."""
     from orchestrator.models import utcnow  # lazy: +pydantic on --help (cli/__init__)
     from orchestrator.runs import fleet_gate  # lazy: +jinja2+pydantic on --help (cli/__init__)
-    from orchestrator.store.events import HealthData  # lazy: +pydantic on --help (cli/__init__)
-    from orchestrator.store.schema import EventRow  # lazy: +pydantic+sqlalchemy on --help (cli/__init__)
+    from orchestrator.store.events import EventRow, HealthData  # lazy: +pydantic on --help (cli/__init__)
     began = utcnow()
     report = fleet_gate.gate_cluster(cluster, access, only=nodes, tolerance=tolerance, drain_bad=drain_bad)
     with open_store() as store:

@@ -162,8 +162,7 @@ def prepare(recipe: Optional[str] = typer.Argument(None, help="Recipe name (with
     from orchestrator.recipes.catalog import get_recipe  # lazy: +pydantic on --help (cli/__init__)
     from orchestrator.runs.launch import container_build  # lazy: +jinja2+pydantic on --help (cli/__init__)
     from orchestrator.runs.prepare import prepare as stage  # lazy: +jinja2+pydantic on --help (cli/__init__)
-    from orchestrator.store.events import PrepareData  # lazy: +pydantic on --help (cli/__init__)
-    from orchestrator.store.schema import EventRow  # lazy: +pydantic+sqlalchemy on --help (cli/__init__)
+    from orchestrator.store.events import EventRow, PrepareData  # lazy: +pydantic on --help (cli/__init__)
     found_recipe = get_recipe(recipe)
     with open_store() as store:
         found = lifecycle.reachable(cluster, store)

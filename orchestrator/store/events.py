@@ -1,6 +1,7 @@
-"""What an event records beyond its message: one typed payload model per event kind.
+"""An event (one line of history about a cluster or a run) and what it records beyond its
+message: one typed payload model per event kind.
 
-An EventRow (store.schema) holds a `kind` and its `data`, the model `PAYLOADS` names for that
+An EventRow holds a `kind` and its `data`, the model `PAYLOADS` names for that
 kind. Writers build the model; readers narrow with `isinstance` and read attributes, so a field
 renamed here fails the type check wherever it is read. JSON stays at the SQL edge: the store
 writes `Payload.to_json()` into `events.data_json` and `stored_payload` reads it back.
@@ -13,12 +14,14 @@ whose `raw` keeps the JSON as written, for display only.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from datetime import datetime, timedelta, timezone
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, JsonValue, ValidationError
+from pydantic import (AfterValidator, BaseModel, ConfigDict, Field, JsonValue, SerializeAsAny, ValidationError,
+                      model_validator)
 
-from orchestrator.models import RunState
+from orchestrator.models import RunState, utcnow
 
 
 def _as_utc(when: datetime) -> datetime:
@@ -234,3 +237,41 @@ def stored_payload(kind: str, text: str | None) -> Payload:
         return model.model_validate(fields)
     except ValidationError:
         return UnknownData(raw=raw)
+
+
+class EventRow(BaseModel):
+    """One line of history (state change, retry, warning) about a cluster or a run. `data` is
+    the payload model store.events.PAYLOADS names for `kind` (a dict given for it is validated
+    into that model); a kind this azbench does not know holds UnknownData."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: int | None = None
+    ts: datetime = Field(default_factory=utcnow)
+    cluster: str | None = None
+    run_id: str | None = None
+    kind: str
+    message: str = ""
+    data: SerializeAsAny[Payload] = Field(default_factory=NoData)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _typed_data(cls, values: object) -> object:
+        """No data, or a dict of it, becomes the payload model of the event's kind."""
+        if not isinstance(values, Mapping):
+            return values
+        data = values.get("data")
+        if data is None or isinstance(data, Mapping):
+            model = payload_model(str(values.get("kind")))
+            typed = UnknownData(raw=dict(data) if data else None) if model is None else \
+                model.model_validate(data or {})
+            return {**values, "data": typed}
+        return values
+
+    @model_validator(mode="after")
+    def _data_fits_kind(self) -> EventRow:
+        model = payload_model(self.kind)
+        if not isinstance(self.data, UnknownData) and (model is None or not isinstance(self.data, model)):
+            want = f"records {model.__name__}" if model is not None else "is not a known event kind"
+            raise ValueError(f"event kind '{self.kind}' {want}, not {type(self.data).__name__}")
+        return self

@@ -6,24 +6,26 @@ the ordered list of (version, step) pairs that brings any older database up to
 records the version in the `meta` table; `current_version()` and `refuse_non_sqlite_file()`
 refuse, untouched, a database that is not ours. Column types behave identically on SQLite and
 PostgreSQL. The pydantic row models (ClusterRow, RunRow, ...) are the typed rows the Store API
-takes and returns; they are re-exported by orchestrator.store.database.
+takes and returns; they are re-exported by orchestrator.store.database (EventRow, with its
+payloads, lives in store.events and is re-exported here).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Literal
 
 import sqlalchemy as sa
-from pydantic import BaseModel, ConfigDict, Field, SerializeAsAny, model_validator
+from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy.engine import Connection, Dialect
 
 from orchestrator.errors import StoreError
 from orchestrator.models import AttemptState, Cluster, ClusterState, RunState, utcnow
-from orchestrator.store.events import NoData, Payload, UnknownData, payload_model, stored_payload
+from orchestrator.store.events import EventRow as EventRow  # re-exported beside the other row models
+from orchestrator.store.events import stored_payload
 
 SCHEMA_VERSION = 6
 VERSION_KEY = "schema_version"
@@ -456,42 +458,6 @@ class ResultRow(_Row):
     compliance_json: str | None = None
     log_path: str | None = None
     created_at: datetime = Field(default_factory=utcnow)
-
-
-class EventRow(_Row):
-    """One line of history (state change, retry, warning) about a cluster or a run. `data` is
-    the payload model store.events.PAYLOADS names for `kind` (a dict given for it is validated
-    into that model); a kind this azbench does not know holds UnknownData."""
-
-    id: int | None = None
-    ts: datetime = Field(default_factory=utcnow)
-    cluster: str | None = None
-    run_id: str | None = None
-    kind: str
-    message: str = ""
-    data: SerializeAsAny[Payload] = Field(default_factory=NoData)
-
-    @model_validator(mode="before")
-    @classmethod
-    def _typed_data(cls, values: object) -> object:
-        """No data, or a dict of it, becomes the payload model of the event's kind."""
-        if not isinstance(values, Mapping):
-            return values
-        data = values.get("data")
-        if data is None or isinstance(data, Mapping):
-            model = payload_model(str(values.get("kind")))
-            typed = UnknownData(raw=dict(data) if data else None) if model is None else \
-                model.model_validate(data or {})
-            return {**values, "data": typed}
-        return values
-
-    @model_validator(mode="after")
-    def _data_fits_kind(self) -> EventRow:
-        model = payload_model(self.kind)
-        if not isinstance(self.data, UnknownData) and (model is None or not isinstance(self.data, model)):
-            want = f"records {model.__name__}" if model is not None else "is not a known event kind"
-            raise ValueError(f"event kind '{self.kind}' {want}, not {type(self.data).__name__}")
-        return self
 
 
 class BaselineRow(_Row):
