@@ -1,7 +1,7 @@
 """Slurm: how azbench speaks to Slurm, and the only package that spells its commands.
 
 Owns: slurm.conf rendering (conf), topology.conf for NVLink racks (topology), every batch
-script, each written from the typed job runs/ describes (models.py): a plain attempt (batch), an
+script, each written from the typed job runs/ describes (models/): a plain attempt (batch), an
 MLPerf attempt's pyxis container job (container), the health gate (health), the fabric test
 (fabric) and the staging job (staging); every command line azbench sends (commands), the Slurm state table with the job and
 node-list parsers (states), and the Slurm launcher (launcher): the Launcher seam over a Runner.
