@@ -30,6 +30,7 @@ MAX_BOOT_REPLACEMENTS = 4
 class AzureHealer(AzureCore):
     """`replace_node`, `restore_capacity` (ProviderParts.healer), `report_unhealthy`
     (ProviderParts.host_reports), and the boot wait that replaces a short node (`up`)."""
+
     def _boot(self, cluster: Cluster, timeout_s: float) -> Cluster:
         """Wait until booted; a node short of GPUs or HCAs at boot (boot.ShortNodeError) is
         replaced before Slurm lists it, at most MAX_BOOT_REPLACEMENTS per `up`."""

@@ -12,7 +12,7 @@ from orchestrator.providers.azure import records, resources
 from orchestrator.providers.azure import status
 from orchestrator.providers.azure.core import AzureCore, rg_of
 from orchestrator.providers.azure.props import AzureProps
-from orchestrator.providers.azure.readback import billed
+from orchestrator.providers.azure.readback import billed_of
 from orchestrator.providers.azure.teardown import own_group, tag_filter, tagged_groups
 from orchestrator.providers.azure_shared.errors import arm_call
 from orchestrator.providers.azure_shared.tags import TAG_CLUSTER, TAG_CREATED, TAG_EXPIRES, TAG_OWNER
@@ -21,6 +21,7 @@ from orchestrator.providers.base import CloudNode, CloudResource, CloudView
 
 class AzureLive(AzureCore):
     """`node_states`, `live_view` and `overview` (ProviderParts.live)."""
+
     def overview(self, clusters: Sequence[Cluster]) -> dict[str, CloudView]:
         """ARM's view of `clusters` from one listing of the subscription's azbench groups and one
         of its azbench resources (states expanded), per subscription and endpoint: whether each
@@ -85,6 +86,6 @@ def _overview(cluster: Cluster, groups: list[records.Group], listed: list[record
     gaps += [f"scale set {s} missing" for s in props.scale_sets if s not in names]
     if f"{cluster.name}-head" not in names:
         gaps.append(f"VM {cluster.name}-head missing")
-    billed = tuple(b for b in (billed(r, props) for r in listed) if b is not None)
+    billed = tuple(b for b in (billed_of(r, props) for r in listed) if b is not None)
     return replace(base, resources=tuple(rows), phase="partial" if gaps else "", phase_detail=", ".join(gaps),
                    billed=billed)

@@ -12,7 +12,7 @@ from orchestrator.providers.azure.core import AzureCore, rg_of
 from orchestrator.providers.azure.lro import observe
 from orchestrator.providers.azure.owner import Creator, creator, signed_in
 from orchestrator.providers.azure.props import AzureProps
-from orchestrator.providers.azure.readback import billed, read_back
+from orchestrator.providers.azure.readback import billed_of, read_back
 from orchestrator.providers.azure.teardown import ours, own_group, tagged_groups
 from orchestrator.providers.azure_shared.errors import arm_call, is_not_found
 from orchestrator.providers.base import Holding
@@ -20,6 +20,7 @@ from orchestrator.providers.base import Holding
 
 class AzureOwnership(AzureCore):
     """`foreign_owner`, `holdings` and `adopt` (ProviderParts.ownership)."""
+
     def adopt(self, name: str, *, account: str | None = None, endpoint: str | None = None,
               force: bool = False) -> Cluster | None:
         """The cluster as describe reads it (its tags: owner, expiry, creation; its scale sets and
@@ -63,7 +64,7 @@ class AzureOwnership(AzureCore):
                 contents = []
         self._contents[cluster.name] = contents
         return [Holding(kind=item.type.rsplit("/", 1)[-1], name=item.name, ours=ours(cluster.name, item),
-                        billed=billed(item, props)) for item in contents]
+                        billed=billed_of(item, props)) for item in contents]
 
     def _creator(self, clients: AzureClients, name: str, group: records.Group) -> Creator:
         """Who created the cluster's group (owner.creator), from evidence a same-name `up`'s

@@ -25,6 +25,7 @@ from orchestrator.providers.base import SetChange
 
 class AzureResizer(AzureCore):
     """`resize` and `resize_preview` (ProviderParts.resizer) of the Azure provider."""
+
     def resize(self, cluster: Cluster, nodes: int, remove: Sequence[str] = (),
                timeout_s: float | None = None) -> Cluster:
         """Grow: the vCPU quota preflight for the VMs to add, then, decided before any write
