@@ -42,9 +42,12 @@ if TYPE_CHECKING:
     from orchestrator.store.database import Store
     from orchestrator.store.schema import ClusterRow
 
-__all__ = [  # what moved beside this module stays importable from here
-    "GONE", "ClusterStatus", "ListedCluster", "NodeView", "Rate", "ReportsNotes", "ResizePlan", "billed_rate",
-    "cluster_status", "cost_so_far", "expires_at", "plan_resize", "status_list", "time_left",
+__all__ = [  # its use cases, and what moved beside it (cost, status, resizing), importable from here
+    "ACTIVE_RUNS", "adopt", "billed_rate", "check", "cluster_status", "ClusterStatus", "connect", "cost_so_far",
+    "down", "down_preview", "DownPreview", "expires_at", "extend", "EXTEND_HOURS", "GONE", "ListedCluster",
+    "NodeView", "owner_of", "parts", "plan", "plan_resize", "Rate", "reachable", "record_if_live", "replace_node",
+    "report_unhealthy", "ReportsNotes", "require_cluster", "require_sdk", "resize", "resize_preview",
+    "resize_question", "ResizePlan", "restore_capacity", "status_list", "sweep", "time_left", "up", "UpResult",
 ]
 
 

@@ -94,8 +94,8 @@ class AzureProvider(AzureResizer, AzureHealer, AzureOwnership, AzureLive):
         (paths.cluster_dir(cluster.name) / LRO_FILE).unlink(missing_ok=True)
 
     def parts(self) -> ProviderParts:
-        """Every optional part, each this provider's own methods below (and above: check,
-        adopt, foreign_owner, holdings, overview)."""
+        """Every optional part, each this provider itself: the methods its part classes bring
+        (resizer.py, healer.py, ownership.py, liveview.py) and, here, extend, sweep and check."""
         return ProviderParts(traits=self.traits, resizer=self, expiry=self, healer=self, host_reports=self,
                              ownership=self, live=self, preflight=self)
 
