@@ -2,9 +2,14 @@
 
 The model is linear in its parameters (model.py): step = compute·(1 + bubble)·slowdown[g] +
 Σ raw_k·exposed_k + opt_bytes·opt_s_per_gb + other_s, with g the (catalog GPU, precision) group.
-They are fitted by bounded least squares on the relative error (slowdown ≥ 1: no config beats
-the dense peak; exposures in [0, 1]; the rest ≥ 0). A group the fit has no scale for takes the
-median slowdown of the fitted groups of its precision, else of all (said in `source`).
+They are fitted by bounded least squares on the relative error (exposures in [0, 1]; the rest
+≥ 0; slowdown ≥ 1, no config beats the dense peak, or ≥ peak / the GEMM rate azbench's GPU check
+measured on that GPU and precision, recipes/published/gemm_rates.csv: a step's GEMMs cannot beat
+a large GEMM alone). A group the fit has no scale for takes, in order: the same GPU's achieved
+FLOP rate at another precision (an FP8 step is rarely twice a BF16 one end to end: attention and
+the memory-bound work do not speed up with the GEMMs); the median share of peak of the fitted
+groups of its precision (another GPU); the median of all; never above the GEMM rate the GPU
+check measured (said in the answer).
 """
 
 from __future__ import annotations
@@ -17,7 +22,7 @@ from functools import lru_cache
 import numpy as np
 
 from orchestrator.explain.model import Params, terms
-from orchestrator.explain.published import DATA_FILE, Scale, modelled
+from orchestrator.explain.published import DATA_FILE, Scale, gemm_rates, modelled
 from orchestrator.hardware.catalog import find
 
 GLOBAL = ("elementwise_s", "tp_exposed", "tp_exposed_plain", "cp_exposed", "pp_exposed", "dp_exposed",
@@ -43,26 +48,29 @@ class Fitted:
         """The Params for a (GPU, precision) group and where its slowdown came from."""
         if group in self.slowdown:
             slow, why = self.slowdown[group], f"fitted on {self.counts.get(group, 0)} scale(s) of {group[0]} {group[1]}"
-            return Params(slowdown=slow, **self.shared), why
+        else:
+            slow, why = self._prior(group)
+        return Params(slowdown=slow, **self.shared), why
+
+    def _prior(self, group: tuple[str, str]) -> tuple[float, str]:
+        """The slowdown of a group no scale was fitted on (the order in the module docstring)."""
         gpu, precision = group
         row = find(gpu)
         here = row.peak_tflops(precision) if row is not None else None
-        # Same GPU at another precision: the same achieved FLOP rate (an FP8 GEMM is rarely
-        # twice a BF16 one end to end: attention and the rest stay in BF16).
         other = sorted((p, v) for (g, p), v in self.slowdown.items() if g == gpu)
+        same = [v for (g, p), v in self.slowdown.items() if p == precision]
         if other and row is not None and here:
             p, v = other[-1]
             peak = row.peak_tflops(p) or here
             slow = v * here / peak
-            why = (f"no fitted scale of {gpu} {precision}: {gpu} {p}'s achieved rate "
-                   f"({peak / v:.0f} TFLOP/s) at the {precision} peak")
+            why = f"{gpu} {p}'s achieved rate ({peak / v:.0f} TFLOP/s) at the {precision} peak"
         else:
-            same = [v for (g, p), v in self.slowdown.items() if p == precision]
-            pool = same or list(self.slowdown.values()) or [1.0]
-            slow = statistics.median(pool)
-            why = (f"no fitted scale of {gpu} {precision}: the median share of peak of the fitted "
-                   f"{precision if same else 'all'} groups")
-        return Params(slowdown=slow, **self.shared), why
+            slow = statistics.median(same or list(self.slowdown.values()) or [1.0])
+            why = f"the median share of peak of the fitted {precision if same else 'all'} groups"
+        floor = _floor(group)
+        if slow < floor:
+            slow, why = floor, why + f", capped at the GPU check's GEMM rate ({1.0 / floor:.0%} of peak)"
+        return slow, f"no fitted scale of {gpu} {precision}: {why}"
 
     def table(self) -> list[dict[str, object]]:
         """Every parameter, its value and its data, for `explain --params` and the docs."""
@@ -70,6 +78,9 @@ class Fitted:
             {"name": f"achieved share of dense peak [{g} {p}]", "value": round(1.0 / v, 4),
              "data": f"{self.counts.get((g, p), 0)} scale(s)"} for (g, p), v in sorted(self.slowdown.items())]
         rows += [{"name": k, "value": round(v, 6), "data": f"{self.scales} scales"} for k, v in self.shared.items()]
+        rows += [{"name": f"bound: share of dense peak at most the measured GEMM rate [{g} {p}]",
+                  "value": round(1.0 / _floor((g, p)), 4), "data": f"{rate:g} TFLOP/s, {where}"}
+                 for (g, p), (rate, where) in sorted(gemm_rates().items()) if _floor((g, p)) > _SLOW[0]]
         return rows
 
 
@@ -97,7 +108,7 @@ def fit(scales: Sequence[Scale], source: str = "") -> Fitted:
     a, y = design(scales, groups)
     w = 1.0 / y
     aw, yw = a * w[:, None], y * w
-    lo = np.array([_SLOW[0]] * len(groups) + [_BOUNDS[k][0] for k in GLOBAL])
+    lo = np.array([_floor(g) for g in groups] + [_BOUNDS[k][0] for k in GLOBAL])
     hi = np.array([_SLOW[1]] * len(groups) + [_BOUNDS[k][1] for k in GLOBAL])
     theta = _bounded_lstsq(aw, yw, lo, hi)
     counts = {g: sum(1 for s in scales if s.group == g) for g in groups}
@@ -105,6 +116,15 @@ def fit(scales: Sequence[Scale], source: str = "") -> Fitted:
                   shared={k: float(theta[len(groups) + j]) for j, k in enumerate(GLOBAL)},
                   scales=len(scales), systems=len({s.system_key for s in scales}),
                   source=source or f"recipes/{DATA_FILE}", counts=counts)
+
+
+def _floor(group: tuple[str, str]) -> float:
+    """The least slowdown of a group: 1 (the dense peak), or peak / the GEMM rate azbench's GPU
+    check measured on that GPU at that precision, where one is stored."""
+    rate = gemm_rates().get(group)
+    row = find(group[0]) if rate else None
+    peak = row.peak_tflops(group[1]) if row is not None else None
+    return max(_SLOW[0], peak / rate[0]) if rate and peak else _SLOW[0]
 
 
 def _bounded_lstsq(a: np.ndarray, y: np.ndarray, lo: np.ndarray, hi: np.ndarray,

@@ -6,7 +6,12 @@ Formulas (each cited where it is used):
   Neural Language Models" §2.1; 12·L·h·s attention scores and values: Chowdhery et al. 2022,
   "PaLM", Appendix B), as results/ counts MFU (models.ModelFacts). A frozen base (LoRA) runs the
   forward (2N) and the activation-gradient backward (2N) but no weight gradient: 4N + 2·N_train
-  + 12·L·h·s.
+  + 12·L·h·s, all at the dense peak of the run's GEMM precision (costing causal attention apart,
+  6·L·h·s at the BF16 peak, fit the published steps no better and moved the 2,048-VM 405B
+  plan 11 % under Azure's step: docs/explain.md, "What was tried").
+- Memory-bound work (norms, activations, residual adds, casts): tokens x layers x hidden per
+  GPU, in proportion to the dense peak at the run's precision (scaling it by HBM bandwidth
+  instead fit the published steps worse: docs/explain.md).
 - Pipeline bubble: (PP − 1) / (VP · m) of the pipeline's work, m the microbatches per step
   (Narayanan et al. 2021, "Efficient Large-Scale Language Model Training on GPU Clusters Using
   Megatron-LM", §2.2: interleaved schedule).
@@ -49,6 +54,7 @@ ALPHA_NVLINK_S = 5e-6  # latency per ring step inside an NVLink domain
 ALPHA_IB_S = 10e-6  # latency per ring step between domains
 
 
+
 @dataclass(frozen=True)
 class Arch:
     """What the model needs of a network beyond ModelFacts: the key/value width (grouped-query
@@ -71,7 +77,7 @@ ARCH: dict[str, Arch] = {
 class Hardware:
     """What the model reads of a catalog row (or of a stored fabric test)."""
 
-    peak_tflops: float  # dense, at the run's precision
+    peak_tflops: float  # dense, at the run's GEMM precision
     gpus_per_node: int
     domain_nodes: int  # VMs (nodes) per NVLink domain: 1 on 8-GPU boards, 18 on NVL72
     nvlink_busbw_gbs: float  # all-reduce busbw inside one domain (GB/s per GPU)
@@ -184,8 +190,8 @@ class Terms:
     """The base times of one config (seconds): the model's parts before the fitted parameters,
     and what each group spans."""
 
-    compute: float  # FLOPs at dense peak, no bubble
-    elementwise: float  # token x layer x hidden elements per GPU (memory-bound work), in units of 1e9
+    compute: float  # GEMM FLOPs at the GEMM peak + attention FLOPs at its peak, no bubble
+    elementwise: float  # token x layer x hidden elements per GPU (memory-bound work) / peak, 1e-6 s units
     bubble_fraction: float
     tp_raw: float
     cp_raw: float
@@ -201,7 +207,7 @@ class Terms:
 def terms(c: StepConfig, hw: Hardware) -> Terms:
     """The base time of every part of one step of `c` on `hw`."""
     tokens = float(c.gbs) * c.seq_len
-    compute = tokens * flops_per_token(c) / (c.gpus * hw.peak_tflops * 1e12)
+    compute = tokens / c.gpus * flops_per_token(c) / (hw.peak_tflops * 1e12)
     sizes = {"tp": c.tp, "cp": c.cp, "pp": c.pp, "dp": c.dp}
     found = spans(sizes, c.order, max(hw.gpus_per_node, 1), max(hw.domain_nodes, 1))
     domains = {d: (s.racks if hw.domain_nodes > 1 else s.nodes) for d, s in found.items()}
@@ -232,9 +238,10 @@ def terms(c: StepConfig, hw: Hardware) -> Terms:
 @dataclass(frozen=True)
 class Params:
     """The fitted parameters (fit.py says where each came from): `slowdown` = 1/achieved share of
-    peak for this config's (accelerator, precision); exposures = the share of a raw collective
-    left on the critical path after overlap; `opt_s_per_gb` the optimizer's seconds per GB moved;
-    `other_s` a fixed per-step remainder."""
+    peak for this config's (accelerator, precision); `elementwise_s` the memory-bound seconds per
+    1e6 token x layer x hidden elements per TFLOP/s of peak; exposures = the share of a raw collective left on the
+    critical path after overlap; `opt_s_per_gb` the optimizer's seconds per GB moved; `other_s`
+    a fixed per-step remainder."""
 
     slowdown: float
     elementwise_s: float
@@ -267,8 +274,10 @@ def predict(c: StepConfig, hw: Hardware, p: Params) -> Breakdown:
         "compute": compute,
         "tp_comm": t.tp_raw * (p.tp_exposed if c.tp_overlap else p.tp_exposed_plain),
         "cp_comm": t.cp_raw * p.cp_exposed,
-        "ep_comm": 0.0,  # no published LLM config here sets EP > 1
-        "pp_bubble": (t.compute * p.slowdown + t.elementwise * p.elementwise_s) * t.bubble_fraction,
+        # no expert parallelism: the four benchmarks are dense models, with no experts to spread
+        # (EP needs a mixture of experts), so there is no expert all-to-all to cost
+        "ep_comm": 0.0,
+        "pp_bubble": compute * t.bubble_fraction,
         "pp_p2p": t.pp_raw * p.pp_exposed,
         "dp_comm": t.dp_tail * p.dp_exposed,
         "optimizer": t.opt_bytes / 1e9 * p.opt_s_per_gb,
