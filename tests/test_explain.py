@@ -359,3 +359,21 @@ def test_a_config_that_sources_its_helpers_from_configs_reads_their_fp8(tmp_path
     v41 = [s for s in scales() if s.round == "v4.1" and s.submitter == "NVIDIA"
            and s.benchmark == "llama2_70b_lora" and s.config is not None]
     assert v41 and {s.config.precision for s in v41 if s.config} == {"fp8"}
+
+
+def test_a_gpu_or_precision_without_scales_takes_the_balance_line_of_the_fitted_groups() -> None:
+    # two fitted groups, one scale each: H100 FP8 at slowdown 2.0 (x = 1,979 / 3.35), H200 FP8 at
+    # 1.5 (x = 1,979 / 4.8); the line through them, read at GB200 FP8 (5,000 / 8) and FP4 (10,000 / 8)
+    x100, x200 = 1979.0 / 3.35, 1979.0 / 4.8
+    f = replace(fitted_params(), slowdown={("h100", "fp8"): 2.0, ("h200", "fp8"): 1.5},
+                counts={("h100", "fp8"): 1, ("h200", "fp8"): 1})
+    def line(x: float) -> float:
+        return 1.5 + 0.5 * (x - x200) / (x100 - x200)
+    fp8, how = f.params_for(("gb200", "fp8"))
+    assert fp8.slowdown == pytest.approx(line(625.0)) and "balance line" in how
+    fp4, _ = f.params_for(("gb200", "fp4"))
+    assert fp4.slowdown == pytest.approx(line(1250.0)) and fp4.slowdown > fp8.slowdown
+    # one fitted group: no line; the same GPU's achieved rate at the new precision's peak
+    one = replace(f, slowdown={("gb200", "fp8"): 2.0}, counts={("gb200", "fp8"): 1})
+    alone, why = one.params_for(("gb200", "fp4"))
+    assert alone.slowdown == pytest.approx(4.0) and "achieved rate" in why
