@@ -64,7 +64,6 @@ HBM_TBS: dict[str, tuple[float, str]] = {
 }
 
 
-
 @dataclass(frozen=True)
 class Arch:
     """What the model needs of a network beyond ModelFacts: the key/value width (grouped-query
@@ -200,8 +199,8 @@ class Terms:
     """The base times of one config (seconds): the model's parts before the fitted parameters,
     and what each group spans."""
 
-    compute: float  # GEMM FLOPs at the GEMM peak + attention FLOPs at its peak, no bubble
-    elementwise: float  # token x layer x hidden elements per GPU (memory-bound work) / peak, 1e-6 s units
+    compute: float  # FLOPs at dense peak, no bubble
+    elementwise: float  # token x layer x hidden elements per GPU (memory-bound work), in units of 1e9
     bubble_fraction: float
     tp_raw: float
     cp_raw: float
@@ -217,7 +216,7 @@ class Terms:
 def terms(c: StepConfig, hw: Hardware) -> Terms:
     """The base time of every part of one step of `c` on `hw`."""
     tokens = float(c.gbs) * c.seq_len
-    compute = tokens / c.gpus * flops_per_token(c) / (hw.peak_tflops * 1e12)
+    compute = tokens * flops_per_token(c) / (c.gpus * hw.peak_tflops * 1e12)
     sizes = {"tp": c.tp, "cp": c.cp, "pp": c.pp, "dp": c.dp}
     found = spans(sizes, c.order, max(hw.gpus_per_node, 1), max(hw.domain_nodes, 1))
     domains = {d: (s.racks if hw.domain_nodes > 1 else s.nodes) for d, s in found.items()}
@@ -249,9 +248,9 @@ def terms(c: StepConfig, hw: Hardware) -> Terms:
 class Params:
     """The fitted parameters (fit.py says where each came from): `slowdown` = 1/achieved share of
     peak for this config's (accelerator, precision); `elementwise_s` the memory-bound seconds per
-    1e6 token x layer x hidden elements per TFLOP/s of peak; exposures = the share of a raw collective left on the
-    critical path after overlap; `opt_s_per_gb` the optimizer's seconds per GB moved; `other_s`
-    a fixed per-step remainder."""
+    1e6 token x layer x hidden elements per TFLOP/s of peak; exposures = the share of a raw
+    collective left on the critical path after overlap; `opt_s_per_gb` the optimizer's seconds
+    per GB moved; `other_s` a fixed per-step remainder."""
 
     slowdown: float
     elementwise_s: float
