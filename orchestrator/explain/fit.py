@@ -9,7 +9,7 @@ a large GEMM alone).
 
 A group the fit has no scale for (a new GPU or precision) takes its slowdown from the balance
 line: the fitted groups' slowdowns against their balance x = dense peak / HBM bandwidth (TFLOP/s
-per TB/s; model.HBM_TBS), a straight line fitted by least squares weighted by each group's
+per TB/s; recipes/published/hbm_bandwidth.csv, from the datasheets), a straight line fitted by least squares weighted by each group's
 scales, read at the new group's x. A roofline in the mean: each FLOP of a step costs a/peak of
 tensor time plus b/HBM of memory traffic (operands, activations, casts), so slowdown = a + b·x;
 an FP4 group (twice the FP8 peak, the same HBM) lands above its FP8 sibling rather than at the
@@ -27,8 +27,8 @@ from functools import lru_cache
 
 import numpy as np
 
-from orchestrator.explain.model import HBM_TBS, Params, terms
-from orchestrator.explain.published import DATA_FILE, Scale, gemm_rates, modelled
+from orchestrator.explain.model import Params, terms
+from orchestrator.explain.published import DATA_FILE, Scale, gemm_rates, hbm_bandwidth, modelled
 from orchestrator.hardware.catalog import find
 
 GLOBAL = ("elementwise_s", "tp_exposed", "tp_exposed_plain", "cp_exposed", "pp_exposed", "dp_exposed",
@@ -155,7 +155,7 @@ def _balance(group: tuple[str, str]) -> float | None:
     """A (GPU, precision)'s balance: dense peak (TFLOP/s) / HBM bandwidth (TB/s); None unknown."""
     row = find(group[0])
     peak = row.peak_tflops(group[1]) if row is not None else None
-    hbm = HBM_TBS.get(group[0])
+    hbm = hbm_bandwidth().get(group[0])
     return peak / hbm[0] if peak and hbm else None
 
 

@@ -53,16 +53,6 @@ IB_EFFICIENCY = 0.85  # the share of the InfiniBand line rate a collective reach
 ALPHA_NVLINK_S = 5e-6  # latency per ring step inside an NVLink domain
 ALPHA_IB_S = 10e-6  # latency per ring step between domains
 
-# HBM bandwidth per GPU (TB/s) by catalog GPU key: with the dense peak it gives a GPU's balance
-# (peak FLOP/s per byte/s), what fit.py transfers an achieved share of peak along.
-HBM_TBS: dict[str, tuple[float, str]] = {
-    "h100": (3.35, "NVIDIA H100 Tensor Core GPU datasheet, SXM: 3.35 TB/s"),
-    "h200": (4.8, "NVIDIA H200 Tensor Core GPU datasheet, SXM: 4.8 TB/s"),
-    "gb200": (8.0, "NVIDIA GB200 NVL72 datasheet: 576 TB/s per 72 GPUs"),
-    "gb300": (8.0, "NVIDIA GB300 NVL72 datasheet: 576 TB/s per 72 GPUs"),
-    "mi300x": (5.3, "AMD Instinct MI300X datasheet: 5.3 TB/s"),
-}
-
 
 @dataclass(frozen=True)
 class Arch:

@@ -25,6 +25,7 @@ from orchestrator.results.published import load_published, round_key
 
 DATA_FILE = "published/step_times.csv"
 GEMM_FILE = "published/gemm_rates.csv"
+HBM_FILE = "published/hbm_bandwidth.csv"
 _TRUE = ("1", "true", "yes")
 
 
@@ -92,6 +93,17 @@ def gemm_rates() -> dict[tuple[str, str], tuple[float, str]]:
     with path.open(newline="") as fh:
         return {(r["gpu"], r["precision"]): (float(r["tflops"]), f"{r['shape']} on {r['date']}: {r['source']}")
                 for r in csv.DictReader(fh)}
+
+
+@lru_cache(maxsize=1)
+def hbm_bandwidth() -> dict[str, tuple[float, str]]:
+    """Catalog GPU key -> (HBM bandwidth per GPU in TB/s, datasheet): recipes/published/hbm_bandwidth.csv
+    (with the dense peak it gives a GPU's balance, what fit.py transfers a share of peak along)."""
+    path = recipes_dir() / HBM_FILE
+    if not path.is_file():
+        return {}
+    with path.open(newline="") as fh:
+        return {r["gpu"]: (float(r["hbm_tbs"]), r["source"]) for r in csv.DictReader(fh)}
 
 
 @lru_cache(maxsize=1)
