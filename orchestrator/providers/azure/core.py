@@ -44,6 +44,7 @@ class AzureCore(ProviderBase):
 
     name = "azure"
     traits = Traits(spends_money=True, shell=True)
+
     def __init__(self, clients: AzureClients | None = None, *,
                  progress: Callable[[ProgressEvent], None] | None = None,
                  caller_ip_lookup: Callable[[], str] | None = None, owner: str | None = None,

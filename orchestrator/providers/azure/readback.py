@@ -19,6 +19,8 @@ from orchestrator.providers.azure.up import Prefetched
 from orchestrator.providers.azure_shared.errors import arm_call
 from orchestrator.providers.azure_shared.tags import TAG_CLUSTER, TAG_PARKED, TAG_RACK
 from orchestrator.providers.base import Billed
+
+
 def billed_of(item: records.Tagged, props: AzureProps) -> Billed | None:
     """What a listed resource bills by the hour: a scale set its VMs but the parked ones (the
     listing carries its size and capacity), the head VM its recorded size ("" when the record
