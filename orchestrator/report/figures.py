@@ -432,6 +432,8 @@ def step_axis(summary: RunSummary) -> tuple[list[float], list[float], str]:
     source = summary.step_time_source
     if source in ("tracked_block_avg", "block_derived", "block"):
         return [float(i + 1) for i in range(len(ts))], ts, "block"
+    if source == "tracked_throughput":
+        return [float(i + 1) for i in range(len(ts))], ts, "logged window"
     gbs = summary.global_batch_size
     gaps = [b - a for a, b in zip(xs, xs[1:]) if b > a]
     if isinstance(gbs, int) and gbs > 1 and gaps and statistics.median(gaps) == gbs:
