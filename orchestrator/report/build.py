@@ -28,6 +28,7 @@ from orchestrator.models import Frozen, ModelFacts, utcnow
 from orchestrator.report.cost import Prices, group_cost
 from orchestrator.fabric.lines import FabricLine, FabricScaling, fabric_lines, fabric_scaling
 from orchestrator.report.gpus import match_gpu
+from orchestrator.report.lost import lost_work
 from orchestrator.report.preemption import PreemptionLine, preemption_lines
 from orchestrator.report.replacements import ReplacementLine, replacement_lines
 from orchestrator.results import definitions as defs
@@ -65,7 +66,7 @@ class AttemptLine(Frozen):
     excluded_nodes: list[str] = []
     resumed_from_step: int | None = None
     lost_steps: int | None = None
-    lost_seconds: float | None = None
+    lost_seconds: float | None = Field(None, description="goodput's lost work of a failed attempt (report.lost)")
     result_resumed: bool = False
     message: str | None = None
 
@@ -79,23 +80,26 @@ def attempt_history(runs: Sequence[RunRow] | None, attempts: Sequence[AttemptRow
     for a in attempts:
         by_run.setdefault(a.run_id, []).append(a)
     resumed = {r.run_id for r in results if r.resumed and r.run_id}
+    shown = {run.id for run in runs if len(by_run.get(run.id, [])) >= 2
+             or any(a.failure_class for a in by_run.get(run.id, []))}
+    lost = lost_work(runs, attempts, shown)  # goodput's figure: the one "lost"
     lines: list[AttemptLine] = []
     for run in runs:
-        tries = sorted(by_run.get(run.id, []), key=lambda a: a.attempt)
-        if len(tries) < 2 and not any(a.failure_class for a in tries):
+        if run.id not in shown:
             continue
+        tries = sorted(by_run.get(run.id, []), key=lambda a: a.attempt)
         lines += [AttemptLine(run_id=run.id, recipe=run.recipe, nodes=run.nodes, attempt=a.attempt,
                               state=a.state, failure_class=a.failure_class,
                               excluded_nodes=list(a.excluded_nodes),
                               resumed_from_step=a.resumed_from_step, lost_steps=a.lost_steps,
-                              lost_seconds=a.lost_seconds, result_resumed=run.id in resumed,
-                              message=a.message) for a in tries]
+                              lost_seconds=lost.get((run.id, a.attempt)),
+                              result_resumed=run.id in resumed, message=a.message) for a in tries]
     return lines
 
 
 def history_section(lines: Sequence[AttemptLine]) -> tuple[str, list[str], list[list[str]]]:
     header = ["run", "nodes", "attempt", "state", "failure", "excluded", "resumed from step",
-              "lost steps", "lost s", "result"]
+              "lost steps", "lost work s", "result"]
     rows = [[line.run_id, formats.count(line.nodes), formats.count(line.attempt), line.state,
              line.failure_class or "-", ",".join(line.excluded_nodes) or "-",
              formats.count(line.resumed_from_step), formats.count(line.lost_steps),
@@ -528,6 +532,7 @@ STEP_SOURCES = {
     "tracked_stats": "per-step tracked_stats",
     "tracked_block_avg": "per-block average step time (tracked_stats)",
     "block_derived": "derived: block duration / (block samples / GBS)",
+    "tracked_throughput": "derived: GBS / logged throughput (samples/s, per logged window)",
     "block": "whole-block durations only: not step times, not used",
 }
 
