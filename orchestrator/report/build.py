@@ -448,28 +448,19 @@ def _group(key: GroupKey, rows: list[ResultRow], runs: Sequence[RunRow] | None,
            prices: Prices, stored: Sequence[PublishedResult] = ()) -> GroupReport:
     bench, system, round_name, submitter = key
     summaries = [summary_of(r) for r in rows]
-    nodes, gpus = _mode(r.nodes for r in rows), _mode(r.gpus for r in rows)
-    sku = _mode(r.sku for r in rows)
+    nodes, gpus, sku = _mode(r.nodes for r in rows), _mode(r.gpus for r in rows), _mode(r.sku for r in rows)
     gpu = match_gpu(sku)
-    factor = defs.scaling_factor(rows)
     scoring = [i for i, r in enumerate(rows) if not r.resumed]
-    minutes = defs.scored_minutes(rows)
     score, note = _score(rows, bench)
     verdict = defs.verdict(rows, bench, round_name or None, score)
-    failed = [r.id or 0 for r in rows if r.compliance_ok is False]
-    if failed:
-        note = "; ".join(filter(None, [note, f"{len(failed)} run(s) failed compliance: not "
-                                             "scored (counted as not converged)"]))
+    note, resumed = _unscored_note(rows, note)
     scored = {scoring[j] for j in (score.scored_indices if score else [])}
     progress = [_last_progress(s) for s in summaries]
-    tput = metrics.scored_throughput_per_minute([progress[i] for i in scoring], minutes, score) \
+    tput = metrics.scored_throughput_per_minute([progress[i] for i in scoring], defs.scored_minutes(rows), score) \
         if score is not None and score.value_minutes is not None else None
     workers = gpus or nodes  # a CPU node has no GPU: scale by nodes
     stats = defs.step_time(rows)
     source = step_source_label(summaries)
-    resumed = [r.id or 0 for r in rows if r.resumed]
-    if resumed:
-        note = "; ".join(filter(None, [note, f"{len(resumed)} resumed run(s) not scored"]))
     alias = gpu.row.aliases[0] if gpu.row is not None and gpu.row.aliases else None
     itself = _itself(key, rows)
     value = score.value_minutes if score else None
@@ -488,7 +479,7 @@ def _group(key: GroupKey, rows: list[ResultRow], runs: Sequence[RunRow] | None,
         published_score_minutes=itself.score_minutes if itself else None,
         global_batch_size=gbs, runs=len(rows),
         required_runs=metrics.REQUIRED_RUNS.get(bench), converged=sum(r.converged for r in rows),
-        resumed_runs=resumed, scaling_factor=factor,
+        resumed_runs=resumed, scaling_factor=defs.scaling_factor(rows),
         score_raw_minutes=score.raw_minutes if score else None,
         score_minutes=value,
         official=verdict.official, compliance=verdict.compliance, verdict=verdict.text,
@@ -498,15 +489,28 @@ def _group(key: GroupKey, rows: list[ResultRow], runs: Sequence[RunRow] | None,
         throughput_unit=next((s.progress_key for s in summaries if s.progress_key), None),
         throughput_per_minute=tput,
         throughput_per_worker_minute=tput / workers if tput is not None and workers else None,
-        step_stats=stats, step_time_source=source,
-        model_tflops_per_gpu=mfu.model_tflops_per_gpu, mfu=mfu.value, mfu_precision=mfu.precision,
-        mfu_precision_source=mfu.precision_source, mfu_peak_tflops=mfu.peak_tflops,
-        mfu_bf16=mfu.bf16, mfu_note=mfu.note,
-        price_per_vm_hour=cost.price_per_vm_hour, priced_vms=cost.priced_vms,
-        system_price_per_hour=cost.system_price_per_hour,
-        cost_per_result_usd=cost.cost_per_result_usd, cost_per_run_usd=cost.cost_per_run_usd,
-        cost_all_runs_usd=cost.cost_all_runs_usd, cost_all_attempts_usd=cost.cost_all_attempts_usd,
-        cost_note=cost.cost_note, price_source=cost.price_source, explain=explained)
+        step_stats=stats, step_time_source=source, **_mfu_fields(mfu), **cost.model_dump(),
+        explain=explained)
+
+
+def _unscored_note(rows: Sequence[ResultRow], note: str) -> tuple[str, list[int]]:
+    """The score's note with the runs it leaves out and why (failed compliance, resumed), and
+    the resumed runs' ids."""
+    failed = [r.id or 0 for r in rows if r.compliance_ok is False]
+    if failed:
+        note = "; ".join(filter(None, [note, f"{len(failed)} run(s) failed compliance: not "
+                                             "scored (counted as not converged)"]))
+    resumed = [r.id or 0 for r in rows if r.resumed]
+    if resumed:
+        note = "; ".join(filter(None, [note, f"{len(resumed)} resumed run(s) not scored"]))
+    return note, resumed
+
+
+def _mfu_fields(m: defs.Mfu) -> dict[str, Any]:
+    """GroupReport's MFU fields from results.definitions.mfu's answer."""
+    return {"model_tflops_per_gpu": m.model_tflops_per_gpu, "mfu": m.value, "mfu_precision": m.precision,
+            "mfu_precision_source": m.precision_source, "mfu_peak_tflops": m.peak_tflops,
+            "mfu_bf16": m.bf16, "mfu_note": m.note}
 
 
 def _explain(bench: str, system: str, round_name: str, submitter: str, rows: Sequence[ResultRow],
