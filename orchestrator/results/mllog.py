@@ -268,7 +268,7 @@ class _Accumulator:
         self.skip: set[bytes] = set(_COUNT_ONLY)
         self.evals: list[EvalPoint] = []
         self.steps: list[tuple[int, int | None, float]] = []  # (time_ms, step, seconds)
-        self.throughputs: list[float] = []  # tracked_stats "throughput" with no step time (samples/s)
+        self.throughputs: list[tuple[int, float]] = []  # (time_ms, samples/s): a "throughput", no step time
         self.blocks: list[tuple[str, int]] = []
         self.block_samples: list[float | None] = []  # samples_count of each block_start
         self.eval_stops: list[int] = []
@@ -543,7 +543,7 @@ def _on_tracked(acc: _Accumulator, value: object, time_ms: int | None, meta: dic
         if not any(name in value for name in STEP_TIME_FIELDS):
             rate = as_float(value.get("throughput"))
             if rate is not None and rate > 0 and not math.isinf(rate):
-                acc.throughputs.append(rate)
+                acc.throughputs.append((time_ms or 0, rate))
         return
     for name in STEP_TIME_FIELDS:
         seconds = as_float(value.get(name))
@@ -555,7 +555,7 @@ def _on_tracked(acc: _Accumulator, value: object, time_ms: int | None, meta: dic
 def _step_times(
     steps: list[tuple[int, int | None, float]], blocks: list[tuple[str, int]],
     eval_stops: list[int], block_samples: list[float | None] | None = None,
-    gbs: int | None = None, throughputs: list[float] | None = None,
+    gbs: int | None = None, throughputs: list[tuple[int, float]] | None = None,
 ) -> tuple[list[StepTime], StepTimeSource | None, list[int]]:
     """Per-step times and their source (StepTimeSource): tracked_stats per step, else per-block
     averages, else block duration / steps in the block, else GBS / each logged throughput, else
@@ -586,7 +586,8 @@ def _step_times(
     if spans and all(n is not None and n >= 1 for _, n in spans):
         return [StepTime(i, sec / (n or 1)) for i, (sec, n) in enumerate(spans)], "block_derived", []
     if throughputs and gbs:
-        return [StepTime(i, gbs / rate) for i, rate in enumerate(throughputs)], "tracked_throughput", []
+        windows = sorted(throughputs)  # time order, whichever path read the lines
+        return [StepTime(i, gbs / rate) for i, (_, rate) in enumerate(windows)], "tracked_throughput", []
     if not spans:
         return [], None, []
     return [StepTime(i, sec) for i, (sec, _) in enumerate(spans)], "block", []
