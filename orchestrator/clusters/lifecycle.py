@@ -33,7 +33,8 @@ from orchestrator.models import Cluster, ClusterState, Plan, RunState, local_own
 from orchestrator.providers import get_provider, require
 from orchestrator.providers.base import lacking
 from orchestrator.specs.cluster import ClusterSpec
-from orchestrator.store.events import DownData, FailedData, HostReportData, ResizeData, UpData
+# store.events, not store.schema: EventRow brings no sqlalchemy (~0.4 s on `up --dry-run`, -X importtime).
+from orchestrator.store.events import DownData, EventRow, FailedData, HostReportData, ResizeData, UpData
 
 if TYPE_CHECKING:
     from orchestrator.providers.base import (Holding, HostReport, Provider, ProviderParts, SetChange, SweepItem,
@@ -89,7 +90,6 @@ def up(spec: ClusterSpec, store: Store, on_progress: Callable[[Any], None] | Non
     preflight error), or a race lost to another `up` of the same name, puts the store back as it
     was; any other failure records what exists as FAILED. A rerun keeps the cluster's first
     creation time."""
-    from orchestrator.store.schema import EventRow  # lazy: +sqlalchemy, ~0.4 s, on `up --dry-run` (-X importtime)
     provider = get_provider(spec.provider, progress=on_progress)
     the_plan = provider.plan(spec)
     check_cost_cap(the_plan, cost_cap(spec))  # before describe(): no credential is read yet
@@ -144,7 +144,6 @@ def _attempted(store: Store, name: str, kind: str, what: str, exc: BaseException
     `<kind>_failed` (an `extend` event means the cloud accepted the new deadline); `began`, when
     the attempt may have left something billing, goes into its data as `started_at` (goodput
     counts the span). Best effort: the action's own error is the one the user must see."""
-    from orchestrator.store.schema import EventRow  # lazy: +sqlalchemy, ~0.4 s, on `up --dry-run` (-X importtime)
     try:
         store.add_event(EventRow(kind=f"{kind}_failed", cluster=name,
                                  message=f"{what} attempted, failed: {exc}",
@@ -194,7 +193,6 @@ def down(name: str, store: Store, on_progress: Callable[[Any], None] | None = No
     question naming everything that goes (DownPreview; it raises to say no). The record is
     DELETING while the provider deletes; a delete that stops part way leaves it DELETE_FAILED
     with a `down_failed` event saying what is left, and the error's hint is to rerun `down`."""
-    from orchestrator.store.schema import EventRow  # lazy: +sqlalchemy, ~0.4 s, on `up --dry-run` (-X importtime)
     cluster = require_cluster(name, store, live=False)
     provider = get_provider(cluster.provider, progress=on_progress)
     what = "down" + (" (--force)" if force else "")
@@ -250,7 +248,6 @@ def adopt(name: str, store: Store, provider: str | None = None, *, force: bool =
     that has none (a lost store, another machine): the first backend that finds it, of
     `provider` or of every backend whose clusters are findable by tag (the `ownership` part).
     Another owner's is refused (NotOwnerError) unless `force`. An `adopt` event after the fact."""
-    from orchestrator.store.schema import EventRow  # lazy: +sqlalchemy, ~0.4 s, on `up --dry-run` (-X importtime)
     row = store.get_cluster(name)
     if row is not None and row.state != ClusterState.TERMINATED:
         raise ConfigError(f"cluster '{name}' is already in this home ({row.state.value})",
@@ -390,7 +387,6 @@ def sweep(request: SweepRequest, store: Store | None = None) -> list[SweepItem]:
 
 def _mark_swept(store: Store, provider: str, items: Sequence[SweepItem]) -> None:
     """This home's live records of the clusters sweep deleted end TERMINATED, after the fact."""
-    from orchestrator.store.schema import EventRow  # lazy: +sqlalchemy, ~0.4 s, on `up --dry-run` (-X importtime)
     for item in items:
         row = store.get_cluster(item.cluster) if item.deleted else None
         if row is not None and row.provider == provider and row.state != ClusterState.TERMINATED:
@@ -458,7 +454,6 @@ def extend(name: str, hours: float, store: Store, now: datetime | None = None, *
     """Move the cluster's deadline `hours` later (from now if it has passed): the provider's tags,
     which the in-cluster expiry agent reads, then the record. Another's cluster is refused
     (NotOwnerError) unless `force`, as `down` and `resize` refuse it."""
-    from orchestrator.store.schema import EventRow  # lazy: +sqlalchemy, ~0.4 s, on `up --dry-run` (-X importtime)
     if not (math.isfinite(hours) and EXTEND_HOURS[0] <= hours <= EXTEND_HOURS[1]):
         raise ConfigError(f"--hours: must be between {EXTEND_HOURS[0]:g} and {EXTEND_HOURS[1]:g}, "
                           f"got {hours:g}")
@@ -502,7 +497,6 @@ def replace_node(cluster: Cluster, node: str, store: Store) -> tuple[Cluster, st
 def report_unhealthy(cluster: Cluster, reasons: Mapping[str, str], store: Store) -> list[HostReport]:
     """Report drained nodes (node -> reason) to the cloud as faulty hosts (MissingCapability
     where the provider has no documented way); one `host_reported` event per node."""
-    from orchestrator.store.schema import EventRow  # lazy: +sqlalchemy, ~0.4 s, on `up --dry-run` (-X importtime)
     if (reports := parts(cluster).host_reports) is None:
         raise lacking(cluster.name, cluster.provider, "report_unhealthy")
     results = reports.report_unhealthy(cluster, reasons)
@@ -519,7 +513,6 @@ def resize(name: str, nodes: int, store: Store, *, force: bool = False) -> tuple
     remove, refuse when a job runs on them unless `force`), then store the record and an event.
     Another's cluster is refused unless `force` (as `down` and `extend`); a grow asks the
     scheduler nothing. A resize that fails is recorded (`resize_failed`) with why."""
-    from orchestrator.store.schema import EventRow  # lazy: +sqlalchemy, ~0.4 s, on `up --dry-run` (-X importtime)
     cluster = require_cluster(name, store)
     provider = get_provider(cluster.provider)
     began = utcnow()
