@@ -1,8 +1,10 @@
-"""Shared pieces of the CLI: the Typer apps, --json/--debug/--version, output helpers (-o and
---query as in az, tables fitted to the terminal, "did you mean" for filters), the store opener.
+"""Shared pieces of the CLI: the Typer apps, the root group that imports a command's module when
+that command runs (LazyGroup), --json/--debug/--version, output helpers (-o and --query as in az,
+tables fitted to the terminal, "did you mean" for filters), the store opener.
 
-Only typer is imported at module level so `azbench --help` stays fast; rich, jmespath and the
-store are imported when a command runs.
+Only typer and the light base (errors, safetext) are imported at module level so `azbench --help`
+stays fast; rich, jmespath, pyyaml and the store are imported when a command runs, each in the
+one helper that needs it.
 """
 
 from __future__ import annotations
@@ -10,12 +12,15 @@ from __future__ import annotations
 import json
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import Enum
 from typing import TYPE_CHECKING, Any, Union
 
 import typer
+import typer.core
+import typer.main
+from typer import _click  # typer's own copy of click: the group's types
 
 from orchestrator.errors import EXIT_CODES
 from orchestrator.errors import ConfigError
@@ -40,7 +45,58 @@ def exit_codes_epilog() -> str:
     """The --help epilog: errors.EXIT_CODES, one code a line (\b keeps click from rewrapping)."""
     return "\b\nExit codes:\n" + "\n".join(f"  {code:>3} {meaning}" for code, meaning in EXIT_CODES.items())
 
+class Unloaded(typer.core.TyperCommand):
+    """A root command whose module is not imported yet: its name and the first sentence of its
+    help (what the root's --help shows), and `load`, which imports the module that registers it
+    on `app`. cli/app.py lists them (LAZY); tests/test_cli.py holds each sentence equal to the
+    command's own."""
+
+    def __init__(self, name: str, first_sentence: str, load: Callable[[], object]) -> None:
+        super().__init__(name=name, help=first_sentence)
+        self.load = load
+
+
+# The root's commands by name, in --help's order; cli/app.py fills it before the app runs.
+LAZY: dict[str, Unloaded] = {}
+
+
+class LazyGroup(typer.core.TyperGroup):
+    """The root group: every command of LAZY is listed (--help, "did you mean") from its
+    Unloaded entry, and its module is imported only when that command runs or shows its help.
+
+    Why: the command modules import their use cases at module level, which pulls pydantic,
+    SQLAlchemy, jinja2 or numpy; `azbench --help` loads typer and cli/ only
+    (benchmarks/bench_startup.py)."""
+
+    def __init__(self, **attrs: Any) -> None:
+        super().__init__(**attrs)
+        loaded = dict(self.commands)  # what the modules imported so far registered
+        self.commands.clear()  # LAZY's order, whatever was loaded first
+        self.commands.update({name: loaded.pop(name, entry) for name, entry in LAZY.items()})
+        self.commands.update(loaded)
+
+    def get_command(self, ctx: _click.Context, cmd_name: str) -> _click.Command | None:
+        found = self.commands.get(cmd_name)
+        if isinstance(found, Unloaded):
+            found.load()
+            built = typer.main.get_group(app).commands.get(cmd_name)
+            found = self.commands[cmd_name] = built if built is not None and not isinstance(built, Unloaded) else found
+            if isinstance(found, Unloaded):
+                raise RuntimeError(f"loading '{cmd_name}' registered no such command")  # a bug in LAZY
+        return found
+
+    def format_commands(self, ctx: _click.Context, formatter: _click.HelpFormatter) -> None:
+        """The Commands section from what is registered (an Unloaded entry's sentence): no
+        command module is imported to show the root's --help."""
+        names = [n for n, c in self.commands.items() if not c.hidden]
+        if names:
+            limit = formatter.width - 6 - max(len(n) for n in names)
+            with formatter.section("Commands"):
+                formatter.write_dl([(n, self.commands[n].get_short_help_str(limit)) for n in names])
+
+
 app = typer.Typer(
+    cls=LazyGroup,
     name="azbench",
     help="Provision Azure GPU clusters (or a local Slurm cluster), run MLPerf Training recipes, "
          "and report scores, scaling and cost.",
@@ -50,12 +106,6 @@ app = typer.Typer(
     rich_markup_mode=None,
     epilog=exit_codes_epilog(),
 )
-recipes_app = typer.Typer(help="List and inspect benchmark recipes.", no_args_is_help=True,
-                          rich_markup_mode=None)
-results_app = typer.Typer(help="Stored results: list, show, import MLPerf logs.", no_args_is_help=True,
-                          rich_markup_mode=None)
-app.add_typer(recipes_app, name="recipes")
-app.add_typer(results_app, name="results")
 
 _STATE = {"debug": False}
 JsonOpt = typer.Option(False, "--json", help="Print machine-readable JSON on stdout (the same as -o json).")

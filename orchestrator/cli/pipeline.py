@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Optional
 
 import typer
 
-from orchestrator.cli.common import OutputFormat, OutputOpt, QueryOpt, confirm, output, wrapped
+from orchestrator.cli.common import OutputFormat, OutputOpt, QueryOpt, app, confirm, output, wrapped
 from orchestrator.cli.common import open_store
 from orchestrator.cli.common import check_number
 from orchestrator.errors import AzbenchError
@@ -48,12 +48,9 @@ baseline_app = typer.Typer(help="Performance baselines to compare runs against."
                            no_args_is_help=True, rich_markup_mode=None)
 JsonOpt = typer.Option(False, "--json", help="Print machine-readable JSON on stdout.")
 YesOpt = typer.Option(False, "--yes", "-y", help="Confirm without asking (required without a terminal).")
+app.add_typer(pipeline_app, name="pipeline")
+app.add_typer(baseline_app, name="baseline")
 SweepOpt = typer.Option([], "--sweep", help="Sweep id (repeatable; default: the newest sweep).")
-
-
-def register_compare(app: typer.Typer) -> None:
-    """Add `azbench compare` to the root app."""
-    app.command("compare")(compare_cmd)
 
 
 def plain_output() -> bool:
@@ -286,6 +283,7 @@ def baseline_delete(name: str = typer.Argument(..., help="Baseline name."), yes:
     sys.stdout.write(f"baseline '{name}' deleted\n")
 
 
+@app.command("compare")
 def compare_cmd(
     baseline: str = typer.Argument(..., help="Baseline name (see azbench baseline list)."),
     sweep: list[str] = SweepOpt,
