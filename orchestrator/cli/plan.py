@@ -28,6 +28,12 @@ from orchestrator.cli.common import (
     output,
 )
 from orchestrator.cli.run import _params
+from orchestrator.cli.common import output_width
+from orchestrator.forecast.plan import PlanRequest, make_plan
+from orchestrator.forecast.points import check_benchmark, stored_keys
+from orchestrator.forecast.render import plan_lines, plan_table, plan_title
+from orchestrator.report.cost import parse_price
+from orchestrator.specs.run import parse_node_list
 
 
 @app.command()
@@ -54,16 +60,11 @@ def plan(
     """Predicted time-to-train (with an 80% interval), cost per result, cost per hour,
     strong-scaling efficiency and quota, per node count, from published MLPerf results and your
     stored ones. Every prediction says which points it stands on and how far it extrapolates."""
-    from orchestrator.forecast.plan import PlanRequest, make_plan  # lazy: +numpy+pydantic+sqlalchemy on --help (cli/__init__)
-    from orchestrator.forecast.points import check_benchmark, stored_keys  # lazy: +pydantic+sqlalchemy on --help (cli/__init__)
-    from orchestrator.forecast.render import plan_lines, plan_table, plan_title  # lazy: +numpy+pydantic+sqlalchemy on --help (cli/__init__)
-    from orchestrator.specs.run import parse_node_list  # lazy: +pydantic on --help (cli/__init__)
     out = output(as_json, fmt, query)
     check_number("--target-minutes", target_minutes, 1e-3, 1e7)
     check_number("--budget", budget, 1e-2, 1e12)
     counts = tuple(parse_node_list(nodes)) if nodes is not None else None
     bench = check_benchmark(benchmark)
-    from orchestrator.report.cost import parse_price  # lazy: +pydantic+sqlalchemy on --help (cli/__init__)
     prices = dict(parse_price(p) for p in price)
     stored = []
     if not no_stored:
@@ -108,5 +109,4 @@ def _column(header: str) -> Col:
 
 def _width() -> int:
     """$COLUMNS when set, else the terminal's width, else (a pipe, a file) 100."""
-    from orchestrator.cli.common import output_width
     return output_width()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Optional, Self
+from typing import Any, Optional, Self
 
 import typer
 
@@ -24,13 +24,17 @@ from orchestrator.cli.common import (
 )
 from orchestrator.errors import ConfigError
 from orchestrator.errors import EXIT_INTERRUPTED, RunFailedError
-
-if TYPE_CHECKING:  # the use cases load inside the commands: --help stays fast
-    from orchestrator.recipes.parallelism import Placement
-    from orchestrator.runs.attempts import RunEvent, RunOutcome
-    from orchestrator.runs.monitor import Progress as RunProgress
-    from orchestrator.specs.run import RunSpec
-    from orchestrator.store.database import Store
+from orchestrator.clusters.lifecycle import require_cluster
+from orchestrator.goodput.run import lost_work_by_attempt, run_goodput
+from orchestrator.recipes.catalog import check_params, get_recipe
+from orchestrator.recipes.parallelism import Placement
+from orchestrator.runs.attempts import RunEvent, RunOutcome
+from orchestrator.runs.execute import FINAL, attach_run, cancel_runs, live_sweep, require_success, run_sweep
+from orchestrator.runs.launch import describe_launch
+from orchestrator.runs.logview import stream_log
+from orchestrator.runs.monitor import Progress as RunProgress
+from orchestrator.specs.run import RunSpec, load_run_spec, parse_node_list
+from orchestrator.store.database import Store
 
 # ---------------------------------------------------------------- run / logs / report / results
 
@@ -54,9 +58,6 @@ def run(recipe: Optional[str] = typer.Argument(None, help="Recipe name (see azbe
     A rerun of the same command while its sweep is unfinished reattaches instead of resubmitting.
     Ctrl-C asks whether to cancel the job or detach (without a terminal: detach)."""
     out = output(as_json, fmt, query)
-    from orchestrator.specs.run import load_run_spec, parse_node_list  # lazy: +pydantic on --help (cli/__init__)
-    from orchestrator.recipes.catalog import check_params, get_recipe  # lazy: +pydantic on --help (cli/__init__)
-    from orchestrator.runs.execute import attach_run, require_success, run_sweep  # lazy: +pydantic+sqlalchemy on --help (cli/__init__)
     if attach is None and recipe is None and file is None:
         raise ConfigError("give a recipe name (or a run spec with -f), or --attach RUN")
     check_number("--poll", poll, 0.05, 3600)
@@ -91,8 +92,6 @@ def run(recipe: Optional[str] = typer.Argument(None, help="Recipe name (see azbe
 
 
 def _dry_run(spec: RunSpec | None, sku: Optional[str], out: Output) -> None:
-    from orchestrator.clusters.lifecycle import require_cluster  # lazy: +pydantic on --help (cli/__init__)
-    from orchestrator.runs.launch import describe_launch  # lazy: +jinja2+pydantic on --help (cli/__init__)
     if spec is None:
         raise ConfigError("--dry-run needs a recipe, not --attach")
     if sku is None:
@@ -129,7 +128,6 @@ def _attempt_table(outcomes: list[RunOutcome]) -> None:
     retried = [o for o in outcomes if o.attempts > 1]
     if not retried:
         return
-    from orchestrator.goodput.run import lost_work_by_attempt, run_goodput
     with open_store() as store:
         # lost work is goodput's figure (checkpoint kept to the failure), never a second sum
         lost = {o.run_id: lost_work_by_attempt(run_goodput(store, o.run_id)) for o in retried}
@@ -144,12 +142,10 @@ def _attempt_table(outcomes: list[RunOutcome]) -> None:
 
 def _interrupted(store: Store, spec: RunSpec | None, attach: Optional[str]) -> None:
     """Ctrl-C: on a terminal ask cancel or detach; otherwise detach and say how to come back."""
-    from orchestrator.runs.execute import FINAL, cancel_runs, live_sweep  # lazy: +pydantic+sqlalchemy on --help (cli/__init__)
     if attach:
         row = store.get_run(attach)
         live = [r for r in store.list_runs(sweep_id=row.sweep_id) if r.state not in FINAL] if row else []
     elif spec is not None:
-        from orchestrator.clusters.lifecycle import require_cluster  # lazy: +pydantic on --help (cli/__init__)
         live = live_sweep(spec, store, require_cluster(spec.cluster, store).name)
     else:
         live = []
@@ -228,7 +224,6 @@ def logs(run_id: str = typer.Argument(..., help="Run id (see azbench status)."),
 
     -o json: {"run_id", "attempt", "lines"}; -o tsv: the run, the attempt and the line count
     (--query "lines[]" -o tsv gives the lines)."""
-    from orchestrator.runs.logview import stream_log  # lazy: +pydantic+sqlalchemy on --help (cli/__init__)
     out = output(False, fmt, query)
     if follow and not out.rich:
         raise ConfigError("--follow prints the log as it comes; -o json|tsv and --query need the "
