@@ -17,6 +17,7 @@ from rich.console import Console
 
 from orchestrator.cli.common import (
     JsonOpt,
+    Output,
     OutputFormat,
     OutputOpt,
     QueryOpt,
@@ -79,25 +80,9 @@ def up(
     if spec.budget is not None:
         _warn_budget(spec, the_plan)
     if dry_run:
-        checked, problems = lifecycle.check(spec, the_plan) if check else (None, [])
-        if not out.rich:
-            out.emit({**the_plan.model_dump(mode="json"), "worst_case_usd": the_plan.worst_case_usd,
-                      **({"checked": checked, "problems": problems} if check else {})})
-        else:
-            _render_plan(the_plan, checked)
-        if problems:
-            raise PreflightError("; ".join(problems), hint="read by --dry-run --check; nothing was created")
-        return None
+        return _dry_run(spec, the_plan, check, out)
     lifecycle.require_sdk(spec.provider)  # a missing extra is said before the cost question
-    if spending.spends_money(spec.provider):
-        summary = spending.plan_summary(the_plan, spec)
-        if yes and out.rich:  # the plan, not a claim that anything started (preflight may refuse it)
-            sys.stdout.write(f"plan: {summary}\n")
-            sys.stdout.flush()
-        confirm(f"Create {summary}?", yes)
-    own = spec.own_section()
-    for question in own.up_questions() if own else []:  # e.g. a wide SSH range: allowed by
-        confirm(question, yes)                          # azure.allow_wide_ssh_ingress, still asked
+    _ask_to_spend(spec, the_plan, yes, out)
     with open_store() as store:
         result = lifecycle.up(spec, store, on_progress=_step_line if out.rich else None)
     if not out.rich:
@@ -106,6 +91,33 @@ def up(
     c = result.cluster
     sys.stdout.write(f"cluster '{c.name}' {verb}: {c.nodes} x {c.sku} ({c.provider}), "
                      f"nodes {', '.join(c.node_names[:8])}{' ...' if len(c.node_names) > 8 else ''}\n")
+
+
+def _dry_run(spec: ClusterSpec, the_plan: Plan, check: bool, out: Output) -> None:
+    """`up --dry-run`: the plan (with --check, what the provider read); a problem --check found
+    is a PreflightError after the plan is shown."""
+    checked, problems = lifecycle.check(spec, the_plan) if check else (None, [])
+    if not out.rich:
+        out.emit({**the_plan.model_dump(mode="json"), "worst_case_usd": the_plan.worst_case_usd,
+                  **({"checked": checked, "problems": problems} if check else {})})
+    else:
+        _render_plan(the_plan, checked)
+    if problems:
+        raise PreflightError("; ".join(problems), hint="read by --dry-run --check; nothing was created")
+
+
+def _ask_to_spend(spec: ClusterSpec, the_plan: Plan, yes: bool, out: Output) -> None:
+    """The questions before `up` writes: the cost (providers that spend money), then the
+    provider's own (e.g. a wide SSH range, allowed by azure.allow_wide_ssh_ingress, still asked)."""
+    if spending.spends_money(spec.provider):
+        summary = spending.plan_summary(the_plan, spec)
+        if yes and out.rich:  # the plan, not a claim that anything started (preflight may refuse it)
+            sys.stdout.write(f"plan: {summary}\n")
+            sys.stdout.flush()
+        confirm(f"Create {summary}?", yes)
+    own = spec.own_section()
+    for question in own.up_questions() if own else []:
+        confirm(question, yes)
 
 
 def _warn_budget(spec: ClusterSpec, plan: Plan) -> None:

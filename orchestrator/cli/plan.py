@@ -29,7 +29,7 @@ from orchestrator.cli.common import (
 )
 from orchestrator.cli.run import _params
 from orchestrator.cli.common import output_width
-from orchestrator.forecast.plan import PlanRequest, make_plan
+from orchestrator.forecast.plan import ForecastPlan, PlanRequest, make_plan
 from orchestrator.forecast.points import check_benchmark, stored_keys
 from orchestrator.forecast.render import plan_lines, plan_table, plan_title
 from orchestrator.report.cost import parse_price
@@ -76,6 +76,12 @@ def plan(
                                    prices=prices, params=params))
     if not out.rich:
         return out.emit(result)
+    _print_plan(result)
+
+
+def _print_plan(result: ForecastPlan) -> None:
+    """The plan's table fitted to the terminal, then its lines (what each prediction stands on)
+    wrapped to the same width."""
     columns, rows = plan_table(result)
     width = _width()
     table, left_out = fit_table(plan_title(result), [_column(c) for c in columns], rows, width)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import sys
+from datetime import datetime
 from typing import Optional
 
 import typer
@@ -13,9 +14,9 @@ from orchestrator.cli.common import JsonOpt, Output, OutputFormat, OutputOpt, Qu
 from orchestrator.cli.run import _params, placement_lines
 from orchestrator.clusters import lifecycle
 from orchestrator.errors import ConfigError, PreflightError, RunFailedError
-from orchestrator.models import utcnow
+from orchestrator.models import ContainerBuild, utcnow
 from orchestrator.paths import DEFAULT_DATA_ROOT
-from orchestrator.recipes.catalog import get_recipe, list_recipes
+from orchestrator.recipes.catalog import Recipe, get_recipe, list_recipes
 from orchestrator.runs.launch import container_build, describe_launch
 from orchestrator.runs.prepare import PrepareResult, prepare as stage, stage_plans
 from orchestrator.runs.rehearsal import rehearse
@@ -119,23 +120,15 @@ def prepare(recipe: Optional[str] = typer.Argument(None, help="Recipe name (with
     AZBENCH_CONTAINER_RUNNER one run instead of the pyxis job step (--container-image) for each step
     the implementation's README runs in its container (energon conversion, FP16 preprocessing)."""
     out = output(as_json, fmt, query)
-
     if list_only:
         return _list_staging(recipe, data_root, out)
     if recipe is None or cluster is None:
         raise ConfigError("prepare needs a RECIPE and --cluster (or --list to see what it would do)",
                           hint="azbench prepare RECIPE --cluster C, or azbench prepare --list")
-
     found_recipe = get_recipe(recipe)
     with open_store() as store:
         found = lifecycle.reachable(cluster, store)
-    try:
-        build = None if no_image or found_recipe.mlperf is None else \
-            container_build(found_recipe, sku or found.sku, nodes or found.nodes)
-    except ConfigError as exc:
-        raise ConfigError(f"prepare {recipe}: no container for {nodes or found.nodes} x "
-                          f"{sku or found.sku}: {exc.message}",
-                          hint="give --sku and --nodes of the runs to come, or --no-image") from None
+    build = None if no_image else _container(found_recipe, recipe, sku or found.sku, nodes or found.nodes)
     began = utcnow()
     with lifecycle.connect(found) as access:
         result = stage(found_recipe, access.launcher, data_root=data_root, partition=partition,
@@ -143,16 +136,28 @@ def prepare(recipe: Optional[str] = typer.Argument(None, help="Recipe name (with
                        r2_origin=os.environ.get("AZBENCH_R2_ORIGIN") or None,
                        runner=os.environ.get("AZBENCH_CONTAINER_RUNNER") or None,
                        on_progress=_print_progress if out.rich else None, cluster=found.name)
-    with open_store() as store:  # after the fact, with its span (goodput counts it as staging)
-        store.add_event(EventRow(kind="prepare", cluster=found.name,
+    _record_prepare(found.name, recipe, began, result)
+    out.emit(result) if not out.rich else _print_prepared(result)
+    _refuse_unless_staged(recipe, result)
+
+
+def _container(recipe: Recipe, name: str, sku: str, nodes: int) -> ContainerBuild | None:
+    """The container `prepare` builds for `nodes` x `sku` (None for a recipe with no MLPerf
+    implementation); a scale with no submission config is a ConfigError naming the flags."""
+    try:
+        return None if recipe.mlperf is None else container_build(recipe, sku, nodes)
+    except ConfigError as exc:
+        raise ConfigError(f"prepare {name}: no container for {nodes} x {sku}: {exc.message}",
+                          hint="give --sku and --nodes of the runs to come, or --no-image") from None
+
+
+def _record_prepare(cluster: str, recipe: str, began: datetime, result: PrepareResult) -> None:
+    """The staging job as an event, after the fact, with its span (goodput counts it as staging)."""
+    with open_store() as store:
+        store.add_event(EventRow(kind="prepare", cluster=cluster,
                                  message=f"prepare {recipe}: job {result.job_id} {result.job_state}",
                                  data={"started_at": began.isoformat(), "job_id": result.job_id,
                                        "state": result.job_state}))
-    if not out.rich:
-        out.emit(result)
-    else:
-        _print_prepared(result)
-    _refuse_unless_staged(recipe, result)
 
 
 def _list_staging(recipe: str | None, data_root: str, out: Output) -> None:

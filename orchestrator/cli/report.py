@@ -67,7 +67,6 @@ def report(benchmark: Optional[str] = typer.Option(None, "--benchmark", help="On
                        prices=prices, fabric=got.fabric, mixed_round_speedups=mixed_rounds)
     if html is not None:
         _write_report_site(rep, got, html)
-    results, stored = got.results, got.stored
     if not out.rich:
         out.emit_text(to_json(rep))
     elif markdown and parts is not None:
@@ -75,16 +74,22 @@ def report(benchmark: Optional[str] = typer.Option(None, "--benchmark", help="On
     elif markdown:
         sys.stdout.write(to_markdown(rep) + "\n")
     elif html is None:
-        if not results and not rep.fabric:
-            sys.stdout.write("no results match these filters\n" if stored else
-                             "no results yet: run a recipe (azbench run) or import logs "
-                             "(azbench results import)\n")
-            return
-        if results:
-            view = summary_view(rep, runs=show_runs, vs_published=vs_published)
-            sys.stdout.write(render_text(view, width=_report_width()))
-        if rep.fabric:
-            _print_fabric(rep)
+        _print_summary(rep, got, show_runs=show_runs, vs_published=vs_published)
+
+
+def _print_summary(rep: Report, got: _ReportInputs, *, show_runs: bool, vs_published: bool) -> None:
+    """The terminal's report: the scores' summary and the fabric, or one line saying why there
+    is nothing (nothing stored, or nothing these filters match)."""
+    if not got.results and not rep.fabric:
+        sys.stdout.write("no results match these filters\n" if got.stored else
+                         "no results yet: run a recipe (azbench run) or import logs "
+                         "(azbench results import)\n")
+        return
+    if got.results:
+        view = summary_view(rep, runs=show_runs, vs_published=vs_published)
+        sys.stdout.write(render_text(view, width=_report_width()))
+    if rep.fabric:
+        _print_fabric(rep)
 
 
 def _check_report_paths(html: Path | None, parts: Path | None, markdown: bool) -> None:
