@@ -11,7 +11,7 @@ import typer
 
 from orchestrator.cli.common import Col, JsonOpt, OutputFormat, OutputOpt, QueryOpt, app, fit_table, make_console, output
 from orchestrator.errors import ConfigError
-from orchestrator.hardware.catalog import CATALOG
+from orchestrator.hardware import catalog as sizes  # sizes.CATALOG, read when the command runs
 from orchestrator.paths import templates_dir, write_atomic
 
 
@@ -21,13 +21,13 @@ def catalog(as_json: bool = JsonOpt, fmt: Optional[OutputFormat] = OutputOpt,
     """The GPU VM sizes azbench knows (prices are list-price estimates)."""
     out = output(as_json, fmt, query)
     if not out.rich:
-        return out.emit(list(CATALOG))
+        return out.emit(list(sizes.CATALOG))
     rows = [[s.short, s.name, ", ".join(s.aliases), f"{s.gpus_per_vm} x {s.gpu_model}",
              s.vcpus or "-", s.ram_gib or "-",
              f"{s.ib_links} x {s.ib_gbps_per_link} Gb/s" if s.ib_links else "-",
              s.nvlink_domain_vms, s.cpu_arch, s.quota_family or "-",
              f"~${s.price_per_hour_usd:,.2f}" if s.price_per_hour_usd is not None else "unknown",
-             s.peak_tflops_bf16 or "-", s.peak_tflops_fp8 or "-"] for s in CATALOG]
+             s.peak_tflops_bf16 or "-", s.peak_tflops_fp8 or "-"] for s in sizes.CATALOG]
     console = make_console()
     table, hidden = fit_table(
         "GPU VM catalog (price: Linux pay-as-you-go list estimate per VM-hour)", _CATALOG_COLUMNS,

@@ -16,9 +16,11 @@ from orchestrator.clusters import lifecycle
 from orchestrator.errors import ConfigError, PreflightError, RunFailedError
 from orchestrator.models import ContainerBuild, utcnow
 from orchestrator.paths import DEFAULT_DATA_ROOT
-from orchestrator.recipes.catalog import Recipe, get_recipe, list_recipes
+from orchestrator.recipes import catalog as recipe_catalog
+from orchestrator.recipes.catalog import Recipe, list_recipes
 from orchestrator.runs.launch import container_build, describe_launch
-from orchestrator.runs.prepare import PrepareResult, prepare as stage, stage_plans
+from orchestrator.runs import prepare as staging  # staging.prepare: read when the command runs
+from orchestrator.runs.prepare import PrepareResult, stage_plans
 from orchestrator.runs.rehearsal import rehearse
 from orchestrator.store.schema import EventRow
 
@@ -125,13 +127,13 @@ def prepare(recipe: Optional[str] = typer.Argument(None, help="Recipe name (with
     if recipe is None or cluster is None:
         raise ConfigError("prepare needs a RECIPE and --cluster (or --list to see what it would do)",
                           hint="azbench prepare RECIPE --cluster C, or azbench prepare --list")
-    found_recipe = get_recipe(recipe)
+    found_recipe = recipe_catalog.get_recipe(recipe)
     with open_store() as store:
         found = lifecycle.reachable(cluster, store)
     build = None if no_image else _container(found_recipe, recipe, sku or found.sku, nodes or found.nodes)
     began = utcnow()
     with lifecycle.connect(found) as access:
-        result = stage(found_recipe, access.launcher, data_root=data_root, partition=partition,
+        result = staging.prepare(found_recipe, access.launcher, data_root=data_root, partition=partition,
                        container=build, builder=os.environ.get("AZBENCH_IMAGE_BUILDER") or None,
                        r2_origin=os.environ.get("AZBENCH_R2_ORIGIN") or None,
                        runner=os.environ.get("AZBENCH_CONTAINER_RUNNER") or None,

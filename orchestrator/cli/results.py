@@ -33,7 +33,7 @@ from orchestrator.cli.common import (
 from orchestrator.errors import NotFoundError
 from orchestrator.fabric.stored import import_nccl_tests, is_nccl_tests_file
 from orchestrator.report.build import group_label, group_results, names_system
-from orchestrator.results.archive import AzureContainer, pull, push
+from orchestrator.results import archive  # archive.push, .pull: read when the command runs
 from orchestrator.results.importer import ImportProgress, import_path
 from orchestrator.results.summary import summary_of
 from orchestrator.safetext import clean
@@ -251,7 +251,7 @@ def results_push(account: str = AccountOpt, container: str = ContainerOpt, as_js
     out = output(as_json, fmt, query)
 
     with open_store() as store:
-        summary = push(store, AzureContainer(account, container))
+        summary = archive.push(store, archive.AzureContainer(account, container))
     if not out.rich:
         return out.emit(asdict(summary))
     sys.stdout.write(f"uploaded {len(summary.uploaded)} blob(s), {summary.bytes_uploaded:,} bytes; "
@@ -272,12 +272,12 @@ def results_pull(account: str = AccountOpt, container: str = ContainerOpt,
     """Download archived logs and the latest store snapshot (and import its results)."""
     out = output(as_json, fmt, query)
 
-    remote = AzureContainer(account, container)
+    remote = archive.AzureContainer(account, container)
     if do_import:
         with open_store() as store:
-            summary = pull(remote, into, store)
+            summary = archive.pull(remote, into, store)
     else:
-        summary = pull(remote, into)
+        summary = archive.pull(remote, into)
     if not out.rich:
         return out.emit(asdict(summary))
     say(f"downloaded {len(summary.downloaded)} file(s) into {into}, {summary.skipped} already there; "
