@@ -36,7 +36,7 @@ from orchestrator.pipelines.baselines import Comparison, METRICS, Selection, Tol
 from orchestrator.pipelines.pipeline import down_cluster, run_pipeline
 from orchestrator.pipelines.results import PipelineResult, PipelineSummary, comparison_markdown, junit_suites, summary_markdown
 from orchestrator.pipelines.spec import cluster_specs, load_pipeline_spec
-from orchestrator.recipes.catalog import check_params, get_recipe
+from orchestrator.recipes import catalog as recipe_catalog  # read when the command runs (tests patch it)
 from orchestrator.runs.attempts import RunEvent
 from orchestrator.runs.monitor import Progress as RunProgress
 from orchestrator.store.database import Store
@@ -83,7 +83,7 @@ def pipeline_run(
     check_number("--poll", poll, 0.05, 3600)
     spec = load_pipeline_spec(file)
     for entry in spec.matrix:  # before anything costs money: unknown recipes or parameters
-        check_params(get_recipe(entry.recipe), entry.params)
+        recipe_catalog.check_params(recipe_catalog.get_recipe(entry.recipe), entry.params)
     plans = [lifecycle.plan(c) for c in cluster_specs(spec)]
     cost = sum(p.cost_per_hour_usd or 0.0 for p in plans)
     if cost > 0:

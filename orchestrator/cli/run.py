@@ -24,12 +24,13 @@ from orchestrator.cli.common import (
 )
 from orchestrator.errors import ConfigError
 from orchestrator.errors import EXIT_INTERRUPTED, RunFailedError
-from orchestrator.clusters.lifecycle import require_cluster
+from orchestrator.clusters import lifecycle
 from orchestrator.goodput.run import lost_work_by_attempt, run_goodput
-from orchestrator.recipes.catalog import check_params, get_recipe
+from orchestrator.recipes import catalog as recipe_catalog
 from orchestrator.recipes.parallelism import Placement
 from orchestrator.runs.attempts import RunEvent, RunOutcome
-from orchestrator.runs.execute import FINAL, attach_run, cancel_runs, live_sweep, require_success, run_sweep
+# The use cases are read through their modules when a command runs: tests patch them there.
+from orchestrator.runs import execute
 from orchestrator.runs.launch import describe_launch
 from orchestrator.runs.logview import stream_log
 from orchestrator.runs.monitor import Progress as RunProgress
@@ -65,17 +66,18 @@ def run(recipe: Optional[str] = typer.Argument(None, help="Recipe name (see azbe
         "recipe": recipe, "cluster": cluster, "repeats": repeats,
         "nodes": parse_node_list(nodes) if nodes else None, "params": _params(param) if param else None})
     if spec is not None:  # unknown names refused, values typed like the recipe's defaults
-        spec = spec.model_copy(update={"params": check_params(get_recipe(spec.recipe), spec.params)})
+        recipe = recipe_catalog.get_recipe(spec.recipe)
+        spec = spec.model_copy(update={"params": recipe_catalog.check_params(recipe, spec.params)})
     if dry_run:
         return _dry_run(spec, sku, out)
     with open_store() as store, _progress_view(enabled=out.rich) as show:
         try:
             if attach:
-                outcomes = attach_run(attach, store, on_progress=show, on_event=show.event,
+                outcomes = execute.attach_run(attach, store, on_progress=show, on_event=show.event,
                                       poll_interval=poll)
             else:
                 assert spec is not None  # loaded above whenever there is nothing to attach to
-                outcomes = run_sweep(spec, store, on_progress=show, on_event=show.event,
+                outcomes = execute.run_sweep(spec, store, on_progress=show, on_event=show.event,
                                      poll_interval=poll)
         except KeyboardInterrupt:
             _interrupted(store, spec, attach)
@@ -88,7 +90,7 @@ def run(recipe: Optional[str] = typer.Argument(None, help="Recipe name (see azbe
                                   f"{o.minutes:.3f}" if o.minutes is not None else "-", o.message]
                                  for o in outcomes]))
         _attempt_table(outcomes)
-    require_success(outcomes)
+    execute.require_success(outcomes)
 
 
 def _dry_run(spec: RunSpec | None, sku: Optional[str], out: Output) -> None:
@@ -96,7 +98,7 @@ def _dry_run(spec: RunSpec | None, sku: Optional[str], out: Output) -> None:
         raise ConfigError("--dry-run needs a recipe, not --attach")
     if sku is None:
         with open_store() as store:
-            sku = require_cluster(spec.cluster, store).sku
+            sku = lifecycle.require_cluster(spec.cluster, store).sku
     previews = [describe_launch(spec.recipe, sku, n, params=spec.params, time_limit_min=spec.time_limit_min)
                 for n in spec.nodes]
     if not out.rich:
@@ -144,9 +146,9 @@ def _interrupted(store: Store, spec: RunSpec | None, attach: Optional[str]) -> N
     """Ctrl-C: on a terminal ask cancel or detach; otherwise detach and say how to come back."""
     if attach:
         row = store.get_run(attach)
-        live = [r for r in store.list_runs(sweep_id=row.sweep_id) if r.state not in FINAL] if row else []
+        live = [r for r in store.list_runs(sweep_id=row.sweep_id) if r.state not in execute.FINAL] if row else []
     elif spec is not None:
-        live = live_sweep(spec, store, require_cluster(spec.cluster, store).name)
+        live = execute.live_sweep(spec, store, lifecycle.require_cluster(spec.cluster, store).name)
     else:
         live = []
     if not live:
@@ -157,7 +159,7 @@ def _interrupted(store: Store, spec: RunSpec | None, attach: Optional[str]) -> N
         sys.stderr.write("\n")
         choice = typer.prompt("Cancel the Slurm job(s) or detach? [c/d]", default="d").strip().lower()[:1]
     if choice == "c":
-        jobs = cancel_runs(store, ids)
+        jobs = execute.cancel_runs(store, ids)
         raise RunFailedError(f"cancelled {', '.join(ids)} (Slurm job(s) {', '.join(jobs) or 'none'})")
     sys.stderr.write(f"\ndetached: the job keeps running. Reattach with: azbench run --attach {ids[0]}\n")
     sys.exit(EXIT_INTERRUPTED)
