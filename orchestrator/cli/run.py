@@ -27,6 +27,7 @@ from orchestrator.errors import EXIT_INTERRUPTED, RunFailedError
 from orchestrator.clusters import lifecycle
 from orchestrator.goodput.run import lost_work_by_attempt, run_goodput
 from orchestrator.recipes import catalog as recipe_catalog
+from orchestrator.recipes.catalog import check_params
 from orchestrator.recipes.parallelism import Placement
 from orchestrator.runs.attempts import RunEvent, RunOutcome
 # The use cases are read through their modules when a command runs: tests patch them there.
@@ -66,8 +67,7 @@ def run(recipe: Optional[str] = typer.Argument(None, help="Recipe name (see azbe
         "recipe": recipe, "cluster": cluster, "repeats": repeats,
         "nodes": parse_node_list(nodes) if nodes else None, "params": _params(param) if param else None})
     if spec is not None:  # unknown names refused, values typed like the recipe's defaults
-        recipe = recipe_catalog.get_recipe(spec.recipe)
-        spec = spec.model_copy(update={"params": recipe_catalog.check_params(recipe, spec.params)})
+        spec = spec.model_copy(update={"params": check_params(recipe_catalog.get_recipe(spec.recipe), spec.params)})
     if dry_run:
         return _dry_run(spec, sku, out)
     with open_store() as store, _progress_view(enabled=out.rich) as show:
