@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from rich.table import Table
     from rich.text import Text
 
+    from orchestrator.recipes.parallelism import Placement
     from orchestrator.store.database import Store
 
 # A JSON value as json.loads returns it.
@@ -183,6 +184,28 @@ def check_number(flag: str, value: float | None, lo: float, hi: float) -> None:
 
     if value is not None and not (math.isfinite(value) and lo <= value <= hi):
         raise ConfigError(f"{flag}: must be between {lo:g} and {hi:g}, got {value:g}")
+
+
+def parse_params(items: list[str]) -> dict[str, Any]:
+    """--param KEY=VALUE flags (run, plan, recipes show) as a dict of strings; a flag with no
+    `=` or no key is a ConfigError naming it."""
+    out: dict[str, Any] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise ConfigError(f"--param: {item[:40]!r} is not KEY=VALUE")
+        out[key.strip()] = value  # typed against the recipe's defaults by check_params
+    return out
+
+
+def placement_lines(p: Placement) -> str:
+    """The parallelism map as `run --dry-run` and `recipes show` print it: the rank order and why,
+    each dimension's link and reach, and what crosses the scale-out fabric."""
+    reach = ", ".join(f"{d.upper()} {p.links[d]} ({s.nodes} node{'s' if s.nodes != 1 else ''}"
+                      + (f", {s.racks} rack{'s' if s.racks != 1 else ''}" if p.racks else "") + ")"
+                      for d, s in p.spans.items())
+    return (f"placement: rank order {p.order} ({p.order_source}); {reach}\n"
+            f"scale-out: {p.scale_out}\n")
 
 
 # ---------------------------------------------------------------- output helpers

@@ -27,7 +27,7 @@ from orchestrator.cli.common import (
     open_store,
     output,
 )
-from orchestrator.cli.run import _params
+from orchestrator.cli.common import parse_params
 from orchestrator.cli.common import output_width
 from orchestrator.forecast.plan import ForecastPlan, PlanRequest, make_plan
 from orchestrator.forecast.points import check_benchmark, stored_keys
@@ -70,7 +70,7 @@ def plan(
     if not no_stored:
         with open_store() as store:
             stored = [r for key in stored_keys(bench) for r in store.list_results(benchmark=key)]
-    params = tuple((k, str(v)) for k, v in _params(param).items())
+    params = tuple((k, str(v)) for k, v in parse_params(param).items())
     result = make_plan(PlanRequest(benchmark=bench, sku=sku, nodes=counts, target_minutes=target_minutes,
                                    budget_usd=budget, extrapolate=extrapolate, stored=tuple(stored),
                                    prices=prices, params=params))

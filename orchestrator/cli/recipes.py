@@ -11,7 +11,7 @@ from typing import Optional
 import typer
 
 from orchestrator.cli.common import JsonOpt, Output, OutputFormat, OutputOpt, QueryOpt, app, make_console, make_table, open_store, output, say
-from orchestrator.cli.run import _params, placement_lines
+from orchestrator.cli.common import parse_params, placement_lines
 from orchestrator.clusters import lifecycle
 from orchestrator.errors import ConfigError, PreflightError, RunFailedError
 from orchestrator.models import ContainerBuild, utcnow
@@ -54,7 +54,7 @@ def recipes_show(name: str = typer.Argument(..., help="Recipe name."),
     """The resolved config (parallelism, batch, placement: which ranks share a group, from the
     rank order, and what crosses the scale-out fabric) and the exact script that would run."""
     out = output(as_json, fmt, query)
-    preview = describe_launch(name, sku, nodes, ruleset, image=image, params=_params(param) if param else None)
+    preview = describe_launch(name, sku, nodes, ruleset, image=image, params=parse_params(param) if param else None)
     if not out.rich:
         return out.emit(preview)
     r = preview.resolved

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any, Optional, Self
+from typing import Optional, Self
 
 import typer
 
@@ -21,6 +21,8 @@ from orchestrator.cli.common import (
     make_table,
     open_store,
     output,
+    parse_params,
+    placement_lines,
 )
 from orchestrator.errors import ConfigError
 from orchestrator.errors import EXIT_INTERRUPTED, RunFailedError
@@ -28,7 +30,6 @@ from orchestrator.clusters import lifecycle
 from orchestrator.goodput.run import lost_work_by_attempt, run_goodput
 from orchestrator.recipes import catalog as recipe_catalog
 from orchestrator.recipes.catalog import check_params
-from orchestrator.recipes.parallelism import Placement
 from orchestrator.runs.attempts import RunEvent, RunOutcome
 # The use cases are read through their modules when a command runs: tests patch them there.
 from orchestrator.runs import execute
@@ -65,7 +66,7 @@ def run(recipe: Optional[str] = typer.Argument(None, help="Recipe name (see azbe
     check_number("--poll", poll, 0.05, 3600)
     spec = None if attach else load_run_spec(file, {
         "recipe": recipe, "cluster": cluster, "repeats": repeats,
-        "nodes": parse_node_list(nodes) if nodes else None, "params": _params(param) if param else None})
+        "nodes": parse_node_list(nodes) if nodes else None, "params": parse_params(param) if param else None})
     if spec is not None:  # unknown names refused, values typed like the recipe's defaults
         spec = spec.model_copy(update={"params": check_params(recipe_catalog.get_recipe(spec.recipe), spec.params)})
     if dry_run:
@@ -115,16 +116,6 @@ def _dry_run(spec: RunSpec | None, sku: Optional[str], out: Output) -> None:
         say(p.script.rstrip() + "\n\n")
 
 
-def placement_lines(p: Placement) -> str:
-    """The parallelism map as `run --dry-run` and `recipes show` print it: the rank order and why,
-    each dimension's link and reach, and what crosses the scale-out fabric."""
-    reach = ", ".join(f"{d.upper()} {p.links[d]} ({s.nodes} node{'s' if s.nodes != 1 else ''}"
-                      + (f", {s.racks} rack{'s' if s.racks != 1 else ''}" if p.racks else "") + ")"
-                      for d, s in p.spans.items())
-    return (f"placement: rank order {p.order} ({p.order_source}); {reach}\n"
-            f"scale-out: {p.scale_out}\n")
-
-
 def _attempt_table(outcomes: list[RunOutcome]) -> None:
     """Attempt history of runs that needed more than one attempt (lost work, resumed step)."""
     retried = [o for o in outcomes if o.attempts > 1]
@@ -163,16 +154,6 @@ def _interrupted(store: Store, spec: RunSpec | None, attach: Optional[str]) -> N
         raise RunFailedError(f"cancelled {', '.join(ids)} (Slurm job(s) {', '.join(jobs) or 'none'})")
     sys.stderr.write(f"\ndetached: the job keeps running. Reattach with: azbench run --attach {ids[0]}\n")
     sys.exit(EXIT_INTERRUPTED)
-
-
-def _params(items: list[str]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for item in items:
-        key, sep, value = item.partition("=")
-        if not sep or not key.strip():
-            raise ConfigError(f"--param: {item[:40]!r} is not KEY=VALUE")
-        out[key.strip()] = value  # typed against the recipe's defaults by check_params
-    return out
 
 
 class _progress_view:
