@@ -24,75 +24,75 @@ from orchestrator.paths import home
 from orchestrator.safetext import shown
 
 # ---------------------------------------------------------------- the commands, by module
-# Each loader imports one command module, which registers its commands on `app`. Measured with
-# `python -X importtime` after `import orchestrator.cli` (benchmarks/bench_startup.py has the
-# help path itself): importing any of them adds its use cases' libraries to `azbench --help`
-# (0.16 s best on a 2-core machine): pydantic models +0.10-0.2 s, SQLAlchemy +0.2 s, jinja2 and
-# numpy +0.06-0.1 s each; all of them together +0.8 s.
+# Each loader imports one command module, which registers its commands on `app`; its comment
+# says what that adds to `azbench --help`: the libraries, and the module's import time over the
+# help path's own imports (orchestrator.cli.app: typer, cli.common, the light base), best of 5,
+# measured in one run on a 2-core machine (issue 44). `azbench --help` itself:
+# benchmarks/bench_startup.py.
 
 
 def _catalog() -> object:
-    from orchestrator.cli import catalog  # lazy: +pydantic, pyyaml (hardware catalog) on --help
+    from orchestrator.cli import catalog  # lazy: +pydantic, pyyaml: 1.4x the help path's imports
     return catalog
 
 
 def _clusters() -> object:
-    from orchestrator.cli import clusters  # lazy: +pydantic, SQLAlchemy (the store) on --help
+    from orchestrator.cli import clusters  # lazy: +pydantic, SQLAlchemy: 5.9x the help path's imports
     return clusters
 
 
 def _run() -> object:
-    from orchestrator.cli import run  # lazy: +pydantic, SQLAlchemy, jinja2 (launch scripts) on --help
+    from orchestrator.cli import run  # lazy: +pydantic, SQLAlchemy, jinja2: 8.8x the help path's imports
     return run
 
 
 def _recipes() -> object:
-    from orchestrator.cli import recipes  # lazy: +pydantic, SQLAlchemy, jinja2 on --help
+    from orchestrator.cli import recipes  # lazy: +pydantic, SQLAlchemy, jinja2: 7.0x the help path's imports
     return recipes
 
 
 def _report() -> object:
-    from orchestrator.cli import report  # lazy: +pydantic, SQLAlchemy, jinja2, numpy on --help
+    from orchestrator.cli import report  # lazy: +pydantic, SQLAlchemy, jinja2, numpy: 16.9x the help path's imports
     return report
 
 
 def _results() -> object:
-    from orchestrator.cli import results  # lazy: +pydantic, SQLAlchemy, jinja2, numpy on --help
+    from orchestrator.cli import results  # lazy: +pydantic, SQLAlchemy, jinja2, numpy: 12.6x the help path's imports
     return results
 
 
 def _health() -> object:
-    from orchestrator.cli import health  # lazy: +pydantic, SQLAlchemy, jinja2 on --help
+    from orchestrator.cli import health  # lazy: +pydantic, SQLAlchemy, jinja2: 9.8x the help path's imports
     return health
 
 
 def _resize() -> object:
-    from orchestrator.cli import resize  # lazy: +pydantic (clusters.lifecycle) on --help
+    from orchestrator.cli import resize  # lazy: +pydantic, pyyaml: 1.8x the help path's imports
     return resize
 
 
 def _plan() -> object:
-    from orchestrator.cli import plan  # lazy: +pydantic, SQLAlchemy, numpy (the forecast) on --help
+    from orchestrator.cli import plan  # lazy: +pydantic, SQLAlchemy, numpy: 3.0x the help path's imports
     return plan
 
 
 def _goodput() -> object:
-    from orchestrator.cli import goodput  # lazy: +pydantic, SQLAlchemy on --help
+    from orchestrator.cli import goodput  # lazy: +pydantic, SQLAlchemy: 2.4x the help path's imports
     return goodput
 
 
 def _explain() -> object:
-    from orchestrator.cli import explain  # lazy: +pydantic, SQLAlchemy, numpy (the fit) on --help
+    from orchestrator.cli import explain  # lazy: +pydantic, SQLAlchemy, numpy: 2.0x the help path's imports
     return explain
 
 
 def _pipeline() -> object:
-    from orchestrator.cli import pipeline  # lazy: +pydantic, SQLAlchemy, jinja2, numpy on --help
+    from orchestrator.cli import pipeline  # lazy: +pydantic, SQLAlchemy, jinja2, numpy: 7.3x the help path's imports
     return pipeline
 
 
 def _fabric() -> object:
-    from orchestrator.cli import fabric_locate  # lazy: +pydantic, SQLAlchemy, jinja2 on --help (it registers on cli/fabric's group)
+    from orchestrator.cli import fabric_locate  # lazy: +pydantic, SQLAlchemy, jinja2: 6.2x the help path's imports
     return fabric_locate
 
 
