@@ -47,13 +47,13 @@ def exit_codes_epilog() -> str:
     return "\b\nExit codes:\n" + "\n".join(f"  {code:>3} {meaning}" for code, meaning in EXIT_CODES.items())
 
 class Unloaded(typer.core.TyperCommand):
-    """A root command whose module is not imported yet: its name and the first sentence of its
-    help (what the root's --help shows), and `load`, which imports the module that registers it
-    on `app`. cli/app.py lists them (LAZY); tests/test_cli.py holds each sentence equal to the
+    """A root command whose module is not imported yet: its name, the start of its help (what
+    the root's --help shows of it), and `load`, which imports the module that registers it on
+    `app`. cli/app.py lists them (LAZY); tests/test_cli.py holds each listing equal to the
     command's own."""
 
-    def __init__(self, name: str, first_sentence: str, load: Callable[[], object]) -> None:
-        super().__init__(name=name, help=first_sentence)
+    def __init__(self, name: str, help_start: str, load: Callable[[], object]) -> None:
+        super().__init__(name=name, help=help_start)
         self.load = load
 
 
@@ -80,10 +80,10 @@ class LazyGroup(typer.core.TyperGroup):
         found = self.commands.get(cmd_name)
         if isinstance(found, Unloaded):
             found.load()
-            built = typer.main.get_group(app).commands.get(cmd_name)
-            found = self.commands[cmd_name] = built if built is not None and not isinstance(built, Unloaded) else found
-            if isinstance(found, Unloaded):
+            built = typer.main.get_group(app).commands.get(cmd_name)  # now with the module's commands
+            if built is None or isinstance(built, Unloaded):
                 raise RuntimeError(f"loading '{cmd_name}' registered no such command")  # a bug in LAZY
+            found = self.commands[cmd_name] = built
         return found
 
     def format_commands(self, ctx: _click.Context, formatter: _click.HelpFormatter) -> None:
