@@ -10,7 +10,7 @@ import sys
 from collections.abc import Mapping
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 import typer
 from rich.console import Console
@@ -34,13 +34,13 @@ from orchestrator.clusters.lifecycle import ClusterStatus, ListedCluster
 from orchestrator.clusters.shell import check_head, describe, head_command
 from orchestrator.clusters.spending import budget_warning, default_name, worst_case
 from orchestrator.errors import ConfigError, PreflightError, ProvisionError
-from orchestrator.goodput.cluster import cluster_goodput
-from orchestrator.goodput.owners import expected_owner, spent
 from orchestrator.models import Plan, utcnow
 from orchestrator.providers.azure_shared.endpoints import check_arm_endpoint
 from orchestrator.providers.base import SweepItem, SweepRequest
 from orchestrator.specs.cluster import ClusterSpec, load_cluster_spec
-from orchestrator.store.schema import RunRow
+
+if TYPE_CHECKING:
+    from orchestrator.store.schema import RunRow
 
 def _cluster_spec(file: Optional[Path], **flags: Any) -> ClusterSpec:
     if file is None and flags.get("name") is None:
@@ -124,6 +124,7 @@ def _warn_budget(spec: ClusterSpec, plan: Plan) -> None:
     """The spec's `budget:` against what its owner's clusters cost this period (the store): a
     warning on stderr, never a refusal (the cost cap refuses)."""
     assert spec.budget is not None
+    from orchestrator.goodput.owners import expected_owner, spent  # lazy: +SQLAlchemy on `up --dry-run` (0.4 s)
     since = spec.budget.since(utcnow())
     with open_store() as store:
         owner = expected_owner(store, spec.provider)
@@ -197,6 +198,7 @@ def down(name: str = typer.Argument(..., help="Cluster name."),
                                  confirm=lambda question: confirm(question, yes))
         if not out.rich:
             return out.emit(cluster)
+        from orchestrator.goodput.cluster import cluster_goodput  # lazy: +SQLAlchemy on `up --dry-run` (0.4 s)
         line = cluster_goodput(store, name).line  # where its money went, now that its record is final
     sys.stdout.write(f"cluster '{name}' is down\n{name}: {line}\n")
 
