@@ -6,7 +6,7 @@ errors.EXIT_FABRIC when one fails."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import typer
 
@@ -17,8 +17,10 @@ from orchestrator.cli.common import check_number
 from orchestrator.clusters import lifecycle
 from orchestrator.fabric.inspection import FileReport, TransportReport, inspect_files
 from orchestrator.fabric.judge import Check, RunReport, human_size
-from orchestrator.fabric.runner import FabricOutcome, fabric_test as run_fabric_test
 from orchestrator.specs.run import parse_node_list
+
+if TYPE_CHECKING:
+    from orchestrator.fabric.runner import FabricOutcome
 
 _FAILS = f"Exits {EXIT_FABRIC} ({EXIT_CODES[EXIT_FABRIC]})."
 fabric_app = typer.Typer(help="What the network did: run collectives as a benchmark, read what others ran. "
@@ -69,6 +71,7 @@ def fabric_test(cluster: Optional[str] = typer.Option(None, "--cluster", help="C
     out = output(as_json, fmt, query)
     counts = parse_node_list(nodes) if nodes else []
     names = [c.strip() for c in collectives.split(",") if c.strip()]
+    from orchestrator.fabric.runner import fabric_test as run_fabric_test  # lazy: +SQLAlchemy on `fabric inspect` (0.4 s), which opens no store
     with open_store() as store:
         found = lifecycle.require_cluster(cluster, store)
         with lifecycle.connect(found) as access:

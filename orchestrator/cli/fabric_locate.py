@@ -4,7 +4,7 @@ the rounds and wall time a cluster of a size would take (runs/locate_plan.estima
 from __future__ import annotations
 
 import sys
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import typer
 
@@ -14,11 +14,13 @@ from orchestrator.cli.fabric import fabric_app
 from orchestrator.errors import EXIT_FABRIC, ConfigError
 from orchestrator.fabric.locate_plan import Estimate, estimate  # light: no pydantic, no store
 from orchestrator.clusters import lifecycle
-from orchestrator.fabric.locate import LocateReport
 from orchestrator.fabric.nccltests import parse_size
 from orchestrator.hardware.catalog import lookup
 from orchestrator.hardware.layout import default_vms_per_rack
-from orchestrator.runs.locate import locate_cluster
+
+if TYPE_CHECKING:
+    from orchestrator.fabric.locate import LocateReport
+
 
 @fabric_app.command("locate", help=(
     "Name the nodes that make the fabric slow, in few rounds: a per-node check (node state; GPU and HCA "
@@ -50,6 +52,7 @@ def fabric_locate(cluster: Optional[str] = typer.Option(None, "--cluster", help=
             _print_estimate(plan)
         return
     names = [n.strip() for n in nodes.split(",") if n.strip()] if nodes else None
+    from orchestrator.runs.locate import locate_cluster  # lazy: +SQLAlchemy on `fabric inspect` (0.4 s), which opens no store
     with open_store() as store:
         found = lifecycle.require_cluster(cluster, store)
         with lifecycle.connect(found) as access:

@@ -22,7 +22,6 @@ from orchestrator.runs.launch import container_build, describe_launch
 from orchestrator.runs import prepare as staging  # staging.prepare: read when the command runs
 from orchestrator.runs.prepare import PrepareResult, stage_plans
 from orchestrator.runs.rehearsal import rehearse
-from orchestrator.store.schema import EventRow
 
 recipes_app = typer.Typer(help="List and inspect benchmark recipes.", no_args_is_help=True,
                           rich_markup_mode=None)
@@ -155,6 +154,7 @@ def _container(recipe: Recipe, name: str, sku: str, nodes: int) -> ContainerBuil
 
 def _record_prepare(cluster: str, recipe: str, began: datetime, result: PrepareResult) -> None:
     """The staging job as an event, after the fact, with its span (goodput counts it as staging)."""
+    from orchestrator.store.schema import EventRow  # lazy: +SQLAlchemy on `recipes list` (0.4 s), which opens no store
     with open_store() as store:
         store.add_event(EventRow(kind="prepare", cluster=cluster,
                                  message=f"prepare {recipe}: job {result.job_id} {result.job_state}",
