@@ -216,7 +216,7 @@ def profile_up_child(n: int, label: str) -> None:
                 phases[f"{name}_s"] = round(phases.get(f"{name}_s", 0) + time.perf_counter() - start, 2)
         return wrapper
 
-    local.subprocess.run = counting_run  # the module object: the provider's calls only
+    subprocess.run = counting_run  # the module object: every Slurm client call of the provider
     local._start_nodes = timed("slurmd_start", local._start_nodes)
     local.LocalProvider._wait_ready = timed("wait_idle", local.LocalProvider._wait_ready)
     provider = local.LocalProvider()
@@ -224,7 +224,7 @@ def profile_up_child(n: int, label: str) -> None:
     load0, cpu0 = _load(), os.times()
     cluster = provider.up(spec, provider.plan(spec))
     wall, cpu1, load1 = time.perf_counter() - t0, os.times(), _load()
-    local.subprocess.run = real_run
+    subprocess.run = real_run
     state = local.load_state(paths.cluster_dir(spec.name))
     slurmd_ms = [_cpu_ms(d.pid) for k, d in state.daemons.items() if k.startswith("slurmd:")]
     ctld = Path(f"/proc/{state.daemons['slurmctld'].pid}/stat").read_text().rsplit(")", 1)[1].split()

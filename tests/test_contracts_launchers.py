@@ -22,7 +22,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
@@ -71,29 +71,30 @@ PART_COVERED = {"gate": "gate_jobs_run_on_chosen_nodes", "nodes": "node_control_
                 "live_logs": "live_logs_tail_a_running_job_exactly"}
 
 
-def test_every_protocol_method_has_a_contract_test():
+def test_every_protocol_method_has_a_contract_test() -> None:
     assert set(_protocol_methods()) == set(COVERED)
 
 
-def test_every_part_has_a_contract_test_and_its_protocol_is_what_runs_needs():
+def test_every_part_has_a_contract_test_and_its_protocol_is_what_runs_needs() -> None:
     assert set(PART_COVERED) == set(PART_TYPES) == {f.name for f in fields(LauncherParts) if f.name != "why_absent"}
     methods = {n for proto in PART_TYPES.values() for n in vars(proto) if not n.startswith("_")}
     assert {"run_health_check", "run_fabric_test", "run_on_nodes", "run_groups", "stage_file", "drain", "resume",
             "leaf_switches", "stage", "latest_checkpoint", "tail"} <= methods
 
 
-def test_the_protocol_is_what_runs_needs():
+def test_the_protocol_is_what_runs_needs() -> None:
     assert {"submit", "find", "poll", "cancel", "fetch_logs", "tail", "follow", "node_states", "parts"} <= \
         set(_protocol_methods())
 
 
 @pytest.mark.parametrize("cls", LAUNCHERS, ids=lambda c: c.__name__)
-def test_the_class_has_every_protocol_member_with_its_signature(cls: type):
+def test_the_class_has_every_protocol_member_with_its_signature(cls: type) -> None:
     for name, sig in _protocol_methods().items():
         impl = getattr(cls, name, None)
         assert callable(impl), f"{cls.__name__} lacks {name}"
         assert _shape(inspect.signature(impl)) == _shape(sig), f"{cls.__name__}.{name} signature"
-    assert isinstance(cls.backend, str) and cls.backend
+    backend = getattr(cls, "backend", None)
+    assert isinstance(backend, str) and backend
     assert set(Launcher.__annotations__) == {"backend"}
 
 
@@ -167,7 +168,7 @@ def _azureml(tmp: Path, request: pytest.FixtureRequest) -> Iterator[LH]:
                 SimpleNamespace(node_id="tvm-2", node_state="running")]
     cluster = Cluster(name="ctr-aml", provider="azureml", sku="Standard_ND96isr_H100_v5", nodes=2,
                       region="eastus", workdir="/tmp/azbench", properties={"compute": "ctr-aml"})
-    launcher = AzureMLLauncher(cluster, ml)
+    launcher = AzureMLLauncher(cluster, cast(Any, ml))  # the fake stands in for MLClient
     run_dir = f"/tmp/azbench/runs/ctr-{os.getpid()}"
     payload = PAYLOAD_BYTES.decode(errors="replace").encode()  # the fake keeps logs as text
 
@@ -192,7 +193,7 @@ def _param(name: str) -> Any:
     return pytest.param(name, marks=pytest.mark.integration) if name == "slurm" else name
 
 
-def having(part: str, present: bool = True) -> Any:
+def having(part: str, present: bool = True) -> pytest.MarkDecorator:
     """The test runs on the launchers that have `part` (or, `present` False, that lack it)."""
     return pytest.mark.parametrize("lh", [_param(n) for n in PARTS if (part in PARTS[n]) == present], indirect=True)
 
@@ -213,7 +214,7 @@ def done(lh: LH) -> tuple[JobRef, JobStatus]:
 
 # -- jobs ------------------------------------------------------------------------------------
 
-def test_submit_then_find_returns_the_job(lh: LH, done):
+def test_submit_then_find_returns_the_job(lh: LH, done: tuple[JobRef, JobStatus]) -> None:
     ref, _ = done
     assert ref.cluster == lh.cluster.name and ref.backend == lh.backend == lh.launcher.backend
     found = lh.launcher.find(job_name(Path(lh.run_dir).name, 1))
@@ -221,7 +222,7 @@ def test_submit_then_find_returns_the_job(lh: LH, done):
     assert lh.launcher.find(job_name("ctr-nosuch-run", 1)) is None
 
 
-def test_poll_reaches_a_terminal_state(lh: LH, done):
+def test_poll_reaches_a_terminal_state(lh: LH, done: tuple[JobRef, JobStatus]) -> None:
     ref, status = done
     assert status.state is JobState.COMPLETED, status
     assert status.exit_code == 0 and status.ref.job_id == ref.job_id
@@ -229,18 +230,18 @@ def test_poll_reaches_a_terminal_state(lh: LH, done):
     assert list(again) == [ref.job_id] and again[ref.job_id].state is JobState.COMPLETED
 
 
-def test_poll_of_no_job_is_empty(lh: LH):
+def test_poll_of_no_job_is_empty(lh: LH) -> None:
     assert lh.launcher.poll([]) == {}
 
 
-def test_cancel_of_a_finished_job_is_harmless(lh: LH, done):
+def test_cancel_of_a_finished_job_is_harmless(lh: LH, done: tuple[JobRef, JobStatus]) -> None:
     ref, _ = done
     lh.launcher.cancel(ref)
     lh.launcher.cancel(ref)
     assert lh.launcher.poll([ref])[ref.job_id].state is JobState.COMPLETED
 
 
-def test_cancel_of_a_running_job_ends_it(lh: LH):
+def test_cancel_of_a_running_job_ends_it(lh: LH) -> None:
     ref = lh.start(lh.attempt(3, "echo started"), True)
     running = lh.wait(ref, lambda s: s.state is JobState.RUNNING)
     assert running.state is JobState.RUNNING, running
@@ -252,7 +253,7 @@ def test_cancel_of_a_running_job_ends_it(lh: LH):
 
 # -- logs ------------------------------------------------------------------------------------
 
-def test_fetch_logs_returns_the_exact_bytes_of_the_log(lh: LH, done, tmp_path):
+def test_fetch_logs_returns_the_exact_bytes_of_the_log(lh: LH, done: tuple[JobRef, JobStatus], tmp_path: Path) -> None:
     ref, _ = done
     written = lh.launcher.fetch_logs(ref, tmp_path / "logs")
     train = tmp_path / "logs" / "attempt-1" / "train.log"
@@ -261,7 +262,7 @@ def test_fetch_logs_returns_the_exact_bytes_of_the_log(lh: LH, done, tmp_path):
     assert b"0: " + lh.payload + b"\n" in train.read_bytes()
 
 
-def test_tail_of_a_finished_job_is_exact_from_an_offset_and_from_the_end(lh: LH, done):
+def test_tail_of_a_finished_job_is_exact_from_an_offset_and_from_the_end(lh: LH, done: tuple[JobRef, JobStatus]) -> None:
     ref, _ = done
     path = f"{RunLayout(lh.run_dir).attempt_dir(1)}/train.log"
     whole = lh.log(ref, 1)
@@ -270,7 +271,7 @@ def test_tail_of_a_finished_job_is_exact_from_an_offset_and_from_the_end(lh: LH,
     assert lh.launcher.tail(path, nbytes=7) == whole[-7:]
 
 
-def test_follow_of_a_finished_job_hands_over_every_byte_once(lh: LH, done):
+def test_follow_of_a_finished_job_hands_over_every_byte_once(lh: LH, done: tuple[JobRef, JobStatus]) -> None:
     ref, _ = done
     path = f"{RunLayout(lh.run_dir).attempt_dir(1)}/train.log"
     got: list[bytes] = []
@@ -280,7 +281,7 @@ def test_follow_of_a_finished_job_hands_over_every_byte_once(lh: LH, done):
 
 
 @having("live_logs")
-def test_live_logs_tail_a_running_job_exactly(lh: LH):
+def test_live_logs_tail_a_running_job_exactly(lh: LH) -> None:
     live = lh.launcher.parts().live_logs
     assert live is not None
     ref = lh.start(lh.attempt(2, f"printf '{PAYLOAD}\\n'"), True)
@@ -300,7 +301,7 @@ def test_live_logs_tail_a_running_job_exactly(lh: LH):
 
 
 @having("live_logs", present=False)
-def test_without_live_logs_a_running_jobs_tail_is_missing_capability(lh: LH):
+def test_without_live_logs_a_running_jobs_tail_is_missing_capability(lh: LH) -> None:
     ref = lh.start(lh.attempt(2, f"printf '{PAYLOAD}\\n'"), True)
     path = f"{RunLayout(lh.run_dir).attempt_dir(2)}/train.log"
     try:
@@ -314,14 +315,14 @@ def test_without_live_logs_a_running_jobs_tail_is_missing_capability(lh: LH):
 
 # -- nodes and the rest of the protocol ------------------------------------------------------
 
-def test_node_states_list_the_nodes(lh: LH):
+def test_node_states_list_the_nodes(lh: LH) -> None:
     nodes = lh.launcher.node_states()
     expected = lh.cluster.node_names or ["tvm-1", "tvm-2"]
     assert sorted(nodes) == sorted(expected)
     assert all(info.name == name and info.state and info.usable for name, info in nodes.items())
 
 
-def test_the_parts_are_the_declared_ones_and_every_other_part_is_none(lh: LH):
+def test_the_parts_are_the_declared_ones_and_every_other_part_is_none(lh: LH) -> None:
     own = lh.launcher.parts()
     assert isinstance(own, LauncherParts) and sorted(own.names()) == sorted(PARTS[lh.backend])
     for name, proto in PART_TYPES.items():
@@ -343,7 +344,7 @@ _NEEDED = {"gate": "run the health gate on chosen nodes", "nodes": "drain nodes"
 @pytest.mark.parametrize(("lh", "part"), [pytest.param(n, part, marks=_param(n).marks if n == "slurm" else ())
                                           for n in PARTS for part in _NEEDED if part not in PARTS[n]],
                          indirect=["lh"])
-def test_an_absent_part_answers_one_line_with_the_launchers_reason(lh: LH, part: str):
+def test_an_absent_part_answers_one_line_with_the_launchers_reason(lh: LH, part: str) -> None:
     what = _NEEDED[part]
     error = lacks(lh.launcher, lh.cluster.name, what, part)
     assert "\n" not in str(error) and lh.cluster.name in str(error) and error.exit_code == 7
@@ -351,7 +352,7 @@ def test_an_absent_part_answers_one_line_with_the_launchers_reason(lh: LH, part:
 
 
 @having("nodes")
-def test_node_control_leaf_switches_cover_the_nodes_then_drain_and_resume(lh: LH, tmp_path):
+def test_node_control_leaf_switches_cover_the_nodes_then_drain_and_resume(lh: LH, tmp_path: Path) -> None:
     control = lh.launcher.parts().nodes
     assert control is not None
     switches = control.leaf_switches()
@@ -363,7 +364,7 @@ def test_node_control_leaf_switches_cover_the_nodes_then_drain_and_resume(lh: LH
 
 
 @having("checkpoints")
-def test_checkpoints_the_latest_complete_step(lh: LH):
+def test_checkpoints_the_latest_complete_step(lh: LH) -> None:
     checkpoints = lh.launcher.parts().checkpoints
     assert checkpoints is not None
     ckpt = Path(RunLayout(lh.run_dir).checkpoints)
@@ -374,7 +375,7 @@ def test_checkpoints_the_latest_complete_step(lh: LH):
 
 
 @having("staging")
-def test_staging_runs_the_prepare_job(lh: LH):
+def test_staging_runs_the_prepare_job(lh: LH) -> None:
     staging = lh.launcher.parts().staging
     assert staging is not None
     node = sorted(lh.launcher.node_states())[0]
@@ -383,7 +384,7 @@ def test_staging_runs_the_prepare_job(lh: LH):
 
 
 @having("gate")
-def test_gate_jobs_run_on_chosen_nodes(lh: LH, tmp_path):
+def test_gate_jobs_run_on_chosen_nodes(lh: LH, tmp_path: Path) -> None:
     gate = lh.launcher.parts().gate
     assert gate is not None
     node = sorted(lh.launcher.node_states())[0]
@@ -416,8 +417,8 @@ def _check_works(lh: LH, method: str, result: Any, node: str, remote: str) -> No
     elif method == "stage":  # nothing to stage: the job only says so
         assert isinstance(result, JobRef)
         assert lh.wait(result, lambda s: s.state.terminal).state is JobState.COMPLETED
-        out = Path(StageRequest(recipe="ctr", data_root=f"{lh.run_dir}/data").output(result.job_id))
-        assert out.read_text().endswith(f"staged ctr under {lh.run_dir}/data\n")
+        staged = Path(StageRequest(recipe="ctr", data_root=f"{lh.run_dir}/data").output(result.job_id))
+        assert staged.read_text().endswith(f"staged ctr under {lh.run_dir}/data\n")
     elif method == "run_on_nodes":
         assert isinstance(result, ExecResult) and result.exit_code == 0, result
         assert "step-ok" in result.stdout

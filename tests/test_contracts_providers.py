@@ -50,7 +50,7 @@ LAUNCHER_PARTS = {"fake": SLURM_PARTS, "local": SLURM_PARTS, "ssh": SLURM_PARTS,
                   "azureml": ()}
 
 
-def test_the_suite_covers_every_registered_provider():
+def test_the_suite_covers_every_registered_provider() -> None:
     assert set(PROVIDERS) == set(backends.names())
 
 
@@ -109,7 +109,7 @@ def credential_reads(seen: list[tuple[str, tuple[Any, ...]]], secrets: list[Path
     return out
 
 
-def test_the_purity_probe_sees_writes_connections_and_commands(tmp_path):
+def test_the_purity_probe_sees_writes_connections_and_commands(tmp_path: Path) -> None:
     import subprocess
     server = socket.socket()
     server.bind(("127.0.0.1", 0))
@@ -126,8 +126,11 @@ def test_the_purity_probe_sees_writes_connections_and_commands(tmp_path):
         server.close()
     kinds = [e.split()[0] for e in effects(seen)]
     assert result == 0 and {"open-write", "socket.connect", "subprocess.Popen"} <= set(kinds)
-    _, seen = observe(lambda: (Path.home() / ".ssh" / "id_nonexistent").exists() or
-                      open(__file__).close())
+    def reads() -> bool:
+        with open(__file__) as handle:
+            return (Path.home() / ".ssh" / "id_nonexistent").exists() or bool(handle.read(1))
+
+    _, seen = observe(reads)
     assert effects(seen) == [] and credential_reads(seen, [Path(__file__)]) == [__file__]
 
 
@@ -172,7 +175,9 @@ def _fake(home: Path, request: pytest.FixtureRequest) -> Harness:
 
 
 def _local(home: Path, request: pytest.FixtureRequest) -> Harness:
+    from orchestrator.providers.local import proc
     from orchestrator.providers.local import provider as local
+    from orchestrator.providers.local.cluster import STATE_FILE
     from orchestrator.slurm.commands import find_binaries
     from tests.fixtures.slurm import local_spec
     try:
@@ -187,7 +192,7 @@ def _local(home: Path, request: pytest.FixtureRequest) -> Harness:
         if state is None:
             return set()
         return {f"{key}:{d.pid}" for key, d in state.daemons.items()
-                if local.proc.alive(d.pid, d.start_time)} | {local.STATE_FILE}
+                if proc.alive(d.pid, d.start_time)} | {STATE_FILE}
 
     return Harness("local", local.LocalProvider, spec, owned)
 
@@ -206,10 +211,10 @@ def _ssh(home: Path, request: pytest.FixtureRequest) -> Harness:
         built.append(target)
         return SshRunner(target, env, connect_timeout=5)
 
-    spec = ClusterSpec(name="ctr-ssh", provider="ssh", sku="local", nodes=2,
+    spec = ClusterSpec.model_validate(dict(name="ctr-ssh", provider="ssh", sku="local", nodes=2,
                        ssh=SshSettings(host=sshd.host, port=sshd.port, user=sshd.user,
                                       key_path=sshd.client_key, host_key=sshd.host_key_line,
-                                      workdir=slurm.workdir, env=dict(slurm.env)))
+                                      workdir=slurm.workdir, env=dict(slurm.env))))
     return Harness("ssh", lambda: SshProvider(factory), spec, lambda: _files(home / "clusters" / spec.name),
                    credentials_used=lambda: len(built), secrets=[Path(sshd.client_key)])
 
@@ -240,9 +245,9 @@ def _azure(home: Path, request: pytest.FixtureRequest) -> Harness:
                            per_call_policies=[allow_plain_http_policy()], polling_interval=0.01,
                            retry_backoff_factor=0.01)
     # boot_timeout_s 0: this fake does not boot VMs (tests/test_azure_e2e.py has the one that does)
-    spec = ClusterSpec(name="ctr-azure", provider="azure", sku="h100", nodes=3, region="eastus",
-                       azure={"ssh_ingress_cidr": "203.0.113.7/32", "max_vms_per_scale_set": 2,
-                              "boot_timeout_s": 0})
+    spec = ClusterSpec.model_validate(dict(name="ctr-azure", provider="azure", sku="h100", nodes=3, region="eastus",
+                                           azure={"ssh_ingress_cidr": "203.0.113.7/32", "max_vms_per_scale_set": 2,
+                                                  "boot_timeout_s": 0}))
 
     def owned() -> set[str]:
         with server.lock:
@@ -260,7 +265,8 @@ def _azureml(home: Path, request: pytest.FixtureRequest) -> Harness:
     from testsupport.fake_arm import default_catalogue
     from tests.test_azureml import FakeAml
     from tests.test_azureml import provider as aml_provider
-    server = FakeAml().start()
+    server = FakeAml()
+    server.start()
     request.addfinalizer(server.stop)
     server.add_workspace()
     default_catalogue(server)
@@ -300,7 +306,7 @@ def _param(name: str) -> Any:
     return pytest.param(name, marks=pytest.mark.integration) if name in ("local", "ssh") else name
 
 
-def having(part: str) -> Any:
+def having(part: str) -> pytest.MarkDecorator:
     """The test runs on the backends that have `part` only (the module's `h`, overridden)."""
     return pytest.mark.parametrize("h", [_param(n) for n in PROVIDERS if part in PARTS[n]], indirect=True)
 
@@ -337,7 +343,7 @@ def _same_record(a: Cluster, b: Cluster) -> dict[str, tuple[Any, Any]]:
 
 # -- the contract, in the order a cluster lives it -------------------------------------------
 
-def test_the_parts_are_the_declared_ones_and_every_other_part_is_none(h: Harness):
+def test_the_parts_are_the_declared_ones_and_every_other_part_is_none(h: Harness) -> None:
     own = h.provider.parts()
     assert isinstance(own, ProviderParts)
     assert sorted(own.names()) == sorted(PARTS[h.name])
@@ -356,7 +362,7 @@ OPERATIONS = {"resize": "resizer", "resize_preview": "resizer", "extend": "expir
 
 @pytest.mark.parametrize(("backend", "operation"), [(n, op) for n in PROVIDERS for op, part in OPERATIONS.items()
                                                     if part not in PARTS[n]])
-def test_an_absent_part_answers_one_line_exit_7(backend: str, operation: str):
+def test_an_absent_part_answers_one_line_exit_7(backend: str, operation: str) -> None:
     from orchestrator.providers.base import _LACKS, lacking
     assert set(OPERATIONS) == set(_LACKS)
     error = lacking("ctr-x", backend, operation)
@@ -364,12 +370,12 @@ def test_an_absent_part_answers_one_line_exit_7(backend: str, operation: str):
     assert error.exit_code == 7
 
 
-def test_the_protocol_declares_at_most_eight_members():
+def test_the_protocol_declares_at_most_eight_members() -> None:
     declared = {n for n in vars(Provider) if not n.startswith("_")} | set(Provider.__annotations__)
     assert declared == {"name", "plan", "provisional", "up", "describe", "down", "connect", "parts"}
 
 
-def test_plan_is_pure(h: Harness):
+def test_plan_is_pure(h: Harness) -> None:
     before_requests, before_owned = len(h.requests()), h.owned()
     state = dict(vars(h.provider))
     plan, seen = observe(lambda: h.provider.plan(h.spec))
@@ -384,7 +390,7 @@ def test_plan_is_pure(h: Harness):
     assert (plan.cluster, plan.provider, plan.nodes) == (h.spec.name, h.name, h.spec.nodes)
 
 
-def test_provisional_record_is_pure_and_has_the_plans_shape(h: Harness):
+def test_provisional_record_is_pure_and_has_the_plans_shape(h: Harness) -> None:
     plan = h.provider.plan(h.spec)
     record, seen = observe(lambda: h.provider.provisional(h.spec, plan))
     assert effects(seen) == [] and h.requests() == [] and h.credentials_used() == 0
@@ -393,7 +399,7 @@ def test_provisional_record_is_pure_and_has_the_plans_shape(h: Harness):
         (h.spec.name, h.name, plan.sku, plan.nodes, plan.region)
 
 
-def test_up_is_idempotent(h: Harness):
+def test_up_is_idempotent(h: Harness) -> None:
     first = h.cluster()
     assert first.state is ClusterState.READY and first.name == h.spec.name
     assert h.owned_after_first, "up created nothing the probe can see"
@@ -406,7 +412,7 @@ def test_up_is_idempotent(h: Harness):
     assert diff == {}, diff
 
 
-def test_describe_matches_up(h: Harness):
+def test_describe_matches_up(h: Harness) -> None:
     first = h.cluster()
     described = h.make().describe(h.spec.name)  # a new process: the cloud is the truth
     assert described is not None
@@ -416,11 +422,11 @@ def test_describe_matches_up(h: Harness):
         first.model_dump(include={"name", "sku", "nodes", "region", "state", "properties"})
 
 
-def test_describe_of_an_unknown_cluster_is_none(h: Harness):
+def test_describe_of_an_unknown_cluster_is_none(h: Harness) -> None:
     assert h.provider.describe("ctr-nosuch") is None
 
 
-def test_connect_hands_out_the_traits_and_the_launchers_parts(h: Harness):
+def test_connect_hands_out_the_traits_and_the_launchers_parts(h: Harness) -> None:
     cluster = h.cluster()
     access = h.provider.connect(cluster)
     try:
@@ -442,7 +448,7 @@ def test_connect_hands_out_the_traits_and_the_launchers_parts(h: Harness):
         access.close()  # idempotent
 
 
-def test_shell_of_a_shell_cluster_runs_commands(h: Harness):
+def test_shell_of_a_shell_cluster_runs_commands(h: Harness) -> None:
     if h.name == "azure":
         pytest.skip("the fake ARM's VMs do not boot: tests/test_azure_e2e.py logs into booted ones")
     with h.provider.connect(h.cluster()) as access:
@@ -452,7 +458,7 @@ def test_shell_of_a_shell_cluster_runs_commands(h: Harness):
         assert (result.exit_code, result.stdout) == (3, "contract\n")
 
 
-def test_spends_money_means_the_cost_cap_applies(h: Harness):
+def test_spends_money_means_the_cost_cap_applies(h: Harness) -> None:
     plan = h.provider.plan(h.spec)
     tiny = 0.001
     if h.provider.parts().traits.spends_money:
@@ -465,7 +471,7 @@ def test_spends_money_means_the_cost_cap_applies(h: Harness):
 # -- the optional parts, each over the backends that have it -----------------------------------
 
 @having("expiry")
-def test_expiry_extend_moves_the_deadline_describe_shows(h: Harness):
+def test_expiry_extend_moves_the_deadline_describe_shows(h: Harness) -> None:
     expiry = h.provider.parts().expiry
     assert expiry is not None
     cluster = h.cluster()
@@ -478,7 +484,7 @@ def test_expiry_extend_moves_the_deadline_describe_shows(h: Harness):
 
 
 @having("expiry")
-def test_expiry_sweep_dry_run_keeps_a_live_cluster_and_writes_nothing(h: Harness):
+def test_expiry_sweep_dry_run_keeps_a_live_cluster_and_writes_nothing(h: Harness) -> None:
     expiry = h.provider.parts().expiry
     assert expiry is not None
     cluster = h.cluster()
@@ -490,7 +496,7 @@ def test_expiry_sweep_dry_run_keeps_a_live_cluster_and_writes_nothing(h: Harness
 
 
 @having("live")
-def test_live_node_states_list_the_nodes(h: Harness):
+def test_live_node_states_list_the_nodes(h: Harness) -> None:
     live = h.provider.parts().live
     assert live is not None
     cluster = h.cluster()
@@ -500,7 +506,7 @@ def test_live_node_states_list_the_nodes(h: Harness):
 
 
 @having("live")
-def test_live_view_and_overview_read_the_cluster_without_writing(h: Harness):
+def test_live_view_and_overview_read_the_cluster_without_writing(h: Harness) -> None:
     live = h.provider.parts().live
     assert live is not None
     cluster = h.cluster()
@@ -513,7 +519,7 @@ def test_live_view_and_overview_read_the_cluster_without_writing(h: Harness):
 
 
 @having("ownership")
-def test_ownership_the_creator_owns_it_holdings_are_ours_and_adopt_rebuilds_it(h: Harness):
+def test_ownership_the_creator_owns_it_holdings_are_ours_and_adopt_rebuilds_it(h: Harness) -> None:
     ownership = h.provider.parts().ownership
     assert ownership is not None
     cluster = h.cluster()
@@ -528,7 +534,7 @@ def test_ownership_the_creator_owns_it_holdings_are_ours_and_adopt_rebuilds_it(h
 
 
 @having("preflight")
-def test_preflight_check_reads_and_finds_nothing_refusing_a_valid_plan(h: Harness):
+def test_preflight_check_reads_and_finds_nothing_refusing_a_valid_plan(h: Harness) -> None:
     preflight = h.provider.parts().preflight
     assert preflight is not None
     mark = len(h.requests())
@@ -538,7 +544,7 @@ def test_preflight_check_reads_and_finds_nothing_refusing_a_valid_plan(h: Harnes
 
 
 @having("host_reports")
-def test_host_reports_of_no_node_report_nothing_and_write_nothing(h: Harness):
+def test_host_reports_of_no_node_report_nothing_and_write_nothing(h: Harness) -> None:
     reports = h.provider.parts().host_reports
     assert reports is not None
     cluster = h.cluster()
@@ -548,7 +554,7 @@ def test_host_reports_of_no_node_report_nothing_and_write_nothing(h: Harness):
 
 
 @having("resizer")
-def test_resizer_preview_says_what_a_grow_changes_and_changes_nothing(h: Harness):
+def test_resizer_preview_says_what_a_grow_changes_and_changes_nothing(h: Harness) -> None:
     resizer = h.provider.parts().resizer
     assert resizer is not None
     cluster = h.cluster()
@@ -561,7 +567,7 @@ def test_resizer_preview_says_what_a_grow_changes_and_changes_nothing(h: Harness
 
 
 @having("healer")
-def test_healer_restore_capacity_with_nothing_evicted_changes_nothing(h: Harness):
+def test_healer_restore_capacity_with_nothing_evicted_changes_nothing(h: Harness) -> None:
     healer = h.provider.parts().healer
     assert healer is not None
     cluster = h.cluster()
@@ -574,7 +580,7 @@ def test_healer_restore_capacity_with_nothing_evicted_changes_nothing(h: Harness
 
 
 @having("healer")
-def test_healer_replace_node_brings_a_fresh_one_under_a_new_name(h: Harness):
+def test_healer_replace_node_brings_a_fresh_one_under_a_new_name(h: Harness) -> None:
     healer = h.provider.parts().healer
     assert healer is not None
     cluster = h.cluster()
@@ -586,7 +592,7 @@ def test_healer_replace_node_brings_a_fresh_one_under_a_new_name(h: Harness):
     h.first = described  # later tests (and the fixture's down) see the cluster as it now is
 
 
-def test_down_is_idempotent_and_leaves_nothing(h: Harness):
+def test_down_is_idempotent_and_leaves_nothing(h: Harness) -> None:
     cluster = h.cluster()
     h.provider.down(cluster)
     assert h.owned() == set()

@@ -316,3 +316,64 @@ def test_explain_a_gpu_run_with_its_stored_steps(tmp_path: Path) -> None:
     assert abs(doc["error"]) < 0.08 and doc["gap"].startswith("measured 17.1 s")
     text = azbench_in_process("explain", "r2", home=home)
     assert "median of 20 kept steps" in text.out and "measured step (median)" in text.out
+
+
+def test_the_gpu_checks_gemm_rate_bounds_the_share_of_its_gpu_and_a_borrowed_rate() -> None:
+    # recipes/published/gemm_rates.csv: one H200, FP8 1,412.9 TFLOP/s of the 1,979 dense peak
+    floor = 1979.0 / 1412.9
+    pool = [s for s in modelled() if s.group == ("h200", "fp8")]
+    assert pool
+    # steps half as long would want a share of about twice the fitted one: the bound holds it
+    fast = fit([replace(s, step_s=s.step_s * 0.5) for s in modelled()])
+    assert fast.slowdown[("h200", "fp8")] == pytest.approx(floor, rel=1e-9)
+    # a borrowed rate: H100 FP8 at 91 % of peak would give H200 FP8 the same; the bound says 71 %
+    borrowed = replace(fitted_params(), slowdown={("h100", "fp8"): 1.1}, counts={})
+    params, how = borrowed.params_for(("h200", "fp8"))
+    assert params.slowdown == pytest.approx(floor)
+    assert "capped at the GPU check's GEMM rate (71% of peak)" in how
+    # --params names the bound and its source
+    rows = {str(r["name"]): r for r in fitted_params().table()}
+    bound = rows["bound: share of dense peak at most the measured GEMM rate [h200 fp8]"]
+    assert bound["value"] == pytest.approx(1412.9 / 1979.0, abs=1e-4) and "gpu_check.jsonl" in str(bound["data"])
+
+
+def test_a_config_that_sources_its_helpers_from_configs_reads_their_fp8(tmp_path: Path) -> None:
+    """NVIDIA's v4.1 LoRA entry configs source `$(dirname $0)/config_common.sh` (FP8=True) that
+    the submission keeps in configs/: the table builder puts it beside them, so the row reads FP8."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "step_times", Path(__file__).resolve().parents[1] / "recipes" / "published" / "step_times.py")
+    assert spec is not None and spec.loader is not None
+    step_times = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(step_times)
+    (tmp_path / "configs").mkdir()
+    (tmp_path / "configs" / "config_common.sh").write_text("export FP8=True\n")
+    (tmp_path / "config_DGXH100_8x8x1xtp4pp1cp2.sh").write_text(
+        'source $(dirname ${BASH_SOURCE[0]})/config_common.sh\nexport TP=4\nexport FP8_DPA=1\n')
+    before = step_times.source(tmp_path, "config_DGXH100_8x8x1xtp4pp1cp2.sh", "8", "8")
+    assert step_times.precision(before) == "bf16"  # the helper not found: what the table read
+    step_times._helpers_beside(tmp_path)
+    after = step_times.source(tmp_path, "config_DGXH100_8x8x1xtp4pp1cp2.sh", "8", "8")
+    assert step_times.precision(after) == "fp8" and after["FP8_DPA"] == "1"
+    v41 = [s for s in scales() if s.round == "v4.1" and s.submitter == "NVIDIA"
+           and s.benchmark == "llama2_70b_lora" and s.config is not None]
+    assert v41 and {s.config.precision for s in v41 if s.config} == {"fp8"}
+
+
+def test_a_gpu_or_precision_without_scales_takes_the_balance_line_of_the_fitted_groups() -> None:
+    # two fitted groups, one scale each: H100 FP8 at slowdown 2.0 (x = 1,979 / 3.35), H200 FP8 at
+    # 1.5 (x = 1,979 / 4.8); the line through them, read at GB200 FP8 (5,000 / 8) and FP4 (10,000 / 8)
+    x100, x200 = 1979.0 / 3.35, 1979.0 / 4.8
+    f = replace(fitted_params(), slowdown={("h100", "fp8"): 2.0, ("h200", "fp8"): 1.5},
+                counts={("h100", "fp8"): 1, ("h200", "fp8"): 1})
+    def line(x: float) -> float:
+        return 1.5 + 0.5 * (x - x200) / (x100 - x200)
+    fp8, how = f.params_for(("gb200", "fp8"))
+    assert fp8.slowdown == pytest.approx(line(625.0)) and "balance line" in how
+    fp4, _ = f.params_for(("gb200", "fp4"))
+    assert fp4.slowdown == pytest.approx(line(1250.0)) and fp4.slowdown > fp8.slowdown
+    # one fitted group: no line; the same GPU's achieved rate at the new precision's peak
+    one = replace(f, slowdown={("gb200", "fp8"): 2.0}, counts={("gb200", "fp8"): 1})
+    alone, why = one.params_for(("gb200", "fp4"))
+    assert alone.slowdown == pytest.approx(4.0) and "achieved rate" in why

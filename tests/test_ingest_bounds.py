@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from orchestrator.errors import ConfigError, NotFoundError
-from orchestrator.results import importer, mllog
+from orchestrator.results import import_facts, import_sources, mllog
 from orchestrator.results.files import open_regular, read_small
 from orchestrator.results.importer import import_path
 from orchestrator.results.ingest import archive_log, file_hash
@@ -220,17 +220,17 @@ def test_numbers_from_a_log_are_bounded() -> None:
     assert as_int("²") is None and as_int("٣") is None and as_int(" 42 ") == 42
     assert as_float(10**400) is None and as_float(float("nan")) is None
     assert as_float(float("-inf")) is None and as_float(3) == 3.0 and as_float(True) is None
-    assert importer._as_int("²") is None and importer._as_int("9" * 30) is None
-    assert importer._as_int(" 16 ") == 16 and importer._platform_nodes("99999999999x8") is None
+    assert import_facts._as_int("²") is None and import_facts._as_int("9" * 30) is None
+    assert import_facts._as_int(" 16 ") == 16 and import_facts._platform_nodes("99999999999x8") is None
 
 
 def test_run_dir_start_search_streams_and_finds_a_needle_across_blocks(tmp_path: Path) -> None:
     log = tmp_path / "train.log"
     needle = b'"key": "run_start"'
     log.write_bytes(b"x" * 13 + needle + b"y" * 40)
-    assert importer._contains(log, needle, block=16)  # split across the first two blocks
-    assert importer._contains(log, needle, block=7)
-    assert not importer._contains(log, b'"key": "run_stop"', block=16)
+    assert import_sources.file_contains(log, needle, block=16)  # split across the first two blocks
+    assert import_sources.file_contains(log, needle, block=7)
+    assert not import_sources.file_contains(log, b'"key": "run_stop"', block=16)
 
 
 # -- many logs, concurrent imports, kill -9, a forged long log (issue 38, point 6) ---------------

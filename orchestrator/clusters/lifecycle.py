@@ -1,6 +1,10 @@
 """The use cases behind the CLI: up, down, status, and cluster lookup.
 
 Each function takes typed specs, wires provider + store, and returns data for the CLI to render.
+Every use case that asks a provider looks it up here (`get_provider`: the one place tests
+substitute it); what needs no provider lives beside it: cost.py (list-price rates and costs),
+status.py (what `status` says, the record following the cloud), resizing.py (resize's plan and
+its rollback). Their names are re-exported here.
 The cluster record is written before the action it describes (so a crash leaves something
 `down` can use); a history event only after the fact: "up 2 x SKU" (kind `up`) once it is up,
 or "... attempted, failed: why" (kind `up_failed`) when it is not, so an event of an action's
@@ -13,22 +17,37 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
-from typing import TYPE_CHECKING, Any, Callable, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Callable
 
+from orchestrator import providers
+from orchestrator.clusters import status
+from orchestrator.clusters.cost import Rate, billed_rate, cost_so_far, gpus_of, price_of, spent_at
+from orchestrator.clusters.resizing import ReportsNotes, ResizePlan, plan_resize, undrain
+from orchestrator.clusters.spending import check_cost_cap, cost_cap
+from orchestrator.clusters.status import (GONE, ClusterStatus, ListedCluster, NodeView, expires_at, reconcile,
+                                          time_left)
+from orchestrator.errors import (AzbenchError, ConfigError, LostRaceError, NotAvailableError, NotFoundError,
+                                 NotOwnerError, PreflightError, ProvisionError, ShrinkError)
+from orchestrator.hardware.catalog import lookup
+from orchestrator.models import Cluster, ClusterState, Plan, RunState, local_owner, utcnow
 from orchestrator.providers import get_provider, require
 from orchestrator.providers.base import lacking
-from orchestrator.clusters.spending import check_cost_cap, cost_cap
 from orchestrator.specs.cluster import ClusterSpec
-from orchestrator.errors import (AzbenchError, ConfigError, LostRaceError, MissingCapability, NotFoundError,
-                                 NotOwnerError, PreflightError, ProvisionError, ShrinkError)
-from orchestrator.models import Cluster, ClusterState, Plan, RunState, local_owner, utcnow
 
 if TYPE_CHECKING:
-    from orchestrator.providers.base import (Billed, CloudView, Holding, HostReport, Provider, ProviderParts, SetChange,
-                                             SweepItem, SweepRequest)
+    from orchestrator.providers.base import (Holding, HostReport, Provider, ProviderParts, SetChange, SweepItem,
+                                             SweepRequest)
     from orchestrator.seams import Access
     from orchestrator.store.database import Store
     from orchestrator.store.schema import ClusterRow
+
+__all__ = [  # its use cases, and what moved beside it (cost, status, resizing), importable from here
+    "ACTIVE_RUNS", "adopt", "billed_rate", "check", "cluster_status", "ClusterStatus", "connect", "cost_so_far",
+    "down", "down_preview", "DownPreview", "expires_at", "extend", "EXTEND_HOURS", "GONE", "ListedCluster",
+    "NodeView", "owner_of", "parts", "plan", "plan_resize", "Rate", "reachable", "record_if_live", "replace_node",
+    "report_unhealthy", "ReportsNotes", "require_cluster", "require_sdk", "resize", "resize_preview",
+    "resize_question", "ResizePlan", "restore_capacity", "status_list", "sweep", "time_left", "up", "UpResult",
+]
 
 
 EXTEND_HOURS = (0.25, 168.0)  # `extend --hours`: a quarter hour to a week at a time
@@ -69,7 +88,7 @@ def up(spec: ClusterSpec, store: Store, on_progress: Callable[[Any], None] | Non
     preflight error), or a race lost to another `up` of the same name, puts the store back as it
     was; any other failure records what exists as FAILED. A rerun keeps the cluster's first
     creation time."""
-    from orchestrator.store.schema import EventRow
+    from orchestrator.store.schema import EventRow  # lazy: +sqlalchemy, ~0.4 s, on `up --dry-run` (-X importtime)
     provider = get_provider(spec.provider, progress=on_progress)
     the_plan = provider.plan(spec)
     check_cost_cap(the_plan, cost_cap(spec))  # before describe(): no credential is read yet
@@ -124,7 +143,7 @@ def _attempted(store: Store, name: str, kind: str, what: str, exc: BaseException
     `<kind>_failed` (an `extend` event means the cloud accepted the new deadline); `began`, when
     the attempt may have left something billing, goes into its data as `started_at` (goodput
     counts the span). Best effort: the action's own error is the one the user must see."""
-    from orchestrator.store.schema import EventRow
+    from orchestrator.store.schema import EventRow  # lazy: +sqlalchemy, ~0.4 s, on `up --dry-run` (-X importtime)
     try:
         store.add_event(EventRow(kind=f"{kind}_failed", cluster=name,
                                  message=f"{what} attempted, failed: {exc}",
@@ -174,7 +193,7 @@ def down(name: str, store: Store, on_progress: Callable[[Any], None] | None = No
     question naming everything that goes (DownPreview; it raises to say no). The record is
     DELETING while the provider deletes; a delete that stops part way leaves it DELETE_FAILED
     with a `down_failed` event saying what is left, and the error's hint is to rerun `down`."""
-    from orchestrator.store.schema import EventRow
+    from orchestrator.store.schema import EventRow  # lazy: +sqlalchemy, ~0.4 s, on `up --dry-run` (-X importtime)
     cluster = require_cluster(name, store, live=False)
     provider = get_provider(cluster.provider, progress=on_progress)
     what = "down" + (" (--force)" if force else "")
@@ -230,15 +249,14 @@ def adopt(name: str, store: Store, provider: str | None = None, *, force: bool =
     that has none (a lost store, another machine): the first backend that finds it, of
     `provider` or of every backend whose clusters are findable by tag (the `ownership` part).
     Another owner's is refused (NotOwnerError) unless `force`. An `adopt` event after the fact."""
-    from orchestrator.providers import names, parts
-    from orchestrator.store.schema import EventRow
+    from orchestrator.store.schema import EventRow  # lazy: +sqlalchemy, ~0.4 s, on `up --dry-run` (-X importtime)
     row = store.get_cluster(name)
     if row is not None and row.state != ClusterState.TERMINATED:
         raise ConfigError(f"cluster '{name}' is already in this home ({row.state.value})",
                           hint=f"see `azbench status {name}`")
     # Which backends can adopt is asked of their parts (no SDK needed): only those that can
     # need their extra, so a missing SDK of a backend that cannot adopt is never in the way.
-    backends = [provider] if provider else [n for n in names() if parts(n).ownership is not None]
+    backends = [provider] if provider else [n for n in providers.names() if providers.parts(n).ownership is not None]
     for backend in backends:
         if (ownership := get_provider(backend).parts().ownership) is None:
             raise lacking(name, backend, "adopt")
@@ -293,8 +311,8 @@ def _down_preview(cluster: Cluster, store: Store, provider: Provider) -> DownPre
     holdings = tuple(own.ownership.holdings(cluster)) if own.ownership is not None else ()
     billed = [h.billed for h in holdings if h.billed is not None]
     rate = billed_rate(billed) if holdings else None
-    cost = _spent(cluster, rate) if rate is not None else cost_so_far(cluster)
-    gpus = _gpus(cluster)
+    cost = spent_at(cluster, rate) if rate is not None else cost_so_far(cluster)
+    gpus = gpus_of(cluster)
     priced = f" ({rate.say()})" if rate is not None and rate.parts else ""
     spent = (f"~${cost:,.2f} spent so far (list price{priced})" if cost is not None else
              f"cost so far unknown{priced}")
@@ -305,106 +323,21 @@ def _down_preview(cluster: Cluster, store: Store, provider: Provider) -> DownPre
     return DownPreview(cluster, running, cost, question, holdings)
 
 
-@dataclass(frozen=True)
-class Rate:
-    """What a cluster's billed resources cost per hour, at list price: the total of the priced
-    ones (None when none is priced), each part said, and what could not be priced."""
-
-    per_hour: float | None
-    parts: tuple[str, ...] = ()
-    unpriced: tuple[str, ...] = ()
-
-    def say(self) -> str:
-        """'1 x Standard_ND96isr_H100_v5 at $98.32/h, head Standard_D8s_v5 at $0.384/h'."""
-        return ", ".join(self.parts + tuple(f"{u}: not priced" for u in self.unpriced))
-
-
-def billed_rate(billed: Sequence[Billed]) -> Rate:
-    """The list price per hour of what bills (the catalog's price for each size: its spot
-    estimate for spot VMs). The one place a cluster's running cost is computed from what the
-    cloud says exists; a size the catalog does not know is said, never guessed."""
-    from orchestrator.hardware.catalog import find
-    total, parts, unpriced = 0.0, [], []
-    for item in billed:
-        if item.count <= 0:
-            continue
-        row = find(item.size)
-        price = (row.spot_price_per_hour_usd() if item.spot else row.price_per_hour_usd) if row else None
-        label = f"{item.what} {item.size}" if item.count == 1 and item.what == "head" else \
-            f"{item.count:,} x {item.size or 'unknown size'}"
-        if price is None:
-            unpriced.append(f"{item.what} {item.size or '(size not checked)'}" if item.what == "head" else label)
-            continue
-        total += item.count * price
-        parts.append(f"{label} at {_usd(item.count * price)}/h")
-    priced = bool(parts)
-    return Rate(round(total, 3) if priced else None, tuple(parts), tuple(unpriced))
-
-
-def _usd(value: float) -> str:
-    """$98.32, $1,966.40; below a dollar every digit the catalog has ($0.384)."""
-    return f"${value:,.2f}" if value >= 1 else f"${value:g}"
-
-
-def _spent(cluster: Cluster, rate: Rate, now: datetime | None = None, created: datetime | None = None) -> float | None:
-    """List-price cost since creation at `rate` (what bills now), None when nothing is priced."""
-    if rate.per_hour is None:
-        return None
-    end = now or datetime.now(timezone.utc)
-    hours = max(0.0, (end - (created or cluster.created_at)).total_seconds() / 3600)
-    return round(hours * rate.per_hour, 2)
-
-
-@runtime_checkable
-class ReportsNotes(Protocol):
-    """A provider that says what an operation did besides its plan, per cluster (Azure: a
-    shrink whose park fell back to deleting the instances)."""
-
-    notes: dict[str, list[str]]
-
-
-def _undrain(provider: Provider, cluster: Cluster, nodes: Sequence[str]) -> str:
-    """Return `nodes` (drained for a resize that failed) to service; what happened, in words."""
-    if not nodes:
-        return ""
-    try:
-        with provider.connect(cluster) as access:
-            if (control := access.launcher.parts().nodes) is not None:  # it drained them: it has one
-                control.resume(list(nodes))
-    except AzbenchError as exc:
-        return (f"{', '.join(nodes)} stay drained: returning them failed ({exc}); "
-                f"`azbench health {cluster.name} --undrain` returns them")
-    return f"{', '.join(nodes)} returned to service (undrained)"
-
-
 def resize_question(name: str, nodes: int, store: Store) -> str:
     """For `resize` that grows a cluster on a provider that costs money: the [y/N] question
     naming the VMs added and the cost per hour before and after (list price); "" otherwise.
     The count is checked first (GB200: whole racks), so nothing is asked of a refused one."""
-    from orchestrator.hardware.catalog import lookup
     cluster = require_cluster(name, store)
     plan = plan_resize(cluster, nodes)
     if plan.after <= plan.before or not parts(cluster).traits.spends_money:
         return ""
     added = plan.after - plan.before
-    price = _price(cluster)
-    gpus = _gpus(cluster.model_copy(update={"nodes": added}))
+    price = price_of(cluster)
+    gpus = gpus_of(cluster.model_copy(update={"nodes": added}))
     more = (f"+~${added * price:,.2f}/h, ~${(cluster.cost_per_hour_usd or 0) + added * price:,.2f}/h in all "
             "(list price)" if price is not None and cluster.cost_per_hour_usd is not None else "cost unknown")
     return (f"Add {added:,} x {lookup(cluster.sku).name}{f' ({gpus:,} GPUs)' if gpus is not None else ''} to "
             f"cluster '{name}' ({plan.before:,} -> {plan.after:,} nodes): {more}?")
-
-
-def _gpus(cluster: Cluster) -> int | None:
-    from orchestrator.hardware.catalog import find
-    row = find(cluster.sku)
-    return cluster.nodes * row.gpus_per_vm if row is not None else None
-
-
-def _price(cluster: Cluster) -> float | None:
-    from orchestrator.hardware.catalog import find
-    row = find(cluster.sku)
-    return row.price_per_hour_usd if row is not None else None
 
 
 def record_if_live(spec: ClusterSpec, store: Store) -> bool:
@@ -436,57 +369,16 @@ def restore_capacity(cluster: Cluster, nodes: Sequence[str] = (), evict_wait_s: 
     return healer.restore_capacity(cluster, nodes, evict_wait_s=evict_wait_s)
 
 
-@dataclass(frozen=True)
-class NodeView:
-    """One node for `azbench status`: its name, state and a detail (reason or scale set)."""
-
-    name: str
-    state: str
-    detail: str = ""
-
-
-@dataclass(frozen=True)
-class ClusterStatus:
-    """`azbench status NAME`: the cloud's view (no login; None where the provider has none),
-    then the scheduler's view from the head. `cloud_note` says why the cloud view is missing,
-    `head` why the scheduler's is ("head unreachable: <reason>", or no login tried for a cluster
-    deleted or being deleted); `change` how the record followed the cloud; "" when there is
-    nothing to say.
-    """
-
-    cluster: Cluster
-    cloud: CloudView | None
-    nodes: list[NodeView]
-    cost_so_far_usd: float | None
-    expires: datetime | None
-    cloud_note: str = ""
-    head: str = ""
-    change: str = ""  # how the record followed the cloud's view ("" when it did not change)
-    rate: Rate | None = None  # what bills now, from the cloud's view (None without one)
-
-    @property
-    def down_nodes(self) -> list[str]:
-        """The nodes the scheduler reports down, drained or failed ("down*", "drain", "fail")."""
-        return [n.name for n in self.nodes if n.state.rstrip("*~#!%$@^-+").lower()
-                in ("down", "drain", "drained", "draining", "fail", "failing", "not_responding")]
-
-    @property
-    def health(self) -> str:
-        """"degraded" when the scheduler reports a node down, else the record's state."""
-        return "degraded" if self.down_nodes else self.cluster.state.value
-
-
 def sweep(request: SweepRequest, store: Store | None = None) -> list[SweepItem]:
     """Every backend that can (the `expiry` part) searches its cloud for expired clusters and,
     unless a dry run, deletes them; their items in registry order. Each deleted cluster this
     home has a live record of ends TERMINATED, with a `sweep` event. NotFoundError-free: a
     backend's own errors (no subscription, sign-in) pass through."""
-    from orchestrator.providers import names, parts
     items: list[SweepItem] = []
-    for name in names():
+    for name in providers.names():
         # Whether it sweeps is asked of its parts (no SDK needed); only a backend that does
         # needs its extra, so ssh's missing paramiko never stands in for azure's SDKs.
-        if parts(name).expiry is None or (expiry := get_provider(name).parts().expiry) is None:
+        if providers.parts(name).expiry is None or (expiry := get_provider(name).parts().expiry) is None:
             continue
         found = expiry.sweep(request)
         items += found
@@ -497,7 +389,7 @@ def sweep(request: SweepRequest, store: Store | None = None) -> list[SweepItem]:
 
 def _mark_swept(store: Store, provider: str, items: Sequence[SweepItem]) -> None:
     """This home's live records of the clusters sweep deleted end TERMINATED, after the fact."""
-    from orchestrator.store.schema import EventRow
+    from orchestrator.store.schema import EventRow  # lazy: +sqlalchemy, ~0.4 s, on `up --dry-run` (-X importtime)
     for item in items:
         row = store.get_cluster(item.cluster) if item.deleted else None
         if row is not None and row.provider == provider and row.state != ClusterState.TERMINATED:
@@ -506,103 +398,13 @@ def _mark_swept(store: Store, provider: str, items: Sequence[SweepItem]) -> None
 
 
 def cluster_status(cluster: Cluster, now: datetime | None = None, store: Store | None = None) -> ClusterStatus:
-    """The cloud's view of the cluster first (states, instances, its tags' creation time and
-    expiry), and the record follows it (saved when `store` is given): nothing left is
-    TERMINATED, a group being deleted DELETING, a ready cluster with parts missing FAILED.
-    Then Slurm's view, only when the cluster is (still) ready: no SSH to a cluster the cloud
-    says is gone. Never raises for an unreachable cloud or head: each failure becomes its
-    one-line note."""
-    provider = get_provider(cluster.provider)
-    cloud: CloudView | None = None
-    cloud_note = ""
-    live = provider.parts().live
-    if live is not None and cluster.state != ClusterState.TERMINATED:
-        try:
-            cloud = live.live_view(cluster)
-        except Exception as exc:  # status reports; the SDK's network errors are not all ours
-            cloud_note = f"cloud view unavailable: {_one_line(exc)}"
-    cluster, change = _reconcile(cluster, cloud, store)
-    nodes: list[NodeView] = []
-    head = ""
-    if cluster.state == ClusterState.READY:
-        try:
-            with provider.connect(cluster) as access:
-                infos = access.launcher.node_states()
-            nodes = [NodeView(i.name, i.state + ("" if i.responding else "*"),
-                              "" if i.reason.lower() == "none" else i.reason) for i in infos.values()]
-        except MissingCapability:
-            pass  # the launcher has no node list (Azure ML): nothing to say
-        except Exception as exc:  # RemoteError, or what paramiko raises before it is wrapped
-            head = f"head unreachable: {_one_line(exc)}"
-    elif cluster.state in GONE:
-        head = "no login tried: the cluster is " + {ClusterState.TERMINATED: "deleted", ClusterState.DELETING: "being deleted",
-                                                    ClusterState.DELETE_FAILED: "partly deleted (delete failed)"}[cluster.state]
-    created = cloud.created if cloud is not None and cloud.created else cluster.created_at
-    deadline = cloud.expires if cloud is not None and cloud.expires else expires_at(cluster)
-    rate, cost = _cost_now(cluster, cloud, created, now)
-    return ClusterStatus(cluster=cluster, cloud=cloud, nodes=nodes, cost_so_far_usd=cost,
-                         expires=deadline, cloud_note=cloud_note, head=head, change=change, rate=rate)
-
-
-def _cost_now(cluster: Cluster, cloud: CloudView | None, created: datetime,
-              now: datetime | None = None) -> tuple[Rate | None, float | None]:
-    """(what bills per hour, the list-price cost since `created`): from what the cloud says
-    still bills when there is a cloud view (whatever the record's state: a failed cluster whose
-    GPU scale set is still there costs money), else from the record's price while it is ready."""
-    if cloud is not None:
-        if not cloud.exists:
-            return None, None
-        rate = billed_rate(cloud.billed)
-        return rate, _spent(cluster, rate, now, created)
-    if cluster.state == ClusterState.READY:
-        return None, cost_so_far(cluster.model_copy(update={"created_at": created}), now)
-    return None, None
-
-
-@dataclass(frozen=True)
-class ListedCluster:
-    """One row of `azbench status`: the record as the cloud's view left it, what bills now
-    per hour, the cost so far and the deadline (None where there is none or it is gone)."""
-
-    cluster: Cluster
-    cost_so_far_usd: float | None
-    billed_per_hour_usd: float | None
-    expires: datetime | None
-    change: str = ""
+    """`azbench status NAME` (status.cluster_status) with the cluster's provider."""
+    return status.cluster_status(get_provider(cluster.provider), cluster, now, store)
 
 
 def status_list(store: Store, now: datetime | None = None) -> tuple[list[ListedCluster], list[str]]:
-    """Every cluster of this home as its cloud has it: each backend that can be asked without
-    a login (the `live` part) is asked once for all its clusters (`overview`: one listing
-    of each kind), and each record follows its view (`_reconcile`, saved). Returns the rows and
-    one note per backend that could not be asked (its rows then stand as recorded)."""
-    rows = [r.cluster for r in store.list_clusters(include_terminated=True)]
-    by_backend: dict[str, list[Cluster]] = {}
-    for c in rows:
-        if c.state != ClusterState.TERMINATED:
-            by_backend.setdefault(c.provider, []).append(c)
-    views: dict[str, CloudView] = {}
-    notes: list[str] = []
-    for backend, clusters in by_backend.items():
-        if (live := get_provider(backend).parts().live) is None:
-            continue
-        try:
-            views.update(live.overview(clusters))
-        except Exception as exc:  # status reports; the SDK's network errors are not all ours
-            notes.append(f"{backend}: cloud view unavailable: {_one_line(exc)}")
-    out = []
-    for c in rows:
-        view = views.get(c.name) if c.state != ClusterState.TERMINATED else None
-        c, change = _reconcile(c, view, store)
-        created = view.created if view is not None and view.created else c.created_at
-        rate, cost = _cost_now(c, view, created, now) if c.state != ClusterState.TERMINATED else (None, None)
-        deadline = None if c.state == ClusterState.TERMINATED else \
-            (view.expires if view is not None and view.expires else expires_at(c))
-        out.append(ListedCluster(c, cost, rate.per_hour if rate is not None else None, deadline, change))
-    return out, notes
-
-
-GONE = (ClusterState.TERMINATED, ClusterState.DELETING, ClusterState.DELETE_FAILED)
+    """`azbench status` (status.status_list), each backend's provider looked up here."""
+    return status.status_list(store, lambda backend: get_provider(backend), now)
 
 
 def reachable(name: str | None, store: Store) -> Cluster:
@@ -612,7 +414,6 @@ def reachable(name: str | None, store: Store) -> Cluster:
     any login: as its record says, or, for a backend whose cloud
     can be asked without a login, as the cloud says now (one listing; the record follows). A
     cloud that cannot be asked leaves the record as it is."""
-    from orchestrator.errors import NotAvailableError
     row = store.get_cluster(name) if name is not None else None
     if name is not None and row is None:
         raise NotFoundError(f"no cluster named '{name}'", hint="see `azbench status`")
@@ -623,7 +424,7 @@ def reachable(name: str | None, store: Store) -> Cluster:
             view = live.overview([cluster]).get(cluster.name)
         except Exception:  # the cloud cannot be asked now: the login will say what it finds
             view = None
-        cluster, _ = _reconcile(cluster, view, store)
+        cluster, _ = reconcile(cluster, view, store)
     if cluster.state == ClusterState.TERMINATED:  # as require_cluster says it, with the state
         raise NotFoundError(f"cluster '{cluster.name}' is down (terminated): nothing of it is left to log in to",
                             hint="bring it up with `azbench up`")
@@ -632,36 +433,6 @@ def reachable(name: str | None, store: Store) -> Cluster:
         raise NotAvailableError(f"cluster '{cluster.name}' is {cluster.state.value}: {why}",
                                 hint=f"rerun `azbench down {cluster.name}` to finish the delete")
     return cluster
-
-
-def _reconcile(cluster: Cluster, cloud: CloudView | None, store: Store | None) -> tuple[Cluster, str]:
-    """The record as the cloud's view says it is, and one line saying what changed ("" when
-    nothing did). A PROVISIONING record is left alone: an `up` may be writing it now."""
-    from orchestrator.store.schema import EventRow
-    if cloud is None:
-        return cluster, ""
-    state, why = cluster.state, ""
-    if not cloud.exists and cluster.state in (ClusterState.READY, ClusterState.FAILED, ClusterState.DELETING):
-        state, why = ClusterState.TERMINATED, "deleted: the cloud holds nothing tagged with it"
-    elif cloud.phase == "deleting" and cluster.state != ClusterState.DELETING:
-        state, why = ClusterState.DELETING, f"being deleted: {cloud.phase_detail}"
-    elif cloud.phase == "partial" and cluster.state == ClusterState.READY:
-        state, why = ClusterState.FAILED, f"partly there: {cloud.phase_detail}"
-    elif cloud.exists and not cloud.phase and cluster.state == ClusterState.DELETING:
-        state, why = ClusterState.FAILED, "its deletion stopped: the cloud still holds it"
-    if state == cluster.state:
-        return cluster, ""
-    updated = cluster.model_copy(update={"state": state})
-    if store is not None:
-        store.save_cluster(updated)
-        store.add_event(EventRow(kind="status", cluster=cluster.name,
-                                 message=f"{cluster.state.value} -> {state.value}: {why}"))
-    return updated, f"record updated: {cluster.state.value} -> {state.value} ({why})"
-
-
-def _one_line(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    return text[0] if text else type(exc).__name__
 
 
 def require_cluster(name: str | None, store: Store, *, live: bool = True) -> Cluster:
@@ -682,31 +453,11 @@ def require_cluster(name: str | None, store: Store, *, live: bool = True) -> Clu
     return row.cluster
 
 
-def cost_so_far(cluster: Cluster, now: datetime | None = None) -> float | None:
-    """List-price estimate since creation (None when the price is unknown)."""
-    if cluster.cost_per_hour_usd is None:
-        return None
-    end = now or datetime.now(timezone.utc)
-    hours = max(0.0, (end - cluster.created_at).total_seconds() / 3600)
-    return round(hours * cluster.cost_per_hour_usd, 2)
-
-
-def expires_at(cluster: Cluster) -> datetime | None:
-    """The cluster's deadline (its azbench-expires tag, as recorded), or None when it has none."""
-    return cluster.properties.deadline()
-
-
-def time_left(cluster: Cluster, now: datetime | None = None) -> timedelta | None:
-    """Time until the cluster deletes itself (negative once past), or None without a deadline."""
-    deadline = expires_at(cluster)
-    return None if deadline is None else deadline - (now or datetime.now(timezone.utc))
-
-
 def extend(name: str, hours: float, store: Store, now: datetime | None = None, *, force: bool = False) -> Cluster:
     """Move the cluster's deadline `hours` later (from now if it has passed): the provider's tags,
     which the in-cluster expiry agent reads, then the record. Another's cluster is refused
     (NotOwnerError) unless `force`, as `down` and `resize` refuse it."""
-    from orchestrator.store.schema import EventRow
+    from orchestrator.store.schema import EventRow  # lazy: +sqlalchemy, ~0.4 s, on `up --dry-run` (-X importtime)
     if not (math.isfinite(hours) and EXTEND_HOURS[0] <= hours <= EXTEND_HOURS[1]):
         raise ConfigError(f"--hours: must be between {EXTEND_HOURS[0]:g} and {EXTEND_HOURS[1]:g}, "
                           f"got {hours:g}")
@@ -750,7 +501,7 @@ def replace_node(cluster: Cluster, node: str, store: Store) -> tuple[Cluster, st
 def report_unhealthy(cluster: Cluster, reasons: Mapping[str, str], store: Store) -> list[HostReport]:
     """Report drained nodes (node -> reason) to the cloud as faulty hosts (MissingCapability
     where the provider has no documented way); one `host_reported` event per node."""
-    from orchestrator.store.schema import EventRow
+    from orchestrator.store.schema import EventRow  # lazy: +sqlalchemy, ~0.4 s, on `up --dry-run` (-X importtime)
     if (reports := parts(cluster).host_reports) is None:
         raise lacking(cluster.name, cluster.provider, "report_unhealthy")
     results = reports.report_unhealthy(cluster, reasons)
@@ -762,47 +513,12 @@ def report_unhealthy(cluster: Cluster, reasons: Mapping[str, str], store: Store)
     return results
 
 
-@dataclass(frozen=True)
-class ResizePlan:
-    """What `resize` does: the node counts, and the nodes a shrink drains and removes."""
-
-    cluster: str
-    before: int
-    after: int
-    remove: tuple[str, ...] = ()
-    busy: tuple[str, ...] = ()
-
-
-def plan_resize(cluster: Cluster, nodes: int, busy: Sequence[str] = ()) -> ResizePlan:
-    """Check `nodes` (GB200: whole NVLink racks of the cluster's own layout, 18 VMs or 16 as
-    `up` lays them out: hardware.layout.rack_unit) and pick what a shrink removes: the
-    highest-numbered nodes, idle ones first. `busy` are nodes running a job now."""
-    from orchestrator.hardware.layout import rack_unit, valid_counts_near
-    if nodes < 1:
-        raise ConfigError(f"--nodes: a cluster needs at least one node, got {nodes}")
-    rack = rack_unit(cluster)
-    if rack > 1 and nodes % rack:
-        near = " or ".join(str(n) for n in valid_counts_near(nodes, rack))
-        raise ConfigError(f"--nodes: cluster '{cluster.name}' ({cluster.sku}) is laid out in whole NVLink racks "
-                          f"of {rack} VMs; {nodes} is not a whole number of racks: the nearest valid counts are {near}")
-    have = len(cluster.node_names) or cluster.nodes
-    if nodes >= have:
-        return ResizePlan(cluster.name, have, nodes)
-    # The provider's own node order (instance order on Azure, whose base-36 names no natural
-    # sort orders): the last nodes go first, so a GB200 shrink takes whole racks off the top.
-    names = list(cluster.node_names)
-    taken = set(busy)
-    order = [n for n in reversed(names) if n not in taken] + [n for n in reversed(names) if n in taken]
-    remove = tuple(order[:have - nodes])
-    return ResizePlan(cluster.name, have, nodes, remove, tuple(n for n in remove if n in taken))
-
-
 def resize(name: str, nodes: int, store: Store, *, force: bool = False) -> tuple[Cluster, ResizePlan]:
     """`azbench resize`: grow (the provider's quota check first) or shrink (drain the nodes to
     remove, refuse when a job runs on them unless `force`), then store the record and an event.
     Another's cluster is refused unless `force` (as `down` and `extend`); a grow asks the
     scheduler nothing. A resize that fails is recorded (`resize_failed`) with why."""
-    from orchestrator.store.schema import EventRow
+    from orchestrator.store.schema import EventRow  # lazy: +sqlalchemy, ~0.4 s, on `up --dry-run` (-X importtime)
     cluster = require_cluster(name, store)
     provider = get_provider(cluster.provider)
     began = utcnow()
@@ -830,7 +546,7 @@ def resize(name: str, nodes: int, store: Store, *, force: bool = False) -> tuple
     except AzbenchError as exc:
         # No node stays drained and billing: those the provider did not remove (all of them,
         # unless it says which it kept) go back to service, and the message says so.
-        back = _undrain(provider, cluster, [n for n in drained if n in exc.kept]
+        back = undrain(provider, cluster, [n for n in drained if n in exc.kept]
                         if isinstance(exc, ShrinkError) else drained)
         if back:
             exc.message = f"{exc.message}; {back}"

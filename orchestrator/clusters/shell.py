@@ -28,6 +28,7 @@ from orchestrator.clusters.lifecycle import parts
 from orchestrator.backends import require_extra
 from orchestrator.errors import MissingCapability, NotAvailableError, RemoteError
 from orchestrator.models import Cluster, SshTarget
+from orchestrator.hosts.remote import SshRunner
 
 KNOWN_HOSTS = "ssh_known_hosts"
 
@@ -50,7 +51,6 @@ def head_command(cluster: Cluster, command: list[str]) -> HeadCommand:
     if traits.head_here:
         return _local_command(cluster, command)
     if traits.shell:  # it has a login node; this home lacks its key and pinned host key
-        from orchestrator import paths
         raise MissingCapability(cluster.name, cluster.provider,
                                 f"open a shell: this home has no SSH login for it (no keys in "
                                 f"{paths.cluster_dir(cluster.name)}; a cluster adopted from another home "
@@ -65,7 +65,6 @@ def check_head(cluster: Cluster, connect_timeout: float = 15.0) -> None:
     key, a refused login key, or an unreachable head. No-op for local clusters."""
     if cluster.ssh is None:
         return
-    from orchestrator.hosts.remote import SshRunner
     target = cluster.ssh.model_copy(update={"known_hosts": pinned_known_hosts(cluster)})
     with SshRunner(target, connect_timeout=connect_timeout, connect_attempts=1) as runner:
         runner.run("true", timeout=connect_timeout)

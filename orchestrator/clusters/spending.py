@@ -14,11 +14,11 @@ from datetime import datetime
 from orchestrator.specs.cluster import Budget, ClusterSpec
 from orchestrator.errors import ConfigError
 from orchestrator.models import Plan
+from orchestrator.providers import names, parts
 
 
 def spends_money(provider: str) -> bool:
     """True for providers whose `up` starts billing (the ones `up` asks about)."""
-    from orchestrator.providers import parts
     return parts(provider).traits.spends_money
 
 
@@ -95,7 +95,6 @@ def default_name(provider: str | None, user: str | None = None, token: str | Non
     import os
     import re
     import secrets
-    from orchestrator.providers import names
     name = provider or "local"
     if name not in names() or not spends_money(name):
         return name

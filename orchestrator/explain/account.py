@@ -11,21 +11,26 @@ the model has none for.
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
-from typing import Any
 from functools import lru_cache
+from typing import Any
 
 from pydantic import Field
 
 from orchestrator.errors import ConfigError, NotFoundError
 from orchestrator.explain.fit import fitted_params
 from orchestrator.explain.model import (
-    inter_rate_from_busbw, ALPHA_IB_S, ALPHA_NVLINK_S, ARCH, COMPONENTS, IB_EFFICIENCY, Hardware, StepConfig, predict,
+    ALPHA_IB_S, ALPHA_NVLINK_S, ARCH, COMPONENTS, IB_EFFICIENCY, Hardware, StepConfig, inter_rate_from_busbw,
+    predict,
 )
-from orchestrator.explain.published import DATA_FILE, Scale, hardware_of, missing_hardware, model_facts, scales
-from orchestrator.hardware.catalog import GpuSku
+from orchestrator.explain.published import (
+    DATA_FILE, Scale, hardware_of, missing_hardware, model_facts, scales, steps_to_train,
+)
+from orchestrator.hardware.catalog import GpuSku, find, lookup
 from orchestrator.models import Frozen
-from orchestrator.recipes.catalog import ResolvedConfig
+from orchestrator.paths import recipes_dir
+from orchestrator.recipes.catalog import ResolvedConfig, resolve
 from orchestrator.recipes.rank_order import order_from
 
 # Parts a gap statement names: the largest differences first, at most this many.
@@ -192,7 +197,6 @@ def explain_run(run_id: str, recipe: str, nodes: int, sku: str, measured_s: floa
                 stats: dict[str, float] | None = None) -> Explained:
     """A run of azbench's own: its recipe's config at its scale on its cluster's size (what
     `run --dry-run` resolves, with the run's -p values), against its measured median step."""
-    from orchestrator.hardware.catalog import find
     row = find(sku)
     subject = f"run {run_id} ({recipe} on {nodes} x {row.short if row else sku})"
     measured_note = (f"measured: the median of {steps} kept step(s) (results.definitions.step_time)"
@@ -237,7 +241,6 @@ def _stored_rate(fabric: tuple[float, int, int, str] | None, row: GpuSku | None,
 
 
 def resolve_config(recipe: str, sku: str, nodes: int, params: dict[str, str] | None = None) -> ResolvedConfig:
-    from orchestrator.recipes.catalog import resolve
     return resolve(recipe, sku, nodes, env=dict(params or {}))
 
 
@@ -248,7 +251,6 @@ def listing() -> list[dict[str, object]]:
 
 
 def _explain_scale(s: Scale, measured_s: float | None = None) -> Explained:
-    from orchestrator.hardware.catalog import find
     measured = s.step_s if measured_s is None else measured_s
     subject = f"{s.label} {s.benchmark} at {s.gpus} GPUs"
     if s.config is None or s.why_not:
@@ -315,8 +317,6 @@ class PlanExplain(Frozen):
 
 def plan_explain(recipe: str, sku: str, nodes: int, params: dict[str, str] | None = None) -> PlanExplain:
     """The model at one plan row: the recipe's config at `nodes` (with -p values), on `sku`."""
-    from orchestrator.explain.published import steps_to_train
-    from orchestrator.hardware.catalog import lookup
     try:
         resolved = resolve_config(recipe, sku, nodes, params)
         config = from_resolved(resolved)
@@ -355,9 +355,6 @@ CHECKS_FILE = "published/step_model_checks.json"
 
 @lru_cache(maxsize=1)
 def _checks() -> dict[str, Any]:
-    import json
-
-    from orchestrator.paths import recipes_dir
     path = recipes_dir() / CHECKS_FILE
     try:
         data = json.loads(path.read_text())

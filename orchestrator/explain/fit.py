@@ -2,9 +2,20 @@
 
 The model is linear in its parameters (model.py): step = compute·(1 + bubble)·slowdown[g] +
 Σ raw_k·exposed_k + opt_bytes·opt_s_per_gb + other_s, with g the (catalog GPU, precision) group.
-They are fitted by bounded least squares on the relative error (slowdown ≥ 1: no config beats
-the dense peak; exposures in [0, 1]; the rest ≥ 0). A group the fit has no scale for takes the
-median slowdown of the fitted groups of its precision, else of all (said in `source`).
+They are fitted by bounded least squares on the relative error (exposures in [0, 1]; the rest
+≥ 0; slowdown ≥ 1, no config beats the dense peak, or ≥ peak / the GEMM rate azbench's GPU check
+measured on that GPU and precision, recipes/published/gemm_rates.csv: a step's GEMMs cannot beat
+a large GEMM alone).
+
+A group the fit has no scale for (a new GPU or precision) takes its slowdown from the balance
+line: the fitted groups' slowdowns against their balance x = dense peak / HBM bandwidth (TFLOP/s
+per TB/s; recipes/published/hbm_bandwidth.csv, from the datasheets), a straight line fitted by least squares weighted by each group's
+scales, read at the new group's x. A roofline in the mean: each FLOP of a step costs a/peak of
+tensor time plus b/HBM of memory traffic (operands, activations, casts), so slowdown = a + b·x;
+an FP4 group (twice the FP8 peak, the same HBM) lands above its FP8 sibling rather than at the
+same share (too fast) or the same rate (too slow). With fewer than two distinct x it falls back
+to the same GPU's achieved rate at another precision, else the median share of its precision,
+else of all; never above the GEMM rate the GPU check measured (each said in the answer).
 """
 
 from __future__ import annotations
@@ -17,7 +28,7 @@ from functools import lru_cache
 import numpy as np
 
 from orchestrator.explain.model import Params, terms
-from orchestrator.explain.published import DATA_FILE, Scale, modelled
+from orchestrator.explain.published import DATA_FILE, Scale, gemm_rates, hbm_bandwidth, modelled
 from orchestrator.hardware.catalog import find
 
 GLOBAL = ("elementwise_s", "tp_exposed", "tp_exposed_plain", "cp_exposed", "pp_exposed", "dp_exposed",
@@ -43,26 +54,51 @@ class Fitted:
         """The Params for a (GPU, precision) group and where its slowdown came from."""
         if group in self.slowdown:
             slow, why = self.slowdown[group], f"fitted on {self.counts.get(group, 0)} scale(s) of {group[0]} {group[1]}"
-            return Params(slowdown=slow, **self.shared), why
+        else:
+            slow, why = self._prior(group)
+        return Params(slowdown=slow, **self.shared), why
+
+    def _prior(self, group: tuple[str, str]) -> tuple[float, str]:
+        """The slowdown of a group no scale was fitted on (the order in the module docstring)."""
+        gpu, precision = group
+        line, x = self.balance_line(), _balance(group)
+        if line is not None and x is not None:
+            slow = line[0] + line[1] * x
+            why = (f"the balance line of the fitted groups, slowdown {line[0]:.3f} + {line[1]:.5f} x "
+                   f"(peak / HBM = {x:.0f} TFLOP/s per TB/s)")
+        else:
+            slow, why = self._fallback(group)
+        floor = _floor(group)
+        if slow < floor:
+            slow, why = floor, why + f", capped at the GPU check's GEMM rate ({1.0 / floor:.0%} of peak)"
+        return slow, f"no fitted scale of {gpu} {precision}: {why}"
+
+    def _fallback(self, group: tuple[str, str]) -> tuple[float, str]:
+        """Without a balance line: the same GPU's achieved rate at another precision, else the
+        median share of the precision's fitted groups, else of all."""
         gpu, precision = group
         row = find(gpu)
         here = row.peak_tflops(precision) if row is not None else None
-        # Same GPU at another precision: the same achieved FLOP rate (an FP8 GEMM is rarely
-        # twice a BF16 one end to end: attention and the rest stay in BF16).
         other = sorted((p, v) for (g, p), v in self.slowdown.items() if g == gpu)
         if other and row is not None and here:
             p, v = other[-1]
             peak = row.peak_tflops(p) or here
-            slow = v * here / peak
-            why = (f"no fitted scale of {gpu} {precision}: {gpu} {p}'s achieved rate "
-                   f"({peak / v:.0f} TFLOP/s) at the {precision} peak")
-        else:
-            same = [v for (g, p), v in self.slowdown.items() if p == precision]
-            pool = same or list(self.slowdown.values()) or [1.0]
-            slow = statistics.median(pool)
-            why = (f"no fitted scale of {gpu} {precision}: the median share of peak of the fitted "
-                   f"{precision if same else 'all'} groups")
-        return Params(slowdown=slow, **self.shared), why
+            return v * here / peak, f"{gpu} {p}'s achieved rate ({peak / v:.0f} TFLOP/s) at the {precision} peak"
+        same = [v for (g, p), v in self.slowdown.items() if p == precision]
+        slow = statistics.median(same or list(self.slowdown.values()) or [1.0])
+        return slow, f"the median share of peak of the fitted {precision if same else 'all'} groups"
+
+    def balance_line(self) -> tuple[float, float] | None:
+        """(a, b) of slowdown = a + b·(peak / HBM) over the fitted groups, weighted by their
+        scales; None with fewer than two distinct balances."""
+        pts = [(x, v, self.counts.get(g, 1)) for g, v in self.slowdown.items()
+               if (x := _balance(g)) is not None]
+        if len({x for x, _, _ in pts}) < 2:
+            return None
+        w = np.sqrt(np.array([n for _, _, n in pts], dtype=float))
+        a = np.array([[1.0, x] for x, _, _ in pts]) * w[:, None]
+        sol, *_ = np.linalg.lstsq(a, np.array([v for _, v, _ in pts]) * w, rcond=None)
+        return float(sol[0]), float(sol[1])
 
     def table(self) -> list[dict[str, object]]:
         """Every parameter, its value and its data, for `explain --params` and the docs."""
@@ -70,6 +106,14 @@ class Fitted:
             {"name": f"achieved share of dense peak [{g} {p}]", "value": round(1.0 / v, 4),
              "data": f"{self.counts.get((g, p), 0)} scale(s)"} for (g, p), v in sorted(self.slowdown.items())]
         rows += [{"name": k, "value": round(v, 6), "data": f"{self.scales} scales"} for k, v in self.shared.items()]
+        line = self.balance_line()
+        if line is not None:
+            rows.append({"name": "balance line for a GPU or precision without scales: slowdown = a + b x peak/HBM",
+                         "value": f"a {line[0]:.4f}, b {line[1]:.6f}",
+                         "data": f"the {len(self.slowdown)} fitted groups, weighted by their scales"})
+        rows += [{"name": f"bound: share of dense peak at most the measured GEMM rate [{g} {p}]",
+                  "value": round(1.0 / _floor((g, p)), 4), "data": f"{rate:g} TFLOP/s, {where}"}
+                 for (g, p), (rate, where) in sorted(gemm_rates().items()) if _floor((g, p)) > _SLOW[0]]
         return rows
 
 
@@ -97,7 +141,7 @@ def fit(scales: Sequence[Scale], source: str = "") -> Fitted:
     a, y = design(scales, groups)
     w = 1.0 / y
     aw, yw = a * w[:, None], y * w
-    lo = np.array([_SLOW[0]] * len(groups) + [_BOUNDS[k][0] for k in GLOBAL])
+    lo = np.array([_floor(g) for g in groups] + [_BOUNDS[k][0] for k in GLOBAL])
     hi = np.array([_SLOW[1]] * len(groups) + [_BOUNDS[k][1] for k in GLOBAL])
     theta = _bounded_lstsq(aw, yw, lo, hi)
     counts = {g: sum(1 for s in scales if s.group == g) for g in groups}
@@ -105,6 +149,23 @@ def fit(scales: Sequence[Scale], source: str = "") -> Fitted:
                   shared={k: float(theta[len(groups) + j]) for j, k in enumerate(GLOBAL)},
                   scales=len(scales), systems=len({s.system_key for s in scales}),
                   source=source or f"recipes/{DATA_FILE}", counts=counts)
+
+
+def _balance(group: tuple[str, str]) -> float | None:
+    """A (GPU, precision)'s balance: dense peak (TFLOP/s) / HBM bandwidth (TB/s); None unknown."""
+    row = find(group[0])
+    peak = row.peak_tflops(group[1]) if row is not None else None
+    hbm = hbm_bandwidth().get(group[0])
+    return peak / hbm[0] if peak and hbm else None
+
+
+def _floor(group: tuple[str, str]) -> float:
+    """The least slowdown of a group: 1 (the dense peak), or peak / the GEMM rate azbench's GPU
+    check measured on that GPU at that precision, where one is stored."""
+    rate = gemm_rates().get(group)
+    row = find(group[0]) if rate else None
+    peak = row.peak_tflops(group[1]) if row is not None else None
+    return max(_SLOW[0], peak / rate[0]) if rate and peak else _SLOW[0]
 
 
 def _bounded_lstsq(a: np.ndarray, y: np.ndarray, lo: np.ndarray, hi: np.ndarray,

@@ -6,7 +6,12 @@ Formulas (each cited where it is used):
   Neural Language Models" §2.1; 12·L·h·s attention scores and values: Chowdhery et al. 2022,
   "PaLM", Appendix B), as results/ counts MFU (models.ModelFacts). A frozen base (LoRA) runs the
   forward (2N) and the activation-gradient backward (2N) but no weight gradient: 4N + 2·N_train
-  + 12·L·h·s.
+  + 12·L·h·s, all at the dense peak of the run's GEMM precision (costing causal attention apart,
+  6·L·h·s at the BF16 peak, fit the published steps no better and moved the 2,048-VM 405B
+  plan 11 % under Azure's step: docs/explain.md, "What was tried").
+- Memory-bound work (norms, activations, residual adds, casts): tokens x layers x hidden per
+  GPU, in proportion to the dense peak at the run's precision (scaling it by HBM bandwidth
+  instead fit the published steps worse: docs/explain.md).
 - Pipeline bubble: (PP − 1) / (VP · m) of the pipeline's work, m the microbatches per step
   (Narayanan et al. 2021, "Efficient Large-Scale Language Model Training on GPU Clusters Using
   Megatron-LM", §2.2: interleaved schedule).
@@ -71,7 +76,7 @@ ARCH: dict[str, Arch] = {
 class Hardware:
     """What the model reads of a catalog row (or of a stored fabric test)."""
 
-    peak_tflops: float  # dense, at the run's precision
+    peak_tflops: float  # dense, at the run's GEMM precision
     gpus_per_node: int
     domain_nodes: int  # VMs (nodes) per NVLink domain: 1 on 8-GPU boards, 18 on NVL72
     nvlink_busbw_gbs: float  # all-reduce busbw inside one domain (GB/s per GPU)
@@ -232,9 +237,10 @@ def terms(c: StepConfig, hw: Hardware) -> Terms:
 @dataclass(frozen=True)
 class Params:
     """The fitted parameters (fit.py says where each came from): `slowdown` = 1/achieved share of
-    peak for this config's (accelerator, precision); exposures = the share of a raw collective
-    left on the critical path after overlap; `opt_s_per_gb` the optimizer's seconds per GB moved;
-    `other_s` a fixed per-step remainder."""
+    peak for this config's (accelerator, precision); `elementwise_s` the memory-bound seconds per
+    1e6 token x layer x hidden elements per TFLOP/s of peak; exposures = the share of a raw
+    collective left on the critical path after overlap; `opt_s_per_gb` the optimizer's seconds
+    per GB moved; `other_s` a fixed per-step remainder."""
 
     slowdown: float
     elementwise_s: float
@@ -267,8 +273,10 @@ def predict(c: StepConfig, hw: Hardware, p: Params) -> Breakdown:
         "compute": compute,
         "tp_comm": t.tp_raw * (p.tp_exposed if c.tp_overlap else p.tp_exposed_plain),
         "cp_comm": t.cp_raw * p.cp_exposed,
-        "ep_comm": 0.0,  # no published LLM config here sets EP > 1
-        "pp_bubble": (t.compute * p.slowdown + t.elementwise * p.elementwise_s) * t.bubble_fraction,
+        # no expert parallelism: the four benchmarks are dense models, with no experts to spread
+        # (EP needs a mixture of experts), so there is no expert all-to-all to cost
+        "ep_comm": 0.0,
+        "pp_bubble": compute * t.bubble_fraction,
         "pp_p2p": t.pp_raw * p.pp_exposed,
         "dp_comm": t.dp_tail * p.dp_exposed,
         "optimizer": t.opt_bytes / 1e9 * p.opt_s_per_gb,

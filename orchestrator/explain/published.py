@@ -10,16 +10,22 @@ kept with the reason they are not modelled (`Scale.why_not`), never guessed.
 from __future__ import annotations
 
 import csv
+import math
 from dataclasses import dataclass, replace
 from functools import lru_cache
 
-from orchestrator.explain.model import Hardware, StepConfig
+from orchestrator.errors import NotFoundError
+from orchestrator.explain.model import ARCH, Hardware, StepConfig
 from orchestrator.hardware.catalog import GpuSku, by_accelerator
 from orchestrator.models import ModelFacts
 from orchestrator.paths import recipes_dir
+from orchestrator.recipes.catalog import get_recipe
 from orchestrator.recipes.rank_order import order_from
+from orchestrator.results.published import load_published, round_key
 
 DATA_FILE = "published/step_times.csv"
+GEMM_FILE = "published/gemm_rates.csv"
+HBM_FILE = "published/hbm_bandwidth.csv"
 _TRUE = ("1", "true", "yes")
 
 
@@ -78,13 +84,32 @@ def missing_hardware(row: GpuSku | None, precision: str) -> str:
 
 
 @lru_cache(maxsize=1)
+def gemm_rates() -> dict[tuple[str, str], tuple[float, str]]:
+    """(catalog GPU key, precision) -> (dense GEMM TFLOP/s azbench's GPU check measured, where):
+    recipes/published/gemm_rates.csv; empty when the file is absent."""
+    path = recipes_dir() / GEMM_FILE
+    if not path.is_file():
+        return {}
+    with path.open(newline="") as fh:
+        return {(r["gpu"], r["precision"]): (float(r["tflops"]), f"{r['shape']} on {r['date']}: {r['source']}")
+                for r in csv.DictReader(fh)}
+
+
+@lru_cache(maxsize=1)
+def hbm_bandwidth() -> dict[str, tuple[float, str]]:
+    """Catalog GPU key -> (HBM bandwidth per GPU in TB/s, datasheet): recipes/published/hbm_bandwidth.csv
+    (with the dense peak it gives a GPU's balance, what fit.py transfers a share of peak along)."""
+    path = recipes_dir() / HBM_FILE
+    if not path.is_file():
+        return {}
+    with path.open(newline="") as fh:
+        return {r["gpu"]: (float(r["hbm_tbs"]), r["source"]) for r in csv.DictReader(fh)}
+
+
+@lru_cache(maxsize=1)
 def model_facts() -> dict[str, ModelFacts]:
     """The recipes' `model:` blocks by benchmark (the facts the step model reads; not
     recipes.catalog.model_facts, which also sources every vendored config for MFU's precisions)."""
-    from orchestrator.errors import NotFoundError
-    from orchestrator.explain.model import ARCH
-    from orchestrator.recipes.catalog import get_recipe
-
     facts: dict[str, ModelFacts] = {}
     for name in ARCH:  # the benchmarks the model covers, each a recipe of the same name
         try:
@@ -167,10 +192,6 @@ def steps_to_train(benchmark: str, gbs: int) -> StepsToTrain | None:
     the rest of the timed run included) at the published global batch nearest `gbs` (newest
     round first), scaled by that batch / `gbs` (the same samples to the target: an assumption;
     the RCPs ask somewhat more samples of a larger batch). None without a published pair."""
-    import math
-
-    from orchestrator.results.published import load_published, round_key
-
     scores = {(r.round, r.org, r.system, r.benchmark_key): r.score_minutes for r in load_published()}
     pairs = []
     for s in scales():

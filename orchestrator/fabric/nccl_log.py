@@ -157,17 +157,12 @@ class LogParser:
         self.count = 0
 
     def feed(self, raw: str) -> None:
+        """Take one line of output (any launcher prefix); lines that are not NCCL's are ignored."""
         if "CCL" not in raw:
             return  # every line read here names NCCL or RCCL
         line = strip_prefix(raw)
         if self.version is None or self.rccl is None:
-            at = max(line.find("NCCL version"), line.find("RCCL version"))
-            if at >= 0 and (v := _VERSION.match(line, at)) is not None:
-                version = v.group("v")
-                if v.group("lib") == "RCCL" or "+hip" in version or "-hip" in version:
-                    self.rccl = self.rccl or version
-                if v.group("lib") == "NCCL":
-                    self.version = self.version or version
+            self._version(line)
         if " NCCL INFO " not in line:
             return
         m = _INFO.match(line)
@@ -176,6 +171,24 @@ class LogParser:
         self.count += 1
         host, msg = m.group("host"), m.group("msg").strip()
         _add(self.hosts, host)
+        self._network(msg)
+        self._plugin(msg)
+        self._gdr(msg)
+        if " via NET/" in msg and (c := _CHANNEL.match(msg)) is not None:
+            self._channel(host, msg, c)
+
+    def _version(self, line: str) -> None:
+        """The first NCCL and the first RCCL version a line names (a HIP build is RCCL's)."""
+        at = max(line.find("NCCL version"), line.find("RCCL version"))
+        if at >= 0 and (v := _VERSION.match(line, at)) is not None:
+            version = v.group("v")
+            if v.group("lib") == "RCCL" or "+hip" in version or "-hip" in version:
+                self.rccl = self.rccl or version
+            if v.group("lib") == "NCCL":
+                self.version = self.version or version
+
+    def _network(self, msg: str) -> None:
+        """The network in use, one with no device, or the HCAs / socket interfaces it lists."""
         if (u := _USING_NET.match(msg)) is not None:
             _add(self.networks, u.group(1).strip())
         elif (n := _NO_DEVICE.match(msg)) is not None:
@@ -188,27 +201,35 @@ class LogParser:
             else:
                 for d, p, ll in _HCA.findall(listed):
                     _add(self.hcas, f"{d}:{p}/{ll}")
+
+    def _plugin(self, msg: str) -> None:
+        """The net plugin loaded (the last one named wins), or "none" when NCCL found none."""
         if (p := _LOADED.match(msg)) is not None:
             self.plugin = _PLUGIN_VERSION.sub("", p.group(1).strip()) or self.plugin
         elif self.plugin is None and _NO_PLUGIN.match(msg):
             self.plugin = "none"
+
+    def _gdr(self, msg: str) -> None:
+        """An HCA GPU Direct RDMA is enabled or disabled for."""
         at = msg.find("GPU Direct RDMA ")
         if at >= 0 and (g := _GDR.match(msg, at)) is not None:
             name = g.group(3) or f"HCA {g.group(2)}"
             _add(self.enabled if g.group(1) == "Enabled" else self.disabled, name)
-        if " via NET/" in msg and (c := _CHANNEL.match(msg)) is not None:
-            # "NET/<name>[/<dev>][/GDRDMA]...": a plugin's name may hold spaces, never a slash
-            parts = c.group("rest").split("/")
-            net = parts[0].strip()
-            dev = parts[1] if len(parts) > 1 and parts[1].isdigit() and len(parts[1]) < 6 else None
-            gdr = any(part.strip().startswith("GDRDMA") for part in parts[1:])
-            channel = Channel(host=host, channel=int(c.group("ch")[:9]), src=c.group("src")[:64],
-                              dst=c.group("dst")[:64], direction=c.group("dir"), net=net[:64],
-                              dev=int(dev) if dev else None, gdr=gdr, line=msg[:200])
-            if len(self.channels) < MAX_CHANNELS:
-                self.channels.append(channel)
-            else:
-                self.dropped[channel.transport] += 1
+
+    def _channel(self, host: str, msg: str, c: re.Match[str]) -> None:
+        """One channel over the network; past MAX_CHANNELS it is only counted by transport."""
+        # "NET/<name>[/<dev>][/GDRDMA]...": a plugin's name may hold spaces, never a slash
+        parts = c.group("rest").split("/")
+        net = parts[0].strip()
+        dev = parts[1] if len(parts) > 1 and parts[1].isdigit() and len(parts[1]) < 6 else None
+        gdr = any(part.strip().startswith("GDRDMA") for part in parts[1:])
+        channel = Channel(host=host, channel=int(c.group("ch")[:9]), src=c.group("src")[:64],
+                          dst=c.group("dst")[:64], direction=c.group("dir"), net=net[:64],
+                          dev=int(dev) if dev else None, gdr=gdr, line=msg[:200])
+        if len(self.channels) < MAX_CHANNELS:
+            self.channels.append(channel)
+        else:
+            self.dropped[channel.transport] += 1
 
     def result(self) -> NcclTransport:
         return NcclTransport(nccl_version=self.version, rccl_version=self.rccl, networks=list(self.networks),

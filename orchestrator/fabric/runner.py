@@ -28,7 +28,7 @@ from orchestrator.fabric.nccltests import COLLECTIVES, NcclRun
 from orchestrator.fabric.reading import read_bytes
 from orchestrator.fabric.stored import run_rows
 from orchestrator.slurm.conf import natural_key
-from orchestrator.seams import Access
+from orchestrator.seams import Access, LauncherParts
 from orchestrator.store.database import Store
 
 NCCL_TESTS = "/opt/nccl-tests/build/all_reduce_perf"  # where Azure's Ubuntu-HPC images ship it (the gate runs it)
@@ -144,20 +144,9 @@ def fabric_test(cluster: Cluster, access: Access, store: Store, *, node_counts: 
     if not chosen:
         raise ConfigError("--collectives: name at least one collective")
     row = lookup(cluster.sku)
-    if racks and parts.nodes is None:
-        raise MissingCapability(cluster.name, access.launcher.backend, "list its racks (leaf switches)")
-    usable = sorted((n for n, info in access.launcher.node_states().items() if info.usable), key=natural_key)
-    groups = parts.nodes.leaf_switches() if racks and parts.nodes is not None else None
-    if racks and not groups:
-        raise ConfigError(f"--racks: cluster '{cluster.name}' has no racks in its topology")
-    scopes = scopes_for(node_counts, groups, usable)
-    if not scopes:
-        raise ConfigError("give --nodes, --racks or both")
-    if row.gpus_per_vm and access.shell is not None:
-        missing = [c for c in chosen if not access.shell.run(f"test -x {NCCL_TESTS_DIR}/{c}_perf", timeout=60).ok]
-        if missing:
-            raise ConfigError(f"nccl-tests not found on the login node: {', '.join(f'{c}_perf' for c in missing)} "
-                              f"missing in {NCCL_TESTS_DIR} (Azure's HPC images ship it there)")
+    scopes = _scopes(cluster, access, parts, node_counts, racks)
+    if row.gpus_per_vm:
+        _require_nccl_tests(access, chosen)
     stamp = f"{cluster.name}-{utcnow():%Y%m%dT%H%M%S}"
     device: Literal["GPU", "CPU"] = "GPU" if row.gpus_per_vm else "CPU"
     outcome = FabricOutcome(cluster=cluster.name, sku=row.name, device=device, collectives=list(chosen))
@@ -185,6 +174,34 @@ def fabric_test(cluster: Cluster, access: Access, store: Store, *, node_counts: 
             job.checks += checks
             job.runs.append(_run_summary(run, checks, device))
     return outcome
+
+
+def _scopes(cluster: Cluster, access: Access, parts: LauncherParts, node_counts: Sequence[int],
+            racks: bool) -> list[tuple[str, int, list[str]]]:
+    """The jobs to run, as scopes_for makes them from the usable nodes (and, with `racks`, the
+    leaf switches). Raises MissingCapability where racks are asked of a launcher that cannot
+    list them, ConfigError where the cluster has none or nothing was asked."""
+    if racks and parts.nodes is None:
+        raise MissingCapability(cluster.name, access.launcher.backend, "list its racks (leaf switches)")
+    usable = sorted((n for n, info in access.launcher.node_states().items() if info.usable), key=natural_key)
+    groups = parts.nodes.leaf_switches() if racks and parts.nodes is not None else None
+    if racks and not groups:
+        raise ConfigError(f"--racks: cluster '{cluster.name}' has no racks in its topology")
+    scopes = scopes_for(node_counts, groups, usable)
+    if not scopes:
+        raise ConfigError("give --nodes, --racks or both")
+    return scopes
+
+
+def _require_nccl_tests(access: Access, chosen: Sequence[str]) -> None:
+    """ConfigError naming each chosen collective's nccl-tests binary missing on the login node
+    (checked only where there is a login shell)."""
+    if access.shell is None:
+        return
+    missing = [c for c in chosen if not access.shell.run(f"test -x {NCCL_TESTS_DIR}/{c}_perf", timeout=60).ok]
+    if missing:
+        raise ConfigError(f"nccl-tests not found on the login node: {', '.join(f'{c}_perf' for c in missing)} "
+                          f"missing in {NCCL_TESTS_DIR} (Azure's HPC images ship it there)")
 
 
 def _run_summary(run: NcclRun, checks: list[Check], device: str) -> dict[str, object]:

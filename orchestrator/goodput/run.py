@@ -202,15 +202,35 @@ def _ms(value: int | None) -> float | None:
 
 
 def _phases(m: _Mark, nxt: _Mark | None, notes: list[str]) -> list[Interval]:
-    """The claims of one attempt (see the module)."""
-    n, out = m.row.attempt, []
+    """The claims of one attempt (see the module): its own phases, then, when it failed, the
+    work it lost and the restart until `nxt` (the next attempt) trains again."""
+    claim = _Claims(m)
+    _own_phases(m, claim, notes)
+    if m.failed:
+        _failure_phases(m, nxt, claim, notes)
+    return claim.out
 
-    def claim(label: str, a: float | None, b: float | None, prio: int = PHASE,
-              lane: int | None = None, origin: int | None = None) -> None:
+
+class _Claims:
+    """The intervals one attempt claims, in order; an empty, reversed or open span claims
+    nothing. A claim with an `origin` (the attempt whose failure it costs) carries the
+    attempt's failure class."""
+
+    def __init__(self, m: _Mark) -> None:
+        self.m = m
+        self.out: list[Interval] = []
+
+    def __call__(self, label: str, a: float | None, b: float | None, prio: int = PHASE,
+                 lane: int | None = None, origin: int | None = None) -> None:
         if a is not None and b is not None and b > a:
-            out.append(Interval(label, a, b, prio, n if lane is None else lane,
-                                m.row.failure_class if origin is not None else None, origin))
+            self.out.append(Interval(label, a, b, prio, self.m.row.attempt if lane is None else lane,
+                                     self.m.row.failure_class if origin is not None else None, origin))
 
+
+def _own_phases(m: _Mark, claim: _Claims, notes: list[str]) -> None:
+    """Claim the attempt's health gate, queue, init, training (with its evaluations and
+    checkpoints over it) and, when it succeeded, teardown. A span it cannot place is named in `notes` as unattributed."""
+    n = m.row.attempt
     if m.gate is not None:
         claim("health_gate", m.gate, m.submitted if m.submitted is not None else m.end)
     started = m.job_start
@@ -239,21 +259,23 @@ def _phases(m: _Mark, nxt: _Mark | None, notes: list[str]) -> list[Interval]:
                   OVERLAY)
     if m.row.state == AttemptState.SUCCEEDED:
         claim("teardown", train_end, m.end)
-    if not m.failed:
-        return out
-    failed_at = m.failure_at
+
+
+def _failure_phases(m: _Mark, nxt: _Mark | None, claim: _Claims, notes: list[str]) -> None:
+    """Claim what a failed attempt cost: the work since its last kept checkpoint (lost), and
+    the restart until the next attempt trains again (or, with none, until its job ended)."""
+    n, failed_at = m.row.attempt, m.failure_at
     if m.run_start is not None and failed_at > m.run_start:
         claim(LOST_WORK, _kept_at(m, nxt, failed_at, notes), failed_at, LOST, origin=n)
     if nxt is None:  # nothing retried: detecting the failure and ending its job are still its cost
         claim(RESTART, failed_at, m.end, RESTARTING, origin=n)
-        return out
+        return
     # Until the next attempt trains again: its run_start; its own failure when it never got
     # there; now while it is still on its way; its start when it ended with no run_start here.
     resumed = (nxt.run_start if nxt.run_start is not None else nxt.failure_at if nxt.failed
                else nxt.end if nxt.live else nxt.start)
     claim(RESTART, failed_at, nxt.start, RESTARTING, origin=n)
     claim(RESTART, nxt.start, resumed, RESTARTING, lane=nxt.row.attempt, origin=n)
-    return out
 
 
 def _kept_at(m: _Mark, nxt: _Mark | None, failed_at: float, notes: list[str]) -> float:

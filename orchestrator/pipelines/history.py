@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING
 from orchestrator.pipelines.baselines import (
     METRICS,
     Baseline,
+    BaselineEntry,
+    MetricDelta,
     Tolerances,
     _gate_busbw,
     compare,
@@ -31,6 +33,9 @@ if TYPE_CHECKING:
     from orchestrator.store.database import Store
 
 SeriesKey = tuple[str, str | None, int, str]  # benchmark, sku, nodes, metric
+Scale = tuple[str, str | None, int]  # benchmark, sku, nodes
+# Metrics that are one system's: not defined at a scale several systems share over time.
+PER_SYSTEM = ("time_to_train", "step_time")
 
 
 def history_from_store(store: Store, *, baseline: str | None = None,
@@ -65,45 +70,74 @@ def build_history(results: Sequence[ResultRow], runs: Sequence[RunRow], baseline
     systems share over time) has no point, its reason in the notes. `busbw` ({run id: GB/s}, the
     health gate's all-reduce figures) adds that metric."""
     tol = tolerances or Tolerances()
-    occasions = _occasions(results, runs)
-    systems: dict[tuple[str, str | None, int], set[str]] = defaultdict(set)
-    for r in results:  # a series is one system's: scores and step times are never pooled
-        if r.nodes:
-            systems[(r.benchmark, r.sku, r.nodes)].add(
-                "/".join(p for p in (r.round, r.submitter, r.system) if p))
+    systems = _systems_at_scale(results)
     points: dict[SeriesKey, list[HistoryPoint]] = defaultdict(list)
     refused: list[str] = []
-    for (name, when), rows in sorted(occasions.items(), key=lambda kv: kv[0][1]):
+    for (name, when), rows in sorted(_occasions(results, runs).items(), key=lambda kv: kv[0][1]):
         if (since and when < since) or (until and when > until):
             continue
         entries = entries_from(rows, busbw)
-        verdicts = {}
+        verdicts: dict[SeriesKey, MetricDelta] = {}
         if baseline is not None:
             verdicts = {(d.benchmark, d.sku, d.nodes, d.metric): d
                         for d in compare(baseline, entries, tol).deltas}
         for e in entries:
-            refused += [f"{e.label} {metric} ({name}): {why}" for metric, why in e.refused.items()
-                        if metric in METRICS]
             scale = (e.benchmark, e.sku, e.nodes)
-            if len(systems[scale]) > 1:
-                refused += [f"{e.label} {metric}: not defined: {len(systems[scale])} systems at "
-                            f"this scale over time ({', '.join(sorted(systems[scale]))}), a series "
-                            "is one system's" for metric in ("time_to_train", "step_time")
-                            if metric in e.metrics and metric not in e.refused]
-            partial = _partial(rows, scale)
-            for metric, samples in e.metrics.items():
-                value = e.value(metric)
-                if not samples or value is None or metric in e.refused:
-                    continue
-                if metric in ("time_to_train", "step_time") and len(systems[scale]) > 1:
-                    continue
-                d = verdicts.get((e.benchmark, e.sku, e.nodes, metric))
-                points[(e.benchmark, e.sku, e.nodes, metric)].append(HistoryPoint(
-                    when=when, occasion=name, value=value, samples=samples,
-                    partial=partial if metric == "time_to_train" else None,
-                    verdict=d.verdict if d else None, change=d.change if d else None,
-                    confidence=d.confidence if d else None))
-    gpus: dict[tuple[str, str | None, int], Counter[int]] = defaultdict(Counter)
+            refused += _refusals(e, name, systems[scale])
+            _add_points(points, e, name, when, _partial(rows, scale), systems[scale], verdicts)
+    return History(baseline=baseline.name if baseline else None, since=since, until=until,
+                   series=_series(points, results, baseline, tol),
+                   notes=list(dict.fromkeys(refused)))
+
+
+def _systems_at_scale(results: Sequence[ResultRow]) -> defaultdict[Scale, set[str]]:
+    """The systems ("round/submitter/system") each scale's results ran on: a series is one
+    system's, so scores and step times are never pooled across them."""
+    systems: defaultdict[Scale, set[str]] = defaultdict(set)
+    for r in results:
+        if r.nodes:
+            systems[(r.benchmark, r.sku, r.nodes)].add(
+                "/".join(p for p in (r.round, r.submitter, r.system) if p))
+    return systems
+
+
+def _refusals(e: BaselineEntry, occasion: str, systems: set[str]) -> list[str]:
+    """The notes for an occasion's entry: each baseline metric it refused and why, and the
+    per-system metrics not defined because several systems share its scale over time."""
+    out = [f"{e.label} {metric} ({occasion}): {why}" for metric, why in e.refused.items()
+           if metric in METRICS]
+    if len(systems) > 1:
+        out += [f"{e.label} {metric}: not defined: {len(systems)} systems at "
+                f"this scale over time ({', '.join(sorted(systems))}), a series "
+                "is one system's" for metric in PER_SYSTEM
+                if metric in e.metrics and metric not in e.refused]
+    return out
+
+
+def _add_points(points: dict[SeriesKey, list[HistoryPoint]], e: BaselineEntry, occasion: str,
+                when: datetime, partial: str | None, systems: set[str],
+                verdicts: Mapping[SeriesKey, MetricDelta]) -> None:
+    """Append the occasion's point for each metric the entry has a value for (none for a
+    refused metric, nor for a per-system metric at a scale several systems share)."""
+    for metric, samples in e.metrics.items():
+        value = e.value(metric)
+        if not samples or value is None or metric in e.refused:
+            continue
+        if metric in PER_SYSTEM and len(systems) > 1:
+            continue
+        d = verdicts.get((e.benchmark, e.sku, e.nodes, metric))
+        points[(e.benchmark, e.sku, e.nodes, metric)].append(HistoryPoint(
+            when=when, occasion=occasion, value=value, samples=samples,
+            partial=partial if metric == "time_to_train" else None,
+            verdict=d.verdict if d else None, change=d.change if d else None,
+            confidence=d.confidence if d else None))
+
+
+def _series(points: Mapping[SeriesKey, list[HistoryPoint]], results: Sequence[ResultRow],
+            baseline: Baseline | None, tol: Tolerances) -> list[HistorySeries]:
+    """One series per key with points, sorted, each with its GPU count (the commonest at its
+    scale) and the baseline's band (its mean +- the metric's max_change) where it has one."""
+    gpus: dict[Scale, Counter[int]] = defaultdict(Counter)
     for r in results:
         if r.nodes and r.gpus:
             gpus[(r.benchmark, r.sku, r.nodes)][r.gpus] += 1
@@ -120,9 +154,8 @@ def build_history(results: Sequence[ResultRow], runs: Sequence[RunRow], baseline
             benchmark=bench, sku=sku, nodes=nodes, metric=metric, metric_label=label, better=better,
             gpus=gpus[(bench, sku, nodes)].most_common(1)[0][0] if gpus[(bench, sku, nodes)] else None,
             baseline=baseline.name if baseline and mean is not None else None, baseline_mean=mean,
-            band=band, max_change=change, points=points[key]))
-    return History(baseline=baseline.name if baseline else None, since=since, until=until,
-                   series=series, notes=list(dict.fromkeys(refused)))
+            band=band, max_change=change, points=list(points[key])))
+    return series
 
 
 def _partial(rows: Sequence[ResultRow], scale: tuple[str, str | None, int]) -> str | None:

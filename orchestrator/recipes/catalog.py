@@ -26,7 +26,9 @@ from orchestrator.recipes.rank_order import MAPPING_VAR, order_from
 from orchestrator.recipes.parallelism import (
     FABRIC_RULES,
     LAYOUT_FIELDS,
+    Choice,
     GbsRule,
+    Layout,
     Placement,
     ScaleConfig,
     check_gbs,
@@ -443,6 +445,10 @@ def _merge_layers(layers: list[tuple[dict[str, str], str]], config_env: dict[str
 def _resolve_mlperf(recipe: Recipe, spec: Mlperf, row: catalog.GpuSku, nodes: int,
                     ruleset: str | None, *, explicit: bool = True,
                     overrides: dict[str, Scalar] | None = None) -> ResolvedConfig:
+    """An MLPerf recipe on `nodes` x `row`: the scale config chosen for them, its layout (-p
+    may change it), where its ranks go, and its env in layers (azbench's layout, data mounts,
+    the recipe's env, the scale's, -p), each variable with its source. Raises ConfigError for
+    a scale that fits no config and for a -p the implementation does not read."""
     what = f"{recipe.name} on {nodes} x {row.short}"
     configs = recipe.scales_for(row.name)
     if not configs:
@@ -455,43 +461,19 @@ def _resolve_mlperf(recipe: Recipe, spec: Mlperf, row: catalog.GpuSku, nodes: in
     layout = override_layout(chosen.layout, names, given, nodes * row.gpus_per_vm, what)
     moved = layout != chosen.layout  # -p changed the layout: groups may leave the rack, with warnings
     placement = place(layout, row, nodes, span_racks=moved)
-    label = f"{what} (ruleset {ruleset})"
-    warnings = check_gbs(spec.gbs_rules.get(ruleset or ""), layout.gbs, label, spec.gbs_source)
-    base = chosen.base
-    yaml_name = f"recipes/{Path(recipe.source).name}"
-    scale_at = f"{yaml_name} mlperf.scales ({row.short}, {base.nodes} nodes)"
-    layers: list[tuple[dict[str, str], str]] = [
-        (nvidia_config_env(layout, placement, row, nodes, ruleset, chosen.walltime_min, names),
-         f"azbench: layout of {scale_at}" + (f" ({chosen.rule})" if chosen.derived else "")),
-        ({item.var: item.mount for item in spec.data_used_by(_implementation(recipe.name, base.config))
-          if item.var and item.mount},
-         f"{yaml_name} mlperf.data (mount)"),
-        (dict(spec.env), f"{yaml_name} mlperf.env"),
-        (dict(base.env), f"{scale_at}.env"),
-    ]
-    if overrides:
-        layers.append(({k: str(v) for k, v in overrides.items()}, "-p on the command line (after the config)"))
+    warnings = check_gbs(spec.gbs_rules.get(ruleset or ""), layout.gbs, f"{what} (ruleset {ruleset})",
+                         spec.gbs_source)
+    layers = _env_layers(recipe, spec, chosen, nvidia_config_env(
+        layout, placement, row, nodes, ruleset, chosen.walltime_min, names), row, given)
     sources: dict[str, str] = {}
-    config_env, config_files = _load_config(recipe.name, base.config, layers, sources)
-    unread = sorted(set(overrides or {}) - (reads(recipe.name, base.config) if base.config else set()))
-    if unread:
-        raise ConfigError(f"-p {unread[0]}: {_implementation(recipe.name, base.config) or recipe.name} does not read "
-                          f"it (its READS.txt lists every variable it reads)")
-    hyper = {k: config_env[k] for k in _BATCH_DEPENDENT if k in config_env}
-    if (base.estimate or chosen.derived) and hyper:
-        warnings.append(f"{what} is an estimate: {', '.join(f'{k}={v}' for k, v in hyper.items())}"
-                        f" come from {base.config} at its own global batch; check them against the"
-                        f" ruleset's rules for GBS {layout.gbs}")
+    config_env, config_files = _load_config(recipe.name, chosen.base.config, layers, sources)
+    _refuse_unread(recipe.name, chosen.base.config, overrides or {})
+    warnings += _estimate_warnings(what, chosen, config_env, layout.gbs)
     env = _merge_layers(layers, config_env, sources)
     effective = {**config_env, **env}
-    order, why = order_from(effective, {MAPPING_VAR: _with_line(sources[MAPPING_VAR], MAPPING_VAR)}
-                            if MAPPING_VAR in sources else {})
-    placement = place(layout, row, nodes, order=order, order_source=why, span_racks=moved)
-    warnings += placement.warnings
-    fabric = fabric_overrides(row, effective, {k: _with_line(sources[k], k) for k in FABRIC_RULES if k in sources})
-    warnings += [f"{f.asked}: {f.why}; azbench " + (f"sets {f.name}={f.value}" if f.value is not None
-                                                    else f"unsets {f.name}") for f in fabric]
+    placement, fabric = _placement_and_fabric(layout, row, nodes, moved, effective, sources, warnings)
     precision, precision_source = run_precision(effective, sources)
+    base = chosen.base
     return ResolvedConfig(
         recipe=recipe.name, benchmark=recipe.benchmark,
         benchmark_key=spec.names.get(ruleset or "", recipe.benchmark), ruleset=ruleset,
@@ -508,6 +490,61 @@ def _resolve_mlperf(recipe: Recipe, spec: Mlperf, row: catalog.GpuSku, nodes: in
         network_env=dict(network_profile(row).env), fabric=fabric, precision=precision,
         precision_source=precision_source, target=recipe.target,
         required_runs=recipe.required_runs, warnings=warnings)
+
+
+def _env_layers(recipe: Recipe, spec: Mlperf, chosen: Choice, layout_env: dict[str, str],
+                row: catalog.GpuSku, given: dict[str, str]) -> list[tuple[dict[str, str], str]]:
+    """The env's layers, lowest first, each with where it comes from: azbench's layout
+    (`layout_env`), the data mounts the implementation uses, the recipe's env, the chosen
+    scale's env, and -p (`given`, after the config) when there is one."""
+    base = chosen.base
+    yaml_name = f"recipes/{Path(recipe.source).name}"
+    scale_at = f"{yaml_name} mlperf.scales ({row.short}, {base.nodes} nodes)"
+    layers: list[tuple[dict[str, str], str]] = [
+        (layout_env, f"azbench: layout of {scale_at}" + (f" ({chosen.rule})" if chosen.derived else "")),
+        ({item.var: item.mount for item in spec.data_used_by(_implementation(recipe.name, base.config))
+          if item.var and item.mount},
+         f"{yaml_name} mlperf.data (mount)"),
+        (dict(spec.env), f"{yaml_name} mlperf.env"),
+        (dict(base.env), f"{scale_at}.env"),
+    ]
+    if given:
+        layers.append((given, "-p on the command line (after the config)"))
+    return layers
+
+
+def _refuse_unread(recipe: str, config: str | None, overrides: dict[str, Scalar]) -> None:
+    """ConfigError for a -p variable the implementation does not read (its READS.txt)."""
+    unread = sorted(set(overrides) - (reads(recipe, config) if config else set()))
+    if unread:
+        raise ConfigError(f"-p {unread[0]}: {_implementation(recipe, config) or recipe} does not read "
+                          f"it (its READS.txt lists every variable it reads)")
+
+
+def _estimate_warnings(what: str, chosen: Choice, config_env: dict[str, str], gbs: int) -> list[str]:
+    """A warning when the scale is an estimate (derived, or marked so) and its config sets
+    batch-dependent hyperparameters: they were published for another global batch."""
+    hyper = {k: config_env[k] for k in _BATCH_DEPENDENT if k in config_env}
+    if not ((chosen.base.estimate or chosen.derived) and hyper):
+        return []
+    return [f"{what} is an estimate: {', '.join(f'{k}={v}' for k, v in hyper.items())}"
+            f" come from {chosen.base.config} at its own global batch; check them against the"
+            f" ruleset's rules for GBS {gbs}"]
+
+
+def _placement_and_fabric(layout: Layout, row: catalog.GpuSku, nodes: int, moved: bool,
+                          effective: dict[str, str], sources: dict[str, str],
+                          warnings: list[str]) -> tuple[Placement, list[FabricOverride]]:
+    """The ranks' placement in the rank order the env asks for, and the fabric variables
+    azbench sets or unsets for this SKU; appends their warnings to `warnings`."""
+    order, why = order_from(effective, {MAPPING_VAR: _with_line(sources[MAPPING_VAR], MAPPING_VAR)}
+                            if MAPPING_VAR in sources else {})
+    placement = place(layout, row, nodes, order=order, order_source=why, span_racks=moved)
+    warnings += placement.warnings
+    fabric = fabric_overrides(row, effective, {k: _with_line(sources[k], k) for k in FABRIC_RULES if k in sources})
+    warnings += [f"{f.asked}: {f.why}; azbench " + (f"sets {f.name}={f.value}" if f.value is not None
+                                                    else f"unsets {f.name}") for f in fabric]
+    return placement, fabric
 
 
 def _load_config(recipe: str, config: str | None, layers: list[tuple[dict[str, str], str]],

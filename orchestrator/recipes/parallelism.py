@@ -292,23 +292,34 @@ def place(layout: Layout, sku: GpuSku, nodes: int, *, order: str = DEFAULT_ORDER
                 + f" over InfiniBand (members {found[d].stride} ranks apart in rank order {order}: "
                 + f"{order_source or 'Megatron-core default'})" for d in ("tp", "cp", "pp") if links[d] == "infiniband"]
     if segment is not None and racks is not None:
-        per_rack = rack_vms // segment
-        idle = rack_vms - per_rack * segment
-        group = max(1, layout.mp // per_vm)
-        if group > segment:
-            warnings.append(f"a model-parallel group (TP*PP*CP = {layout.tp}*{layout.pp}*{layout.cp} = "
-                            f"{layout.mp} GPUs, {group} VMs) is larger than one rack of {rack_vms} VMs: "
-                            f"each spans {group // segment} racks in segments of {segment} VMs "
-                            f"(--segment={segment})")
-        notes.append((f"{nodes // segment} segments of {segment} VM(s) ({nodes // group} model-parallel groups "
-                      f"of {group})" if group > segment else f"{nodes // segment} model-parallel groups of {segment} VM(s)")
-                     + f", {per_rack} per "
-                     f"{rack_vms}-VM rack ({idle} VM(s) per rack left idle): {racks} rack(s)"
-                     + (f" of the {sku.nvlink_domain_vms} an {sku.rack_name} holds" if rack_vms < sku.nvlink_domain_vms else ""))
+        too_big, note = _segments(layout, sku, nodes, segment, racks, rack_vms)
+        warnings += too_big
+        notes.append(note)
     return Placement(nvlink_domain_gpus=domain, mp_gpus=layout.mp, links=links,
                      segment=segment if segment and segment > 1 else None, racks=racks, notes=notes,
                      order=order, order_source=order_source, rack_vms=rack_vms, spans=found,
                      scale_out=_scale_out(found, links, where, domain, sku.nvlink_domain_vms > 1), warnings=warnings)
+
+
+def _segments(layout: Layout, sku: GpuSku, nodes: int, segment: int, racks: int,
+              rack_vms: int) -> tuple[list[str], str]:
+    """On a rack-scale SKU: (a warning when a model-parallel group is larger than one rack,
+    the note on segments, groups per rack, VMs left idle and racks)."""
+    warnings: list[str] = []
+    per_rack = rack_vms // segment
+    idle = rack_vms - per_rack * segment
+    group = max(1, layout.mp // sku.gpus_per_vm)
+    if group > segment:
+        warnings.append(f"a model-parallel group (TP*PP*CP = {layout.tp}*{layout.pp}*{layout.cp} = "
+                        f"{layout.mp} GPUs, {group} VMs) is larger than one rack of {rack_vms} VMs: "
+                        f"each spans {group // segment} racks in segments of {segment} VMs "
+                        f"(--segment={segment})")
+    note = ((f"{nodes // segment} segments of {segment} VM(s) ({nodes // group} model-parallel groups "
+             f"of {group})" if group > segment else f"{nodes // segment} model-parallel groups of {segment} VM(s)")
+            + f", {per_rack} per "
+            f"{rack_vms}-VM rack ({idle} VM(s) per rack left idle): {racks} rack(s)"
+            + (f" of the {sku.nvlink_domain_vms} an {sku.rack_name} holds" if rack_vms < sku.nvlink_domain_vms else ""))
+    return warnings, note
 
 
 def _scale_out(found: dict[str, Span], links: dict[str, str], where: str, domain: int, racks: bool) -> str:

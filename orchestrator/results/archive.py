@@ -136,6 +136,27 @@ def snapshot(store: Store, log_hashes: dict[str, str]) -> bytes:
 def push(store: Store, container: Container) -> PushSummary:
     """Upload every stored result's log (those still on disk) and a snapshot; see the module."""
     out = PushSummary()
+    hashes, logs = _pushable_logs(store, out)
+    _upload_logs(container, logs, out)
+    snap = snapshot(store, hashes)
+    snap_hash = sha256(snap)
+    snap_blob = f"snapshots/{snap_hash}.json"
+    _put_unless(container, snap_blob, snap, {}, snap_blob in container.names("snapshots/"), out)
+    old = container.get(INDEX)
+    index = _read_index(old)
+    for digest, (name, _) in logs.items():
+        index["logs"].setdefault(digest, name)
+    index["snapshot"] = snap_hash
+    new = json.dumps(index, sort_keys=True, indent=1).encode()
+    _put_unless(container, INDEX, new, {}, new == old, out)
+    return out
+
+
+def _pushable_logs(store: Store,
+                   out: PushSummary) -> tuple[dict[str, str], dict[str, tuple[str, Path]]]:
+    """The stored results' logs that may be pushed: (sha256 by log_path, and (blob name, file)
+    by sha256). A log outside the store's log folders or with a second hard link goes to
+    `out.refused_logs` unread; one no longer on disk to `out.missing_logs`."""
     hashes: dict[str, str] = {}
     logs: dict[str, tuple[str, Path]] = {}
     roots = log_folders()
@@ -156,6 +177,12 @@ def push(store: Store, container: Container) -> PushSummary:
         hashes[r.log_path] = digest
         # a pulled log: its own name (full-hash prefix; the 12-digit one of older pulls too)
         logs[digest] = (p.name.removeprefix(f"{digest}_").removeprefix(f"{digest[:12]}_"), p)
+    return hashes, logs
+
+
+def _upload_logs(container: Container, logs: dict[str, tuple[str, Path]], out: PushSummary) -> None:
+    """Upload each log the container lacks as logs/<sha256>. Raises ConfigError for a file that
+    changed or gained a hard link since it was hashed (the blob would not be its name)."""
     present = container.names("logs/")
     for digest, (name, path) in sorted(logs.items()):
         blob = f"logs/{digest}"
@@ -167,31 +194,18 @@ def push(store: Store, container: Container) -> PushSummary:
             raise ConfigError(f"{path}: gained a second hard link while being archived; nothing uploaded")
         if sha256(data) != digest:
             raise ConfigError(f"{path}: changed while being archived; push again")
-        container.put(blob, data, {"name": name})
-        out.uploaded.append(blob)
-        out.bytes_uploaded += len(data)
-    snap = snapshot(store, hashes)
-    snap_hash = sha256(snap)
-    snap_blob = f"snapshots/{snap_hash}.json"
-    if snap_blob in container.names("snapshots/"):
+        _put_unless(container, blob, data, {"name": name}, False, out)
+
+
+def _put_unless(container: Container, blob: str, data: bytes, metadata: dict[str, str],
+                present: bool, out: PushSummary) -> None:
+    """Upload `data` as `blob` and count it in `out`, or count it skipped when `present`."""
+    if present:
         out.skipped += 1
-    else:
-        container.put(snap_blob, snap, {})
-        out.uploaded.append(snap_blob)
-        out.bytes_uploaded += len(snap)
-    old = container.get(INDEX)
-    index = _read_index(old)
-    for digest, (name, _) in logs.items():
-        index["logs"].setdefault(digest, name)
-    index["snapshot"] = snap_hash
-    new = json.dumps(index, sort_keys=True, indent=1).encode()
-    if new == old:
-        out.skipped += 1
-    else:
-        container.put(INDEX, new, {})
-        out.uploaded.append(INDEX)
-        out.bytes_uploaded += len(new)
-    return out
+        return
+    container.put(blob, data, metadata)
+    out.uploaded.append(blob)
+    out.bytes_uploaded += len(data)
 
 
 def pull(container: Container, folder: Path, store: Store | None = None) -> PullSummary:

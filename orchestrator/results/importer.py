@@ -16,44 +16,42 @@ Every file it opens must be a regular file (a FIFO or a link to a device fails t
 line, it never hangs), and is read as a stream or with a size cap. A log whose timing is
 impossible (time_ms out of range, run_stop before run_start) imports as status "invalid", with
 the reason as a warning; the rest of the import goes on.
+
+Its concepts live beside it: import_sources.py finds the logs and reads their place in a tree,
+import_facts.py turns a log and its place into a result row's fields (and warnings),
+import_progress.py reports progress. This module decides what is new, parses and checks it, and
+stores it all or nothing; their public names are importable from here too.
 """
 
 from __future__ import annotations
 
-import json
-import os
-import re
-import stat
-import time
-from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
 from orchestrator import paths
-from orchestrator.hardware.catalog import find, size_in_system
-from orchestrator.errors import ConfigError, NotFoundError
+from orchestrator.errors import ConfigError
 from orchestrator.models import Frozen
-from orchestrator.results.files import check_regular, kind_of, open_regular, read_small
 from orchestrator.results.ingest import archive_log, file_hash
 from orchestrator.results.checkpool import DEFAULT_TIMEOUT_S
 from orchestrator.results.compliance import Verdict
+from orchestrator.results.import_facts import (
+    Systems, clean, facts_of, log_warnings, no_round_reason, row_of)
+from orchestrator.results.import_progress import ImportProgress as ImportProgress
+from orchestrator.results.import_progress import Meter
+from orchestrator.results.import_progress import ProgressFn as ProgressFn
+from orchestrator.results.import_sources import LogSource as LogSource
+from orchestrator.results.import_sources import discover as discover
+from orchestrator.results.import_sources import round_in_name as round_in_name
+from orchestrator.results.import_sources import round_of_ruleset as round_of_ruleset
+from orchestrator.results.import_sources import ruleset_of_round as ruleset_of_round
 from orchestrator.results.mllog import MAX_LINE, RunSummary, parse_file
 from orchestrator.results.summary import summary_of
 from orchestrator.store.database import ResultRow, Store
 from orchestrator.results import checkpool  # by module: tests replace checkpool.check_logs
 
-RESULT_RE = re.compile(r"^result_\d+\.txt$")
-ROUND_RE = re.compile(r"^v(\d+)\.(\d+)(?:\.(\d+))?$")
-# A round inside a folder name, on its own: "training_results_v5.1", "v4.1", "mlperf-v3.1.0".
-ROUND_IN_NAME_RE = re.compile(r"(?<![A-Za-z0-9])v(\d{1,3})\.(\d{1,3})(?:\.(\d{1,3}))?(?![0-9.])")
-LOGGED_RULESET_RE = re.compile(r"v?(\d{1,3})\.(\d{1,3})(?:\.\d{1,3})?")
-ATTEMPT_RE = re.compile(r"^attempt-(\d+)$")
-RUN_LOG = "train.log"
-PLACEHOLDER = "PLACEHOLDER"
-JSON_LIMIT = 1 << 20  # bytes: a system description or scaling.json is a few hundred
+ALREADY_STORED = "already stored (same bytes, same folder)"
 
 
 class ImportedFile(Frozen):
@@ -98,27 +96,6 @@ class ImportSummary(BaseModel):
         return out
 
 
-@dataclass(frozen=True)
-class ImportProgress:
-    """Where an import stands, for a progress line: logs found, read (hashed), skipped as
-    already stored, parsed, compliance-checked and stored; the stage it is in; seconds so far
-    and the estimated seconds left (None until there is a rate to go by)."""
-
-    stage: Literal["read", "parse", "check", "store", "done"]
-    found: int
-    read: int = 0
-    skipped: int = 0
-    parsed: int = 0
-    to_check: int = 0
-    checked: int = 0
-    stored: int = 0
-    elapsed_s: float = 0.0
-    left_s: float | None = None
-
-
-ProgressFn = Callable[[ImportProgress], None]
-
-
 def import_path(
     store: Store, path: Path, *, archive_dir: Path | None = None, check_compliance: bool = False,
     progress: ProgressFn | None = None, workers: int | None = None,
@@ -136,71 +113,113 @@ def import_path(
     log is archived once). `round_name` ("v5.1") is the round of every log, for a tree whose
     folders do not name it; stored results without a round get it (ImportSummary.refiled).
     """
-    given = _given_round(round_name)
-    meter = _Meter(progress)
+    meter = Meter(progress)
+    plan = _plan(store, path, _given_round(round_name), meter)
+    prepared = _prepare_new(store, plan, meter)
+    if check_compliance:  # only once the input is known good
+        _check_all(list(prepared.values()), meter, workers, check_timeout_s)
+    meter.step(stage="store")
+    rows, outcomes = _store_all(store, plan, prepared, archive_dir or paths.archive_dir())
+    summary = _summary(str(path), plan, prepared, rows, outcomes)
+    meter.step(stage="done", stored=len(summary.imported))
+    return summary
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """The logs an import found, by index: each one's sha256 and result key; the stored results
+    by key; the stored keys this import's --round files (`refile`); and the index of the first
+    log of each key to store (`first`: the one parsed and stored, later copies are duplicates)."""
+
+    sources: list[LogSource]
+    hashes: list[str]
+    keys: list[str]
+    stored: dict[str, ResultRow]
+    refile: set[str]
+    first: dict[str, int]
+
+
+def _plan(store: Store, path: Path, given: str | None, meter: Meter) -> _Plan:
+    """Find and hash the logs under `path` and match them against the store (no parsing)."""
     sources = [replace(src, given_round=given) for src in discover(path)] if given else discover(path)
     meter.step(stage="read", found=len(sources))
     hashes = _hash_all(sources, meter)
     keys, stored = _result_keys(store, sources, hashes)
     refile = {k for k, row in stored.items() if given and row.round is None and row.source == "import"}
-    first: dict[str, int] = {}  # the first log of each new key: the one parsed and stored
+    first: dict[str, int] = {}
     for i, k in enumerate(keys):
         if (k not in stored or k in refile) and k not in first:
             first[k] = i
-    meter.step(stage="parse", skipped=len(sources) - len(first))
+    return _Plan(sources, hashes, keys, stored, refile, first)
+
+
+def _prepare_new(store: Store, plan: _Plan, meter: Meter) -> dict[int, _Prepared]:
+    """Parse the first log of each key to store, by index. Raises ConfigError for a file that is
+    not an MLPerf log or a folder that would mix benchmarks; a run directory named after a
+    stored run is filed under that run."""
+    meter.step(stage="parse", skipped=len(plan.sources) - len(plan.first))
     prepared: dict[int, _Prepared] = {}
-    systems: dict[Path, tuple[dict[str, Any], list[str]]] = {}
-    for i in first.values():
-        prepared[i] = _prepare(sources[i], keys[i], systems)
+    systems: Systems = {}
+    for i in plan.first.values():
+        prepared[i] = _prepare(plan.sources[i], plan.keys[i], systems)
         meter.step(parsed=1)
-    _refuse_mixed_benchmarks(list(prepared.values()), _stored_neighbours(sources, keys, stored, prepared))
+    neighbours = _stored_neighbours(plan.sources, plan.keys, plan.stored, prepared)
+    _refuse_mixed_benchmarks(list(prepared.values()), neighbours)
     for p in prepared.values():  # a run dir named after a stored run belongs to that run
         if p.source.run_dir and store.get_run(p.source.run_dir.name) is not None:
             p.row = p.row.model_copy(update={"run_id": p.source.run_dir.name})
-    if check_compliance:  # only once the input is known good
-        _check_all(list(prepared.values()), meter, workers, check_timeout_s)
-    meter.step(stage="store")
-    archive = archive_dir or paths.archive_dir()
+    return prepared
+
+
+def _store_all(store: Store, plan: _Plan, prepared: dict[int, _Prepared],
+               archive: Path) -> tuple[dict[int, ResultRow], dict[int, tuple[int, bool]]]:
+    """Archive and store the prepared logs in one transaction: (their rows by index, and for
+    each new row by index (result id, whether it was new)). On any error the archive copies it
+    made are removed and the error goes on: a failed import leaves no trace."""
     created: list[Path] = []
     try:
-        rows = {i: _archived(p, hashes[i], archive, created) for i, p in prepared.items()}
-        for i, k in enumerate(keys):  # a stored log whose archived copy is gone gets it back
-            if k in stored:
-                _archive_copy(sources[i].log, hashes[i], archive, created)
+        rows = {i: _archived(p, plan.hashes[i], archive, created) for i, p in prepared.items()}
+        for i, k in enumerate(plan.keys):  # a stored log whose archived copy is gone gets it back
+            if k in plan.stored:
+                _archive_copy(plan.sources[i].log, plan.hashes[i], archive, created)
         with store.transaction():
-            new_rows = {i: r for i, r in rows.items() if keys[i] not in refile}
+            new_rows = {i: r for i, r in rows.items() if plan.keys[i] not in plan.refile}
             outcomes = dict(zip(new_rows, store.add_results(new_rows.values())))
-            moved = [r.model_copy(update={"id": stored[keys[i]].id}) for i, r in rows.items()
-                     if keys[i] in refile]
+            moved = [r.model_copy(update={"id": plan.stored[plan.keys[i]].id})
+                     for i, r in rows.items() if plan.keys[i] in plan.refile]
             store.refile_results(moved)
     except BaseException:
-        for copy in created:  # a failed import leaves no trace, in the archive either
+        for copy in created:
             copy.unlink(missing_ok=True)
         raise
-    summary = ImportSummary(source=str(path))
-    for i, (src, k) in enumerate(zip(sources, keys)):
-        if i in prepared and k in refile:
-            summary.refiled.append(_imported_file(src, rows[i], stored[k].id))
-            summary.warnings.extend(ImportWarning(path=str(src.log), message=m)
-                                    for m in prepared[i].warnings)
+    return rows, outcomes
+
+
+def _summary(source: str, plan: _Plan, prepared: dict[int, _Prepared], rows: dict[int, ResultRow],
+             outcomes: dict[int, tuple[int, bool]]) -> ImportSummary:
+    """What the import did with each log, in the order found: imported, refiled, or a duplicate
+    with why it was not stored again; and the warnings of each log it stored."""
+    summary = ImportSummary(source=source)
+    for i, (src, k) in enumerate(zip(plan.sources, plan.keys)):
+        if i in prepared and k in plan.refile:
+            summary.refiled.append(_imported_file(src, rows[i], plan.stored[k].id))
         elif i in prepared:
             result_id, new = outcomes[i]
             item = _imported_file(src, rows[i], result_id)
             if not new:
-                item = item.model_copy(update={"skipped": "already stored (same bytes, same folder)"})
+                item = item.model_copy(update={"skipped": ALREADY_STORED})
             (summary.imported if new else summary.duplicates).append(item)
-            summary.warnings.extend(ImportWarning(path=str(src.log), message=m)
-                                    for m in prepared[i].warnings)
-        elif k in stored:
-            item = _imported_file(src, stored[k], stored[k].id)
-            summary.duplicates.append(item.model_copy(update={
-                "skipped": "already stored (same bytes, same folder)"}))
+        elif k in plan.stored:
+            item = _imported_file(src, plan.stored[k], plan.stored[k].id)
+            summary.duplicates.append(item.model_copy(update={"skipped": ALREADY_STORED}))
         else:  # a second copy of a log this import stores, in the same folder
-            j = first[k]
+            j = plan.first[k]
             item = _imported_file(src, rows[j], outcomes[j][0])
             summary.duplicates.append(item.model_copy(update={
-                "skipped": f"same bytes as {sources[j].log.name} in the same folder"}))
-    meter.step(stage="done", stored=len(summary.imported))
+                "skipped": f"same bytes as {plan.sources[j].log.name} in the same folder"}))
+        if i in prepared:
+            summary.warnings.extend(ImportWarning(path=str(src.log), message=m)
+                                    for m in prepared[i].warnings)
     return summary
 
 
@@ -254,7 +273,7 @@ def _given_round(round_name: str | None) -> str | None:
     return found
 
 
-def _hash_all(sources: list[LogSource], meter: _Meter) -> list[str]:
+def _hash_all(sources: list[LogSource], meter: Meter) -> list[str]:
     """The sha256 of each log, in order. Threads: reading and hashing release the GIL, so a
     cold disk's waits overlap (a re-import is mostly this)."""
     from concurrent.futures import ThreadPoolExecutor
@@ -269,51 +288,7 @@ def _hash_all(sources: list[LogSource], meter: _Meter) -> list[str]:
     return hashes
 
 
-class _Meter:
-    """Counts an import's steps and tells `progress` (at each stage and at most every 50 ms:
-    10,000 logs make 30,000 steps), with an estimate of the time left."""
-
-    EVERY_S = 0.05
-
-    def __init__(self, progress: ProgressFn | None) -> None:
-        self._progress = progress
-        self._start = time.monotonic()
-        self._check_start = 0.0
-        self._told = 0.0
-        self.work_total = self.work_done = 0  # MLLOG lines to check, and checked: the ETA's unit
-        self.stage = "read"
-        self.counts = dict.fromkeys(("found", "read", "skipped", "parsed", "to_check", "checked",
-                                     "stored"), 0)
-
-    def step(self, stage: str | None = None, **counts: int) -> None:
-        for key, n in counts.items():
-            self.counts[key] += n
-        now = time.monotonic()
-        if stage is not None:
-            self.stage = stage
-            if stage == "check":
-                self._check_start = now
-        elif now - self._told < self.EVERY_S:
-            return
-        if self._progress is not None:
-            self._told = now
-            self._progress(self.snapshot(now))
-
-    def snapshot(self, now: float) -> ImportProgress:
-        return ImportProgress(stage=self.stage, elapsed_s=now - self._start,  # type: ignore[arg-type]
-                              left_s=self._left(now), **self.counts)
-
-    def _left(self, now: float) -> float | None:
-        """Seconds left, from the rate of the stage under way (checking dominates)."""
-        read, found = self.counts["read"], self.counts["found"]
-        if self.stage == "read" and read:
-            return (now - self._start) / read * (found - read)
-        if self.stage == "check" and self.work_done:  # by lines: a 12,000-line log is not a 300
-            return (now - self._check_start) / self.work_done * (self.work_total - self.work_done)
-        return 0.0 if self.stage == "done" else None
-
-
-def _check_all(prepared: list[_Prepared], meter: _Meter, workers: int | None,
+def _check_all(prepared: list[_Prepared], meter: Meter, workers: int | None,
                timeout_s: float) -> None:
     """Every log with a round gets mlperf_logging's verdict; one without says why not."""
     todo: list[_Prepared] = []
@@ -321,7 +296,7 @@ def _check_all(prepared: list[_Prepared], meter: _Meter, workers: int | None,
         if p.row.ruleset:
             todo.append(p)
         else:
-            p.warnings.append("compliance not checked: " + _no_round_reason(p.source))
+            p.warnings.append("compliance not checked: " + no_round_reason(p.source))
     # The longest logs first: the last ones to finish are then short.
     todo.sort(key=lambda p: -p.summary.mllog_lines)
     jobs = [checkpool.CheckJob(p.source.log, p.row.ruleset or "", mllog_lines=p.summary.mllog_lines)
@@ -337,135 +312,19 @@ def _check_all(prepared: list[_Prepared], meter: _Meter, workers: int | None,
         p.row = _with_verdict(p.row, verdict, p.warnings)
 
 
-@dataclass(frozen=True)
-class LogSource:
-    """One log to import and what its place in the tree says about it."""
-
-    log: Path
-    round: str | None = None
-    submitter: str | None = None
-    system: str | None = None
-    benchmark: str | None = None  # the folder's name: authoritative over the logged one
-    systems_json: Path | None = None
-    scaling_json: Path | None = None
-    run_dir: Path | None = None  # set for an azbench run directory
-    earlier_attempts: int = 0
-    given_round: str | None = None  # `results import --round`: wins over what the tree says
-    # Where to look for a vX.Y folder when neither the round folder nor the log names a
-    # round: the folder above the round folder in a submission tree, else the log's folder.
-    search_from: Path | None = None
-
-
-def discover(path: Path) -> list[LogSource]:
-    """The logs under `path` (a tree, a folder, one file or an azbench run dir), sorted."""
-    try:
-        mode = path.stat().st_mode
-    except FileNotFoundError:
-        raise NotFoundError(f"{path} does not exist") from None
-    except OSError as exc:
-        raise ConfigError(f"cannot read {path}: {exc.strerror or exc}") from None
-    root = path.resolve()
-    if stat.S_ISREG(mode):
-        return [_layout_source(root)]
-    if not stat.S_ISDIR(mode):
-        raise ConfigError(f"{path} is {kind_of(mode)}: give a folder or a log file")
-    if _is_run_dir(root):
-        return [_run_dir_source(root)]
-    results: list[Path] = []
-    run_dirs: list[Path] = []
-    for dirpath, dirnames, filenames in os.walk(root):
-        dirnames.sort()
-        here = Path(dirpath)
-        if ATTEMPT_RE.match(here.name) and RUN_LOG in filenames:
-            check_regular(here / RUN_LOG, "run log")
-            if here.parent not in run_dirs:
-                run_dirs.append(here.parent)
-            continue
-        for name in sorted(filenames):
-            if RESULT_RE.match(name):
-                check_regular(here / name, "result log")  # a FIFO named result_1.txt: refused
-                results.append(here / name)
-    if not results and not run_dirs:
-        raise NotFoundError(
-            f"no MLPerf result logs (result_N.txt) or azbench run logs "
-            f"(attempt-N/{RUN_LOG}) under {path}",
-            hint="point at a submission tree, a benchmark folder or one log file")
-    return [_layout_source(f) for f in results] + [_run_dir_source(d) for d in run_dirs]
-
-
-def ruleset_of_round(round_name: str | None) -> str | None:
-    """'v3.1' -> '3.1.0'; None for anything that is not a round folder name."""
-    m = ROUND_RE.match(round_name or "")
-    return f"{int(m[1])}.{int(m[2])}.{int(m[3] or 0)}" if m else None
-
-
-def round_in_name(name: str) -> str | None:
-    """The round a folder's name holds: 'v5.1' and 'training_results_v5.1' -> 'v5.1'; None
-    when no 'vX.Y' stands on its own in it ('ND_H100_v5' and 'nemo2v5.1' hold none)."""
-    m = ROUND_IN_NAME_RE.search(name)
-    return f"v{int(m[1])}.{int(m[2])}" + (f".{int(m[3])}" if m[3] else "") if m else None
-
-
-def round_of_ruleset(ruleset: str | None) -> str | None:
-    """'5.1.0' (as a log's submission_ruleset, ruleset or mlperf_version says) -> 'v5.1'."""
-    m = LOGGED_RULESET_RE.fullmatch((ruleset or "").strip())
-    return f"v{int(m[1])}.{int(m[2])}" if m else None
-
-
-def _layout_source(log: Path) -> LogSource:
-    bench_dir = log.parent
-    scaling = bench_dir / "scaling.json"
-    scaling_json = scaling if scaling.is_file() else None
-    system_dir = bench_dir.parent
-    if system_dir.parent.name != "results":
-        return LogSource(log=log, scaling_json=scaling_json, search_from=log.parent)
-    submitter_dir = system_dir.parent.parent
-    round_dir = submitter_dir.parent  # "v5.1", or a clone's "training_results_v5.1"
-    return LogSource(
-        log=log, round=round_in_name(round_dir.name),
-        submitter=submitter_dir.name, system=system_dir.name, benchmark=bench_dir.name,
-        systems_json=submitter_dir / "systems" / f"{system_dir.name}.json",
-        scaling_json=scaling_json, search_from=round_dir.parent)
-
-
-def _is_run_dir(d: Path) -> bool:
-    return any(ATTEMPT_RE.match(p.name) and (p / RUN_LOG).is_file() for p in d.iterdir())
-
-
-def _run_dir_source(run_dir: Path) -> LogSource:
-    """The last attempt that reached run_start is the run's result; earlier ones were retries."""
-    attempts = sorted(
-        (int(m[1]), p / RUN_LOG) for p in run_dir.iterdir()
-        if (m := ATTEMPT_RE.match(p.name)) and (p / RUN_LOG).is_file())
-    if not attempts:
-        raise ConfigError(f"{run_dir}: no attempt-N/{RUN_LOG} is a regular file")
-    started = (log for _, log in reversed(attempts) if _contains(log, b'"key": "run_start"'))
-    chosen = next(started, attempts[-1][1])
-    return LogSource(log=chosen, run_dir=run_dir, earlier_attempts=len(attempts) - 1)
-
-
-def _contains(path: Path, needle: bytes, block: int = 1 << 20) -> bool:
-    """Whether the file holds `needle`, read in blocks (a long log is never held whole)."""
-    tail = b""
-    with open_regular(path, "run log") as handle:
-        while chunk := handle.read(block):
-            window = tail + chunk  # the needle may straddle two blocks
-            if needle in window:
-                return True
-            tail = window[max(len(window) - len(needle) + 1, 0) :]
-    return False
-
-
 @dataclass
 class _Prepared:
+    """A parsed log: where it is, its summary, the row it will be stored as, its warnings."""
+
     source: LogSource
     summary: RunSummary
     row: ResultRow
     warnings: list[str] = field(default_factory=list)
 
 
-def _prepare(src: LogSource, content_hash: str,
-             systems: dict[Path, tuple[dict[str, Any], list[str]]] | None = None) -> _Prepared:
+def _prepare(src: LogSource, content_hash: str, systems: Systems | None = None) -> _Prepared:
+    """Parse one log into its row. Raises ConfigError for a file with no readable MLLOG line;
+    `systems` caches the system JSONs read so far in this import."""
     summary = parse_file(src.log)
     decoded = summary.mllog_lines - summary.bad_lines
     if decoded <= 0:
@@ -476,130 +335,9 @@ def _prepare(src: LogSource, content_hash: str,
             f"{src.log} is not an MLPerf result log ({kind}: no readable ':::MLLOG' line in "
             f"{summary.lines_total} lines); nothing was imported",
             hint="remove the file or import the other folders one by one")
-    warnings = _log_warnings(summary)
-    facts = _run_dir_facts(src, summary, warnings) if src.run_dir else \
-        _tree_facts(src, summary, warnings, {} if systems is None else systems)
-    return _Prepared(src, summary, _row(src, summary, facts, warnings, content_hash), warnings)
-
-
-def _log_warnings(s: RunSummary) -> list[str]:
-    out = [f"invalid result, not scored: {why}" for why in s.problems]
-    for key in ("run_start", "run_stop"):
-        if s.key_counts.get(key, 0) > 1:
-            out.append(f"{s.key_counts[key]} {key} events in the log: the first one is used")
-    said = " ".join(s.problems)
-    if s.run_start_ms is None and "run_start" not in said:
-        out.append("no run_start in the log: imported as incomplete (not converged)")
-    elif s.run_stop_ms is None and "run_stop" not in said:
-        out.append("no run_stop in the log (run killed or log cut): imported as incomplete")
-    if s.truncated:
-        out.append("the file ends mid-line (cut short?)")
-    if s.bad_lines:
-        out.append(f"{s.bad_lines} undecodable ':::MLLOG' line(s) skipped")
-    if s.long_lines:
-        out.append(f"{s.long_lines} line(s) over {MAX_LINE >> 20} MiB skipped unread")
-    return out
-
-
-def _tree_facts(src: LogSource, s: RunSummary, warnings: list[str],
-                systems: dict[Path, tuple[dict[str, Any], list[str]]]) -> dict[str, Any]:
-    """round/submitter/system/benchmark/nodes/gpus/sku/scaling for a log in a submission tree."""
-    logged_bench = _clean(s.benchmark)
-    benchmark = src.benchmark or logged_bench
-    if src.benchmark and logged_bench and logged_bench != src.benchmark:
-        warnings.append(f"log says submission_benchmark {logged_bench!r} but sits in folder "
-                        f"{src.benchmark!r}: filed under {src.benchmark!r}")
-    if src.benchmark is None:
-        warnings.append("not in <submitter>/results/<system>/<benchmark>/: names from the log")
-    if src.systems_json is not None and src.systems_json not in systems:  # read once per import
-        said: list[str] = []
-        systems[src.systems_json] = (_system_json(src.systems_json, said), said)
-    system_desc, said = systems.get(src.systems_json, ({}, [])) if src.systems_json else ({}, [])
-    warnings.extend(said)
-    nodes = _as_int(system_desc.get("number_of_nodes"))
-    per_node = _as_int(system_desc.get("accelerators_per_node"))
-    if nodes is None:
-        nodes = _platform_nodes(s.platform)
-    submitter = src.submitter or _clean(system_desc.get("submitter")) or _clean(s.submitter)
-    system = src.system or _clean(s.platform)
-    accelerator = _clean(system_desc.get("accelerator_model_name"))
-    round_name, ruleset = _round_of(src, s, warnings)
-    return {
-        "round": round_name, "ruleset": ruleset, "submitter": submitter, "system": system, "benchmark": benchmark,
-        "nodes": nodes, "gpus": nodes * per_node if nodes and per_node is not None else None,
-        "sku": _sku_for(system or "", str(system_desc.get("system_name", "")), accelerator),
-        "scaling_factor": _scaling_factor(src.scaling_json, warnings),
-        "resumed": s.resume_step is not None,
-    }
-
-
-def _run_dir_facts(src: LogSource, s: RunSummary, warnings: list[str]) -> dict[str, Any]:
-    """An azbench run directory: nodes from the :::DLPAL line, SKU from the logged platform."""
-    nodes = _dlpal_nodes(s.dlpal) or _platform_nodes(s.platform)
-    sku = _sku_for(_clean(s.platform) or "", "", None)
-    row = find(sku)
-    per_node = row.gpus_per_vm if row else None
-    if nodes is None:
-        warnings.append("node count unknown: no :::DLPAL line and no NxPLATFORM in the log")
-    if src.earlier_attempts:
-        warnings.append(f"{src.earlier_attempts} earlier attempt(s); "
-                        f"imported {src.log.parent.name}")
-    return {
-        "round": None, "ruleset": _clean(s.ruleset), "submitter": _clean(s.submitter) or "azbench",
-        "system": f"{nodes}x{sku}" if nodes and sku else _clean(s.platform),
-        "benchmark": _clean(s.benchmark), "nodes": nodes,
-        "gpus": nodes * per_node if nodes and per_node is not None else None, "sku": sku,
-        "scaling_factor": None,
-        "resumed": s.resume_step is not None,
-    }
-
-
-def _row(src: LogSource, s: RunSummary, facts: dict[str, Any], warnings: list[str],
-         content_hash: str) -> ResultRow:
-    benchmark = facts.pop("benchmark") or "unknown"
-    if benchmark == "unknown":
-        warnings.append("no benchmark folder and no submission_benchmark in the log")
-    complete = s.run_start_ms is not None and s.run_stop_ms is not None
-    status = "invalid" if s.problems else (s.status or "unknown") if complete else "incomplete"
-    return ResultRow(
-        content_hash=content_hash, source="import", benchmark=benchmark, status=status,
-        converged=complete and s.converged, minutes=s.minutes,
-        run_start_ms=s.run_start_ms, run_stop_ms=s.run_stop_ms,
-        global_batch_size=s.global_batch_size, summary_json=s.model_dump_json(), **facts)
-
-
-def _round_of(src: LogSource, s: RunSummary, warnings: list[str]) -> tuple[str | None, str | None]:
-    """(round, ruleset to check with): the round folder's vX.Y, else the log's own ruleset key,
-    else the nearest vX.Y in a folder above (the absolute path: a clone checked out as
-    training_results_v5.1/ and imported from its Cisco/ folder is v5.1)."""
-    logged = _clean(s.ruleset)
-    from_log = round_of_ruleset(logged)
-    if src.given_round:
-        said = src.round or from_log
-        if said and said != src.given_round:
-            warnings.append(f"the {'round folder' if src.round else 'log'} says {said} but the "
-                            f"round was given as {src.given_round} (--round): checked and filed "
-                            f"as {src.given_round}")
-        return src.given_round, ruleset_of_round(src.given_round)
-    if src.round:
-        if from_log and from_log != src.round:
-            warnings.append(f"log says ruleset {logged} but sits in round folder {src.round}: "
-                            f"checked and filed as {src.round}")
-        return src.round, ruleset_of_round(src.round)
-    if from_log:
-        return from_log, ruleset_of_round("v" + (logged or "").lstrip("v"))  # '5.1.1' checks as 5.1.1
-    folder = src.search_from
-    while folder is not None and folder != folder.parent:
-        if found := round_in_name(folder.name):
-            return found, ruleset_of_round(found)
-        folder = folder.parent
-    return None, None
-
-
-def _no_round_reason(src: LogSource) -> str:
-    where = src.search_from or src.log.parent
-    return (f"round unknown: no vX.Y folder in {where} or above, and no submission_ruleset, "
-            "ruleset or mlperf_version key in the log: give --round")
+    warnings = log_warnings(summary)
+    facts = facts_of(src, summary, warnings, {} if systems is None else systems)
+    return _Prepared(src, summary, row_of(src, summary, facts, warnings, content_hash), warnings)
 
 
 def _with_verdict(row: ResultRow, verdict: Verdict, warnings: list[str]) -> ResultRow:
@@ -621,7 +359,7 @@ def _stored_neighbours(sources: list[LogSource], hashes: list[str], stored: dict
         row = stored.get(h)
         if row is None or src.run_dir is not None or src.log.parent not in folders:
             continue
-        logged = _clean(summary_of(row).benchmark)
+        logged = clean(summary_of(row).benchmark)
         if logged:
             out.setdefault(src.log.parent, {}).setdefault(logged, []).append(src.log.name)
     return out
@@ -632,7 +370,7 @@ def _refuse_mixed_benchmarks(prepared: list[_Prepared],
     by_dir: dict[Path, dict[str, list[str]]] = {
         d: {b: list(f) for b, f in names.items()} for d, names in stored.items()}
     for p in prepared:
-        if p.source.run_dir is None and (logged := _clean(p.summary.benchmark)):
+        if p.source.run_dir is None and (logged := clean(p.summary.benchmark)):
             files = by_dir.setdefault(p.source.log.parent, {}).setdefault(logged, [])
             files.append(p.source.log.name)
     for folder, names in by_dir.items():
@@ -661,70 +399,3 @@ def _imported_file(src: LogSource, row: ResultRow, result_id: int | None) -> Imp
         round=row.round, submitter=row.submitter, system=row.system, benchmark=row.benchmark,
         status=row.status, minutes=row.minutes, nodes=row.nodes, gpus=row.gpus,
         resumed=row.resumed, compliance_ok=row.compliance_ok)
-
-
-def _system_json(path: Path | None, warnings: list[str]) -> dict[str, Any]:
-    if path is None:
-        return {}
-    try:
-        data = json.loads(read_small(path, JSON_LIMIT, "system description"))
-    except (OSError, ValueError, ConfigError, NotFoundError) as exc:
-        why = "is missing" if isinstance(exc, NotFoundError) else f"is unreadable ({exc})"
-        warnings.append(f"system description {path} {why}: GPUs unknown, nodes only from the "
-                        "logged NxPLATFORM")
-        return {}
-    if not isinstance(data, dict):
-        warnings.append(f"system description {path} is not a JSON object: GPUs unknown")
-    return data if isinstance(data, dict) else {}
-
-
-def _scaling_factor(path: Path | None, warnings: list[str]) -> float | None:
-    if path is None:
-        return None
-    try:
-        value = json.loads(read_small(path, JSON_LIMIT, "scaling file")).get("scaling_factor")
-    except (OSError, ValueError, AttributeError, ConfigError, NotFoundError) as exc:
-        warnings.append(f"{path} is unreadable ({exc}): no RCP scaling applied")
-        return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < 1e6:
-        warnings.append(f"{path}: scaling_factor {value!r} is not a positive number: ignored")
-        return None
-    return float(value)
-
-
-def _sku_for(system: str, system_name: str, accelerator: str | None) -> str | None:
-    """The catalog VM size an Azure system id or name names (the rows' `mlperf.systems`
-    patterns), else the accelerator model name."""
-    for text in (system, system_name):
-        row = size_in_system(text)
-        if row:
-            return row.name
-    tail = system.split("x", 1)[1] if re.match(r"^\d+x.", system) else ""
-    row = find(tail)
-    return row.name if row else accelerator
-
-
-def _dlpal_nodes(dlpal: str | None) -> int | None:
-    parts = (dlpal or "").split()  # ":::DLPAL <container> <jobid> <nnodes> <nodelist> ..."
-    return _as_int(parts[2]) if len(parts) > 2 else None
-
-
-def _platform_nodes(platform: str | None) -> int | None:
-    m = re.match(r"^([0-9]{1,9})x", _clean(platform) or "")
-    return int(m[1]) if m else None
-
-
-def _clean(value: Any) -> str | None:
-    """A logged string, or None when absent, empty or a submission placeholder."""
-    if not isinstance(value, str) or not value.strip() or PLACEHOLDER in value:
-        return None
-    return value.strip()
-
-
-def _as_int(value: Any) -> int | None:
-    """A count from a system JSON or a log: 0 to 10^9, else None (never a crash on '²')."""
-    if isinstance(value, bool):
-        return None
-    text = str(value).strip() if isinstance(value, (int, str)) else ""
-    ok = text.isascii() and text.isdigit() and len(text) <= 9
-    return int(text) if ok else None

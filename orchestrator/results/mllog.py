@@ -13,6 +13,8 @@ longer than MAX_LINE (1 MiB) is skipped and counted in `long_lines`, never buffe
 line without a newline costs one pass and no more than a chunk of memory. A timing event whose
 `time_ms` is outside 0..2^53 ms, or a run_stop before its run_start, makes the summary invalid:
 the reason goes to `problems`, its minutes are None and it is not converged.
+
+What a summary holds (RunSummary and its parts) is run_summary.py's; this module reads logs.
 """
 
 from __future__ import annotations
@@ -25,13 +27,17 @@ from bisect import bisect_right
 from collections import Counter
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Literal, NamedTuple
-
-from pydantic import ConfigDict, Field, computed_field
+from typing import Any, Literal
 
 from orchestrator.errors import ConfigError
-from orchestrator.models import Frozen
 from orchestrator.results.files import open_regular
+# The summary's model has its own home; its names stay importable from here.
+from orchestrator.results.run_summary import Checkpoint as Checkpoint
+from orchestrator.results.run_summary import EvalPoint as EvalPoint
+from orchestrator.results.run_summary import RunSummary as RunSummary
+from orchestrator.results.run_summary import Scalar as Scalar
+from orchestrator.results.run_summary import StepTime as StepTime
+from orchestrator.results.run_summary import StepTimeSource as StepTimeSource
 
 MARKER = b":::MLLOG"
 NODE_STEP_TIME = "azbench_node_step_time"  # {node: compute seconds per step}, one event per block
@@ -60,13 +66,6 @@ _LINE_ENDS = (b"}", b"}\r", b"} ")
 # v6.0), "train_step_timing in s" (NVIDIA v4.1 GPT-3 NeMo, R41 eos_n64 result_0.txt), and
 # "train_step_timing". "validation_step_timing in s" is an eval step and is not one of them.
 STEP_TIME_FIELDS = ("train_step_time", "train_step_timing in s", "train_step_timing")
-# Where a summary's step times came from (RunSummary.step_time_source):
-#   tracked_stats:  one train step each (metadata.step; post-eval steps marked)
-#   tracked_block_avg: one per-block average per block (NVIDIA v5.1 mlperf_common, e.g. LoRA: a
-#       train_step_time with no metadata.step just before each block_stop), so no post-eval marking
-#   block_derived:  block duration / (block samples_count / global_batch_size), per block
-#   block:          whole block durations; not step times, and never used as such
-StepTimeSource = Literal["tracked_stats", "tracked_block_avg", "block_derived", "block"]
 # Benchmarks whose reference definition starts from a checkpoint: init_checkpoint_step > 0 is the
 # rule there (closed_gpt3.yaml requires it), not a resumed run.
 STARTS_FROM_CHECKPOINT = frozenset({"gpt3"})
@@ -81,116 +80,6 @@ MAX_LINE = 1 << 20  # bytes: a longer line is skipped and counted (long_lines), 
 MAX_TIME_MS = 1 << 53  # time_ms must be in [0, 2^53): epoch ms up to the year 287396, exact as float
 _INT64 = 1 << 63  # ints beyond a signed 64-bit (what the SQL store keeps) are not numbers here
 _BATCH = 4096
-
-Scalar = str | int | float | bool | None
-
-
-class EvalPoint(NamedTuple):
-    """One eval_accuracy: progress (samples_count, else epoch_num), value, and its time."""
-
-    progress: int | float | None
-    value: float | None
-    time_ms: int
-
-
-class StepTime(NamedTuple):
-    """One training step: its `metadata.step` (or running index) and its duration in seconds."""
-
-    step: int
-    seconds: float
-
-
-class Checkpoint(NamedTuple):
-    """One checkpoint an azbench recipe logged (CHECKPOINT): the step it holds, when it was
-    complete (ms) and how long writing it took (s)."""
-
-    step: int
-    time_ms: int
-    seconds: float
-
-
-class RunSummary(Frozen):
-    """Everything azbench keeps from one result log. Stored as JSON; computed fields included."""
-
-    # Stored as JSON with its computed fields, which validation must read past: extras ignored.
-    model_config = ConfigDict(frozen=True, extra="ignore")
-
-    benchmark: str | None = None
-    ruleset: str | None = None
-    submitter: str | None = None
-    platform: str | None = None
-    division: str | None = None
-    submission_status: str | None = None
-    status: str | None = None
-    run_start_ms: int | None = None
-    run_stop_ms: int | None = None
-    init_start_ms: int | None = None
-    init_stop_ms: int | None = None
-    global_batch_size: int | None = None
-    gradient_accumulation_steps: int | None = None
-    seed: int | None = None
-    max_sequence_length: int | None = None
-    target_accuracy: float | None = None
-    progress_key: Literal["samples_count", "epoch_num"] | None = None
-    eval_points: list[EvalPoint] = Field(default_factory=list)
-    step_times: list[StepTime] = Field(default_factory=list)
-    step_time_source: StepTimeSource | None = None
-    # Median over blocks of each node's compute time per step (azbench recipes log it).
-    node_step_times: dict[str, float] = Field(default_factory=dict)
-    eval_steps: list[int] = Field(default_factory=list)
-    # (eval_start, eval_stop) times in ms, each stop paired with the start before it.
-    eval_spans: list[tuple[int, int]] = Field(default_factory=list)
-    checkpoints: list[Checkpoint] = Field(default_factory=list)
-    last_time_ms: int | None = None  # the latest time_ms of any event: the last sign of work
-    # The batch script's AZBENCH_ATTEMPT_START/STOP lines (epoch seconds): the job's own span.
-    job_start_s: int | None = None
-    job_stop_s: int | None = None
-    resume_step: int | None = None
-    init_checkpoint_step: int | None = None
-    lines_total: int = 0
-    mllog_lines: int = 0
-    bad_lines: int = 0
-    non_utf8_lines: int = 0
-    other_lines: int = 0
-    truncated: bool = False
-    long_lines: int = 0  # lines over MAX_LINE bytes, skipped unread
-    # Why the result is invalid (out-of-range time_ms, run_stop before run_start); empty if valid.
-    problems: list[str] = Field(default_factory=list)
-    key_counts: dict[str, int] = Field(default_factory=dict)
-    params: dict[str, Scalar] = Field(default_factory=dict)
-    dlpal: str | None = None
-    sysjson: dict[str, Any] | None = None
-    git_commit: str | None = None
-    result_line: str | None = None
-    # "rc=N ruleset=R" of the in-container compliance checker (container_launch.sh.j2).
-    compliance_line: str | None = None
-    # "gemm=PRECISION source=WHERE": the GEMM precision of the config the job sourced (same).
-    precision_line: str | None = None
-    # The lowest precision the log's fp8/fp4 hyperparameters turn on ("fp4"), and the first
-    # line's words that say so ("fp4='e2m1'"); None when the log sets neither on.
-    logged_precision: str | None = None
-    logged_precision_text: str | None = None
-
-    @computed_field  # type: ignore[prop-decorator]
-    @property
-    def minutes(self) -> float | None:
-        """Time to train: first run_stop minus first run_start, in minutes."""
-        return _minutes(self.run_start_ms, self.run_stop_ms)
-
-    @computed_field  # type: ignore[prop-decorator]
-    @property
-    def init_minutes(self) -> float | None:
-        return _minutes(self.init_start_ms, self.init_stop_ms)
-
-    @computed_field  # type: ignore[prop-decorator]
-    @property
-    def converged(self) -> bool:
-        return self.status == "success" and not self.problems
-
-    @computed_field  # type: ignore[prop-decorator]
-    @property
-    def last_eval_progress(self) -> int | float | None:
-        return self.eval_points[-1].progress if self.eval_points else None
 
 
 def parse_file(path: Path) -> RunSummary:
@@ -613,12 +502,6 @@ def _long_spans(data: bytes) -> list[tuple[int, int]]:
             spans.append((begin, end))
         pos = end
     return spans
-
-
-def _minutes(start_ms: int | None, stop_ms: int | None) -> float | None:
-    if start_ms is None or stop_ms is None or stop_ms < start_ms:
-        return None
-    return (stop_ms - start_ms) / 60000.0
 
 
 def _short(value: object) -> str:

@@ -24,7 +24,7 @@ from typing import Literal
 from pydantic import computed_field
 
 from orchestrator.errors import ConfigError, PreflightError
-from orchestrator.models import ContainerBuild, Frozen, JobState
+from orchestrator.models import ContainerBuild, Frozen, JobRef, JobState
 from orchestrator.paths import DEFAULT_DATA_ROOT
 from orchestrator.recipes.catalog import Recipe, data_for, get_recipe, list_recipes, resolve
 from orchestrator.recipes.configs import implementation, paths_manifest
@@ -122,25 +122,45 @@ def prepare(recipe: Recipe | str, launcher: Launcher, *, data_root: str = DEFAUL
     ref = staging.stage(request)
     output = request.output(ref.job_id)
     progress = _Progress(launcher, output, on_progress)
-    deadline = clock() + timeout_s
-    state: JobState | None = None
+    state = _wait(launcher, ref, progress, poll_interval, clock() + timeout_s, sleep, clock)
+    progress.read(final=True)
+    seen = _item_states(launcher.tail(output).decode(errors="replace"))
+    used = recipe.mlperf.data_used_by(container.path if container else None)
+    return PrepareResult(recipe=recipe.name, job_id=ref.job_id,
+                         job_state=state.value if state else "timed out", output=output,
+                         items=_items(used, seen, root, container))
+
+
+def _wait(launcher: Launcher, ref: JobRef, progress: _Progress, poll_interval: float,
+          deadline: float, sleep: Callable[[float], None],
+          clock: Callable[[], float]) -> JobState | None:
+    """Poll the staging job until it ends (its final state) or `deadline` passes (None: the
+    job is cancelled), reading its progress lines between polls."""
     while clock() < deadline:
         status = launcher.poll([ref])[ref.job_id]
         if status.state.terminal:
-            state = status.state
-            break
+            return status.state
         progress.read()
         sleep(poll_interval)
-    if state is None:
-        launcher.cancel(ref)
-    progress.read(final=True)
-    text = launcher.tail(output).decode(errors="replace")
+    launcher.cancel(ref)
+    return None
+
+
+def _item_states(text: str) -> dict[str, ItemState]:
+    """Each item's (or "item/step"'s) state, as the staging job's output says it; the last
+    line about an item wins."""
     seen: dict[str, ItemState] = {}
     for m in _LINE.finditer(text):
         what = m.group("what")
         seen[m.group("name")] = "already staged" if what == "already staged" else what  # type: ignore[assignment]
+    return seen
+
+
+def _items(used: list[DataItem], seen: dict[str, ItemState], root: str,
+           container: ContainerBuild | None) -> list[ItemStatus]:
+    """One status per data item, then the container (when built), then each item's steps;
+    anything the job printed nothing about is "not reached"."""
     items: list[ItemStatus] = []
-    used = recipe.mlperf.data_used_by(container.path if container else None)
     for d in used:
         steps = [seen.get(f"{d.name}/{s.name}", "not reached") for s in d.steps]
         # An item made by its steps alone prints no line of its own: its state is its steps'.
@@ -157,9 +177,7 @@ def prepare(recipe: Recipe | str, launcher: Launcher, *, data_root: str = DEFAUL
     items += [ItemStatus(name=f"{d.name}/{s.name}", kind="step", path=d.step_marker(s, root),
                          state=seen.get(f"{d.name}/{s.name}", "not reached"), optional=d.optional)
               for d in used for s in d.steps]
-    return PrepareResult(recipe=recipe.name, job_id=ref.job_id,
-                         job_state=state.value if state else "timed out", output=output,
-                         items=items)
+    return items
 
 
 class _Progress:

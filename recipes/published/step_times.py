@@ -42,7 +42,7 @@ BENCHES = ("gpt3", "llama2_70b_lora", "llama31_8b", "llama31_405b")
 OUT = ROOT / "recipes" / "published" / "step_times.csv"
 FIELDS = ("round", "submitter", "system", "benchmark", "accelerator", "nodes", "gpus_per_node",
           "gpus", "tp", "pp", "cp", "vp", "ep", "mbs", "gbs", "seq_len", "precision",
-          "tp_overlap", "tp_pp_dp_mapping", "step_s", "logs", "steps", "step_source", "config",
+          "tp_overlap", "tp_pp_dp_mapping", "fp8_dpa", "step_s", "logs", "steps", "step_source", "config",
           "commit")
 # Sequence lengths where a log does not say (the benchmarks' reference definitions).
 SEQ = {"gpt3": 2048, "llama2_70b_lora": 8192, "llama31_8b": 8192, "llama31_405b": 8192}
@@ -135,6 +135,7 @@ def layouts(repo: Path, commit: str, org: str, bench: str, tmp: Path) -> list[di
                     check=True).stdout)
         if not local.is_dir():
             continue
+        _helpers_beside(local)
         for f in sorted(local.glob("config_*.sh")):
             shape = _SHAPE.search(f.name)
             if shape is None or f.name.startswith(("config_common", "config_mounts", "config_fp8")):
@@ -155,8 +156,20 @@ def layouts(repo: Path, commit: str, org: str, bench: str, tmp: Path) -> list[di
                         "gpus": gpus, "tp": tp, "pp": pp, "cp": cp, "vp": vp if vp and pp > 1 else 1,
                         "mbs": pick(env, "mbs") or 1, "gbs": gbs, "precision": precision(env),
                         "tp_overlap": env.get("TP_COMM_OVERLAP", "") or "",
-                        "tp_pp_dp_mapping": env.get("TP_PP_DP_MAPPING", "") or ""})
+                        "tp_pp_dp_mapping": env.get("TP_PP_DP_MAPPING", "") or "",
+                        "fp8_dpa": env.get("FP8_DPA", "") or ""})
     return out
+
+
+def _helpers_beside(local: Path) -> None:
+    """Copy the shared helpers (config_common.sh, ...) of a `configs/` subfolder beside the entry
+    configs when the top has none: NVIDIA's v4.1 LoRA entries `source $(dirname $0)/config_common.sh`
+    while the submission keeps it in configs/ (its README sources configs/config_*.sh), and a
+    missing helper would silently drop FP8=True (the row would read bf16)."""
+    for helper in sorted(local.glob("configs/config_*.sh")):
+        top = local / helper.name
+        if helper.name.startswith(("config_common", "config_mounts", "config_fp8")) and not top.exists():
+            top.write_bytes(helper.read_bytes())
 
 
 def readme_text(repo: Path, commit: str, org: str, bench: str, system: str) -> str:
@@ -251,7 +264,7 @@ def scale(repo: Path, commit: str, round_name: str, org: str, system: str, bench
             "gpus_per_node": per, "gpus": nodes * per, "tp": c["tp"], "pp": c["pp"], "cp": c["cp"],
             "vp": c["vp"], "ep": 1, "mbs": c["mbs"], "gbs": gbs, "seq_len": seq or SEQ[bench],
             "precision": c["precision"], "tp_overlap": c["tp_overlap"],
-            "tp_pp_dp_mapping": c["tp_pp_dp_mapping"], "step_s": round(statistics.median(medians), 5),
+            "tp_pp_dp_mapping": c["tp_pp_dp_mapping"], "fp8_dpa": c["fp8_dpa"], "step_s": round(statistics.median(medians), 5),
             "logs": len(medians), "steps": steps, "step_source": source_kind,
             "config": c["config"], "commit": commit}
 

@@ -21,6 +21,7 @@ from typing import Callable, Protocol
 from orchestrator.errors import ProvisionError, RemoteError
 from orchestrator.models import Cluster, ExecResult
 from orchestrator.slurm.commands import node_states_argv
+from orchestrator.hosts.remote import SshRunner
 
 SEP = "--azbench--"
 FABRIC_MARK = "fabric check failed: "  # what templates/fabric_node_check.py --boot writes
@@ -145,7 +146,6 @@ def _progress_line(probe: BootProbe, nodes: list[str], error: str) -> str:
 
 
 def _ssh_runner(cluster: Cluster) -> ProbeRunner:
-    from orchestrator.hosts.remote import SshRunner
     if cluster.ssh is None:  # to_cluster leaves it unset without a head address or the keys
         raise ProvisionError(f"cluster '{cluster.name}' has no SSH login to wait for its boot with",
                              hint="rerun up: it records the head's address and pins its host key")

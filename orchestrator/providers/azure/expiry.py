@@ -23,6 +23,7 @@ from orchestrator.providers.azure.teardown import tagged
 from orchestrator.errors import NotFoundError, ProvisionError
 from orchestrator.paths import templates_dir
 from orchestrator.providers.azure_shared.tags import TAG_EXPIRES
+from orchestrator.providers.azure.plan import default_group
 
 AGENT_FILE = "expiry_agent.py"
 TIMER_MINUTES = 2
@@ -64,7 +65,6 @@ def move_expiry(clients: AzureClients, cluster: str, expires: datetime, rg: str 
     resources in it tagged with the cluster (tags merged, others kept); returns the scopes
     changed. Another group carrying the cluster's tag (a decoy) and anything in it is never
     written. NotFoundError when the cluster's group holds nothing of it."""
-    from orchestrator.providers.azure.plan import default_group
     stamp = expires.strftime("%Y-%m-%dT%H:%M:%SZ")
     own = default_group(cluster, rg).lower()
     groups, resources = tagged(clients, cluster)

@@ -43,6 +43,7 @@ from orchestrator.providers.azure_shared.errors import arm_call
 from orchestrator.errors import CapacityError, ConfigError, ProvisionError
 from orchestrator.providers.azure_shared.tags import TAG_MAX_VMS, TAG_NEXT_ID, TAG_PARKED, TAG_SLOTS
 from orchestrator.providers.base import SetChange
+from orchestrator.providers.azure.resources import VMSS, rid
 
 
 # A scale set with singlePlacementGroup holds at most 100 VMs ("A scale set configured with a
@@ -277,6 +278,5 @@ def format_ids(ids: Iterable[int]) -> str:
 
 
 def _tag_set(clients: AzureClients, rg: str, sub: str, name: str, tags: dict[str, str]) -> None:
-    from orchestrator.providers.azure.resources import VMSS, rid
     with arm_call(f"tag scale set {name}"):
         clients.merge_tags(rid(sub, rg, VMSS, name), tags)

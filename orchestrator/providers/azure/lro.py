@@ -31,6 +31,8 @@ from orchestrator.providers.azure_shared.errors import (
     is_not_found,
     is_resumable,
 )
+from orchestrator.errors import LostRaceError, ProvisionError
+from orchestrator.providers.azure_shared.errors import AzureProvisionError
 
 MAX_RESUMES = 3
 DELETE_WAIT_S = 3600.0  # how long a delete waits for a group another client is deleting
@@ -226,7 +228,6 @@ def wait_gone(clients: AzureClients, group: str, wait_s: float = DELETE_WAIT_S,
     https://learn.microsoft.com/azure/azure-resource-manager/management/delete-resource-group,
     "After deletion"): read at once, then after 1, 2, 4 ... s, at most the polling interval
     apart. ProvisionError when it is still there after `wait_s`."""
-    from orchestrator.errors import ProvisionError
     deadline = time.monotonic() + wait_s
     pause = 1.0
     while True:
@@ -258,7 +259,6 @@ def _ensure_group(clients: AzureClients, name: str, body: Callable[[], object], 
     with arm_call(f"create resource group {name}"):
         status, group = clients.create_group(name, body())
     if status != 201:
-        from orchestrator.errors import LostRaceError
         if not _holds_anything(clients, name):
             # Nothing inside yet: the 200 may answer this `up`'s own retried PUT (the 201 of the
             # first one lost to a 500 or a dropped connection after ARM made the group), or a
@@ -309,7 +309,6 @@ def _wait_terminal(clients: AzureClients, rg: str, kind: str, name: str, report:
             break
         time.sleep(clients.polling_interval)
     if seen is None or seen.state != "Succeeded":
-        from orchestrator.providers.azure_shared.errors import AzureProvisionError
         raise AzureProvisionError(f"{kind} {name} ended {seen.state if seen else 'deleted'} while azbench waited")
     report.emit("created", kind, name)
     return seen

@@ -42,6 +42,7 @@ from orchestrator.errors import NotOwnerError
 from orchestrator.providers.azure_shared.clients import ArmClients
 from orchestrator.providers.azure_shared.endpoints import arm_scope
 from orchestrator.providers.azure_shared.tags import TAG_CLUSTER, TAG_CREATOR, TAG_INSTALL, TAG_OWNER
+from orchestrator.providers.azure_shared.signin import signin_call
 
 __all__ = ["Creator", "NotOwnerError", "Owner", "creator", "creator_tag", "foreign", "installation_id", "owner_of",
            "principal_of", "signed_in"]
@@ -162,7 +163,6 @@ def signed_in(clients: ArmClients, principal: str | None = None) -> Owner:
     credential caches it: the command's one sign-in)."""
     if principal is None:
         scopes = clients.credential_scopes or [arm_scope(clients.base_url)]
-        from orchestrator.providers.azure_shared.signin import signin_call
         with signin_call():
             token = clients.credential.get_token(*scopes).token
         principal = principal_of(token) or UNKNOWN

@@ -31,6 +31,7 @@ from orchestrator.providers.azure_shared.capacity import (
 )
 from orchestrator.providers.azure_shared.records import QuotaRow, SkuRow
 from orchestrator.errors import PreflightError
+from orchestrator.errors import CapacityError
 
 HPC_PUBLISHER, HPC_OFFER = "microsoft-dsvm", "ubuntu-hpc"
 CALLER_IP_ENV = "AZBENCH_CALLER_IP"
@@ -110,7 +111,6 @@ def check_report(clients: AzureClients, need: PreflightNeed) -> tuple[list[str],
 def quota_check(clients: AzureClients, region: str, sku: GpuSku, new_vms: int, *, spot: bool = False) -> None:
     """Before a live cluster grows: the family and regional vCPU quotas (usages) cover `new_vms`
     more VMs, or CapacityError with the shortfall (one usages call)."""
-    from orchestrator.errors import CapacityError
     need = PreflightNeed(region=region, sku=sku, new_vms=new_vms, head_size="", new_head=False, spot=spot)
     problems = _quota_problems(clients, need, None)
     if problems:

@@ -194,61 +194,77 @@ def sweep(clients: AzureClients, *, me: Owner, dry_run: bool = True, known_clust
     out = []
     for cluster, found_tags in sorted(_by_cluster(groups).items()):
         own = own_group(found_tags.groups, cluster)
-        own_stamp = parse_utc(own.tags.get(TAG_EXPIRES)) if own is not None else None
-        # Another group carrying the tag is a decoy (or an orphan): reported when it claims to be
-        # expired or the cluster's own group is, never written, never a reason to skip the latter.
-        for decoy in (g for g in found_tags.groups if g is not own):
-            stamp = parse_utc(decoy.tags.get(TAG_EXPIRES))
-            if (stamp is not None and stamp <= now) or (own_stamp is not None and own_stamp <= now):
-                claimed = owner_of(decoy.tags)
-                out.append(SweepItem(cluster=cluster, resource_groups=(decoy.name,), resources=(),
-                                     expires=decoy.tags.get(TAG_EXPIRES), deleted=False, mine=False,
-                                     owner=claimed.describe() + " (tags only)" if claimed else "no owner tags",
-                                     reason=f"decoy: its group {decoy.name} is not named {default_group(cluster)}: "
-                                            "not the cluster's group (its tags alone prove nothing); never written",
-                                     action="skipped"))
+        out += _decoys(cluster, found_tags.groups, own, now)
         if own is None:
             continue
         entry = _by_cluster([own])[cluster]
-        stamps = [s for s in (parse_utc(e) for e in entry.expires) if s is not None]
-        deadline = min(stamps) if stamps else None
-        expired = deadline is not None and deadline <= now
-        found = [evidence(clients, me, cluster, g, roles, contents=expired) for g in entry.groups]
-        made = next((f.made for f in found if not f.why), found[0].made)
-        why = next((f.why for f in found if f.why), "")
-        mine = made.mine
-        owners = [o for o in entry.owners if o is not None]
-        who = (f"principal {made.principal}" if made.principal else
-               owners[0].describe() + " (tags only)" if owners else "no owner tags")
-        item = partial(SweepItem, cluster=cluster, resource_groups=tuple(g.name for g in entry.groups),
-                       resources=(), expires=min(entry.expires) if entry.expires else None, owner=who, mine=mine)
-        if not expired:
-            if mine and not why and known_clusters is not None and cluster not in known_clusters:
-                left = f"expires {deadline:%Y-%m-%dT%H:%M:%SZ}" if deadline else "no readable expiry"
-                out.append(item(reason=f"live ({left}), not in this home: adopt it with `azbench adopt {cluster}` "
-                                       "or leave it", deleted=False, action="kept"))
+        item = _sweep_cluster(clients, me, cluster, entry, roles, now, dry_run=dry_run,
+                              known_clusters=known_clusters, all_owners=all_owners, only=only)
+        if item is None:
             continue
-        reason = f"expired at {deadline:%Y-%m-%dT%H:%M:%SZ}"
-        if why:
-            out.append(item(reason=f"{reason}; {why}", deleted=False, action="skipped"))
-            continue
-        if not (mine or all_owners):
-            out.append(item(reason=f"{reason}; another owner's: --all-owners deletes it", deleted=False,
-                            action="skipped"))
-            continue
-        if only is not None and cluster not in only:
-            continue  # not among those the caller confirmed
-        if dry_run:
-            out.append(item(reason=reason, deleted=False, action="delete"))
-            continue
-        try:
-            delete_cluster(clients, cluster, groups=[g.name for g in entry.groups])
-        except AzbenchError as exc:
-            out.append(item(reason=reason, deleted=False, action="failed", error=str(exc)))
-            continue
-        roles = {k: v for k, v in roles.items() if k not in {g.name.lower() for g in entry.groups}}
-        out.append(item(reason=reason, deleted=True, action="deleted"))
+        if item.deleted:
+            roles = {k: v for k, v in roles.items() if k not in {g.name.lower() for g in entry.groups}}
+        out.append(item)
     return out + _orphan_roles(clients, roles, {g.name.lower() for g in groups}, dry_run=dry_run, only=only)
+
+
+def _decoys(cluster: str, groups: Sequence[records.Group], own: records.Group | None,
+            now: datetime) -> list[SweepItem]:
+    """Another group carrying the tag is a decoy (or an orphan): reported when it claims to be
+    expired or the cluster's own group is, never written, never a reason to skip the latter."""
+    out = []
+    own_stamp = parse_utc(own.tags.get(TAG_EXPIRES)) if own is not None else None
+    for decoy in (g for g in groups if g is not own):
+        stamp = parse_utc(decoy.tags.get(TAG_EXPIRES))
+        if (stamp is not None and stamp <= now) or (own_stamp is not None and own_stamp <= now):
+            claimed = owner_of(decoy.tags)
+            out.append(SweepItem(cluster=cluster, resource_groups=(decoy.name,), resources=(),
+                                 expires=decoy.tags.get(TAG_EXPIRES), deleted=False, mine=False,
+                                 owner=claimed.describe() + " (tags only)" if claimed else "no owner tags",
+                                 reason=f"decoy: its group {decoy.name} is not named {default_group(cluster)}: "
+                                        "not the cluster's group (its tags alone prove nothing); never written",
+                                 action="skipped"))
+    return out
+
+
+def _sweep_cluster(clients: AzureClients, me: Owner, cluster: str, entry: _Found,
+                   roles: Mapping[str, records.RoleDef], now: datetime, *, dry_run: bool,
+                   known_clusters: Collection[str] | None, all_owners: bool,
+                   only: Collection[str] | None) -> SweepItem | None:
+    """One cluster's own group: its item (deleted unless a dry run, when expired, the caller's
+    or `all_owners`, proven azbench's, and among `only`), or None when there is nothing to say."""
+    stamps = [s for s in (parse_utc(e) for e in entry.expires) if s is not None]
+    deadline = min(stamps) if stamps else None
+    expired = deadline is not None and deadline <= now
+    found = [evidence(clients, me, cluster, g, roles, contents=expired) for g in entry.groups]
+    made = next((f.made for f in found if not f.why), found[0].made)
+    why = next((f.why for f in found if f.why), "")
+    mine = made.mine
+    owners = [o for o in entry.owners if o is not None]
+    who = (f"principal {made.principal}" if made.principal else
+           owners[0].describe() + " (tags only)" if owners else "no owner tags")
+    item = partial(SweepItem, cluster=cluster, resource_groups=tuple(g.name for g in entry.groups),
+                   resources=(), expires=min(entry.expires) if entry.expires else None, owner=who, mine=mine)
+    if not expired:
+        if mine and not why and known_clusters is not None and cluster not in known_clusters:
+            left = f"expires {deadline:%Y-%m-%dT%H:%M:%SZ}" if deadline else "no readable expiry"
+            return item(reason=f"live ({left}), not in this home: adopt it with `azbench adopt {cluster}` "
+                               "or leave it", deleted=False, action="kept")
+        return None
+    reason = f"expired at {deadline:%Y-%m-%dT%H:%M:%SZ}"
+    if why:
+        return item(reason=f"{reason}; {why}", deleted=False, action="skipped")
+    if not (mine or all_owners):
+        return item(reason=f"{reason}; another owner's: --all-owners deletes it", deleted=False, action="skipped")
+    if only is not None and cluster not in only:
+        return None  # not among those the caller confirmed
+    if dry_run:
+        return item(reason=reason, deleted=False, action="delete")
+    try:
+        delete_cluster(clients, cluster, groups=[g.name for g in entry.groups])
+    except AzbenchError as exc:
+        return item(reason=reason, deleted=False, action="failed", error=str(exc))
+    return item(reason=reason, deleted=True, action="deleted")
 
 
 def _orphan_roles(clients: AzureClients, roles: Mapping[str, records.RoleDef], groups: Collection[str], *,

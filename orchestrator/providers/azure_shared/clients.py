@@ -27,6 +27,7 @@ from orchestrator.providers.azure_shared.endpoints import PUBLIC_ARM, arm_scope
 from orchestrator.providers.azure_shared.endpoints import arm_endpoint as resolve_endpoint
 from orchestrator.providers.azure_shared.records import QuotaRow, SkuRow, compute_usage, sku_row
 from orchestrator.providers.azure_shared.throttle import ThrottleBudget, retry_policy
+from orchestrator.providers.azure_shared.signin import default_credential, quiet_sdk_loggers
 
 if TYPE_CHECKING:
     from azure.core.credentials import TokenCredential
@@ -120,7 +121,6 @@ def arm_from_config(kind: type[A], *, subscription_id: str | None = None, arm_en
         where = "azure.subscription_id" if subscription_id else "AZURE_SUBSCRIPTION_ID"
         raise ConfigError(f"{where} '{sub}' is not a subscription id: expected a GUID such as "
                           "00000000-0000-0000-0000-000000000000")
-    from orchestrator.providers.azure_shared.signin import default_credential, quiet_sdk_loggers
     quiet_sdk_loggers()
     base_url = resolve_endpoint(arm_endpoint) or PUBLIC_ARM
     return kind(credential=default_credential(), subscription_id=sub.strip(), base_url=base_url,

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import os
 
+from orchestrator.errors import ConfigError
+
 PUBLIC_ARM = "https://management.azure.com"
 ENDPOINT_ENV = "AZURE_RESOURCE_MANAGER_ENDPOINT"
 
@@ -37,7 +39,6 @@ def arm_endpoint(configured: str | None = None) -> str | None:
     try:
         check_arm_endpoint(value)
     except ValueError as exc:
-        from orchestrator.errors import ConfigError
         raise ConfigError(f"{ENDPOINT_ENV}: {exc}") from None
     return value.rstrip("/")
 

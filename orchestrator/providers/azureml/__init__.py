@@ -24,6 +24,8 @@ from orchestrator.providers.base import Provider
 
 def _make(progress: Callable[[Any], None] | None = None) -> Provider:
     """A new AzureMLProvider (the Azure SDKs, where it uses them, load only now)."""
+    # Lazy: the registry loads this package for every stored azureml cluster (models.props_model:
+    # status, report) and spec; provider.py would add ~23 ms to each (python -X importtime, best of 5).
     from orchestrator.providers.azureml.provider import AzureMLProvider
     return AzureMLProvider()
 

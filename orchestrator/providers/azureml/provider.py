@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from orchestrator.providers.azure_shared.capacity import TOTAL_CORES, quota_problems, sku_problems, vm_sizes
 from orchestrator.providers.azure_shared.clients import ArmClients, arm_from_config
+from orchestrator.providers.azure_shared.endpoints import PUBLIC_ARM
 from orchestrator.providers.azure_shared.endpoints import arm_endpoint as resolve_endpoint
 from orchestrator.providers.azure_shared.errors import arm_call, is_not_found
 from orchestrator.providers.azure_shared.records import QuotaRow
@@ -28,11 +29,13 @@ from orchestrator.providers.azureml.launcher import AzureMLLauncher
 from orchestrator.providers.azureml.records import AmlComputeInfo
 from orchestrator.providers.base import ProviderBase, ProviderParts
 from orchestrator.specs.cluster import ClusterSpec
-from orchestrator.errors import ConfigError, NotFoundError, PreflightError
+from orchestrator.errors import ConfigError, NotFoundError, PreflightError, ProvisionError
 from orchestrator.models import Cluster, Plan, PlannedResource, ScaleSetPlan
 from orchestrator.providers.azureml.props import AzureMLProps
 from orchestrator.seams import Access, Traits
 from orchestrator.providers.azureml.settings import AzureMLSettings
+from orchestrator.providers.azure_shared.signin import default_credential
+from orchestrator.hardware.catalog import aml_compute_skus, gpu_skus
 
 if TYPE_CHECKING:
     from azure.ai.ml import MLClient
@@ -136,7 +139,6 @@ class AzureMLProvider(ProviderBase):
                 if not is_not_found(exc):
                     raise
         if _get_compute(ml, name) is not None:
-            from orchestrator.errors import ProvisionError
             raise ProvisionError(f"AmlCompute {name} still exists after delete")
 
     def connect(self, cluster: Cluster) -> Access:
@@ -245,8 +247,6 @@ def default_ml_client(target: AmlTarget, credential: TokenCredential | None = No
     `kwargs` go to MLClient (and on to its azure-core pipelines: policies, polling, retries)."""
     from azure.ai.ml import MLClient
 
-    from orchestrator.providers.azure_shared.endpoints import PUBLIC_ARM
-    from orchestrator.providers.azure_shared.signin import default_credential
     credential = credential or default_credential()
     endpoint = (target.arm_endpoint or PUBLIC_ARM).rstrip("/")
     if endpoint != PUBLIC_ARM:
@@ -270,7 +270,6 @@ def default_arm_clients(target: AmlTarget) -> ArmClients:
 def _allowed_sku(spec: ClusterSpec) -> GpuSku:
     """The spec's size if its catalog row is marked for Azure ML (`aml_compute` in sizes.yaml);
     ConfigError naming the sizes that are, otherwise."""
-    from orchestrator.hardware.catalog import aml_compute_skus
     sku = spec.sku_row
     if not sku.aml_compute:
         allowed = aml_compute_skus()
@@ -312,7 +311,6 @@ def _keyed(row: QuotaRow) -> QuotaRow:
 
 
 def _family_key(key: str) -> str:
-    from orchestrator.hardware.catalog import gpu_skus
     for row in gpu_skus():
         if row.quota_family.lower() == key.lower():
             return row.quota_family

@@ -6,18 +6,18 @@ state.json; `down` stops exactly those and keeps the logs. Replacement and resiz
 slurmd of spare slots that slurm.conf defines in state FUTURE. Why FUTURE slots rather than
 dynamic nodes, and the start order that keeps slurmctld to one registration per node:
 docs/local-provider.md.
+
+Beside it: layout.py (names, spare slots, folders, ports, topology, links) and nodes.py (each
+node's slurmd started, waited idle, retired, killed, restarted); their names are re-exported.
 """
 
 from __future__ import annotations
 
 import getpass
-import hashlib
 import os
 import shutil
 import socket
-import subprocess
 import sys
-import time
 from pathlib import Path
 from collections.abc import Collection, Sequence
 
@@ -27,7 +27,6 @@ from orchestrator.providers.local.cluster import (
     PARTITION,
     SKU,
     STATE_FILE,
-    Daemon,
     LocalState,
     load_state,
     save_state,
@@ -35,29 +34,20 @@ from orchestrator.providers.local.cluster import (
 )
 from orchestrator.providers.local import links as netlinks
 from orchestrator.providers.local import proc
+from orchestrator.providers.local.layout import (RACK_SIZE, RACKS_PER_SCALE_SET, _build_links, _layout, _link_notes,
+                                                 _slots, _topology_text, node_names, spare_slots)
+from orchestrator.providers.local.nodes import (_await_eviction, _check_alive, _cluster_dir, _daemon_env, _retire,
+                                                _spawn, _start_nodes, _state_for, _wait_idle, _write_munge_key,
+                                                kill_node, node_states, restart_node, start_parallelism)
 from orchestrator.hosts.remote import LocalRunner
 from orchestrator.errors import CapacityError, ConfigError, ProvisionError
 from orchestrator.models import Cluster, ClusterState, Plan, PlannedResource, ScaleSetPlan
-from orchestrator.providers.local.props import LocalProps
 from orchestrator.seams import Access, Traits
-from orchestrator.slurm.commands import (CLIENTS, CONTROL, DAEMONS, INSTALL_HINT, NODE_LIST, find_binaries,
-                                         down_argv, first_node_command, node_states_argv, retire_argv)
+from orchestrator.slurm.commands import CLIENTS, DAEMONS, INSTALL_HINT, NODE_LIST, find_binaries
 from orchestrator.slurm.launcher import SlurmLauncher
-from orchestrator.slurm.conf import (SlurmConfParams, SlurmNode, compress_hostlist, natural_key,
-                                     render_slurm_conf, tree_topology)
+from orchestrator.slurm.conf import SlurmConfParams, SlurmNode, compress_hostlist, natural_key, render_slurm_conf
 from orchestrator.providers.local.settings import LocalSettings
 from orchestrator.specs.cluster import ClusterSpec
-
-RACK_SIZE = 18  # ND-series VMs per rack (leaf switch), as the Azure provider assumes
-RACKS_PER_SCALE_SET = 5  # 90 VMs: a scale set of at most 100, in whole racks
-
-
-def spare_slots(nodes: int) -> int:
-    """FUTURE node slots in slurm.conf beyond the nodes `up` starts: room for replacements and
-    growth without restarting Slurm (one folded NodeName line; no daemon until used)."""
-    return max(8, nodes // 4)
-# A Unix socket path may hold 107 bytes; slurmd puts step sockets deep inside its spool dir.
-_MAX_RUNTIME_PREFIX = 56
 
 
 class LocalProvider(ProviderBase):
@@ -336,54 +326,6 @@ class LocalProvider(ProviderBase):
         proc.terminate(records + [(pid, proc.start_time(pid) or 0) for pid in steps], self.grace_s)
 
 
-def kill_node(cluster: Cluster, node: str) -> None:
-    """Simulate a node crash: SIGKILL its slurmd, its job steps and their tasks."""
-    state = _state_for(cluster)
-    daemon = state.daemons.get(f"slurmd:{node}")
-    if daemon is None:
-        raise ProvisionError(f"local cluster '{cluster.name}' has no node {node}")
-    victims = [(daemon.pid, daemon.start_time)]
-    victims += [(pid, proc.start_time(pid) or 0)
-                for pid in proc.step_pids(f"{state.cluster_dir}:{node}", exact=True)]
-    proc.terminate(victims, grace_s=0.0)
-
-
-def _await_eviction(state: LocalState, nodes: Collection[str], wait_s: float) -> None:
-    """Until the nodes' slurmd is dead (the emulated eviction has landed), at most `wait_s`."""
-    daemons = [d for d in (state.daemons.get(f"slurmd:{n}") for n in nodes) if d is not None]
-    try:
-        proc.wait_for(lambda: not any(proc.alive(d.pid, d.start_time) for d in daemons),
-                      wait_s, 0.1, lambda: None, "eviction")
-    except TimeoutError:
-        pass  # not evicted after all: the nodes are restored (resumed) as they are
-
-
-def restart_node(cluster: Cluster, node: str, *, timeout_s: float = 60.0) -> None:
-    """Start a killed node's slurmd again and wait until Slurm shows it idle."""
-    state = _state_for(cluster)
-    key = f"slurmd:{node}"
-    if key not in state.daemons:
-        raise ProvisionError(f"local cluster '{cluster.name}' has no node {node}")
-    bins = find_binaries()
-    daemon = state.daemons[key]
-    if not proc.alive(daemon.pid, daemon.start_time):
-        cdir = Path(state.cluster_dir)
-        state.daemons[key] = _spawn(cdir, f"slurmd-{node}",
-                                    {**_daemon_env(state), proc.NODE_MARKER: f"{cdir}:{node}"},
-                                    daemon.argv)
-        save_state(state)
-    try:
-        proc.wait_for(lambda: node_states(state, bins[NODE_LIST]).get(node) == "idle",
-                      timeout_s, 0.2, lambda: _check_alive(state, key), f"{node} idle")
-    except TimeoutError:
-        raise ProvisionError(f"node {node} of '{cluster.name}' did not return to idle within "
-                             f"{timeout_s:g} s") from None
-
-
-def node_names(count: int, first: int = 1) -> list[str]:
-    return [f"node{i}" for i in range(first, first + count)]
-
-
 # Up to this many nodes, slurmctld starts before the slurmd (module docstring, "Bring-up").
 # Measured on 2 cores (bench_scale.py --up-only): at 300 nodes slurmctld first took 3.0 s and
 # slurmd first 5.0 s (their registration retry waits a second, and slurmctld starts after);
@@ -394,187 +336,6 @@ SLURMCTLD_FIRST_UP_TO = 1024
 
 def slurmctld_first(nodes: int) -> bool:
     return nodes <= SLURMCTLD_FIRST_UP_TO
-
-
-def start_parallelism() -> int:
-    """How many slurmd may be starting at once: 16 per core. Each start is CPU-bound (it builds
-    the whole node table), so a few per core keep an idle machine busy; but each slurmd is a
-    session of its own, and so its own CPU scheduling group (sched(7), autogroup): on a machine
-    others keep busy, 4 at a time got a small share and took 111 s for 2,048 nodes where
-    starting all at once took 66 s. The bound still keeps thousands from forking at once."""
-    return 16 * (os.cpu_count() or 1)
-
-
-def _start_nodes(state: LocalState, nodes: Sequence[str], slurmd: str | None = None, *,
-                 timeout_s: float = 60.0, parallel: int | None = None) -> None:
-    """Start each node's slurmd (its spool dir made first), at most `parallel` (default
-    `start_parallelism()`) still starting at a time, and return once every one is up, recorded
-    in the state as it goes. Up = its pid file holds its pid: slurmd writes the file right after
-    it opens its listening socket (slurmd.c main(), `_create_msg_socket()` then
-    `create_pidfile()`, slurm-22-05-8-1), waited for as a file event (proc.DirWatch). Local
-    files only: no scheduler round trip."""
-    cdir, env, rt = Path(state.cluster_dir), _daemon_env(state), Path(state.runtime_dir)
-    binary = slurmd or find_binaries()["slurmd"]
-    limit = max(1, parallel or start_parallelism())
-    todo, starting = list(nodes), dict[str, int]()
-    deadline = time.monotonic() + timeout_s
-    next_check = time.monotonic() + 0.5
-    watch = proc.DirWatch(rt)  # the pid files' directory (_slurmd_pidfile)
-    changed: set[str] | None = None  # pid file names an event named; None: look at every one
-    by_pidfile: dict[str, str] = {}  # pid file name -> node
-    try:
-        while todo or starting:
-            while todo and len(starting) < limit:
-                node = todo.pop(0)
-                (rt / "spool" / node).mkdir(parents=True, exist_ok=True, mode=0o700)
-                _slurmd_pidfile(state, node).unlink(missing_ok=True)  # a killed slurmd's leftover
-                daemon = state.daemons[f"slurmd:{node}"] = _spawn(
-                    cdir, f"slurmd-{node}", {**env, proc.NODE_MARKER: f"{cdir}:{node}"},
-                    [binary, "-D", "-N", node, "-f", state.conf])
-                starting[node] = daemon.pid
-                by_pidfile[_slurmd_pidfile(state, node).name] = node
-            look = list(starting) if changed is None else \
-                [n for n in map(by_pidfile.get, changed) if n is not None and n in starting]
-            for node in look:
-                if proc.pidfile_names(_slurmd_pidfile(state, node), starting[node]):
-                    del starting[node]
-            changed = set()
-            if not starting or (todo and len(starting) < limit):
-                continue
-            now = time.monotonic()
-            if now >= next_check:  # a slurmd that died starting never writes its pid file
-                for node in starting:
-                    _check_alive(state, f"slurmd:{node}")
-                next_check, changed = now + 0.5, None  # and look at every pid file again
-            if now > deadline:
-                raise ProvisionError(f"slurmd of {compress_hostlist(sorted(starting, key=natural_key))} "
-                                     f"('{state.name}') did not start within {timeout_s:g} s")
-            named = watch.wait(0.5)
-            changed = None if named is None or changed is None else changed | named
-    finally:
-        watch.close()
-        save_state(state)
-
-
-def _slurmd_pidfile(state: LocalState, node: str) -> Path:
-    """SlurmdPidFile of `node` (slurm.conf: `<pid_dir>/slurmd-%n.pid`, pid_dir = runtime dir)."""
-    return Path(state.runtime_dir) / f"slurmd-{node}.pid"
-
-
-def _retire(state: LocalState, nodes: Sequence[str], bins: dict[str, str]) -> None:
-    """Kill the nodes' slurmd and steps, then hide them in Slurm (state FUTURE)."""
-    victims = []
-    for node in nodes:
-        daemon = state.daemons.pop(f"slurmd:{node}", None)
-        if daemon is not None:
-            victims.append((daemon.pid, daemon.start_time))
-        victims += [(pid, proc.start_time(pid) or 0)
-                    for pid in proc.step_pids(f"{state.cluster_dir}:{node}", exact=True)]
-    proc.terminate(victims, grace_s=0.0)
-    env = {**os.environ, "SLURM_CONF": state.conf}
-
-    def control(argv: list[str]) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(argv, capture_output=True, text=True, timeout=30, env=env)
-
-    # Slurm refuses FUTURE for a node that still holds a job: DOWN first (which ends the job
-    # there, as losing the VM would), then FUTURE once the job has left it.
-    control(down_argv(list(nodes), "azbench: retired", bins[CONTROL]))
-    out = None
-    for _ in range(50):
-        out = control(retire_argv(list(nodes), bins[CONTROL]))
-        if out.returncode == 0:
-            return
-        time.sleep(0.2)
-    why = out.stderr.strip()[-300:] if out is not None else ""
-    raise ProvisionError(f"could not retire {', '.join(nodes)} in Slurm: {why}")
-
-
-def _wait_idle(state: LocalState, nodes: Sequence[str], bins: dict[str, str], timeout_s: float) -> None:
-    def check() -> None:
-        for node in nodes:
-            _check_alive(state, f"slurmd:{node}")
-
-    def listing() -> dict[str, str]:
-        return node_states(state, bins[NODE_LIST])
-
-    try:
-        proc.wait_for(lambda: all(listing().get(n) == "idle" for n in nodes),
-                      timeout_s, 0.2, check, "idle nodes", max_poll_s=2.0)
-    except TimeoutError:
-        raise ProvisionError(f"{', '.join(nodes)} of '{state.name}' did not become idle within "
-                             f"{timeout_s:g} s") from None
-
-
-def node_states(state: LocalState, binary: str = NODE_LIST) -> dict[str, str]:
-    """{node: Slurm state} ('idle', 'down*', ...); empty when slurmctld does not answer."""
-    try:
-        out = subprocess.run(node_states_argv(binary, PARTITION),
-                             capture_output=True, text=True, timeout=10,
-                             env={**os.environ, "SLURM_CONF": state.conf})
-    except (OSError, subprocess.TimeoutExpired):
-        return {}
-    if out.returncode != 0:
-        return {}
-    pairs = (line.split() for line in out.stdout.splitlines())
-    return {p[0]: p[1] for p in pairs if len(p) == 2}
-
-
-def _build_links(state: LocalState, faults: dict[str, netlinks.LinkFault], bins: dict[str, str]) -> None:
-    """Each node (spare slots too, so a replacement has one) its own link; the cluster's python
-    enters it (providers/local/links.py). Where links cannot be built, the notes say so."""
-    tag = hashlib.sha256(state.cluster_dir.encode()).hexdigest()[:6]
-    state.links = netlinks.build(tag, [*state.nodes, *state.spares], faults)
-    if not state.links.built and faults:
-        state.links.notes.append(f"{netlinks.FAULTS_VAR} asked for "
-                                 + ", ".join(f"{n}={f.text()}" for n, f in faults.items())
-                                 + ": those links could not be shaped")
-    if state.links.built:
-        netlinks.write_python(Path(state.cluster_dir) / "bin" / "python", sys.executable, state.links,
-                              first_node_command(bins.get(CONTROL, CONTROL)))
-    save_state(state)
-
-
-def _link_notes(links: netlinks.Links) -> list[str]:
-    """What a view says about the nodes' links: their own (with faults), or why none were built."""
-    if links.built:
-        return [f"each node has its own link (veth on a bridge, namespaces {links.prefix}-*)"] + links.notes
-    return list(links.notes) or ["nodes share this machine's loopback: no node has a link of its own "
-                                 f"(set {netlinks.LINKS_VAR}=1 or {netlinks.FAULTS_VAR} at up, as root)"]
-
-
-def _cluster_dir(cluster: Cluster) -> Path:
-    """Where `up` put the cluster (its record's, else the default: a provisional record)."""
-    return Path(cluster.properties_as(LocalProps).cluster_dir or paths.cluster_dir(cluster.name))
-
-
-def _state_for(cluster: Cluster) -> LocalState:
-    cdir = _cluster_dir(cluster)
-    state = load_state(cdir)
-    if state is None:
-        raise ProvisionError(f"local cluster '{cluster.name}' is not running (no {cdir / STATE_FILE})")
-    return state
-
-
-def _layout(spec: ClusterSpec, cdir: Path) -> LocalState:
-    cdir.mkdir(parents=True, exist_ok=True, mode=0o700)
-    runtime = cdir / "run"
-    if len(str(runtime)) > _MAX_RUNTIME_PREFIX:
-        digest = hashlib.sha256(str(cdir).encode()).hexdigest()[:12]
-        runtime = Path("/tmp", f"azbench-{os.getuid()}-{digest}")
-    nodes = node_names(spec.nodes)
-    spares = node_names(spare_slots(spec.nodes), first=spec.nodes + 1)
-    for sub in [runtime / "munge", *(runtime / "spool" / n for n in nodes)]:
-        sub.mkdir(parents=True, exist_ok=True, mode=0o700)
-    for name in ("log", "slurm-state", "shared"):
-        (cdir / name).mkdir(exist_ok=True)
-    # One block of consecutive ports, so slurm.conf holds one NodeName line (see slurm/conf.py).
-    ports = proc.free_ports(1) + proc.free_port_block(len(nodes) + len(spares))
-    return LocalState(
-        name=spec.name, cluster_dir=str(cdir), runtime_dir=str(runtime),
-        conf=str(cdir / "slurm.conf"), workdir=str(cdir / "shared"),
-        jobcomp_file=str(cdir / "log" / "jobcomp.txt"), nodes=nodes, spares=spares,
-        cpus_per_node=spec.section(LocalSettings).cpus_per_node, slurmctld_port=ports[0],
-        node_ports=dict(zip(nodes + spares, ports[1:])))
 
 
 def _conf_params(state: LocalState, spec: ClusterSpec) -> SlurmConfParams:
@@ -603,43 +364,6 @@ def _conf_params(state: LocalState, spec: ClusterSpec) -> SlurmConfParams:
                for n in _slots(state)])
 
 
-def _topology_text(state: LocalState) -> str:
-    """topology.conf as the Azure provider would model it: 18-node racks in scale sets."""
-    return ("# Slurm topology of local cluster \"" + state.name + "\": a leaf switch per 18 nodes "
-            "(a rack), a switch per 5 racks (a scale set), a top switch.\n"
-            + "\n".join(tree_topology(_slots(state), RACK_SIZE, RACKS_PER_SCALE_SET)) + "\n")
-
-
-def _slots(state: LocalState) -> list[str]:
-    """Every node slot slurm.conf defines: in service, retired and spare, in name order."""
-    return sorted({*state.nodes, *state.retired, *state.spares}, key=natural_key)
-
-
-def _daemon_env(state: LocalState) -> dict[str, str]:
-    return {**os.environ, "SLURM_CONF": state.conf, proc.CLUSTER_MARKER: state.cluster_dir}
-
-
-def _spawn(cdir: Path, name: str, env: dict[str, str], argv: list[str]) -> Daemon:
-    log = cdir / "log" / f"{name}.out"
-    pid, started = proc.spawn(argv, log, env, cwd=cdir)
-    return Daemon(pid=pid, start_time=started, argv=argv, log=str(log))
-
-
-def _check_alive(state: LocalState, key: str) -> None:
-    daemon = state.daemons[key]
-    if not proc.alive(daemon.pid, daemon.start_time):
-        raise ProvisionError(f"{key} of local cluster '{state.name}' exited during start-up; "
-                             f"last lines of {daemon.log}:\n{proc.tail(Path(daemon.log))}")
-
-
-def _write_munge_key(path: Path) -> None:
-    if path.exists():
-        return
-    # 128 random bytes (what `mungekey` makes by default), created 0600 before any byte is written.
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(fd, "wb") as out:
-        out.write(os.urandom(128))
-
-
 __all__ = ["LocalProvider", "LocalState", "kill_node", "restart_node", "find_binaries", "node_states",
-           "load_state", "save_state", "INSTALL_HINT"]
+           "load_state", "save_state", "INSTALL_HINT", "RACK_SIZE", "RACKS_PER_SCALE_SET", "STATE_FILE", "spare_slots",
+           "start_parallelism"]
