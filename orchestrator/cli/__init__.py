@@ -14,7 +14,9 @@ its use cases at module level. Measured with python -X importtime after `import
 orchestrator.cli` (issue 44, 2 cores): a use case's module pulls pydantic models (+0.1-0.2 s),
 SQLAlchemy (store.schema: +0.25 s), jinja2 or numpy (+0.06-0.1 s each) on a help path of 0.15 s.
 The imports left inside functions say `# lazy: +WHAT` with that cost: the loaders in cli/app.py,
-`open_store` and the error path's `missing_extra`.
+`open_store`, the error path's `missing_extra`, and the few SQLAlchemy use cases of commands
+whose module also serves a command that opens no store (`up --dry-run`, `fabric inspect`,
+`recipes list`; tests/test_lazy_imports.py holds them to it).
 Exposes: `main` (the console-script entry point `orchestrator.cli:main`).
 """
 
