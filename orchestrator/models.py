@@ -723,6 +723,11 @@ class ModelFacts(Frozen):
     # Parameters every token passes through, where that is not all of them (FLUX.1: its blocks'
     # timestep modulation and the embedders run once per sample); None = params.
     token_params: float | None = Field(None, gt=0)
+    # Training FLOPs per sample counted from the layer dimensions, for a model with no token
+    # sequence (DLRM-DCNv2, RetinaNet, R-GAT: `seq_len` 1, a "token" is a sample); it replaces
+    # the transformer formula, and `sample_flops_method` says how it was counted.
+    sample_flops: float | None = Field(None, gt=0)
+    sample_flops_method: str = ""
     source: str
     # The GEMM precision of the config each published system ran (the one its README names:
     # recipes/configs/*/*/SUBMISSIONS.txt), by the system's label (e.g.
@@ -738,12 +743,17 @@ class ModelFacts(Frozen):
 
     def flops_per_token(self, seq_len: int | None = None) -> float:
         seq = seq_len or self.seq_len
+        if self.sample_flops is not None:  # F x GBS x seq (definitions.mfu) is then F x GBS
+            return self.sample_flops / seq
         per_token = self.params if self.token_params is None else self.token_params
         trained = per_token if self.trainable_params is None else self.trainable_params
         return 4.0 * per_token + 2.0 * trained + 12.0 * self.layers * self.d_model * seq
 
     @property
     def formula(self) -> str:
+        if self.sample_flops is not None:
+            return (f"{self.sample_flops:,.4g} FLOP per sample, counted from the layer dimensions: "
+                    f"{self.sample_flops_method}")
         if self.trainable_params is not None:
             return (f"4N + 2N_trainable + 12*L*d*s per token (frozen base: forward 2N and "
                     f"activation gradients 2N, weight gradients only for {self.trainable_params:,.0f}"

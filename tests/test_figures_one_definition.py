@@ -162,8 +162,11 @@ def test_cost_per_result_is_the_runs_a_score_needs_in_the_report_and_the_plan(vi
                                  stored=tuple(r for r in v.rows if r.benchmark == "llama31_405b")))
     (row,) = plan.rows
     assert row.measured_minutes == g.score_minutes  # the plan's "measured" is the report's score
-    assert row.cost_per_result_usd == defs.cost_per_result([row.minutes] * 3, 3, 640, price).usd
-    assert row.cost_per_result_usd == pytest.approx(3 * row.minutes / 60 * 640 * price)
+    # measured here: the runs' own wall times, scaled by the predicted over the measured score
+    # (the plan keeps their spread, as the report prices each run; tests/test_plan_report_cost.py)
+    ratio = row.minutes / g.score_minutes
+    assert row.cost_per_result_usd == defs.cost_per_result([(m or 0) * ratio for m in minutes], 3, 640, price).usd
+    assert row.cost_per_result_usd == pytest.approx(g.cost_per_result_usd * ratio)
     out = azbench_in_process("plan", "llama31_405b", "--sku", "gb200", "--nodes", "640", "-o", "json",
                              home=v.home)
     assert out.code == 0, out.err
@@ -310,12 +313,17 @@ def test_plan_and_report_agree_on_cost_per_result_at_every_measured_scale(views:
         price = lookup(g.catalog_size).price_per_hour_usd
         assert price is not None and row.scaling_factor > 0 and row.scaling_from
         runs = g.required_runs or 0
-        assert row.cost_per_result_usd == pytest.approx(
-            runs * row.minutes / row.scaling_factor / 60 * g.nodes * price)
         named = next(x for x in v.report.groups
                      if f"stored: {x.label}" == row.measured_by and x.benchmark == g.benchmark)
         assert named.gpus == g.gpus and row.measured_cost_per_result_usd is not None
         assert row.measured_cost_per_result_usd == pytest.approx(named.cost_per_result_usd, rel=0.02)
+        # predicted: the measured runs' wall times x predicted / measured score (their spread kept);
+        # with equal runs that is runs x the predicted score / its RCP factor
+        assert named.cost_per_result_usd is not None and named.score_minutes
+        assert row.cost_per_result_usd == pytest.approx(
+            named.cost_per_result_usd * row.minutes / named.score_minutes)
+        assert row.cost_per_result_usd == pytest.approx(
+            runs * row.minutes / row.scaling_factor / 60 * g.nodes * price, rel=0.05)
         checked += 1
     assert checked >= 20
     priced = azbench_in_process("plan", "llama31_405b", "--sku", "gb200", "--nodes", "640", "--price",
@@ -324,9 +332,10 @@ def test_plan_and_report_agree_on_cost_per_result_at_every_measured_scale(views:
     data = json.loads(priced.out)
     assert data["price_per_vm_hour_usd"] == 100.0 and "--price" in data["price_note"]
     (row,) = data["rows"]
-    assert row["cost_per_result_usd"] == pytest.approx(3 * row["minutes"] / row["scaling_factor"] / 60 * 640 * 100)
     report = json.loads(azbench_in_process("report", "--json", "--price", "gb200=100", home=v.home).out)
     got = next(x for x in report["groups"] if x["system"] == "gb200_n640_gbs960")
+    assert row["cost_per_result_usd"] == pytest.approx(
+        got["cost_per_result_usd"] * row["minutes"] / got["score_minutes"])  # measured runs, scaled
     assert row["measured_cost_per_result_usd"] == pytest.approx(got["cost_per_result_usd"], rel=1e-9)
 
 

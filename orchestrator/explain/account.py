@@ -81,6 +81,9 @@ def from_resolved(r: ResolvedConfig) -> StepConfig:
     facts = model_facts().get(r.benchmark_key) or model_facts().get(r.recipe)
     if facts is None:
         raise ConfigError(f"recipe '{r.recipe}' has no model facts (its model: block): no step model")
+    if facts.sample_flops is not None:  # DLRM, RetinaNet, R-GAT: FLOPs per sample, no transformer
+        raise ConfigError(f"recipe '{r.recipe}' is not a transformer: the step model covers "
+                          "transformer recipes only")
     env = {**r.config_env, **r.env}
     order, _ = order_from(env)
     # The effective values win over the resolved layout: a -p TENSOR_MODEL_PARALLEL=8 is exported

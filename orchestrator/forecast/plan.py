@@ -7,7 +7,9 @@ x nodes x the list price per VM-hour, results.definitions.cost_per_result; unkno
 catalog's reason, where the catalog has no price), the cost per hour, strong-scaling efficiency against the table's smallest count, and
 the quota a request needs (nodes x the size's vCPUs, in its quota family). Cost per result is
 results.definitions.cost_per_result, the report's figure, with each of the runs a score needs at
-the predicted minutes. Node counts: those
+its predicted wall time: the predicted score / its RCP factor, or, at a count where runs were
+measured, those runs' own wall times scaled by the predicted over the measured score (a slow
+run the score drops still costs, as in the report). Node counts: those
 asked, else the recipe's published scales and a ladder of powers of two (whole NVL72 racks of
 18 VMs on GB200), within MAX_EXTRAPOLATION of the measured range. A target time marks the
 count with the fewest VM-hours (the cheapest: a price is per VM-hour) whose prediction meets
@@ -217,9 +219,7 @@ def _row(ctx: _Context, nodes: int, marks: list[Mark], base_gpu_minutes: float) 
     price = ctx.price
     per_hour = nodes * price if price is not None else None
     factor, factor_from = _scaling(ctx.series.points, gpus)
-    # The report's cost per result: the runs a score needs, each at its own wall time (the
-    # predicted score / the RCP factor in it), x VMs x price.
-    cost = [cost_per_result([m / factor] * ctx.runs, ctx.runs, nodes, price).usd
+    cost = [cost_per_result(_run_minutes(m, factor, measured, ctx.runs), ctx.runs, nodes, price).usd
             if price is not None else None for m in (minutes, low, high)]
     racks, per_rack = _racks(sku, nodes)
     measured_cost = None
@@ -239,6 +239,17 @@ def _row(ctx: _Context, nodes: int, marks: list[Mark], base_gpu_minutes: float) 
         strong_scaling=metrics.strong_scaling_efficiency(base_gpu_minutes, 1, minutes, gpus),
         vcpus=nodes * sku.vcpus, quota_family=sku.quota_family, why=_why(ctx, nodes), marks=marks,
         explain=model, model_vs_curve=_disagreement(model, minutes, low, high))
+
+
+def _run_minutes(score: float, factor: float, measured: Point | None, runs: int) -> list[float | None]:
+    """The wall times of the runs a predicted `score` needs, as the report prices them (each run
+    at its own wall time): where runs were measured at this count, theirs scaled by the predicted
+    over the measured score, so their spread (a slow run the olympic mean drops still costs) is
+    kept; elsewhere each at the score / its RCP factor."""
+    if measured is not None and measured.run_minutes and measured.minutes > 0:
+        ratio = score / measured.minutes
+        return [m * ratio if m is not None else None for m in measured.run_minutes]
+    return [score / factor] * runs
 
 
 def _disagreement(model: PlanExplain, minutes: float, low: float, high: float) -> str:

@@ -107,27 +107,34 @@ def series_points(benchmark: str, gpu: str, stored: Sequence[ResultRow] = (),
     rows = load_published() if published is None else published
     points, left = published_points(bench, gpu, rows)
     mine, left_mine = stored_points(bench, gpu, stored)
-    mine, copies = _without_copies(mine, points)
+    points, mine, copies = _without_copies(mine, points)
     return SeriesPoints(benchmark=bench, gpu=gpu, points=points + mine, left_out=left + left_mine + copies)
 
 
-def _without_copies(stored: list[Point], published: Sequence[Point]) -> tuple[list[Point], list[LeftOut]]:
-    """The stored points that are not copies of a published one, and the copies left out. A copy
-    (an import of a published result's own logs) has the published point's GPU count and score
-    (to COPY_RTOL; the table was scored with the same rules) and, when the stored group names a
-    round, that round: it is one measurement, counted once, as the published point."""
+def _without_copies(stored: list[Point], published: list[Point]
+                    ) -> tuple[list[Point], list[Point], list[LeftOut]]:
+    """(the published points, the stored points that are not copies of one, the copies left
+    out). A copy (an import of a published result's own logs) has the published point's GPU
+    count and score (to COPY_RTOL; the table was scored with the same rules) and, when the
+    stored group names a round, that round: it is one measurement, counted once, as the
+    published point, which takes the copy's runs' own minutes (the table has only the score),
+    so the plan prices that result as the report prices the stored runs."""
     kept: list[Point] = []
     left: list[LeftOut] = []
+    out = list(published)
     for p in stored:
-        twin = next((q for q in published if q.gpus == p.gpus and (p.round is None or p.round == q.group)
-                     and abs(q.minutes - p.minutes) <= COPY_RTOL * q.minutes), None)
-        if twin is None:
+        i = next((i for i, q in enumerate(out) if q.gpus == p.gpus and (p.round is None or p.round == q.group)
+                  and abs(q.minutes - p.minutes) <= COPY_RTOL * q.minutes), None)
+        if i is None:
             kept.append(p)
-        else:
-            left.append(LeftOut(gpus=p.gpus, minutes=p.minutes, label=p.label,
-                                reason=f"a stored copy of the published {twin.label} (same GPU count and "
-                                       f"score): counted once, as the published point"))
-    return kept, left
+            continue
+        twin = out[i]
+        if p.run_minutes and not twin.run_minutes:
+            out[i] = twin.model_copy(update={"run_minutes": p.run_minutes})
+        left.append(LeftOut(gpus=p.gpus, minutes=p.minutes, label=p.label,
+                            reason=f"a stored copy of the published {twin.label} (same GPU count and "
+                                   f"score): counted once, as the published point"))
+    return out, kept, left
 
 
 def published_points(bench: str, gpu: str,

@@ -214,9 +214,27 @@ def model_facts() -> dict[str, ModelFacts]:
     for recipe in list_recipes():
         if recipe.model is not None:
             model = _with_config_facts(recipe, recipe.model)
-            for key in (recipe.benchmark.lower(), recipe.name.lower()):
+            names = recipe.mlperf.names.values() if recipe.mlperf else ()  # "ssd", "gnn" in v4.x
+            for key in (recipe.benchmark.lower(), recipe.name.lower(), *(n.lower() for n in names)):
                 facts.setdefault(key, model)
+    for key, model in published_model_facts().items():
+        facts.setdefault(key, model)
     return facts
+
+
+PUBLISHED_FACTS = "published/model_facts.yaml"
+
+
+@lru_cache(maxsize=1)
+def published_model_facts() -> dict[str, ModelFacts]:
+    """The model facts of the published benchmarks that have no recipe (recipes/published/
+    model_facts.yaml: BERT, ResNet-50, 3D U-Net, Stable Diffusion), keyed by benchmark."""
+    path = recipes_dir() / PUBLISHED_FACTS
+    data, lines = load_yaml(path)
+    try:
+        return {str(k).lower(): ModelFacts.model_validate(v) for k, v in (data or {}).items()}
+    except ValidationError as exc:
+        raise validation_error_to_config_error(exc, str(path), lines) from None
 
 
 def submission_precisions(recipe: str) -> dict[str, str]:

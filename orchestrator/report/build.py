@@ -28,6 +28,7 @@ from orchestrator.models import Frozen, ModelFacts, utcnow
 from orchestrator.report.cost import Prices, group_cost
 from orchestrator.fabric.lines import FabricLine, FabricScaling, fabric_lines, fabric_scaling
 from orchestrator.report.gpus import match_gpu
+from orchestrator.report.lost import lost_work
 from orchestrator.report.preemption import PreemptionLine, preemption_lines
 from orchestrator.report.replacements import ReplacementLine, replacement_lines
 from orchestrator.results import definitions as defs
@@ -65,7 +66,7 @@ class AttemptLine(Frozen):
     excluded_nodes: list[str] = []
     resumed_from_step: int | None = None
     lost_steps: int | None = None
-    lost_seconds: float | None = None
+    lost_seconds: float | None = Field(None, description="goodput's lost work of a failed attempt (report.lost)")
     result_resumed: bool = False
     message: str | None = None
 
@@ -79,23 +80,26 @@ def attempt_history(runs: Sequence[RunRow] | None, attempts: Sequence[AttemptRow
     for a in attempts:
         by_run.setdefault(a.run_id, []).append(a)
     resumed = {r.run_id for r in results if r.resumed and r.run_id}
+    shown = {run.id for run in runs if len(by_run.get(run.id, [])) >= 2
+             or any(a.failure_class for a in by_run.get(run.id, []))}
+    lost = lost_work(runs, attempts, shown)  # goodput's figure: the one "lost"
     lines: list[AttemptLine] = []
     for run in runs:
-        tries = sorted(by_run.get(run.id, []), key=lambda a: a.attempt)
-        if len(tries) < 2 and not any(a.failure_class for a in tries):
+        if run.id not in shown:
             continue
+        tries = sorted(by_run.get(run.id, []), key=lambda a: a.attempt)
         lines += [AttemptLine(run_id=run.id, recipe=run.recipe, nodes=run.nodes, attempt=a.attempt,
                               state=a.state, failure_class=a.failure_class,
                               excluded_nodes=list(a.excluded_nodes),
                               resumed_from_step=a.resumed_from_step, lost_steps=a.lost_steps,
-                              lost_seconds=a.lost_seconds, result_resumed=run.id in resumed,
-                              message=a.message) for a in tries]
+                              lost_seconds=lost.get((run.id, a.attempt)),
+                              result_resumed=run.id in resumed, message=a.message) for a in tries]
     return lines
 
 
 def history_section(lines: Sequence[AttemptLine]) -> tuple[str, list[str], list[list[str]]]:
     header = ["run", "nodes", "attempt", "state", "failure", "excluded", "resumed from step",
-              "lost steps", "lost s", "result"]
+              "lost steps", "lost work s", "result"]
     rows = [[line.run_id, formats.count(line.nodes), formats.count(line.attempt), line.state,
              line.failure_class or "-", ",".join(line.excluded_nodes) or "-",
              formats.count(line.resumed_from_step), formats.count(line.lost_steps),
@@ -444,28 +448,19 @@ def _group(key: GroupKey, rows: list[ResultRow], runs: Sequence[RunRow] | None,
            prices: Prices, stored: Sequence[PublishedResult] = ()) -> GroupReport:
     bench, system, round_name, submitter = key
     summaries = [summary_of(r) for r in rows]
-    nodes, gpus = _mode(r.nodes for r in rows), _mode(r.gpus for r in rows)
-    sku = _mode(r.sku for r in rows)
+    nodes, gpus, sku = _mode(r.nodes for r in rows), _mode(r.gpus for r in rows), _mode(r.sku for r in rows)
     gpu = match_gpu(sku)
-    factor = defs.scaling_factor(rows)
     scoring = [i for i, r in enumerate(rows) if not r.resumed]
-    minutes = defs.scored_minutes(rows)
     score, note = _score(rows, bench)
     verdict = defs.verdict(rows, bench, round_name or None, score)
-    failed = [r.id or 0 for r in rows if r.compliance_ok is False]
-    if failed:
-        note = "; ".join(filter(None, [note, f"{len(failed)} run(s) failed compliance: not "
-                                             "scored (counted as not converged)"]))
+    note, resumed = _unscored_note(rows, note)
     scored = {scoring[j] for j in (score.scored_indices if score else [])}
     progress = [_last_progress(s) for s in summaries]
-    tput = metrics.scored_throughput_per_minute([progress[i] for i in scoring], minutes, score) \
+    tput = metrics.scored_throughput_per_minute([progress[i] for i in scoring], defs.scored_minutes(rows), score) \
         if score is not None and score.value_minutes is not None else None
     workers = gpus or nodes  # a CPU node has no GPU: scale by nodes
     stats = defs.step_time(rows)
     source = step_source_label(summaries)
-    resumed = [r.id or 0 for r in rows if r.resumed]
-    if resumed:
-        note = "; ".join(filter(None, [note, f"{len(resumed)} resumed run(s) not scored"]))
     alias = gpu.row.aliases[0] if gpu.row is not None and gpu.row.aliases else None
     itself = _itself(key, rows)
     value = score.value_minutes if score else None
@@ -484,7 +479,7 @@ def _group(key: GroupKey, rows: list[ResultRow], runs: Sequence[RunRow] | None,
         published_score_minutes=itself.score_minutes if itself else None,
         global_batch_size=gbs, runs=len(rows),
         required_runs=metrics.REQUIRED_RUNS.get(bench), converged=sum(r.converged for r in rows),
-        resumed_runs=resumed, scaling_factor=factor,
+        resumed_runs=resumed, scaling_factor=defs.scaling_factor(rows),
         score_raw_minutes=score.raw_minutes if score else None,
         score_minutes=value,
         official=verdict.official, compliance=verdict.compliance, verdict=verdict.text,
@@ -494,15 +489,28 @@ def _group(key: GroupKey, rows: list[ResultRow], runs: Sequence[RunRow] | None,
         throughput_unit=next((s.progress_key for s in summaries if s.progress_key), None),
         throughput_per_minute=tput,
         throughput_per_worker_minute=tput / workers if tput is not None and workers else None,
-        step_stats=stats, step_time_source=source,
-        model_tflops_per_gpu=mfu.model_tflops_per_gpu, mfu=mfu.value, mfu_precision=mfu.precision,
-        mfu_precision_source=mfu.precision_source, mfu_peak_tflops=mfu.peak_tflops,
-        mfu_bf16=mfu.bf16, mfu_note=mfu.note,
-        price_per_vm_hour=cost.price_per_vm_hour, priced_vms=cost.priced_vms,
-        system_price_per_hour=cost.system_price_per_hour,
-        cost_per_result_usd=cost.cost_per_result_usd, cost_per_run_usd=cost.cost_per_run_usd,
-        cost_all_runs_usd=cost.cost_all_runs_usd, cost_all_attempts_usd=cost.cost_all_attempts_usd,
-        cost_note=cost.cost_note, price_source=cost.price_source, explain=explained)
+        step_stats=stats, step_time_source=source, **_mfu_fields(mfu), **cost.model_dump(),
+        explain=explained)
+
+
+def _unscored_note(rows: Sequence[ResultRow], note: str) -> tuple[str, list[int]]:
+    """The score's note with the runs it leaves out and why (failed compliance, resumed), and
+    the resumed runs' ids."""
+    failed = [r.id or 0 for r in rows if r.compliance_ok is False]
+    if failed:
+        note = "; ".join(filter(None, [note, f"{len(failed)} run(s) failed compliance: not "
+                                             "scored (counted as not converged)"]))
+    resumed = [r.id or 0 for r in rows if r.resumed]
+    if resumed:
+        note = "; ".join(filter(None, [note, f"{len(resumed)} resumed run(s) not scored"]))
+    return note, resumed
+
+
+def _mfu_fields(m: defs.Mfu) -> dict[str, Any]:
+    """GroupReport's MFU fields from results.definitions.mfu's answer."""
+    return {"model_tflops_per_gpu": m.model_tflops_per_gpu, "mfu": m.value, "mfu_precision": m.precision,
+            "mfu_precision_source": m.precision_source, "mfu_peak_tflops": m.peak_tflops,
+            "mfu_bf16": m.bf16, "mfu_note": m.note}
 
 
 def _explain(bench: str, system: str, round_name: str, submitter: str, rows: Sequence[ResultRow],
@@ -528,6 +536,7 @@ STEP_SOURCES = {
     "tracked_stats": "per-step tracked_stats",
     "tracked_block_avg": "per-block average step time (tracked_stats)",
     "block_derived": "derived: block duration / (block samples / GBS)",
+    "tracked_throughput": "derived: GBS / logged throughput (samples/s, per logged window)",
     "block": "whole-block durations only: not step times, not used",
 }
 

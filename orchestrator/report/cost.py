@@ -72,6 +72,32 @@ def group_cost(rows: Sequence[ResultRow], gpu: GpuMatch, nodes: int | None, gpus
     runs one MLPerf score needs, each at its own minutes; `rows` in launch order), per run (one
     run as long as the raw olympic mean), of all runs, and of all attempts (azbench's own runs,
     failed attempts included)."""
+    out = _priced(gpu, nodes, gpus, prices)
+    vms, price = out.priced_vms, out.price_per_vm_hour
+    if vms is None or price is None:
+        return out
+    per_run = [metrics.run_cost_usd(metrics.node_hours(vms, r.minutes * 60), price)
+               for r in rows if r.minutes]
+    update: dict[str, object] = {"cost_all_runs_usd": sum(per_run)}
+    if raw_minutes is not None:
+        update["cost_per_run_usd"] = cost_per_run(raw_minutes, vms, price)
+    if runs_for_score:
+        result = cost_per_result([r.minutes for r in rows if not r.resumed], runs_for_score, vms, price)
+        update["cost_per_result_usd"] = result.usd
+        update["cost_note"] = f"{out.cost_note}; per result: {result.note}"
+    else:
+        update["cost_note"] = (f"{out.cost_note}; per result: unknown, the benchmark has no "
+                               "required run count")
+    if gpu.exact and runs is not None and attempts is not None:
+        spent = _attempts_cost(rows, runs, attempts, price)
+        if spent is not None:
+            update["cost_all_attempts_usd"] = spent
+    return out.model_copy(update=update)
+
+
+def _priced(gpu: GpuMatch, nodes: int | None, gpus: int | None, prices: Prices | None) -> GroupCost:
+    """The price per VM-hour and the VM count a group is priced at, with the note that says
+    so; where either is unknown, the figures blank and the note saying why."""
     row = gpu.row
     if row is not None and not row.is_azure_size:  # an emulated local node: nothing to price
         return GroupCost(cost_note="no price (local)")
@@ -93,28 +119,18 @@ def group_cost(rows: Sequence[ResultRow], gpu: GpuMatch, nodes: int | None, gpus
     what = f"{formats.count(vms)} x {row.short}" if gpu.exact else \
         f"{formats.count(gpus)} {gpu.label} as {formats.count(vms)} x {row.short} on Azure"
     dated = f", read {row.price_date}" if row.price_date and override is None else ""
-    out = GroupCost(price_per_vm_hour=price, priced_vms=vms, system_price_per_hour=vms * price,
-                    price_source=source,
-                    cost_note=f"list-price estimate: {what} at ${price:,.2f}/VM-hour"
-                              f"{' (--price)' if override is not None else dated}")
-    per_run = [metrics.run_cost_usd(metrics.node_hours(vms, r.minutes * 60), price)
-               for r in rows if r.minutes]
-    update: dict[str, object] = {"cost_all_runs_usd": sum(per_run)}
-    if raw_minutes is not None:
-        update["cost_per_run_usd"] = cost_per_run(raw_minutes, vms, price)
-    if runs_for_score:
-        result = cost_per_result([r.minutes for r in rows if not r.resumed], runs_for_score, vms, price)
-        update["cost_per_result_usd"] = result.usd
-        update["cost_note"] = f"{out.cost_note}; per result: {result.note}"
-    else:
-        update["cost_note"] = (f"{out.cost_note}; per result: unknown, the benchmark has no "
-                               "required run count")
-    if gpu.exact and runs is not None and attempts is not None:
-        run_nodes = {r.id: r.nodes for r in runs}
-        ids = {r.run_id for r in rows if r.run_id}
-        spans = [(run_nodes[a.run_id], (a.ended_at - a.started_at).total_seconds(), price)
-                 for a in attempts if a.run_id in ids and a.run_id in run_nodes
-                 and a.started_at and a.ended_at]
-        if spans:
-            update["cost_all_attempts_usd"] = metrics.result_cost_usd(spans)
-    return out.model_copy(update=update)
+    return GroupCost(price_per_vm_hour=price, priced_vms=vms, system_price_per_hour=vms * price,
+                     price_source=source,
+                     cost_note=f"list-price estimate: {what} at ${price:,.2f}/VM-hour"
+                               f"{' (--price)' if override is not None else dated}")
+
+
+def _attempts_cost(rows: Sequence[ResultRow], runs: Sequence[RunRow], attempts: Sequence[AttemptRow],
+                   price: float) -> float | None:
+    """What every attempt of the rows' runs cost (failed ones included); None without one timed."""
+    run_nodes = {r.id: r.nodes for r in runs}
+    ids = {r.run_id for r in rows if r.run_id}
+    spans = [(run_nodes[a.run_id], (a.ended_at - a.started_at).total_seconds(), price)
+             for a in attempts if a.run_id in ids and a.run_id in run_nodes
+             and a.started_at and a.ended_at]
+    return metrics.result_cost_usd(spans) if spans else None

@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from orchestrator import formats
 from orchestrator.hardware.catalog import SPOT_PRICE_SOURCE, lookup
 from orchestrator.models import Frozen
+from orchestrator.report.lost import lost_work
 from orchestrator.store.schema import AttemptRow, RunRow
 
 PREEMPTED = "preempted"  # runs.failures.FailureClass.PREEMPTED (report may not import runs/)
@@ -26,7 +27,7 @@ class PreemptionLine(Frozen):
     attempts: int
     preemptions: int
     lost_steps: int
-    lost_seconds: float
+    lost_seconds: float  # goodput's lost work of the preempted attempts (report.lost)
     node_hours: float
     cost_spot_usd: float | None = None
     cost_payg_usd: float | None = None
@@ -49,17 +50,18 @@ def preemption_lines(runs: Sequence[RunRow] | None, attempts: Sequence[AttemptRo
             continue
         hours = sum(run.nodes * (a.ended_at - a.started_at).total_seconds() / 3600
                     for a in tries if a.started_at and a.ended_at)
+        lost = lost_work([run], tries, {run.id})  # goodput's figure: the one "lost"
         lines.append(PreemptionLine(
             run_id=run.id, cluster=run.cluster, nodes=run.nodes, spot=run.cluster in spot_clusters,
             attempts=len(tries), preemptions=len(preempted),
             lost_steps=sum(a.lost_steps or 0 for a in preempted),
-            lost_seconds=round(sum(a.lost_seconds or 0.0 for a in preempted), 3),
+            lost_seconds=round(sum(lost.get((run.id, a.attempt), 0.0) for a in preempted), 3),
             node_hours=round(hours, 4), **_costs(spot_clusters.get(run.cluster), hours)))
     return lines
 
 
 def preemption_section(lines: Sequence[PreemptionLine]) -> tuple[str, list[str], list[list[str]]]:
-    header = ["run", "cluster", "nodes", "spot", "attempts", "preemptions", "lost steps", "lost s",
+    header = ["run", "cluster", "nodes", "spot", "attempts", "preemptions", "lost steps", "lost work s",
               "node-h", "spot ($)", "pay-as-you-go ($)", "saved ($)"]
     rows = [[x.run_id, x.cluster, formats.count(x.nodes), "yes" if x.spot else "no", formats.count(x.attempts),
              formats.count(x.preemptions), formats.count(x.lost_steps), formats.fixed(x.lost_seconds, 1),

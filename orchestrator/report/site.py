@@ -23,7 +23,6 @@ filter on typed text. Returns the paths written; prints nothing.
 
 from __future__ import annotations
 
-import math
 import re
 import shutil
 from collections import defaultdict
@@ -33,11 +32,8 @@ from pathlib import Path
 from typing import Any
 
 from orchestrator import formats
-from orchestrator.errors import ConfigError
-from orchestrator.forecast.curve import CurveData, benchmark_curves
-from orchestrator.forecast.points import check_benchmark, series_points
+from orchestrator.forecast.curve import benchmark_curves
 from orchestrator.goodput.model import ClusterGoodput, RunGoodput
-from orchestrator.hardware.catalog import gpu_skus, lookup
 from orchestrator.paths import templates_dir, write_atomic
 from orchestrator.report import figures as figs
 from orchestrator.report import goodput_charts as gcharts
@@ -47,17 +43,19 @@ from orchestrator.report.fabric_site import PATH as FABRIC_PATH
 from orchestrator.report.fabric_site import TEMPLATE as FABRIC_TEMPLATE
 from orchestrator.report.fabric_site import fabric_page_parts
 from orchestrator.report.figures import Figure, Palette
+from orchestrator.report.forecast_site import default_nodes, forecast_box, no_curve_line, node_count_ok
+from orchestrator.report.log_excerpt import EXCERPT_LINE_CHARS, EXCERPT_LINES, log_excerpt
 from orchestrator.safetext import plot_figure
 from orchestrator.report.history import MIN_CHART_POINTS, History, HistorySeries
 from orchestrator.results.definitions import PublishedNeighbour
-from orchestrator.results.published import catalog_gpu
 from orchestrator.store.schema import AttemptRow, ResultRow, RunRow
 from orchestrator.templating import render
 
-EXCERPT_LINES = 15  # head and tail of a log shown under a run
-EXCERPT_LINE_CHARS = 240
 _ASSETS = ("static/site.css", "static/site.js", "vendor/plotly-basic.min.js",
            "vendor/LICENSE-plotly.js.txt")
+# Re-exported: the site's tests import them from here (their homes: forecast_site, log_excerpt).
+__all__ = ["EXCERPT_LINES", "EXCERPT_LINE_CHARS", "default_nodes", "log_excerpt", "no_curve_line",
+           "node_count_ok", "write_site"]
 # label, value, which is better ("lower"/"higher"/""), and whether it depends on the GPU count
 # (a time, a cost): the compare page colours those only between systems of one GPU count.
 Metric = tuple[str, float | int | None, str, bool]
@@ -188,7 +186,7 @@ class _Site:
             pages.append(Page(f"bench/{slug}.html", "benchmark.html.j2", f"{bench}", ctx={
                 "key": self._systems_key(groups),
                 "tables": [self._scores(groups, "scores"), self._steps_table(groups)],
-                "forecast": [_forecast_box(c) for c in curves],
+                "forecast": [forecast_box(c) for c in curves],
                 "forecast_none": "" if curves else no_curve_line(bench, self.results),
                 "forecast_data": {c.gpu: c.model_dump(mode="json") for c in curves}},
                 figures=_present(charts)))
@@ -462,75 +460,6 @@ def goodput_page(runs: Sequence[RunGoodput], clusters: Sequence[ClusterGoodput])
     return Page("goodput.html", "goodput.html.j2", "Goodput", ctx={
         "tables": [t for t in tables if t is not None], "timelines": timelines,
         "none": not runs and not clusters}, figures=_present(charts))
-
-
-def log_excerpt(path: str | None, lines: int = EXCERPT_LINES) -> str | None:
-    """The first and last `lines` lines of a log (long lines cut), None when it is not here."""
-    if not path:
-        return None
-    p = Path(path)
-    try:
-        size = p.stat().st_size
-        with p.open("rb") as fh:
-            head = fh.read(32 * 1024)
-            tail = b""
-            if size > len(head):  # the end, when the head did not reach it
-                fh.seek(max(len(head), size - 32 * 1024))
-                tail = fh.read()
-    except OSError:
-        return None
-    cut = [ln[:EXCERPT_LINE_CHARS] for ln in head.decode("utf-8", "replace").splitlines()]
-    if not tail:
-        if len(cut) <= 2 * lines:
-            return "\n".join(cut)
-        return "\n".join(cut[:lines] + ["…"] + cut[-lines:])
-    end = [ln[:EXCERPT_LINE_CHARS] for ln in tail.decode("utf-8", "replace").splitlines()[1:]]
-    return "\n".join(cut[:lines] + [f"… ({size:,} bytes in all) …"] + end[-lines:])
-
-
-def _forecast_box(c: CurveData) -> dict[str, Any]:
-    """What the page shows beside one curve: the caption, the input's first node count and what
-    node counts the size takes."""
-    racks = c.node_steps != [1]
-    return {"gpu": c.gpu, "label": lookup(c.gpu).label, "sku_short": c.sku_short,
-            "caption": c.caption.replace("stored (marked *)", "stored (the stars)"),
-            "default_nodes": default_nodes(c),
-            "steps_note": (f"whole {lookup(c.gpu).rack_name}s: a multiple of {c.node_steps[0]} or "
-                           f"{' or '.join(str(s) for s in c.node_steps[1:])} VMs, or fewer than "
-                           f"{c.node_steps[0]} in one rack" if racks else "")}
-
-
-def node_count_ok(c: CurveData, nodes: int) -> bool:
-    """A node count the size can have, as forecast.plan.check_nodes decides it: any on one-VM
-    NVLink domains; on GB200 whole racks (a multiple of one of node_steps) or one partial rack."""
-    if nodes < 1:
-        return False
-    return c.node_steps == [1] or nodes < c.node_steps[0] or any(nodes % s == 0 for s in c.node_steps)
-
-
-def default_nodes(c: CurveData) -> int:
-    """The input's first value: the largest measured scale in nodes, up to a valid count."""
-    nodes = max(1, math.ceil(c.basis.high_gpus / c.gpus_per_node))
-    while not node_count_ok(c, nodes):
-        nodes += 1
-    return nodes
-
-
-def no_curve_line(bench: str, stored: Sequence[ResultRow]) -> str:
-    """The one line a benchmark page shows where no GPU has a curve, saying what is measured."""
-    try:
-        key = check_benchmark(bench)
-    except ConfigError:
-        return (f"No forecast curve for {bench}: it is not a benchmark of MLPerf's published record "
-                "and has no required run count, so nothing is fitted.")
-    measured = []
-    for row in gpu_skus():
-        gpu = catalog_gpu(row.name)
-        if gpu is not None and (scales := series_points(key, gpu, stored).scales):
-            measured.append(f"{row.short} at {', '.join(f'{g:,}' for g in scales)} GPUs")
-    return (f"No forecast curve for {bench}: a curve needs results at two GPU counts or more on one "
-            "GPU (published or stored), and " + (f"there are fewer: {'; '.join(measured)}." if measured
-                                                 else "none are on a catalog GPU."))
 
 
 def _group_metrics(g: GroupReport) -> list[Metric]:

@@ -261,20 +261,8 @@ def _table_lines(table: ViewTable, width: int) -> list[str]:
     `min_width` fits, every row's names move (the column is stacked)."""
     indent = "  " if table.group_by else ""
     cells = [[_cell(r, c) for c in table.columns] for r in table.rows]
-    widths = [max([len(c.header)] + [len(row[i]) for row in cells])
-              for i, c in enumerate(table.columns)]
-    widths = [min(w, c.max_width) if c.max_width else w for w, c in zip(widths, table.columns)]
     long = [i for i, c in enumerate(table.columns) if c.shrink]
-    others = sum(w for i, w in enumerate(widths) if i not in long)
-    room = width - len(indent) - others - len(GAP) * (len(widths) - 1)
-    stacked: list[int] = []
-    if long and sum(widths[i] for i in long) > room:
-        share = room // len(long)
-        if all(share >= max(table.columns[i].min_width, len(table.columns[i].header)) for i in long):
-            for i in long:
-                widths[i] = share
-        else:
-            stacked = long
+    widths, stacked = _widths(table, cells, width - len(indent))
     inline = [i for i in range(len(table.columns)) if i not in stacked]
     above = bool(long) and long[0] == 0
     row_indent = indent + ("    " if above and stacked else "")
@@ -306,6 +294,24 @@ def _table_lines(table: ViewTable, width: int) -> list[str]:
             out += textwrap.wrap(clean(str(r[table.detail])), width, break_on_hyphens=False,
                                  initial_indent=f"{indent}    ", subsequent_indent=f"{indent}      ")
     return out
+
+
+def _widths(table: ViewTable, cells: Sequence[Sequence[str]], width: int) -> tuple[list[int], list[int]]:
+    """(each column's width, the stacked columns): the widest cell of each, up to its
+    max_width; the long-name (`shrink`) columns share what is left of `width`, or, when that
+    share is below a column's min_width or header, are stacked (their names on lines of their own)."""
+    widths = [max([len(c.header)] + [len(row[i]) for row in cells])
+              for i, c in enumerate(table.columns)]
+    widths = [min(w, c.max_width) if c.max_width else w for w, c in zip(widths, table.columns)]
+    long = [i for i, c in enumerate(table.columns) if c.shrink]
+    others = sum(w for i, w in enumerate(widths) if i not in long)
+    room = width - others - len(GAP) * (len(widths) - 1)
+    if not long or sum(widths[i] for i in long) <= room:
+        return widths, []
+    share = room // len(long)
+    if all(share >= max(table.columns[i].min_width, len(table.columns[i].header)) for i in long):
+        return [share if i in long else w for i, w in enumerate(widths)], []
+    return widths, long
 
 
 def _shrink(columns: Sequence[Column], widths: list[int], width: int) -> list[int]:

@@ -252,8 +252,9 @@ def mfu(facts: ModelFacts | None, bench: str, sku: str | None, gpus: int | None,
     precision = precision or facts.precision
     peak = row.peak_tflops(precision)
     bf16 = metrics.mfu(flops, tokens, stats.median, gpus, row.peak_tflops_bf16 or 0.0)
-    notes = [f"{facts.formula}; {formats.count(tokens)} tokens/step (GBS {formats.count(gbs)} x seq "
-             f"{formats.count(seq)}); median step {stats.median:.4f} s ({source or 'step times'}); precision "
+    batch = (f"{formats.count(gbs)} samples/step (GBS)" if facts.sample_flops is not None else
+             f"{formats.count(tokens)} tokens/step (GBS {formats.count(gbs)} x seq {formats.count(seq)})")
+    notes = [f"{facts.formula}; {batch}; median step {stats.median:.4f} s ({source or 'step times'}); precision "
              f"{precision} from {where}; dense peaks of {row.gpu_model}: {precision} {formats.sig(peak, 5)}, "
              f"bf16 {formats.sig(row.peak_tflops_bf16, 5)} TFLOP/s "
              f"({row.peak_source or 'catalog'})"]

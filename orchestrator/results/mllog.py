@@ -153,6 +153,7 @@ class _Accumulator:
         self.skip: set[bytes] = set(_COUNT_ONLY)
         self.evals: list[EvalPoint] = []
         self.steps: list[tuple[int, int | None, float]] = []  # (time_ms, step, seconds)
+        self.throughputs: list[tuple[int, float]] = []  # (time_ms, samples/s): a "throughput", no step time
         self.blocks: list[tuple[str, int]] = []
         self.block_samples: list[float | None] = []  # samples_count of each block_start
         self.eval_stops: list[int] = []
@@ -327,7 +328,8 @@ class _Accumulator:
     def summary(self) -> RunSummary:
         f = self.fields
         step_times, source, eval_steps = _step_times(self.steps, self.blocks, self.eval_stops,
-                                                     self.block_samples, f.get("global_batch_size"))
+                                                     self.block_samples, f.get("global_batch_size"),
+                                                     self.throughputs)
         resume = f.get("resume_step")
         ckpt = f.get("init_checkpoint_step")
         if resume is None and ckpt and f.get("benchmark") not in STARTS_FROM_CHECKPOINT:
@@ -420,7 +422,13 @@ def _on_eval(acc: _Accumulator, value: object, time_ms: int | None, meta: dict[s
 def _on_tracked(acc: _Accumulator, value: object, time_ms: int | None, meta: dict[str, Any]) -> None:
     # NVIDIA's mlperf_common also logs a per-block average {"throughput", "train_step_time", ...}
     # with step 0; it is not a step.
-    if not isinstance(value, dict) or "throughput" in value:
+    if not isinstance(value, dict):
+        return
+    if "throughput" in value:
+        if not any(name in value for name in STEP_TIME_FIELDS):
+            rate = as_float(value.get("throughput"))
+            if rate is not None and rate > 0 and not math.isinf(rate):
+                acc.throughputs.append((time_ms or 0, rate))
         return
     for name in STEP_TIME_FIELDS:
         seconds = as_float(value.get(name))
@@ -432,10 +440,11 @@ def _on_tracked(acc: _Accumulator, value: object, time_ms: int | None, meta: dic
 def _step_times(
     steps: list[tuple[int, int | None, float]], blocks: list[tuple[str, int]],
     eval_stops: list[int], block_samples: list[float | None] | None = None,
-    gbs: int | None = None,
+    gbs: int | None = None, throughputs: list[tuple[int, float]] | None = None,
 ) -> tuple[list[StepTime], StepTimeSource | None, list[int]]:
     """Per-step times and their source (StepTimeSource): tracked_stats per step, else per-block
-    averages, else block duration / steps in the block, else whole blocks (labelled, not steps)."""
+    averages, else block duration / steps in the block, else GBS / each logged throughput, else
+    whole blocks (labelled, not steps)."""
     if steps:
         ordered = sorted(steps, key=lambda s: s[0])  # rank output may interleave out of order
         out = [StepTime(s if s is not None else i, sec) for i, (_, s, sec) in enumerate(ordered)]
@@ -459,10 +468,13 @@ def _step_times(
         elif start is not None:
             spans.append(((t - start) / 1000.0, count / gbs if count and gbs else None))
             start = None
+    if spans and all(n is not None and n >= 1 for _, n in spans):
+        return [StepTime(i, sec / (n or 1)) for i, (sec, n) in enumerate(spans)], "block_derived", []
+    if throughputs and gbs:
+        windows = sorted(throughputs)  # time order, whichever path read the lines
+        return [StepTime(i, gbs / rate) for i, (_, rate) in enumerate(windows)], "tracked_throughput", []
     if not spans:
         return [], None, []
-    if all(n is not None and n >= 1 for _, n in spans):
-        return [StepTime(i, sec / (n or 1)) for i, (sec, n) in enumerate(spans)], "block_derived", []
     return [StepTime(i, sec) for i, (sec, _) in enumerate(spans)], "block", []
 
 

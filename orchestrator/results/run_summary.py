@@ -16,8 +16,12 @@ from orchestrator.models import Frozen
 #   tracked_block_avg: one per-block average per block (NVIDIA v5.1 mlperf_common, e.g. LoRA: a
 #       train_step_time with no metadata.step just before each block_stop), so no post-eval marking
 #   block_derived:  block duration / (block samples_count / global_batch_size), per block
+#   tracked_throughput: GBS / the samples per second a tracked_stats "throughput" reports over its
+#       window (NVIDIA's DLRM-DCNv2, RetinaNet and R-GAT logs, which log no step time): the
+#       window's mean step, data loading included; used where no block gives steps
 #   block:          whole block durations; not step times, and never used as such
-StepTimeSource = Literal["tracked_stats", "tracked_block_avg", "block_derived", "block"]
+StepTimeSource = Literal["tracked_stats", "tracked_block_avg", "block_derived", "tracked_throughput",
+                         "block"]
 
 Scalar = str | int | float | bool | None
 

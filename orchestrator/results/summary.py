@@ -36,8 +36,11 @@ def kept_step_times(summary: RunSummary) -> list[float]:
     """Step seconds without the first step and the first step after each eval (§10.4).
 
     Whole block durations (step_time_source "block": no per-step key and no samples count) are
-    not step times: none are kept, and the report says why."""
+    not step times: none are kept, and the report says why. Throughput windows (each a mean over
+    many steps, "tracked_throughput") are all kept."""
     if summary.step_time_source == "block":
         return []
+    if summary.step_time_source == "tracked_throughput":  # window means: no first step to drop
+        return [float(t.seconds) for t in summary.step_times]
     after_eval = set(summary.eval_steps)
     return [float(t.seconds) for pos, t in enumerate(summary.step_times) if pos > 0 and t.step not in after_eval]
