@@ -251,15 +251,16 @@ def test_plain_rows_for_a_queried_value() -> None:
 
 
 def _commands() -> list[tuple[str, set[str]]]:
+    import typer
     import typer.main
 
     from orchestrator.cli.app import app
 
-    def walk(cmd, path):  # a click group or command
+    def walk(cmd, path):  # a click group or command (the root's are loaded by name)
         subs = getattr(cmd, "commands", None)
         if subs:
-            for name, sub in subs.items():
-                yield from walk(sub, [*path, name])
+            for name in list(subs):
+                yield from walk(cmd.get_command(typer.Context(cmd), name), [*path, name])
         else:
             yield " ".join(path), {o for p in cmd.params for o in getattr(p, "opts", [])}
     return list(walk(typer.main.get_command(app), []))

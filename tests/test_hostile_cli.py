@@ -607,7 +607,7 @@ def test_any_cluster_document_is_a_spec_or_one_config_error(doc, tmp_path_factor
 def test_any_param_flags_are_typed_values_or_one_config_error(items):
     import math
 
-    from orchestrator.cli.run import _params
+    from orchestrator.cli.common import parse_params as _params
     from orchestrator.recipes.catalog import check_params, get_recipe
     recipe = get_recipe("smoke")
     try:

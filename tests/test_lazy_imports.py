@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).parents[1]
 
 
@@ -37,3 +39,19 @@ def test_reading_a_backends_records_loads_no_provider_module(tmp_path: Path) -> 
     loaded = _loaded(code, tmp_path)
     assert {f"orchestrator.providers.{b}" for b in ("azure", "azureml", "local", "ssh", "fake")} <= set(loaded)
     assert [m for m in loaded if m.startswith("orchestrator.providers.") and m.endswith(".provider")] == []
+
+
+@pytest.mark.parametrize(("args", "module"), [
+    # cli/fabric.py and cli/fabric_locate.py import the test and locate runners inside the
+    # commands that open the store; cli/recipes.py imports EventRow inside prepare's event.
+    (["fabric", "inspect", str(ROOT / "tests/data/nccl_excerpts/nccl-tests-214_sendrecv_perf_2node.txt")],
+     "orchestrator.cli.fabric_locate"),
+    (["recipes", "list", "--json"], "orchestrator.cli.recipes"),
+])
+def test_commands_that_open_no_store_load_no_database_driver(tmp_path: Path, args: list[str], module: str) -> None:
+    code = ("from orchestrator.cli import main\n"
+            f"try:\n    main({args!r})\n"
+            "except SystemExit as e:\n    assert e.code in (0, 10, None), e.code")
+    loaded = _loaded(code, tmp_path)
+    assert module in loaded  # the command's module was loaded: the path under test was taken
+    assert [m for m in loaded if m.split(".")[0] == "sqlalchemy"] == []

@@ -40,7 +40,7 @@ def test_the_allow_flag_accepts_a_wide_range_and_up_asks_about_it(tmp_path, monk
     import typer
     from typer.testing import CliRunner
 
-    from orchestrator.cli import app as cli
+    from orchestrator.cli import app, clusters as cli
     from orchestrator.clusters import lifecycle
     spec = _azure(ssh_ingress_cidr="10.0.0.0/8", allow_wide_ssh_ingress=True)
     assert wide_ingress_question(spec.section(AzureSettings)) == "Open SSH (port 22) on the head to 10.0.0.0/8 (16,777,216 addresses)?"
@@ -55,7 +55,7 @@ def test_the_allow_flag_accepts_a_wide_range_and_up_asks_about_it(tmp_path, monk
     path = tmp_path / "c.yaml"
     path.write_text("name: sd\nprovider: azure\nsku: h100\nnodes: 1\nregion: eastus\n"
                     "azure: {ssh_ingress_cidr: 10.0.0.0/8, allow_wide_ssh_ingress: true}\n")
-    result = CliRunner().invoke(cli.app, ["up", "-f", str(path)])
+    result = CliRunner().invoke(app.app, ["up", "-f", str(path)])
     assert result.exit_code != 0 and [q for q, _ in asked][-1].startswith("Open SSH (port 22) on the head to 10.0.0.0/8")
     assert len(asked) == 2  # the spending question first, then the SSH range
 

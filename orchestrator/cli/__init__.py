@@ -4,16 +4,19 @@ Owns: parsing flags, calling one use case per command, rendering tables or --jso
 error handler that maps AzbenchError to exit codes. Thin: no business logic here.
 May import: the base, specs/, hardware/, clusters/, explain/, fabric/, forecast/, goodput/, pipelines/, recipes/,
 report/, results/, runs/, store/, providers.base and providers.azure_shared (the sweep flags;
-never a backend): it is the top floor. Heavy ones only inside commands, so `azbench --help`
-stays fast.
+never a backend): it is the top floor.
 
-Why an import sits inside a command (each says `# lazy: +WHAT on --help`): the help path loads
-typer and cli/ only. Measured (python -X importtime and best-of-5 timed imports after `import
-orchestrator.cli`, issue 44, on a loaded 2-core machine where the help path took 0.95 s): a use
-case's module pulls pydantic (orchestrator.models: +1.3 s), SQLAlchemy (store.database: +3.2 s),
-numpy or jinja2 (report.build: +3.9 s), each more than doubling `azbench --help`
-(benchmarks/bench_cli.py: target 0.3 s, best 0.30 s). Imports of the light base (errors, paths,
-safetext, cli.common) sit at the top of each module.
+Start-up: `azbench --help` loads typer and cli.app, cli.common and the light base only
+(benchmarks/bench_startup.py). The root group lists every command from cli/app.py's table and
+imports a command's module (clusters, catalog, recipes, run, report, results, health, resize,
+plan, goodput, explain, pipeline, fabric) only when that command runs, so each of them imports
+its use cases at module level. Measured with python -X importtime after `import
+orchestrator.cli` (issue 44, 2 cores): a use case's module pulls pydantic models (+0.1-0.2 s),
+SQLAlchemy (store.schema: +0.25 s), jinja2 or numpy (+0.06-0.1 s each) on a help path of 0.15 s.
+The imports left inside functions say `# lazy: +WHAT` with that cost: the loaders in cli/app.py,
+`open_store`, the error path's `missing_extra`, and the few SQLAlchemy use cases of commands
+whose module also serves a command that opens no store (`up --dry-run`, `fabric inspect`,
+`recipes list`; tests/test_lazy_imports.py holds them to it).
 Exposes: `main` (the console-script entry point `orchestrator.cli:main`).
 """
 

@@ -1,8 +1,10 @@
-"""The azbench command line: parse flags, call one use case, render a table or --json.
+"""The azbench command line: the root's table of commands, and the one error handler (`main`)
+that maps AzbenchError subclasses to one stderr line and an exit code.
 
-Start-up stays light: only typer is imported here at module level; every command imports what it
-needs when it runs, so `azbench --help` never loads the Azure SDKs, SQLAlchemy or torch.
-One error handler (`main`) maps AzbenchError subclasses to one stderr line and an exit code.
+Start-up stays light: `azbench --help` imports typer and this module's light base only. Each
+command's module (cli/clusters.py, cli/report.py...) imports its use cases at module level, and is
+imported by LazyGroup (cli/common.py) only when one of its commands runs: the loaders below hold
+the only imports of the command modules.
 """
 
 
@@ -11,521 +13,118 @@ from __future__ import annotations
 import errno
 import sys
 from pathlib import Path
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, NoReturn, Optional
+from typing import NoReturn
 
 import typer
+import typer.core
 
-from orchestrator.cli.common import (
-    Col,
-    JsonOpt,
-    OutputFormat,
-    OutputOpt,
-    QueryOpt,
-    _STATE,
-    app,
-    check_number,
-    confirm,
-    fit_table,
-    make_console,
-    make_table,
-    open_store,
-    output,
-)
-from orchestrator.errors import EXIT_INTERRUPTED, AzbenchError, MissingExtra, StoreError
-from orchestrator.errors import ConfigError
-from orchestrator.paths import templates_dir, write_atomic
-from orchestrator.errors import ConfigError, PreflightError
-from orchestrator.errors import ProvisionError
+from orchestrator.cli.common import LAZY, _STATE, Unloaded, app
+from orchestrator.errors import EXIT_INTERRUPTED, AzbenchError, ConfigError, MissingExtra, StoreError
 from orchestrator.paths import home
 from orchestrator.safetext import shown
 
-if TYPE_CHECKING:
-    from datetime import timedelta
-
-    from rich.console import Console
-
-    from orchestrator.clusters.lifecycle import ClusterStatus, ListedCluster
-    from orchestrator.models import Plan
-    from orchestrator.store.schema import RunRow
-    from orchestrator.providers.base import SweepItem
-    from orchestrator.specs.cluster import ClusterSpec
-
-# ---------------------------------------------------------------- catalog / init
-
-@app.command()
-def catalog(as_json: bool = JsonOpt, fmt: Optional[OutputFormat] = OutputOpt,
-            query: Optional[str] = QueryOpt) -> None:
-    """The GPU VM sizes azbench knows (prices are list-price estimates)."""
-    from orchestrator.hardware.catalog import CATALOG  # lazy: +pydantic on --help (cli/__init__)
-    out = output(as_json, fmt, query)
-    if not out.rich:
-        return out.emit(list(CATALOG))
-    rows = [[s.short, s.name, ", ".join(s.aliases), f"{s.gpus_per_vm} x {s.gpu_model}",
-             s.vcpus or "-", s.ram_gib or "-",
-             f"{s.ib_links} x {s.ib_gbps_per_link} Gb/s" if s.ib_links else "-",
-             s.nvlink_domain_vms, s.cpu_arch, s.quota_family or "-",
-             f"~${s.price_per_hour_usd:,.2f}" if s.price_per_hour_usd is not None else "unknown",
-             s.peak_tflops_bf16 or "-", s.peak_tflops_fp8 or "-"] for s in CATALOG]
-    console = make_console()
-    table, hidden = fit_table(
-        "GPU VM catalog (price: Linux pay-as-you-go list estimate per VM-hour)", _CATALOG_COLUMNS,
-        rows, console.width)
-    console.print(table)
-    if hidden:
-        console.print(f"not shown at {console.width} columns: {', '.join(hidden)} "
-                      "(a wider terminal shows them; -o json has every field)", markup=False)
+# ---------------------------------------------------------------- the commands, by module
+# Each loader imports one command module, which registers its commands on `app`; its comment
+# says what that adds to `azbench --help`: the libraries, and the module's import time over the
+# help path's own imports (orchestrator.cli.app: typer, cli.common, the light base), best of 5,
+# measured in one run on a 2-core machine (issue 44). `azbench --help` itself:
+# benchmarks/bench_startup.py.
 
 
-# The catalog's columns in display order; rank 0 is kept first on a narrow terminal. Names and
-# quota families are single words that must not be cut; the rest wrap at spaces.
-_CATALOG_COLUMNS = [Col("size", 0), Col("name", 1, wrap=False), Col("aliases", 4), Col("GPUs/VM", 2),
-                    Col("vCPU", 6), Col("RAM GiB", 7), Col("InfiniBand", 5), Col("NVLink VMs", 8),
-                    Col("arch", 9), Col("quota family", 12, wrap=False), Col("price/h", 3, wrap=False),
-                    Col("BF16 TF/GPU", 10), Col("FP8 TF/GPU", 11)]
+def _catalog() -> object:
+    from orchestrator.cli import catalog  # lazy: +pydantic, pyyaml: 1.4x the help path's imports
+    return catalog
 
 
-@app.command()
-def init(path: Path = typer.Argument(Path("cluster.yaml"), help="Where to write the example."),
-         force: bool = typer.Option(False, "--force", help="Overwrite an existing file.")) -> None:
-    """Write a commented example cluster.yaml."""
-    if path.is_dir():
-        raise ConfigError(f"{path} is a directory: give a file name such as {path / 'cluster.yaml'}")
-    if path.exists() and not force:
-        raise ConfigError(f"{path} exists: pass --force to overwrite it")
-    if not path.parent.is_dir():
-        raise ConfigError(f"cannot write {path}: directory {path.parent} does not exist")
-    text = (templates_dir() / "cluster.example.yaml").read_text()
-    try:
-        write_atomic(path, text)
-    except OSError as exc:  # read-only file system, permissions, a vanished folder...
-        raise ConfigError(f"cannot write {path}: {exc.strerror or exc}") from None
-    sys.stdout.write(f"wrote {path}\n")
+def _clusters() -> object:
+    from orchestrator.cli import clusters  # lazy: +pydantic, SQLAlchemy: 5.9x the help path's imports
+    return clusters
 
 
-# ---------------------------------------------------------------- up / down / status
-
-def _cluster_spec(file: Optional[Path], **flags: Any) -> ClusterSpec:
-    from orchestrator.clusters.spending import default_name  # lazy: +pydantic on --help (cli/__init__)
-    from orchestrator.specs.cluster import load_cluster_spec  # lazy: +pydantic on --help (cli/__init__)
-    if file is None and flags.get("name") is None:
-        flags["name"] = default_name(flags.get("provider"))
-    return load_cluster_spec(file, flags)
+def _run() -> object:
+    from orchestrator.cli import run  # lazy: +pydantic, SQLAlchemy, jinja2: 8.8x the help path's imports
+    return run
 
 
-@app.command()
-def up(
-    file: Optional[Path] = typer.Option(None, "--file", "-f", help="Cluster spec YAML (see azbench init)."),
-    name: Optional[str] = typer.Option(None, "--name", help="Cluster name (default: azbench-<user>-<4 hex> on "
-                                                            "providers that cost money, else the provider's name)."),
-    provider: Optional[str] = typer.Option(None, "--provider", help="local | ssh | azure | azureml | fake"),
-    sku: Optional[str] = typer.Option(None, "--sku", help="VM size or alias: h100, h200, gb200, local."),
-    nodes: Optional[int] = typer.Option(None, "--nodes", help="Number of nodes (VMs)."),
-    region: Optional[str] = typer.Option(None, "--region", help="Azure region, e.g. eastus."),
-    dry_run: bool = typer.Option(False, "--dry-run", help="Show the plan and cost only: no credentials, no changes."),
-    check: bool = typer.Option(False, "--check", help="With --dry-run: sign in and read quota, sizes, zones and "
-                                                      "images (no writes)."),
-    yes: bool = typer.Option(False, "--yes", "-y", help="Start spending without asking (required without a terminal)."),
-    max_cost: Optional[float] = typer.Option(None, "--max-cost-per-hour", min=0.01, metavar="USD",
-                                             help="Refuse a plan whose list-price cost per hour is above this."),
-    as_json: bool = JsonOpt,
-    fmt: Optional[OutputFormat] = OutputOpt, query: Optional[str] = QueryOpt,
-) -> None:
-    """Provision a cluster (or adopt the running one of the same name).
-
-    Azure and Azure ML clusters cost money: `up` prints the plan in one line and asks first
-    (--yes skips the question; without a terminal it refuses unless --yes is given)."""
-    out = output(as_json, fmt, query)
-    from orchestrator.clusters import lifecycle, spending  # lazy: +pydantic on --help (cli/__init__)
-    check_number("--max-cost-per-hour", max_cost, 0.01, 1_000_000)
-    if check and not dry_run:
-        raise ConfigError("--check goes with --dry-run (a real `up` checks the same before its first write)")
-    spec = _cluster_spec(file, name=name, provider=provider, sku=sku, nodes=nodes, region=region)
-    the_plan = lifecycle.plan(spec)
-    spending.check_cost_cap(the_plan, spending.cost_cap(spec, max_cost))
-    if spec.budget is not None:
-        _warn_budget(spec, the_plan)
-    if dry_run:
-        checked, problems = lifecycle.check(spec, the_plan) if check else (None, [])
-        if not out.rich:
-            out.emit({**the_plan.model_dump(mode="json"), "worst_case_usd": the_plan.worst_case_usd,
-                      **({"checked": checked, "problems": problems} if check else {})})
-        else:
-            _render_plan(the_plan, checked)
-        if problems:
-            raise PreflightError("; ".join(problems), hint="read by --dry-run --check; nothing was created")
-        return None
-    lifecycle.require_sdk(spec.provider)  # a missing extra is said before the cost question
-    if spending.spends_money(spec.provider):
-        summary = spending.plan_summary(the_plan, spec)
-        if yes and out.rich:  # the plan, not a claim that anything started (preflight may refuse it)
-            sys.stdout.write(f"plan: {summary}\n")
-            sys.stdout.flush()
-        confirm(f"Create {summary}?", yes)
-    own = spec.own_section()
-    for question in own.up_questions() if own else []:  # e.g. a wide SSH range: allowed by
-        confirm(question, yes)                          # azure.allow_wide_ssh_ingress, still asked
-    with open_store() as store:
-        result = lifecycle.up(spec, store, on_progress=_step_line if out.rich else None)
-    if not out.rich:
-        return out.emit({"plan": result.plan, "cluster": result.cluster, "adopted": result.adopted})
-    verb = "adopted" if result.adopted else "up"
-    c = result.cluster
-    sys.stdout.write(f"cluster '{c.name}' {verb}: {c.nodes} x {c.sku} ({c.provider}), "
-                     f"nodes {', '.join(c.node_names[:8])}{' ...' if len(c.node_names) > 8 else ''}\n")
+def _recipes() -> object:
+    from orchestrator.cli import recipes  # lazy: +pydantic, SQLAlchemy, jinja2: 7.0x the help path's imports
+    return recipes
 
 
-def _warn_budget(spec: ClusterSpec, plan: Plan) -> None:
-    """The spec's `budget:` against what its owner's clusters cost this period (the store): a
-    warning on stderr, never a refusal (the cost cap refuses)."""
-    from orchestrator.clusters.spending import budget_warning  # lazy: +pydantic on --help (cli/__init__)
-    from orchestrator.goodput.owners import expected_owner, spent  # lazy: +pydantic+sqlalchemy on --help (cli/__init__)
-    from orchestrator.models import utcnow  # lazy: +pydantic on --help (cli/__init__)
-    assert spec.budget is not None
-    since = spec.budget.since(utcnow())
-    with open_store() as store:
-        owner = expected_owner(store, spec.provider)
-        spend = spent(store, owner, since)
-    line = budget_warning(plan, spec.budget, owner, spend.usd, since, spend.unpriced)
-    if line:
-        sys.stderr.write(f"warning: {line}\n")
-        sys.stderr.flush()
+def _report() -> object:
+    from orchestrator.cli import report  # lazy: +pydantic, SQLAlchemy, jinja2, numpy: 16.9x the help path's imports
+    return report
 
 
-def _step_line(event: Any) -> None:
-    """One stderr line per provisioning step (resources created, waited on, deleted)."""
-    detail = f" ({event.detail})" if event.detail else ""
-    sys.stderr.write(f"{event.action}: {event.kind} {event.name}{detail}\n")
-    sys.stderr.flush()
+def _results() -> object:
+    from orchestrator.cli import results  # lazy: +pydantic, SQLAlchemy, jinja2, numpy: 12.6x the help path's imports
+    return results
 
 
-def _render_plan(plan: Plan, checked: list[str] | None = None) -> None:
-    """The plan; its preflight lines say what `up` will check, or (`checked`, --check) what
-    was read."""
-    from orchestrator.clusters.spending import worst_case  # lazy: +pydantic on --help (cli/__init__)
-    console = make_console()
-    cost = f"~${plan.cost_per_hour_usd:,.2f}/h (estimate)" if plan.cost_per_hour_usd is not None else "unknown"
-    console.print(f"[bold]Plan for cluster '{plan.cluster}'[/bold] ({plan.provider}, {plan.region or 'this machine'}): "
-                  f"{plan.nodes:,} x {plan.sku} = {plan.total_gpus:,} GPUs, cost {cost}", markup=True)
-    if plan.lifetime:
-        console.print(f"lifetime: {plan.lifetime}{worst_case(plan)}", markup=False)
-    tags = {k: v for r in plan.resources for k, v in r.properties.items() if k.startswith("tag:")}
-    console.print(make_table("Resources that would be created", ["kind", "name", "count", "properties"],
-                         [[r.kind.removeprefix("Microsoft."), r.name, r.count,
-                           ", ".join(f"{k}={v}" for k, v in r.properties.items()
-                                     if not k.startswith("tag:") and v is not None)]
-                          for r in plan.resources if not r.kind.endswith("virtualMachineScaleSets")]))
-    if tags:
-        console.print("tags on every resource: " + ", ".join(f"{k[4:]}={v}" for k, v in tags.items()))
-    vmss = {r.name: r.properties for r in plan.resources if r.kind.endswith("virtualMachineScaleSets")}
-    console.print(make_table("Scale sets (one InfiniBand fabric each)", ["name", "VMs", "GPUs", "racks", "settings"],
-                         [[s.name, s.vms, s.gpus, s.racks if s.racks is not None else "-",
-                           _vmss_settings(vmss.get(s.name, {}))] for s in plan.scale_sets]))
-    for line in plan.preflight if checked is None else checked + [p for p in plan.preflight if not p.startswith("will check")]:
-        console.print(f"preflight: {line}", markup=False)
-    if checked is None and any(line.startswith("will check") for line in plan.preflight):
-        console.print("preflight: the 'will check' lines are read by `up` before its first write, not now "
-                      "(`--dry-run --check` reads them where the provider can, with no writes)", markup=False)
-    for warning in plan.warnings:
-        console.print(f"[yellow]warning:[/yellow] {warning}")
+def _health() -> object:
+    from orchestrator.cli import health  # lazy: +pydantic, SQLAlchemy, jinja2: 9.8x the help path's imports
+    return health
 
 
-def _vmss_settings(props: Mapping[str, object]) -> str:
-    keys = ("orchestration", "single_placement_group", "platform_fault_domain_count", "overprovision",
-            "priority", "eviction_policy", "max_price")
-    return ", ".join(f"{k}={props[k]}" for k in keys if k in props)
+def _resize() -> object:
+    from orchestrator.cli import resize  # lazy: +pydantic, pyyaml: 1.8x the help path's imports
+    return resize
 
 
-@app.command()
-def down(name: str = typer.Argument(..., help="Cluster name."),
-         force: bool = typer.Option(False, "--force", help="Delete it even if another principal made it, or its "
-                                                           "group holds resources azbench did not make."),
-         yes: bool = typer.Option(False, "--yes", "-y", help="Delete without asking (required without a terminal "
-                                                            "on providers that cost money)."),
-         as_json: bool = JsonOpt,
-         fmt: Optional[OutputFormat] = OutputOpt, query: Optional[str] = QueryOpt) -> None:
-    """Delete everything the cluster owns and verify nothing is left.
-
-    On providers that cost money it first shows what goes (nodes, GPUs, runs recorded as running,
-    cost so far, every resource it deletes) and asks [y/N]; --yes skips the question; without a
-    terminal it refuses unless --yes. A cluster you did not create, or whose group holds
-    resources azbench did not make, is refused unless --force. If it stops part way, rerun it."""
-    out = output(as_json, fmt, query)
-    from orchestrator.clusters import lifecycle  # lazy: +pydantic on --help (cli/__init__)
-    with open_store() as store:
-        cluster = lifecycle.down(name, store, on_progress=_step_line if out.rich else None, force=force,
-                                 confirm=lambda question: confirm(question, yes))
-        if not out.rich:
-            return out.emit(cluster)
-        from orchestrator.goodput.cluster import cluster_goodput  # lazy: +pydantic+sqlalchemy on --help (cli/__init__)
-        line = cluster_goodput(store, name).line  # where its money went, now that its record is final
-    sys.stdout.write(f"cluster '{name}' is down\n{name}: {line}\n")
+def _plan() -> object:
+    from orchestrator.cli import plan  # lazy: +pydantic, SQLAlchemy, numpy: 3.0x the help path's imports
+    return plan
 
 
-@app.command()
-def adopt(name: str = typer.Argument(..., help="Cluster name (its azbench-cluster tag)."),
-          provider: Optional[str] = typer.Option(None, "--provider",
-                                                 help="Where to look (default: every provider whose clusters carry tags)."),
-          force: bool = typer.Option(False, "--force", help="Record it even if another owner made it."),
-          subscription: Optional[str] = typer.Option(None, "--subscription", help="Azure subscription id."),
-          arm_endpoint: Optional[str] = typer.Option(None, "--arm-endpoint", help="ARM endpoint (sovereign clouds)."),
-          as_json: bool = JsonOpt,
-          fmt: Optional[OutputFormat] = OutputOpt, query: Optional[str] = QueryOpt) -> None:
-    """Rebuild the record of a live cluster this home does not know (a lost or copied store) from
-    its cloud tags and resources; another owner's needs --force. Reads only: nothing changes in the cloud."""
-    out = output(as_json, fmt, query)
-    from orchestrator.clusters import lifecycle  # lazy: +pydantic on --help (cli/__init__)
-    _check_arm_endpoint_flag(arm_endpoint)
-    with open_store() as store:
-        cluster = lifecycle.adopt(name, store, provider, force=force, account=subscription, endpoint=arm_endpoint)
-    if not out.rich:
-        return out.emit(cluster)
-    left = lifecycle.time_left(cluster)
-    expiry = f", expires in {_left(left)}" if left is not None else ""
-    sys.stdout.write(f"cluster '{name}' adopted: {cluster.nodes} x {cluster.sku} ({cluster.provider}), "
-                     f"{cluster.state.value}{expiry}{'' if cluster.ssh else '; no SSH keys for it in this home'}\n")
+def _goodput() -> object:
+    from orchestrator.cli import goodput  # lazy: +pydantic, SQLAlchemy: 2.4x the help path's imports
+    return goodput
 
 
-@app.command()
-def status(name: Optional[str] = typer.Argument(None, help="Cluster name (default: all)."),
-           as_json: bool = JsonOpt, fmt: Optional[OutputFormat] = OutputOpt,
-           query: Optional[str] = QueryOpt) -> None:
-    """Clusters and their runs, as their cloud has them: every row is what the cloud reports
-    now (one listing per provider, no SSH; the records follow), with the cost of what still
-    bills. With NAME: the cloud's view in detail (VM and scale-set states, instances, cost so
-    far, expiry, the cluster's history), then Slurm's when the head answers."""
-    import dataclasses
-    from datetime import datetime, timezone
-
-    from orchestrator.clusters import lifecycle  # lazy: +pydantic on --help (cli/__init__)
-    out = output(as_json, fmt, query)
-    events: list[Any] = []
-    notes: list[str] = []
-    with open_store() as store:
-        runs = store.list_runs(cluster=name) if name else store.list_runs()
-        if name:
-            # ARM's view first; the record follows it (deleted, being deleted, partly there).
-            one = lifecycle.cluster_status(lifecycle.require_cluster(name, store, live=False), store=store)
-            events = store.list_events(cluster=name)
-            left_at = one.expires if one.cluster.state.value != "terminated" else None
-            rows = [lifecycle.ListedCluster(one.cluster, one.cost_so_far_usd,
-                                            one.rate.per_hour if one.rate is not None else None, left_at, one.change)]
-        else:
-            one = None
-            rows, notes = lifecycle.status_list(store)
-    clusters = [r.cluster for r in rows]
-    nodes = one.nodes if one else []
-    now = datetime.now(timezone.utc)
-    costs = {r.cluster.name: r.cost_so_far_usd for r in rows}
-    billed = {r.cluster.name: r.billed_per_hour_usd for r in rows}
-    left = {r.cluster.name: (r.expires - now if r.expires is not None else None) for r in rows}
-    if not out.rich:
-        extra = {} if one is None else {"cloud": one.cloud and dataclasses.asdict(one.cloud),
-                                        "cloud_note": one.cloud_note, "head": one.head, "change": one.change,
-                                        "billed": one.rate.say() if one.rate is not None else None,
-                                        "health": one.health, "down_nodes": one.down_nodes,
-                                        "events": events}
-        return out.emit({"clusters": clusters, "cost_so_far_usd": costs, "billed_per_hour_usd": billed,
-                         "expires_in_s": {k: int(v.total_seconds()) if v is not None else None
-                                          for k, v in left.items()},
-                         "nodes": [n.__dict__ for n in nodes], "runs": runs, **extra})
-    _render_status(rows, notes, one, events, runs, costs, left)
+def _explain() -> object:
+    from orchestrator.cli import explain  # lazy: +pydantic, SQLAlchemy, numpy: 2.0x the help path's imports
+    return explain
 
 
-def _render_status(rows: list[ListedCluster], notes: list[str], one: ClusterStatus | None, events: list[Any],
-                   runs: list[RunRow], costs: dict[str, float | None],
-                   left: dict[str, timedelta | None]) -> None:
-    """`status` on a terminal: the clusters, the list's notes, then for one cluster its cloud's
-    view, nodes and history, then the runs."""
-    clusters = [r.cluster for r in rows]
-    console = make_console()
-    console.print(make_table("Clusters", ["name", "provider", "sku", "nodes", "state", "created", "cost so far (est.)",
-                                          "expires in"],
-                         [[c.name, c.provider, c.sku, c.nodes, c.state.value, f"{c.created_at:%Y-%m-%d %H:%M}",
-                           f"${costs[c.name]:,.2f}" if costs[c.name] is not None else "-",
-                           _left(left[c.name]) if c.state.value != "terminated" else "-"]
-                          for c in clusters]))
-    for row in rows if one is None else ():
-        if row.change:
-            console.print(f"{row.cluster.name}: {row.change}", markup=False)
-    for note in notes:
-        console.print(note, markup=False)
-    if one is not None and one.cloud is not None:
-        _render_cloud(console, one)
-    for note in (one.change, one.cloud_note, one.head) if one is not None else ():
-        if note:
-            console.print(note, markup=False)
-    if one is not None and one.down_nodes:  # the record says ready; Slurm says otherwise
-        console.print(f"{one.cluster.name}: degraded: {len(one.down_nodes)} node(s) down in Slurm: "
-                      f"{', '.join(one.down_nodes)}", markup=False)
-    if one is not None and one.nodes:
-        console.print(make_table("Nodes", ["node", "state", "detail"],
-                                 [[n.name, n.state, n.detail] for n in one.nodes]))
-    if events:
-        console.print(make_table("History", ["when", "kind", "what"],
-                                 [[f"{e.ts:%Y-%m-%d %H:%M}", e.kind, e.message] for e in events[-15:]]))
-    console.print(make_table("Runs", ["id", "cluster", "recipe", "nodes", "state", "message"],
-                         [[r.id, r.cluster, r.recipe, r.nodes, r.state, r.message] for r in runs[-30:]]))
+def _pipeline() -> object:
+    from orchestrator.cli import pipeline  # lazy: +pydantic, SQLAlchemy, jinja2, numpy: 7.3x the help path's imports
+    return pipeline
 
 
-def _render_cloud(console: Console, one: ClusterStatus) -> None:
-    """The cloud's view of one cluster, read with no login: its resources, instances, owner,
-    expiry and what bills now."""
-    cloud = one.cloud
-    assert cloud is not None  # the caller checks
-    if not cloud.exists:
-        console.print(f"{one.cluster.provider}: nothing tagged with cluster '{one.cluster.name}' exists")
-    elif cloud.phase == "deleting":
-        console.print(f"{one.cluster.provider}: {cloud.phase_detail}", markup=False)
-    else:
-        console.print(make_table(f"{one.cluster.provider} (no login)", ["kind", "name", "state", "detail"],
-                                 [[r.kind, r.name, r.state, r.detail] for r in cloud.resources]))
-        console.print(f"instances: {cloud.instances} listed, {cloud.running} running; owner "
-                      f"{cloud.owner or '-'}; expires {cloud.expires:%Y-%m-%d %H:%M} UTC"
-                      if cloud.expires else f"instances: {cloud.instances} listed, {cloud.running} running; "
-                      f"owner {cloud.owner or '-'}; no expiry", markup=False)
-        if one.rate is not None and (one.rate.parts or one.rate.unpriced):
-            console.print(f"billed now (list price): {one.rate.say()}", markup=False)
+def _fabric() -> object:
+    from orchestrator.cli import fabric_locate  # lazy: +pydantic, SQLAlchemy, jinja2: 6.2x the help path's imports
+    return fabric_locate
 
 
-def _left(left: timedelta | None) -> str:
-    """'5h 12m', 'expired', or '-' for a cluster with no deadline."""
-    if left is None:
-        return "-"
-    minutes = int(left.total_seconds() // 60)
-    if minutes < 0:
-        return "expired"
-    return f"{minutes // 60}h {minutes % 60:02d}m" if minutes >= 60 else f"{minutes}m"
-
-
-@app.command()
-def extend(name: str = typer.Argument(..., help="Cluster name."),
-           hours: float = typer.Option(..., "--hours", help="Hours to add to the expiry (from now if past)."),
-           force: bool = typer.Option(False, "--force", help="Extend it even if another principal made it."),
-           as_json: bool = JsonOpt,
-           fmt: Optional[OutputFormat] = OutputOpt, query: Optional[str] = QueryOpt) -> None:
-    """Move an Azure cluster's expiry later: its azbench-expires tags, which the head's expiry timer reads."""
-    out = output(as_json, fmt, query)
-    from orchestrator.clusters import lifecycle  # lazy: +pydantic on --help (cli/__init__)
-    with open_store() as store:
-        cluster = lifecycle.extend(name, hours, store, force=force)
-    if not out.rich:
-        return out.emit(cluster)
-    deadline = cluster.properties.deadline()
-    sys.stdout.write(f"cluster '{name}' now expires at {deadline:%Y-%m-%dT%H:%M:%SZ} "
-                     f"(in {_left(lifecycle.time_left(cluster))})\n")
-
-
-@app.command(context_settings={"ignore_unknown_options": True})
-def ssh(name: str = typer.Argument(..., help="Cluster name."),
-        command: Optional[list[str]] = typer.Argument(None, help="After --: a command for the head's shell."),
-        show: bool = typer.Option(False, "--print", help="Print the command line instead of running it.")) -> None:
-    """A shell (or one command) on the cluster's head node, trusting only its pinned host key.
-
-    Local clusters have no sshd: the command runs on this machine with the cluster's environment."""
-    import os
-    import subprocess
-
-    from orchestrator.clusters import lifecycle  # lazy: +pydantic on --help (cli/__init__)
-    from orchestrator.clusters.shell import check_head, describe, head_command  # lazy: +pydantic on --help (cli/__init__)
-    with open_store() as store:
-        cluster = lifecycle.reachable(name, store)
-    cmd = head_command(cluster, list(command or []))
-    if show:
-        sys.stdout.write(describe(cmd) + "\n")
-        return
-    check_head(cluster)
-    code = subprocess.run(cmd.argv, env={**os.environ, **cmd.env}, cwd=cmd.cwd).returncode
-    if code:
-        raise typer.Exit(code)
-
-
-@app.command()
-def sweep(dry_run: bool = typer.Option(False, "--dry-run", help="List what would be deleted; delete nothing."),
-          yes: bool = typer.Option(False, "--yes", "-y", help="Delete without asking (required without a terminal)."),
-          all_owners: bool = typer.Option(False, "--all-owners",
-                                          help="Also delete other owners' expired clusters."),
-          subscription: Optional[str] = typer.Option(None, "--subscription", help="Azure subscription id."),
-          arm_endpoint: Optional[str] = typer.Option(None, "--arm-endpoint", help="ARM endpoint (sovereign clouds)."),
-          as_json: bool = JsonOpt,
-          fmt: Optional[OutputFormat] = OutputOpt, query: Optional[str] = QueryOpt) -> None:
-    """Delete your Azure clusters whose azbench-expires tag has passed (--all-owners: other
-    owners' expired ones too); lists them and asks first. A live cluster of yours that this home
-    has no record of is listed, never deleted (`azbench adopt NAME` takes it in)."""
-    out = output(as_json, fmt, query)
-    import dataclasses
-    from orchestrator.clusters import lifecycle  # lazy: +pydantic on --help (cli/__init__)
-    from orchestrator.providers.base import SweepRequest  # lazy: +pydantic on --help (cli/__init__)
-    _check_arm_endpoint_flag(arm_endpoint)
-    with open_store() as store:
-        known = {r.name for r in store.list_clusters()}
-    request = SweepRequest(dry_run=True, known=known, all_owners=all_owners, account=subscription,
-                           endpoint=arm_endpoint)
-    items = lifecycle.sweep(request)
-    doomed = [i for i in items if i.action == "delete"]
-    if out.rich:
-        for item in items:
-            sys.stdout.write(_sweep_line(item, "would delete" if dry_run else "will delete") + "\n")
-        if not items:
-            sys.stdout.write("nothing to sweep\n")
-        sys.stdout.flush()
-    if not dry_run and doomed:
-        things = "cluster(s) and role definition(s)" if any(i.what != "cluster" for i in doomed) else "cluster(s)"
-        confirm(f"Delete these {len(doomed)} {things}?", yes)
-        with open_store() as store:
-            done = lifecycle.sweep(dataclasses.replace(request, dry_run=False, only={i.cluster for i in doomed}),
-                                   store)
-        items = [i for i in done if i.action in ("deleted", "failed")]
-        if out.rich:
-            for item in items:
-                label = item.cluster if item.what == "cluster" else f"{item.what} '{item.cluster}' ({item.reason})"
-                sys.stdout.write(f"deleted {label}\n" if item.deleted else f"failed {label}: {item.error}\n")
-    if not out.rich:
-        out.emit([i.__dict__ for i in items])
-    failed = [i for i in items if i.action == "failed"]
-    if failed:
-        deleted = sum(1 for i in items if i.deleted)
-        raise ProvisionError(f"sweep: {len(failed)} of {len(doomed)} cluster(s) could not be deleted "
-                             f"({', '.join(i.cluster for i in failed)}); {deleted} deleted",
-                             hint="see the lines above; rerun `azbench sweep` to try them again")
-
-
-def _check_arm_endpoint_flag(value: str | None) -> None:
-    """--arm-endpoint must be an https URL (ConfigError naming the flag, exit 2)."""
-    from orchestrator.providers.azure_shared.endpoints import check_arm_endpoint  # lazy: +pydantic on --help (cli/__init__)
-    if value is not None:
-        try:
-            check_arm_endpoint(value)
-        except ValueError as exc:
-            raise ConfigError(f"--arm-endpoint: {exc}") from None
-
-
-def _sweep_line(item: SweepItem, verb: str) -> str:
-    """One line per cluster sweep found: what it will do (or would), and why."""
-    if item.what != "cluster":
-        return f"{verb} {item.what} '{item.cluster}' ({item.reason})"
-    whose = "" if item.mine else f"; owner {item.owner}"
-    where = f"{len(item.resources)} resources in {', '.join(item.resource_groups) or 'no group'}{whose}"
-    said = item.action if item.action in ("kept", "skipped") else verb  # what sweep leaves says so
-    return f"{said} {item.cluster}: {item.reason} ({where})"
-
-
-# ---------------------------------------------------------------- commands in their own modules
-
-import orchestrator.cli.results  # noqa: E402,F401  (registers recipes, report, results)
-import orchestrator.cli.health  # noqa: E402,F401  (registers health)
-import orchestrator.cli.resize  # noqa: E402,F401  (registers resize)
-import orchestrator.cli.run  # noqa: E402,F401  (registers run, logs)
-import orchestrator.cli.plan  # noqa: E402,F401  (registers plan)
-import orchestrator.cli.fabric  # noqa: E402,F401  (registers fabric)
-import orchestrator.cli.fabric_locate  # noqa: E402,F401  (registers fabric locate)
-import orchestrator.cli.goodput  # noqa: E402,F401  (registers goodput)
-import orchestrator.cli.explain  # noqa: E402,F401  (registers explain)
-from orchestrator.cli.pipeline import baseline_app, pipeline_app, register_compare  # noqa: E402
-
-app.add_typer(pipeline_app, name="pipeline")
-app.add_typer(baseline_app, name="baseline")
-register_compare(app)
+# In `azbench --help`'s order: (name, its loader, the start of its help: its first sentence, or
+# the words past what the widest listing shows, 72 characters; tests/test_cli.py holds them equal).
+_COMMANDS = (
+    ("catalog", _catalog, 'The GPU VM sizes azbench knows (prices are list-price estimates).'),
+    ("init", _catalog, 'Write a commented example cluster.yaml.'),
+    ("up", _clusters, 'Provision a cluster (or adopt the running one of the same name).'),
+    ("down", _clusters, 'Delete everything the cluster owns and verify nothing is left.'),
+    ("adopt", _clusters, 'Rebuild the record of a live cluster this home does not know (a lost or copied'),
+    ("status", _clusters, 'Clusters and their runs, as their cloud has them: every row is what the cloud'),
+    ("extend", _clusters, "Move an Azure cluster's expiry later: its azbench-expires tags, which the"),
+    ("ssh", _clusters, "A shell (or one command) on the cluster's head node, trusting only its pinned"),
+    ("sweep", _clusters, 'Delete your Azure clusters whose azbench-expires tag has passed (--all-owners:'),
+    ("run", _run, 'Run a recipe at one or more node counts, watch it, then ingest its results.'),
+    ("logs", _run, "Print a run's training log (fetched copy, or live from the cluster while it"),
+    ("prepare", _recipes, 'Stage a recipe on the cluster as one batch job: verify its licence-gated weights'),
+    ("report", _report, 'MLPerf scores as MLCommons publishes them, best per benchmark, cost, MFU;'),
+    ("health", _health, 'Per-node checks, group collectives and a throughput probe; drain the nodes'),
+    ("resize", _resize, "Grow (within the provider's quota; Azure starts the VMs a shrink parked, then"),
+    ("plan", _plan, 'Predicted time-to-train (with an 80% interval), cost per result, cost per'),
+    ("goodput", _goodput, "Where the time went: a run's wall time (or a cluster's life) split into categories,"),
+    ("explain", _explain, 'The predicted step, part by part (compute, tp/cp/ep comm, pp bubble and p2p,'),
+    ("compare", _pipeline, 'Compare stored results (default: the newest sweep) with a baseline; exit 8'),
+    ("recipes", _recipes, 'List and inspect benchmark recipes.'),
+    ("results", _results, 'Stored results: list, show, import MLPerf logs.'),
+    ("fabric", _fabric, 'What the network did: run collectives as a benchmark, read what others ran.'),
+    ("pipeline", _pipeline, 'Scheduled benchmark pipelines: up, runs, report, compare, down.'),
+    ("baseline", _pipeline, 'Performance baselines to compare runs against.'),
+)
+LAZY.update((name, Unloaded(name, sentence, load)) for name, load, sentence in _COMMANDS)
 
 
 # ---------------------------------------------------------------- entry point
@@ -572,7 +171,7 @@ def main(argv: list[str] | None = None) -> None:
     except OSError as exc:
         _os_error(exc)
     except ModuleNotFoundError as exc:  # an extra's SDK that no boundary checked first
-        from orchestrator.backends import missing_extra
+        from orchestrator.backends import missing_extra  # lazy: +pydantic, +0.05 s on --help; the error path only
         found = None if _STATE["debug"] else missing_extra(exc)
         if found is None:
             _internal_error(exc)
@@ -586,15 +185,16 @@ def _say_missing(exc: MissingExtra, argv: list[str]) -> NoReturn:
     """`azbench up --provider azure needs the Azure SDKs: pip install 'azbench[azure]'`, exit 7:
     the command as typed (its subcommand words, and the flag that chose the backend when the
     user typed it), then what it needs."""
-    import typer.core
-
     words = ["azbench"]
     command = typer.main.get_command(app)
     for token in argv:
         if (not isinstance(command, typer.core.TyperGroup) or token.startswith("-")
                 or token not in command.commands):
             break
-        command = command.commands[token]
+        found = command.get_command(typer.Context(command), token)  # the root's: loaded by now
+        if found is None:
+            break
+        command = found
         words.append(token)
     flag, _, value = exc.subject.partition(" ")
     typed = flag.startswith("-") and (any(a == flag for a in argv)

@@ -1,8 +1,10 @@
-"""Shared pieces of the CLI: the Typer apps, --json/--debug/--version, output helpers (-o and
---query as in az, tables fitted to the terminal, "did you mean" for filters), the store opener.
+"""Shared pieces of the CLI: the Typer apps, the root group that imports a command's module when
+that command runs (LazyGroup), --json/--debug/--version, output helpers (-o and --query as in az,
+tables fitted to the terminal, "did you mean" for filters), the store opener.
 
-Only typer is imported at module level so `azbench --help` stays fast; rich, jmespath and the
-store are imported when a command runs.
+Only typer and the light base (errors, safetext) are imported at module level so `azbench --help`
+stays fast; rich, jmespath, pyyaml and the store are imported when a command runs, each in the
+one helper that needs it.
 """
 
 from __future__ import annotations
@@ -10,12 +12,15 @@ from __future__ import annotations
 import json
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import Enum
 from typing import TYPE_CHECKING, Any, Union
 
 import typer
+import typer.core
+import typer.main
+from typer import _click  # typer's own copy of click: the group's types
 
 from orchestrator.errors import EXIT_CODES
 from orchestrator.errors import ConfigError
@@ -30,6 +35,7 @@ if TYPE_CHECKING:
     from rich.table import Table
     from rich.text import Text
 
+    from orchestrator.recipes.parallelism import Placement
     from orchestrator.store.database import Store
 
 # A JSON value as json.loads returns it.
@@ -40,7 +46,58 @@ def exit_codes_epilog() -> str:
     """The --help epilog: errors.EXIT_CODES, one code a line (\b keeps click from rewrapping)."""
     return "\b\nExit codes:\n" + "\n".join(f"  {code:>3} {meaning}" for code, meaning in EXIT_CODES.items())
 
+class Unloaded(typer.core.TyperCommand):
+    """A root command whose module is not imported yet: its name, the start of its help (what
+    the root's --help shows of it), and `load`, which imports the module that registers it on
+    `app`. cli/app.py lists them (LAZY); tests/test_cli.py holds each listing equal to the
+    command's own."""
+
+    def __init__(self, name: str, help_start: str, load: Callable[[], object]) -> None:
+        super().__init__(name=name, help=help_start)
+        self.load = load
+
+
+# The root's commands by name, in --help's order; cli/app.py fills it before the app runs.
+LAZY: dict[str, Unloaded] = {}
+
+
+class LazyGroup(typer.core.TyperGroup):
+    """The root group: every command of LAZY is listed (--help, "did you mean") from its
+    Unloaded entry, and its module is imported only when that command runs or shows its help.
+
+    Why: the command modules import their use cases at module level, which pulls pydantic,
+    SQLAlchemy, jinja2 or numpy; `azbench --help` loads typer and cli/ only
+    (benchmarks/bench_startup.py)."""
+
+    def __init__(self, **attrs: Any) -> None:
+        super().__init__(**attrs)
+        loaded = dict(self.commands)  # what the modules imported so far registered
+        self.commands.clear()  # LAZY's order, whatever was loaded first
+        self.commands.update({name: loaded.pop(name, entry) for name, entry in LAZY.items()})
+        self.commands.update(loaded)
+
+    def get_command(self, ctx: _click.Context, cmd_name: str) -> _click.Command | None:
+        found = self.commands.get(cmd_name)
+        if isinstance(found, Unloaded):
+            found.load()
+            built = typer.main.get_group(app).commands.get(cmd_name)  # now with the module's commands
+            if built is None or isinstance(built, Unloaded):
+                raise RuntimeError(f"loading '{cmd_name}' registered no such command")  # a bug in LAZY
+            found = self.commands[cmd_name] = built
+        return found
+
+    def format_commands(self, ctx: _click.Context, formatter: _click.HelpFormatter) -> None:
+        """The Commands section from what is registered (an Unloaded entry's sentence): no
+        command module is imported to show the root's --help."""
+        names = [n for n, c in self.commands.items() if not c.hidden]
+        if names:
+            limit = formatter.width - 6 - max(len(n) for n in names)
+            with formatter.section("Commands"):
+                formatter.write_dl([(n, self.commands[n].get_short_help_str(limit)) for n in names])
+
+
 app = typer.Typer(
+    cls=LazyGroup,
     name="azbench",
     help="Provision Azure GPU clusters (or a local Slurm cluster), run MLPerf Training recipes, "
          "and report scores, scaling and cost.",
@@ -50,12 +107,6 @@ app = typer.Typer(
     rich_markup_mode=None,
     epilog=exit_codes_epilog(),
 )
-recipes_app = typer.Typer(help="List and inspect benchmark recipes.", no_args_is_help=True,
-                          rich_markup_mode=None)
-results_app = typer.Typer(help="Stored results: list, show, import MLPerf logs.", no_args_is_help=True,
-                          rich_markup_mode=None)
-app.add_typer(recipes_app, name="recipes")
-app.add_typer(results_app, name="results")
 
 _STATE = {"debug": False}
 JsonOpt = typer.Option(False, "--json", help="Print machine-readable JSON on stdout (the same as -o json).")
@@ -135,6 +186,28 @@ def check_number(flag: str, value: float | None, lo: float, hi: float) -> None:
         raise ConfigError(f"{flag}: must be between {lo:g} and {hi:g}, got {value:g}")
 
 
+def parse_params(items: list[str]) -> dict[str, Any]:
+    """--param KEY=VALUE flags (run, plan, recipes show) as a dict of strings; a flag with no
+    `=` or no key is a ConfigError naming it."""
+    out: dict[str, Any] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise ConfigError(f"--param: {item[:40]!r} is not KEY=VALUE")
+        out[key.strip()] = value  # typed against the recipe's defaults by check_params
+    return out
+
+
+def placement_lines(p: Placement) -> str:
+    """The parallelism map as `run --dry-run` and `recipes show` print it: the rank order and why,
+    each dimension's link and reach, and what crosses the scale-out fabric."""
+    reach = ", ".join(f"{d.upper()} {p.links[d]} ({s.nodes} node{'s' if s.nodes != 1 else ''}"
+                      + (f", {s.racks} rack{'s' if s.racks != 1 else ''}" if p.racks else "") + ")"
+                      for d, s in p.spans.items())
+    return (f"placement: rank order {p.order} ({p.order_source}); {reach}\n"
+            f"scale-out: {p.scale_out}\n")
+
+
 # ---------------------------------------------------------------- output helpers
 
 def to_jsonable(obj: Any) -> Any:
@@ -171,7 +244,6 @@ def wrapped(line: str, width: int | None = None) -> str:
     following lines indented two; never inside a word, so a name or a run id stays whole."""
     import textwrap
 
-    from orchestrator.safetext import clean
     lines = textwrap.wrap(clean(line), output_width() if width is None else width,
                           subsequent_indent="  ", break_long_words=False, break_on_hyphens=False)
     return "\n".join(lines or [""]) + "\n"
@@ -440,5 +512,5 @@ def check_filter(what: str, value: str | None, stored: Sequence[str]) -> None:
 
 
 def open_store() -> Store:
-    from orchestrator.store.database import Store  # lazy: +pydantic+sqlalchemy on --help (cli/__init__)
+    from orchestrator.store.database import Store  # lazy: +SQLAlchemy, pydantic: +0.3 s on --help (cli/app.py)
     return Store.open()

@@ -13,17 +13,17 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Optional
+from typing import Optional
 
 import typer
 
 from orchestrator.cli.common import JsonOpt, OutputFormat, OutputOpt, QueryOpt, app, make_console, make_table, open_store, output
 from orchestrator.errors import ConfigError
-
-if TYPE_CHECKING:
-    from orchestrator.explain.account import Explained
-    from orchestrator.store.schema import FabricResultRow
-
+from orchestrator.explain import account
+from orchestrator.explain.account import Explained
+from orchestrator.explain.fit import fitted_params
+from orchestrator.results.definitions import step_time
+from orchestrator.store.schema import FabricResultRow
 
 @app.command()
 def explain(
@@ -41,12 +41,10 @@ def explain(
     """The predicted step, part by part (compute, tp/cp/ep comm, pp bubble and p2p, dp comm,
     optimizer, other: they add up to it), the measured median step and the gap, naming the
     largest parts. What the model cannot predict reads "not predicted", with why."""
-    from orchestrator.explain import account  # lazy: +numpy+pydantic on --help (cli/__init__)
     out = output(as_json, fmt, query)
     if list_scales:
         return out.emit(account.listing())
     if show_params:
-        from orchestrator.explain.fit import fitted_params  # lazy: +numpy+pydantic on --help (cli/__init__)
         return out.emit(fitted_params().table())
     if (run_id is None) == (system is None):
         raise ConfigError("give a RUN_ID or --system LABEL --benchmark B (not both)")
@@ -64,8 +62,6 @@ def explain(
 
 
 def _run(run_id: str) -> Explained:
-    from orchestrator.explain import account  # lazy: +numpy+pydantic on --help (cli/__init__)
-    from orchestrator.results.definitions import step_time  # lazy: +pydantic+sqlalchemy on --help (cli/__init__)
     with open_store() as store:
         run = store.get_run(run_id)
         if run is None:

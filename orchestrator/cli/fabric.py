@@ -14,10 +14,12 @@ from orchestrator.cli.common import JsonOpt, OutputFormat, OutputOpt, QueryOpt, 
     make_table, open_store, output, say
 from orchestrator.errors import EXIT_CODES, EXIT_FABRIC
 from orchestrator.cli.common import check_number
+from orchestrator.clusters import lifecycle
+from orchestrator.fabric.inspection import FileReport, TransportReport, inspect_files
+from orchestrator.fabric.judge import Check, RunReport, human_size
+from orchestrator.specs.run import parse_node_list
 
 if TYPE_CHECKING:
-    from orchestrator.fabric.judge import Check, RunReport
-    from orchestrator.fabric.inspection import FileReport, TransportReport
     from orchestrator.fabric.runner import FabricOutcome
 
 _FAILS = f"Exits {EXIT_FABRIC} ({EXIT_CODES[EXIT_FABRIC]})."
@@ -38,7 +40,6 @@ def fabric_inspect(files: list[Path] = typer.Argument(..., help="nccl-tests outp
                                                      "(default: the catalog size of the GPU the output names)."),
                    as_json: bool = JsonOpt, fmt: Optional[OutputFormat] = OutputOpt,
                    query: Optional[str] = QueryOpt) -> None:
-    from orchestrator.fabric.inspection import inspect_files  # lazy: +pydantic on --help (cli/__init__)
     out = output(as_json, fmt, query)
     reports = inspect_files(files, sku)
     if not out.rich:
@@ -66,17 +67,15 @@ def fabric_test(cluster: Optional[str] = typer.Option(None, "--cluster", help="C
                 poll: float = typer.Option(1.0, "--poll", min=0.05, help="Seconds between scheduler polls."),
                 as_json: bool = JsonOpt, fmt: Optional[OutputFormat] = OutputOpt,
                 query: Optional[str] = QueryOpt) -> None:
-    from orchestrator.clusters import lifecycle  # lazy: +pydantic on --help (cli/__init__)
-    from orchestrator.fabric.runner import fabric_test as run  # lazy: +jinja2+pydantic+sqlalchemy on --help (cli/__init__)
-    from orchestrator.specs.run import parse_node_list  # lazy: +pydantic on --help (cli/__init__)
     check_number("--poll", poll, 0.05, 3600)
     out = output(as_json, fmt, query)
     counts = parse_node_list(nodes) if nodes else []
     names = [c.strip() for c in collectives.split(",") if c.strip()]
+    from orchestrator.fabric.runner import fabric_test as run_fabric_test  # lazy: +SQLAlchemy on `fabric inspect` (0.4 s), which opens no store
     with open_store() as store:
         found = lifecycle.require_cluster(cluster, store)
         with lifecycle.connect(found) as access:
-            outcome = run(found, access, store, node_counts=counts, collectives=names, racks=racks,
+            outcome = run_fabric_test(found, access, store, node_counts=counts, collectives=names, racks=racks,
                           poll_interval=poll)
     if not out.rich:
         out.emit(_outcome_json(outcome))
@@ -175,7 +174,6 @@ def _unique(checks: list[Check]) -> list[Check]:
 
 
 def _size(n: int | float | None) -> str:
-    from orchestrator.fabric.judge import human_size  # lazy: +pydantic on --help (cli/__init__)
     return human_size(int(n)) if n is not None else "-"
 
 

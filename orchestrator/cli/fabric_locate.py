@@ -13,6 +13,10 @@ from orchestrator.cli.common import JsonOpt, OutputFormat, OutputOpt, QueryOpt, 
 from orchestrator.cli.fabric import fabric_app
 from orchestrator.errors import EXIT_FABRIC, ConfigError
 from orchestrator.fabric.locate_plan import Estimate, estimate  # light: no pydantic, no store
+from orchestrator.clusters import lifecycle
+from orchestrator.fabric.nccltests import parse_size
+from orchestrator.hardware.catalog import lookup
+from orchestrator.hardware.layout import default_vms_per_rack
 
 if TYPE_CHECKING:
     from orchestrator.fabric.locate import LocateReport
@@ -47,9 +51,8 @@ def fabric_locate(cluster: Optional[str] = typer.Option(None, "--cluster", help=
         else:
             _print_estimate(plan)
         return
-    from orchestrator.clusters import lifecycle  # lazy: +pydantic on --help (cli/__init__)
-    from orchestrator.runs.locate import locate_cluster  # lazy: +jinja2+pydantic+sqlalchemy on --help (cli/__init__)
     names = [n.strip() for n in nodes.split(",") if n.strip()] if nodes else None
+    from orchestrator.runs.locate import locate_cluster  # lazy: +SQLAlchemy on `fabric inspect` (0.4 s), which opens no store
     with open_store() as store:
         found = lifecycle.require_cluster(cluster, store)
         with lifecycle.connect(found) as access:
@@ -78,13 +81,9 @@ def report_json(report: LocateReport) -> dict[str, object]:
 
 
 def _estimate(cluster: str | None, sku: str | None, count: int | None) -> Estimate:
-    from orchestrator.hardware.catalog import lookup  # lazy: +pydantic on --help (cli/__init__)
-    from orchestrator.hardware.layout import default_vms_per_rack  # lazy: +pydantic on --help (cli/__init__)
-    from orchestrator.fabric.nccltests import parse_size  # lazy: +pydantic on --help (cli/__init__)
     if sku is None or count is None:
         if sku is not None or count is not None:
             raise ConfigError("--dry-run: give both --sku and --count, or a cluster")
-        from orchestrator.clusters import lifecycle  # lazy: +pydantic on --help (cli/__init__)
         with open_store() as store:
             found = lifecycle.require_cluster(cluster, store, live=False)
         sku, count = found.sku, found.nodes

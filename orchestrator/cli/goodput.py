@@ -6,7 +6,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Mapping
 from enum import Enum
-from typing import TYPE_CHECKING, Optional
+from typing import Optional
 
 import typer
 
@@ -14,10 +14,10 @@ from orchestrator.cli.common import JsonOpt, OutputFormat, OutputOpt, QueryOpt, 
 from orchestrator.safetext import clean
 from orchestrator.errors import ConfigError
 from orchestrator.cli.common import parse_date
-
-if TYPE_CHECKING:
-    from orchestrator.goodput.model import Cause, ClusterGoodput, OwnerTotal, RunGoodput
-
+from orchestrator.goodput.cluster import cluster_goodput
+from orchestrator.goodput.model import CLUSTER_SOURCES, Cause, ClusterGoodput, OwnerTotal, RUN_SOURCES, RunGoodput
+from orchestrator.goodput.owners import by_owner
+from orchestrator.goodput.run import run_goodput
 
 class GroupBy(str, Enum):
     owner = "owner"
@@ -45,20 +45,16 @@ def goodput(run: Optional[str] = typer.Argument(None, help="Run id (see `azbench
     out = output(as_json, fmt, query)
     with open_store() as store:
         if run is not None:
-            from orchestrator.goodput.run import run_goodput  # lazy: +pydantic+sqlalchemy on --help (cli/__init__)
             g = run_goodput(store, run)
             return out.emit(g) if not out.rich else _render_run(g)
         if cluster is not None:
-            from orchestrator.goodput.cluster import cluster_goodput  # lazy: +pydantic+sqlalchemy on --help (cli/__init__)
             c = cluster_goodput(store, cluster)
             return out.emit(c) if not out.rich else _render_cluster(c)
-        from orchestrator.goodput.owners import by_owner  # lazy: +pydantic+sqlalchemy on --help (cli/__init__)
         totals = by_owner(store, since=parse_date("--since", since))
     return out.emit(totals) if not out.rich else _render_owners(totals)
 
 
 def _render_run(g: RunGoodput) -> None:
-    from orchestrator.goodput.model import RUN_SOURCES  # lazy: +pydantic on --help (cli/__init__)
     console = make_console()
     when = "so far, the run is live" if g.live else g.state
     console.print(clean(f"run {g.run_id} ({g.recipe}, {g.nodes} node(s) on {g.cluster}, {when}): "
@@ -84,7 +80,6 @@ def _render_run(g: RunGoodput) -> None:
 
 
 def _render_cluster(c: ClusterGoodput) -> None:
-    from orchestrator.goodput.model import CLUSTER_SOURCES  # lazy: +pydantic on --help (cli/__init__)
     console = make_console()
     console.print(clean(f"cluster {c.cluster} ({c.nodes} x {c.sku}, {c.provider}, {c.state}"
                         f"{', live: counted up to now' if c.live else ''}): {c.line}"), markup=False, highlight=False)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sys
-from typing import TYPE_CHECKING, Optional
+from typing import Optional
 
 import typer
 
@@ -19,14 +19,15 @@ from orchestrator.cli.common import (
     output,
 )
 from orchestrator.errors import EXIT_UNHEALTHY
-
-if TYPE_CHECKING:
-    from orchestrator.models import Cluster
-    from orchestrator.providers.base import HostReport
-    from orchestrator.runs.fleet import FleetReport
-    from orchestrator.seams import Access
-    from orchestrator.runs.fleet_replace import ReplaceReport
-
+from orchestrator import formats
+from orchestrator.clusters import lifecycle
+from orchestrator.models import Cluster, utcnow
+from orchestrator.providers.base import HostReport
+from orchestrator.runs import fleet_gate, fleet_replace
+from orchestrator.runs.fleet import FleetReport
+from orchestrator.runs.fleet_replace import ReplaceReport
+from orchestrator.seams import Access
+from orchestrator.store.events import EventRow, HealthData
 
 @app.command()
 def health(
@@ -50,8 +51,6 @@ def health(
     (and with --replace, replace them). Exits 9 when any node was flagged and not replaced
     by a node that passed its gate (or on a fabric-wide fault)."""
     out = output(as_json, fmt, query)
-    from orchestrator.clusters import lifecycle  # lazy: +pydantic on --help (cli/__init__)
-    from orchestrator.runs import fleet_gate  # lazy: +jinja2+pydantic on --help (cli/__init__)
     with open_store() as store:
         cluster = lifecycle.reachable(name, store)
     with lifecycle.connect(cluster) as access:
@@ -85,9 +84,6 @@ def health(
 def _gate(name: str, cluster: Cluster, access: Access, nodes: str | None, tolerance: float, *,
           drain_bad: bool) -> FleetReport:
     """The gate over cluster `name`, then its `health` event with its span (goodput counts it)."""
-    from orchestrator.models import utcnow  # lazy: +pydantic on --help (cli/__init__)
-    from orchestrator.runs import fleet_gate  # lazy: +jinja2+pydantic on --help (cli/__init__)
-    from orchestrator.store.events import EventRow, HealthData  # lazy: +pydantic on --help (cli/__init__)
     began = utcnow()
     report = fleet_gate.gate_cluster(cluster, access, only=nodes, tolerance=tolerance, drain_bad=drain_bad)
     with open_store() as store:
@@ -101,15 +97,12 @@ def _gate(name: str, cluster: Cluster, access: Access, nodes: str | None, tolera
 
 def _report_to_azure(cluster: Cluster, report: FleetReport) -> list[HostReport]:
     """Each drained node reported to Azure Guest Health Reporting (lifecycle.report_unhealthy)."""
-    from orchestrator.clusters import lifecycle  # lazy: +pydantic on --help (cli/__init__)
-    from orchestrator.runs import fleet_replace  # lazy: +jinja2+pydantic on --help (cli/__init__)
     with open_store() as store:
         return lifecycle.report_unhealthy(cluster, fleet_replace.reasons(report), store)
 
 
 def _replace(cluster: Cluster, access: Access, report: FleetReport, max_replacements: int) -> ReplaceReport:
     """Each drained node replaced by a fresh one that passed its own gate (runs/fleet_replace.py)."""
-    from orchestrator.runs import fleet_replace  # lazy: +jinja2+pydantic on --help (cli/__init__)
     with open_store() as store:
         return fleet_replace.replace_drained(cluster, access, store, fleet_replace.reasons(report),
                                              fleet_replace.ReplacePolicy(max_replacements=max_replacements))
@@ -142,5 +135,4 @@ def _render_replacements(healed: ReplaceReport) -> None:
 
 
 def _fmt(value: float | None, unit: str) -> str:
-    from orchestrator import formats  # lazy: +pydantic on --help (cli/__init__)
     return "-" if value is None else f"{formats.sig(value)}{unit}"

@@ -1,9 +1,8 @@
 """CLI commands for scheduled pipelines and baselines: `azbench pipeline run`, `azbench baseline
 set|list|show|delete`, `azbench compare`.
 
-Only typer and the standard library are imported at module level (cli.py registers these at
-import time and `azbench --help` must stay fast); each command imports its use case when it
-runs. Non-interactive by design for CI: nothing prompts when stdin is not a terminal (a
+The use cases are imported at module level: the root imports this module only when one of its
+commands runs (cli/app.py's loaders). Non-interactive by design for CI: nothing prompts when stdin is not a terminal (a
 confirmation then needs --yes), and progress is plain timestamped log lines when $CI is set or
 stderr is not a terminal.
 """
@@ -19,28 +18,32 @@ from typing import TYPE_CHECKING, Optional
 
 import typer
 
-from orchestrator.cli.common import OutputFormat, OutputOpt, QueryOpt, confirm, output, wrapped
+from orchestrator.cli.common import OutputFormat, OutputOpt, QueryOpt, app, confirm, output, wrapped
 from orchestrator.cli.common import open_store
 from orchestrator.cli.common import check_number
 from orchestrator.errors import AzbenchError
 from orchestrator.pipelines.junit import to_junit_xml
 from orchestrator.paths import write_atomic
-from orchestrator.cli.common import make_console, make_table
 from orchestrator.safetext import clean
-from orchestrator.cli.common import make_console, make_table, open_store
+from orchestrator.cli.common import make_console, make_table
 from orchestrator.errors import RegressionError
 from orchestrator.errors import ConfigError
 from orchestrator.cli.common import parse_date
 from orchestrator.errors import NotFoundError
+from orchestrator import formats
+from orchestrator.clusters import lifecycle
+from orchestrator.pipelines.baselines import Comparison, METRICS, Selection, Tolerance, Tolerances, check_name, collect, compare, delete_baseline, find_baseline, get_baseline, list_baselines, set_baseline
+from orchestrator.pipelines.pipeline import down_cluster, run_pipeline
+from orchestrator.pipelines.results import PipelineResult, PipelineSummary, comparison_markdown, junit_suites, summary_markdown
+from orchestrator.pipelines.spec import cluster_specs, load_pipeline_spec
+from orchestrator.recipes import catalog as recipe_catalog  # read when the command runs (tests patch it)
+from orchestrator.runs.attempts import RunEvent
+from orchestrator.runs.monitor import Progress as RunProgress
+from orchestrator.store.database import Store
 
-if TYPE_CHECKING:  # the use cases load inside the commands: --help stays fast
-    from collections.abc import Callable, Mapping
+if TYPE_CHECKING:
+    from collections.abc import Mapping
 
-    from orchestrator.pipelines.baselines import Comparison, Selection, Tolerances
-    from orchestrator.pipelines.results import PipelineResult, PipelineSummary
-    from orchestrator.runs.attempts import RunEvent
-    from orchestrator.runs.monitor import Progress as RunProgress
-    from orchestrator.store.database import Store
 
 pipeline_app = typer.Typer(help="Scheduled benchmark pipelines: up, runs, report, compare, down.",
                            no_args_is_help=True, rich_markup_mode=None)
@@ -48,12 +51,9 @@ baseline_app = typer.Typer(help="Performance baselines to compare runs against."
                            no_args_is_help=True, rich_markup_mode=None)
 JsonOpt = typer.Option(False, "--json", help="Print machine-readable JSON on stdout.")
 YesOpt = typer.Option(False, "--yes", "-y", help="Confirm without asking (required without a terminal).")
+app.add_typer(pipeline_app, name="pipeline")
+app.add_typer(baseline_app, name="baseline")
 SweepOpt = typer.Option([], "--sweep", help="Sweep id (repeatable; default: the newest sweep).")
-
-
-def register_compare(app: typer.Typer) -> None:
-    """Add `azbench compare` to the root app."""
-    app.command("compare")(compare_cmd)
 
 
 def plain_output() -> bool:
@@ -80,14 +80,10 @@ def pipeline_run(
     Teardown runs on every exit path (error, Ctrl-C, SIGTERM). Exit 0 passed, 8 regression,
     5 failed runs, 128+N on signal N, else the failing stage's code."""
     out = output(as_json, fmt, query)
-    from orchestrator.clusters import lifecycle  # lazy: +pydantic on --help (cli/__init__)
-    from orchestrator.pipelines.pipeline import run_pipeline  # lazy: +pydantic+sqlalchemy on --help (cli/__init__)
-    from orchestrator.pipelines.spec import cluster_specs, load_pipeline_spec  # lazy: +pydantic+sqlalchemy on --help (cli/__init__)
-    from orchestrator.recipes.catalog import check_params, get_recipe  # lazy: +pydantic on --help (cli/__init__)
     check_number("--poll", poll, 0.05, 3600)
     spec = load_pipeline_spec(file)
     for entry in spec.matrix:  # before anything costs money: unknown recipes or parameters
-        check_params(get_recipe(entry.recipe), entry.params)
+        recipe_catalog.check_params(recipe_catalog.get_recipe(entry.recipe), entry.params)
     plans = [lifecycle.plan(c) for c in cluster_specs(spec)]
     cost = sum(p.cost_per_hour_usd or 0.0 for p in plans)
     if cost > 0:
@@ -126,8 +122,6 @@ def pipeline_down(file: Path = typer.Argument(..., help="Pipeline spec YAML."),
                   fmt: Optional[OutputFormat] = OutputOpt, query: Optional[str] = QueryOpt) -> None:
     """Tear down every cluster of a pipeline (idempotent): the CI step for a cancelled job."""
     out = output(as_json, fmt, query)
-    from orchestrator.pipelines.pipeline import down_cluster  # lazy: +pydantic+sqlalchemy on --help (cli/__init__)
-    from orchestrator.pipelines.spec import cluster_specs, load_pipeline_spec  # lazy: +pydantic+sqlalchemy on --help (cli/__init__)
     spec = load_pipeline_spec(file)
     with open_store() as store:
         states = {c.name: down_cluster(c, store) for c in cluster_specs(spec)}
@@ -139,7 +133,6 @@ def pipeline_down(file: Path = typer.Argument(..., help="Pipeline spec YAML."),
 
 def _write_outputs(result: PipelineResult, junit: Optional[Path], markdown: Optional[Path],
                    summary_json: Optional[Path]) -> None:
-    from orchestrator.pipelines.results import junit_suites, summary_markdown  # lazy: +pydantic+sqlalchemy on --help (cli/__init__)
     outputs: dict[Optional[Path], Callable[[], str]] = {junit: lambda: to_junit_xml(junit_suites(result.summary)),
                markdown: lambda: summary_markdown(result),
                summary_json: lambda: result.summary.model_dump_json(indent=2) + "\n"}
@@ -151,7 +144,6 @@ def _write_outputs(result: PipelineResult, junit: Optional[Path], markdown: Opti
 
 
 def _print_cases(s: PipelineSummary) -> None:
-    from orchestrator.pipelines.baselines import METRICS  # lazy: +pydantic+sqlalchemy on --help (cli/__init__)
     keys = ("time_to_train", "step_time", "weak_scaling_efficiency", "allreduce_busbw")
     rows = [[c.name, len(c.run_ids), len(c.failed)] + [_fmt(c.metrics.get(k)) for k in keys]
             + ["error" if c.failed else "regression" if c.regressions else
@@ -222,7 +214,6 @@ def baseline_set(
 ) -> None:
     """Make a baseline from stored results (default: the newest sweep); replaces one of that name."""
     out = output(as_json, fmt, query)
-    from orchestrator.pipelines.baselines import check_name, collect, find_baseline, set_baseline  # lazy: +pydantic+sqlalchemy on --help (cli/__init__)
     check_name(name)
     with open_store() as store:
         selection = _selection(store, sweep, cluster, benchmark, since)
@@ -241,7 +232,6 @@ def baseline_list(as_json: bool = JsonOpt,
                   fmt: Optional[OutputFormat] = OutputOpt, query: Optional[str] = QueryOpt) -> None:
     """Stored baselines."""
     out = output(as_json, fmt, query)
-    from orchestrator.pipelines.baselines import list_baselines  # lazy: +pydantic+sqlalchemy on --help (cli/__init__)
     with open_store() as store:
         items = list_baselines(store)
     if not out.rich:
@@ -258,7 +248,6 @@ def baseline_show(name: str = typer.Argument(..., help="Baseline name."), as_jso
     out = output(as_json, fmt, query)
     import statistics
 
-    from orchestrator.pipelines.baselines import METRICS, get_baseline  # lazy: +pydantic+sqlalchemy on --help (cli/__init__)
     with open_store() as store:
         base = get_baseline(store, name)
     if not out.rich:
@@ -278,7 +267,6 @@ def baseline_show(name: str = typer.Argument(..., help="Baseline name."), as_jso
 @baseline_app.command("delete")
 def baseline_delete(name: str = typer.Argument(..., help="Baseline name."), yes: bool = YesOpt) -> None:
     """Delete a baseline."""
-    from orchestrator.pipelines.baselines import delete_baseline, get_baseline  # lazy: +pydantic+sqlalchemy on --help (cli/__init__)
     with open_store() as store:
         get_baseline(store, name)
         confirm(f"Delete baseline '{name}'?", yes)
@@ -286,6 +274,7 @@ def baseline_delete(name: str = typer.Argument(..., help="Baseline name."), yes:
     sys.stdout.write(f"baseline '{name}' deleted\n")
 
 
+@app.command("compare")
 def compare_cmd(
     baseline: str = typer.Argument(..., help="Baseline name (see azbench baseline list)."),
     sweep: list[str] = SweepOpt,
@@ -302,8 +291,6 @@ def compare_cmd(
 ) -> None:
     """Compare stored results (default: the newest sweep) with a baseline; exit 8 on regression."""
     out = output(as_json, fmt, query)
-    from orchestrator.pipelines.baselines import collect, compare, get_baseline  # lazy: +pydantic+sqlalchemy on --help (cli/__init__)
-    from orchestrator.pipelines.results import comparison_markdown  # lazy: +pydantic+sqlalchemy on --help (cli/__init__)
     tolerances = _tolerances(tolerance, min_confidence)
     with open_store() as store:
         base = get_baseline(store, baseline)
@@ -320,7 +307,6 @@ def compare_cmd(
 
 
 def _print_comparison(result: Comparison) -> None:
-    from orchestrator.pipelines.baselines import METRICS  # lazy: +pydantic+sqlalchemy on --help (cli/__init__)
     rows = [[d.label, METRICS[d.metric][0], f"{_fmt(d.baseline_mean)} (n={d.n_baseline})",
              f"{_fmt(d.current_mean)} (n={d.n_current})",
              _pct(d.change, signed=True), _pct(d.confidence, 0) if d.confidence is not None else "n<2", d.verdict]
@@ -339,7 +325,6 @@ def _print_comparison(result: Comparison) -> None:
 def _tolerances(items: list[str], min_confidence: Optional[float]) -> Tolerances:
     from pydantic import ValidationError
 
-    from orchestrator.pipelines.baselines import METRICS, Tolerance, Tolerances  # lazy: +pydantic+sqlalchemy on --help (cli/__init__)
     data: dict[str, dict[str, object]] = {}
     for item in items:
         metric, sep, value = item.partition("=")
@@ -360,7 +345,6 @@ def _tolerances(items: list[str], min_confidence: Optional[float]) -> Tolerances
 def _selection(store: Store, sweeps: list[str], cluster: Optional[str], benchmark: Optional[str],
                since: Optional[str]) -> Selection:
     """The flags' selection; with no filter at all, the newest sweep."""
-    from orchestrator.pipelines.baselines import Selection  # lazy: +pydantic+sqlalchemy on --help (cli/__init__)
     if not (sweeps or cluster or benchmark or since):
         newest = [r.sweep_id for r in store.list_runs() if r.sweep_id]
         if not newest:
@@ -384,10 +368,8 @@ def _describe(source: Mapping[str, object]) -> str:
 
 
 def _pct(value: float | None, digits: int = 1, signed: bool = False) -> str:
-    from orchestrator import formats  # lazy: +pydantic on --help (cli/__init__)
     return formats.pct(value, digits, signed=signed)
 
 
 def _fmt(value: float | None) -> str:
-    from orchestrator import formats  # lazy: +pydantic on --help (cli/__init__)
     return formats.sig(value)

@@ -27,7 +27,13 @@ from orchestrator.cli.common import (
     open_store,
     output,
 )
-from orchestrator.cli.run import _params
+from orchestrator.cli.common import parse_params
+from orchestrator.cli.common import output_width
+from orchestrator.forecast.plan import ForecastPlan, PlanRequest, make_plan
+from orchestrator.forecast.points import check_benchmark, stored_keys
+from orchestrator.forecast.render import plan_lines, plan_table, plan_title
+from orchestrator.report.cost import parse_price
+from orchestrator.specs.run import parse_node_list
 
 
 @app.command()
@@ -54,27 +60,28 @@ def plan(
     """Predicted time-to-train (with an 80% interval), cost per result, cost per hour,
     strong-scaling efficiency and quota, per node count, from published MLPerf results and your
     stored ones. Every prediction says which points it stands on and how far it extrapolates."""
-    from orchestrator.forecast.plan import PlanRequest, make_plan  # lazy: +numpy+pydantic+sqlalchemy on --help (cli/__init__)
-    from orchestrator.forecast.points import check_benchmark, stored_keys  # lazy: +pydantic+sqlalchemy on --help (cli/__init__)
-    from orchestrator.forecast.render import plan_lines, plan_table, plan_title  # lazy: +numpy+pydantic+sqlalchemy on --help (cli/__init__)
-    from orchestrator.specs.run import parse_node_list  # lazy: +pydantic on --help (cli/__init__)
     out = output(as_json, fmt, query)
     check_number("--target-minutes", target_minutes, 1e-3, 1e7)
     check_number("--budget", budget, 1e-2, 1e12)
     counts = tuple(parse_node_list(nodes)) if nodes is not None else None
     bench = check_benchmark(benchmark)
-    from orchestrator.report.cost import parse_price  # lazy: +pydantic+sqlalchemy on --help (cli/__init__)
     prices = dict(parse_price(p) for p in price)
     stored = []
     if not no_stored:
         with open_store() as store:
             stored = [r for key in stored_keys(bench) for r in store.list_results(benchmark=key)]
-    params = tuple((k, str(v)) for k, v in _params(param).items())
+    params = tuple((k, str(v)) for k, v in parse_params(param).items())
     result = make_plan(PlanRequest(benchmark=bench, sku=sku, nodes=counts, target_minutes=target_minutes,
                                    budget_usd=budget, extrapolate=extrapolate, stored=tuple(stored),
                                    prices=prices, params=params))
     if not out.rich:
         return out.emit(result)
+    _print_plan(result)
+
+
+def _print_plan(result: ForecastPlan) -> None:
+    """The plan's table fitted to the terminal, then its lines (what each prediction stands on)
+    wrapped to the same width."""
     columns, rows = plan_table(result)
     width = _width()
     table, left_out = fit_table(plan_title(result), [_column(c) for c in columns], rows, width)
@@ -108,5 +115,4 @@ def _column(header: str) -> Col:
 
 def _width() -> int:
     """$COLUMNS when set, else the terminal's width, else (a pipe, a file) 100."""
-    from orchestrator.cli.common import output_width
     return output_width()

@@ -10,6 +10,7 @@ import typer
 
 from orchestrator.cli.common import JsonOpt, OutputFormat, OutputOpt, QueryOpt, app, confirm, open_store, output
 from orchestrator.errors import ConfigError
+from orchestrator.clusters import lifecycle
 
 
 @app.command()
@@ -31,7 +32,6 @@ def resize(
     the nodes removed first; refused under a running job without --force; Azure parks them:
     deallocated, started again by a grow) a live cluster. Growing a cluster that costs money
     shows the VMs added and the cost per hour and asks [y/N] first (--yes skips the question)."""
-    from orchestrator.clusters import lifecycle  # lazy: +pydantic on --help (cli/__init__)
     if (count is None) == (nodes is None):
         raise ConfigError("resize needs the node count once: `azbench resize NAME N` or `--nodes N`")
     target = count if count is not None else nodes

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Optional, Self
+from typing import Optional, Self
 
 import typer
 
@@ -21,16 +21,23 @@ from orchestrator.cli.common import (
     make_table,
     open_store,
     output,
+    parse_params,
+    placement_lines,
 )
 from orchestrator.errors import ConfigError
 from orchestrator.errors import EXIT_INTERRUPTED, RunFailedError
-
-if TYPE_CHECKING:  # the use cases load inside the commands: --help stays fast
-    from orchestrator.recipes.parallelism import Placement
-    from orchestrator.runs.attempts import RunEvent, RunOutcome
-    from orchestrator.runs.monitor import Progress as RunProgress
-    from orchestrator.specs.run import RunSpec
-    from orchestrator.store.database import Store
+from orchestrator.clusters import lifecycle
+from orchestrator.goodput.run import lost_work_by_attempt, run_goodput
+from orchestrator.recipes import catalog as recipe_catalog
+from orchestrator.recipes.catalog import check_params
+from orchestrator.runs.attempts import RunEvent, RunOutcome
+# The use cases are read through their modules when a command runs: tests patch them there.
+from orchestrator.runs import execute
+from orchestrator.runs.launch import describe_launch
+from orchestrator.runs.logview import stream_log
+from orchestrator.runs.monitor import Progress as RunProgress
+from orchestrator.specs.run import RunSpec, load_run_spec, parse_node_list
+from orchestrator.store.database import Store
 
 # ---------------------------------------------------------------- run / logs / report / results
 
@@ -54,27 +61,24 @@ def run(recipe: Optional[str] = typer.Argument(None, help="Recipe name (see azbe
     A rerun of the same command while its sweep is unfinished reattaches instead of resubmitting.
     Ctrl-C asks whether to cancel the job or detach (without a terminal: detach)."""
     out = output(as_json, fmt, query)
-    from orchestrator.specs.run import load_run_spec, parse_node_list  # lazy: +pydantic on --help (cli/__init__)
-    from orchestrator.recipes.catalog import check_params, get_recipe  # lazy: +pydantic on --help (cli/__init__)
-    from orchestrator.runs.execute import attach_run, require_success, run_sweep  # lazy: +pydantic+sqlalchemy on --help (cli/__init__)
     if attach is None and recipe is None and file is None:
         raise ConfigError("give a recipe name (or a run spec with -f), or --attach RUN")
     check_number("--poll", poll, 0.05, 3600)
     spec = None if attach else load_run_spec(file, {
         "recipe": recipe, "cluster": cluster, "repeats": repeats,
-        "nodes": parse_node_list(nodes) if nodes else None, "params": _params(param) if param else None})
+        "nodes": parse_node_list(nodes) if nodes else None, "params": parse_params(param) if param else None})
     if spec is not None:  # unknown names refused, values typed like the recipe's defaults
-        spec = spec.model_copy(update={"params": check_params(get_recipe(spec.recipe), spec.params)})
+        spec = spec.model_copy(update={"params": check_params(recipe_catalog.get_recipe(spec.recipe), spec.params)})
     if dry_run:
         return _dry_run(spec, sku, out)
     with open_store() as store, _progress_view(enabled=out.rich) as show:
         try:
             if attach:
-                outcomes = attach_run(attach, store, on_progress=show, on_event=show.event,
+                outcomes = execute.attach_run(attach, store, on_progress=show, on_event=show.event,
                                       poll_interval=poll)
             else:
                 assert spec is not None  # loaded above whenever there is nothing to attach to
-                outcomes = run_sweep(spec, store, on_progress=show, on_event=show.event,
+                outcomes = execute.run_sweep(spec, store, on_progress=show, on_event=show.event,
                                      poll_interval=poll)
         except KeyboardInterrupt:
             _interrupted(store, spec, attach)
@@ -87,17 +91,15 @@ def run(recipe: Optional[str] = typer.Argument(None, help="Recipe name (see azbe
                                   f"{o.minutes:.3f}" if o.minutes is not None else "-", o.message]
                                  for o in outcomes]))
         _attempt_table(outcomes)
-    require_success(outcomes)
+    execute.require_success(outcomes)
 
 
 def _dry_run(spec: RunSpec | None, sku: Optional[str], out: Output) -> None:
-    from orchestrator.clusters.lifecycle import require_cluster  # lazy: +pydantic on --help (cli/__init__)
-    from orchestrator.runs.launch import describe_launch  # lazy: +jinja2+pydantic on --help (cli/__init__)
     if spec is None:
         raise ConfigError("--dry-run needs a recipe, not --attach")
     if sku is None:
         with open_store() as store:
-            sku = require_cluster(spec.cluster, store).sku
+            sku = lifecycle.require_cluster(spec.cluster, store).sku
     previews = [describe_launch(spec.recipe, sku, n, params=spec.params, time_limit_min=spec.time_limit_min)
                 for n in spec.nodes]
     if not out.rich:
@@ -114,22 +116,11 @@ def _dry_run(spec: RunSpec | None, sku: Optional[str], out: Output) -> None:
         say(p.script.rstrip() + "\n\n")
 
 
-def placement_lines(p: Placement) -> str:
-    """The parallelism map as `run --dry-run` and `recipes show` print it: the rank order and why,
-    each dimension's link and reach, and what crosses the scale-out fabric."""
-    reach = ", ".join(f"{d.upper()} {p.links[d]} ({s.nodes} node{'s' if s.nodes != 1 else ''}"
-                      + (f", {s.racks} rack{'s' if s.racks != 1 else ''}" if p.racks else "") + ")"
-                      for d, s in p.spans.items())
-    return (f"placement: rank order {p.order} ({p.order_source}); {reach}\n"
-            f"scale-out: {p.scale_out}\n")
-
-
 def _attempt_table(outcomes: list[RunOutcome]) -> None:
     """Attempt history of runs that needed more than one attempt (lost work, resumed step)."""
     retried = [o for o in outcomes if o.attempts > 1]
     if not retried:
         return
-    from orchestrator.goodput.run import lost_work_by_attempt, run_goodput
     with open_store() as store:
         # lost work is goodput's figure (checkpoint kept to the failure), never a second sum
         lost = {o.run_id: lost_work_by_attempt(run_goodput(store, o.run_id)) for o in retried}
@@ -144,13 +135,11 @@ def _attempt_table(outcomes: list[RunOutcome]) -> None:
 
 def _interrupted(store: Store, spec: RunSpec | None, attach: Optional[str]) -> None:
     """Ctrl-C: on a terminal ask cancel or detach; otherwise detach and say how to come back."""
-    from orchestrator.runs.execute import FINAL, cancel_runs, live_sweep  # lazy: +pydantic+sqlalchemy on --help (cli/__init__)
     if attach:
         row = store.get_run(attach)
-        live = [r for r in store.list_runs(sweep_id=row.sweep_id) if r.state not in FINAL] if row else []
+        live = [r for r in store.list_runs(sweep_id=row.sweep_id) if r.state not in execute.FINAL] if row else []
     elif spec is not None:
-        from orchestrator.clusters.lifecycle import require_cluster  # lazy: +pydantic on --help (cli/__init__)
-        live = live_sweep(spec, store, require_cluster(spec.cluster, store).name)
+        live = execute.live_sweep(spec, store, lifecycle.require_cluster(spec.cluster, store).name)
     else:
         live = []
     if not live:
@@ -161,20 +150,10 @@ def _interrupted(store: Store, spec: RunSpec | None, attach: Optional[str]) -> N
         sys.stderr.write("\n")
         choice = typer.prompt("Cancel the Slurm job(s) or detach? [c/d]", default="d").strip().lower()[:1]
     if choice == "c":
-        jobs = cancel_runs(store, ids)
+        jobs = execute.cancel_runs(store, ids)
         raise RunFailedError(f"cancelled {', '.join(ids)} (Slurm job(s) {', '.join(jobs) or 'none'})")
     sys.stderr.write(f"\ndetached: the job keeps running. Reattach with: azbench run --attach {ids[0]}\n")
     sys.exit(EXIT_INTERRUPTED)
-
-
-def _params(items: list[str]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for item in items:
-        key, sep, value = item.partition("=")
-        if not sep or not key.strip():
-            raise ConfigError(f"--param: {item[:40]!r} is not KEY=VALUE")
-        out[key.strip()] = value  # typed against the recipe's defaults by check_params
-    return out
 
 
 class _progress_view:
@@ -228,7 +207,6 @@ def logs(run_id: str = typer.Argument(..., help="Run id (see azbench status)."),
 
     -o json: {"run_id", "attempt", "lines"}; -o tsv: the run, the attempt and the line count
     (--query "lines[]" -o tsv gives the lines)."""
-    from orchestrator.runs.logview import stream_log  # lazy: +pydantic+sqlalchemy on --help (cli/__init__)
     out = output(False, fmt, query)
     if follow and not out.rich:
         raise ConfigError("--follow prints the log as it comes; -o json|tsv and --query need the "
