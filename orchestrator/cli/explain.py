@@ -10,15 +10,16 @@ from the config and set against the measured step, for a run of yours or a publi
 
 from __future__ import annotations
 
-import json
 import sys
 from collections.abc import Sequence
 from typing import Optional
 
 import typer
+from pydantic import ValidationError
 
 from orchestrator.cli.common import JsonOpt, OutputFormat, OutputOpt, QueryOpt, app, make_console, make_table, open_store, output
 from orchestrator.errors import ConfigError
+from orchestrator.specs.run import RunSpec
 from orchestrator.explain import account
 from orchestrator.explain.account import Explained
 from orchestrator.explain.fit import fitted_params
@@ -74,10 +75,10 @@ def _run(run_id: str) -> Explained:
     stats = step_time(rows)
     params: dict[str, str] = {}
     if run.spec_json:
-        spec = json.loads(run.spec_json)
-        raw = spec.get("params") if isinstance(spec, dict) else None
-        if isinstance(raw, dict):
-            params = {str(k): str(v) for k, v in raw.items()}
+        try:
+            params = {k: str(v) for k, v in RunSpec.model_validate_json(run.spec_json).params.items()}
+        except ValidationError:
+            raise ConfigError(f"run '{run_id}': its stored spec does not read as a run spec") from None
     figures = ({k: float(v) for k, v in stats.model_dump().items() if isinstance(v, (int, float))}
                if stats else None)
     return account.explain_run(run_id, run.recipe, run.nodes, cluster.sku,

@@ -54,6 +54,7 @@ from orchestrator.runs.health import choose_nodes, run_gate
 from orchestrator.runs.fleet_gate import gate_nodes
 from orchestrator.runs.fleet_replace import ReplacePolicy, reasons, replace_drained
 from orchestrator.results.ingest import result_from_run
+from orchestrator.results.summary import summary_of
 
 if TYPE_CHECKING:
     from orchestrator.seams import Access, Launcher
@@ -389,8 +390,7 @@ def _resume_step_of(text: str) -> int | None:
 
 
 def _resume_step_of_result(result: ResultRow | None) -> int | None:
-    import json
-    return json.loads(result.summary_json or "{}").get("resume_step") if result else None
+    return summary_of(result).resume_step if result else None
 
 
 def _result(ctx: AttemptContext, row: RunRow, n: int, fetch: bool = True) -> ResultRow | None:
