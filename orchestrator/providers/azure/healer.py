@@ -14,7 +14,8 @@ from orchestrator.hardware.catalog import lookup
 from orchestrator.models import Cluster
 from orchestrator.providers.azure import cloudinit, heal
 from orchestrator.providers.azure import guest_health as ghr
-from orchestrator.providers.azure.boot import ShortNodeError, wait_booted
+from orchestrator.providers.azure import boot
+from orchestrator.providers.azure.boot import ShortNodeError
 from orchestrator.providers.azure.core import AzureCore, rg_of, sets_of
 from orchestrator.providers.azure.guest_health import HOSTS_DIR
 from orchestrator.providers.azure.props import AzureProps
@@ -37,8 +38,8 @@ class AzureHealer(AzureCore):
         replaced = 0
         while True:
             try:
-                wait_booted(cluster, cloudinit.head_hostname(cluster.name), timeout_s=timeout_s,
-                            progress=partial(self._boot_progress, cluster.name))
+                boot.wait_booted(cluster, cloudinit.head_hostname(cluster.name), timeout_s=timeout_s,
+                                 progress=partial(self._boot_progress, cluster.name))
                 return cluster
             except ShortNodeError as short:
                 if len(short.short) == len(cluster.node_names) > 1:
