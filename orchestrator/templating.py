@@ -29,6 +29,7 @@ import jinja2
 
 from orchestrator.errors import ConfigError
 from orchestrator.paths import templates_dir as shipped_templates
+from orchestrator.safetext import clean_lines
 from orchestrator.seams import env_exports
 
 # A line break, NUL or other C0/C1 control (tab allowed: it cannot end a line).
@@ -131,8 +132,17 @@ def _finalize_text(value: object) -> object:
     return _checked(value)
 
 
-# HTML pages are escaped by Jinja's autoescape instead (a page may hold multi-line text).
-_FINALIZE = {"shell": _finalize_shell, "text": _finalize_text, "html": None}
+def _finalize_html(value: object) -> object:
+    """A page's text value without control, bidi or zero-width characters (newlines kept): Jinja's
+    autoescape makes `<` and `&` inert but keeps a raw ESC from a folder's or a log's name, which
+    a terminal `cat` or a copied line would still obey. Markup the code built is left whole."""
+    if isinstance(value, str) and not hasattr(value, "__html__"):
+        return clean_lines(value)
+    return value
+
+
+# HTML pages are escaped by Jinja's autoescape (a page may hold multi-line text), after _finalize_html.
+_FINALIZE = {"shell": _finalize_shell, "text": _finalize_text, "html": _finalize_html}
 
 
 def _export_lines(env: dict[str, object]) -> Shell:

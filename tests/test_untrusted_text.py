@@ -125,3 +125,45 @@ def test_a_pulled_runs_params_cannot_inject_at_attach(tmp_path: Path, monkeypatc
             attach_run("r1", store)
     assert err.value.exit_code == 2
 
+
+
+def test_progress_lines_carry_no_escape_from_the_cloud_or_a_log(capsys: pytest.CaptureFixture[str]) -> None:
+    """The provisioning step line (a VM's boot text in its detail), a run's events and its
+    progress notes (a log's text) reach stderr cleaned, on a terminal and off it."""
+    from orchestrator.cli.clusters import _step_line
+    from orchestrator.cli.run import _progress_view
+    from orchestrator.models import JobState
+    from orchestrator.providers.azure.lro import ProgressEvent
+    from orchestrator.runs.attempts import RunEvent
+    from orchestrator.runs.monitor import Progress
+
+    _step_line(ProgressEvent(action="booting", kind="vm", name=f"vm0{HOSTILE}", detail=f"cloud-init {HOSTILE}"))
+    for tty in (False, True):
+        view = _progress_view(enabled=True)
+        view.tty = tty
+        view.event(RunEvent(run_id="r1", kind="retry", message=f"retrying: {HOSTILE}"))
+        view.show(Progress(run_id="r1", attempt=1, nodes=2, state=JobState.RUNNING, note=f"log says {HOSTILE}"))
+        view.show(Progress(run_id="r1", attempt=1, nodes=2, state=JobState.RUNNING, step=3, slowest=f"node7{HOSTILE}"))
+    err = capsys.readouterr().err
+    shown = err.replace("\r\x1b[K", "")  # the view's own line reset on a terminal, nothing else
+    found = BAD.search(shown)
+    assert found is None, repr(shown[max(0, found.start() - 60):found.end() + 60])
+    assert "vm0" in shown and "retrying:" in shown and "log says" in shown and "node7" in shown
+
+
+def test_the_site_holds_no_escape_from_a_folders_name(tmp_path: Path) -> None:
+    """Autoescape makes `<` inert but keeps a raw ESC: every page's text is cleaned too."""
+    from tests.test_hostile_cli import _crafted_tree
+    tree = _crafted_tree(tmp_path / f"tree{HOSTILE}", (f"1xH100{HOSTILE}",))
+    home = tmp_path / "home"
+    assert azbench_in_process("results", "import", "--no-compliance", str(tree), home=home).code == 0
+    site = tmp_path / "site"
+    written = azbench_in_process("report", "--html", str(site), home=home)
+    assert written.code == 0, written.err
+    pages = sorted(site.rglob("*.html"))
+    assert pages
+    texts = {p.name: p.read_text() for p in pages}
+    assert any("PWNED" in t for t in texts.values())  # the hostile name reached a page, cleaned
+    for name, text in texts.items():
+        found = BAD.search(text)
+        assert found is None, f"{name}: {text[max(0, found.start() - 60):found.end() + 60]!r}"

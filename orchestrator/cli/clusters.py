@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Optional
 import typer
 from rich.console import Console
 
+from orchestrator.safetext import clean
 from orchestrator.cli.common import (
     JsonOpt,
     Output,
@@ -138,7 +139,7 @@ def _warn_budget(spec: ClusterSpec, plan: Plan) -> None:
 def _step_line(event: Any) -> None:
     """One stderr line per provisioning step (resources created, waited on, deleted)."""
     detail = f" ({event.detail})" if event.detail else ""
-    sys.stderr.write(f"{event.action}: {event.kind} {event.name}{detail}\n")
+    sys.stderr.write(clean(f"{event.action}: {event.kind} {event.name}{detail}") + "\n")  # the cloud's text
     sys.stderr.flush()
 
 
@@ -284,14 +285,14 @@ def _render_status(rows: list[ListedCluster], notes: list[str], one: ClusterStat
                           for c in clusters]))
     for row in rows if one is None else ():
         if row.change:
-            console.print(f"{row.cluster.name}: {row.change}", markup=False)
+            console.print(clean(f"{row.cluster.name}: {row.change}"), markup=False)
     for note in notes:
-        console.print(note, markup=False)
+        console.print(clean(note), markup=False)
     if one is not None and one.cloud is not None:
         _render_cloud(console, one)
     for note in (one.change, one.cloud_note, one.head) if one is not None else ():
         if note:
-            console.print(note, markup=False)
+            console.print(clean(note), markup=False)
     if one is not None and one.down_nodes:  # the record says ready; Slurm says otherwise
         console.print(f"{one.cluster.name}: degraded: {len(one.down_nodes)} node(s) down in Slurm: "
                       f"{', '.join(one.down_nodes)}", markup=False)
@@ -313,14 +314,14 @@ def _render_cloud(console: Console, one: ClusterStatus) -> None:
     if not cloud.exists:
         console.print(f"{one.cluster.provider}: nothing tagged with cluster '{one.cluster.name}' exists")
     elif cloud.phase == "deleting":
-        console.print(f"{one.cluster.provider}: {cloud.phase_detail}", markup=False)
+        console.print(clean(f"{one.cluster.provider}: {cloud.phase_detail}"), markup=False)
     else:
         console.print(make_table(f"{one.cluster.provider} (no login)", ["kind", "name", "state", "detail"],
                                  [[r.kind, r.name, r.state, r.detail] for r in cloud.resources]))
-        console.print(f"instances: {cloud.instances} listed, {cloud.running} running; owner "
-                      f"{cloud.owner or '-'}; expires {cloud.expires:%Y-%m-%d %H:%M} UTC"
-                      if cloud.expires else f"instances: {cloud.instances} listed, {cloud.running} running; "
-                      f"owner {cloud.owner or '-'}; no expiry", markup=False)
+        console.print(clean(f"instances: {cloud.instances} listed, {cloud.running} running; owner "
+                            f"{cloud.owner or '-'}; expires {cloud.expires:%Y-%m-%d %H:%M} UTC"
+                            if cloud.expires else f"instances: {cloud.instances} listed, {cloud.running} running; "
+                            f"owner {cloud.owner or '-'}; no expiry"), markup=False)  # the owner tag is anyone's
         if one.rate is not None and (one.rate.parts or one.rate.unpriced):
             console.print(f"billed now (list price): {one.rate.say()}", markup=False)
 

@@ -7,6 +7,7 @@ from typing import Optional
 
 import typer
 
+from orchestrator.safetext import clean
 from orchestrator.cli.common import (
     JsonOpt,
     OutputFormat,
@@ -73,7 +74,7 @@ def health(
     else:
         _render(report)
         for r in reported:
-            sys.stdout.write(f"reported to Azure: {r.node} {r.status} ({r.detail})\n")
+            sys.stdout.write(clean(f"reported to Azure: {r.node} {r.status} ({r.detail})") + "\n")
         if healed:
             _render_replacements(healed)
     unhealed = set(report.bad_nodes) - {r.node for r in replaced}

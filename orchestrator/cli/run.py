@@ -8,6 +8,7 @@ from typing import Optional, Self
 
 import typer
 
+from orchestrator.safetext import clean
 from orchestrator.cli.common import (
     say,
     JsonOpt,
@@ -173,7 +174,7 @@ class _progress_view:
 
     def event(self, e: RunEvent) -> None:
         if self.enabled:
-            sys.stderr.write(("\r\033[K" if self.tty else "") + f"{e.run_id}: {e.message}\n")
+            sys.stderr.write(("\r\033[K" if self.tty else "") + clean(f"{e.run_id}: {e.message}") + "\n")
 
     def __call__(self, p: RunProgress) -> None:
         self.show(p)
@@ -182,7 +183,7 @@ class _progress_view:
         if not self.enabled:
             return
         if p.note:
-            sys.stderr.write(("\r\033[K" if self.tty else "") + f"{p.run_id}: {p.note}" + ("" if self.tty else "\n"))
+            sys.stderr.write(("\r\033[K" if self.tty else "") + clean(f"{p.run_id}: {p.note}") + ("" if self.tty else "\n"))
             return
         step = f"step {p.step}" if p.step is not None else "step -"
         value = f", eval {p.eval_value:.4f}" if p.eval_value is not None else ""
@@ -191,10 +192,10 @@ class _progress_view:
         line = (f"{p.run_id} [{p.nodes} node{'s' if p.nodes != 1 else ''}, attempt {p.attempt}] "
                 f"{p.state.value}: {step}{value}, {p.elapsed_s:.0f}s{eta}{slowest}")
         if self.tty:
-            sys.stderr.write("\r\033[K" + line)
+            sys.stderr.write("\r\033[K" + clean(line))
             sys.stderr.flush()
         elif self.last.get(p.run_id) != f"{p.state.value}{p.step}":
-            sys.stderr.write(line + "\n")
+            sys.stderr.write(clean(line) + "\n")
         self.last[p.run_id] = f"{p.state.value}{p.step}"
 
 
