@@ -28,7 +28,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from orchestrator.hardware.catalog import GpuSku, NcclBaseline, gpu_row
+from orchestrator.hardware.catalog import GpuSku, NcclBaseline, gpu_row, lookup
 from orchestrator.models import Frozen
 from orchestrator.fabric.nccl_log import NcclTransport
 from orchestrator.fabric.nccltests import NcclRun, SizeRow, last_avg_busbw, parse_runs, parse_size
@@ -189,7 +189,6 @@ def sku_of(run_gpus: Sequence[str], sku: str | None) -> tuple[GpuSku | None, str
     """The catalog row to judge against: `sku` when given, else the one whose GPU the output
     names (gpu_row); with how it was chosen."""
     if sku:
-        from orchestrator.hardware.catalog import lookup
         row = lookup(sku)
         return row, f"--sku {sku}"
     for name in run_gpus:
