@@ -13,8 +13,7 @@ from orchestrator.providers.azure.lro import observe
 from orchestrator.providers.azure.owner import Creator, creator, signed_in
 from orchestrator.providers.azure.props import AzureProps
 from orchestrator.providers.azure.readback import billed_of, read_back
-from orchestrator.providers.azure.teardown import ours, own_group, tagged_groups
-from orchestrator.providers.azure_shared.errors import arm_call, is_not_found
+from orchestrator.providers.azure.teardown import group_contents, ours, own_group, tagged_groups
 from orchestrator.providers.base import Holding
 
 
@@ -55,14 +54,7 @@ class AzureOwnership(AzureCore):
         with what they bill: a set its VMs that are not parked, the head its recorded size."""
         clients = self._clients_for(cluster.name, cluster)
         props = cluster.properties_as(AzureProps)
-        with arm_call(f"list resource group {rg_of(cluster)}"):
-            try:
-                contents = clients.group_contents(rg_of(cluster))
-            except Exception as exc:
-                if not is_not_found(exc):
-                    raise
-                contents = []
-        self._contents[cluster.name] = contents
+        contents = self._contents[cluster.name] = group_contents(clients, rg_of(cluster))
         return [Holding(kind=item.type.rsplit("/", 1)[-1], name=item.name, ours=ours(cluster.name, item),
                         billed=billed_of(item, props)) for item in contents]
 
@@ -76,14 +68,7 @@ class AzureOwnership(AzureCore):
         me = self._me
         contents = self._contents.get(name)  # `holdings` in this command listed it already
         if contents is None:
-            with arm_call(f"list resource group {group.name}"):
-                try:
-                    contents = clients.group_contents(group.name)
-                except Exception as exc:
-                    if not is_not_found(exc):
-                        raise
-                    contents = []
-            self._contents[name] = contents
+            contents = self._contents[name] = group_contents(clients, group.name)
         children = [dict(item.tags) for item in contents]
         made = creator(me, subscription_id=clients.subscription_id, rg=group.name, cluster=name, tags=group.tags,
                        role_created_by=None, children=children, role_read=False)

@@ -149,21 +149,24 @@ class Evidence:
     why: str = ""
 
 
+def group_contents(clients: AzureClients, group: str) -> list[records.Tagged]:
+    """What resource group `group` holds (one listing); empty when the group is gone."""
+    with arm_call(f"list resource group {group}"):
+        try:
+            return clients.group_contents(group)
+        except Exception as exc:
+            if not is_not_found(exc):
+                raise
+            return []
+
+
 def evidence(clients: AzureClients, me: Owner, cluster: str, group: records.Group,
              roles: Mapping[str, records.RoleDef], *, contents: bool = True) -> Evidence:
     """Whether `group` is azbench's cluster `cluster` (see the module docstring): its name, its
     creator (the custom role's createdBy from `roles`, by group; else this home's creator
     nonce), and, with `contents`, what it holds (one listing of the group)."""
     role = roles.get(group.name.lower())
-    held: list[records.Tagged] | None = None
-    if contents:
-        with arm_call(f"list resource group {group.name}"):
-            try:
-                held = clients.group_contents(group.name)
-            except Exception as exc:
-                if not is_not_found(exc):
-                    raise
-                held = []
+    held = group_contents(clients, group.name) if contents else None
     made = creator(me, subscription_id=clients.subscription_id, rg=group.name, cluster=cluster, tags=group.tags,
                    role_created_by=role.created_by if role else None,
                    children=[dict(r.tags) for r in held] if held is not None else None)
