@@ -223,3 +223,30 @@ def test_two_principals_on_one_subscription(fake, tmp_path, monkeypatch):
     done = sweep(alice, dry_run=False, known_clusters={"alices"})
     assert [(i.cluster, i.action) for i in done] == [("alices-old", "deleted")]
     assert clusters_in(fake) == {"alices"}
+
+
+def test_a_custom_group_is_adopted_only_when_named_and_only_if_ours(fake, clients, azbench_home):
+    """A spec's own `azure.resource_group` is not azbench-<name>: from a home without its record
+    the group reads as a decoy (adopt finds nothing) until the caller names it, and naming one
+    proves nothing by itself: another principal's group of that name is refused."""
+    spec = ClusterSpec(name="teamc", provider="azure", sku="h100", nodes=1, region="eastus",
+                       azure={"ssh_ingress_cidr": INGRESS, "boot_timeout_s": 0, "resource_group": "team-rg"})
+    made = AzureProvider(clients, capacity_wait_s=0)
+    made.up(spec, made.plan(spec))
+    before = writes(fake)
+    ownership = AzureProvider(clients, capacity_wait_s=0).parts().ownership
+    assert ownership is not None
+    assert ownership.adopt("teamc") is None  # the default name holds nothing
+    adopted = ownership.adopt("teamc", resource_group="team-rg")
+    assert adopted is not None and (adopted.name, adopted.nodes) == ("teamc", 1)
+    assert adopted.properties.resource_group == "team-rg"  # later reads and `down` go there
+    assert writes(fake) == before  # adopt reads only
+    # Another principal makes a cluster of another name in its own custom group, and I claim it.
+    theirs = ClusterSpec(name="theirs", provider="azure", sku="h100", nodes=1, region="eastus",
+                         azure={"ssh_ingress_cidr": INGRESS, "boot_timeout_s": 0, "resource_group": "their-rg"})
+    other = AzureProvider(clients_as(fake, OTHER), capacity_wait_s=0)
+    other.up(theirs, other.plan(theirs))
+    before = writes(fake)
+    with pytest.raises(NotOwnerError):
+        ownership.adopt("theirs", resource_group="their-rg")
+    assert writes(fake) == before  # reads only

@@ -211,6 +211,8 @@ def adopt(name: str = typer.Argument(..., help="Cluster name (its azbench-cluste
           force: bool = typer.Option(False, "--force", help="Record it even if another owner made it."),
           subscription: Optional[str] = typer.Option(None, "--subscription", help="Azure subscription id."),
           arm_endpoint: Optional[str] = typer.Option(None, "--arm-endpoint", help="ARM endpoint (sovereign clouds)."),
+          resource_group: Optional[str] = typer.Option(
+              None, "--resource-group", help="The group that holds it, when its spec named one (default: azbench-NAME)."),
           as_json: bool = JsonOpt,
           fmt: Optional[OutputFormat] = OutputOpt, query: Optional[str] = QueryOpt) -> None:
     """Rebuild the record of a live cluster this home does not know (a lost or copied store) from
@@ -218,7 +220,8 @@ def adopt(name: str = typer.Argument(..., help="Cluster name (its azbench-cluste
     out = output(as_json, fmt, query)
     _check_arm_endpoint_flag(arm_endpoint)
     with open_store() as store:
-        cluster = lifecycle.adopt(name, store, provider, force=force, account=subscription, endpoint=arm_endpoint)
+        cluster = lifecycle.adopt(name, store, provider, force=force, account=subscription, endpoint=arm_endpoint,
+                                  resource_group=resource_group)
     if not out.rich:
         return out.emit(cluster)
     left = lifecycle.time_left(cluster)

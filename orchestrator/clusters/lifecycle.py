@@ -243,7 +243,7 @@ def _require_creator(provider: Provider, cluster: Cluster, *, force: bool, verb:
 
 
 def adopt(name: str, store: Store, provider: str | None = None, *, force: bool = False,
-          account: str | None = None, endpoint: str | None = None) -> Cluster:
+          account: str | None = None, endpoint: str | None = None, resource_group: str | None = None) -> Cluster:
     """Rebuild the record of live cluster `name` from its cloud (tags and resources) in a home
     that has none (a lost store, another machine): the first backend that finds it, of
     `provider` or of every backend whose clusters are findable by tag (the `ownership` part).
@@ -258,7 +258,7 @@ def adopt(name: str, store: Store, provider: str | None = None, *, force: bool =
     for backend in backends:
         if (ownership := get_provider(backend).parts().ownership) is None:
             raise lacking(name, backend, "adopt")
-        found = ownership.adopt(name, account=account, endpoint=endpoint, force=force)
+        found = ownership.adopt(name, account=account, endpoint=endpoint, force=force, resource_group=resource_group)
         if found is None:
             continue
         if row is not None:  # a TERMINATED record of the name: it comes back through PROVISIONING

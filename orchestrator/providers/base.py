@@ -230,10 +230,11 @@ class Ownership(Protocol):
         ...
 
     def adopt(self, name: str, *, account: str | None = None, endpoint: str | None = None,
-              force: bool = False) -> Cluster | None:
+              force: bool = False, resource_group: str | None = None) -> Cluster | None:
         """The live cluster `name` rebuilt from the cloud's tags and resources, for a home that
         has no record of it; None when the cloud holds none. NotOwnerError for another owner's
-        unless `force`. `account` and `endpoint` as in SweepRequest."""
+        unless `force`. `account` and `endpoint` as in SweepRequest; `resource_group`: the group
+        the caller says holds it (a spec's custom one), else the backend's default name."""
         ...
 
 

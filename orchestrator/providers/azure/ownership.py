@@ -21,13 +21,15 @@ class AzureOwnership(AzureCore):
     """`foreign_owner`, `holdings` and `adopt` (ProviderParts.ownership)."""
 
     def adopt(self, name: str, *, account: str | None = None, endpoint: str | None = None,
-              force: bool = False) -> Cluster | None:
+              force: bool = False, resource_group: str | None = None) -> Cluster | None:
         """The cluster as describe reads it (its tags: owner, expiry, creation; its scale sets and
         head), for a home without its record; None when nothing is tagged with it. One the caller
         did not create (owner.creator: its custom role's createdBy, or this home's creator nonce;
-        the owner tags prove nothing) is refused unless `force`: reads only, no write."""
+        the owner tags prove nothing) is refused unless `force`: reads only, no write. A group
+        named other than azbench-<name> is read only when the caller names it (`resource_group`:
+        a spec's custom group); its creator evidence still decides whose it is."""
         clients = self.clients or self._built_clients(account, endpoint, None)
-        group = own_group(tagged_groups(clients, name), name)
+        group = own_group(tagged_groups(clients, name), name, resource_group)
         if group is None:  # another group carrying the tag is a decoy: never the cluster
             return None
         made = self._creator(clients, name, group)

@@ -225,7 +225,9 @@ def _decoys(cluster: str, groups: Sequence[records.Group], own: records.Group | 
                                  expires=decoy.tags.get(TAG_EXPIRES), deleted=False, mine=False,
                                  owner=claimed.describe() + " (tags only)" if claimed else "no owner tags",
                                  reason=f"decoy: its group {decoy.name} is not named {default_group(cluster)}: "
-                                        "not the cluster's group (its tags alone prove nothing); never written",
+                                        "not the cluster's group (its tags alone prove nothing); never written "
+                                        f"(a custom group of yours? `azbench adopt {cluster} --resource-group "
+                                        f"{decoy.name}`, then `down`)",
                                  action="skipped"))
     return out
 
