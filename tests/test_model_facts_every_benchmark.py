@@ -10,7 +10,6 @@ mlcommons/training_results_vX (../.mirror, or $AZBENCH_MIRRORS); each test skips
 from __future__ import annotations
 
 import json
-import os
 import statistics
 import subprocess
 from pathlib import Path
@@ -24,17 +23,10 @@ from orchestrator.results.importer import import_path
 from orchestrator.results.mllog import parse_lines
 from orchestrator.results.published import canonical_benchmark
 from orchestrator.store.database import Store
+from tests.fixtures.mirrors import mirrors
 
 
-def _mirrors() -> Path:
-    if os.environ.get("AZBENCH_MIRRORS"):
-        return Path(os.environ["AZBENCH_MIRRORS"])
-    here = Path(__file__).resolve()
-    return next((d / ".mirror" for d in here.parents[1:4] if (d / ".mirror").is_dir()),
-                here.parents[2] / ".mirror")
-
-
-MIRRORS = _mirrors()
+MIRRORS = mirrors()
 SHARED_LOGS = Path(__file__).resolve().parents[2] / "shared" / "mlperf-logs"
 ROUNDS = ("v4.0", "v4.1", "v5.0", "v5.1")
 V51 = "441d65f4445cd59687466533fd9f55399136e7a4"  # recipes/configs/ATTRIBUTION.md

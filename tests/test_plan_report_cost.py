@@ -11,7 +11,6 @@ the plan now keeps the measured runs' spread."""
 
 from __future__ import annotations
 
-import os
 import subprocess
 from pathlib import Path
 
@@ -22,24 +21,17 @@ from orchestrator.recipes.catalog import model_facts
 from orchestrator.report.build import GroupReport, Report, build_report
 from orchestrator.results.importer import import_path
 from orchestrator.store.database import Store
+from tests.fixtures.mirrors import mirrors
 from orchestrator.store.schema import ResultRow
 
 SHARED_LOGS = Path(__file__).resolve().parents[2] / "shared" / "mlperf-logs"
 ROUNDS = {"v5.0": "0fdc28f013256aea84fa36fdaf1e0fa46094b18c", "v5.1": "441d65f4445cd59687466533fd9f55399136e7a4"}
 
 
-def _mirrors() -> Path:
-    if os.environ.get("AZBENCH_MIRRORS"):
-        return Path(os.environ["AZBENCH_MIRRORS"])
-    here = Path(__file__).resolve()
-    return next((d / ".mirror" for d in here.parents[1:4] if (d / ".mirror").is_dir()),
-                here.parents[2] / ".mirror")
-
-
 def _copy_405b(tree: Path, round_name: str) -> int:
     """Every llama31_405b result folder of the round's mirror (and its systems' JSON) under
     tree/<round>/; 0 where there is no mirror."""
-    repo = _mirrors() / f"mlcommons+training_results_{round_name}" / "repo"
+    repo = mirrors() / f"mlcommons+training_results_{round_name}" / "repo"
     if not repo.is_dir():
         return 0
     commit = ROUNDS[round_name]
