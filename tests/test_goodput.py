@@ -147,6 +147,19 @@ def killed_after_checkpoint() -> tuple[list[AttemptRow], dict[int, RunSummary]]:
     return attempts, {n: parse_lines(text) for n, text in lines.items()}
 
 
+def store_run_with_logs(store: Store, attempts: list[AttemptRow], lines: dict[int, list[str]]) -> None:
+    """Run r1 on cluster() in `store` with `attempts`, and each attempt's train.log fetched."""
+    from orchestrator import paths
+    store.save_cluster(cluster())
+    store.create_run(run_row())
+    for a in attempts:
+        store.add_attempt(a)
+    for n, text in lines.items():
+        train = paths.local_train_log("r1", n)
+        train.parent.mkdir(parents=True, exist_ok=True)
+        train.write_text("\n".join(text) + "\n")
+
+
 def killed_after_checkpoint_lines() -> tuple[list[AttemptRow], dict[int, list[str]]]:
     """Attempt 1 checkpoints step 20 at t=30 (1 s), trains on to t=40 and its node dies; attempt
     2 resumes from step 20 and succeeds."""
@@ -582,14 +595,7 @@ def test_run_prints_goodputs_lost_work_not_a_second_sum(azbench_home, capsys) ->
     from orchestrator.runs.attempts import RunOutcome
     attempts, lines = killed_after_checkpoint_lines()  # the store says 9.5 s, goodput 10
     with Store.open() as store:
-        store.save_cluster(cluster())
-        store.create_run(run_row())
-        for a in attempts:
-            store.add_attempt(a)
-        for n, text in lines.items():
-            train = paths.local_train_log("r1", n)
-            train.parent.mkdir(parents=True, exist_ok=True)
-            train.write_text("\n".join(text) + "\n")
+        store_run_with_logs(store, attempts, lines)
         g = run_goodput(store, "r1")
     failure = g.attempts[0].failure
     assert failure is not None and failure.lost_work_s == 10

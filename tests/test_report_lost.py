@@ -4,26 +4,18 @@ kept step: 9.5 s here, where goodput counts the kept checkpoint to the failure, 
 
 from __future__ import annotations
 
-from orchestrator import paths
 from orchestrator.goodput.run import lost_work_by_attempt, run_goodput
 from orchestrator.report.build import build_report
 from orchestrator.report.render import to_markdown
 from orchestrator.store.database import Store
-from tests.test_goodput import cluster, killed_after_checkpoint_lines, run_row
+from tests.test_goodput import killed_after_checkpoint_lines, store_run_with_logs
 
 
 def _store_with_logs(failure_class: str) -> tuple[list, list]:
     attempts, lines = killed_after_checkpoint_lines()
     attempts[0] = attempts[0].model_copy(update={"failure_class": failure_class})
     with Store.open() as store:
-        store.save_cluster(cluster())
-        store.create_run(run_row())
-        for a in attempts:
-            store.add_attempt(a)
-        for n, text in lines.items():
-            train = paths.local_train_log("r1", n)
-            train.parent.mkdir(parents=True, exist_ok=True)
-            train.write_text("\n".join(text) + "\n")
+        store_run_with_logs(store, attempts, lines)
         return store.list_runs(), store.list_attempts("r1")
 
 
