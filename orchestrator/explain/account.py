@@ -111,9 +111,10 @@ def _env_int(env: dict[str, str], names: tuple[str, ...], default: int) -> int:
 
 def explain_config(c: StepConfig, row: GpuSku | None, *, subject: str, measured_s: float | None = None,
                    inter_busbw_gbs: float | None = None, fabric_note: str = "",
-                   rack_vms: int | None = None) -> Explained:
-    """`c` on the catalog row `row`, predicted with the fitted parameters; `inter_busbw_gbs` (a
-    stored cross-domain busbw) replaces the catalog estimate and the gap says what it changes."""
+                   rack_vms: int | None = None, round_name: str | None = None) -> Explained:
+    """`c` on the catalog row `row`, predicted with the fitted parameters on `round_name`'s
+    software (None: the newest round's); `inter_busbw_gbs` (a stored cross-domain busbw)
+    replaces the catalog estimate and the gap says what it changes."""
     why = _why_not(c, row)
     layout = _layout(c)
     if why or row is None:
@@ -124,7 +125,8 @@ def explain_config(c: StepConfig, row: GpuSku | None, *, subject: str, measured_
     if rack_vms and row.nvlink_domain_vms > 1:  # the racks `up` builds (16 or 18 VMs)
         hw = replace(hw, domain_nodes=rack_vms)
     fitted = fitted_params()
-    params, how = fitted.params_for((row.key, c.precision))
+    params, how = fitted.params_for((row.key, c.precision), round_name)
+    _, overhead_how = fitted.overhead_for(round_name)
     b = predict(c, hw, params)
     step = b.step_s
     error = (step - measured_s) / measured_s if measured_s else None
@@ -140,7 +142,8 @@ def explain_config(c: StepConfig, row: GpuSku | None, *, subject: str, measured_
         links=links, leaves_nvlink_domain=[d.upper() for d in b.terms.leaves_domain],
         compute_rate=how, hardware=hw.source, parameters=fitted.table(),
         gap=gap_statement(step, measured_s, b.components, hw, refit),
-        notes=[ASSUMPTIONS, f"parameters fitted on {fitted.scales} published scales of "
+        notes=[ASSUMPTIONS, f"other: the per-step overhead of the software, {overhead_how}",
+               f"parameters fitted on {fitted.scales} published scales of "
                             f"{fitted.systems} systems (recipes/{DATA_FILE})"])
 
 
@@ -260,7 +263,8 @@ def _explain_scale(s: Scale, measured_s: float | None = None) -> Explained:
         return Explained(subject=subject, benchmark=s.benchmark, gpus=s.gpus, measured_step_s=measured,
                          not_predicted=[s.why_not])
     out = explain_config(s.config, find(s.gpu_key) if s.gpu_key else None, subject=subject,
-                         measured_s=measured, rack_vms=s.hardware.domain_nodes if s.hardware else None)
+                         measured_s=measured, rack_vms=s.hardware.domain_nodes if s.hardware else None,
+                         round_name=s.round)
     return out.model_copy(update={"notes": [*out.notes, f"config: {s.config_path}; measured: the "
                                             f"median step of the published logs (recipes/{DATA_FILE}); "
                                             "the parameters were fitted with this scale in the data "

@@ -21,18 +21,19 @@ else of all; never above the GEMM rate the GPU check measured (each said in the 
 from __future__ import annotations
 
 import statistics
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 
 import numpy as np
 
-from orchestrator.explain.model import Params, terms
+from orchestrator.explain.model import Params, Terms, exposed_dp, terms
 from orchestrator.explain.published import DATA_FILE, Scale, gemm_rates, hbm_bandwidth, modelled
 from orchestrator.hardware.catalog import find
+from orchestrator.results.published import round_key
 
 GLOBAL = ("elementwise_s", "tp_exposed", "tp_exposed_plain", "cp_exposed", "pp_exposed", "dp_exposed",
-          "opt_s_per_gb", "other_s")
+          "opt_s_per_gb")
 _BOUNDS = {"elementwise_s": (0.0, 100.0), "tp_exposed": (0.0, 1.0), "tp_exposed_plain": (0.0, 1.0), "cp_exposed": (0.0, 1.0),
            "pp_exposed": (0.0, 1.0), "dp_exposed": (0.0, 1.0), "opt_s_per_gb": (0.0, 10.0),
            "other_s": (0.0, 5.0)}
@@ -49,14 +50,39 @@ class Fitted:
     systems: int
     source: str
     counts: dict[tuple[str, str], int] = field(default_factory=dict)
+    overhead: dict[str, float] = field(default_factory=dict)  # round -> other_s (seconds)
+    round_counts: dict[str, int] = field(default_factory=dict)
 
-    def params_for(self, group: tuple[str, str]) -> tuple[Params, str]:
-        """The Params for a (GPU, precision) group and where its slowdown came from."""
+    def params_for(self, group: tuple[str, str], round_name: str | None = None) -> tuple[Params, str]:
+        """The Params for a (GPU, precision) group on a round's software (None: the newest
+        fitted round's) and where its slowdown came from."""
         if group in self.slowdown:
             slow, why = self.slowdown[group], f"fitted on {self.counts.get(group, 0)} scale(s) of {group[0]} {group[1]}"
         else:
             slow, why = self._prior(group)
-        return Params(slowdown=slow, **self.shared), why
+        other, _ = self.overhead_for(round_name)
+        return Params(slowdown=slow, other_s=other, **self.shared), why
+
+    def overhead_for(self, round_name: str | None = None) -> tuple[float, str]:
+        """The fixed per-step overhead of a round's software (other_s) and where it came from:
+        fitted on that round's scales; None, the newest fitted round's; a round after every
+        fitted one, the newest round's shrunk by its round-over-round ratio (at most 1: the
+        overhead has fallen every round, recipes/published/step_model_checks.json)."""
+        if not self.overhead:
+            return 0.0, "no fitted round: no per-step overhead"
+        rounds = sorted(self.overhead, key=round_key)
+        newest = rounds[-1]
+        if round_name in self.overhead:
+            return self.overhead[round_name], f"fitted on {self.round_counts.get(round_name, 0)} scale(s) of {round_name}"
+        if round_name is None or round_key(round_name) < round_key(rounds[0]) or len(rounds) < 2:
+            return self.overhead[newest], f"the newest fitted round's ({newest})"
+        if round_key(round_name) < round_key(newest):  # a round between fitted ones: the one before
+            before = [r for r in rounds if round_key(r) < round_key(round_name)][-1]
+            return self.overhead[before], f"the round before's ({before})"
+        last, prev = self.overhead[newest], self.overhead[rounds[-2]]
+        ratio = min(1.0, last / prev) if prev > 0 else 1.0
+        return last * ratio, (f"{round_name} not fitted: {newest}'s {last * 1e3:.0f} ms x its ratio to "
+                              f"{rounds[-2]} ({ratio:.2f})")
 
     def _prior(self, group: tuple[str, str]) -> tuple[float, str]:
         """The slowdown of a group no scale was fitted on (the order in the module docstring)."""
@@ -106,6 +132,9 @@ class Fitted:
             {"name": f"achieved share of dense peak [{g} {p}]", "value": round(1.0 / v, 4),
              "data": f"{self.counts.get((g, p), 0)} scale(s)"} for (g, p), v in sorted(self.slowdown.items())]
         rows += [{"name": k, "value": round(v, 6), "data": f"{self.scales} scales"} for k, v in self.shared.items()]
+        rows += [{"name": f"other_s: fixed per-step overhead of the round's software [{r}]", "value": round(v, 6),
+                  "data": f"{self.round_counts.get(r, 0)} scale(s) of {r}"}
+                 for r, v in sorted(self.overhead.items(), key=lambda kv: round_key(kv[0]))]
         line = self.balance_line()
         if line is not None:
             rows.append({"name": "balance line for a GPU or precision without scales: slowdown = a + b x peak/HBM",
@@ -117,9 +146,12 @@ class Fitted:
         return rows
 
 
-def design(scales: Sequence[Scale], groups: list[tuple[str, str]]) -> tuple[np.ndarray, np.ndarray]:
-    """The linear system: one row per scale, columns = groups' slowdowns then GLOBAL."""
-    a = np.zeros((len(scales), len(groups) + len(GLOBAL)))
+def design(scales: Sequence[Scale], groups: list[tuple[str, str]], rounds: list[str],
+           achieved: Callable[[Scale, Terms], float] | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """The linear system: one row per scale, columns = groups' slowdowns, GLOBAL, then each
+    round's per-step overhead. `achieved` gives a scale's achieved compute (seconds), which sets
+    how much DP traffic the backward hides (model.exposed_dp); None: one chunk exposed."""
+    a = np.zeros((len(scales), len(groups) + len(GLOBAL) + len(rounds)))
     y = np.zeros(len(scales))
     for i, s in enumerate(scales):
         assert s.config is not None and s.hardware is not None
@@ -129,26 +161,50 @@ def design(scales: Sequence[Scale], groups: list[tuple[str, str]]) -> tuple[np.n
         a[i, j] = t.elementwise * (1.0 + t.bubble_fraction)
         j += 1
         a[i, j + (0 if s.config.tp_overlap else 1)] = t.tp_raw
-        a[i, j + 2], a[i, j + 3], a[i, j + 4] = t.cp_raw, t.pp_raw, t.dp_tail
-        a[i, j + 5], a[i, j + 6] = t.opt_bytes / 1e9, 1.0
+        a[i, j + 2], a[i, j + 3] = t.cp_raw, t.pp_raw
+        a[i, j + 4] = exposed_dp(t, achieved(s, t) if achieved is not None else float("inf"))
+        a[i, j + 5] = t.opt_bytes / 1e9
+        a[i, len(groups) + len(GLOBAL) + rounds.index(s.round)] = 1.0
         y[i] = s.step_s
     return a, y
 
 
 def fit(scales: Sequence[Scale], source: str = "") -> Fitted:
-    """Bounded least squares on relative error over `scales` (each must be modelled)."""
+    """Bounded least squares on relative error over `scales` (each must be modelled). The DP
+    column depends on the achieved compute the fit sets, so it is solved again with the previous
+    solution's compute (FIT_ROUNDS passes, the first with one chunk exposed)."""
     groups = sorted({s.group for s in scales})
-    a, y = design(scales, groups)
-    w = 1.0 / y
-    aw, yw = a * w[:, None], y * w
-    lo = np.array([_floor(g) for g in groups] + [_BOUNDS[k][0] for k in GLOBAL])
-    hi = np.array([_SLOW[1]] * len(groups) + [_BOUNDS[k][1] for k in GLOBAL])
-    theta = _bounded_lstsq(aw, yw, lo, hi)
+    rounds = sorted({s.round for s in scales}, key=round_key)
+    lo = np.array([_floor(g) for g in groups] + [_BOUNDS[k][0] for k in GLOBAL]
+                  + [_BOUNDS["other_s"][0]] * len(rounds))
+    hi = np.array([_SLOW[1]] * len(groups) + [_BOUNDS[k][1] for k in GLOBAL]
+                  + [_BOUNDS["other_s"][1]] * len(rounds))
+    theta: np.ndarray | None = None
+    for _ in range(FIT_ROUNDS):
+        a, y = design(scales, groups, rounds, None if theta is None else _achieved(theta, groups))
+        w = 1.0 / y
+        theta = _bounded_lstsq(a * w[:, None], y * w, lo, hi)
+    assert theta is not None
     counts = {g: sum(1 for s in scales if s.group == g) for g in groups}
+    first = len(groups) + len(GLOBAL)
     return Fitted(slowdown={g: float(theta[i]) for i, g in enumerate(groups)},
                   shared={k: float(theta[len(groups) + j]) for j, k in enumerate(GLOBAL)},
                   scales=len(scales), systems=len({s.system_key for s in scales}),
-                  source=source or f"recipes/{DATA_FILE}", counts=counts)
+                  source=source or f"recipes/{DATA_FILE}", counts=counts,
+                  overhead={r: float(theta[first + k]) for k, r in enumerate(rounds)},
+                  round_counts={r: sum(1 for s in scales if s.round == r) for r in rounds})
+
+
+FIT_ROUNDS = 6  # enough for the refit of its own predictions to settle (tests/test_explain.py)
+
+
+def _achieved(theta: np.ndarray, groups: list[tuple[str, str]]) -> Callable[[Scale, Terms], float]:
+    """A scale's achieved compute under the solution `theta` (model.predict's compute)."""
+    elementwise = float(theta[len(groups) + GLOBAL.index("elementwise_s")])
+
+    def achieved(s: Scale, t: Terms) -> float:
+        return t.compute * float(theta[groups.index(s.group)]) + t.elementwise * elementwise
+    return achieved
 
 
 def _balance(group: tuple[str, str]) -> float | None:

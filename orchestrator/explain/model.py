@@ -28,6 +28,20 @@ Formulas (each cited where it is used):
 - Distributed optimizer: gradients reduce-scattered and parameters all-gathered over the
   data-parallel (x context-parallel) group, each rank keeping 1/(DP·CP) of the optimizer state
   (Megatron-LM docs, "Distributed Optimizer").
+  Overlapped, they expose one chunk: "The DP communication is chunked by the granularity of a
+  Transformer layer and overlaps each communication chunk with computation. This overlap method
+  exposes only one DP communication chunk ... When training with pipeline parallelism, the
+  granularity of DP communication becomes the Transformer layers per virtual pipeline stage"
+  (NVIDIA Megatron Bridge docs, "Communication Overlap", Data-parallel Communication Overlap,
+  https://docs.nvidia.com/nemo/megatron-bridge/latest/training/communication-overlap.html).
+  The chunks go out in order on one stream, each when the last microbatch's backward has made
+  its gradients, and overlap the backward that follows: with n chunks of c seconds each and b
+  seconds of backward between two chunks' gradients, the queue outlasts the backward by
+  c + (n − 1)·max(0, c − b): one chunk when the network keeps up (the page's claim), more when
+  it does not. n = VP with PP (b: the backward of min(PP, m) microbatch-chunks, Megatron's
+  interleaved schedule runs PP microbatches of one chunk together), the rank's layers without
+  (b: one layer's backward of the last microbatch); backward = 2/3 of the compute. The fitted
+  dp exposure (an overlap efficiency, at most 1) scales it.
 
 Each part is a base time (what it would take with nothing overlapped and the GPU at peak) times
 one fitted parameter (fit.py), so the model is linear in its parameters: `terms()` gives the base
@@ -144,6 +158,28 @@ def bubble_fraction(pp: int, vp: int, microbatches: int) -> float:
     return (pp - 1) / (max(vp, 1) * max(microbatches, 1)) if pp > 1 else 0.0
 
 
+def dp_chunks(c: StepConfig) -> int:
+    """How many chunks Megatron's overlapped DP communication is cut into, one of them exposed
+    (module docstring): the virtual pipeline stages with PP, else the rank's layers."""
+    return max(c.vp, 1) if c.pp > 1 else max(1, c.layers // c.pp)
+
+
+def _dp_overlap(c: StepConfig) -> float:
+    """b as a share of the step's compute (module docstring): 2/3 (backward) of one microbatch-
+    chunk's share, times the min(PP, m) microbatches run per chunk with PP, of one layer without."""
+    m = c.microbatches
+    if c.pp > 1:
+        return 2.0 / 3.0 * min(c.pp, m) / (m * max(c.vp, 1))
+    return 2.0 / 3.0 / (m * dp_chunks(c))
+
+
+def exposed_dp(t: "Terms", compute_s: float) -> float:
+    """The DP seconds left after overlap with `compute_s` of achieved compute (before the fitted
+    exposure): c + (n − 1)·max(0, c − b), c = dp_raw / n, b = dp_overlap·compute_s."""
+    chunk = t.dp_raw / t.dp_chunks
+    return chunk + (t.dp_chunks - 1) * max(0.0, chunk - t.dp_overlap * compute_s)
+
+
 def ring_time(size_bytes: float, n: int, busbw_gbs: float, factor: str = "ag",
               alpha_s: float = 0.0) -> float:
     """A ring collective over n ranks (nccl-tests PERFORMANCE.md): all_reduce ("ar") moves
@@ -196,7 +232,8 @@ class Terms:
     cp_raw: float
     pp_raw: float
     dp_raw: float
-    dp_tail: float  # what overlap cannot hide: the collectives of the last model chunk (dp_raw / VP)
+    dp_chunks: int  # n: how many chunks the overlapped DP collectives go out in
+    dp_overlap: float  # b / the step's achieved compute: the backward between two chunks' gradients
     opt_bytes: float
     domains: dict[str, int] = field(default_factory=dict)
     leaves_domain: list[str] = field(default_factory=list)
@@ -230,7 +267,7 @@ def terms(c: StepConfig, hw: Hardware) -> Terms:
     elementwise = tokens * c.layers * c.d_model / c.gpus / hw.peak_tflops / 1e6
     return Terms(compute=compute, elementwise=elementwise, bubble_fraction=bubble_fraction(c.pp, c.vp, m), tp_raw=tp_raw,
                  cp_raw=cp_raw, pp_raw=pp_raw, dp_raw=dp_raw,
-                 dp_tail=dp_raw / max(c.vp, 1), opt_bytes=opt_bytes,
+                 dp_chunks=dp_chunks(c), dp_overlap=_dp_overlap(c), opt_bytes=opt_bytes,
                  domains=domains, leaves_domain=leaves)
 
 
@@ -278,7 +315,7 @@ def predict(c: StepConfig, hw: Hardware, p: Params) -> Breakdown:
         "ep_comm": 0.0,
         "pp_bubble": compute * t.bubble_fraction,
         "pp_p2p": t.pp_raw * p.pp_exposed,
-        "dp_comm": t.dp_tail * p.dp_exposed,
+        "dp_comm": exposed_dp(t, compute) * p.dp_exposed,
         "optimizer": t.opt_bytes / 1e9 * p.opt_s_per_gb,
         "other": p.other_s,
     }

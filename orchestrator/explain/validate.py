@@ -39,7 +39,7 @@ def leave_one_out(scales: Sequence[Scale] | None = None) -> list[Check]:
         for s in pool:
             if s.system_key == key:
                 assert s.config is not None and s.hardware is not None
-                params, how = fitted.params_for(s.group)
+                params, how = fitted.params_for(s.group, s.round)
                 out.append(Check(s, predict(s.config, s.hardware, params).step_s, how))
     return out
 
@@ -58,7 +58,7 @@ def forward(scales: Sequence[Scale] | None = None) -> tuple[list[Check], list[st
         for s in pool:
             if s.round == r:
                 assert s.config is not None and s.hardware is not None
-                params, how = fitted.params_for(s.group)
+                params, how = fitted.params_for(s.group, s.round)
                 out.append(Check(s, predict(s.config, s.hardware, params).step_s, how))
     return out, skipped
 
