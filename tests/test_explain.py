@@ -170,8 +170,11 @@ def test_plan_model_at_azures_2048_vm_405b_config() -> None:
     params, _ = fitted_params().params_for(("gb200", config.precision))
     chunk = terms(config, hw).dp_raw / 8
     assert e.components["dp_comm"] == pytest.approx(chunk * params.dp_exposed)
-    seed = predict(config, replace(hw, inter_busbw_gbs=100 * IB_EFFICIENCY), params)
+    assert e.cross_domain_gbs == pytest.approx(50 * IB_EFFICIENCY) and "ND GB200 v6" in e.cross_domain_source
+    seed = account.plan_explain("llama31_405b", "gb200", 2048, cross_domain_gbs=100.0)
     assert 0.010 <= seed.components["dp_comm"] <= 0.040 < e.components["dp_comm"]
+    assert seed.cross_domain_source == "--cross-domain-gbs" and seed.predicted_step_s is not None
+    assert seed.predicted_step_s < e.predicted_step_s
     assert at[1792].predicted_step_s is not None
     assert abs(at[1792].predicted_step_s - e.predicted_step_s) < 0.010
     tp8 = account.plan_explain("llama31_405b", "gb200", 2048, {"TENSOR_MODEL_PARALLEL": "8"})
@@ -420,3 +423,18 @@ def test_a_gpu_or_precision_without_scales_takes_the_balance_line_of_the_fitted_
     one = replace(f, slowdown={("gb200", "fp8"): 2.0}, counts={("gb200", "fp8"): 1})
     alone, why = one.params_for(("gb200", "fp4"))
     assert alone.slowdown == pytest.approx(4.0) and "achieved rate" in why
+
+
+def test_plan_takes_another_fabrics_cross_domain_rate_and_says_where_it_came_from(tmp_path: Path) -> None:
+    args = ("plan", "llama31_405b", "--sku", "gb200", "--nodes", "2048", "--no-stored", "-o", "json",
+            "--query", "rows[0].explain")
+    catalog = azbench_in_process(*args, home=tmp_path)
+    faster = azbench_in_process(*args, "--cross-domain-gbs", "100", home=tmp_path)
+    assert catalog.code == 0 and faster.code == 0, catalog.err + faster.err
+    a, b = json.loads(catalog.out), json.loads(faster.out)
+    assert a["cross_domain_source"].startswith("catalog: ND GB200 v6") and b["cross_domain_gbs"] == 100.0
+    # only DP leaves the rack: the faster fabric shortens dp_comm and nothing on NVLink
+    assert b["components"]["dp_comm"] < a["components"]["dp_comm"]
+    assert b["components"]["tp_comm"] == a["components"]["tp_comm"]
+    bad = azbench_in_process(*args, "--cross-domain-gbs", "-5", home=tmp_path)
+    assert bad.code == 2 and bad.err.count("\n") == 1 and "--cross-domain-gbs" in bad.err

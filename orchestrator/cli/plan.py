@@ -53,6 +53,10 @@ def plan(
                                     "gb300=140 (repeatable), as report --price does."),
     param: list[str] = typer.Option([], "--param", "-p", help="Recipe parameter KEY=VALUE for the step "
                                     "model's config (e.g. TENSOR_MODEL_PARALLEL=8), as `run` takes it."),
+    cross_domain_gbs: Optional[float] = typer.Option(None, "--cross-domain-gbs", help="The rate, GB/s per "
+                                                     "GPU, a collective reaches between NVLink domains (a "
+                                                     "fabric test's, or another fabric's) in place of the "
+                                                     "catalog's line rate x 85% in the step model."),
     as_json: bool = JsonOpt,
     fmt: Optional[OutputFormat] = OutputOpt,
     query: Optional[str] = QueryOpt,
@@ -63,6 +67,7 @@ def plan(
     out = output(as_json, fmt, query)
     check_number("--target-minutes", target_minutes, 1e-3, 1e7)
     check_number("--budget", budget, 1e-2, 1e12)
+    check_number("--cross-domain-gbs", cross_domain_gbs, 1e-3, 1e5)
     counts = tuple(parse_node_list(nodes)) if nodes is not None else None
     bench = check_benchmark(benchmark)
     prices = dict(parse_price(p) for p in price)
@@ -73,7 +78,7 @@ def plan(
     params = tuple((k, str(v)) for k, v in parse_params(param).items())
     result = make_plan(PlanRequest(benchmark=bench, sku=sku, nodes=counts, target_minutes=target_minutes,
                                    budget_usd=budget, extrapolate=extrapolate, stored=tuple(stored),
-                                   prices=prices, params=params))
+                                   prices=prices, params=params, cross_domain_gbs=cross_domain_gbs))
     if not out.rich:
         return out.emit(result)
     _print_plan(result)

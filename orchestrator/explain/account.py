@@ -111,10 +111,13 @@ def _env_int(env: dict[str, str], names: tuple[str, ...], default: int) -> int:
 
 def explain_config(c: StepConfig, row: GpuSku | None, *, subject: str, measured_s: float | None = None,
                    inter_busbw_gbs: float | None = None, fabric_note: str = "",
-                   rack_vms: int | None = None, round_name: str | None = None) -> Explained:
+                   rack_vms: int | None = None, round_name: str | None = None,
+                   cross_domain_gbs: float | None = None) -> Explained:
     """`c` on the catalog row `row`, predicted with the fitted parameters on `round_name`'s
-    software (None: the newest round's); `inter_busbw_gbs` (a stored cross-domain busbw)
-    replaces the catalog estimate and the gap says what it changes."""
+    software (None: the newest round's). `cross_domain_gbs` (the rate a collective reaches
+    between NVLink domains, GB/s per GPU: `plan --cross-domain-gbs`) replaces the catalog
+    estimate in the prediction; `inter_busbw_gbs` (a stored fabric test's) re-predicts the step
+    in the gap, which says what it changes."""
     why = _why_not(c, row)
     layout = _layout(c)
     if why or row is None:
@@ -124,6 +127,8 @@ def explain_config(c: StepConfig, row: GpuSku | None, *, subject: str, measured_
     assert hw is not None
     if rack_vms and row.nvlink_domain_vms > 1:  # the racks `up` builds (16 or 18 VMs)
         hw = replace(hw, domain_nodes=rack_vms)
+    if cross_domain_gbs is not None:
+        hw = replace(hw, inter_busbw_gbs=cross_domain_gbs)
     fitted = fitted_params()
     params, how = fitted.params_for((row.key, c.precision), round_name)
     _, overhead_how = fitted.overhead_for(round_name)
@@ -319,18 +324,25 @@ class PlanExplain(Frozen):
     steps_to_train: float | None = None
     steps_source: str = ""
     config: str = ""
+    cross_domain_gbs: float | None = Field(None, description="the rate (GB/s per GPU) collectives "
+                                           "were costed at between NVLink domains")
+    cross_domain_source: str = ""
     not_predicted: list[str] = Field(default_factory=list)
 
 
-def plan_explain(recipe: str, sku: str, nodes: int, params: dict[str, str] | None = None) -> PlanExplain:
-    """The model at one plan row: the recipe's config at `nodes` (with -p values), on `sku`."""
+def plan_explain(recipe: str, sku: str, nodes: int, params: dict[str, str] | None = None,
+                 cross_domain_gbs: float | None = None) -> PlanExplain:
+    """The model at one plan row: the recipe's config at `nodes` (with -p values), on `sku`;
+    `cross_domain_gbs` in place of the catalog's rate between NVLink domains."""
     try:
         resolved = resolve_config(recipe, sku, nodes, params)
         config = from_resolved(resolved)
     except (ConfigError, NotFoundError) as exc:
         return PlanExplain(not_predicted=[f"no config to model: {getattr(exc, 'message', str(exc))}"])
-    e = explain_config(config, lookup(sku), subject=f"{recipe} on {nodes} x {sku}",
-                       rack_vms=resolved.placement.rack_vms if resolved.placement else None)
+    row = lookup(sku)
+    e = explain_config(config, row, subject=f"{recipe} on {nodes} x {sku}",
+                       rack_vms=resolved.placement.rack_vms if resolved.placement else None,
+                       cross_domain_gbs=cross_domain_gbs)
     if e.predicted_step_s is None:
         return PlanExplain(layout=e.layout, not_predicted=e.not_predicted)
     steps = steps_to_train(config.benchmark, config.gbs)
@@ -343,7 +355,20 @@ def plan_explain(recipe: str, sku: str, nodes: int, params: dict[str, str] | Non
         model_high=minutes * (1 + band) if minutes is not None else None,
         steps_to_train=steps.steps if steps else None,
         steps_source=steps.source if steps else "no published score and step of this benchmark",
-        config=resolved.config or resolved.source)
+        config=resolved.config or resolved.source, **_cross_domain(row, config.precision, cross_domain_gbs))
+
+
+def _cross_domain(row: GpuSku, precision: str, given: float | None) -> dict[str, Any]:
+    """The cross-domain rate a plan row was costed at, and where it came from."""
+    if given is not None:
+        return {"cross_domain_gbs": given, "cross_domain_source": "--cross-domain-gbs"}
+    hw = hardware_of(row, precision)
+    if hw is None:
+        return {}
+    return {"cross_domain_gbs": round(hw.inter_gbs, 3),
+            "cross_domain_source": f"catalog: {row.short}'s InfiniBand ({row.ib_links} x "
+                                   f"{row.ib_gbps_per_link} Gb/s per {row.gpus_per_vm} GPUs) at "
+                                   f"{IB_EFFICIENCY:.0%} (azbench's assumption)"}
 
 
 def model_band(benchmark: str | None = None) -> float:

@@ -59,6 +59,7 @@ class PlanRequest:
     stored: Sequence[ResultRow] = field(default_factory=tuple)
     prices: Mapping[str, float] = field(default_factory=dict)  # size name -> USD per VM-hour (--price)
     params: tuple[tuple[str, str], ...] = ()  # -p KEY=VALUE for the step model's config
+    cross_domain_gbs: float | None = None  # --cross-domain-gbs for the step model
 
 
 class PlanRow(Frozen):
@@ -226,7 +227,8 @@ def _row(ctx: _Context, nodes: int, marks: list[Mark], base_gpu_minutes: float) 
     if measured is not None and price is not None:
         minutes_each = measured.run_minutes or [measured.minutes / measured.scaling_factor] * ctx.runs
         measured_cost = cost_per_result(minutes_each, ctx.runs, nodes, price).usd
-    model = plan_explain(ctx.series.benchmark, sku.name, nodes, dict(ctx.request.params))
+    model = plan_explain(ctx.series.benchmark, sku.name, nodes, dict(ctx.request.params),
+                         ctx.request.cross_domain_gbs)
     return PlanRow(
         nodes=nodes, gpus=gpus, racks=racks, vms_per_rack=per_rack, minutes=minutes, low=low, high=high,
         extrapolation=ctx.fit.extrapolation(gpus), position=position, stands_on=stands_on,
