@@ -398,13 +398,18 @@ def test_a_config_that_sources_its_helpers_from_configs_reads_their_fp8(tmp_path
     (tmp_path / "config_DGXH100_8x8x1xtp4pp1cp2.sh").write_text(
         'source $(dirname ${BASH_SOURCE[0]})/config_common.sh\nexport TP=4\nexport FP8_DPA=1\n')
     before = step_times.source(tmp_path, "config_DGXH100_8x8x1xtp4pp1cp2.sh", "8", "8")
-    assert step_times.precision(before) == "bf16"  # the helper not found: what the table read
+    assert step_times.precision(before) == "bf16"  # the helper not found: what the table once read
+    assert before[step_times.MISSING].split() == ["config_common.sh"]
+    assert step_times._precision_read(before) == ""  # now: not known, never guessed
     step_times._helpers_beside(tmp_path)
     after = step_times.source(tmp_path, "config_DGXH100_8x8x1xtp4pp1cp2.sh", "8", "8")
     assert step_times.precision(after) == "fp8" and after["FP8_DPA"] == "1"
     v41 = [s for s in scales() if s.round == "v4.1" and s.submitter == "NVIDIA"
            and s.benchmark == "llama2_70b_lora" and s.config is not None]
     assert v41 and {s.config.precision for s in v41 if s.config} == {"fp8"}
+    # University of Florida's v5.1 configs source a config_common.sh their folder lacks: not modelled
+    uf = [s for s in scales() if s.submitter == "University-of-Florida"]
+    assert uf and all(s.why_not.startswith("precision not known") for s in uf)
 
 
 def test_a_gpu_or_precision_without_scales_takes_the_balance_line_of_the_fitted_groups() -> None:

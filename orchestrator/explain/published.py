@@ -135,8 +135,11 @@ def scales() -> tuple[Scale, ...]:
 def _scale(r: dict[str, str], facts: ModelFacts | None) -> Scale:
     row = by_accelerator(r["accelerator"])
     precision = r["precision"]
-    hw = hardware_of(row, precision) if row is not None else None
+    hw = hardware_of(row, precision) if row is not None and precision else None
     why = "" if hw is not None else missing_hardware(row, precision)
+    if not precision:  # step_times.py could not read it: never guessed as BF16
+        why = ("precision not known: its config sources a helper the submission does not have "
+               "(recipes/published/step_times.py)")
     config = None
     if facts is None:
         why = why or f"no model facts for {r['benchmark']}"

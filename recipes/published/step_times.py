@@ -87,8 +87,17 @@ def fallback_steps(text: str, gbs: int | None, seq: int | None) -> list[float]:
     return out
 
 
+MISSING = "AZBENCH_MISSING_SOURCES"
+
+
 def source(folder: Path, name: str, nodes: str, gpus: str) -> dict[str, str]:
-    script = 'source "$1" >/dev/null 2>&1 </dev/null || exit 9\nenv -0\n'
+    """The environment `name` leaves when sourced; a helper it sources that the submission does
+    not have is listed under MISSING (bash's `source` of a missing file fails and carries on, so
+    without this a missing config_common.sh silently drops its FP8=True)."""
+    script = ('source() { if [ -f "$1" ]; then builtin source "$@"; '
+              'else AZBENCH_MISSING_SOURCES="${AZBENCH_MISSING_SOURCES} ${1##*/}"; fi; }\n'
+              'builtin source "$1" >/dev/null 2>&1 </dev/null || exit 9\n'
+              'export AZBENCH_MISSING_SOURCES\nenv -0\n')
     done = subprocess.run(["bash", "--noprofile", "--norc", "-c", script, "x", name], cwd=folder,
                           env={"PATH": "/usr/bin:/bin", "HOME": "/nonexistent", "LC_ALL": "C",
                                "DGXNNODES": nodes, "DGXNGPU": gpus, "NEXP": "1"},
@@ -154,11 +163,19 @@ def layouts(repo: Path, commit: str, org: str, bench: str, tmp: Path) -> list[di
             vp = pick(env, "vp")
             out.append({"folder": folder.rsplit("/", 1)[1], "config": f"{folder}/{f.name}",
                         "gpus": gpus, "tp": tp, "pp": pp, "cp": cp, "vp": vp if vp and pp > 1 else 1,
-                        "mbs": pick(env, "mbs") or 1, "gbs": gbs, "precision": precision(env),
+                        "mbs": pick(env, "mbs") or 1, "gbs": gbs, "precision": _precision_read(env),
                         "tp_overlap": env.get("TP_COMM_OVERLAP", "") or "",
                         "tp_pp_dp_mapping": env.get("TP_PP_DP_MAPPING", "") or "",
                         "fp8_dpa": env.get("FP8_DPA", "") or ""})
     return out
+
+
+def _precision_read(env: dict[str, str]) -> str:
+    """The config's GEMM precision, or "" (not known) when it reads BF16 but sources a helper the
+    submission lacks: the helper may set FP8 (University of Florida's v5.1 configs source a
+    config_common.sh their folder does not have)."""
+    read = precision(env)
+    return "" if read == "bf16" and env.get(MISSING, "").split() else read
 
 
 def _helpers_beside(local: Path) -> None:
