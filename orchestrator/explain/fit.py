@@ -1,7 +1,9 @@
 """The model's fitted parameters: fitted once on published step times, no per-system knob.
 
 The model is linear in its parameters (model.py): step = compute·(1 + bubble)·slowdown[g] +
-Σ raw_k·exposed_k + opt_bytes·opt_s_per_gb + other_s, with g the (catalog GPU, precision) group.
+Σ raw_k·exposed_k + opt_bytes·opt_s_per_gb + other_s[r], with g the (catalog GPU, precision)
+group and r the MLPerf round (its software: the same configs got faster every round), save the DP
+column, which depends on the achieved compute and is solved again with the fit's own.
 They are fitted by bounded least squares on the relative error (exposures in [0, 1]; the rest
 ≥ 0; slowdown ≥ 1, no config beats the dense peak, or ≥ peak / the GEMM rate azbench's GPU check
 measured on that GPU and precision, recipes/published/gemm_rates.csv: a step's GEMMs cannot beat
@@ -66,8 +68,8 @@ class Fitted:
     def overhead_for(self, round_name: str | None = None) -> tuple[float, str]:
         """The fixed per-step overhead of a round's software (other_s) and where it came from:
         fitted on that round's scales; None, the newest fitted round's; a round after every
-        fitted one, the newest round's shrunk by its round-over-round ratio (at most 1: the
-        overhead has fallen every round, recipes/published/step_model_checks.json)."""
+        fitted one, the newest round's shrunk by its round-over-round ratio (at most 1; it has
+        fallen every round: docs/explain.md); a round between fitted ones, the one before's."""
         if not self.overhead:
             return 0.0, "no fitted round: no per-step overhead"
         rounds = sorted(self.overhead, key=round_key)
@@ -169,6 +171,9 @@ def design(scales: Sequence[Scale], groups: list[tuple[str, str]], rounds: list[
     return a, y
 
 
+FIT_ROUNDS = 6  # enough for the refit of its own predictions to settle (tests/test_explain.py)
+
+
 def fit(scales: Sequence[Scale], source: str = "") -> Fitted:
     """Bounded least squares on relative error over `scales` (each must be modelled). The DP
     column depends on the achieved compute the fit sets, so it is solved again with the previous
@@ -193,9 +198,6 @@ def fit(scales: Sequence[Scale], source: str = "") -> Fitted:
                   source=source or f"recipes/{DATA_FILE}", counts=counts,
                   overhead={r: float(theta[first + k]) for k, r in enumerate(rounds)},
                   round_counts={r: sum(1 for s in scales if s.round == r) for r in rounds})
-
-
-FIT_ROUNDS = 6  # enough for the refit of its own predictions to settle (tests/test_explain.py)
 
 
 def _achieved(theta: np.ndarray, groups: list[tuple[str, str]]) -> Callable[[Scale, Terms], float]:

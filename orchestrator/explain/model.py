@@ -44,8 +44,9 @@ Formulas (each cited where it is used):
   dp exposure (an overlap efficiency, at most 1) scales it.
 
 Each part is a base time (what it would take with nothing overlapped and the GPU at peak) times
-one fitted parameter (fit.py), so the model is linear in its parameters: `terms()` gives the base
-times, `predict()` applies the parameters. Pure arithmetic.
+one fitted parameter (fit.py), so the model is linear in its parameters but for exposed DP, which
+also reads the achieved compute: `terms()` gives the base times, `predict()` applies the
+parameters. Pure arithmetic.
 """
 
 from __future__ import annotations
