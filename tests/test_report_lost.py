@@ -39,3 +39,21 @@ def test_spot_section_prints_goodputs_lost_work(azbench_home) -> None:
     [line] = report.preemptions
     assert line.preemptions == 1 and line.lost_seconds == want == 10.0
     assert "9.5" not in to_markdown(report)
+
+
+def test_a_preempted_spot_run_in_both_tables_has_its_logs_read_once(azbench_home, monkeypatch) -> None:
+    import orchestrator.report.lost as lost_module
+
+    runs, attempts = _store_with_logs("preempted")
+    reads: list[tuple[str, int]] = []
+    real = lost_module.read_log
+
+    def counted(run_id: str, attempt: int):  # type: ignore[no-untyped-def]
+        reads.append((run_id, attempt))
+        return real(run_id, attempt)
+    monkeypatch.setattr(lost_module, "read_log", counted)
+    report = build_report([], runs, attempts, spot_clusters={"c1": "h100"})
+    [line] = report.preemptions
+    history = {a.attempt: a.lost_seconds for a in report.attempt_history}
+    assert line.lost_seconds == history[1] == 10.0  # the same figure in both tables
+    assert sorted(reads) == [("r1", 1), ("r1", 2)]  # each attempt's log read once, not once a table

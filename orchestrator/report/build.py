@@ -28,7 +28,7 @@ from orchestrator.models import Frozen, ModelFacts, utcnow
 from orchestrator.report.cost import Prices, group_cost
 from orchestrator.fabric.lines import FabricLine, FabricScaling, fabric_lines, fabric_scaling
 from orchestrator.report.gpus import match_gpu
-from orchestrator.report.lost import lost_work
+from orchestrator.report.lost import LostWork
 from orchestrator.report.preemption import PreemptionLine, preemption_lines
 from orchestrator.report.replacements import ReplacementLine, replacement_lines
 from orchestrator.results import definitions as defs
@@ -72,17 +72,18 @@ class AttemptLine(Frozen):
 
 
 def attempt_history(runs: Sequence[RunRow] | None, attempts: Sequence[AttemptRow] | None,
-                    results: Sequence[ResultRow]) -> list[AttemptLine]:
-    """Every attempt of the runs that failed at least once (retried or not), oldest first."""
+                    results: Sequence[ResultRow], lost: LostWork | None = None) -> list[AttemptLine]:
+    """Every attempt of the runs that failed at least once (retried or not), oldest first; `lost`
+    the report's shared lost work (goodput's figure: the one "lost"; one is made when not given)."""
     if not runs or not attempts:
         return []
+    lost = lost if lost is not None else LostWork(runs, attempts)
     by_run: dict[str, list[AttemptRow]] = {}
     for a in attempts:
         by_run.setdefault(a.run_id, []).append(a)
     resumed = {r.run_id for r in results if r.resumed and r.run_id}
     shown = {run.id for run in runs if len(by_run.get(run.id, [])) >= 2
              or any(a.failure_class for a in by_run.get(run.id, []))}
-    lost = lost_work(runs, attempts, shown)  # goodput's figure: the one "lost"
     lines: list[AttemptLine] = []
     for run in runs:
         if run.id not in shown:
@@ -92,7 +93,7 @@ def attempt_history(runs: Sequence[RunRow] | None, attempts: Sequence[AttemptRow
                               state=a.state, failure_class=a.failure_class,
                               excluded_nodes=list(a.excluded_nodes),
                               resumed_from_step=a.resumed_from_step, lost_steps=a.lost_steps,
-                              lost_seconds=lost.get((run.id, a.attempt)),
+                              lost_seconds=lost.of(run.id, a.attempt),
                               result_resumed=run.id in resumed, message=a.message) for a in tries]
     return lines
 
@@ -296,11 +297,12 @@ def build_report(
     asked = {"benchmark": benchmark, "system": system, "cluster": cluster, "since": since,
              "until": until}
     filters = {k: str(v) for k, v in asked.items() if v is not None}
+    lost = LostWork(runs or [], attempts or [])  # the history and the spot section read each run's logs once
     return Report(filters=filters, best=best_per_benchmark(groups), groups=groups,
                   strong_scaling=strong_scaling(groups),
                   weak_scaling=weak_scaling(groups, notes), speedups=sku_speedups(groups, mixed_round_speedups),
-                  attempt_history=attempt_history(runs, attempts, rows),
-                  preemptions=preemption_lines(runs, attempts, spot_clusters or {}),
+                  attempt_history=attempt_history(runs, attempts, rows, lost),
+                  preemptions=preemption_lines(runs, attempts, spot_clusters or {}, lost),
                   replacements=replacement_lines(events, cluster),
                   fabric=(lines := fabric_lines(fabric or [])), fabric_scaling=fabric_scaling(lines), notes=notes)
 

@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from orchestrator import formats
 from orchestrator.hardware.catalog import SPOT_PRICE_SOURCE, lookup
 from orchestrator.models import Frozen
-from orchestrator.report.lost import lost_work
+from orchestrator.report.lost import LostWork
 from orchestrator.store.schema import AttemptRow, RunRow
 
 PREEMPTED = "preempted"  # runs.failures.FailureClass.PREEMPTED (report may not import runs/)
@@ -35,10 +35,12 @@ class PreemptionLine(Frozen):
 
 
 def preemption_lines(runs: Sequence[RunRow] | None, attempts: Sequence[AttemptRow] | None,
-                     spot_clusters: Mapping[str, str]) -> list[PreemptionLine]:
-    """One line per run on a spot cluster or with a preempted attempt, in run order."""
+                     spot_clusters: Mapping[str, str], lost: LostWork | None = None) -> list[PreemptionLine]:
+    """One line per run on a spot cluster or with a preempted attempt, in run order; `lost` the
+    report's shared lost work (one is made when not given)."""
     if not runs or not attempts:
         return []
+    lost = lost if lost is not None else LostWork(runs, attempts)
     by_run: dict[str, list[AttemptRow]] = {}
     for a in attempts:
         by_run.setdefault(a.run_id, []).append(a)
@@ -50,12 +52,11 @@ def preemption_lines(runs: Sequence[RunRow] | None, attempts: Sequence[AttemptRo
             continue
         hours = sum(run.nodes * (a.ended_at - a.started_at).total_seconds() / 3600
                     for a in tries if a.started_at and a.ended_at)
-        lost = lost_work([run], tries, {run.id})  # goodput's figure: the one "lost"
         lines.append(PreemptionLine(
             run_id=run.id, cluster=run.cluster, nodes=run.nodes, spot=run.cluster in spot_clusters,
             attempts=len(tries), preemptions=len(preempted),
             lost_steps=sum(a.lost_steps or 0 for a in preempted),
-            lost_seconds=round(sum(lost.get((run.id, a.attempt), 0.0) for a in preempted), 3),
+            lost_seconds=round(sum(lost.of(run.id, a.attempt) or 0.0 for a in preempted), 3),
             node_hours=round(hours, 4), **_costs(spot_clusters.get(run.cluster), hours)))
     return lines
 
