@@ -443,3 +443,17 @@ def test_plan_takes_another_fabrics_cross_domain_rate_and_says_where_it_came_fro
     assert b["components"]["tp_comm"] == a["components"]["tp_comm"]
     bad = azbench_in_process(*args, "--cross-domain-gbs", "-5", home=tmp_path)
     assert bad.code == 2 and bad.err.count("\n") == 1 and "--cross-domain-gbs" in bad.err
+
+
+def test_an_accelerator_no_azure_size_has_is_predicted_from_its_datasheet_row() -> None:
+    from orchestrator.explain.published import peak_of
+    from orchestrator.hardware.catalog import find
+
+    b200 = [s for s in modelled() if s.gpu_key == "b200"]
+    assert len(b200) >= 10 and {s.round for s in b200} == {"v4.1", "v5.0", "v5.1"}
+    assert all(s.hardware is not None and s.hardware.peak_tflops == 4500.0 for s in b200)  # all FP8
+    assert find("b200") is None  # recipes/published/published_gpus.csv is no size: never for up or plan
+    assert peak_of("b200", "fp4") == 9000.0 and peak_of("h100", "fp8") == 1979.0 and peak_of("x", "fp8") is None
+    [e] = account.explain_published("v5.0/Oracle/8xBM.GPU.B200.8", "llama2_70b_lora")
+    assert e.predicted_step_s is not None and e.error is not None and abs(e.error) < 0.12
+    assert "published_gpus.csv" in e.hardware and "published_gpus.csv estimate" in e.gap

@@ -25,7 +25,7 @@ from orchestrator.explain.model import (
     predict,
 )
 from orchestrator.explain.published import (
-    DATA_FILE, Scale, hardware_of, missing_hardware, model_facts, scales, steps_to_train,
+    DATA_FILE, GPUS_FILE, Scale, hardware_of, missing_hardware, model_facts, scales, steps_to_train,
 )
 from orchestrator.hardware.catalog import GpuSku, find, lookup
 from orchestrator.models import Frozen
@@ -119,47 +119,55 @@ def explain_config(c: StepConfig, row: GpuSku | None, *, subject: str, measured_
     estimate in the prediction; `inter_busbw_gbs` (a stored fabric test's) re-predicts the step
     in the gap, which says what it changes."""
     why = _why_not(c, row)
-    layout = _layout(c)
     if why or row is None:
         return Explained(subject=subject, benchmark=c.benchmark, gpus=c.gpus, measured_step_s=measured_s,
-                         layout=layout, not_predicted=why, notes=[ASSUMPTIONS])
+                         layout=_layout(c), not_predicted=why, notes=[ASSUMPTIONS])
     hw = hardware_of(row, c.precision)
     assert hw is not None
     if rack_vms and row.nvlink_domain_vms > 1:  # the racks `up` builds (16 or 18 VMs)
         hw = replace(hw, domain_nodes=rack_vms)
+    rate = "catalog estimate"
     if cross_domain_gbs is not None:
-        hw = replace(hw, inter_busbw_gbs=cross_domain_gbs)
+        hw, rate = replace(hw, inter_busbw_gbs=cross_domain_gbs), "--cross-domain-gbs"
+    return _explain_on(c, hw, row.key, subject=subject, measured_s=measured_s, round_name=round_name,
+                       refit_gbs=inter_busbw_gbs, fabric_note=fabric_note, rate=rate)
+
+
+def _explain_on(c: StepConfig, hw: Hardware, gpu: str, *, subject: str, measured_s: float | None,
+                round_name: str | None, refit_gbs: float | None = None, fabric_note: str = "",
+                rate: str = "catalog estimate") -> Explained:
+    """`c` on `hw` (GPU key `gpu`): the prediction, its parts, links and the gap; `rate` says
+    where hw's cross-domain rate came from."""
     fitted = fitted_params()
-    params, how = fitted.params_for((row.key, c.precision), round_name)
+    params, how = fitted.params_for((gpu, c.precision), round_name)
     _, overhead_how = fitted.overhead_for(round_name)
     b = predict(c, hw, params)
     step = b.step_s
     error = (step - measured_s) / measured_s if measured_s else None
     refit = None
-    if inter_busbw_gbs is not None:
-        hw2 = replace(hw, inter_busbw_gbs=inter_busbw_gbs)
-        refit = (predict(c, hw2, params), inter_busbw_gbs, fabric_note)
+    if refit_gbs is not None:
+        refit = (predict(c, replace(hw, inter_busbw_gbs=refit_gbs), params), refit_gbs, fabric_note)
     links = {d: ("NVLink (one domain)" if n <= 1 else f"InfiniBand ({n} NVLink domains)")
              for d, n in b.terms.domains.items() if getattr(c, d) > 1}
     return Explained(
         subject=subject, benchmark=c.benchmark, gpus=c.gpus, predicted_step_s=step,
-        measured_step_s=measured_s, components=dict(b.components), error=error, layout=layout,
+        measured_step_s=measured_s, components=dict(b.components), error=error, layout=_layout(c),
         links=links, leaves_nvlink_domain=[d.upper() for d in b.terms.leaves_domain],
         compute_rate=how, hardware=hw.source, parameters=fitted.table(),
-        gap=gap_statement(step, measured_s, b.components, hw, refit),
+        gap=gap_statement(step, measured_s, b.components, hw, refit, rate),
         notes=[ASSUMPTIONS, f"other: the per-step overhead of the software, {overhead_how}",
                f"parameters fitted on {fitted.scales} published scales of "
-                            f"{fitted.systems} systems (recipes/{DATA_FILE})"])
+               f"{fitted.systems} systems (recipes/{DATA_FILE})"])
 
 
 def gap_statement(predicted: float, measured: float | None, parts: dict[str, float], hw: Hardware,
-                  refit: tuple[object, float, str] | None = None) -> str:
+                  refit: tuple[object, float, str] | None = None, rate: str = "catalog estimate") -> str:
     """"measured 1.41 s, predicted 1.29 s: +9 %; the largest parts: ..."; with a stored fabric
     figure, the step re-predicted on it."""
     top = sorted(((k, v) for k, v in parts.items() if v > 0), key=lambda kv: -kv[1])[:GAP_PARTS]
     named = ", ".join(f"{k} {v:.3g} s" for k, v in top)
     dp = (f"; dp_comm {parts.get('dp_comm', 0.0):.3g} s exposed on {hw.inter_gbs:.0f} GB/s "
-          f"cross-domain busbw ({'stored' if hw.inter_busbw_gbs else 'catalog estimate'})")
+          f"cross-domain busbw ({rate})")
     if measured is None:
         head = f"predicted {predicted:.3g} s, not measured; the largest parts: {named}"
     else:
@@ -267,9 +275,10 @@ def _explain_scale(s: Scale, measured_s: float | None = None) -> Explained:
     if s.config is None or s.why_not:
         return Explained(subject=subject, benchmark=s.benchmark, gpus=s.gpus, measured_step_s=measured,
                          not_predicted=[s.why_not])
-    out = explain_config(s.config, find(s.gpu_key) if s.gpu_key else None, subject=subject,
-                         measured_s=measured, rack_vms=s.hardware.domain_nodes if s.hardware else None,
-                         round_name=s.round)
+    assert s.hardware is not None and s.gpu_key is not None  # a modelled scale has both
+    out = _explain_on(s.config, s.hardware, s.gpu_key, subject=subject, measured_s=measured,
+                      round_name=s.round,
+                      rate="catalog estimate" if find(s.gpu_key) else f"recipes/{GPUS_FILE} estimate")
     return out.model_copy(update={"notes": [*out.notes, f"config: {s.config_path}; measured: the "
                                             f"median step of the published logs (recipes/{DATA_FILE}); "
                                             "the parameters were fitted with this scale in the data "

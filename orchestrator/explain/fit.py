@@ -30,8 +30,7 @@ from functools import lru_cache
 import numpy as np
 
 from orchestrator.explain.model import Params, Terms, exposed_dp, terms
-from orchestrator.explain.published import DATA_FILE, Scale, gemm_rates, hbm_bandwidth, modelled
-from orchestrator.hardware.catalog import find
+from orchestrator.explain.published import DATA_FILE, Scale, gemm_rates, hbm_bandwidth, modelled, peak_of
 from orchestrator.results.published import round_key
 
 GLOBAL = ("elementwise_s", "tp_exposed", "tp_exposed_plain", "cp_exposed", "pp_exposed", "dp_exposed",
@@ -105,12 +104,11 @@ class Fitted:
         """Without a balance line: the same GPU's achieved rate at another precision, else the
         median share of the precision's fitted groups, else of all."""
         gpu, precision = group
-        row = find(gpu)
-        here = row.peak_tflops(precision) if row is not None else None
+        here = peak_of(gpu, precision)
         other = sorted((p, v) for (g, p), v in self.slowdown.items() if g == gpu)
-        if other and row is not None and here:
+        if other and here:
             p, v = other[-1]
-            peak = row.peak_tflops(p) or here
+            peak = peak_of(gpu, p) or here
             return v * here / peak, f"{gpu} {p}'s achieved rate ({peak / v:.0f} TFLOP/s) at the {precision} peak"
         same = [v for (g, p), v in self.slowdown.items() if p == precision]
         slow = statistics.median(same or list(self.slowdown.values()) or [1.0])
@@ -211,8 +209,7 @@ def _achieved(theta: np.ndarray, groups: list[tuple[str, str]]) -> Callable[[Sca
 
 def _balance(group: tuple[str, str]) -> float | None:
     """A (GPU, precision)'s balance: dense peak (TFLOP/s) / HBM bandwidth (TB/s); None unknown."""
-    row = find(group[0])
-    peak = row.peak_tflops(group[1]) if row is not None else None
+    peak = peak_of(*group)
     hbm = hbm_bandwidth().get(group[0])
     return peak / hbm[0] if peak and hbm else None
 
@@ -221,8 +218,7 @@ def _floor(group: tuple[str, str]) -> float:
     """The least slowdown of a group: 1 (the dense peak), or peak / the GEMM rate azbench's GPU
     check measured on that GPU at that precision, where one is stored."""
     rate = gemm_rates().get(group)
-    row = find(group[0]) if rate else None
-    peak = row.peak_tflops(group[1]) if row is not None else None
+    peak = peak_of(*group) if rate else None
     return max(_SLOW[0], peak / rate[0]) if rate and peak else _SLOW[0]
 
 

@@ -2,9 +2,12 @@
 (recipes/published/step_times.py builds it from the MLCommons trees; ATTRIBUTION.md beside it),
 read back as typed scales, each with its StepConfig and the catalog row's Hardware.
 
-A scale is one (round, submitter, system, benchmark) at its GPU count. Scales whose accelerator
-has no catalog row with peaks and an NVLink busbw, or whose benchmark has no model facts, are
-kept with the reason they are not modelled (`Scale.why_not`), never guessed.
+A scale is one (round, submitter, system, benchmark) at its GPU count. An accelerator no Azure
+size has but published MLPerf results run on (B200) is read from recipes/published/published_gpus.csv
+(datasheet figures, each with its source): it is predicted and checked like a catalog GPU, never
+offered to `up` or `plan`. Scales whose accelerator has neither, or no peak at its precision, or
+whose benchmark has no model facts, are kept with the reason they are not modelled
+(`Scale.why_not`), never guessed.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from functools import lru_cache
 
 from orchestrator.errors import NotFoundError
 from orchestrator.explain.model import ARCH, Hardware, StepConfig
-from orchestrator.hardware.catalog import GpuSku, by_accelerator
+from orchestrator.hardware.catalog import GpuSku, by_accelerator, find
 from orchestrator.models import ModelFacts
 from orchestrator.paths import recipes_dir
 from orchestrator.recipes.catalog import get_recipe
@@ -24,6 +27,7 @@ from orchestrator.recipes.rank_order import order_from
 from orchestrator.results.published import load_published, round_key
 
 DATA_FILE = "published/step_times.csv"
+GPUS_FILE = "published/published_gpus.csv"
 GEMM_FILE = "published/gemm_rates.csv"
 HBM_FILE = "published/hbm_bandwidth.csv"
 _TRUE = ("1", "true", "yes")
@@ -60,6 +64,50 @@ class Scale:
         return (self.gpu_key or "", self.config.precision if self.config else "")
 
 
+@dataclass(frozen=True)
+class PublishedGpu:
+    """An accelerator of published results that no catalog size has (published_gpus.csv)."""
+
+    key: str
+    gpus_per_node: int
+    peaks: dict[str, float]
+    nvlink_busbw_gbs: float
+    ib_gbps_per_gpu: float
+    source: str
+
+    def hardware(self, precision: str) -> Hardware | None:
+        peak = self.peaks.get(precision)
+        if not peak:
+            return None
+        return Hardware(peak_tflops=peak, gpus_per_node=self.gpus_per_node, domain_nodes=1,
+                        nvlink_busbw_gbs=self.nvlink_busbw_gbs, ib_gbs_per_gpu=self.ib_gbps_per_gpu / 8.0,
+                        source=f"{self.key} (no Azure size; recipes/{GPUS_FILE}): {peak:g} TFLOP/s dense "
+                               f"{precision}; {self.source}")
+
+
+@lru_cache(maxsize=1)
+def published_gpus() -> dict[str, PublishedGpu]:
+    """MLPerf accelerator name -> its datasheet figures, for accelerators no catalog size has."""
+    path = recipes_dir() / GPUS_FILE
+    if not path.is_file():
+        return {}
+    with path.open(newline="") as fh:
+        return {r["accelerator"]: PublishedGpu(
+            key=r["gpu"], gpus_per_node=int(r["gpus_per_node"]),
+            peaks={p: float(r[f"peak_tflops_{p}"]) for p in ("bf16", "fp8", "fp4") if r[f"peak_tflops_{p}"]},
+            nvlink_busbw_gbs=float(r["nvlink_busbw_gbs"]), ib_gbps_per_gpu=float(r["ib_gbps_per_gpu"]),
+            source=r["source"]) for r in csv.DictReader(fh)}
+
+
+def peak_of(gpu: str, precision: str) -> float | None:
+    """A GPU key's dense peak at `precision`: its catalog row's, else published_gpus.csv's."""
+    row = find(gpu)
+    if row is not None:
+        return row.peak_tflops(precision)
+    extra = next((g for g in published_gpus().values() if g.key == gpu), None)
+    return extra.peaks.get(precision) if extra is not None else None
+
+
 def hardware_of(row: GpuSku, precision: str, inter_busbw_gbs: float | None = None) -> Hardware | None:
     """The model's view of a catalog row at `precision`; None when the row lacks a peak or an
     NVLink busbw (the model then says "not predicted")."""
@@ -77,7 +125,8 @@ def hardware_of(row: GpuSku, precision: str, inter_busbw_gbs: float | None = Non
 
 def missing_hardware(row: GpuSku | None, precision: str) -> str:
     if row is None:
-        return "no catalog size has this accelerator (hardware/sizes.yaml)"
+        return (f"no catalog size (hardware/sizes.yaml) or recipes/{GPUS_FILE} row has this "
+                "accelerator")
     if not row.peak_tflops(precision):
         return f"the catalog row {row.short} has no dense {precision} peak"
     return f"the catalog row {row.short} has no NVLink busbw (expected_busbw_gbps)"
@@ -134,9 +183,14 @@ def scales() -> tuple[Scale, ...]:
 
 def _scale(r: dict[str, str], facts: ModelFacts | None) -> Scale:
     row = by_accelerator(r["accelerator"])
+    extra = published_gpus().get(r["accelerator"]) if row is None else None
     precision = r["precision"]
-    hw = hardware_of(row, precision) if row is not None and precision else None
-    why = "" if hw is not None else missing_hardware(row, precision)
+    if extra is not None:
+        hw = extra.hardware(precision) if precision else None
+        why = "" if hw is not None else f"recipes/{GPUS_FILE} has no dense {precision} peak for {extra.key}"
+    else:
+        hw = hardware_of(row, precision) if row is not None and precision else None
+        why = "" if hw is not None else missing_hardware(row, precision)
     if not precision:  # step_times.py could not read it: never guessed as BF16
         why = ("precision not known: its config sources a helper the submission does not have "
                "(recipes/published/step_times.py)")
@@ -163,7 +217,8 @@ def _scale(r: dict[str, str], facts: ModelFacts | None) -> Scale:
     return Scale(round=r["round"], submitter=r["submitter"], system=r["system"],
                  benchmark=r["benchmark"], accelerator=r["accelerator"], gpus=int(r["gpus"]),
                  step_s=float(r["step_s"]), config_path=r["config"], config=config,
-                 hardware=hw, gpu_key=row.key if row is not None and hw is not None else None,
+                 hardware=hw, gpu_key=(row.key if row is not None else extra.key if extra is not None
+                                       else None) if hw is not None else None,
                  why_not=why)
 
 
