@@ -81,8 +81,16 @@ def test_the_parts_add_up_to_the_step_and_compute_is_flops_over_the_achieved_rat
     b = predict(c, HW, p)
     assert b.step_s == pytest.approx(sum(b.components.values()))
     assert set(b.components) == set(model.COMPONENTS)
-    flops = 2048 * 2048 * flops_per_token(c)
-    assert b.components["compute"] == pytest.approx(flops / 512 / (1000e12 / 2.0))
+    # the weight GEMMs (6N) at the run's peak, causal attention (6·L·h·s) at the BF16 peak (this
+    # HW has none: the run's), each at its own achieved share (2.0 and attention_slowdown 1.0)
+    assert model.gemm_flops_per_token(c) == 6 * 175e9
+    assert model.attention_flops_per_token(c) == 6 * 96 * 12288 * 2048
+    assert flops_per_token(c) == 6 * 175e9 + 12 * 96 * 12288 * 2048  # MFU's count is unchanged
+    gemm, attention = (2048 * 2048 * f(c) for f in (model.gemm_flops_per_token, model.attention_flops_per_token))
+    assert b.components["compute"] == pytest.approx(gemm / 512 / (1000e12 / 2.0) + attention / 512 / 1000e12)
+    halved = predict(c, replace(HW, bf16_peak_tflops=500.0), replace(p, attention_slowdown=1.5))
+    assert halved.components["compute"] - b.components["compute"] == pytest.approx(
+        attention / 512 / 500e12 * 1.5 - attention / 512 / 1000e12)
     m = 2048 // (16 * 2)  # DP = 512 / 32 = 16
     assert b.components["pp_bubble"] == pytest.approx(b.components["compute"] * 7 / (4 * m))
     assert b.terms.leaves_domain == ["pp", "dp"]  # 8 GPUs per domain: TP 4 stays, PP and DP leave

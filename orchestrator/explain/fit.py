@@ -1,7 +1,7 @@
 """The model's fitted parameters: fitted once on published step times, no per-system knob.
 
-The model is linear in its parameters (model.py): step = compute·(1 + bubble)·slowdown[g] +
-Σ raw_k·exposed_k + opt_bytes·opt_s_per_gb + other_s[r], with g the (catalog GPU, precision)
+The model is linear in its parameters (model.py): step = (gemm·slowdown[g] + attention·
+attention_slowdown + memory-bound work)·(1 + bubble) + Σ raw_k·exposed_k + opt_bytes·opt_s_per_gb + other_s[r], with g the (catalog GPU, precision)
 group and r the MLPerf round (its software: the same configs got faster every round), save the DP
 column, which depends on the achieved compute and is solved again with the fit's own.
 They are fitted by bounded least squares on the relative error (exposures in [0, 1]; the rest
@@ -34,9 +34,10 @@ from orchestrator.explain.published import DATA_FILE, Scale, gemm_rates, hbm_ban
 from orchestrator.results.published import round_key
 
 GLOBAL = ("elementwise_s", "tp_exposed", "tp_exposed_plain", "cp_exposed", "pp_exposed", "dp_exposed",
-          "opt_s_per_gb")
+          "opt_s_per_gb", "attention_slowdown")
 _BOUNDS = {"elementwise_s": (0.0, 100.0), "tp_exposed": (0.0, 1.0), "tp_exposed_plain": (0.0, 1.0), "cp_exposed": (0.0, 1.0),
            "pp_exposed": (0.0, 1.0), "dp_exposed": (0.0, 1.0), "opt_s_per_gb": (0.0, 10.0),
+           "attention_slowdown": (1.0, 50.0),
            "other_s": (0.0, 5.0)}
 _SLOW = (1.0, 50.0)
 
@@ -164,6 +165,7 @@ def design(scales: Sequence[Scale], groups: list[tuple[str, str]], rounds: list[
         a[i, j + 2], a[i, j + 3] = t.cp_raw, t.pp_raw
         a[i, j + 4] = exposed_dp(t, achieved(s, t) if achieved is not None else float("inf"))
         a[i, j + 5] = t.opt_bytes / 1e9
+        a[i, j + 6] = t.attention * (1.0 + t.bubble_fraction)
         a[i, len(groups) + len(GLOBAL) + rounds.index(s.round)] = 1.0
         y[i] = s.step_s
     return a, y
@@ -203,7 +205,8 @@ def _achieved(theta: np.ndarray, groups: list[tuple[str, str]]) -> Callable[[Sca
     elementwise = float(theta[len(groups) + GLOBAL.index("elementwise_s")])
 
     def achieved(s: Scale, t: Terms) -> float:
-        return t.compute * float(theta[groups.index(s.group)]) + t.elementwise * elementwise
+        return (t.compute * float(theta[groups.index(s.group)]) + t.elementwise * elementwise
+                + t.attention * float(theta[len(groups) + GLOBAL.index("attention_slowdown")]))
     return achieved
 
 

@@ -5,10 +5,10 @@ Formulas (each cited where it is used):
 - FLOPs per token: 6N + 12·L·h·s for pre-training (6N: Kaplan et al. 2020, "Scaling Laws for
   Neural Language Models" §2.1; 12·L·h·s attention scores and values: Chowdhery et al. 2022,
   "PaLM", Appendix B), as results/ counts MFU (models.ModelFacts). A frozen base (LoRA) runs the
-  forward (2N) and the activation-gradient backward (2N) but no weight gradient: 4N + 2·N_train
-  + 12·L·h·s, all at the dense peak of the run's GEMM precision (costing causal attention apart,
-  6·L·h·s at the BF16 peak, fit the published steps no better and moved the 2,048-VM 405B
-  plan 11 % under Azure's step: docs/explain.md, "What was tried").
+  forward (2N) and the activation-gradient backward (2N) but no weight gradient: 4N + 2·N_train.
+  The weight GEMMs run at the dense peak of the run's precision; attention runs in its own
+  kernel (FlashAttention / cuDNN fused attention) on BF16 tensor cores, causal, so 6·L·h·s at
+  the BF16 peak with its own achieved share (FP8_DPA is not costed apart: docs/explain.md).
 - Memory-bound work (norms, activations, residual adds, casts): tokens x layers x hidden per
   GPU, in proportion to the dense peak at the run's precision (scaling it by HBM bandwidth
   instead fit the published steps worse: docs/explain.md).
@@ -97,6 +97,7 @@ class Hardware:
     nvlink_busbw_gbs: float  # all-reduce busbw inside one domain (GB/s per GPU)
     ib_gbs_per_gpu: float  # InfiniBand line rate per GPU (GB/s)
     inter_busbw_gbs: float | None = None  # a stored cross-domain busbw, when one is measured
+    bf16_peak_tflops: float | None = None  # dense BF16: where attention runs (None: the run's peak)
     source: str = ""
 
     @property
@@ -152,6 +153,17 @@ def flops_per_token(c: StepConfig) -> float:
     if c.trainable_params is not None:
         return 4.0 * c.params + 2.0 * c.trainable_params + attention
     return 6.0 * c.params + attention
+
+
+def gemm_flops_per_token(c: StepConfig) -> float:
+    """The weight GEMMs' FLOPs per token, at the run's precision: 6N, or 4N + 2·N_train."""
+    return flops_per_token(c) - 12.0 * c.layers * c.d_model * c.seq_len
+
+
+def attention_flops_per_token(c: StepConfig) -> float:
+    """Causal attention's FLOPs per token as they run: 6·L·h·s (scores and values, forward and
+    backward, half of PaLM's 12·L·h·s: a causal kernel skips the masked half)."""
+    return 6.0 * c.layers * c.d_model * c.seq_len
 
 
 def bubble_fraction(pp: int, vp: int, microbatches: int) -> float:
@@ -236,6 +248,7 @@ class Terms:
     dp_chunks: int  # n: how many chunks the overlapped DP collectives go out in
     dp_overlap: float  # b / the step's achieved compute: the backward between two chunks' gradients
     opt_bytes: float
+    attention: float = 0.0  # causal attention's 6·L·h·s FLOPs at the BF16 peak
     domains: dict[str, int] = field(default_factory=dict)
     leaves_domain: list[str] = field(default_factory=list)
 
@@ -244,7 +257,9 @@ class Terms:
 def terms(c: StepConfig, hw: Hardware) -> Terms:
     """The base time of every part of one step of `c` on `hw`."""
     tokens = float(c.gbs) * c.seq_len
-    compute = tokens * flops_per_token(c) / (c.gpus * hw.peak_tflops * 1e12)
+    compute = tokens * gemm_flops_per_token(c) / (c.gpus * hw.peak_tflops * 1e12)
+    attention = (tokens * attention_flops_per_token(c)
+                 / (c.gpus * (hw.bf16_peak_tflops or hw.peak_tflops) * 1e12))
     sizes = {"tp": c.tp, "cp": c.cp, "pp": c.pp, "dp": c.dp}
     found = spans(sizes, c.order, max(hw.gpus_per_node, 1), max(hw.domain_nodes, 1))
     domains = {d: (s.racks if hw.domain_nodes > 1 else s.nodes) for d, s in found.items()}
@@ -268,7 +283,7 @@ def terms(c: StepConfig, hw: Hardware) -> Terms:
     elementwise = tokens * c.layers * c.d_model / c.gpus / hw.peak_tflops / 1e6
     return Terms(compute=compute, elementwise=elementwise, bubble_fraction=bubble_fraction(c.pp, c.vp, m), tp_raw=tp_raw,
                  cp_raw=cp_raw, pp_raw=pp_raw, dp_raw=dp_raw,
-                 dp_chunks=dp_chunks(c), dp_overlap=_dp_overlap(c), opt_bytes=opt_bytes,
+                 dp_chunks=dp_chunks(c), dp_overlap=_dp_overlap(c), opt_bytes=opt_bytes, attention=attention,
                  domains=domains, leaves_domain=leaves)
 
 
@@ -289,6 +304,7 @@ class Params:
     dp_exposed: float
     opt_s_per_gb: float
     other_s: float
+    attention_slowdown: float = 1.0  # 1 / attention's achieved share of the BF16 peak
 
 
 @dataclass
@@ -306,7 +322,7 @@ class Breakdown:
 def predict(c: StepConfig, hw: Hardware, p: Params) -> Breakdown:
     """The parts of one step; they add up to `Breakdown.step_s`."""
     t = terms(c, hw)
-    compute = t.compute * p.slowdown + t.elementwise * p.elementwise_s
+    compute = t.compute * p.slowdown + t.elementwise * p.elementwise_s + t.attention * p.attention_slowdown
     parts = {
         "compute": compute,
         "tp_comm": t.tp_raw * (p.tp_exposed if c.tp_overlap else p.tp_exposed_plain),

@@ -81,6 +81,7 @@ class PublishedGpu:
             return None
         return Hardware(peak_tflops=peak, gpus_per_node=self.gpus_per_node, domain_nodes=1,
                         nvlink_busbw_gbs=self.nvlink_busbw_gbs, ib_gbs_per_gpu=self.ib_gbps_per_gpu / 8.0,
+                        bf16_peak_tflops=self.peaks.get("bf16"),
                         source=f"{self.key} (no Azure size; recipes/{GPUS_FILE}): {peak:g} TFLOP/s dense "
                                f"{precision}; {self.source}")
 
@@ -117,7 +118,7 @@ def hardware_of(row: GpuSku, precision: str, inter_busbw_gbs: float | None = Non
     ib = row.ib_links * row.ib_gbps_per_link / 8.0 / row.gpus_per_vm
     return Hardware(peak_tflops=peak, gpus_per_node=row.gpus_per_vm,
                     domain_nodes=row.nvlink_domain_vms, nvlink_busbw_gbs=row.expected_busbw_gbps,
-                    ib_gbs_per_gpu=ib, inter_busbw_gbs=inter_busbw_gbs,
+                    ib_gbs_per_gpu=ib, inter_busbw_gbs=inter_busbw_gbs, bf16_peak_tflops=row.peak_tflops("bf16"),
                     source=f"{row.short}: {peak:g} TFLOP/s dense {precision} ({row.peak_source}); "
                            f"NVLink busbw {row.expected_busbw_gbps:g} GB/s ({row.busbw_source}); "
                            f"InfiniBand {row.ib_links} x {row.ib_gbps_per_link} Gb/s per VM")
