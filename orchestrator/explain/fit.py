@@ -40,6 +40,17 @@ _BOUNDS = {"elementwise_s": (0.0, 100.0), "tp_exposed": (0.0, 1.0), "tp_exposed_
            "attention_slowdown": (1.0, 50.0),
            "other_s": (0.0, 5.0)}
 _SLOW = (1.0, 50.0)
+# What each shared parameter is, as `explain --params` names it (model.Params says the same).
+MEANING = {
+    "elementwise_s": "memory-bound seconds per 1e6 token x layer x hidden per TFLOP/s of peak",
+    "tp_exposed": "share of TP traffic left exposed with TP_COMM_OVERLAP",
+    "tp_exposed_plain": "share of TP traffic left exposed without TP_COMM_OVERLAP",
+    "cp_exposed": "share of CP (ring attention) traffic left exposed",
+    "pp_exposed": "share of PP send/receive traffic left exposed",
+    "dp_exposed": "share of the DP chunk queue left exposed (at most 1: one chunk)",
+    "opt_s_per_gb": "optimizer seconds per GB of state moved",
+    "attention_slowdown": "1 / attention's achieved share of the BF16 dense peak",
+}
 
 
 @dataclass
@@ -132,7 +143,8 @@ class Fitted:
         rows: list[dict[str, object]] = [
             {"name": f"achieved share of dense peak [{g} {p}]", "value": round(1.0 / v, 4),
              "data": f"{self.counts.get((g, p), 0)} scale(s)"} for (g, p), v in sorted(self.slowdown.items())]
-        rows += [{"name": k, "value": round(v, 6), "data": f"{self.scales} scales"} for k, v in self.shared.items()]
+        rows += [{"name": f"{k}: {MEANING[k]}", "value": round(v, 6), "data": f"{self.scales} scales"}
+                 for k, v in self.shared.items()]
         rows += [{"name": f"other_s: fixed per-step overhead of the round's software [{r}]", "value": round(v, 6),
                   "data": f"{self.round_counts.get(r, 0)} scale(s) of {r}"}
                  for r, v in sorted(self.overhead.items(), key=lambda kv: round_key(kv[0]))]
