@@ -147,10 +147,12 @@ def killed_after_checkpoint() -> tuple[list[AttemptRow], dict[int, RunSummary]]:
     return attempts, {n: parse_lines(text) for n, text in lines.items()}
 
 
-def store_run_with_logs(store: Store, attempts: list[AttemptRow], lines: dict[int, list[str]]) -> None:
-    """Run r1 on cluster() in `store` with `attempts`, and each attempt's train.log fetched."""
+def store_run_with_logs(store: Store, attempts: list[AttemptRow], lines: dict[int, list[str]],
+                        made: Cluster | None = None, owner: str | None = None) -> None:
+    """Run r1 on `made` (cluster()) in `store` with `attempts`, and each attempt's train.log
+    fetched; `owner` as save_cluster takes it."""
     from orchestrator import paths
-    store.save_cluster(cluster())
+    store.save_cluster(made or cluster(), owner=owner)
     store.create_run(run_row())
     for a in attempts:
         store.add_attempt(a)
@@ -504,16 +506,8 @@ def test_goodput_cli_needs_one_subject_and_says_what_is_missing(azbench_home) ->
 def test_goodput_cli_tsv_and_query(azbench_home) -> None:
     from tests.cli_helpers import azbench
     attempts, lines = killed_after_checkpoint_lines()
-    from orchestrator import paths
     with Store.open() as store:
-        store.save_cluster(cluster(), owner="alice")
-        store.create_run(run_row())
-        for a in attempts:
-            store.add_attempt(a)
-        for n, text in lines.items():
-            log = paths.local_train_log("r1", n)
-            log.parent.mkdir(parents=True, exist_ok=True)
-            log.write_text("\n".join(text) + "\n")
+        store_run_with_logs(store, attempts, lines, owner="alice")
     res = azbench("goodput", "r1", "-o", "tsv", "--query", "{w: wall_s, l: categories.lost_work, c: attempts[0].failure.failure_class}",
                   home=azbench_home)
     assert res.code == 0 and res.out == "85.0\t10.0\tnode_fail\n"

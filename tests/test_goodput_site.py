@@ -23,7 +23,7 @@ from orchestrator.results.ingest import result_from_run
 from orchestrator.store.database import Store
 from orchestrator.store.schema import EventRow
 from tests.cli_helpers import azbench
-from tests.test_goodput import at, cluster, killed_after_checkpoint_lines, run_row
+from tests.test_goodput import at, cluster, killed_after_checkpoint_lines, store_run_with_logs
 from tests.test_report_site import _fits, _open, _shot, browser  # noqa: F401  (the browser fixture)
 
 
@@ -35,16 +35,10 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
         patch.delenv("AZBENCH_DB_URL", raising=False)
         attempts, lines = killed_after_checkpoint_lines()
         with Store.open() as store:
-            store.save_cluster(cluster().model_copy(update={"created_at": at(-60)}), owner="alice")
+            store_run_with_logs(store, attempts, lines, cluster().model_copy(update={"created_at": at(-60)}),
+                                owner="alice")
             store.add_event(EventRow(kind="up", cluster="c1", ts=at(-5), message="up",
                                      data={"started_at": at(-60).isoformat()}))
-            store.create_run(run_row())
-            for a in attempts:
-                store.add_attempt(a)
-            for n, text in lines.items():
-                log = paths.local_train_log("r1", n)
-                log.parent.mkdir(parents=True, exist_ok=True)
-                log.write_text("\n".join(text) + "\n")
             c = store.get_cluster("c1")
             assert c is not None
             store.add_event(EventRow(kind="down", cluster="c1", ts=at(130), message="down",
