@@ -233,6 +233,7 @@ def test_explain_on_a_cpu_smoke_run_says_not_predicted_and_why(tmp_path: Path) -
     assert doc["predicted_step_s"] is None and doc["components"] == {} and doc["not_predicted"]
 
 
+
 def test_a_result_row_type_is_what_the_report_hook_reads() -> None:
     # the report matches a group to the table by (round, submitter, system, benchmark)
     assert account.report_summary("v5.1", "NVIDIA", "not-a-system", "llama31_405b", 1.0) is None
@@ -464,4 +465,4 @@ def test_an_accelerator_no_azure_size_has_is_predicted_from_its_datasheet_row() 
     assert peak_of("b200", "fp4") == 9000.0 and peak_of("h100", "fp8") == 1979.0 and peak_of("x", "fp8") is None
     [e] = account.explain_published("v5.0/Oracle/8xBM.GPU.B200.8", "llama2_70b_lora")
     assert e.predicted_step_s is not None and e.error is not None and abs(e.error) < 0.12
-    assert "published_gpus.csv" in e.hardware and "published_gpus.csv estimate" in e.gap
+    assert "published_gpus.csv" in e.hardware and "(recipes/published/published_gpus.csv: b200's InfiniBand" in e.gap

@@ -25,7 +25,7 @@ from orchestrator.explain.model import (
     predict,
 )
 from orchestrator.explain.published import (
-    DATA_FILE, GPUS_FILE, Scale, hardware_of, missing_hardware, model_facts, scales, steps_to_train,
+    DATA_FILE, Scale, hardware_of, missing_hardware, model_facts, scales, steps_to_train,
 )
 from orchestrator.hardware.catalog import GpuSku, find, lookup
 from orchestrator.models import Frozen
@@ -59,6 +59,9 @@ class Explained(Frozen):
     leaves_nvlink_domain: list[str] = Field(default_factory=list)
     compute_rate: str = ""
     hardware: str = ""
+    cross_domain_gbs: float | None = Field(None, description="the rate (GB/s per GPU) collectives "
+                                           "were costed at between NVLink domains")
+    cross_domain_source: str = ""
     parameters: list[dict[str, object]] = Field(default_factory=list)
     gap: str = ""
     not_predicted: list[str] = Field(default_factory=list)
@@ -126,18 +129,15 @@ def explain_config(c: StepConfig, row: GpuSku | None, *, subject: str, measured_
     assert hw is not None
     if rack_vms and row.nvlink_domain_vms > 1:  # the racks `up` builds (16 or 18 VMs)
         hw = replace(hw, domain_nodes=rack_vms)
-    rate = "catalog estimate"
     if cross_domain_gbs is not None:
-        hw, rate = replace(hw, inter_busbw_gbs=cross_domain_gbs), "--cross-domain-gbs"
+        hw = replace(hw, inter_busbw_gbs=cross_domain_gbs, inter_source="--cross-domain-gbs")
     return _explain_on(c, hw, row.key, subject=subject, measured_s=measured_s, round_name=round_name,
-                       refit_gbs=inter_busbw_gbs, fabric_note=fabric_note, rate=rate)
+                       refit_gbs=inter_busbw_gbs, fabric_note=fabric_note)
 
 
 def _explain_on(c: StepConfig, hw: Hardware, gpu: str, *, subject: str, measured_s: float | None,
-                round_name: str | None, refit_gbs: float | None = None, fabric_note: str = "",
-                rate: str = "catalog estimate") -> Explained:
-    """`c` on `hw` (GPU key `gpu`): the prediction, its parts, links and the gap; `rate` says
-    where hw's cross-domain rate came from."""
+                round_name: str | None, refit_gbs: float | None = None, fabric_note: str = "") -> Explained:
+    """`c` on `hw` (GPU key `gpu`): the prediction, its parts, links and the gap."""
     fitted = fitted_params()
     params, how = fitted.params_for((gpu, c.precision), round_name)
     _, overhead_how = fitted.overhead_for(round_name)
@@ -153,21 +153,22 @@ def _explain_on(c: StepConfig, hw: Hardware, gpu: str, *, subject: str, measured
         subject=subject, benchmark=c.benchmark, gpus=c.gpus, predicted_step_s=step,
         measured_step_s=measured_s, components=dict(b.components), error=error, layout=_layout(c),
         links=links, leaves_nvlink_domain=[d.upper() for d in b.terms.leaves_domain],
-        compute_rate=how, hardware=hw.source, parameters=fitted.table(),
-        gap=gap_statement(step, measured_s, b.components, hw, refit, rate),
+        compute_rate=how, hardware=hw.source, cross_domain_gbs=hw.inter_gbs,
+        cross_domain_source=hw.inter_source, parameters=fitted.table(),
+        gap=gap_statement(step, measured_s, b.components, hw, refit),
         notes=[ASSUMPTIONS, f"other: the per-step overhead of the software, {overhead_how}",
                f"parameters fitted on {fitted.scales} published scales of "
                f"{fitted.systems} systems (recipes/{DATA_FILE})"])
 
 
 def gap_statement(predicted: float, measured: float | None, parts: dict[str, float], hw: Hardware,
-                  refit: tuple[object, float, str] | None = None, rate: str = "catalog estimate") -> str:
+                  refit: tuple[object, float, str] | None = None) -> str:
     """"measured 1.41 s, predicted 1.29 s: +9 %; the largest parts: ..."; with a stored fabric
     figure, the step re-predicted on it."""
     top = sorted(((k, v) for k, v in parts.items() if v > 0), key=lambda kv: -kv[1])[:GAP_PARTS]
     named = ", ".join(f"{k} {v:.3g} s" for k, v in top)
     dp = (f"; dp_comm {parts.get('dp_comm', 0.0):.3g} s exposed on {hw.inter_gbs:.0f} GB/s "
-          f"cross-domain busbw ({rate})")
+          f"cross-domain busbw ({hw.inter_source})")
     if measured is None:
         head = f"predicted {predicted:.3g} s, not measured; the largest parts: {named}"
     else:
@@ -277,8 +278,7 @@ def _explain_scale(s: Scale, measured_s: float | None = None) -> Explained:
                          not_predicted=[s.why_not])
     assert s.hardware is not None and s.gpu_key is not None  # a modelled scale has both
     out = _explain_on(s.config, s.hardware, s.gpu_key, subject=subject, measured_s=measured,
-                      round_name=s.round,
-                      rate="catalog estimate" if find(s.gpu_key) else f"recipes/{GPUS_FILE} estimate")
+                      round_name=s.round)
     return out.model_copy(update={"notes": [*out.notes, f"config: {s.config_path}; measured: the "
                                             f"median step of the published logs (recipes/{DATA_FILE}); "
                                             "the parameters were fitted with this scale in the data "
@@ -348,8 +348,7 @@ def plan_explain(recipe: str, sku: str, nodes: int, params: dict[str, str] | Non
         config = from_resolved(resolved)
     except (ConfigError, NotFoundError) as exc:
         return PlanExplain(not_predicted=[f"no config to model: {getattr(exc, 'message', str(exc))}"])
-    row = lookup(sku)
-    e = explain_config(config, row, subject=f"{recipe} on {nodes} x {sku}",
+    e = explain_config(config, lookup(sku), subject=f"{recipe} on {nodes} x {sku}",
                        rack_vms=resolved.placement.rack_vms if resolved.placement else None,
                        cross_domain_gbs=cross_domain_gbs)
     if e.predicted_step_s is None:
@@ -364,20 +363,8 @@ def plan_explain(recipe: str, sku: str, nodes: int, params: dict[str, str] | Non
         model_high=minutes * (1 + band) if minutes is not None else None,
         steps_to_train=steps.steps if steps else None,
         steps_source=steps.source if steps else "no published score and step of this benchmark",
-        config=resolved.config or resolved.source, **_cross_domain(row, config.precision, cross_domain_gbs))
-
-
-def _cross_domain(row: GpuSku, precision: str, given: float | None) -> dict[str, Any]:
-    """The cross-domain rate a plan row was costed at, and where it came from."""
-    if given is not None:
-        return {"cross_domain_gbs": given, "cross_domain_source": "--cross-domain-gbs"}
-    hw = hardware_of(row, precision)
-    if hw is None:
-        return {}
-    return {"cross_domain_gbs": round(hw.inter_gbs, 3),
-            "cross_domain_source": f"catalog: {row.short}'s InfiniBand ({row.ib_links} x "
-                                   f"{row.ib_gbps_per_link} Gb/s per {row.gpus_per_vm} GPUs) at "
-                                   f"{IB_EFFICIENCY:.0%} (azbench's assumption)"}
+        config=resolved.config or resolved.source, cross_domain_gbs=e.cross_domain_gbs,
+        cross_domain_source=e.cross_domain_source)
 
 
 def model_band(benchmark: str | None = None) -> float:

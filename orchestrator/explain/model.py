@@ -99,6 +99,7 @@ class Hardware:
     inter_busbw_gbs: float | None = None  # a stored cross-domain busbw, when one is measured
     bf16_peak_tflops: float | None = None  # dense BF16: where attention runs (None: the run's peak)
     source: str = ""
+    inter_source: str = "estimate"  # where inter_gbs comes from (the row, a fabric test, a flag)
 
     @property
     def inter_gbs(self) -> float:

@@ -18,7 +18,7 @@ from dataclasses import dataclass, replace
 from functools import lru_cache
 
 from orchestrator.errors import NotFoundError
-from orchestrator.explain.model import ARCH, Hardware, StepConfig
+from orchestrator.explain.model import ARCH, IB_EFFICIENCY, Hardware, StepConfig
 from orchestrator.hardware.catalog import GpuSku, by_accelerator, find
 from orchestrator.models import ModelFacts
 from orchestrator.paths import recipes_dir
@@ -83,7 +83,9 @@ class PublishedGpu:
                         nvlink_busbw_gbs=self.nvlink_busbw_gbs, ib_gbs_per_gpu=self.ib_gbps_per_gpu / 8.0,
                         bf16_peak_tflops=self.peaks.get("bf16"),
                         source=f"{self.key} (no Azure size; recipes/{GPUS_FILE}): {peak:g} TFLOP/s dense "
-                               f"{precision}; {self.source}")
+                               f"{precision}; {self.source}",
+                        inter_source=f"recipes/{GPUS_FILE}: {self.key}'s InfiniBand ({self.ib_gbps_per_gpu:g} "
+                                     f"Gb/s per GPU) at {IB_EFFICIENCY:.0%} (azbench's assumption)")
 
 
 @lru_cache(maxsize=1)
@@ -121,7 +123,9 @@ def hardware_of(row: GpuSku, precision: str, inter_busbw_gbs: float | None = Non
                     ib_gbs_per_gpu=ib, inter_busbw_gbs=inter_busbw_gbs, bf16_peak_tflops=row.peak_tflops("bf16"),
                     source=f"{row.short}: {peak:g} TFLOP/s dense {precision} ({row.peak_source}); "
                            f"NVLink busbw {row.expected_busbw_gbps:g} GB/s ({row.busbw_source}); "
-                           f"InfiniBand {row.ib_links} x {row.ib_gbps_per_link} Gb/s per VM")
+                           f"InfiniBand {row.ib_links} x {row.ib_gbps_per_link} Gb/s per VM",
+                    inter_source=f"catalog: {row.short}'s InfiniBand ({row.ib_links} x {row.ib_gbps_per_link} "
+                                 f"Gb/s per {row.gpus_per_vm} GPUs) at {IB_EFFICIENCY:.0%} (azbench's assumption)")
 
 
 def missing_hardware(row: GpuSku | None, precision: str) -> str:
@@ -186,15 +190,17 @@ def _scale(r: dict[str, str], facts: ModelFacts | None) -> Scale:
     row = by_accelerator(r["accelerator"])
     extra = published_gpus().get(r["accelerator"]) if row is None else None
     precision = r["precision"]
-    if extra is not None:
-        hw = extra.hardware(precision) if precision else None
-        why = "" if hw is not None else f"recipes/{GPUS_FILE} has no dense {precision} peak for {extra.key}"
-    else:
-        hw = hardware_of(row, precision) if row is not None and precision else None
-        why = "" if hw is not None else missing_hardware(row, precision)
+    key = row.key if row is not None else extra.key if extra is not None else None
+    hw: Hardware | None = None
     if not precision:  # step_times.py could not read it: never guessed as BF16
         why = ("precision not known: its config sources a helper the submission does not have "
                "(recipes/published/step_times.py)")
+    elif extra is not None:
+        hw = extra.hardware(precision)
+        why = "" if hw is not None else f"recipes/{GPUS_FILE} has no dense {precision} peak for {extra.key}"
+    else:
+        hw = hardware_of(row, precision) if row is not None else None
+        why = "" if hw is not None else missing_hardware(row, precision)
     config = None
     if facts is None:
         why = why or f"no model facts for {r['benchmark']}"
@@ -218,8 +224,7 @@ def _scale(r: dict[str, str], facts: ModelFacts | None) -> Scale:
     return Scale(round=r["round"], submitter=r["submitter"], system=r["system"],
                  benchmark=r["benchmark"], accelerator=r["accelerator"], gpus=int(r["gpus"]),
                  step_s=float(r["step_s"]), config_path=r["config"], config=config,
-                 hardware=hw, gpu_key=(row.key if row is not None else extra.key if extra is not None
-                                       else None) if hw is not None else None,
+                 hardware=hw, gpu_key=key if hw is not None else None,
                  why_not=why)
 
 
