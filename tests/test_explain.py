@@ -233,6 +233,16 @@ def test_explain_on_a_cpu_smoke_run_says_not_predicted_and_why(tmp_path: Path) -
     assert doc["predicted_step_s"] is None and doc["components"] == {} and doc["not_predicted"]
 
 
+def test_explain_prints_a_hostile_run_id_without_its_control_characters(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv("AZBENCH_HOME", str(tmp_path))
+    hostile = "r\x1b]0;pwn\x07\u202e"
+    with Store.open() as store:
+        store.save_cluster(Cluster(name="local", provider="local", sku="Local_CPU", nodes=2))
+        store.create_run(RunRow(id=hostile, cluster="local", recipe="smoke", benchmark="smoke", nodes=2))
+    r = azbench_in_process("explain", hostile, home=tmp_path)
+    assert r.code == 0, r.err
+    assert r.out.startswith("run r]0;pwn (smoke") and not any(ch in r.out for ch in "\x1b\x07\u202e")
+
 
 def test_a_result_row_type_is_what_the_report_hook_reads() -> None:
     # the report matches a group to the table by (round, submitter, system, benchmark)

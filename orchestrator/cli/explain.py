@@ -10,14 +10,15 @@ from the config and set against the measured step, for a run of yours or a publi
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Sequence
 from typing import Optional
 
 import typer
 from pydantic import ValidationError
 
-from orchestrator.cli.common import JsonOpt, OutputFormat, OutputOpt, QueryOpt, app, make_console, make_table, open_store, output
+from orchestrator.cli.common import (
+    JsonOpt, OutputFormat, OutputOpt, QueryOpt, app, make_console, make_table, open_store, output, say,
+)
 from orchestrator.errors import ConfigError
 from orchestrator.specs.run import RunSpec
 from orchestrator.explain import account
@@ -108,7 +109,7 @@ def _stats(e: Explained) -> str:
 
 def _print(e: Explained) -> None:
     console = make_console()
-    w = sys.stdout.write
+    w = say  # run ids, system and config names come from the store and result folders: cleaned
     w(f"{e.subject}\n")
     if e.predicted_step_s is None:
         w("predicted step: not predicted\n")
