@@ -120,6 +120,7 @@ def test_each_round_has_its_own_overhead_and_a_later_round_follows_the_trend() -
     later, why = f.overhead_for("v5.1")  # 60 ms x (60 / 80)
     assert later == pytest.approx(0.045) and "ratio" in why
     assert f.params_for(("h100", "fp8"), "v4.1")[0].other_s == 0.08
+    assert f.overhead_for("v4.0")[0] == 0.08 and f.overhead_for("v4.0")[1] == "the nearest fitted round's (v4.1)"
     flat = replace(f, overhead={"v4.1": 0.05, "v5.0": 0.06})  # never extrapolated upward
     assert flat.overhead_for("v5.1")[0] == pytest.approx(0.06)
     rows = {str(r["name"]): r for r in f.table()}

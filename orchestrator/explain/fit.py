@@ -80,18 +80,19 @@ class Fitted:
         """The fixed per-step overhead of a round's software (other_s) and where it came from:
         fitted on that round's scales; None, the newest fitted round's; a round after every
         fitted one, the newest round's shrunk by its round-over-round ratio (at most 1; it has
-        fallen every round: docs/explain.md); a round between fitted ones, the one before's."""
+        fallen every round: docs/explain.md); any other round, the nearest fitted round before it,
+        else the first."""
         if not self.overhead:
             return 0.0, "no fitted round: no per-step overhead"
         rounds = sorted(self.overhead, key=round_key)
         newest = rounds[-1]
         if round_name in self.overhead:
             return self.overhead[round_name], f"fitted on {self.round_counts.get(round_name, 0)} scale(s) of {round_name}"
-        if round_name is None or round_key(round_name) < round_key(rounds[0]) or len(rounds) < 2:
+        if round_name is None or (len(rounds) < 2 and round_key(round_name) > round_key(newest)):
             return self.overhead[newest], f"the newest fitted round's ({newest})"
-        if round_key(round_name) < round_key(newest):  # a round between fitted ones: the one before
-            before = [r for r in rounds if round_key(r) < round_key(round_name)][-1]
-            return self.overhead[before], f"the round before's ({before})"
+        if round_key(round_name) < round_key(newest):  # the nearest fitted round before, else the first
+            before = [r for r in rounds if round_key(r) < round_key(round_name)] or rounds[:1]
+            return self.overhead[before[-1]], f"the nearest fitted round's ({before[-1]})"
         last, prev = self.overhead[newest], self.overhead[rounds[-2]]
         ratio = min(1.0, last / prev) if prev > 0 else 1.0
         return last * ratio, (f"{round_name} not fitted: {newest}'s {last * 1e3:.0f} ms x its ratio to "
