@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from dataclasses import replace
 from pathlib import Path
 
@@ -461,6 +462,11 @@ def test_plan_takes_another_fabrics_cross_domain_rate_and_says_where_it_came_fro
     # only DP leaves the rack: the faster fabric shortens dp_comm and nothing on NVLink
     assert b["components"]["dp_comm"] < a["components"]["dp_comm"]
     assert b["components"]["tp_comm"] == a["components"]["tp_comm"]
+    # the terminal's step-model line says which rate dp_comm stands on
+    shown = azbench_in_process(*args[:6], "--cross-domain-gbs", "100", home=tmp_path)
+    assert shown.code == 0, shown.err
+    assert re.search(r"dp_comm [0-9.]+ s on 100 GB/s per GPU between NVLink domains \(--cross-domain-gbs\)",
+                     " ".join(shown.out.split()))
     bad = azbench_in_process(*args, "--cross-domain-gbs", "-5", home=tmp_path)
     assert bad.code == 2 and bad.err.count("\n") == 1 and "--cross-domain-gbs" in bad.err
 

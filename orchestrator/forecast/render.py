@@ -74,8 +74,10 @@ def model_lines(plan: ForecastPlan) -> list[str]:
         ttt = (f"; {formats.fixed(e.model_minutes, 2)} min [{formats.fixed(e.model_low, 2)}-"
                f"{formats.fixed(e.model_high, 2)}] to train" if e.model_minutes is not None else "")
         leaves = f"; leaving the NVLink domain: {', '.join(e.leaves_nvlink_domain)}" if e.leaves_nvlink_domain else ""
+        rate = (f" on {e.cross_domain_gbs:.0f} GB/s per GPU between NVLink domains ({e.cross_domain_source})"
+                if e.cross_domain_gbs is not None else "")
         out.append(f"step model at {formats.count(row.nodes)} nodes: {e.predicted_step_s:.3g} s ({top}; dp_comm "
-                   f"{e.components.get('dp_comm', 0.0):.3g} s){ttt}{leaves}")
+                   f"{e.components.get('dp_comm', 0.0):.3g} s{rate}){ttt}{leaves}")
         if row.model_vs_curve:
             out.append(f"at {formats.count(row.nodes)} nodes {row.model_vs_curve}")
     return out
