@@ -299,7 +299,14 @@ def test_local_pipeline_seeds_baseline_then_fails_on_slower_recipe(pipeline_home
     assert slow.returncode == 8, slow.stderr[-3000:]
     s2 = json.loads(slow.stdout)
     assert s2["status"] == "regressed" and not s2["baseline_updated"]
-    assert any(d["metric"] == "step_time" for d in s2["comparison"]["deltas"] if d["verdict"] == "regression")
+    # The slowdown shows in the step time; whether Welch's test is sure of it over two runs a
+    # side depends on how far apart a busy machine put the baseline's two runs (df ~ 1: a CI run
+    # had confidence < 0.9 and called it noise). What regressed is then the time to train, which
+    # the same steps make; either way the step time is more than twice the baseline's.
+    step = next(d for d in s2["comparison"]["deltas"] if d["metric"] == "step_time" and d["nodes"] == 1)
+    assert step["change"] > 1.0 and step["verdict"] in ("regression", "noise"), step
+    assert {d["metric"] for d in s2["comparison"]["deltas"] if d["verdict"] == "regression"} \
+        & {"step_time", "time_to_train"}
     assert "azbench: pipeline regressed:" in slow.stderr
     junit2 = (out / "j2.xml").read_text()
     validate_stdlib(junit2)
