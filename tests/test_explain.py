@@ -144,6 +144,32 @@ def test_exposed_dp_is_one_chunk_when_the_backward_keeps_up_and_the_queue_when_n
     assert pp.dp_overlap == pytest.approx(2 / 3 * 4 / (16 * 5))
 
 
+def test_a_dp_collective_the_config_does_not_overlap_is_exposed_whole() -> None:
+    # Megatron's OVERLAP_GRAD_REDUCE / OVERLAP_PARAM_GATHER off: the reduce-scatter runs after the
+    # backward (the all-gather before the forward) as one call, nothing to hide it behind
+    c = StepConfig(benchmark="llama31_8b", params=8e9, layers=32, d_model=4096, seq_len=8192, gbs=64,
+                   mbs=1, gpus=64)
+    rs = group_time(c.params * 2, 64, 8, HW)  # BF16 gradients over 8 nodes of 8
+    ag = group_time(c.params * 2, 64, 8, HW)  # BF16 parameters (no FP8 gather)
+    params = Params(slowdown=2.0, elementwise_s=0.0, tp_exposed=0.5, tp_exposed_plain=1.0, cp_exposed=0.5,
+                    pp_exposed=0.5, dp_exposed=0.5, opt_s_per_gb=0.0, other_s=0.0)
+    both = predict(c, HW, params)
+    assert both.terms.dp_raw == pytest.approx(rs + ag) and both.terms.dp_serial == 0.0
+    assert both.components["dp_comm"] == pytest.approx(model.exposed_dp(both.terms, both.components["compute"]) * 0.5)
+    no_rs = predict(replace(c, overlap_grad_reduce=False), HW, params)
+    assert no_rs.terms.dp_raw == pytest.approx(ag) and no_rs.terms.dp_serial == pytest.approx(rs)
+    assert no_rs.components["dp_comm"] == pytest.approx(
+        rs + model.exposed_dp(no_rs.terms, no_rs.components["compute"]) * 0.5)
+    neither = predict(replace(c, overlap_grad_reduce=False, overlap_param_gather=False), HW, params)
+    assert neither.components["dp_comm"] == pytest.approx(rs + ag)  # no fitted exposure applies
+    assert neither.step_s > no_rs.step_s > both.step_s
+    # the plan reads the switches from the config (-p), and its layout says which it used
+    on = account.plan_explain("llama31_405b", "gb200", 2048)
+    off = account.plan_explain("llama31_405b", "gb200", 2048, {"OVERLAP_GRAD_REDUCE": "False"})
+    assert on.layout["overlap_grad_reduce"] is True and off.layout["overlap_grad_reduce"] is False
+    assert off.components["dp_comm"] > 4 * on.components["dp_comm"]
+
+
 def test_the_table_has_at_least_40_modelled_scales_over_the_four_llm_benchmarks() -> None:
     pool = modelled()
     assert len(pool) >= 40

@@ -101,7 +101,15 @@ def from_resolved(r: ResolvedConfig) -> StepConfig:
         pp=size["pp"], cp=size["cp"], vp=size["vp"] if size["pp"] > 1 else 1, precision=r.precision or facts.precision, trainable_params=facts.trainable_params,
         tp_overlap=env.get("TP_COMM_OVERLAP", "True").strip().lower() in ("1", "true", "yes"),
         fp8_param_gather=env.get("FP8_PARAM_GATHER", "").strip().lower() in ("1", "true", "yes")
-        or (r.precision == "fp4"), order=order)
+        or (r.precision == "fp4"), order=order,
+        # every published config azbench vendors sets both True, and the fit assumes them
+        overlap_grad_reduce=_env_switch(env, "OVERLAP_GRAD_REDUCE"),
+        overlap_param_gather=_env_switch(env, "OVERLAP_PARAM_GATHER"))
+
+
+def _env_switch(env: dict[str, str], name: str, default: bool = True) -> bool:
+    value = env.get(name, "").strip().lower()
+    return default if not value else value in ("1", "true", "yes", "on")
 
 
 def _env_int(env: dict[str, str], names: tuple[str, ...], default: int) -> int:
@@ -310,7 +318,8 @@ def _layout(c: StepConfig) -> dict[str, object]:
     return {"tp": c.tp, "pp": c.pp, "cp": c.cp, "vp": c.vp, "ep": c.ep, "dp": c.dp if c.gpus else None,
             "mbs": c.mbs, "gbs": c.gbs, "microbatches": c.microbatches if c.dp else None,
             "seq_len": c.seq_len, "precision": c.precision, "order": c.order,
-            "tp_comm_overlap": c.tp_overlap}
+            "tp_comm_overlap": c.tp_overlap, "overlap_grad_reduce": c.overlap_grad_reduce,
+            "overlap_param_gather": c.overlap_param_gather}
 
 
 __all__ = ["COMPONENTS", "Explained", "from_resolved", "ReportExplain", "explain_config", "explain_published",

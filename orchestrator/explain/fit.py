@@ -180,7 +180,7 @@ def design(scales: Sequence[Scale], groups: list[tuple[str, str]], rounds: list[
         a[i, j + 5] = t.opt_bytes / 1e9
         a[i, j + 6] = t.attention * (1.0 + t.bubble_fraction)
         a[i, len(groups) + len(GLOBAL) + rounds.index(s.round)] = 1.0
-        y[i] = s.step_s
+        y[i] = s.step_s - t.dp_serial  # not overlapped: no parameter of its own to fit
     return a, y
 
 

@@ -41,7 +41,9 @@ Formulas (each cited where it is used):
   it does not. n = VP with PP (b: the backward of min(PP, m) microbatch-chunks, Megatron's
   interleaved schedule runs PP microbatches of one chunk together), the rank's layers without
   (b: one layer's backward of the last microbatch); backward = 2/3 of the compute. The fitted
-  dp exposure (an overlap efficiency, at most 1) scales it.
+  dp exposure (an overlap efficiency, at most 1) scales it. A collective the config does not
+  overlap (OVERLAP_GRAD_REDUCE or OVERLAP_PARAM_GATHER False: Megatron then runs it after the
+  backward, or before the forward, as one call) is exposed whole, with no parameter.
 
 Each part is a base time (what it would take with nothing overlapped and the GPU at peak) times
 one fitted parameter (fit.py), so the model is linear in its parameters but for exposed DP, which
@@ -127,6 +129,10 @@ class StepConfig:
     trainable_params: float | None = None
     tp_overlap: bool = True
     fp8_param_gather: bool = False
+    # Megatron's DDP switches (OVERLAP_GRAD_REDUCE, OVERLAP_PARAM_GATHER); off, that collective
+    # runs after the backward (before the forward) with nothing to hide it: exposed whole
+    overlap_grad_reduce: bool = True
+    overlap_param_gather: bool = True
     order: str = DEFAULT_ORDER
 
     @property
@@ -245,11 +251,12 @@ class Terms:
     tp_raw: float
     cp_raw: float
     pp_raw: float
-    dp_raw: float
+    dp_raw: float  # the DP collectives the config overlaps (exposed_dp says how much shows)
     dp_chunks: int  # n: how many chunks the overlapped DP collectives go out in
     dp_overlap: float  # b / the step's achieved compute: the backward between two chunks' gradients
     opt_bytes: float
     attention: float = 0.0  # causal attention's 6·L·h·s FLOPs at the BF16 peak
+    dp_serial: float = 0.0  # the DP collectives the config does not overlap: on the critical path whole
     domains: dict[str, int] = field(default_factory=dict)
     leaves_domain: list[str] = field(default_factory=list)
 
@@ -276,14 +283,16 @@ def terms(c: StepConfig, hw: Hardware) -> Terms:
     per_rank = trainable / (c.tp * c.pp)
     dp_n = c.dp * c.cp  # Megatron reduces gradients over the data-and-context-parallel group
     dp_domains = max(1, domains["dp"] * (domains["cp"] if domains["cp"] > 1 else 1))
-    dp_raw = (group_time(per_rank * GRAD_BYTES, dp_n, dp_domains, hw)
-              + group_time(per_rank * (1 if c.fp8_param_gather else 2), dp_n, dp_domains, hw))
+    reduce_scatter = group_time(per_rank * GRAD_BYTES, dp_n, dp_domains, hw)
+    all_gather = group_time(per_rank * (1 if c.fp8_param_gather else 2), dp_n, dp_domains, hw)
+    dp_raw = (reduce_scatter if c.overlap_grad_reduce else 0.0) + (all_gather if c.overlap_param_gather else 0.0)
+    dp_serial = (0.0 if c.overlap_grad_reduce else reduce_scatter) + (0.0 if c.overlap_param_gather else all_gather)
     opt_bytes = per_rank / dp_n * OPT_BYTES_PER_PARAM
     leaves = [d for d in ("tp", "cp", "pp", "dp") if sizes[d] > 1 and domains[d] > 1]
     # scaled by the peak: memory-bound work speeds up with the GPU generation as its FLOPs do
     elementwise = tokens * c.layers * c.d_model / c.gpus / hw.peak_tflops / 1e6
     return Terms(compute=compute, elementwise=elementwise, bubble_fraction=bubble_fraction(c.pp, c.vp, m), tp_raw=tp_raw,
-                 cp_raw=cp_raw, pp_raw=pp_raw, dp_raw=dp_raw,
+                 cp_raw=cp_raw, pp_raw=pp_raw, dp_raw=dp_raw, dp_serial=dp_serial,
                  dp_chunks=dp_chunks(c), dp_overlap=_dp_overlap(c), opt_bytes=opt_bytes, attention=attention,
                  domains=domains, leaves_domain=leaves)
 
@@ -333,7 +342,7 @@ def predict(c: StepConfig, hw: Hardware, p: Params) -> Breakdown:
         "ep_comm": 0.0,
         "pp_bubble": compute * t.bubble_fraction,
         "pp_p2p": t.pp_raw * p.pp_exposed,
-        "dp_comm": exposed_dp(t, compute) * p.dp_exposed,
+        "dp_comm": exposed_dp(t, compute) * p.dp_exposed + t.dp_serial,
         "optimizer": t.opt_bytes / 1e9 * p.opt_s_per_gb,
         "other": p.other_s,
     }
