@@ -168,6 +168,16 @@ def test_a_dp_collective_the_config_does_not_overlap_is_exposed_whole() -> None:
     off = account.plan_explain("llama31_405b", "gb200", 2048, {"OVERLAP_GRAD_REDUCE": "False"})
     assert on.layout["overlap_grad_reduce"] is True and off.layout["overlap_grad_reduce"] is False
     assert off.components["dp_comm"] > 4 * on.components["dp_comm"]
+    assert account.not_overlapped(on.layout) == ""
+
+
+def test_plan_says_which_dp_collective_a_config_leaves_unoverlapped(tmp_path: Path) -> None:
+    r = azbench_in_process("plan", "llama31_405b", "--sku", "gb200", "--nodes", "2048",
+                           "-p", "OVERLAP_GRAD_REDUCE=False", home=tmp_path, env={"COLUMNS": "400"})
+    assert r.code == 0, r.err
+    (line,) = [x for x in r.out.splitlines() if x.startswith("step model at 2,048 nodes")]
+    assert "DP reduce-scatter (OVERLAP_GRAD_REDUCE off) not overlapped: exposed whole" in line
+    assert "all-gather" not in line
 
 
 def test_the_table_has_at_least_40_modelled_scales_over_the_four_llm_benchmarks() -> None:

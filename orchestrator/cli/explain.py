@@ -132,6 +132,8 @@ def _print(e: Explained) -> None:
         w(f"measured step{_stats(e)}\n")
     layout = ", ".join(f"{k.upper()} {v}" for k, v in e.layout.items() if k in ("tp", "pp", "cp", "vp", "dp", "mbs", "gbs"))
     w(f"layout: {layout}; {e.layout.get('precision')}; rank order {e.layout.get('order')}\n")
+    if serial := account.not_overlapped(e.layout):
+        w(f"{serial}\n")
     w("links: " + "; ".join(f"{k.upper()} {v}" for k, v in e.links.items()) + "\n")
     if e.leaves_nvlink_domain:
         w(f"leaves the NVLink domain: {', '.join(e.leaves_nvlink_domain)}\n")

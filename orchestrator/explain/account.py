@@ -314,6 +314,15 @@ def _why_not(c: StepConfig, row: GpuSku | None) -> list[str]:
     return out
 
 
+def not_overlapped(layout: dict[str, object]) -> str:
+    """What a layout's DP overlap switches leave on the critical path whole, as views say it
+    ('' when both overlap)."""
+    off = [f"{what} ({switch.upper()} off)" for what, switch in
+           (("reduce-scatter", "overlap_grad_reduce"), ("all-gather", "overlap_param_gather"))
+           if layout.get(switch) is False]
+    return f"DP {' and '.join(off)} not overlapped: exposed whole" if off else ""
+
+
 def _layout(c: StepConfig) -> dict[str, object]:
     return {"tp": c.tp, "pp": c.pp, "cp": c.cp, "vp": c.vp, "ep": c.ep, "dp": c.dp if c.gpus else None,
             "mbs": c.mbs, "gbs": c.gbs, "microbatches": c.microbatches if c.dp else None,
@@ -322,7 +331,7 @@ def _layout(c: StepConfig) -> dict[str, object]:
             "overlap_param_gather": c.overlap_param_gather}
 
 
-__all__ = ["COMPONENTS", "Explained", "from_resolved", "ReportExplain", "explain_config", "explain_published",
+__all__ = ["COMPONENTS", "Explained", "from_resolved", "not_overlapped", "ReportExplain", "explain_config", "explain_published",
            "report_summary", "listing"]
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from orchestrator import formats
+from orchestrator.explain.account import not_overlapped
 from orchestrator.forecast.basis import point_lines
 
 if TYPE_CHECKING:
@@ -76,8 +77,9 @@ def model_lines(plan: ForecastPlan) -> list[str]:
         leaves = f"; leaving the NVLink domain: {', '.join(e.leaves_nvlink_domain)}" if e.leaves_nvlink_domain else ""
         rate = (f" on {e.cross_domain_gbs:.0f} GB/s per GPU between NVLink domains ({e.cross_domain_source})"
                 if e.cross_domain_gbs is not None else "")
+        serial = f"; {serial}" if (serial := not_overlapped(e.layout)) else ""
         out.append(f"step model at {formats.count(row.nodes)} nodes: {e.predicted_step_s:.3g} s ({top}; dp_comm "
-                   f"{e.components.get('dp_comm', 0.0):.3g} s{rate}){ttt}{leaves}")
+                   f"{e.components.get('dp_comm', 0.0):.3g} s{rate}{serial}){ttt}{leaves}")
         if row.model_vs_curve:
             out.append(f"at {formats.count(row.nodes)} nodes {row.model_vs_curve}")
     return out
