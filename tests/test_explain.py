@@ -177,7 +177,14 @@ def test_plan_says_which_dp_collective_a_config_leaves_unoverlapped(tmp_path: Pa
     assert r.code == 0, r.err
     (line,) = [x for x in r.out.splitlines() if x.startswith("step model at 2,048 nodes")]
     assert "DP reduce-scatter (OVERLAP_GRAD_REDUCE off) not overlapped: exposed whole" in line
-    assert "all-gather" not in line
+    assert "all-gather (" not in line  # only the reduce-scatter is off...
+    assert "Megatron-LM refuses OVERLAP_PARAM_GATHER without OVERLAP_GRAD_REDUCE" in line  # ...which Megatron refuses
+    both = azbench_in_process("plan", "llama31_405b", "--sku", "gb200", "--nodes", "2048", "-p",
+                              "OVERLAP_GRAD_REDUCE=False", "-p", "OVERLAP_PARAM_GATHER=False",
+                              home=tmp_path, env={"COLUMNS": "400"})
+    assert both.code == 0, both.err
+    assert ("DP reduce-scatter (OVERLAP_GRAD_REDUCE off) and all-gather (OVERLAP_PARAM_GATHER off) not "
+            "overlapped: exposed whole)" in both.out) and "refuses" not in both.out
 
 
 def test_the_table_has_at_least_40_modelled_scales_over_the_four_llm_benchmarks() -> None:

@@ -320,7 +320,14 @@ def not_overlapped(layout: dict[str, object]) -> str:
     off = [f"{what} ({switch.upper()} off)" for what, switch in
            (("reduce-scatter", "overlap_grad_reduce"), ("all-gather", "overlap_param_gather"))
            if layout.get(switch) is False]
-    return f"DP {' and '.join(off)} not overlapped: exposed whole" if off else ""
+    if not off:
+        return ""
+    said = f"DP {' and '.join(off)} not overlapped: exposed whole"
+    if layout.get("overlap_grad_reduce") is False and layout.get("overlap_param_gather") is not False:
+        # megatron/training/arguments.py: "--overlap-grad-reduce should be turned on when using
+        # --overlap-param-gather"; costed as given, but the user should know
+        said += " (Megatron-LM refuses OVERLAP_PARAM_GATHER without OVERLAP_GRAD_REDUCE)"
+    return said
 
 
 def _layout(c: StepConfig) -> dict[str, object]:
