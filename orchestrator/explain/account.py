@@ -31,6 +31,7 @@ from orchestrator.hardware.catalog import GpuSku, find, lookup
 from orchestrator.models import Frozen
 from orchestrator.paths import recipes_dir
 from orchestrator.recipes.catalog import ResolvedConfig, resolve
+from orchestrator.recipes.configs import config_flag
 from orchestrator.recipes.rank_order import order_from
 
 # Parts a gap statement names: the largest differences first, at most this many.
@@ -99,17 +100,11 @@ def from_resolved(r: ResolvedConfig) -> StepConfig:
         benchmark=r.benchmark_key, params=facts.params, layers=facts.layers, d_model=facts.d_model,
         seq_len=facts.seq_len, gbs=r.gbs or 1, mbs=size["mbs"], gpus=r.gpus, tp=size["tp"],
         pp=size["pp"], cp=size["cp"], vp=size["vp"] if size["pp"] > 1 else 1, precision=r.precision or facts.precision, trainable_params=facts.trainable_params,
-        tp_overlap=env.get("TP_COMM_OVERLAP", "True").strip().lower() in ("1", "true", "yes"),
-        fp8_param_gather=env.get("FP8_PARAM_GATHER", "").strip().lower() in ("1", "true", "yes")
-        or (r.precision == "fp4"), order=order,
+        tp_overlap=config_flag(env.get("TP_COMM_OVERLAP"), True),
+        fp8_param_gather=config_flag(env.get("FP8_PARAM_GATHER")) or (r.precision == "fp4"), order=order,
         # every published config azbench vendors sets both True, and the fit assumes them
-        overlap_grad_reduce=_env_switch(env, "OVERLAP_GRAD_REDUCE"),
-        overlap_param_gather=_env_switch(env, "OVERLAP_PARAM_GATHER"))
-
-
-def _env_switch(env: dict[str, str], name: str, default: bool = True) -> bool:
-    value = env.get(name, "").strip().lower()
-    return default if not value else value in ("1", "true", "yes", "on")
+        overlap_grad_reduce=config_flag(env.get("OVERLAP_GRAD_REDUCE"), True),
+        overlap_param_gather=config_flag(env.get("OVERLAP_PARAM_GATHER"), True))
 
 
 def _env_int(env: dict[str, str], names: tuple[str, ...], default: int) -> int:

@@ -198,9 +198,9 @@ def fit(scales: Sequence[Scale], source: str = "") -> Fitted:
     hi = np.array([_SLOW[1]] * len(groups) + [_BOUNDS[k][1] for k in GLOBAL]
                   + [_BOUNDS["other_s"][1]] * len(rounds))
     theta: np.ndarray | None = None
+    w = 1.0 / np.array([s.step_s for s in scales])  # relative to the measured step, not to y
     for _ in range(FIT_ROUNDS):
         a, y = design(scales, groups, rounds, None if theta is None else _achieved(theta, groups))
-        w = 1.0 / y
         theta = _bounded_lstsq(a * w[:, None], y * w, lo, hi)
     assert theta is not None
     counts = {g: sum(1 for s in scales if s.group == g) for g in groups}

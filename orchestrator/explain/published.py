@@ -23,6 +23,7 @@ from orchestrator.hardware.catalog import GpuSku, by_accelerator, find
 from orchestrator.models import ModelFacts
 from orchestrator.paths import recipes_dir
 from orchestrator.recipes.catalog import get_recipe
+from orchestrator.recipes.configs import config_flag
 from orchestrator.recipes.rank_order import order_from
 from orchestrator.results.published import load_published, round_key
 
@@ -30,7 +31,6 @@ DATA_FILE = "published/step_times.csv"
 GPUS_FILE = "published/published_gpus.csv"
 GEMM_FILE = "published/gemm_rates.csv"
 HBM_FILE = "published/hbm_bandwidth.csv"
-_TRUE = ("1", "true", "yes")
 
 
 @dataclass(frozen=True)
@@ -212,7 +212,7 @@ def _scale(r: dict[str, str], facts: ModelFacts | None) -> Scale:
             mbs=int(r["mbs"]), gpus=int(r["gpus"]), tp=int(r["tp"]), pp=int(r["pp"]),
             cp=int(r["cp"]), vp=int(r["vp"] or 1), ep=int(r["ep"] or 1), precision=precision,
             trainable_params=facts.trainable_params,
-            tp_overlap=r["tp_overlap"].strip().lower() in _TRUE, order=order,
+            tp_overlap=config_flag(r["tp_overlap"]), order=order,
             fp8_param_gather=precision != "bf16" and r["benchmark"] != "llama2_70b_lora")
         why = why or (config.problem() or "")
         if hw is not None and row is not None and row.nvlink_domain_vms > 1 and not why:

@@ -20,7 +20,7 @@ from orchestrator.hardware import catalog
 from orchestrator.errors import ConfigError, NotFoundError
 from orchestrator.models import FabricOverride, ModelFacts
 from orchestrator.paths import recipes_dir
-from orchestrator.recipes.configs import effective_env, implementation, reads, submissions
+from orchestrator.recipes.configs import config_flag, effective_env, implementation, reads, submissions
 from orchestrator.recipes.data import DataItem
 from orchestrator.recipes.rank_order import MAPPING_VAR, order_from
 from orchestrator.recipes.recipe import (Container as Container, Launch as Launch, Mlperf as Mlperf,
@@ -414,17 +414,14 @@ def _load_config(recipe: str, config: str | None, layers: list[tuple[dict[str, s
     return dict(loaded.values), list(loaded.files)
 
 
-_TRUE = ("true", "1", "yes")
-
-
 def run_precision(env: dict[str, str], sources: dict[str, str]) -> tuple[str | None, str]:
     """The GEMM precision an MLPerf config trains in, from the flags NVIDIA's NeMo/Megatron
     implementations read (FP4, FP8: config_common*.sh), with the file that set the deciding one;
     (None, "") when the config sets neither (DLRM, RetinaNet, R-GAT, FLUX.1)."""
-    if env.get("FP4", "").lower() in _TRUE:
+    if config_flag(env.get("FP4")):
         return "fp4", f"FP4={env['FP4']} ({_with_line(sources.get('FP4', 'azbench'), 'FP4')})"
     if "FP8" in env:
-        value = "fp8" if env["FP8"].lower() in _TRUE else "bf16"
+        value = "fp8" if config_flag(env["FP8"]) else "bf16"
         return value, f"FP8={env['FP8']} ({_with_line(sources.get('FP8', 'azbench'), 'FP8')})"
     return None, ""
 

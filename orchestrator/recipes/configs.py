@@ -43,6 +43,13 @@ class ConfigEnv(Frozen):
     sources: dict[str, str]
 
 
+def config_flag(value: str | None, default: bool = False) -> bool:
+    """A config's boolean switch as the submissions' scripts spell it ("True", "1", "yes", in any
+    case); unset or empty: `default`."""
+    text = (value or "").strip().lower()
+    return default if not text else text in ("1", "true", "yes")
+
+
 def configs_dir() -> Path:
     return recipes_dir() / "configs"
 

@@ -25,12 +25,12 @@ from collections.abc import Mapping
 from pydantic import Field
 
 from orchestrator.models import Frozen
+from orchestrator.recipes.configs import config_flag
 
 DEFAULT_ORDER = "tp-cp-ep-dp-pp"
 TP_PP_DP_ORDER = "tp-cp-ep-pp-dp"
 MAPPING_VAR = "TP_PP_DP_MAPPING"
 DIMS = ("tp", "cp", "pp", "dp")
-_TRUE = ("true", "1", "yes")
 
 
 class Span(Frozen):
@@ -46,7 +46,7 @@ def order_from(env: Mapping[str, str], sources: Mapping[str, str] | None = None)
     """(rank order, why): TP_PP_DP_MAPPING true gives "tp-cp-ep-pp-dp", else Megatron's default."""
     value = env.get(MAPPING_VAR)
     where = (sources or {}).get(MAPPING_VAR, "")
-    if value is not None and value.strip().lower() in _TRUE:
+    if config_flag(value):
         return TP_PP_DP_ORDER, f"{MAPPING_VAR}={value}" + (f" [{where}]" if where else "")
     said = f"{MAPPING_VAR}={value}" + (f" [{where}]" if where else "") if value is not None else f"{MAPPING_VAR} unset"
     return DEFAULT_ORDER, f"Megatron-core's default; {said}"
