@@ -108,12 +108,33 @@ def source(folder: Path, name: str, nodes: str, gpus: str) -> dict[str, str]:
                 if "=" in item)
 
 
-def pick(env: dict[str, str], key: str) -> int | None:
-    for name in _NAMES[key]:
-        value = env.get(name, "").strip()
-        if re.fullmatch(r"\d+", value):
-            return int(value)
+def pick(env: dict[str, str], key: str, defaults: dict[str, str] | None = None) -> int | None:
+    """The config's value of `key` (any of its names); where the config leaves every name unset,
+    the implementation's own default for it (`hydra_defaults`)."""
+    for source_ in (env, defaults or {}):
+        for name in _NAMES[key]:
+            value = source_.get(name, "").strip()
+            if re.fullmatch(r"\d+", value):
+                return int(value)
     return None
+
+
+_ENV_DEFAULT = re.compile(r"\$\{oc\.env:([A-Za-z_][A-Za-z0-9_]*),\s*([^{}]*?)\s*\}")
+
+
+def hydra_defaults(repo: Path, commit: str, folder: str) -> dict[str, str]:
+    """`${oc.env:NAME,default}` in the implementation's Hydra configs (its *.yaml): what NeMo runs
+    with when the config leaves NAME unset. NVIDIA's v3.1 GPT-3 configs, and smc's v4.0 ones, set no
+    INTERLEAVED_PIPELINE; conf/custom.yaml's `virtual_pipeline_model_parallel_size:
+    ${oc.decode:${oc.env:INTERLEAVED_PIPELINE,12}}` makes it 12 (it read as 1, no interleaving).
+    A name two files default differently is left out."""
+    found: dict[str, set[str]] = {}
+    listed = git(repo, "ls-tree", "-r", "--name-only", commit, folder + "/").splitlines()
+    for path in listed:
+        if path.endswith((".yaml", ".yml")):
+            for m in _ENV_DEFAULT.finditer(git(repo, "show", f"{commit}:{path}")):
+                found.setdefault(m.group(1), set()).add(m.group(2))
+    return {name: next(iter(values)) for name, values in found.items() if len(values) == 1}
 
 
 def precision(env: dict[str, str]) -> str:
@@ -145,6 +166,7 @@ def layouts(repo: Path, commit: str, org: str, bench: str, tmp: Path) -> list[di
         if not local.is_dir():
             continue
         _helpers_beside(local)
+        defaults = hydra_defaults(repo, commit, folder)
         for f in sorted(local.glob("config_*.sh")):
             shape = _SHAPE.search(f.name)
             if shape is None or f.name.startswith(("config_common", "config_mounts", "config_fp8")):
@@ -153,17 +175,17 @@ def layouts(repo: Path, commit: str, org: str, bench: str, tmp: Path) -> list[di
             if not env:
                 continue
             nodes, per = int(env.get("DGXNNODES", shape.group(1)) or 0), int(env.get("DGXNGPU", shape.group(2)) or 0)
-            tp, pp, cp = pick(env, "tp") or 1, pick(env, "pp") or 1, pick(env, "cp") or 1
+            tp, pp, cp = (pick(env, k, defaults) or 1 for k in ("tp", "pp", "cp"))
             gpus = nodes * per
             if gpus % (tp * pp * cp):
                 continue
             dp = gpus // (tp * pp * cp)
             minibs = pick(env, "minibs")
             gbs = pick(env, "gbs") or (minibs * dp if minibs else None)
-            vp = pick(env, "vp")
+            vp = pick(env, "vp", defaults)
             out.append({"folder": folder.rsplit("/", 1)[1], "config": f"{folder}/{f.name}",
                         "gpus": gpus, "tp": tp, "pp": pp, "cp": cp, "vp": vp if vp and pp > 1 else 1,
-                        "mbs": pick(env, "mbs") or 1, "gbs": gbs, "precision": _precision_read(env),
+                        "mbs": pick(env, "mbs", defaults) or 1, "gbs": gbs, "precision": _precision_read(env),
                         "tp_overlap": env.get("TP_COMM_OVERLAP", "") or "",
                         "tp_pp_dp_mapping": env.get("TP_PP_DP_MAPPING", "") or "",
                         "fp8_dpa": env.get("FP8_DPA", "") or ""})
