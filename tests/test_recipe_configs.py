@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import re
+import subprocess
 
 import pytest
 
 from orchestrator.recipes.catalog import list_recipes, resolve
-from orchestrator.recipes.configs import configs_dir, reads
+from orchestrator.recipes.configs import configs_dir, implementation, reads
+from tests.fixtures.mirrors import mirrors
 from orchestrator.runs.launch import launch_attempt
 from orchestrator.slurm.launcher import attempt_script
 
@@ -46,6 +48,36 @@ def test_published_layouts_equal_the_published_config(recipe: str, sku: str, nod
     differ = {k: (v, r.config_env[k]) for k, v in r.env.items()
               if k in r.config_env and r.config_env[k] != v and k != "DGXSYSTEM"}
     assert not differ, f"{recipe} {sku} x{nodes} differs from {r.config}: {differ}"
+
+
+_HYDRA_ENV = re.compile(r"\$\{oc\.env:INTERLEAVED_PIPELINE,\s*(\d+)\s*\}")
+
+
+def test_a_pipelined_scale_whose_config_sets_no_vp_takes_its_implementations_default() -> None:
+    """A config that sets no INTERLEAVED_PIPELINE runs NeMo's default, the `${oc.env:
+    INTERLEAVED_PIPELINE,N}` of the implementation's conf/*.yaml, read here from the published tree
+    at the vendored commit (mirrors of mlcommons/training_results_vX; skipped without them): such
+    a scale's VP must be N, or plan and explain cost a pipeline that does not interleave (the
+    Azure+NVIDIA v3.1 GPT-3 config at 1,344 VMs read as VP 1: a 7/8 bubble where NeMo ran 7/96)."""
+    checked = []
+    for recipe, sku, nodes in SCALES:
+        r = resolve(recipe, sku, nodes)
+        if r.pp <= 1 or not r.config or "INTERLEAVED_PIPELINE" in r.config_env:
+            continue
+        impl = implementation(recipe, r.config.split(f"recipes/configs/{recipe}/", 1)[1])
+        repo = mirrors() / impl.repo.replace("/", "+") / "repo"
+        if not (repo / "HEAD").exists():
+            pytest.skip(f"no mirror of {impl.repo} at {repo}")
+        git = ["git", f"--git-dir={repo}"]
+        listed = subprocess.run([*git, "ls-tree", "-r", "--name-only", impl.commit, impl.path + "/"],
+                                capture_output=True, text=True, check=True).stdout.split()
+        defaults = {int(m.group(1)) for f in listed if f.endswith((".yaml", ".yml"))
+                    for m in _HYDRA_ENV.finditer(subprocess.run(
+                        [*git, "show", f"{impl.commit}:{f}"], capture_output=True, text=True, check=True).stdout)}
+        assert len(defaults) == 1, f"{impl.path}: INTERLEAVED_PIPELINE defaults {defaults}"
+        assert r.vp == min(defaults), f"{recipe} {sku} x{nodes}: VP {r.vp}, {impl.path} runs {defaults}"
+        checked.append((recipe, sku, nodes))
+    assert ("gpt3", "h100", 1344) in checked
 
 
 def test_flux_and_rgat_batch_sizes_reach_the_names_their_implementations_read() -> None:
