@@ -2,7 +2,7 @@
 whose parallel layout can be read, with that layout (the input of orchestrator/explain).
 
 Run by hand (not by azbench, not by the tests) against local git mirrors of
-mlcommons/training_results_v4.0 .. v5.1:
+mlcommons/training_results_v3.0 .. v5.1 (every round with one of the four benchmarks):
 
     python recipes/published/step_times.py /path/to/mirrors   # <dir>/mlcommons+training_results_vX/repo
 
@@ -37,7 +37,7 @@ sys.path.insert(0, str(ROOT))
 
 from orchestrator.results.mllog import parse_lines  # noqa: E402
 
-ROUNDS = ("v4.0", "v4.1", "v5.0", "v5.1")
+ROUNDS = ("v3.0", "v3.1", "v4.0", "v4.1", "v5.0", "v5.1")
 BENCHES = ("gpt3", "llama2_70b_lora", "llama31_8b", "llama31_405b")
 OUT = ROOT / "recipes" / "published" / "step_times.csv"
 FIELDS = ("round", "submitter", "system", "benchmark", "accelerator", "nodes", "gpus_per_node",
