@@ -111,6 +111,23 @@ def checkpool_messages(stderr: str) -> list[str]:
     return trim_messages(stderr)
 
 
+def test_the_checkers_lines_survive_an_earlier_info_call_at_warning(shared_logs: Path) -> None:
+    """A logging.info() made while the root logger sat at WARNING is cached as disabled; setting
+    the root's level by assignment keeps that cache, and the checker's INFO lines and its SUCCESS
+    were lost (a check in a worker forked after such a call read ok with no evidence)."""
+    import logging
+    root = logging.getLogger()
+    before = root.level
+    root.setLevel(logging.WARNING)
+    try:
+        logging.info("cached as disabled at WARNING")
+        verdict = run_checker(shared_logs / BERT, "3.1.0")
+        assert verdict.ok and verdict.messages and verdict.messages[-1].endswith("SUCCESS"), verdict.messages
+        assert root.level == logging.WARNING  # restored
+    finally:
+        root.setLevel(before)
+
+
 def test_check_logs_runs_in_parallel_workers_and_keeps_the_order(shared_logs: Path,
                                                                  tmp_path: Path) -> None:
     broken = tmp_path / "result_0.txt"

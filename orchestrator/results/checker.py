@@ -144,7 +144,11 @@ def run_checker(log: Path, ruleset: str, usage: str = "training") -> Verdict:
     root = logging.getLogger()
     collect = _Collect()
     saved = (root.handlers[:], root.level)
-    root.handlers, root.level = [collect], logging.INFO
+    # setLevel, not `root.level =`: a logger caches isEnabledFor, and a logging.info() made while
+    # the root was at WARNING (in this process, or in the one it was forked from) would keep
+    # dropping the checker's INFO lines and its SUCCESS: the verdict's messages lost its evidence.
+    root.handlers = [collect]
+    root.setLevel(logging.INFO)
     try:
         checker = mlp_compliance.make_checker(usage, ruleset, False, False)
         ok = bool(checker.check_file(str(log), f"{usage}_{ruleset}/common.yaml"))
@@ -158,6 +162,7 @@ def run_checker(log: Path, ruleset: str, usage: str = "training") -> Verdict:
         ok = False
         collect.lines.append(f"compliance checker raised {type(exc).__name__}: {exc}")
     finally:
-        root.handlers, root.level = saved
+        root.handlers = saved[0]
+        root.setLevel(saved[1])
         mlp_compliance.enqueued_configs.clear()
     return Verdict(ok=ok, ruleset=ruleset, messages=trim_messages("\n".join(collect.lines)))
