@@ -187,6 +187,19 @@ def test_plan_says_which_dp_collective_a_config_leaves_unoverlapped(tmp_path: Pa
             "overlapped: exposed whole)" in both.out) and "refuses" not in both.out
 
 
+def test_plan_says_whose_software_overhead_the_step_model_costs(tmp_path: Path) -> None:
+    """gpt3's 1,344-VM scale is Azure's v3.1 config; plan costs every config on the newest fitted
+    round's per-step overhead, and says so (the JSON and the terminal)."""
+    newest = fitted_params().overhead_for(None)
+    e = account.plan_explain("gpt3", "h100", 1344)
+    assert e.overhead_source == newest[1] and e.components["other"] == pytest.approx(newest[0])
+    assert e.layout["vp"] == 12  # conf/custom.yaml's default: the config sets no INTERLEAVED_PIPELINE
+    r = azbench_in_process("plan", "gpt3", "--sku", "h100", "--nodes", "1344", home=tmp_path,
+                           env={"COLUMNS": "400"})
+    assert r.code == 0, r.err
+    assert f"step model's other: the software's per-step overhead, {newest[1]}" in r.out.splitlines()
+
+
 def test_the_table_has_at_least_40_modelled_scales_over_the_four_llm_benchmarks() -> None:
     pool = modelled()
     assert len(pool) >= 40

@@ -63,6 +63,8 @@ class Explained(Frozen):
     cross_domain_gbs: float | None = Field(None, description="the rate (GB/s per GPU) collectives "
                                            "were costed at between NVLink domains")
     cross_domain_source: str = ""
+    overhead_source: str = Field("", description="where `other`, the software's per-step overhead, "
+                                 "comes from (which round's scales)")
     parameters: list[dict[str, object]] = Field(default_factory=list)
     gap: str = ""
     not_predicted: list[str] = Field(default_factory=list)
@@ -157,7 +159,7 @@ def _explain_on(c: StepConfig, hw: Hardware, gpu: str, *, subject: str, measured
         measured_step_s=measured_s, components=dict(b.components), error=error, layout=_layout(c),
         links=links, leaves_nvlink_domain=[d.upper() for d in b.terms.leaves_domain],
         compute_rate=how, hardware=hw.source, cross_domain_gbs=hw.inter_gbs,
-        cross_domain_source=hw.inter_source, parameters=fitted.table(),
+        cross_domain_source=hw.inter_source, overhead_source=overhead_how, parameters=fitted.table(),
         gap=gap_statement(step, measured_s, b.components, hw, refit),
         notes=[ASSUMPTIONS, f"other: the per-step overhead of the software, {overhead_how}",
                f"parameters fitted on {fitted.scales} published scales of "
@@ -356,6 +358,8 @@ class PlanExplain(Frozen):
     cross_domain_gbs: float | None = Field(None, description="the rate (GB/s per GPU) collectives "
                                            "were costed at between NVLink domains")
     cross_domain_source: str = ""
+    overhead_source: str = Field("", description="where `other`, the software's per-step overhead, "
+                                 "comes from: the newest fitted round's, whatever round the config is")
     not_predicted: list[str] = Field(default_factory=list)
 
 
@@ -384,7 +388,7 @@ def plan_explain(recipe: str, sku: str, nodes: int, params: dict[str, str] | Non
         steps_to_train=steps.steps if steps else None,
         steps_source=steps.source if steps else "no published score and step of this benchmark",
         config=resolved.config or resolved.source, cross_domain_gbs=e.cross_domain_gbs,
-        cross_domain_source=e.cross_domain_source)
+        cross_domain_source=e.cross_domain_source, overhead_source=e.overhead_source)
 
 
 def model_band(benchmark: str | None = None) -> float:

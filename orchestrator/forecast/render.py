@@ -82,6 +82,9 @@ def model_lines(plan: ForecastPlan) -> list[str]:
                    f"{e.components.get('dp_comm', 0.0):.3g} s{rate}{serial}){ttt}{leaves}")
         if row.model_vs_curve:
             out.append(f"at {formats.count(row.nodes)} nodes {row.model_vs_curve}")
+    software = next((r.explain.overhead_source for r in plan.rows if r.explain and r.explain.overhead_source), "")
+    if software:
+        out.append(f"step model's other: the software's per-step overhead, {software}")
     return out
 
 
