@@ -9,9 +9,9 @@ import pytest
 
 from orchestrator.recipes.catalog import list_recipes, resolve
 from orchestrator.recipes.configs import configs_dir, implementation, reads
-from tests.fixtures.mirrors import mirrors
 from orchestrator.runs.launch import launch_attempt
 from orchestrator.slurm.launcher import attempt_script
+from tests.fixtures.mirrors import mirrors
 
 SCALES = [(r.name, sku, s.nodes) for r in list_recipes() if r.mlperf
           for sku, scales in r.mlperf.scales.items() for s in scales]

@@ -35,6 +35,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
+from orchestrator.recipes.configs import config_flag  # noqa: E402
 from orchestrator.results.mllog import parse_lines  # noqa: E402
 
 ROUNDS = ("v3.0", "v3.1", "v4.0", "v4.1", "v5.0", "v5.1")
@@ -111,9 +112,9 @@ def source(folder: Path, name: str, nodes: str, gpus: str) -> dict[str, str]:
 def pick(env: dict[str, str], key: str, defaults: dict[str, str] | None = None) -> int | None:
     """The config's value of `key` (any of its names); where the config leaves every name unset,
     the implementation's own default for it (`hydra_defaults`)."""
-    for source_ in (env, defaults or {}):
+    for layer in (env, defaults or {}):
         for name in _NAMES[key]:
-            value = source_.get(name, "").strip()
+            value = layer.get(name, "").strip()
             if re.fullmatch(r"\d+", value):
                 return int(value)
     return None
@@ -138,10 +139,9 @@ def hydra_defaults(repo: Path, commit: str, folder: str) -> dict[str, str]:
 
 
 def precision(env: dict[str, str]) -> str:
-    on = ("1", "true", "yes")
-    if env.get("FP4", "").lower() in on:
+    if config_flag(env.get("FP4")):
         return "fp4"
-    if env.get("FP8", "").lower() in on or env.get("FP8_HYBRID", "").lower() in on:
+    if config_flag(env.get("FP8")) or config_flag(env.get("FP8_HYBRID")):
         return "fp8"
     return "bf16"
 
